@@ -1,0 +1,36 @@
+# Warning and sanitizer flags shared by every tpusim target.
+add_library(tpusim_options INTERFACE)
+target_compile_options(tpusim_options INTERFACE -Wall -Wextra -Wno-unused-parameter)
+if(TPUSIM_WERROR)
+  target_compile_options(tpusim_options INTERFACE -Werror)
+endif()
+if(TPUSIM_SANITIZE)
+  target_compile_options(tpusim_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                                  -fno-sanitize-recover=undefined)
+  target_link_options(tpusim_options INTERFACE -fsanitize=address,undefined)
+endif()
+target_include_directories(tpusim_options INTERFACE ${PROJECT_SOURCE_DIR})
+
+# tpusim_add_tool(name SOURCES ... LIBS ...): an LLVM-style command-line tool,
+# placed in <build>/bin so lit finds every tool in one directory.
+function(tpusim_add_tool name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE tpusim_options ${ARG_LIBS})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+  set_property(GLOBAL APPEND PROPERTY TPUSIM_TOOLS ${name})
+endfunction()
+
+# tpusim_add_unit_test(name SOURCES ... LIBS ...): a Catch2 v2 test binary
+# registered with CTest, one CTest test per TEST_CASE. LABELS become ctest labels.
+function(tpusim_add_unit_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE tpusim_options tpusim_catch_main Catch2::Catch2 ${ARG_LIBS})
+  set(labels unit ${ARG_LABELS})
+  if("sanitize" IN_LIST ARG_LABELS)
+    add_dependencies(tpusim_sanitize_targets ${name})
+  endif()
+  catch_discover_tests(${name} TEST_PREFIX "${name}:" PROPERTIES LABELS "${labels}"
+                       ENVIRONMENT "TPUSIM_SOURCE_DIR=${PROJECT_SOURCE_DIR};TPUSIM_SHARED_DIR=${TPUSIM_SHARED_DIR};TPUSIM_BINARY_DIR=${PROJECT_BINARY_DIR}")
+endfunction()

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test: the full ctest suite in build/, then the
+# sanitizer build (ASan + UBSan) of the tests labelled "sanitize" in build-asan/.
+#   scripts/test.sh [--werror]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+extra=()
+[ "${1:-}" = "--werror" ] && extra+=(--werror)
+jobs=$(nproc)
+
+"$root/scripts/setup.sh" --build-dir "$root/build" "${extra[@]}"
+ctest --test-dir "$root/build" --output-on-failure -j "$jobs"
+
+# Sanitizer configuration: only the targets the "sanitize" tests need.
+"$root/scripts/setup.sh" --build-dir "$root/build-asan" --sanitize "${extra[@]}" --no-build
+cmake --build "$root/build-asan" --target tpusim_sanitize_targets
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -L sanitize
