@@ -43,6 +43,8 @@ inline float bf16BitsToF32(uint16_t b) { return floatOf(static_cast<uint32_t>(b)
 inline float roundToBf16(float f) { return bf16BitsToF32(f32ToBf16Bits(f)); }
 
 // Replaces any NaN by the canonical NaN (MXU outputs, see isa/README.md).
-inline float canonicalizeNan(float f) { return isNanBits(bitsOf(f)) ? floatOf(kCanonicalNanBits) : f; }
+inline float canonicalizeNan(float f) {
+  return isNanBits(bitsOf(f)) ? floatOf(kCanonicalNanBits) : f;
+}
 
 }  // namespace tpusim

@@ -1,0 +1,77 @@
+// A program: the in-memory form of a .tpuprog file. The assembler and the
+// kernel code generator build one; the simulator runs one; ProgramFile.h reads
+// and writes it (versioned, validated binary container, see isa/README.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa/Bundle.h"
+#include "isa/DmaDescriptor.h"
+
+namespace tpusim::isa {
+
+enum class DType : uint8_t { F32, Bf16, S32, S8, U8, S16, U16, Pred };
+const char* dtypeName(DType t);
+int dtypeBytes(DType t);
+bool dtypeFromName(const std::string& name, DType* out);
+
+enum class BufferRole : uint8_t { Input, Output, Scratch, Constant };
+const char* bufferRoleName(BufferRole r);
+
+// A named tensor the program reads or writes. Inputs are filled (from .npy or
+// random data) before the run; outputs are written out after it.
+struct BufferDesc {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+  MemorySpace space = MemorySpace::Hbm;
+  uint64_t address = 0;  // bytes (VMEM: byte address = row * 512)
+  uint64_t sizeBytes = 0;
+  BufferRole role = BufferRole::Scratch;
+  // Layout in memory: "row-major" (dense, C order) is the only one for now.
+};
+
+// Initial memory contents (constants, DMA descriptors in SMEM, ...).
+struct DataSegment {
+  MemorySpace space = MemorySpace::Smem;
+  uint64_t address = 0;  // bytes
+  std::vector<uint8_t> bytes;
+};
+
+// A named entry point (a kernel's first bundle).
+struct Symbol {
+  std::string name;
+  uint32_t bundle = 0;
+};
+
+// Bundles [begin, end) belong to op `opName` (kernel name or HLO instruction),
+// with the source it came from. The `mark` instruction's immediate indexes this table.
+struct DebugEntry {
+  uint32_t begin = 0, end = 0;
+  std::string opName;
+  std::string hloInstruction;  // empty for hand-written kernels
+  std::string sourceFile;
+  uint32_t sourceLine = 0;
+};
+
+// Static cost of an op, for the roofline.
+struct CostEntry {
+  std::string opName;
+  double flops = 0;
+  uint64_t hbmBytesRead = 0, hbmBytesWritten = 0;
+  uint64_t vmemBytesRead = 0, vmemBytesWritten = 0;
+};
+
+struct Program {
+  std::string chip;  // preset the program was built for ("" = any)
+  std::vector<Bundle> code;
+  std::vector<DataSegment> data;
+  std::vector<BufferDesc> buffers;
+  std::vector<Symbol> symbols;
+  std::vector<DebugEntry> debugMap;
+  std::vector<CostEntry> costs;
+};
+
+}  // namespace tpusim::isa
