@@ -42,16 +42,26 @@ void encode(const S* src, int64_t n, Literal& out) {
       for (int64_t i = 0; i < n; ++i) dst[i] = f32ToF16Bits(static_cast<float>(src[i]));
       return;
     }
-    case ElemType::S8: return store(TypeTag<int8_t>{});
-    case ElemType::S16: return store(TypeTag<int16_t>{});
-    case ElemType::S32: return store(TypeTag<int32_t>{});
-    case ElemType::S64: return store(TypeTag<int64_t>{});
-    case ElemType::U8: return store(TypeTag<uint8_t>{});
-    case ElemType::U16: return store(TypeTag<uint16_t>{});
-    case ElemType::U32: return store(TypeTag<uint32_t>{});
-    case ElemType::U64: return store(TypeTag<uint64_t>{});
-    case ElemType::F32: return store(TypeTag<float>{});
-    case ElemType::F64: return store(TypeTag<double>{});
+    case ElemType::S8:
+      return store(TypeTag<int8_t>{});
+    case ElemType::S16:
+      return store(TypeTag<int16_t>{});
+    case ElemType::S32:
+      return store(TypeTag<int32_t>{});
+    case ElemType::S64:
+      return store(TypeTag<int64_t>{});
+    case ElemType::U8:
+      return store(TypeTag<uint8_t>{});
+    case ElemType::U16:
+      return store(TypeTag<uint16_t>{});
+    case ElemType::U32:
+      return store(TypeTag<uint32_t>{});
+    case ElemType::U64:
+      return store(TypeTag<uint64_t>{});
+    case ElemType::F32:
+      return store(TypeTag<float>{});
+    case ElemType::F64:
+      return store(TypeTag<double>{});
   }
 }
 
@@ -92,9 +102,9 @@ Literal bitcastLiteral(const Literal& in, ElemType to, std::vector<int64_t> dims
   if (in.isTuple()) throw EvalError("bitcast-convert of a tuple");
   Literal out = Literal::array(to, std::move(dims));
   if (out.byteSize() != in.byteSize())
-    throw EvalError(fmt::format("bitcast-convert from {} to {} changes the size in bytes ({} -> {})",
-                                in.shapeString(), out.shapeString(), in.byteSize(),
-                                out.byteSize()));
+    throw EvalError(
+        fmt::format("bitcast-convert from {} to {} changes the size in bytes ({} -> {})",
+                    in.shapeString(), out.shapeString(), in.byteSize(), out.byteSize()));
   if (in.byteSize()) std::memcpy(out.raw(), in.raw(), in.byteSize());
   return out;
 }

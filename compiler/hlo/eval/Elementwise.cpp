@@ -21,8 +21,8 @@ void requireSame(const Literal& a, const Literal& b, std::string_view op) {
   requireArray(a, op);
   requireArray(b, op);
   if (a.type() != b.type() || a.dims() != b.dims())
-    throw EvalError(fmt::format("{}: operands {} and {} differ", op, a.shapeString(),
-                                b.shapeString()));
+    throw EvalError(
+        fmt::format("{}: operands {} and {} differ", op, a.shapeString(), b.shapeString()));
 }
 
 // Runs a float kernel on an f16/bf16/f32/f64 literal; `kernel` is called with
@@ -43,8 +43,7 @@ Literal floatMap(const Literal& a, const Literal* b, ElemType outType, Kernel ke
     ok = kernel(x.data(), b ? y.data() : nullptr, o.data(), n);
     if (ok) storeFromF32(out, o.data());
   }
-  if (!ok)
-    throw EvalError(fmt::format("{} is not defined on {}", opName, elemTypeName(a.type())));
+  if (!ok) throw EvalError(fmt::format("{} is not defined on {}", opName, elemTypeName(a.type())));
   return out;
 }
 
@@ -63,12 +62,18 @@ int64_t totalKey64(double d) {
 template <typename T>
 bool cmp(CompareDir dir, T x, T y) {
   switch (dir) {
-    case CompareDir::EQ: return x == y;
-    case CompareDir::NE: return x != y;
-    case CompareDir::LT: return x < y;
-    case CompareDir::LE: return x <= y;
-    case CompareDir::GT: return x > y;
-    case CompareDir::GE: return x >= y;
+    case CompareDir::EQ:
+      return x == y;
+    case CompareDir::NE:
+      return x != y;
+    case CompareDir::LT:
+      return x < y;
+    case CompareDir::LE:
+      return x <= y;
+    case CompareDir::GT:
+      return x > y;
+    case CompareDir::GE:
+      return x >= y;
   }
   return false;
 }
@@ -76,8 +81,8 @@ bool cmp(CompareDir dir, T x, T y) {
 template <typename T, typename Key>
 void compareLoop(CompareDir dir, const T* x, const T* y, uint8_t* o, int64_t n, Key key) {
   switch (dir) {
-#define TPUSIM_CMP_CASE(D, OP) \
-  case CompareDir::D:          \
+#define TPUSIM_CMP_CASE(D, OP)                                     \
+  case CompareDir::D:                                              \
     for (int64_t i = 0; i < n; ++i) o[i] = key(x[i]) OP key(y[i]); \
     break;
     TPUSIM_CMP_CASE(EQ, ==)
@@ -93,19 +98,50 @@ void compareLoop(CompareDir dir, const T* x, const T* y, uint8_t* o, int64_t n, 
 }  // namespace
 
 std::string_view unaryOpName(UnaryOp op) {
-  static const char* const kNames[] = {
-      "abs",   "negate",    "sign",       "floor",     "ceil", "round-nearest-even",
-      "round-nearest-afz",  "exponential", "exponential-minus-one", "log", "log-plus-one",
-      "sqrt",  "rsqrt",     "cbrt",       "tanh",      "logistic", "sine", "cosine", "tan",
-      "erf",   "is-finite", "not",        "popcnt",    "count-leading-zeros", "copy"};
+  static const char* const kNames[] = {"abs",
+                                       "negate",
+                                       "sign",
+                                       "floor",
+                                       "ceil",
+                                       "round-nearest-even",
+                                       "round-nearest-afz",
+                                       "exponential",
+                                       "exponential-minus-one",
+                                       "log",
+                                       "log-plus-one",
+                                       "sqrt",
+                                       "rsqrt",
+                                       "cbrt",
+                                       "tanh",
+                                       "logistic",
+                                       "sine",
+                                       "cosine",
+                                       "tan",
+                                       "erf",
+                                       "is-finite",
+                                       "not",
+                                       "popcnt",
+                                       "count-leading-zeros",
+                                       "copy"};
   return kNames[static_cast<int>(op)];
 }
 
 std::string_view binaryOpName(BinaryOp op) {
-  static const char* const kNames[] = {
-      "add",   "subtract", "multiply", "divide", "remainder",  "power",
-      "maximum", "minimum", "atan2",   "and",    "or",         "xor",
-      "shift-left", "shift-right-logical", "shift-right-arithmetic"};
+  static const char* const kNames[] = {"add",
+                                       "subtract",
+                                       "multiply",
+                                       "divide",
+                                       "remainder",
+                                       "power",
+                                       "maximum",
+                                       "minimum",
+                                       "atan2",
+                                       "and",
+                                       "or",
+                                       "xor",
+                                       "shift-left",
+                                       "shift-right-logical",
+                                       "shift-right-arithmetic"};
   return kNames[static_cast<int>(op)];
 }
 
@@ -120,7 +156,9 @@ Literal unary(UnaryOp op, const Literal& a) {
   }
   return floatMap(
       a, nullptr, a.type(),
-      [op](const auto* x, const auto*, auto* o, int64_t n) { return detail::floatUnary(op, x, o, n); },
+      [op](const auto* x, const auto*, auto* o, int64_t n) {
+        return detail::floatUnary(op, x, o, n);
+      },
       unaryOpName(op));
 }
 
@@ -182,8 +220,8 @@ Literal select(const Literal& pred, const Literal& a, const Literal& b) {
     throw EvalError(fmt::format("select: predicate is {}, not pred", pred.shapeString()));
   bool scalarPred = pred.rank() == 0;
   if (!scalarPred && pred.dims() != a.dims())
-    throw EvalError(fmt::format("select: predicate {} does not match {}", pred.shapeString(),
-                                a.shapeString()));
+    throw EvalError(
+        fmt::format("select: predicate {} does not match {}", pred.shapeString(), a.shapeString()));
   Literal out = Literal::array(a.type(), a.dims());
   size_t es = elemSize(a.type());
   const uint8_t* p = pred.data<uint8_t>();
@@ -199,8 +237,8 @@ Literal clamp(const Literal& lo, const Literal& x, const Literal& hi) {
   auto expand = [&](const Literal& bound) {
     requireArray(bound, "clamp");
     if (bound.type() != x.type())
-      throw EvalError(fmt::format("clamp: bound {} does not match operand {}",
-                                  bound.shapeString(), x.shapeString()));
+      throw EvalError(fmt::format("clamp: bound {} does not match operand {}", bound.shapeString(),
+                                  x.shapeString()));
     if (bound.dims() == x.dims()) return bound;
     if (bound.rank() != 0)
       throw EvalError(fmt::format("clamp: bound {} is neither a scalar nor the shape of {}",

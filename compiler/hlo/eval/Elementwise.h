@@ -21,11 +21,48 @@
 namespace tpusim::hlo::eval {
 
 enum class UnaryOp {
-  Abs, Negate, Sign, Floor, Ceil, RoundNearestEven, RoundNearestAfz, Exp, Expm1, Log, Log1p,
-  Sqrt, Rsqrt, Cbrt, Tanh, Logistic, Sin, Cos, Tan, Erf, IsFinite, Not, PopCount, Clz, Copy
+  Abs,
+  Negate,
+  Sign,
+  Floor,
+  Ceil,
+  RoundNearestEven,
+  RoundNearestAfz,
+  Exp,
+  Expm1,
+  Log,
+  Log1p,
+  Sqrt,
+  Rsqrt,
+  Cbrt,
+  Tanh,
+  Logistic,
+  Sin,
+  Cos,
+  Tan,
+  Erf,
+  IsFinite,
+  Not,
+  PopCount,
+  Clz,
+  Copy
 };
 enum class BinaryOp {
-  Add, Sub, Mul, Div, Rem, Pow, Max, Min, Atan2, And, Or, Xor, Shl, ShrLogical, ShrArithmetic
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Rem,
+  Pow,
+  Max,
+  Min,
+  Atan2,
+  And,
+  Or,
+  Xor,
+  Shl,
+  ShrLogical,
+  ShrArithmetic
 };
 enum class CompareDir { EQ, NE, LT, LE, GT, GE };
 

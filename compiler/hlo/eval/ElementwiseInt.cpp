@@ -58,7 +58,8 @@ Literal typedUnary(UnaryOp op, const Literal& a) {
   using UT = std::make_unsigned_t<T>;
   constexpr int kBits = std::numeric_limits<std::make_unsigned_t<T>>::digits;
   switch (op) {
-    case UnaryOp::Negate: return map1<T>(a, [](T x) { return static_cast<T>(U(0) - U(UT(x))); });
+    case UnaryOp::Negate:
+      return map1<T>(a, [](T x) { return static_cast<T>(U(0) - U(UT(x))); });
     case UnaryOp::Abs:
       return map1<T>(a, [](T x) {
         if constexpr (std::is_signed_v<T>) return x < 0 ? static_cast<T>(U(0) - U(UT(x))) : x;
@@ -69,17 +70,22 @@ Literal typedUnary(UnaryOp op, const Literal& a) {
         if constexpr (std::is_signed_v<T>) return static_cast<T>((T(0) < x) - (x < T(0)));
         return x != 0;
       });
-    case UnaryOp::Not: return map1<T>(a, [](T x) { return static_cast<T>(~U(UT(x))); });
+    case UnaryOp::Not:
+      return map1<T>(a, [](T x) { return static_cast<T>(~U(UT(x))); });
     case UnaryOp::PopCount:
-      return map1<T>(a, [](T x) { return static_cast<T>(__builtin_popcountll(static_cast<std::make_unsigned_t<T>>(x))); });
+      return map1<T>(a, [](T x) {
+        return static_cast<T>(__builtin_popcountll(static_cast<std::make_unsigned_t<T>>(x)));
+      });
     case UnaryOp::Clz:
       return map1<T>(a, [](T x) {
         unsigned long long u = static_cast<std::make_unsigned_t<T>>(x);
         return static_cast<T>(u == 0 ? kBits : __builtin_clzll(u) - (64 - kBits));
       });
-    case UnaryOp::Copy: return map1<T>(a, [](T x) { return x; });
+    case UnaryOp::Copy:
+      return map1<T>(a, [](T x) { return x; });
     default:
-      throw EvalError(fmt::format("{} is not defined on {}", unaryOpName(op), elemTypeName(a.type())));
+      throw EvalError(
+          fmt::format("{} is not defined on {}", unaryOpName(op), elemTypeName(a.type())));
   }
 }
 
@@ -89,9 +95,12 @@ Literal typedBinary(BinaryOp op, const Literal& a, const Literal& b) {
   using UT = std::make_unsigned_t<T>;
   constexpr U kBits = std::numeric_limits<UT>::digits;
   switch (op) {
-    case BinaryOp::Add: return map2<T>(a, b, [](T x, T y) { return static_cast<T>(U(UT(x)) + U(UT(y))); });
-    case BinaryOp::Sub: return map2<T>(a, b, [](T x, T y) { return static_cast<T>(U(UT(x)) - U(UT(y))); });
-    case BinaryOp::Mul: return map2<T>(a, b, [](T x, T y) { return static_cast<T>(U(UT(x)) * U(UT(y))); });
+    case BinaryOp::Add:
+      return map2<T>(a, b, [](T x, T y) { return static_cast<T>(U(UT(x)) + U(UT(y))); });
+    case BinaryOp::Sub:
+      return map2<T>(a, b, [](T x, T y) { return static_cast<T>(U(UT(x)) - U(UT(y))); });
+    case BinaryOp::Mul:
+      return map2<T>(a, b, [](T x, T y) { return static_cast<T>(U(UT(x)) * U(UT(y))); });
     case BinaryOp::Div:
       return map2<T>(a, b, [](T x, T y) -> T {
         if (y == 0) return static_cast<T>(~UT(0));
@@ -108,12 +117,18 @@ Literal typedBinary(BinaryOp op, const Literal& a, const Literal& b) {
         }
         return static_cast<T>(x % y);
       });
-    case BinaryOp::Pow: return map2<T>(a, b, ipow<T>);
-    case BinaryOp::Max: return map2<T>(a, b, [](T x, T y) { return x > y ? x : y; });
-    case BinaryOp::Min: return map2<T>(a, b, [](T x, T y) { return x < y ? x : y; });
-    case BinaryOp::And: return map2<T>(a, b, [](T x, T y) { return static_cast<T>(x & y); });
-    case BinaryOp::Or: return map2<T>(a, b, [](T x, T y) { return static_cast<T>(x | y); });
-    case BinaryOp::Xor: return map2<T>(a, b, [](T x, T y) { return static_cast<T>(x ^ y); });
+    case BinaryOp::Pow:
+      return map2<T>(a, b, ipow<T>);
+    case BinaryOp::Max:
+      return map2<T>(a, b, [](T x, T y) { return x > y ? x : y; });
+    case BinaryOp::Min:
+      return map2<T>(a, b, [](T x, T y) { return x < y ? x : y; });
+    case BinaryOp::And:
+      return map2<T>(a, b, [](T x, T y) { return static_cast<T>(x & y); });
+    case BinaryOp::Or:
+      return map2<T>(a, b, [](T x, T y) { return static_cast<T>(x | y); });
+    case BinaryOp::Xor:
+      return map2<T>(a, b, [](T x, T y) { return static_cast<T>(x ^ y); });
     case BinaryOp::Shl:
       return map2<T>(a, b, [](T x, T y) -> T {
         return U(UT(y)) >= kBits ? T(0) : static_cast<T>(U(UT(x)) << U(UT(y)));
@@ -130,15 +145,19 @@ Literal typedBinary(BinaryOp op, const Literal& a, const Literal& b) {
         return static_cast<T>(static_cast<S>(s >> U(UT(y))));
       });
     default:
-      throw EvalError(fmt::format("{} is not defined on {}", binaryOpName(op), elemTypeName(a.type())));
+      throw EvalError(
+          fmt::format("{} is not defined on {}", binaryOpName(op), elemTypeName(a.type())));
   }
 }
 
 Literal predUnary(UnaryOp op, const Literal& a) {
   switch (op) {
-    case UnaryOp::Not: return map1<uint8_t>(a, [](uint8_t x) -> uint8_t { return !x; });
-    case UnaryOp::Copy: return map1<uint8_t>(a, [](uint8_t x) { return x; });
-    default: throw EvalError(fmt::format("{} is not defined on pred", unaryOpName(op)));
+    case UnaryOp::Not:
+      return map1<uint8_t>(a, [](uint8_t x) -> uint8_t { return !x; });
+    case UnaryOp::Copy:
+      return map1<uint8_t>(a, [](uint8_t x) { return x; });
+    default:
+      throw EvalError(fmt::format("{} is not defined on pred", unaryOpName(op)));
   }
 }
 
@@ -155,7 +174,8 @@ Literal predBinary(BinaryOp op, const Literal& a, const Literal& b) {
     case BinaryOp::Add:  // addition modulo 2, as the 1-bit integer wraps
     case BinaryOp::Sub:
       return map2<uint8_t>(a, b, [](uint8_t x, uint8_t y) -> uint8_t { return x ^ y; });
-    default: throw EvalError(fmt::format("{} is not defined on pred", binaryOpName(op)));
+    default:
+      throw EvalError(fmt::format("{} is not defined on pred", binaryOpName(op)));
   }
 }
 
@@ -163,16 +183,14 @@ Literal predBinary(BinaryOp op, const Literal& a, const Literal& b) {
 
 Literal intUnary(UnaryOp op, const Literal& a) {
   if (a.type() == ElemType::Pred) return predUnary(op, a);
-  return dispatchInt(a.type(), [&](auto tag) {
-    return typedUnary<typename decltype(tag)::type>(op, a);
-  });
+  return dispatchInt(a.type(),
+                     [&](auto tag) { return typedUnary<typename decltype(tag)::type>(op, a); });
 }
 
 Literal intBinary(BinaryOp op, const Literal& a, const Literal& b) {
   if (a.type() == ElemType::Pred) return predBinary(op, a, b);
-  return dispatchInt(a.type(), [&](auto tag) {
-    return typedBinary<typename decltype(tag)::type>(op, a, b);
-  });
+  return dispatchInt(a.type(),
+                     [&](auto tag) { return typedBinary<typename decltype(tag)::type>(op, a, b); });
 }
 
 }  // namespace tpusim::hlo::eval::detail

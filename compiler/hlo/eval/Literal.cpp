@@ -36,19 +36,32 @@ size_t elemSize(ElemType t) {
 
 std::string_view elemTypeName(ElemType t) {
   switch (t) {
-    case ElemType::Pred: return "pred";
-    case ElemType::S8: return "s8";
-    case ElemType::S16: return "s16";
-    case ElemType::S32: return "s32";
-    case ElemType::S64: return "s64";
-    case ElemType::U8: return "u8";
-    case ElemType::U16: return "u16";
-    case ElemType::U32: return "u32";
-    case ElemType::U64: return "u64";
-    case ElemType::F16: return "f16";
-    case ElemType::BF16: return "bf16";
-    case ElemType::F32: return "f32";
-    case ElemType::F64: return "f64";
+    case ElemType::Pred:
+      return "pred";
+    case ElemType::S8:
+      return "s8";
+    case ElemType::S16:
+      return "s16";
+    case ElemType::S32:
+      return "s32";
+    case ElemType::S64:
+      return "s64";
+    case ElemType::U8:
+      return "u8";
+    case ElemType::U16:
+      return "u16";
+    case ElemType::U32:
+      return "u32";
+    case ElemType::U64:
+      return "u64";
+    case ElemType::F16:
+      return "f16";
+    case ElemType::BF16:
+      return "bf16";
+    case ElemType::F32:
+      return "f32";
+    case ElemType::F64:
+      return "f64";
   }
   return "?";
 }
@@ -108,9 +121,12 @@ Literal Literal::tuple(std::vector<Literal> elements) {
 
 double Literal::getDouble(int64_t i) const {
   switch (type_) {
-    case ElemType::Pred: return data<uint8_t>()[i] ? 1.0 : 0.0;
-    case ElemType::BF16: return bf16BitsToF32(data<uint16_t>()[i]);
-    case ElemType::F16: return f16BitsToF32(data<uint16_t>()[i]);
+    case ElemType::Pred:
+      return data<uint8_t>()[i] ? 1.0 : 0.0;
+    case ElemType::BF16:
+      return bf16BitsToF32(data<uint16_t>()[i]);
+    case ElemType::F16:
+      return f16BitsToF32(data<uint16_t>()[i]);
     default:
       return dispatchNative(type_, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -121,11 +137,13 @@ double Literal::getDouble(int64_t i) const {
 
 int64_t Literal::getInt(int64_t i) const {
   switch (type_) {
-    case ElemType::Pred: return data<uint8_t>()[i] ? 1 : 0;
+    case ElemType::Pred:
+      return data<uint8_t>()[i] ? 1 : 0;
     case ElemType::BF16:
     case ElemType::F16:
     case ElemType::F32:
-    case ElemType::F64: return saturatingFloatToInt<int64_t>(getDouble(i));
+    case ElemType::F64:
+      return saturatingFloatToInt<int64_t>(getDouble(i));
     default:
       return dispatchInt(type_, [&](auto tag) {
         using T = typename decltype(tag)::type;

@@ -22,17 +22,28 @@ struct TypeTag {
 template <typename F>
 decltype(auto) dispatchNative(ElemType t, F&& f) {
   switch (t) {
-    case ElemType::S8: return f(TypeTag<int8_t>{});
-    case ElemType::S16: return f(TypeTag<int16_t>{});
-    case ElemType::S32: return f(TypeTag<int32_t>{});
-    case ElemType::S64: return f(TypeTag<int64_t>{});
-    case ElemType::U8: return f(TypeTag<uint8_t>{});
-    case ElemType::U16: return f(TypeTag<uint16_t>{});
-    case ElemType::U32: return f(TypeTag<uint32_t>{});
-    case ElemType::U64: return f(TypeTag<uint64_t>{});
-    case ElemType::F32: return f(TypeTag<float>{});
-    case ElemType::F64: return f(TypeTag<double>{});
-    default: break;
+    case ElemType::S8:
+      return f(TypeTag<int8_t>{});
+    case ElemType::S16:
+      return f(TypeTag<int16_t>{});
+    case ElemType::S32:
+      return f(TypeTag<int32_t>{});
+    case ElemType::S64:
+      return f(TypeTag<int64_t>{});
+    case ElemType::U8:
+      return f(TypeTag<uint8_t>{});
+    case ElemType::U16:
+      return f(TypeTag<uint16_t>{});
+    case ElemType::U32:
+      return f(TypeTag<uint32_t>{});
+    case ElemType::U64:
+      return f(TypeTag<uint64_t>{});
+    case ElemType::F32:
+      return f(TypeTag<float>{});
+    case ElemType::F64:
+      return f(TypeTag<double>{});
+    default:
+      break;
   }
   throw EvalError(fmt::format("internal: no native compute type for {}", elemTypeName(t)));
 }
@@ -41,15 +52,24 @@ decltype(auto) dispatchNative(ElemType t, F&& f) {
 template <typename F>
 decltype(auto) dispatchInt(ElemType t, F&& f) {
   switch (t) {
-    case ElemType::S8: return f(TypeTag<int8_t>{});
-    case ElemType::S16: return f(TypeTag<int16_t>{});
-    case ElemType::S32: return f(TypeTag<int32_t>{});
-    case ElemType::S64: return f(TypeTag<int64_t>{});
-    case ElemType::U8: return f(TypeTag<uint8_t>{});
-    case ElemType::U16: return f(TypeTag<uint16_t>{});
-    case ElemType::U32: return f(TypeTag<uint32_t>{});
-    case ElemType::U64: return f(TypeTag<uint64_t>{});
-    default: break;
+    case ElemType::S8:
+      return f(TypeTag<int8_t>{});
+    case ElemType::S16:
+      return f(TypeTag<int16_t>{});
+    case ElemType::S32:
+      return f(TypeTag<int32_t>{});
+    case ElemType::S64:
+      return f(TypeTag<int64_t>{});
+    case ElemType::U8:
+      return f(TypeTag<uint8_t>{});
+    case ElemType::U16:
+      return f(TypeTag<uint16_t>{});
+    case ElemType::U32:
+      return f(TypeTag<uint32_t>{});
+    case ElemType::U64:
+      return f(TypeTag<uint64_t>{});
+    default:
+      break;
   }
   throw EvalError(fmt::format("internal: {} is not an integer type", elemTypeName(t)));
 }
