@@ -1,0 +1,30 @@
+// A flat description of every parameter of a config struct: dotted path, type,
+// unit, doc, limits and the current value as text. The documentation printer,
+// the source-coverage check and tools that list parameters use it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/config/ChipConfig.h"
+
+namespace tpusim::sim {
+
+enum class FieldType { Int, Double, Bool, String };
+const char* fieldTypeName(FieldType t);
+
+struct FieldInfo {
+  std::string path;  // "hbm.tRCD"
+  FieldType type;
+  std::string unit;
+  std::string doc;
+  Range range;        // numeric fields only; min > max = none
+  std::string value;  // the value formatted as it is written to JSON
+};
+
+std::vector<FieldInfo> listFields(const ChipConfig& chip);
+
+// Formats a double the shortest way that reads back exactly (1.5e9 -> "1500000000").
+std::string formatDouble(double x);
+
+}  // namespace tpusim::sim
