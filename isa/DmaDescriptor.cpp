@@ -14,6 +14,15 @@ const char* memorySpaceName(MemorySpace space) {
   return "?";
 }
 
+bool memorySpaceFromName(const std::string& name, MemorySpace* out) {
+  for (int i = 0; i < kNumMemorySpaces; ++i)
+    if (name == memorySpaceName(MemorySpace(i))) {
+      *out = MemorySpace(i);
+      return true;
+    }
+  return false;
+}
+
 std::array<uint32_t, kDmaDescriptorWords> DmaDescriptor::pack() const {
   std::array<uint32_t, kDmaDescriptorWords> w{};
   w[0] = uint32_t(src) | uint32_t(dst) << 4 | uint32_t(numDims - 1) << 8 | uint32_t(dstChip) << 16;
@@ -64,6 +73,10 @@ bool DmaDescriptor::unpack(const uint32_t* w, DmaDescriptor* d, std::string* err
                " is beyond ndims but its count is not 1";
       return false;
     }
+  }
+  if (w[15] != 0) {
+    *error = "reserved DMA descriptor word 15 is not zero";
+    return false;
   }
   return true;
 }

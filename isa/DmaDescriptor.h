@@ -26,7 +26,8 @@ namespace tpusim::isa {
 
 enum class MemorySpace : uint8_t { Hbm = 0, Vmem = 1, Smem = 2 };
 constexpr int kNumMemorySpaces = 3;
-const char* memorySpaceName(MemorySpace space);
+const char* memorySpaceName(MemorySpace space);  // "hbm", "vmem", "smem"
+bool memorySpaceFromName(const std::string& name, MemorySpace* out);
 
 constexpr int kDmaDescriptorWords = 16;
 constexpr int kDmaMaxDims = 4;

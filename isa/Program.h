@@ -13,12 +13,15 @@
 namespace tpusim::isa {
 
 enum class DType : uint8_t { F32, Bf16, S32, S8, U8, S16, U16, Pred };
-const char* dtypeName(DType t);
-int dtypeBytes(DType t);
+constexpr int kNumDTypes = 8;
+const char* dtypeName(DType t);  // "f32", "bf16", "s32", "s8", "u8", "s16", "u16", "pred"
+int dtypeBytes(DType t);         // bytes per element (pred: 1)
 bool dtypeFromName(const std::string& name, DType* out);
 
 enum class BufferRole : uint8_t { Input, Output, Scratch, Constant };
-const char* bufferRoleName(BufferRole r);
+constexpr int kNumBufferRoles = 4;
+const char* bufferRoleName(BufferRole r);  // "input", "output", "scratch", "constant"
+bool bufferRoleFromName(const std::string& name, BufferRole* out);
 
 // A named tensor the program reads or writes. Inputs are filled (from .npy or
 // random data) before the run; outputs are written out after it.

@@ -1,0 +1,29 @@
+// Little-endian bit fields in a byte array: bit i of a bundle is bit (i % 8)
+// of byte i / 8. Shared by the encoder and the decoder.
+#pragma once
+
+#include <cstdint>
+
+namespace tpusim::isa::bits {
+
+inline uint64_t get(const uint8_t* bytes, int pos, int width) {
+  uint64_t v = 0;
+  for (int i = 0; i < width; ++i) {
+    int b = pos + i;
+    v |= uint64_t((bytes[b >> 3] >> (b & 7)) & 1u) << i;
+  }
+  return v;
+}
+
+inline void set(uint8_t* bytes, int pos, int width, uint64_t value) {
+  for (int i = 0; i < width; ++i) {
+    int b = pos + i;
+    uint8_t mask = uint8_t(1u << (b & 7));
+    if ((value >> i) & 1u)
+      bytes[b >> 3] |= mask;
+    else
+      bytes[b >> 3] &= uint8_t(~mask);
+  }
+}
+
+}  // namespace tpusim::isa::bits

@@ -1,0 +1,76 @@
+#include "isa/Program.h"
+
+namespace tpusim::isa {
+
+const char* dtypeName(DType t) {
+  switch (t) {
+    case DType::F32:
+      return "f32";
+    case DType::Bf16:
+      return "bf16";
+    case DType::S32:
+      return "s32";
+    case DType::S8:
+      return "s8";
+    case DType::U8:
+      return "u8";
+    case DType::S16:
+      return "s16";
+    case DType::U16:
+      return "u16";
+    case DType::Pred:
+      return "pred";
+  }
+  return "?";
+}
+
+int dtypeBytes(DType t) {
+  switch (t) {
+    case DType::F32:
+    case DType::S32:
+      return 4;
+    case DType::Bf16:
+    case DType::S16:
+    case DType::U16:
+      return 2;
+    case DType::S8:
+    case DType::U8:
+    case DType::Pred:
+      return 1;
+  }
+  return 0;
+}
+
+bool dtypeFromName(const std::string& name, DType* out) {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (name == dtypeName(DType(i))) {
+      *out = DType(i);
+      return true;
+    }
+  return false;
+}
+
+const char* bufferRoleName(BufferRole r) {
+  switch (r) {
+    case BufferRole::Input:
+      return "input";
+    case BufferRole::Output:
+      return "output";
+    case BufferRole::Scratch:
+      return "scratch";
+    case BufferRole::Constant:
+      return "constant";
+  }
+  return "?";
+}
+
+bool bufferRoleFromName(const std::string& name, BufferRole* out) {
+  for (int i = 0; i < kNumBufferRoles; ++i)
+    if (name == bufferRoleName(BufferRole(i))) {
+      *out = BufferRole(i);
+      return true;
+    }
+  return false;
+}
+
+}  // namespace tpusim::isa
