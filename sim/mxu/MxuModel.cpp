@@ -1,0 +1,212 @@
+#include "sim/mxu/MxuModel.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "isa/support/Numerics.h"
+#include "sim/mxu/MxuRowKernels.h"
+
+namespace tpusim::sim {
+namespace {
+
+// "Never happened": far enough below 0 that adding N or 8 stays negative.
+constexpr int64_t kNever = -(int64_t{1} << 40);
+constexpr int kRows = isa::kSublanes;  // LHS rows per mm, result rows per slot
+
+}  // namespace
+
+MxuModel::MxuModel(int n, int slots, bool functional)
+    : n_(n),
+      slots_(slots),
+      functional_(functional),
+      rules_(n),
+      lastIssue_(0),
+      lastPush_(kNever),
+      lastLatch_(kNever),
+      lastMm_(kNever),
+      lastPop_(kNever) {
+  if (n < 1 || n > 256 || (n > isa::kLanes && n != 2 * isa::kLanes))
+    throw MxuPanic(fmt::format("MxuModel: unsupported array size {}", n));
+  slotState_.resize(slots);
+  for (Slot& s : slotState_) {
+    s.lastIssue = s.readyAt = s.prevReadyAt = kNever;
+    if (functional_) s.committed.assign(kRows * n, 0);
+  }
+  if (functional_) {
+    staging_.assign(size_t(n) * n, 0);
+    active_.assign(size_t(n) * n, 0);
+    activeF32_.assign(size_t(n) * n, 0.0f);
+    activeS32_.assign(size_t(n) * n, 0);
+    rowF32_.resize(n);
+    outF32_.resize(n);
+    rowS32_.resize(n);
+    outS32_.resize(n);
+  }
+}
+
+// ---- ready cycles (isa/README.md, "MXU", rules 1-4) ----------------------
+
+uint64_t MxuModel::weightPushReadyAt(bool transposed) {
+  int64_t t = std::max({now(), lastPush_ + 8, lastLatch_ + 1});
+  if (transposed) t = std::max(t, lastLatch_ + n_);
+  return uint64_t(t);
+}
+
+uint64_t MxuModel::latchReadyAt() {
+  return uint64_t(std::max({now(), lastPush_ + 8, lastMm_ + 8, lastLatch_ + n_}));
+}
+
+uint64_t MxuModel::matmulReadyAt() {
+  return uint64_t(std::max({now(), lastMm_ + 8, lastLatch_ + 1}));
+}
+
+uint64_t MxuModel::popReadyAt(int slot) {
+  if (slot < 0 || slot >= slots_) throw MxuPanic(fmt::format("MXU pop: no slot a{}", slot));
+  const Slot& s = slotState_[slot];
+  int64_t c = std::max(now(), lastPop_ + 1);
+  // An mm issued in this very cycle does not hold back a pop of the same cycle:
+  // the pop reads the slot's previous contents.
+  if (s.lastIssue == c && s.prevReadyAt <= c) return uint64_t(c);
+  return uint64_t(std::max(c, s.readyAt));
+}
+
+void MxuModel::checkReady(const char* what, uint64_t cycle, int64_t readyAt) const {
+  if (int64_t(cycle) < readyAt)
+    throw MxuPanic(fmt::format("MXU {} issued at cycle {} but it is not ready before cycle {}",
+                               what, cycle, readyAt));
+}
+
+void MxuModel::noteIssue(uint64_t cycle) { lastIssue_ = std::max(lastIssue_, int64_t(cycle)); }
+
+uint32_t MxuModel::lane(VregIn v, int sublane, int element) const {
+  if (element < isa::kLanes) return at(*v.lo, sublane, element);
+  return at(*v.hi, sublane, element - isa::kLanes);
+}
+
+static void requireVregs(VregIn v, int n, const char* what) {
+  if (!v.lo || (n > isa::kLanes && !v.hi))
+    throw MxuPanic(fmt::format("MXU {}: missing source vreg{} for N = {}", what,
+                               n > isa::kLanes ? " pair" : "", n));
+}
+
+// ---- commands -------------------------------------------------------------
+
+MxuStatus MxuModel::weightPush(uint64_t cycle, VregIn rows, bool transposed, MxuDtype dtype) {
+  checkReady(transposed ? "wpush.t" : "wpush", cycle, int64_t(weightPushReadyAt(transposed)));
+  if (std::string f = rules_.checkPush(dtype); !f.empty()) return {f};
+  if (functional_) {
+    requireVregs(rows, n_, "wpush");
+    const int base = 8 * rules_.pushIndex();
+    for (int s = 0; s < kRows && base + s < n_; ++s)
+      for (int i = 0; i < n_; ++i) {
+        uint16_t v = uint16_t(lane(rows, s, i));
+        if (transposed)
+          staging_[size_t(i) * n_ + base + s] = v;  // column base+s, row i
+        else
+          staging_[size_t(base + s) * n_ + i] = v;  // row base+s, column i
+      }
+  }
+  rules_.onPush(dtype);
+  lastPush_ = int64_t(cycle);
+  noteIssue(cycle);
+  ++stats_.pushes;
+  return {};
+}
+
+MxuStatus MxuModel::latch(uint64_t cycle) {
+  checkReady("latch", cycle, int64_t(latchReadyAt()));
+  rules_.onLatch();
+  if (functional_) prepareActive();
+  lastLatch_ = int64_t(cycle);
+  noteIssue(cycle);
+  ++stats_.latches;
+  return {};
+}
+
+void MxuModel::prepareActive() {
+  active_.swap(staging_);
+  std::fill(staging_.begin(), staging_.end(), 0);
+  for (size_t i = 0; i < active_.size(); ++i) {
+    activeF32_[i] = bf16BitsToF32(active_[i]);
+    activeS32_[i] = int8_t(uint8_t(active_[i]));
+  }
+}
+
+MxuStatus MxuModel::matmul(uint64_t cycle, VregIn lhs, MxuDtype dtype, int slot, bool accumulate) {
+  checkReady(accumulate ? "mma" : "mm", cycle, int64_t(matmulReadyAt()));
+  if (slot < 0 || slot >= slots_) throw MxuPanic(fmt::format("MXU mm: no slot a{}", slot));
+  if (std::string f = rules_.checkMatmul(dtype); !f.empty()) return {f};
+  Slot& s = slotState_[slot];
+  const int64_t t = int64_t(cycle);
+  const int64_t firstRow = t + 2 * n_;  // row j is readable from t + j + 2N
+
+  std::vector<uint32_t> result;
+  if (functional_) {
+    requireVregs(lhs, n_, "mm");
+    const std::vector<uint32_t>& prior = s.pending.empty() ? s.committed : s.pending.back().values;
+    result = accumulate ? prior : std::vector<uint32_t>(size_t(kRows) * n_, 0);
+    for (int j = 0; j < kRows; ++j) {
+      uint32_t* out = &result[size_t(j) * n_];
+      if (dtype == MxuDtype::Bf16) {
+        for (int k = 0; k < n_; ++k) rowF32_[k] = bf16BitsToF32(uint16_t(lane(lhs, j, k)));
+        mxuRowF32(rowF32_.data(), activeF32_.data(), outF32_.data(), n_);
+        for (int c = 0; c < n_; ++c) {
+          float r = accumulate ? floatOf(out[c]) + outF32_[c] : outF32_[c];
+          out[c] = bitsOf(canonicalizeNan(r));
+        }
+      } else {
+        for (int k = 0; k < n_; ++k) rowS32_[k] = int8_t(uint8_t(lane(lhs, j, k)));
+        mxuRowS32(rowS32_.data(), activeS32_.data(), outS32_.data(), n_);
+        for (int c = 0; c < n_; ++c) out[c] = accumulate ? out[c] + outS32_[c] : outS32_[c];
+      }
+    }
+  }
+  if (observer_) {
+    for (int j = 0; j < kRows; ++j) {
+      MxuResultRow row{uint64_t(firstRow + j), slot, j, {}};
+      if (functional_) row.values.assign(&result[size_t(j) * n_], &result[size_t(j + 1) * n_]);
+      observer_(row);
+    }
+  }
+  if (functional_) s.pending.push_back({t, std::move(result)});
+  s.prevReadyAt = s.readyAt;
+  s.readyAt = firstRow + kRows - 1;
+  s.lastIssue = t;
+  lastMm_ = t;
+  noteIssue(cycle);
+  ++stats_.matmuls;
+  stats_.rowsStreamed += kRows;
+  stats_.busyCycles += kRows;
+  return {};
+}
+
+MxuStatus MxuModel::pop(uint64_t cycle, int slot, VregOut out) {
+  checkReady("pop", cycle, int64_t(popReadyAt(slot)));
+  Slot& s = slotState_[slot];
+  const int64_t t = int64_t(cycle);
+  if (functional_) {
+    while (!s.pending.empty() && s.pending.front().issue < t) {
+      s.committed = std::move(s.pending.front().values);
+      s.pending.pop_front();
+    }
+    if (!out.lo || (n_ > isa::kLanes && !out.hi))
+      throw MxuPanic(fmt::format("MXU pop: missing destination vreg for N = {}", n_));
+    out.lo->fill(0);
+    if (out.hi) out.hi->fill(0);
+    for (int j = 0; j < kRows; ++j)
+      for (int c = 0; c < n_; ++c) {
+        uint32_t v = s.committed[size_t(j) * n_ + c];
+        if (c < isa::kLanes)
+          at(*out.lo, j, c) = v;
+        else
+          at(*out.hi, j, c - isa::kLanes) = v;
+      }
+  }
+  lastPop_ = t;
+  noteIssue(cycle);
+  ++stats_.pops;
+  return {};
+}
+
+}  // namespace tpusim::sim

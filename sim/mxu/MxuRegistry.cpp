@@ -1,0 +1,61 @@
+#include "sim/mxu/MxuRegistry.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "sim/config/MxuConfig.h"
+#include "sim/mxu/MxuModel.h"
+
+namespace tpusim::sim {
+namespace {
+
+std::map<int, RtlMxuFactory>& rtlFactories() {
+  static std::map<int, RtlMxuFactory> factories;  // built on first use: safe from static init
+  return factories;
+}
+
+}  // namespace
+
+void registerRtlMxuFactory(int n, RtlMxuFactory factory) { rtlFactories()[n] = std::move(factory); }
+
+std::vector<int> registeredRtlMxuSizes() {
+  std::vector<int> sizes;
+  for (const auto& [n, f] : rtlFactories()) sizes.push_back(n);
+  return sizes;
+}
+
+bool parseMxuModelKind(const std::string& text, MxuModelKind* kind) {
+  if (text == "model")
+    *kind = MxuModelKind::Model;
+  else if (text == "rtl")
+    *kind = MxuModelKind::Rtl;
+  else
+    return false;
+  return true;
+}
+
+std::unique_ptr<MxuUnit> makeMxu(const MxuConfig& config, MxuModelKind kind, bool functional,
+                                 std::string* error) {
+  const int n = int(config.size);
+  if (kind == MxuModelKind::Model)
+    return std::make_unique<MxuModel>(n, int(config.acc_slots), functional);
+  auto it = rtlFactories().find(n);
+  if (it != rtlFactories().end()) return it->second(config, functional);
+  std::vector<int> sizes = registeredRtlMxuSizes();
+  if (error) {
+    if (sizes.empty())
+      *error = fmt::format(
+          "--mxu-model rtl: this binary has no RTL MXU models linked (link the CMake target "
+          "tpusim_rtl_mxu_registered, and configure with -DTPUSIM_RTL_SIZES=\"{}\")",
+          n);
+    else
+      *error = fmt::format(
+          "--mxu-model rtl: no RTL MXU of size {} was built (built: {}); reconfigure with "
+          "-DTPUSIM_RTL_SIZES=\"{};{}\" and rebuild (a 128x128 array takes about 15 minutes)",
+          n, fmt::join(sizes, ", "), fmt::join(sizes, ";"), n);
+  }
+  return nullptr;
+}
+
+}  // namespace tpusim::sim
