@@ -85,6 +85,8 @@ int64_t HloComputation::removeDeadInstructions() {
   std::unordered_set<const HloInstruction*> live;
   std::vector<const HloInstruction*> work;
   if (root_) work.push_back(root_);
+  for (const auto& i : instrs_)
+    if (i->hasSideEffect()) work.push_back(i.get());
   while (!work.empty()) {
     const HloInstruction* i = work.back();
     work.pop_back();

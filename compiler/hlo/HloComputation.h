@@ -45,8 +45,8 @@ class HloComputation {
   HloInstruction* addInstruction(std::unique_ptr<HloInstruction> inst);
   // Removes an instruction that has no users and is not the root; returns false otherwise.
   bool removeInstruction(HloInstruction* inst);
-  // Removes every instruction (other than parameters) that is not reachable
-  // from the root; returns the number removed.
+  // Removes every instruction that neither the root nor a side-effecting
+  // instruction needs (parameters stay); returns the number removed.
   int64_t removeDeadInstructions();
   HloInstruction* findInstruction(const std::string& name) const;
 

@@ -150,6 +150,32 @@ std::unique_ptr<HloInstruction> HloInstruction::cloneWithOperands(
   return inst;
 }
 
+bool HloInstruction::hasSideEffect() const {
+  switch (opcode_) {
+    case HloOpcode::Infeed:
+    case HloOpcode::Outfeed:
+    case HloOpcode::Send:
+    case HloOpcode::SendDone:
+    case HloOpcode::Recv:
+    case HloOpcode::RecvDone:
+    case HloOpcode::Rng:
+    case HloOpcode::RngGetAndUpdateState:
+    case HloOpcode::AllReduceStart:
+    case HloOpcode::AllReduceDone:
+    case HloOpcode::AllGatherStart:
+    case HloOpcode::AllGatherDone:
+    case HloOpcode::CollectivePermuteStart:
+    case HloOpcode::CollectivePermuteDone:
+      return true;
+    case HloOpcode::CustomCall: {
+      const NamedAttr* a = findGeneric("custom_call_has_side_effect");
+      return a && a->value.s == "true";
+    }
+    default:
+      return false;
+  }
+}
+
 std::string HloInstruction::toString() const { return printInstruction(*this); }
 
 }  // namespace tpusim::hlo

@@ -106,6 +106,11 @@ class HloInstruction {
   // Adds or replaces a generic attribute.
   void setGeneric(const std::string& key, AttrValue value);
 
+  // True for instructions that must stay even when unused: infeed/outfeed,
+  // send/recv, rng, async collective starts/dones, custom-calls marked
+  // custom_call_has_side_effect=true.
+  bool hasSideEffect() const;
+
   // A copy with the same opcode, shape, attributes and operands (registered as
   // a user of them), not in any computation.
   std::unique_ptr<HloInstruction> clone(std::string newName) const;

@@ -2,8 +2,11 @@
 #include <cmath>
 
 #include "compiler/hlo/eval/ElementwiseKernels.h"
+#include "compiler/hlo/eval/ScalarOps.h"
 
 namespace tpusim::hlo::eval::detail {
+using eval::maxNan;
+using eval::minNan;
 namespace {
 
 template <typename F, typename Fn>
@@ -13,21 +16,6 @@ void map1(const F* a, F* out, int64_t n, Fn f) {
 template <typename F, typename Fn>
 void map2(const F* a, const F* b, F* out, int64_t n, Fn f) {
   for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
-}
-
-template <typename F>
-F fmaxNan(F x, F y) {
-  if (std::isnan(x)) return x;
-  if (std::isnan(y)) return y;
-  if (x == y) return std::signbit(x) ? y : x;  // max(-0, +0) = +0
-  return x > y ? x : y;
-}
-template <typename F>
-F fminNan(F x, F y) {
-  if (std::isnan(x)) return x;
-  if (std::isnan(y)) return y;
-  if (x == y) return std::signbit(x) ? x : y;  // min(-0, +0) = -0
-  return x < y ? x : y;
 }
 
 }  // namespace
@@ -125,10 +113,10 @@ bool floatBinary(BinaryOp op, const F* a, const F* b, F* o, int64_t n) {
       map2(a, b, o, n, [](F x, F y) { return std::pow(x, y); });
       return true;
     case BinaryOp::Max:
-      map2(a, b, o, n, fmaxNan<F>);
+      map2(a, b, o, n, maxNan<F>);
       return true;
     case BinaryOp::Min:
-      map2(a, b, o, n, fminNan<F>);
+      map2(a, b, o, n, minNan<F>);
       return true;
     case BinaryOp::Atan2:
       map2(a, b, o, n, [](F x, F y) { return std::atan2(x, y); });

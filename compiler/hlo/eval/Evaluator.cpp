@@ -1,0 +1,188 @@
+#include "compiler/hlo/eval/Evaluator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/hlo/eval/Collectives.h"
+#include "compiler/hlo/eval/CustomCalls.h"
+#include "compiler/hlo/eval/EvalTypes.h"
+#include "compiler/hlo/eval/Interpreter.h"
+
+namespace tpusim::hlo::eval {
+namespace {
+
+uint64_t splitMix(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void fillRandom(Literal& l, uint64_t& state) {
+  if (l.isTuple()) {
+    for (Literal& e : l.elements()) fillRandom(e, state);
+    return;
+  }
+  ElemType t = l.type();
+  Literal src = Literal::array(isFloat(t) ? ElemType::F64 : ElemType::S64, l.dims());
+  for (int64_t i = 0; i < l.numElements(); ++i) {
+    uint64_t r = splitMix(state);
+    if (isFloat(t))
+      src.data<double>()[i] = static_cast<double>(r >> 11) * 0x1.0p-52 - 1.0;
+    else if (t == ElemType::Pred)
+      src.data<int64_t>()[i] = static_cast<int64_t>(r >> 63);
+    else if (isSignedInt(t))
+      src.data<int64_t>()[i] = static_cast<int64_t>(r % 17) - 8;
+    else
+      src.data<int64_t>()[i] = static_cast<int64_t>(r % 17);
+  }
+  // f64 -> f32 -> bf16 for bf16 (as convert does); f32 values are exact f32 roundings.
+  for (int64_t i = 0; i < l.numElements(); ++i) {
+    if (isFloat(t))
+      l.setDouble(i, src.data<double>()[i]);
+    else
+      l.setInt(i, src.data<int64_t>()[i]);
+  }
+}
+
+bool supportedOpcode(HloOpcode op) {
+  switch (op) {
+    case HloOpcode::Rng:
+    case HloOpcode::RngBitGenerator:
+    case HloOpcode::RngGetAndUpdateState:
+    case HloOpcode::BatchNormGrad:
+    case HloOpcode::BatchNormInference:
+    case HloOpcode::BatchNormTraining:
+    case HloOpcode::Cholesky:
+    case HloOpcode::Complex:
+    case HloOpcode::Convolution:
+    case HloOpcode::DynamicReshape:
+    case HloOpcode::Fft:
+    case HloOpcode::Imag:
+    case HloOpcode::Infeed:
+    case HloOpcode::Outfeed:
+    case HloOpcode::RaggedAllToAll:
+    case HloOpcode::Real:
+    case HloOpcode::Recv:
+    case HloOpcode::RecvDone:
+    case HloOpcode::SelectAndScatter:
+    case HloOpcode::Send:
+    case HloOpcode::SendDone:
+    case HloOpcode::SetDimensionSize:
+    case HloOpcode::StochasticConvert:
+    case HloOpcode::TopK:
+    case HloOpcode::TriangularSolve:
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+int64_t replicaCountFor(const HloModule& module, const EvalOptions& options) {
+  if (options.replicas > 0) return options.replicas;
+  return std::max<int64_t>(1, std::max(module.replicaCount(), module.numPartitions()));
+}
+
+std::vector<Literal> evaluateReplicated(const HloModule& module,
+                                        const std::vector<std::vector<Literal>>& args,
+                                        const EvalOptions& options) {
+  const HloComputation* entry = module.entry();
+  if (!entry) throw EvalError(fmt::format("module {} has no entry computation", module.name()));
+  int64_t n = replicaCountFor(module, options);
+  if (n > 1024) throw EvalError(fmt::format("{} replicas is too many to evaluate", n));
+  if (args.size() != 1 && static_cast<int64_t>(args.size()) != n)
+    throw EvalError(fmt::format("{} argument lists for {} replicas", args.size(), n));
+  auto argsOf = [&](int64_t r) -> const std::vector<Literal>& {
+    return args.size() == 1 ? args[0] : args[static_cast<size_t>(r)];
+  };
+  auto runOne = [&](int64_t r, Rendezvous* rv) {
+    const std::vector<Literal>& a = argsOf(r);
+    if (static_cast<int64_t>(a.size()) != entry->parameterCount())
+      throw EvalError(fmt::format("the entry computation %{} takes {} parameters but {} were given",
+                                  entry->name(), entry->parameterCount(), a.size()));
+    std::vector<const Literal*> ptrs;
+    for (const Literal& l : a) ptrs.push_back(&l);
+    Interpreter interp(module, r, n, rv);
+    return interp.run(*entry, ptrs);
+  };
+  if (n == 1) return {runOne(0, nullptr)};
+
+  Rendezvous rendezvous(n);
+  std::vector<Literal> results(static_cast<size_t>(n));
+  std::vector<std::string> errors(static_cast<size_t>(n));
+  std::vector<bool> primary(static_cast<size_t>(n), false);
+  std::vector<std::thread> threads;
+  for (int64_t r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        results[static_cast<size_t>(r)] = runOne(r, &rendezvous);
+      } catch (const std::exception& e) {
+        std::string msg = fmt::format("replica {}: {}", r, e.what());
+        errors[static_cast<size_t>(r)] = msg;
+        rendezvous.abort(msg);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Report the first failure that is not another replica's abort echoed back.
+  std::string first;
+  for (const std::string& e : errors) {
+    if (e.empty()) continue;
+    if (first.empty()) first = e;
+    if (e.find(": replica ") == std::string::npos) {
+      first = e;
+      break;
+    }
+  }
+  if (!first.empty()) throw EvalError(first);
+  return results;
+}
+
+Literal evaluate(const HloModule& module, const std::vector<Literal>& args) {
+  EvalOptions o;
+  o.replicas = 1;
+  return std::move(evaluateReplicated(module, {args}, o)[0]);
+}
+
+uint64_t parameterSeed(uint64_t seed, int64_t replica, int64_t param) {
+  uint64_t s = seed;
+  uint64_t a = splitMix(s) ^ static_cast<uint64_t>(replica) * 0x632BE59BD9B4E019ull;
+  uint64_t b = splitMix(a) ^ static_cast<uint64_t>(param) * 0xD6E8FEB86659FD93ull;
+  return splitMix(b);
+}
+
+Literal randomLiteral(const Shape& shape, uint64_t seed) {
+  Literal l = zerosOf(shape, "random input");
+  uint64_t state = seed;
+  fillRandom(l, state);
+  return l;
+}
+
+std::vector<std::string> unsupportedInstructions(const HloModule& module) {
+  std::vector<std::string> out;
+  std::set<const HloComputation*> seen;
+  std::vector<const HloComputation*> work;
+  if (module.entry()) work.push_back(module.entry());
+  while (!work.empty()) {
+    const HloComputation* c = work.back();
+    work.pop_back();
+    if (!seen.insert(c).second) continue;
+    for (const auto& inst : c->instructions()) {
+      bool ok = supportedOpcode(inst->opcode());
+      if (inst->opcode() == HloOpcode::CustomCall)
+        ok = static_cast<bool>(findCustomCall(inst->attrs().customCallTarget.value_or("")));
+      if (!ok) out.push_back(fmt::format("%{} ({})", inst->name(), opcodeName(inst->opcode())));
+      for (const HloComputation* callee : inst->calledComputations())
+        if (callee) work.push_back(callee);
+    }
+  }
+  return out;
+}
+
+}  // namespace tpusim::hlo::eval

@@ -1,0 +1,34 @@
+#include "compiler/passes/PassRegistry.h"
+
+namespace tpusim::passes {
+namespace {
+
+struct Entry {
+  const char* name;
+  std::unique_ptr<HloPass> (*create)();
+};
+
+const Entry kPasses[] = {
+    {"dce", createDcePass},
+    {"cse", createCsePass},
+    {"constant-folding", createConstantFoldingPass},
+    {"algsimp", createAlgebraicSimplifierPass},
+    {"dot-canonicalize", createDotCanonicalizerPass},
+    {"inline", createCallInlinerPass},
+};
+
+}  // namespace
+
+std::unique_ptr<HloPass> createPass(std::string_view name) {
+  for (const Entry& e : kPasses)
+    if (name == e.name) return e.create();
+  return nullptr;
+}
+
+std::vector<std::string> registeredPassNames() {
+  std::vector<std::string> names;
+  for (const Entry& e : kPasses) names.push_back(e.name);
+  return names;
+}
+
+}  // namespace tpusim::passes

@@ -1,0 +1,26 @@
+// Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/passes/HloPass.h"
+
+namespace tpusim::passes {
+
+// A new instance of the named pass, or nullptr for an unknown name.
+std::unique_ptr<HloPass> createPass(std::string_view name);
+// The names createPass knows, in a stable order.
+std::vector<std::string> registeredPassNames();
+
+// Factories of each pass (defined in the pass's own file).
+std::unique_ptr<HloPass> createDcePass();
+std::unique_ptr<HloPass> createCsePass();
+std::unique_ptr<HloPass> createConstantFoldingPass();
+std::unique_ptr<HloPass> createAlgebraicSimplifierPass();
+std::unique_ptr<HloPass> createDotCanonicalizerPass();
+std::unique_ptr<HloPass> createCallInlinerPass();
+
+}  // namespace tpusim::passes
