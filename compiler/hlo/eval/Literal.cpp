@@ -190,8 +190,10 @@ std::string Literal::toString(size_t limit) const {
   std::string s = shapeString() + " {";
   for (int64_t i = 0; i < count_ && static_cast<size_t>(i) < limit; ++i) {
     if (i) s += ", ";
-    if (isFloat(type_))
+    if (type_ == ElemType::F64)
       s += fmt::format("{}", getDouble(i));
+    else if (isFloat(type_))
+      s += fmt::format("{}", static_cast<float>(getDouble(i)));  // shortest f32 spelling
     else if (type_ == ElemType::U64)
       s += fmt::format("{}", data<uint64_t>()[i]);
     else
