@@ -1,13 +1,156 @@
-// Placeholder: not implemented yet (reports no change).
+// Algebraic simplification, applied until nothing changes:
+//   x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1          -> x
+//   reshape(x) to x's own shape, reshape(reshape(x)) -> x / reshape(x)
+//   transpose(transpose(x)) -> transpose(x) with the composed permutation (x if identity)
+//   broadcast(x) with x's own shape and identity dims -> x
+//   broadcast(broadcast of a scalar constant)        -> broadcast of the scalar
+//   convert(x) to x's type -> x;  convert(convert(x)) where the inner one is
+//   exact (a widening) -> convert(x) (x itself when the types match).
+// "0" and "1" are constants whose elements all have that value, or broadcasts
+// of them. Instructions left unused are removed.
 #include "compiler/passes/PassRegistry.h"
+#include "compiler/passes/PassUtil.h"
 
 namespace tpusim::passes {
 namespace {
 
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+using hlo::PrimitiveType;
+
+// Can every value of `from` be represented exactly in `to`?
+bool exactWidening(PrimitiveType from, PrimitiveType to) {
+  using hlo::bitWidth;
+  if (from == to || from == PrimitiveType::Pred) return true;
+  auto mantissa = [](PrimitiveType t) {
+    switch (t) {
+      case PrimitiveType::F16:
+        return 11;
+      case PrimitiveType::BF16:
+        return 8;
+      case PrimitiveType::F32:
+        return 24;
+      case PrimitiveType::F64:
+        return 53;
+      default:
+        return 0;
+    }
+  };
+  bool fromS = hlo::isSignedIntegralType(from), fromU = hlo::isUnsignedIntegralType(from);
+  bool toS = hlo::isSignedIntegralType(to), toU = hlo::isUnsignedIntegralType(to);
+  if (fromS && toS) return bitWidth(to) >= bitWidth(from);
+  if (fromU && toU) return bitWidth(to) >= bitWidth(from);
+  if (fromU && toS) return bitWidth(to) > bitWidth(from);
+  if ((fromS || fromU) && mantissa(to)) return mantissa(to) >= bitWidth(from) - (fromS ? 1 : 0);
+  if (mantissa(from) && mantissa(to)) {
+    if (from == PrimitiveType::F16 && to == PrimitiveType::BF16) return false;
+    if (from == PrimitiveType::BF16 && to == PrimitiveType::F16) return false;
+    return mantissa(to) >= mantissa(from);
+  }
+  return false;
+}
+
+bool isValue(const HloInstruction* inst, double v) {
+  auto s = splatValue(inst);
+  return s && *s == v;
+}
+
 class AlgebraicSimplifierPass : public HloPass {
  public:
   std::string_view name() const override { return "algsimp"; }
-  bool run(hlo::HloModule&) override { return false; }
+
+  bool run(hlo::HloModule& module) override {
+    bool changed = false;
+    for (const auto& comp : module.computations()) {
+      for (int round = 0; round < 16; ++round) {
+        bool any = false;
+        for (HloInstruction* inst : comp->postOrder()) any |= simplify(comp.get(), inst);
+        if (!any) break;
+        changed = true;
+        comp->removeDeadInstructions();
+      }
+    }
+    return changed;
+  }
+
+ private:
+  // Replaces `inst` by `by` if their shapes agree (layouts ignored).
+  static bool replace(HloInstruction* inst, HloInstruction* by) {
+    if (inst == by || !inst->shape().compatible(by->shape())) return false;
+    inst->replaceAllUsesWith(by);
+    return true;
+  }
+
+  bool simplify(hlo::HloComputation* comp, HloInstruction* inst) {
+    if (inst->userCount() == 0 && comp->root() != inst) return false;
+    switch (inst->opcode()) {
+      case HloOpcode::Add:
+        return (isValue(inst->operand(1), 0) && replace(inst, inst->operand(0))) ||
+               (isValue(inst->operand(0), 0) && replace(inst, inst->operand(1)));
+      case HloOpcode::Subtract:
+        return isValue(inst->operand(1), 0) && replace(inst, inst->operand(0));
+      case HloOpcode::Multiply:
+        return (isValue(inst->operand(1), 1) && replace(inst, inst->operand(0))) ||
+               (isValue(inst->operand(0), 1) && replace(inst, inst->operand(1)));
+      case HloOpcode::Divide:
+        return isValue(inst->operand(1), 1) && replace(inst, inst->operand(0));
+      case HloOpcode::Reshape: {
+        HloInstruction* x = inst->operand(0);
+        if (replace(inst, x)) return true;
+        if (x->opcode() == HloOpcode::Reshape) {
+          inst->replaceOperand(0, x->operand(0));
+          return true;
+        }
+        return false;
+      }
+      case HloOpcode::Transpose: {
+        HloInstruction* x = inst->operand(0);
+        const auto& perm = inst->dimensions();
+        bool identity = true;
+        for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+        if (identity && replace(inst, x)) return true;
+        if (x->opcode() != HloOpcode::Transpose) return false;
+        // out[i] = x[perm[i]] = y[inner[perm[i]]]
+        const auto& inner = x->dimensions();
+        std::vector<int64_t> composed;
+        for (int64_t p : perm) {
+          if (p < 0 || static_cast<size_t>(p) >= inner.size()) return false;
+          composed.push_back(inner[p]);
+        }
+        inst->attrs().dimensions = composed;
+        inst->replaceOperand(0, x->operand(0));
+        return true;
+      }
+      case HloOpcode::Broadcast: {
+        HloInstruction* x = inst->operand(0);
+        const auto& dims = inst->dimensions();
+        bool identity = true;
+        for (size_t i = 0; i < dims.size(); ++i) identity &= dims[i] == static_cast<int64_t>(i);
+        if (identity && replace(inst, x)) return true;
+        if (x->opcode() == HloOpcode::Broadcast && x->operandCount() == 1 &&
+            x->operand(0)->shape().isScalar()) {
+          inst->replaceOperand(0, x->operand(0));
+          inst->attrs().dimensions = std::vector<int64_t>{};
+          return true;
+        }
+        return false;
+      }
+      case HloOpcode::Convert: {
+        HloInstruction* x = inst->operand(0);
+        if (replace(inst, x)) return true;
+        if (x->opcode() == HloOpcode::Convert &&
+            exactWidening(x->operand(0)->shape().type, x->shape().type)) {
+          HloInstruction* src = x->operand(0);
+          if (replace(inst, src)) return true;
+          inst->replaceOperand(0, src);
+          return true;
+        }
+        return false;
+      }
+      default:
+        return false;
+    }
+  }
 };
 
 }  // namespace

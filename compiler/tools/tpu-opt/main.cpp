@@ -40,7 +40,10 @@ static int error(const std::string& message) {
 }
 
 int main(int argc, char** argv) {
-  cl::HideUnrelatedOptions(Cat);
+  // Hide LLVM's own options (general category); modes keep their categories visible.
+  for (auto& entry : cl::getRegisteredOptions())
+    for (cl::OptionCategory* c : entry.second->Categories)
+      if (c == &cl::getGeneralCategory()) entry.second->setHiddenFlag(cl::ReallyHidden);
   cl::ParseCommandLineOptions(argc, argv, "tpu-opt: HLO parser, verifier and optimizer\n");
 
   passes::PassPipeline pipeline;

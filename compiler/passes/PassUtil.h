@@ -1,0 +1,18 @@
+// Small helpers shared by the passes.
+#pragma once
+
+#include <optional>
+
+#include "compiler/hlo/HloComputation.h"
+
+namespace tpusim::passes {
+
+// If `inst` is a constant whose elements all equal one value, or a broadcast
+// of such a constant, that value (as double); nullopt otherwise.
+std::optional<double> splatValue(const hlo::HloInstruction* inst);
+
+// Adds a new instruction to `comp` named uniquely in the module after `base`.
+hlo::HloInstruction* addNew(hlo::HloComputation* comp, hlo::HloOpcode op, const std::string& base,
+                            hlo::Shape shape, std::vector<hlo::HloInstruction*> operands);
+
+}  // namespace tpusim::passes
