@@ -12,7 +12,16 @@ using hlo::HloComputation;
 using hlo::HloInstruction;
 using hlo::HloOpcode;
 
-bool inlineCall(hlo::HloModule& module, HloComputation* caller, HloInstruction* call) {
+// `base`, or base.1, base.2 ... whichever is free in `comp` (names are per computation).
+std::string freeName(const HloComputation* comp, const std::string& base) {
+  if (!comp->findInstruction(base)) return base;
+  for (int64_t n = 1;; ++n) {
+    std::string cand = base + "." + std::to_string(n);
+    if (!comp->findInstruction(cand)) return cand;
+  }
+}
+
+bool inlineCall(HloComputation* caller, HloInstruction* call) {
   HloComputation* callee = call->toApply();
   if (!callee || !callee->root() || callee == caller) return false;
   std::unordered_map<const HloInstruction*, HloInstruction*> map;
@@ -25,7 +34,7 @@ bool inlineCall(hlo::HloModule& module, HloComputation* caller, HloInstruction* 
     }
     std::vector<HloInstruction*> ops;
     for (HloInstruction* op : inst->operands()) ops.push_back(map.at(op));
-    std::string name = module.uniqueInstructionName(inst->name());
+    std::string name = freeName(caller, inst->name());
     map[inst] = caller->addInstruction(inst->cloneWithOperands(name, ops));
   }
   call->replaceAllUsesWith(map.at(callee->root()));
@@ -46,7 +55,7 @@ class CallInlinerPass : public HloPass {
         std::vector<HloInstruction*> calls;
         for (const auto& inst : comp->instructions())
           if (inst->opcode() == HloOpcode::Call) calls.push_back(inst.get());
-        for (HloInstruction* call : calls) any |= inlineCall(module, comp.get(), call);
+        for (HloInstruction* call : calls) any |= inlineCall(comp.get(), call);
       }
       changed |= any;
       if (!any) break;
