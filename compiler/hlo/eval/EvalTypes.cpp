@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "compiler/hlo/eval/Convert.h"
+
 namespace tpusim::hlo::eval {
 namespace {
 
@@ -73,13 +75,17 @@ Literal fromConstant(const hlo::Literal& c, const std::string& what) {
   if (c.size() != out.numElements())
     throw EvalError(fmt::format("{}: constant holds {} values but its shape {} needs {}", what,
                                 c.size(), c.shape.toString(), out.numElements()));
-  for (int64_t i = 0, n = out.numElements(); i < n; ++i) {
-    if (out.type() == ElemType::U64)
-      out.data<uint64_t>()[i] = c.getUnsigned(i);
-    else if (isFloat(out.type()))
-      out.setDouble(i, c.getDouble(i));
-    else
-      out.setInt(i, c.getInt(i));
+  int64_t n = out.numElements();
+  if (out.type() == ElemType::U64) {
+    for (int64_t i = 0; i < n; ++i) out.data<uint64_t>()[i] = c.getUnsigned(i);
+  } else if (isFloat(out.type())) {
+    Literal src = Literal::array(ElemType::F64, out.dims());
+    for (int64_t i = 0; i < n; ++i) src.data<double>()[i] = c.getDouble(i);
+    out = convertLiteral(src, out.type());
+  } else {
+    Literal src = Literal::array(ElemType::S64, out.dims());
+    for (int64_t i = 0; i < n; ++i) src.data<int64_t>()[i] = c.getInt(i);
+    out = convertLiteral(src, out.type());
   }
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/eval/Collectives.h"
+#include "compiler/hlo/eval/Convert.h"
 #include "compiler/hlo/eval/CustomCalls.h"
 #include "compiler/hlo/eval/EvalTypes.h"
 #include "compiler/hlo/eval/Interpreter.h"
@@ -28,25 +29,28 @@ void fillRandom(Literal& l, uint64_t& state) {
     return;
   }
   ElemType t = l.type();
-  Literal src = Literal::array(isFloat(t) ? ElemType::F64 : ElemType::S64, l.dims());
-  for (int64_t i = 0; i < l.numElements(); ++i) {
+  int64_t n = l.numElements();
+  if (isFloat(t)) {
+    // f64 in [-1, 1), then converted (f64 -> f32 -> bf16/f16, as convert does).
+    Literal src = Literal::array(ElemType::F64, l.dims());
+    double* d = src.data<double>();
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = static_cast<double>(splitMix(state) >> 11) * 0x1.0p-52 - 1.0;
+    l = convertLiteral(src, t);
+    return;
+  }
+  Literal src = Literal::array(ElemType::S64, l.dims());
+  int64_t* d = src.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
     uint64_t r = splitMix(state);
-    if (isFloat(t))
-      src.data<double>()[i] = static_cast<double>(r >> 11) * 0x1.0p-52 - 1.0;
-    else if (t == ElemType::Pred)
-      src.data<int64_t>()[i] = static_cast<int64_t>(r >> 63);
+    if (t == ElemType::Pred)
+      d[i] = static_cast<int64_t>(r >> 63);
     else if (isSignedInt(t))
-      src.data<int64_t>()[i] = static_cast<int64_t>(r % 17) - 8;
+      d[i] = static_cast<int64_t>(r % 17) - 8;
     else
-      src.data<int64_t>()[i] = static_cast<int64_t>(r % 17);
+      d[i] = static_cast<int64_t>(r % 17);
   }
-  // f64 -> f32 -> bf16 for bf16 (as convert does); f32 values are exact f32 roundings.
-  for (int64_t i = 0; i < l.numElements(); ++i) {
-    if (isFloat(t))
-      l.setDouble(i, src.data<double>()[i]);
-    else
-      l.setInt(i, src.data<int64_t>()[i]);
-  }
+  l = convertLiteral(src, t);
 }
 
 bool supportedOpcode(HloOpcode op) {
@@ -82,11 +86,34 @@ bool supportedOpcode(HloOpcode op) {
   }
 }
 
+bool hasElided(const hlo::Literal& l) {
+  if (l.elided) return true;
+  for (const auto& e : l.elements)
+    if (hasElided(e)) return true;
+  return false;
+}
+
+// 1 + the largest device id any collective of the module names.
+int64_t devicesNamed(const HloModule& module) {
+  int64_t n = 1;
+  for (const auto& comp : module.computations())
+    for (const auto& inst : comp->instructions()) {
+      if (inst->attrs().replicaGroups)
+        for (const auto& g : inst->attrs().replicaGroups->expand())
+          for (int64_t id : g) n = std::max(n, id + 1);
+      if (const NamedAttr* pairs = inst->findGeneric("source_target_pairs"))
+        for (const auto& p : pairs->value.lists)
+          for (int64_t id : p) n = std::max(n, id + 1);
+    }
+  return n;
+}
+
 }  // namespace
 
 int64_t replicaCountFor(const HloModule& module, const EvalOptions& options) {
   if (options.replicas > 0) return options.replicas;
-  return std::max<int64_t>(1, std::max(module.replicaCount(), module.numPartitions()));
+  return std::max(
+      {int64_t{1}, module.replicaCount(), module.numPartitions(), devicesNamed(module)});
 }
 
 std::vector<Literal> evaluateReplicated(const HloModule& module,
@@ -165,6 +192,7 @@ Literal randomLiteral(const Shape& shape, uint64_t seed) {
 }
 
 std::vector<std::string> unsupportedInstructions(const HloModule& module) {
+  // Constants whose value the text elides ({...}) count as unsupported too.
   std::vector<std::string> out;
   std::set<const HloComputation*> seen;
   std::vector<const HloComputation*> work;
@@ -177,6 +205,8 @@ std::vector<std::string> unsupportedInstructions(const HloModule& module) {
       bool ok = supportedOpcode(inst->opcode());
       if (inst->opcode() == HloOpcode::CustomCall)
         ok = static_cast<bool>(findCustomCall(inst->attrs().customCallTarget.value_or("")));
+      if (inst->opcode() == HloOpcode::Constant && inst->literal() && hasElided(*inst->literal()))
+        ok = false;
       if (!ok) out.push_back(fmt::format("%{} ({})", inst->name(), opcodeName(inst->opcode())));
       for (const HloComputation* callee : inst->calledComputations())
         if (callee) work.push_back(callee);

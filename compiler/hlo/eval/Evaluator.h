@@ -20,7 +20,8 @@
 namespace tpusim::hlo::eval {
 
 struct EvalOptions {
-  // Replicas (devices) to run; 0 means max(replica_count, num_partitions) of the module header.
+  // Replicas (devices) to run; 0 means the module's replica_count or num_partitions, or more
+  // if a collective names a higher device id.
   int64_t replicas = 0;
 };
 
@@ -45,7 +46,8 @@ uint64_t parameterSeed(uint64_t seed, int64_t replica, int64_t param);
 
 // Instructions (of any computation reachable from the entry) whose opcode the
 // evaluator cannot run, as "%name (opcode)"; custom-calls with an unregistered
-// target count. Empty when the module is fully supported.
+// target and constants with an elided value count. Empty when the module is
+// fully supported.
 std::vector<std::string> unsupportedInstructions(const HloModule& module);
 
 }  // namespace tpusim::hlo::eval

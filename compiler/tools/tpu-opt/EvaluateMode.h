@@ -12,7 +12,8 @@
 // (out.1.0.npy for nested tuples); with several replicas each name gets the
 // replica, out.r0.npy, out.r1.0.npy .... bf16 results are written as uint16
 // bits. Existing files are not overwritten unless --force. One line per output
-// file is printed: "out.npy = f32[2] {1, 2}".
+// file is printed: "out.npy = f32[2] {1, 2}". A file holding several modules
+// ("// -----") writes module k's results into DIR/k/.
 //
 // The mode registers itself with tpu-opt (TpuOptMode.h); this function is the
 // whole mode, exposed for tests.
