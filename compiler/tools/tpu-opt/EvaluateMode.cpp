@@ -73,7 +73,7 @@ int evaluateOne(const hlo::HloModule& module, const std::string& dir) {
     return fail(fmt::format(
         "{}: module {} cannot be evaluated: {} instruction(s) the reference "
         "evaluator does not support: {}",
-        module.sourceFile(), module.name(), unsupported.size(), fmt::join(unsupported, ", ")));
+        module.sourceFile(), module.name(), unsupportedCount, fmt::join(unsupported, ", ")));
   EvalOptions options;
   options.replicas = Replicas;
   int64_t replicas = replicaCountFor(module, options);
