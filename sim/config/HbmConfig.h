@@ -41,8 +41,11 @@ struct HbmConfig {
   int64_t tRTP = 12;
   int64_t tREFI = 6240;
   int64_t tRFC = 560;
+  std::string refresh = "per_bank";
+  int64_t tRFCsb = 256;
   std::string address_mapping = "ro-ba-co-bg-pc-ch";
   int64_t queue_depth = 64;
+  int64_t starvation_limit = 16;
 
   template <class V>
   void visit(V& v) {
@@ -78,12 +81,20 @@ struct HbmConfig {
     v.field("tWTR", tWTR, "cycles", "end of write data to read command", 1, 1000);
     v.field("tRTP", tRTP, "cycles", "read to precharge", 1, 1000);
     v.field("tREFI", tREFI, "cycles", "average interval between refresh commands", 1, 1e7);
-    v.field("tRFC", tRFC, "cycles", "refresh cycle time (bank busy during a refresh)", 1, 1e5);
+    v.field("tRFC", tRFC, "cycles", "all-bank refresh cycle time (every bank busy)", 1, 1e5);
+    v.field("refresh", refresh, "-",
+            "\"per_bank\": one bank at a time, every tREFI / banks, busy tRFCsb (the others keep "
+            "working); \"all_bank\": every tREFI, all banks busy tRFC; \"none\"");
+    v.field("tRFCsb", tRFCsb, "cycles", "per-bank refresh cycle time (that bank busy)", 1, 1e5);
     v.field("address_mapping", address_mapping, "-",
             "how a burst index splits into ro, ba, bg, ch, pc, co digits, most significant first "
             "(mixed radix, so counts need not be powers of two)");
-    v.field("queue_depth", queue_depth, "requests", "scheduler (FR-FCFS) queue entries per channel",
-            1, 4096);
+    v.field("queue_depth", queue_depth, "bursts",
+            "scheduler (FR-FCFS) queue entries per pseudo-channel", 1, 4096);
+    v.field("starvation_limit", starvation_limit, "bursts",
+            "younger row hits that may pass an older request to the same bank before the "
+            "scheduler closes the row for it",
+            1, 1e6);
   }
 
   // Bytes the geometry can address; at least capacity_bytes.
@@ -137,6 +148,11 @@ struct HbmConfig {
     p.require(tRAS >= tRCD, "tRAS", "must be >= tRCD");
     p.require(tFAW >= tRRD_S, "tFAW", "must be >= tRRD_S");
     p.require(tRFC < tREFI, "tRFC", "must be shorter than tREFI");
+    p.require(refresh == "per_bank" || refresh == "all_bank" || refresh == "none", "refresh",
+              "must be \"per_bank\", \"all_bank\" or \"none\"");
+    p.require(tRFCsb < tREFI, "tRFCsb", "must be shorter than tREFI");
+    p.require(refresh != "per_bank" || tREFI >= bank_groups * banks_per_group, "tREFI",
+              "per-bank refresh needs tREFI >= banks per pseudo-channel");
   }
 };
 

@@ -1,0 +1,47 @@
+#include "sim/hbm/AddressMap.h"
+
+#include <stdexcept>
+
+namespace tpusim::sim::hbm {
+
+AddressMap::AddressMap(const HbmConfig& c) : burstBytes_(uint64_t(c.burst_bytes)) {
+  std::vector<std::string> digits = c.mappingDigits();
+  if (digits.empty())
+    throw std::invalid_argument("hbm.address_mapping: \"" + c.address_mapping +
+                                "\" must name ro, ba, bg, ch, pc, co once each, separated by '-'");
+  for (int i = 0; i < 6; ++i) {
+    const std::string& d = digits[i];
+    order_[i] = d == "ro"   ? Ro
+                : d == "ba" ? Ba
+                : d == "bg" ? Bg
+                : d == "ch" ? Ch
+                : d == "pc" ? Pc
+                            : Co;
+  }
+  radix_[Ro] = uint64_t(c.rows);
+  radix_[Ba] = uint64_t(c.banks_per_group);
+  radix_[Bg] = uint64_t(c.bank_groups);
+  radix_[Ch] = uint64_t(c.channels);
+  radix_[Pc] = uint64_t(c.pseudo_channels);
+  radix_[Co] = uint64_t(c.columnsPerRow());
+}
+
+BurstLocation AddressMap::locate(uint64_t byteAddress) const {
+  uint64_t index = byteAddress / burstBytes_;
+  std::array<uint64_t, 6> value{};
+  for (int i = 5; i >= 0; --i) {  // least significant digit first
+    Digit d = order_[i];
+    value[d] = index % radix_[d];
+    index /= radix_[d];
+  }
+  BurstLocation loc;
+  loc.channel = uint32_t(value[Ch]);
+  loc.pseudoChannel = uint32_t(value[Pc]);
+  loc.bankGroup = uint32_t(value[Bg]);
+  loc.bank = uint32_t(value[Ba]);
+  loc.row = uint32_t(value[Ro]);
+  loc.column = uint32_t(value[Co]);
+  return loc;
+}
+
+}  // namespace tpusim::sim::hbm

@@ -1,0 +1,39 @@
+// HBM address interleaving. A byte address is split into a burst index
+// (address / burst_bytes) and the burst index into six mixed-radix digits in
+// the order the mapping string gives, most significant first, e.g.
+// "ro-ba-co-bg-pc-ch": consecutive bursts go to consecutive channels, then
+// pseudo-channels, then bank groups, then columns of one row, then banks,
+// then rows. Radices: ro = rows, ba = banks_per_group, bg = bank_groups,
+// ch = channels, pc = pseudo_channels, co = row_bytes / burst_bytes.
+// Addresses beyond the geometry wrap (the functional memory rejects them first).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "sim/config/HbmConfig.h"
+
+namespace tpusim::sim::hbm {
+
+struct BurstLocation {
+  uint32_t channel = 0, pseudoChannel = 0, bankGroup = 0, bank = 0;  // bank within its group
+  uint32_t row = 0, column = 0;                                      // column in bursts
+};
+
+class AddressMap {
+ public:
+  // Throws std::invalid_argument naming the field when the mapping is malformed.
+  explicit AddressMap(const HbmConfig& config);
+
+  BurstLocation locate(uint64_t byteAddress) const;
+  uint64_t burstBytes() const { return burstBytes_; }
+
+ private:
+  enum Digit { Ro, Ba, Bg, Ch, Pc, Co };
+  std::array<Digit, 6> order_{};  // most significant first
+  std::array<uint64_t, 6> radix_{};
+  uint64_t burstBytes_;
+};
+
+}  // namespace tpusim::sim::hbm

@@ -1,0 +1,150 @@
+#include "sim/hbm/HbmModel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace tpusim::sim::hbm {
+
+namespace {
+uint64_t wholeHz(double hz, const char* field) {
+  if (!(hz >= 1.0) || hz > 1e12 || std::floor(hz) != hz)
+    throw std::invalid_argument(std::string(field) + ": " + std::to_string(hz) +
+                                " Hz must be a whole number of Hz between 1 and 1e12");
+  return uint64_t(hz);
+}
+}  // namespace
+
+HbmModel::HbmModel(const HbmConfig& config, double coreClockHz)
+    : config_(config),
+      timing_(HbmTiming::fromConfig(config)),
+      map_(config),
+      clocks_(wholeHz(coreClockHz, "core.clock_hz"), wholeHz(config.clock_hz, "hbm.clock_hz")) {
+  size_t n = size_t(config.channels * config.pseudo_channels);
+  pcs_.reserve(n);
+  for (size_t i = 0; i < n; ++i) pcs_.emplace_back(timing_);
+  isActive_.assign(n, 0);
+}
+
+double HbmModel::peakBytesPerCoreCycle() const {
+  return double(config_.channels) * double(config_.pseudo_channels) *
+         double(config_.bus_bytes_per_clock) * double(clocks_.hbmHz()) / double(clocks_.coreHz());
+}
+
+uint32_t HbmModel::allocateRequest(const HbmRequest& r) {
+  uint32_t slot;
+  if (!freeRequests_.empty()) {
+    slot = freeRequests_.back();
+    freeRequests_.pop_back();
+  } else {
+    slot = uint32_t(requests_.size());
+    requests_.emplace_back();
+  }
+  RequestState& s = requests_[slot];
+  s.id = r.id;
+  s.sequence = sequence_++;
+  s.remaining = 0;
+  s.dataEnd = 0;
+  return slot;
+}
+
+void HbmModel::submit(const HbmRequest& r) {
+  if (r.arrivalCycle < now_)
+    throw std::logic_error("HbmModel::submit: request arrives at cycle " +
+                           std::to_string(r.arrivalCycle) + ", before the model's time " +
+                           std::to_string(now_));
+  if (r.bytes == 0) throw std::logic_error("HbmModel::submit: request of 0 bytes");
+  uint32_t slot = allocateRequest(r);
+  uint64_t arrival = clocks_.hbmAtOrAfterCore(r.arrivalCycle);
+  uint64_t burst = map_.burstBytes();
+  uint64_t first = r.address / burst, last = (r.address + r.bytes - 1) / burst;
+  for (uint64_t b = first; b <= last; ++b) {
+    BurstLocation loc = map_.locate(b * burst);
+    uint32_t pc = loc.channel * uint32_t(config_.pseudo_channels) + loc.pseudoChannel;
+    PcBurst pb;
+    pb.request = slot;
+    pb.bankGroup = loc.bankGroup;
+    pb.bank = loc.bankGroup * uint32_t(config_.banks_per_group) + loc.bank;
+    pb.row = loc.row;
+    pb.write = r.isWrite;
+    pb.arrival = arrival;
+    pcs_[pc].push(pb);
+    ++requests_[slot].remaining;
+    if (!isActive_[pc]) {
+      isActive_[pc] = 1;
+      active_.push_back(pc);
+    }
+  }
+  ++outstanding_;
+}
+
+uint64_t HbmModel::nextEventCycle() const {
+  uint64_t next = std::numeric_limits<uint64_t>::max();
+  if (!pending_.empty()) next = pending_.top().cycle;
+  // A burst not yet issued completes no earlier than one column latency from now.
+  int64_t minLatency = std::min(timing_.tCL, timing_.tCWL) + timing_.burstCycles;
+  for (uint32_t pc : active_)
+    next = std::min(next, clocks_.coreAtOrAfterHbm(pcs_[pc].time() + uint64_t(minLatency)));
+  if (next != std::numeric_limits<uint64_t>::max()) next = std::max(next, now_ + 1);
+  return next;
+}
+
+void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
+  if (cycle <= now_) return;
+  uint64_t hbmLimit = clocks_.hbmAtOrAfterCore(cycle);
+  for (size_t i = 0; i < active_.size();) {
+    uint32_t pc = active_[i];
+    issued_.clear();
+    pcs_[pc].advance(hbmLimit, issued_);
+    for (const IssuedBurst& b : issued_) {
+      RequestState& s = requests_[b.request];
+      s.dataEnd = std::max(s.dataEnd, b.dataEnd);
+      if (--s.remaining == 0)
+        pending_.push(Pending{clocks_.coreAtOrAfterHbm(s.dataEnd), s.sequence, b.request});
+    }
+    if (!pcs_[pc].hasWork()) {
+      isActive_[pc] = 0;
+      active_[i] = active_.back();
+      active_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  // Keep the active list in index order so that simulation order never depends
+  // on the order in which pseudo-channels became active.
+  std::sort(active_.begin(), active_.end());
+  while (!pending_.empty() && pending_.top().cycle < cycle) {
+    Pending p = pending_.top();
+    pending_.pop();
+    done.push_back(HbmCompletion{requests_[p.slot].id, p.cycle});
+    freeRequests_.push_back(p.slot);
+    --outstanding_;
+  }
+  now_ = cycle;
+}
+
+void HbmModel::catchUp(uint64_t hbmLimit) {
+  for (size_t pc = 0; pc < pcs_.size(); ++pc) {
+    if (isActive_[pc]) continue;  // active ones are already at hbmLimit
+    issued_.clear();
+    pcs_[pc].advance(hbmLimit, issued_);
+  }
+}
+
+std::vector<HbmChannelStats> HbmModel::channelStats() {
+  catchUp(clocks_.hbmAtOrAfterCore(now_));
+  std::vector<HbmChannelStats> out(size_t(config_.channels));
+  for (size_t pc = 0; pc < pcs_.size(); ++pc)
+    out[pc / size_t(config_.pseudo_channels)].add(pcs_[pc].stats());
+  return out;
+}
+
+HbmChannelStats HbmModel::totalStats() {
+  HbmChannelStats total;
+  for (const HbmChannelStats& c : channelStats()) total.add(c);
+  return total;
+}
+
+}  // namespace tpusim::sim::hbm

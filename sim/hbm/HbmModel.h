@@ -1,0 +1,111 @@
+// The cycle-accurate HBM timing model of one chip, as a plain C++ class (no
+// SystemC): pseudo-channels (sim/hbm/PseudoChannel.h) behind an address map
+// (sim/hbm/AddressMap.h). Its interface counts CORE cycles; inside, each
+// pseudo-channel runs in HBM clock cycles, converted exactly (ClockRatio.h).
+//
+// Protocol (the DMA engine drives it):
+//   model.submit({id, address, bytes, isWrite, arrivalCycle});  // arrivalCycle >= now()
+//   uint64_t t = model.nextEventCycle();  // no completion can happen before t
+//   model.advanceTo(t + 1, done);          // simulates every cycle <= t; done gets the
+//                                          // completions of those cycles (maybe none:
+//                                          // t is a lower bound, so ask again)
+// A request of any size is split into the bursts it touches (a partial burst
+// costs a whole one); it completes at the first core cycle at or after the
+// HBM cycle in which the data of its last burst has been transferred (reads:
+// returned; writes: written into the array's sense amplifiers). Completions
+// are reported in order of (cycle, submission order). Functional data is not
+// here: sim/mem holds it, and the DMA engine moves it.
+//
+// Cost: pseudo-channels without work are not simulated until they get some
+// (refresh is caught up, command by command, when they do); busy ones jump
+// from one command-issue opportunity to the next.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include "sim/config/HbmConfig.h"
+#include "sim/hbm/AddressMap.h"
+#include "sim/hbm/ClockRatio.h"
+#include "sim/hbm/HbmStats.h"
+#include "sim/hbm/PseudoChannel.h"
+
+namespace tpusim::sim::hbm {
+
+struct HbmRequest {
+  uint64_t id = 0;  // returned in the completion; the model does not interpret it
+  uint64_t address = 0;
+  uint32_t bytes = 0;  // > 0
+  bool isWrite = false;
+  uint64_t arrivalCycle = 0;  // core cycle
+};
+
+struct HbmCompletion {
+  uint64_t id;
+  uint64_t cycle;  // core cycle
+};
+
+class HbmModel {
+ public:
+  // Throws std::invalid_argument (naming the hbm.* field) on an unusable config.
+  HbmModel(const HbmConfig& config, double coreClockHz);
+
+  void submit(const HbmRequest& request);
+  // A core cycle > now() before which no completion can happen; UINT64_MAX
+  // when nothing is outstanding.
+  uint64_t nextEventCycle() const;
+  // Simulates every core cycle < `cycle` and appends the completions of those
+  // cycles to `done`.
+  void advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done);
+
+  uint64_t now() const { return now_; }
+  bool idle() const { return outstanding_ == 0; }
+  uint64_t outstanding() const { return outstanding_; }
+
+  const ClockRatio& clocks() const { return clocks_; }
+  const HbmTiming& timing() const { return timing_; }
+  const HbmConfig& config() const { return config_; }
+  int channels() const { return int(config_.channels); }
+  // Peak data bandwidth of all pseudo-channels, bytes per core cycle.
+  double peakBytesPerCoreCycle() const;
+  // Stats per channel (summed over its pseudo-channels), as of now(): idle
+  // pseudo-channels are first caught up (their refreshes counted).
+  std::vector<HbmChannelStats> channelStats();
+  HbmChannelStats totalStats();
+
+ private:
+  struct RequestState {
+    uint64_t id = 0;
+    uint64_t sequence = 0;
+    uint32_t remaining = 0;  // bursts not yet issued
+    uint64_t dataEnd = 0;    // HBM cycle
+  };
+  struct Pending {
+    uint64_t cycle, sequence;
+    uint32_t slot;
+    bool operator>(const Pending& o) const {
+      return cycle != o.cycle ? cycle > o.cycle : sequence > o.sequence;
+    }
+  };
+
+  uint32_t allocateRequest(const HbmRequest& r);
+  void catchUp(uint64_t hbmLimit);
+
+  HbmConfig config_;
+  HbmTiming timing_;
+  AddressMap map_;
+  ClockRatio clocks_;
+  std::vector<PseudoChannel> pcs_;  // channel * pseudo_channels + pseudo-channel
+  std::vector<uint32_t> active_;    // pseudo-channels with queued bursts
+  std::vector<uint8_t> isActive_;
+  std::vector<RequestState> requests_;
+  std::vector<uint32_t> freeRequests_;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;
+  std::vector<IssuedBurst> issued_;  // scratch
+  uint64_t now_ = 0;
+  uint64_t sequence_ = 0;
+  uint64_t outstanding_ = 0;
+};
+
+}  // namespace tpusim::sim::hbm

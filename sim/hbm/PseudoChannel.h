@@ -1,0 +1,115 @@
+// One HBM pseudo-channel: its banks (open-row state and timing), its data bus,
+// its refresh schedule and its FR-FCFS scheduler. Plain C++, HBM clock cycles.
+//
+// Commands: one row command (ACT, PRE, REF) and one column command (RD, WR) per
+// cycle, as HBM has separate row and column command buses. Open-page policy:
+// a row stays open until a conflicting request, the starvation limit or a
+// refresh closes it.
+//
+// Scheduler (each cycle):
+//  1. refresh: when the refresh of a bank (per_bank) or of all banks (all_bank)
+//     is due, that bank takes no new ACT or column command; it is precharged
+//     as soon as tRAS/tRTP/tWR allow, then refreshed after tRP; per_bank
+//     refreshes banks round-robin every tREFI / banks cycles, busy tRFCsb.
+//  2. column command: the oldest queued burst whose row is open and whose
+//     timing (tRCD, tCCD_S/L, tWTR, read/write turnaround, data bus) allows it
+//     now ("first ready": row hits go ahead of older misses).
+//  3. row command: for the oldest request of each bank whose row is not open,
+//     in age order, the first that can issue now: PRE of the open row (only
+//     when no queued burst hits it, or an older request has been passed by
+//     `starvation_limit` row hits), or ACT (tRP, tRRD_S/L, tFAW).
+// When nothing can issue, time jumps to the earliest cycle at which a command
+// could, so idle and waiting stretches cost no per-cycle work.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "sim/hbm/HbmStats.h"
+#include "sim/hbm/HbmTiming.h"
+
+namespace tpusim::sim::hbm {
+
+struct PcBurst {
+  uint32_t request = 0;              // the owning request's slot in HbmModel
+  uint32_t bankGroup = 0, bank = 0;  // bank: index within the pseudo-channel
+  uint32_t row = 0;
+  bool write = false;
+  uint64_t arrival = 0;  // HBM cycle at which the scheduler may see it
+};
+
+struct IssuedBurst {
+  uint32_t request;
+  uint64_t dataEnd;  // HBM cycle at which its last data beat has been transferred
+};
+
+class PseudoChannel {
+ public:
+  explicit PseudoChannel(const HbmTiming& timing);
+
+  // Bursts must arrive no earlier than time().
+  void push(const PcBurst& burst);
+  bool hasWork() const { return !queue_.empty() || !inbox_.empty(); }
+  uint64_t time() const { return time_; }
+
+  // Simulates HBM cycles [time(), limit); every column command issued is
+  // appended to `issued`.
+  void advance(uint64_t limit, std::vector<IssuedBurst>& issued);
+
+  const HbmChannelStats& stats() const { return stats_; }
+
+ private:
+  enum Kind : uint8_t { Hit, Miss, Conflict };
+  struct Entry {
+    PcBurst burst;
+    uint32_t bypassed = 0;  // younger bursts to the same bank that were served first
+    Kind kind = Hit;
+  };
+  struct Bank {
+    bool open = false;
+    bool refreshDue = false;
+    uint32_t row = 0;
+    int64_t readyAct = 0;  // tRP after PRE, end of refresh
+    int64_t readyPre = 0;  // tRAS after ACT, tRTP after RD, tWR after write data
+    int64_t readyCol = 0;  // tRCD after ACT
+  };
+
+  // One scheduling decision at time_; returns true when a command issued,
+  // otherwise *next is the earliest cycle at which one could.
+  bool step(std::vector<IssuedBurst>& issued, int64_t* next);
+  bool stepRefresh(int64_t* next);
+  void admitArrivals();
+  void skipIdle(uint64_t limit);
+  bool skipRefreshesClosedForm(uint64_t limit);
+
+  int64_t earliestColumn(const Entry& e) const;
+  int64_t earliestActivate(uint32_t bank, uint32_t group) const;
+  void issueColumn(size_t index, std::vector<IssuedBurst>& issued);
+  void activate(uint32_t bank, uint32_t group, uint32_t row);
+  void precharge(uint32_t bank);
+  void refresh(uint32_t bank);  // all banks when bank == kAllBanks
+  int64_t refreshDueAt() const { return (int64_t(refreshIndex_) + 1) * t_.refreshInterval; }
+
+  static constexpr uint32_t kAllBanks = ~0u;
+
+  HbmTiming t_;
+  uint64_t time_ = 0;
+  std::deque<PcBurst> inbox_;  // arrived later than time_, or waiting for queue space
+  std::vector<Entry> queue_;   // age order
+  std::vector<Bank> banks_;
+  std::vector<int64_t> colReadyGroup_, actReadyGroup_;
+  int64_t colReady_ = 0, actReady_ = 0;
+  int64_t readReady_ = 0, writeReady_ = 0;  // tWTR, read-to-write turnaround
+  int64_t busFree_ = 0;                     // data bus
+  std::array<int64_t, 4> lastActs_{};       // for tFAW, oldest first
+  uint64_t actCount_ = 0;
+  uint64_t refreshIndex_ = 0;  // refreshes issued so far (or skipped past while idle)
+  bool refreshPending_ = false;
+  // Per-step scratch, kept to avoid reallocation.
+  std::vector<uint8_t> bankHasHit_, bankCapped_, bankSeen_;
+  HbmChannelStats stats_;
+};
+
+}  // namespace tpusim::sim::hbm
