@@ -117,6 +117,11 @@ class Assembler {
   bool run(Program* out, std::vector<Diagnostic>* diagnostics) {
     for (size_t i = 0; i < lines_.size() && !stopped_; ++i) parseLine(int(i) + 1, lines_[i]);
     if (!stopped_) finish();
+    // End-of-file checks (labels, targets) find errors out of line order.
+    std::stable_sort(diags_.begin(), diags_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+      int la = a.line ? a.line : INT32_MAX, lb = b.line ? b.line : INT32_MAX;
+      return la != lb ? la < lb : a.column < b.column;
+    });
     for (Diagnostic& d : diags_) diagnostics->push_back(std::move(d));
     if (errors_ > 0) return false;
     *out = std::move(prog_);
@@ -381,8 +386,8 @@ class Assembler {
     OperandRange range = operandRange(kind);
     auto expected = [&] {
       error(lineNo, t.column,
-            fmt::format("operand {} of '{}' must be a {}, got '{}'", k + 1, info.mnemonic,
-                        describeOperand(kind), t.text));
+            fmt::format("operand {} of '{}' must be {}, got '{}'", k + 1, info.mnemonic,
+                        describeOperandWithArticle(kind), t.text));
       return false;
     };
     switch (oi.cls) {
@@ -401,8 +406,8 @@ class Assembler {
         }
         if (v < range.min || v > range.max) {
           error(lineNo, t.column,
-                fmt::format("immediate {} is out of range for operand {} of '{}', a {}", t.text,
-                            k + 1, info.mnemonic, describeOperand(kind)));
+                fmt::format("immediate {} is out of range for operand {} of '{}', {}", t.text,
+                            k + 1, info.mnemonic, describeOperandWithArticle(kind)));
           return false;
         }
         op->inst.operands[k] = v;
@@ -458,8 +463,8 @@ class Assembler {
         int64_t v = std::atoll(s.c_str() + oi.prefix.size());
         if (v > range.max) {
           error(lineNo, t.column,
-                fmt::format("{} does not exist: operand {} of '{}' must be a {}", s, k + 1,
-                            info.mnemonic, describeOperand(kind)));
+                fmt::format("{} does not exist: operand {} of '{}' must be {}", s, k + 1,
+                            info.mnemonic, describeOperandWithArticle(kind)));
           return false;
         }
         op->inst.operands[k] = v;

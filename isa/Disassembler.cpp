@@ -133,7 +133,8 @@ void printBuffer(const BufferDesc& b, std::string* out) {
 std::string opComment(size_t index, const DebugEntry& e) {
   std::string s = fmt::format("// op {}: {}", index, e.opName);
   if (!e.hloInstruction.empty()) s += fmt::format(" (hlo {})", e.hloInstruction);
-  if (!e.sourceFile.empty()) s += fmt::format(" at {}:{}", e.sourceFile, e.sourceLine);
+  if (!e.sourceFile.empty()) s += " at " + e.sourceFile;
+  if (e.sourceLine) s += fmt::format(":{}", e.sourceLine);
   s += fmt::format(", bundles [{}, {})", e.begin, e.end);
   return s;
 }
@@ -202,8 +203,9 @@ std::string disassembleProgram(const Program& p, const DisassemblyOptions& optio
   if (section(options.symbols, !p.symbols.empty(), fmt::format("symbols ({})", p.symbols.size())))
     for (const Symbol& s : p.symbols)
       out += fmt::format(".symbol {}, {}\n", quoteIfNeeded(s.name), s.bundle);
-  if (section(options.debugMap, !p.debugMap.empty(),
-              fmt::format("debug map ({} ops)", p.debugMap.size())))
+  if (section(
+          options.debugMap, !p.debugMap.empty(),
+          fmt::format("debug map ({} op{})", p.debugMap.size(), p.debugMap.size() == 1 ? "" : "s")))
     for (const DebugEntry& e : p.debugMap) {
       out += fmt::format(".op {}, begin={}, end={}", quoteIfNeeded(e.opName), e.begin, e.end);
       if (!e.hloInstruction.empty()) out += ", hlo=" + quoteIfNeeded(e.hloInstruction);

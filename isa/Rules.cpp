@@ -96,6 +96,15 @@ std::string describeOperand(OperandKind kind) {
   return className(info.cls);
 }
 
+std::string describeOperandWithArticle(OperandKind kind) {
+  std::string d = describeOperand(kind);
+  // "an" before a vowel sound: vowels, "MXU" (em-), "8-bit", "11-", "18-".
+  bool an = std::string_view("aeiouAEIOU").find(d[0]) != std::string_view::npos ||
+            d.rfind("MXU", 0) == 0 || d.rfind("8-", 0) == 0 || d.rfind("11-", 0) == 0 ||
+            d.rfind("18-", 0) == 0;
+  return (an ? "an " : "a ") + d;
+}
+
 std::string slotInstanceName(int instance) {
   const SlotInstance& s = kSlotLayout[instance];
   return fmt::format("{}{}", slotInfo(s.kind).name, s.index);
@@ -114,9 +123,9 @@ std::string checkInstruction(const Instruction& inst, int instance) {
   for (int i = 0; i < info.numOperands; ++i) {
     OperandRange r = operandRange(info.operands[i]);
     if (inst.operands[i] < r.min || inst.operands[i] > r.max)
-      return fmt::format("slot {}: '{}' operand {} is {}, outside the range of a {}",
+      return fmt::format("slot {}: '{}' operand {} is {}, outside the range of {}",
                          slotInstanceName(instance), info.mnemonic, i + 1, inst.operands[i],
-                         describeOperand(info.operands[i]));
+                         describeOperandWithArticle(info.operands[i]));
   }
   return "";
 }

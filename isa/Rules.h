@@ -22,6 +22,9 @@ OperandRange operandRange(OperandKind kind);
 // "scalar register (s0..s31)", "signed 16-bit immediate (-32768..32767)", ...
 std::string describeOperand(OperandKind kind);
 
+// describeOperand with "a" or "an" in front: "an 8-bit unsigned immediate (0..255)".
+std::string describeOperandWithArticle(OperandKind kind);
+
 // "valu1", "misc0": the name of slot instance `instance` (index into kSlotLayout).
 std::string slotInstanceName(int instance);
 
