@@ -1,0 +1,45 @@
+// Every shared HLO file and every test input: parse -> print -> parse ->
+// print gives equal text and structurally equal modules, and verifies.
+#include <catch2/catch.hpp>
+
+#include "TestFiles.h"
+#include "compiler/hlo/HloEquality.h"
+#include "compiler/hlo/HloParser.h"
+#include "compiler/hlo/HloPrinter.h"
+#include "compiler/hlo/HloVerifier.h"
+
+using namespace tpusim::hlo;
+
+static std::string printAll(const ParseResult& r) {
+  std::vector<const HloModule*> ms;
+  for (const auto& m : r.modules) ms.push_back(m.get());
+  return printModules(ms);
+}
+
+TEST_CASE("every shared HLO file round-trips through the printer", "[hlo][roundtrip]") {
+  auto files = hlotest::hloFiles();
+  REQUIRE(files.size() >= 20);
+  for (const auto& f : files) {
+    INFO(f);
+    ParseResult first = parseHloFile(f);
+    INFO(first.error);
+    REQUIRE(first.ok());
+    for (const auto& m : first.modules) {
+      VerifierResult v = verifyModule(*m);
+      INFO(v.message());
+      CHECK(v.ok());
+    }
+    std::string text1 = printAll(first);
+    ParseResult second = parseHloText(text1, f + ".printed");
+    INFO(second.error);
+    REQUIRE(second.ok());
+    REQUIRE(second.modules.size() == first.modules.size());
+    for (size_t i = 0; i < first.modules.size(); ++i) {
+      std::string why;
+      bool equal = modulesEqual(*first.modules[i], *second.modules[i], &why);
+      INFO(why);
+      CHECK(equal);
+    }
+    CHECK(printAll(second) == text1);
+  }
+}
