@@ -67,6 +67,23 @@ std::vector<FieldInfo> listFields(const ChipConfig& chip) {
   return out;
 }
 
+bool sameConfig(const ChipConfig& a, const ChipConfig& b, std::string* difference) {
+  auto differ = [&](const std::string& what) {
+    if (difference) *difference = what;
+    return false;
+  };
+  if (a.name != b.name) return differ("name");
+  if (a.description != b.description) return differ("description");
+  if (a.test_preset != b.test_preset) return differ("test_preset");
+  std::vector<FieldInfo> fa = listFields(a), fb = listFields(b);
+  if (fa.size() != fb.size()) return differ("number of fields");
+  for (size_t i = 0; i < fa.size(); ++i)
+    if (fa[i].value != fb[i].value)
+      return differ(fmt::format("{}: {} vs {}", fa[i].path, fa[i].value, fb[i].value));
+  if (a.sources != b.sources) return differ("sources");
+  return true;
+}
+
 std::string formatDouble(double x) {
   // Integral values print without exponent or fraction, the rest with the
   // shortest round-trip representation.

@@ -24,6 +24,10 @@ struct FieldInfo {
 
 std::vector<FieldInfo> listFields(const ChipConfig& chip);
 
+// True when every parameter and the metadata (name, description, test_preset,
+// sources) are equal; otherwise names the first difference in *difference.
+bool sameConfig(const ChipConfig& a, const ChipConfig& b, std::string* difference = nullptr);
+
 // Formats a double the shortest way that reads back exactly (1.5e9 -> "1500000000").
 std::string formatDouble(double x);
 
