@@ -130,10 +130,18 @@ void printBuffer(const BufferDesc& b, std::string* out) {
   *out += "\n";
 }
 
+// A name as is, or quoted when it holds control or non-ASCII bytes: a
+// newline in a name must not end the comment it is printed in.
+std::string forComment(const std::string& name) {
+  for (char c : name)
+    if (uint8_t(c) < 0x20 || uint8_t(c) >= 0x7f) return syntax::quote(name);
+  return name;
+}
+
 std::string opComment(size_t index, const DebugEntry& e) {
-  std::string s = fmt::format("// op {}: {}", index, e.opName);
-  if (!e.hloInstruction.empty()) s += fmt::format(" (hlo {})", e.hloInstruction);
-  if (!e.sourceFile.empty()) s += " at " + e.sourceFile;
+  std::string s = fmt::format("// op {}: {}", index, forComment(e.opName));
+  if (!e.hloInstruction.empty()) s += fmt::format(" (hlo {})", forComment(e.hloInstruction));
+  if (!e.sourceFile.empty()) s += " at " + forComment(e.sourceFile);
   if (e.sourceLine) s += fmt::format(":{}", e.sourceLine);
   s += fmt::format(", bundles [{}, {})", e.begin, e.end);
   return s;

@@ -15,18 +15,20 @@ static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<file.tpuprog | 
                                       cl::cat(category));
 static cl::opt<bool> headers("headers", cl::desc("File header, section table and .chip"),
                              cl::cat(category));
-static cl::alias headersShort("h", cl::desc("Alias for --headers"), cl::aliasopt(headers));
+static cl::alias headersShort("h", cl::desc("Alias for --headers"), cl::aliasopt(headers),
+                              cl::cat(category));
 static cl::opt<bool> buffers("buffers", cl::desc("Buffer table (.buffer)"), cl::cat(category));
 static cl::opt<bool> data("data", cl::desc("Data segments (.data, .dma_descriptor)"),
                           cl::cat(category));
 static cl::opt<bool> symbols("symbols", cl::desc("Symbols (.symbol)"), cl::cat(category));
-static cl::alias symbolsShort("t", cl::desc("Alias for --symbols"), cl::aliasopt(symbols));
+static cl::alias symbolsShort("t", cl::desc("Alias for --symbols"), cl::aliasopt(symbols),
+                              cl::cat(category));
 static cl::opt<bool> debugMap("debug-map", cl::desc("Debug map (.op)"), cl::cat(category));
 static cl::opt<bool> costs("costs", cl::desc("Cost table (.cost)"), cl::cat(category));
 static cl::opt<bool> disassemble("disassemble", cl::desc("Code, annotated with the debug map"),
                                  cl::cat(category));
 static cl::alias disassembleShort("d", cl::desc("Alias for --disassemble"),
-                                  cl::aliasopt(disassemble));
+                                  cl::aliasopt(disassemble), cl::cat(category));
 static cl::opt<bool> all("all", cl::desc("Everything (the default when nothing is selected)"),
                          cl::cat(category));
 static cl::opt<bool> noAnnotate("no-annotate",

@@ -257,3 +257,25 @@ TEST_CASE("assembler stops after maxErrors and says so", "[isa][asm]") {
   REQUIRE(diags.size() == 21);
   CHECK(diags.back().message == "too many errors (20), stopping");
 }
+
+TEST_CASE("every opcode prints and reassembles to itself", "[isa][asm]") {
+  std::mt19937_64 rng(8);
+  for (int i = 1; i < kNumOpcodes; ++i) {
+    const OpcodeInfo& info = kOpcodeTable[i];
+    for (int variant = 0; variant < 4; ++variant) {
+      Bundle b;
+      Instruction& inst = b.slot(info.slot, variant % slotInfo(info.slot).count);
+      inst.op = info.op;
+      for (int k = 0; k < info.numOperands; ++k)
+        inst.operands[k] = tpusim::isa::testing::randomOperand(info.operands[k], rng);
+      std::string text = disassembleBundle(b);
+      INFO(text);
+      CHECK(text.find(std::string(info.mnemonic) + (info.numOperands ? " " : "")) !=
+            std::string::npos);
+      Bundle back;
+      std::string error;
+      REQUIRE(assembleBundle(text, &back, &error));
+      CHECK(back == b);
+    }
+  }
+}
