@@ -1,0 +1,103 @@
+// Array values of the DSL (what a Pallas kernel computes with `x_ref[...]`).
+// An Array is a lazy 2-D expression over ref windows: element-wise math,
+// broadcasts, casts, selects. Nothing is emitted until an array is needed in
+// memory: a store into a ref, a dot, or a reduction; then the whole element-wise
+// expression is emitted tile by tile ((8,128) vregs), so chains of element-wise
+// ops stay in registers. Shapes broadcast as in NumPy between (R,C), (R,1),
+// (1,C) and (1,1).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/dsl/Scalar.h"
+
+namespace tpusim::kernels::dsl {
+
+using llo::DType;
+constexpr DType F32 = DType::F32;
+constexpr DType BF16 = DType::Bf16;
+constexpr DType S32 = DType::S32;
+constexpr DType S8 = DType::S8;
+constexpr DType BOOL = DType::Pred;
+
+struct ArrayNode;
+
+class Array {
+ public:
+  Array() = default;
+  explicit Array(std::shared_ptr<const ArrayNode> n) : node_(std::move(n)) {}
+  int64_t rows() const;
+  int64_t cols() const;
+  std::vector<int64_t> shape() const { return {rows(), cols()}; }
+  DType dtype() const;
+  const std::shared_ptr<const ArrayNode>& node() const { return node_; }
+  bool valid() const { return node_ != nullptr; }
+
+  Array astype(DType to, Loc loc = Loc::here()) const;
+
+ private:
+  std::shared_ptr<const ArrayNode> node_;
+};
+
+// Element-wise arithmetic (f32 and s32; bf16 computes in f32 and rounds back).
+// Division is x * (1/y) on the machine's reciprocal, as the VPU computes it.
+Array operator+(const Array& a, const Array& b);
+Array operator-(const Array& a, const Array& b);
+Array operator*(const Array& a, const Array& b);
+Array operator/(const Array& a, const Array& b);
+Array operator-(const Array& a);
+Array operator+(const Array& a, double b);
+Array operator-(const Array& a, double b);
+Array operator*(const Array& a, double b);
+Array operator/(const Array& a, double b);
+Array operator+(double a, const Array& b);
+Array operator-(double a, const Array& b);
+Array operator*(double a, const Array& b);
+// Compares give BOOL arrays (vector masks).
+Array operator<(const Array& a, const Array& b);
+Array operator<=(const Array& a, const Array& b);
+Array operator>(const Array& a, const Array& b);
+Array operator>=(const Array& a, const Array& b);
+Array operator==(const Array& a, const Array& b);
+Array operator!=(const Array& a, const Array& b);
+Array operator&(const Array& a, const Array& b);  // BOOL and, or s32 bitwise and
+Array operator|(const Array& a, const Array& b);
+
+Array maximum(const Array& a, const Array& b);
+Array minimum(const Array& a, const Array& b);
+Array where(const Array& cond, const Array& a, const Array& b);
+Array exp(const Array& a);
+Array log(const Array& a);
+Array tanh(const Array& a);
+Array sqrt(const Array& a);
+Array rsqrt(const Array& a);
+Array reciprocal(const Array& a);
+Array abs(const Array& a);
+
+// Constants and indices.
+Array full(int64_t rows, int64_t cols, double value, DType dtype = F32);
+Array zeros(int64_t rows, int64_t cols, DType dtype = F32);
+Array splat(Scalar s, int64_t rows, int64_t cols);  // s32 array of a scalar
+Array iota(int64_t rows, int64_t cols, int axis);   // s32 row (axis 0) or column (axis 1) index
+Array broadcast_to(const Array& a, int64_t rows, int64_t cols);
+
+// Reductions keep the reduced axis as size 1 (keepdims): axis 1 (lanes) gives
+// (R,1), axis 0 (sublanes) gives (1,C). Order (bit-exact, shared by interpret
+// mode and the machine): column tiles (resp. row tiles) are combined element-wise
+// in increasing order, then the XLU lane tree (resp. the sublane rotate tree
+// 4, 2, 1) finishes inside the tile.
+Array sum(const Array& a, int axis, Loc loc = Loc::here());
+Array max(const Array& a, int axis, Loc loc = Loc::here());
+
+// Matrix product on the MXUs: bf16 x bf16 -> f32 or s8 x s8 -> s32. With
+// transpose_lhs / transpose_rhs the operands are given as (K,M) / (N,K).
+// Accumulation order: see isa/README.md (k order in chunks of the MXU size).
+struct DotOptions {
+  bool transpose_lhs = false;
+  bool transpose_rhs = false;
+};
+Array dot(const Array& a, const Array& b, DotOptions options = {}, Loc loc = Loc::here());
+
+}  // namespace tpusim::kernels::dsl

@@ -1,0 +1,332 @@
+// Emission of Array expressions as tile code (see Array.h for the model).
+#include "kernels/dsl/Emit.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "isa/support/Numerics.h"
+
+namespace tpusim::kernels::dsl {
+
+using Kind = ArrayNode::Kind;
+using llo::OpKind;
+using llo::Type;
+using llo::Value;
+
+namespace {
+
+constexpr int64_t kLanesI = llo::kLanes, kSublanesI = llo::kSublanes;
+
+// Where the tile being emitted sits in the array being stored.
+struct TileAt {
+  Value* rowOff;  // element row of the tile's first sublane (scalar)
+  int64_t colTile;
+  int validRows;  // sublanes that belong to the array (1..8)
+  bool bcastRows, bcastCols;
+};
+
+Value* iconst(int64_t v) { return builder().sconst(v); }
+Value* add(Value* a, Value* b) {
+  int64_t x;
+  if (b->def && b->def->kind == OpKind::SConst && (x = b->def->ints[0]) == 0) return a;
+  if (a->def && b->def && a->def->kind == OpKind::SConst && b->def->kind == OpKind::SConst)
+    return iconst(a->def->ints[0] + b->def->ints[0]);
+  return builder().sbin(llo::ScalarBin::Add, a, b);
+}
+
+Value* emitTile(const NodePtr& n, const TileAt& at);
+
+std::vector<Value*> viewIndices(const ArrayNode& v, Value* row, Value* col) {
+  std::vector<Value*> idx = v.lead;
+  idx.push_back(row);
+  idx.push_back(col);
+  return idx;
+}
+
+Value* laneBroadcast(Value* t) {
+  Value* zeros = builder().vconst(0, DType::S32);
+  return builder().create(OpKind::VLanePerm, {t, zeros}, {t->type})->result();
+}
+
+Value* emitView(const ArrayNode& v, const TileAt& at) {
+  Value* row = at.bcastRows ? v.row0 : add(v.row0, at.rowOff);
+  Value* col = at.bcastCols ? v.col0 : add(v.col0, iconst(at.colTile * kLanesI));
+  int64_t stride = at.bcastRows ? 0 : 1;
+  int64_t mask = at.bcastRows ? 0xFF : (1 << at.validRows) - 1;
+  std::vector<Value*> ops{v.ref};
+  for (Value* i : viewIndices(v, row, col)) ops.push_back(i);
+  Value* t = builder().create(OpKind::VLoad, ops, {Type::tile(v.dtype)}, {stride, mask})->result();
+  if (at.bcastCols && !v.laneReplicated) t = laneBroadcast(t);
+  return t;
+}
+
+std::map<std::pair<const ArrayNode*, llo::Block*>, NodePtr>& dotCache() {
+  static thread_local std::map<std::pair<const ArrayNode*, llo::Block*>, NodePtr> cache;
+  return cache;
+}
+
+NodePtr emitDot(const NodePtr& n);
+
+Value* emitTile(const NodePtr& np, const TileAt& at) {
+  const ArrayNode& n = *np;
+  llo::Builder& b = builder();
+  auto child = [&](size_t i) {
+    const ArrayNode& c = *n.args[i];
+    TileAt a = at;
+    a.bcastRows = at.bcastRows || (c.rows == 1 && n.rows > 1);
+    a.bcastCols = at.bcastCols || (c.cols == 1 && n.cols > 1);
+    return emitTile(n.args[i], a);
+  };
+  switch (n.kind) {
+    case Kind::View:
+      return emitView(n, at);
+    case Kind::Splat:
+      if (n.scalar)
+        return b.create(OpKind::VSplat, {n.scalar}, {Type::tile(n.dtype)}, {}, n.dtype)->result();
+      return b.vconst(n.bits, n.dtype);
+    case Kind::Iota: {
+      bool rows = n.op == 0;
+      if (rows ? at.bcastRows : at.bcastCols) return b.vconst(0, DType::S32);
+      Value* idx = b.create(OpKind::VIota, {}, {Type::tile(DType::S32)}, {rows ? 1 : 0})->result();
+      Value* off =
+          rows ? b.create(OpKind::VSplat, {at.rowOff}, {Type::tile(DType::S32)}, {}, DType::S32)
+                     ->result()
+               : b.vconst(uint32_t(at.colTile * kLanesI), DType::S32);
+      return b.vbin(llo::VecBin::Add, idx, off);
+    }
+    case Kind::Unary:
+      return b.vun(llo::VecUn(n.op), child(0));
+    case Kind::Binary: {
+      Value* x = child(0);
+      Value* y = child(1);
+      return b.vbin(llo::VecBin(n.op), x, y);
+    }
+    case Kind::Compare: {
+      Value* x = child(0);
+      Value* y = child(1);
+      return b.create(OpKind::VCmp, {x, y}, {Type::mask()}, {n.op})->result();
+    }
+    case Kind::MaskOp: {
+      Value* x = child(0);
+      Value* y = child(1);
+      return b.create(OpKind::MaskBinary, {x, y}, {Type::mask()}, {n.op})->result();
+    }
+    case Kind::Select: {
+      Value* c = child(0);
+      Value* x = child(1);
+      Value* y = child(2);
+      return b.create(OpKind::VSelect, {c, x, y}, {x->type})->result();
+    }
+    case Kind::Cast:
+      return b.vcast(child(0), n.dtype);
+    case Kind::Dot:
+      return emitTile(emitDot(np), at);
+  }
+  return nullptr;
+}
+
+// Calls fn(rowOffset, validRows) for each row tile of `rows` rows: a counted
+// loop over the full tiles, then the partial tile (if any) peeled with static masks.
+void forEachRowTile(int64_t rows, const std::function<void(Value*, int)>& fn) {
+  int64_t full = rows / kSublanesI, rem = rows % kSublanesI;
+  if (full == 1) {
+    fn(iconst(0), kSublanesI);
+  } else if (full > 1) {
+    llo::Op* loop = builder().forLoop(iconst(0), iconst(full * kSublanesI), kSublanesI, "row");
+    inBlock(&loop->regions[0], [&] { fn(loop->regions[0].args[0], kSublanesI); });
+  }
+  if (rem) fn(iconst(full * kSublanesI), int(rem));
+}
+
+uint32_t identityBits(llo::Reduce k, DType d) {
+  if (k == llo::Reduce::Sum) return 0;
+  return d == DType::F32 ? 0xFF800000u : 0x80000000u;  // -inf / INT32_MIN
+}
+
+// Replaces lanes >= validLanes and sublanes >= validRows by `fill`.
+Value* maskTile(Value* t, int validRows, int64_t validLanes, uint32_t fill) {
+  llo::Builder& b = builder();
+  Value* m = nullptr;
+  auto bound = [&](int axis, int64_t limit) {
+    Value* idx = b.create(OpKind::VIota, {}, {Type::tile(DType::S32)}, {axis})->result();
+    Value* lim = b.vconst(uint32_t(limit), DType::S32);
+    return b.create(OpKind::VCmp, {idx, lim}, {Type::mask()}, {int64_t(llo::Cmp::Lt)})->result();
+  };
+  if (validLanes < kLanesI) m = bound(0, validLanes);
+  if (validRows < kSublanesI) {
+    Value* r = bound(1, validRows);
+    m = m ? b.create(OpKind::MaskBinary, {m, r}, {Type::mask()}, {0})->result() : r;
+  }
+  if (!m) return t;
+  Value* f = b.vconst(fill, t->type.dtype);
+  return b.create(OpKind::VSelect, {m, t, f}, {t->type})->result();
+}
+
+void storeTile(Value* t, const RefWindow& dst, Value* rowOff, int64_t colTile, int validRows,
+               int64_t lanes) {
+  std::vector<Value*> ops{t, dst.ref};
+  for (Value* i : dst.lead) ops.push_back(i);
+  ops.push_back(add(dst.row0, rowOff));
+  ops.push_back(add(dst.col0, iconst(colTile * kLanesI)));
+  builder().create(OpKind::VStore, ops, {}, {(1 << validRows) - 1, lanes});
+}
+
+NodePtr emitDot(const NodePtr& np) {
+  const ArrayNode& n = *np;
+  auto key = std::make_pair(np.get(), builder().block());
+  auto it = dotCache().find(key);
+  if (it != dotCache().end()) return it->second;
+  locate(n.loc);
+  NodePtr a = materialize(n.args[0], n.loc);
+  NodePtr bb = materialize(n.args[1], n.loc);
+  const ArrayNode& lhs = *a;
+  const ArrayNode& rhs = *bb;
+  int64_t k = n.dot.transpose_lhs ? lhs.rows : lhs.cols;
+  Value* out = allocTemp({n.rows, n.cols}, n.dtype);
+  Value* zero = iconst(0);
+  std::vector<Value*> ops{out, zero, zero, lhs.ref};
+  for (Value* i : viewIndices(lhs, lhs.row0, lhs.col0)) ops.push_back(i);
+  ops.push_back(rhs.ref);
+  for (Value* i : viewIndices(rhs, rhs.row0, rhs.col0)) ops.push_back(i);
+  builder().create(OpKind::Matmul, ops, {},
+                   {n.rows, n.cols, k, n.dot.transpose_lhs, n.dot.transpose_rhs, 0});
+  NodePtr v = viewOf(out, n.rows, n.cols);
+  dotCache()[key] = v;
+  return v;
+}
+
+}  // namespace
+
+void clearTraceCaches() { dotCache().clear(); }
+
+void inBlock(llo::Block* block, const std::function<void()>& fn) {
+  llo::Builder& b = builder();
+  llo::Block* saved = b.block();
+  b.setBlock(block);
+  try {
+    fn();
+  } catch (...) {
+    b.setBlock(saved);
+    throw;
+  }
+  b.setBlock(saved);
+}
+
+Value* allocTemp(std::vector<int64_t> shape, DType dtype) {
+  llo::Builder& cur = builder();
+  llo::Function* fn = cur.function();
+  llo::Builder top(fn, &fn->body);
+  top.setLoc(cur.loc());
+  top.create(OpKind::AllocVmem, {}, {Type::ref(llo::MemSpace::Vmem, dtype, std::move(shape))});
+  // Allocations go first so that they dominate every use.
+  auto& ops = fn->body.ops;
+  std::rotate(ops.begin(), ops.end() - 1, ops.end());
+  Value* ref = ops.front()->result();
+  ref->hint = "tmp";
+  return ref;
+}
+
+NodePtr viewOf(Value* ref, int64_t rows, int64_t cols, bool laneReplicated) {
+  ArrayNode v;
+  v.kind = Kind::View;
+  v.rows = rows;
+  v.cols = cols;
+  v.dtype = ref->type.dtype;
+  v.ref = ref;
+  for (int d = 0; d + 2 < ref->type.rank(); ++d) v.lead.push_back(iconst(0));
+  v.row0 = iconst(0);
+  v.col0 = iconst(0);
+  v.laneReplicated = laneReplicated;
+  return std::make_shared<const ArrayNode>(std::move(v));
+}
+
+void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
+  locate(loc);
+  const ArrayNode& v = *value;
+  if (v.dtype == DType::Pred) fail(loc, "cannot store a boolean array (use where)");
+  if (v.dtype != dst.ref->type.dtype)
+    fail(loc, fmt::format("storing a {} array into a {} ref (use astype)", isa::dtypeName(v.dtype),
+                          dst.ref->type.str()));
+  bool rowsOk = v.rows == dst.rows || v.rows == 1, colsOk = v.cols == dst.cols || v.cols == 1;
+  if (!rowsOk || !colsOk)
+    fail(loc, fmt::format("storing a [{},{}] array into a [{},{}] window", v.rows, v.cols, dst.rows,
+                          dst.cols));
+  int64_t colTiles = (dst.cols + kLanesI - 1) / kLanesI;
+  forEachRowTile(dst.rows, [&](Value* rowOff, int valid) {
+    for (int64_t tj = 0; tj < colTiles; ++tj) {
+      TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
+      Value* t = emitTile(value, at);
+      storeTile(t, dst, rowOff, tj, valid, std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
+    }
+  });
+}
+
+NodePtr materialize(const NodePtr& value, const Loc& loc) {
+  if (value->kind == Kind::View && !value->laneReplicated) return value;
+  if (value->kind == Kind::Dot) return emitDot(value);
+  Value* tmp = allocTemp({value->rows, value->cols}, value->dtype);
+  RefWindow w{tmp, {}, iconst(0), iconst(0), value->rows, value->cols};
+  emitStore(w, value, loc);
+  return viewOf(tmp, value->rows, value->cols);
+}
+
+NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc) {
+  const ArrayNode& n = *a;
+  DType d = n.dtype;
+  if (d != DType::F32 && d != DType::S32)
+    fail(loc,
+         fmt::format("reductions need f32 or s32 arrays, not {} (use astype)", isa::dtypeName(d)));
+  llo::Builder& b = builder();
+  auto combine = [&](Value* x, Value* y) {
+    return b.vbin(kind == llo::Reduce::Sum ? llo::VecBin::Add : llo::VecBin::Max, x, y);
+  };
+  uint32_t ident = identityBits(kind, d);
+  int64_t colTiles = (n.cols + kLanesI - 1) / kLanesI;
+  auto lanesOf = [&](int64_t tj) { return std::min<int64_t>(kLanesI, n.cols - tj * kLanesI); };
+  if (axis == 1) {
+    Value* out = allocTemp({n.rows, 1}, d);
+    forEachRowTile(n.rows, [&](Value* rowOff, int valid) {
+      Value* acc = nullptr;
+      for (int64_t tj = 0; tj < colTiles; ++tj) {
+        Value* t = emitTile(a, TileAt{rowOff, tj, valid, false, false});
+        t = maskTile(t, kSublanesI, lanesOf(tj), ident);
+        acc = acc ? combine(acc, t) : t;
+      }
+      Value* r = b.create(OpKind::VReduceLanes, {acc}, {acc->type}, {int64_t(kind)})->result();
+      std::vector<Value*> ops{r, out, add(iconst(0), rowOff), iconst(0)};
+      b.create(OpKind::VStore, ops, {}, {(1 << valid) - 1, kLanesI});
+    });
+    return viewOf(out, n.rows, 1, /*laneReplicated=*/true);
+  }
+  if (axis != 0) fail(loc, fmt::format("reduction axis must be 0 or 1, not {}", axis));
+  // Sublanes: accumulate row tiles in a one-tile-high VMEM accumulator, then
+  // finish with the rotate tree 4, 2, 1 and keep sublane 0.
+  Value* acc = allocTemp({kSublanesI, n.cols}, d);
+  Value* out = allocTemp({1, n.cols}, d);
+  for (int64_t tj = 0; tj < colTiles; ++tj)
+    b.create(OpKind::VStore, {b.vconst(ident, d), acc, iconst(0), iconst(tj * kLanesI)}, {},
+             {0xFF, kLanesI});
+  forEachRowTile(n.rows, [&](Value* rowOff, int valid) {
+    for (int64_t tj = 0; tj < colTiles; ++tj) {
+      Value* t = emitTile(a, TileAt{rowOff, tj, valid, false, false});
+      t = maskTile(t, valid, kLanesI, ident);
+      Value* col = iconst(tj * kLanesI);
+      Value* prev =
+          b.create(OpKind::VLoad, {acc, iconst(0), col}, {Type::tile(d)}, {1, 0xFF})->result();
+      b.create(OpKind::VStore, {combine(prev, t), acc, iconst(0), col}, {}, {0xFF, kLanesI});
+    }
+  });
+  for (int64_t tj = 0; tj < colTiles; ++tj) {
+    Value* col = iconst(tj * kLanesI);
+    Value* t = b.create(OpKind::VLoad, {acc, iconst(0), col}, {Type::tile(d)}, {1, 0xFF})->result();
+    for (int amount : {4, 2, 1}) {
+      Value* r = b.create(OpKind::VRotSublanes, {t}, {t->type}, {amount})->result();
+      t = combine(t, r);
+    }
+    b.create(OpKind::VStore, {t, out, iconst(0), col}, {}, {0x01, kLanesI});
+  }
+  return viewOf(out, 1, n.cols);
+}
+
+}  // namespace tpusim::kernels::dsl

@@ -1,0 +1,35 @@
+// Materialization of lazy Arrays into kernel IR (internal to the DSL): tile
+// loops that store an expression into a ref window, reductions, and matmuls.
+#pragma once
+
+#include <functional>
+
+#include "kernels/dsl/ArrayNode.h"
+
+namespace tpusim::kernels::dsl {
+
+// A 2-D window of a VMEM ref.
+struct RefWindow {
+  llo::Value* ref = nullptr;
+  std::vector<llo::Value*> lead;
+  llo::Value* row0 = nullptr;
+  llo::Value* col0 = nullptr;
+  int64_t rows = 0, cols = 0;
+};
+
+// Emits the tile loop that stores `value` (broadcast to the window) into `dst`.
+void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc);
+// A View node of `value`, emitting it into a VMEM temporary when it is not one.
+NodePtr materialize(const NodePtr& value, const Loc& loc);
+// A new VMEM temporary (allocated at the top of the kernel).
+llo::Value* allocTemp(std::vector<int64_t> shape, DType dtype);
+NodePtr viewOf(llo::Value* ref, int64_t rows, int64_t cols, bool laneReplicated = false);
+NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc);
+
+// Forgets per-trace state (materialized dots); called when a trace starts.
+void clearTraceCaches();
+
+// Runs `fn` with the builder inserting into `block`, then restores it.
+void inBlock(llo::Block* block, const std::function<void()>& fn);
+
+}  // namespace tpusim::kernels::dsl

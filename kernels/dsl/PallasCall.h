@@ -1,0 +1,168 @@
+// pallas_call: a kernel body over a grid, with block specs that say which
+// block of each array the body sees at each grid point (Pallas semantics, see
+// ../shared/reference/tpu-facts.md). Tracing the body builds the kernel IR
+// (llo::Kernel) that interpret mode runs and the code generator compiles.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kernels/dsl/Ref.h"
+
+namespace tpusim::kernels::dsl {
+
+using llo::DimSemantics;
+constexpr DimSemantics PARALLEL = DimSemantics::Parallel;
+constexpr DimSemantics ARBITRARY = DimSemantics::Arbitrary;
+
+// Shape and dtype of an array operand (jax.ShapeDtypeStruct).
+struct ShapeDtype {
+  std::vector<int64_t> shape;
+  DType dtype = F32;
+  std::string name;  // optional, for messages and buffer names
+
+  ShapeDtype() = default;
+  ShapeDtype(std::vector<int64_t> s, DType d, std::string n = "")
+      : shape(std::move(s)), dtype(d), name(std::move(n)) {}
+};
+
+// What an index map sees: the grid indices and the scalar-prefetch refs (SMEM).
+struct GridIndex {
+  std::vector<Scalar> ids;
+  std::vector<Ref> prefetch;
+  Scalar operator[](size_t axis) const { return ids.at(axis); }
+};
+using IndexMap = std::function<std::vector<Scalar>(const GridIndex&)>;
+
+enum class Space { VMEM, SMEM, ANY };
+
+struct BlockSpec {
+  std::vector<int64_t> block_shape;
+  IndexMap index_map;
+  Space memory_space = Space::VMEM;
+  int buffers = 2;  // pipeline depth (Pallas pipeline_mode=pl.Buffered(n))
+  Loc loc;
+
+  BlockSpec() = default;
+  BlockSpec(std::vector<int64_t> shape, IndexMap map, Loc l = Loc::here())
+      : block_shape(std::move(shape)), index_map(std::move(map)), loc(l) {}
+  // A whole array in SMEM, or left in HBM for the body to copy (Space::ANY).
+  static BlockSpec in(Space space, Loc l = Loc::here());
+  BlockSpec& buffered(int n) {
+    buffers = n;
+    return *this;
+  }
+};
+
+// Scratch buffers (Pallas scratch_shapes).
+struct ScratchSpec {
+  std::vector<int64_t> shape;
+  DType dtype = F32;
+  MemSpace space = MemSpace::Vmem;
+};
+inline ScratchSpec VMEM(std::vector<int64_t> shape, DType dtype) {
+  return {std::move(shape), dtype, MemSpace::Vmem};
+}
+inline ScratchSpec SMEM(std::vector<int64_t> shape, DType dtype = S32) {
+  return {std::move(shape), dtype, MemSpace::Smem};
+}
+inline ScratchSpec Semaphores(int64_t n) { return {{n}, S32, MemSpace::Semaphore}; }
+
+struct CompilerParams {
+  std::vector<DimSemantics> dimension_semantics;  // empty: all arbitrary
+  // VMEM the kernel may use (blocks x buffers + scratch + temporaries); 0 = 16 MiB,
+  // the smallest VMEM of the presets. The code generator checks the target's VMEM too.
+  int64_t vmem_limit_bytes = 0;
+};
+
+using KernelBody = std::function<void(const std::vector<Ref>&)>;
+
+struct CallConfig {
+  std::string name = "kernel";
+  std::vector<ShapeDtype> out_shapes;
+  std::vector<int64_t> grid;
+  std::vector<BlockSpec> in_specs, out_specs;  // in_specs excludes scalar-prefetch inputs
+  std::vector<ScratchSpec> scratch;
+  CompilerParams compiler_params;
+  int num_scalar_prefetch = 0;
+  std::vector<std::pair<int, int>> input_output_aliases;  // (input index, output index)
+};
+
+class PallasCall {
+ public:
+  PallasCall(KernelBody body, CallConfig config, Loc loc)
+      : body_(std::move(body)), config_(std::move(config)), loc_(loc) {}
+  // Traces the kernel for these input arrays: checks the specs (block-shape
+  // rule, VMEM budget) and returns the verified kernel IR. Throws dsl::Error.
+  std::unique_ptr<llo::Kernel> trace(const std::vector<ShapeDtype>& inputs) const;
+  const CallConfig& config() const { return config_; }
+
+ private:
+  KernelBody body_;
+  CallConfig config_;
+  Loc loc_;
+};
+
+namespace detail {
+template <size_t>
+using RefAt = Ref;
+template <typename F, size_t... I>
+constexpr bool invocableWith(std::index_sequence<I...>) {
+  return std::is_invocable_v<F&, RefAt<I>...>;
+}
+template <typename F, size_t... I>
+void callPositional(F& f, const std::vector<Ref>& refs, std::index_sequence<I...>) {
+  f(refs[I]...);
+}
+[[noreturn]] void arityMismatch(size_t expected, size_t given);
+template <typename F, size_t N>
+KernelBody adaptArity(F f) {
+  static_assert(N <= 16, "a kernel takes const std::vector<Ref>& or up to 16 Ref parameters");
+  if constexpr (N > 16) {
+    return {};
+  } else if constexpr (invocableWith<F>(std::make_index_sequence<N>{})) {
+    return [f](const std::vector<Ref>& refs) mutable {
+      if (refs.size() != N) arityMismatch(N, refs.size());
+      callPositional(f, refs, std::make_index_sequence<N>{});
+    };
+  } else {
+    return adaptArity<F, N + 1>(std::move(f));
+  }
+}
+template <typename F>
+KernelBody adapt(F f) {
+  if constexpr (std::is_invocable_v<F&, const std::vector<Ref>&>)
+    return [f](const std::vector<Ref>& refs) mutable { f(refs); };
+  else
+    return adaptArity<F, 1>(std::move(f));
+}
+}  // namespace detail
+
+// The kernel is a callable taking the refs (scalar-prefetch inputs, inputs,
+// outputs, scratch), as `const std::vector<Ref>&` or as positional `Ref`s.
+template <typename F>
+PallasCall pallas_call(F kernel, CallConfig config, Loc loc = Loc::here()) {
+  return PallasCall(detail::adapt(std::move(kernel)), std::move(config), loc);
+}
+
+// The Pallas argument order.
+template <typename F>
+PallasCall pallas_call(F kernel, std::vector<ShapeDtype> out_shapes, std::vector<int64_t> grid,
+                       std::vector<BlockSpec> in_specs, std::vector<BlockSpec> out_specs,
+                       std::vector<ScratchSpec> scratch = {}, CompilerParams params = {},
+                       Loc loc = Loc::here()) {
+  CallConfig c;
+  c.out_shapes = std::move(out_shapes);
+  c.grid = std::move(grid);
+  c.in_specs = std::move(in_specs);
+  c.out_specs = std::move(out_specs);
+  c.scratch = std::move(scratch);
+  c.compiler_params = std::move(params);
+  return pallas_call(std::move(kernel), std::move(c), loc);
+}
+
+}  // namespace tpusim::kernels::dsl

@@ -1,0 +1,240 @@
+#include "kernels/dsl/Ref.h"
+
+#include <fmt/format.h>
+
+#include "kernels/dsl/Emit.h"
+
+namespace tpusim::kernels::dsl {
+
+using llo::OpKind;
+
+std::vector<int64_t> Ref::shape() const {
+  const auto& full = v_->type.shape;
+  return std::vector<int64_t>(full.begin() + lead_.size(), full.end());
+}
+
+Ref Ref::at(Scalar i) const {
+  if (rank() < 1) throw Error("error: at() on a ref with no dimension left");
+  int64_t c;
+  if (i.isConstant(&c) && (c < 0 || c >= shape()[0]))
+    throw Error(fmt::format("error: index {} out of bounds for {}", c, v_->type.str()));
+  Ref r = *this;
+  r.lead_.push_back(i);
+  return r;
+}
+
+namespace {
+
+RefWindow windowOf(const Ref& r, Slice rows, Slice cols, const Loc& loc) {
+  if (r.space() != MemSpace::Vmem)
+    fail(loc,
+         fmt::format("loads and stores of arrays need a VMEM ref, not {}", r.value()->type.str()));
+  if (r.rank() < 2)
+    fail(loc, fmt::format("array access needs rank >= 2 after indexing; {} has rank {}",
+                          r.value()->type.str(), r.rank()));
+  if (r.rank() > 2)
+    fail(loc, fmt::format("{} has {} leading dimensions left: index them with at()",
+                          r.value()->type.str(), r.rank() - 2));
+  auto shape = r.shape();
+  int64_t c;
+  if (cols.start.isConstant(&c) && c % 128 != 0)
+    fail(loc, fmt::format("column start {} is not a multiple of 128", c));
+  int64_t rs, cs;
+  bool rc = rows.start.isConstant(&rs), cc = cols.start.isConstant(&cs);
+  if (rows.size < 1 || cols.size < 1 || (rc && (rs < 0 || rs + rows.size > shape[0])) ||
+      (cc && (cs < 0 || cs + cols.size > shape[1])) || rows.size > shape[0] || cols.size > shape[1])
+    fail(loc, fmt::format("window of {} rows x {} columns does not fit {}", rows.size, cols.size,
+                          r.value()->type.str()));
+  RefWindow w;
+  w.ref = r.value();
+  for (const Scalar& s : r.leadIndices()) w.lead.push_back(s.value());
+  w.row0 = rows.start.value();
+  w.col0 = cols.start.value();
+  w.rows = rows.size;
+  w.cols = cols.size;
+  return w;
+}
+
+bool sameScalar(llo::Value* a, llo::Value* b) {
+  if (a == b) return true;
+  Scalar x(a), y(b);
+  int64_t p, q;
+  return x.isConstant(&p) && y.isConstant(&q) && p == q;
+}
+
+bool viewsWindow(const ArrayNode& v, const RefWindow& w) {
+  if (v.kind != ArrayNode::Kind::View || v.ref != w.ref || v.rows != w.rows || v.cols != w.cols ||
+      v.lead.size() != w.lead.size() || v.laneReplicated)
+    return false;
+  for (size_t i = 0; i < v.lead.size(); ++i)
+    if (!sameScalar(v.lead[i], w.lead[i])) return false;
+  return sameScalar(v.row0, w.row0) && sameScalar(v.col0, w.col0);
+}
+
+// `ref[...] += dot(a, b)` accumulates on the MXU path straight into the ref.
+bool storeAccumulatedDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
+  const ArrayNode& v = *value;
+  if (v.kind != ArrayNode::Kind::Binary || llo::VecBin(v.op) != llo::VecBin::Add) return false;
+  const ArrayNode& lhs = *v.args[0];
+  const ArrayNode& rhs = *v.args[1];
+  if (!viewsWindow(lhs, w) || rhs.kind != ArrayNode::Kind::Dot || rhs.rows != w.rows ||
+      rhs.cols != w.cols || rhs.dtype != w.ref->type.dtype)
+    return false;
+  locate(rhs.loc);
+  NodePtr a = materialize(rhs.args[0], loc);
+  NodePtr b = materialize(rhs.args[1], loc);
+  int64_t k = rhs.dot.transpose_lhs ? a->rows : a->cols;
+  std::vector<llo::Value*> ops{w.ref};
+  for (llo::Value* i : w.lead) ops.push_back(i);
+  ops.push_back(w.row0);
+  ops.push_back(w.col0);
+  for (const NodePtr& x : {a, b}) {
+    ops.push_back(x->ref);
+    for (llo::Value* i : x->lead) ops.push_back(i);
+    ops.push_back(x->row0);
+    ops.push_back(x->col0);
+  }
+  builder().create(OpKind::Matmul, ops, {},
+                   {w.rows, w.cols, k, rhs.dot.transpose_lhs, rhs.dot.transpose_rhs, 1});
+  return true;
+}
+
+Slice allOf(int64_t n) { return Slice{Scalar(0), n}; }
+
+}  // namespace
+
+Array Ref::load(Loc loc) const {
+  locate(loc);
+  auto s = shape();
+  if (s.size() < 2)
+    fail(loc, fmt::format("array access needs rank >= 2 after indexing; {} has rank {}",
+                          v_->type.str(), s.size()));
+  return load(allOf(s[s.size() - 2]), allOf(s[s.size() - 1]), loc);
+}
+
+Array Ref::load(Slice rows, Slice cols, Loc loc) const {
+  locate(loc);
+  RefWindow w = windowOf(*this, rows, cols, loc);
+  ArrayNode v;
+  v.kind = ArrayNode::Kind::View;
+  v.rows = w.rows;
+  v.cols = w.cols;
+  v.dtype = dtype();
+  v.ref = w.ref;
+  v.lead = w.lead;
+  v.row0 = w.row0;
+  v.col0 = w.col0;
+  v.loc = loc;
+  return Array(std::make_shared<const ArrayNode>(std::move(v)));
+}
+
+void Ref::store(const Array& value, Loc loc) const {
+  locate(loc);
+  auto s = shape();
+  if (s.size() < 2)
+    fail(loc, fmt::format("array access needs rank >= 2 after indexing; {} has rank {}",
+                          v_->type.str(), s.size()));
+  store(allOf(s[s.size() - 2]), allOf(s[s.size() - 1]), value, loc);
+}
+
+void Ref::store(Slice rows, Slice cols, const Array& value, Loc loc) const {
+  locate(loc);
+  if (!value.valid()) fail(loc, "storing an empty Array");
+  RefWindow w = windowOf(*this, rows, cols, loc);
+  if (storeAccumulatedDot(w, value.node(), loc)) return;
+  emitStore(w, value.node(), loc);
+}
+
+Scalar Ref::get(std::vector<Scalar> indices, Loc loc) const {
+  locate(loc);
+  if (space() != MemSpace::Smem)
+    fail(loc, fmt::format("scalar reads need an SMEM ref, not {}", v_->type.str()));
+  if (int(indices.size()) != rank())
+    fail(loc, fmt::format("{} needs {} indices, {} given", v_->type.str(), rank(), indices.size()));
+  std::vector<llo::Value*> ops{v_};
+  for (const Scalar& s : lead_) ops.push_back(s.value());
+  for (const Scalar& s : indices) ops.push_back(s.value());
+  return Scalar(builder().create(OpKind::SLoad, ops, {llo::Type::scalar()})->result());
+}
+
+void Ref::set(std::vector<Scalar> indices, Scalar value, Loc loc) const {
+  locate(loc);
+  if (space() != MemSpace::Smem)
+    fail(loc, fmt::format("scalar writes need an SMEM ref, not {}", v_->type.str()));
+  if (int(indices.size()) != rank())
+    fail(loc, fmt::format("{} needs {} indices, {} given", v_->type.str(), rank(), indices.size()));
+  std::vector<llo::Value*> ops{value.value(), v_};
+  for (const Scalar& s : lead_) ops.push_back(s.value());
+  for (const Scalar& s : indices) ops.push_back(s.value());
+  builder().create(OpKind::SStore, ops, {});
+}
+
+Window Ref::window(std::vector<Slice> slices) const {
+  if (slices.empty())
+    for (int64_t d : shape()) slices.push_back(allOf(d));
+  return Window{*this, std::move(slices)};
+}
+
+AsyncCopy make_async_copy(Window src, Window dst, Ref sem) {
+  return AsyncCopy(std::move(src), std::move(dst), std::move(sem));
+}
+
+void AsyncCopy::emit(OpKind kind, const Loc& loc) const {
+  locate(loc);
+  auto fullView = [&](const Window& w, std::vector<llo::Value*>& ops, std::vector<int64_t>* sizes) {
+    if (int(w.slices.size()) != w.ref.rank())
+      fail(loc, fmt::format("a window of {} needs {} slices, {} given", w.ref.value()->type.str(),
+                            w.ref.rank(), w.slices.size()));
+    ops.push_back(w.ref.value());
+    for (const Scalar& s : w.ref.leadIndices()) {
+      ops.push_back(s.value());
+      if (sizes) sizes->push_back(1);
+    }
+    for (const Slice& s : w.slices) {
+      ops.push_back(s.start.value());
+      if (sizes) sizes->push_back(s.size);
+    }
+  };
+  std::vector<llo::Value*> ops;
+  std::vector<int64_t> sizes, dstSizes;
+  fullView(src_, ops, &sizes);
+  fullView(dst_, ops, &dstSizes);
+  if (sizes != dstSizes)
+    fail(loc, fmt::format("async copy of a {} window into a {} window", llo::shapeStr(sizes),
+                          llo::shapeStr(dstSizes)));
+  if (sem_.space() != MemSpace::Semaphore || sem_.rank() != 0)
+    fail(loc, "an async copy needs one semaphore (a semaphore ref indexed down to one element)");
+  ops.push_back(sem_.value());
+  for (const Scalar& s : sem_.leadIndices()) ops.push_back(s.value());
+  builder().create(kind, ops, {}, sizes);
+}
+
+void AsyncCopy::start(Loc loc) const { emit(OpKind::DmaStart, loc); }
+void AsyncCopy::wait(Loc loc) const { emit(OpKind::DmaWait, loc); }
+
+void when(Scalar cond, const std::function<void()>& then, Loc loc) {
+  locate(loc);
+  int64_t c;
+  if (cond.isConstant(&c)) {
+    if (c) then();
+    return;
+  }
+  llo::Op* op = builder().ifOp(cond.value(), false);
+  inBlock(&op->regions[0], then);
+}
+
+void when_else(Scalar cond, const std::function<void()>& then,
+               const std::function<void()>& otherwise, Loc loc) {
+  locate(loc);
+  llo::Op* op = builder().ifOp(cond.value(), true);
+  inBlock(&op->regions[0], then);
+  inBlock(&op->regions[1], otherwise);
+}
+
+void fori_loop(Scalar lower, Scalar upper, const std::function<void(Scalar)>& body, Loc loc) {
+  locate(loc);
+  llo::Op* op = builder().forLoop(lower.value(), upper.value(), 1, "i");
+  inBlock(&op->regions[0], [&] { body(Scalar(op->regions[0].args[0])); });
+}
+
+}  // namespace tpusim::kernels::dsl

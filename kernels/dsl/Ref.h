@@ -1,0 +1,89 @@
+// Refs: the kernel's view of a buffer (Pallas Ref). VMEM refs are loaded and
+// stored as Arrays over windows of their last two dims; SMEM refs hold scalars;
+// HBM (ANY) refs can only be copied with async copies; semaphore refs count DMA
+// completions. `at(i)` fixes the leading dimension (Pallas `ref[i]`).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "kernels/dsl/Array.h"
+
+namespace tpusim::kernels::dsl {
+
+using llo::MemSpace;
+
+// A window of `size` elements from `start` along one dimension (Pallas pl.ds).
+struct Slice {
+  Scalar start;
+  int64_t size;
+};
+inline Slice ds(Scalar start, int64_t size) { return Slice{start, size}; }
+
+class Ref;
+
+// A window of a ref for async copies: one Slice per dimension.
+struct Window;
+
+class Ref {
+ public:
+  Ref() = default;
+  explicit Ref(llo::Value* v) : v_(v) {}
+  llo::Value* value() const { return v_; }
+  // Shape and rank after the fixed leading indices.
+  std::vector<int64_t> shape() const;
+  int rank() const { return static_cast<int>(shape().size()); }
+  DType dtype() const { return v_->type.dtype; }
+  MemSpace space() const { return v_->type.space; }
+  const std::vector<Scalar>& leadIndices() const { return lead_; }
+
+  Ref at(Scalar i) const;
+
+  // VMEM: the whole (last two dims) window, or a window of rows and columns
+  // (the column start must be a multiple of 128).
+  Array load(Loc loc = Loc::here()) const;
+  Array load(Slice rows, Slice cols, Loc loc = Loc::here()) const;
+  void store(const Array& value, Loc loc = Loc::here()) const;
+  void store(Slice rows, Slice cols, const Array& value, Loc loc = Loc::here()) const;
+
+  // SMEM: one scalar (indices for the remaining dims).
+  Scalar get(std::vector<Scalar> indices, Loc loc = Loc::here()) const;
+  void set(std::vector<Scalar> indices, Scalar value, Loc loc = Loc::here()) const;
+
+  // A window for async copies; no slices = the whole ref.
+  Window window(std::vector<Slice> slices = {}) const;
+
+ private:
+  llo::Value* v_ = nullptr;
+  std::vector<Scalar> lead_;
+};
+
+struct Window {
+  Ref ref;
+  std::vector<Slice> slices;  // one per remaining dimension of ref
+};
+
+// An asynchronous DMA copy signalling `sem` (a semaphore ref with its index fixed
+// by at()); wait() blocks until it has completed (Pallas make_async_copy).
+class AsyncCopy {
+ public:
+  AsyncCopy(Window src, Window dst, Ref sem)
+      : src_(std::move(src)), dst_(std::move(dst)), sem_(std::move(sem)) {}
+  void start(Loc loc = Loc::here()) const;
+  void wait(Loc loc = Loc::here()) const;
+
+ private:
+  void emit(llo::OpKind kind, const Loc& loc) const;
+  Window src_, dst_;
+  Ref sem_;
+};
+AsyncCopy make_async_copy(Window src, Window dst, Ref sem);
+
+// Structured control flow traced into the kernel IR.
+void when(Scalar cond, const std::function<void()>& then, Loc loc = Loc::here());
+void when_else(Scalar cond, const std::function<void()>& then,
+               const std::function<void()>& otherwise, Loc loc = Loc::here());
+void fori_loop(Scalar lower, Scalar upper, const std::function<void(Scalar)>& body,
+               Loc loc = Loc::here());
+
+}  // namespace tpusim::kernels::dsl

@@ -1,0 +1,117 @@
+#include "kernels/llo/Ir.h"
+
+namespace tpusim::kernels::llo {
+
+const char* opKindName(OpKind k) {
+  static const char* const kNames[] = {
+#define LLO_OP(e, name, operands, results, attrs) name,
+#include "kernels/llo/Ops.def"
+  };
+  return kNames[static_cast<int>(k)];
+}
+
+const char* scalarBinName(ScalarBin k) {
+  static const char* const n[] = {"add", "sub", "mul", "div", "rem", "min", "max", "and", "or",
+                                  "xor", "shl", "shr", "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
+  return n[static_cast<int>(k)];
+}
+const char* vecBinName(VecBin k) {
+  static const char* const n[] = {"add", "sub", "mul", "max", "min", "and",
+                                  "or",  "xor", "shl", "shr", "sra"};
+  return n[static_cast<int>(k)];
+}
+const char* vecUnName(VecUn k) {
+  static const char* const n[] = {"abs", "neg", "exp", "log", "rsqrt", "rcp", "tanh", "sqrt"};
+  return n[static_cast<int>(k)];
+}
+const char* cmpName(Cmp k) {
+  static const char* const n[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  return n[static_cast<int>(k)];
+}
+const char* reduceName(Reduce k) { return k == Reduce::Sum ? "sum" : "max"; }
+const char* dimSemanticsName(DimSemantics d) {
+  return d == DimSemantics::Parallel ? "parallel" : "arbitrary";
+}
+
+Value* Function::newValue(Type t, std::string hint) {
+  values.push_back(Value{static_cast<int>(values.size()), std::move(t), nullptr, std::move(hint)});
+  return &values.back();
+}
+
+Value* Function::addArg(Type t, std::string hint) {
+  Value* v = newValue(std::move(t), std::move(hint));
+  body.args.push_back(v);
+  return v;
+}
+
+std::vector<ViewRange> opViews(const Op& op) {
+  std::vector<ViewRange> views;
+  size_t i = 0;
+  while (i < op.operands.size()) {
+    Value* ref = op.operands[i++];
+    ViewRange v{ref, {}};
+    for (int d = 0; d < ref->type.rank() && i < op.operands.size(); ++d)
+      v.indices.push_back(op.operands[i++]);
+    views.push_back(std::move(v));
+  }
+  return views;
+}
+
+int64_t Kernel::gridPoints() const {
+  int64_t n = 1;
+  for (int64_t g : grid) n *= g;
+  return n;
+}
+
+Op* Builder::create(OpKind kind, std::vector<Value*> operands, std::vector<Type> resultTypes,
+                    std::vector<int64_t> ints, DType dtype) {
+  auto op = std::make_unique<Op>();
+  op->kind = kind;
+  op->operands = std::move(operands);
+  op->ints = std::move(ints);
+  op->dtype = dtype;
+  op->loc = loc_;
+  for (Type& t : resultTypes) {
+    Value* v = fn_->newValue(std::move(t));
+    v->def = op.get();
+    op->results.push_back(v);
+  }
+  Op* raw = op.get();
+  block_->ops.push_back(std::move(op));
+  return raw;
+}
+
+Value* Builder::sconst(int64_t v) {
+  return create(OpKind::SConst, {}, {Type::scalar()}, {v})->result();
+}
+Value* Builder::sbin(ScalarBin k, Value* a, Value* b) {
+  return create(OpKind::SBinary, {a, b}, {Type::scalar()}, {int64_t(k)})->result();
+}
+Value* Builder::vbin(VecBin k, Value* a, Value* b) {
+  return create(OpKind::VBinary, {a, b}, {a->type}, {int64_t(k)})->result();
+}
+Value* Builder::vun(VecUn k, Value* a) {
+  return create(OpKind::VUnary, {a}, {a->type}, {int64_t(k)})->result();
+}
+Value* Builder::vconst(uint32_t bits, DType d) {
+  return create(OpKind::VConst, {}, {Type::tile(d)}, {int64_t(bits)}, d)->result();
+}
+Value* Builder::vcast(Value* a, DType to) {
+  return create(OpKind::VCast, {a}, {Type::tile(to)}, {}, to)->result();
+}
+
+Op* Builder::forLoop(Value* lower, Value* upper, int64_t step, const std::string& ivHint) {
+  Op* op = create(OpKind::For, {lower, upper}, {}, {step});
+  op->regions.resize(1);
+  Value* iv = fn_->newValue(Type::scalar(), ivHint);
+  op->regions[0].args.push_back(iv);
+  return op;
+}
+
+Op* Builder::ifOp(Value* cond, bool withElse) {
+  Op* op = create(OpKind::If, {cond}, {});
+  op->regions.resize(withElse ? 2 : 1);
+  return op;
+}
+
+}  // namespace tpusim::kernels::llo

@@ -1,0 +1,187 @@
+#include "kernels/llo/Printer.h"
+
+#include <fmt/format.h>
+
+#include "isa/support/Numerics.h"
+
+namespace tpusim::kernels::llo {
+namespace {
+
+std::string val(const Value* v) { return v ? fmt::format("%{}", v->id) : "<null>"; }
+
+std::string valList(const std::vector<Value*>& vs, size_t from = 0, size_t to = SIZE_MAX) {
+  std::string s;
+  for (size_t i = from; i < vs.size() && i < to; ++i) s += (i > from ? ", " : "") + val(vs[i]);
+  return s;
+}
+
+std::string argList(const std::vector<Value*>& args) {
+  std::string s;
+  for (size_t i = 0; i < args.size(); ++i) {
+    s += fmt::format("{}{}: {}", i ? ", " : "", val(args[i]), args[i]->type.str());
+    if (!args[i]->hint.empty()) s += " \"" + args[i]->hint + "\"";
+  }
+  return s;
+}
+
+std::string viewStr(const ViewRange& v) {
+  return fmt::format("{}[{}]", val(v.ref), valList(v.indices));
+}
+
+std::string intList(const std::vector<int64_t>& xs) { return shapeStr(xs); }
+
+void printBlock(const Block& b, int indent, std::string& out);
+
+std::string body(const Op& op) {
+  const auto& o = op.operands;
+  auto I = [&](size_t i) { return i < op.ints.size() ? op.ints[i] : 0; };
+  switch (op.kind) {
+    case OpKind::SConst:
+      return fmt::format("sconst {}", I(0));
+    case OpKind::SBinary:
+      return fmt::format("sbin.{} {}", scalarBinName(ScalarBin(I(0))), valList(o));
+    case OpKind::SSelect:
+      return fmt::format("sselect {}", valList(o));
+    case OpKind::ProgramId:
+      return fmt::format("program_id {}", I(0));
+    case OpKind::NumPrograms:
+      return fmt::format("num_programs {}", I(0));
+    case OpKind::SLoad:
+      return fmt::format("sload {}[{}]", val(o[0]), valList(o, 1));
+    case OpKind::SStore:
+      return fmt::format("sstore {}, {}[{}]", val(o[0]), val(o[1]), valList(o, 2));
+    case OpKind::VLoad:
+      return fmt::format("vload {}[{}] stride={} sublanes=0x{:02x}", val(o[0]), valList(o, 1), I(0),
+                         I(1));
+    case OpKind::VStore:
+      return fmt::format("vstore {}, {}[{}] sublanes=0x{:02x} lanes={}", val(o[0]), val(o[1]),
+                         valList(o, 2), I(0), I(1));
+    case OpKind::VConst: {
+      uint32_t bits = static_cast<uint32_t>(I(0));
+      if (op.dtype == DType::F32) return fmt::format("vconst {} (0x{:08x})", floatOf(bits), bits);
+      return fmt::format("vconst 0x{:08x}", bits);
+    }
+    case OpKind::VSplat:
+      return fmt::format("vsplat {}", val(o[0]));
+    case OpKind::VIota:
+      return fmt::format("viota {}", I(0) == 0 ? "lane" : "sublane");
+    case OpKind::VBinary:
+      return fmt::format("vbin.{} {}", vecBinName(VecBin(I(0))), valList(o));
+    case OpKind::VUnary:
+      return fmt::format("vun.{} {}", vecUnName(VecUn(I(0))), valList(o));
+    case OpKind::VCmp:
+      return fmt::format("vcmp.{} {}", cmpName(Cmp(I(0))), valList(o));
+    case OpKind::VSelect:
+      return fmt::format("vselect {}", valList(o));
+    case OpKind::MaskBinary:
+      return fmt::format("mbin.{} {}", I(0) == 0 ? "and" : "or", valList(o));
+    case OpKind::MaskNot:
+      return fmt::format("mnot {}", valList(o));
+    case OpKind::VCast:
+      return fmt::format("vcast {}", valList(o));
+    case OpKind::VReduceLanes:
+      return fmt::format("vreduce_lanes.{} {}", reduceName(Reduce(I(0))), valList(o));
+    case OpKind::VRotSublanes:
+      return fmt::format("vrot_sublanes {}, {}", valList(o), I(0));
+    case OpKind::VLanePerm:
+      return fmt::format("vlane_perm {}", valList(o));
+    case OpKind::AllocVmem:
+      return "alloc";
+    case OpKind::Matmul: {
+      auto v = opViews(op);
+      return fmt::format("matmul {} = {} x {} M={} N={} K={}{}{}{}", viewStr(v[0]), viewStr(v[1]),
+                         viewStr(v[2]), I(0), I(1), I(2), I(3) ? " lhs^T" : "",
+                         I(4) ? " rhs^T" : "", I(5) ? " accumulate" : "");
+    }
+    case OpKind::DmaStart:
+    case OpKind::DmaWait: {
+      auto v = opViews(op);
+      return fmt::format("{} {} -> {} sizes={} sem={}", opKindName(op.kind), viewStr(v[0]),
+                         viewStr(v[1]), intList(op.ints), viewStr(v[2]));
+    }
+    case OpKind::For:
+      return fmt::format("for {} = {} to {} step {}", val(op.regions[0].args[0]), val(o[0]),
+                         val(o[1]), I(0));
+    case OpKind::If:
+      return fmt::format("if {}", val(o[0]));
+    case OpKind::Return:
+      return fmt::format("return {}", valList(o));
+  }
+  return "?";
+}
+
+void printOpInto(const Op& op, int indent, std::string& out) {
+  out += std::string(indent, ' ');
+  if (!op.results.empty()) out += valList(op.results) + " = ";
+  out += body(op);
+  if (!op.results.empty() && op.kind != OpKind::SConst && op.kind != OpKind::SBinary)
+    out += " : " + op.results[0]->type.str();
+  if (op.kind == OpKind::For || op.kind == OpKind::If) {
+    out += " {\n";
+    printBlock(op.regions[0], indent + 2, out);
+    out += std::string(indent, ' ') + "}";
+    if (op.regions.size() > 1) {
+      out += " else {\n";
+      printBlock(op.regions[1], indent + 2, out);
+      out += std::string(indent, ' ') + "}";
+    }
+  }
+}
+
+void printBlock(const Block& b, int indent, std::string& out) {
+  for (const auto& op : b.ops) {
+    printOpInto(*op, indent, out);
+    out += "\n";
+  }
+}
+
+}  // namespace
+
+std::string printOp(const Op& op) {
+  std::string s;
+  printOpInto(op, 0, s);
+  return s;
+}
+
+std::string printFunction(const Function& fn) {
+  std::string s = fmt::format("func @{}({}) {{\n", fn.name, argList(fn.body.args));
+  printBlock(fn.body, 2, s);
+  return s + "}\n";
+}
+
+std::string printKernel(const Kernel& k) {
+  std::string s = fmt::format("kernel @{} grid={} semantics=[", k.name, intList(k.grid));
+  for (size_t i = 0; i < k.semantics.size(); ++i)
+    s += fmt::format("{}{}", i ? "," : "", dimSemanticsName(k.semantics[i]));
+  s += fmt::format("] scalar_prefetch={}\n", k.numScalarPrefetch);
+  auto mapping = [&](const char* what, const ArrayOperand& a, const BlockMapping* m) {
+    s += fmt::format("  {} \"{}\": {}{}", what, a.name, isa::dtypeName(a.dtype), shapeStr(a.shape));
+    if (!m) {
+      s += " prefetch smem\n";
+      return;
+    }
+    s += fmt::format(" {}", memSpaceName(m->space));
+    if (m->space == MemSpace::Vmem) {
+      s += fmt::format(" block={} buffers={} ", intList(m->blockShape), m->buffers);
+      std::string fn = printFunction(*m->indexMap);
+      // Index maps print inline, indented under their operand.
+      std::string indented;
+      for (size_t i = 0; i < fn.size(); ++i) {
+        indented += fn[i];
+        if (fn[i] == '\n' && i + 1 < fn.size()) indented += "    ";
+      }
+      s += indented;
+    } else {
+      s += "\n";
+    }
+  };
+  size_t mapIndex = 0;
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    mapping("in", k.inputs[i], int(i) < k.numScalarPrefetch ? nullptr : &k.inMaps[mapIndex++]);
+  for (size_t i = 0; i < k.outputs.size(); ++i) mapping("out", k.outputs[i], &k.outMaps[i]);
+  for (const Type& t : k.scratch) s += "  scratch " + t.str() + "\n";
+  for (auto [in, out] : k.aliases) s += fmt::format("  alias in {} -> out {}\n", in, out);
+  return s + printFunction(*k.body);
+}
+
+}  // namespace tpusim::kernels::llo

@@ -1,0 +1,104 @@
+// The DSL: tracing into kernel IR, and the errors kernel authors get.
+#include <catch2/catch.hpp>
+
+#include "kernels/dsl/PallasCall.h"
+#include "kernels/llo/Printer.h"
+
+using namespace tpusim::kernels;
+using namespace tpusim::kernels::dsl;
+
+namespace {
+
+PallasCall addCall(std::vector<int64_t> block, int64_t n = 256) {
+  return pallas_call([](Ref x, Ref y, Ref o) { o.store(x.load() + y.load()); },
+                     {{{n, n}, F32, "o"}}, {n / 128, n / 128},
+                     {BlockSpec(block,
+                                [](const GridIndex& g) {
+                                  return std::vector<Scalar>{g[0], g[1]};
+                                }),
+                      BlockSpec(block,
+                                [](const GridIndex& g) {
+                                  return std::vector<Scalar>{g[0], g[1]};
+                                })},
+                     {BlockSpec(block, [](const GridIndex& g) {
+                       return std::vector<Scalar>{g[0], g[1]};
+                     })});
+}
+
+}  // namespace
+
+TEST_CASE("tracing an element-wise kernel builds tile loops with locations") {
+  auto k = addCall({128, 128}).trace({{{256, 256}, F32, "x"}, {{256, 256}, F32, "y"}});
+  std::string text = llo::printKernel(*k);
+  CHECK(text.find("kernel @kernel grid=[2,2] semantics=[arbitrary,arbitrary]") !=
+        std::string::npos);
+  CHECK(text.find("in \"x\": f32[256,256] vmem block=[128,128] buffers=2") != std::string::npos);
+  CHECK(text.find("for %") != std::string::npos);  // the row-tile loop
+  CHECK(text.find("step 8") != std::string::npos);
+  CHECK(text.find("vbin.add") != std::string::npos);
+  CHECK(text.find("return %") != std::string::npos);  // index maps
+  // Every op of the body knows the DSL line that made it.
+  for (const auto& op : k->body->body.ops) CHECK(op->loc.file == "DslTest.cpp");
+}
+
+TEST_CASE("block shapes must follow the (8,128) rule, naming the spec and shape") {
+  auto call = addCall({100, 128});
+  CHECK_THROWS_WITH(call.trace({{{256, 256}, F32, "x"}, {{256, 256}, F32, "y"}}),
+                    Catch::Contains("in_specs[0] ('x'): block shape [100,128] for array "
+                                    "f32[256,256]: dimension 0 is 100, which is neither "
+                                    "divisible by 8 nor equal to the array's 256"));
+  // Equal to the array's dims is allowed even when not a multiple.
+  auto whole = pallas_call([](Ref x, Ref o) { o.store(x.load()); }, {{{10, 200}, F32}}, {1},
+                           {BlockSpec({10, 200}, nullptr)}, {BlockSpec({10, 200}, nullptr)});
+  CHECK_NOTHROW(whole.trace({{{10, 200}, F32}}));
+}
+
+TEST_CASE("a kernel that does not fit VMEM lists its buffers") {
+  CallConfig c;
+  c.name = "big";
+  c.out_shapes = {{{4096, 4096}, F32, "o"}};
+  c.grid = {1};
+  c.in_specs = {BlockSpec({2048, 2048}, [](const GridIndex&) {
+    return std::vector<Scalar>{0, 0};
+  })};
+  c.out_specs = {BlockSpec({2048, 2048}, [](const GridIndex&) {
+    return std::vector<Scalar>{0, 0};
+  })};
+  c.scratch = {VMEM({8, 128}, F32)};
+  auto call = pallas_call([](Ref x, Ref o, Ref) { o.store(x.load()); }, c);
+  try {
+    call.trace({{{4096, 4096}, F32, "x"}});
+    FAIL("expected a VMEM error");
+  } catch (const Error& e) {
+    std::string m = e.what();
+    INFO(m);
+    CHECK(m.find("pallas_call 'big' needs 67112960 bytes of VMEM but the limit is 16777216") !=
+          std::string::npos);
+    CHECK(m.find("33554432 bytes  'x' block f32[2048,2048] x 2 buffers") != std::string::npos);
+    CHECK(m.find("4096 bytes  scratch0 ref<vmem f32[8,128]>") != std::string::npos);
+  }
+}
+
+TEST_CASE("DSL misuse is reported with the kernel's source line") {
+  auto mixed = pallas_call([](Ref x, Ref o) { o.store(x.load().astype(BF16) + x.load()); },
+                           {{{8, 128}, F32}}, {1}, {BlockSpec()}, {BlockSpec()});
+  CHECK_THROWS_WITH(mixed.trace({{{8, 128}, F32}}), Catch::Contains("dtypes differ"));
+  auto f32dot = pallas_call([](Ref x, Ref o) { o.store(dot(x.load(), x.load())); },
+                            {{{128, 128}, F32}}, {1}, {BlockSpec()}, {BlockSpec()});
+  CHECK_THROWS_WITH(f32dot.trace({{{128, 128}, F32}}),
+                    Catch::Contains("DslTest.cpp:") && Catch::Contains("bf16 x bf16 or s8 x s8"));
+  CHECK_THROWS_WITH(Scalar(3), Catch::Contains("only valid while a kernel is being traced"));
+  auto arity =
+      pallas_call([](Ref x) { (void)x; }, {{{8, 128}, F32}}, {1}, {BlockSpec()}, {BlockSpec()});
+  CHECK_THROWS_WITH(arity.trace({{{8, 128}, F32}}),
+                    Catch::Contains("takes 1 refs but the call provides 2"));
+}
+
+TEST_CASE("acc += dot(x, y) becomes one accumulating matmul into the ref") {
+  auto call = pallas_call([](Ref x, Ref y, Ref o) { o.store(o.load() + dot(x.load(), y.load())); },
+                          {{{128, 256}, F32}}, {1}, {BlockSpec(), BlockSpec()}, {BlockSpec()});
+  auto k = call.trace({{{128, 64}, BF16}, {{64, 256}, BF16}});
+  std::string text = llo::printKernel(*k);
+  CHECK(text.find("M=128 N=256 K=64 accumulate") != std::string::npos);
+  CHECK(text.find("alloc") == std::string::npos);  // no temporary
+}
