@@ -1,0 +1,69 @@
+#include "kernels/lib/Matmul.h"
+
+#include <fmt/format.h>
+
+namespace tpusim::kernels::lib {
+
+using namespace dsl;
+
+PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType, MatmulBlocks b) {
+  if (inType != BF16 && inType != S8)
+    throw Error(
+        fmt::format("error: matmul inputs must be bf16 or s8, not {}", isa::dtypeName(inType)));
+  DType accType = inType == BF16 ? F32 : S32;
+  // Blocks larger than the array shrink to it (still a legal block shape).
+  int64_t bm = std::min(b.bm, m), bn = std::min(b.bn, n), bk = std::min(b.bk, k);
+  auto cdiv = [](int64_t a, int64_t d) { return (a + d - 1) / d; };
+  int64_t kBlocks = cdiv(k, bk);
+  int64_t kTail = k - (kBlocks - 1) * bk;  // valid K of the last block
+
+  CallConfig c;
+  c.name = fmt::format("matmul_{}_{}x{}x{}", isa::dtypeName(inType), m, n, k);
+  c.out_shapes = {{{m, n}, accType, "out"}};
+  c.grid = {cdiv(m, bm), cdiv(n, bn), kBlocks};
+  c.in_specs = {BlockSpec({bm, bk},
+                          [](const GridIndex& g) {
+                            return std::vector<Scalar>{g[0], g[2]};
+                          }),
+                BlockSpec({bk, bn}, [](const GridIndex& g) {
+                  return std::vector<Scalar>{g[2], g[1]};
+                })};
+  c.out_specs = {BlockSpec({bm, bn}, [](const GridIndex& g) {
+    return std::vector<Scalar>{g[0], g[1]};
+  })};
+  c.scratch = {VMEM({bm, bn}, accType)};
+  c.compiler_params.dimension_semantics = {PARALLEL, PARALLEL, ARBITRARY};
+
+  auto body = [=](Ref x, Ref y, Ref o, Ref acc) {
+    Scalar kb = program_id(2);
+    when(kb == 0, [&] { acc.store(zeros(bm, bn, accType)); });
+    if (kTail == bk) {
+      acc.store(acc.load() + dot(x.load(), y.load()));
+    } else {
+      // The last K block holds kTail valid columns of x / rows of y; the rest is
+      // padding (undefined), so it is replaced by zeros on both sides.
+      Scalar last = kb == kBlocks - 1;
+      Scalar valid = select(last, kTail, bk);
+      Array kx = iota(bm, bk, 1), ky = iota(bk, bn, 0);
+      Array lim = splat(valid, 1, 1);
+      Array xs = where(kx < lim, x.load(), zeros(1, 1, inType));
+      Array ys = where(ky < lim, y.load(), zeros(1, 1, inType));
+      acc.store(acc.load() + dot(xs, ys));
+    }
+    when(kb == kBlocks - 1, [&] { o.store(acc.load()); });
+  };
+  return pallas_call(body, c);
+}
+
+std::vector<double> matmulReference(const std::vector<double>& x, const std::vector<double>& y,
+                                    int64_t m, int64_t n, int64_t k) {
+  std::vector<double> out(size_t(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t kk = 0; kk < k; ++kk) {
+      double a = x[i * k + kk];
+      for (int64_t j = 0; j < n; ++j) out[i * n + j] += a * y[kk * n + j];
+    }
+  return out;
+}
+
+}  // namespace tpusim::kernels::lib

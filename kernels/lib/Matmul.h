@@ -1,0 +1,23 @@
+// Tiled matmul: out[M,N] = x[M,K] @ y[K,N], bf16 x bf16 -> f32 or s8 x s8 -> s32,
+// for any M, N, K (edge blocks are clipped; a partial K block is masked to zero
+// so padding never reaches the sum). Grid (M/bm, N/bn, K/bk), K innermost and
+// "arbitrary", accumulating in an f32/s32 VMEM scratch.
+#pragma once
+
+#include "kernels/dsl/PallasCall.h"
+
+namespace tpusim::kernels::lib {
+
+struct MatmulBlocks {
+  int64_t bm = 128, bn = 128, bk = 128;
+};
+
+// Throws dsl::Error for an unsupported dtype or block sizes breaking the (8,128) rule.
+dsl::PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType,
+                           MatmulBlocks blocks = {});
+
+// Plain C++ reference in double precision (bf16 / s8 inputs given as their values).
+std::vector<double> matmulReference(const std::vector<double>& x, const std::vector<double>& y,
+                                    int64_t m, int64_t n, int64_t k);
+
+}  // namespace tpusim::kernels::lib
