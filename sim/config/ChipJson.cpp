@@ -17,37 +17,6 @@ using json = nlohmann::json;
 const char* const kMetaKeys[] = {"name",    "description", "test_preset",
                                  "extends", "sources",     "derived"};
 
-// Edit distance counting an adjacent transposition as one edit ("tRDC" is one
-// edit from "tRCD"), case-insensitive; for "did you mean" on unknown keys.
-size_t editDistance(const std::string& a, const std::string& b) {
-  auto same = [](char x, char y) { return std::tolower(x) == std::tolower(y); };
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
-                          d[i - 1][j - 1] + (same(a[i - 1], b[j - 1]) ? 0 : 1)});
-      if (i > 1 && j > 1 && same(a[i - 1], b[j - 2]) && same(a[i - 2], b[j - 1]))
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-std::string suggestion(const std::string& key, const std::vector<std::string>& known) {
-  std::string best;
-  size_t bestDist = std::max<size_t>(2, key.size() / 3) + 1;
-  for (const std::string& k : known) {
-    size_t d = editDistance(key, k);
-    if (d < bestDist) {
-      bestDist = d;
-      best = k;
-    }
-  }
-  return best;
-}
-
 std::string describeJson(const json& j) {
   std::string dumped = j.dump();
   if (dumped.size() > 40) dumped = dumped.substr(0, 37) + "...";
@@ -170,7 +139,7 @@ class Reader {
     known.insert(known.end(), extraKnown.begin(), extraKnown.end());
     for (auto it = obj_.begin(); it != obj_.end(); ++it) {
       if (std::find(known.begin(), known.end(), it.key()) != known.end()) continue;
-      std::string hint = suggestion(it.key(), known);
+      std::string hint = closestName(it.key(), known);
       ctx_.error(prefix_ + it.key(),
                  hint.empty() ? std::string("unknown field")
                               : fmt::format("unknown field (did you mean '{}{}'?)", prefix_, hint));
@@ -232,7 +201,7 @@ void readSources(const json& doc, ChipConfig& chip, ReadContext& ctx, bool exten
     for (auto s = it->begin(); s != it->end(); ++s) {
       std::string at = "sources." + s.key();
       if (std::find(paths.begin(), paths.end(), s.key()) == paths.end()) {
-        std::string hint = suggestion(s.key(), paths);
+        std::string hint = closestName(s.key(), paths);
         ctx.error(at, hint.empty() ? "names no field"
                                    : fmt::format("names no field (did you mean '{}'?)", hint));
         continue;

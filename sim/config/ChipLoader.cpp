@@ -192,6 +192,12 @@ ChipConfig loadChip(const std::string& nameOrPath) {
   return loadFile(resolveChipPath(nameOrPath), 0);
 }
 
+ChipConfig loadChip(const std::string& nameOrPath, const std::vector<std::string>& overrides) {
+  ChipConfig chip = loadChip(nameOrPath);
+  applyOverrides(chip, overrides);
+  return chip;
+}
+
 void applyOverride(ChipConfig& chip, const std::string& assignment) {
   size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -201,25 +207,15 @@ void applyOverride(ChipConfig& chip, const std::string& assignment) {
   Setter setter(path, value);
   chip.visit(setter);
   if (!setter.found) {
-    std::vector<FieldInfo> fields = listFields(chip);
-    std::string best;
-    size_t bestScore = 0;
-    for (const FieldInfo& f : fields) {
-      // The longest common prefix or suffix is a cheap, decent "did you mean".
-      size_t pre = 0;
-      while (pre < f.path.size() && pre < path.size() && f.path[pre] == path[pre]) ++pre;
-      size_t suf = 0;
-      while (suf < f.path.size() && suf < path.size() &&
-             f.path[f.path.size() - 1 - suf] == path[path.size() - 1 - suf])
-        ++suf;
-      size_t score = std::max(pre, suf);
-      if (score > bestScore) {
-        bestScore = score;
-        best = f.path;
-      }
-    }
+    std::vector<std::string> paths;
+    for (const FieldInfo& f : listFields(chip)) paths.push_back(f.path);
+    for (const std::string& p : paths)
+      if (p.compare(0, path.size() + 1, path + ".") == 0)
+        throw ConfigError(fmt::format("--set {}: error: {}: names a section, not a field (e.g. {})",
+                                      assignment, path, p));
+    std::string best = closestName(path, paths);
     throw ConfigError(fmt::format("--set {}: error: {}: unknown field{}", assignment, path,
-                                  bestScore >= 3 ? " (did you mean '" + best + "'?)" : ""));
+                                  best.empty() ? "" : " (did you mean '" + best + "'?)"));
   }
   chip.sources[path] = "override: --set " + assignment;
 }

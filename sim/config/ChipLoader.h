@@ -15,6 +15,8 @@ namespace tpusim::sim {
 
 // Loads, validates and returns a chip; throws ConfigError naming file and field.
 ChipConfig loadChip(const std::string& nameOrPath);
+// The same, then applies "section.field=value" overrides (what --chip X --set ... means).
+ChipConfig loadChip(const std::string& nameOrPath, const std::vector<std::string>& overrides);
 
 // The directories searched for preset names, in order.
 std::vector<std::string> chipSearchDirs();

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace tpusim::sim {
@@ -82,6 +84,41 @@ bool sameConfig(const ChipConfig& a, const ChipConfig& b, std::string* differenc
       return differ(fmt::format("{}: {} vs {}", fa[i].path, fa[i].value, fb[i].value));
   if (a.sources != b.sources) return differ("sources");
   return true;
+}
+
+namespace {
+
+// Edit distance counting an adjacent transposition as one edit ("tRDC" is one
+// edit from "tRCD"), case-insensitive.
+size_t editDistance(const std::string& a, const std::string& b) {
+  auto same = [](char x, char y) { return std::tolower(x) == std::tolower(y); };
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (same(a[i - 1], b[j - 1]) ? 0 : 1)});
+      if (i > 1 && j > 1 && same(a[i - 1], b[j - 2]) && same(a[i - 2], b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string closestName(const std::string& name, const std::vector<std::string>& known) {
+  std::string best;
+  size_t bestDist = std::max<size_t>(2, name.size() / 3) + 1;  // suggest only close names
+  for (const std::string& k : known) {
+    size_t d = editDistance(name, k);
+    if (d < bestDist) {
+      bestDist = d;
+      best = k;
+    }
+  }
+  return best;
 }
 
 std::string formatDouble(double x) {

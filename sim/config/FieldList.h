@@ -28,6 +28,10 @@ std::vector<FieldInfo> listFields(const ChipConfig& chip);
 // sources) are equal; otherwise names the first difference in *difference.
 bool sameConfig(const ChipConfig& a, const ChipConfig& b, std::string* difference = nullptr);
 
+// The name in `known` closest to `name` (a typo, a transposition, another case),
+// or "" when none is close enough to suggest.
+std::string closestName(const std::string& name, const std::vector<std::string>& known);
+
 // Formats a double the shortest way that reads back exactly (1.5e9 -> "1500000000").
 std::string formatDouble(double x);
 

@@ -128,8 +128,7 @@ int main(int argc, char** argv) {
     if (docOpt) return runDoc();
     if (listOpt) return runList();
     if (fieldsOpt) return runFields();
-    ChipConfig chip = loadChip(chipOpt);
-    applyOverrides(chip, std::vector<std::string>(setOpt.begin(), setOpt.end()));
+    ChipConfig chip = loadChip(chipOpt, std::vector<std::string>(setOpt.begin(), setOpt.end()));
     WriteOptions options;
     options.sources = !noSources;
     options.derived = derived;

@@ -139,7 +139,7 @@ TEST_CASE("set overrides: errors name the field", "[config][errors][set]") {
   CHECK_THAT(configError([&] { applyOverride(chip, "hbm.tRCD"); }),
              Catch::Contains("expected section.field=value"));
   CHECK_THAT(configError([&] { applyOverride(chip, "hbm=3"); }),
-             Catch::Contains("hbm: unknown field"));
+             Catch::Contains("hbm: names a section, not a field (e.g. hbm.capacity_bytes)"));
   CHECK_THAT(configError([&] {
                applyOverrides(chip, {"mxu.size=64", "mxu.size=96"});
              }),
