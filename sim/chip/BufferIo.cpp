@@ -1,0 +1,130 @@
+#include "sim/chip/BufferIo.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+#include "isa/support/Numerics.h"
+
+namespace tpusim::sim {
+namespace {
+
+using isa::DType;
+
+int64_t elementsOf(const isa::BufferDesc& b) {
+  int64_t n = 1;
+  for (int64_t d : b.shape) n *= d;
+  return n;
+}
+
+npy::DType npyTypeOf(DType t) {
+  switch (t) {
+    case DType::F32:
+      return npy::DType::F32;
+    case DType::Bf16:
+      return npy::DType::U16;
+    case DType::S32:
+      return npy::DType::S32;
+    case DType::S8:
+      return npy::DType::S8;
+    case DType::U8:
+      return npy::DType::U8;
+    case DType::S16:
+      return npy::DType::S16;
+    case DType::U16:
+      return npy::DType::U16;
+    case DType::Pred:
+      return npy::DType::U8;
+  }
+  return npy::DType::U8;
+}
+
+uint64_t nameHash(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+mem::SparseMemory& spaceOf(mem::ChipMemory& memory, const isa::BufferDesc& b) {
+  return memory.space(b.space, 0);
+}
+
+}  // namespace
+
+std::vector<uint8_t> inputBytes(const isa::BufferDesc& buffer, const npy::Array& array,
+                                const std::string& source) {
+  if (array.shape != buffer.shape)
+    throw std::runtime_error(
+        fmt::format("{}: input '{}' has shape {} but the program's buffer is {}", source,
+                    buffer.name, npy::shapeString(array.shape), npy::shapeString(buffer.shape)));
+  size_t n = size_t(elementsOf(buffer));
+  std::vector<uint8_t> out;
+  if (buffer.dtype == DType::Bf16) {
+    std::vector<uint16_t> bits = npy::toBf16Bits(array, source);
+    out.resize(n * 2);
+    std::memcpy(out.data(), bits.data(), out.size());
+    return out;
+  }
+  bool ok = array.dtype == npyTypeOf(buffer.dtype) ||
+            (buffer.dtype == DType::Pred && array.dtype == npy::DType::Bool);
+  if (!ok)
+    throw std::runtime_error(
+        fmt::format("{}: input '{}' has dtype {} but the program's buffer is {} (expected {})",
+                    source, buffer.name, npy::dtypeName(array.dtype), isa::dtypeName(buffer.dtype),
+                    npy::dtypeName(npyTypeOf(buffer.dtype))));
+  out = array.data;
+  return out;
+}
+
+std::vector<uint8_t> randomBytes(const isa::BufferDesc& buffer, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ nameHash(buffer.name));
+  size_t n = size_t(elementsOf(buffer));
+  size_t width = size_t(isa::dtypeBytes(buffer.dtype));
+  std::vector<uint8_t> out(n * width);
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> small(-8, 8), unsignedSmall(0, 15), bit(0, 1);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t v = 0;
+    switch (buffer.dtype) {
+      case DType::F32:
+        v = bitsOf(real(rng));
+        break;
+      case DType::Bf16:
+        v = f32ToBf16Bits(real(rng));
+        break;
+      case DType::S32:
+      case DType::S16:
+      case DType::S8:
+        v = uint32_t(small(rng));
+        break;
+      case DType::U8:
+      case DType::U16:
+        v = uint32_t(unsignedSmall(rng));
+        break;
+      case DType::Pred:
+        v = uint32_t(bit(rng));
+        break;
+    }
+    std::memcpy(&out[i * width], &v, width);  // little-endian host
+  }
+  return out;
+}
+
+void storeBuffer(mem::ChipMemory& memory, const isa::BufferDesc& buffer,
+                 const std::vector<uint8_t>& bytes) {
+  if (auto f = spaceOf(memory, buffer).write(buffer.address, bytes.data(), bytes.size()))
+    throw std::runtime_error(
+        fmt::format("buffer '{}' does not fit in memory: {}", buffer.name, f->describe()));
+}
+
+npy::Array loadBuffer(mem::ChipMemory& memory, const isa::BufferDesc& buffer) {
+  npy::Array a = npy::makeArray(npyTypeOf(buffer.dtype), buffer.shape);
+  if (auto f = spaceOf(memory, buffer).read(buffer.address, a.data.data(), a.data.size()))
+    throw std::runtime_error(
+        fmt::format("buffer '{}' cannot be read back: {}", buffer.name, f->describe()));
+  return a;
+}
+
+}  // namespace tpusim::sim

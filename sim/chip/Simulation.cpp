@@ -1,0 +1,174 @@
+#include "sim/chip/Simulation.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "sim/chip/BufferIo.h"
+
+namespace tpusim::sim {
+
+namespace {
+bool g_contextUsed = false;
+
+// Stops SystemC once the chip is done; otherwise a model with periodic events
+// (HBM refresh) would keep the kernel busy forever.
+struct Stopper : sc_core::sc_module {
+  SC_HAS_PROCESS(Stopper);
+  Stopper(sc_core::sc_module_name n, Chip& chip) : sc_core::sc_module(n), chip_(chip) {
+    SC_THREAD(run);
+  }
+  void run() {
+    if (!chip_.allFinished()) wait(chip_.doneEvent());
+    sc_core::sc_stop();
+  }
+  Chip& chip_;
+};
+}  // namespace
+
+void resetSystemC() {
+  // Keeps the banner out of tool output (stdout is for results).
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  if (!g_contextUsed) {
+    g_contextUsed = true;
+    return;
+  }
+  // The previous context is left alive: SystemC's teardown of a finished
+  // context is not reliable, and a few KB per run do not matter.
+  sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
+  sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
+}
+
+Simulation::Simulation(ChipConfig chip, isa::Program program, SimOptions options)
+    : chip_(std::move(chip)), program_(std::move(program)), options_(std::move(options)) {}
+
+Simulation::~Simulation() = default;
+
+void Simulation::setInput(const std::string& name, const npy::Array& array,
+                          const std::string& source) {
+  for (const isa::BufferDesc& b : program_.buffers) {
+    if (b.name != name) continue;
+    if (b.role != isa::BufferRole::Input && b.role != isa::BufferRole::Constant)
+      throw std::runtime_error(fmt::format("{}: buffer '{}' is an {} buffer, not an input", source,
+                                           name, isa::bufferRoleName(b.role)));
+    inputs_[name] = inputBytes(b, array, source);
+    return;
+  }
+  std::string known;
+  for (const isa::BufferDesc& b : program_.buffers)
+    if (b.role == isa::BufferRole::Input) known += (known.empty() ? "" : ", ") + b.name;
+  throw std::runtime_error(fmt::format("{}: the program has no input buffer '{}' (inputs: {})",
+                                       source, name, known.empty() ? "none" : known));
+}
+
+SimResult Simulation::run() {
+  resetSystemC();
+  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
+  trace_.reset();
+  if (options_.trace)
+    trace_ = std::make_unique<TraceRecorder>(chip_.core.clock_hz, options_.traceEventsPerTrack);
+
+  ChipOptions chipOptions;
+  chipOptions.core.functional = options_.functional;
+  chipOptions.core.strict = options_.strict;
+  chipOptions.core.referenceStepping = options_.referenceStepping;
+  chipOptions.core.maxCycles = options_.maxCycles;
+  chipOptions.core.quantum = options_.quantum;
+  chipOptions.mxuKind = options_.mxuKind;
+  auto chip = std::make_unique<Chip>("chip0", 0, chip_, program_, chipOptions, trace_.get(),
+                                     options_.dmaFactory);
+  Stopper stopper("stopper", *chip);
+
+  // Memory image: data segments (into every core's SMEM/VMEM), then inputs.
+  for (const isa::DataSegment& seg : program_.data) {
+    int copies = seg.space == isa::MemorySpace::Hbm ? 1 : chip->numCores();
+    for (int c = 0; c < copies; ++c)
+      if (auto f = chip->memory()
+                       .space(seg.space, c)
+                       .write(seg.address, seg.bytes.data(), seg.bytes.size()))
+        throw std::runtime_error(
+            fmt::format("a data segment of the program does not fit: {}", f->describe()));
+  }
+  for (const isa::BufferDesc& b : program_.buffers) {
+    if (b.role != isa::BufferRole::Input && b.role != isa::BufferRole::Constant) continue;
+    auto it = inputs_.find(b.name);
+    if (it != inputs_.end())
+      storeBuffer(chip->memory(), b, it->second);
+    else if (options_.functional && b.role == isa::BufferRole::Input)
+      storeBuffer(chip->memory(), b, randomBytes(b, options_.seed));
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  if (options_.progress) {
+    // Progress is sampled from the host side between bounded sc_start slices.
+    sc_core::sc_time slice(50, sc_core::SC_US);
+    while (!chip->allFinished() && sc_core::sc_get_status() != sc_core::SC_STOPPED) {
+      sc_core::sc_start(slice);
+      int64_t cycle = 0;
+      for (int c = 0; c < chip->numCores(); ++c) cycle = std::max(cycle, chip->core(c).cycle());
+      options_.progress(cycle);
+      if (!sc_core::sc_pending_activity() && !chip->allFinished()) break;
+    }
+  } else {
+    sc_core::sc_start();
+  }
+  SimResult r;
+  r.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  r.halted = true;
+  for (int c = 0; c < chip->numCores(); ++c) {
+    TensorCore& core = chip->core(c);
+    r.cores.push_back(core.stats());
+    if (core.fault() && !r.fault) r.fault = core.fault();
+    if (!core.halted()) r.halted = false;
+    r.cycles = std::max(r.cycles, core.halted() ? core.stats().haltCycle + 1 : core.cycle());
+  }
+  if (!r.halted && !r.fault) {
+    // SystemC ran out of events with a core still waiting: nothing can wake it.
+    for (int c = 0; c < chip->numCores(); ++c) {
+      TensorCore& core = chip->core(c);
+      if (core.finished()) continue;
+      FaultInfo f;
+      f.kind = "deadlock";
+      f.message = core.waitingFor().empty()
+                      ? "the simulation ran out of events with the core not halted"
+                      : core.waitingFor() + ", but nothing is left that could complete";
+      f.cycle = core.cycle();
+      f.core = c;
+      f.bundle = core.pc();
+      f.unit = "core";
+      r.fault = f;
+      break;
+    }
+  }
+  // Per-op stats summed over cores.
+  for (size_t i = 0; i <= program_.debugMap.size(); ++i) {
+    OpReport op;
+    op.name = i < program_.debugMap.size() ? program_.debugMap[i].opName : "(no op)";
+    for (const CoreStats& cs : r.cores) {
+      const OpStats& s = cs.ops[i];
+      op.stats.cycles += s.cycles;
+      op.stats.bundles += s.bundles;
+      op.stats.flops += s.flops;
+      op.stats.vmemBytes += s.vmemBytes;
+      op.stats.dmaBytes += s.dmaBytes;
+    }
+    if (op.stats.bundles > 0 || i < program_.debugMap.size()) r.ops.push_back(op);
+  }
+  r.dma = chip->dmaReport();
+  if (options_.functional)
+    for (const isa::BufferDesc& b : program_.buffers)
+      if (b.role == isa::BufferRole::Output) r.outputs[b.name] = loadBuffer(chip->memory(), b);
+  if (trace_) r.traceEvents = int64_t(trace_->eventCount());
+  return r;
+}
+
+}  // namespace tpusim::sim
+
+// libsystemc's own main() calls sc_main; our tools and tests have their own
+// main() and call Simulation instead, but the shared library still needs the
+// symbol to link.
+int sc_main(int, char**) { return 0; }

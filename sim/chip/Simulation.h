@@ -1,0 +1,85 @@
+// Runs one program on one chip: loads the data segments, places the input
+// buffers (.npy or seeded random data), runs SystemC until every core halts
+// (or one faults), and collects outputs and statistics. The tpusim tool and
+// the tests use this; neither touches SystemC directly.
+//
+// SystemC allows one elaboration per kernel context; each Simulation::run()
+// starts from a fresh context, so a process may run several simulations one
+// after the other (never two at once).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "isa/Program.h"
+#include "isa/support/Npy.h"
+#include "sim/chip/Chip.h"
+#include "sim/config/ChipConfig.h"
+#include "sim/core/CoreStats.h"
+#include "sim/core/SimFault.h"
+#include "sim/trace/TraceRecorder.h"
+
+namespace tpusim::sim {
+
+struct SimOptions {
+  bool functional = true;
+  bool strict = false;
+  bool referenceStepping = false;
+  int64_t maxCycles = int64_t(1) << 40;
+  int64_t quantum = 10000;
+  uint64_t seed = 1;
+  MxuModelKind mxuKind = MxuModelKind::Model;
+  bool trace = false;
+  size_t traceEventsPerTrack = 200000;
+  // Called every `progressEvery` host milliseconds with (cycle, pc) while running.
+  std::function<void(int64_t cycle)> progress;
+  DmaFactory dmaFactory;  // makeChipDma for the real DMA + HBM model
+};
+
+struct OpReport {
+  std::string name;  // debug-map op name ("(no op)" for bundles outside the map)
+  OpStats stats;
+};
+
+struct SimResult {
+  bool halted = false;             // every core halted
+  std::optional<FaultInfo> fault;  // the first fault, if any
+  int64_t cycles = 0;              // last halt cycle + 1 (or the fault cycle)
+  std::vector<CoreStats> cores;
+  std::vector<OpReport> ops;  // summed over cores, in debug-map order
+  DmaReport dma;
+  std::map<std::string, npy::Array> outputs;  // functional runs only
+  double hostSeconds = 0;
+  int64_t traceEvents = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(ChipConfig chip, isa::Program program, SimOptions options);
+  ~Simulation();
+
+  // Supplies an input buffer (checked against the program's buffer now);
+  // throws std::runtime_error naming the buffer on a mismatch or unknown name.
+  void setInput(const std::string& name, const npy::Array& array, const std::string& source);
+
+  SimResult run();
+  // The trace of the last run (null unless options.trace).
+  const TraceRecorder* trace() const { return trace_.get(); }
+  const ChipConfig& chip() const { return chip_; }
+  const isa::Program& program() const { return program_; }
+
+ private:
+  ChipConfig chip_;
+  isa::Program program_;
+  SimOptions options_;
+  std::map<std::string, std::vector<uint8_t>> inputs_;
+  std::unique_ptr<TraceRecorder> trace_;
+};
+
+// Makes the next SystemC elaboration start from a fresh kernel context.
+void resetSystemC();
+
+}  // namespace tpusim::sim

@@ -1,0 +1,506 @@
+// Executing one bundle at its issue cycle: every op reads its operands now;
+// register writes are staged and applied together at the end, so ops of one
+// bundle never see each other's results. The scoreboard then marks each
+// destination readable at issue + latency.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "isa/support/Numerics.h"
+#include "sim/core/TensorCore.h"
+#include "sim/vpu/VpuSemantics.h"
+
+// An opcode without a case here reaches an "internal" fault, which the
+// every-opcode test (testbench/unit/core/CoreOpcodeCoverageTest.cpp) catches.
+
+namespace tpusim::sim {
+
+using isa::Opcode;
+
+namespace {
+
+MxuDtype dtypeOf(Opcode op) {
+  switch (op) {
+    case Opcode::MxuWPushS8:
+    case Opcode::MxuWPushTS8:
+    case Opcode::MxuMmS8:
+    case Opcode::MxuMmaS8:
+      return MxuDtype::S8;
+    default:
+      return MxuDtype::Bf16;
+  }
+}
+
+// FLOPs a vector ALU op contributes to the op profile (f32 arithmetic only).
+bool isFlop(Opcode op) {
+  switch (op) {
+    case Opcode::VAddF32:
+    case Opcode::VSubF32:
+    case Opcode::VMulF32:
+    case Opcode::VMaxF32:
+    case Opcode::VMinF32:
+    case Opcode::VExpF32:
+    case Opcode::VLogF32:
+    case Opcode::VRsqrtF32:
+    case Opcode::VRcpF32:
+    case Opcode::VTanhF32:
+    case Opcode::VSqrtF32:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool TensorCore::vmemRow(const DecodedOp& op, int sublane, int64_t* row) const {
+  int64_t base = int64_t(sregs_[op.ssrc[0]]) + op.imm[0];
+  if (op.op == Opcode::VStM) {
+    *row = base + sublane;
+    return true;
+  }
+  if (!((op.imm[2] >> sublane) & 1)) return false;
+  *row = base + sublane * op.imm[1];
+  return true;
+}
+
+int64_t TensorCore::execute(const DecodedBundle& b, int64_t t) {
+  numSWrites_ = numVWrites_ = numMWrites_ = 0;
+  int64_t nextPc = pc_ + 1;
+  const DecodedOp* ops = &decoded_.ops[b.firstOp];
+  for (uint32_t i = 0; i < b.numOps; ++i) {
+    const DecodedOp& op = ops[i];
+    switch (op.slot) {
+      case isa::SlotKind::Scalar:
+        executeScalar(op, t, &nextPc);
+        break;
+      case isa::SlotKind::VectorAlu:
+        executeVectorAlu(op, t);
+        break;
+      case isa::SlotKind::VectorLoad:
+        executeLoad(op, t);
+        break;
+      case isa::SlotKind::VectorStore:
+        executeStore(op, t);
+        break;
+      case isa::SlotKind::MatrixPush:
+      case isa::SlotKind::MatrixPop:
+        executeMxu(op, t);
+        break;
+      case isa::SlotKind::Xlu:
+        executeXlu(op, t);
+        break;
+      case isa::SlotKind::Misc:
+        executeMisc(op, t);
+        if (halted_) return nextPc;
+        break;
+    }
+  }
+  commit();
+  bool wide = chip_.mxu.size > isa::kLanes;
+  for (uint32_t i = 0; i < b.numOps; ++i) {
+    const DecodedOp& op = ops[i];
+    if (op.dst < 0) continue;
+    ready_[op.dst] = t + op.latency;
+    if (wide && op.op == Opcode::MxuPop && op.dst + 1 < kScoreboardMaskBase)
+      ready_[op.dst + 1] = t + op.latency;
+  }
+  return nextPc;
+}
+
+void TensorCore::commit() {
+  for (int i = 0; i < numSWrites_; ++i) sregs_[sWrites_[i].reg] = sWrites_[i].value;
+  for (int i = 0; i < numVWrites_; ++i) vregs_[vStageReg_[i]] = vStage_[i];
+  for (int i = 0; i < numMWrites_; ++i) masks_[mStageReg_[i]] = mStage_[i];
+}
+
+// ---- Scalar unit -------------------------------------------------------------------
+
+void TensorCore::executeScalar(const DecodedOp& op, int64_t t, int64_t* nextPc) {
+  ++stats_.scalarOps;
+  auto s = [&](int i) { return sregs_[op.ssrc[i]]; };
+  auto si = [&](int i) { return int32_t(sregs_[op.ssrc[i]]); };
+  auto write = [&](uint32_t v) { sWrites_[numSWrites_++] = {op.dst - kScoreboardScalarBase, v}; };
+  auto smemWord = [&](int64_t word, bool isWrite) {
+    if (word < 0 || uint64_t(word) >= memory_.smem(id_).words())
+      fault("smem-out-of-bounds",
+            fmt::format("SMEM {} of word {} is out of bounds (SMEM holds {} words)",
+                        isWrite ? "write" : "read", word, memory_.smem(id_).words()),
+            &op, "smem", word * 4);
+    ++stats_.smemAccesses;
+    return uint64_t(word);
+  };
+  auto branchTo = [&](int64_t target) {
+    *nextPc = target;
+    branchUntil_ = t + 1 + chip_.core.branch_penalty;
+  };
+  switch (op.op) {
+    case Opcode::SAdd:
+      write(s(0) + s(1));
+      return;
+    case Opcode::SSub:
+      write(s(0) - s(1));
+      return;
+    case Opcode::SMul:
+      write(s(0) * s(1));
+      return;
+    case Opcode::SAnd:
+      write(s(0) & s(1));
+      return;
+    case Opcode::SOr:
+      write(s(0) | s(1));
+      return;
+    case Opcode::SXor:
+      write(s(0) ^ s(1));
+      return;
+    case Opcode::SShl:
+      write(s(0) << (s(1) & 31));
+      return;
+    case Opcode::SShr:
+      write(s(0) >> (s(1) & 31));
+      return;
+    case Opcode::SSra:
+      write(uint32_t(si(0) >> (s(1) & 31)));
+      return;
+    case Opcode::SMin:
+      write(uint32_t(std::min(si(0), si(1))));
+      return;
+    case Opcode::SMax:
+      write(uint32_t(std::max(si(0), si(1))));
+      return;
+    case Opcode::SAddI:
+      write(s(0) + uint32_t(op.imm[0]));
+      return;
+    case Opcode::SMulI:
+      write(s(0) * uint32_t(op.imm[0]));
+      return;
+    case Opcode::SShlI:
+      write(s(0) << (op.imm[0] & 31));
+      return;
+    case Opcode::SShrI:
+      write(s(0) >> (op.imm[0] & 31));
+      return;
+    case Opcode::SLi:
+      write(uint32_t(op.imm[0]));
+      return;
+    case Opcode::SCmpEq:
+      write(s(0) == s(1));
+      return;
+    case Opcode::SCmpNe:
+      write(s(0) != s(1));
+      return;
+    case Opcode::SCmpLt:
+      write(si(0) < si(1));
+      return;
+    case Opcode::SCmpLe:
+      write(si(0) <= si(1));
+      return;
+    case Opcode::SCmpLtu:
+      write(s(0) < s(1));
+      return;
+    case Opcode::SSel:
+      write(s(0) != 0 ? s(1) : s(2));
+      return;
+    case Opcode::SLd: {
+      uint64_t w = smemWord(int64_t(s(0)) + op.imm[0], false);
+      uint32_t value = 0;
+      memory_.smem(id_).readWord(w, &value);
+      write(value);
+      return;
+    }
+    case Opcode::SSt: {
+      uint64_t w = smemWord(int64_t(s(1)) + op.imm[0], true);
+      memory_.smem(id_).writeWord(w, s(0));
+      return;
+    }
+    case Opcode::Jmp:
+      branchTo(op.imm[0]);
+      return;
+    case Opcode::BrNz:
+      if (s(0) != 0) branchTo(op.imm[0]);
+      return;
+    case Opcode::BrZ:
+      if (s(0) == 0) branchTo(op.imm[0]);
+      return;
+    case Opcode::Loop: {
+      uint32_t left = s(0) - 1;
+      write(left);
+      if (left != 0) branchTo(op.imm[0]);
+      return;
+    }
+    default:
+      fault("internal", "scalar slot holds a non-scalar op", &op, "scalar");
+  }
+}
+
+// ---- Vector ALU --------------------------------------------------------------------
+
+void TensorCore::executeVectorAlu(const DecodedOp& op, int64_t t) {
+  ++stats_.valuOps;
+  const isa::OpcodeInfo& info = isa::opcodeInfo(op.op);
+  if (info.latency == isa::LatencyClass::VectorTrans) {
+    eupFreeAt_ = t + chip_.vpu.transcendental_interval;
+    ++stats_.transcendentalOps;
+    stats_.transcendentalBusy += chip_.vpu.transcendental_interval;
+  }
+  if (isFlop(op.op)) stats_.ops[currentOp()].flops += isa::kSublanes * isa::kLanes;
+  if (trace_) trace_->interval(traceVpu_, info.mnemonic, t, t + 1);
+  if (!options_.functional) return;
+  VpuInputs in;
+  if (op.numV > 0) in.a = &vregs_[op.vsrc[0]];
+  if (op.numV > 1) in.b = &vregs_[op.vsrc[1]];
+  if (op.numM > 0) in.ma = &masks_[op.msrc[0]];
+  if (op.numM > 1) in.mb = &masks_[op.msrc[1]];
+  if (op.numS > 0) in.scalar = sregs_[op.ssrc[0]];
+  in.imm = uint32_t(op.imm[0]);
+  bool toMask = op.dst >= kScoreboardMaskBase;
+  VregData& vd = toMask ? scratch_ : vStage_[numVWrites_];
+  MaskData& md = toMask ? mStage_[numMWrites_] : scratchMask_;
+  if (!sim::executeVectorAlu(op.op, in, vd, md))
+    fault("internal", "vector ALU op without semantics", &op, "vpu");
+  if (toMask) {
+    mStageReg_[numMWrites_++] = op.dst - kScoreboardMaskBase;
+  } else {
+    vStageReg_[numVWrites_++] = op.dst - kScoreboardVectorBase;
+  }
+}
+
+// ---- VMEM loads and stores -----------------------------------------------------------
+
+void TensorCore::executeLoad(const DecodedOp& op, int64_t t) {
+  ++stats_.vldOps;
+  VregData* dst = options_.functional ? &vStage_[numVWrites_] : nullptr;
+  if (dst) dst->fill(0);
+  mem::SparseMemory& vmem = memory_.vmem(id_);
+  int rows = 0;
+  for (int s = 0; s < isa::kSublanes; ++s) {
+    int64_t row;
+    if (!vmemRow(op, s, &row)) continue;
+    if (row < 0 || row >= chip_.vmem.rows())
+      fault(
+          "vmem-out-of-bounds",
+          fmt::format("vector load of VMEM row {} (sublane {}) is out of bounds (VMEM has {} rows)",
+                      row, s, chip_.vmem.rows()),
+          &op, "vmem", row * isa::kVmemRowBytes);
+    ++rows;
+    if (dst) vmem.read(uint64_t(row) * isa::kVmemRowBytes, &at(*dst, s, 0), isa::kVmemRowBytes);
+  }
+  stats_.vmemBytesRead += rows * isa::kVmemRowBytes;
+  stats_.ops[currentOp()].vmemBytes += rows * isa::kVmemRowBytes;
+  if (dst) vStageReg_[numVWrites_++] = op.dst - kScoreboardVectorBase;
+}
+
+void TensorCore::executeStore(const DecodedOp& op, int64_t t) {
+  ++stats_.vstOps;
+  mem::SparseMemory& vmem = memory_.vmem(id_);
+  const VregData& src = vregs_[op.vsrc[0]];
+  int rows = 0;
+  int64_t visible = t + chip_.latency.of(isa::LatencyClass::VectorStore);
+  for (int s = 0; s < isa::kSublanes; ++s) {
+    int64_t row;
+    if (!vmemRow(op, s, &row)) continue;
+    if (row < 0 || row >= chip_.vmem.rows())
+      fault("vmem-out-of-bounds",
+            fmt::format("vector store to VMEM row {} (sublane {}) is out of bounds (VMEM has {} "
+                        "rows)",
+                        row, s, chip_.vmem.rows()),
+            &op, "vmem", row * isa::kVmemRowBytes);
+    ++rows;
+    rowReady_[row] = std::max(rowReady_[row], visible);
+    if (!options_.functional) continue;
+    uint64_t addr = uint64_t(row) * isa::kVmemRowBytes;
+    if (op.op == Opcode::VStM) {
+      const MaskData& m = masks_[op.msrc[0]];
+      for (int l = 0; l < isa::kLanes; ++l)
+        if (maskBit(m, s * isa::kLanes + l))
+          vmem.write(addr + 4 * l, src.data() + s * isa::kLanes + l, 4);
+    } else {
+      vmem.write(addr, src.data() + s * isa::kLanes, isa::kVmemRowBytes);
+    }
+  }
+  stats_.vmemBytesWritten += rows * isa::kVmemRowBytes;
+  stats_.ops[currentOp()].vmemBytes += rows * isa::kVmemRowBytes;
+}
+
+// ---- MXU -------------------------------------------------------------------------------
+
+void TensorCore::executeMxu(const DecodedOp& op, int64_t t) {
+  int m = int(op.unit);
+  MxuUnit& mxu = *mxus_[m];
+  bool wide = mxu.size() > isa::kLanes;
+  VregIn in;
+  if (op.numV > 0) {
+    in.lo = &vregs_[op.vsrc[0]];
+    if (wide) {
+      if (op.vsrc[0] + 1 >= int(vregs_.size()))
+        fault("invalid-register",
+              fmt::format("v{} is the last vector register: a {}-wide MXU row needs v{} too",
+                          op.vsrc[0], mxu.size(), op.vsrc[0] + 1),
+              &op, fmt::format("mxu{}", m));
+      in.hi = &vregs_[op.vsrc[0] + 1];
+    }
+  }
+  MxuStatus st;
+  const char* what = "";
+  switch (op.op) {
+    case Opcode::MxuWPushBf16:
+    case Opcode::MxuWPushS8:
+    case Opcode::MxuWPushTBf16:
+    case Opcode::MxuWPushTS8: {
+      bool transposed = op.op == Opcode::MxuWPushTBf16 || op.op == Opcode::MxuWPushTS8;
+      st = mxu.weightPush(uint64_t(t), in, transposed, dtypeOf(op.op));
+      stats_.mxuWeightBusy[m] += isa::kSublanes;
+      what = "wpush";
+      break;
+    }
+    case Opcode::MxuLatch:
+      st = mxu.latch(uint64_t(t));
+      what = "latch";
+      break;
+    case Opcode::MxuMmBf16:
+    case Opcode::MxuMmaBf16:
+    case Opcode::MxuMmS8:
+    case Opcode::MxuMmaS8: {
+      bool acc = op.op == Opcode::MxuMmaBf16 || op.op == Opcode::MxuMmaS8;
+      st = mxu.matmul(uint64_t(t), in, dtypeOf(op.op), int(op.unit2), acc);
+      if (st.ok()) lastMm_[m][op.unit2] = t;
+      int64_t macs = int64_t(isa::kSublanes) * mxu.size() * mxu.size();
+      stats_.mxuLhsBusy[m] += isa::kSublanes;
+      stats_.mxuMacs[m] += macs;
+      stats_.ops[currentOp()].flops += 2.0 * double(macs);
+      what = "mm";
+      break;
+    }
+    case Opcode::MxuPop: {
+      VregOut out;
+      out.lo = &vStage_[numVWrites_];
+      vStageReg_[numVWrites_++] = op.dst - kScoreboardVectorBase;
+      if (wide) {
+        out.hi = &vStage_[numVWrites_];
+        vStageReg_[numVWrites_++] = op.dst - kScoreboardVectorBase + 1;
+      }
+      st = mxu.pop(uint64_t(t), int(op.unit2), out);
+      if (!options_.functional) numVWrites_ -= wide ? 2 : 1;
+      what = "pop";
+      break;
+    }
+    default:
+      fault("internal", "matrix slot holds a non-MXU op", &op, "mxu");
+  }
+  if (!st.ok()) fault("mxu-fault", st.fault, &op, fmt::format("mxu{}", m));
+  if (trace_ && op.op != Opcode::MxuPop)
+    trace_->interval(traceMxu_[m], what, t, t + (op.op == Opcode::MxuLatch ? 1 : isa::kSublanes));
+}
+
+// ---- XLU -------------------------------------------------------------------------------
+
+void TensorCore::executeXlu(const DecodedOp& op, int64_t t) {
+  ++stats_.xluOps;
+  std::string error;
+  int64_t busy = 0;
+  switch (op.op) {
+    case Opcode::XluTrPush:
+      busy = chip_.xlu.transpose_push_interval;
+      transposeFreeAt_ = t + busy;
+      if (!transpose_.push(vregs_[op.vsrc[0]], &error))
+        fault("xlu-transpose", error, &op, "xlu.transpose");
+      break;
+    case Opcode::XluTrPop: {
+      busy = chip_.xlu.transpose_pop_interval;
+      transposeFreeAt_ = t + busy;
+      VregData& out = vStage_[numVWrites_];
+      if (!transpose_.pop(out, &error)) fault("xlu-transpose", error, &op, "xlu.transpose");
+      if (options_.functional) vStageReg_[numVWrites_++] = op.dst - kScoreboardVectorBase;
+      break;
+    }
+    case Opcode::XluRotLane:
+    case Opcode::XluRotSub:
+    case Opcode::XluPerm:
+    case Opcode::XluSumF32:
+    case Opcode::XluMaxF32:
+    case Opcode::XluSumS32:
+    case Opcode::XluMaxS32: {
+      bool reduce = isa::opcodeInfo(op.op).latency == isa::LatencyClass::XluReduce;
+      busy = reduce ? chip_.xlu.reduce_interval : chip_.xlu.permute_interval;
+      auto unit = std::min_element(xluFreeAt_.begin(), xluFreeAt_.end());
+      *unit = t + busy;
+      if (!options_.functional) break;
+      const VregData& a = vregs_[op.vsrc[0]];
+      const VregData& b = op.numV > 1 ? vregs_[op.vsrc[1]] : a;
+      uint32_t scalar = op.numS > 0 ? sregs_[op.ssrc[0]] : 0;
+      if (!executeXluPermuteOrReduce(op.op, a, b, scalar, uint32_t(op.imm[0]),
+                                     vStage_[numVWrites_]))
+        fault("internal", "XLU op without semantics", &op, "xlu");
+      vStageReg_[numVWrites_++] = op.dst - kScoreboardVectorBase;
+      break;
+    }
+    default:
+      fault("internal", "XLU slot holds a non-XLU op", &op, "xlu");
+  }
+  stats_.xluBusy += busy;
+  if (trace_) trace_->interval(traceXlu_, isa::opcodeInfo(op.op).mnemonic, t, t + busy);
+}
+
+// ---- Misc: DMA, sync flags, marks, halt ------------------------------------------------
+
+void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
+  switch (op.op) {
+    case Opcode::Dma: {
+      uint64_t word = sregs_[op.ssrc[0]];
+      mem::Smem& smem = memory_.smem(id_);
+      if (word + isa::kDmaDescriptorWords > smem.words())
+        fault("smem-out-of-bounds",
+              fmt::format("DMA descriptor at SMEM word {} runs past the end of SMEM ({} words)",
+                          word, smem.words()),
+              &op, "smem", int64_t(word * 4));
+      uint32_t words[isa::kDmaDescriptorWords];
+      for (int i = 0; i < isa::kDmaDescriptorWords; ++i) smem.readWord(word + i, &words[i]);
+      isa::DmaDescriptor desc;
+      std::string error;
+      if (!isa::DmaDescriptor::unpack(words, &desc, &error))
+        fault("dma-descriptor",
+              fmt::format("malformed DMA descriptor at SMEM word {}: {}", word, error), &op, "dma",
+              int64_t(word * 4));
+      if (desc.dstChip != isa::kDmaLocalChip)
+        fault("dma-descriptor",
+              fmt::format("DMA descriptor at SMEM word {} targets chip {}: remote DMA (ICI) is not "
+                          "modelled yet",
+                          word, desc.dstChip),
+              &op, "dma", int64_t(word * 4));
+      std::string problem = dma_.issue(id_, int(op.unit2), int(op.unit), desc, t);
+      if (!problem.empty()) fault("dma-fault", problem, &op, fmt::format("dma q{}", op.unit2));
+      ++queueOutstanding_[op.unit2];
+      ++flagOutstanding_[op.unit];
+      ++dmaOutstanding_;
+      ++stats_.dmaIssued;
+      stats_.dmaBytes += int64_t(desc.totalBytes());
+      stats_.ops[currentOp()].dmaBytes += int64_t(desc.totalBytes());
+      return;
+    }
+    case Opcode::SyncWait:
+      flags_[op.unit] -= uint32_t(op.imm[0]);
+      return;
+    case Opcode::SyncSignal:
+      flags_[op.unit] += uint32_t(op.imm[0]);
+      return;
+    case Opcode::SyncSet:
+      flags_[op.unit] = uint32_t(op.imm[0]);
+      return;
+    case Opcode::SyncRead:
+      sWrites_[numSWrites_++] = {op.dst - kScoreboardScalarBase, flags_[op.unit]};
+      return;
+    case Opcode::Fence:
+      return;
+    case Opcode::Mark:
+      markOp_ = int(op.imm[0]);
+      return;
+    case Opcode::Halt:
+      commit();
+      finishRun(t);
+      return;
+    default:
+      fault("internal", "misc slot holds a non-misc op", &op, "misc");
+  }
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,45 @@
+// Counters one TensorCore accumulates during a run. Plain integers only: the
+// stats writer (sim/chip) turns them into JSON with derived utilizations.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "isa/Isa.h"
+#include "sim/core/StallCause.h"
+
+namespace tpusim::sim {
+
+// Per debug-map op (index = DebugEntry index; the last entry is "no op").
+struct OpStats {
+  int64_t cycles = 0;  // cycles from each of its bundles' issue to the next issue
+  int64_t bundles = 0;
+  double flops = 0;       // MXU MACs * 2 plus one per element of f32 vector arithmetic
+  int64_t vmemBytes = 0;  // vector loads and stores
+  int64_t dmaBytes = 0;   // bytes of DMAs it issued
+};
+
+struct CoreStats {
+  int64_t haltCycle = -1;  // cycle at which the halt completed
+  int64_t bundlesIssued = 0;
+  std::array<int64_t, kNumStallCauses> stalls{};
+  // Busy cycles per unit.
+  std::array<int64_t, isa::kMaxMxus> mxuLhsBusy{};     // LHS port occupied (8 per mm/mma)
+  std::array<int64_t, isa::kMaxMxus> mxuWeightBusy{};  // weight port occupied
+  std::array<int64_t, isa::kMaxMxus> mxuMacs{};
+  int64_t valuOps = 0;  // vector ALU ops issued (each takes one slot-cycle)
+  int64_t transcendentalOps = 0;
+  int64_t transcendentalBusy = 0;
+  int64_t xluOps = 0;
+  int64_t xluBusy = 0;  // unit-cycles (summed over XLUs and the transpose unit)
+  int64_t vldOps = 0, vstOps = 0;
+  int64_t vmemBytesRead = 0, vmemBytesWritten = 0;
+  int64_t smemAccesses = 0;
+  int64_t scalarOps = 0;
+  int64_t dmaIssued = 0;
+  int64_t dmaBytes = 0;
+  std::vector<OpStats> ops;  // debugMap.size() + 1 entries
+};
+
+}  // namespace tpusim::sim

@@ -1,0 +1,187 @@
+#include "sim/core/DecodedProgram.h"
+
+#include <fmt/format.h>
+
+namespace tpusim::sim {
+namespace {
+
+using isa::OperandClass;
+using isa::OperandKind;
+
+int enabledSlots(const ChipConfig& chip, isa::SlotKind kind) {
+  switch (kind) {
+    case isa::SlotKind::Scalar:
+      return int(chip.core.scalar_slots);
+    case isa::SlotKind::VectorAlu:
+      return int(chip.core.valu_slots);
+    case isa::SlotKind::VectorLoad:
+      return int(chip.core.vld_slots);
+    case isa::SlotKind::VectorStore:
+      return int(chip.core.vst_slots);
+    default:
+      return isa::slotInfo(kind).count;
+  }
+}
+
+// Checks one operand value against the preset; returns "" or the problem.
+std::string checkAgainstChip(OperandKind kind, int64_t value, const ChipConfig& chip) {
+  switch (isa::operandInfo(kind).cls) {
+    case OperandClass::VectorReg:
+      // A 256-wide MXU reads/writes va+1 as well; that is checked at execution.
+      if (value >= chip.core.vector_regs)
+        return fmt::format("v{} does not exist on this chip ({} vector registers)", value,
+                           chip.core.vector_regs);
+      break;
+    case OperandClass::Flag:
+      if (value >= chip.core.sync_flags)
+        return fmt::format("f{} does not exist on this chip ({} sync flags)", value,
+                           chip.core.sync_flags);
+      break;
+    case OperandClass::Mxu:
+      if (value >= chip.mxu.count)
+        return fmt::format("mxu{} does not exist on this chip ({} MXUs)", value, chip.mxu.count);
+      break;
+    case OperandClass::Acc:
+      if (value >= chip.mxu.acc_slots)
+        return fmt::format("a{} does not exist on this chip ({} result slots)", value,
+                           chip.mxu.acc_slots);
+      break;
+    case OperandClass::Queue:
+      if (value >= chip.dma.queues)
+        return fmt::format("q{} does not exist on this chip ({} DMA queues)", value,
+                           chip.dma.queues);
+      break;
+    default:
+      break;
+  }
+  return "";
+}
+
+int scoreboardIndex(OperandClass cls, int64_t value) {
+  switch (cls) {
+    case OperandClass::ScalarReg:
+      return kScoreboardScalarBase + int(value);
+    case OperandClass::VectorReg:
+      return kScoreboardVectorBase + int(value);
+    case OperandClass::MaskReg:
+      return kScoreboardMaskBase + int(value);
+    default:
+      return -1;
+  }
+}
+
+}  // namespace
+
+std::string slotName(int slotInstance) {
+  const isa::SlotInstance& s = isa::kSlotLayout[slotInstance];
+  return fmt::format("{}{}", isa::slotInfo(s.kind).name, s.index);
+}
+
+DecodedProgram decodeProgram(const isa::Program& program, const ChipConfig& chip) {
+  DecodedProgram out;
+  out.bundles.resize(program.code.size());
+  out.debugEntry.assign(program.code.size(), -1);
+  for (size_t e = 0; e < program.debugMap.size(); ++e)
+    for (uint32_t b = program.debugMap[e].begin;
+         b < program.debugMap[e].end && b < program.code.size(); ++b)
+      if (out.debugEntry[b] < 0) out.debugEntry[b] = int32_t(e);
+
+  for (size_t b = 0; b < program.code.size(); ++b) {
+    DecodedBundle& db = out.bundles[b];
+    db.firstOp = uint32_t(out.ops.size());
+    bool written[kScoreboardSize] = {};
+    int transcendental = 0;
+    for (int si = 0; si < isa::kNumSlotInstances; ++si) {
+      const isa::Instruction& inst = program.code[b].slots[si];
+      if (inst.empty()) continue;
+      const isa::OpcodeInfo& info = inst.info();
+      auto invalid = [&](std::string why) {
+        if (db.invalid.empty()) {
+          db.invalid = std::move(why);
+          db.invalidSlot = slotName(si);
+        }
+      };
+      DecodedOp op;
+      op.op = inst.op;
+      op.slot = info.slot;
+      op.slotInstance = uint8_t(si);
+      op.slotIndex = uint8_t(isa::kSlotLayout[si].index);
+      op.latency = int32_t(chip.latency.of(info.latency));
+      if (info.slot != isa::kSlotLayout[si].kind)
+        invalid(fmt::format("{} is not a {} op", info.mnemonic,
+                            isa::slotInfo(isa::kSlotLayout[si].kind).name));
+      if (op.slotIndex >= enabledSlots(chip, info.slot))
+        invalid(fmt::format("slot {} is not enabled on this chip ({} {} slots)", slotName(si),
+                            enabledSlots(chip, info.slot), isa::slotInfo(info.slot).name));
+      int numImm = 0, numUnit = 0;
+      for (int k = 0; k < info.numOperands; ++k) {
+        OperandKind kind = info.operands[k];
+        const isa::OperandInfo& oi = isa::operandInfo(kind);
+        int64_t value = inst.operands[k];
+        std::string problem = checkAgainstChip(kind, value, chip);
+        if (!problem.empty()) invalid(problem);
+        int sb = scoreboardIndex(oi.cls, value);
+        bool reads = oi.access == isa::Access::Read || oi.access == isa::Access::ReadWrite;
+        bool writes = oi.access == isa::Access::Write || oi.access == isa::Access::ReadWrite;
+        switch (oi.cls) {
+          case OperandClass::ScalarReg:
+            if (reads) op.ssrc[op.numS++] = uint8_t(value);
+            break;
+          case OperandClass::VectorReg:
+            if (reads) op.vsrc[op.numV++] = uint8_t(value);
+            break;
+          case OperandClass::MaskReg:
+            if (reads) op.msrc[op.numM++] = uint8_t(value);
+            break;
+          case OperandClass::Flag:
+          case OperandClass::Mxu:
+          case OperandClass::Acc:
+          case OperandClass::Queue:
+            (numUnit++ == 0 ? op.unit : op.unit2) = value;
+            break;
+          default:
+            if (numImm < 3) op.imm[numImm++] = value;
+            break;
+        }
+        if (sb >= 0 && reads && op.numReads < 4) op.reads[op.numReads++] = uint8_t(sb);
+        if (sb >= 0 && writes) {
+          op.dst = int16_t(sb);
+          if (written[sb])
+            invalid(fmt::format(
+                "two writes to one register ({}) in one bundle",
+                sb >= kScoreboardMaskBase     ? fmt::format("m{}", sb - kScoreboardMaskBase)
+                : sb >= kScoreboardVectorBase ? fmt::format("v{}", sb - kScoreboardVectorBase)
+                                              : fmt::format("s{}", sb)));
+          written[sb] = true;
+        }
+      }
+      // mxu.pop on a 256-wide MXU writes vd and vd+1.
+      if (inst.op == isa::Opcode::MxuPop && chip.mxu.size > 128 && op.dst >= 0 &&
+          op.dst + 1 - kScoreboardVectorBase >= chip.core.vector_regs)
+        invalid(fmt::format("mxu.pop on a {}-wide MXU writes v{} and v{}, which does not exist",
+                            chip.mxu.size, op.dst - kScoreboardVectorBase,
+                            op.dst + 1 - kScoreboardVectorBase));
+      if (isa::opcodeInfo(inst.op).latency == isa::LatencyClass::Branch) {
+        if (db.hasBranch) invalid("two branches in one bundle");
+        db.hasBranch = true;
+      }
+      if (info.latency == isa::LatencyClass::VectorTrans && ++transcendental > 1)
+        invalid("two transcendental ops in one bundle (the core has one transcendental unit)");
+      switch (inst.op) {
+        case isa::Opcode::Dma:
+        case isa::Opcode::SyncWait:
+        case isa::Opcode::Fence:
+        case isa::Opcode::Halt:
+          db.needsSync = true;
+          break;
+        default:
+          break;
+      }
+      out.ops.push_back(op);
+    }
+    db.numOps = uint8_t(out.ops.size() - db.firstOp);
+  }
+  return out;
+}
+
+}  // namespace tpusim::sim

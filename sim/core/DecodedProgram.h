@@ -1,0 +1,66 @@
+// The program decoded once, before the run, into the form the issue loop
+// wants: per bundle, its non-empty ops in slot order with their operands split
+// by class, the registers each reads and writes (one flat scoreboard index
+// space) and the latency from the preset. Anything the preset forbids (a
+// register, flag, MXU, slot instance the chip does not have, two writes to
+// one register) is recorded on the bundle and becomes a fault when, and only
+// when, the bundle is reached.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa/Program.h"
+#include "sim/config/ChipConfig.h"
+
+namespace tpusim::sim {
+
+// Flat register numbering for the scoreboard: s0..s31, then v0..v63, then m0..m7.
+constexpr int kScoreboardScalarBase = 0;
+constexpr int kScoreboardVectorBase = isa::kNumScalarRegs;
+constexpr int kScoreboardMaskBase = kScoreboardVectorBase + isa::kMaxVectorRegs;
+constexpr int kScoreboardSize = kScoreboardMaskBase + isa::kNumMaskRegs;
+
+struct DecodedOp {
+  isa::Opcode op = isa::Opcode::Nop;
+  isa::SlotKind slot = isa::SlotKind::Misc;
+  uint8_t slotInstance = 0;  // index into isa::kSlotLayout
+  uint8_t slotIndex = 0;     // index among the slots of its kind
+  int32_t latency = 0;       // cycles from issue until its result may be read
+  // Operands by class, in table order.
+  uint8_t numV = 0, numS = 0, numM = 0;
+  uint8_t vsrc[3] = {};  // vector sources
+  uint8_t ssrc[3] = {};  // scalar sources
+  uint8_t msrc[2] = {};  // mask sources
+  int16_t dst = -1;      // register written, as a scoreboard index (-1: none)
+  int64_t imm[3] = {};   // immediates (Simm/Uimm/Imm32/Target) in order
+  int64_t unit = 0;      // MXU, flag, or queue index (first unit-like operand)
+  int64_t unit2 = 0;     // acc slot, or queue index for dma
+  // Scoreboard entries read (sources) and checked for WAW (destinations).
+  uint8_t numReads = 0;
+  uint8_t reads[4] = {};
+};
+
+struct DecodedBundle {
+  uint32_t firstOp = 0;  // index into DecodedProgram::ops
+  uint8_t numOps = 0;
+  bool hasBranch = false;
+  bool needsSync = false;  // has a DMA, sync.wait, fence or halt: touches shared state
+  std::string invalid;     // non-empty: the bundle faults when reached (the reason)
+  std::string invalidSlot;
+};
+
+struct DecodedProgram {
+  std::vector<DecodedBundle> bundles;
+  std::vector<DecodedOp> ops;
+  // Per bundle: index into Program::debugMap of the entry holding it, or -1.
+  std::vector<int32_t> debugEntry;
+};
+
+DecodedProgram decodeProgram(const isa::Program& program, const ChipConfig& chip);
+
+// "valu1", "misc0": the name of a slot instance.
+std::string slotName(int slotInstance);
+
+}  // namespace tpusim::sim

@@ -1,0 +1,448 @@
+#include "sim/core/TensorCore.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tpusim::sim {
+
+using isa::Opcode;
+
+TensorCore::TensorCore(sc_core::sc_module_name name, int coreId, const ChipConfig& chip,
+                       const isa::Program& program, const DecodedProgram& decoded,
+                       mem::ChipMemory& memory, DmaPort& dma,
+                       std::vector<std::unique_ptr<MxuUnit>> mxus, TraceRecorder* trace,
+                       CoreOptions options)
+    : sc_core::sc_module(name),
+      id_(coreId),
+      chip_(chip),
+      program_(program),
+      decoded_(decoded),
+      memory_(memory),
+      dma_(dma),
+      mxus_(std::move(mxus)),
+      trace_(trace),
+      options_(options),
+      clock_(chip.core.clock_hz),
+      vregs_(size_t(chip.core.vector_regs)),
+      flags_(size_t(chip.core.sync_flags), 0),
+      transpose_(options.functional),
+      xluFreeAt_(size_t(chip.xlu.count), 0),
+      rowReady_(size_t(chip.vmem.rows()), 0),
+      flagOutstanding_(size_t(chip.core.sync_flags), 0) {
+  for (VregData& v : vregs_) v.fill(0);
+  for (auto& m : lastMm_) m.fill(-1);
+  stats_.ops.resize(program.debugMap.size() + 1);
+  dma_.onComplete(id_, [this](const DmaCompletion& done) {
+    DmaCompletion c = done;
+    // The cycle is taken from SystemC time here, so every DMA model reports alike.
+    c.completeCycle = clock_.cycleAtOrAfter(sc_core::sc_time_stamp());
+    completions_.push_back(c);
+    completionEvent_.notify(sc_core::SC_ZERO_TIME);
+  });
+  if (trace_) {
+    std::string proc = fmt::format("core{}", id_);
+    traceOps_ = trace_->track(proc, "ops");
+    traceStall_ = trace_->track(proc, "stalls");
+    traceSync_ = trace_->track(proc, "sync waits");
+    traceVpu_ = trace_->track(proc, "vpu");
+    traceXlu_ = trace_->track(proc, "xlu");
+    for (int i = 0; i < numMxus(); ++i) traceMxu_[i] = trace_->track(proc, fmt::format("mxu{}", i));
+    for (int q = 0; q < chip.dma.queues; ++q)
+      traceDma_[q] = trace_->track(proc, fmt::format("dma q{}", q));
+  }
+  SC_THREAD(thread);
+}
+
+void TensorCore::thread() {
+  try {
+    runLoop();
+  } catch (const SimFault& f) {
+    fault_ = f.info();
+    if (trace_) trace_->instant(traceOps_, "fault: " + f.info().kind, f.info().cycle);
+    waitingFor_.clear();
+    finishedEvent_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+int TensorCore::currentOp() const {
+  if (markOp_ >= 0 && size_t(markOp_) < program_.debugMap.size()) return markOp_;
+  int32_t e = pc_ < int64_t(decoded_.debugEntry.size()) ? decoded_.debugEntry[pc_] : -1;
+  return e >= 0 ? e : int(program_.debugMap.size());
+}
+
+std::string TensorCore::opNameAt(int64_t pc) const {
+  if (markOp_ >= 0 && size_t(markOp_) < program_.debugMap.size())
+    return program_.debugMap[markOp_].opName;
+  if (pc >= 0 && pc < int64_t(decoded_.debugEntry.size()) && decoded_.debugEntry[pc] >= 0)
+    return program_.debugMap[decoded_.debugEntry[pc]].opName;
+  return "";
+}
+
+void TensorCore::fault(const std::string& kind, const std::string& message, const DecodedOp* op,
+                       const std::string& unit, int64_t address) {
+  FaultInfo f;
+  f.kind = kind;
+  f.message = message;
+  f.cycle = now_;
+  f.core = id_;
+  f.bundle = pc_;
+  if (op) {
+    f.slot = slotName(op->slotInstance);
+    f.op = std::string(isa::opcodeInfo(op->op).mnemonic);
+  }
+  f.opName = opNameAt(pc_);
+  f.unit = unit;
+  f.address = address;
+  throw SimFault(std::move(f));
+}
+
+void TensorCore::chargeStall(StallCause cause, int64_t from, int64_t to, const DecodedOp* op) {
+  if (to <= from) return;
+  if (options_.strict && isStrictHazard(cause)) {
+    now_ = from;
+    fault("strict-hazard",
+          fmt::format("--strict: bundle {} stalls on {} ({} of {} cycles): the schedule should "
+                      "have placed the op later",
+                      pc_, stallCauseName(cause), op ? isa::opcodeInfo(op->op).mnemonic : "?",
+                      to - from),
+          op, op ? std::string(isa::slotInfo(op->slot).name) : "");
+  }
+  stats_.stalls[int(cause)] += to - from;
+  if (trace_) {
+    trace_->interval(cause == StallCause::SyncWait ? traceSync_ : traceStall_,
+                     stallCauseName(cause), from, to);
+  }
+}
+
+// ---- SystemC interaction -------------------------------------------------------
+
+void TensorCore::syncTo(int64_t cycle) {
+  sc_core::sc_time target = clock_.timeOf(cycle);
+  if (target > sc_core::sc_time_stamp()) wait(target - sc_core::sc_time_stamp());
+  lastSync_ = cycle;
+}
+
+void TensorCore::drainCompletions(int64_t cycle) {
+  size_t kept = 0;
+  for (size_t i = 0; i < completions_.size(); ++i) {
+    const DmaCompletion& d = completions_[i];
+    if (d.completeCycle >= cycle) {
+      completions_[kept++] = d;
+      continue;
+    }
+    flags_[d.flag] += 1;
+    --queueOutstanding_[d.queue];
+    --flagOutstanding_[d.flag];
+    --dmaOutstanding_;
+    if (trace_) trace_->interval(traceDma_[d.queue], "dma", d.issueCycle, d.completeCycle + 1);
+  }
+  completions_.resize(kept);
+}
+
+int64_t TensorCore::waitForCompletion(int64_t c) {
+  while (completions_.empty()) {
+    waitingFor_ = fmt::format("core {} waits at bundle {} for a DMA completion", id_, pc_);
+    wait(completionEvent_);
+  }
+  waitingFor_.clear();
+  int64_t first = completions_.front().completeCycle;
+  for (const DmaCompletion& d : completions_) first = std::min(first, d.completeCycle);
+  return std::max(c + 1, first + 1);
+}
+
+// ---- Hazards ---------------------------------------------------------------------
+
+bool TensorCore::opBlock(const DecodedOp& op, int64_t c, Block* block) {
+  // 1. Registers: sources (RAW) and the destination (WAW).
+  int64_t regs = 0;
+  for (int i = 0; i < op.numReads; ++i) regs = std::max(regs, ready_[op.reads[i]]);
+  if (op.dst >= 0) regs = std::max(regs, ready_[op.dst]);
+  bool wide = chip_.mxu.size > isa::kLanes;
+  if (wide) {
+    if (op.op == Opcode::MxuPop && op.dst + 1 < kScoreboardMaskBase)
+      regs = std::max(regs, ready_[op.dst + 1]);
+    if (op.slot == isa::SlotKind::MatrixPush && op.numV > 0 &&
+        kScoreboardVectorBase + op.vsrc[0] + 1 < kScoreboardMaskBase)
+      regs = std::max(regs, ready_[kScoreboardVectorBase + op.vsrc[0] + 1]);
+  }
+  if (regs > c) {
+    *block = {regs, StallCause::OperandNotReady};
+    return true;
+  }
+  // 2. The unit.
+  switch (op.slot) {
+    case isa::SlotKind::VectorAlu:
+      if (isa::opcodeInfo(op.op).latency == isa::LatencyClass::VectorTrans && eupFreeAt_ > c) {
+        *block = {eupFreeAt_, StallCause::VpuBusy};
+        return true;
+      }
+      return false;
+    case isa::SlotKind::VectorLoad: {
+      int64_t rows = 0;
+      for (int s = 0; s < isa::kSublanes; ++s) {
+        int64_t row;
+        if (!vmemRow(op, s, &row)) continue;
+        if (row >= 0 && row < int64_t(rowReady_.size())) rows = std::max(rows, rowReady_[row]);
+      }
+      if (rows > c) {
+        *block = {rows, StallCause::OperandNotReady};
+        return true;
+      }
+      return false;
+    }
+    case isa::SlotKind::MatrixPush: {
+      MxuUnit& m = *mxus_[op.unit];
+      uint64_t at;
+      switch (op.op) {
+        case Opcode::MxuWPushBf16:
+        case Opcode::MxuWPushS8:
+          at = m.weightPushReadyAt(false);
+          break;
+        case Opcode::MxuWPushTBf16:
+        case Opcode::MxuWPushTS8:
+          at = m.weightPushReadyAt(true);
+          break;
+        case Opcode::MxuLatch:
+          at = m.latchReadyAt();
+          break;
+        default:
+          at = m.matmulReadyAt();
+          break;
+      }
+      if (int64_t(at) > c) {
+        *block = {int64_t(at), StallCause::MxuBusy};
+        return true;
+      }
+      return false;
+    }
+    case isa::SlotKind::MatrixPop: {
+      int64_t at = popReadyAt(int(op.unit), int(op.unit2), c);
+      if (at > c) {
+        *block = {at, StallCause::MxuResultNotReady};
+        return true;
+      }
+      return false;
+    }
+    case isa::SlotKind::Xlu: {
+      int64_t freeAt = transposeFreeAt_;
+      if (op.op != Opcode::XluTrPush && op.op != Opcode::XluTrPop)
+        freeAt = *std::min_element(xluFreeAt_.begin(), xluFreeAt_.end());
+      if (freeAt > c) {
+        *block = {freeAt, StallCause::XluBusy};
+        return true;
+      }
+      return false;
+    }
+    case isa::SlotKind::Misc:
+      switch (op.op) {
+        case Opcode::Dma:
+          if (queueOutstanding_[op.unit2] >= chip_.dma.queue_depth) {
+            *block = {kExternal, StallCause::DmaQueueFull};
+            return true;
+          }
+          return false;
+        case Opcode::SyncWait: {
+          uint32_t need = uint32_t(op.imm[0]);
+          if (flags_[op.unit] >= need) return false;
+          if (uint64_t(flags_[op.unit]) + uint64_t(flagOutstanding_[op.unit]) < need) {
+            now_ = c;
+            fault("deadlock",
+                  fmt::format("sync.wait f{}, {} can never be satisfied: the flag is {} and {} "
+                              "DMA(s) that signal it are outstanding",
+                              op.unit, need, flags_[op.unit], flagOutstanding_[op.unit]),
+                  &op, "sync", -1);
+          }
+          *block = {kExternal, StallCause::SyncWait};
+          return true;
+        }
+        case Opcode::Fence:
+          if (dmaOutstanding_ > 0) {
+            *block = {kExternal, StallCause::SyncWait};
+            return true;
+          }
+          return false;
+        case Opcode::Halt: {
+          int64_t until = 0;
+          if (!haltReady(c, &until)) {
+            *block = {until, StallCause::SyncWait};
+            return true;
+          }
+          return false;
+        }
+        default:
+          return false;
+      }
+    default:
+      return false;
+  }
+}
+
+int64_t TensorCore::popReadyAt(int m, int slot, int64_t c) {
+  int64_t at = int64_t(mxus_[m]->popReadyAt(slot));
+  // MxuUnit::popReadyAt() does not know the query cycle and answers for a
+  // pop in the cycle of the last MXU command; an mm issued before c still
+  // holds the slot until its ready cycle (isa/README.md, MXU rule 4).
+  int64_t issued = lastMm_[m][slot];
+  if (issued >= 0 && issued < c) at = std::max(at, issued + 7 + 2 * int64_t(mxus_[m]->size()));
+  return at;
+}
+
+bool TensorCore::haltReady(int64_t c, int64_t* until) {
+  if (dmaOutstanding_ > 0) {
+    *until = kExternal;
+    return false;
+  }
+  int64_t results = 0;
+  for (int m = 0; m < numMxus(); ++m)
+    for (int s = 0; s < mxus_[m]->slots(); ++s) results = std::max(results, popReadyAt(m, s, c));
+  if (results > c) {
+    *until = results;
+    return false;
+  }
+  return true;
+}
+
+bool TensorCore::firstBlock(const DecodedBundle& b, int64_t c, Block* block,
+                            const DecodedOp** blockingOp) {
+  if (branchUntil_ > c) {
+    *block = {branchUntil_, StallCause::Branch};
+    *blockingOp = nullptr;
+    return true;
+  }
+  for (uint32_t i = 0; i < b.numOps; ++i) {
+    const DecodedOp& op = decoded_.ops[b.firstOp + i];
+    if (opBlock(op, c, block)) {
+      *blockingOp = &op;
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t TensorCore::bankConflictCycles(const DecodedBundle& b) {
+  int64_t readRows[3 * isa::kSublanes], writeRows[isa::kSublanes];
+  int nr = 0, nw = 0;
+  for (uint32_t i = 0; i < b.numOps; ++i) {
+    const DecodedOp& op = decoded_.ops[b.firstOp + i];
+    bool load = op.slot == isa::SlotKind::VectorLoad, store = op.slot == isa::SlotKind::VectorStore;
+    if (!load && !store) continue;
+    for (int s = 0; s < isa::kSublanes; ++s) {
+      int64_t row;
+      if (!vmemRow(op, s, &row)) continue;
+      int64_t* rows = load ? readRows : writeRows;
+      int& n = load ? nr : nw;
+      if (std::find(rows, rows + n, row) == rows + n) rows[n++] = row;
+    }
+  }
+  auto extra = [&](const int64_t* rows, int n) {
+    int64_t worst = 0;
+    for (int i = 0; i < n; ++i) {
+      int64_t k = 0;
+      for (int j = 0; j < n; ++j) k += (rows[j] % chip_.vmem.banks) == (rows[i] % chip_.vmem.banks);
+      worst = std::max(worst, k - 1);
+    }
+    return worst;
+  };
+  return std::max(extra(readRows, nr), extra(writeRows, nw));
+}
+
+// ---- The issue loop ----------------------------------------------------------------
+
+void TensorCore::runLoop() {
+  const int64_t numBundles = int64_t(decoded_.bundles.size());
+  const bool stepping = options_.referenceStepping;
+  while (true) {
+    if (pc_ < 0 || pc_ >= numBundles)
+      fault("pc-out-of-range",
+            fmt::format("execution reached bundle {}, outside the program (0..{})", pc_,
+                        numBundles - 1),
+            nullptr, "scalar");
+    const DecodedBundle& b = decoded_.bundles[pc_];
+    if (!b.invalid.empty()) fault("invalid-bundle", b.invalid, nullptr, b.invalidSlot);
+    if (now_ > options_.maxCycles)
+      fault("max-cycles", fmt::format("the run exceeded --max-cycles={}", options_.maxCycles),
+            nullptr, "core");
+
+    // Find the issue cycle: jump from one blocking condition to the next.
+    int64_t c = now_;
+    int64_t syncedAt = -1;
+    Block blk;
+    const DecodedOp* bop = nullptr;
+    while (firstBlock(b, c, &blk, &bop)) {
+      if (c > options_.maxCycles) {
+        now_ = c;
+        fault("max-cycles",
+              fmt::format("the run exceeded --max-cycles={} while bundle {} stalled on {}",
+                          options_.maxCycles, pc_, stallCauseName(blk.cause)),
+              bop, "core");
+      }
+      int64_t next;
+      if (blk.until == kExternal || stepping) {
+        // Shared state: bring SystemC to c and apply what completed before c.
+        if (syncedAt != c) {
+          syncTo(c);
+          drainCompletions(c);
+          syncedAt = c;
+          continue;
+        }
+        next = stepping ? c + 1 : waitForCompletion(c);
+      } else {
+        next = blk.until;
+      }
+      if (next > options_.maxCycles + 1) {
+        chargeStall(blk.cause, c, options_.maxCycles + 1, bop);
+        now_ = options_.maxCycles + 1;
+        fault("max-cycles",
+              fmt::format("the run exceeded --max-cycles={} while bundle {} stalled on {}",
+                          options_.maxCycles, pc_, stallCauseName(blk.cause)),
+              bop, "core");
+      }
+      chargeStall(blk.cause, c, next, bop);
+      c = next;
+    }
+    int64_t conflict = bankConflictCycles(b);
+    if (conflict > 0) {
+      chargeStall(StallCause::VmemBankConflict, c, c + conflict, nullptr);
+      if (stepping)
+        for (int64_t i = 0; i < conflict; ++i) syncTo(c + i + 1);
+      c += conflict;
+    }
+    if (b.needsSync && syncedAt != c) {
+      syncTo(c);
+      drainCompletions(c);
+    }
+    // Issue.
+    int op = currentOp();
+    OpStats& os = stats_.ops[op];
+    os.cycles += c + 1 - now_;
+    os.bundles += 1;
+    if (trace_ && op != traceOpIndex_) {
+      if (traceOpIndex_ >= -1 && traceOpIndex_ < int(program_.debugMap.size()) &&
+          traceOpIndex_ >= 0)
+        trace_->interval(traceOps_, program_.debugMap[traceOpIndex_].opName, traceOpBegin_, now_);
+      traceOpIndex_ = op;
+      traceOpBegin_ = now_;
+    }
+    now_ = c;
+    ++stats_.bundlesIssued;
+    bundle_ = &b;
+    int64_t nextPc = execute(b, c);
+    if (halted_) return;
+    pc_ = nextPc;
+    now_ = c + 1;
+    if (stepping || now_ - lastSync_ >= options_.quantum) syncTo(now_);
+  }
+}
+
+void TensorCore::finishRun(int64_t haltCycle) {
+  halted_ = true;
+  stats_.haltCycle = haltCycle;
+  for (auto& m : mxus_) m->finish(uint64_t(haltCycle));
+  if (trace_ && traceOpIndex_ >= 0 && traceOpIndex_ < int(program_.debugMap.size()))
+    trace_->interval(traceOps_, program_.debugMap[traceOpIndex_].opName, traceOpBegin_, haltCycle);
+  syncTo(haltCycle);
+  finishedEvent_.notify(sc_core::SC_ZERO_TIME);
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,185 @@
+// One TensorCore as a SystemC module. Its single SC_THREAD runs bundles in a
+// plain C++ loop with a local cycle count (temporal decoupling) and meets
+// SystemC time only where it interacts with the rest of the chip: a DMA issue,
+// a sync.wait / fence / halt / full DMA queue that its own bookkeeping cannot
+// resolve, and every `quantum` cycles. A bundle that cannot issue does not
+// step cycle by cycle: the core computes the cycle at which each blocking
+// condition clears and jumps there, charging the cycles to the cause of the
+// first blocking op in slot order. `referenceStepping` instead advances one
+// cycle at a time and waits on SystemC every cycle: the naive model the fast
+// loop must agree with (testbench/unit/core/CoreEquivalenceTest.cpp).
+#pragma once
+
+#include <systemc>
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "isa/Program.h"
+#include "sim/common/Vreg.h"
+#include "sim/config/ChipConfig.h"
+#include "sim/core/CoreStats.h"
+#include "sim/core/CycleClock.h"
+#include "sim/core/DecodedProgram.h"
+#include "sim/core/DmaPort.h"
+#include "sim/core/SimFault.h"
+#include "sim/mem/ChipMemory.h"
+#include "sim/mxu/MxuUnit.h"
+#include "sim/trace/TraceRecorder.h"
+#include "sim/vpu/MaskData.h"
+#include "sim/xlu/XluSemantics.h"
+
+namespace tpusim::sim {
+
+struct CoreOptions {
+  bool functional = true;          // false: timing only, no vector data
+  bool strict = false;             // a schedulable hazard is a fault
+  bool referenceStepping = false;  // per-cycle reference model
+  int64_t maxCycles = int64_t(1) << 40;
+  int64_t quantum = 10000;  // cycles the core may run ahead of SystemC time
+};
+
+class TensorCore : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(TensorCore);
+  TensorCore(sc_core::sc_module_name name, int coreId, const ChipConfig& chip,
+             const isa::Program& program, const DecodedProgram& decoded, mem::ChipMemory& memory,
+             DmaPort& dma, std::vector<std::unique_ptr<MxuUnit>> mxus, TraceRecorder* trace,
+             CoreOptions options);
+
+  int id() const { return id_; }
+  bool halted() const { return halted_; }
+  bool finished() const { return halted_ || fault_.has_value(); }
+  const std::optional<FaultInfo>& fault() const { return fault_; }
+  const CoreStats& stats() const { return stats_; }
+  int64_t cycle() const { return now_; }  // local cycle (progress reports)
+  int64_t pc() const { return pc_; }
+  MxuUnit& mxu(int i) { return *mxus_[i]; }
+  int numMxus() const { return int(mxus_.size()); }
+  // Notified when the core halts or faults.
+  sc_core::sc_event& finishedEvent() { return finishedEvent_; }
+  // Why the core is not finished (for a run that ended with no event left).
+  std::string waitingFor() const { return waitingFor_; }
+
+  // Registers, for tests and the driver.
+  uint32_t sreg(int i) const { return sregs_[i]; }
+  const VregData& vreg(int i) const { return vregs_[i]; }
+  uint32_t flag(int i) const { return flags_[i]; }
+
+ private:
+  // A condition that keeps an op from issuing: clears at `until` (kExternal:
+  // when some DMA completes, known only to SystemC).
+  struct Block {
+    int64_t until;
+    StallCause cause;
+  };
+  static constexpr int64_t kExternal = INT64_MAX;
+
+  void thread();
+  void runLoop();
+  // The first blocking condition of the bundle at cycle c, in slot order, if any.
+  bool firstBlock(const DecodedBundle& b, int64_t c, Block* block, const DecodedOp** op);
+  bool opBlock(const DecodedOp& op, int64_t c, Block* block);
+  int64_t bankConflictCycles(const DecodedBundle& b);
+  // Executes every op of the bundle at cycle t; returns the next pc.
+  int64_t execute(const DecodedBundle& b, int64_t t);
+  void executeScalar(const DecodedOp& op, int64_t t, int64_t* nextPc);
+  void executeVectorAlu(const DecodedOp& op, int64_t t);
+  void executeLoad(const DecodedOp& op, int64_t t);
+  void executeStore(const DecodedOp& op, int64_t t);
+  void executeMxu(const DecodedOp& op, int64_t t);
+  void executeXlu(const DecodedOp& op, int64_t t);
+  void executeMisc(const DecodedOp& op, int64_t t);
+  void commit();
+
+  // SystemC interaction.
+  void syncTo(int64_t cycle);
+  void drainCompletions(int64_t cycle);  // applies completions visible at `cycle`
+  int64_t waitForCompletion(int64_t c);  // returns the first cycle anything may have changed
+  bool haltReady(int64_t c, int64_t* until);
+  int64_t popReadyAt(int mxu, int slot, int64_t c);
+
+  // Faults.
+  [[noreturn]] void fault(const std::string& kind, const std::string& message, const DecodedOp* op,
+                          const std::string& unit, int64_t address = -1);
+  std::string opNameAt(int64_t pc) const;
+  void chargeStall(StallCause cause, int64_t from, int64_t to, const DecodedOp* op);
+  void finishRun(int64_t haltCycle);
+
+  // The VMEM row sublane `sublane` of a load/store touches; false if masked off.
+  bool vmemRow(const DecodedOp& op, int sublane, int64_t* row) const;
+  int currentOp() const;
+
+  int id_;
+  const ChipConfig& chip_;
+  const isa::Program& program_;
+  const DecodedProgram& decoded_;
+  mem::ChipMemory& memory_;
+  DmaPort& dma_;
+  std::vector<std::unique_ptr<MxuUnit>> mxus_;
+  TraceRecorder* trace_;
+  CoreOptions options_;
+  CycleClock clock_;
+
+  // Architectural state.
+  std::array<uint32_t, isa::kNumScalarRegs> sregs_{};
+  std::vector<VregData> vregs_;
+  std::array<MaskData, isa::kNumMaskRegs> masks_{};
+  std::vector<uint32_t> flags_;
+  TransposeUnit transpose_;
+
+  // Timing state.
+  std::array<int64_t, kScoreboardSize> ready_{};
+  int64_t eupFreeAt_ = 0;
+  std::vector<int64_t> xluFreeAt_;
+  int64_t transposeFreeAt_ = 0;
+  // Issue cycle of the last mm/mma per MXU and result slot (-1: none).
+  std::array<std::array<int64_t, isa::kMaxAccSlots>, isa::kMaxMxus> lastMm_;
+  std::vector<int64_t> rowReady_;  // per VMEM row: first cycle a load sees the last store
+  int64_t branchUntil_ = 0;        // taken-branch penalty ends here
+  int64_t now_ = 0;                // earliest cycle the next bundle may issue
+  int64_t pc_ = 0;
+  int64_t lastSync_ = 0;
+  int markOp_ = -1;  // op set by `mark`, -1 = use the debug map
+
+  // DMA bookkeeping (the core's own view, from issues and completion records).
+  std::array<int, isa::kMaxDmaQueues> queueOutstanding_{};
+  std::vector<int> flagOutstanding_;
+  int dmaOutstanding_ = 0;
+  std::vector<DmaCompletion> completions_;  // delivered, not yet applied
+  sc_core::sc_event completionEvent_;
+  std::array<int, isa::kMaxDmaQueues> traceDma_{};
+
+  // Writes of the bundle being executed, applied together at its end.
+  struct ScalarWrite {
+    int reg;
+    uint32_t value;
+  };
+  std::array<ScalarWrite, 4> sWrites_;
+  int numSWrites_ = 0;
+  std::array<VregData, 12> vStage_;
+  std::array<int, 12> vStageReg_{};
+  int numVWrites_ = 0;
+  std::array<MaskData, 4> mStage_{};
+  std::array<int, 4> mStageReg_{};
+  int numMWrites_ = 0;
+  VregData scratch_{};
+  MaskData scratchMask_{};
+  const DecodedBundle* bundle_ = nullptr;
+
+  bool halted_ = false;
+  std::optional<FaultInfo> fault_;
+  sc_core::sc_event finishedEvent_;
+  std::string waitingFor_;
+  CoreStats stats_;
+
+  // Trace tracks (-1 without a trace).
+  int traceOps_ = -1, traceVpu_ = -1, traceXlu_ = -1, traceSync_ = -1, traceStall_ = -1;
+  std::array<int, isa::kMaxMxus> traceMxu_{};
+  int traceOpIndex_ = -2;
+  int64_t traceOpBegin_ = 0;
+};
+
+}  // namespace tpusim::sim
