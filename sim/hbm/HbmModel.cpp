@@ -87,7 +87,8 @@ uint64_t HbmModel::nextEventCycle() const {
   int64_t minLatency = std::min(timing_.tCL, timing_.tCWL) + timing_.burstCycles;
   for (uint32_t pc : active_)
     next = std::min(next, clocks_.coreAtOrAfterHbm(pcs_[pc].time() + uint64_t(minLatency)));
-  if (next != std::numeric_limits<uint64_t>::max()) next = std::max(next, now_ + 1);
+  // Cycles >= now_ are not simulated yet, so a completion can still happen at now_.
+  if (next != std::numeric_limits<uint64_t>::max()) next = std::max(next, now_);
   return next;
 }
 

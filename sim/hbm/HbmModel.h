@@ -52,7 +52,7 @@ class HbmModel {
   HbmModel(const HbmConfig& config, double coreClockHz);
 
   void submit(const HbmRequest& request);
-  // A core cycle > now() before which no completion can happen; UINT64_MAX
+  // A core cycle >= now() before which no completion can happen; UINT64_MAX
   // when nothing is outstanding.
   uint64_t nextEventCycle() const;
   // Simulates every core cycle < `cycle` and appends the completions of those

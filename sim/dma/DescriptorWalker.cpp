@@ -1,0 +1,47 @@
+#include "sim/dma/DescriptorWalker.h"
+
+#include <algorithm>
+
+namespace tpusim::sim::dma {
+
+DescriptorWalker::DescriptorWalker(const isa::DmaDescriptor& d, uint32_t requestBytes)
+    : d_(d),
+      requestBytes_(requestBytes),
+      alignOnSource_(d.src == isa::MemorySpace::Hbm || d.dst != isa::MemorySpace::Hbm) {
+  done_ = d.innerBytes == 0;
+}
+
+DmaRequestRange DescriptorWalker::next() {
+  uint64_t srcBase = d_.srcAddr + uint64_t(i1_) * d_.srcStrides[0] +
+                     uint64_t(i2_) * d_.srcStrides[1] + uint64_t(i3_) * d_.srcStrides[2];
+  uint64_t dstBase = d_.dstAddr + uint64_t(i1_) * d_.dstStrides[0] +
+                     uint64_t(i2_) * d_.dstStrides[1] + uint64_t(i3_) * d_.dstStrides[2];
+  DmaRequestRange r;
+  r.src = srcBase + offset_;
+  r.dst = dstBase + offset_;
+  uint64_t align = alignOnSource_ ? r.src : r.dst;
+  uint64_t toBoundary = requestBytes_ - align % requestBytes_;
+  r.bytes = uint32_t(std::min<uint64_t>(d_.innerBytes - offset_, toBoundary));
+  offset_ += r.bytes;
+  if (offset_ == d_.innerBytes) {
+    offset_ = 0;
+    if (++i1_ == d_.counts[0]) {
+      i1_ = 0;
+      if (++i2_ == d_.counts[1]) {
+        i2_ = 0;
+        if (++i3_ == d_.counts[2]) done_ = true;
+      }
+    }
+  }
+  return r;
+}
+
+unsigned __int128 descriptorExtent(const isa::DmaDescriptor& d, bool source) {
+  const auto& strides = source ? d.srcStrides : d.dstStrides;
+  unsigned __int128 extent = d.innerBytes;
+  for (int i = 0; i < 3; ++i)
+    extent += (unsigned __int128)(d.counts[i] == 0 ? 0 : d.counts[i] - 1) * strides[i];
+  return extent;
+}
+
+}  // namespace tpusim::sim::dma

@@ -1,0 +1,41 @@
+// Walks a DMA descriptor's elements in order (dimension 1 fastest) and cuts
+// each contiguous innermost run into requests of at most `requestBytes` that
+// never cross a `requestBytes`-aligned boundary of the HBM-side address (the
+// source if it is HBM, else the destination), so requests map onto whole
+// HBM bursts whenever the data allows it. A request never spans two elements.
+#pragma once
+
+#include <cstdint>
+
+#include "isa/DmaDescriptor.h"
+
+namespace tpusim::sim::dma {
+
+struct DmaRequestRange {
+  uint64_t src = 0, dst = 0;
+  uint32_t bytes = 0;
+};
+
+class DescriptorWalker {
+ public:
+  DescriptorWalker(const isa::DmaDescriptor& d, uint32_t requestBytes);
+
+  bool done() const { return done_; }
+  // The next request; only when !done().
+  DmaRequestRange next();
+
+ private:
+  isa::DmaDescriptor d_;
+  uint32_t requestBytes_;
+  bool alignOnSource_;
+  uint32_t i1_ = 0, i2_ = 0, i3_ = 0;
+  uint32_t offset_ = 0;  // within the current element
+  bool done_ = false;
+};
+
+// The byte just past the highest byte the descriptor touches on one side,
+// relative to its base address (strides are unsigned, so the last element is
+// the highest). Exact in 128 bits.
+unsigned __int128 descriptorExtent(const isa::DmaDescriptor& d, bool source);
+
+}  // namespace tpusim::sim::dma

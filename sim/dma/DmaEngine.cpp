@@ -1,0 +1,317 @@
+#include "sim/dma/DmaEngine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <tuple>
+
+namespace tpusim::sim::dma {
+
+namespace {
+constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+constexpr uint64_t kHbmWriteBit = uint64_t(1) << 63;  // HBM request id: slot | phase
+}  // namespace
+
+bool DmaEngine::Event::operator>(const Event& o) const {
+  return std::tie(cycle, core, queue, descriptor, request, kind) >
+         std::tie(o.cycle, o.core, o.queue, o.descriptor, o.request, o.kind);
+}
+
+uint64_t DmaEngine::Port::reserve(uint64_t cycle, uint64_t bytes, uint64_t rate) {
+  uint64_t start = std::max(cycle, free);
+  free = start + (bytes + rate - 1) / rate;
+  return free;
+}
+
+DmaEngine::DmaEngine(const ChipConfig& chip, mem::ChipMemory* memory)
+    : cores_(int(chip.core.cores)),
+      queues_(int(chip.dma.queues)),
+      queueDepth_(chip.dma.queue_depth),
+      maxOutstanding_(chip.dma.max_outstanding_requests),
+      requestBytes_(uint32_t(chip.dma.request_bytes)),
+      portRate_(uint64_t(chip.dma.vmem_bytes_per_cycle)),
+      lookahead_(uint64_t(std::max<int64_t>(1, chip.dma.issue_latency))),
+      syncFlags_(int(chip.core.sync_flags)),
+      hbmBytes_(uint64_t(chip.hbm.capacity_bytes)),
+      vmemBytes_(uint64_t(chip.vmem.bytes)),
+      smemBytes_(uint64_t(chip.core.smem_bytes)),
+      memory_(memory),
+      hbm_(chip.hbm, chip.core.clock_hz) {
+  if (memory && (memory->cores() != cores_ || memory->hbm().capacity() != hbmBytes_))
+    throw std::invalid_argument(
+        "DmaEngine: the chip memory does not match core.cores / hbm.capacity_bytes");
+  queues_v_.resize(size_t(cores_ * queues_));
+  outstanding_.assign(size_t(cores_), 0);
+  roundRobin_.assign(size_t(cores_), 0);
+  ports_.resize(size_t(cores_) * 4);
+  stats_.resize(size_t(cores_));
+  for (DmaCoreStats& s : stats_) s.queues.resize(size_t(queues_));
+}
+
+uint64_t DmaEngine::capacity(isa::MemorySpace space) const {
+  switch (space) {
+    case isa::MemorySpace::Hbm:
+      return hbmBytes_;
+    case isa::MemorySpace::Vmem:
+      return vmemBytes_;
+    case isa::MemorySpace::Smem:
+      return smemBytes_;
+  }
+  return 0;
+}
+
+DmaEngine::Port& DmaEngine::port(isa::MemorySpace space, int core, bool write) {
+  size_t index = size_t(core) * 4 + (space == isa::MemorySpace::Smem ? 2 : 0) + (write ? 1 : 0);
+  return ports_[index];
+}
+
+int DmaEngine::occupancy(const Queue& q, uint64_t cycle) const {
+  int n = 0;
+  for (const Descriptor& d : q.descriptors)
+    if (!d.reported || d.completionCycle > cycle) ++n;
+  return n;
+}
+
+bool DmaEngine::canIssue(int core, int q, uint64_t cycle) const {
+  if (core < 0 || core >= cores_ || q < 0 || q >= queues_) return false;
+  return occupancy(queue(core, q), cycle) < queueDepth_;
+}
+
+bool DmaEngine::idle(int core, uint64_t cycle) const {
+  for (int q = 0; q < queues_; ++q)
+    if (occupancy(queue(core, q), cycle) > 0) return false;
+  return true;
+}
+
+DmaStatus DmaEngine::issue(int core, int q, const isa::DmaDescriptor& d, int flag, uint64_t cycle) {
+  DmaStatus status;
+  auto fail = [&](DmaStatus::Code code, std::string message) {
+    status.code = code;
+    status.message = std::move(message);
+    return status;
+  };
+  if (core < 0 || core >= cores_)
+    return fail(DmaStatus::Code::Malformed,
+                fmt::format("DMA issued by core {}, but the chip has {} core(s)", core, cores_));
+  if (q < 0 || q >= queues_)
+    return fail(
+        DmaStatus::Code::Malformed,
+        fmt::format("core {}: DMA queue q{} does not exist (dma.queues = {})", core, q, queues_));
+  Queue& queueRef = queue(core, q);
+  std::string where = fmt::format("core {} queue q{} descriptor #{}", core, q, queueRef.nextNumber);
+  if (flag < 0 || flag >= syncFlags_)
+    return fail(DmaStatus::Code::Malformed,
+                fmt::format("{}: sync flag f{} does not exist (core.sync_flags = {})", where, flag,
+                            syncFlags_));
+  if (cycle + lookahead_ < now_)
+    throw std::logic_error(
+        fmt::format("DmaEngine::issue at cycle {} but the engine is at {}", cycle, now_));
+  if (d.innerBytes == 0 || d.counts[0] == 0 || d.counts[1] == 0 || d.counts[2] == 0)
+    return fail(DmaStatus::Code::Malformed,
+                fmt::format("{}: a size or count of 0 (inner {} bytes, counts {}x{}x{})", where,
+                            d.innerBytes, d.counts[0], d.counts[1], d.counts[2]));
+  if (d.dstChip != isa::kDmaLocalChip)
+    return fail(DmaStatus::Code::Unsupported,
+                fmt::format("{}: copies to another chip (dst chip {}) need ICI, which this chip "
+                            "model does not have",
+                            where, d.dstChip));
+  for (bool source : {true, false}) {
+    isa::MemorySpace space = source ? d.src : d.dst;
+    uint64_t base = source ? d.srcAddr : d.dstAddr;
+    unsigned __int128 extent = descriptorExtent(d, source);
+    uint64_t cap = capacity(space);
+    if ((unsigned __int128)base + extent > cap) {
+      mem::MemFault f;
+      f.space = space;
+      f.core = space == isa::MemorySpace::Hbm ? -1 : core;
+      f.address = base;
+      f.size = extent > kNever ? kNever : uint64_t(extent);
+      f.capacity = cap;
+      f.write = !source;
+      status.fault = f;
+      return fail(DmaStatus::Code::OutOfBounds,
+                  fmt::format("{}: {} range is out of bounds: {}", where,
+                              source ? "source" : "destination", f.describe()));
+    }
+  }
+  if (!canIssue(core, q, cycle))
+    return fail(DmaStatus::Code::QueueFull,
+                fmt::format("{}: queue full ({} outstanding descriptors, dma.queue_depth)", where,
+                            queueDepth_));
+  // Forget descriptors that completed before this cycle (none of them is referenced any more).
+  while (!queueRef.descriptors.empty() && queueRef.descriptors.front().reported &&
+         queueRef.descriptors.front().completionCycle <= cycle)
+    queueRef.descriptors.pop_front();
+  Descriptor desc{queueRef.nextNumber++,
+                  d,
+                  flag,
+                  cycle,
+                  cycle + lookahead_,
+                  DescriptorWalker(d, requestBytes_)};
+  queueRef.descriptors.push_back(desc);
+  ++pendingDescriptors_;
+  events_.push(Event{desc.activeCycle, core, q, desc.number, 0, EventKind::Activate, 0});
+  return status;
+}
+
+DmaEngine::Descriptor& DmaEngine::descriptor(int core, int q, uint64_t number) {
+  Queue& queueRef = queue(core, q);
+  return queueRef.descriptors[size_t(number - queueRef.descriptors.front().number)];
+}
+
+uint64_t DmaEngine::nextEventCycle() const {
+  uint64_t t = events_.empty() ? kNever : events_.top().cycle;
+  return std::min(t, hbm_.nextEventCycle());
+}
+
+void DmaEngine::advanceTo(uint64_t cycle, std::vector<DmaCompletion>& done) {
+  while (true) {
+    uint64_t t = nextEventCycle();
+    if (t >= cycle) break;
+    t = std::max(t, now_);
+    while (!events_.empty() && events_.top().cycle <= t) {
+      Event e = events_.top();
+      events_.pop();
+      handle(e, done);
+    }
+    generate(t);
+    // Keep the HBM model in step whenever it has work, so that its completions
+    // are found in the cycle they happen (its nextEventCycle is only a bound).
+    if (!hbm_.idle()) {
+      hbmDone_.clear();
+      hbm_.advanceTo(t + 1, hbmDone_);
+      for (const hbm::HbmCompletion& c : hbmDone_) {
+        uint32_t slot = uint32_t(c.id & ~kHbmWriteBit);
+        const Request& r = requests_[slot];
+        // The engine sees an HBM completion one cycle later.
+        events_.push(Event{c.cycle + 1, r.core, r.queue, r.descriptor, r.index,
+                           (c.id & kHbmWriteBit) ? EventKind::WriteDone : EventKind::ReadDone,
+                           slot});
+      }
+    }
+    now_ = t + 1;
+  }
+  if (cycle > now_) {
+    if (!hbm_.idle()) {
+      hbmDone_.clear();
+      hbm_.advanceTo(cycle, hbmDone_);  // nothing completes before `cycle` (the loop ended)
+      if (!hbmDone_.empty()) throw std::logic_error("DmaEngine: HBM completion bound violated");
+    }
+    now_ = cycle;
+  }
+}
+
+void DmaEngine::handle(const Event& e, std::vector<DmaCompletion>& done) {
+  switch (e.kind) {
+    case EventKind::Activate:
+      break;  // generate() picks the descriptor up in this cycle
+    case EventKind::ReadDone:
+      startWrite(e.slot, e.cycle);
+      break;
+    case EventKind::WriteDone:
+      finishRequest(e.slot, e.cycle, done);
+      break;
+  }
+}
+
+void DmaEngine::generate(uint64_t cycle) {
+  for (int core = 0; core < cores_; ++core) {
+    while (outstanding_[size_t(core)] < maxOutstanding_) {
+      // The next queue, in round-robin order, whose walking descriptor is active.
+      Descriptor* pick = nullptr;
+      int pickQueue = 0;
+      for (int i = 0; i < queues_ && !pick; ++i) {
+        int q = (roundRobin_[size_t(core)] + i) % queues_;
+        for (Descriptor& d : queue(core, q).descriptors) {
+          if (d.walker.done()) continue;
+          if (d.activeCycle <= cycle) {
+            pick = &d;
+            pickQueue = q;
+          }
+          break;  // a queue walks its descriptors one after another
+        }
+      }
+      if (!pick) break;
+      roundRobin_[size_t(core)] = (pickQueue + 1) % queues_;
+      startRequest(core, pickQueue, *pick, cycle);
+    }
+  }
+}
+
+void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
+  uint32_t slot;
+  if (!freeSlots_.empty()) {
+    slot = freeSlots_.back();
+    freeSlots_.pop_back();
+  } else {
+    slot = uint32_t(requests_.size());
+    requests_.emplace_back();
+  }
+  Request& r = requests_[slot];
+  r.core = core;
+  r.queue = q;
+  r.descriptor = d.number;
+  r.index = d.requests++;
+  r.range = d.walker.next();
+  r.live = true;
+  ++outstanding_[size_t(core)];
+  if (d.d.src == isa::MemorySpace::Hbm) {
+    hbm_.submit(hbm::HbmRequest{slot, r.range.src, r.range.bytes, false, cycle});
+  } else {
+    uint64_t end = port(d.d.src, core, false).reserve(cycle, r.range.bytes, portRate_);
+    events_.push(Event{end, core, q, d.number, r.index, EventKind::ReadDone, slot});
+  }
+}
+
+void DmaEngine::startWrite(uint32_t slot, uint64_t cycle) {
+  const Request& r = requests_[slot];
+  const Descriptor& d = descriptor(r.core, r.queue, r.descriptor);
+  if (d.d.dst == isa::MemorySpace::Hbm) {
+    hbm_.submit(hbm::HbmRequest{slot | kHbmWriteBit, r.range.dst, r.range.bytes, true, cycle});
+  } else {
+    uint64_t end = port(d.d.dst, r.core, true).reserve(cycle, r.range.bytes, portRate_);
+    events_.push(Event{end, r.core, r.queue, r.descriptor, r.index, EventKind::WriteDone, slot});
+  }
+}
+
+void DmaEngine::finishRequest(uint32_t slot, uint64_t cycle, std::vector<DmaCompletion>& done) {
+  Request& r = requests_[slot];
+  Descriptor& d = descriptor(r.core, r.queue, r.descriptor);
+  if (memory_) {
+    // Bounds were checked for the whole descriptor at issue.
+    mem::copyBytes(memory_->space(d.d.src, r.core), r.range.src, memory_->space(d.d.dst, r.core),
+                   r.range.dst, r.range.bytes);
+  }
+  DmaCoreStats& s = stats_[size_t(r.core)];
+  s.spaces[size_t(d.d.src)].read += r.range.bytes;
+  s.spaces[size_t(d.d.dst)].written += r.range.bytes;
+  s.queues[size_t(r.queue)].requests += 1;
+  ++d.completedRequests;
+  --outstanding_[size_t(r.core)];
+  r.live = false;
+  freeSlots_.push_back(slot);
+  if (d.walker.done() && d.completedRequests == d.requests)
+    reportInOrder(r.core, r.queue, cycle, done);
+}
+
+void DmaEngine::reportInOrder(int core, int q, uint64_t cycle, std::vector<DmaCompletion>& done) {
+  Queue& queueRef = queue(core, q);
+  DmaQueueStats& qs = stats_[size_t(core)].queues[size_t(q)];
+  for (Descriptor& d : queueRef.descriptors) {
+    if (d.reported) continue;
+    if (!d.walker.done() || d.completedRequests != d.requests) break;  // an older one is still busy
+    d.reported = true;
+    d.completionCycle = cycle;
+    --pendingDescriptors_;
+    qs.descriptors += 1;
+    qs.bytes += d.d.totalBytes();
+    // Union of [issue, completion) intervals; completions come in order.
+    qs.busyCycles += cycle - std::max({d.issueCycle, queueRef.lastCompletion, uint64_t(0)});
+    queueRef.lastCompletion = cycle;
+    done.push_back(DmaCompletion{core, q, d.flag, d.number, d.issueCycle, cycle, d.d.totalBytes()});
+  }
+}
+
+}  // namespace tpusim::sim::dma

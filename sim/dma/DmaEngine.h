@@ -1,0 +1,156 @@
+// The DMA engines of one chip, as a plain C++ discrete-event model (no
+// SystemC; sim/dma/DmaSystem.h wraps it for the cores). Every cycle below is
+// a core cycle.
+//
+// Structure: one engine per core, each with `dma.queues` queues of up to
+// `dma.queue_depth` outstanding descriptors and at most
+// `dma.max_outstanding_requests` requests in flight. The engines share the
+// chip's HBM model (sim/hbm/HbmModel.h).
+//
+// Life of a descriptor issued at cycle a on queue q:
+//  - it becomes active at a + max(1, dma.issue_latency) (descriptor fetch and
+//    address generation); a queue's descriptors are walked one after another;
+//  - each cycle, every engine cuts the active descriptors of its queues into
+//    requests (DescriptorWalker.h), one request per queue in round-robin
+//    order, as long as the outstanding limit allows (address generation itself
+//    is not a bottleneck);
+//  - a request first reads its source, then writes its destination.
+//    HBM side: a request to the HBM model; its completion at cycle c is seen
+//    by the engine at c + 1. VMEM/SMEM side: the core's DMA read or write port
+//    of that memory (separate from the vector load/store ports) moves
+//    `dma.vmem_bytes_per_cycle` bytes per cycle, first come first served, so a
+//    request of n bytes holds it ceil(n / rate) cycles;
+//  - the request completes when its write has finished; its slot is reusable
+//    in the same cycle (a port write) or the next one (an HBM write);
+//  - the descriptor completes when all its requests have, and not before the
+//    previous descriptor of its queue: completion is in order per queue, and
+//    increments the descriptor's sync flag at that cycle.
+// Data (functional mode): each request copies its bytes from source to
+// destination at the cycle it completes (source read and destination written
+// at that one point). Programs that touch a DMA's source or destination
+// before its flag says it is done race with it, as on hardware. Timing-only
+// mode (no ChipMemory) moves no data and has exactly the same timing.
+// Faults are found at issue, before anything is queued (see DmaStatus).
+// Determinism: at a cycle, events are handled in (core, queue, descriptor,
+// request) order, never in the order in which callers issued them.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <queue>
+#include <vector>
+
+#include "sim/config/ChipConfig.h"
+#include "sim/dma/DescriptorWalker.h"
+#include "sim/dma/DmaTypes.h"
+#include "sim/hbm/HbmModel.h"
+#include "sim/mem/ChipMemory.h"
+
+namespace tpusim::sim::dma {
+
+class DmaEngine {
+ public:
+  // memory == nullptr: timing-only. Throws std::invalid_argument on an
+  // unusable configuration (naming the field).
+  DmaEngine(const ChipConfig& chip, mem::ChipMemory* memory);
+
+  int cores() const { return cores_; }
+  int queues() const { return queues_; }
+  // Cycles a freshly issued descriptor needs before it can touch memory; a
+  // caller may simulate this far ahead of the cores (DmaSystem does).
+  uint64_t lookahead() const { return lookahead_; }
+
+  // Whether queue `queue` of `core` holds fewer than queue_depth descriptors
+  // that are still incomplete at `cycle`.
+  bool canIssue(int core, int queue, uint64_t cycle) const;
+  // Queues a descriptor issued at `cycle`; requires cycle + lookahead() >= now().
+  DmaStatus issue(int core, int queue, const isa::DmaDescriptor& d, int flag, uint64_t cycle);
+
+  // Simulates every cycle < `cycle`; appends the descriptor completions of
+  // those cycles to `done` in (cycle, core, queue) order.
+  void advanceTo(uint64_t cycle, std::vector<DmaCompletion>& done);
+  // A cycle >= now() before which nothing happens (UINT64_MAX: nothing queued).
+  uint64_t nextEventCycle() const;
+  uint64_t now() const { return now_; }
+
+  // No descriptor is waiting to complete (completions already reported count as done).
+  bool idle() const { return pendingDescriptors_ == 0; }
+  // No descriptor of `core` is incomplete at `cycle`.
+  bool idle(int core, uint64_t cycle) const;
+
+  const DmaCoreStats& stats(int core) const { return stats_.at(size_t(core)); }
+  hbm::HbmModel& hbm() { return hbm_; }
+
+ private:
+  struct Descriptor {
+    uint64_t number = 0;  // per-queue issue number
+    isa::DmaDescriptor d;
+    int flag = 0;
+    uint64_t issueCycle = 0, activeCycle = 0;
+    DescriptorWalker walker;
+    uint64_t requests = 0, completedRequests = 0;
+    bool reported = false;
+    uint64_t completionCycle = 0;
+  };
+  struct Queue {
+    std::deque<Descriptor> descriptors;  // issue order; completed ones pruned lazily
+    uint64_t nextNumber = 0;
+    uint64_t lastCompletion = 0;  // for busy cycles
+  };
+  struct Request {
+    int core = 0, queue = 0;
+    uint64_t descriptor = 0, index = 0;
+    DmaRequestRange range;
+    bool live = false;
+  };
+  enum class EventKind : uint8_t { Activate, ReadDone, WriteDone };
+  struct Event {
+    uint64_t cycle;
+    int core, queue;
+    uint64_t descriptor, request;  // request: its index within the descriptor
+    EventKind kind;
+    uint32_t slot;  // request slot (ReadDone, WriteDone)
+    bool operator>(const Event& o) const;
+  };
+  struct Port {
+    uint64_t free = 0;
+    uint64_t reserve(uint64_t cycle, uint64_t bytes, uint64_t rate);
+  };
+
+  Queue& queue(int core, int q) { return queues_v_[size_t(core * queues_ + q)]; }
+  const Queue& queue(int core, int q) const { return queues_v_[size_t(core * queues_ + q)]; }
+  Descriptor& descriptor(int core, int q, uint64_t number);
+  int occupancy(const Queue& q, uint64_t cycle) const;
+  Port& port(isa::MemorySpace space, int core, bool write);
+
+  void handle(const Event& e, std::vector<DmaCompletion>& done);
+  void generate(uint64_t cycle);
+  void startRequest(int core, int q, Descriptor& d, uint64_t cycle);
+  void startWrite(uint32_t slot, uint64_t cycle);
+  void finishRequest(uint32_t slot, uint64_t cycle, std::vector<DmaCompletion>& done);
+  void reportInOrder(int core, int q, uint64_t cycle, std::vector<DmaCompletion>& done);
+  uint64_t capacity(isa::MemorySpace space) const;
+
+  int cores_, queues_;
+  int64_t queueDepth_, maxOutstanding_;
+  uint32_t requestBytes_;
+  uint64_t portRate_;
+  uint64_t lookahead_;
+  int syncFlags_;
+  uint64_t hbmBytes_, vmemBytes_, smemBytes_;
+  mem::ChipMemory* memory_;
+  hbm::HbmModel hbm_;
+  std::vector<Queue> queues_v_;
+  std::vector<int64_t> outstanding_;  // per core
+  std::vector<int> roundRobin_;       // per core: next queue to serve
+  std::vector<Port> ports_;           // per core: {vmem, smem} x {read, write}
+  std::vector<Request> requests_;
+  std::vector<uint32_t> freeSlots_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::vector<hbm::HbmCompletion> hbmDone_;  // scratch
+  std::vector<DmaCoreStats> stats_;
+  uint64_t pendingDescriptors_ = 0;
+  uint64_t now_ = 0;
+};
+
+}  // namespace tpusim::sim::dma
