@@ -21,16 +21,24 @@ function(tpusim_add_tool name)
   set_property(GLOBAL APPEND PROPERTY TPUSIM_TOOLS ${name})
 endfunction()
 
-# tpusim_add_unit_test(name SOURCES ... LIBS ...): a Catch2 v2 test binary
-# registered with CTest, one CTest test per TEST_CASE. LABELS become ctest labels.
+# tpusim_add_unit_test(name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s]): a
+# Catch2 v2 test binary registered as one CTest test. (catch_discover_tests
+# splits list-valued PROPERTIES such as several labels, so labels and the
+# environment are set here directly.) Labels: always "unit", plus LABELS;
+# "sanitize" also puts the binary in the ASan + UBSan run of scripts/test.sh.
 function(tpusim_add_unit_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE tpusim_options tpusim_catch_main Catch2::Catch2 ${ARG_LIBS})
-  set(labels unit ${ARG_LABELS})
   if("sanitize" IN_LIST ARG_LABELS)
     add_dependencies(tpusim_sanitize_targets ${name})
   endif()
-  catch_discover_tests(${name} TEST_PREFIX "${name}:" PROPERTIES LABELS "${labels}"
-                       ENVIRONMENT "TPUSIM_SOURCE_DIR=${PROJECT_SOURCE_DIR};TPUSIM_SHARED_DIR=${TPUSIM_SHARED_DIR};TPUSIM_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 600)
+  endif()
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES
+    LABELS "unit;${ARG_LABELS}"
+    TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "TPUSIM_SOURCE_DIR=${PROJECT_SOURCE_DIR};TPUSIM_SHARED_DIR=${TPUSIM_SHARED_DIR};TPUSIM_BINARY_DIR=${PROJECT_BINARY_DIR}")
 endfunction()
