@@ -1,0 +1,145 @@
+#include "kernels/codegen/HazardCheck.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace tpusim::kernels::codegen {
+
+using isa::Opcode;
+
+namespace {
+
+struct MxuTiming {
+  int64_t weightFree = 0, lhsFree = 0, lastLatch = -1000000, popFree = 0;
+  std::map<int64_t, int64_t> slotReady;
+};
+
+bool isBranch(Opcode op) {
+  return op == Opcode::Jmp || op == Opcode::BrNz || op == Opcode::BrZ || op == Opcode::Loop;
+}
+
+}  // namespace
+
+std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundles,
+                                          const TargetInfo& t) {
+  std::vector<std::string> problems;
+  std::map<std::pair<int, int64_t>, int64_t> ready;  // (class, reg) -> cycle the value is readable
+  std::map<int, MxuTiming> mxu;
+  std::vector<int64_t> xluFree(std::max(1, t.xluCount), 0);
+  int64_t eupFree = 0;
+  int64_t endOfBlock = int64_t(bundles.size());
+  auto report = [&](int64_t cycle, const isa::Instruction& in, const std::string& what) {
+    problems.push_back(fmt::format("bundle {}: {}: {}", cycle, in.info().mnemonic, what));
+  };
+  for (int64_t c = 0; c < int64_t(bundles.size()); ++c) {
+    const isa::Bundle& b = bundles[c];
+    std::map<isa::SlotKind, int> used;
+    std::map<std::pair<int, int64_t>, int> writes;
+    std::vector<std::pair<std::pair<int, int64_t>, int64_t>> pending;
+    for (const isa::Instruction& in : b.slots) {
+      if (in.empty()) continue;
+      const isa::OpcodeInfo& info = in.info();
+      if (++used[info.slot] > t.slotsOf(info.slot))
+        report(c, in,
+               fmt::format("more {} slots than the preset's {}", isa::slotInfo(info.slot).name,
+                           t.slotsOf(info.slot)));
+      int lat = t.latencyOf(info.latency);
+      for (int k = 0; k < info.numOperands; ++k) {
+        const isa::OperandInfo& oi = isa::operandInfo(info.operands[k]);
+        int cls = int(oi.cls);
+        if (oi.cls != isa::OperandClass::ScalarReg && oi.cls != isa::OperandClass::VectorReg &&
+            oi.cls != isa::OperandClass::MaskReg)
+          continue;
+        auto key = std::make_pair(cls, in.operands[k]);
+        auto r = ready.find(key);
+        if (r != ready.end() && r->second > c) {
+          bool reads = oi.access == isa::Access::Read || oi.access == isa::Access::ReadWrite;
+          report(c, in,
+                 fmt::format("{}{} {} until bundle {}", oi.prefix, in.operands[k],
+                             reads ? "is not ready" : "has a write in flight", r->second));
+        }
+        if (oi.access == isa::Access::Write || oi.access == isa::Access::ReadWrite) {
+          if (++writes[key] > 1)
+            report(c, in,
+                   fmt::format("{}{} written twice in one bundle", oi.prefix, in.operands[k]));
+          pending.push_back({key, c + lat});
+        }
+      }
+      // Units.
+      if (info.slot == isa::SlotKind::Xlu) {
+        int pick = -1;
+        for (int x = 0; x < int(xluFree.size()); ++x)
+          if (xluFree[x] <= c) {
+            pick = x;
+            break;
+          }
+        int interval = info.latency == isa::LatencyClass::XluReduce ? t.xluReduceInterval
+                                                                    : t.xluPermuteInterval;
+        if (pick < 0)
+          report(c, in, "every XLU is busy");
+        else
+          xluFree[pick] = c + interval;
+      }
+      if (info.latency == isa::LatencyClass::VectorTrans) {
+        if (eupFree > c) report(c, in, fmt::format("transcendental unit busy until {}", eupFree));
+        eupFree = c + t.transcendentalInterval;
+      }
+      // MXU rules.
+      Opcode op = in.op;
+      bool wpush = op == Opcode::MxuWPushBf16 || op == Opcode::MxuWPushS8 ||
+                   op == Opcode::MxuWPushTBf16 || op == Opcode::MxuWPushTS8;
+      bool wpushT = op == Opcode::MxuWPushTBf16 || op == Opcode::MxuWPushTS8;
+      bool mm = op == Opcode::MxuMmBf16 || op == Opcode::MxuMmaBf16 || op == Opcode::MxuMmS8 ||
+                op == Opcode::MxuMmaS8;
+      if (wpush || mm || op == Opcode::MxuLatch) {
+        MxuTiming& m = mxu[int(in.operands[0])];
+        if (wpush) {
+          if (m.weightFree > c)
+            report(c, in, fmt::format("weight port busy until {}", m.weightFree));
+          if (wpushT && m.lastLatch + t.mxuSize > c)
+            report(c, in, "transposed push before the last latch has passed the array");
+          if (m.lastLatch >= c) report(c, in, "push in the cycle of a latch");
+          m.weightFree = c + 8;
+        } else if (mm) {
+          if (m.lhsFree > c) report(c, in, fmt::format("LHS port busy until {}", m.lhsFree));
+          m.lhsFree = c + 8;
+          m.slotReady[in.operands[2]] = c + 7 + 2 * t.mxuSize;
+        } else {
+          if (m.weightFree > c || m.lhsFree > c) report(c, in, "latch while a port is busy");
+          m.lastLatch = c;
+        }
+      }
+      if (op == Opcode::MxuPop) {
+        MxuTiming& m = mxu[int(in.operands[1])];
+        auto s = m.slotReady.find(in.operands[2]);
+        if (s != m.slotReady.end() && s->second > c)
+          report(c, in,
+                 fmt::format("result slot a{} not ready until {}", in.operands[2], s->second));
+        if (m.popFree > c) report(c, in, "two pops of one MXU in a cycle");
+        m.popFree = c + 1;
+      }
+      if (isBranch(op) && c != int64_t(bundles.size()) - 1)
+        report(c, in, "a branch before the last bundle of the block");
+    }
+    for (auto& [key, when] : pending) ready[key] = when;
+  }
+  // Every result must be written by the time the next block issues.
+  for (auto& [key, when] : ready)
+    if (when > endOfBlock)
+      problems.push_back(
+          fmt::format("end of block: a {} register result lands at bundle {} after "
+                      "the block ends at {}",
+                      key.first == int(isa::OperandClass::VectorReg) ? "vector" : "scalar/mask",
+                      when, endOfBlock));
+  for (auto& [unit, m] : mxu)
+    for (auto& [slot, when] : m.slotReady)
+      if (when > endOfBlock)
+        problems.push_back(
+            fmt::format("end of block: mxu{} slot a{} is ready only at bundle {}, "
+                        "after the block ends at {}",
+                        unit, slot, when, endOfBlock));
+  return problems;
+}
+
+}  // namespace tpusim::kernels::codegen

@@ -1,0 +1,82 @@
+// Machine code before scheduling and register allocation: ISA instructions
+// (isa::Opcode) whose register operands are virtual registers, grouped into
+// basic blocks. Lowering produces it; the scheduler packs each block into
+// bundles; the register allocator then maps virtual to physical registers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa/Isa.h"
+
+namespace tpusim::kernels::codegen {
+
+enum class RegClass : uint8_t { Scalar, Vector, Mask };
+const char* regClassName(RegClass c);
+// The register class an operand kind names (ScalarReg/VectorReg/MaskReg), if any.
+bool regClassOf(isa::OperandKind k, RegClass* out);
+
+struct MOperand {
+  enum class Kind : uint8_t { None, VirtReg, PhysReg, Imm, Block };
+  Kind kind = Kind::None;
+  RegClass cls = RegClass::Scalar;
+  int64_t value = 0;  // register number, immediate, or target block index
+
+  static MOperand vreg(RegClass c, int id) { return {Kind::VirtReg, c, id}; }
+  static MOperand preg(RegClass c, int n) { return {Kind::PhysReg, c, n}; }
+  static MOperand imm(int64_t v) { return {Kind::Imm, RegClass::Scalar, v}; }
+  static MOperand block(int b) { return {Kind::Block, RegClass::Scalar, b}; }
+  bool isReg() const { return kind == Kind::VirtReg || kind == Kind::PhysReg; }
+};
+
+// Memory an instruction touches, for ordering: loads/stores of one region are
+// kept in order (RAW/WAR/WAW through memory). Region -1 = none.
+struct MemAccess {
+  enum class Space : uint8_t { None, Vmem, Smem } space = Space::None;
+  int region = -1;  // an id per buffer; accesses of different regions commute
+  bool write = false;
+  int64_t row = -1;  // first VMEM row when static (bank-conflict model), -1 unknown
+  int rows = 0;
+};
+
+struct MInstr {
+  isa::Opcode op = isa::Opcode::Nop;
+  std::array<MOperand, isa::kMaxOperands> ops{};
+  MemAccess mem;
+  int debug = -1;  // index into the function's debug locations
+  // Misc-slot ops that synchronise with DMA (sync.wait, dma, fence, halt) are
+  // barriers: nothing is moved across them.
+  bool barrier() const;
+  const isa::OpcodeInfo& info() const { return isa::opcodeInfo(op); }
+};
+
+struct MBlock {
+  std::string label;
+  std::vector<MInstr> instrs;  // a branch, if any, is the last instruction
+};
+
+struct DebugLoc {
+  std::string op;  // kernel name
+  std::string file;
+  int line = 0;
+};
+
+struct MFunction {
+  std::string name;
+  std::vector<MBlock> blocks;
+  std::array<int, 3> numVirtRegs{};  // per RegClass
+  std::vector<DebugLoc> debugLocs;
+
+  MOperand newReg(RegClass c) { return MOperand::vreg(c, numVirtRegs[static_cast<int>(c)]++); }
+};
+
+// Builds an instruction from an opcode and operands in table order; checks the
+// count and that register operands have the right class.
+MInstr makeInstr(isa::Opcode op, std::vector<MOperand> operands);
+
+// Text form for tests and --dump ("mxu.mm.bf16 mxu0, %v3, a0").
+std::string printInstr(const MInstr& mi);
+
+}  // namespace tpusim::kernels::codegen

@@ -1,0 +1,41 @@
+// Register allocation after scheduling: linear scan over live intervals in
+// issue cycles (a register is reused only after the old value's last read and
+// after its write has landed, so allocation adds no hazard). Values used in a
+// loop and outside it, or carried around its back edge, live across the whole
+// loop. Spilling is not implemented: running out of registers is an error
+// that names the class and the count.
+#pragma once
+
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "isa/Bundle.h"
+#include "kernels/codegen/MachineIR.h"
+#include "kernels/codegen/Scheduler.h"
+
+namespace tpusim::kernels::codegen {
+
+class CodegenError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A loop: blocks [first, last] in layout order; the back edge goes from last to first.
+struct LoopRange {
+  int first = 0, last = 0;
+};
+
+// Rewrites every virtual register operand of `fn` into a physical one.
+// Returns the number of registers used per class.
+std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSchedule>& schedules,
+                                     const std::vector<LoopRange>& loops, const TargetInfo& target);
+
+// Lays out the scheduled, allocated blocks as bundles; branch targets become
+// bundle indices. `blockStart` receives each block's first bundle.
+std::vector<isa::Bundle> assembleBundles(const MFunction& fn,
+                                         const std::vector<BlockSchedule>& schedules,
+                                         const TargetInfo& target,
+                                         std::vector<uint32_t>* blockStart = nullptr);
+
+}  // namespace tpusim::kernels::codegen

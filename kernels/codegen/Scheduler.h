@@ -1,0 +1,29 @@
+// List scheduling of one basic block into bundles. Respects the preset's slot
+// counts, every latency class, the MXU port rules of isa/README.md (weight
+// port 8 cycles per wpush, LHS port 8 cycles per mm, latch needs both ports
+// free, a pop waits t + 7 + 2N after its mm), the occupancy of the XLUs and of
+// the transcendental unit, memory ordering per region, VMEM bank conflicts of
+// the loads in one bundle, and DMA/sync barriers. Generated code therefore
+// never stalls on a hazard the compiler could see. Each block drains before
+// it ends (every result written before the next block issues), so blocks can
+// be scheduled independently.
+#pragma once
+
+#include <vector>
+
+#include "kernels/codegen/MachineIR.h"
+#include "kernels/codegen/TargetInfo.h"
+
+namespace tpusim::kernels::codegen {
+
+struct BlockSchedule {
+  std::vector<int> cycle;  // issue cycle of each instruction, relative to the block
+  int length = 0;          // bundles the block occupies (a branch sits in the last one)
+};
+
+BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& target);
+
+// Latency of an instruction's register result (0 if it writes none).
+int resultLatency(const MInstr& mi, const TargetInfo& target);
+
+}  // namespace tpusim::kernels::codegen

@@ -1,0 +1,59 @@
+// The machine parameters the code generator needs, read straight from a chip
+// preset (sim/chips/*.json) with nlohmann/json, keyed exactly as the presets
+// name them, so kernels/ never depends on sim/. Only the fields listed here
+// are read; "extends" is followed like the simulator does (a sibling file).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "isa/Isa.h"
+
+namespace tpusim::kernels::codegen {
+
+class TargetError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TargetInfo {
+  std::string name;
+  // core.*
+  int cores = 1;
+  int vectorRegs = 32;
+  int syncFlags = 32;
+  int scalarSlots = 2, valuSlots = 2, vldSlots = 1, vstSlots = 1;
+  int branchPenalty = 2;
+  int64_t smemBytes = 1 << 20;
+  // vmem.*
+  int64_t vmemBytes = int64_t(16) << 20;
+  int vmemBanks = 16;
+  // mxu.*
+  int mxuCount = 4, mxuSize = 128, accSlots = 16;
+  // vpu.* / xlu.*
+  int transcendentalInterval = 4;
+  int xluCount = 1, xluPermuteInterval = 8, xluReduceInterval = 8;
+  // dma.*
+  int dmaQueues = 4, dmaQueueDepth = 8;
+  // latency.<key> for every isa::LatencyClass
+  std::array<int, isa::kNumLatencyClasses> latency{};
+
+  int latencyOf(isa::LatencyClass c) const { return latency[static_cast<int>(c)]; }
+  int64_t vmemRows() const { return vmemBytes / isa::kVmemRowBytes; }
+  // Slots of a kind the preset enables in a bundle.
+  int slotsOf(isa::SlotKind k) const;
+
+  // A small default (tests): 4 MXUs of 128, the ISA's default latencies.
+  static TargetInfo defaults();
+};
+
+// Reads a preset file; errors name the file and the field.
+TargetInfo loadTarget(const std::string& path);
+// Parses preset JSON text (`file` is used in messages and to resolve "extends").
+TargetInfo parseTarget(const std::string& text, const std::string& file);
+// Finds a preset by name (v5e) in `chipsDir`, or takes a path to a .json file.
+TargetInfo loadTargetByName(const std::string& nameOrPath, const std::string& chipsDir);
+
+}  // namespace tpusim::kernels::codegen

@@ -1,0 +1,169 @@
+// Code generator components: target presets, list scheduling, register
+// allocation, and the independent timing check of the generated bundles.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+
+#include "kernels/codegen/HazardCheck.h"
+#include "kernels/codegen/RegAlloc.h"
+#include "kernels/codegen/Scheduler.h"
+#include "kernels/codegen/TargetInfo.h"
+
+using namespace tpusim;
+using namespace tpusim::kernels::codegen;
+using isa::Opcode;
+
+namespace {
+
+std::string chipsDir() {
+  if (const char* src = std::getenv("TPUSIM_SOURCE_DIR")) return std::string(src) + "/sim/chips";
+  std::string here = __FILE__;
+  return here.substr(0, here.rfind("/testbench/")) + "/sim/chips";
+}
+
+MOperand I(int64_t v) { return MOperand::imm(v); }
+
+// One MXU's work for an (8*tiles x 128) @ (128 x 128) product: load 16 weight
+// tiles, push, latch, stream `tiles` LHS tiles, pop and store each result.
+void mxuTile(MFunction& fn, MBlock& b, int mxu, int tiles, int region) {
+  MOperand base = fn.newReg(RegClass::Scalar);
+  b.instrs.push_back(makeInstr(Opcode::SLi, {base, I(0)}));
+  for (int p = 0; p < 16; ++p) {
+    MOperand w = fn.newReg(RegClass::Vector);
+    MInstr ld = makeInstr(Opcode::VLd, {w, base, I(region * 4096 + p * 8), I(1), I(0xFF)});
+    ld.mem = {MemAccess::Space::Vmem, region, false, region * 4096 + p * 8, 8};
+    b.instrs.push_back(ld);
+    b.instrs.push_back(makeInstr(Opcode::MxuWPushBf16, {I(mxu), w}));
+  }
+  b.instrs.push_back(makeInstr(Opcode::MxuLatch, {I(mxu)}));
+  for (int i = 0; i < tiles; ++i) {
+    MOperand x = fn.newReg(RegClass::Vector);
+    MInstr ld = makeInstr(Opcode::VLd, {x, base, I(region * 4096 + 1024 + i * 8), I(1), I(0xFF)});
+    ld.mem = {MemAccess::Space::Vmem, region, false, region * 4096 + 1024 + i * 8, 8};
+    b.instrs.push_back(ld);
+    b.instrs.push_back(makeInstr(Opcode::MxuMmBf16, {I(mxu), x, I(i)}));
+  }
+  for (int i = 0; i < tiles; ++i) {
+    MOperand r = fn.newReg(RegClass::Vector);
+    b.instrs.push_back(makeInstr(Opcode::MxuPop, {r, I(mxu), I(i)}));
+    MInstr st = makeInstr(Opcode::VSt, {r, base, I(region * 4096 + 2048 + i * 8), I(1), I(0xFF)});
+    st.mem = {MemAccess::Space::Vmem, region + 100, true, region * 4096 + 2048 + i * 8, 8};
+    b.instrs.push_back(st);
+  }
+}
+
+struct Compiled {
+  std::vector<BlockSchedule> schedules;
+  std::vector<isa::Bundle> bundles;
+};
+
+Compiled compile(MFunction& fn, const TargetInfo& t) {
+  Compiled c;
+  for (const MBlock& b : fn.blocks) c.schedules.push_back(scheduleBlock(b, t));
+  allocateRegisters(fn, c.schedules, {}, t);
+  c.bundles = assembleBundles(fn, c.schedules, t);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("targets are read from the chip presets by their own keys") {
+  TargetInfo v5e = loadTargetByName("v5e", chipsDir());
+  CHECK(v5e.name == "v5e");
+  CHECK(v5e.mxuCount == 4);
+  CHECK(v5e.mxuSize == 128);
+  CHECK(v5e.vectorRegs == 64);
+  CHECK(v5e.valuSlots == 4);
+  CHECK(v5e.vldSlots == 3);
+  CHECK(v5e.vmemBytes == 134217728);
+  CHECK(v5e.latencyOf(isa::LatencyClass::VectorLoad) == 3);
+  CHECK(v5e.latencyOf(isa::LatencyClass::XluReduce) == 24);
+  TargetInfo tiny = loadTargetByName("tiny8", chipsDir());
+  CHECK(tiny.mxuSize == 8);
+  CHECK(tiny.mxuCount == 1);
+  // "extends" starts from the named sibling preset.
+  TargetInfo ext = parseTarget(R"({"name": "v5e-small", "extends": "v5e", "mxu": {"count": 2}})",
+                               chipsDir() + "/v5e-small.json");
+  CHECK(ext.mxuCount == 2);
+  CHECK(ext.vectorRegs == 64);
+  CHECK_THROWS_WITH(
+      parseTarget(R"({"extends": "v5e", "mxu": {"size": "big"}})", chipsDir() + "/x.json"),
+      Catch::Contains("x.json: error: 'mxu.size' must be an integer"));
+  CHECK_THROWS_WITH(
+      parseTarget(R"({"core": {}, "vmem": {}, "mxu": {"size": 96}, "latency": {}})", "y.json"),
+      Catch::Contains("'mxu.size' must be a power of two"));
+  CHECK_THROWS_WITH(loadTargetByName("no-such-chip", chipsDir()), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("an MXU tile sequence is scheduled without a single stall") {
+  TargetInfo t = loadTargetByName("v5e", chipsDir());
+  MFunction fn;
+  fn.name = "mxu_tile";
+  fn.blocks.resize(1);
+  mxuTile(fn, fn.blocks[0], 0, 16, 0);
+  Compiled c = compile(fn, t);
+  auto problems = checkBlockTiming(c.bundles, t);
+  for (const auto& p : problems) INFO(p);
+  CHECK(problems.empty());
+  // The weight port paces the 16 pushes (8 cycles each); the 16 mms follow
+  // the latch at 8-cycle intervals; the last pop waits 7 + 2N after its mm.
+  int lower = 15 * 8 + 8 + 15 * 8 + 7 + 2 * 128;
+  CHECK(c.schedules[0].length >= lower);
+  CHECK(c.schedules[0].length <= lower + 16);
+}
+
+TEST_CASE("independent MXUs overlap in one block") {
+  TargetInfo t = loadTargetByName("v5e", chipsDir());
+  MFunction one, four;
+  one.blocks.resize(1);
+  four.blocks.resize(1);
+  mxuTile(one, one.blocks[0], 0, 16, 0);
+  for (int m = 0; m < 4; ++m) mxuTile(four, four.blocks[0], m, 16, m);
+  Compiled a = compile(one, t), b = compile(four, t);
+  CHECK(checkBlockTiming(b.bundles, t).empty());
+  // Four MXUs take far less than four times one MXU's time.
+  CHECK(b.schedules[0].length < a.schedules[0].length + 64);
+}
+
+TEST_CASE("the timing check reports what the machine would stall on") {
+  TargetInfo t = TargetInfo::defaults();
+  std::vector<isa::Bundle> bundles(3);
+  auto& mm = bundles[0].slot(isa::SlotKind::MatrixPush, 0);
+  mm.op = Opcode::MxuMmBf16;
+  mm.operands = {0, 1, 2};
+  auto& pop = bundles[1].slot(isa::SlotKind::MatrixPop, 0);
+  pop.op = Opcode::MxuPop;
+  pop.operands = {5, 0, 2};
+  auto& add = bundles[2].slot(isa::SlotKind::VectorAlu, 0);
+  add.op = Opcode::VAddF32;
+  add.operands = {6, 5, 5};
+  auto problems = checkBlockTiming(bundles, t);
+  REQUIRE(problems.size() >= 3);
+  CHECK(problems[0] == "bundle 1: mxu.pop: result slot a2 not ready until 263");
+  CHECK(problems[1] == "bundle 2: vadd.f32: v5 is not ready until bundle 3");
+}
+
+TEST_CASE("running out of vector registers is a clear error") {
+  TargetInfo t = TargetInfo::defaults();  // 32 vector registers
+  MFunction fn;
+  fn.name = "pressure";
+  fn.blocks.resize(1);
+  MBlock& b = fn.blocks[0];
+  std::vector<MOperand> regs;
+  for (int i = 0; i < 40; ++i) {
+    regs.push_back(fn.newReg(RegClass::Vector));
+    b.instrs.push_back(makeInstr(Opcode::VImm, {regs.back(), I(i)}));
+  }
+  // A barrier keeps every definition above it: 40 values live at once.
+  b.instrs.push_back(makeInstr(Opcode::SyncWait, {I(0), I(0)}));
+  MOperand acc = regs[0];
+  for (int i = 1; i < 40; ++i) {
+    MOperand next = fn.newReg(RegClass::Vector);
+    b.instrs.push_back(makeInstr(Opcode::VAddS32, {next, acc, regs[40 - i]}));
+    acc = next;
+  }
+  std::vector<BlockSchedule> s{scheduleBlock(b, t)};
+  CHECK_THROWS_WITH(allocateRegisters(fn, s, {}, t),
+                    Catch::Contains("needs more than the 32 vector registers"));
+}
