@@ -131,7 +131,11 @@ bool tokenize(std::string_view line, std::vector<Token>* tokens, std::string* er
       tokens->push_back({Tok::Word, std::string(line.substr(i, j - i)), column});
       i = j;
     } else {
-      return fail(i, std::string("unexpected character '") + c + "'");
+      uint8_t u = uint8_t(c);
+      return fail(i, u >= 0x20 && u < 0x7f
+                         ? std::string("unexpected character '") + c + "'"
+                         : "unexpected byte 0x" + std::string(1, "0123456789abcdef"[u >> 4]) +
+                               "0123456789abcdef"[u & 15]);
     }
   }
   return true;

@@ -7,10 +7,15 @@
 namespace tpusim::isa::bits {
 
 inline uint64_t get(const uint8_t* bytes, int pos, int width) {
+  // Byte at a time: the decoder runs this for every field of every bundle.
   uint64_t v = 0;
-  for (int i = 0; i < width; ++i) {
-    int b = pos + i;
-    v |= uint64_t((bytes[b >> 3] >> (b & 7)) & 1u) << i;
+  int done = 0;
+  while (done < width) {
+    int b = pos + done, shift = b & 7, take = 8 - shift;
+    if (take > width - done) take = width - done;
+    uint64_t chunk = (uint64_t(bytes[b >> 3]) >> shift) & ((1u << take) - 1);
+    v |= chunk << done;
+    done += take;
   }
   return v;
 }

@@ -279,3 +279,50 @@ TEST_CASE("every opcode prints and reassembles to itself", "[isa][asm]") {
     }
   }
 }
+
+TEST_CASE("mutated source text never crashes the assembler", "[isa][asm][fuzz]") {
+  const std::string base = R"(
+    .chip v5e
+    .buffer a, shape=[8, 128], dtype=f32, space=hbm, addr=0x0, role=input
+    .data smem, 0x100, words 1, 2, 3
+    .dma_descriptor 16, src=hbm:0x0, dst=vmem:0x0, inner=512, counts=[8], src_strides=[512], dst_strides=[512]
+    .symbol main
+    .op k hlo="x" file="f.py" line=3
+    main: sli s1, 16 ;; vimm v1, 1.5 ;; @valu2 vmov v2, v1
+    top:  vld v0, s0, 0, 1, 255 ;; saddi s0, s0, 8 ;; loop s3, top
+    .endop
+    .cost k, flops=1e3
+          halt
+  )";
+  static const char* pieces[] = {";;",     ",",   "@valu1", "[", "]",  "=",    ":",
+                                 "\"",     "\\",  "v99",    "-", "0x", "1e99", ".op",
+                                 ".endop", "top", "\n",     "#", "//"};
+  std::mt19937_64 rng(77);
+  int accepted = 0;
+  for (int n = 0; n < 5000; ++n) {
+    std::string text = base;
+    for (int m = 1 + int(rng() % 4); m > 0; --m) {
+      size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0:
+          text.erase(at, 1 + rng() % 5);
+          break;
+        case 1:
+          text.insert(at, pieces[rng() % (sizeof pieces / sizeof *pieces)]);
+          break;
+        default:
+          text[at] = char(rng());
+      }
+    }
+    Program p;
+    std::vector<Diagnostic> diags;
+    if (assemble(text, "fuzz.s", &p, &diags)) {
+      ++accepted;
+      CHECK(diags.empty());
+    } else {
+      REQUIRE(!diags.empty());
+      for (const Diagnostic& d : diags) REQUIRE(!formatDiagnostic(d).empty());
+    }
+  }
+  CHECK(accepted > 0);
+}
