@@ -1,0 +1,122 @@
+// The real DMA + HBM model (sim/dma DmaSystem) behind the core's DmaPort, plus
+// the HBM bandwidth counter of the trace.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "sim/chip/Chip.h"
+#include "sim/dma/DmaSystem.h"
+
+namespace tpusim::sim {
+namespace {
+
+class DmaSystemPort : public ChipDmaPort {
+ public:
+  DmaSystemPort(const ChipConfig& chip, mem::ChipMemory& memory, bool functional,
+                TraceRecorder* trace)
+      : system_(std::make_unique<dma::DmaSystem>("dma", chip, functional ? &memory : nullptr)),
+        callbacks_(size_t(chip.core.cores)),
+        trace_(trace),
+        clockHz_(chip.core.clock_hz) {
+    if (trace_) hbmTrack_ = trace_->track("chip", "HBM GB/s");
+    system_->onComplete = [this](const dma::DmaCompletion& c) {
+      auto key = std::make_tuple(c.core, c.queue, c.descriptor);
+      auto it = touchesHbm_.find(key);
+      if (it != touchesHbm_.end()) {
+        if (it->second) addHbmBytes(int64_t(c.cycle), int64_t(c.bytes));
+        touchesHbm_.erase(it);
+      }
+      DmaCompletion d;
+      d.queue = c.queue;
+      d.flag = c.flag;
+      d.bytes = c.bytes;
+      d.issueCycle = int64_t(c.issueCycle);
+      d.completeCycle = int64_t(c.cycle);
+      if (callbacks_[size_t(c.core)]) callbacks_[size_t(c.core)](d);
+    };
+  }
+
+  std::string issue(int core, int queue, int flag, const isa::DmaDescriptor& desc,
+                    int64_t cycle) override {
+    uint64_t number = issued_[{core, queue}]++;
+    dma::DmaStatus s = system_->issue(core, queue, desc, flag, uint64_t(cycle));
+    if (!s.ok()) {
+      --issued_[{core, queue}];
+      return s.message;
+    }
+    touchesHbm_[std::make_tuple(core, queue, number)] =
+        desc.src == isa::MemorySpace::Hbm || desc.dst == isa::MemorySpace::Hbm;
+    return "";
+  }
+
+  void onComplete(int core, std::function<void(const DmaCompletion&)> callback) override {
+    callbacks_.at(size_t(core)) = std::move(callback);
+  }
+
+  DmaReport report() override {
+    flushWindow();
+    DmaReport r;
+    dma::DmaEngine& engine = system_->engine();
+    for (size_t core = 0; core < callbacks_.size(); ++core) {
+      const dma::DmaCoreStats& cs = engine.stats(int(core));
+      for (size_t q = 0; q < cs.queues.size(); ++q) {
+        DmaReport::Queue rq;
+        rq.core = int(core);
+        rq.queue = int(q);
+        rq.descriptors = int64_t(cs.queues[q].descriptors);
+        rq.bytes = int64_t(cs.queues[q].bytes);
+        rq.busyCycles = int64_t(cs.queues[q].busyCycles);
+        r.queues.push_back(rq);
+      }
+    }
+    for (const hbm::HbmChannelStats& ch : engine.hbm().channelStats()) {
+      DmaReport::Channel c;
+      c.bytesRead = int64_t(ch.bytesRead);
+      c.bytesWritten = int64_t(ch.bytesWritten);
+      c.busyCycles = int64_t(ch.busyCycles);
+      r.hbmBytesRead += c.bytesRead;
+      r.hbmBytesWritten += c.bytesWritten;
+      r.hbmChannels.push_back(c);
+    }
+    r.hbmPeakBytesPerCycle = engine.hbm().peakBytesPerCoreCycle();
+    return r;
+  }
+
+ private:
+  // HBM bandwidth counter: bytes of HBM-touching DMAs per window of cycles.
+  static constexpr int64_t kWindow = 1024;
+  void addHbmBytes(int64_t cycle, int64_t bytes) {
+    if (!trace_) return;
+    int64_t w = cycle / kWindow;
+    if (w != window_) {
+      flushWindow();
+      if (window_ >= 0 && w > window_ + 1) trace_->counter(hbmTrack_, (window_ + 1) * kWindow, 0);
+      window_ = w;
+    }
+    windowBytes_ += bytes;
+  }
+  void flushWindow() {
+    if (!trace_ || window_ < 0 || windowBytes_ == 0) return;
+    double gbps = double(windowBytes_) / double(kWindow) * clockHz_ / 1e9;
+    trace_->counter(hbmTrack_, window_ * kWindow, gbps);
+    windowBytes_ = 0;
+  }
+
+  std::unique_ptr<dma::DmaSystem> system_;
+  std::vector<std::function<void(const DmaCompletion&)>> callbacks_;
+  std::map<std::pair<int, int>, uint64_t> issued_;
+  std::map<std::tuple<int, int, uint64_t>, bool> touchesHbm_;
+  TraceRecorder* trace_;
+  double clockHz_;
+  int hbmTrack_ = -1;
+  int64_t window_ = -1, windowBytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DmaPort> makeChipDma(const ChipConfig& config, mem::ChipMemory& memory,
+                                     bool functional, TraceRecorder* trace) {
+  return std::make_unique<DmaSystemPort>(config, memory, functional, trace);
+}
+
+}  // namespace tpusim::sim

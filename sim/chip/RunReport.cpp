@@ -1,0 +1,204 @@
+#include "sim/chip/RunReport.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/config/ChipJson.h"
+
+namespace tpusim::sim {
+namespace {
+
+using nlohmann::ordered_json;
+
+double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
+
+// Rounded so that the JSON text does not depend on printing noise.
+double round6(double x) { return std::round(x * 1e6) / 1e6; }
+
+ordered_json faultJson(const FaultInfo& f) {
+  ordered_json j;
+  j["kind"] = f.kind;
+  j["message"] = f.message;
+  j["cycle"] = f.cycle;
+  j["core"] = f.core;
+  j["bundle"] = f.bundle;
+  j["slot"] = f.slot;
+  j["op"] = f.op;
+  j["debug_op"] = f.opName;
+  j["unit"] = f.unit;
+  j["address"] = f.address;
+  return j;
+}
+
+}  // namespace
+
+ordered_json statsJson(const SimResult& r, const ChipConfig& chip, const RunInfo& info) {
+  ordered_json j;
+  double cycles = double(std::max<int64_t>(r.cycles, 1));
+  j["stats_version"] = 1;
+  j["program"] = info.program;
+  j["chip"] = chip.name;
+  j["mode"] = info.mode;
+  j["halted"] = r.halted;
+  j["fault"] = r.fault ? faultJson(*r.fault) : ordered_json(nullptr);
+  j["total_cycles"] = r.cycles;
+  j["simulated_seconds"] = round6(double(r.cycles) / chip.core.clock_hz * 1e6) / 1e6;
+
+  ordered_json cores = ordered_json::array();
+  int64_t totalMacs = 0;
+  for (size_t c = 0; c < r.cores.size(); ++c) {
+    const CoreStats& s = r.cores[c];
+    ordered_json jc;
+    jc["core"] = c;
+    jc["halt_cycle"] = s.haltCycle;
+    jc["bundles_issued"] = s.bundlesIssued;
+    ordered_json stalls;
+    int64_t stalled = 0;
+    for (int k = 0; k < kNumStallCauses; ++k) {
+      stalls[stallCauseName(StallCause(k))] = s.stalls[k];
+      stalled += s.stalls[k];
+    }
+    stalls["total"] = stalled;
+    jc["stalls"] = stalls;
+    ordered_json units;
+    for (int m = 0; m < chip.mxu.count; ++m) {
+      ordered_json jm;
+      jm["busy_cycles"] = s.mxuLhsBusy[m];
+      jm["utilization"] = round6(ratio(double(s.mxuLhsBusy[m]), cycles));
+      jm["weight_port_busy_cycles"] = s.mxuWeightBusy[m];
+      jm["macs"] = s.mxuMacs[m];
+      totalMacs += s.mxuMacs[m];
+      units[fmt::format("mxu{}", m)] = jm;
+    }
+    units["vpu"] = {{"ops", s.valuOps},
+                    {"slot_utilization",
+                     round6(ratio(double(s.valuOps), cycles * double(chip.core.valu_slots)))}};
+    units["vpu_transcendental"] = {
+        {"ops", s.transcendentalOps},
+        {"busy_cycles", s.transcendentalBusy},
+        {"utilization", round6(ratio(double(s.transcendentalBusy), cycles))}};
+    units["xlu"] = {
+        {"ops", s.xluOps},
+        {"busy_cycles", s.xluBusy},
+        {"utilization", round6(ratio(double(s.xluBusy), cycles * double(chip.xlu.count)))}};
+    units["vector_load"] = {
+        {"ops", s.vldOps},
+        {"slot_utilization",
+         round6(ratio(double(s.vldOps), cycles * double(chip.core.vld_slots)))}};
+    units["vector_store"] = {
+        {"ops", s.vstOps},
+        {"slot_utilization",
+         round6(ratio(double(s.vstOps), cycles * double(chip.core.vst_slots)))}};
+    units["scalar"] = {{"ops", s.scalarOps}, {"smem_accesses", s.smemAccesses}};
+    jc["units"] = units;
+    jc["memory"] = {{"vmem_bytes_read", s.vmemBytesRead},
+                    {"vmem_bytes_written", s.vmemBytesWritten},
+                    {"vmem_bytes_per_cycle",
+                     round6(ratio(double(s.vmemBytesRead + s.vmemBytesWritten), cycles))},
+                    {"dma_descriptors", s.dmaIssued},
+                    {"dma_bytes", s.dmaBytes}};
+    cores.push_back(jc);
+  }
+  j["cores"] = cores;
+  double peakMacs = double(chip.core.cores) * chip.mxu.count * chip.mxu.size * chip.mxu.size;
+  j["mxu_utilization"] = round6(ratio(double(totalMacs), peakMacs * cycles));
+
+  ordered_json queues = ordered_json::array();
+  for (const DmaReport::Queue& q : r.dma.queues)
+    queues.push_back({{"core", q.core},
+                      {"queue", q.queue},
+                      {"descriptors", q.descriptors},
+                      {"bytes", q.bytes},
+                      {"busy_cycles", q.busyCycles},
+                      {"utilization", round6(ratio(double(q.busyCycles), cycles))}});
+  j["dma_queues"] = queues;
+  ordered_json channels = ordered_json::array();
+  for (size_t c = 0; c < r.dma.hbmChannels.size(); ++c) {
+    const DmaReport::Channel& ch = r.dma.hbmChannels[c];
+    channels.push_back({{"channel", c},
+                        {"bytes_read", ch.bytesRead},
+                        {"bytes_written", ch.bytesWritten},
+                        {"data_bus_busy_hbm_cycles", ch.busyCycles}});
+  }
+  double hbmBytes = double(r.dma.hbmBytesRead + r.dma.hbmBytesWritten);
+  j["hbm"] = {{"bytes_read", r.dma.hbmBytesRead},
+              {"bytes_written", r.dma.hbmBytesWritten},
+              {"achieved_bytes_per_second", round6(ratio(hbmBytes, cycles) * chip.core.clock_hz)},
+              {"peak_bytes_per_second", round6(r.dma.hbmPeakBytesPerCycle * chip.core.clock_hz)},
+              {"utilization", round6(ratio(ratio(hbmBytes, cycles), r.dma.hbmPeakBytesPerCycle))},
+              {"channels", channels}};
+
+  ordered_json ops = ordered_json::array();
+  for (const OpReport& o : r.ops)
+    ops.push_back({{"name", o.name},
+                   {"cycles", o.stats.cycles},
+                   {"bundles", o.stats.bundles},
+                   {"flops", o.stats.flops},
+                   {"vmem_bytes", o.stats.vmemBytes},
+                   {"dma_bytes", o.stats.dmaBytes},
+                   {"flops_per_cycle", round6(ratio(o.stats.flops, double(o.stats.cycles)))}});
+  j["ops"] = ops;
+  WriteOptions wo;
+  wo.sources = false;
+  j["chip_config"] = chipToJson(chip, wo);
+  return j;
+}
+
+std::string summaryText(const SimResult& r, const ChipConfig& chip, const RunInfo& info) {
+  ordered_json j = statsJson(r, chip, info);
+  std::string out;
+  out += fmt::format("tpusim: {} on {} ({} mode)\n", info.program, chip.name, info.mode);
+  out += fmt::format("  status          {}\n", r.fault    ? "FAULT (" + r.fault->kind + ")"
+                                               : r.halted ? "halted"
+                                                          : "not halted");
+  double seconds = double(r.cycles) / chip.core.clock_hz;
+  out += fmt::format("  cycles          {}\n", r.cycles);
+  out += fmt::format("  simulated time  {:.3f} us at {:.3f} GHz\n", seconds * 1e6,
+                     chip.core.clock_hz / 1e9);
+  out += fmt::format("  MXU utilization {:.1f}%\n", 100.0 * j["mxu_utilization"].get<double>());
+  out += fmt::format("  HBM bandwidth   {:.2f} GB/s ({:.1f}% of {:.1f} GB/s peak)\n",
+                     j["hbm"]["achieved_bytes_per_second"].get<double>() / 1e9,
+                     100.0 * j["hbm"]["utilization"].get<double>(),
+                     j["hbm"]["peak_bytes_per_second"].get<double>() / 1e9);
+  int64_t bundles = 0;
+  std::array<int64_t, kNumStallCauses> stalls{};
+  for (const CoreStats& s : r.cores) {
+    bundles += s.bundlesIssued;
+    for (int k = 0; k < kNumStallCauses; ++k) stalls[k] += s.stalls[k];
+  }
+  out += fmt::format("  bundles issued  {}\n", bundles);
+  std::vector<int> order(kNumStallCauses);
+  for (int k = 0; k < kNumStallCauses; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return stalls[a] > stalls[b]; });
+  out += "  top stalls     ";
+  int shown = 0;
+  for (int k : order) {
+    if (stalls[k] == 0 || shown == 3) break;
+    out += fmt::format(" {} {} ({:.1f}%)", stallCauseName(StallCause(k)), stalls[k],
+                       100.0 * ratio(double(stalls[k]), double(std::max<int64_t>(r.cycles, 1))));
+    out += ++shown < 3 ? "," : "";
+  }
+  if (shown == 0) out += " none";
+  if (out.back() == ',') out.pop_back();
+  out += "\n";
+  if (r.hostSeconds > 0)
+    out += fmt::format("  host time       {:.3f} s ({:.2f} M simulated cycles/s)\n", r.hostSeconds,
+                       double(r.cycles) / r.hostSeconds / 1e6);
+  if (!r.ops.empty()) {
+    size_t width = 8;
+    for (const OpReport& o : r.ops) width = std::max(width, o.name.size());
+    out += fmt::format("\n  {:<{}}  {:>10}  {:>6}  {:>12}  {:>9}  {:>12}  {:>12}\n", "op", width,
+                       "cycles", "%", "FLOPs", "FLOP/cyc", "VMEM bytes", "DMA bytes");
+    for (const OpReport& o : r.ops)
+      out +=
+          fmt::format("  {:<{}}  {:>10}  {:>5.1f}%  {:>12.4g}  {:>9.1f}  {:>12}  {:>12}\n", o.name,
+                      width, o.stats.cycles,
+                      100.0 * ratio(double(o.stats.cycles), double(std::max<int64_t>(r.cycles, 1))),
+                      o.stats.flops, ratio(o.stats.flops, double(o.stats.cycles)),
+                      o.stats.vmemBytes, o.stats.dmaBytes);
+  }
+  return out;
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,203 @@
+#include "sim/tools/tpusim/TpusimDriver.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "isa/Assembler.h"
+#include "isa/ProgramFile.h"
+#include "isa/support/Npy.h"
+#include "sim/chip/RunReport.h"
+#include "sim/chip/Simulation.h"
+#include "sim/config/ChipLoader.h"
+#include "sim/config/ConfigError.h"
+
+namespace tpusim::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct UserError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+isa::Program loadProgram(const std::string& path) {
+  isa::Program p;
+  if (endsWith(path, ".s")) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw UserError(fmt::format("{}: cannot read the assembly file", path));
+    std::stringstream text;
+    text << f.rdbuf();
+    std::vector<isa::Diagnostic> diags;
+    if (!isa::assemble(text.str(), path, &p, &diags)) {
+      std::string all;
+      for (const isa::Diagnostic& d : diags) all += isa::formatDiagnostic(d);
+      if (!all.empty() && all.back() == '\n') all.pop_back();
+      throw UserError(all.rfind(path, 0) == 0 ? all.substr(0) : all);
+    }
+    return p;
+  }
+  std::string error;
+  if (!isa::readProgramFile(path, &p, &error)) throw UserError(error);
+  return p;
+}
+
+// Refuses to mix outputs of two runs: the directory must be new or empty.
+void prepareOutputDir(const std::string& dir, bool force) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec))
+      throw UserError(fmt::format("--output-dir {}: exists and is not a directory", dir));
+    if (!force && fs::directory_iterator(dir, ec) != fs::directory_iterator())
+      throw UserError(fmt::format(
+          "--output-dir {}: the directory is not empty (files of another run?); use --force to "
+          "write into it anyway",
+          dir));
+    return;
+  }
+  if (!fs::create_directories(dir, ec))
+    throw UserError(fmt::format("--output-dir {}: cannot create it: {}", dir, ec.message()));
+}
+
+// A buffer name as a file name: anything but [A-Za-z0-9_.-] becomes '_'.
+std::string fileNameFor(const std::string& name) {
+  std::string out = name;
+  for (char& c : out)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) c = '_';
+  if (out.empty() || out[0] == '.') out = "_" + out;
+  return out;
+}
+
+void writeText(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw UserError(fmt::format("{}: cannot open the {} file for writing", path, what));
+  f << text;
+  if (!f) throw UserError(fmt::format("{}: error while writing the {}", path, what));
+}
+
+// A progress line on stderr, at most every half second.
+class Progress {
+ public:
+  explicit Progress(double clockHz) : clockHz_(clockHz), start_(Clock::now()), last_(start_) {}
+  void update(int64_t cycle) {
+    auto now = Clock::now();
+    if (std::chrono::duration<double>(now - last_).count() < 0.5) return;
+    last_ = now;
+    double elapsed = std::chrono::duration<double>(now - start_).count();
+    fmt::print(stderr, "\r  {} cycles ({:.3f} ms simulated)  {:.2f} M cycles/s  {:.1f} s elapsed  ",
+               cycle, double(cycle) / clockHz_ * 1e3, double(cycle) / elapsed / 1e6, elapsed);
+    shown_ = true;
+  }
+  void done() {
+    if (shown_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  double clockHz_;
+  Clock::time_point start_, last_;
+  bool shown_ = false;
+};
+
+int run(const TpusimArgs& a) {
+  if (a.mode != "functional" && a.mode != "timing")
+    throw UserError(fmt::format("--mode={}: expected functional or timing", a.mode));
+  MxuModelKind mxuKind;
+  if (a.mxuModel == "fast")
+    mxuKind = MxuModelKind::Model;
+  else if (!parseMxuModelKind(a.mxuModel, &mxuKind))
+    throw UserError(fmt::format("--mxu-model={}: expected fast or rtl", a.mxuModel));
+  if (a.maxCycles < 0) throw UserError("--max-cycles must be >= 0");
+  if (a.quantum < 1) throw UserError("--quantum must be >= 1");
+  if (!a.outputDir.empty() && a.mode == "timing")
+    throw UserError("--output-dir needs --mode=functional (timing mode computes no data)");
+
+  isa::Program program = loadProgram(a.program);
+  ChipConfig chip = loadChip(a.chip);
+  applyOverrides(chip, a.sets);
+  if (!program.chip.empty() && program.chip != chip.name)
+    fmt::print(stderr, "tpusim: warning: {} was built for chip '{}', running it on '{}'\n",
+               a.program, program.chip, chip.name);
+
+  SimOptions o;
+  o.functional = a.mode == "functional";
+  o.strict = a.strict;
+  o.referenceStepping = a.referenceStepping;
+  if (a.maxCycles > 0) o.maxCycles = a.maxCycles;
+  o.quantum = a.quantum;
+  o.seed = a.seed;
+  o.mxuKind = mxuKind;
+  o.trace = !a.tracePath.empty();
+  o.traceEventsPerTrack = size_t(std::max<int64_t>(a.traceEventsPerTrack, 16));
+  o.dmaFactory = makeChipDma;
+  std::unique_ptr<Progress> progress;
+  if (!a.quiet && isatty(STDERR_FILENO)) {
+    progress = std::make_unique<Progress>(chip.core.clock_hz);
+    o.progress = [&](int64_t cycle) { progress->update(cycle); };
+  }
+  Simulation sim(chip, program, o);
+  for (const std::string& in : a.inputs) {
+    size_t eq = in.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == in.size())
+      throw UserError(fmt::format("--input {}: expected NAME=file.npy", in));
+    std::string name = in.substr(0, eq), path = in.substr(eq + 1);
+    npy::Array array;
+    try {
+      array = npy::read(path);
+    } catch (const npy::NpyError& e) {
+      throw UserError(e.what());
+    }
+    sim.setInput(name, array, path);
+  }
+  if (!a.outputDir.empty()) prepareOutputDir(a.outputDir, a.force);
+
+  SimResult r = sim.run();
+  if (progress) progress->done();
+
+  RunInfo info;
+  info.program = fs::path(a.program).filename().string();
+  info.mode = a.mode;
+  // Stats and trace are written even after a fault: they show how far it got.
+  if (!a.statsPath.empty())
+    writeText(a.statsPath, statsJson(r, chip, info).dump(2) + "\n", "stats");
+  if (!a.tracePath.empty() && sim.trace()) sim.trace()->write(a.tracePath);
+  fmt::print("{}", summaryText(r, chip, info));
+  if (r.fault) {
+    fmt::print(stderr, "tpusim: error: {}", r.fault->report());
+    return 1;
+  }
+  if (!a.outputDir.empty())
+    for (const auto& [name, array] : r.outputs)
+      npy::write((fs::path(a.outputDir) / (fileNameFor(name) + ".npy")).string(), array);
+  return 0;
+}
+
+}  // namespace
+
+int runTpusim(const TpusimArgs& a) {
+  try {
+    return run(a);
+  } catch (const UserError& e) {
+    fmt::print(stderr, "tpusim: error: {}\n", e.what());
+  } catch (const ConfigError& e) {
+    // Config messages may carry their own "error: " prefix per line.
+    std::string m = e.what();
+    fmt::print(stderr, "tpusim: {}{}\n", m.rfind("error: ", 0) == 0 ? "" : "error: ", m);
+  } catch (const npy::NpyError& e) {
+    fmt::print(stderr, "tpusim: error: {}\n", e.what());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tpusim: error: {}\n", e.what());
+  }
+  return 1;
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,33 @@
+// Everything tpusim does after parsing its command line (kept apart from the
+// llvm::cl front end, which must be compiled without RTTI).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpusim::sim {
+
+struct TpusimArgs {
+  std::string program;  // .tpuprog, or .s (assembled in memory)
+  std::string chip = "v5e";
+  std::vector<std::string> sets;    // key=value overrides
+  std::string mode = "functional";  // or "timing"
+  std::vector<std::string> inputs;  // NAME=file.npy
+  std::string outputDir;
+  bool force = false;
+  std::string statsPath, tracePath;
+  int64_t maxCycles = 0;  // 0: no limit
+  bool strict = false;
+  uint64_t seed = 1;
+  std::string mxuModel = "fast";
+  bool quiet = false;
+  bool referenceStepping = false;
+  int64_t quantum = 10000;
+  int64_t traceEventsPerTrack = 200000;
+};
+
+// Runs the tool; returns the process exit code (0 ok, 1 error or fault).
+int runTpusim(const TpusimArgs& args);
+
+}  // namespace tpusim::sim

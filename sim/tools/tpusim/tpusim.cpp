@@ -1,0 +1,96 @@
+// tpusim: runs a program on the cycle-accurate chip model and reports cycles,
+// utilization, stalls and the per-op profile. See docs/performance.md and
+// `tpusim --help`.
+#include <llvm/Support/CommandLine.h>
+
+#include "sim/tools/tpusim/TpusimDriver.h"
+
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("tpusim options");
+static cl::opt<std::string> program(cl::Positional, cl::desc("<program.tpuprog | program.s>"),
+                                    cl::Required, cl::cat(category));
+static cl::opt<std::string> chip("chip",
+                                 cl::desc("Chip preset name (v5e, v4, ...) or a .json file"),
+                                 cl::value_desc("name|file.json"), cl::init("v5e"),
+                                 cl::cat(category));
+static cl::list<std::string> sets("set",
+                                  cl::desc("Override a preset field, e.g. --set mxu.count=2"),
+                                  cl::value_desc("key=value"), cl::cat(category));
+static cl::opt<std::string> mode("mode",
+                                 cl::desc("functional (real data, bit-exact) or timing (no data; "
+                                          "same cycles)"),
+                                 cl::value_desc("functional|timing"), cl::init("functional"),
+                                 cl::cat(category));
+static cl::list<std::string> inputs("input",
+                                    cl::desc("Input buffer from a .npy file (others get seeded "
+                                             "random data)"),
+                                    cl::value_desc("NAME=file.npy"), cl::cat(category));
+static cl::opt<std::string> outputDir("output-dir",
+                                      cl::desc("Write every output buffer as NAME.npy here "
+                                               "(refuses a non-empty directory without --force)"),
+                                      cl::value_desc("dir"), cl::cat(category));
+static cl::opt<bool> force("force", cl::desc("Allow --output-dir to be a non-empty directory"),
+                           cl::cat(category));
+static cl::opt<std::string> trace("trace",
+                                  cl::desc("Write a Chrome trace-event JSON (Perfetto UI)"),
+                                  cl::value_desc("trace.json"), cl::cat(category));
+static cl::opt<int64_t> maxCycles(
+    "max-cycles", cl::desc("Stop with a fault after this many cycles (0: no limit)"), cl::init(0),
+    cl::cat(category));
+static cl::opt<bool> strict("strict",
+                            cl::desc("A stall the schedule should have avoided (operand, MXU, XLU, "
+                                     "VPU busy, bank conflict) is an error"),
+                            cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random input data"), cl::init(1),
+                              cl::cat(category));
+static cl::opt<std::string> mxuModel("mxu-model",
+                                     cl::desc("MXU implementation: fast (C++ model) or rtl "
+                                              "(Verilated RTL, small sizes only)"),
+                                     cl::value_desc("fast|rtl"), cl::init("fast"),
+                                     cl::cat(category));
+static cl::opt<bool> quiet("quiet", cl::desc("No progress on stderr"), cl::cat(category));
+static cl::opt<bool> referenceStepping(
+    "reference-stepping",
+    cl::desc("Step the core one cycle at a time, waking SystemC every cycle (slow; the reference "
+             "the fast loop must match)"),
+    cl::cat(category));
+static cl::opt<int64_t> quantum("quantum", cl::desc("Cycles a core may run ahead of SystemC time"),
+                                cl::init(10000), cl::cat(category));
+static cl::opt<int64_t> traceEvents("trace-events-per-track",
+                                    cl::desc("Event budget per trace track before intervals are "
+                                             "merged more coarsely"),
+                                    cl::init(200000), cl::cat(category));
+
+int main(int argc, char** argv) {
+  // LLVM's Support library registers its own -stats (LLVM statistics), which
+  // tpusim does not use: take the name over.
+  auto& registered = cl::getRegisteredOptions();
+  if (auto it = registered.find("stats"); it != registered.end()) it->second->removeArgument();
+  cl::opt<std::string> stats("stats", cl::desc("Write statistics as JSON"),
+                             cl::value_desc("stats.json"), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "tpusim: cycle-accurate simulation of a TPU-like chip\n\n"
+                              "  tpusim kernel.tpuprog --chip v5e --stats stats.json\n"
+                              "  tpusim kernel.s --chip v4 --mode timing --set mxu.count=2\n");
+  tpusim::sim::TpusimArgs a;
+  a.program = program;
+  a.chip = chip;
+  a.sets.assign(sets.begin(), sets.end());
+  a.mode = mode;
+  a.inputs.assign(inputs.begin(), inputs.end());
+  a.outputDir = outputDir;
+  a.force = force;
+  a.statsPath = stats;
+  a.tracePath = trace;
+  a.maxCycles = maxCycles;
+  a.strict = strict;
+  a.seed = seed;
+  a.mxuModel = mxuModel;
+  a.quiet = quiet;
+  a.referenceStepping = referenceStepping;
+  a.quantum = quantum;
+  a.traceEventsPerTrack = traceEvents;
+  return tpusim::sim::runTpusim(a);
+}
