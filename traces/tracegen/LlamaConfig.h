@@ -1,0 +1,63 @@
+// The shape of a Llama-style decoder model and the step to trace (prefill or
+// one decode token), as tpu-tracegen's options set it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tpusim::traces {
+
+// Element type of the weights. Int8 keeps activations, norms, the embedding
+// table and the KV cache in bf16; every projection matrix is an s8 parameter
+// with a bf16 scale per output column, dequantized in the graph.
+enum class WeightType { BF16, F32, Int8 };
+enum class Phase { Prefill, Decode };
+// Embedding lookup: a gather of table rows (what jnp.take / table[tokens]
+// lowers to), or a one-hot matrix times the table (the MXU-friendly form some
+// TPU code bases use for small vocabularies).
+enum class Embedding { Gather, OneHot };
+
+struct LlamaConfig {
+  int64_t dModel = 1024;
+  int64_t nHeads = 8;
+  int64_t nKvHeads = 8;  // < nHeads: grouped-query attention
+  int64_t dFf = 2048;
+  int64_t nLayers = 8;
+  int64_t vocab = 4096;
+  int64_t seq = 256;    // prefill: tokens in the prompt
+  int64_t kvLen = 256;  // decode: KV cache capacity (positions 0 .. kvLen-1)
+  int64_t batch = 1;
+  WeightType weights = WeightType::BF16;
+  Phase phase = Phase::Prefill;
+  Embedding embedding = Embedding::Gather;
+  // Only the decoder layers: the input is the hidden state, the output the
+  // hidden state after the last layer (no embedding, final norm or vocabulary
+  // projection; vocab is unused).
+  bool layersOnly = false;
+  double normEps = 1e-5;
+  double ropeTheta = 10000.0;
+
+  int64_t headDim() const { return dModel / nHeads; }
+  int64_t groupSize() const { return nHeads / nKvHeads; }
+  // Query positions in this step: seq for prefill, 1 for decode.
+  int64_t queryLen() const { return phase == Phase::Prefill ? seq : 1; }
+  // Key positions attended to: seq for prefill, the cache for decode.
+  int64_t keyLen() const { return phase == Phase::Prefill ? seq : kvLen; }
+  // The jitted function's name: llama_prefill, llama_layers_decode, ...
+  std::string functionName() const;
+};
+
+// Problems with a configuration, each naming the option ("--n-heads (12) must
+// be a multiple of --n-kv-heads (5)"); empty when it is valid.
+std::vector<std::string> validate(const LlamaConfig& c);
+
+// Named starting points: "tiny" (the project's default workload), "llama2-7b",
+// "llama3-8b" (GQA: 8 KV heads), "micro" (small enough to evaluate in tests).
+std::optional<LlamaConfig> presetConfig(const std::string& name);
+std::vector<std::string> presetNames();
+
+std::string weightTypeName(WeightType w);  // "bf16", "f32", "int8"
+
+}  // namespace tpusim::traces
