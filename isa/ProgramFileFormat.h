@@ -1,0 +1,50 @@
+// The .tpuprog layout constants and the checksum, shared by the writer
+// (ProgramFile.cpp) and the reader (ProgramReader.cpp). Internal to the isa
+// library; the format is documented in isa/README.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tpusim::isa::tpuprog {
+
+constexpr uint32_t kHeaderSize = 64;
+constexpr uint32_t kSectionEntrySize = 24;
+constexpr int kChecksumOffset = 24;
+constexpr size_t kMaxRank = 16;
+constexpr size_t kMaxFileSize = size_t(1) << 32;
+
+enum SectionType : uint32_t {
+  kMeta = 1,
+  kCode,
+  kData,
+  kBuffers,
+  kSymbols,
+  kDebugMap,
+  kCosts,
+  kNumSectionTypes = kCosts
+};
+
+inline const char* sectionName(uint32_t type) {
+  static const char* names[] = {"?",       "meta",    "code",      "data",
+                                "buffers", "symbols", "debug-map", "costs"};
+  return type <= kNumSectionTypes ? names[type] : "?";
+}
+
+inline uint64_t fnv1a64(const uint8_t* data, size_t size, uint64_t h = 0xcbf29ce484222325ull) {
+  for (size_t i = 0; i < size; ++i) {
+    h ^= data[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+// The checksum of an image: FNV-1a 64 with the checksum field read as zeros.
+inline uint64_t imageChecksum(const uint8_t* data, size_t size) {
+  static const uint8_t zeros[8] = {};
+  uint64_t h = fnv1a64(data, kChecksumOffset);
+  h = fnv1a64(zeros, 8, h);
+  return fnv1a64(data + kChecksumOffset + 8, size - kChecksumOffset - 8, h);
+}
+
+}  // namespace tpusim::isa::tpuprog

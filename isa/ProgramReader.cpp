@@ -1,0 +1,373 @@
+// Reading a .tpuprog: every offset, size, count, string, enum and cross
+// reference is checked before it is used (see ProgramFile.h).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "isa/Decoder.h"
+#include "isa/ProgramFile.h"
+#include "isa/ProgramFileFormat.h"
+
+namespace tpusim::isa {
+
+using namespace tpuprog;
+
+namespace {
+
+// Bounds-checked reads from one section; every failure names where it happened.
+class Cursor {
+ public:
+  Cursor(const uint8_t* base, uint64_t begin, uint64_t end, std::string where)
+      : base_(base), pos_(begin), end_(end), where_(std::move(where)) {}
+
+  uint64_t pos() const { return pos_; }
+  uint64_t left() const { return end_ - pos_; }
+  bool failed() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
+
+  bool fail(const std::string& message) {
+    if (error_.empty())
+      error_ = fmt::format("{} (at byte offset 0x{:x}): {}", where_, pos_, message);
+    return false;
+  }
+  bool need(uint64_t n, const char* what) {
+    if (failed()) return false;
+    if (n > left())
+      return fail(
+          fmt::format("{} needs {} bytes but only {} are left in the {}", what, n, left(), where_));
+    return true;
+  }
+  uint64_t raw(int n, const char* what) {
+    if (!need(uint64_t(n), what)) return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v |= uint64_t(base_[pos_ + i]) << (8 * i);
+    pos_ += uint64_t(n);
+    return v;
+  }
+  uint8_t u8(const char* what) { return uint8_t(raw(1, what)); }
+  uint32_t u32(const char* what) { return uint32_t(raw(4, what)); }
+  uint64_t u64(const char* what) { return raw(8, what); }
+  double f64(const char* what) {
+    uint64_t u = raw(8, what);
+    double d;
+    std::memcpy(&d, &u, 8);
+    return d;
+  }
+  std::string str(const char* what) {
+    uint32_t n = u32(what);
+    if (!need(n, what)) return {};
+    std::string s(reinterpret_cast<const char*>(base_ + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  const uint8_t* bytes(uint64_t n, const char* what) {
+    if (!need(n, what)) return nullptr;
+    const uint8_t* p = base_ + pos_;
+    pos_ += n;
+    return p;
+  }
+  // A record count, checked against the bytes left so a corrupt count cannot
+  // make the reader allocate or loop beyond the file.
+  uint32_t count(uint64_t minRecordBytes, const char* what) {
+    uint32_t n = u32(what);
+    if (failed()) return 0;
+    if (minRecordBytes && uint64_t(n) > left() / minRecordBytes) {
+      fail(fmt::format("{} is {}, but {} bytes cannot hold that many (each takes at least {})",
+                       what, n, left(), minRecordBytes));
+      return 0;
+    }
+    return n;
+  }
+  bool done() {
+    if (failed()) return false;
+    if (left() != 0)
+      return fail(fmt::format("{} unexpected bytes at the end of the {}", left(), where_));
+    return true;
+  }
+
+ private:
+  const uint8_t* base_;
+  uint64_t pos_, end_;
+  std::string where_;
+  std::string error_;
+};
+
+bool readMeta(Cursor& c, Program* p) {
+  p->chip = c.str("the chip name");
+  return c.done();
+}
+
+bool readCode(Cursor& c, Program* p) {
+  uint32_t n = c.count(kBundleBytes, "the bundle count");
+  p->code.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t at = c.pos();
+    const uint8_t* bytes = c.bytes(kBundleBytes, "a bundle");
+    if (!bytes) return false;
+    std::string error;
+    if (!tryDecode(bytes, &p->code[i], &error))
+      return c.fail(fmt::format("bundle {} (file offset 0x{:x}): {}", i, at, error));
+  }
+  return c.done();
+}
+
+bool readData(Cursor& c, Program* p) {
+  uint32_t n = c.count(24, "the data segment count");
+  p->data.resize(n);
+  for (uint32_t i = 0; i < n && !c.failed(); ++i) {
+    DataSegment& seg = p->data[i];
+    uint8_t space = c.u8("a data segment's memory space");
+    for (int k = 0; k < 7; ++k)
+      if (c.u8("reserved bytes") != 0 && !c.failed())
+        return c.fail(fmt::format("data segment {}: reserved byte is not zero", i));
+    seg.address = c.u64("a data segment's address");
+    uint64_t len = c.u64("a data segment's length");
+    if (c.failed()) return false;
+    if (space >= kNumMemorySpaces)
+      return c.fail(fmt::format("data segment {}: invalid memory space {}", i, space));
+    seg.space = MemorySpace(space);
+    if (seg.address > UINT64_MAX - len)
+      return c.fail(fmt::format("data segment {}: address 0x{:x} + length {} overflows", i,
+                                seg.address, len));
+    const uint8_t* bytes = c.bytes(len, "a data segment's contents");
+    if (!bytes) return false;
+    seg.bytes.assign(bytes, bytes + len);
+  }
+  return c.done();
+}
+
+bool readBuffers(Cursor& c, Program* p) {
+  uint32_t n = c.count(24, "the buffer count");
+  p->buffers.resize(n);
+  std::set<std::string> names;
+  for (uint32_t i = 0; i < n && !c.failed(); ++i) {
+    BufferDesc& b = p->buffers[i];
+    b.name = c.str("a buffer name");
+    uint8_t dtype = c.u8("a buffer dtype"), space = c.u8("a buffer memory space");
+    uint8_t role = c.u8("a buffer role"), rank = c.u8("a buffer rank");
+    c.u32("reserved");
+    b.address = c.u64("a buffer address");
+    b.sizeBytes = c.u64("a buffer size");
+    if (c.failed()) return false;
+    std::string what = fmt::format("buffer {} ('{}')", i, b.name);
+    if (b.name.empty()) return c.fail(fmt::format("buffer {} has an empty name", i));
+    if (!names.insert(b.name).second) return c.fail(what + ": duplicate buffer name");
+    if (dtype >= kNumDTypes) return c.fail(fmt::format("{}: invalid dtype {}", what, dtype));
+    if (space >= kNumMemorySpaces)
+      return c.fail(fmt::format("{}: invalid memory space {}", what, space));
+    if (role >= kNumBufferRoles) return c.fail(fmt::format("{}: invalid role {}", what, role));
+    if (rank > kMaxRank)
+      return c.fail(fmt::format("{}: rank {} exceeds the limit of {}", what, rank, kMaxRank));
+    b.dtype = DType(dtype);
+    b.space = MemorySpace(space);
+    b.role = BufferRole(role);
+    uint64_t bytes = uint64_t(dtypeBytes(b.dtype));
+    bool overflow = false;
+    for (int d = 0; d < rank; ++d) {
+      int64_t dim = int64_t(c.u64("a buffer dimension"));
+      if (c.failed()) return false;
+      if (dim < 0) return c.fail(fmt::format("{}: dimension {} is negative ({})", what, d, dim));
+      if (dim != 0 && bytes > UINT64_MAX / uint64_t(dim)) overflow = true;
+      bytes = overflow ? 0 : bytes * uint64_t(dim);
+      b.shape.push_back(dim);
+    }
+    if (overflow) return c.fail(what + ": the shape's size overflows 64 bits");
+    if (b.sizeBytes < bytes)
+      return c.fail(fmt::format("{}: size {} is smaller than the {} bytes its shape needs", what,
+                                b.sizeBytes, bytes));
+    if (b.address > UINT64_MAX - b.sizeBytes)
+      return c.fail(what + ": address + size overflows 64 bits");
+  }
+  return c.done();
+}
+
+bool readSymbols(Cursor& c, Program* p) {
+  uint32_t n = c.count(8, "the symbol count");
+  p->symbols.resize(n);
+  std::set<std::string> names;
+  for (uint32_t i = 0; i < n && !c.failed(); ++i) {
+    Symbol& s = p->symbols[i];
+    s.name = c.str("a symbol name");
+    s.bundle = c.u32("a symbol's bundle");
+    if (c.failed()) return false;
+    if (s.name.empty()) return c.fail(fmt::format("symbol {} has an empty name", i));
+    if (!names.insert(s.name).second)
+      return c.fail(fmt::format("symbol {} ('{}') is defined twice", i, s.name));
+    if (s.bundle >= p->code.size())
+      return c.fail(fmt::format("symbol '{}' names bundle {}, but the code has {} bundles", s.name,
+                                s.bundle, p->code.size()));
+  }
+  return c.done();
+}
+
+bool readDebugMap(Cursor& c, Program* p) {
+  uint32_t n = c.count(24, "the debug-map entry count");
+  p->debugMap.resize(n);
+  for (uint32_t i = 0; i < n && !c.failed(); ++i) {
+    DebugEntry& e = p->debugMap[i];
+    e.begin = c.u32("a debug-map begin");
+    e.end = c.u32("a debug-map end");
+    e.opName = c.str("an op name");
+    e.hloInstruction = c.str("an HLO instruction name");
+    e.sourceFile = c.str("a source file name");
+    e.sourceLine = c.u32("a source line");
+    if (c.failed()) return false;
+    if (e.begin > e.end || e.end > p->code.size())
+      return c.fail(
+          fmt::format("debug-map entry {} ('{}') covers bundles [{}, {}), not within "
+                      "the {} bundles of the code",
+                      i, e.opName, e.begin, e.end, p->code.size()));
+  }
+  return c.done();
+}
+
+bool readCosts(Cursor& c, Program* p) {
+  uint32_t n = c.count(44, "the cost entry count");
+  p->costs.resize(n);
+  for (uint32_t i = 0; i < n && !c.failed(); ++i) {
+    CostEntry& e = p->costs[i];
+    e.opName = c.str("an op name");
+    e.flops = c.f64("flops");
+    e.hbmBytesRead = c.u64("HBM bytes read");
+    e.hbmBytesWritten = c.u64("HBM bytes written");
+    e.vmemBytesRead = c.u64("VMEM bytes read");
+    e.vmemBytesWritten = c.u64("VMEM bytes written");
+    if (c.failed()) return false;
+    if (!std::isfinite(e.flops) || e.flops < 0)
+      return c.fail(fmt::format("cost entry {} ('{}'): flops {} is not a finite number >= 0", i,
+                                e.opName, e.flops));
+  }
+  return c.done();
+}
+
+}  // namespace
+
+bool parseProgram(const uint8_t* data, size_t size, const std::string& name, Program* out,
+                  std::string* error, ProgramFileInfo* info, const ProgramReadOptions& options) {
+  auto fail = [&](std::string message) {
+    *error = name + ": " + message;
+    return false;
+  };
+  if (size < kHeaderSize)
+    return fail(
+        fmt::format("file is {} bytes, shorter than the {}-byte header (truncated, or "
+                    "not a .tpuprog file)",
+                    size, kHeaderSize));
+  if (std::memcmp(data, kProgramMagic, 8) != 0)
+    return fail("bad magic: not a .tpuprog file (expected \"TPUPROG\\0\")");
+  Cursor h(data, 8, kHeaderSize, "header");
+  ProgramFileInfo fi;
+  fi.versionMajor = uint16_t(h.raw(2, "version"));
+  fi.versionMinor = uint16_t(h.raw(2, "version"));
+  uint32_t headerSize = h.u32("header size");
+  fi.fileSize = h.u64("file size");
+  fi.checksum = h.u64("checksum");
+  fi.isaFingerprint = h.u32("ISA fingerprint");
+  fi.bundleBytes = h.u32("bundle size");
+  uint32_t numSections = h.u32("section count");
+  uint32_t reserved = h.u32("reserved");
+  uint64_t tableOffset = h.u64("section table offset");
+  uint64_t reserved2 = h.u64("reserved");
+  if (fi.versionMajor != kProgramVersionMajor || fi.versionMinor > kProgramVersionMinor)
+    return fail(
+        fmt::format("format version {}.{} is not supported (this build reads {}.0 to "
+                    "{}.{})",
+                    fi.versionMajor, fi.versionMinor, kProgramVersionMajor, kProgramVersionMajor,
+                    kProgramVersionMinor));
+  if (headerSize != kHeaderSize)
+    return fail(fmt::format("header size is {}, expected {}", headerSize, kHeaderSize));
+  if (fi.fileSize != size)
+    return fail(
+        fmt::format("the header says the file is {} bytes but it is {} (truncated or "
+                    "extended)",
+                    fi.fileSize, size));
+  if (options.verifyChecksum) {
+    uint64_t actual = imageChecksum(data, size);
+    if (actual != fi.checksum)
+      return fail(
+          fmt::format("checksum mismatch (header 0x{:016x}, contents 0x{:016x}): the "
+                      "file is corrupt",
+                      fi.checksum, actual));
+  }
+  if (fi.isaFingerprint != isaFingerprint())
+    return fail(
+        fmt::format("the file was encoded for a different instruction set (fingerprint "
+                    "0x{:08x}, this build 0x{:08x}); reassemble or regenerate it",
+                    fi.isaFingerprint, isaFingerprint()));
+  if (fi.bundleBytes != uint32_t(kBundleBytes))
+    return fail(fmt::format("bundles are {} bytes in the file but {} in this build", fi.bundleBytes,
+                            kBundleBytes));
+  if (reserved != 0 || reserved2 != 0) return fail("reserved header fields are not zero");
+  if (numSections != kNumSectionTypes)
+    return fail(fmt::format("the file has {} sections, expected {}", numSections,
+                            uint32_t(kNumSectionTypes)));
+  if (tableOffset != kHeaderSize)
+    return fail(
+        fmt::format("section table at offset 0x{:x}, expected 0x{:x}", tableOffset, kHeaderSize));
+  uint64_t tableEnd = kHeaderSize + uint64_t(numSections) * kSectionEntrySize;
+  if (tableEnd > size) return fail("the section table runs past the end of the file");
+
+  // Section table: each type once, in order, inside the file after the table,
+  // not overlapping.
+  uint64_t previousEnd = tableEnd;
+  Cursor t(data, kHeaderSize, tableEnd, "section table");
+  for (uint32_t i = 0; i < numSections; ++i) {
+    ProgramFileInfo::Section s;
+    s.type = t.u32("section type");
+    uint32_t res = t.u32("reserved");
+    s.offset = t.u64("section offset");
+    s.size = t.u64("section size");
+    if (t.failed()) return fail(t.error());
+    if (s.type != i + 1)
+      return fail(fmt::format("section table entry {} has type {}, expected {} ({})", i, s.type,
+                              i + 1, sectionName(i + 1)));
+    s.name = sectionName(s.type);
+    if (res != 0) return fail(fmt::format("section '{}': reserved field is not zero", s.name));
+    if (s.offset < previousEnd || s.offset > size || s.size > size - s.offset)
+      return fail(
+          fmt::format("section '{}' at offset 0x{:x}, size {} is not within the file "
+                      "({} bytes) after the previous section (ends at 0x{:x})",
+                      s.name, s.offset, s.size, size, previousEnd));
+    previousEnd = s.offset + s.size;
+    fi.sections.push_back(s);
+  }
+
+  Program p;
+  using Reader = bool (*)(Cursor&, Program*);
+  static const Reader readers[] = {readMeta,    readCode,     readData, readBuffers,
+                                   readSymbols, readDebugMap, readCosts};
+  for (uint32_t i = 0; i < numSections; ++i) {
+    ProgramFileInfo::Section& s = fi.sections[i];
+    Cursor c(data, s.offset, s.offset + s.size, fmt::format("section '{}'", s.name));
+    if (!readers[i](c, &p)) return fail(c.error());
+    switch (s.type) {
+      case kCode:
+        s.count = uint32_t(p.code.size());
+        break;
+      case kData:
+        s.count = uint32_t(p.data.size());
+        break;
+      case kBuffers:
+        s.count = uint32_t(p.buffers.size());
+        break;
+      case kSymbols:
+        s.count = uint32_t(p.symbols.size());
+        break;
+      case kDebugMap:
+        s.count = uint32_t(p.debugMap.size());
+        break;
+      case kCosts:
+        s.count = uint32_t(p.costs.size());
+        break;
+      default:
+        s.count = 1;
+    }
+  }
+  *out = std::move(p);
+  if (info) *info = std::move(fi);
+  return true;
+}
+
+}  // namespace tpusim::isa
