@@ -63,12 +63,10 @@ uint64_t MxuModel::matmulReadyAt() {
 
 uint64_t MxuModel::popReadyAt(int slot) {
   if (slot < 0 || slot >= slots_) throw MxuPanic(fmt::format("MXU pop: no slot a{}", slot));
-  const Slot& s = slotState_[slot];
-  int64_t c = std::max(now(), lastPop_ + 1);
-  // An mm issued in this very cycle does not hold back a pop of the same cycle:
-  // the pop reads the slot's previous contents.
-  if (s.lastIssue == c && s.prevReadyAt <= c) return uint64_t(c);
-  return uint64_t(std::max(c, s.readyAt));
+  // Counts every mm issued so far, also one in the current cycle, so the answer
+  // holds for any later cycle; pop() itself lets a pop share the cycle of an mm
+  // to its slot (the bundle asked before issuing either).
+  return uint64_t(std::max({now(), lastPop_ + 1, slotState_[slot].readyAt}));
 }
 
 void MxuModel::checkReady(const char* what, uint64_t cycle, int64_t readyAt) const {
@@ -182,9 +180,13 @@ MxuStatus MxuModel::matmul(uint64_t cycle, VregIn lhs, MxuDtype dtype, int slot,
 }
 
 MxuStatus MxuModel::pop(uint64_t cycle, int slot, VregOut out) {
-  checkReady("pop", cycle, int64_t(popReadyAt(slot)));
+  if (slot < 0 || slot >= slots_) throw MxuPanic(fmt::format("MXU pop: no slot a{}", slot));
   Slot& s = slotState_[slot];
   const int64_t t = int64_t(cycle);
+  // An mm to this slot in this very cycle does not hold the pop back: the pop
+  // reads the previous contents (isa/README.md, MXU rule 4).
+  const int64_t slotReady = s.lastIssue == t ? s.prevReadyAt : s.readyAt;
+  checkReady("pop", cycle, std::max({now(), lastPop_ + 1, slotReady}));
   if (functional_) {
     while (!s.pending.empty() && s.pending.front().issue < t) {
       s.committed = std::move(s.pending.front().values);

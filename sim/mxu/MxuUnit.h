@@ -8,11 +8,14 @@
 //  - Commands are issued in non-decreasing cycle order. Several commands may
 //    share a cycle if they use different ports (weight port: wpush; LHS port:
 //    mm/mma; latch: both; pop port: pop).
-//  - For a bundle at cycle c, ask the ready cycle of each of its MXU commands
-//    first, issue them all at a cycle t >= every answer, in slot order.
-//    The *ReadyAt() answers are never earlier than the cycle of the last
-//    command issued to this MXU. The RTL implementation advances its clock to
-//    answer, so only ask for commands you are about to issue.
+//  - For a bundle, ask the ready cycle of each of its MXU commands first,
+//    then issue them all at one cycle t >= every answer, in slot order (mpush
+//    before mpop). A pop may share its cycle with an mm to the same slot: it
+//    reads the slot's previous contents. An answer counts every command issued
+//    so far, so it stays valid for any later cycle; it is never earlier than
+//    the cycle of the last command issued to this MXU. The RTL implementation
+//    advances its clock to answer, so only ask for commands you are about to
+//    issue.
 //  - Issuing a command before its ready cycle is a simulator bug: it throws
 //    MxuPanic. Program errors (staging overflow, dtype mismatch) are returned
 //    as a fault in MxuStatus and leave the MXU unchanged.
