@@ -14,6 +14,7 @@
 #include "compiler/hlo/HloPrinter.h"
 #include "compiler/hlo/HloVerifier.h"
 #include "traces/tracegen/LlamaGraph.h"
+#include "traces/tracegen/TraceSummary.h"
 
 namespace cl = llvm::cl;
 using namespace tpusim;
@@ -67,6 +68,11 @@ static cl::opt<std::string> Output("o", cl::desc("Output file (default: stdout)"
 static cl::opt<bool> PrintSignature(
     "print-signature",
     cl::desc("Print the entry parameters and outputs (number, name, shape) instead of the HLO"),
+    cl::cat(Cat));
+static cl::opt<bool> PrintSummary(
+    "print-summary",
+    cl::desc("Print instruction and dot counts, dot FLOPs and the bytes of weights, KV caches, "
+             "inputs and outputs instead of the HLO"),
     cl::cat(Cat));
 
 static int error(const std::string& message) {
@@ -124,6 +130,8 @@ int main(int argc, char** argv) {
   hlo::VerifierResult verified = hlo::verifyModule(*trace.module);
   if (!verified.ok()) return error("the generated module does not verify:\n" + verified.message());
 
+  if (PrintSignature && PrintSummary)
+    return error("--print-signature and --print-summary cannot be combined");
   std::string text;
   if (PrintSignature) {
     const auto params = trace.module->entry()->parameters();
@@ -134,6 +142,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < trace.outputNames.size(); ++i)
       text += fmt::format("output {} {} {}\n", i, trace.outputNames[i],
                           (root.isTuple() ? root.tupleShapes[i] : root).toString(false));
+  } else if (PrintSummary) {
+    text = formatSummary(summarize(trace));
   } else {
     text = hlo::printModule(*trace.module);
   }
