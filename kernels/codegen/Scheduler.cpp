@@ -278,6 +278,7 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
     std::sort(ready.begin(), ready.end(),
               [&](int a, int b) { return height[a] != height[b] ? height[a] > height[b] : a < b; });
     std::array<int, isa::kNumSlotKinds> used{};
+    int immsUsed = 0;  // shared 32-bit immediates of the bundle
     std::vector<int> loadsThisCycle, issued;
     bool waitingOnLatency = false;
     int pressureBlocked = -1;
@@ -299,6 +300,12 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
         SlotKind k = mi.info().slot;
         if (mi.op == Opcode::Nop) continue;
         if (used[int(k)] >= t.slotsOf(k)) continue;
+        int imms = 0;
+        for (int q = 0; q < mi.info().numOperands; ++q) {
+          isa::OperandClass oc = isa::operandInfo(mi.info().operands[q]).cls;
+          if (oc == isa::OperandClass::Imm32 || oc == isa::OperandClass::Target) ++imms;
+        }
+        if (immsUsed + imms > isa::kNumSharedImms) continue;
         if (isBranch(mi.op) && done + int(issued.size()) != n - 1) continue;  // branch goes last
         Unit u = unitOf(mi);
         int xluPick = -1;

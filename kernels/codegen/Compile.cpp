@@ -1,0 +1,454 @@
+// The grid pipeline and the driver: placement, lowering, scheduling,
+// register allocation, bundle assembly and the Program tables.
+#include "kernels/codegen/Compile.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "kernels/codegen/CopyPlan.h"
+#include "kernels/codegen/HazardCheck.h"
+#include "kernels/codegen/Lowering.h"
+#include "kernels/llo/Interpreter.h"
+
+namespace tpusim::kernels::codegen {
+
+using isa::Opcode;
+
+namespace {
+
+MOperand I(int64_t v) { return MOperand::imm(v); }
+
+// One array operand moved by the pipeline.
+struct Stream {
+  const llo::ArrayOperand* array = nullptr;
+  const llo::BlockMapping* map = nullptr;
+  bool output = false;
+  int64_t hbmBase = 0;
+  llo::Type hbmType, blockType;
+  int64_t bufRow = 0, blockRows = 0;
+  int flag = 0;
+  CopyPlan plan;
+  std::vector<int64_t> descWords;
+  // Loop-carried registers.
+  std::vector<MOperand> idx;  // block index held in the current slot
+  MOperand slot, pending;
+  const llo::Value* bodyArg = nullptr;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const llo::Kernel& k, const TargetInfo& t, MFunction& fn, MemoryPlan& mem,
+           std::vector<LoopRange>& loops, std::vector<isa::DataSegment>& data)
+      : k_(k), t_(t), L_(fn, mem, t, loops, data), mem_(mem) {}
+
+  double flopsPerStep() const { return L_.bodyFlops; }
+  std::vector<Stream>& streams() { return streams_; }
+  const std::vector<int64_t>& hbmIn() const { return hbmIn_; }
+  const std::vector<int64_t>& hbmOut() const { return hbmOut_; }
+
+  void build() {
+    const auto& args = k_.body->body.args;
+    L_.setDebug(L_.debugFor(k_.loc, k_.name));
+    L_.emit(Opcode::Mark, {I(0)});
+    if (!k_.aliases.empty())
+      throw CodegenError(
+          fmt::format("kernel '{}': input/output aliasing is not supported by the "
+                      "code generator yet",
+                      k_.name));
+    // HBM arrays.
+    std::vector<int64_t> hbmIn, hbmOut;
+    for (const auto& a : k_.inputs)
+      hbmIn.push_back(mem_.hbm(
+          "input " + a.name, llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape))));
+    for (const auto& a : k_.outputs)
+      hbmOut.push_back(mem_.hbm(
+          "output " + a.name, llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape))));
+    hbmIn_ = hbmIn;
+    hbmOut_ = hbmOut;
+    size_t arg = 0;
+    int loadFlag = -1;
+    // Scalar prefetch and SMEM operands: loaded once before the grid.
+    auto loadToSmem = [&](size_t input, const llo::Value* v) {
+      const auto& a = k_.inputs[input];
+      llo::Type smem = llo::Type::ref(llo::MemSpace::Smem, a.dtype, a.shape);
+      RefPlace p{smem,
+                 false,
+                 mem_.smemWords("SMEM copy of " + a.name, smem.numElements()),
+                 {},
+                 L_.newRegion()};
+      if (loadFlag < 0) loadFlag = mem_.flags("prologue loads", 1);
+      CopyPlan plan = planCopy(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape), smem, a.shape);
+      for (size_t i = 0; i < plan.descriptors.size(); ++i) {
+        int64_t w = L_.descriptorTemplate(plan.descriptors[i], "DMA descriptor: load " + a.name);
+        MOperand base = L_.constReg(w);
+        L_.emit(Opcode::SSt, {L_.constReg(hbmIn[input] + plan.srcOffset[i]), base, I(1)});
+        L_.emit(Opcode::SSt, {L_.constReg(p.base * 4 + plan.dstOffset[i]), base, I(3)});
+        L_.emit(Opcode::Dma, {base, I(loadFlag), I(0)});
+      }
+      L_.emit(Opcode::SyncWait, {I(loadFlag), I(int64_t(plan.descriptors.size()))});
+      if (v) L_.bindRef(v, p);
+      return p;
+    };
+    for (int i = 0; i < k_.numScalarPrefetch; ++i) prefetch_.push_back(loadToSmem(i, args[arg++]));
+    auto addStream = [&](size_t index, bool output, const llo::BlockMapping& m,
+                         const llo::Value* v) {
+      const llo::ArrayOperand& a = output ? k_.outputs[index] : k_.inputs[index];
+      int64_t base = output ? hbmOut[index] : hbmIn[index];
+      if (m.space == llo::MemSpace::Hbm) {
+        L_.bindRef(v, RefPlace{v->type, false, base, {}, L_.newRegion()});
+        return;
+      }
+      if (m.space == llo::MemSpace::Smem) {
+        if (output)
+          throw CodegenError(fmt::format("output '{}' in SMEM is not supported yet", a.name));
+        loadToSmem(index, v);
+        return;
+      }
+      for (size_t d = 0; d < a.shape.size(); ++d)
+        if (a.shape[d] % m.blockShape[d] != 0)
+          throw CodegenError(fmt::format(
+              "{}:{}: error: '{}' {} is not a whole number of {} blocks; edge blocks compile only "
+              "in interpret mode so far",
+              m.loc.file, m.loc.line, a.name, llo::shapeStr(a.shape), llo::shapeStr(m.blockShape)));
+      Stream s;
+      s.array = &a;
+      s.map = &m;
+      s.output = output;
+      s.hbmBase = base;
+      s.hbmType = llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape);
+      s.blockType = llo::Type::ref(llo::MemSpace::Vmem, a.dtype, m.blockShape);
+      s.blockRows = llo::tiledLayout(m.blockShape).totalRows();
+      s.bufRow = mem_.vmem(fmt::format("'{}' blocks {}{} x 2 buffers", a.name,
+                                       isa::dtypeName(a.dtype), llo::shapeStr(m.blockShape)),
+                           m.blockShape, 2);
+      s.flag = mem_.flags(fmt::format("'{}' block copies", a.name), 1);
+      try {
+        s.plan = output ? planCopy(s.blockType, s.hbmType, m.blockShape)
+                        : planCopy(s.hbmType, s.blockType, m.blockShape);
+      } catch (const CodegenError& e) {
+        throw CodegenError(
+            fmt::format("{}:{}: error: '{}': {}", m.loc.file, m.loc.line, a.name, e.what()));
+      }
+      for (size_t i = 0; i < s.plan.descriptors.size(); ++i)
+        s.descWords.push_back(L_.descriptorTemplate(
+            s.plan.descriptors[i], fmt::format("DMA descriptor: '{}' block {}", a.name, i)));
+      s.bodyArg = v;
+      streams_.push_back(std::move(s));
+    };
+    for (size_t i = 0; i < k_.inMaps.size(); ++i)
+      addStream(i + k_.numScalarPrefetch, false, k_.inMaps[i], args[arg++]);
+    for (size_t i = 0; i < k_.outMaps.size(); ++i) addStream(i, true, k_.outMaps[i], args[arg++]);
+    for (const llo::Type& s : k_.scratch) {
+      const llo::Value* v = args[arg++];
+      RefPlace p{s, false, 0, {}, L_.newRegion()};
+      if (s.space == llo::MemSpace::Vmem)
+        p.base = mem_.vmem("scratch " + s.str(), s.shape);
+      else if (s.space == llo::MemSpace::Smem)
+        p.base = mem_.smemWords("scratch " + s.str(), s.numElements());
+      else
+        p.flagBase = mem_.flags("scratch " + s.str(), int(s.numElements()));
+      L_.bindRef(v, p);
+    }
+    gridLoop();
+  }
+
+ private:
+  const llo::Kernel& k_;
+  const TargetInfo& t_;
+  Lowerer L_;
+  MemoryPlan& mem_;
+  std::vector<Stream> streams_;
+  std::vector<RefPlace> prefetch_;
+  std::vector<int64_t> hbmIn_, hbmOut_;
+
+  MOperand reg() { return L_.fn().newReg(RegClass::Scalar); }
+  void copy(MOperand dst, const ScalarVal& v) {
+    if (v.isConst)
+      L_.emit(Opcode::SLi, {dst, I(uint32_t(int32_t(v.c)))});
+    else
+      L_.emit(Opcode::SAddI, {dst, v.reg, I(0)});
+  }
+  static ScalarVal R(MOperand r) { return ScalarVal{false, 0, r}; }
+
+  // Emits `body` only when `cond` is non-zero at run time.
+  void when(const ScalarVal& cond, const std::function<void()>& body) {
+    if (cond.isConst) {
+      if (cond.c) body();
+      return;
+    }
+    int from = L_.currentBlock();
+    L_.emit(Opcode::BrZ, {cond.reg, MOperand::block(-1)});
+    L_.newBlock("then");
+    body();
+    int end = L_.newBlock("join");
+    L_.fn().blocks[from].instrs.back().ops[1] = MOperand::block(end);
+  }
+
+  std::vector<ScalarVal> indexMap(const Stream& s, const std::vector<ScalarVal>& ids) {
+    const llo::Function& f = *s.map->indexMap;
+    size_t a = 0;
+    for (const ScalarVal& id : ids) L_.bindScalar(f.body.args[a++], id);
+    for (const RefPlace& p : prefetch_) L_.bindRef(f.body.args[a++], p);
+    const llo::Op& ret = *f.body.ops.back();
+    for (size_t i = 0; i + 1 < f.body.ops.size(); ++i) {
+      L_.setDebug(L_.debugFor(f.body.ops[i]->loc, k_.name));
+      L_.lowerOp(*f.body.ops[i]);
+    }
+    std::vector<ScalarVal> out;
+    for (const llo::Value* v : ret.operands) out.push_back(L_.scalar(v));
+    return out;
+  }
+
+  ScalarVal differs(const std::vector<ScalarVal>& a, const std::vector<MOperand>& b) {
+    ScalarVal any{true, 0, {}};
+    for (size_t d = 0; d < a.size(); ++d)
+      any = L_.scalarOp(llo::ScalarBin::Or, any, L_.scalarOp(llo::ScalarBin::Ne, a[d], R(b[d])));
+    return any;
+  }
+
+  // Starts the copy of block `idx` into / out of buffer `slot` of a stream.
+  void startCopy(Stream& s, const std::vector<ScalarVal>& idx, const ScalarVal& slot) {
+    std::vector<int64_t> strides = elementStrides(s.hbmType);
+    ScalarVal hbm{true, s.hbmBase, {}};
+    for (size_t d = 0; d < idx.size(); ++d)
+      hbm = L_.add(hbm, L_.mulImm(idx[d], s.map->blockShape[d] * strides[d]));
+    ScalarVal vmem = L_.mulImm(L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(slot, s.blockRows)),
+                               isa::kVmemRowBytes);
+    for (size_t i = 0; i < s.descWords.size(); ++i) {
+      MOperand base = L_.constReg(s.descWords[i]);
+      ScalarVal src = s.output ? vmem : hbm, dst = s.output ? hbm : vmem;
+      MInstr a = makeInstr(Opcode::SSt, {L_.reg(L_.addImm(src, s.plan.srcOffset[i])), base, I(1)});
+      MInstr b = makeInstr(Opcode::SSt, {L_.reg(L_.addImm(dst, s.plan.dstOffset[i])), base, I(3)});
+      a.mem = b.mem = MemAccess{MemAccess::Space::Smem, -3, true, -1, 0};
+      L_.emit(a);
+      L_.emit(b);
+      L_.emit(Opcode::Dma, {base, I(s.flag), I(int64_t(s.flag % t_.dmaQueues))});
+    }
+  }
+  void waitCopy(const Stream& s) {
+    L_.emit(Opcode::SyncWait, {I(s.flag), I(int64_t(s.descWords.size()))});
+  }
+
+  void gridLoop() {
+    size_t rank = k_.grid.size();
+    int64_t steps = k_.gridPoints();
+    std::vector<MOperand> g(rank);
+    for (auto& r : g) {
+      r = reg();
+      L_.emit(Opcode::SLi, {r, I(0)});
+    }
+    std::vector<ScalarVal> ids0(rank, ScalarVal{true, 0, {}});
+    // Prologue: the first block of every input, into slot 0.
+    for (Stream& s : streams_) {
+      s.slot = reg();
+      s.pending = reg();
+      L_.emit(Opcode::SLi, {s.slot, I(0)});
+      L_.emit(Opcode::SLi, {s.pending, I(0)});
+      std::vector<ScalarVal> idx = indexMap(s, ids0);
+      for (const ScalarVal& v : idx) {
+        s.idx.push_back(reg());
+        copy(s.idx.back(), v);
+      }
+      if (!s.output) {
+        startCopy(s, idx, ScalarVal{true, 0, {}});
+        L_.emit(Opcode::SLi, {s.pending, I(1)});
+      }
+    }
+    MOperand count = reg(), step = reg();
+    L_.emit(Opcode::SLi, {count, I(steps)});
+    L_.emit(Opcode::SLi, {step, I(0)});
+    int loopStart = L_.newBlock("step");
+    std::vector<ScalarVal> ids;
+    for (const MOperand& r : g) ids.push_back(R(r));
+    // The next grid point (lexicographic), for the index maps of the next step.
+    std::vector<ScalarVal> next(rank);
+    {
+      ScalarVal carry{true, 1, {}};
+      for (size_t d = rank; d-- > 0;) {
+        ScalarVal inc = L_.add(ids[d], carry);
+        ScalarVal wrap = L_.scalarOp(llo::ScalarBin::Eq, inc, ScalarVal{true, k_.grid[d], {}});
+        MOperand nd = reg();
+        L_.emit(Opcode::SSel, {nd, L_.reg(wrap), L_.constReg(0), L_.reg(inc)});
+        next[d] = R(nd);
+        carry = L_.scalarOp(llo::ScalarBin::And, carry, wrap);
+      }
+    }
+    auto isLast = [&] {
+      return L_.scalarOp(llo::ScalarBin::Eq, R(step), ScalarVal{true, steps - 1, {}});
+    };
+    // Every block ref's base for this step, taken before the buffers flip.
+    for (Stream& s : streams_) {
+      ScalarVal row = L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(R(s.slot), s.blockRows));
+      RefPlace p{s.bodyArg->type, true, 0, L_.reg(row), L_.newRegion()};
+      L_.bindRef(s.bodyArg, p);
+    }
+    // Inputs: wait for the current block; start the next one into the other
+    // buffer when its index changes.
+    for (Stream& s : streams_) {
+      if (s.output) continue;
+      when(R(s.pending), [&] { waitCopy(s); });
+      L_.emit(Opcode::SLi, {s.pending, I(0)});
+      std::vector<ScalarVal> nidx = indexMap(s, next);
+      ScalarVal notLast = L_.scalarOp(llo::ScalarBin::Eq, isLast(), ScalarVal{true, 0, {}});
+      ScalarVal change = L_.scalarOp(llo::ScalarBin::And, notLast, differs(nidx, s.idx));
+      when(change, [&] {
+        ScalarVal other = L_.scalarOp(llo::ScalarBin::Xor, R(s.slot), ScalarVal{true, 1, {}});
+        startCopy(s, nidx, other);
+        L_.emit(Opcode::SLi, {s.pending, I(1)});
+        L_.emit(Opcode::SXor, {s.slot, s.slot, L_.constReg(1)});
+        for (size_t d = 0; d < s.idx.size(); ++d) copy(s.idx[d], nidx[d]);
+      });
+    }
+    L_.setGrid(ids, k_.grid);
+    L_.lowerOps(k_.body->body, k_.name);
+    L_.setDebug(L_.debugFor(k_.loc, k_.name));
+    // Outputs: write back when the block index is about to change (or at the end).
+    auto nextIds = [&] {
+      std::vector<ScalarVal> nx(rank);
+      ScalarVal c{true, 1, {}};
+      for (size_t d = rank; d-- > 0;) {
+        ScalarVal inc = L_.add(ids[d], c);
+        ScalarVal wrap = L_.scalarOp(llo::ScalarBin::Eq, inc, ScalarVal{true, k_.grid[d], {}});
+        MOperand nd = reg();
+        L_.emit(Opcode::SSel, {nd, L_.reg(wrap), L_.constReg(0), L_.reg(inc)});
+        nx[d] = R(nd);
+        c = L_.scalarOp(llo::ScalarBin::And, c, wrap);
+      }
+      return nx;
+    };
+    for (Stream& s : streams_) {
+      if (!s.output) continue;
+      std::vector<ScalarVal> cur = indexMap(s, ids);
+      std::vector<ScalarVal> nidx = indexMap(s, nextIds());
+      ScalarVal moving = isLast();
+      for (size_t d = 0; d < cur.size(); ++d)
+        moving = L_.scalarOp(llo::ScalarBin::Or, moving,
+                             L_.scalarOp(llo::ScalarBin::Ne, nidx[d], cur[d]));
+      when(moving, [&] {
+        when(R(s.pending), [&] { waitCopy(s); });
+        startCopy(s, cur, R(s.slot));
+        L_.emit(Opcode::SLi, {s.pending, I(1)});
+        L_.emit(Opcode::SXor, {s.slot, s.slot, L_.constReg(1)});
+      });
+    }
+    int latch = L_.newBlock("next");
+    std::vector<ScalarVal> nx = nextIds();
+    for (size_t d = 0; d < rank; ++d) copy(g[d], nx[d]);
+    L_.emit(Opcode::SAddI, {step, step, I(1)});
+    L_.emit(Opcode::Loop, {count, MOperand::block(loopStart)});
+    L_.loops().push_back(LoopRange{loopStart, latch});
+    L_.newBlock("epilogue");
+    for (Stream& s : streams_)
+      if (s.output) when(R(s.pending), [&] { waitCopy(s); });
+    L_.emit(Opcode::Halt, {});
+  }
+};
+
+}  // namespace
+
+CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
+  MFunction fn;
+  fn.name = k.name;
+  MemoryPlan mem(t);
+  std::vector<LoopRange> loops;
+  std::vector<isa::DataSegment> data;
+  Pipeline p(k, t, fn, mem, loops, data);
+  p.build();
+  mem.check();
+  CompiledKernel out;
+  std::vector<BlockSchedule> schedules;
+  for (const MBlock& b : fn.blocks) schedules.push_back(scheduleBlock(b, t));
+  auto used = allocateRegisters(fn, schedules, loops, t);
+  std::vector<uint32_t> starts;
+  std::vector<isa::Bundle> bundles = assembleBundles(fn, schedules, t, &starts);
+  // Every block must be free of hazards the machine would stall on.
+  for (size_t b = 0; b < fn.blocks.size(); ++b) {
+    std::vector<isa::Bundle> blk(bundles.begin() + starts[b], bundles.begin() + starts[b + 1]);
+    auto problems = checkBlockTiming(blk, t);
+    if (!problems.empty())
+      throw CodegenError(fmt::format("internal: block {} of '{}' has a hazard: {}",
+                                     fn.blocks[b].label, k.name, problems[0]));
+  }
+  isa::Program& prog = out.program;
+  prog.chip = t.name;
+  prog.code = bundles;
+  prog.data = data;
+  prog.symbols.push_back({k.name, 0});
+  prog.debugMap.push_back(
+      {0, uint32_t(bundles.size()), k.name, "", k.loc.file, uint32_t(std::max(0, k.loc.line))});
+  auto addBuffer = [&](const llo::ArrayOperand& a, int64_t addr, isa::BufferRole role) {
+    isa::BufferDesc b;
+    b.name = a.name;
+    b.shape = a.shape;
+    b.dtype = a.dtype;
+    b.space = isa::MemorySpace::Hbm;
+    b.address = uint64_t(addr);
+    b.sizeBytes = uint64_t(llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape)));
+    b.role = role;
+    prog.buffers.push_back(b);
+  };
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    addBuffer(k.inputs[i], p.hbmIn()[i], isa::BufferRole::Input);
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    addBuffer(k.outputs[i], p.hbmOut()[i], isa::BufferRole::Output);
+  // Static costs: FLOPs of the body per step, and the block copies the
+  // pipeline performs (index maps evaluated over the whole grid).
+  isa::CostEntry cost;
+  cost.opName = k.name;
+  cost.flops = p.flopsPerStep() * double(k.gridPoints());
+  llo::Interpreter interp;
+  for (const Stream& s : p.streams()) {
+    if (k.numScalarPrefetch > 0) break;  // index maps read SMEM: counted at run time only
+    std::vector<int32_t> prev;
+    int64_t copies = 0;
+    std::vector<int64_t> ids(k.grid.size(), 0);
+    for (int64_t step = 0; step < k.gridPoints(); ++step) {
+      std::vector<llo::Arg> args;
+      for (int64_t id : ids) args.push_back(llo::Arg::ofScalar(int32_t(id)));
+      std::vector<int32_t> idx = interp.run(*s.map->indexMap, args, llo::GridContext{k.grid, ids});
+      if (idx != prev) ++copies;
+      prev = idx;
+      for (size_t d = ids.size(); d-- > 0;) {
+        if (++ids[d] < k.grid[d]) break;
+        ids[d] = 0;
+      }
+    }
+    uint64_t bytes = uint64_t(copies) * uint64_t(s.plan.bytes);
+    uint64_t vmemBytes = uint64_t(copies) * uint64_t(llo::refBytes(s.blockType));
+    if (s.output) {
+      cost.hbmBytesWritten += bytes;
+      cost.vmemBytesRead += vmemBytes;
+    } else {
+      cost.hbmBytesRead += bytes;
+      cost.vmemBytesWritten += vmemBytes;
+    }
+  }
+  prog.costs.push_back(cost);
+  out.stats.bundles = int64_t(bundles.size());
+  for (const MBlock& b : fn.blocks) out.stats.instructions += int64_t(b.instrs.size());
+  out.stats.scalarRegs = used[0];
+  out.stats.vectorRegs = used[1];
+  out.stats.maskRegs = used[2];
+  out.stats.vmemRows = mem.vmemRowsUsed();
+  out.stats.smemWords = mem.smemWordsUsed();
+  out.stats.flags = mem.flagsUsed();
+  for (size_t b = 0; b < fn.blocks.size(); ++b) {
+    out.machineText +=
+        fmt::format("{}:  # bundles {}..{}\n", fn.blocks[b].label, starts[b], starts[b + 1]);
+    for (uint32_t c = starts[b]; c < starts[b + 1]; ++c) {
+      std::string line;
+      for (const isa::Instruction& in : bundles[c].slots) {
+        if (in.empty()) continue;
+        line += fmt::format("{}{}", line.empty() ? "" : " ; ", in.info().mnemonic);
+        for (int o = 0; o < in.info().numOperands; ++o)
+          line += fmt::format("{}{}{}", o ? ", " : " ",
+                              isa::operandInfo(in.info().operands[o]).prefix, in.operands[o]);
+      }
+      out.machineText += fmt::format("  {:5}  {}\n", c, line.empty() ? "nop" : line);
+    }
+  }
+  return out;
+}
+
+}  // namespace tpusim::kernels::codegen

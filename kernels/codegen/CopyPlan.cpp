@@ -1,0 +1,145 @@
+#include "kernels/codegen/CopyPlan.h"
+
+#include <fmt/format.h>
+
+#include "kernels/codegen/RegAlloc.h"
+
+namespace tpusim::kernels::codegen {
+
+namespace {
+
+isa::MemorySpace isaSpace(llo::MemSpace s) {
+  switch (s) {
+    case llo::MemSpace::Hbm:
+      return isa::MemorySpace::Hbm;
+    case llo::MemSpace::Vmem:
+      return isa::MemorySpace::Vmem;
+    default:
+      return isa::MemorySpace::Smem;
+  }
+}
+
+struct Dim {
+  int64_t count, src, dst;
+};
+
+// Per window dimension, the byte stride of one step on one side; for VMEM the
+// last dimension is split into (column tile, lane).
+struct Side {
+  std::vector<int64_t> strides;  // per window dim (VMEM: last dim's lane stride)
+  int64_t tileStride = 0;        // VMEM: bytes per column tile
+};
+
+Side sideOf(const llo::Type& t) {
+  Side s;
+  size_t n = t.shape.size();
+  if (t.space == llo::MemSpace::Vmem) {
+    llo::TiledLayout l = llo::tiledLayout(t.shape);
+    int64_t rowBytes = isa::kVmemRowBytes;
+    s.strides.assign(n, 0);
+    int64_t m = l.rowsPerMatrix() * rowBytes;
+    for (size_t d = n >= 2 ? n - 2 : n; d-- > 0;) {
+      s.strides[d] = m;
+      m *= t.shape[d];
+    }
+    if (n >= 2) s.strides[n - 2] = rowBytes;
+    if (n >= 1) s.strides[n - 1] = 4;
+    s.tileStride = l.paddedRows * rowBytes;
+    return s;
+  }
+  int64_t e = t.space == llo::MemSpace::Hbm ? isa::dtypeBytes(t.dtype) : 4;
+  s.strides.assign(n, 0);
+  for (size_t d = n; d-- > 0;) {
+    s.strides[d] = e;
+    e *= t.shape[d];
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<int64_t> elementStrides(const llo::Type& ref) { return sideOf(ref).strides; }
+
+CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<int64_t>& sizes) {
+  size_t n = sizes.size();
+  if (src.rank() != int(n) || dst.rank() != int(n))
+    throw CodegenError("internal: copy ranks differ");
+  bool touchesHbm = src.space == llo::MemSpace::Hbm || dst.space == llo::MemSpace::Hbm;
+  int64_t elemBytes = touchesHbm ? isa::dtypeBytes(src.dtype) : 4;
+  Side s = sideOf(src), d = sideOf(dst);
+  // Window dims, outermost first; the last one split at column tiles when a
+  // VMEM side has more than one.
+  std::vector<Dim> dims;
+  for (size_t i = 0; i + 1 < n; ++i) dims.push_back({sizes[i], s.strides[i], d.strides[i]});
+  int64_t cols = n ? sizes[n - 1] : 1;
+  bool vmem = src.space == llo::MemSpace::Vmem || dst.space == llo::MemSpace::Vmem;
+  int64_t lanes = cols;
+  if (vmem && cols > llo::kLanes) {
+    if (cols % llo::kLanes)
+      throw CodegenError(fmt::format(
+          "a copy of {} columns into or out of VMEM must cover whole 128-lane tiles (not yet "
+          "split into a tail descriptor)",
+          cols));
+    auto tileStep = [&](const Side& x, const llo::Type& t) {
+      return t.space == llo::MemSpace::Vmem ? x.tileStride : x.strides[n - 1] * llo::kLanes;
+    };
+    dims.push_back({cols / llo::kLanes, tileStep(s, src), tileStep(d, dst)});
+    lanes = llo::kLanes;
+  }
+  int64_t ls = n ? s.strides[n - 1] : elemBytes, ld = n ? d.strides[n - 1] : elemBytes;
+  // Inner bytes: a contiguous run on both sides, or one element.
+  int64_t inner;
+  if (ls == elemBytes && ld == elemBytes) {
+    inner = lanes * elemBytes;
+  } else {
+    dims.push_back({lanes, ls, ld});
+    inner = elemBytes;
+  }
+  // Drop count-1 dims; merge a dim into the inner run when it continues it on both sides.
+  std::vector<Dim> kept;
+  for (const Dim& x : dims)
+    if (x.count > 1) kept.push_back(x);
+  while (!kept.empty() && kept.back().src == inner && kept.back().dst == inner) {
+    inner *= kept.back().count;
+    kept.pop_back();
+  }
+  CopyPlan plan;
+  plan.bytes = inner;
+  for (const Dim& x : kept) plan.bytes *= x.count;
+  // At most 3 counted dims per descriptor; outer extra dims unroll.
+  size_t extra = kept.size() > 3 ? kept.size() - 3 : 0;
+  std::vector<Dim> outer(kept.begin(), kept.begin() + extra);
+  std::vector<Dim> inDesc(kept.begin() + extra, kept.end());
+  isa::DmaDescriptor t;
+  t.src = isaSpace(src.space);
+  t.dst = isaSpace(dst.space);
+  t.numDims = 1 + int(inDesc.size());
+  t.innerBytes = uint32_t(inner);
+  // Descriptor dim 1 is the innermost counted dim.
+  for (size_t i = 0; i < inDesc.size(); ++i) {
+    const Dim& x = inDesc[inDesc.size() - 1 - i];
+    t.counts[i] = uint32_t(x.count);
+    t.srcStrides[i] = uint32_t(x.src);
+    t.dstStrides[i] = uint32_t(x.dst);
+  }
+  std::vector<int64_t> idx(outer.size(), 0);
+  while (true) {
+    int64_t so = 0, dof = 0;
+    for (size_t i = 0; i < outer.size(); ++i) {
+      so += idx[i] * outer[i].src;
+      dof += idx[i] * outer[i].dst;
+    }
+    plan.descriptors.push_back(t);
+    plan.srcOffset.push_back(so);
+    plan.dstOffset.push_back(dof);
+    int k = int(idx.size()) - 1;
+    while (k >= 0 && ++idx[k] == outer[k].count) idx[k--] = 0;
+    if (k < 0) break;
+  }
+  if (plan.descriptors.size() > 4096)
+    throw CodegenError(fmt::format("a copy needs {} DMA descriptors; reshape the window",
+                                   plan.descriptors.size()));
+  return plan;
+}
+
+}  // namespace tpusim::kernels::codegen

@@ -1,0 +1,36 @@
+// How a copy of a window between two refs becomes DMA descriptors: HBM arrays
+// are dense row-major elements, VMEM refs are (8,128)-tiled 32-bit words (a
+// bf16 / int8 element lands in the low bytes of its word), SMEM refs are one
+// word per element. The window's dimensions become the descriptor's counted
+// dimensions with byte strides on each side; contiguous runs merge into the
+// inner byte count; dimensions beyond the descriptor's four become several
+// descriptors at constant offsets.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa/DmaDescriptor.h"
+#include "kernels/llo/Types.h"
+
+namespace tpusim::kernels::codegen {
+
+struct CopyPlan {
+  // Descriptor templates (addresses relative to the windows' first elements);
+  // descriptor i is issued with src/dst = window origin + srcOffset[i] / dstOffset[i].
+  std::vector<isa::DmaDescriptor> descriptors;
+  std::vector<int64_t> srcOffset, dstOffset;
+  int64_t bytes = 0;  // bytes the copy moves
+};
+
+// `sizes` is the window (one size per dim of both refs, same rank). VMEM
+// windows must start at a multiple of 128 in the last dimension and cover
+// whole column tiles or end at the ref's last column. Throws CodegenError.
+CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<int64_t>& sizes);
+
+// Byte offset of a window's first element from the ref's first element, for
+// constant indices (HBM, SMEM) or per unit of each index (strides, in bytes).
+std::vector<int64_t> elementStrides(const llo::Type& ref);
+
+}  // namespace tpusim::kernels::codegen

@@ -1,0 +1,99 @@
+// Lowering of async copies: descriptor templates in an SMEM data segment, the
+// window addresses written into them at run time, one `dma` per descriptor,
+// and `sync.wait` for as many completions as descriptors.
+#include <fmt/format.h>
+
+#include "kernels/codegen/CopyPlan.h"
+#include "kernels/codegen/Lowering.h"
+#include "kernels/llo/Printer.h"
+
+namespace tpusim::kernels::codegen {
+
+using isa::Opcode;
+
+namespace {
+MOperand I(int64_t v) { return MOperand::imm(v); }
+
+// Byte address of a ref's element 0 in its space (VMEM: row * 512).
+ScalarVal placeBytes(Lowerer& L, const RefPlace& p) {
+  int64_t scale = p.type.space == llo::MemSpace::Vmem   ? isa::kVmemRowBytes
+                  : p.type.space == llo::MemSpace::Smem ? 4
+                                                        : 1;
+  ScalarVal base = p.dynamic ? ScalarVal{false, 0, p.baseReg} : ScalarVal{true, p.base, {}};
+  return L.mulImm(base, scale);
+}
+}  // namespace
+
+int64_t Lowerer::descriptorTemplate(const isa::DmaDescriptor& d, const std::string& what) {
+  int64_t word = mem_.smemWords(what, isa::kDmaDescriptorWords);
+  isa::DataSegment seg;
+  seg.space = isa::MemorySpace::Smem;
+  seg.address = uint64_t(word) * 4;
+  for (uint32_t w : d.pack())
+    for (int b = 0; b < 4; ++b) seg.bytes.push_back(uint8_t(w >> (8 * b)));
+  data_.push_back(std::move(seg));
+  return word;
+}
+
+// Address of a window's first element: the ref's base plus each index times
+// its byte stride (a VMEM column index counts whole column tiles).
+static ScalarVal windowAddress(Lowerer& L, const RefPlace& p, const std::vector<ScalarVal>& idx) {
+  ScalarVal a = placeBytes(L, p);
+  std::vector<int64_t> strides = elementStrides(p.type);
+  size_t n = idx.size();
+  for (size_t d = 0; d < n; ++d) {
+    if (p.type.space == llo::MemSpace::Vmem && d + 1 == n) {
+      int64_t tile = llo::tiledLayout(p.type.shape).paddedRows * isa::kVmemRowBytes;
+      a = L.add(a, L.mulImm(L.scalarOp(llo::ScalarBin::Shr, idx[d], ScalarVal{true, 7, {}}), tile));
+    } else {
+      a = L.add(a, L.mulImm(idx[d], strides[d]));
+    }
+  }
+  return a;
+}
+
+void Lowerer::lowerDma(const llo::Op& op) {
+  auto views = llo::opViews(op);
+  const RefPlace& src = place(views[0].ref);
+  const RefPlace& dst = place(views[1].ref);
+  const RefPlace& sem = place(views[2].ref);
+  ScalarVal semIdx{true, 0, {}};
+  for (size_t d = 0; d < views[2].indices.size(); ++d)
+    semIdx = add(mulImm(semIdx, sem.type.shape[d]), scalar(views[2].indices[d]));
+  if (!semIdx.isConst) {
+    std::string text = llo::printOp(op);
+    throw CodegenError(
+        fmt::format("{}:{}: error: cannot compile '{}': the semaphore index must be "
+                    "a compile-time constant (sync flags are named in the instruction)",
+                    op.loc.file, op.loc.line, text.substr(0, text.find('\n'))));
+  }
+  int flag = sem.flagBase + int(semIdx.c);
+  CopyPlan plan;
+  try {
+    plan = planCopy(src.type, dst.type, op.ints);
+  } catch (const CodegenError& e) {
+    throw CodegenError(fmt::format("{}:{}: error: {}", op.loc.file, op.loc.line, e.what()));
+  }
+  if (op.kind == llo::OpKind::DmaWait) {
+    emit(Opcode::SyncWait, {I(flag), I(int64_t(plan.descriptors.size()))});
+    return;
+  }
+  std::vector<ScalarVal> si, di;
+  for (const llo::Value* v : views[0].indices) si.push_back(scalar(v));
+  for (const llo::Value* v : views[1].indices) di.push_back(scalar(v));
+  ScalarVal srcAddr = windowAddress(*this, src, si), dstAddr = windowAddress(*this, dst, di);
+  for (size_t i = 0; i < plan.descriptors.size(); ++i) {
+    int64_t word = descriptorTemplate(plan.descriptors[i],
+                                      fmt::format("DMA descriptor (line {})", op.loc.line));
+    MOperand base = constReg(word);
+    MemAccess mem{MemAccess::Space::Smem, -2, true, -1, 0};
+    MInstr s1 = makeInstr(Opcode::SSt, {reg(addImm(srcAddr, plan.srcOffset[i])), base, I(1)});
+    MInstr s2 = makeInstr(Opcode::SSt, {reg(addImm(dstAddr, plan.dstOffset[i])), base, I(3)});
+    s1.mem = s2.mem = mem;
+    emit(s1);
+    emit(s2);
+    emit(Opcode::Dma, {base, I(flag), I(int64_t(i % t_.dmaQueues))});
+  }
+}
+
+}  // namespace tpusim::kernels::codegen

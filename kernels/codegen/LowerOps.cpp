@@ -1,0 +1,628 @@
+// Lowering of scalar, tile and control-flow ops (see Lowering.h).
+#include <fmt/format.h>
+
+#include "isa/support/Numerics.h"
+#include "kernels/codegen/Lowering.h"
+#include "kernels/llo/Printer.h"
+
+namespace tpusim::kernels::codegen {
+
+using isa::Opcode;
+using llo::OpKind;
+
+namespace {
+
+MOperand I(int64_t v) { return MOperand::imm(v); }
+bool fitsS16(int64_t v) { return v >= -32768 && v <= 32767; }
+int log2Exact(int64_t v) {
+  if (v <= 0 || (v & (v - 1))) return -1;
+  int k = 0;
+  while ((int64_t(1) << k) < v) ++k;
+  return k;
+}
+
+[[noreturn]] void unsupported(const llo::Op& op, const std::string& why) {
+  std::string where = op.loc.known() ? fmt::format("{}:{}: ", op.loc.file, op.loc.line) : "";
+  std::string text = llo::printOp(op);
+  throw CodegenError(
+      fmt::format("{}error: cannot compile '{}': {}", where, text.substr(0, text.find('\n')), why));
+}
+
+Opcode binaryOpcode(llo::VecBin k, llo::DType d) {
+  bool f = d == llo::DType::F32;
+  switch (k) {
+    case llo::VecBin::Add:
+      return f ? Opcode::VAddF32 : Opcode::VAddS32;
+    case llo::VecBin::Sub:
+      return f ? Opcode::VSubF32 : Opcode::VSubS32;
+    case llo::VecBin::Mul:
+      return f ? Opcode::VMulF32 : Opcode::VMulS32;
+    case llo::VecBin::Max:
+      return f ? Opcode::VMaxF32 : Opcode::VMaxS32;
+    case llo::VecBin::Min:
+      return f ? Opcode::VMinF32 : Opcode::VMinS32;
+    case llo::VecBin::And:
+      return Opcode::VAnd;
+    case llo::VecBin::Or:
+      return Opcode::VOr;
+    case llo::VecBin::Xor:
+      return Opcode::VXor;
+    case llo::VecBin::Shl:
+      return Opcode::VShl;
+    case llo::VecBin::Shr:
+      return Opcode::VShr;
+    case llo::VecBin::Sra:
+      return Opcode::VSra;
+  }
+  return Opcode::Nop;
+}
+
+Opcode unaryOpcode(llo::VecUn k, llo::DType d) {
+  if (d == llo::DType::S32) return k == llo::VecUn::Abs ? Opcode::VAbsS32 : Opcode::VNegS32;
+  switch (k) {
+    case llo::VecUn::Abs:
+      return Opcode::VAbsF32;
+    case llo::VecUn::Neg:
+      return Opcode::VNegF32;
+    case llo::VecUn::Exp:
+      return Opcode::VExpF32;
+    case llo::VecUn::Log:
+      return Opcode::VLogF32;
+    case llo::VecUn::Rsqrt:
+      return Opcode::VRsqrtF32;
+    case llo::VecUn::Rcp:
+      return Opcode::VRcpF32;
+    case llo::VecUn::Tanh:
+      return Opcode::VTanhF32;
+    case llo::VecUn::Sqrt:
+      return Opcode::VSqrtF32;
+  }
+  return Opcode::Nop;
+}
+
+Opcode cmpOpcode(llo::Cmp k, llo::DType d) {
+  bool f = d == llo::DType::F32;
+  switch (k) {
+    case llo::Cmp::Eq:
+      return f ? Opcode::VCmpEqF32 : Opcode::VCmpEqS32;
+    case llo::Cmp::Ne:
+      return f ? Opcode::VCmpNeF32 : Opcode::VCmpNeS32;
+    case llo::Cmp::Lt:
+      return f ? Opcode::VCmpLtF32 : Opcode::VCmpLtS32;
+    case llo::Cmp::Le:
+      return f ? Opcode::VCmpLeF32 : Opcode::VCmpLeS32;
+    case llo::Cmp::Gt:
+      return f ? Opcode::VCmpGtF32 : Opcode::VCmpGtS32;
+    case llo::Cmp::Ge:
+      return f ? Opcode::VCmpGeF32 : Opcode::VCmpGeS32;
+  }
+  return Opcode::Nop;
+}
+
+}  // namespace
+
+Lowerer::Lowerer(MFunction& fn, MemoryPlan& mem, const TargetInfo& t, std::vector<LoopRange>& loops,
+                 std::vector<isa::DataSegment>& data)
+    : fn_(fn), mem_(mem), t_(t), loops_(loops), data_(data) {
+  if (fn_.blocks.empty()) newBlock("entry");
+}
+
+int Lowerer::newBlock(const std::string& label) {
+  fn_.blocks.push_back(MBlock{fmt::format("{}{}", label, fn_.blocks.size()), {}});
+  cur_ = int(fn_.blocks.size()) - 1;
+  return cur_;
+}
+
+void Lowerer::emit(MInstr mi) {
+  mi.debug = debug_;
+  fn_.blocks[cur_].instrs.push_back(mi);
+}
+
+int Lowerer::debugFor(const llo::SourceLoc& loc, const std::string& op) {
+  for (size_t i = 0; i < fn_.debugLocs.size(); ++i)
+    if (fn_.debugLocs[i].file == loc.file && fn_.debugLocs[i].line == loc.line &&
+        fn_.debugLocs[i].op == op)
+      return int(i);
+  fn_.debugLocs.push_back(DebugLoc{op, loc.file, loc.line});
+  return int(fn_.debugLocs.size()) - 1;
+}
+
+MOperand Lowerer::constReg(int64_t c) {
+  MOperand r = fn_.newReg(RegClass::Scalar);
+  emit(Opcode::SLi, {r, I(uint32_t(int32_t(c)))});
+  return r;
+}
+
+MOperand Lowerer::reg(const ScalarVal& v) { return v.isConst ? constReg(v.c) : v.reg; }
+
+ScalarVal Lowerer::scalarOp(llo::ScalarBin k, const ScalarVal& a, const ScalarVal& b) {
+  using K = llo::ScalarBin;
+  auto wrap = [](int64_t v) { return int64_t(int32_t(uint32_t(v))); };
+  if (a.isConst && b.isConst) {
+    int32_t x = int32_t(a.c), y = int32_t(b.c);
+    int64_t r = 0;
+    switch (k) {
+      case K::Add:
+        r = wrap(int64_t(x) + y);
+        break;
+      case K::Sub:
+        r = wrap(int64_t(x) - y);
+        break;
+      case K::Mul:
+        r = wrap(int64_t(x) * y);
+        break;
+      case K::Div:
+        r = y ? x / y : 0;
+        break;
+      case K::Rem:
+        r = y ? x % y : 0;
+        break;
+      case K::Min:
+        r = std::min(x, y);
+        break;
+      case K::Max:
+        r = std::max(x, y);
+        break;
+      case K::And:
+        r = x & y;
+        break;
+      case K::Or:
+        r = x | y;
+        break;
+      case K::Xor:
+        r = x ^ y;
+        break;
+      case K::Shl:
+        r = wrap(int64_t(uint32_t(x) << (y & 31)));
+        break;
+      case K::Shr:
+        r = int64_t(uint32_t(x) >> (y & 31));
+        break;
+      case K::Eq:
+        r = x == y;
+        break;
+      case K::Ne:
+        r = x != y;
+        break;
+      case K::Lt:
+        r = x < y;
+        break;
+      case K::Le:
+        r = x <= y;
+        break;
+      case K::Gt:
+        r = x > y;
+        break;
+      case K::Ge:
+        r = x >= y;
+        break;
+    }
+    return ScalarVal{true, r, {}};
+  }
+  MOperand d = fn_.newReg(RegClass::Scalar);
+  // Immediate forms where one side is a small constant.
+  if (b.isConst) {
+    if (k == K::Add && b.c == 0) return a;
+    if (k == K::Mul && b.c == 1) return a;
+    if (k == K::Add && fitsS16(b.c))
+      return emit(Opcode::SAddI, {d, a.reg, I(b.c)}), ScalarVal{false, 0, d};
+    if (k == K::Sub && fitsS16(-b.c))
+      return emit(Opcode::SAddI, {d, a.reg, I(-b.c)}), ScalarVal{false, 0, d};
+    if (k == K::Mul && fitsS16(b.c))
+      return emit(Opcode::SMulI, {d, a.reg, I(b.c)}), ScalarVal{false, 0, d};
+    if (k == K::Shl) return emit(Opcode::SShlI, {d, a.reg, I(b.c & 31)}), ScalarVal{false, 0, d};
+    if (k == K::Shr) return emit(Opcode::SShrI, {d, a.reg, I(b.c & 31)}), ScalarVal{false, 0, d};
+    if (k == K::Div || k == K::Rem) {
+      int sh = log2Exact(b.c);
+      if (sh < 0)
+        throw CodegenError(
+            fmt::format("error: scalar division by {} (only powers of two compile)", b.c));
+      if (sh == 0) return k == K::Div ? a : ScalarVal{true, 0, {}};
+      // Truncating division: add (2^sh - 1) to negative dividends first.
+      MOperand sign = fn_.newReg(RegClass::Scalar), bias = fn_.newReg(RegClass::Scalar),
+               sum = fn_.newReg(RegClass::Scalar), q = fn_.newReg(RegClass::Scalar);
+      emit(Opcode::SSra, {sign, a.reg, constReg(31)});
+      emit(Opcode::SShrI, {bias, sign, I(32 - sh)});
+      emit(Opcode::SAdd, {sum, a.reg, bias});
+      emit(Opcode::SSra, {q, sum, constReg(sh)});
+      if (k == K::Div) return ScalarVal{false, 0, q};
+      MOperand back = fn_.newReg(RegClass::Scalar);
+      emit(Opcode::SShlI, {back, q, I(sh)});
+      emit(Opcode::SSub, {d, a.reg, back});
+      return ScalarVal{false, 0, d};
+    }
+  }
+  if (k == K::Div || k == K::Rem)
+    throw CodegenError(
+        "error: scalar division by a run-time value does not compile (the scalar "
+        "unit has no divider)");
+  MOperand x = reg(a), y = reg(b);
+  switch (k) {
+    case K::Add:
+      emit(Opcode::SAdd, {d, x, y});
+      break;
+    case K::Sub:
+      emit(Opcode::SSub, {d, x, y});
+      break;
+    case K::Mul:
+      emit(Opcode::SMul, {d, x, y});
+      break;
+    case K::Min:
+      emit(Opcode::SMin, {d, x, y});
+      break;
+    case K::Max:
+      emit(Opcode::SMax, {d, x, y});
+      break;
+    case K::And:
+      emit(Opcode::SAnd, {d, x, y});
+      break;
+    case K::Or:
+      emit(Opcode::SOr, {d, x, y});
+      break;
+    case K::Xor:
+      emit(Opcode::SXor, {d, x, y});
+      break;
+    case K::Shl:
+      emit(Opcode::SShl, {d, x, y});
+      break;
+    case K::Shr:
+      emit(Opcode::SShr, {d, x, y});
+      break;
+    case K::Eq:
+      emit(Opcode::SCmpEq, {d, x, y});
+      break;
+    case K::Ne:
+      emit(Opcode::SCmpNe, {d, x, y});
+      break;
+    case K::Lt:
+      emit(Opcode::SCmpLt, {d, x, y});
+      break;
+    case K::Le:
+      emit(Opcode::SCmpLe, {d, x, y});
+      break;
+    case K::Gt:
+      emit(Opcode::SCmpLt, {d, y, x});
+      break;
+    case K::Ge:
+      emit(Opcode::SCmpLe, {d, y, x});
+      break;
+    default:
+      break;
+  }
+  return ScalarVal{false, 0, d};
+}
+
+void Lowerer::baseAndOffset(const ScalarVal& addr, MOperand* base, int64_t* offset) {
+  if (addr.isConst && fitsS16(addr.c)) {
+    auto z = zeroReg_.find(cur_);
+    if (z == zeroReg_.end()) z = zeroReg_.emplace(cur_, constReg(0)).first;
+    *base = z->second;
+    *offset = addr.c;
+  } else {
+    *base = reg(addr);
+    *offset = 0;
+  }
+}
+
+const RefPlace& Lowerer::place(const llo::Value* v) const {
+  auto it = refs_.find(v);
+  if (it == refs_.end()) throw CodegenError(fmt::format("internal: ref %{} has no place", v->id));
+  return it->second;
+}
+
+ScalarVal Lowerer::scalar(const llo::Value* v) const {
+  auto it = scalars_.find(v);
+  if (it == scalars_.end())
+    throw CodegenError(fmt::format("internal: scalar %{} not lowered", v->id));
+  return it->second;
+}
+
+MOperand Lowerer::tile(const llo::Value* v) const {
+  auto it = tiles_.find(v);
+  if (it == tiles_.end()) throw CodegenError(fmt::format("internal: tile %{} not lowered", v->id));
+  return it->second;
+}
+
+ScalarVal Lowerer::vmemRow(const RefPlace& r, const std::vector<ScalarVal>& idx) {
+  const auto& shape = r.type.shape;
+  llo::TiledLayout l = llo::tiledLayout(shape);
+  size_t n = shape.size();
+  ScalarVal m{true, 0, {}};
+  for (size_t d = 0; d + 2 < n; ++d) m = add(mulImm(m, shape[d]), idx[d]);
+  ScalarVal row = n >= 2 ? idx[n - 2] : ScalarVal{true, 0, {}};
+  ScalarVal ct = scalarOp(llo::ScalarBin::Shr, idx[n - 1], ScalarVal{true, 7, {}});
+  ScalarVal off = add(add(mulImm(m, l.rowsPerMatrix()), mulImm(ct, l.paddedRows)), row);
+  ScalarVal base = r.dynamic ? ScalarVal{false, 0, r.baseReg} : ScalarVal{true, r.base, {}};
+  return add(base, off);
+}
+
+ScalarVal Lowerer::smemWord(const RefPlace& r, const std::vector<ScalarVal>& idx) {
+  ScalarVal flat{true, 0, {}};
+  for (size_t d = 0; d < idx.size(); ++d) flat = add(mulImm(flat, r.type.shape[d]), idx[d]);
+  ScalarVal base = r.dynamic ? ScalarVal{false, 0, r.baseReg} : ScalarVal{true, r.base, {}};
+  return add(base, flat);
+}
+
+void Lowerer::lowerOps(const llo::Block& b, const std::string& kernelName) {
+  kernel_ = kernelName;
+  for (const auto& op : b.ops) {
+    setDebug(debugFor(op->loc, kernelName));
+    lowerOp(*op);
+  }
+}
+
+void Lowerer::lowerVLoad(const llo::Op& op) {
+  const RefPlace& r = place(op.operands[0]);
+  std::vector<ScalarVal> idx;
+  for (size_t i = 1; i < op.operands.size(); ++i) idx.push_back(scalar(op.operands[i]));
+  ScalarVal row = vmemRow(r, idx);
+  MOperand base;
+  int64_t off;
+  baseAndOffset(row, &base, &off);
+  MOperand d = fn_.newReg(RegClass::Vector);
+  MInstr mi = makeInstr(Opcode::VLd, {d, base, I(off), I(op.ints[0]), I(op.ints[1])});
+  mi.mem = {MemAccess::Space::Vmem, r.region, false, row.isConst ? row.c : -1,
+            op.ints[0] == 0 ? 1 : 8 * int(op.ints[0])};
+  emit(mi);
+  tiles_[op.result()] = d;
+}
+
+void Lowerer::lowerVStore(const llo::Op& op) {
+  MOperand v = tile(op.operands[0]);
+  const RefPlace& r = place(op.operands[1]);
+  std::vector<ScalarVal> idx;
+  for (size_t i = 2; i < op.operands.size(); ++i) idx.push_back(scalar(op.operands[i]));
+  ScalarVal row = vmemRow(r, idx);
+  MOperand base;
+  int64_t off;
+  baseAndOffset(row, &base, &off);
+  int64_t sublanes = op.ints[0], lanes = op.ints[1];
+  MemAccess mem{MemAccess::Space::Vmem, r.region, true, row.isConst ? row.c : -1, 8};
+  if (lanes == llo::kLanes) {
+    MInstr mi = makeInstr(Opcode::VSt, {v, base, I(off), I(1), I(sublanes)});
+    mi.mem = mem;
+    return emit(mi);
+  }
+  // A lane-masked store: mask = (lane < lanes) & (sublane < valid rows).
+  auto bound = [&](Opcode iota, int64_t limit) {
+    MOperand idxv = fn_.newReg(RegClass::Vector), lim = fn_.newReg(RegClass::Vector);
+    MOperand m = fn_.newReg(RegClass::Mask);
+    emit(iota, {idxv});
+    emit(Opcode::VImm, {lim, I(limit)});
+    emit(Opcode::VCmpLtS32, {m, idxv, lim});
+    return m;
+  };
+  MOperand m = bound(Opcode::VIotaLane, lanes);
+  if (sublanes != 0xFF) {
+    int valid = 0;
+    while (valid < 8 && (sublanes >> valid & 1)) ++valid;
+    if (sublanes != (1 << valid) - 1)
+      unsupported(op, "a lane-masked store needs contiguous sublanes");
+    MOperand both = fn_.newReg(RegClass::Mask);
+    emit(Opcode::MAnd, {both, m, bound(Opcode::VIotaSub, valid)});
+    m = both;
+  }
+  MInstr mi = makeInstr(Opcode::VStM, {v, base, I(off), m});
+  mi.mem = mem;
+  emit(mi);
+}
+
+void Lowerer::lowerTileOp(const llo::Op& op) {
+  const auto& o = op.operands;
+  auto vdst = [&] {
+    MOperand d = fn_.newReg(RegClass::Vector);
+    tiles_[op.result()] = d;
+    return d;
+  };
+  switch (op.kind) {
+    case OpKind::VConst:
+      return emit(Opcode::VImm, {vdst(), I(uint32_t(op.ints[0]))});
+    case OpKind::VSplat: {
+      MOperand s = reg(scalar(o[0]));
+      return emit(Opcode::VBcast, {vdst(), s});
+    }
+    case OpKind::VIota:
+      return emit(op.ints[0] == 0 ? Opcode::VIotaLane : Opcode::VIotaSub, {vdst()});
+    case OpKind::VBinary: {
+      Opcode opc = binaryOpcode(llo::VecBin(op.ints[0]), o[0]->type.dtype);
+      MOperand a = tile(o[0]), b = tile(o[1]);
+      return emit(opc, {vdst(), a, b});
+    }
+    case OpKind::VUnary: {
+      MOperand a = tile(o[0]);
+      return emit(unaryOpcode(llo::VecUn(op.ints[0]), o[0]->type.dtype), {vdst(), a});
+    }
+    case OpKind::VCmp: {
+      MOperand a = tile(o[0]), b = tile(o[1]);
+      MOperand m = fn_.newReg(RegClass::Mask);
+      tiles_[op.result()] = m;
+      return emit(cmpOpcode(llo::Cmp(op.ints[0]), o[0]->type.dtype), {m, a, b});
+    }
+    case OpKind::VSelect: {
+      MOperand m = tile(o[0]), a = tile(o[1]), b = tile(o[2]);
+      return emit(Opcode::VSel, {vdst(), m, a, b});
+    }
+    case OpKind::MaskBinary:
+    case OpKind::MaskNot: {
+      MOperand m = fn_.newReg(RegClass::Mask);
+      MOperand a = tile(o[0]);
+      tiles_[op.result()] = m;
+      if (op.kind == OpKind::MaskNot) return emit(Opcode::MNot, {m, a});
+      return emit(op.ints[0] == 0 ? Opcode::MAnd : Opcode::MOr, {m, a, tile(o[1])});
+    }
+    case OpKind::VCast: {
+      llo::DType from = o[0]->type.dtype, to = op.dtype;
+      MOperand a = tile(o[0]);
+      if (from == llo::DType::S8) return emit(Opcode::VUnpackS8, {vdst(), a, I(0)});
+      Opcode opc = Opcode::Nop;
+      if (from == llo::DType::F32 && to == llo::DType::S32) opc = Opcode::VCvtS32F32;
+      if (from == llo::DType::S32 && to == llo::DType::F32) opc = Opcode::VCvtF32S32;
+      if (from == llo::DType::F32 && to == llo::DType::Bf16) opc = Opcode::VCvtBf16F32;
+      if (from == llo::DType::Bf16 && to == llo::DType::F32) opc = Opcode::VCvtF32Bf16;
+      if (from == llo::DType::S32 && to == llo::DType::S8) opc = Opcode::VCvtS8S32;
+      if (opc == Opcode::Nop) unsupported(op, "no convert instruction for this cast");
+      return emit(opc, {vdst(), a});
+    }
+    case OpKind::VReduceLanes: {
+      bool f = o[0]->type.dtype == llo::DType::F32;
+      bool sum = llo::Reduce(op.ints[0]) == llo::Reduce::Sum;
+      Opcode opc = sum ? (f ? Opcode::XluSumF32 : Opcode::XluSumS32)
+                       : (f ? Opcode::XluMaxF32 : Opcode::XluMaxS32);
+      MOperand a = tile(o[0]);
+      return emit(opc, {vdst(), a});
+    }
+    case OpKind::VRotSublanes: {
+      MOperand a = tile(o[0]);
+      return emit(Opcode::XluRotSub, {vdst(), a, I(((op.ints[0] % 8) + 8) % 8)});
+    }
+    case OpKind::VLanePerm: {
+      MOperand a = tile(o[0]), b = tile(o[1]);
+      return emit(Opcode::XluPerm, {vdst(), a, b});
+    }
+    default:
+      unsupported(op, "not a tile op");
+  }
+}
+
+void Lowerer::lowerFor(const llo::Op& op) {
+  ScalarVal lo = scalar(op.operands[0]), hi = scalar(op.operands[1]);
+  int64_t step = op.ints[0];
+  ScalarVal trip;
+  if (lo.isConst && hi.isConst) {
+    int64_t t = hi.c > lo.c ? (hi.c - lo.c + step - 1) / step : 0;
+    if (t == 0) return;
+    trip = ScalarVal{true, t, {}};
+  } else {
+    if (log2Exact(step) < 0) unsupported(op, "a run-time trip count needs a power-of-two step");
+    ScalarVal span = scalarOp(llo::ScalarBin::Sub, hi, lo);
+    trip =
+        scalarOp(llo::ScalarBin::Max,
+                 scalarOp(llo::ScalarBin::Div, addImm(span, step - 1), ScalarVal{true, step, {}}),
+                 ScalarVal{true, 0, {}});
+  }
+  MOperand iv = fn_.newReg(RegClass::Scalar), count = fn_.newReg(RegClass::Scalar);
+  if (lo.isConst)
+    emit(Opcode::SLi, {iv, I(uint32_t(int32_t(lo.c)))});
+  else
+    emit(Opcode::SAddI, {iv, lo.reg, I(0)});
+  if (trip.isConst)
+    emit(Opcode::SLi, {count, I(trip.c)});
+  else
+    emit(Opcode::SAddI, {count, trip.reg, I(0)});
+  int guardBlock = -1;
+  if (!trip.isConst) {
+    guardBlock = currentBlock();
+    emit(Opcode::BrZ, {count, MOperand::block(-1)});
+  }
+  int body = newBlock("loop");
+  bindScalar(op.regions[0].args[0], ScalarVal{false, 0, iv});
+  lowerOps(op.regions[0], kernel_);
+  newBlock("latch");
+  int latch = currentBlock();
+  emit(Opcode::SAddI, {iv, iv, I(step)});
+  emit(Opcode::Loop, {count, MOperand::block(body)});
+  int exit = newBlock("exit");
+  if (guardBlock >= 0) fn_.blocks[guardBlock].instrs.back().ops[1] = MOperand::block(exit);
+  loops_.push_back(LoopRange{body, latch});
+}
+
+void Lowerer::lowerIf(const llo::Op& op) {
+  ScalarVal c = scalar(op.operands[0]);
+  if (c.isConst) {
+    if (c.c)
+      lowerOps(op.regions[0], kernel_);
+    else if (op.regions.size() > 1)
+      lowerOps(op.regions[1], kernel_);
+    return;
+  }
+  int condBlock = currentBlock();
+  emit(Opcode::BrZ, {c.reg, MOperand::block(-1)});
+  newBlock("then");
+  lowerOps(op.regions[0], kernel_);
+  int thenEnd = currentBlock();
+  int elseStart = -1;
+  if (op.regions.size() > 1) {
+    emit(Opcode::Jmp, {MOperand::block(-1)});
+    elseStart = newBlock("else");
+    lowerOps(op.regions[1], kernel_);
+  }
+  int end = newBlock("endif");
+  fn_.blocks[condBlock].instrs.back().ops[1] = MOperand::block(elseStart >= 0 ? elseStart : end);
+  if (elseStart >= 0) fn_.blocks[thenEnd].instrs.back().ops[0] = MOperand::block(end);
+}
+
+void Lowerer::lowerOp(const llo::Op& op) {
+  const auto& o = op.operands;
+  switch (op.kind) {
+    case OpKind::SConst:
+      return bindScalar(op.result(), ScalarVal{true, op.ints[0], {}});
+    case OpKind::SBinary:
+      return bindScalar(op.result(),
+                        scalarOp(llo::ScalarBin(op.ints[0]), scalar(o[0]), scalar(o[1])));
+    case OpKind::SSelect: {
+      ScalarVal c = scalar(o[0]);
+      if (c.isConst) return bindScalar(op.result(), c.c ? scalar(o[1]) : scalar(o[2]));
+      MOperand d = fn_.newReg(RegClass::Scalar);
+      MOperand a = reg(scalar(o[1])), b = reg(scalar(o[2]));
+      emit(Opcode::SSel, {d, c.reg, a, b});
+      return bindScalar(op.result(), ScalarVal{false, 0, d});
+    }
+    case OpKind::ProgramId:
+    case OpKind::NumPrograms: {
+      size_t axis = size_t(op.ints[0]);
+      if (axis >= grid_.size()) unsupported(op, "grid axis out of range");
+      return bindScalar(op.result(), op.kind == OpKind::ProgramId
+                                         ? ids_[axis]
+                                         : ScalarVal{true, grid_[axis], {}});
+    }
+    case OpKind::SLoad:
+    case OpKind::SStore: {
+      size_t r = op.kind == OpKind::SStore ? 1 : 0;
+      const RefPlace& p = place(o[r]);
+      std::vector<ScalarVal> idx;
+      for (size_t i = r + 1; i < o.size(); ++i) idx.push_back(scalar(o[i]));
+      ScalarVal w = smemWord(p, idx);
+      MOperand base;
+      int64_t off;
+      baseAndOffset(w, &base, &off);
+      MemAccess mem{MemAccess::Space::Smem, p.region, r == 1, -1, 0};
+      if (r == 1) {
+        MInstr mi = makeInstr(Opcode::SSt, {reg(scalar(o[0])), base, I(off)});
+        mi.mem = mem;
+        return emit(mi);
+      }
+      MOperand d = fn_.newReg(RegClass::Scalar);
+      MInstr mi = makeInstr(Opcode::SLd, {d, base, I(off)});
+      mi.mem = mem;
+      emit(mi);
+      return bindScalar(op.result(), ScalarVal{false, 0, d});
+    }
+    case OpKind::VLoad:
+      return lowerVLoad(op);
+    case OpKind::VStore:
+      return lowerVStore(op);
+    case OpKind::AllocVmem: {
+      RefPlace p;
+      p.type = op.result()->type;
+      p.base =
+          mem_.vmem(fmt::format("temporary {} (line {})", p.type.str(), op.loc.line), p.type.shape);
+      p.region = newRegion();
+      return bindRef(op.result(), p);
+    }
+    case OpKind::Matmul:
+      return lowerMatmul(op);
+    case OpKind::DmaStart:
+    case OpKind::DmaWait:
+      return lowerDma(op);
+    case OpKind::For:
+      return lowerFor(op);
+    case OpKind::If:
+      return lowerIf(op);
+    case OpKind::Return:
+      unsupported(op, "return outside an index map");
+    default:
+      return lowerTileOp(op);
+  }
+}
+
+}  // namespace tpusim::kernels::codegen

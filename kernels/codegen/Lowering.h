@@ -1,0 +1,124 @@
+// Lowering of kernel-IR functions to machine code (virtual registers, basic
+// blocks). The grid pipeline (Pipeline.cpp) binds the body's refs and grid
+// indices and calls lowerBody once; matmuls (LowerMatmul.cpp) and DMAs
+// (LowerDma.cpp) have their own files.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "isa/Program.h"
+#include "kernels/codegen/MachineIR.h"
+#include "kernels/codegen/MemoryPlan.h"
+#include "kernels/codegen/RegAlloc.h"
+#include "kernels/llo/Ir.h"
+
+namespace tpusim::kernels::codegen {
+
+// Where a ref's data is: VMEM row / SMEM word / HBM byte address of its
+// element 0, known at compile time or held in a scalar register.
+struct RefPlace {
+  llo::Type type;
+  bool dynamic = false;
+  int64_t base = 0;   // when !dynamic
+  MOperand baseReg;   // when dynamic
+  int region = -1;    // memory-ordering region
+  int flagBase = -1;  // semaphore refs: first sync flag
+};
+
+// A scalar: a compile-time constant or a register.
+struct ScalarVal {
+  bool isConst = true;
+  int64_t c = 0;
+  MOperand reg;
+};
+
+class Lowerer {
+ public:
+  Lowerer(MFunction& fn, MemoryPlan& mem, const TargetInfo& t, std::vector<LoopRange>& loops,
+          std::vector<isa::DataSegment>& data);
+
+  // --- blocks
+  int newBlock(const std::string& label);
+  void setBlock(int b) { cur_ = b; }
+  int currentBlock() const { return cur_; }
+  void emit(MInstr mi);
+  void emit(isa::Opcode op, std::vector<MOperand> ops) { emit(makeInstr(op, std::move(ops))); }
+  void setDebug(int d) { debug_ = d; }
+  int debugFor(const llo::SourceLoc& loc, const std::string& op);
+
+  // --- scalars
+  MOperand reg(const ScalarVal& v);  // materializes a constant
+  MOperand constReg(int64_t c);
+  ScalarVal scalarOp(llo::ScalarBin k, const ScalarVal& a, const ScalarVal& b);
+  ScalarVal addImm(const ScalarVal& a, int64_t c) {
+    return scalarOp(llo::ScalarBin::Add, a, ScalarVal{true, c, {}});
+  }
+  ScalarVal mulImm(const ScalarVal& a, int64_t c) {
+    return scalarOp(llo::ScalarBin::Mul, a, ScalarVal{true, c, {}});
+  }
+  ScalarVal add(const ScalarVal& a, const ScalarVal& b) {
+    return scalarOp(llo::ScalarBin::Add, a, b);
+  }
+  // A scalar as base register + 16-bit immediate (for vld/vst/sld/sst).
+  void baseAndOffset(const ScalarVal& addr, MOperand* base, int64_t* offset);
+
+  // --- values of the function being lowered
+  void bindRef(const llo::Value* v, RefPlace p) { refs_[v] = std::move(p); }
+  void bindScalar(const llo::Value* v, ScalarVal s) { scalars_[v] = s; }
+  void setGrid(std::vector<ScalarVal> ids, std::vector<int64_t> grid) {
+    ids_ = std::move(ids);
+    grid_ = std::move(grid);
+  }
+  const RefPlace& place(const llo::Value* v) const;
+  ScalarVal scalar(const llo::Value* v) const;
+  MOperand tile(const llo::Value* v) const;
+  int newRegion() { return nextRegion_++; }
+
+  // Lowers the ops of a block (and nested regions) at the current position.
+  void lowerOps(const llo::Block& b, const std::string& kernelName);
+  void lowerOp(const llo::Op& op);
+
+  // VMEM row address of (lead..., row, col) in a ref; `col` a multiple of 128.
+  ScalarVal vmemRow(const RefPlace& r, const std::vector<ScalarVal>& idx);
+
+  // --- parts in their own files
+  void lowerMatmul(const llo::Op& op);
+  void lowerDma(const llo::Op& op);
+  // A DMA descriptor template in SMEM (static fields); returns its word address.
+  int64_t descriptorTemplate(const isa::DmaDescriptor& d, const std::string& what);
+
+  MFunction& fn() { return fn_; }
+  const TargetInfo& target() const { return t_; }
+  MemoryPlan& memory() { return mem_; }
+  std::vector<LoopRange>& loops() { return loops_; }
+  std::vector<isa::DataSegment>& data() { return data_; }
+  // FLOPs of matmuls lowered so far (per execution of the body).
+  double bodyFlops = 0;
+
+ private:
+  MFunction& fn_;
+  MemoryPlan& mem_;
+  const TargetInfo& t_;
+  std::vector<LoopRange>& loops_;
+  std::vector<isa::DataSegment>& data_;
+  int cur_ = 0;
+  int debug_ = -1;
+  int nextRegion_ = 0;
+  std::map<const llo::Value*, RefPlace> refs_;
+  std::map<const llo::Value*, ScalarVal> scalars_;
+  std::map<const llo::Value*, MOperand> tiles_;  // vregs and masks
+  std::map<int, MOperand> zeroReg_;              // per block: a register holding 0
+  std::vector<ScalarVal> ids_;
+  std::vector<int64_t> grid_;
+  std::string kernel_;
+
+  void lowerFor(const llo::Op& op);
+  void lowerIf(const llo::Op& op);
+  void lowerVLoad(const llo::Op& op);
+  void lowerVStore(const llo::Op& op);
+  void lowerTileOp(const llo::Op& op);
+  ScalarVal smemWord(const RefPlace& r, const std::vector<ScalarVal>& idx);
+};
+
+}  // namespace tpusim::kernels::codegen

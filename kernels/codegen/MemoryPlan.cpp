@@ -1,0 +1,54 @@
+#include "kernels/codegen/MemoryPlan.h"
+
+#include <fmt/format.h>
+
+#include "kernels/codegen/RegAlloc.h"
+
+namespace tpusim::kernels::codegen {
+
+int64_t MemoryPlan::vmem(const std::string& what, const std::vector<int64_t>& shape, int copies) {
+  int64_t rows = llo::tiledLayout(shape).totalRows() * copies;
+  int64_t at = vmemNext_;
+  vmemNext_ += rows;
+  entries_.push_back({"vmem", what, at, rows});
+  return at;
+}
+
+int64_t MemoryPlan::smemWords(const std::string& what, int64_t words) {
+  int64_t at = smemNext_;
+  smemNext_ += words;
+  entries_.push_back({"smem", what, at, words});
+  return at;
+}
+
+int64_t MemoryPlan::hbm(const std::string& what, int64_t bytes) {
+  int64_t at = hbmNext_;
+  hbmNext_ += (bytes + 511) / 512 * 512;  // row-aligned, so DMA requests stay aligned
+  entries_.push_back({"hbm", what, at, bytes});
+  return at;
+}
+
+int MemoryPlan::flags(const std::string& what, int count) {
+  int at = flagNext_;
+  flagNext_ += count;
+  entries_.push_back({"flags", what, at, count});
+  return at;
+}
+
+void MemoryPlan::check() const {
+  auto overflow = [&](const char* space, int64_t used, int64_t limit, const char* unit) {
+    if (used <= limit) return;
+    std::string msg = fmt::format("the kernel needs {} {} of {} but the target '{}' has {}:", used,
+                                  unit, space, t_.name, limit);
+    for (const Entry& e : entries_)
+      if (e.space == space) msg += fmt::format("\n  {:>10} {}  {}", e.size, unit, e.what);
+    throw CodegenError(msg);
+  };
+  overflow("vmem", vmemNext_, t_.vmemRows(), "rows");
+  overflow("smem", smemNext_, t_.smemBytes / 4, "words");
+  overflow("flags", flagNext_, t_.syncFlags, "flags");
+  if (hbmNext_ > (int64_t(1) << 32))
+    throw CodegenError("the kernel's arrays exceed the 4 GiB the generated DMA addresses cover");
+}
+
+}  // namespace tpusim::kernels::codegen

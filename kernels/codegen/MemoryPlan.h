@@ -1,0 +1,43 @@
+// Where every buffer of a compiled kernel lives: HBM addresses of the arrays,
+// VMEM rows of the pipeline buffers, scratch and temporaries, SMEM words of
+// scalar data and DMA descriptors, and sync flags. Running out of VMEM, SMEM
+// or flags is an error listing what was placed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/codegen/TargetInfo.h"
+#include "kernels/llo/Ir.h"
+
+namespace tpusim::kernels::codegen {
+
+class MemoryPlan {
+ public:
+  explicit MemoryPlan(const TargetInfo& t) : t_(t) {}
+
+  // Each returns the first row / word / byte / flag of the new allocation.
+  int64_t vmem(const std::string& what, const std::vector<int64_t>& shape, int copies = 1);
+  int64_t smemWords(const std::string& what, int64_t words);
+  int64_t hbm(const std::string& what, int64_t bytes);
+  int flags(const std::string& what, int count);
+
+  int64_t vmemRowsUsed() const { return vmemNext_; }
+  int64_t smemWordsUsed() const { return smemNext_; }
+  int flagsUsed() const { return flagNext_; }
+  // Throws CodegenError listing every allocation when a space overflows.
+  void check() const;
+
+ private:
+  struct Entry {
+    std::string space, what;
+    int64_t start, size;
+  };
+  const TargetInfo& t_;
+  int64_t vmemNext_ = 0, smemNext_ = 0, hbmNext_ = 0;
+  int flagNext_ = 0;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace tpusim::kernels::codegen
