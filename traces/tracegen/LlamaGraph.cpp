@@ -30,7 +30,7 @@ struct Weight {
 };
 
 struct LayerParams {
-  I attentionNorm, ffnNorm;
+  I attentionNorm = nullptr, ffnNorm = nullptr;
   Weight wq, wk, wv, wo, w1, w3, w2;
   I cacheK = nullptr, cacheV = nullptr;  // decode only
 };
@@ -118,9 +118,9 @@ class LlamaGraph {
       input_ = param(act_, {B, s_, D}, "x");
     else
       input_ = param(S32, {B, s_}, "tokens");
+    layers_.resize(static_cast<size_t>(c_.nLayers));
     if (c_.phase == Phase::Decode) {
       pos_ = param(S32, {}, "pos");
-      layers_.resize(static_cast<size_t>(c_.nLayers));
       for (int64_t l = 0; l < c_.nLayers; ++l) {
         cacheParamNumbers_.push_back(static_cast<int64_t>(trace_.parameterNames.size()));
         layers_[l].cacheK =
@@ -130,7 +130,6 @@ class LlamaGraph {
             param(act_, {B, t_, c_.nKvHeads, hd_}, fmt::format("cache['v'][{}]", l));
       }
     }
-    layers_.resize(static_cast<size_t>(c_.nLayers));
     if (!c_.layersOnly) embedTable_ = param(act_, {c_.vocab, D}, "params['embed']");
     const int64_t qDim = c_.nHeads * hd_, kvDim = c_.nKvHeads * hd_;
     for (int64_t l = 0; l < c_.nLayers; ++l) {

@@ -7,8 +7,8 @@
 // A preset sets every dimension; options given on the command line override it.
 #include <fmt/format.h>
 #include <llvm/Support/CommandLine.h>
-#include <llvm/Support/FileSystem.h>
 
+#include <exception>
 #include <fstream>
 
 #include "compiler/hlo/HloPrinter.h"
@@ -118,14 +118,24 @@ int main(int argc, char** argv) {
   c.layersOnly = LayersOnly;
   applyOption(c.normEps, NormEps);
   applyOption(c.ropeTheta, RopeTheta);
+  // An option the chosen step ignores is a mistake worth reporting.
   if (c.layersOnly && EmbeddingOpt.getNumOccurrences())
     return error("--embedding has no effect with --layers-only");
+  if (c.layersOnly && Vocab.getNumOccurrences())
+    return error("--vocab has no effect with --layers-only");
+  if (c.phase == Phase::Prefill && KvLen.getNumOccurrences())
+    return error("--kv-len applies to --phase=decode only (prefill attends over --seq tokens)");
 
   std::vector<std::string> problems = validate(c);
   if (!problems.empty())
     return error(fmt::format("{}", fmt::join(problems, "\ntpu-tracegen: error: ")));
 
-  LlamaTrace trace = buildLlama(c);
+  LlamaTrace trace;
+  try {
+    trace = buildLlama(c);
+  } catch (const std::exception& e) {  // a generator bug, reported rather than aborting
+    return error(e.what());
+  }
   // The generator's own check: what it writes must verify.
   hlo::VerifierResult verified = hlo::verifyModule(*trace.module);
   if (!verified.ok()) return error("the generated module does not verify:\n" + verified.message());
