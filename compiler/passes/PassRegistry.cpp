@@ -15,6 +15,8 @@ const Entry kPasses[] = {
     {"algsimp", createAlgebraicSimplifierPass},
     {"dot-canonicalize", createDotCanonicalizerPass},
     {"inline", createCallInlinerPass},
+    {"layout-assignment", createLayoutAssignmentPass},
+    {"fusion", createFusionPass},
 };
 
 }  // namespace

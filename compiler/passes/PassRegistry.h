@@ -1,4 +1,5 @@
-// Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline.
+// Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline,
+// layout-assignment, fusion.
 #pragma once
 
 #include <memory>
@@ -22,5 +23,8 @@ std::unique_ptr<HloPass> createConstantFoldingPass();
 std::unique_ptr<HloPass> createAlgebraicSimplifierPass();
 std::unique_ptr<HloPass> createDotCanonicalizerPass();
 std::unique_ptr<HloPass> createCallInlinerPass();
+// layout-assignment and fusion (fusion reads the chip from passOptions(), PassOptions.h).
+std::unique_ptr<HloPass> createLayoutAssignmentPass();
+std::unique_ptr<HloPass> createFusionPass();
 
 }  // namespace tpusim::passes

@@ -1,0 +1,379 @@
+#include "compiler/lower/BufferAssignment.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/lower/ShapeBytes.h"
+
+namespace tpusim::lower {
+namespace {
+
+using hlo::HloComputation;
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+using hlo::Shape;
+
+int64_t alignUp(int64_t x) {
+  if (x > std::numeric_limits<int64_t>::max() - kHbmAlignment) return x;
+  return (x + kHbmAlignment - 1) / kHbmAlignment * kHbmAlignment;
+}
+
+// The array leaves of a shape in depth-first order, with their tuple indices.
+void leaves(const Shape& s, std::vector<int64_t>& index,
+            std::vector<std::pair<std::vector<int64_t>, Shape>>& out) {
+  if (s.isTuple()) {
+    for (size_t i = 0; i < s.tupleShapes.size(); ++i) {
+      index.push_back(static_cast<int64_t>(i));
+      leaves(s.tupleShapes[i], index, out);
+      index.pop_back();
+    }
+    return;
+  }
+  out.emplace_back(index, s);
+}
+
+int64_t leafCount(const Shape& s) {
+  if (!s.isTuple()) return 1;
+  int64_t n = 0;
+  for (const Shape& e : s.tupleShapes) n += leafCount(e);
+  return n;
+}
+
+// Best-fit allocation in one heap with free-range merging.
+class Heap {
+ public:
+  int64_t allocate(int64_t size) {
+    if (size == 0) return 0;
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->second >= size && (best == free_.end() || it->second < best->second)) best = it;
+    if (best != free_.end()) {
+      int64_t offset = best->first, rest = best->second - size;
+      free_.erase(best);
+      if (rest > 0) free_[offset + size] = rest;
+      return offset;
+    }
+    // Grow the heap, starting inside a free range that ends at the top.
+    int64_t offset = top_;
+    if (!free_.empty()) {
+      auto last = std::prev(free_.end());
+      if (last->first + last->second == top_) {
+        offset = last->first;
+        free_.erase(last);
+      }
+    }
+    top_ = offset + size;
+    return offset;
+  }
+  void release(int64_t offset, int64_t size) {
+    if (size == 0) return;
+    auto next = free_.lower_bound(offset);
+    if (next != free_.end() && next->first == offset + size) {
+      size += next->second;
+      next = free_.erase(next);
+    }
+    if (next != free_.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        prev->second += size;
+        return;
+      }
+    }
+    free_[offset] = size;
+  }
+  int64_t top() const { return top_; }
+
+ private:
+  std::map<int64_t, int64_t> free_;  // offset -> size
+  int64_t top_ = 0;
+};
+
+bool aliasesOperand(HloOpcode op) {
+  return op == HloOpcode::Bitcast || op == HloOpcode::OptimizationBarrier ||
+         op == HloOpcode::AddDependency || op == HloOpcode::Domain;
+}
+
+bool callsComputations(const HloInstruction& inst) {
+  return inst.opcode() == HloOpcode::While || inst.opcode() == HloOpcode::Conditional ||
+         inst.opcode() == HloOpcode::Call || inst.opcode() == HloOpcode::AsyncStart;
+}
+
+struct Result {
+  std::vector<HbmBuffer> buffers;
+  std::vector<const HloInstruction*> schedule;
+  int64_t peak = 0, peakStep = 0, peakLive = 0;
+};
+
+// Assigns one computation. For the entry, parameters and constants get
+// program-long buffers; for a called computation (`nested`), parameters alias
+// the caller's buffers and take nothing here.
+Result assign(const HloComputation& comp, bool nested, int depth);
+
+int64_t nestedPeak(const HloInstruction& inst, int depth) {
+  int64_t peak = 0;
+  if (depth > 32) return 0;  // recursion through calls is not valid HLO; stop instead of looping
+  for (const HloComputation* c : inst.calledComputations())
+    if (c) peak = std::max(peak, assign(*c, true, depth + 1).peak);
+  return peak;
+}
+
+Result assign(const HloComputation& comp, bool nested, int depth) {
+  Result r;
+  std::vector<HloInstruction*> order = comp.postOrder();
+  for (const HloInstruction* i : order) r.schedule.push_back(i);
+  const int64_t last = std::max<int64_t>(0, static_cast<int64_t>(order.size()) - 1);
+
+  std::unordered_map<const HloInstruction*, std::vector<int64_t>>
+      value;  // leaf -> buffer id (-1 none)
+  auto newBuffers = [&](const HloInstruction* inst, int64_t step, HbmBuffer::Kind kind) {
+    std::vector<std::pair<std::vector<int64_t>, Shape>> ls;
+    std::vector<int64_t> idx;
+    leaves(inst->shape(), idx, ls);
+    std::vector<int64_t> ids;
+    for (auto& [index, shape] : ls) {
+      if (!shape.isArray()) {
+        ids.push_back(-1);
+        continue;
+      }
+      HbmBuffer b;
+      b.id = static_cast<int64_t>(r.buffers.size());
+      b.instruction = inst;
+      b.tupleIndex = index;
+      b.shape = shape;
+      b.bytes = shapeBytes(shape);
+      b.allocatedBytes = alignUp(b.bytes);
+      b.kind = kind;
+      b.defineStep = step;
+      b.lastUseStep = step;
+      ids.push_back(b.id);
+      r.buffers.push_back(std::move(b));
+    }
+    return ids;
+  };
+
+  for (size_t s = 0; s < order.size(); ++s) {
+    const HloInstruction* inst = order[s];
+    const int64_t step = static_cast<int64_t>(s);
+    // Uses first: every buffer an operand reaches is read at this step.
+    for (const HloInstruction* op : inst->operands()) {
+      auto it = value.find(op);
+      if (it == value.end()) continue;
+      for (int64_t id : it->second)
+        if (id >= 0) r.buffers[static_cast<size_t>(id)].lastUseStep = step;
+    }
+    HloOpcode opc = inst->opcode();
+    std::vector<int64_t> ids;
+    if (opc == HloOpcode::Parameter) {
+      if (!nested)
+        ids = newBuffers(inst, 0, HbmBuffer::Kind::Parameter);
+      else
+        ids.assign(static_cast<size_t>(leafCount(inst->shape())), -1);
+    } else if (opc == HloOpcode::Constant && !nested) {
+      ids = newBuffers(inst, 0, HbmBuffer::Kind::Constant);
+    } else if (opc == HloOpcode::Tuple) {
+      for (const HloInstruction* op : inst->operands()) {
+        auto it = value.find(op);
+        if (it != value.end())
+          ids.insert(ids.end(), it->second.begin(), it->second.end());
+        else
+          ids.insert(ids.end(), static_cast<size_t>(leafCount(op->shape())), -1);
+      }
+    } else if (opc == HloOpcode::GetTupleElement && inst->operandCount() == 1 &&
+               inst->operand(0)->shape().isTuple() && inst->tupleIndex()) {
+      const Shape& t = inst->operand(0)->shape();
+      int64_t k = *inst->tupleIndex(), start = 0;
+      for (int64_t e = 0; e < k && e < static_cast<int64_t>(t.tupleShapes.size()); ++e)
+        start += leafCount(t.tupleShapes[static_cast<size_t>(e)]);
+      auto it = value.find(inst->operand(0));
+      int64_t n = leafCount(inst->shape());
+      for (int64_t j = 0; j < n; ++j) {
+        size_t at = static_cast<size_t>(start + j);
+        ids.push_back(it != value.end() && at < it->second.size() ? it->second[at] : -1);
+      }
+    } else if (aliasesOperand(opc) && inst->operandCount() >= 1 && value.count(inst->operand(0)) &&
+               leafCount(inst->shape()) == leafCount(inst->operand(0)->shape())) {
+      ids = value[inst->operand(0)];
+    } else {
+      ids = newBuffers(inst, step, HbmBuffer::Kind::Temporary);
+    }
+    if (callsComputations(*inst)) {
+      int64_t scratch = nestedPeak(*inst, depth);
+      if (scratch > 0) {
+        HbmBuffer b;
+        b.id = static_cast<int64_t>(r.buffers.size());
+        b.instruction = inst;
+        b.bytes = scratch;
+        b.allocatedBytes = alignUp(scratch);
+        b.kind = HbmBuffer::Kind::Scratch;
+        b.defineStep = b.lastUseStep = step;
+        r.buffers.push_back(std::move(b));
+      }
+    }
+    value[inst] = std::move(ids);
+  }
+
+  // Program-long buffers: parameters, constants and what the root returns.
+  for (HbmBuffer& b : r.buffers)
+    if (b.kind == HbmBuffer::Kind::Parameter || b.kind == HbmBuffer::Kind::Constant)
+      b.lastUseStep = last;
+  if (comp.root()) {
+    auto it = value.find(comp.root());
+    if (it != value.end())
+      for (int64_t id : it->second) {
+        if (id < 0) continue;
+        HbmBuffer& b = r.buffers[static_cast<size_t>(id)];
+        b.lastUseStep = last;
+        if (b.kind == HbmBuffer::Kind::Temporary && !nested) b.kind = HbmBuffer::Kind::Output;
+      }
+  }
+
+  // Sweep the schedule: free what died before this step, then allocate what it defines.
+  std::vector<std::vector<int64_t>> defined(order.size() + 1), dying(order.size() + 1);
+  for (const HbmBuffer& b : r.buffers) {
+    defined[static_cast<size_t>(b.defineStep)].push_back(b.id);
+    dying[static_cast<size_t>(b.lastUseStep)].push_back(b.id);
+  }
+  Heap heap;
+  int64_t live = 0;
+  for (size_t s = 0; s < std::max<size_t>(order.size(), 1); ++s) {
+    if (s > 0)
+      for (int64_t id : dying[s - 1]) {
+        const HbmBuffer& b = r.buffers[static_cast<size_t>(id)];
+        heap.release(b.offset, b.allocatedBytes);
+        live -= b.allocatedBytes;
+      }
+    for (int64_t id : defined[s]) {
+      HbmBuffer& b = r.buffers[static_cast<size_t>(id)];
+      b.offset = heap.allocate(b.allocatedBytes);
+      live += b.allocatedBytes;
+    }
+    if (heap.top() > r.peak) {
+      r.peak = heap.top();
+      r.peakStep = static_cast<int64_t>(s);
+    }
+    r.peakLive = std::max(r.peakLive, live);
+  }
+  return r;
+}
+
+}  // namespace
+
+const char* bufferKindName(HbmBuffer::Kind k) {
+  switch (k) {
+    case HbmBuffer::Kind::Parameter:
+      return "parameter";
+    case HbmBuffer::Kind::Constant:
+      return "constant";
+    case HbmBuffer::Kind::Temporary:
+      return "temporary";
+    case HbmBuffer::Kind::Output:
+      return "output";
+    case HbmBuffer::Kind::Scratch:
+      return "scratch";
+  }
+  return "?";
+}
+
+std::string humanBytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+std::vector<const HbmBuffer*> BufferAssignment::largest(size_t n) const {
+  std::vector<const HbmBuffer*> all;
+  for (const HbmBuffer& b : buffers) all.push_back(&b);
+  std::stable_sort(all.begin(), all.end(), [](const HbmBuffer* a, const HbmBuffer* b) {
+    return a->allocatedBytes > b->allocatedBytes;
+  });
+  if (all.size() > n) all.resize(n);
+  return all;
+}
+
+namespace {
+
+std::string valueName(const HbmBuffer& b) {
+  std::string s = "%" + b.instruction->name();
+  if (!b.tupleIndex.empty()) s += fmt::format("{{{}}}", fmt::join(b.tupleIndex, ","));
+  return s;
+}
+
+std::string shapeText(const HbmBuffer& b) {
+  return b.kind == HbmBuffer::Kind::Scratch ? "(temporaries of called computations)"
+                                            : b.shape.toString();
+}
+
+}  // namespace
+
+std::string BufferAssignment::report() const {
+  int64_t counts[5] = {0, 0, 0, 0, 0};
+  for (const HbmBuffer& b : buffers) ++counts[static_cast<int>(b.kind)];
+  std::string out =
+      fmt::format("HBM buffer assignment of module '{}' for chip '{}' (HBM {} bytes, {})\n",
+                  moduleName, chipName, hbmCapacity, humanBytes(hbmCapacity));
+  out += fmt::format(
+      "schedule: {} instructions; {} buffers: {} parameter, {} constant, {} temporary, {} output, "
+      "{} scratch\n",
+      schedule.size(), buffers.size(), counts[0], counts[1], counts[2], counts[3], counts[4]);
+  std::string at = peakStep < static_cast<int64_t>(schedule.size())
+                       ? fmt::format(" at step {} (%{})", peakStep, schedule[peakStep]->name())
+                       : "";
+  out += fmt::format("peak HBM: {} bytes ({}){}; live at most {} bytes; without reuse {} bytes\n",
+                     peakBytes, humanBytes(peakBytes), at, peakLiveBytes, totalBytes);
+  out += fmt::format("{:>6} {:>12} {:>12}  {:<10} {:>11}  {}\n", "buffer", "offset", "bytes",
+                     "kind", "live", "value");
+  for (const HbmBuffer& b : buffers)
+    out +=
+        fmt::format("{:>6} {:>12} {:>12}  {:<10} {:>11}  {} {}\n", fmt::format("b{}", b.id),
+                    b.offset, b.allocatedBytes, bufferKindName(b.kind),
+                    fmt::format("{}-{}", b.defineStep, b.lastUseStep), valueName(b), shapeText(b));
+  out += fits() ? fmt::format("fits: {} of {} bytes of HBM ({:.2f}%)\n", peakBytes, hbmCapacity,
+                              100.0 * static_cast<double>(peakBytes) /
+                                  static_cast<double>(std::max<int64_t>(hbmCapacity, 1)))
+                : overflowMessage() + "\n";
+  return out;
+}
+
+std::string BufferAssignment::overflowMessage(size_t listed) const {
+  std::string out = fmt::format(
+      "error: module '{}' needs {} bytes ({}) of HBM at its peak{}, but chip '{}' has {} bytes "
+      "({}); the largest buffers:",
+      moduleName, peakBytes, humanBytes(peakBytes),
+      peakStep < static_cast<int64_t>(schedule.size())
+          ? fmt::format(" (step {}, %{})", peakStep, schedule[peakStep]->name())
+          : "",
+      chipName, hbmCapacity, humanBytes(hbmCapacity));
+  for (const HbmBuffer* b : largest(listed))
+    out += fmt::format("\n  {} {}: {} bytes ({}), {}", valueName(*b), shapeText(*b),
+                       b->allocatedBytes, humanBytes(b->allocatedBytes), bufferKindName(b->kind));
+  return out;
+}
+
+BufferAssignment assignBuffers(const hlo::HloModule& module, const TargetDescription& target) {
+  BufferAssignment a;
+  a.moduleName = module.name();
+  a.chipName = target.name;
+  a.hbmCapacity = target.hbmBytes;
+  if (!module.entry()) return a;
+  Result r = assign(*module.entry(), false, 0);
+  a.schedule = std::move(r.schedule);
+  a.buffers = std::move(r.buffers);
+  a.peakBytes = r.peak;
+  a.peakStep = r.peakStep;
+  a.peakLiveBytes = r.peakLive;
+  for (const HbmBuffer& b : a.buffers) a.totalBytes += b.allocatedBytes;
+  return a;
+}
+
+}  // namespace tpusim::lower

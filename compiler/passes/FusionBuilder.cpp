@@ -1,0 +1,75 @@
+#include "compiler/passes/FusionBuilder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tpusim::passes {
+namespace {
+
+using hlo::HloComputation;
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+
+std::string freshName(const hlo::HloModule* names, const std::string& base) {
+  return names ? names->uniqueInstructionName(base) : base;
+}
+
+HloInstruction* addParameter(FusedBody& fb, HloInstruction* outer, const hlo::HloModule* names) {
+  int64_t number = static_cast<int64_t>(fb.operands.size());
+  auto p = HloInstruction::create(
+      HloOpcode::Parameter, freshName(names, fmt::format("param_{}", number)), outer->shape());
+  p->attrs().parameterNumber = number;
+  fb.operands.push_back(outer);
+  return fb.comp->addInstruction(std::move(p));
+}
+
+HloInstruction* parameterFor(FusedBody& fb, HloInstruction* outer, const hlo::HloModule* names) {
+  auto it = std::find(fb.operands.begin(), fb.operands.end(), outer);
+  if (it != fb.operands.end())
+    return fb.comp->parameter(static_cast<int64_t>(it - fb.operands.begin()));
+  return addParameter(fb, outer, names);
+}
+
+}  // namespace
+
+FusedBody startFusedBody(const HloInstruction& consumer, const std::string& bodyName,
+                         const hlo::HloModule* names) {
+  FusedBody fb;
+  fb.body = std::make_unique<HloComputation>(bodyName);
+  fb.comp = fb.body.get();
+  std::vector<HloInstruction*> ops;
+  for (HloInstruction* op : consumer.operands()) ops.push_back(parameterFor(fb, op, names));
+  HloInstruction* root = fb.comp->addInstruction(consumer.cloneWithOperands(consumer.name(), ops));
+  fb.comp->setRoot(root);
+  return fb;
+}
+
+FusedBody copyFusedBody(const HloComputation& comp, const std::vector<HloInstruction*>& operands) {
+  FusedBody fb;
+  fb.body = comp.clone(comp.name());
+  fb.comp = fb.body.get();
+  fb.operands = operands;
+  return fb;
+}
+
+HloInstruction* fuseProducer(FusedBody& fb, HloInstruction* producer, const hlo::HloModule* names) {
+  auto it = std::find(fb.operands.begin(), fb.operands.end(), producer);
+  if (it == fb.operands.end()) return nullptr;
+  int64_t k = it - fb.operands.begin();
+  HloInstruction* param = fb.comp->parameter(k);
+  std::vector<HloInstruction*> ops;
+  for (HloInstruction* op : producer->operands()) ops.push_back(parameterFor(fb, op, names));
+  HloInstruction* clone =
+      fb.comp->addInstruction(producer->cloneWithOperands(freshName(names, producer->name()), ops));
+  param->replaceAllUsesWith(clone);
+  fb.comp->removeInstruction(param);
+  fb.operands.erase(fb.operands.begin() + k);
+  // (parameters() skips numbers beyond the count, so walk every instruction.)
+  for (const auto& i : fb.comp->instructions())
+    if (i->opcode() == HloOpcode::Parameter && i->attrs().parameterNumber > k)
+      --i->attrs().parameterNumber;
+  return clone;
+}
+
+}  // namespace tpusim::passes

@@ -1,0 +1,42 @@
+// The fusion pass's VMEM estimate: the working set a kernel for a fused
+// computation would keep in VMEM, with the blocks a tiler would pick.
+//
+// Blocks (the part of an array one grid step touches):
+//   kLoop   the output's two most minor dims in blocks of up to 512 rows x 1024
+//           lanes (rounded up to (8,128) tiles; other dims 1), halved (rows
+//           first, then lanes, down to 8x128) until one f32 block is at most
+//           VMEM/32, so an ordinary fusion never fills VMEM by itself;
+//   kInput  the same over the reduce's input, except that a reduction over the
+//           most minor dim keeps the whole reduced row in the block (the XLU
+//           reduces a row across lanes in one pass), which is what can exceed
+//           VMEM for long rows;
+//   kOutput for a dot [M,K]x[K,N]: bm x bk LHS, bk x bn RHS and a bm x bn f32
+//           accumulator with bm, bn, bk up to max(128, 4 x MXU size) (rounded to
+//           8 / 128 / 128), halved until LHS + RHS + accumulator fit VMEM/8;
+//           values feeding the dot take its LHS or RHS block, the epilogue bm x bn.
+// A value smaller than its block (a broadcast operand, a reduced result) counts
+// its own padded size instead.
+// Working set = 2 x every input block (double-buffered HBM->VMEM copies)
+//             + 2 x the output block + the accumulator
+//             + one block per fused intermediate that computes something (views,
+//               broadcasts, constants and iotas are free: they fold into loads).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/lower/TargetDescription.h"
+
+namespace tpusim::passes {
+
+struct VmemEstimate {
+  int64_t bytes = 0;
+  int64_t inputBytes = 0, outputBytes = 0, intermediateBytes = 0, accumulatorBytes = 0;
+  std::string block;  // the block shape used, e.g. "512x1024" or "bm=512 bn=512 bk=512"
+};
+
+VmemEstimate estimateFusionVmem(const hlo::HloComputation& body,
+                                const lower::TargetDescription& target);
+
+}  // namespace tpusim::passes

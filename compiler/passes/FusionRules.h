@@ -1,0 +1,54 @@
+// Which instructions the fusion pass may put into a fusion, and in which role
+// (XLA's fusion kinds):
+//   kLoop   element-wise ops and data movement over the output's index space;
+//   kInput  a reduce as the root, with the element-wise producers of its input;
+//   kOutput a dot or convolution (the "hero") with element-wise consumers
+//           (bias-add, activation, convert) and cheap producers of its operands.
+// Never fused: parameters, control flow (while, conditional, call), custom-calls,
+// collectives and their async forms, sort, gather/scatter, rng, infeed/outfeed,
+// send/recv, tuples: each stays its own instruction (its own kernel or runtime
+// step), and fusions never cross it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/lower/TargetDescription.h"
+
+namespace tpusim::passes {
+
+enum class FusionKind { Loop, Input, Output };
+const char* fusionKindName(FusionKind k);  // "kLoop", "kInput", "kOutput"
+
+// Dots and convolutions (kOutput heroes).
+bool isMatmulHero(const hlo::HloInstruction& inst);
+// Array-shaped single-output reduce (kInput hero).
+bool isReduceHero(const hlo::HloInstruction& inst);
+// Element-wise or data movement that may sit anywhere in a fusion.
+bool isLoopFusible(const hlo::HloInstruction& inst);
+// Data movement and converts: what may be fused into a dot's operands
+// (recomputed once per output tile, so it must cost next to nothing).
+bool isOperandPrologueOp(const hlo::HloInstruction& inst);
+// May `inst` be fused into a consumer at all (loop-fusible, a scalar constant, or a hero)?
+bool isFusibleProducer(const hlo::HloInstruction& inst);
+// May `inst` be the consumer a fusion starts from?
+bool isFusibleConsumer(const hlo::HloInstruction& inst);
+// Why an instruction never fuses ("control flow", "custom-call", ...), or "" when
+// it is not one of the barriers worth reporting (parameters, tuples, ...).
+std::string neverFusesReason(const hlo::HloInstruction& inst);
+
+// Relative cost of computing one element of `inst` on the VPU: 0 for views and
+// broadcasts (free to duplicate), 1 for an add, 2 for an XLU transpose, the
+// chip's transcendental interval for exp/log/divide/rsqrt/...; dots, convolutions
+// and reductions are never duplicated (a very large weight).
+int64_t recomputeWeight(const hlo::HloInstruction& inst, const lower::TargetDescription& target);
+constexpr int64_t kNeverDuplicate = 1 << 20;
+
+// The kind of a fused computation: kOutput if it holds a dot/convolution,
+// kInput if its root is a reduce, kLoop otherwise.
+FusionKind classifyFusion(const hlo::HloComputation& body);
+// The dot, convolution or reduce of a fused computation (nullptr for kLoop).
+const hlo::HloInstruction* fusionHero(const hlo::HloComputation& body);
+
+}  // namespace tpusim::passes

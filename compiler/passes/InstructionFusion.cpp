@@ -1,0 +1,383 @@
+// The fusion pass (Fusion.h): decisions, fusion instructions, and the report.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <unordered_set>
+
+#include "compiler/passes/Fusion.h"
+#include "compiler/passes/FusionBuilder.h"
+#include "compiler/passes/FusionCostModel.h"
+#include "compiler/passes/FusionRules.h"
+#include "compiler/passes/PassOptions.h"
+#include "compiler/passes/PassRegistry.h"
+
+namespace tpusim::passes {
+namespace {
+
+using hlo::HloComputation;
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+
+// Computations that run as a sequence of kernels: the entry and what control
+// flow calls, transitively (not reducers, comparators or existing fusions).
+std::vector<HloComputation*> fusionTargets(const hlo::HloModule& module) {
+  std::vector<HloComputation*> out;
+  std::set<const HloComputation*> seen;
+  std::vector<HloComputation*> stack;
+  if (module.entry()) stack.push_back(module.entry());
+  while (!stack.empty()) {
+    HloComputation* c = stack.back();
+    stack.pop_back();
+    if (!seen.insert(c).second) continue;
+    out.push_back(c);
+    for (const auto& i : c->instructions()) {
+      HloOpcode op = i->opcode();
+      if (op == HloOpcode::While || op == HloOpcode::Conditional || op == HloOpcode::Call)
+        for (HloComputation* callee : i->calledComputations())
+          if (callee) stack.push_back(callee);
+    }
+  }
+  return out;
+}
+
+class FusionPass : public HloPass {
+ public:
+  FusionPass(FusionConfig config, FusionResult* result, bool fromOptions)
+      : config_(std::move(config)), external_(result), fromOptions_(fromOptions) {}
+
+  std::string_view name() const override { return "fusion"; }
+
+  bool run(hlo::HloModule& module) override {
+    if (fromOptions_ && !loadTargetFromOptions()) return false;
+    module_ = &module;
+    result_ = FusionResult{};
+    result_.module = module.name();
+    result_.chip = config_.target.name;
+    result_.vmemBudget = budget();
+    dead_.clear();
+    created_.clear();
+    for (HloComputation* comp : fusionTargets(module)) fuseComputation(*comp);
+    for (HloComputation* comp : fusionTargets(module))
+      for (HloInstruction* d : std::vector<HloInstruction*>(dead_.begin(), dead_.end()))
+        if (d->parent() == comp && comp->removeInstruction(d)) dead_.erase(d);
+    summarize();
+    if (external_) *external_ = result_;
+    if (fromOptions_ && passOptions().fusionReport) fmt::print(stderr, "{}", result_.report());
+    return !created_.empty();
+  }
+
+ private:
+  bool loadTargetFromOptions() {
+    try {
+      config_.target = lower::loadTarget(passOptions().chip);
+      return true;
+    } catch (const lower::TargetError& e) {
+      fmt::print(stderr, "fusion: {}\n", e.what());
+      return false;
+    }
+  }
+  int64_t budget() const {
+    return static_cast<int64_t>(static_cast<double>(config_.target.vmemBytes) *
+                                config_.vmemFraction);
+  }
+
+  // A fusion being grown from `seed` (a plain consumer until the first producer joins).
+  struct Growing {
+    HloInstruction* seed = nullptr;
+    HloInstruction* fusion = nullptr;
+    HloComputation* body = nullptr;
+    HloInstruction* current() const { return fusion ? fusion : seed; }
+  };
+
+  void fuseComputation(HloComputation& comp) {
+    std::vector<HloInstruction*> order = comp.postOrder();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      HloInstruction* x = *it;
+      if (dead_.count(x) || !isFusibleConsumer(*x)) continue;
+      Growing g;
+      g.seed = x;
+      // Retried only when the producer's users changed (it may no longer need copying).
+      std::set<std::pair<const HloInstruction*, int64_t>> tried;
+      for (bool progress = true; progress;) {
+        progress = false;
+        HloInstruction* cur = g.current();
+        for (int64_t k = 0; k < cur->operandCount(); ++k) {
+          HloInstruction* p = cur->operand(k);
+          if (!tried.insert({p, p->userCount()}).second) continue;
+          std::string why;
+          if (!shouldFuse(g, p, &why)) {
+            if (!why.empty()) result_.decisions.push_back(describe(false, p, g, std::move(why)));
+            continue;
+          }
+          FusionDecision d = describe(true, p, g, "");
+          fuse(g, comp, p);
+          d.consumer = g.fusion->name();
+          d.root = g.body->root()->name();
+          result_.decisions.push_back(std::move(d));
+          progress = true;
+          break;
+        }
+      }
+      if (g.body) nameParameters(*g.body);
+    }
+  }
+
+  // param_<number>, as XLA names a fused computation's parameters (unique in the module).
+  void nameParameters(HloComputation& body) {
+    for (const auto& i : body.instructions())
+      if (i->opcode() == HloOpcode::Parameter) i->setName(i->name() + ".renaming");
+    for (const auto& i : body.instructions())
+      if (i->opcode() == HloOpcode::Parameter)
+        i->setName(
+            module_->uniqueInstructionName(fmt::format("param_{}", i->attrs().parameterNumber)));
+  }
+
+  // Users of `p` other than the fusion it would join, plus one if it is a root.
+  int64_t otherUses(const HloInstruction* p, const HloInstruction* consumer) const {
+    int64_t n = 0;
+    for (const HloInstruction* u : p->users())
+      if (u != consumer) ++n;
+    if (p->parent() && p->parent()->root() == p) ++n;
+    return n;
+  }
+
+  bool shouldFuse(const Growing& g, HloInstruction* p, std::string* why) {
+    if (p->opcode() == HloOpcode::Parameter || dead_.count(p)) return false;
+    std::string never = neverFusesReason(*p);
+    if (!never.empty()) {
+      *why =
+          fmt::format("%{} ({}) never fuses: {}", p->name(), hlo::opcodeName(p->opcode()), never);
+      return false;
+    }
+    if (!isFusibleProducer(*p)) return false;  // tuples, big constants, ...: nothing to report
+    if (isReduceHero(*p)) {
+      *why = "a reduce is only the root of its own kInput fusion";
+      return false;
+    }
+    // Where the producer would be used inside the fusion.
+    std::vector<const HloInstruction*> uses;
+    const HloInstruction* hero = nullptr;
+    std::vector<const HloInstruction*> members;
+    if (g.body) {
+      hero = fusionHero(*g.body);
+      for (const auto& i : g.body->instructions()) {
+        if (i->opcode() != HloOpcode::Parameter) members.push_back(i.get());
+      }
+      const auto& ops = g.fusion->operands();
+      auto at = std::find(ops.begin(), ops.end(), p);
+      if (at != ops.end())
+        for (const HloInstruction* u : g.body->parameter(at - ops.begin())->users())
+          uses.push_back(u);
+    } else {
+      if (isMatmulHero(*g.seed) || isReduceHero(*g.seed)) hero = g.seed;
+      members.push_back(g.seed);
+      uses.push_back(g.seed);
+    }
+    if (isMatmulHero(*p)) {
+      if (hero) {
+        *why = fmt::format("the fusion already has a hero, %{} ({}); one per fusion", hero->name(),
+                           hlo::opcodeName(hero->opcode()));
+        return false;
+      }
+      for (const HloInstruction* m : members) {
+        HloOpcode op = m->opcode();
+        if (!hlo::isElementwise(op) && op != HloOpcode::Broadcast && op != HloOpcode::Constant &&
+            op != HloOpcode::Iota) {
+          *why =
+              fmt::format("%{} ({}) reorders the {}'s output tiles: not an element-wise epilogue",
+                          m->name(), hlo::opcodeName(op), hlo::opcodeName(p->opcode()));
+          return false;
+        }
+      }
+    }
+    if (hero && isMatmulHero(*hero) && !isOperandPrologueOp(*p)) {
+      bool feedsHero = false;
+      for (const HloInstruction* u : uses) feedsHero |= feedsInto(u, hero);
+      if (feedsHero) {
+        *why = fmt::format(
+            "would be recomputed for every output tile of %{} (only converts and data movement "
+            "fuse into a {}'s operands)",
+            hero->name(), hlo::opcodeName(hero->opcode()));
+        return false;
+      }
+    }
+    int64_t weight = recomputeWeight(*p, config_.target);
+    if (weight > 1)
+      for (const HloInstruction* u : uses)
+        if (u->opcode() == HloOpcode::Broadcast &&
+            u->shape().elementCount() > p->shape().elementCount()) {
+          *why = fmt::format("would be recomputed for every element of %{} (weight {})", u->name(),
+                             weight);
+          return false;
+        }
+    int64_t others = otherUses(p, g.current());
+    if (others > 0) {
+      if (weight >= kNeverDuplicate) {
+        *why = fmt::format("%{} has {} other user(s) and a {} is never duplicated", p->name(),
+                           others, hlo::opcodeName(p->opcode()));
+        return false;
+      }
+      if (weight * others > config_.maxDuplication) {
+        *why = fmt::format(
+            "would duplicate it for {} other user(s): cost {} (weight {} x {}) > limit {}", others,
+            weight * others, weight, others, config_.maxDuplication);
+        return false;
+      }
+    }
+    FusedBody trial = g.body ? copyFusedBody(*g.body, g.fusion->operands())
+                             : startFusedBody(*g.seed, "trial", nullptr);
+    fuseProducer(trial, p, nullptr);
+    VmemEstimate est = estimateFusionVmem(*trial.comp, config_.target);
+    if (est.bytes > budget()) {
+      *why = fmt::format(
+          "VMEM working set {} bytes (inputs {}, output {}, intermediates {}, accumulator {}; "
+          "block {}) exceeds the budget of {} bytes",
+          est.bytes, est.inputBytes, est.outputBytes, est.intermediateBytes, est.accumulatorBytes,
+          est.block, budget());
+      return false;
+    }
+    return true;
+  }
+
+  // Does `from` (inside a body) reach `hero` as one of its operands' producers (or is it hero)?
+  static bool feedsInto(const HloInstruction* from, const HloInstruction* hero) {
+    std::vector<const HloInstruction*> stack(hero->operands().begin(), hero->operands().end());
+    std::set<const HloInstruction*> seen;
+    if (from == hero) return true;
+    while (!stack.empty()) {
+      const HloInstruction* i = stack.back();
+      stack.pop_back();
+      if (i == from) return true;
+      if (!seen.insert(i).second) continue;
+      for (const HloInstruction* op : i->operands()) stack.push_back(op);
+    }
+    return false;
+  }
+
+  void detach(HloInstruction* inst) {
+    inst->setName(module_->uniqueInstructionName(inst->name() + ".fused"));
+    inst->setOperands({});
+    dead_.insert(inst);
+  }
+
+  void fuse(Growing& g, HloComputation& comp, HloInstruction* p) {
+    if (!g.fusion) {
+      std::string bodyName = module_->uniqueComputationName("fused_computation");
+      FusedBody fb = startFusedBody(*g.seed, bodyName, module_);
+      auto fusion =
+          HloInstruction::create(HloOpcode::Fusion, module_->uniqueInstructionName("fusion"),
+                                 g.seed->shape(), fb.operands);
+      fusion->attrs().metadata = g.seed->attrs().metadata;
+      fusion->attrs().calls.push_back(hlo::CalledComputations{"calls", {fb.comp}, false});
+      g.body = module_->addComputationBefore(std::move(fb.body), &comp);
+      g.fusion = comp.addInstruction(std::move(fusion));
+      g.fusion->setSourceLine(g.seed->sourceLine());
+      std::string seedName = g.seed->name();
+      g.seed->replaceAllUsesWith(g.fusion);
+      detach(g.seed);
+      g.body->root()->setName(seedName);
+      created_.push_back(g.fusion);
+    }
+    FusedBody fb;
+    fb.comp = g.body;
+    fb.operands = g.fusion->operands();
+    HloInstruction* clone = fuseProducer(fb, p, module_);
+    g.fusion->setOperands(fb.operands);
+    if (p->userCount() == 0 && !(p->parent() && p->parent()->root() == p)) {
+      std::string original = p->name();
+      detach(p);
+      if (clone) clone->setName(original);
+    }
+    hlo::AttrValue kind;
+    kind.kind = hlo::AttrValue::Kind::Ident;
+    kind.s = fusionKindName(classifyFusion(*g.body));
+    g.fusion->setGeneric("kind", kind);
+  }
+
+  FusionDecision describe(bool fused, const HloInstruction* p, const Growing& g, std::string why) {
+    FusionDecision d;
+    d.fused = fused;
+    d.producer = p->name();
+    d.producerOpcode = std::string(hlo::opcodeName(p->opcode()));
+    d.consumer = g.current()->name();
+    d.root = g.body ? g.body->root()->name() : g.seed->name();
+    d.reason = std::move(why);
+    return d;
+  }
+
+  void summarize() {
+    for (HloInstruction* f : created_) {
+      if (dead_.count(f)) continue;
+      HloComputation* body = f->calledComputation("calls");
+      if (!body) continue;
+      FusionSummary s;
+      s.name = f->name();
+      s.kind = fusionKindName(classifyFusion(*body));
+      s.root = body->root() ? body->root()->name() : "";
+      s.computation = body->name();
+      for (const auto& i : body->instructions())
+        if (i->opcode() != HloOpcode::Parameter) ++s.instructions;
+      s.operands = f->operandCount();
+      s.vmem = estimateFusionVmem(*body, config_.target);
+      result_.fusions.push_back(std::move(s));
+    }
+  }
+
+  FusionConfig config_;
+  FusionResult* external_;
+  bool fromOptions_;
+  hlo::HloModule* module_ = nullptr;
+  FusionResult result_;
+  std::unordered_set<HloInstruction*> dead_;
+  std::vector<HloInstruction*> created_;
+};
+
+}  // namespace
+
+int64_t FusionResult::refusals() const {
+  int64_t n = 0;
+  for (const FusionDecision& d : decisions) n += d.fused ? 0 : 1;
+  return n;
+}
+
+std::string FusionResult::report() const {
+  std::string out =
+      fmt::format("fusion decisions for module '{}' on chip '{}' (VMEM budget {} bytes):\n", module,
+                  chip, vmemBudget);
+  for (const FusionDecision& d : decisions) {
+    if (d.fused)
+      out += fmt::format("  fused   %{} ({}) into %{} (root %{})\n", d.producer, d.producerOpcode,
+                         d.consumer, d.root);
+    else
+      out += fmt::format("  refused %{} ({}) into %{} (root %{}): {}\n", d.producer,
+                         d.producerOpcode, d.consumer, d.root, d.reason);
+  }
+  int64_t kinds[3] = {0, 0, 0}, fusedInstrs = 0;
+  out += "fusions:\n";
+  for (const FusionSummary& s : fusions) {
+    out += fmt::format(
+        "  %{} = {} (root %{}, calls %{}): {} instructions, {} operands, VMEM estimate {} bytes "
+        "(block {})\n",
+        s.name, s.kind, s.root, s.computation, s.instructions, s.operands, s.vmem.bytes,
+        s.vmem.block);
+    kinds[s.kind == "kLoop" ? 0 : s.kind == "kInput" ? 1 : 2]++;
+    fusedInstrs += s.instructions;
+  }
+  out += fmt::format(
+      "summary: {} fusions ({} kLoop, {} kInput, {} kOutput) holding {} instructions; {} "
+      "refusals\n",
+      fusions.size(), kinds[0], kinds[1], kinds[2], fusedInstrs, refusals());
+  return out;
+}
+
+std::unique_ptr<HloPass> createFusionPass(FusionConfig config, FusionResult* result) {
+  return std::make_unique<FusionPass>(std::move(config), result, false);
+}
+
+std::unique_ptr<HloPass> createFusionPass() {
+  return std::make_unique<FusionPass>(FusionConfig{}, nullptr, true);
+}
+
+}  // namespace tpusim::passes

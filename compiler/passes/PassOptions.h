@@ -1,0 +1,21 @@
+// Options of the target-dependent passes (layout-assignment, fusion), set by the
+// tools from their command lines (tpu-opt --chip, --fusion-report) before the
+// pipeline runs. Passes created by name (PassRegistry.h) read them when they
+// run; unit tests may construct a pass with explicit options instead.
+#pragma once
+
+#include <string>
+
+namespace tpusim::passes {
+
+struct PassOptions {
+  // The chip preset (name or path, TargetDescription.h) the passes compile for.
+  std::string chip = "v5e";
+  // Print the fusion pass's decisions (fused, refused and why) on stderr.
+  bool fusionReport = false;
+};
+
+// The process-wide options (tools set them once at start-up).
+PassOptions& passOptions();
+
+}  // namespace tpusim::passes

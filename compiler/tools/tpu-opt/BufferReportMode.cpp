@@ -1,0 +1,75 @@
+// tpu-opt options of the target-dependent passes and the `--buffer-report` mode:
+//   --chip NAME|PATH   the chip preset layout-assignment, fusion and the buffer
+//                      report compile for (checked as soon as it is parsed);
+//   --fusion-report    the fusion pass prints its decisions on stderr;
+//   --buffer-report    instead of the module, print the HBM buffer assignment of
+//                      each module (after the passes); exit 1 with the largest
+//                      buffers listed when a module does not fit the chip's HBM.
+#include <fmt/format.h>
+#include <llvm/Support/CommandLine.h>
+
+#include <cstdlib>
+
+#include "compiler/lower/BufferAssignment.h"
+#include "compiler/lower/TargetDescription.h"
+#include "compiler/passes/PassOptions.h"
+#include "compiler/tools/tpu-opt/TpuOptMode.h"
+
+namespace cl = llvm::cl;
+using namespace tpusim;
+
+namespace {
+
+cl::OptionCategory TargetCat("tpu-opt target options (layout-assignment, fusion, --buffer-report)");
+
+cl::opt<std::string> Chip(
+    "chip",
+    cl::desc("Chip preset name (looked up in $TPUSIM_CHIPS_DIR, then sim/chips) or path to a "
+             "preset .json (default v5e)"),
+    cl::value_desc("NAME|PATH"), cl::init("v5e"), cl::cat(TargetCat),
+    cl::cb<void, std::string>([](const std::string& chip) {
+      try {
+        lower::loadTarget(chip);
+      } catch (const lower::TargetError& e) {
+        fmt::print(stderr, "tpu-opt: {}\n", e.what());
+        std::exit(1);
+      }
+      passes::passOptions().chip = chip;
+    }));
+
+cl::opt<bool> FusionReport("fusion-report",
+                           cl::desc("Print the fusion pass's decisions (fused, refused and why) "
+                                    "and the fusions it made on stderr"),
+                           cl::cat(TargetCat), cl::cb<void, bool>([](bool on) {
+                             passes::passOptions().fusionReport = on;
+                           }));
+
+cl::opt<bool> BufferReport("buffer-report",
+                           cl::desc("Print the HBM buffer assignment of each module (after the "
+                                    "passes) instead of the module"),
+                           cl::cat(TargetCat));
+
+int runBufferReport(tpuopt::ModeInput& in) {
+  lower::TargetDescription target;
+  try {
+    target = lower::loadTarget(passes::passOptions().chip);
+  } catch (const lower::TargetError& e) {
+    fmt::print(stderr, "tpu-opt: {}\n", e.what());
+    return 1;
+  }
+  int status = 0;
+  for (const auto& module : *in.modules) {
+    lower::BufferAssignment a = lower::assignBuffers(*module, target);
+    fmt::print("{}", a.report());
+    if (!a.fits()) {
+      fmt::print(stderr, "{}: {}\n", in.inputPath, a.overflowMessage());
+      status = 1;
+    }
+  }
+  return status;
+}
+
+tpuopt::ModeRegistration reg({"buffer-report", [] { return BufferReport.getValue(); },
+                              runBufferReport});
+
+}  // namespace
