@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <set>
 
 #include "LlamaReference.h"
 #include "compiler/hlo/HloComputation.h"
@@ -158,6 +159,41 @@ std::vector<int64_t> randomTokens(const LlamaConfig& c, uint64_t seed) {
 }
 
 LlamaConfig micro() { return *presetConfig("micro"); }
+
+// What JAX dumps look like: names unique in the whole module, every traced
+// operation with op_name "jit(<fn>)/jit(main)/..." and a source line,
+// constants without metadata, parameters named by their argument.
+void checkJaxStyle(const hlo::HloModule& m, const LlamaConfig& c) {
+  std::set<std::string> names;
+  const std::string prefix = "jit(" + c.functionName() + ")/jit(main)/";
+  for (const auto& comp : m.computations()) {
+    REQUIRE(names.insert(comp->name()).second);
+    for (const auto& inst : comp->instructions()) {
+      INFO(inst->name());
+      REQUIRE(names.insert(inst->name()).second);
+      const hlo::OpMetadata& md = inst->attrs().metadata;
+      switch (inst->opcode()) {
+        case hlo::HloOpcode::Constant:
+          CHECK(md.empty());
+          break;
+        case hlo::HloOpcode::Parameter:
+          CHECK((comp.get() != m.entry() || !md.opName.empty()));
+          break;
+        case hlo::HloOpcode::Tuple:
+          break;
+        default:
+          CHECK(md.opName.rfind(prefix, 0) == 0);
+          CHECK(md.sourceFile == "traces/tracegen/LlamaGraph.cpp");
+          CHECK(md.sourceLine.value_or(0) > 0);
+      }
+    }
+  }
+  auto layout = m.headerAttribute("entry_computation_layout");
+  REQUIRE(layout);
+  CHECK(layout->front() == '{');
+  CHECK(m.name() == "jit_" + c.functionName());
+  CHECK(m.entry()->name().rfind("main.", 0) == 0);
+}
 
 // f32 evaluation against the f64 reference.
 constexpr double kTolerance = 1e-4;
@@ -366,6 +402,7 @@ TEST_CASE("every option combination generates a module that verifies and round-t
             c.embedding = e;
             Generated g = generate(c);  // verifies and round-trips
             CHECK(ev::unsupportedInstructions(*g.module).empty());
+            checkJaxStyle(*g.module, c);
             ++count;
           }
   CHECK(count == 54);
