@@ -199,6 +199,10 @@ ScalarVal Lowerer::scalarOp(llo::ScalarBin k, const ScalarVal& a, const ScalarVa
     }
     return ScalarVal{true, r, {}};
   }
+  // Commutative ops keep a constant on the right, where the immediate forms are.
+  bool commutes = k == K::Add || k == K::Mul || k == K::And || k == K::Or || k == K::Xor ||
+                  k == K::Min || k == K::Max || k == K::Eq || k == K::Ne;
+  if (a.isConst && !b.isConst && commutes) return scalarOp(k, b, a);
   MOperand d = fn_.newReg(RegClass::Scalar);
   // Immediate forms where one side is a small constant.
   if (b.isConst) {
