@@ -391,4 +391,8 @@ nlohmann::ordered_json chipToJson(const ChipConfig& chip, const WriteOptions& op
   return out;
 }
 
+std::string chipToJsonText(const ChipConfig& chip, const WriteOptions& options, int indent) {
+  return chipToJson(chip, options).dump(indent);
+}
+
 }  // namespace tpusim::sim

@@ -41,6 +41,12 @@ struct WriteOptions {
   bool derived = false;  // include a "derived" object (peaks); ignored when read back
 };
 nlohmann::ordered_json chipToJson(const ChipConfig& chip, const WriteOptions& options = {});
+// The same as indented text. Tools compiled with -fno-rtti (llvm::cl) should
+// call this rather than dump() themselves: nlohmann's dump instantiates
+// classes with vtables, and a no-RTTI copy of those breaks UBSan's vptr check
+// in the RTTI code that shares them.
+std::string chipToJsonText(const ChipConfig& chip, const WriteOptions& options = {},
+                           int indent = 2);
 
 // Tags a "sources" entry may start with (tpu-facts.md source names and kinds).
 bool isValidSourceEntry(const std::string& entry, bool testPreset, std::string* why);

@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
     WriteOptions options;
     options.sources = !noSources;
     options.derived = derived;
-    std::cout << chipToJson(chip, options).dump(2) << "\n";
+    std::cout << chipToJsonText(chip, options) << "\n";
     return 0;
   } catch (const ConfigError& e) {
     fmt::print(stderr, "{}\n", e.what());
