@@ -36,12 +36,13 @@ class DmaSystemPort : public ChipDmaPort {
     };
   }
 
-  std::string issue(int core, int queue, int flag, const isa::DmaDescriptor& desc,
-                    int64_t cycle) override {
+  std::string issue(int core, int queue, int flag, const isa::DmaDescriptor& desc, int64_t cycle,
+                    int64_t* faultAddress) override {
     uint64_t number = issued_[{core, queue}]++;
     dma::DmaStatus s = system_->issue(core, queue, desc, flag, uint64_t(cycle));
     if (!s.ok()) {
       --issued_[{core, queue}];
+      *faultAddress = s.fault ? int64_t(s.fault->address) : -1;
       return s.message;
     }
     touchesHbm_[std::make_tuple(core, queue, number)] =

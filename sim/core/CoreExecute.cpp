@@ -467,8 +467,10 @@ void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
                           "modelled yet",
                           word, desc.dstChip),
               &op, "dma", int64_t(word * 4));
-      std::string problem = dma_.issue(id_, int(op.unit2), int(op.unit), desc, t);
-      if (!problem.empty()) fault("dma-fault", problem, &op, fmt::format("dma q{}", op.unit2));
+      int64_t where = -1;
+      std::string problem = dma_.issue(id_, int(op.unit2), int(op.unit), desc, t, &where);
+      if (!problem.empty())
+        fault("dma-fault", problem, &op, fmt::format("dma q{}", op.unit2), where);
       ++queueOutstanding_[op.unit2];
       ++flagOutstanding_[op.unit];
       ++dmaOutstanding_;

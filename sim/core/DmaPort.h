@@ -25,9 +25,10 @@ class DmaPort {
  public:
   virtual ~DmaPort() = default;
   // Starts `desc` for core `core` on `queue`; called at SystemC time = `cycle`.
-  // Returns "" or the fault (addresses out of bounds, unsupported transfer).
+  // Returns "" or the fault (addresses out of bounds, unsupported transfer);
+  // then *faultAddress is the offending byte address, or -1.
   virtual std::string issue(int core, int queue, int flag, const isa::DmaDescriptor& desc,
-                            int64_t cycle) = 0;
+                            int64_t cycle, int64_t* faultAddress) = 0;
   // `callback` runs (in SystemC context) whenever a descriptor of `core` completes.
   virtual void onComplete(int core, std::function<void(const DmaCompletion&)> callback) = 0;
 };

@@ -80,7 +80,7 @@ std::string TensorCore::opNameAt(int64_t pc) const {
 }
 
 void TensorCore::fault(const std::string& kind, const std::string& message, const DecodedOp* op,
-                       const std::string& unit, int64_t address) {
+                       const std::string& unit, int64_t address, const std::string& slot) {
   FaultInfo f;
   f.kind = kind;
   f.message = message;
@@ -91,6 +91,7 @@ void TensorCore::fault(const std::string& kind, const std::string& message, cons
     f.slot = slotName(op->slotInstance);
     f.op = std::string(isa::opcodeInfo(op->op).mnemonic);
   }
+  if (!slot.empty()) f.slot = slot;
   f.opName = opNameAt(pc_);
   f.unit = unit;
   f.address = address;
@@ -102,10 +103,11 @@ void TensorCore::chargeStall(StallCause cause, int64_t from, int64_t to, const D
   if (options_.strict && isStrictHazard(cause)) {
     now_ = from;
     fault("strict-hazard",
-          fmt::format("--strict: bundle {} stalls on {} ({} of {} cycles): the schedule should "
-                      "have placed the op later",
-                      pc_, stallCauseName(cause), op ? isa::opcodeInfo(op->op).mnemonic : "?",
-                      to - from),
+          fmt::format("--strict: bundle {} stalls {} cycle(s) on {} ({} {}); the schedule should "
+                      "have placed it later",
+                      pc_, to - from, stallCauseName(cause),
+                      op ? slotName(op->slotInstance) : "bundle",
+                      op ? isa::opcodeInfo(op->op).mnemonic : "bank conflict"),
           op, op ? std::string(isa::slotInfo(op->slot).name) : "");
   }
   stats_.stalls[int(cause)] += to - from;
@@ -359,7 +361,8 @@ void TensorCore::runLoop() {
                         numBundles - 1),
             nullptr, "scalar");
     const DecodedBundle& b = decoded_.bundles[pc_];
-    if (!b.invalid.empty()) fault("invalid-bundle", b.invalid, nullptr, b.invalidSlot);
+    if (!b.invalid.empty())
+      fault("invalid-bundle", b.invalid, nullptr, "decode", -1, b.invalidSlot);
     if (now_ > options_.maxCycles)
       fault("max-cycles", fmt::format("the run exceeded --max-cycles={}", options_.maxCycles),
             nullptr, "core");

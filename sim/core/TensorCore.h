@@ -103,7 +103,8 @@ class TensorCore : public sc_core::sc_module {
 
   // Faults.
   [[noreturn]] void fault(const std::string& kind, const std::string& message, const DecodedOp* op,
-                          const std::string& unit, int64_t address = -1);
+                          const std::string& unit, int64_t address = -1,
+                          const std::string& slot = "");
   std::string opNameAt(int64_t pc) const;
   void chargeStall(StallCause cause, int64_t from, int64_t to, const DecodedOp* op);
   void finishRun(int64_t haltCycle);

@@ -26,8 +26,8 @@ class FakeDma : public sim::DmaPort, public sc_core::sc_module {
     SC_THREAD(run);
   }
 
-  std::string issue(int core, int queue, int flag, const isa::DmaDescriptor& d,
-                    int64_t cycle) override {
+  std::string issue(int core, int queue, int flag, const isa::DmaDescriptor& d, int64_t cycle,
+                    int64_t* faultAddress) override {
     auto& src = memory_.space(d.src, core);
     auto& dst = memory_.space(d.dst, core);
     for (uint32_t i3 = 0; i3 < d.counts[2]; ++i3)
@@ -37,7 +37,10 @@ class FakeDma : public sim::DmaPort, public sc_core::sc_module {
                        uint64_t(i3) * d.srcStrides[2];
           uint64_t t = d.dstAddr + uint64_t(i1) * d.dstStrides[0] + uint64_t(i2) * d.dstStrides[1] +
                        uint64_t(i3) * d.dstStrides[2];
-          if (auto f = sim::mem::copyBytes(src, s, dst, t, d.innerBytes)) return f->describe();
+          if (auto f = sim::mem::copyBytes(src, s, dst, t, d.innerBytes)) {
+            *faultAddress = int64_t(f->address);
+            return f->describe();
+          }
         }
     int64_t& busy = queueFree_[{core, queue}];
     int64_t done = std::max(busy, cycle) + latency_ + int64_t(d.totalBytes()) / bytesPerCycle_;
