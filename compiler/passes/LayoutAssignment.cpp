@@ -72,6 +72,9 @@ class LayoutAssignmentPass : public HloPass {
  private:
   void setShape(HloInstruction* inst, Shape s) {
     if (s == inst->shape()) return;
+    // A constant's literal carries the shape too (the parser gives it the instruction's).
+    if (inst->attrs().literal && inst->attrs().literal->shape.compatible(s))
+      inst->attrs().literal->shape = s;
     inst->setShape(std::move(s));
     changed_ = true;
   }
