@@ -9,13 +9,12 @@
 #include <llvm/Support/CommandLine.h>
 
 #include <sys/stat.h>
-#include <random>
 
 #include "isa/ProgramFile.h"
 #include "isa/support/Npy.h"
 #include "isa/support/Numerics.h"
 #include "kernels/codegen/Compile.h"
-#include "kernels/dsl/Interpret.h"
+#include "kernels/dsl/HostArrayIo.h"
 #include "kernels/lib/Matmul.h"
 #include "kernels/lib/Softmax.h"
 #include "kernels/llo/Printer.h"
@@ -63,47 +62,6 @@ static cl::opt<std::string> optInterpretDir(
 static cl::opt<uint64_t> optSeed("seed", cl::desc("seed of the random inputs"), cl::init(1),
                                  cl::cat(category));
 
-namespace {
-
-dsl::HostArray randomInput(const llo::ArrayOperand& a, std::mt19937_64& rng) {
-  int64_t n = 1;
-  for (int64_t d : a.shape) n *= d;
-  if (a.dtype == llo::DType::S8 || a.dtype == llo::DType::S32) {
-    std::uniform_int_distribution<int32_t> d(-128, 127);
-    std::vector<int32_t> v(n);
-    for (auto& x : v) x = d(rng);
-    return dsl::HostArray::fromInts(a.shape, a.dtype, v);
-  }
-  std::uniform_real_distribution<float> d(-2.0f, 2.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return dsl::HostArray::fromFloats(a.shape, a.dtype, v);
-}
-
-npy::Array toNpy(const dsl::HostArray& h) {
-  npy::DType t = npy::DType::F32;
-  switch (h.dtype) {
-    case llo::DType::Bf16:
-      t = npy::DType::U16;
-      break;
-    case llo::DType::S32:
-      t = npy::DType::S32;
-      break;
-    case llo::DType::S8:
-      t = npy::DType::S8;
-      break;
-    default:
-      break;
-  }
-  npy::Array a = npy::makeArray(t, h.shape);
-  size_t e = npy::dtypeSize(t);
-  for (size_t i = 0; i < h.words.size(); ++i)
-    for (size_t b = 0; b < e; ++b) a.data[i * e + b] = uint8_t(h.words[i] >> (8 * b));
-  return a;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "compile a library kernel to a .tpuprog\n");
@@ -131,7 +89,8 @@ int main(int argc, char** argv) {
     if (!optInterpretDir.empty()) {
       std::mt19937_64 rng(optSeed);
       std::vector<dsl::HostArray> inputs;
-      for (const auto& a : kernel->inputs) inputs.push_back(randomInput(a, rng));
+      for (const auto& a : kernel->inputs)
+        inputs.push_back(dsl::randomArray(a.shape, a.dtype, rng));
       dsl::InterpretOptions io;
       io.mxuSize = target.mxuSize;
       io.seed = optSeed;
@@ -139,9 +98,10 @@ int main(int argc, char** argv) {
       for (const std::string& race : r.races) fmt::print(stderr, "tpu-kernel: {}\n", race);
       ::mkdir(optInterpretDir.c_str(), 0777);
       for (size_t i = 0; i < inputs.size(); ++i)
-        npy::write(optInterpretDir + "/" + kernel->inputs[i].name + ".npy", toNpy(inputs[i]));
+        npy::write(optInterpretDir + "/" + kernel->inputs[i].name + ".npy", dsl::toNpy(inputs[i]));
       for (size_t i = 0; i < r.outputs.size(); ++i)
-        npy::write(optInterpretDir + "/" + kernel->outputs[i].name + ".npy", toNpy(r.outputs[i]));
+        npy::write(optInterpretDir + "/" + kernel->outputs[i].name + ".npy",
+                   dsl::toNpy(r.outputs[i]));
     }
     if (!optOutput.empty() || optDumpMachine || optStats) {
       codegen::CompiledKernel c = codegen::compileKernel(*kernel, target);
