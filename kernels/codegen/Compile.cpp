@@ -105,6 +105,11 @@ class Pipeline {
         loadToSmem(index, v);
         return;
       }
+      if (m.buffers != 2)
+        throw CodegenError(
+            fmt::format("{}:{}: error: '{}' asks for Buffered({}); the code generator "
+                        "double-buffers every block (only Buffered(2) so far)",
+                        m.loc.file, m.loc.line, a.name, m.buffers));
       for (size_t d = 0; d < a.shape.size(); ++d)
         if (a.shape[d] % m.blockShape[d] != 0)
           throw CodegenError(fmt::format(

@@ -225,3 +225,55 @@ TEST_CASE("constructs the code generator does not handle yet are clear errors") 
   CHECK_THROWS_WITH(compileKernel(*mm, tiny),
                     Catch::Contains("MXUs of size 8 are not supported yet"));
 }
+
+#include "kernels/codegen/CopyPlan.h"
+#include "kernels/codegen/MemoryPlan.h"
+
+TEST_CASE("copy plans: f32 rows merge into one run, bf16 moves element by element") {
+  using tpusim::kernels::llo::DType;
+  using tpusim::kernels::llo::MemSpace;
+  using tpusim::kernels::llo::Type;
+  // A (16, 256) f32 block of a (64, 1024) array: rows of 512 bytes per column tile.
+  CopyPlan f = planCopy(Type::ref(MemSpace::Hbm, DType::F32, {64, 1024}),
+                        Type::ref(MemSpace::Vmem, DType::F32, {16, 256}), {16, 256});
+  REQUIRE(f.descriptors.size() == 1);
+  CHECK(f.descriptors[0].innerBytes == 512);
+  CHECK(f.descriptors[0].numDims == 3);
+  CHECK(f.descriptors[0].counts[0] == 2);         // column tiles, inner of the two
+  CHECK(f.descriptors[0].srcStrides[0] == 512);   // 128 f32 further in the HBM row
+  CHECK(f.descriptors[0].dstStrides[0] == 8192);  // 16 VMEM rows further
+  CHECK(f.descriptors[0].counts[1] == 16);        // rows
+  CHECK(f.descriptors[0].srcStrides[1] == 4096);
+  CHECK(f.descriptors[0].dstStrides[1] == 512);
+  CHECK(f.bytes == 16 * 256 * 4);
+  // A whole (8, 128) f32 array is one contiguous run.
+  CopyPlan w = planCopy(Type::ref(MemSpace::Hbm, DType::F32, {8, 128}),
+                        Type::ref(MemSpace::Vmem, DType::F32, {8, 128}), {8, 128});
+  CHECK(w.descriptors[0].innerBytes == 4096);
+  CHECK(w.descriptors[0].numDims == 1);
+  // bf16: each 2-byte element lands in the low half of its 4-byte VMEM word.
+  CopyPlan b = planCopy(Type::ref(MemSpace::Hbm, DType::Bf16, {32, 256}),
+                        Type::ref(MemSpace::Vmem, DType::Bf16, {32, 256}), {32, 256});
+  REQUIRE(b.descriptors.size() == 1);
+  CHECK(b.descriptors[0].innerBytes == 2);
+  CHECK(b.descriptors[0].numDims == 4);
+  CHECK(b.descriptors[0].counts[0] == 128);
+  CHECK(b.descriptors[0].srcStrides[0] == 2);
+  CHECK(b.descriptors[0].dstStrides[0] == 4);
+  // Windows that are not whole lane tiles are not split into tail descriptors yet.
+  CHECK_THROWS_WITH(planCopy(Type::ref(MemSpace::Hbm, DType::F32, {8, 300}),
+                             Type::ref(MemSpace::Vmem, DType::F32, {8, 300}), {8, 300}),
+                    Catch::Contains("must cover whole 128-lane tiles"));
+}
+
+TEST_CASE("memory plan overflow lists every allocation") {
+  TargetInfo t = TargetInfo::defaults();
+  t.name = "small";
+  t.vmemBytes = 64 * 512;
+  MemoryPlan m(t);
+  m.vmem("'x' blocks", {32, 128}, 2);
+  m.vmem("scratch", {8, 128});
+  CHECK_THROWS_WITH(
+      m.check(), Catch::Contains("needs 72 rows of vmem but the target 'small' has 64") &&
+                     Catch::Contains("64 rows  'x' blocks") && Catch::Contains("8 rows  scratch"));
+}
