@@ -128,16 +128,21 @@ module mxu #(
       .we(we_now), .trans(trans_now), .widx(widx_now), .wrow(wrow_now),
       .out_valid(m_col_valid), .out_sum(col_sums));
 
-  // slot, row, accumulate and dtype of each row, 2N - 1 cycles behind its entry
+  // slot, row, accumulate and dtype of each row, 2N - 1 cycles behind its
+  // entry: one shift register of 9-bit entries (a single wide shift per cycle)
+  localparam int META_DEPTH = 2 * N - 1;
+  logic [META_DEPTH-1:0] meta_v;
+  logic [META_DEPTH*9-1:0] meta_q;
   logic m_valid, m_acc, m_bf16;
   logic [3:0] m_slot;
   logic [2:0] m_j;
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic m_unused_tag;
-  /* verilator lint_on UNUSEDSIGNAL */
-  mxu_pipe #(.DEPTH(2 * N - 1), .W(9)) meta (
-      .clk, .rst, .in_valid(in_valid), .in_tag(1'b0), .in_data({in_slot, in_j, in_acc, in_bf16}),
-      .out_valid(m_valid), .out_tag(m_unused_tag), .out_data({m_slot, m_j, m_acc, m_bf16}));
+  always_ff @(posedge clk) begin
+    if (rst) meta_v <= '0;
+    else meta_v <= {meta_v[META_DEPTH-2:0], in_valid};
+    meta_q <= {meta_q[(META_DEPTH-1)*9-1:0], in_slot, in_j, in_acc, in_bf16};
+  end
+  assign m_valid = meta_v[META_DEPTH-1];
+  assign {m_slot, m_j, m_acc, m_bf16} = meta_q[(META_DEPTH-1)*9+:9];
 
   // -------------------------------------------------------------- result buffer
   logic [N*32-1:0] rbuf[SLOTS*8];

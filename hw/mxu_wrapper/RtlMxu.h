@@ -52,7 +52,6 @@ class RtlMxu final : public sim::MxuUnit {
     if (!trace.empty()) {
       vcd_ = std::make_unique<VerilatedVcdC>();
       top_->trace(vcd_.get(), 99);
-      vcd_->open(trace.c_str());
     }
 #else
     if (!trace.empty())
@@ -67,6 +66,9 @@ class RtlMxu final : public sim::MxuUnit {
     top_->rst = 0;
     top_->eval();
     cycle_ = 0;
+#if TPUSIM_RTL_TRACE
+    if (vcd_) vcd_->open(trace.c_str());  // after reset: time 2t is cycle t
+#endif
   }
   ~RtlMxu() override {
 #if TPUSIM_RTL_TRACE
