@@ -45,3 +45,20 @@ BurstLocation AddressMap::locate(uint64_t byteAddress) const {
 }
 
 }  // namespace tpusim::sim::hbm
+
+namespace tpusim::sim::hbm {
+
+uint64_t AddressMap::compose(const BurstLocation& loc) const {
+  std::array<uint64_t, 6> value{};
+  value[Ro] = loc.row;
+  value[Ba] = loc.bank;
+  value[Bg] = loc.bankGroup;
+  value[Ch] = loc.channel;
+  value[Pc] = loc.pseudoChannel;
+  value[Co] = loc.column;
+  uint64_t index = 0;
+  for (int i = 0; i < 6; ++i) index = index * radix_[order_[i]] + value[order_[i]];
+  return index * burstBytes_;
+}
+
+}  // namespace tpusim::sim::hbm

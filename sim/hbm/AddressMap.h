@@ -27,6 +27,8 @@ class AddressMap {
   explicit AddressMap(const HbmConfig& config);
 
   BurstLocation locate(uint64_t byteAddress) const;
+  // The inverse: the byte address of the first byte of that burst.
+  uint64_t compose(const BurstLocation& location) const;
   uint64_t burstBytes() const { return burstBytes_; }
 
  private:

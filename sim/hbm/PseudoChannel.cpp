@@ -14,10 +14,8 @@ PseudoChannel::PseudoChannel(const HbmTiming& timing) : t_(timing) {
   banks_.resize(t_.banks);
   colReadyGroup_.assign(t_.bankGroups, 0);
   actReadyGroup_.assign(t_.bankGroups, 0);
-  bankHasHit_.resize(t_.banks);
-  bankCapped_.resize(t_.banks);
-  bankSeen_.resize(t_.banks);
-  queue_.reserve(t_.queueDepth);
+  slots_.resize(size_t(t_.queueDepth));
+  for (int32_t i = t_.queueDepth - 1; i >= 0; --i) freeSlots_.push_back(i);
 }
 
 void PseudoChannel::push(const PcBurst& burst) {
@@ -25,13 +23,25 @@ void PseudoChannel::push(const PcBurst& burst) {
   auto it = inbox_.end();
   while (it != inbox_.begin() && std::prev(it)->arrival > burst.arrival) --it;
   inbox_.insert(it, burst);
+  wakeAt_ = std::min(wakeAt_, int64_t(burst.arrival));
 }
 
 void PseudoChannel::admitArrivals() {
-  while (!inbox_.empty() && inbox_.front().arrival <= time_ &&
-         queue_.size() < size_t(t_.queueDepth)) {
-    queue_.push_back(Entry{inbox_.front()});
+  while (!inbox_.empty() && inbox_.front().arrival <= time_ && !freeSlots_.empty()) {
+    int32_t slot = freeSlots_.back();
+    freeSlots_.pop_back();
+    Entry& e = slots_[size_t(slot)];
+    e = Entry{inbox_.front()};
+    e.age = nextAge_++;
     inbox_.pop_front();
+    ++queued_;
+    Bank& b = banks_[e.burst.bank];
+    if (b.tail < 0)
+      b.head = slot;
+    else
+      slots_[size_t(b.tail)].next = slot;
+    b.tail = slot;
+    if (b.open && b.row == e.burst.row) ++b.hits;
   }
 }
 
@@ -41,11 +51,16 @@ void PseudoChannel::advance(uint64_t limit, std::vector<IssuedBurst>& issued) {
       skipIdle(limit);
       return;
     }
+    if (wakeAt_ > int64_t(time_)) {  // nothing can issue before wakeAt_
+      time_ = std::min<uint64_t>(uint64_t(wakeAt_), limit);
+      continue;
+    }
     int64_t next = kNever;
     if (step(issued, &next)) {
       ++time_;
     } else {
-      time_ = std::min<uint64_t>(std::max<int64_t>(next, int64_t(time_) + 1), limit);
+      wakeAt_ = std::max<int64_t>(next, int64_t(time_) + 1);
+      time_ = std::min<uint64_t>(uint64_t(wakeAt_), limit);
     }
   }
 }
@@ -144,79 +159,110 @@ bool PseudoChannel::stepRefresh(int64_t* next) {
 
 bool PseudoChannel::step(std::vector<IssuedBurst>& issued, int64_t* outNext) {
   admitArrivals();
-  int64_t now = int64_t(time_);
   int64_t next = kNever;
   bool rowUsed = stepRefresh(&next);
-
-  std::fill(bankHasHit_.begin(), bankHasHit_.end(), 0);
-  std::fill(bankCapped_.begin(), bankCapped_.end(), 0);
-  for (const Entry& e : queue_) {
-    const Bank& b = banks_[e.burst.bank];
-    if (!b.open) continue;
-    if (e.burst.row == b.row)
-      bankHasHit_[e.burst.bank] = 1;
-    else if (e.bypassed >= t_.starvationLimit)
-      bankCapped_[e.burst.bank] = 1;
-  }
-
-  // Column command: the oldest ready row hit.
-  bool colUsed = false;
-  for (size_t i = 0; i < queue_.size(); ++i) {
-    const Entry& e = queue_[i];
-    const Bank& b = banks_[e.burst.bank];
-    if (!b.open || b.row != e.burst.row || b.refreshDue || bankCapped_[e.burst.bank]) continue;
-    int64_t t = earliestColumn(e);
-    if (t <= now) {
-      issueColumn(i, issued);
-      colUsed = true;
-      break;
-    }
-    next = std::min(next, t);
-  }
-
-  // Row command: the oldest request of each bank whose row is not open.
-  if (!rowUsed) {
-    std::fill(bankSeen_.begin(), bankSeen_.end(), 0);
-    for (Entry& e : queue_) {
-      uint32_t bi = e.burst.bank;
-      if (bankSeen_[bi]) continue;
-      bankSeen_[bi] = 1;
-      Bank& b = banks_[bi];
-      if (b.refreshDue || (b.open && b.row == e.burst.row)) continue;
-      if (b.open) {
-        if (bankHasHit_[bi] && !bankCapped_[bi]) continue;  // let the row hits drain first
-        if (b.readyPre <= now) {
-          precharge(bi);
-          e.kind = Conflict;
-          rowUsed = true;
-          break;
-        }
-        next = std::min(next, b.readyPre);
-      } else {
-        int64_t t = earliestActivate(bi, e.burst.bankGroup);
-        if (t <= now) {
-          activate(bi, e.burst.bankGroup, e.burst.row);
-          if (e.kind == Hit) e.kind = Miss;
-          rowUsed = true;
-          break;
-        }
-        next = std::min(next, t);
-      }
-    }
-  }
-
-  // A burst that is waiting only for queue space gets in when a column command frees one.
-  if (!inbox_.empty() && queue_.size() < size_t(t_.queueDepth))
+  bool colUsed = stepColumn(issued, &next);
+  if (!rowUsed) rowUsed = stepRow(&next);
+  // A burst that waits only for queue space gets in when a column command frees one.
+  if (!inbox_.empty() && !freeSlots_.empty())
     next = std::min<int64_t>(next, int64_t(inbox_.front().arrival));
   *outNext = next;
   return rowUsed || colUsed;
 }
 
-int64_t PseudoChannel::earliestColumn(const Entry& e) const {
-  const Bank& b = banks_[e.burst.bank];
-  int64_t t = std::max({b.readyCol, colReady_, colReadyGroup_[e.burst.bankGroup]});
-  if (e.burst.write) return std::max({t, writeReady_, busFree_ - t_.tCWL});
-  return std::max({t, readReady_, busFree_ - t_.tCL});
+bool PseudoChannel::starved(const Bank& b) const {
+  // The bank's oldest request wants another row and has been passed by
+  // `starvation_limit` younger row hits: the open row must close for it.
+  if (b.head < 0 || !b.open) return false;
+  const Entry& h = slots_[size_t(b.head)];
+  return h.burst.row != b.row && h.bypassed >= t_.starvationLimit;
+}
+
+bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) {
+  const int64_t now = int64_t(time_);
+  // Constraints shared by every read (or every write) of this pseudo-channel.
+  const int64_t readAt = std::max({colReady_, readReady_, busFree_ - t_.tCL});
+  const int64_t writeAt = std::max({colReady_, writeReady_, busFree_ - t_.tCWL});
+  if (std::min(readAt, writeAt) > now) {
+    *next = std::min(*next, std::min(readAt, writeAt));
+    return false;
+  }
+  // The oldest ready row hit over all banks.
+  int32_t best = -1, bestPrevious = -1;
+  uint64_t bestAge = ~uint64_t(0);
+  for (Bank& b : banks_) {
+    if (!b.open || b.hits == 0 || b.refreshDue || starved(b)) continue;
+    int32_t head = b.head;
+    // Every hit of a bank shares its tRCD and bank-group tCCD_L constraints.
+    int64_t bankAt = std::max(b.readyCol, colReadyGroup_[slots_[size_t(head)].burst.bankGroup]);
+    bool readOk = std::max(bankAt, readAt) <= now, writeOk = std::max(bankAt, writeAt) <= now;
+    if (!readOk && !writeOk) {
+      *next = std::min(*next, std::max(bankAt, std::min(readAt, writeAt)));
+      continue;
+    }
+    int32_t previous = -1;
+    bool found = false;
+    for (int32_t i = head; i >= 0; previous = i, i = slots_[size_t(i)].next) {
+      const Entry& e = slots_[size_t(i)];
+      if (e.burst.row != b.row || !(e.burst.write ? writeOk : readOk)) continue;
+      found = true;
+      if (e.age < bestAge) {
+        best = i;
+        bestPrevious = previous;
+        bestAge = e.age;
+      }
+      break;  // the younger hits of this bank are younger than this one
+    }
+    // Only hits of the other kind, which is not ready yet.
+    if (!found) *next = std::min(*next, std::max(bankAt, readOk ? writeAt : readAt));
+  }
+  if (best < 0) return false;
+  issueColumn(best, bestPrevious, issued);
+  return true;
+}
+
+bool PseudoChannel::stepRow(int64_t* next) {
+  const int64_t now = int64_t(time_);
+  // The oldest request of each bank decides that bank's row command; the
+  // oldest bank whose command can issue now gets the row command bus.
+  int bestBank = -1;
+  bool bestIsPre = false;
+  uint64_t bestAge = ~uint64_t(0);
+  for (size_t bi = 0; bi < banks_.size(); ++bi) {
+    const Bank& b = banks_[bi];
+    if (b.head < 0 || b.refreshDue) continue;
+    const Entry& h = slots_[size_t(b.head)];
+    if (h.age > bestAge) continue;
+    if (b.open) {
+      if (b.row == h.burst.row) continue;       // served by column commands
+      if (b.hits > 0 && !starved(b)) continue;  // let the row hits drain first
+      if (b.readyPre > now) {
+        *next = std::min(*next, b.readyPre);
+        continue;
+      }
+      bestIsPre = true;
+    } else {
+      int64_t t = earliestActivate(uint32_t(bi), h.burst.bankGroup);
+      if (t > now) {
+        *next = std::min(*next, t);
+        continue;
+      }
+      bestIsPre = false;
+    }
+    bestBank = int(bi);
+    bestAge = h.age;
+  }
+  if (bestBank < 0) return false;
+  Bank& b = banks_[size_t(bestBank)];
+  Entry& h = slots_[size_t(b.head)];
+  if (bestIsPre) {
+    precharge(uint32_t(bestBank));
+    h.kind = Conflict;
+  } else {
+    activate(uint32_t(bestBank), h.burst.bankGroup, h.burst.row);
+    if (h.kind == Hit) h.kind = Miss;
+  }
+  return true;
 }
 
 int64_t PseudoChannel::earliestActivate(uint32_t bank, uint32_t group) const {
@@ -225,9 +271,9 @@ int64_t PseudoChannel::earliestActivate(uint32_t bank, uint32_t group) const {
   return t;
 }
 
-void PseudoChannel::issueColumn(size_t index, std::vector<IssuedBurst>& issued) {
+void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<IssuedBurst>& issued) {
   int64_t now = int64_t(time_);
-  Entry e = queue_[index];
+  Entry& e = slots_[size_t(slot)];
   Bank& b = banks_[e.burst.bank];
   int64_t dataEnd;
   if (e.burst.write) {
@@ -248,13 +294,22 @@ void PseudoChannel::issueColumn(size_t index, std::vector<IssuedBurst>& issued) 
   colReadyGroup_[e.burst.bankGroup] = now + t_.tCCD_L;
   stats_.busyCycles += uint64_t(t_.burstCycles);
   (e.kind == Hit ? stats_.rowHits : e.kind == Miss ? stats_.rowMisses : stats_.rowConflicts) += 1;
-  // Older requests to this bank for another row have now been passed once more.
-  for (size_t j = 0; j < index; ++j) {
-    Entry& o = queue_[j];
-    if (o.burst.bank == e.burst.bank && o.burst.row != e.burst.row) ++o.bypassed;
+  // The older entries of this bank (those before it in the list) for another
+  // row have been passed once more.
+  for (int32_t i = b.head; i != slot; i = slots_[size_t(i)].next) {
+    Entry& o = slots_[size_t(i)];
+    if (o.burst.row != e.burst.row) ++o.bypassed;
   }
   issued.push_back(IssuedBurst{e.burst.request, uint64_t(dataEnd)});
-  queue_.erase(queue_.begin() + std::ptrdiff_t(index));
+  // Unlink.
+  if (previous < 0)
+    b.head = e.next;
+  else
+    slots_[size_t(previous)].next = e.next;
+  if (b.tail == slot) b.tail = previous;
+  --b.hits;
+  --queued_;
+  freeSlots_.push_back(slot);
 }
 
 void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {
@@ -270,11 +325,15 @@ void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {
   lastActs_.back() = now;
   ++actCount_;
   ++stats_.activates;
+  b.hits = 0;
+  for (int32_t i = b.head; i >= 0; i = slots_[size_t(i)].next)
+    if (slots_[size_t(i)].burst.row == row) ++b.hits;
 }
 
 void PseudoChannel::precharge(uint32_t bank) {
   Bank& b = banks_[bank];
   b.open = false;
+  b.hits = 0;
   b.readyAct = std::max(b.readyAct, int64_t(time_) + t_.tRP);
   ++stats_.precharges;
 }

@@ -15,9 +15,9 @@
 //     timing (tRCD, tCCD_S/L, tWTR, read/write turnaround, data bus) allows it
 //     now ("first ready": row hits go ahead of older misses).
 //  3. row command: for the oldest request of each bank whose row is not open,
-//     in age order, the first that can issue now: PRE of the open row (only
-//     when no queued burst hits it, or an older request has been passed by
-//     `starvation_limit` row hits), or ACT (tRP, tRRD_S/L, tFAW).
+//     the oldest that can issue now: PRE of the open row (only when no queued
+//     burst hits it, or the bank's oldest request has been passed by
+//     `starvation_limit` younger row hits), or ACT (tRP, tRRD_S/L, tFAW).
 // When nothing can issue, time jumps to the earliest cycle at which a command
 // could, so idle and waiting stretches cost no per-cycle work.
 #pragma once
@@ -51,7 +51,7 @@ class PseudoChannel {
 
   // Bursts must arrive no earlier than time().
   void push(const PcBurst& burst);
-  bool hasWork() const { return !queue_.empty() || !inbox_.empty(); }
+  bool hasWork() const { return queued_ > 0 || !inbox_.empty(); }
   uint64_t time() const { return time_; }
 
   // Simulates HBM cycles [time(), limit); every column command issued is
@@ -62,9 +62,14 @@ class PseudoChannel {
 
  private:
   enum Kind : uint8_t { Hit, Miss, Conflict };
+  // A queued burst. Queue entries live in a fixed slab; each bank keeps its
+  // entries in a singly linked list in age order, so that scheduling costs
+  // O(banks) per cycle rather than O(queue entries).
   struct Entry {
     PcBurst burst;
+    uint64_t age = 0;       // admission order
     uint32_t bypassed = 0;  // younger bursts to the same bank that were served first
+    int32_t next = -1;      // next (younger) entry of the same bank
     Kind kind = Hit;
   };
   struct Bank {
@@ -74,19 +79,23 @@ class PseudoChannel {
     int64_t readyAct = 0;  // tRP after PRE, end of refresh
     int64_t readyPre = 0;  // tRAS after ACT, tRTP after RD, tWR after write data
     int64_t readyCol = 0;  // tRCD after ACT
+    int32_t head = -1, tail = -1;
+    uint32_t hits = 0;  // queued entries for the open row
   };
 
   // One scheduling decision at time_; returns true when a command issued,
-  // otherwise *next is the earliest cycle at which one could.
+  // otherwise *next is a cycle before which none can.
   bool step(std::vector<IssuedBurst>& issued, int64_t* next);
+  bool stepColumn(std::vector<IssuedBurst>& issued, int64_t* next);
+  bool stepRow(int64_t* next);
   bool stepRefresh(int64_t* next);
+  bool starved(const Bank& b) const;
   void admitArrivals();
   void skipIdle(uint64_t limit);
   bool skipRefreshesClosedForm(uint64_t limit);
 
-  int64_t earliestColumn(const Entry& e) const;
   int64_t earliestActivate(uint32_t bank, uint32_t group) const;
-  void issueColumn(size_t index, std::vector<IssuedBurst>& issued);
+  void issueColumn(int32_t slot, int32_t previous, std::vector<IssuedBurst>& issued);
   void activate(uint32_t bank, uint32_t group, uint32_t row);
   void precharge(uint32_t bank);
   void refresh(uint32_t bank);  // all banks when bank == kAllBanks
@@ -96,8 +105,13 @@ class PseudoChannel {
 
   HbmTiming t_;
   uint64_t time_ = 0;
-  std::deque<PcBurst> inbox_;  // arrived later than time_, or waiting for queue space
-  std::vector<Entry> queue_;   // age order
+  // No command can issue before wakeAt_ unless a burst arrives (push lowers it).
+  int64_t wakeAt_ = 0;
+  std::deque<PcBurst> inbox_;  // arrives later than time_, or waits for queue space
+  std::vector<Entry> slots_;   // queue_depth entries
+  std::vector<int32_t> freeSlots_;
+  size_t queued_ = 0;
+  uint64_t nextAge_ = 0;
   std::vector<Bank> banks_;
   std::vector<int64_t> colReadyGroup_, actReadyGroup_;
   int64_t colReady_ = 0, actReady_ = 0;
@@ -106,9 +120,6 @@ class PseudoChannel {
   std::array<int64_t, 4> lastActs_{};       // for tFAW, oldest first
   uint64_t actCount_ = 0;
   uint64_t refreshIndex_ = 0;  // refreshes issued so far (or skipped past while idle)
-  bool refreshPending_ = false;
-  // Per-step scratch, kept to avoid reallocation.
-  std::vector<uint8_t> bankHasHit_, bankCapped_, bankSeen_;
   HbmChannelStats stats_;
 };
 
