@@ -281,6 +281,12 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
     int immsUsed = 0;  // shared 32-bit immediates of the bundle
     std::vector<int> loadsThisCycle, issued;
     bool waitingOnLatency = false;
+    std::array<int, 3> oldestGrowing;
+    oldestGrowing.fill(INT32_MAX);
+    for (int i : ready)
+      if (s.cycle[i] < 0)
+        for (int c = 0; c < 3; ++c)
+          if (netGrowth(i, c) > 0) oldestGrowing[c] = std::min(oldestGrowing[c], i);
     int pressureBlocked = -1;
     for (int pass = 0; pass < 2; ++pass) {
       for (int i : ready) {
@@ -291,10 +297,18 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
           continue;
         }
         bool tooMany = false;
-        for (int c = 0; c < 3; ++c)
-          if (live[c] + netGrowth(i, c) > limit[c] && netGrowth(i, c) > 0) tooMany = true;
+        for (int c = 0; c < 3; ++c) {
+          int grow = netGrowth(i, c);
+          if (grow <= 0) continue;
+          if (live[c] + grow > limit[c]) tooMany = true;
+          // Near the limit, new values come in program order only, so registers go
+          // to the values the next instructions need, not to far-ahead loads.
+          if (live[c] + grow > limit[c] - 8 && i > oldestGrowing[c]) tooMany = true;
+        }
         if (tooMany && !(pass == 1 && i == pressureBlocked)) {
-          if (pressureBlocked < 0) pressureBlocked = i;
+          // If only pressure holds everything back, the oldest candidate goes: program
+          // order is a schedule whose pressure the lowering keeps small.
+          if (pass == 0 && (pressureBlocked < 0 || i < pressureBlocked)) pressureBlocked = i;
           continue;
         }
         SlotKind k = mi.info().slot;
