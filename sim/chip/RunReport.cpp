@@ -183,8 +183,11 @@ std::string summaryText(const SimResult& r, const ChipConfig& chip, const RunInf
   if (out.back() == ',') out.pop_back();
   out += "\n";
   if (r.hostSeconds > 0)
-    out += fmt::format("  host time       {:.3f} s ({:.2f} M simulated cycles/s)\n", r.hostSeconds,
-                       double(r.cycles) / r.hostSeconds / 1e6);
+    out += fmt::format(
+        "  host time       {:.3f} s wall, {:.3f} s CPU ({:.2f} M simulated cycles per CPU "
+        "second)\n",
+        r.hostSeconds, r.hostCpuSeconds,
+        r.hostCpuSeconds > 0 ? double(r.cycles) / r.hostCpuSeconds / 1e6 : 0.0);
   if (!r.ops.empty()) {
     size_t width = 8;
     for (const OpReport& o : r.ops) width = std::max(width, o.name.size());

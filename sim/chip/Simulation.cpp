@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <stdexcept>
 
 #include "sim/chip/BufferIo.h"
@@ -102,6 +103,7 @@ SimResult Simulation::run() {
   }
 
   auto start = std::chrono::steady_clock::now();
+  std::clock_t cpuStart = std::clock();
   if (options_.progress) {
     // Progress is sampled from the host side between bounded sc_start slices.
     sc_core::sc_time slice(50, sc_core::SC_US);
@@ -117,6 +119,7 @@ SimResult Simulation::run() {
   }
   SimResult r;
   r.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.hostCpuSeconds = double(std::clock() - cpuStart) / CLOCKS_PER_SEC;
 
   r.halted = true;
   for (int c = 0; c < chip->numCores(); ++c) {

@@ -52,7 +52,9 @@ struct SimResult {
   std::vector<OpReport> ops;  // summed over cores, in debug-map order
   DmaReport dma;
   std::map<std::string, npy::Array> outputs;  // functional runs only
-  double hostSeconds = 0;
+  double hostSeconds = 0;                     // wall clock of the run
+  double hostCpuSeconds =
+      0;  // CPU time of the process during the run (the honest rate on a busy host)
   int64_t traceEvents = 0;
 };
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tpusim::sim {
 namespace {
 
@@ -71,6 +73,31 @@ int scoreboardIndex(OperandClass cls, int64_t value) {
 }
 
 }  // namespace
+
+int rowOffsets(const DecodedOp& op, int64_t* offsets) {
+  int n = 0;
+  for (int s = 0; s < isa::kSublanes; ++s) {
+    if (op.op == isa::Opcode::VStM)
+      offsets[n++] = op.imm[0] + s;
+    else if ((op.imm[2] >> s) & 1)
+      offsets[n++] = op.imm[0] + s * op.imm[1];
+  }
+  return n;
+}
+
+int64_t bankConflictExtra(int64_t* rows, int n, int64_t banks) {
+  std::sort(rows, rows + n);
+  n = int(std::unique(rows, rows + n) - rows);
+  int64_t bank[3 * isa::kSublanes];
+  for (int i = 0; i < n; ++i) bank[i] = ((rows[i] % banks) + banks) % banks;
+  std::sort(bank, bank + n);
+  int64_t worst = 0, run = 0;
+  for (int i = 0; i < n; ++i) {
+    run = (i > 0 && bank[i] == bank[i - 1]) ? run + 1 : 0;
+    worst = std::max(worst, run);
+  }
+  return worst;
+}
 
 std::string slotName(int slotInstance) {
   const isa::SlotInstance& s = isa::kSlotLayout[slotInstance];
@@ -180,6 +207,16 @@ DecodedProgram decodeProgram(const isa::Program& program, const ChipConfig& chip
       out.ops.push_back(op);
     }
     db.numOps = uint8_t(out.ops.size() - db.firstOp);
+    for (uint32_t i = db.firstOp; i < out.ops.size(); ++i) {
+      const DecodedOp& op = out.ops[i];
+      if (op.slot != isa::SlotKind::VectorLoad && op.slot != isa::SlotKind::VectorStore) continue;
+      bool load = op.slot == isa::SlotKind::VectorLoad;
+      (load ? db.numLoads : db.numStores) += 1;
+      int64_t rows[isa::kSublanes];
+      int n = rowOffsets(op, rows);
+      db.staticConflict = std::max<int32_t>(db.staticConflict,
+                                            int32_t(bankConflictExtra(rows, n, chip.vmem.banks)));
+    }
   }
   return out;
 }

@@ -47,7 +47,12 @@ struct DecodedBundle {
   uint8_t numOps = 0;
   bool hasBranch = false;
   bool needsSync = false;  // has a DMA, sync.wait, fence or halt: touches shared state
-  std::string invalid;     // non-empty: the bundle faults when reached (the reason)
+  uint8_t numLoads = 0, numStores = 0;
+  // With at most one load and one store, the bank-conflict cycles do not
+  // depend on the base register (a shift moves every row to another bank
+  // alike), so they are computed here once.
+  int32_t staticConflict = 0;
+  std::string invalid;  // non-empty: the bundle faults when reached (the reason)
   std::string invalidSlot;
 };
 
@@ -59,6 +64,12 @@ struct DecodedProgram {
 };
 
 DecodedProgram decodeProgram(const isa::Program& program, const ChipConfig& chip);
+
+// Extra cycles for rows read (or written) together: max over banks of k - 1,
+// where k counts the distinct rows in the bank. Sorts `rows` in place.
+int64_t bankConflictExtra(int64_t* rows, int n, int64_t banks);
+// The rows (relative to the base register) a vld/vst/vst.m op touches.
+int rowOffsets(const DecodedOp& op, int64_t* offsets);
 
 // "valu1", "misc0": the name of a slot instance.
 std::string slotName(int slotInstance);

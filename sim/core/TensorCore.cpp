@@ -323,30 +323,21 @@ bool TensorCore::firstBlock(const DecodedBundle& b, int64_t c, Block* block,
 }
 
 int64_t TensorCore::bankConflictCycles(const DecodedBundle& b) {
-  int64_t readRows[3 * isa::kSublanes], writeRows[isa::kSublanes];
+  if (b.numLoads <= 1 && b.numStores <= 1) return b.staticConflict;
+  int64_t readRows[3 * isa::kSublanes], writeRows[3 * isa::kSublanes];
   int nr = 0, nw = 0;
   for (uint32_t i = 0; i < b.numOps; ++i) {
     const DecodedOp& op = decoded_.ops[b.firstOp + i];
-    bool load = op.slot == isa::SlotKind::VectorLoad, store = op.slot == isa::SlotKind::VectorStore;
-    if (!load && !store) continue;
-    for (int s = 0; s < isa::kSublanes; ++s) {
-      int64_t row;
-      if (!vmemRow(op, s, &row)) continue;
-      int64_t* rows = load ? readRows : writeRows;
-      int& n = load ? nr : nw;
-      if (std::find(rows, rows + n, row) == rows + n) rows[n++] = row;
-    }
+    bool load = op.slot == isa::SlotKind::VectorLoad;
+    if (!load && op.slot != isa::SlotKind::VectorStore) continue;
+    int64_t base = int64_t(sregs_[op.ssrc[0]]);
+    int64_t* rows = load ? readRows + nr : writeRows + nw;
+    int n = rowOffsets(op, rows);
+    for (int k = 0; k < n; ++k) rows[k] += base;
+    (load ? nr : nw) += n;
   }
-  auto extra = [&](const int64_t* rows, int n) {
-    int64_t worst = 0;
-    for (int i = 0; i < n; ++i) {
-      int64_t k = 0;
-      for (int j = 0; j < n; ++j) k += (rows[j] % chip_.vmem.banks) == (rows[i] % chip_.vmem.banks);
-      worst = std::max(worst, k - 1);
-    }
-    return worst;
-  };
-  return std::max(extra(readRows, nr), extra(writeRows, nw));
+  return std::max(bankConflictExtra(readRows, nr, chip_.vmem.banks),
+                  bankConflictExtra(writeRows, nw, chip_.vmem.banks));
 }
 
 // ---- The issue loop ----------------------------------------------------------------
