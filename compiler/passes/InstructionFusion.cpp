@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "compiler/passes/Fusion.h"
@@ -62,6 +63,7 @@ class FusionPass : public HloPass {
     for (HloComputation* comp : fusionTargets(module))
       for (HloInstruction* d : std::vector<HloInstruction*>(dead_.begin(), dead_.end()))
         if (d->parent() == comp && comp->removeInstruction(d)) dead_.erase(d);
+    renameInProgramOrder(module);
     summarize();
     if (external_) *external_ = result_;
     if (fromOptions_ && passOptions().fusionReport) fmt::print(stderr, "{}", result_.report());
@@ -92,7 +94,10 @@ class FusionPass : public HloPass {
   };
 
   void fuseComputation(HloComputation& comp) {
+    lastBody_ = nullptr;
     std::vector<HloInstruction*> order = comp.postOrder();
+    std::unordered_map<const HloInstruction*, size_t> position;
+    for (size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       HloInstruction* x = *it;
       if (dead_.count(x) || !isFusibleConsumer(*x)) continue;
@@ -120,8 +125,35 @@ class FusionPass : public HloPass {
           break;
         }
       }
-      if (g.body) nameParameters(*g.body);
+      if (g.body) {
+        orderOperands(g, position);
+        nameParameters(*g.body);
+      }
     }
+  }
+
+  // Operands in program order (parameters of the body renumbered to match), so
+  // fusion(%x, %w, %bias) reads like the instructions it replaced.
+  void orderOperands(Growing& g,
+                     const std::unordered_map<const HloInstruction*, size_t>& position) {
+    std::vector<HloInstruction*> ops = g.fusion->operands();
+    std::vector<size_t> perm(ops.size());
+    for (size_t k = 0; k < perm.size(); ++k) perm[k] = k;
+    auto pos = [&](size_t k) {
+      auto it = position.find(ops[k]);
+      return it == position.end() ? position.size() : it->second;
+    };
+    std::stable_sort(perm.begin(), perm.end(), [&](size_t a, size_t b) { return pos(a) < pos(b); });
+    std::vector<int64_t> newNumber(ops.size());
+    std::vector<HloInstruction*> sorted;
+    for (size_t k = 0; k < perm.size(); ++k) {
+      newNumber[perm[k]] = static_cast<int64_t>(k);
+      sorted.push_back(ops[perm[k]]);
+    }
+    for (const auto& i : g.body->instructions())
+      if (i->opcode() == HloOpcode::Parameter)
+        i->attrs().parameterNumber = newNumber[static_cast<size_t>(i->attrs().parameterNumber)];
+    g.fusion->setOperands(sorted);
   }
 
   // param_<number>, as XLA names a fused computation's parameters (unique in the module).
@@ -271,7 +303,10 @@ class FusionPass : public HloPass {
                                  g.seed->shape(), fb.operands);
       fusion->attrs().metadata = g.seed->attrs().metadata;
       fusion->attrs().calls.push_back(hlo::CalledComputations{"calls", {fb.comp}, false});
-      g.body = module_->addComputationBefore(std::move(fb.body), &comp);
+      // Consumers come first, so each body goes before the previous one: the
+      // module then lists fused computations in program order.
+      g.body = module_->addComputationBefore(std::move(fb.body), lastBody_ ? lastBody_ : &comp);
+      lastBody_ = g.body;
       g.fusion = comp.addInstruction(std::move(fusion));
       g.fusion->setSourceLine(g.seed->sourceLine());
       std::string seedName = g.seed->name();
@@ -307,9 +342,40 @@ class FusionPass : public HloPass {
     return d;
   }
 
-  void summarize() {
+  // Fusions were named as they were made (consumers first); name them fusion,
+  // fusion.1, ... and their bodies fused_computation, ... in program order.
+  void renameInProgramOrder(hlo::HloModule& module) {
+    std::unordered_map<const HloInstruction*, std::string> before;
     for (HloInstruction* f : created_) {
       if (dead_.count(f)) continue;
+      before[f] = f->name();
+      f->setName(f->name() + ".renaming");
+      if (HloComputation* body = f->calledComputation("calls"))
+        body->setName(body->name() + ".renaming");
+    }
+    std::unordered_map<std::string, std::string> renamed;
+    for (HloComputation* comp : fusionTargets(module))
+      for (HloInstruction* i : comp->postOrder()) {
+        auto it = before.find(i);
+        if (it == before.end()) continue;
+        i->setName(module.uniqueInstructionName("fusion"));
+        if (HloComputation* body = i->calledComputation("calls"))
+          body->setName(module.uniqueComputationName("fused_computation"));
+        renamed[it->second] = i->name();
+      }
+    for (FusionDecision& d : result_.decisions) {
+      auto it = renamed.find(d.consumer);
+      if (it != renamed.end()) d.consumer = it->second;
+    }
+  }
+
+  void summarize() {
+    std::unordered_set<const HloInstruction*> mine(created_.begin(), created_.end());
+    std::vector<HloInstruction*> inOrder;
+    for (HloComputation* comp : fusionTargets(*module_))
+      for (HloInstruction* i : comp->postOrder())
+        if (mine.count(i) && !dead_.count(i)) inOrder.push_back(i);
+    for (HloInstruction* f : inOrder) {
       HloComputation* body = f->calledComputation("calls");
       if (!body) continue;
       FusionSummary s;
@@ -332,6 +398,7 @@ class FusionPass : public HloPass {
   FusionResult result_;
   std::unordered_set<HloInstruction*> dead_;
   std::vector<HloInstruction*> created_;
+  HloComputation* lastBody_ = nullptr;
 };
 
 }  // namespace

@@ -1,0 +1,288 @@
+// Fusion decisions: kinds, heroes, barriers, duplication and VMEM limits; the
+// fused module evaluates to the same values.
+#include <fmt/format.h>
+
+#include "compiler/hlo/HloPrinter.h"
+#include "testbench/unit/fusion/FusionTestUtil.h"
+
+using namespace tpusim;
+using namespace fusiontest;
+
+namespace {
+
+const char* kReducer = R"(
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+)";
+
+std::unique_ptr<hlo::HloModule> module(const std::string& entry) {
+  return parse(std::string("HloModule test\n") + kReducer + entry);
+}
+
+void requireSameValues(const hlo::HloModule& a, const hlo::HloModule& b) {
+  auto args = randomArgs(a, 17);
+  CHECK(hlo::eval::evaluate(a, args[0]) == hlo::eval::evaluate(b, args[0]));
+}
+
+bool refusedWith(const passes::FusionResult& r, const std::string& producer,
+                 const std::string& reason) {
+  for (const auto& d : r.decisions)
+    if (!d.fused && d.producer == producer && d.reason.find(reason) != std::string::npos)
+      return true;
+  return false;
+}
+
+const hlo::HloComputation* body(const hlo::HloModule& m, const std::string& fusion) {
+  const hlo::HloInstruction* f = m.entry()->findInstruction(fusion);
+  REQUIRE(f);
+  REQUIRE(f->calledComputation("calls"));
+  return f->calledComputation("calls");
+}
+
+}  // namespace
+
+TEST_CASE("a dot takes its bias-add, activation and convert (kOutput)", "[fusion]") {
+  auto m = module(R"(
+ENTRY main {
+  x = f32[16,256]{1,0} parameter(0)
+  w = bf16[256,128]{1,0} parameter(1)
+  bias = f32[128]{0} parameter(2)
+  xb = bf16[16,256]{1,0} convert(x)
+  d = f32[16,128]{1,0} dot(xb, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[16,128]{1,0} broadcast(bias), dimensions={1}
+  a = f32[16,128]{1,0} add(d, bb)
+  zero = f32[] constant(0)
+  zb = f32[16,128]{1,0} broadcast(zero), dimensions={}
+  r = f32[16,128]{1,0} maximum(a, zb)
+  ROOT o = bf16[16,128]{1,0} convert(r)
+})");
+  auto original = m->clone();
+  auto result = fuse(*m, chip("v5e"));
+  CHECK(entryFusions(*m) == std::vector<std::string>{"fusion:kOutput"});
+  const hlo::HloComputation* b = body(*m, "fusion");
+  CHECK(countOpcode(*b, hlo::HloOpcode::Dot) == 1);
+  CHECK(countOpcode(*b, hlo::HloOpcode::Convert) == 2);  // the LHS convert and the output convert
+  CHECK(b->root()->name() == "o");
+  CHECK(m->entry()->instructionCount() == 4);  // 3 parameters + the fusion
+  CHECK(result.fusions.size() == 1);
+  CHECK(result.refusals() == 0);
+  std::string text = hlo::printModule(*m);
+  INFO(text);
+  CHECK(text.find("ROOT %fusion = bf16[16,128]{1,0} fusion(f32[16,256]{1,0} %x, bf16[256,128]{1,0} "
+                  "%w, f32[128]{0} %bias), kind=kOutput, calls=%fused_computation") !=
+        std::string::npos);
+  CHECK(text.find("%param_0 = f32[16,256]{1,0} parameter(0)") != std::string::npos);
+  requireSameValues(*m, *original);
+}
+
+TEST_CASE("a reduce takes its element-wise inputs (kInput), not its consumers", "[fusion]") {
+  auto m = module(R"(
+ENTRY main {
+  x = f32[8,512]{1,0} parameter(0)
+  sq = f32[8,512]{1,0} multiply(x, x)
+  z = f32[] constant(0)
+  s = f32[8]{0} reduce(sq, z), dimensions={1}, to_apply=add
+  ROOT n = f32[8]{0} sqrt(s)
+})");
+  auto original = m->clone();
+  auto result = fuse(*m, chip("v5e"));
+  // sqrt is left alone: a fusion starts only when a producer joins a consumer.
+  CHECK(entryFusions(*m) == std::vector<std::string>{"fusion:kInput"});
+  CHECK(m->entry()->root()->opcode() == hlo::HloOpcode::Sqrt);
+  CHECK(refusedWith(result, "s", "a reduce is only the root of its own kInput fusion"));
+  const hlo::HloComputation* in = body(*m, "fusion");
+  CHECK(in->root()->opcode() == hlo::HloOpcode::Reduce);
+  CHECK(countOpcode(*in, hlo::HloOpcode::Multiply) == 1);
+  requireSameValues(*m, *original);
+}
+
+TEST_CASE("element-wise chains become one kLoop fusion", "[fusion]") {
+  auto m = module(R"(
+ENTRY main {
+  a = f32[8,128]{1,0} parameter(0)
+  b = f32[8,128]{1,0} parameter(1)
+  s = f32[8,128]{1,0} add(a, b)
+  e = f32[8,128]{1,0} exponential(s)
+  t = f32[128,8]{1,0} transpose(e), dimensions={1,0}
+  ROOT n = f32[128,8]{1,0} negate(t)
+})");
+  auto original = m->clone();
+  fuse(*m, chip("v5e"));
+  CHECK(entryFusions(*m) == std::vector<std::string>{"fusion:kLoop"});
+  CHECK(body(*m, "fusion")->instructionCount() == 6);  // 2 parameters + 4 ops
+  requireSameValues(*m, *original);
+}
+
+TEST_CASE("no fusion crosses a custom-call or a while", "[fusion]") {
+  auto m = parse(R"(
+HloModule barriers
+cond {
+  p = (s32[], f32[8,128]{1,0}) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+loop {
+  p = (s32[], f32[8,128]{1,0}) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  v = f32[8,128]{1,0} get-tuple-element(p), index=1
+  v2 = f32[8,128]{1,0} multiply(v, v)
+  v3 = f32[8,128]{1,0} negate(v2)
+  ROOT t = (s32[], f32[8,128]{1,0}) tuple(i2, v3)
+}
+ENTRY main {
+  x = f32[8,128]{1,0} parameter(0)
+  e = f32[8,128]{1,0} exponential(x)
+  cc = f32[8,128]{1,0} custom-call(e), custom_call_target="my_kernel"
+  a = f32[8,128]{1,0} abs(cc)
+  zero = s32[] constant(0)
+  init = (s32[], f32[8,128]{1,0}) tuple(zero, a)
+  w = (s32[], f32[8,128]{1,0}) while(init), condition=cond, body=loop
+  r = f32[8,128]{1,0} get-tuple-element(w), index=1
+  ROOT o = f32[8,128]{1,0} sqrt(r)
+})");
+  auto result = fuse(*m, chip("v5e"));
+  CHECK(refusedWith(result, "cc", "never fuses: a custom-call is an opaque kernel"));
+  // exp, abs and sqrt stay apart: each is its own instruction between barriers.
+  CHECK(m->entry()->findInstruction("e")->opcode() == hlo::HloOpcode::Exp);
+  CHECK(m->entry()->findInstruction("a")->opcode() == hlo::HloOpcode::Abs);
+  CHECK(m->entry()->findInstruction("o")->opcode() == hlo::HloOpcode::Sqrt);
+  CHECK(entryFusions(*m).empty());
+  // The while body is fused inside: the counter's add with its constant, and
+  // the multiply into the negate.
+  const hlo::HloComputation* loop = m->findComputation("loop");
+  CHECK(countOpcode(*loop, hlo::HloOpcode::Fusion) == 2);
+  CHECK(countOpcode(*loop, hlo::HloOpcode::Multiply) == 0);
+}
+
+TEST_CASE("cheap producers are duplicated up to the limit, expensive ones are not", "[fusion]") {
+  const std::string text = R"(
+ENTRY main {
+  p = f32[8,128]{1,0} parameter(0)
+  q = f32[8,128]{1,0} parameter(1)
+  s = f32[8,128]{1,0} add(p, q)
+  e = f32[8,128]{1,0} exponential(p)
+  n1 = f32[8,128]{1,0} negate(s)
+  n2 = f32[8,128]{1,0} abs(s)
+  m1 = f32[8,128]{1,0} negate(e)
+  m2 = f32[8,128]{1,0} abs(e)
+  ROOT t = (f32[8,128]{1,0}, f32[8,128]{1,0}, f32[8,128]{1,0}, f32[8,128]{1,0}) tuple(n1, n2, m1, m2)
+})";
+  auto m = module(text);
+  auto original = m->clone();
+  auto result = fuse(*m, chip("v5e"));
+  // The add went into both of its consumers' fusions and is gone from the entry.
+  CHECK_FALSE(m->entry()->findInstruction("s"));
+  CHECK(countOpcode(*m->entry(), hlo::HloOpcode::Add) == 0);
+  // exp (weight 4 on v5e) would cost 4 > 3 to copy: it stays, computed once.
+  CHECK(m->entry()->findInstruction("e"));
+  CHECK(refusedWith(result, "e", "cost 4 (weight 4 x 1) > limit 3"));
+  requireSameValues(*m, *original);
+
+  auto strict = module(text);
+  auto r2 = fuse(*strict, chip("v5e"), /*maxDuplication=*/0);
+  CHECK(strict->entry()->findInstruction("s"));
+  CHECK(refusedWith(r2, "s", "cost 1 (weight 1 x 1) > limit 0"));
+}
+
+TEST_CASE("a dot's operands take only converts and data movement; one hero each", "[fusion]") {
+  auto m = module(R"(
+ENTRY main {
+  x = f32[64,128]{1,0} parameter(0)
+  y = f32[64,128]{1,0} parameter(1)
+  w = f32[128,128]{1,0} parameter(2)
+  v = f32[128,128]{1,0} parameter(3)
+  m = f32[64,128]{1,0} multiply(x, y)
+  d1 = f32[64,128]{1,0} dot(m, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT d2 = f32[64,128]{1,0} dot(d1, v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  auto original = m->clone();
+  auto result = fuse(*m, chip("v5e"));
+  CHECK(refusedWith(result, "m", "would be recomputed for every output tile of %d1"));
+  CHECK(refusedWith(result, "d1", "the fusion already has a hero, %d2"));
+  CHECK(entryFusions(*m).empty());
+  requireSameValues(*m, *original);
+}
+
+TEST_CASE("an expensive producer is not recomputed through a broadcast", "[fusion]") {
+  auto m = module(R"(
+ENTRY main {
+  x = f32[8]{0} parameter(0)
+  y = f32[8,1024]{1,0} parameter(1)
+  r = f32[8]{0} rsqrt(x)
+  b = f32[8,1024]{1,0} broadcast(r), dimensions={0}
+  ROOT o = f32[8,1024]{1,0} multiply(y, b)
+})");
+  auto result = fuse(*m, chip("v5e"));
+  CHECK(refusedWith(result, "r", "would be recomputed for every element of %b (weight 4)"));
+  CHECK(m->entry()->findInstruction("r"));
+}
+
+TEST_CASE("a fusion that would exceed VMEM is refused", "[fusion]") {
+  // Sixteen 64x1024 f32 inputs summed: on tiny8 (256 KiB VMEM) the blocks
+  // shrink to 8x256 (8 KiB), and about a dozen double-buffered inputs fill it.
+  std::string entry = "ENTRY main {\n";
+  for (int i = 0; i < 16; ++i)
+    entry += fmt::format("  p{} = f32[64,1024]{{1,0}} parameter({})\n", i, i);
+  entry += "  s1 = f32[64,1024]{1,0} add(p0, p1)\n";
+  for (int i = 2; i < 16; ++i)
+    entry += fmt::format("  {}s{} = f32[64,1024]{{1,0}} add(s{}, p{})\n", i == 15 ? "ROOT " : "", i,
+                         i - 1, i);
+  entry += "}\n";
+
+  auto big = module(entry);
+  auto onV5e = fuse(*big, chip("v5e"));
+  CHECK(entryFusions(*big).size() == 1);
+  CHECK(onV5e.refusals() == 0);
+
+  auto small = module(entry);
+  auto original = small->clone();
+  lower::TargetDescription tiny = chip("tiny8");
+  auto onTiny = fuse(*small, tiny);
+  CHECK(entryFusions(*small).size() >= 2);
+  bool vmemRefusal = false;
+  for (const auto& d : onTiny.decisions)
+    vmemRefusal |= d.reason.find("exceeds the budget of 262144 bytes") != std::string::npos;
+  CHECK(vmemRefusal);
+  for (const auto& f : onTiny.fusions) {
+    INFO(f.name);
+    CHECK(f.vmem.bytes <= tiny.vmemBytes);
+    CHECK(f.vmem.block == "8x256");
+  }
+  requireSameValues(*small, *original);
+  // Half the VMEM: more, smaller fusions.
+  auto half = module(entry);
+  fuse(*half, tiny, 3, 0.5);
+  CHECK(entryFusions(*half).size() > entryFusions(*small).size());
+}
+
+TEST_CASE("the fusion report lists decisions, fusions and a summary", "[fusion]") {
+  auto m = module(R"(
+ENTRY main {
+  x = f32[8,512]{1,0} parameter(0)
+  sq = f32[8,512]{1,0} multiply(x, x)
+  z = f32[] constant(0)
+  s = f32[8]{0} reduce(sq, z), dimensions={1}, to_apply=add
+  ROOT n = f32[8]{0} sqrt(s)
+})");
+  auto result = fuse(*m, chip("v5e"));
+  std::string report = result.report();
+  CHECK(report.find("fusion decisions for module 'test' on chip 'v5e' (VMEM budget 134217728 "
+                    "bytes):") == 0);
+  INFO(report);
+  CHECK(report.find("  refused %s (reduce) into %n (root %n): a reduce is only the root of its own "
+                    "kInput fusion") != std::string::npos);
+  CHECK(report.find("  fused   %sq (multiply) into %fusion (root %s)") != std::string::npos);
+  CHECK(report.find("  %fusion = kInput (root %s, calls %fused_computation): 3 instructions, 1 "
+                    "operands, VMEM estimate") != std::string::npos);
+  CHECK(report.find("summary: 1 fusions (0 kLoop, 1 kInput, 0 kOutput) holding 3 instructions; "
+                    "1 refusals") != std::string::npos);
+  // Running again finds nothing more to do.
+  auto again = fuse(*m, chip("v5e"));
+  CHECK(again.fusions.empty());
+}
