@@ -20,9 +20,11 @@ bool DmaEngine::Event::operator>(const Event& o) const {
 }
 
 uint64_t DmaEngine::Port::reserve(uint64_t cycle, uint64_t bytes, uint64_t rate) {
-  uint64_t start = std::max(cycle, free);
-  free = start + (bytes + rate - 1) / rate;
-  return free;
+  // Counted in byte slots (cycle * rate + byte), so that several small
+  // requests share one cycle of a wide port.
+  uint64_t start = std::max(cycle * rate, freeByte);
+  freeByte = start + bytes;
+  return (freeByte + rate - 1) / rate;  // the cycle its last byte has moved by
 }
 
 DmaEngine::DmaEngine(const ChipConfig& chip, mem::ChipMemory* memory)

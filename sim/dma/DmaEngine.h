@@ -18,8 +18,9 @@
 //    HBM side: a request to the HBM model; its completion at cycle c is seen
 //    by the engine at c + 1. VMEM/SMEM side: the core's DMA read or write port
 //    of that memory (separate from the vector load/store ports) moves
-//    `dma.vmem_bytes_per_cycle` bytes per cycle, first come first served, so a
-//    request of n bytes holds it ceil(n / rate) cycles;
+//    `dma.vmem_bytes_per_cycle` bytes per cycle, first come first served, byte
+//    for byte (four 512-byte requests share one cycle of a 2048-byte port); a
+//    request is done at the first cycle boundary after its last byte;
 //  - the request completes when its write has finished; its slot is reusable
 //    in the same cycle (a port write) or the next one (an HBM write);
 //  - the descriptor completes when all its requests have, and not before the
@@ -113,7 +114,8 @@ class DmaEngine {
     bool operator>(const Event& o) const;
   };
   struct Port {
-    uint64_t free = 0;
+    uint64_t freeByte = 0;  // first free byte slot: cycle * rate + byte within the cycle
+    // Returns the cycle by which `bytes` starting no earlier than `cycle` have moved.
     uint64_t reserve(uint64_t cycle, uint64_t bytes, uint64_t rate);
   };
 

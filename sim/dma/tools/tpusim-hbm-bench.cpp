@@ -3,8 +3,10 @@
 //   stream-read, stream-write  sequential requests of --request-bytes, with
 //                              --window requests in flight (HBM model alone)
 //   conflict                   one bank of one pseudo-channel, a new row per burst
-//   dma-stream                 HBM -> VMEM descriptors of --descriptor-bytes on all
-//                              queues of core 0, through the DMA engine
+//   dma-stream                 HBM -> VMEM descriptors of --descriptor-bytes on queue 0
+//                              of core 0, through the DMA engine (queue_depth in flight)
+//   dma-stream-all-queues      the same spread round-robin over every queue: concurrent
+//                              streams 1 descriptor apart, which meet in the same banks
 // Prints one line per pattern (or a Markdown table row with --markdown):
 // achieved bandwidth, % of the preset's peak, simulated HBM cycles per host CPU second.
 //
@@ -102,7 +104,7 @@ Result runHbm(const ChipConfig& chip, const std::string& pattern) {
   return r;
 }
 
-Result runDma(const ChipConfig& chip) {
+Result runDma(const ChipConfig& chip, bool allQueues) {
   dma::DmaEngine engine(chip, nullptr);
   isa::DmaDescriptor d;
   d.src = isa::MemorySpace::Hbm;
@@ -112,12 +114,13 @@ Result runDma(const ChipConfig& chip) {
   uint64_t vmemSlots = uint64_t(chip.vmem.bytes) / descriptorOpt;
   if (vmemSlots == 0) throw std::runtime_error("--descriptor-bytes is larger than VMEM");
   Result r;
-  r.pattern = "dma-stream";
+  r.pattern = allQueues ? "dma-stream-all-queues" : "dma-stream";
+  int queues = allQueues ? engine.queues() : 1;
   double start = cpuSeconds();
   std::vector<dma::DmaCompletion> done;
   uint64_t issued = 0, completed = 0, now = 0, last = 0;
   while (completed < count) {
-    for (int q = 0; q < engine.queues() && issued < count; ++q) {
+    for (int q = 0; q < queues && issued < count; ++q) {
       while (issued < count && engine.canIssue(0, q, now)) {
         d.srcAddr = issued * descriptorOpt % uint64_t(chip.hbm.capacity_bytes);
         d.dstAddr = (issued % vmemSlots) * descriptorOpt;
@@ -171,15 +174,17 @@ int main(int argc, char** argv) {
     ChipConfig chip = loadChip(chipOpt);
     applyOverrides(chip, setOpt);
     std::vector<std::string> patterns(patternOpt.begin(), patternOpt.end());
-    if (patterns.empty()) patterns = {"stream-read", "stream-write", "conflict", "dma-stream"};
+    if (patterns.empty())
+      patterns = {"stream-read", "stream-write", "conflict", "dma-stream", "dma-stream-all-queues"};
     for (const std::string& p : patterns) {
-      if (p == "dma-stream")
-        print(chip, runDma(chip));
+      if (p == "dma-stream" || p == "dma-stream-all-queues")
+        print(chip, runDma(chip, p == "dma-stream-all-queues"));
       else if (p == "stream-read" || p == "stream-write" || p == "conflict")
         print(chip, runHbm(chip, p));
       else
         throw std::runtime_error("unknown --pattern '" + p +
-                                 "' (stream-read, stream-write, conflict, dma-stream)");
+                                 "' (stream-read, stream-write, conflict, dma-stream, "
+                                 "dma-stream-all-queues)");
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpusim-hbm-bench: error: {}\n", e.what());
