@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Cycle goldens: runs every regression program on every chip preset with
 tpusim (timing mode) and compares cycles, bundles, stalls and status with
-testbench/regression/cycles.golden.json. The golden file is written only by
+testbench/regression/sim/cycles.golden.json. The golden file is written only by
 scripts/update_goldens.sh (--update), never by hand; a change in cycles is a
 visible diff in review.
 
-Programs: isa/samples/*.s and testbench/regression/programs/*.s.
+Programs: isa/samples/*.s and testbench/regression/sim/programs/*.s.
 Usage: run_goldens.py --tpusim PATH (--check | --update)
 """
 import argparse
@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 GOLDEN = os.path.join(HERE, "cycles.golden.json")
 PRESETS = ["v4", "v5e", "v5p", "v6e", "tiny8", "tiny16"]
 
