@@ -223,3 +223,30 @@ TEST_CASE("idle stretches are skipped and refresh keeps its schedule", "[hbm][sa
   CHECK(s.refreshes >= (perPc - 1) * pcs);
   CHECK(s.refreshes <= perPc * pcs);
 }
+
+TEST_CASE("a read after a write waits for tWTR after the write data", "[hbm][sanitize]") {
+  HbmConfig c = testConfig();
+  c.refresh = "none";
+  HbmModel m(c, kCoreHz);
+  const HbmTiming& t = m.timing();
+  uint32_t burst = uint32_t(c.burst_bytes);
+  m.submit(HbmRequest{0, addressOf(c, 0, 0, 9, 0), burst, false, 0});  // open the row
+  runAll(m);
+  uint64_t now = m.now() + 1000;
+  std::vector<HbmCompletion> none;
+  m.advanceTo(now, none);
+  // Write then read of the same open row, both arriving now: the read's column
+  // command waits for the end of the write data plus tWTR (longer than tCCD_L).
+  m.submit(HbmRequest{1, addressOf(c, 0, 0, 9, 1), burst, true, now});
+  m.submit(HbmRequest{2, addressOf(c, 0, 0, 9, 2), burst, false, now});
+  auto done = runAll(m);
+  REQUIRE(done.size() == 2);
+  REQUIRE(t.tCWL + t.burstCycles + t.tWTR > t.tCCD_L);
+  uint64_t h = m.clocks().hbmAtOrAfterCore(now);
+  uint64_t writeEnd = h + t.tCWL + t.burstCycles;
+  uint64_t readEnd = writeEnd + t.tWTR + t.tCL + t.burstCycles;
+  CHECK(done[0].id == 1);
+  CHECK(done[0].cycle == m.clocks().coreAtOrAfterHbm(writeEnd));
+  CHECK(done[1].id == 2);
+  CHECK(done[1].cycle == m.clocks().coreAtOrAfterHbm(readEnd));
+}
