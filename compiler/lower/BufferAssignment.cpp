@@ -338,10 +338,10 @@ std::string BufferAssignment::report() const {
         fmt::format("{:>6} {:>12} {:>12}  {:<10} {:>11}  {} {}\n", fmt::format("b{}", b.id),
                     b.offset, b.allocatedBytes, bufferKindName(b.kind),
                     fmt::format("{}-{}", b.defineStep, b.lastUseStep), valueName(b), shapeText(b));
-  out += fits() ? fmt::format("fits: {} of {} bytes of HBM ({:.2f}%)\n", peakBytes, hbmCapacity,
-                              100.0 * static_cast<double>(peakBytes) /
-                                  static_cast<double>(std::max<int64_t>(hbmCapacity, 1)))
-                : overflowMessage() + "\n";
+  double share = 100.0 * static_cast<double>(peakBytes) /
+                 static_cast<double>(std::max<int64_t>(hbmCapacity, 1));
+  out += fmt::format("{}: {} of {} bytes of HBM ({:.2f}%)\n", fits() ? "fits" : "does not fit",
+                     peakBytes, hbmCapacity, share);
   return out;
 }
 
