@@ -24,15 +24,36 @@ AddressMap::AddressMap(const HbmConfig& c) : burstBytes_(uint64_t(c.burst_bytes)
   radix_[Ch] = uint64_t(c.channels);
   radix_[Pc] = uint64_t(c.pseudo_channels);
   radix_[Co] = uint64_t(c.columnsPerRow());
+  auto isPow2 = [](uint64_t x) { return x != 0 && (x & (x - 1)) == 0; };
+  auto log2 = [](uint64_t x) {
+    uint32_t n = 0;
+    while ((uint64_t(1) << n) < x) ++n;
+    return n;
+  };
+  powerOfTwo_ = isPow2(burstBytes_);
+  for (uint64_t r : radix_) powerOfTwo_ = powerOfTwo_ && isPow2(r);
+  if (powerOfTwo_) {
+    burstShift_ = log2(burstBytes_);
+    uint32_t shift = 0;
+    for (int i = 5; i >= 0; --i) {
+      shift_[order_[i]] = shift;
+      shift += log2(radix_[order_[i]]);
+    }
+  }
 }
 
 BurstLocation AddressMap::locate(uint64_t byteAddress) const {
-  uint64_t index = byteAddress / burstBytes_;
   std::array<uint64_t, 6> value{};
-  for (int i = 5; i >= 0; --i) {  // least significant digit first
-    Digit d = order_[i];
-    value[d] = index % radix_[d];
-    index /= radix_[d];
+  if (powerOfTwo_) {
+    uint64_t index = byteAddress >> burstShift_;
+    for (int d = 0; d < 6; ++d) value[d] = (index >> shift_[d]) & (radix_[d] - 1);
+  } else {
+    uint64_t index = byteAddress / burstBytes_;
+    for (int i = 5; i >= 0; --i) {  // least significant digit first
+      Digit d = order_[i];
+      value[d] = index % radix_[d];
+      index /= radix_[d];
+    }
   }
   BurstLocation loc;
   loc.channel = uint32_t(value[Ch]);

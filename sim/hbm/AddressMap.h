@@ -36,6 +36,11 @@ class AddressMap {
   std::array<Digit, 6> order_{};  // most significant first
   std::array<uint64_t, 6> radix_{};
   uint64_t burstBytes_;
+  // When every radix and burst_bytes are powers of two (every preset), digits
+  // are bit fields: shifts and masks instead of divisions.
+  bool powerOfTwo_ = false;
+  std::array<uint32_t, 6> shift_{};  // per digit, from the least significant end
+  uint32_t burstShift_ = 0;
 };
 
 }  // namespace tpusim::sim::hbm

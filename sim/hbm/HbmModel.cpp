@@ -85,8 +85,12 @@ uint64_t HbmModel::nextEventCycle() const {
   if (!pending_.empty()) next = pending_.top().cycle;
   // A burst not yet issued completes no earlier than one column latency from now.
   int64_t minLatency = std::min(timing_.tCL, timing_.tCWL) + timing_.burstCycles;
-  for (uint32_t pc : active_)
-    next = std::min(next, clocks_.coreAtOrAfterHbm(pcs_[pc].time() + uint64_t(minLatency)));
+  // The conversion is monotonic: convert the earliest pseudo-channel time once.
+  if (!active_.empty()) {
+    uint64_t earliest = std::numeric_limits<uint64_t>::max();
+    for (uint32_t pc : active_) earliest = std::min(earliest, pcs_[pc].time());
+    next = std::min(next, clocks_.coreAtOrAfterHbm(earliest + uint64_t(minLatency)));
+  }
   // Cycles >= now_ are not simulated yet, so a completion can still happen at now_.
   if (next != std::numeric_limits<uint64_t>::max()) next = std::max(next, now_);
   return next;
