@@ -17,8 +17,11 @@
 // here: sim/mem holds it, and the DMA engine moves it.
 //
 // Cost: pseudo-channels without work are not simulated until they get some
-// (refresh is caught up, command by command, when they do); busy ones jump
-// from one command-issue opportunity to the next.
+// (their refreshes are then caught up, in closed form once every bank is
+// closed); busy ones jump from one command-issue opportunity to the next.
+// Queue limits: each pseudo-channel's scheduler sees hbm.queue_depth bursts;
+// more wait in an unbounded FIFO in arrival order (the DMA engine's
+// outstanding-request limit is what bounds it).
 #pragma once
 
 #include <cstdint>

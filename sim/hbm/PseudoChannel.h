@@ -18,6 +18,8 @@
 //     the oldest that can issue now: PRE of the open row (only when no queued
 //     burst hits it, or the bank's oldest request has been passed by
 //     `starvation_limit` younger row hits), or ACT (tRP, tRRD_S/L, tFAW).
+// The queue holds hbm.queue_depth bursts in arrival order; later arrivals wait
+// in a FIFO. Pseudo-channels share no command bus here (each has its own).
 // When nothing can issue, time jumps to the earliest cycle at which a command
 // could, so idle and waiting stretches cost no per-cycle work.
 #pragma once
