@@ -308,6 +308,9 @@ ChipConfig parseChip(const ChipSource& src, ExtendsResolver resolveExtends, int 
       ctx.error("test_preset", fmt::format("expected true or false, got {}", describeJson(*it)));
   }
 
+  for (const JsonLocator::Duplicate& d : ctx.locator.duplicates())
+    ctx.errors.push_back(fmt::format("{}:{}:{}: error: {}: given twice (first at line {})",
+                                     src.file, d.again.line, d.again.col, d.path, d.first.line));
   Reader top(doc, ctx, "");
   chip.visit(top);
   top.reportUnknownKeys(std::vector<std::string>(std::begin(kMetaKeys), std::end(kMetaKeys)));

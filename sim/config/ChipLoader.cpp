@@ -71,8 +71,16 @@ class Setter {
     int64_t v = 0;
     const char* end = value_.data() + value_.size();
     auto [ptr, ec] = std::from_chars(value_.data(), end, v);
-    if (value_.empty() || ec != std::errc() || ptr != end)
-      fail(fmt::format("expected an integer ({}), got \"{}\"", unit, value_));
+    // Byte counts may carry a binary suffix: 64Mi, 16GiB.
+    int shift = unit == "bytes" ? binaryShift(std::string(ptr, end)) : -1;
+    if (value_.empty() || ec != std::errc() || (ptr != end && shift < 0))
+      fail(fmt::format("expected an integer ({}{}), got \"{}\"", unit,
+                       unit == "bytes" ? ", optionally with Ki, Mi, Gi or Ti" : "", value_));
+    if (ptr != end) {
+      if (v < 0 || v > (INT64_MAX >> shift))
+        fail(fmt::format("{} does not fit in 64 bits", value_));
+      v <<= shift;
+    }
     checkRange(double(v), min, max, unit);
     x = v;
   }
@@ -100,6 +108,16 @@ class Setter {
   }
 
  private:
+  // "Ki" / "KiB" -> 10, ... "Ti" -> 40; -1 for anything else.
+  static int binaryShift(const std::string& suffix) {
+    static const char* const kPrefixes = "KMGT";
+    std::string s = suffix;
+    if (s.size() == 3 && s[2] == 'B') s.resize(2);
+    if (s.size() != 2 || s[1] != 'i') return -1;
+    for (int i = 0; i < 4; ++i)
+      if (s[0] == kPrefixes[i]) return 10 * (i + 1);
+    return -1;
+  }
   bool match(const std::string& key) {
     if (prefix_ + key != path_) return false;
     found = true;

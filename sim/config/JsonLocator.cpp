@@ -1,7 +1,5 @@
 #include "sim/config/JsonLocator.h"
 
-#include <vector>
-
 namespace tpusim::sim {
 
 JsonLocator::JsonLocator(const std::string& text) {
@@ -9,6 +7,7 @@ JsonLocator::JsonLocator(const std::string& text) {
   struct Open {
     bool object;
     std::string path;
+    int containers = 0;  // arrays: objects/arrays seen so far, to name them path[i]
   };
   std::vector<Open> stack;
   std::string lastKey;  // path of the most recent key, the parent of a following '{'
@@ -46,7 +45,8 @@ JsonLocator::JsonLocator(const std::string& text) {
         ++j;
       if (j < text.size() && text[j] == ':' && !stack.empty() && stack.back().object) {
         std::string path = stack.back().path.empty() ? s : stack.back().path + "." + s;
-        keys_.emplace(path, start);
+        auto [it, inserted] = keys_.emplace(path, start);
+        if (!inserted) duplicates_.push_back({path, it->second, start});
         lastKey = path;
       }
       continue;
@@ -54,7 +54,8 @@ JsonLocator::JsonLocator(const std::string& text) {
     if (c == '{' || c == '[') {
       // A container that is the value of a key takes that key's path.
       std::string path = stack.empty() ? "" : lastKey;
-      if (!stack.empty() && !stack.back().object) path = stack.back().path;
+      if (!stack.empty() && !stack.back().object)
+        path = stack.back().path + "[" + std::to_string(stack.back().containers++) + "]";
       stack.push_back({c == '{', path});
     } else if ((c == '}' || c == ']') && !stack.empty()) {
       stack.pop_back();

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace tpusim::sim {
 
@@ -21,8 +22,16 @@ class JsonLocator {
   // Line and column of a byte offset (as nlohmann's parse_error::byte gives, 1-based).
   static TextPos posOfByte(const std::string& text, size_t byte);
 
+  // A key that appears twice in one object (JSON parsers keep only the last).
+  struct Duplicate {
+    std::string path;
+    TextPos first, again;
+  };
+  const std::vector<Duplicate>& duplicates() const { return duplicates_; }
+
  private:
   std::map<std::string, TextPos> keys_;
+  std::vector<Duplicate> duplicates_;
 };
 
 }  // namespace tpusim::sim

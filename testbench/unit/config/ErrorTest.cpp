@@ -112,6 +112,19 @@ TEST_CASE("every problem of a file is reported at once", "[config][errors]") {
   CHECK_THAT(e, Catch::Contains("mxu.sizee"));
 }
 
+TEST_CASE("a key given twice is an error, not silently the last one", "[config][errors]") {
+  std::string text = presetText("v5e");
+  size_t at = text.find("\"tRCD\"");
+  REQUIRE(at != std::string::npos);
+  text.insert(at, "\"tRCD\": 99,\n    ");
+  CHECK_THAT(configError([&] {
+               parseChip({text, "dup.json"});
+             }),
+             Catch::Matches(".*dup.json:\\d+:\\d+: error: hbm.tRCD: given twice \\(first at line "
+                            "\\d+\\).*",
+                            Catch::CaseSensitive::Yes));
+}
+
 TEST_CASE("invalid JSON names file:line:col", "[config][errors]") {
   std::string e = configError([] {
     parseChip({"{\n  \"name\": \"x\",\n  \"core\": { ,\n}", "bad.json"});

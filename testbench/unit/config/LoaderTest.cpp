@@ -129,6 +129,11 @@ TEST_CASE("the locator finds keys by path", "[config][loader]") {
   CHECK(loc.find("d").line == 6);
   CHECK(loc.find("a.zz").line == 2);  // falls back to the enclosing key
   CHECK(loc.find("nothing").line == 0);
+  CHECK(loc.find("a.c[0].x").line == 4);
+  CHECK(loc.duplicates().empty());
+  JsonLocator dup("{\"a\": {\"b\": 1, \"b\": 2}, \"l\": [{\"k\": 1}, {\"k\": 2}]}");
+  REQUIRE(dup.duplicates().size() == 1);
+  CHECK(dup.duplicates()[0].path == "a.b");
   TextPos p = JsonLocator::posOfByte(text, 9);
   CHECK(p.line == 2);
   CHECK(p.col == 7);

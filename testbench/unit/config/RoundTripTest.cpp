@@ -52,6 +52,25 @@ TEST_CASE("an override changes exactly its field and records its source", "[conf
   CHECK(sameConfig(chip, parseChip({chipToJson(chip).dump(), "o.json"})));
 }
 
+TEST_CASE("byte counts in --set may use binary suffixes", "[config][set]") {
+  ChipConfig chip = loadChip("v5e");
+  applyOverride(chip, "vmem.bytes=64Mi");
+  CHECK(chip.vmem.bytes == (int64_t(64) << 20));
+  applyOverride(chip, "hbm.capacity_bytes=8GiB");
+  CHECK(chip.hbm.capacity_bytes == (int64_t(8) << 30));
+  applyOverride(chip, "core.smem_bytes=4096");
+  CHECK(chip.core.smem_bytes == 4096);
+  CHECK_THAT(
+      configError([&] { applyOverride(chip, "vmem.bytes=64MB"); }),
+      Catch::Contains("vmem.bytes: expected an integer (bytes, optionally with Ki, Mi, Gi or "
+                      "Ti), got \"64MB\""));
+  CHECK_THAT(configError([&] { applyOverride(chip, "hbm.capacity_bytes=99999999Ti"); }),
+             Catch::Contains("does not fit in 64 bits"));
+  // Suffixes are for byte counts only.
+  CHECK_THAT(configError([&] { applyOverride(chip, "hbm.rows=4Ki"); }),
+             Catch::Contains("hbm.rows: expected an integer (count)"));
+}
+
 TEST_CASE("default-constructed structs satisfy their own constraints", "[config]") {
   ConfigProblems problems;
   ChipConfig{}.check(problems);
