@@ -363,7 +363,6 @@ void TensorCore::executeMxu(const DecodedOp& op, int64_t t) {
     case Opcode::MxuMmaS8: {
       bool acc = op.op == Opcode::MxuMmaBf16 || op.op == Opcode::MxuMmaS8;
       st = mxu.matmul(uint64_t(t), in, dtypeOf(op.op), int(op.unit2), acc);
-      if (st.ok()) lastMm_[m][op.unit2] = t;
       int64_t macs = int64_t(isa::kSublanes) * mxu.size() * mxu.size();
       stats_.mxuLhsBusy[m] += isa::kSublanes;
       stats_.mxuMacs[m] += macs;

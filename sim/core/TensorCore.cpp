@@ -31,7 +31,6 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int coreId, const ChipConfi
       rowReady_(size_t(chip.vmem.rows()), 0),
       flagOutstanding_(size_t(chip.core.sync_flags), 0) {
   for (VregData& v : vregs_) v.fill(0);
-  for (auto& m : lastMm_) m.fill(-1);
   stats_.ops.resize(program.debugMap.size() + 1);
   dma_.onComplete(id_, [this](const DmaCompletion& done) {
     DmaCompletion c = done;
@@ -281,13 +280,7 @@ bool TensorCore::opBlock(const DecodedOp& op, int64_t c, Block* block) {
 }
 
 int64_t TensorCore::popReadyAt(int m, int slot, int64_t c) {
-  int64_t at = int64_t(mxus_[m]->popReadyAt(slot));
-  // MxuUnit::popReadyAt() does not know the query cycle and answers for a
-  // pop in the cycle of the last MXU command; an mm issued before c still
-  // holds the slot until its ready cycle (isa/README.md, MXU rule 4).
-  int64_t issued = lastMm_[m][slot];
-  if (issued >= 0 && issued < c) at = std::max(at, issued + 7 + 2 * int64_t(mxus_[m]->size()));
-  return at;
+  return int64_t(mxus_[m]->popReadyAt(slot));
 }
 
 bool TensorCore::haltReady(int64_t c, int64_t* until) {

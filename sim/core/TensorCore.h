@@ -136,8 +136,6 @@ class TensorCore : public sc_core::sc_module {
   int64_t eupFreeAt_ = 0;
   std::vector<int64_t> xluFreeAt_;
   int64_t transposeFreeAt_ = 0;
-  // Issue cycle of the last mm/mma per MXU and result slot (-1: none).
-  std::array<std::array<int64_t, isa::kMaxAccSlots>, isa::kMaxMxus> lastMm_;
   std::vector<int64_t> rowReady_;  // per VMEM row: first cycle a load sees the last store
   int64_t branchUntil_ = 0;        // taken-branch penalty ends here
   int64_t now_ = 0;                // earliest cycle the next bundle may issue
