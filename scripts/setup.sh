@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do
     --build-dir) build_dir=$2; shift 2 ;;
     --sanitize) cmake_args+=(-DTPUSIM_SANITIZE=ON); shift ;;
     --werror) cmake_args+=(-DTPUSIM_WERROR=ON); shift ;;
-    --no-build) do_build=0  # configure only; shift ;;
+    --no-build) do_build=0; shift ;;  # configure only
     -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
