@@ -59,6 +59,38 @@ int64_t valueBlock(const Shape& s, int64_t elems) {
 
 }  // namespace
 
+DotBlocks dotBlocks(const HloInstruction& dot, const lower::TargetDescription& target) {
+  DotBlocks b;
+  if (dot.operandCount() != 2) return b;
+  const Shape& lhs = dot.operand(0)->shape();
+  const Shape& rhs = dot.operand(1)->shape();
+  const hlo::DotDimensionNumbers& d = dot.attrs().dot;
+  b.k = product(lhs.dims, d.lhsContracting);
+  b.batch = product(lhs.dims, d.lhsBatch);
+  int64_t perBatch = std::max<int64_t>(1, b.k * b.batch);
+  b.m = std::max<int64_t>(1, lhs.elementCount() / perBatch);
+  b.n = std::max<int64_t>(1, rhs.elementCount() / perBatch);
+  const int64_t vmem = std::max<int64_t>(target.vmemBytes, 1);
+  int64_t pref = std::max<int64_t>(128, 4 * target.mxuSize);
+  b.bm = std::min(roundUp(b.m, 8), pref);
+  b.bn = std::min(roundUp(b.n, 128), pref);
+  b.bk = std::min(roundUp(b.k, 128), pref);
+  auto core = [&] { return (b.bm * b.bk + b.bk * b.bn) * 4 + b.bm * b.bn * 4; };
+  while (core() > vmem / 8 && (b.bm > 8 || b.bn > 128 || b.bk > 128)) {
+    if (b.bk >= b.bn && b.bk >= b.bm && b.bk > 128)
+      b.bk /= 2;
+    else if (b.bn >= b.bm && b.bn > 128)
+      b.bn /= 2;
+    else if (b.bm > 8)
+      b.bm /= 2;
+    else if (b.bk > 128)
+      b.bk /= 2;
+    else
+      b.bn /= 2;
+  }
+  return b;
+}
+
 VmemEstimate estimateFusionVmem(const hlo::HloComputation& body,
                                 const lower::TargetDescription& target) {
   VmemEstimate e;
@@ -68,30 +100,8 @@ VmemEstimate estimateFusionVmem(const hlo::HloComputation& body,
   const int64_t vmem = std::max<int64_t>(target.vmemBytes, 1);
 
   if (hero && hero->opcode() == HloOpcode::Dot && hero->operandCount() == 2) {
-    const Shape& lhs = hero->operand(0)->shape();
-    const Shape& rhs = hero->operand(1)->shape();
-    const hlo::DotDimensionNumbers& d = hero->attrs().dot;
-    int64_t k = product(lhs.dims, d.lhsContracting);
-    int64_t lhsElems = lhs.elementCount(), rhsElems = rhs.elementCount();
-    int64_t batch = product(lhs.dims, d.lhsBatch);
-    int64_t m = std::max<int64_t>(1, lhsElems / std::max<int64_t>(1, k * batch));
-    int64_t n = std::max<int64_t>(1, rhsElems / std::max<int64_t>(1, k * batch));
-    int64_t pref = std::max<int64_t>(128, 4 * target.mxuSize);
-    int64_t bm = std::min(roundUp(m, 8), pref), bn = std::min(roundUp(n, 128), pref),
-            bk = std::min(roundUp(k, 128), pref);
-    auto core = [&] { return (bm * bk + bk * bn) * 4 + bm * bn * 4; };
-    while (core() > vmem / 8 && (bm > 8 || bn > 128 || bk > 128)) {
-      if (bk >= bn && bk >= bm && bk > 128)
-        bk /= 2;
-      else if (bn >= bm && bn > 128)
-        bn /= 2;
-      else if (bm > 8)
-        bm /= 2;
-      else if (bk > 128)
-        bk /= 2;
-      else
-        bn /= 2;
-    }
+    DotBlocks b = dotBlocks(*hero, target);
+    const int64_t bm = b.bm, bn = b.bn, bk = b.bk;
     e.block = fmt::format("bm={} bn={} bk={}", bm, bn, bk);
     auto lhsCone = cone(hero->operand(0));
     auto rhsCone = cone(hero->operand(1));

@@ -36,6 +36,16 @@ struct VmemEstimate {
   std::string block;  // the block shape used, e.g. "512x1024" or "bm=512 bn=512 bk=512"
 };
 
+// A dot's problem size and the blocks the estimate uses (kOutput above).
+struct DotBlocks {
+  int64_t m = 1, n = 1, k = 1, batch = 1;  // free LHS, free RHS, contracting, batch elements
+  int64_t bm = 8, bn = 128, bk = 128;
+  // How many times each operand block is read: LHS once per N block, RHS once per M block.
+  int64_t lhsReuse() const { return (n + bn - 1) / bn; }
+  int64_t rhsReuse() const { return (m + bm - 1) / bm; }
+};
+DotBlocks dotBlocks(const hlo::HloInstruction& dot, const lower::TargetDescription& target);
+
 VmemEstimate estimateFusionVmem(const hlo::HloComputation& body,
                                 const lower::TargetDescription& target);
 

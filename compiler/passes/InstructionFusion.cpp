@@ -224,18 +224,35 @@ class FusionPass : public HloPass {
         }
       }
     }
+    int64_t weight = recomputeWeight(*p, config_.target);
     if (hero && isMatmulHero(*hero) && !isOperandPrologueOp(*p)) {
-      bool feedsHero = false;
-      for (const HloInstruction* u : uses) feedsHero |= feedsInto(u, hero);
-      if (feedsHero) {
-        *why = fmt::format(
-            "would be recomputed for every output tile of %{} (only converts and data movement "
-            "fuse into a {}'s operands)",
-            hero->name(), hlo::opcodeName(hero->opcode()));
+      // The value standing for p inside the fusion (its parameter, or p itself).
+      const HloInstruction* value = p;
+      if (g.body) {
+        const auto& ops = g.fusion->operands();
+        value = g.body->parameter(std::find(ops.begin(), ops.end(), p) - ops.begin());
+      }
+      // A producer of a dot operand runs once per block of the other side.
+      int64_t reuse = 0;
+      if (hero->opcode() == HloOpcode::Dot) {
+        DotBlocks b = dotBlocks(*hero, config_.target);
+        if (inCone(value, hero->operand(0))) reuse = std::max(reuse, b.lhsReuse());
+        if (inCone(value, hero->operand(1))) reuse = std::max(reuse, b.rhsReuse());
+      } else if (inCone(value, hero->operand(0)) || inCone(value, hero->operand(1))) {
+        reuse = kNeverDuplicate;  // a convolution's window re-reads every input element
+      }
+      if (reuse > 0 &&
+          (reuse >= kNeverDuplicate || weight * (reuse - 1) > config_.maxDuplication)) {
+        *why = reuse >= kNeverDuplicate
+                   ? fmt::format("would be recomputed for every output tile of %{}", hero->name())
+                   : fmt::format(
+                         "would be recomputed for each of the {} output tiles of %{} that read "
+                         "it: cost {} (weight {} x {}) > limit {}",
+                         reuse, hero->name(), weight * (reuse - 1), weight, reuse - 1,
+                         config_.maxDuplication);
         return false;
       }
     }
-    int64_t weight = recomputeWeight(*p, config_.target);
     if (weight > 1)
       for (const HloInstruction* u : uses)
         if (u->opcode() == HloOpcode::Broadcast &&
@@ -273,15 +290,14 @@ class FusionPass : public HloPass {
     return true;
   }
 
-  // Does `from` (inside a body) reach `hero` as one of its operands' producers (or is it hero)?
-  static bool feedsInto(const HloInstruction* from, const HloInstruction* hero) {
-    std::vector<const HloInstruction*> stack(hero->operands().begin(), hero->operands().end());
+  // Is `value` `root` or one of the instructions `root` is computed from?
+  static bool inCone(const HloInstruction* value, const HloInstruction* root) {
+    std::vector<const HloInstruction*> stack{root};
     std::set<const HloInstruction*> seen;
-    if (from == hero) return true;
     while (!stack.empty()) {
       const HloInstruction* i = stack.back();
       stack.pop_back();
-      if (i == from) return true;
+      if (i == value) return true;
       if (!seen.insert(i).second) continue;
       for (const HloInstruction* op : i->operands()) stack.push_back(op);
     }

@@ -142,7 +142,9 @@ class LayoutAssignmentPass : public HloPass {
       } else if (i->opcode() == HloOpcode::Bitcast && i->operandCount() == 1 &&
                  i->shape().isArray() && i->operand(0)->shape().isArray()) {
         HloInstruction* op = i->operand(0);
-        auto orig = original_.find(op);
+        HloInstruction* source = op;  // the value the input named, behind our copies
+        while (inserted_.count(source)) source = source->operand(0);
+        auto orig = original_.find(source);
         std::vector<int64_t> want = orig != original_.end() ? orig->second.minorToMajorOrDefault()
                                                             : op->shape().minorToMajorOrDefault();
         useInstead(i, 0, copyTo(op, want));

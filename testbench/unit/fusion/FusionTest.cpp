@@ -190,22 +190,32 @@ ENTRY main {
   CHECK(refusedWith(r2, "s", "cost 1 (weight 1 x 1) > limit 0"));
 }
 
-TEST_CASE("a dot's operands take only converts and data movement; one hero each", "[fusion]") {
+TEST_CASE("a dot's operands take arithmetic only if few output tiles re-read it; one hero each",
+          "[fusion]") {
   auto m = module(R"(
 ENTRY main {
   x = f32[64,128]{1,0} parameter(0)
   y = f32[64,128]{1,0} parameter(1)
-  w = f32[128,128]{1,0} parameter(2)
-  v = f32[128,128]{1,0} parameter(3)
+  w = f32[128,4096]{1,0} parameter(2)
+  v = f32[4096,128]{1,0} parameter(3)
+  s = f32[4096,128]{1,0} parameter(4)
   m = f32[64,128]{1,0} multiply(x, y)
-  d1 = f32[64,128]{1,0} dot(m, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT d2 = f32[64,128]{1,0} dot(d1, v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  d1 = f32[64,4096]{1,0} dot(m, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  vs = f32[4096,128]{1,0} multiply(v, s)
+  ROOT d2 = f32[64,128]{1,0} dot(d1, vs), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 })");
   auto original = m->clone();
   auto result = fuse(*m, chip("v5e"));
-  CHECK(refusedWith(result, "m", "would be recomputed for every output tile of %d1"));
+  // m feeds d1's LHS, which every one of the 8 column blocks (4096 / 512) re-reads.
+  CHECK(refusedWith(result, "m",
+                    "would be recomputed for each of the 8 output tiles of %d1 that read it: "
+                    "cost 7 (weight 1 x 7) > limit 3"));
   CHECK(refusedWith(result, "d1", "the fusion already has a hero, %d2"));
-  CHECK(entryFusions(*m).empty());
+  // vs (a dequantization-like scale of the weights) feeds d2's RHS: with 64 rows
+  // there is one row block, so it is computed once and fuses.
+  CHECK(entryFusions(*m) == std::vector<std::string>{"fusion:kOutput"});
+  CHECK(body(*m, "fusion")->root()->name() == "d2");
+  CHECK(countOpcode(*body(*m, "fusion"), hlo::HloOpcode::Multiply) == 1);
   requireSameValues(*m, *original);
 }
 
