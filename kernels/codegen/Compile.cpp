@@ -34,6 +34,12 @@ struct Stream {
   std::vector<MOperand> idx;  // block index held in the current slot
   MOperand slot, pending;
   const llo::Value* bodyArg = nullptr;
+  // bf16 inputs whose block rows are whole 128-column tiles arrive packed (two
+  // columns per 32-bit word, one full-speed DMA, 256 columns per staging row)
+  // in a staging buffer and are spread to the one-element-per-word block
+  // layout by the VPU and XLU.
+  bool packed = false;
+  int64_t stageRow = 0, stageRows = 0;
 };
 
 class Pipeline {
@@ -128,9 +134,32 @@ class Pipeline {
                                        isa::dtypeName(a.dtype), llo::shapeStr(m.blockShape)),
                            m.blockShape, 2);
       s.flag = mem_.flags(fmt::format("'{}' block copies", a.name), 1);
+      int64_t bc = m.blockShape.empty() ? 0 : m.blockShape.back();
+      int64_t perRow = (bc + 255) / 256;  // staging VMEM rows per block row
+      s.packed = !output && a.dtype == llo::DType::Bf16 && m.blockShape.size() == 2 &&
+                 bc % 128 == 0 && perRow <= 255;
+      if (s.packed) {
+        int64_t rows = m.blockShape[0];
+        s.stageRows = rows * perRow;
+        s.stageRow =
+            mem_.vmem(fmt::format("'{}' packed bf16 staging x 2", a.name), {2 * s.stageRows, 128});
+        isa::DmaDescriptor d;
+        d.src = isa::MemorySpace::Hbm;
+        d.dst = isa::MemorySpace::Vmem;
+        d.numDims = rows > 1 ? 2 : 1;
+        d.innerBytes = uint32_t(bc * 2);
+        d.counts[0] = uint32_t(rows);
+        d.srcStrides[0] = uint32_t(a.shape.back() * 2);
+        d.dstStrides[0] = uint32_t(perRow * isa::kVmemRowBytes);
+        s.plan.descriptors = {d};
+        s.plan.srcOffset = {0};
+        s.plan.dstOffset = {0};
+        s.plan.bytes = rows * bc * 2;
+      }
       try {
-        s.plan = output ? planCopy(s.blockType, s.hbmType, m.blockShape)
-                        : planCopy(s.hbmType, s.blockType, m.blockShape);
+        if (!s.packed)
+          s.plan = output ? planCopy(s.blockType, s.hbmType, m.blockShape)
+                          : planCopy(s.hbmType, s.blockType, m.blockShape);
       } catch (const CodegenError& e) {
         throw CodegenError(
             fmt::format("{}:{}: error: '{}': {}", m.loc.file, m.loc.line, a.name, e.what()));
@@ -218,8 +247,11 @@ class Pipeline {
     ScalarVal hbm{true, s.hbmBase, {}};
     for (size_t d = 0; d < idx.size(); ++d)
       hbm = L_.add(hbm, L_.mulImm(idx[d], s.map->blockShape[d] * strides[d]));
-    ScalarVal vmem = L_.mulImm(L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(slot, s.blockRows)),
-                               isa::kVmemRowBytes);
+    ScalarVal vmem =
+        s.packed ? L_.mulImm(L_.add(ScalarVal{true, s.stageRow, {}}, L_.mulImm(slot, s.stageRows)),
+                             isa::kVmemRowBytes)
+                 : L_.mulImm(L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(slot, s.blockRows)),
+                             isa::kVmemRowBytes);
     for (size_t i = 0; i < s.descWords.size(); ++i) {
       MOperand base = L_.constReg(s.descWords[i]);
       ScalarVal src = s.output ? vmem : hbm, dst = s.output ? hbm : vmem;
@@ -233,6 +265,63 @@ class Pipeline {
   }
   void waitCopy(const Stream& s) {
     L_.emit(Opcode::SyncWait, {I(s.flag), I(int64_t(s.descWords.size()))});
+  }
+
+  // Spreads a packed bf16 block (word l of a staging row = columns 2l, 2l+1)
+  // into the block layout: per 8 rows x 256 columns, unpack the even and odd
+  // columns, gather each 128-column half with xlu.perm and interleave by lane parity.
+  void relayout(const Stream& s, const ScalarVal& slot) {
+    MFunction& fn = L_.fn();
+    auto V = [&] { return fn.newReg(RegClass::Vector); };
+    MOperand iota = V(), one = V(), p0 = V(), c64 = V(), p1 = V(), bit = V(), zero = V();
+    MOperand even = fn.newReg(RegClass::Mask);
+    L_.emit(Opcode::VIotaLane, {iota});
+    L_.emit(Opcode::VImm, {one, I(1)});
+    L_.emit(Opcode::VShr, {p0, iota, one});
+    L_.emit(Opcode::VImm, {c64, I(64)});
+    L_.emit(Opcode::VAddS32, {p1, p0, c64});
+    L_.emit(Opcode::VAnd, {bit, iota, one});
+    L_.emit(Opcode::VImm, {zero, I(0)});
+    L_.emit(Opcode::VCmpEqS32, {even, bit, zero});
+    int64_t rows = s.map->blockShape[0], tiles = s.map->blockShape[1] / 128;
+    int64_t per = (tiles + 1) / 2;  // staging rows per block row (256 columns each)
+    int64_t padded = llo::tiledLayout(s.map->blockShape).paddedRows;
+    ScalarVal stage = L_.add(ScalarVal{true, s.stageRow, {}}, L_.mulImm(slot, s.stageRows));
+    ScalarVal block = L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(slot, s.blockRows));
+    stage = ScalarVal{false, 0, L_.reg(stage)};
+    block = ScalarVal{false, 0, L_.reg(block)};
+    int stageRegion = L_.newRegion(), blockRegion = L_.newRegion();
+    auto at = [&](const ScalarVal& base, int64_t off, MOperand* b, int64_t* o) {
+      if (off <= 32767) {
+        *b = base.reg;
+        *o = off;
+      } else {
+        L_.baseAndOffset(L_.addImm(base, off), b, o);
+      }
+    };
+    for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+      int64_t mask = (1 << std::min<int64_t>(8, rows - r0)) - 1;
+      for (int64_t cc = 0; cc < per; ++cc) {
+        MOperand b, src = V(), u0 = V(), u1 = V();
+        int64_t o;
+        at(stage, r0 * per + cc, &b, &o);
+        MInstr ld = makeInstr(Opcode::VLd, {src, b, I(o), I(per), I(mask)});
+        ld.mem = {MemAccess::Space::Vmem, stageRegion, false, -1, 8 * int(per)};
+        L_.emit(ld);
+        L_.emit(Opcode::VUnpackB16, {u0, src, I(0)});
+        L_.emit(Opcode::VUnpackB16, {u1, src, I(1)});
+        for (int h = 0; h < 2 && 2 * cc + h < tiles; ++h) {
+          MOperand ev = V(), od = V(), t = V();
+          L_.emit(Opcode::XluPerm, {ev, u0, h ? p1 : p0});
+          L_.emit(Opcode::XluPerm, {od, u1, h ? p1 : p0});
+          L_.emit(Opcode::VSel, {t, even, ev, od});
+          at(block, (2 * cc + h) * padded + r0, &b, &o);
+          MInstr st = makeInstr(Opcode::VSt, {t, b, I(o), I(1), I(mask)});
+          st.mem = {MemAccess::Space::Vmem, blockRegion, true, -1, 8};
+          L_.emit(st);
+        }
+      }
+    }
   }
 
   void gridLoop() {
@@ -292,7 +381,10 @@ class Pipeline {
     // buffer when its index changes.
     for (Stream& s : streams_) {
       if (s.output) continue;
-      when(R(s.pending), [&] { waitCopy(s); });
+      when(R(s.pending), [&] {
+        waitCopy(s);
+        if (s.packed) relayout(s, R(s.slot));
+      });
       L_.emit(Opcode::SLi, {s.pending, I(0)});
       std::vector<ScalarVal> nidx = indexMap(s, next);
       ScalarVal notLast = L_.scalarOp(llo::ScalarBin::Eq, isLast(), ScalarVal{true, 0, {}});
