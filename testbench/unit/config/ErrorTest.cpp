@@ -2,6 +2,7 @@
 // file (with line:col) and the full field path.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "TestUtil.h"
 
@@ -157,4 +158,34 @@ TEST_CASE("set overrides: errors name the field", "[config][errors][set]") {
                applyOverrides(chip, {"mxu.size=64", "mxu.size=96"});
              }),
              Catch::Contains("mxu.size: must be a power of two"));
+}
+
+TEST_CASE("mutated preset text gives a ConfigError or a chip, never a crash", "[config][fuzz]") {
+  const std::string original = presetText("v5e");
+  std::mt19937 rng(12345);
+  const char kBytes[] = "{}[]:,\"0123456789.eE+-tfn \n\\xA";
+  int errors = 0, parsed = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = original;
+    int kind = i % 3;
+    if (kind == 0) {
+      text.resize(rng() % text.size());  // truncation
+    } else {
+      int edits = 1 + rng() % 4;
+      for (int e = 0; e < edits; ++e) {
+        size_t at = rng() % text.size();
+        char c = kind == 1 ? kBytes[rng() % (sizeof(kBytes) - 1)] : char(rng() % 256);
+        text[at] = c;
+      }
+    }
+    try {
+      parseChip({text, "fuzz.json"});
+      ++parsed;
+    } catch (const ConfigError& e) {
+      ++errors;
+      CHECK_THAT(e.what(), Catch::StartsWith("fuzz.json"));
+    }
+  }
+  CHECK(errors > 0);
+  INFO("parsed " << parsed << ", rejected " << errors);
 }
