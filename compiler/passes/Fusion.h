@@ -7,9 +7,12 @@
 // consumer pulls its operands' producers in, one at a time, while FusionRules.h
 // allows it and the cost model agrees:
 //   - a reduce is only ever the root of its fusion (kInput); a dot/convolution
-//     fuses its element-wise consumers and, into its operands, only data
-//     movement and converts (kOutput); one hero (dot, convolution or reduce)
-//     per fusion;
+//     fuses its element-wise consumers (kOutput) and, into its operands, data
+//     movement and converts, or arithmetic that few output blocks re-read: a
+//     dot's LHS producer runs once per column block (N / bn), an RHS producer
+//     once per row block (M / bm), and weight x (re-reads - 1) must stay within
+//     maxDuplication (so weight dequantization fuses at decode, M = 1);
+//     one hero (dot, convolution or reduce) per fusion;
 //   - an expensive producer (recomputeWeight > 1: exp, divide, ...) is not fused
 //     through a broadcast that would recompute it per output element;
 //   - a producer with users outside the fusion is duplicated only if

@@ -11,11 +11,11 @@ using hlo::HloComputation;
 using hlo::HloInstruction;
 using hlo::HloOpcode;
 
-std::string freshName(const hlo::HloModule* names, const std::string& base) {
-  return names ? names->uniqueInstructionName(base) : base;
+std::string freshName(NameTable* names, const std::string& base) {
+  return names ? names->fresh(base) : base;
 }
 
-HloInstruction* addParameter(FusedBody& fb, HloInstruction* outer, const hlo::HloModule* names) {
+HloInstruction* addParameter(FusedBody& fb, HloInstruction* outer, NameTable* names) {
   int64_t number = static_cast<int64_t>(fb.operands.size());
   auto p = HloInstruction::create(
       HloOpcode::Parameter, freshName(names, fmt::format("param_{}", number)), outer->shape());
@@ -24,7 +24,7 @@ HloInstruction* addParameter(FusedBody& fb, HloInstruction* outer, const hlo::Hl
   return fb.comp->addInstruction(std::move(p));
 }
 
-HloInstruction* parameterFor(FusedBody& fb, HloInstruction* outer, const hlo::HloModule* names) {
+HloInstruction* parameterFor(FusedBody& fb, HloInstruction* outer, NameTable* names) {
   auto it = std::find(fb.operands.begin(), fb.operands.end(), outer);
   if (it != fb.operands.end())
     return fb.comp->parameter(static_cast<int64_t>(it - fb.operands.begin()));
@@ -33,8 +33,21 @@ HloInstruction* parameterFor(FusedBody& fb, HloInstruction* outer, const hlo::Hl
 
 }  // namespace
 
+NameTable::NameTable(const hlo::HloModule& module) {
+  for (const auto& c : module.computations())
+    for (const auto& i : c->instructions()) used_.insert(i->name());
+}
+
+std::string NameTable::fresh(const std::string& base) {
+  if (used_.insert(base).second) return base;
+  for (int64_t n = 1;; ++n) {
+    std::string candidate = base + "." + std::to_string(n);
+    if (used_.insert(candidate).second) return candidate;
+  }
+}
+
 FusedBody startFusedBody(const HloInstruction& consumer, const std::string& bodyName,
-                         const hlo::HloModule* names) {
+                         NameTable* names) {
   FusedBody fb;
   fb.body = std::make_unique<HloComputation>(bodyName);
   fb.comp = fb.body.get();
@@ -53,7 +66,7 @@ FusedBody copyFusedBody(const HloComputation& comp, const std::vector<HloInstruc
   return fb;
 }
 
-HloInstruction* fuseProducer(FusedBody& fb, HloInstruction* producer, const hlo::HloModule* names) {
+HloInstruction* fuseProducer(FusedBody& fb, HloInstruction* producer, NameTable* names) {
   auto it = std::find(fb.operands.begin(), fb.operands.end(), producer);
   if (it == fb.operands.end()) return nullptr;
   int64_t k = it - fb.operands.begin();
@@ -63,6 +76,7 @@ HloInstruction* fuseProducer(FusedBody& fb, HloInstruction* producer, const hlo:
   HloInstruction* clone =
       fb.comp->addInstruction(producer->cloneWithOperands(freshName(names, producer->name()), ops));
   param->replaceAllUsesWith(clone);
+  if (names) names->release(param->name());
   fb.comp->removeInstruction(param);
   fb.operands.erase(fb.operands.begin() + k);
   // (parameters() skips numbers beyond the count, so walk every instruction.)

@@ -5,11 +5,27 @@
 
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "compiler/hlo/HloModule.h"
 
 namespace tpusim::passes {
+
+// The instruction names in use in a module, so that new names are made unique
+// without rescanning the module each time (HloModule::uniqueInstructionName
+// does, which is quadratic over a whole model's fusion).
+class NameTable {
+ public:
+  explicit NameTable(const hlo::HloModule& module);
+  // base, base.1, base.2, ...: the first one not in use, now marked used.
+  std::string fresh(const std::string& base);
+  // `name` is free again (its instruction was renamed or removed).
+  void release(const std::string& name) { used_.erase(name); }
+
+ private:
+  std::unordered_set<std::string> used_;
+};
 
 struct FusedBody {
   std::unique_ptr<hlo::HloComputation> body;   // owned until added to a module
@@ -18,16 +34,15 @@ struct FusedBody {
 };
 
 // A body computing `consumer` from one parameter per distinct operand.
-// `names` (may be null) makes instruction names unique in that module.
+// `names` (may be null: a throw-away body) makes instruction names unique.
 FusedBody startFusedBody(const hlo::HloInstruction& consumer, const std::string& bodyName,
-                         const hlo::HloModule* names);
+                         NameTable* names);
 // A deep copy of `comp` (a fusion's body) with `operands`, for pricing.
 FusedBody copyFusedBody(const hlo::HloComputation& comp,
                         const std::vector<hlo::HloInstruction*>& operands);
 // Moves outer `producer` into the body: its parameter is replaced by a clone of
 // it whose operands are parameters (new ones appended for operands the body did
 // not take yet). `producer` must be one of fb.operands. Returns the clone.
-hlo::HloInstruction* fuseProducer(FusedBody& fb, hlo::HloInstruction* producer,
-                                  const hlo::HloModule* names);
+hlo::HloInstruction* fuseProducer(FusedBody& fb, hlo::HloInstruction* producer, NameTable* names);
 
 }  // namespace tpusim::passes

@@ -27,8 +27,9 @@ bool isMatmulHero(const hlo::HloInstruction& inst);
 bool isReduceHero(const hlo::HloInstruction& inst);
 // Element-wise or data movement that may sit anywhere in a fusion.
 bool isLoopFusible(const hlo::HloInstruction& inst);
-// Data movement and converts: what may be fused into a dot's operands
-// (recomputed once per output tile, so it must cost next to nothing).
+// Data movement and converts: what always fuses into a dot's operands (it is
+// redone for every output block that reads it, so it must cost next to nothing;
+// other producers are priced by the fusion pass).
 bool isOperandPrologueOp(const hlo::HloInstruction& inst);
 // May `inst` be fused into a consumer at all (loop-fusible, a scalar constant, or a hero)?
 bool isFusibleProducer(const hlo::HloInstruction& inst);

@@ -53,6 +53,7 @@ class FusionPass : public HloPass {
   bool run(hlo::HloModule& module) override {
     if (fromOptions_ && !loadTargetFromOptions()) return false;
     module_ = &module;
+    names_ = std::make_unique<NameTable>(module);
     result_ = FusionResult{};
     result_.module = module.name();
     result_.chip = config_.target.name;
@@ -159,11 +160,10 @@ class FusionPass : public HloPass {
   // param_<number>, as XLA names a fused computation's parameters (unique in the module).
   void nameParameters(HloComputation& body) {
     for (const auto& i : body.instructions())
-      if (i->opcode() == HloOpcode::Parameter) i->setName(i->name() + ".renaming");
+      if (i->opcode() == HloOpcode::Parameter) names_->release(i->name());
     for (const auto& i : body.instructions())
       if (i->opcode() == HloOpcode::Parameter)
-        i->setName(
-            module_->uniqueInstructionName(fmt::format("param_{}", i->attrs().parameterNumber)));
+        i->setName(names_->fresh(fmt::format("param_{}", i->attrs().parameterNumber)));
   }
 
   // Users of `p` other than the fusion it would join, plus one if it is a root.
@@ -305,7 +305,8 @@ class FusionPass : public HloPass {
   }
 
   void detach(HloInstruction* inst) {
-    inst->setName(module_->uniqueInstructionName(inst->name() + ".fused"));
+    names_->release(inst->name());
+    inst->setName(names_->fresh(inst->name() + ".fused"));
     inst->setOperands({});
     dead_.insert(inst);
   }
@@ -313,10 +314,9 @@ class FusionPass : public HloPass {
   void fuse(Growing& g, HloComputation& comp, HloInstruction* p) {
     if (!g.fusion) {
       std::string bodyName = module_->uniqueComputationName("fused_computation");
-      FusedBody fb = startFusedBody(*g.seed, bodyName, module_);
-      auto fusion =
-          HloInstruction::create(HloOpcode::Fusion, module_->uniqueInstructionName("fusion"),
-                                 g.seed->shape(), fb.operands);
+      FusedBody fb = startFusedBody(*g.seed, bodyName, names_.get());
+      auto fusion = HloInstruction::create(HloOpcode::Fusion, names_->fresh("fusion"),
+                                           g.seed->shape(), fb.operands);
       fusion->attrs().metadata = g.seed->attrs().metadata;
       fusion->attrs().calls.push_back(hlo::CalledComputations{"calls", {fb.comp}, false});
       // Consumers come first, so each body goes before the previous one: the
@@ -328,18 +328,21 @@ class FusionPass : public HloPass {
       std::string seedName = g.seed->name();
       g.seed->replaceAllUsesWith(g.fusion);
       detach(g.seed);
-      g.body->root()->setName(seedName);
+      g.body->root()->setName(names_->fresh(seedName));  // free again after detach
       created_.push_back(g.fusion);
     }
     FusedBody fb;
     fb.comp = g.body;
     fb.operands = g.fusion->operands();
-    HloInstruction* clone = fuseProducer(fb, p, module_);
+    HloInstruction* clone = fuseProducer(fb, p, names_.get());
     g.fusion->setOperands(fb.operands);
     if (p->userCount() == 0 && !(p->parent() && p->parent()->root() == p)) {
       std::string original = p->name();
       detach(p);
-      if (clone) clone->setName(original);
+      if (clone) {
+        names_->release(clone->name());
+        clone->setName(names_->fresh(original));
+      }
     }
     hlo::AttrValue kind;
     kind.kind = hlo::AttrValue::Kind::Ident;
@@ -365,7 +368,7 @@ class FusionPass : public HloPass {
     for (HloInstruction* f : created_) {
       if (dead_.count(f)) continue;
       before[f] = f->name();
-      f->setName(f->name() + ".renaming");
+      names_->release(f->name());
       if (HloComputation* body = f->calledComputation("calls"))
         body->setName(body->name() + ".renaming");
     }
@@ -374,7 +377,7 @@ class FusionPass : public HloPass {
       for (HloInstruction* i : comp->postOrder()) {
         auto it = before.find(i);
         if (it == before.end()) continue;
-        i->setName(module.uniqueInstructionName("fusion"));
+        i->setName(names_->fresh("fusion"));
         if (HloComputation* body = i->calledComputation("calls"))
           body->setName(module.uniqueComputationName("fused_computation"));
         renamed[it->second] = i->name();
@@ -415,6 +418,7 @@ class FusionPass : public HloPass {
   std::unordered_set<HloInstruction*> dead_;
   std::vector<HloInstruction*> created_;
   HloComputation* lastBody_ = nullptr;
+  std::unique_ptr<NameTable> names_;
 };
 
 }  // namespace
