@@ -390,7 +390,12 @@ void TensorCore::runLoop() {
     }
     int64_t conflict = bankConflictCycles(b);
     if (conflict > 0) {
-      chargeStall(StallCause::VmemBankConflict, c, c + conflict, nullptr);
+      const DecodedOp* first = nullptr;  // the first load or store, for reports
+      for (uint32_t i = 0; i < b.numOps && !first; ++i) {
+        const DecodedOp& o = decoded_.ops[b.firstOp + i];
+        if (o.slot == isa::SlotKind::VectorLoad || o.slot == isa::SlotKind::VectorStore) first = &o;
+      }
+      chargeStall(StallCause::VmemBankConflict, c, c + conflict, first);
       if (stepping)
         for (int64_t i = 0; i < conflict; ++i) syncTo(c + i + 1);
       c += conflict;
