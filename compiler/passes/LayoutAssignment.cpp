@@ -60,6 +60,8 @@ class LayoutAssignmentPass : public HloPass {
     module_ = &module;
     changed_ = false;
     inserted_.clear();
+    copies_.clear();
+    original_.clear();
     // The layouts the input gave, before anything changes.
     for (const auto& comp : module.computations())
       for (const auto& inst : comp->instructions()) original_[inst.get()] = inst->shape();

@@ -1,5 +1,6 @@
 // Layout assignment and fusion never change what a module computes: for the
-// Llama decoder block and every module of ../shared/hlo, the passes' output
+// Llama decoder block, the micro model traces and every module of
+// ../shared/hlo, the passes' output
 // verifies, prints and parses back to an equal module, and (where the evaluator
 // supports the module) evaluates bit for bit to the original's results on
 // seeded random inputs.
@@ -20,8 +21,18 @@ namespace {
 
 std::vector<std::string> inputFiles() {
   std::vector<std::string> files;
-  if (const char* src = std::getenv("TPUSIM_SOURCE_DIR"))
+  if (const char* src = std::getenv("TPUSIM_SOURCE_DIR")) {
     files.push_back(std::string(src) + "/testbench/lit/hlo/Inputs/llama_decoder_block.hlo");
+    // The micro model traces (small enough to evaluate quickly), when present.
+    std::vector<std::string> traces;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(std::string(src) + "/traces", ec))
+      if (e.path().extension() == ".hlo" &&
+          e.path().filename().string().rfind("llama_micro_", 0) == 0)
+        traces.push_back(e.path().string());
+    std::sort(traces.begin(), traces.end());
+    files.insert(files.end(), traces.begin(), traces.end());
+  }
   const char* shared = std::getenv("TPUSIM_SHARED_DIR");
   std::vector<std::string> sharedFiles;
   if (shared && std::filesystem::is_directory(std::string(shared) + "/hlo"))
