@@ -6,6 +6,7 @@
 #include <llvm/Support/CommandLine.h>
 
 #include <chrono>
+#include <ctime>
 #include <vector>
 
 #include "isa/support/Numerics.h"
@@ -24,22 +25,22 @@ static cl::opt<double> optMinSeconds("min-seconds", cl::desc("repeat each measur
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 struct Speed {
   uint64_t cycles = 0;
   double seconds = 0;
   int runs = 0;
 };
 
+// Process CPU time, not wall time: the machines are shared, and a loaded
+// machine would otherwise distort the ratios.
 template <class Fn>
 Speed measure(Fn once) {
   Speed s;
-  auto start = Clock::now();
+  const std::clock_t start = std::clock();
   do {
     s.cycles += once();
     ++s.runs;
-    s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    s.seconds = double(std::clock() - start) / CLOCKS_PER_SEC;
   } while (s.seconds < optMinSeconds);
   return s;
 }
@@ -72,8 +73,8 @@ int main(int argc, char** argv) {
   std::string error;
   auto report = [&](const char* what, const Speed& s) {
     double rate = double(s.cycles) / s.seconds;
-    fmt::print("N={} {:<16} {:>12.0f} cycles/s  ({} runs, {} cycles each, {:.3f} s)\n", n, what,
-               rate, s.runs, s.cycles / s.runs, s.seconds);
+    fmt::print("N={} {:<16} {:>12.0f} cycles/CPU-s  ({} runs, {} cycles each, {:.3f} CPU s)\n", n,
+               what, rate, s.runs, s.cycles / s.runs, s.seconds);
     return rate;
   };
   auto runKind = [&](sim::MxuModelKind kind, bool functional) {
