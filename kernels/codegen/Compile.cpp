@@ -39,6 +39,7 @@ struct Stream {
   // in a staging buffer and are spread to the one-element-per-word block
   // layout by the VPU and XLU.
   bool packed = false;
+  int64_t perWord = 1;  // elements per 32-bit word when packed (bf16: 2, int8: 4)
   int64_t stageRow = 0, stageRows = 0;
 };
 
@@ -135,9 +136,11 @@ class Pipeline {
                            m.blockShape, 2);
       s.flag = mem_.flags(fmt::format("'{}' block copies", a.name), 1);
       int64_t bc = m.blockShape.empty() ? 0 : m.blockShape.back();
-      int64_t perRow = (bc + 255) / 256;  // staging VMEM rows per block row
-      s.packed = !output && a.dtype == llo::DType::Bf16 && m.blockShape.size() == 2 &&
-                 bc % 128 == 0 && perRow <= 255;
+      int64_t perWord = a.dtype == llo::DType::Bf16 ? 2 : (a.dtype == llo::DType::S8 ? 4 : 1);
+      int64_t perRow = (bc + 128 * perWord - 1) / (128 * perWord);  // staging rows per block row
+      s.packed =
+          !output && perWord > 1 && m.blockShape.size() == 2 && bc % 128 == 0 && perRow <= 255;
+      s.perWord = perWord;
       if (s.packed) {
         int64_t rows = m.blockShape[0];
         s.stageRows = rows * perRow;
@@ -147,14 +150,14 @@ class Pipeline {
         d.src = isa::MemorySpace::Hbm;
         d.dst = isa::MemorySpace::Vmem;
         d.numDims = rows > 1 ? 2 : 1;
-        d.innerBytes = uint32_t(bc * 2);
+        d.innerBytes = uint32_t(bc * isa::dtypeBytes(a.dtype));
         d.counts[0] = uint32_t(rows);
-        d.srcStrides[0] = uint32_t(a.shape.back() * 2);
+        d.srcStrides[0] = uint32_t(a.shape.back() * isa::dtypeBytes(a.dtype));
         d.dstStrides[0] = uint32_t(perRow * isa::kVmemRowBytes);
         s.plan.descriptors = {d};
         s.plan.srcOffset = {0};
         s.plan.dstOffset = {0};
-        s.plan.bytes = rows * bc * 2;
+        s.plan.bytes = rows * bc * isa::dtypeBytes(a.dtype);
       }
       try {
         if (!s.packed)
@@ -267,55 +270,80 @@ class Pipeline {
     L_.emit(Opcode::SyncWait, {I(s.flag), I(int64_t(s.descWords.size()))});
   }
 
-  // Spreads a packed bf16 block (word l of a staging row = columns 2l, 2l+1)
-  // into the block layout: per 8 rows x 256 columns, unpack the even and odd
-  // columns, gather each 128-column half with xlu.perm and interleave by lane parity.
+  // Spreads a packed block (word l of a staging row = columns E*l .. E*l+E-1,
+  // E = 2 for bf16, 4 for int8) into the block layout: per 8 rows, unpack
+  // each of the E element positions, gather every 128-column tile with
+  // xlu.perm, and pick by lane position modulo E.
   void relayout(const Stream& s, const ScalarVal& slot) {
     MFunction& fn = L_.fn();
     auto V = [&] { return fn.newReg(RegClass::Vector); };
-    MOperand iota = V(), one = V(), p0 = V(), c64 = V(), p1 = V(), bit = V(), zero = V();
-    MOperand even = fn.newReg(RegClass::Mask);
+    const int64_t E = s.perWord, lanesPerTile = 128 / E;
+    int shift = E == 2 ? 1 : 2;
+    MOperand iota = V(), sh = V(), base = V(), low = V(), lowMask = V();
     L_.emit(Opcode::VIotaLane, {iota});
-    L_.emit(Opcode::VImm, {one, I(1)});
-    L_.emit(Opcode::VShr, {p0, iota, one});
-    L_.emit(Opcode::VImm, {c64, I(64)});
-    L_.emit(Opcode::VAddS32, {p1, p0, c64});
-    L_.emit(Opcode::VAnd, {bit, iota, one});
-    L_.emit(Opcode::VImm, {zero, I(0)});
-    L_.emit(Opcode::VCmpEqS32, {even, bit, zero});
+    L_.emit(Opcode::VImm, {sh, I(shift)});
+    L_.emit(Opcode::VShr, {base, iota, sh});
+    L_.emit(Opcode::VImm, {lowMask, I(E - 1)});
+    L_.emit(Opcode::VAnd, {low, iota, lowMask});
+    std::vector<MOperand> pos;  // pos[j]: lanes whose column is element j of its word
+    for (int64_t j = 0; j + 1 < E; ++j) {
+      MOperand c = V(), m = fn.newReg(RegClass::Mask);
+      L_.emit(Opcode::VImm, {c, I(j)});
+      L_.emit(Opcode::VCmpEqS32, {m, low, c});
+      pos.push_back(m);
+    }
+    std::vector<MOperand> perm;  // perm[h]: source lane of each column of tile h
+    for (int64_t h = 0; h < E; ++h) {
+      if (h == 0) {
+        perm.push_back(base);
+        continue;
+      }
+      MOperand off = V(), p = V();
+      L_.emit(Opcode::VImm, {off, I(h * lanesPerTile)});
+      L_.emit(Opcode::VAddS32, {p, base, off});
+      perm.push_back(p);
+    }
+    Opcode unpack = E == 2 ? Opcode::VUnpackB16 : Opcode::VUnpackS8;
     int64_t rows = s.map->blockShape[0], tiles = s.map->blockShape[1] / 128;
-    int64_t per = (tiles + 1) / 2;  // staging rows per block row (256 columns each)
+    int64_t per = (tiles + E - 1) / E;  // staging rows per block row
     int64_t padded = llo::tiledLayout(s.map->blockShape).paddedRows;
     ScalarVal stage = L_.add(ScalarVal{true, s.stageRow, {}}, L_.mulImm(slot, s.stageRows));
     ScalarVal block = L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(slot, s.blockRows));
     stage = ScalarVal{false, 0, L_.reg(stage)};
     block = ScalarVal{false, 0, L_.reg(block)};
     int stageRegion = L_.newRegion(), blockRegion = L_.newRegion();
-    auto at = [&](const ScalarVal& base, int64_t off, MOperand* b, int64_t* o) {
+    auto at = [&](const ScalarVal& b0, int64_t off, MOperand* b, int64_t* o) {
       if (off <= 32767) {
-        *b = base.reg;
+        *b = b0.reg;
         *o = off;
       } else {
-        L_.baseAndOffset(L_.addImm(base, off), b, o);
+        L_.baseAndOffset(L_.addImm(b0, off), b, o);
       }
     };
     for (int64_t r0 = 0; r0 < rows; r0 += 8) {
       int64_t mask = (1 << std::min<int64_t>(8, rows - r0)) - 1;
       for (int64_t cc = 0; cc < per; ++cc) {
-        MOperand b, src = V(), u0 = V(), u1 = V();
+        MOperand b, src = V();
         int64_t o;
         at(stage, r0 * per + cc, &b, &o);
         MInstr ld = makeInstr(Opcode::VLd, {src, b, I(o), I(per), I(mask)});
         ld.mem = {MemAccess::Space::Vmem, stageRegion, false, -1, 8 * int(per)};
         L_.emit(ld);
-        L_.emit(Opcode::VUnpackB16, {u0, src, I(0)});
-        L_.emit(Opcode::VUnpackB16, {u1, src, I(1)});
-        for (int h = 0; h < 2 && 2 * cc + h < tiles; ++h) {
-          MOperand ev = V(), od = V(), t = V();
-          L_.emit(Opcode::XluPerm, {ev, u0, h ? p1 : p0});
-          L_.emit(Opcode::XluPerm, {od, u1, h ? p1 : p0});
-          L_.emit(Opcode::VSel, {t, even, ev, od});
-          at(block, (2 * cc + h) * padded + r0, &b, &o);
+        std::vector<MOperand> u;
+        for (int64_t j = 0; j < E; ++j) {
+          u.push_back(V());
+          L_.emit(unpack, {u.back(), src, I(j)});
+        }
+        for (int64_t h = 0; h < E && cc * E + h < tiles; ++h) {
+          MOperand t = V();
+          L_.emit(Opcode::XluPerm, {t, u[E - 1], perm[h]});
+          for (int64_t j = E - 2; j >= 0; --j) {
+            MOperand g = V(), sel = V();
+            L_.emit(Opcode::XluPerm, {g, u[j], perm[h]});
+            L_.emit(Opcode::VSel, {sel, pos[j], g, t});
+            t = sel;
+          }
+          at(block, (cc * E + h) * padded + r0, &b, &o);
           MInstr st = makeInstr(Opcode::VSt, {t, b, I(o), I(1), I(mask)});
           st.mem = {MemAccess::Space::Vmem, blockRegion, true, -1, 8};
           L_.emit(st);
