@@ -1,5 +1,7 @@
 #include "compiler/passes/FusionRules.h"
 
+#include <algorithm>
+
 namespace tpusim::passes {
 
 using hlo::HloInstruction;
