@@ -1,0 +1,12 @@
+// A small MXU program for an 8x8 array (tiny8): iota weights and LHS, mm then mma.
+.buffer y, shape=[8,128], dtype=f32, space=vmem, addr=0x1000, role=output
+  viota.lane v1 ;; viota.sub v2
+  vcvt.f32.s32 v1, v1 ;; vcvt.f32.s32 v2, v2
+  vcvt.bf16.f32 v1, v1 ;; vcvt.bf16.f32 v2, v2
+  mxu.wpush.bf16 mxu0, v1
+  mxu.latch mxu0
+  mxu.mm.bf16 mxu0, v2, a0
+  mxu.mma.bf16 mxu0, v1, a0
+  mxu.pop v3, mxu0, a0
+  vst v3, s0, 8, 1, 255
+  halt
