@@ -73,8 +73,10 @@ void HbmModel::submit(const HbmRequest& r) {
     pcs_[pc].push(pb);
     ++requests_[slot].remaining;
     if (!isActive_[pc]) {
+      // Kept in index order, so that simulation order never depends on the
+      // order in which pseudo-channels became active.
       isActive_[pc] = 1;
-      active_.push_back(pc);
+      active_.insert(std::lower_bound(active_.begin(), active_.end(), pc), pc);
     }
   }
   ++outstanding_;
@@ -99,8 +101,8 @@ uint64_t HbmModel::nextEventCycle() const {
 void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
   if (cycle <= now_) return;
   uint64_t hbmLimit = clocks_.hbmAtOrAfterCore(cycle);
-  for (size_t i = 0; i < active_.size();) {
-    uint32_t pc = active_[i];
+  size_t kept = 0;
+  for (uint32_t pc : active_) {
     issued_.clear();
     pcs_[pc].advance(hbmLimit, issued_);
     for (const IssuedBurst& b : issued_) {
@@ -109,17 +111,12 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
       if (--s.remaining == 0)
         pending_.push(Pending{clocks_.coreAtOrAfterHbm(s.dataEnd), s.sequence, b.request});
     }
-    if (!pcs_[pc].hasWork()) {
+    if (pcs_[pc].hasWork())
+      active_[kept++] = pc;
+    else
       isActive_[pc] = 0;
-      active_[i] = active_.back();
-      active_.pop_back();
-    } else {
-      ++i;
-    }
   }
-  // Keep the active list in index order so that simulation order never depends
-  // on the order in which pseudo-channels became active.
-  std::sort(active_.begin(), active_.end());
+  active_.resize(kept);
   while (!pending_.empty() && pending_.top().cycle < cycle) {
     Pending p = pending_.top();
     pending_.pop();
