@@ -2,8 +2,10 @@
 // (TpuLayout.h) and inserts the copies a consumer needs when an operand's
 // physical layout must change:
 //   - every value takes the default minor_to_major {rank-1,...,0}, except the
-//     entry parameters, whose layouts are the module's calling convention: a
-//     parameter with another order is copied once into the default order;
+//     entry parameters, whose layouts are the module's calling convention (a
+//     parameter with another order is copied once into the default order),
+//     and copies, which exist to change a layout and keep the one they name
+//     (so a second run adds nothing);
 //   - a dot's LHS is stored with its contracting dims most minor and its batch
 //     dims most major (the MXU streams LHS rows along K); the RHS needs only its
 //     batch dims major (the MXU transposes weights as it loads them); an
@@ -84,8 +86,11 @@ class LayoutAssignmentPass : public HloPass {
   void assignDefaults(HloComputation& comp) {
     for (const auto& inst : comp.instructions()) {
       HloInstruction* i = inst.get();
-      bool entryParam = comp.isEntry() && i->opcode() == HloOpcode::Parameter;
-      setShape(i, entryParam ? withTpuLayout(i->shape()) : withDefaultTpuLayout(i->shape()));
+      // Entry parameters are the calling convention; a copy exists to change a
+      // layout (the input's, or one this pass inserted on an earlier run).
+      bool keepOrder = (comp.isEntry() && i->opcode() == HloOpcode::Parameter) ||
+                       (i->opcode() == HloOpcode::Copy && i->shape().isArray());
+      setShape(i, keepOrder ? withTpuLayout(i->shape()) : withDefaultTpuLayout(i->shape()));
     }
   }
 

@@ -64,6 +64,9 @@ ENTRY main {
         "{(f32[256,64]{1,0:T(8,128)}, f32[256,128]{1,0:T(8,128)})->f32[64,128]{1,0:T(8,128)}}");
   auto args = randomArgs(*original, 3);
   CHECK(hlo::eval::evaluate(*m, args[0]) == hlo::eval::evaluate(*original, args[0]));
+  // A second run keeps the copy's layout and adds nothing.
+  CHECK_FALSE(passes::createLayoutAssignmentPass()->run(*m));
+  CHECK(countOpcode(*m->entry(), hlo::HloOpcode::Copy) == 1);
 }
 
 TEST_CASE("layout-assignment keeps entry layouts and bitcast meaning", "[fusion][layout]") {
