@@ -296,3 +296,24 @@ ENTRY main {
   auto again = fuse(*m, chip("v5e"));
   CHECK(again.fusions.empty());
 }
+
+TEST_CASE("fusion is deterministic", "[fusion]") {
+  const char* src = std::getenv("TPUSIM_SOURCE_DIR");
+  if (!src) return;
+  auto load = [&] {
+    hlo::ParseResult parsed =
+        hlo::parseHloFile(std::string(src) + "/testbench/lit/hlo/Inputs/llama_decoder_block.hlo");
+    REQUIRE(parsed.ok());
+    auto m = std::move(parsed.modules.front());
+    passes::createPass("inline")->run(*m);
+    layout(*m);
+    return m;
+  };
+  auto a = load();
+  auto b = load();
+  auto ra = fuse(*a, chip("v5e"));
+  auto rb = fuse(*b, chip("v5e"));
+  CHECK(hlo::printModule(*a) == hlo::printModule(*b));
+  CHECK(ra.report() == rb.report());
+  CHECK(ra.fusions.size() >= 10);
+}
