@@ -5,6 +5,7 @@
 
 #include <systemc>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -43,6 +44,8 @@ struct DmaReport {
   std::vector<Channel> hbmChannels;
   int64_t hbmBytesRead = 0, hbmBytesWritten = 0;
   double hbmPeakBytesPerCycle = 0;
+  // Bytes the DMA engines read from / wrote to each memory space (isa::MemorySpace order).
+  std::array<int64_t, isa::kNumMemorySpaces> dmaBytesRead{}, dmaBytesWritten{};
 };
 
 class ChipDmaPort : public DmaPort {

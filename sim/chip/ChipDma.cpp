@@ -60,6 +60,10 @@ class DmaSystemPort : public ChipDmaPort {
     dma::DmaEngine& engine = system_->engine();
     for (size_t core = 0; core < callbacks_.size(); ++core) {
       const dma::DmaCoreStats& cs = engine.stats(int(core));
+      for (int sp = 0; sp < isa::kNumMemorySpaces; ++sp) {
+        r.dmaBytesRead[sp] += int64_t(cs.spaces[sp].read);
+        r.dmaBytesWritten[sp] += int64_t(cs.spaces[sp].written);
+      }
       for (size_t q = 0; q < cs.queues.size(); ++q) {
         DmaReport::Queue rq;
         rq.core = int(core);

@@ -113,6 +113,15 @@ ordered_json statsJson(const SimResult& r, const ChipConfig& chip, const RunInfo
                       {"busy_cycles", q.busyCycles},
                       {"utilization", round6(ratio(double(q.busyCycles), cycles))}});
   j["dma_queues"] = queues;
+  ordered_json spaces;
+  for (int sp = 0; sp < isa::kNumMemorySpaces; ++sp) {
+    const char* name = isa::memorySpaceName(isa::MemorySpace(sp));
+    double moved = double(r.dma.dmaBytesRead[sp] + r.dma.dmaBytesWritten[sp]);
+    spaces[name] = {{"bytes_read", r.dma.dmaBytesRead[sp]},
+                    {"bytes_written", r.dma.dmaBytesWritten[sp]},
+                    {"bytes_per_second", round6(ratio(moved, cycles) * chip.core.clock_hz)}};
+  }
+  j["dma_bytes_by_memory"] = spaces;
   ordered_json channels = ordered_json::array();
   for (size_t c = 0; c < r.dma.hbmChannels.size(); ++c) {
     const DmaReport::Channel& ch = r.dma.hbmChannels[c];
