@@ -193,3 +193,18 @@ TEST_CASE("halt waits for outstanding DMAs; sync.wait for its flag", "[core][tim
   CHECK(r.cycles == complete + 1 + 2);
   CHECK(stall(r, StallCause::SyncWait) == complete + 1 - (issue + 1));
 }
+
+TEST_CASE("the transpose unit takes one push or pop per interval", "[core][timing][xlu]") {
+  sim::ChipConfig chip = preset("v5e");
+  int64_t push = chip.xlu.transpose_push_interval, pop = chip.xlu.transpose_pop_interval;
+  std::string text;
+  for (int i = 0; i < 16; ++i) text += "xlu.tr.push v1\n";
+  text += "xlu.tr.pop v2\nxlu.tr.pop v3\nvmov v4, v3\nhalt\n";
+  auto r = runProgram(chip, assembleOrFail(text), timingSpec());
+  REQUIRE(r.halted);
+  int64_t firstPop = 16 * push, secondPop = firstPop + pop;
+  int64_t use = secondPop + lat(chip, LatencyClass::XluTranspose);
+  CHECK(r.cycles == use + 2);
+  CHECK(stall(r, StallCause::XluBusy) == 15 * (push - 1) + (push - 1) + (pop - 1));
+  CHECK(stall(r, StallCause::OperandNotReady) == use - (secondPop + 1));
+}
