@@ -27,7 +27,8 @@ Chip::Chip(sc_core::sc_module_name name, int chipIndex, const ChipConfig& config
       memory_(memorySizes(config)) {
   if (!dmaFactory)
     throw std::logic_error("Chip needs a DMA factory (makeChipDma for the real one)");
-  dma_ = dmaFactory(config, memory_, options.core.functional, trace);
+  dma_ = dmaFactory(chipIndex, config, memory_, options.core.functional, trace);
+  options.core.chipIndex = chipIndex;
   for (int c = 0; c < config.core.cores; ++c) {
     std::vector<std::unique_ptr<MxuUnit>> mxus;
     for (int m = 0; m < config.mxu.count; ++m) {

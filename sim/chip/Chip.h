@@ -28,8 +28,8 @@ struct ChipOptions {
 
 // Builds the chip's DMA system: makeChipDma (the real DMA + HBM model) in the
 // tool, a simpler engine in some unit tests.
-using DmaFactory = std::function<std::unique_ptr<DmaPort>(const ChipConfig&, mem::ChipMemory&,
-                                                          bool functional, TraceRecorder*)>;
+using DmaFactory = std::function<std::unique_ptr<DmaPort>(
+    int chipIndex, const ChipConfig&, mem::ChipMemory&, bool functional, TraceRecorder*)>;
 
 // Usage statistics of the chip's DMA engines and HBM, for stats and summary.
 struct DmaReport {
@@ -85,7 +85,8 @@ class Chip : public sc_core::sc_module {
 };
 
 // The real DMA + HBM model of a chip (sim/dma, sim/hbm) behind DmaPort.
-std::unique_ptr<DmaPort> makeChipDma(const ChipConfig& config, mem::ChipMemory& memory,
-                                     bool functional, TraceRecorder* trace);
+std::unique_ptr<DmaPort> makeChipDma(int chipIndex, const ChipConfig& config,
+                                     mem::ChipMemory& memory, bool functional,
+                                     TraceRecorder* trace);
 
 }  // namespace tpusim::sim

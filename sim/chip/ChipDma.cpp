@@ -12,13 +12,13 @@ namespace {
 
 class DmaSystemPort : public ChipDmaPort {
  public:
-  DmaSystemPort(const ChipConfig& chip, mem::ChipMemory& memory, bool functional,
+  DmaSystemPort(int chipIndex, const ChipConfig& chip, mem::ChipMemory& memory, bool functional,
                 TraceRecorder* trace)
       : system_(std::make_unique<dma::DmaSystem>("dma", chip, functional ? &memory : nullptr)),
         callbacks_(size_t(chip.core.cores)),
         trace_(trace),
         clockHz_(chip.core.clock_hz) {
-    if (trace_) hbmTrack_ = trace_->track("chip", "HBM GB/s");
+    if (trace_) hbmTrack_ = trace_->track(fmt::format("chip{}", chipIndex), "HBM GB/s");
     system_->onComplete = [this](const dma::DmaCompletion& c) {
       auto key = std::make_tuple(c.core, c.queue, c.descriptor);
       auto it = touchesHbm_.find(key);
@@ -119,9 +119,10 @@ class DmaSystemPort : public ChipDmaPort {
 
 }  // namespace
 
-std::unique_ptr<DmaPort> makeChipDma(const ChipConfig& config, mem::ChipMemory& memory,
-                                     bool functional, TraceRecorder* trace) {
-  return std::make_unique<DmaSystemPort>(config, memory, functional, trace);
+std::unique_ptr<DmaPort> makeChipDma(int chipIndex, const ChipConfig& config,
+                                     mem::ChipMemory& memory, bool functional,
+                                     TraceRecorder* trace) {
+  return std::make_unique<DmaSystemPort>(chipIndex, config, memory, functional, trace);
 }
 
 }  // namespace tpusim::sim

@@ -40,7 +40,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int coreId, const ChipConfi
     completionEvent_.notify(sc_core::SC_ZERO_TIME);
   });
   if (trace_) {
-    std::string proc = fmt::format("core{}", id_);
+    std::string proc = fmt::format("chip{}/core{}", options.chipIndex, id_);
     traceOps_ = trace_->track(proc, "ops");
     traceStall_ = trace_->track(proc, "stalls");
     traceSync_ = trace_->track(proc, "sync waits");

@@ -39,6 +39,7 @@ struct CoreOptions {
   bool referenceStepping = false;  // per-cycle reference model
   int64_t maxCycles = int64_t(1) << 40;
   int64_t quantum = 10000;  // cycles the core may run ahead of SystemC time
+  int chipIndex = 0;        // names the trace tracks (chipN/coreM)
 };
 
 class TensorCore : public sc_core::sc_module {
