@@ -52,7 +52,8 @@ std::unique_ptr<MxuUnit> makeMxu(const MxuConfig& config, MxuModelKind kind, boo
     else
       *error = fmt::format(
           "--mxu-model rtl: no RTL MXU of size {} was built (built: {}); reconfigure with "
-          "-DTPUSIM_RTL_SIZES=\"{};{}\" and rebuild (a 128x128 array takes about 15 minutes)",
+          "-DTPUSIM_RTL_SIZES=\"{};{}\" and rebuild (about a minute of compilation per size at "
+          "128x128)",
           n, fmt::join(sizes, ", "), fmt::join(sizes, ";"), n);
   }
   return nullptr;
