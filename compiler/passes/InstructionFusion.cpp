@@ -75,6 +75,8 @@ class FusionPass : public HloPass {
   bool loadTargetFromOptions() {
     try {
       config_.target = lower::loadTarget(passOptions().chip);
+      config_.maxDuplication = passOptions().fusionMaxDuplication;
+      config_.vmemFraction = passOptions().fusionVmemFraction;
       return true;
     } catch (const lower::TargetError& e) {
       fmt::print(stderr, "fusion: {}\n", e.what());

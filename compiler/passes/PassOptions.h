@@ -4,6 +4,7 @@
 // run; unit tests may construct a pass with explicit options instead.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace tpusim::passes {
@@ -13,6 +14,9 @@ struct PassOptions {
   std::string chip = "v5e";
   // Print the fusion pass's decisions (fused, refused and why) on stderr.
   bool fusionReport = false;
+  // The fusion cost model's limits (Fusion.h: FusionConfig).
+  int64_t fusionMaxDuplication = 3;
+  double fusionVmemFraction = 1.0;
 };
 
 // The process-wide options (tools set them once at start-up).

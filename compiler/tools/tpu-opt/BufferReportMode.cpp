@@ -2,6 +2,7 @@
 //   --chip NAME|PATH   the chip preset layout-assignment, fusion and the buffer
 //                      report compile for (checked as soon as it is parsed);
 //   --fusion-report    the fusion pass prints its decisions on stderr;
+//   --fusion-max-duplication, --fusion-vmem-fraction: the cost model's limits;
 //   --buffer-report    instead of the module, print the HBM buffer assignment of
 //                      each module (after the passes); exit 1 with the largest
 //                      buffers listed when a module does not fit the chip's HBM.
@@ -43,6 +44,29 @@ cl::opt<bool> FusionReport("fusion-report",
                            cl::cat(TargetCat), cl::cb<void, bool>([](bool on) {
                              passes::passOptions().fusionReport = on;
                            }));
+
+cl::opt<int64_t> MaxDuplication(
+    "fusion-max-duplication",
+    cl::desc(
+        "Fusion: the largest weight x extra copies a duplicated producer may cost (default 3)"),
+    cl::init(3), cl::cat(TargetCat), cl::cb<void, int64_t>([](int64_t v) {
+      if (v < 0) {
+        fmt::print(stderr, "tpu-opt: error: --fusion-max-duplication must be >= 0, not {}\n", v);
+        std::exit(1);
+      }
+      passes::passOptions().fusionMaxDuplication = v;
+    }));
+
+cl::opt<double> VmemFraction(
+    "fusion-vmem-fraction",
+    cl::desc("Fusion: the share of the chip's VMEM one fusion's working set may use (default 1)"),
+    cl::init(1.0), cl::cat(TargetCat), cl::cb<void, double>([](double v) {
+      if (!(v > 0 && v <= 1)) {
+        fmt::print(stderr, "tpu-opt: error: --fusion-vmem-fraction must be in (0, 1], not {}\n", v);
+        std::exit(1);
+      }
+      passes::passOptions().fusionVmemFraction = v;
+    }));
 
 cl::opt<bool> BufferReport("buffer-report",
                            cl::desc("Print the HBM buffer assignment of each module (after the "
