@@ -24,8 +24,9 @@ static cl::OptionCategory Cat("tpu-opt options");
 static cl::opt<std::string> Input(cl::Positional, cl::desc("<input .hlo file, or - for stdin>"),
                                   cl::Required, cl::cat(Cat));
 static cl::opt<std::string> Passes("passes",
-                                   cl::desc("Comma-separated passes to run, in order: dce, cse, "
-                                            "constant-folding, algsimp, dot-canonicalize, inline"),
+                                   cl::desc("Comma-separated passes to run, in order (e.g. "
+                                            "dce,cse,algsimp,layout-assignment,fusion; an unknown "
+                                            "name prints every registered pass)"),
                                    cl::value_desc("p1,p2,..."), cl::cat(Cat));
 static cl::opt<std::string> DumpDir("dump-after-all",
                                     cl::desc("Write the module after each pass to DIR"),
