@@ -43,8 +43,9 @@ int main(int argc, char** argv) {
   double cpuSeconds = double(std::clock() - cpu) / CLOCKS_PER_SEC;
   float check = 0;
   for (float v : slot) check += v;
-  std::printf("hostloop: %ld matmuls of 8x128x128 in %.3f s wall, %.3f s CPU (%.2f GMAC/s CPU) "
-              "checksum %g\n",
-              matmuls, wall, cpuSeconds, double(matmuls) * R * K * N / cpuSeconds / 1e9, check);
+  std::printf(
+      "hostloop: %ld matmuls of 8x128x128 in %.3f s wall, %.3f s CPU (%.2f GMAC/s CPU) "
+      "checksum %g\n",
+      matmuls, wall, cpuSeconds, double(matmuls) * R * K * N / cpuSeconds / 1e9, check);
   return 0;
 }
