@@ -180,12 +180,16 @@ std::string summaryText(const SimResult& r, const ChipConfig& chip, const RunInf
   std::vector<int> order(kNumStallCauses);
   for (int k = 0; k < kNumStallCauses; ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return stalls[a] > stalls[b]; });
+  // Stalls and op cycles are summed over the cores, so percentages are of
+  // core-cycles (cycles x cores), never above 100% on a megacore chip.
+  const double coreCycles =
+      double(std::max<int64_t>(r.cycles, 1)) * double(std::max<size_t>(r.cores.size(), 1));
   out += "  top stalls     ";
   int shown = 0;
   for (int k : order) {
     if (stalls[k] == 0 || shown == 3) break;
     out += fmt::format(" {} {} ({:.1f}%)", stallCauseName(StallCause(k)), stalls[k],
-                       100.0 * ratio(double(stalls[k]), double(std::max<int64_t>(r.cycles, 1))));
+                       100.0 * ratio(double(stalls[k]), coreCycles));
     out += ++shown < 3 ? "," : "";
   }
   if (shown == 0) out += " none";
@@ -203,12 +207,10 @@ std::string summaryText(const SimResult& r, const ChipConfig& chip, const RunInf
     out += fmt::format("\n  {:<{}}  {:>10}  {:>6}  {:>12}  {:>9}  {:>12}  {:>12}\n", "op", width,
                        "cycles", "%", "FLOPs", "FLOP/cyc", "VMEM bytes", "DMA bytes");
     for (const OpReport& o : r.ops)
-      out +=
-          fmt::format("  {:<{}}  {:>10}  {:>5.1f}%  {:>12.4g}  {:>9.1f}  {:>12}  {:>12}\n", o.name,
-                      width, o.stats.cycles,
-                      100.0 * ratio(double(o.stats.cycles), double(std::max<int64_t>(r.cycles, 1))),
-                      o.stats.flops, ratio(o.stats.flops, double(o.stats.cycles)),
-                      o.stats.vmemBytes, o.stats.dmaBytes);
+      out += fmt::format(
+          "  {:<{}}  {:>10}  {:>5.1f}%  {:>12.4g}  {:>9.1f}  {:>12}  {:>12}\n", o.name, width,
+          o.stats.cycles, 100.0 * ratio(double(o.stats.cycles), coreCycles), o.stats.flops,
+          ratio(o.stats.flops, double(o.stats.cycles)), o.stats.vmemBytes, o.stats.dmaBytes);
   }
   return out;
 }

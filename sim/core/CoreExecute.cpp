@@ -490,6 +490,9 @@ void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
     case Opcode::SyncRead:
       sWrites_[numSWrites_++] = {op.dst - kScoreboardScalarBase, flags_[op.unit]};
       return;
+    case Opcode::CoreId:
+      sWrites_[numSWrites_++] = {op.dst - kScoreboardScalarBase, uint32_t(id_)};
+      return;
     case Opcode::Fence:
       return;
     case Opcode::Mark:
