@@ -115,6 +115,9 @@ class PseudoChannel {
   size_t queued_ = 0;
   uint64_t nextAge_ = 0;
   std::vector<Bank> banks_;
+  // One bit per bank with queued entries (bank i: word i / 64, bit i % 64), so
+  // that the schedulers visit only those banks, still in index order.
+  std::vector<uint64_t> busyBanks_;
   std::vector<int64_t> colReadyGroup_, actReadyGroup_;
   int64_t colReady_ = 0, actReady_ = 0;
   int64_t readReady_ = 0, writeReady_ = 0;  // tWTR, read-to-write turnaround
