@@ -21,20 +21,30 @@ PseudoChannel::PseudoChannel(const HbmTiming& timing) : t_(timing) {
 
 void PseudoChannel::push(const PcBurst& burst) {
   // Keep the inbox in arrival order (stable for equal arrivals).
-  auto it = inbox_.end();
-  while (it != inbox_.begin() && std::prev(it)->arrival > burst.arrival) --it;
-  inbox_.insert(it, burst);
+  if (inboxHead_ == inbox_.size()) {
+    inbox_.clear();
+    inboxHead_ = 0;
+  } else if (inboxHead_ >= 64 && 2 * inboxHead_ >= inbox_.size()) {
+    // Drop the admitted front (amortized O(1) per burst).
+    inbox_.erase(inbox_.begin(), inbox_.begin() + std::ptrdiff_t(inboxHead_));
+    inboxHead_ = 0;
+  }
+  size_t at = inbox_.size();
+  while (at > inboxHead_ && inbox_[at - 1].arrival > burst.arrival) --at;
+  if (at == inbox_.size())
+    inbox_.push_back(burst);
+  else
+    inbox_.insert(inbox_.begin() + std::ptrdiff_t(at), burst);
   wakeAt_ = std::min(wakeAt_, int64_t(burst.arrival));
 }
 
 void PseudoChannel::admitArrivals() {
-  while (!inbox_.empty() && inbox_.front().arrival <= time_ && !freeSlots_.empty()) {
+  while (inboxHead_ < inbox_.size() && inbox_[inboxHead_].arrival <= time_ && !freeSlots_.empty()) {
     int32_t slot = freeSlots_.back();
     freeSlots_.pop_back();
     Entry& e = slots_[size_t(slot)];
-    e = Entry{inbox_.front()};
+    e = Entry{inbox_[inboxHead_++]};
     e.age = nextAge_++;
-    inbox_.pop_front();
     ++queued_;
     Bank& b = banks_[e.burst.bank];
     if (b.tail < 0) {
@@ -167,8 +177,8 @@ bool PseudoChannel::step(std::vector<IssuedBurst>& issued, int64_t* outNext) {
   bool colUsed = stepColumn(issued, &next);
   if (!rowUsed) rowUsed = stepRow(&next);
   // A burst that waits only for queue space gets in when a column command frees one.
-  if (!inbox_.empty() && !freeSlots_.empty())
-    next = std::min<int64_t>(next, int64_t(inbox_.front().arrival));
+  if (inboxHead_ < inbox_.size() && !freeSlots_.empty())
+    next = std::min<int64_t>(next, int64_t(inbox_[inboxHead_].arrival));
   *outNext = next;
   return rowUsed || colUsed;
 }

@@ -26,7 +26,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "sim/hbm/HbmStats.h"
@@ -53,7 +52,7 @@ class PseudoChannel {
 
   // Bursts must arrive no earlier than time().
   void push(const PcBurst& burst);
-  bool hasWork() const { return queued_ > 0 || !inbox_.empty(); }
+  bool hasWork() const { return queued_ > 0 || inboxHead_ < inbox_.size(); }
   uint64_t time() const { return time_; }
 
   // Simulates HBM cycles [time(), limit); every column command issued is
@@ -109,8 +108,11 @@ class PseudoChannel {
   uint64_t time_ = 0;
   // No command can issue before wakeAt_ unless a burst arrives (push lowers it).
   int64_t wakeAt_ = 0;
-  std::deque<PcBurst> inbox_;  // arrives later than time_, or waits for queue space
-  std::vector<Entry> slots_;   // queue_depth entries
+  // Arrives later than time_, or waits for queue space: inbox_[inboxHead_..]
+  // in arrival order (a vector with a moving front, compacted when drained).
+  std::vector<PcBurst> inbox_;
+  size_t inboxHead_ = 0;
+  std::vector<Entry> slots_;  // queue_depth entries
   std::vector<int32_t> freeSlots_;
   size_t queued_ = 0;
   uint64_t nextAge_ = 0;
