@@ -30,9 +30,35 @@ class AddressMap {
   // The inverse: the byte address of the first byte of that burst.
   uint64_t compose(const BurstLocation& location) const;
   uint64_t burstBytes() const { return burstBytes_; }
+  // Moves `location` to the next burst (burst index + 1, wrapping like
+  // locate): locate(a + burstBytes()) == next(locate(a)), without divisions.
+  void next(BurstLocation& location) const {
+    for (int i = 5; i >= 0; --i) {  // least significant digit first
+      uint32_t& v = field(location, order_[i]);
+      if (uint64_t(++v) < radix_[order_[i]]) return;
+      v = 0;
+    }
+  }
 
  private:
   enum Digit { Ro, Ba, Bg, Ch, Pc, Co };
+  static uint32_t& field(BurstLocation& l, Digit d) {
+    switch (d) {
+      case Ro:
+        return l.row;
+      case Ba:
+        return l.bank;
+      case Bg:
+        return l.bankGroup;
+      case Ch:
+        return l.channel;
+      case Pc:
+        return l.pseudoChannel;
+      case Co:
+        break;
+    }
+    return l.column;
+  }
   std::array<Digit, 6> order_{};  // most significant first
   std::array<uint64_t, 6> radix_{};
   uint64_t burstBytes_;

@@ -60,8 +60,8 @@ void HbmModel::submit(const HbmRequest& r) {
   uint64_t arrival = clocks_.hbmAtOrAfterCore(r.arrivalCycle);
   uint64_t burst = map_.burstBytes();
   uint64_t first = r.address / burst, last = (r.address + r.bytes - 1) / burst;
-  for (uint64_t b = first; b <= last; ++b) {
-    BurstLocation loc = map_.locate(b * burst);
+  BurstLocation loc = map_.locate(first * burst);
+  for (uint64_t b = first; b <= last; ++b, map_.next(loc)) {
     uint32_t pc = loc.channel * uint32_t(config_.pseudo_channels) + loc.pseudoChannel;
     PcBurst pb;
     pb.request = slot;

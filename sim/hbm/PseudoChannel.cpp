@@ -12,6 +12,7 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 PseudoChannel::PseudoChannel(const HbmTiming& timing) : t_(timing) {
   banks_.resize(t_.banks);
+  busyBanks_.assign((size_t(t_.banks) + 63) / 64, 0);
   colReadyGroup_.assign(t_.bankGroups, 0);
   actReadyGroup_.assign(t_.bankGroups, 0);
   slots_.resize(size_t(t_.queueDepth));
@@ -20,26 +21,38 @@ PseudoChannel::PseudoChannel(const HbmTiming& timing) : t_(timing) {
 
 void PseudoChannel::push(const PcBurst& burst) {
   // Keep the inbox in arrival order (stable for equal arrivals).
-  auto it = inbox_.end();
-  while (it != inbox_.begin() && std::prev(it)->arrival > burst.arrival) --it;
-  inbox_.insert(it, burst);
+  if (inboxHead_ == inbox_.size()) {
+    inbox_.clear();
+    inboxHead_ = 0;
+  } else if (inboxHead_ >= 64 && 2 * inboxHead_ >= inbox_.size()) {
+    // Drop the admitted front (amortized O(1) per burst).
+    inbox_.erase(inbox_.begin(), inbox_.begin() + std::ptrdiff_t(inboxHead_));
+    inboxHead_ = 0;
+  }
+  size_t at = inbox_.size();
+  while (at > inboxHead_ && inbox_[at - 1].arrival > burst.arrival) --at;
+  if (at == inbox_.size())
+    inbox_.push_back(burst);
+  else
+    inbox_.insert(inbox_.begin() + std::ptrdiff_t(at), burst);
   wakeAt_ = std::min(wakeAt_, int64_t(burst.arrival));
 }
 
 void PseudoChannel::admitArrivals() {
-  while (!inbox_.empty() && inbox_.front().arrival <= time_ && !freeSlots_.empty()) {
+  while (inboxHead_ < inbox_.size() && inbox_[inboxHead_].arrival <= time_ && !freeSlots_.empty()) {
     int32_t slot = freeSlots_.back();
     freeSlots_.pop_back();
     Entry& e = slots_[size_t(slot)];
-    e = Entry{inbox_.front()};
+    e = Entry{inbox_[inboxHead_++]};
     e.age = nextAge_++;
-    inbox_.pop_front();
     ++queued_;
     Bank& b = banks_[e.burst.bank];
-    if (b.tail < 0)
+    if (b.tail < 0) {
       b.head = slot;
-    else
+      busyBanks_[e.burst.bank / 64] |= uint64_t(1) << (e.burst.bank % 64);
+    } else {
       slots_[size_t(b.tail)].next = slot;
+    }
     b.tail = slot;
     if (b.open && b.row == e.burst.row) ++b.hits;
   }
@@ -164,8 +177,8 @@ bool PseudoChannel::step(std::vector<IssuedBurst>& issued, int64_t* outNext) {
   bool colUsed = stepColumn(issued, &next);
   if (!rowUsed) rowUsed = stepRow(&next);
   // A burst that waits only for queue space gets in when a column command frees one.
-  if (!inbox_.empty() && !freeSlots_.empty())
-    next = std::min<int64_t>(next, int64_t(inbox_.front().arrival));
+  if (inboxHead_ < inbox_.size() && !freeSlots_.empty())
+    next = std::min<int64_t>(next, int64_t(inbox_[inboxHead_].arrival));
   *outNext = next;
   return rowUsed || colUsed;
 }
@@ -190,32 +203,34 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
   // The oldest ready row hit over all banks.
   int32_t best = -1, bestPrevious = -1;
   uint64_t bestAge = ~uint64_t(0);
-  for (Bank& b : banks_) {
-    if (!b.open || b.hits == 0 || b.refreshDue || starved(b)) continue;
-    int32_t head = b.head;
-    // Every hit of a bank shares its tRCD and bank-group tCCD_L constraints.
-    int64_t bankAt = std::max(b.readyCol, colReadyGroup_[slots_[size_t(head)].burst.bankGroup]);
-    bool readOk = std::max(bankAt, readAt) <= now, writeOk = std::max(bankAt, writeAt) <= now;
-    if (!readOk && !writeOk) {
-      *next = std::min(*next, std::max(bankAt, std::min(readAt, writeAt)));
-      continue;
-    }
-    int32_t previous = -1;
-    bool found = false;
-    for (int32_t i = head; i >= 0; previous = i, i = slots_[size_t(i)].next) {
-      const Entry& e = slots_[size_t(i)];
-      if (e.burst.row != b.row || !(e.burst.write ? writeOk : readOk)) continue;
-      found = true;
-      if (e.age < bestAge) {
-        best = i;
-        bestPrevious = previous;
-        bestAge = e.age;
+  for (size_t w = 0; w < busyBanks_.size(); ++w)
+    for (uint64_t m = busyBanks_[w]; m != 0; m &= m - 1) {
+      Bank& b = banks_[w * 64 + size_t(__builtin_ctzll(m))];
+      if (!b.open || b.hits == 0 || b.refreshDue || starved(b)) continue;
+      int32_t head = b.head;
+      // Every hit of a bank shares its tRCD and bank-group tCCD_L constraints.
+      int64_t bankAt = std::max(b.readyCol, colReadyGroup_[slots_[size_t(head)].burst.bankGroup]);
+      bool readOk = std::max(bankAt, readAt) <= now, writeOk = std::max(bankAt, writeAt) <= now;
+      if (!readOk && !writeOk) {
+        *next = std::min(*next, std::max(bankAt, std::min(readAt, writeAt)));
+        continue;
       }
-      break;  // the younger hits of this bank are younger than this one
+      int32_t previous = -1;
+      bool found = false;
+      for (int32_t i = head; i >= 0; previous = i, i = slots_[size_t(i)].next) {
+        const Entry& e = slots_[size_t(i)];
+        if (e.burst.row != b.row || !(e.burst.write ? writeOk : readOk)) continue;
+        found = true;
+        if (e.age < bestAge) {
+          best = i;
+          bestPrevious = previous;
+          bestAge = e.age;
+        }
+        break;  // the younger hits of this bank are younger than this one
+      }
+      // Only hits of the other kind, which is not ready yet.
+      if (!found) *next = std::min(*next, std::max(bankAt, readOk ? writeAt : readAt));
     }
-    // Only hits of the other kind, which is not ready yet.
-    if (!found) *next = std::min(*next, std::max(bankAt, readOk ? writeAt : readAt));
-  }
   if (best < 0) return false;
   issueColumn(best, bestPrevious, issued);
   return true;
@@ -228,30 +243,32 @@ bool PseudoChannel::stepRow(int64_t* next) {
   int bestBank = -1;
   bool bestIsPre = false;
   uint64_t bestAge = ~uint64_t(0);
-  for (size_t bi = 0; bi < banks_.size(); ++bi) {
-    const Bank& b = banks_[bi];
-    if (b.head < 0 || b.refreshDue) continue;
-    const Entry& h = slots_[size_t(b.head)];
-    if (h.age > bestAge) continue;
-    if (b.open) {
-      if (b.row == h.burst.row) continue;       // served by column commands
-      if (b.hits > 0 && !starved(b)) continue;  // let the row hits drain first
-      if (b.readyPre > now) {
-        *next = std::min(*next, b.readyPre);
-        continue;
+  for (size_t w = 0; w < busyBanks_.size(); ++w)
+    for (uint64_t m = busyBanks_[w]; m != 0; m &= m - 1) {
+      const size_t bi = w * 64 + size_t(__builtin_ctzll(m));
+      const Bank& b = banks_[bi];
+      if (b.head < 0 || b.refreshDue) continue;
+      const Entry& h = slots_[size_t(b.head)];
+      if (h.age > bestAge) continue;
+      if (b.open) {
+        if (b.row == h.burst.row) continue;       // served by column commands
+        if (b.hits > 0 && !starved(b)) continue;  // let the row hits drain first
+        if (b.readyPre > now) {
+          *next = std::min(*next, b.readyPre);
+          continue;
+        }
+        bestIsPre = true;
+      } else {
+        int64_t t = earliestActivate(uint32_t(bi), h.burst.bankGroup);
+        if (t > now) {
+          *next = std::min(*next, t);
+          continue;
+        }
+        bestIsPre = false;
       }
-      bestIsPre = true;
-    } else {
-      int64_t t = earliestActivate(uint32_t(bi), h.burst.bankGroup);
-      if (t > now) {
-        *next = std::min(*next, t);
-        continue;
-      }
-      bestIsPre = false;
+      bestBank = int(bi);
+      bestAge = h.age;
     }
-    bestBank = int(bi);
-    bestAge = h.age;
-  }
   if (bestBank < 0) return false;
   Bank& b = banks_[size_t(bestBank)];
   Entry& h = slots_[size_t(b.head)];
@@ -302,9 +319,10 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   }
   issued.push_back(IssuedBurst{e.burst.request, uint64_t(dataEnd)});
   // Unlink.
-  if (previous < 0)
+  if (previous < 0) {
     b.head = e.next;
-  else
+    if (b.head < 0) busyBanks_[e.burst.bank / 64] &= ~(uint64_t(1) << (e.burst.bank % 64));
+  } else
     slots_[size_t(previous)].next = e.next;
   if (b.tail == slot) b.tail = previous;
   --b.hits;

@@ -26,7 +26,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "sim/hbm/HbmStats.h"
@@ -53,7 +52,7 @@ class PseudoChannel {
 
   // Bursts must arrive no earlier than time().
   void push(const PcBurst& burst);
-  bool hasWork() const { return queued_ > 0 || !inbox_.empty(); }
+  bool hasWork() const { return queued_ > 0 || inboxHead_ < inbox_.size(); }
   uint64_t time() const { return time_; }
 
   // Simulates HBM cycles [time(), limit); every column command issued is
@@ -109,12 +108,18 @@ class PseudoChannel {
   uint64_t time_ = 0;
   // No command can issue before wakeAt_ unless a burst arrives (push lowers it).
   int64_t wakeAt_ = 0;
-  std::deque<PcBurst> inbox_;  // arrives later than time_, or waits for queue space
-  std::vector<Entry> slots_;   // queue_depth entries
+  // Arrives later than time_, or waits for queue space: inbox_[inboxHead_..]
+  // in arrival order (a vector with a moving front, compacted when drained).
+  std::vector<PcBurst> inbox_;
+  size_t inboxHead_ = 0;
+  std::vector<Entry> slots_;  // queue_depth entries
   std::vector<int32_t> freeSlots_;
   size_t queued_ = 0;
   uint64_t nextAge_ = 0;
   std::vector<Bank> banks_;
+  // One bit per bank with queued entries (bank i: word i / 64, bit i % 64), so
+  // that the schedulers visit only those banks, still in index order.
+  std::vector<uint64_t> busyBanks_;
   std::vector<int64_t> colReadyGroup_, actReadyGroup_;
   int64_t colReady_ = 0, actReady_ = 0;
   int64_t readReady_ = 0, writeReady_ = 0;  // tWTR, read-to-write turnaround
