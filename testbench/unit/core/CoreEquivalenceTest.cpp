@@ -3,6 +3,8 @@
 // cycles and identical stats. Also: functional and timing-only modes agree,
 // and two runs of one program give identical stats.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
 
 #include "sim/chip/RunReport.h"
 #include "testbench/unit/core/CoreHarness.h"
@@ -18,34 +20,18 @@ std::string statsOf(const sim::SimResult& r, const sim::ChipConfig& chip) {
   return sim::statsJson(r, chip, info).dump(1);
 }
 
-// A loop with every kind of stall: operands, branch, bank conflicts, EUP,
-// XLU, MXU ports and results, DMA queue and sync waits.
-const char* kMixed = R"(
-.buffer x, shape=[64,128], dtype=f32, space=hbm, addr=0x0, role=input
-.dma_descriptor 0, src=hbm:0x0, dst=vmem:0x0, inner=32768
-.dma_descriptor 16, src=vmem:0x0, dst=hbm:0x10000, inner=4096
-  sli s1, 0 ;; sli s2, 16
-  sli s5, 6
-  dma s1, f0, q0
-  sync.wait f0, 1
-top:
-  vld v1, s0, 0, 32, 255
-  vld v2, s0, 1, 1, 255 ;; vexp.f32 v3, v1
-  vadd.f32 v4, v2, v2
-  vtanh.f32 v5, v4
-  xlu.sum.f32 v6, v3
-  xlu.max.f32 v7, v5 ;; mxu.wpush.bf16 mxu0, v1
-  mxu.wpush.bf16 mxu0, v2
-  mxu.latch mxu0
-  mxu.mm.bf16 mxu0, v2, a1
-  mxu.pop v8, mxu0, a1
-  vst v8, s0, 16, 1, 255
-  dma s2, f1, q2
-  dma s2, f1, q2
-  loop s5, top
-  sync.wait f1, 12
-  halt
-)";
+// A loop with every kind of stall (operands, branch, bank conflicts, EUP, XLU,
+// MXU ports and results, DMA queue and sync waits): the same program the cycle
+// goldens track, read from testbench/regression so the two never drift apart.
+std::string mixedStallsProgram() {
+  std::string path =
+      std::string(TPUSIM_TEST_SOURCE_DIR) + "/testbench/regression/sim/programs/mixed_stalls.s";
+  std::ifstream in(path);
+  if (!in) FAIL("cannot read " << path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 }  // namespace
 
@@ -53,7 +39,7 @@ TEST_CASE("the fast loop and the per-cycle reference agree exactly", "[core][equ
   for (std::string name : {"v5e", "v4", "tiny16"}) {
     sim::ChipConfig chip = preset(name);
     chip.dma.queue_depth = 1;  // make the second dma of each iteration wait for the first
-    std::vector<std::string> programs = {kMixed};
+    std::vector<std::string> programs = {mixedStallsProgram()};
     if (chip.mxu.size == 128) programs.push_back(matmulProgram(MatmulShape{8, 256, 128, false, 1}));
     for (const std::string& text : programs) {
       isa::Program p = assembleOrFail(text);
@@ -79,7 +65,7 @@ TEST_CASE("the fast loop and the per-cycle reference agree exactly", "[core][equ
 TEST_CASE("functional and timing-only runs give identical cycles and stats",
           "[core][equivalence]") {
   sim::ChipConfig chip = preset("v5e");
-  for (const std::string& text : {std::string(kMixed), matmulProgram(MatmulShape{})}) {
+  for (const std::string& text : {mixedStallsProgram(), matmulProgram(MatmulShape{})}) {
     isa::Program p = assembleOrFail(text);
     RunSpec functional;
     functional.dma = sim::makeChipDma;
@@ -97,7 +83,7 @@ TEST_CASE("functional and timing-only runs give identical cycles and stats",
 
 TEST_CASE("two runs of one program give identical stats", "[core][equivalence]") {
   sim::ChipConfig chip = preset("v5p");  // two cores sharing HBM
-  isa::Program p = assembleOrFail(kMixed);
+  isa::Program p = assembleOrFail(mixedStallsProgram());
   RunSpec spec;
   spec.dma = sim::makeChipDma;
   auto a = runProgram(chip, p, spec);
