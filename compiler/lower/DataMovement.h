@@ -1,0 +1,64 @@
+// Lowering of top-level data-movement instructions (copy, transpose, reshape,
+// bitcast, slice, concatenate, pad, broadcast, reverse, dynamic-slice,
+// dynamic-update-slice, gather) into a short machine-code fragment that moves
+// the bytes with DMA descriptors, HBM -> HBM (SMEM only for run-time indices).
+//
+// Every HBM array is dense row-major in its logical shape; the buffer
+// assignment gives each operand and the result an HBM byte address. Static
+// moves become a few descriptor templates in an SMEM data segment (the
+// largest contiguous innermost run, up to three strided outer dims, several
+// descriptors beyond that), issued with `dma` round-robin over the DMA queues
+// and waited for with `sync.wait`. Run-time offsets (dynamic-slice and
+// dynamic-update-slice start indices, gather indices) are DMA'd into SMEM,
+// loaded with `sld`, clamped as XLA clamps them (the slice stays in bounds),
+// turned into addresses by scalar ops and stored into the descriptor words
+// (`sst`) before the `dma`. Scheduling and register allocation are the kernel
+// code generator's (kernels/codegen), so fragments are hazard-free like kernels.
+//
+// A fragment ends with every DMA it started complete (its sync flags back at
+// zero) and has no halt: it is linked into a module program with
+// kernels/codegen/Link.h like a compiled kernel (debug-map entry naming the
+// HLO instruction with its op_name / source line, a cost entry with the HBM
+// bytes read and written, a symbol). Descriptor words it rewrites are always
+// rewritten before use, so a fragment may run any number of times (inside a
+// while loop). It uses sync flags 0 .. queues-1 and no VMEM.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/hlo/HloInstruction.h"
+#include "kernels/codegen/Compile.h"
+#include "kernels/codegen/TargetInfo.h"
+
+namespace tpusim::lower {
+
+// Where the fragment goes: the fields read are firstBundle (index of its first
+// bundle in the module; branch targets are absolute) and smemBase (first SMEM
+// word it may use; CompiledKernel::smemWords reports how many it did). The
+// addresses are the explicit arguments of lowerDataMovement; `standalone` is
+// ignored (a fragment never halts and adds no buffer-table entries).
+using FragmentPlacement = kernels::codegen::CompileOptions;
+
+// Whether `instr` is an opcode this lowering handles (it may still throw
+// CannotLower for an unsupported case of it, e.g. a gather form it does not
+// know): copy, transpose, reshape, bitcast, slice, concatenate, pad,
+// broadcast, reverse, dynamic-slice, dynamic-update-slice, gather.
+bool isDataMovement(const hlo::HloInstruction& instr);
+
+// The fragment for `instr`: operandAddresses[i] is the HBM byte address of
+// operand i (scalar index operands included), resultAddress the result's.
+// An operand at the result's own address is moved in place when that is
+// correct (dynamic-update-slice into its operand's buffer copies only the
+// update; a reshape/bitcast/copy onto itself emits no DMA). Operands that
+// are `constant` instructions (index scalars, pad values) are read from their
+// literal at compile time instead of from HBM.
+// Throws CannotLower (compiler/lower/CannotLower.h) naming the instruction,
+// its opcode and source line for a case it cannot move.
+kernels::codegen::CompiledKernel lowerDataMovement(const hlo::HloInstruction& instr,
+                                                   const std::vector<uint64_t>& operandAddresses,
+                                                   uint64_t resultAddress,
+                                                   const kernels::codegen::TargetInfo& target,
+                                                   const FragmentPlacement& placement);
+
+}  // namespace tpusim::lower
