@@ -359,7 +359,7 @@ void AsmParser::dataContinuation(int lineNo, const Token& d, const std::vector<A
 
 void AsmParser::dmaDirective(int lineNo, const std::vector<Arg>& args) {
   if (!checkKeys(lineNo, ".dma_descriptor", args, 1,
-                 {"src", "dst", "inner", "counts", "src_strides", "dst_strides", "chip"}))
+                 {"src", "dst", "inner", "counts", "src_strides", "dst_strides", "chip", "elem"}))
     return;
   int64_t word;
   if (!argInt(lineNo, args[0], "the SMEM word address", 0, INT64_MAX / 4, &word)) return;
@@ -409,6 +409,15 @@ void AsmParser::dmaDirective(int lineNo, const std::vector<Arg>& args) {
   if (const Arg* a = find(args, "chip")) {
     if (!argInt(lineNo, *a, "chip", 0, 0xFFFF, &v)) return;
     desc.dstChip = uint16_t(v);
+  }
+  if (const Arg* a = find(args, "elem")) {
+    if (!argInt(lineNo, *a, "elem", 1, 2, &v)) return;
+    desc.elemBytes = uint8_t(v);
+  }
+  std::string invalid;
+  if (!desc.validate(&invalid)) {
+    error(lineNo, args[0].column, invalid);
+    return;
   }
   DataSegment seg;
   seg.space = MemorySpace::Smem;

@@ -98,6 +98,7 @@ bool printAsDescriptor(const DataSegment& seg, std::string* out) {
       hex(d.dstAddr), d.innerBytes, list(d.counts.data(), n), list(d.srcStrides.data(), n),
       list(d.dstStrides.data(), n));
   if (d.dstChip != kDmaLocalChip) *out += fmt::format(", chip={}", d.dstChip);
+  if (d.widening()) *out += fmt::format(", elem={}", d.elemBytes);
   *out += "\n";
   return true;
 }

@@ -25,7 +25,8 @@ bool memorySpaceFromName(const std::string& name, MemorySpace* out) {
 
 std::array<uint32_t, kDmaDescriptorWords> DmaDescriptor::pack() const {
   std::array<uint32_t, kDmaDescriptorWords> w{};
-  w[0] = uint32_t(src) | uint32_t(dst) << 4 | uint32_t(numDims - 1) << 8 | uint32_t(dstChip) << 16;
+  w[0] = uint32_t(src) | uint32_t(dst) << 4 | uint32_t(numDims - 1) << 8 |
+         uint32_t(elemBytes & 3) << 10 | uint32_t(dstChip) << 16;
   w[1] = uint32_t(srcAddr);
   w[2] = uint32_t(srcAddr >> 32);
   w[3] = uint32_t(dstAddr);
@@ -45,13 +46,14 @@ bool DmaDescriptor::unpack(const uint32_t* w, DmaDescriptor* d, std::string* err
     *error = "invalid memory space in DMA descriptor word 0";
     return false;
   }
-  if ((w[0] >> 10) & 0x3F) {
-    *error = "reserved bits 10-15 of DMA descriptor word 0 are not zero";
+  if ((w[0] >> 12) & 0xF) {
+    *error = "reserved bits 12-15 of DMA descriptor word 0 are not zero";
     return false;
   }
   d->src = MemorySpace(srcSpace);
   d->dst = MemorySpace(dstSpace);
   d->numDims = int((w[0] >> 8) & 3) + 1;
+  d->elemBytes = uint8_t((w[0] >> 10) & 3);
   d->dstChip = uint16_t(w[0] >> 16);
   d->srcAddr = uint64_t(w[1]) | uint64_t(w[2]) << 32;
   d->dstAddr = uint64_t(w[3]) | uint64_t(w[4]) << 32;
@@ -77,6 +79,40 @@ bool DmaDescriptor::unpack(const uint32_t* w, DmaDescriptor* d, std::string* err
   if (w[15] != 0) {
     *error = "reserved DMA descriptor word 15 is not zero";
     return false;
+  }
+  return d->validate(error);
+}
+
+bool DmaDescriptor::validate(std::string* error) const {
+  if (!widening()) return true;
+  auto fail = [&](std::string message) {
+    *error = "widening DMA descriptor (element size " + std::to_string(elemBytes) +
+             " bytes, word 0 bits 10-11): " + message;
+    return false;
+  };
+  if (elemBytes != 1 && elemBytes != 2) return fail("the element size must be 1 or 2");
+  bool srcHbm = src == MemorySpace::Hbm, dstHbm = dst == MemorySpace::Hbm;
+  if (srcHbm == dstHbm)
+    return fail(std::string("exactly one side must be hbm (the dense side), but it copies ") +
+                memorySpaceName(src) + " -> " + memorySpaceName(dst));
+  if (innerBytes % elemBytes)
+    return fail("the innermost size " + std::to_string(innerBytes) +
+                " is not a multiple of the element size");
+  for (bool source : {true, false}) {
+    bool wide = source == wideSource();
+    uint64_t align = wide ? kDmaWideWordBytes : elemBytes;
+    const char* side = source ? "source" : "destination";
+    uint64_t addr = source ? srcAddr : dstAddr;
+    if (addr % align)
+      return fail(std::string(side) + " address " + std::to_string(addr) +
+                  " is not a multiple of " + std::to_string(align) + " (the " +
+                  (wide ? "wide" : "dense") + " side's element size)");
+    const auto& strides = source ? srcStrides : dstStrides;
+    for (int i = 0; i + 1 < numDims; ++i)
+      if (strides[size_t(i)] % align)
+        return fail(std::string(side) + " stride of dimension " + std::to_string(i + 1) + " (" +
+                    std::to_string(strides[size_t(i)]) + ") is not a multiple of " +
+                    std::to_string(align));
   }
   return true;
 }

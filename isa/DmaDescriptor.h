@@ -3,6 +3,7 @@
 // strided byte blocks between memory spaces. All sizes and strides are bytes.
 //
 //   word 0      : src space (bits 0-3) | dst space (bits 4-7) | ndims-1 (bits 8-9)
+//                 | element size of the widening mode (bits 10-11, below)
 //                 | dst chip (bits 16-31, 0xFFFF = this chip; for ICI, later)
 //   words 1,2   : source address, low and high 32 bits
 //   words 3,4   : destination address, low and high 32 bits
@@ -16,6 +17,21 @@
 // (row * 512 + lane * 4); SMEM addresses are byte addresses too (word * 4).
 // Transfers complete in order within a queue; the flag is incremented by 1 when
 // the last byte of the descriptor has been written.
+//
+// Widening mode (word 0 bits 10-11 = E, 1 or 2; 0 = the plain byte copy above;
+// 3 is malformed). VMEM and SMEM hold one element per 32-bit word while HBM
+// holds bf16 / int8 arrays densely, so the DMA does that relayout itself, as a
+// real TPU DMA does layout work. One side is HBM (the dense side, E bytes per
+// element), the other VMEM or SMEM (the wide side, 4 bytes per element):
+//  - HBM -> VMEM/SMEM: each dense E-byte element is written to the low E bytes
+//    of its own 32-bit word; the upper 4 - E bytes of the word become zero;
+//  - VMEM/SMEM -> HBM: the low E bytes of each word are read and written
+//    densely (the upper bytes are ignored).
+// Units: word 5 (inner) counts DENSE bytes (a multiple of E); the wide side's
+// innermost run is inner / E * 4 bytes. Addresses and strides are each side's
+// own byte addresses; the dense side's must be multiples of E, the wide side's
+// multiples of 4. Anything else (both or neither side HBM, misaligned) is a
+// malformed descriptor.
 #pragma once
 
 #include <array>
@@ -32,6 +48,7 @@ bool memorySpaceFromName(const std::string& name, MemorySpace* out);
 constexpr int kDmaDescriptorWords = 16;
 constexpr int kDmaMaxDims = 4;
 constexpr uint16_t kDmaLocalChip = 0xFFFF;
+constexpr int kDmaWideWordBytes = 4;  // bytes per element on the wide side of a widening copy
 
 struct DmaDescriptor {
   MemorySpace src = MemorySpace::Hbm;
@@ -44,9 +61,26 @@ struct DmaDescriptor {
   std::array<uint32_t, 3> counts{1, 1, 1};
   std::array<uint32_t, 3> srcStrides{0, 0, 0};
   std::array<uint32_t, 3> dstStrides{0, 0, 0};
+  uint8_t elemBytes = 0;  // widening mode: dense element size 1 or 2; 0 = plain byte copy
 
+  bool widening() const { return elemBytes != 0; }
+  // Whether the source (else the destination) is the wide side of a widening copy.
+  bool wideSource() const { return widening() && src != MemorySpace::Hbm; }
+  // Bytes of the innermost run on one side (differs between the sides only when widening).
+  uint64_t innerBytesOn(bool source) const {
+    bool wide = widening() && (source == wideSource());
+    return wide ? uint64_t(innerBytes) / elemBytes * kDmaWideWordBytes : innerBytes;
+  }
+  // Bytes moved on the dense side (both sides for a plain copy).
   uint64_t totalBytes() const { return uint64_t(innerBytes) * counts[0] * counts[1] * counts[2]; }
+  // Bytes read from the source / written to the destination.
+  uint64_t sideBytes(bool source) const {
+    return innerBytesOn(source) * counts[0] * counts[1] * counts[2];
+  }
   std::array<uint32_t, kDmaDescriptorWords> pack() const;
+  // The rules of the layout above that involve more than one field (widening
+  // mode spaces and alignment); on a violation returns false and sets *error.
+  bool validate(std::string* error) const;
   // Unpacks and validates; on a malformed descriptor returns false and sets *error.
   static bool unpack(const uint32_t* words, DmaDescriptor* out, std::string* error);
 };

@@ -16,12 +16,22 @@ DmaRequestRange DescriptorWalker::next() {
                      uint64_t(i2_) * d_.srcStrides[1] + uint64_t(i3_) * d_.srcStrides[2];
   uint64_t dstBase = d_.dstAddr + uint64_t(i1_) * d_.dstStrides[0] +
                      uint64_t(i2_) * d_.dstStrides[1] + uint64_t(i3_) * d_.dstStrides[2];
+  // Offsets within the element on each side (the wide side of a widening copy
+  // advances 4 bytes per dense element of E bytes).
+  auto wide = [&](uint64_t denseBytes) {
+    return denseBytes / d_.elemBytes * isa::kDmaWideWordBytes;
+  };
+  bool wideSrc = d_.wideSource(), wideDst = d_.widening() && !wideSrc;
   DmaRequestRange r;
-  r.src = srcBase + offset_;
-  r.dst = dstBase + offset_;
+  r.src = srcBase + (wideSrc ? wide(offset_) : offset_);
+  r.dst = dstBase + (wideDst ? wide(offset_) : offset_);
   uint64_t align = alignOnSource_ ? r.src : r.dst;
   uint64_t toBoundary = requestBytes_ - align % requestBytes_;
+  if (d_.widening())  // whole elements only (a request smaller than one element moves one)
+    toBoundary = std::max<uint64_t>(d_.elemBytes, toBoundary - toBoundary % d_.elemBytes);
   r.bytes = uint32_t(std::min<uint64_t>(d_.innerBytes - offset_, toBoundary));
+  r.srcBytes = wideSrc ? uint32_t(wide(r.bytes)) : r.bytes;
+  r.dstBytes = wideDst ? uint32_t(wide(r.bytes)) : r.bytes;
   offset_ += r.bytes;
   if (offset_ == d_.innerBytes) {
     offset_ = 0;
@@ -38,7 +48,7 @@ DmaRequestRange DescriptorWalker::next() {
 
 unsigned __int128 descriptorExtent(const isa::DmaDescriptor& d, bool source) {
   const auto& strides = source ? d.srcStrides : d.dstStrides;
-  unsigned __int128 extent = d.innerBytes;
+  unsigned __int128 extent = d.innerBytesOn(source);
   for (int i = 0; i < 3; ++i)
     extent += (unsigned __int128)(d.counts[i] == 0 ? 0 : d.counts[i] - 1) * strides[i];
   return extent;

@@ -3,6 +3,8 @@
 // never cross a `requestBytes`-aligned boundary of the HBM-side address (the
 // source if it is HBM, else the destination), so requests map onto whole
 // HBM bursts whenever the data allows it. A request never spans two elements.
+// Widening copies (DmaDescriptor.h) are cut on the dense (HBM) side; the wide
+// side of a request covers 4 / E times as many bytes.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,8 @@ namespace tpusim::sim::dma {
 
 struct DmaRequestRange {
   uint64_t src = 0, dst = 0;
-  uint32_t bytes = 0;
+  uint32_t bytes = 0;                   // on the dense side (both sides of a plain copy)
+  uint32_t srcBytes = 0, dstBytes = 0;  // read from the source, written to the destination
 };
 
 class DescriptorWalker {
@@ -33,7 +36,8 @@ class DescriptorWalker {
   bool done_ = false;
 };
 
-// The byte just past the highest byte the descriptor touches on one side,
+// The byte just past the highest byte the descriptor touches on one side (its
+// own bytes: the widened run on the wide side of a widening copy),
 // relative to its base address (strides are unsigned, so the last element is
 // the highest). Exact in 128 bits.
 unsigned __int128 descriptorExtent(const isa::DmaDescriptor& d, bool source);

@@ -12,6 +12,24 @@ namespace tpusim::sim::dma {
 namespace {
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 constexpr uint64_t kHbmWriteBit = uint64_t(1) << 63;  // HBM request id: slot | phase
+
+// One request of a widening copy (DmaDescriptor.h): dense E-byte elements to
+// the low bytes of 32-bit words (upper bytes zero), or the low bytes back.
+void copyWidening(const isa::DmaDescriptor& d, const mem::SparseMemory& src, mem::SparseMemory& dst,
+                  const DmaRequestRange& r) {
+  std::vector<uint8_t> in(r.srcBytes), out(r.dstBytes, 0);
+  src.read(r.src, in.data(), in.size());
+  const uint32_t e = d.elemBytes, w = isa::kDmaWideWordBytes, n = r.bytes / e;
+  bool widen = !d.wideSource();
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t b = 0; b < e; ++b) {
+      if (widen)
+        out[i * w + b] = in[i * e + b];
+      else
+        out[i * e + b] = in[i * w + b];
+    }
+  dst.write(r.dst, out.data(), out.size());
+}
 }  // namespace
 
 bool DmaEngine::Event::operator>(const Event& o) const {
@@ -114,6 +132,9 @@ DmaStatus DmaEngine::issue(int core, int q, const isa::DmaDescriptor& d, int fla
     return fail(DmaStatus::Code::Malformed,
                 fmt::format("{}: a size or count of 0 (inner {} bytes, counts {}x{}x{})", where,
                             d.innerBytes, d.counts[0], d.counts[1], d.counts[2]));
+  std::string invalid;
+  if (!d.validate(&invalid))
+    return fail(DmaStatus::Code::Malformed, fmt::format("{}: {}", where, invalid));
   if (d.dstChip != isa::kDmaLocalChip)
     return fail(DmaStatus::Code::Unsupported,
                 fmt::format("{}: copies to another chip (dst chip {}) need ICI, which this chip "
@@ -260,9 +281,9 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
   r.live = true;
   ++outstanding_[size_t(core)];
   if (d.d.src == isa::MemorySpace::Hbm) {
-    hbm_.submit(hbm::HbmRequest{slot, r.range.src, r.range.bytes, false, cycle});
+    hbm_.submit(hbm::HbmRequest{slot, r.range.src, r.range.srcBytes, false, cycle});
   } else {
-    uint64_t end = port(d.d.src, core, false).reserve(cycle, r.range.bytes, portRate_);
+    uint64_t end = port(d.d.src, core, false).reserve(cycle, r.range.srcBytes, portRate_);
     events_.push(Event{end, core, q, d.number, r.index, EventKind::ReadDone, slot});
   }
 }
@@ -271,9 +292,9 @@ void DmaEngine::startWrite(uint32_t slot, uint64_t cycle) {
   const Request& r = requests_[slot];
   const Descriptor& d = descriptor(r.core, r.queue, r.descriptor);
   if (d.d.dst == isa::MemorySpace::Hbm) {
-    hbm_.submit(hbm::HbmRequest{slot | kHbmWriteBit, r.range.dst, r.range.bytes, true, cycle});
+    hbm_.submit(hbm::HbmRequest{slot | kHbmWriteBit, r.range.dst, r.range.dstBytes, true, cycle});
   } else {
-    uint64_t end = port(d.d.dst, r.core, true).reserve(cycle, r.range.bytes, portRate_);
+    uint64_t end = port(d.d.dst, r.core, true).reserve(cycle, r.range.dstBytes, portRate_);
     events_.push(Event{end, r.core, r.queue, r.descriptor, r.index, EventKind::WriteDone, slot});
   }
 }
@@ -283,12 +304,15 @@ void DmaEngine::finishRequest(uint32_t slot, uint64_t cycle, std::vector<DmaComp
   Descriptor& d = descriptor(r.core, r.queue, r.descriptor);
   if (memory_) {
     // Bounds were checked for the whole descriptor at issue.
-    mem::copyBytes(memory_->space(d.d.src, r.core), r.range.src, memory_->space(d.d.dst, r.core),
-                   r.range.dst, r.range.bytes);
+    if (d.d.widening())
+      copyWidening(d.d, memory_->space(d.d.src, r.core), memory_->space(d.d.dst, r.core), r.range);
+    else
+      mem::copyBytes(memory_->space(d.d.src, r.core), r.range.src, memory_->space(d.d.dst, r.core),
+                     r.range.dst, r.range.bytes);
   }
   DmaCoreStats& s = stats_[size_t(r.core)];
-  s.spaces[size_t(d.d.src)].read += r.range.bytes;
-  s.spaces[size_t(d.d.dst)].written += r.range.bytes;
+  s.spaces[size_t(d.d.src)].read += r.range.srcBytes;
+  s.spaces[size_t(d.d.dst)].written += r.range.dstBytes;
   s.queues[size_t(r.queue)].requests += 1;
   ++d.completedRequests;
   --outstanding_[size_t(r.core)];

@@ -21,6 +21,10 @@
 //    `dma.vmem_bytes_per_cycle` bytes per cycle, first come first served, byte
 //    for byte (four 512-byte requests share one cycle of a 2048-byte port); a
 //    request is done at the first cycle boundary after its last byte;
+//  - a widening copy (bf16 / int8 <-> one element per 32-bit word) costs what
+//    each side moves: the HBM request carries the dense bytes, the VMEM/SMEM
+//    port the widened words (4 / E times as many bytes); the relayout itself
+//    is free (done in the engine's data path as bytes stream through);
 //  - the request completes when its write has finished; its slot is reusable
 //    in the same cycle (a port write) or the next one (an HBM write);
 //  - the descriptor completes when all its requests have, and not before the

@@ -1,0 +1,175 @@
+// Widening DMA copies (isa/DmaDescriptor.h, element size E = 1 or 2): data in
+// both directions and to/from SMEM, request cutting on the dense side, and the
+// cost of each side (dense bytes on HBM, widened words on the VMEM/SMEM port).
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <vector>
+
+#include "sim/config/ChipLoader.h"
+#include "sim/dma/DmaEngine.h"
+
+using namespace tpusim;
+using namespace tpusim::sim;
+using namespace tpusim::sim::dma;
+using isa::MemorySpace;
+
+namespace {
+
+mem::ChipMemory memoryFor(const ChipConfig& c) {
+  return mem::ChipMemory({uint64_t(c.hbm.capacity_bytes), uint64_t(c.vmem.bytes),
+                          uint64_t(c.core.smem_bytes) / 4, int(c.core.cores)});
+}
+
+// rows x elems elements, dense rows `denseStride` bytes apart, wide rows
+// `wideStride` bytes apart.
+isa::DmaDescriptor widening(MemorySpace src, uint64_t srcAddr, MemorySpace dst, uint64_t dstAddr,
+                            uint8_t elem, uint32_t elems, uint32_t rows, uint32_t denseStride,
+                            uint32_t wideStride) {
+  isa::DmaDescriptor d;
+  d.src = src;
+  d.dst = dst;
+  d.srcAddr = srcAddr;
+  d.dstAddr = dstAddr;
+  d.elemBytes = elem;
+  d.innerBytes = elems * elem;
+  d.numDims = rows > 1 ? 2 : 1;
+  d.counts = {rows, 1, 1};
+  bool wideSrc = src != MemorySpace::Hbm;
+  d.srcStrides = {wideSrc ? wideStride : denseStride, 0, 0};
+  d.dstStrides = {wideSrc ? denseStride : wideStride, 0, 0};
+  return d;
+}
+
+uint64_t runAll(DmaEngine& e) {
+  std::vector<DmaCompletion> done;
+  while (!e.idle()) e.advanceTo(e.nextEventCycle() + 1, done);
+  REQUIRE(!done.empty());
+  return done.back().cycle;
+}
+
+}  // namespace
+
+TEST_CASE("widening requests are cut on the dense side", "[dma][sanitize]") {
+  // 300 bf16 values from HBM 200: the first request ends at the 512-byte
+  // boundary of the HBM address (156 values), the wide side moves 4 bytes each.
+  auto d = widening(MemorySpace::Hbm, 200, MemorySpace::Vmem, 4096, 2, 300, 1, 0, 0);
+  DescriptorWalker w(d, 512);
+  DmaRequestRange a = w.next(), b = w.next();
+  CHECK(w.done());
+  CHECK(a.bytes == 312);
+  CHECK(a.srcBytes == 312);
+  CHECK(a.dstBytes == 624);
+  CHECK(b.src == 512);
+  CHECK(b.dst == 4096 + 624);
+  CHECK(b.bytes == 288);
+  CHECK(b.dstBytes == 576);
+  // VMEM -> HBM int8: the source advances 4 bytes per element.
+  auto up = widening(MemorySpace::Vmem, 0, MemorySpace::Hbm, 500, 1, 40, 1, 0, 0);
+  DescriptorWalker w2(up, 512);
+  DmaRequestRange c = w2.next(), e = w2.next();
+  CHECK(c.bytes == 12);
+  CHECK(c.srcBytes == 48);
+  CHECK(e.src == 48);
+  CHECK(e.dst == 512);
+  CHECK(e.srcBytes == 112);
+  CHECK(descriptorExtent(up, true) == 160);
+  CHECK(descriptorExtent(up, false) == 40);
+}
+
+TEST_CASE("widening copies move the low bytes of each word, both ways", "[dma][sanitize]") {
+  ChipConfig c = loadChip("v5e");
+  std::mt19937 rng(11);
+  for (uint8_t elem : {1, 2})
+    for (MemorySpace wideSpace : {MemorySpace::Vmem, MemorySpace::Smem}) {
+      INFO("elem " << int(elem) << " wide side " << isa::memorySpaceName(wideSpace));
+      mem::ChipMemory m = memoryFor(c);
+      DmaEngine e(c, &m);
+      const uint32_t elems = 200, rows = 5;
+      const uint32_t denseStride = 1000 * elem, wideStride = 1024;
+      std::vector<uint8_t> hbm(size_t(rows) * denseStride), wideOld(size_t(rows) * wideStride);
+      for (auto& b : hbm) b = uint8_t(rng());
+      for (auto& b : wideOld) b = uint8_t(rng());
+      REQUIRE_FALSE(m.hbm().write(64, hbm.data(), hbm.size()));
+      REQUIRE_FALSE(m.space(wideSpace, 0).write(0, wideOld.data(), wideOld.size()));
+      // In: dense elements into words, upper bytes zero; the rest untouched.
+      auto in =
+          widening(MemorySpace::Hbm, 64, wideSpace, 0, elem, elems, rows, denseStride, wideStride);
+      REQUIRE(e.issue(0, 0, in, 0, 0).ok());
+      runAll(e);
+      std::vector<uint8_t> got(wideOld.size());
+      REQUIRE_FALSE(m.space(wideSpace, 0).read(0, got.data(), got.size()));
+      std::vector<uint8_t> expect = wideOld;
+      for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t i = 0; i < elems; ++i)
+          for (uint32_t b = 0; b < 4; ++b)
+            expect[r * wideStride + i * 4 + b] = b < elem ? hbm[r * denseStride + i * elem + b] : 0;
+      CHECK(got == expect);
+      CHECK(e.stats(0).spaces[size_t(MemorySpace::Hbm)].read == uint64_t(rows) * elems * elem);
+      CHECK(e.stats(0).spaces[size_t(wideSpace)].written == uint64_t(rows) * elems * 4);
+      // Out: the low bytes of each word (whatever the upper bytes hold) back densely.
+      REQUIRE_FALSE(m.space(wideSpace, 0).write(0, wideOld.data(), wideOld.size()));
+      const uint64_t outAt = 1 << 20;
+      auto out = widening(wideSpace, 0, MemorySpace::Hbm, outAt, elem, elems, rows, denseStride,
+                          wideStride);
+      REQUIRE(e.issue(0, 1, out, 1, e.now()).ok());
+      runAll(e);
+      std::vector<uint8_t> dense(hbm.size()), expectDense(hbm.size(), 0);
+      REQUIRE_FALSE(m.hbm().read(outAt, dense.data(), dense.size()));
+      for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t i = 0; i < elems; ++i)
+          for (uint32_t b = 0; b < elem; ++b)
+            expectDense[r * denseStride + i * elem + b] = wideOld[r * wideStride + i * 4 + b];
+      CHECK(dense == expectDense);
+    }
+}
+
+TEST_CASE("a widening copy costs dense bytes on HBM and widened bytes on the port",
+          "[dma][sanitize]") {
+  ChipConfig c = loadChip("v5e");
+  const uint32_t dense = 1 << 20;
+  auto cycles = [&](ChipConfig cc, uint8_t elem, uint32_t bytes) {
+    DmaEngine e(cc, nullptr);
+    isa::DmaDescriptor d;
+    d.src = MemorySpace::Hbm;
+    d.dst = MemorySpace::Vmem;
+    d.innerBytes = bytes;
+    d.elemBytes = elem;
+    REQUIRE(e.issue(0, 0, d, 0, 0).ok());
+    return runAll(e);
+  };
+  SECTION("the preset: bf16 is HBM-bound, int8's four-fold words just exceed the port") {
+    uint64_t plain = cycles(c, 0, dense), bf16 = cycles(c, 2, dense), s8 = cycles(c, 1, dense);
+    CHECK(bf16 == plain);
+    // v5e: HBM gives ~546 B/cycle, x4 = ~2185 B/cycle of words > the 2048-byte port.
+    uint64_t portCycles = 4 * uint64_t(dense) / uint64_t(c.dma.vmem_bytes_per_cycle);
+    CHECK(s8 > plain);
+    CHECK(s8 >= portCycles);
+    CHECK(s8 <= portCycles + 200);  // + the first HBM read's latency
+  }
+  SECTION("port-bound: the VMEM write port moves 4 / E bytes per dense byte") {
+    c.dma.vmem_bytes_per_cycle = 32;  // far below HBM: the port decides
+    uint64_t plain = cycles(c, 0, dense);
+    double bf16 = double(cycles(c, 2, dense)), s8 = double(cycles(c, 1, dense));
+    CHECK(bf16 / double(plain) == Approx(2.0).epsilon(0.02));
+    CHECK(s8 / double(plain) == Approx(4.0).epsilon(0.02));
+    // ... and exactly what the port needs for the widened bytes, after the first HBM read.
+    CHECK(bf16 >= double(2 * dense / 32));
+  }
+}
+
+TEST_CASE("the engine refuses malformed widening descriptors", "[dma][sanitize]") {
+  ChipConfig c = loadChip("v5e");
+  DmaEngine e(c, nullptr);
+  auto d = widening(MemorySpace::Vmem, 0, MemorySpace::Vmem, 4096, 2, 16, 1, 0, 0);
+  DmaStatus s = e.issue(0, 0, d, 0, 0);
+  CHECK(s.code == DmaStatus::Code::Malformed);
+  CHECK_THAT(s.message, Catch::Contains("core 0 queue q0 descriptor #0") &&
+                            Catch::Contains("exactly one side must be hbm"));
+  // Bounds are checked on the wide side's own extent: 16 values need 64 bytes of VMEM.
+  auto edge =
+      widening(MemorySpace::Hbm, 0, MemorySpace::Vmem, uint64_t(c.vmem.bytes) - 48, 2, 16, 1, 0, 0);
+  CHECK(e.issue(0, 0, edge, 0, 0).code == DmaStatus::Code::OutOfBounds);
+  edge.dstAddr -= 16;
+  CHECK(e.issue(0, 0, edge, 0, 0).ok());
+}
