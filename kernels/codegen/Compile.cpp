@@ -34,20 +34,13 @@ struct Stream {
   std::vector<MOperand> idx;  // block index held in the current slot
   MOperand slot, pending;
   const llo::Value* bodyArg = nullptr;
-  // bf16 inputs whose block rows are whole 128-column tiles arrive packed (two
-  // columns per 32-bit word, one full-speed DMA, 256 columns per staging row)
-  // in a staging buffer and are spread to the one-element-per-word block
-  // layout by the VPU and XLU.
-  bool packed = false;
-  int64_t perWord = 1;  // elements per 32-bit word when packed (bf16: 2, int8: 4)
-  int64_t stageRow = 0, stageRows = 0;
 };
 
 class Pipeline {
  public:
-  Pipeline(const llo::Kernel& k, const TargetInfo& t, MFunction& fn, MemoryPlan& mem,
-           std::vector<LoopRange>& loops, std::vector<isa::DataSegment>& data)
-      : k_(k), t_(t), L_(fn, mem, t, loops, data), mem_(mem) {}
+  Pipeline(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o, MFunction& fn,
+           MemoryPlan& mem, std::vector<LoopRange>& loops, std::vector<isa::DataSegment>& data)
+      : k_(k), t_(t), o_(o), L_(fn, mem, t, loops, data), mem_(mem) {}
 
   double flopsPerStep() const { return L_.bodyFlops; }
   std::vector<Stream>& streams() { return streams_; }
@@ -63,14 +56,17 @@ class Pipeline {
           fmt::format("kernel '{}': input/output aliasing is not supported by the "
                       "code generator yet",
                       k_.name));
-    // HBM arrays.
+    // HBM arrays: the caller's buffer assignment, or placed here.
     std::vector<int64_t> hbmIn, hbmOut;
-    for (const auto& a : k_.inputs)
-      hbmIn.push_back(mem_.hbm(
-          "input " + a.name, llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape))));
-    for (const auto& a : k_.outputs)
-      hbmOut.push_back(mem_.hbm(
-          "output " + a.name, llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape))));
+    if (o_.inputAddresses.empty() && o_.outputAddresses.empty()) {
+      for (const auto& a : k_.inputs) hbmIn.push_back(mem_.hbm("input " + a.name, arrayBytes(a)));
+      for (const auto& a : k_.outputs)
+        hbmOut.push_back(mem_.hbm("output " + a.name, arrayBytes(a)));
+    } else {
+      hbmIn = o_.inputAddresses;
+      hbmOut = o_.outputAddresses;
+      checkGivenAddresses();
+    }
     hbmIn_ = hbmIn;
     hbmOut_ = hbmOut;
     size_t arg = 0;
@@ -135,34 +131,9 @@ class Pipeline {
                                        isa::dtypeName(a.dtype), llo::shapeStr(m.blockShape)),
                            m.blockShape, 2);
       s.flag = mem_.flags(fmt::format("'{}' block copies", a.name), 1);
-      int64_t bc = m.blockShape.empty() ? 0 : m.blockShape.back();
-      int64_t perWord = a.dtype == llo::DType::Bf16 ? 2 : (a.dtype == llo::DType::S8 ? 4 : 1);
-      int64_t perRow = (bc + 128 * perWord - 1) / (128 * perWord);  // staging rows per block row
-      s.packed =
-          !output && perWord > 1 && m.blockShape.size() == 2 && bc % 128 == 0 && perRow <= 255;
-      s.perWord = perWord;
-      if (s.packed) {
-        int64_t rows = m.blockShape[0];
-        s.stageRows = rows * perRow;
-        s.stageRow =
-            mem_.vmem(fmt::format("'{}' packed bf16 staging x 2", a.name), {2 * s.stageRows, 128});
-        isa::DmaDescriptor d;
-        d.src = isa::MemorySpace::Hbm;
-        d.dst = isa::MemorySpace::Vmem;
-        d.numDims = rows > 1 ? 2 : 1;
-        d.innerBytes = uint32_t(bc * isa::dtypeBytes(a.dtype));
-        d.counts[0] = uint32_t(rows);
-        d.srcStrides[0] = uint32_t(a.shape.back() * isa::dtypeBytes(a.dtype));
-        d.dstStrides[0] = uint32_t(perRow * isa::kVmemRowBytes);
-        s.plan.descriptors = {d};
-        s.plan.srcOffset = {0};
-        s.plan.dstOffset = {0};
-        s.plan.bytes = rows * bc * isa::dtypeBytes(a.dtype);
-      }
       try {
-        if (!s.packed)
-          s.plan = output ? planCopy(s.blockType, s.hbmType, m.blockShape)
-                          : planCopy(s.hbmType, s.blockType, m.blockShape);
+        s.plan = output ? planCopy(s.blockType, s.hbmType, m.blockShape)
+                        : planCopy(s.hbmType, s.blockType, m.blockShape);
       } catch (const CodegenError& e) {
         throw CodegenError(
             fmt::format("{}:{}: error: '{}': {}", m.loc.file, m.loc.line, a.name, e.what()));
@@ -193,11 +164,61 @@ class Pipeline {
  private:
   const llo::Kernel& k_;
   const TargetInfo& t_;
+  const CompileOptions& o_;
   Lowerer L_;
   MemoryPlan& mem_;
   std::vector<Stream> streams_;
   std::vector<RefPlace> prefetch_;
   std::vector<int64_t> hbmIn_, hbmOut_;
+
+  static int64_t arrayBytes(const llo::ArrayOperand& a) {
+    return llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape));
+  }
+
+  // Addresses from CompileOptions: one per array, inside the 32-bit DMA
+  // address range, no two arrays overlapping (an aliased pair shares one).
+  void checkGivenAddresses() const {
+    auto count = [&](const char* what, size_t given, size_t want) {
+      if (given != want)
+        throw CodegenError(
+            fmt::format("kernel '{}': CompileOptions::{} has {} addresses but the kernel has {} {}",
+                        k_.name, what, given, want, what[0] == 'i' ? "inputs" : "outputs"));
+    };
+    count("inputAddresses", o_.inputAddresses.size(), k_.inputs.size());
+    count("outputAddresses", o_.outputAddresses.size(), k_.outputs.size());
+    struct Span {
+      std::string what;
+      int64_t begin, end;
+      int alias;  // input index an output aliases (-1 none) / own input index
+    };
+    std::vector<Span> spans;
+    for (size_t i = 0; i < k_.inputs.size(); ++i)
+      spans.push_back({"input '" + k_.inputs[i].name + "'", o_.inputAddresses[i],
+                       o_.inputAddresses[i] + arrayBytes(k_.inputs[i]), int(i)});
+    for (size_t i = 0; i < k_.outputs.size(); ++i) {
+      int alias = -2;
+      for (const auto& [in, out] : k_.aliases)
+        if (out == int(i)) alias = in;
+      spans.push_back({"output '" + k_.outputs[i].name + "'", o_.outputAddresses[i],
+                       o_.outputAddresses[i] + arrayBytes(k_.outputs[i]), alias});
+    }
+    size_t numIn = k_.inputs.size();
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const Span& a = spans[i];
+      if (a.begin < 0 || a.end > (int64_t(1) << 32))
+        throw CodegenError(fmt::format(
+            "kernel '{}': {} at HBM byte {} (size {}) is outside the 4 GiB the generated DMA "
+            "addresses cover",
+            k_.name, a.what, a.begin, a.end - a.begin));
+      for (size_t j = 0; j < i; ++j) {
+        const Span& b = spans[j];
+        bool aliased = i >= numIn && j < numIn && a.alias == int(j) && a.begin == b.begin;
+        if (!aliased && a.begin < b.end && b.begin < a.end && a.end > a.begin && b.end > b.begin)
+          throw CodegenError(fmt::format("kernel '{}': {} [{}, {}) overlaps {} [{}, {}) in HBM",
+                                         k_.name, a.what, a.begin, a.end, b.what, b.begin, b.end));
+      }
+    }
+  }
 
   MOperand reg() { return L_.fn().newReg(RegClass::Scalar); }
   void copy(MOperand dst, const ScalarVal& v) {
@@ -250,11 +271,8 @@ class Pipeline {
     ScalarVal hbm{true, s.hbmBase, {}};
     for (size_t d = 0; d < idx.size(); ++d)
       hbm = L_.add(hbm, L_.mulImm(idx[d], s.map->blockShape[d] * strides[d]));
-    ScalarVal vmem =
-        s.packed ? L_.mulImm(L_.add(ScalarVal{true, s.stageRow, {}}, L_.mulImm(slot, s.stageRows)),
-                             isa::kVmemRowBytes)
-                 : L_.mulImm(L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(slot, s.blockRows)),
-                             isa::kVmemRowBytes);
+    ScalarVal vmem = L_.mulImm(L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(slot, s.blockRows)),
+                               isa::kVmemRowBytes);
     for (size_t i = 0; i < s.descWords.size(); ++i) {
       MOperand base = L_.constReg(s.descWords[i]);
       ScalarVal src = s.output ? vmem : hbm, dst = s.output ? hbm : vmem;
@@ -268,88 +286,6 @@ class Pipeline {
   }
   void waitCopy(const Stream& s) {
     L_.emit(Opcode::SyncWait, {I(s.flag), I(int64_t(s.descWords.size()))});
-  }
-
-  // Spreads a packed block (word l of a staging row = columns E*l .. E*l+E-1,
-  // E = 2 for bf16, 4 for int8) into the block layout: per 8 rows, unpack
-  // each of the E element positions, gather every 128-column tile with
-  // xlu.perm, and pick by lane position modulo E.
-  void relayout(const Stream& s, const ScalarVal& slot) {
-    MFunction& fn = L_.fn();
-    auto V = [&] { return fn.newReg(RegClass::Vector); };
-    const int64_t E = s.perWord, lanesPerTile = 128 / E;
-    int shift = E == 2 ? 1 : 2;
-    MOperand iota = V(), sh = V(), base = V(), low = V(), lowMask = V();
-    L_.emit(Opcode::VIotaLane, {iota});
-    L_.emit(Opcode::VImm, {sh, I(shift)});
-    L_.emit(Opcode::VShr, {base, iota, sh});
-    L_.emit(Opcode::VImm, {lowMask, I(E - 1)});
-    L_.emit(Opcode::VAnd, {low, iota, lowMask});
-    std::vector<MOperand> pos;  // pos[j]: lanes whose column is element j of its word
-    for (int64_t j = 0; j + 1 < E; ++j) {
-      MOperand c = V(), m = fn.newReg(RegClass::Mask);
-      L_.emit(Opcode::VImm, {c, I(j)});
-      L_.emit(Opcode::VCmpEqS32, {m, low, c});
-      pos.push_back(m);
-    }
-    std::vector<MOperand> perm;  // perm[h]: source lane of each column of tile h
-    for (int64_t h = 0; h < E; ++h) {
-      if (h == 0) {
-        perm.push_back(base);
-        continue;
-      }
-      MOperand off = V(), p = V();
-      L_.emit(Opcode::VImm, {off, I(h * lanesPerTile)});
-      L_.emit(Opcode::VAddS32, {p, base, off});
-      perm.push_back(p);
-    }
-    Opcode unpack = E == 2 ? Opcode::VUnpackB16 : Opcode::VUnpackS8;
-    int64_t rows = s.map->blockShape[0], tiles = s.map->blockShape[1] / 128;
-    int64_t per = (tiles + E - 1) / E;  // staging rows per block row
-    int64_t padded = llo::tiledLayout(s.map->blockShape).paddedRows;
-    ScalarVal stage = L_.add(ScalarVal{true, s.stageRow, {}}, L_.mulImm(slot, s.stageRows));
-    ScalarVal block = L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(slot, s.blockRows));
-    stage = ScalarVal{false, 0, L_.reg(stage)};
-    block = ScalarVal{false, 0, L_.reg(block)};
-    int stageRegion = L_.newRegion(), blockRegion = L_.newRegion();
-    auto at = [&](const ScalarVal& b0, int64_t off, MOperand* b, int64_t* o) {
-      if (off <= 32767) {
-        *b = b0.reg;
-        *o = off;
-      } else {
-        L_.baseAndOffset(L_.addImm(b0, off), b, o);
-      }
-    };
-    for (int64_t r0 = 0; r0 < rows; r0 += 8) {
-      int64_t mask = (1 << std::min<int64_t>(8, rows - r0)) - 1;
-      for (int64_t cc = 0; cc < per; ++cc) {
-        MOperand b, src = V();
-        int64_t o;
-        at(stage, r0 * per + cc, &b, &o);
-        MInstr ld = makeInstr(Opcode::VLd, {src, b, I(o), I(per), I(mask)});
-        ld.mem = {MemAccess::Space::Vmem, stageRegion, false, -1, 8 * int(per)};
-        L_.emit(ld);
-        std::vector<MOperand> u;
-        for (int64_t j = 0; j < E; ++j) {
-          u.push_back(V());
-          L_.emit(unpack, {u.back(), src, I(j)});
-        }
-        for (int64_t h = 0; h < E && cc * E + h < tiles; ++h) {
-          MOperand t = V();
-          L_.emit(Opcode::XluPerm, {t, u[E - 1], perm[h]});
-          for (int64_t j = E - 2; j >= 0; --j) {
-            MOperand g = V(), sel = V();
-            L_.emit(Opcode::XluPerm, {g, u[j], perm[h]});
-            L_.emit(Opcode::VSel, {sel, pos[j], g, t});
-            t = sel;
-          }
-          at(block, (cc * E + h) * padded + r0, &b, &o);
-          MInstr st = makeInstr(Opcode::VSt, {t, b, I(o), I(1), I(mask)});
-          st.mem = {MemAccess::Space::Vmem, blockRegion, true, -1, 8};
-          L_.emit(st);
-        }
-      }
-    }
   }
 
   void gridLoop() {
@@ -409,10 +345,7 @@ class Pipeline {
     // buffer when its index changes.
     for (Stream& s : streams_) {
       if (s.output) continue;
-      when(R(s.pending), [&] {
-        waitCopy(s);
-        if (s.packed) relayout(s, R(s.slot));
-      });
+      when(R(s.pending), [&] { waitCopy(s); });
       L_.emit(Opcode::SLi, {s.pending, I(0)});
       std::vector<ScalarVal> nidx = indexMap(s, next);
       ScalarVal notLast = L_.scalarOp(llo::ScalarBin::Eq, isLast(), ScalarVal{true, 0, {}});
@@ -466,19 +399,24 @@ class Pipeline {
     L_.newBlock("epilogue");
     for (Stream& s : streams_)
       if (s.output) when(R(s.pending), [&] { waitCopy(s); });
-    L_.emit(Opcode::Halt, {});
+    // A linked kernel falls through to the next one; every DMA it started has
+    // been waited for, so its flags are back at zero and its outputs in HBM.
+    if (o_.standalone) L_.emit(Opcode::Halt, {});
   }
 };
 
 }  // namespace
 
-CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
+CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o) {
+  if (o.smemBase < 0)
+    throw CodegenError(
+        fmt::format("kernel '{}': CompileOptions::smemBase is negative ({})", k.name, o.smemBase));
   MFunction fn;
   fn.name = k.name;
-  MemoryPlan mem(t);
+  MemoryPlan mem(t, o.smemBase);
   std::vector<LoopRange> loops;
   std::vector<isa::DataSegment> data;
-  Pipeline p(k, t, fn, mem, loops, data);
+  Pipeline p(k, t, o, fn, mem, loops, data);
   p.build();
   mem.check();
   CompiledKernel out;
@@ -486,7 +424,7 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
   for (const MBlock& b : fn.blocks) schedules.push_back(scheduleBlock(b, t));
   auto used = allocateRegisters(fn, schedules, loops, t);
   std::vector<uint32_t> starts;
-  std::vector<isa::Bundle> bundles = assembleBundles(fn, schedules, t, &starts);
+  std::vector<isa::Bundle> bundles = assembleBundles(fn, schedules, t, &starts, o.firstBundle);
   // Every block must be free of hazards the machine would stall on.
   for (size_t b = 0; b < fn.blocks.size(); ++b) {
     std::vector<isa::Bundle> blk(bundles.begin() + starts[b], bundles.begin() + starts[b + 1]);
@@ -499,9 +437,10 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
   prog.chip = t.name;
   prog.code = bundles;
   prog.data = data;
-  prog.symbols.push_back({k.name, 0});
-  prog.debugMap.push_back(
-      {0, uint32_t(bundles.size()), k.name, "", k.loc.file, uint32_t(std::max(0, k.loc.line))});
+  const uint32_t first = o.firstBundle;
+  prog.symbols.push_back({k.name, first});
+  prog.debugMap.push_back({first, first + uint32_t(bundles.size()), k.name, o.hloInstruction,
+                           k.loc.file, uint32_t(std::max(0, k.loc.line))});
   auto addBuffer = [&](const llo::ArrayOperand& a, int64_t addr, isa::BufferRole role) {
     isa::BufferDesc b;
     b.name = a.name;
@@ -513,9 +452,9 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
     b.role = role;
     prog.buffers.push_back(b);
   };
-  for (size_t i = 0; i < k.inputs.size(); ++i)
+  for (size_t i = 0; o.standalone && i < k.inputs.size(); ++i)
     addBuffer(k.inputs[i], p.hbmIn()[i], isa::BufferRole::Input);
-  for (size_t i = 0; i < k.outputs.size(); ++i)
+  for (size_t i = 0; o.standalone && i < k.outputs.size(); ++i)
     addBuffer(k.outputs[i], p.hbmOut()[i], isa::BufferRole::Output);
   // Static costs: FLOPs of the body per step, and the block copies the
   // pipeline performs (index maps evaluated over the whole grid).
@@ -558,9 +497,13 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
   out.stats.vmemRows = mem.vmemRowsUsed();
   out.stats.smemWords = mem.smemWordsUsed();
   out.stats.flags = mem.flagsUsed();
+  out.firstBundle = o.firstBundle;
+  out.smemBase = o.smemBase;
+  out.smemWords = mem.smemWordsUsed();
+  out.standalone = o.standalone;
   for (size_t b = 0; b < fn.blocks.size(); ++b) {
-    out.machineText +=
-        fmt::format("{}:  # bundles {}..{}\n", fn.blocks[b].label, starts[b], starts[b + 1]);
+    out.machineText += fmt::format("{}:  # bundles {}..{}\n", fn.blocks[b].label, first + starts[b],
+                                   first + starts[b + 1]);
     for (uint32_t c = starts[b]; c < starts[b + 1]; ++c) {
       std::string line;
       for (const isa::Instruction& in : bundles[c].slots) {
@@ -570,7 +513,7 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
           line += fmt::format("{}{}{}", o ? ", " : " ",
                               isa::operandInfo(in.info().operands[o]).prefix, in.operands[o]);
       }
-      out.machineText += fmt::format("  {:5}  {}\n", c, line.empty() ? "nop" : line);
+      out.machineText += fmt::format("  {:5}  {}\n", first + c, line.empty() ? "nop" : line);
     }
   }
   return out;

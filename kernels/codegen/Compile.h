@@ -8,9 +8,17 @@
 // buffer when their block index changes (double buffering), runs the body, and
 // writes an output block back when its index is about to change; an epilogue
 // that waits for the last write-backs and halts.
+//
+// CompileOptions place a kernel inside a larger program (the HLO compiler
+// links one kernel per fusion, see Link.h): HBM addresses from the caller's
+// buffer assignment, code at an absolute bundle index, SMEM data from a given
+// word, and a non-standalone epilogue that waits for every DMA it started but
+// neither halts nor adds buffer-table entries.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "isa/Program.h"
 #include "kernels/codegen/TargetInfo.h"
@@ -27,14 +35,41 @@ struct CompileStats {
   int64_t stepBundles = 0;  // bundles of one grid step without branches taken (rough)
 };
 
+struct CompileOptions {
+  // HBM byte address of every input (kernel.inputs order, scalar-prefetch
+  // operands included) and output. Empty: the kernel places its arrays itself
+  // from address 0 (each 512-byte aligned). Otherwise one address per array;
+  // arrays may not overlap except an aliased input/output pair.
+  std::vector<int64_t> inputAddresses, outputAddresses;
+  // Index of the kernel's first bundle in the final program: branch targets,
+  // the symbol and the debug map are absolute (valid once the code is placed
+  // there; the kernel's program alone is runnable only when this is 0).
+  uint32_t firstBundle = 0;
+  // First SMEM word the kernel may use for its data segments (DMA descriptor
+  // templates) and SMEM scratch; CompiledKernel::smemWords reports how many.
+  int64_t smemBase = 0;
+  // true: a program of its own (halt, buffer table). false: a piece to link;
+  // the epilogue still waits for every DMA the kernel started, so the next
+  // kernel may read its outputs and reuse its VMEM and sync flags.
+  bool standalone = true;
+  // Stored in the kernel's debug-map entry (the HLO instruction it implements).
+  std::string hloInstruction;
+};
+
 struct CompiledKernel {
   isa::Program program;
   CompileStats stats;
   std::string machineText;  // the scheduled machine code, one bundle per line (--dump)
+  // Where it was placed (copied from the options) and the SMEM words it uses:
+  // [smemBase, smemBase + smemWords).
+  uint32_t firstBundle = 0;
+  int64_t smemBase = 0, smemWords = 0;
+  bool standalone = true;
 };
 
 // Throws CodegenError (unsupported construct, out of registers / VMEM / SMEM /
-// flags) with the DSL source location when there is one.
-CompiledKernel compileKernel(const llo::Kernel& kernel, const TargetInfo& target);
+// flags, bad options) with the DSL source location when there is one.
+CompiledKernel compileKernel(const llo::Kernel& kernel, const TargetInfo& target,
+                             const CompileOptions& options = {});
 
 }  // namespace tpusim::kernels::codegen

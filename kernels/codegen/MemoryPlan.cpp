@@ -45,7 +45,7 @@ void MemoryPlan::check() const {
     throw CodegenError(msg);
   };
   overflow("vmem", vmemNext_, t_.vmemRows(), "rows");
-  overflow("smem", smemNext_, t_.smemBytes / 4, "words");
+  overflow("smem", smemNext_, t_.smemBytes / 4, "words");  // the end, smemBase included
   overflow("flags", flagNext_, t_.syncFlags, "flags");
   if (hbmNext_ > (int64_t(1) << 32))
     throw CodegenError("the kernel's arrays exceed the 4 GiB the generated DMA addresses cover");

@@ -15,7 +15,9 @@ namespace tpusim::kernels::codegen {
 
 class MemoryPlan {
  public:
-  explicit MemoryPlan(const TargetInfo& t) : t_(t) {}
+  // SMEM words are handed out from `smemBase` on (a linked kernel's share).
+  explicit MemoryPlan(const TargetInfo& t, int64_t smemBase = 0)
+      : t_(t), smemBase_(smemBase), smemNext_(smemBase) {}
 
   // Each returns the first row / word / byte / flag of the new allocation.
   int64_t vmem(const std::string& what, const std::vector<int64_t>& shape, int copies = 1);
@@ -24,7 +26,7 @@ class MemoryPlan {
   int flags(const std::string& what, int count);
 
   int64_t vmemRowsUsed() const { return vmemNext_; }
-  int64_t smemWordsUsed() const { return smemNext_; }
+  int64_t smemWordsUsed() const { return smemNext_ - smemBase_; }  // from smemBase
   int flagsUsed() const { return flagNext_; }
   // Throws CodegenError listing every allocation when a space overflows.
   void check() const;
@@ -35,6 +37,7 @@ class MemoryPlan {
     int64_t start, size;
   };
   const TargetInfo& t_;
+  int64_t smemBase_ = 0;
   int64_t vmemNext_ = 0, smemNext_ = 0, hbmNext_ = 0;
   int flagNext_ = 0;
   std::vector<Entry> entries_;

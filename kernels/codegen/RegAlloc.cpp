@@ -128,7 +128,8 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
 
 std::vector<isa::Bundle> assembleBundles(const MFunction& fn,
                                          const std::vector<BlockSchedule>& schedules,
-                                         const TargetInfo& t, std::vector<uint32_t>* startsOut) {
+                                         const TargetInfo& t, std::vector<uint32_t>* startsOut,
+                                         uint32_t firstBundle) {
   std::vector<uint32_t> starts(fn.blocks.size() + 1, 0);
   for (size_t b = 0; b < fn.blocks.size(); ++b) starts[b + 1] = starts[b] + schedules[b].length;
   std::vector<isa::Bundle> out(starts.back());
@@ -152,7 +153,7 @@ std::vector<isa::Bundle> assembleBundles(const MFunction& fn,
           case MOperand::Kind::VirtReg:
             throw CodegenError("internal: virtual register left after allocation");
           case MOperand::Kind::Block:
-            in.operands[k] = starts.at(size_t(o.value));
+            in.operands[k] = firstBundle + starts.at(size_t(o.value));
             break;
           default:
             in.operands[k] = o.value;

@@ -32,10 +32,13 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
                                      const std::vector<LoopRange>& loops, const TargetInfo& target);
 
 // Lays out the scheduled, allocated blocks as bundles; branch targets become
-// bundle indices. `blockStart` receives each block's first bundle.
+// bundle indices, counted from `firstBundle` (where the code will sit in the
+// final program). `blockStart` receives each block's first bundle relative to
+// the returned vector.
 std::vector<isa::Bundle> assembleBundles(const MFunction& fn,
                                          const std::vector<BlockSchedule>& schedules,
                                          const TargetInfo& target,
-                                         std::vector<uint32_t>* blockStart = nullptr);
+                                         std::vector<uint32_t>* blockStart = nullptr,
+                                         uint32_t firstBundle = 0);
 
 }  // namespace tpusim::kernels::codegen

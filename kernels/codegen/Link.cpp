@@ -1,0 +1,129 @@
+#include "kernels/codegen/Link.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace tpusim::kernels::codegen {
+
+namespace {
+
+void requireOpen(const Module& m, const std::string& what) {
+  if (m.finished) throw LinkError(fmt::format("cannot {}: the module was already finished", what));
+}
+
+void claimSmem(Module& m, int64_t begin, int64_t words, const std::string& owner) {
+  int64_t end = begin + words;
+  for (const Module::SmemRange& r : m.smem)
+    if (words > 0 && begin < r.end && r.begin < end)
+      throw LinkError(fmt::format("{}: SMEM words [{}, {}) overlap [{}, {}) of {}", owner, begin,
+                                  end, r.begin, r.end, r.owner));
+  m.smem.push_back({begin, end, owner});
+}
+
+}  // namespace
+
+int64_t Module::nextSmemWord() const {
+  int64_t end = 0;
+  for (const SmemRange& r : smem) end = std::max(end, r.end);
+  return end;
+}
+
+int64_t reserveSmem(Module& m, int64_t words, const std::string& owner) {
+  requireOpen(m, "reserve SMEM for " + owner);
+  if (words < 0) throw LinkError(fmt::format("{}: negative SMEM word count {}", owner, words));
+  int64_t at = m.nextSmemWord();
+  claimSmem(m, at, words, owner);
+  return at;
+}
+
+void appendKernel(Module& m, const CompiledKernel& k) {
+  const isa::Program& p = k.program;
+  std::string name = p.symbols.empty() ? std::string("(unnamed)") : p.symbols[0].name;
+  std::string who = fmt::format("kernel '{}'", name);
+  requireOpen(m, "append " + who);
+  if (k.standalone)
+    throw LinkError(who +
+                    ": compiled with CompileOptions::standalone = true (it halts and has "
+                    "its own buffer table); compile it with standalone = false to link it");
+  if (k.firstBundle != m.nextBundle())
+    throw LinkError(
+        fmt::format("{}: compiled for firstBundle {} but the module's code ends at bundle {}", who,
+                    k.firstBundle, m.nextBundle()));
+  if (!m.program.chip.empty() && !p.chip.empty() && p.chip != m.program.chip)
+    throw LinkError(fmt::format("{}: compiled for chip '{}' but the module is for '{}'", who,
+                                p.chip, m.program.chip));
+  for (const isa::Symbol& s : p.symbols)
+    for (const isa::Symbol& t : m.program.symbols)
+      if (s.name == t.name)
+        throw LinkError(fmt::format("{}: symbol '{}' is already defined (at bundle {})", who,
+                                    s.name, t.bundle));
+  // SMEM: the kernel's range, and its data segments inside it.
+  for (const isa::DataSegment& d : p.data) {
+    if (d.space != isa::MemorySpace::Smem) continue;
+    int64_t first = int64_t(d.address / 4), last = int64_t((d.address + d.bytes.size() + 3) / 4);
+    if (d.address % 4 != 0 || first < k.smemBase || last > k.smemBase + k.smemWords)
+      throw LinkError(fmt::format(
+          "{}: SMEM data segment at byte {} ({} bytes) is outside the kernel's words [{}, {})", who,
+          d.address, d.bytes.size(), k.smemBase, k.smemBase + k.smemWords));
+  }
+  uint32_t end = k.firstBundle + uint32_t(p.code.size());
+  for (const isa::DebugEntry& e : p.debugMap)
+    if (e.begin < k.firstBundle || e.end > end || e.begin > e.end)
+      throw LinkError(fmt::format("{}: debug-map entry '{}' [{}, {}) is outside its code [{}, {})",
+                                  who, e.opName, e.begin, e.end, k.firstBundle, end));
+  claimSmem(m, k.smemBase, k.smemWords, who);
+
+  if (m.program.chip.empty()) m.program.chip = p.chip;
+  // `mark n` names debug-map entry n: the kernel's entries move to the end of the module's map.
+  const int64_t markBase = int64_t(m.program.debugMap.size());
+  for (isa::Bundle b : p.code) {
+    for (isa::Instruction& in : b.slots)
+      if (in.op == isa::Opcode::Mark) {
+        if (in.operands[0] < 0 || in.operands[0] >= int64_t(p.debugMap.size()))
+          throw LinkError(fmt::format("{}: mark {} names no debug-map entry (the kernel has {})",
+                                      who, in.operands[0], p.debugMap.size()));
+        in.operands[0] += markBase;
+      }
+    m.program.code.push_back(b);
+  }
+  m.program.data.insert(m.program.data.end(), p.data.begin(), p.data.end());
+  m.program.symbols.insert(m.program.symbols.end(), p.symbols.begin(), p.symbols.end());
+  m.program.debugMap.insert(m.program.debugMap.end(), p.debugMap.begin(), p.debugMap.end());
+  m.program.costs.insert(m.program.costs.end(), p.costs.begin(), p.costs.end());
+}
+
+isa::Program finishModule(Module& m, std::vector<isa::BufferDesc> buffers) {
+  requireOpen(m, "finish the module");
+  isa::Bundle halt;
+  halt.slot(isa::SlotKind::Misc, 0).op = isa::Opcode::Halt;
+  m.program.code.push_back(halt);
+  const uint32_t size = uint32_t(m.program.code.size());
+  for (size_t c = 0; c < m.program.code.size(); ++c)
+    for (const isa::Instruction& in : m.program.code[c].slots)
+      for (int o = 0; o < in.info().numOperands; ++o)
+        if (isa::operandInfo(in.info().operands[o]).cls == isa::OperandClass::Target &&
+            (in.operands[o] < 0 || in.operands[o] >= int64_t(size)))
+          throw LinkError(fmt::format("bundle {}: {} branches to bundle {}, outside the {} bundles",
+                                      c, in.info().mnemonic, in.operands[o], size));
+  std::set<std::string> names;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const isa::BufferDesc& a = buffers[i];
+    if (!names.insert(a.name).second)
+      throw LinkError(fmt::format("buffer '{}' appears twice in the buffer table", a.name));
+    for (size_t j = 0; j < i; ++j) {
+      const isa::BufferDesc& b = buffers[j];
+      if (a.space == b.space && a.sizeBytes > 0 && b.sizeBytes > 0 &&
+          a.address < b.address + b.sizeBytes && b.address < a.address + a.sizeBytes)
+        throw LinkError(fmt::format("buffer '{}' [{}, {}) overlaps buffer '{}' [{}, {})", a.name,
+                                    a.address, a.address + a.sizeBytes, b.name, b.address,
+                                    b.address + b.sizeBytes));
+    }
+  }
+  m.program.buffers = std::move(buffers);
+  m.finished = true;
+  return m.program;
+}
+
+}  // namespace tpusim::kernels::codegen

@@ -1,0 +1,77 @@
+// Linking compiled kernels into one program (what the HLO compiler does with
+// one kernel per fusion).
+//
+// Each kernel is compiled for its place in the module:
+//
+//   codegen::Module m;
+//   CompileOptions o;
+//   o.standalone = false;                       // no halt, no buffer table
+//   o.inputAddresses = {xAddr};                 // the caller's HBM buffer assignment
+//   o.outputAddresses = {yAddr};
+//   o.firstBundle = m.nextBundle();             // branch targets absolute in the module
+//   o.smemBase = m.nextSmemWord();              // SMEM words no other kernel uses
+//   appendKernel(m, compileKernel(kernel, target, o));
+//   ... more kernels (or the caller's own bundles appended to m.program.code) ...
+//   isa::Program prog = finishModule(m, {xBuffer, yBuffer});   // final halt + buffer table
+//
+// Why this is enough: a non-standalone kernel waits for every DMA it started
+// before its last bundle, so sync flags are back at zero, its outputs are in
+// HBM, and the next kernel may reuse every VMEM row and flag. SMEM is not
+// shared: a kernel's data segments (DMA descriptor templates) are loaded
+// before the run starts and written while it runs, so each kernel owns a
+// disjoint SMEM range. Scalar and vector registers hold nothing across
+// kernels.
+//
+// appendKernel appends the code (checking it was compiled for
+// firstBundle == the current code size), the SMEM data segments (inside the
+// kernel's range, disjoint from every range linked before), the symbol, the
+// debug-map entries (with the kernel's `mark` immediates renumbered to the
+// entries' new indices) and the cost entries. Errors are LinkError naming the
+// kernel and the field.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "isa/Program.h"
+#include "kernels/codegen/Compile.h"
+
+namespace tpusim::kernels::codegen {
+
+class LinkError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Module {
+  isa::Program program;
+  // SMEM words [begin, end) owned by each linked kernel (or reserved by the
+  // caller with reserveSmem), with who owns them, for overlap errors.
+  struct SmemRange {
+    int64_t begin = 0, end = 0;
+    std::string owner;
+  };
+  std::vector<SmemRange> smem;
+  bool finished = false;
+
+  // Where the next kernel's code starts: CompileOptions::firstBundle.
+  uint32_t nextBundle() const { return uint32_t(program.code.size()); }
+  // The first SMEM word after every range so far: CompileOptions::smemBase.
+  int64_t nextSmemWord() const;
+};
+
+// Reserves SMEM words for the caller's own data (loop counters, constants)
+// and returns the first one.
+int64_t reserveSmem(Module& m, int64_t words, const std::string& owner);
+
+void appendKernel(Module& m, const CompiledKernel& kernel);
+
+// Appends the final `halt` (it waits for every outstanding DMA and MXU result)
+// and the buffer table, checks that buffers of one space do not overlap and
+// that every branch target is inside the code, and returns the program.
+// The module cannot be appended to afterwards.
+isa::Program finishModule(Module& m, std::vector<isa::BufferDesc> buffers);
+
+}  // namespace tpusim::kernels::codegen
