@@ -1,22 +1,25 @@
-// tpu-kernel: compiles a library kernel for a chip preset into a .tpuprog, and
-// optionally runs it in interpret mode on seeded random inputs, writing the
-// inputs and outputs as .npy (bf16 as uint16 bits) so a simulator run on the
-// same inputs can be compared bit for bit.
+// tpu-kernel: compiles a library kernel (kernels/lib/Registry.h) for a chip
+// preset into a .tpuprog, and optionally runs it in interpret mode on seeded random inputs, writing
+// the inputs and outputs as .npy (bf16 as uint16 bits) so a simulator run on the same inputs can be
+// compared bit for bit.
 //
+//   tpu-kernel --list
 //   tpu-kernel matmul --m 512 --n 512 --k 512 --dtype bf16 --chip v5e -o mm.tpuprog
 //   tpu-kernel softmax --rows 64 --cols 256 --interpret-dir out/ --dump-ir
+//   tpu-kernel rms_norm --param rows=2048 --param cols=4096 --check
 #include <fmt/format.h>
 #include <llvm/Support/CommandLine.h>
 
 #include <sys/stat.h>
+
+#include <map>
 
 #include "isa/ProgramFile.h"
 #include "isa/support/Npy.h"
 #include "isa/support/Numerics.h"
 #include "kernels/codegen/Compile.h"
 #include "kernels/dsl/HostArrayIo.h"
-#include "kernels/lib/Matmul.h"
-#include "kernels/lib/Softmax.h"
+#include "kernels/lib/Registry.h"
 #include "kernels/llo/Printer.h"
 
 using namespace tpusim;
@@ -24,26 +27,35 @@ using namespace tpusim::kernels;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("tpu-kernel options");
-static cl::opt<std::string> kernelName(cl::Positional, cl::desc("<matmul | softmax>"), cl::Required,
+static cl::opt<std::string> kernelName(cl::Positional, cl::desc("<kernel> (see --list)"),
                                        cl::cat(category));
-static cl::opt<int64_t> optM("m", cl::desc("matmul: rows of x and out"), cl::init(256),
+static cl::opt<bool> optList("list", cl::desc("list the library kernels and their parameters"),
                              cl::cat(category));
-static cl::opt<int64_t> optN("n", cl::desc("matmul: columns of y and out"), cl::init(256),
-                             cl::cat(category));
-static cl::opt<int64_t> optK("k", cl::desc("matmul: contracting size"), cl::init(256),
-                             cl::cat(category));
-static cl::opt<std::string> optDtype("dtype", cl::desc("matmul inputs: bf16 or s8"),
-                                     cl::init("bf16"), cl::cat(category));
-static cl::opt<int64_t> optBm("bm", cl::desc("matmul block rows"), cl::init(128),
-                              cl::cat(category));
-static cl::opt<int64_t> optBn("bn", cl::desc("matmul block columns"), cl::init(128),
-                              cl::cat(category));
-static cl::opt<int64_t> optBk("bk", cl::desc("matmul block K"), cl::init(128), cl::cat(category));
-static cl::opt<int64_t> optRows("rows", cl::desc("softmax rows"), cl::init(64), cl::cat(category));
-static cl::opt<int64_t> optCols("cols", cl::desc("softmax columns"), cl::init(256),
-                                cl::cat(category));
-static cl::opt<int64_t> optBlockRows("block-rows", cl::desc("softmax rows per block"), cl::init(8),
-                                     cl::cat(category));
+static cl::list<std::string> optParams("param", cl::desc("set a kernel parameter (repeatable)"),
+                                       cl::value_desc("NAME=VALUE"), cl::cat(category));
+// Shorthands for parameters of the same name (dashes become underscores); each
+// applies to any kernel that has that parameter.
+static cl::opt<std::string> optM("m", cl::desc("--param m: matmul rows of x and out"),
+                                 cl::value_desc("int"), cl::cat(category));
+static cl::opt<std::string> optN("n", cl::desc("--param n: matmul columns of y and out"),
+                                 cl::value_desc("int"), cl::cat(category));
+static cl::opt<std::string> optK("k", cl::desc("--param k: matmul contracting size"),
+                                 cl::value_desc("int"), cl::cat(category));
+static cl::opt<std::string> optDtype("dtype", cl::desc("--param dtype: input dtype"),
+                                     cl::value_desc("bf16|s8|f32"), cl::cat(category));
+static cl::opt<std::string> optBm("bm", cl::desc("--param bm: matmul block rows"),
+                                  cl::value_desc("int"), cl::cat(category));
+static cl::opt<std::string> optBn("bn", cl::desc("--param bn: matmul block columns"),
+                                  cl::value_desc("int"), cl::cat(category));
+static cl::opt<std::string> optBk("bk", cl::desc("--param bk: matmul block K"),
+                                  cl::value_desc("int"), cl::cat(category));
+static cl::opt<std::string> optRows("rows", cl::desc("--param rows: rows of x"),
+                                    cl::value_desc("int"), cl::cat(category));
+static cl::opt<std::string> optCols("cols", cl::desc("--param cols: columns of x"),
+                                    cl::value_desc("int"), cl::cat(category));
+static cl::opt<std::string> optBlockRows("block-rows",
+                                         cl::desc("--param block_rows: rows per block"),
+                                         cl::value_desc("int"), cl::cat(category));
 static cl::opt<std::string> optChip("chip", cl::desc("chip preset name or .json file"),
                                     cl::init("v5e"), cl::cat(category));
 static cl::opt<std::string> optChipsDir("chips-dir", cl::desc("where preset names are looked up"),
@@ -61,32 +73,93 @@ static cl::opt<std::string> optInterpretDir(
     cl::value_desc("dir"), cl::cat(category));
 static cl::opt<uint64_t> optSeed("seed", cl::desc("seed of the random inputs"), cl::init(1),
                                  cl::cat(category));
+static cl::opt<bool> optCheck(
+    "check", cl::desc("run interpret mode and compare the outputs with the kernel's reference"),
+    cl::cat(category));
+
+namespace {
+
+// The parameter values given on the command line: --param NAME=VALUE and the shorthands.
+std::map<std::string, std::string> paramValues(const lib::KernelEntry& entry) {
+  std::map<std::string, std::string> values;
+  for (const std::string& p : optParams) {
+    size_t eq = p.find('=');
+    if (eq == 0 || eq == std::string::npos)
+      throw lib::RegistryError(fmt::format("error: --param '{}': expected NAME=VALUE", p));
+    if (!values.emplace(p.substr(0, eq), p.substr(eq + 1)).second)
+      throw lib::RegistryError(
+          fmt::format("error: parameter '{}' is given twice", p.substr(0, eq)));
+  }
+  const std::pair<cl::opt<std::string>*, const char*> shorthands[] = {
+      {&optM, "m"},       {&optN, "n"},
+      {&optK, "k"},       {&optDtype, "dtype"},
+      {&optBm, "bm"},     {&optBn, "bn"},
+      {&optBk, "bk"},     {&optRows, "rows"},
+      {&optCols, "cols"}, {&optBlockRows, "block_rows"}};
+  for (const auto& [opt, name] : shorthands) {
+    if (opt->getNumOccurrences() == 0) continue;
+    bool known = false;
+    for (const lib::ParamSpec& p : entry.params) known = known || p.name == name;
+    if (!known)
+      throw lib::RegistryError(
+          fmt::format("error: --{} does not apply to kernel '{}' (see tpu-kernel --list)",
+                      opt->ArgStr, entry.name));
+    if (!values.emplace(name, opt->getValue()).second)
+      throw lib::RegistryError(fmt::format(
+          "error: parameter '{}' is given twice (--{} and --param)", name, opt->ArgStr));
+  }
+  return values;
+}
+
+std::vector<double> asDoubles(const dsl::HostArray& a) {
+  std::vector<double> v(size_t(a.size()));
+  for (int64_t i = 0; i < a.size(); ++i) v[size_t(i)] = dsl::valueAt(a, i);
+  return v;
+}
+
+// Compares interpret-mode outputs with the reference; false when out of tolerance.
+bool checkAgainstReference(const llo::Kernel& kernel, const lib::LibraryKernel& lk,
+                           const std::vector<dsl::HostArray>& inputs,
+                           const std::vector<dsl::HostArray>& outputs) {
+  if (!lk.reference)
+    throw lib::RegistryError(
+        fmt::format("error: --check: kernel '{}' has no reference", kernel.name));
+  std::vector<std::vector<double>> in, got;
+  for (const auto& a : inputs) in.push_back(asDoubles(a));
+  for (const auto& a : outputs) got.push_back(asDoubles(a));
+  lib::ErrorReport r = lib::compareWithReference(got, lk.reference(in), lk.tolerance);
+  fmt::print(
+      "{}: interpret mode vs reference: max abs error {:.3g}, max relative error {:.3g} "
+      "(tolerance {:.3g}): {}\n",
+      kernel.name, r.maxAbs, r.maxRel, lk.tolerance.rel, r.pass ? "ok" : "FAIL");
+  if (!r.pass && r.worstIndex >= 0)
+    fmt::print("{}: worst element: output '{}' index {}: got {}, want {}\n", kernel.name,
+               kernel.outputs[r.worstOutput].name, r.worstIndex,
+               got[r.worstOutput][size_t(r.worstIndex)],
+               lk.reference(in)[r.worstOutput][size_t(r.worstIndex)]);
+  return r.pass;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "compile a library kernel to a .tpuprog\n");
+  bool checked = true;
   try {
-    std::unique_ptr<llo::Kernel> kernel;
-    if (kernelName == "matmul") {
-      llo::DType t;
-      if (optDtype == "bf16")
-        t = llo::DType::Bf16;
-      else if (optDtype == "s8")
-        t = llo::DType::S8;
-      else
-        throw dsl::Error("error: --dtype must be bf16 or s8");
-      kernel = lib::matmulCall(optM, optN, optK, t, {optBm, optBn, optBk})
-                   .trace({{{optM, optK}, t, "x"}, {{optK, optN}, t, "y"}});
-    } else if (kernelName == "softmax") {
-      kernel = lib::softmaxCall(optRows, optCols, optBlockRows)
-                   .trace({{{optRows, optCols}, llo::DType::F32, "x"}});
-    } else {
-      fmt::print(stderr, "tpu-kernel: error: unknown kernel '{}' (matmul, softmax)\n", kernelName);
-      return 1;
+    if (optList) {
+      for (const lib::KernelEntry& e : lib::registeredKernels())
+        fmt::print("{}", lib::describeKernel(e));
+      return 0;
     }
+    if (kernelName.empty())
+      throw lib::RegistryError("error: no kernel named (tpu-kernel --list shows them)");
+    const lib::KernelEntry& entry = lib::findKernel(kernelName);
+    lib::LibraryKernel lk = lib::buildKernel(entry.name, paramValues(entry));
+    std::unique_ptr<llo::Kernel> kernel = lk.trace();
     if (optDumpIr) fmt::print("{}", llo::printKernel(*kernel));
     codegen::TargetInfo target = codegen::loadTargetByName(optChip, optChipsDir);
-    if (!optInterpretDir.empty()) {
+    if (!optInterpretDir.empty() || optCheck) {
       std::mt19937_64 rng(optSeed);
       std::vector<dsl::HostArray> inputs;
       for (const auto& a : kernel->inputs)
@@ -96,12 +169,16 @@ int main(int argc, char** argv) {
       io.seed = optSeed;
       dsl::InterpretResult r = dsl::interpret(*kernel, inputs, io);
       for (const std::string& race : r.races) fmt::print(stderr, "tpu-kernel: {}\n", race);
-      ::mkdir(optInterpretDir.c_str(), 0777);
-      for (size_t i = 0; i < inputs.size(); ++i)
-        npy::write(optInterpretDir + "/" + kernel->inputs[i].name + ".npy", dsl::toNpy(inputs[i]));
-      for (size_t i = 0; i < r.outputs.size(); ++i)
-        npy::write(optInterpretDir + "/" + kernel->outputs[i].name + ".npy",
-                   dsl::toNpy(r.outputs[i]));
+      if (optCheck) checked = checkAgainstReference(*kernel, lk, inputs, r.outputs);
+      if (!optInterpretDir.empty()) {
+        ::mkdir(optInterpretDir.c_str(), 0777);
+        for (size_t i = 0; i < inputs.size(); ++i)
+          npy::write(optInterpretDir + "/" + kernel->inputs[i].name + ".npy",
+                     dsl::toNpy(inputs[i]));
+        for (size_t i = 0; i < r.outputs.size(); ++i)
+          npy::write(optInterpretDir + "/" + kernel->outputs[i].name + ".npy",
+                     dsl::toNpy(r.outputs[i]));
+      }
     }
     if (!optOutput.empty() || optDumpMachine || optStats) {
       codegen::CompiledKernel c = codegen::compileKernel(*kernel, target);
@@ -125,5 +202,5 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "tpu-kernel: {}\n", e.what());
     return 1;
   }
-  return 0;
+  return checked ? 0 : 1;
 }

@@ -1,0 +1,112 @@
+// The kernel library's registry: every library kernel by name ("matmul",
+// "rms_norm", ...) with its description, its parameters (name, default, help),
+// and a builder that turns parameter values into the pallas_call, its input
+// arrays, a double-precision reference and the tolerance the kernel meets.
+// tpu-kernel and the HLO compiler (custom calls such as `tpu.rms_norm`) find
+// kernels here.
+//
+//   lib::LibraryKernel k = lib::buildKernel("rms_norm", {{"rows", "2048"}, {"cols", "4096"}});
+//   std::unique_ptr<llo::Kernel> ir = k.trace();
+//
+// Registration is the explicit list in Registry.cpp (a static initializer in a
+// static library is dropped by the linker when nothing else references its file).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/dsl/PallasCall.h"
+
+namespace tpusim::kernels::lib {
+
+// An unknown kernel or parameter, or a parameter value that does not parse or is
+// out of range. The message lists what exists.
+class RegistryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ParamSpec {
+  std::string name;
+  std::string defaultValue;
+  std::string help;
+};
+
+// Parameter values as given (text), with typed accessors that check them. Every
+// declared parameter has a value (its default when not given).
+class Params {
+ public:
+  Params(std::string kernel, std::map<std::string, std::string> values)
+      : kernel_(std::move(kernel)), values_(std::move(values)) {}
+  const std::string& text(const std::string& name) const;
+  int64_t integer(const std::string& name, int64_t min = INT64_MIN) const;  // value >= min
+  double real(const std::string& name) const;                               // finite
+  bool flag(const std::string& name) const;  // true/false, 1/0, yes/no
+  // A dtype name ("f32", "bf16", ...) that must be one of `allowed`.
+  llo::DType dtype(const std::string& name, const std::vector<llo::DType>& allowed) const;
+  [[noreturn]] void invalid(const std::string& name, const std::string& why) const;
+
+ private:
+  std::string kernel_;
+  std::map<std::string, std::string> values_;
+};
+
+// Inputs and outputs as doubles in row-major order (bf16 and int8 given as their values).
+using Reference =
+    std::function<std::vector<std::vector<double>>(const std::vector<std::vector<double>>&)>;
+
+// How close a result must be to the reference. The relative error of element i
+// is |got - want| / max(|want|, floor * max_j |want_j|) (the floor keeps
+// elements near zero, where rounding of larger intermediates dominates, from
+// reading as huge relative errors); the kernel passes when every relative
+// error is <= rel (NaN never passes).
+struct Tolerance {
+  double rel = 1e-5;
+  double floor = 1e-3;
+};
+
+// One built instance of a library kernel.
+struct LibraryKernel {
+  dsl::PallasCall call;
+  std::vector<dsl::ShapeDtype> inputs;  // named: the names are the .npy / tpusim buffer names
+  Reference reference;                  // empty when the kernel has none
+  Tolerance tolerance;
+  std::unique_ptr<llo::Kernel> trace() const { return call.trace(inputs); }
+};
+
+struct KernelEntry {
+  std::string name;
+  std::string description;  // one line
+  std::vector<ParamSpec> params;
+  std::function<LibraryKernel(const Params&)> build;
+};
+
+// Every registered kernel, in registration order.
+const std::vector<KernelEntry>& registeredKernels();
+// Throws RegistryError listing the registered names.
+const KernelEntry& findKernel(const std::string& name);
+// Checks the names in `values` against the entry's parameters (an unknown one is
+// an error listing them), fills in defaults, and builds the kernel. Errors in
+// values are RegistryError; errors the DSL finds (block shapes, ...) dsl::Error.
+LibraryKernel buildKernel(const std::string& name,
+                          const std::map<std::string, std::string>& values = {});
+
+// The comparison behind `tpu-kernel --check`.
+struct ErrorReport {
+  double maxAbs = 0, maxRel = 0;
+  size_t worstOutput = 0;
+  int64_t worstIndex = -1;  // flat index of the largest relative error (-1: no elements)
+  bool pass = true;
+};
+ErrorReport compareWithReference(const std::vector<std::vector<double>>& got,
+                                 const std::vector<std::vector<double>>& want, Tolerance tol);
+
+// "name: description" plus one line per parameter, for --list and error messages.
+std::string describeKernel(const KernelEntry& entry);
+
+}  // namespace tpusim::kernels::lib
