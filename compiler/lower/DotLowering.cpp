@@ -1,0 +1,251 @@
+// kOutput fusions and unfused dots, on the MXU path of kernels/lib/Matmul.cpp:
+// grid (batch, M / bm, N / bn, K / bk) with K innermost ("arbitrary"), an
+// f32 / s32 VMEM accumulator zeroed at the first K step and `acc += dot(a, b)`
+// (one accumulating MXU matmul) at every step; at the last K step the
+// element-wise epilogue runs on the accumulator and stores the output block.
+// The operands are computed per block from their prologue (converts,
+// broadcasts, element-wise producers) and cast to bf16 (f32 dots: XLA's
+// DEFAULT precision on TPU, bf16 multiplies with f32 accumulation) or s8
+// (s8 x s8 -> s32). A ragged last K block is masked to zero on both sides. An
+// RHS given as [batch, N, K] (or as a transpose of such a value, which
+// dot-canonicalize makes of Q.K^T) uses the MXU's transposed weight load.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/lower/FusionLoweringInternal.h"
+
+namespace tpusim::lower::detail {
+
+using hlo::HloOpcode;
+
+namespace {
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+enum Role : char { kBatch = 'B', kFree = 'F', kContract = 'K' };
+
+std::vector<char> rolesOf(int64_t rank, const std::vector<int64_t>& batch,
+                          const std::vector<int64_t>& contract) {
+  std::vector<char> r(static_cast<size_t>(rank), kFree);
+  for (int64_t d : batch) r[static_cast<size_t>(d)] = kBatch;
+  for (int64_t d : contract) r[static_cast<size_t>(d)] = kContract;
+  return r;
+}
+
+// Are the roles in the order `pattern` (e.g. "BFK"), each role's dims listed
+// in increasing order in `lists` (so paired dims keep their pairing)?
+bool inOrder(const std::vector<char>& roles, const std::string& pattern) {
+  size_t p = 0;
+  for (char c : roles) {
+    while (p < pattern.size() && pattern[p] != c) ++p;
+    if (p == pattern.size()) return false;
+  }
+  return true;
+}
+
+bool increasing(const std::vector<int64_t>& v) {
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] <= v[i - 1]) return false;
+  return true;
+}
+
+// The space dims of each role, in the order of `pattern`.
+std::vector<std::vector<int>> groupsOf(const std::vector<char>& roles, const std::string& pattern) {
+  std::vector<std::vector<int>> g(pattern.size());
+  for (size_t d = 0; d < roles.size(); ++d)
+    g[pattern.find(roles[d])].push_back(static_cast<int>(d));
+  return g;
+}
+
+const HloInstruction* findDot(const ComputeGraph& g) {
+  std::vector<const HloInstruction*> stack{g.root}, found;
+  std::set<const HloInstruction*> seen;
+  while (!stack.empty()) {
+    const HloInstruction* i = stack.back();
+    stack.pop_back();
+    if (!seen.insert(i).second || g.isLeaf(i)) continue;
+    if (i->opcode() == HloOpcode::Dot) found.push_back(i);
+    for (const HloInstruction* o : i->operands()) stack.push_back(o);
+  }
+  if (found.size() > 1) g.fail(*found[1], "a kernel holds one dot");
+  return found.empty() ? nullptr : found[0];
+}
+
+}  // namespace
+
+bool hasDot(const ComputeGraph& g) { return findDot(g) != nullptr; }
+
+LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
+  const HloInstruction* hero = findDot(g);
+  if (!hero) g.fail(*g.root, "internal: no dot");
+  const hlo::DotDimensionNumbers& dn = hero->attrs().dot;
+  const HloInstruction* lhs = hero->operand(0);
+  const HloInstruction* rhs = hero->operand(1);
+  const int64_t lr = lhs->shape().rank(), rr = rhs->shape().rank();
+  if (!increasing(dn.lhsBatch) || !increasing(dn.rhsBatch) || !increasing(dn.lhsContracting) ||
+      !increasing(dn.rhsContracting))
+    g.fail(*hero,
+           "batch and contracting dimensions must be listed in increasing order "
+           "(run dot-canonicalize)");
+  std::vector<char> lroles = rolesOf(lr, dn.lhsBatch, dn.lhsContracting);
+  if (!inOrder(lroles, "BFK"))
+    g.fail(*hero, "the LHS is not laid out [batch, free, contracting] (run dot-canonicalize)");
+
+  // The RHS: [batch, contracting, free], [batch, free, contracting] (transposed
+  // weights), or a fused transpose of the latter.
+  const HloInstruction* rhsRoot = rhs;
+  std::vector<char> rroles = rolesOf(rr, dn.rhsBatch, dn.rhsContracting);
+  bool transposed = false;
+  if (!inOrder(rroles, "BKF")) {
+    if (inOrder(rroles, "BFK")) {
+      transposed = true;
+    } else if (!g.isLeaf(rhs) && rhs->opcode() == HloOpcode::Transpose) {
+      const auto& perm = rhs->dimensions();
+      std::vector<char> xroles(static_cast<size_t>(rr), kFree);
+      for (size_t i = 0; i < perm.size(); ++i) xroles[static_cast<size_t>(perm[i])] = rroles[i];
+      // The transpose must keep the batch and contracting dims in their order.
+      std::vector<int64_t> xb, xk;
+      for (size_t i = 0; i < perm.size(); ++i) {
+        if (rroles[i] == kBatch) xb.push_back(perm[i]);
+        if (rroles[i] == kContract) xk.push_back(perm[i]);
+      }
+      if (inOrder(xroles, "BFK") && increasing(xb) && increasing(xk)) {
+        rhsRoot = rhs->operand(0);
+        rroles = xroles;
+        transposed = true;
+      }
+    }
+    if (!transposed)
+      g.fail(*hero,
+             "the RHS is not laid out [batch, contracting, free] or [batch, free, "
+             "contracting] (run dot-canonicalize)");
+  }
+
+  // Element types: bf16 x bf16 (f32 and bf16 operands) -> f32, s8 x s8 -> s32.
+  dsl::DType lt = dslType(g, *lhs, lhs->shape().type), rt = dslType(g, *rhs, rhs->shape().type);
+  dsl::DType ot = dslType(g, *hero, hero->shape().type);
+  auto isF = [](dsl::DType d) { return d == dsl::F32 || d == dsl::BF16; };
+  dsl::DType mxType, accType;
+  if (lt == dsl::S8 && rt == dsl::S8 && ot == dsl::S32) {
+    mxType = dsl::S8;
+    accType = dsl::S32;
+  } else if (isF(lt) && isF(rt) && isF(ot)) {
+    mxType = dsl::BF16;
+    accType = dsl::F32;
+  } else {
+    g.fail(*hero, fmt::format("dot of {} x {} -> {}: the MXU multiplies bf16 (f32 operands are "
+                              "rounded to bf16) or s8 x s8 -> s32",
+                              isa::dtypeName(lt), isa::dtypeName(rt), isa::dtypeName(ot)));
+  }
+
+  // Regions: LHS [B, M, K], RHS [B, K, N] or [B, N, K], output [B, M, N].
+  auto lhsR = std::make_shared<Region>(g, lhs->shape().dims);
+  lhsR->analyze(lhs, identity(lr));
+  lhsR->formGroupAxes(groupsOf(lroles, "BFK"), fmt::format("the LHS of %{}", hero->name()));
+  const std::string rpat = transposed ? "BFK" : "BKF";
+  auto rhsR = std::make_shared<Region>(g, rhsRoot->shape().dims);
+  rhsR->analyze(rhsRoot, identity(rhsRoot->shape().rank()));
+  rhsR->formGroupAxes(groupsOf(rroles, rpat), fmt::format("the RHS of %{}", hero->name()));
+
+  const HloInstruction* root = g.root;
+  const Embedding rootEmb = identity(root->shape().rank());
+  auto outR = std::make_shared<Region>(g, root->shape().dims);
+  outR->analyze(root, rootEmb, hero);
+  if (!outR->sawStop()) g.fail(*root, "internal: the dot is not reached from the root");
+  // The hero's dims are [batch..., lhs free..., rhs free...] (XLA's order).
+  const int64_t nb = static_cast<int64_t>(dn.lhsBatch.size());
+  const int64_t nm = lr - nb - static_cast<int64_t>(dn.lhsContracting.size());
+  std::vector<std::vector<int>> outGroups(3);
+  const Embedding& he = outR->stopEmbedding();
+  std::set<int> heroDims;
+  for (int64_t j = 0; j < hero->shape().rank(); ++j) {
+    int sd = he[static_cast<size_t>(j)];
+    if (sd < 0) continue;
+    heroDims.insert(sd);
+    outGroups[j < nb ? 0 : (j < nb + nm ? 1 : 2)].push_back(sd);
+  }
+  for (int64_t d = 0; d < root->shape().rank(); ++d)
+    if (root->shape().dims[static_cast<size_t>(d)] > 1 && !heroDims.count(static_cast<int>(d)))
+      g.fail(*root, fmt::format("the epilogue broadcasts the result of %{} (not an element-wise "
+                                "epilogue)",
+                                hero->name()));
+  for (size_t k = 0; k + 1 < outGroups.size(); ++k)
+    if (!outGroups[k].empty() && !outGroups[k + 1].empty() &&
+        outGroups[k].back() > outGroups[k + 1].front())
+      g.fail(*root, fmt::format("the epilogue reorders the dimensions of %{}", hero->name()));
+  outR->formGroupAxes(outGroups, fmt::format("the epilogue of %{}", hero->name()));
+
+  const int64_t B = lhsR->axes()[0].size, M = lhsR->axes()[1].size, K = lhsR->axes()[2].size;
+  const int64_t N = outR->axes()[2].size;
+  auto inBytes = [&](dsl::DType d) {
+    return d == dsl::F32 || d == dsl::S32 ? 4 : (d == dsl::BF16 ? 2 : 1);
+  };
+  DotBlocking blk = chooseDotBlocks(B, M, N, K, std::max(inBytes(lt), inBytes(rt)), inBytes(ot), t);
+  const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
+  const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;
+
+  // Axis blocks and grid ids: B -> 0, M -> 1, N -> 2, K -> 3.
+  auto set = [](Axis& a, int64_t block, int grid) {
+    a.block = a.role == AxisRole::Lead ? 1 : std::min(block, a.size);
+    a.grid = grid;
+  };
+  set(lhsR->axes()[0], 1, 0);
+  set(lhsR->axes()[1], bm, 1);
+  set(lhsR->axes()[2], bk, 3);
+  set(rhsR->axes()[0], 1, 0);
+  set(rhsR->axes()[1], transposed ? bn : bk, transposed ? 2 : 3);
+  set(rhsR->axes()[2], transposed ? bk : bn, transposed ? 3 : 2);
+  set(outR->axes()[0], 1, 0);
+  set(outR->axes()[1], bm, 1);
+  set(outR->axes()[2], bn, 2);
+
+  KernelPlan plan;
+  plan.target = &t;
+  plan.config.grid = {B, cdiv(M, bm), cdiv(N, bn), kBlocks};
+  plan.config.compiler_params.dimension_semantics = {dsl::PARALLEL, dsl::PARALLEL, dsl::PARALLEL,
+                                                     dsl::ARBITRARY};
+  addLeafInputs(*lhsR, plan);
+  addLeafInputs(*rhsR, plan);
+  addLeafInputs(*outR, plan);
+  dsl::DType outType = dslType(g, *root, root->shape().type);
+  plan.config.out_shapes = {dsl::ShapeDtype(outR->arrayShape(rootEmb), memoryType(outType), "out")};
+  plan.config.out_specs = {outR->blockSpec(rootEmb)};
+  const int64_t abm = std::min(bm, M), abn = std::min(bn, N), abk = std::min(bk, K);
+  plan.config.scratch = {dsl::VMEM({abm, abn}, accType)};
+  const size_t nIn = plan.inputs.size();
+  const dsl::DType heroType = ot;
+
+  return finishKernel(g, plan, [=](const std::vector<dsl::Ref>& refs) {
+    const dsl::Ref& out = refs[nIn];
+    const dsl::Ref& acc = refs[nIn + 1];
+    dsl::Scalar kb = dsl::program_id(3);
+    dsl::when(kb == 0, [&] { acc.store(dsl::zeros(abm, abn, accType)); });
+    dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
+    dsl::Array b = rhsR->emit(rhsRoot, identity(rhsRoot->shape().rank()), refs);
+    a = dsl::broadcast_to(a, abm, abk);
+    b = transposed ? dsl::broadcast_to(b, abn, abk) : dsl::broadcast_to(b, abk, abn);
+    if (a.dtype() != mxType) a = a.astype(mxType);
+    if (b.dtype() != mxType) b = b.astype(mxType);
+    if (kTail != abk) {
+      // The last K block holds kTail valid columns of a / rows of b.
+      dsl::Scalar valid = dsl::select(kb == kBlocks - 1, kTail, abk);
+      dsl::Array lim = dsl::splat(valid, 1, 1);
+      a = dsl::where(dsl::iota(abm, abk, 1) < lim, a, dsl::zeros(1, 1, mxType));
+      b = transposed ? dsl::where(dsl::iota(abn, abk, 1) < lim, b, dsl::zeros(1, 1, mxType))
+                     : dsl::where(dsl::iota(abk, abn, 0) < lim, b, dsl::zeros(1, 1, mxType));
+    }
+    dsl::DotOptions opts;
+    opts.transpose_rhs = transposed;
+    acc.store(acc.load() + dsl::dot(a, b, opts));
+    dsl::when(kb == kBlocks - 1, [&] {
+      dsl::Array h = acc.load();
+      if (h.dtype() != heroType) h = h.astype(heroType);
+      outR->store(out, outR->emit(root, rootEmb, refs, &h));
+    });
+  });
+}
+
+}  // namespace tpusim::lower::detail

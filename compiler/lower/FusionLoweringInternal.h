@@ -1,0 +1,177 @@
+// Internals of fusion lowering shared by its per-kind emitters (not for other
+// users; FusionLowering.h is the interface).
+//
+// The model. A kernel walks an *index space*: the shape of the value its
+// region computes (a kLoop fusion's output, a reduce's input, a dot's LHS,
+// RHS or result). Every value in the region is *embedded* in that space: value
+// dim j runs along space dim emb[j] (broadcasts leave space dims out, unit
+// reshapes insert or drop dims). Unit space dims are dropped, and adjacent
+// dims that every leaf, iota and reduce uses alike are merged into one *axis*
+// (so [1, 8, 2, 64] element-wise is one [1024] axis, and a broadcast of
+// f32[8] into f32[8, 128] is axes [8, 128]). The last two axes are the rows
+// and lanes of the 2-D block the DSL computes on; every other axis is a grid
+// axis with block 1. A leaf (a fusion parameter or an operand) becomes one
+// kernel input presented with one dim per axis (the axis's size where the
+// leaf varies, else 1): a view of its dense row-major bytes, so no copy.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/lower/FusionLowering.h"
+#include "compiler/lower/Tiling.h"
+#include "kernels/dsl/PallasCall.h"
+
+namespace tpusim::lower::detail {
+
+namespace dsl = kernels::dsl;
+using hlo::HloInstruction;
+
+// Space dim of each value dim; -1 for a unit value dim that runs along nothing.
+using Embedding = std::vector<int>;
+
+// What one kernel lowers: the instruction, the root of what it computes
+// (the fused computation's root, or the instruction itself) and its leaves.
+struct ComputeGraph {
+  const HloInstruction* inst = nullptr;
+  const HloInstruction* root = nullptr;
+  std::map<const HloInstruction*, int64_t> leafOperand;  // leaf -> HLO operand index
+  bool isLeaf(const HloInstruction* i) const { return leafOperand.count(i) != 0; }
+  [[noreturn]] void fail(const HloInstruction& at, const std::string& reason) const;
+};
+
+// The DSL element type of an HLO element type (pred -> BOOL), or throws.
+dsl::DType dslType(const ComputeGraph& g, const HloInstruction& at, hlo::PrimitiveType t);
+// The element type kernel arrays use in memory (pred -> s8).
+dsl::DType memoryType(dsl::DType t);
+
+enum class AxisRole { Lead, Row, Col };
+
+struct Axis {
+  std::vector<int> dims;  // original space dims (empty for a unit axis)
+  int64_t size = 1;
+  AxisRole role = AxisRole::Lead;
+  int64_t block = 1;  // Row / Col: the block; Lead: 1
+  int grid = -1;      // the grid axis walking its blocks (-1: one block, index 0)
+};
+
+// One use of a leaf in a region (one kernel input).
+struct LeafUse {
+  const HloInstruction* leaf = nullptr;
+  Embedding emb;
+  int input = -1;  // kernel input index, assigned when the inputs are laid out
+};
+
+// An index space with the leaves, iotas and reduces that constrain its axes.
+class Region {
+ public:
+  Region(const ComputeGraph& g, std::vector<int64_t> spaceDims)
+      : g_(&g), dims_(std::move(spaceDims)) {}
+  const std::vector<int64_t>& spaceDims() const { return dims_; }
+
+  // Walks `inst` at `emb` (analysis); `stop` values are not entered (a dot
+  // hero seen from its epilogue). Throws CannotLower for unsupported members.
+  void analyze(const HloInstruction* inst, const Embedding& emb,
+               const HloInstruction* stop = nullptr);
+  // Space dims that one value varies along (a reduce's kept dims, a group).
+  void constrain(std::vector<int> mappedDims) { masks_.push_back(std::move(mappedDims)); }
+  // A boundary no axis may cross (between role groups of a dot's space).
+  void boundaryBefore(int spaceDim) { boundaries_.push_back(spaceDim); }
+  // Drops unit dims and merges dims into axes; pads to >= 2 axes (unit axes
+  // in front), so the last two are Row and Col.
+  void formAxes();
+  // One axis per group of space dims (a dot's batch / free / contracting
+  // dims); throws CannotLower when a group's dims cannot merge. `what` names
+  // the region in that message.
+  void formGroupAxes(const std::vector<std::vector<int>>& groups, const std::string& what);
+  std::vector<Axis>& axes() { return axes_; }
+  const std::vector<Axis>& axes() const { return axes_; }
+  // The axis index holding space dim d (-1 for a dropped unit dim).
+  int axisOf(int d) const;
+  // Is axis a mapped by a value embedded as `emb`?
+  bool maps(const Embedding& emb, int a) const;
+  std::vector<LeafUse>& leafUses() { return leaves_; }
+  // The leaf use recorded for (leaf, emb).
+  const LeafUse& leafUse(const HloInstruction* leaf, const Embedding& emb) const;
+  // The kernel array shape of a value embedded as `emb`: one dim per axis.
+  std::vector<int64_t> arrayShape(const Embedding& emb) const;
+  // Block shape and index map of such an array (Row/Col blocks, grid ids).
+  dsl::BlockSpec blockSpec(const Embedding& emb) const;
+  // The 2-D block uses for the VMEM estimate of the tiler.
+  BlockUse blockUse(const Embedding& emb, int hbmBytes, int buffers = 2) const;
+
+  // Emits `inst` at `emb` as a DSL array (tracing). `refs` are the kernel's
+  // input refs; `hero` stands for the stop value (a dot's accumulator).
+  dsl::Array emit(const HloInstruction* inst, const Embedding& emb,
+                  const std::vector<dsl::Ref>& refs, const dsl::Array* hero = nullptr);
+  // A leaf ref of this region loaded as a 2-D array.
+  dsl::Array load(const dsl::Ref& ref) const;
+  // Stores a value into a 2-D window of `ref` (leading axes indexed 0); BOOL as s8.
+  void store(const dsl::Ref& ref, const dsl::Array& value) const;
+  const ComputeGraph& graph() const { return *g_; }
+  // Where analyze met the stop value (its embedding), if it did.
+  bool sawStop() const { return sawStop_; }
+  const Embedding& stopEmbedding() const { return stopEmb_; }
+
+ private:
+  dsl::Array emitUncached(const HloInstruction* inst, const Embedding& emb,
+                          const std::vector<dsl::Ref>& refs, const dsl::Array* hero);
+  const ComputeGraph* g_;
+  std::vector<int64_t> dims_;
+  std::vector<std::vector<int>> masks_;
+  std::vector<int> boundaries_;
+  std::vector<int> iotaDims_;
+  std::vector<LeafUse> leaves_;
+  std::vector<Axis> axes_;
+  const HloInstruction* stop_ = nullptr;
+  bool sawStop_ = false;
+  Embedding stopEmb_;
+  std::map<std::pair<const HloInstruction*, Embedding>, dsl::Array> memo_;
+};
+
+// The embedding of an operand of `inst` (at `emb`) for the element-wise,
+// broadcast and unit-reshape rules; throws CannotLower otherwise.
+Embedding operandEmbedding(const ComputeGraph& g, const HloInstruction& inst, int64_t operand,
+                           const Embedding& emb);
+// Identity embedding of a shape of this rank.
+Embedding identity(int64_t rank);
+
+// Element-wise op emission (ElementwiseLowering.cpp): `ops` are the operand
+// arrays; the result has `inst`'s element type.
+dsl::Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
+                           const std::vector<dsl::Array>& ops);
+// Is this element-wise opcode (with these types) one the emitter handles?
+bool elementwiseSupported(const HloInstruction& inst, std::string* why);
+// A scalar constant as a 1x1 array of its type.
+dsl::Array emitScalarConstant(const ComputeGraph& g, const HloInstruction& inst);
+
+// The reduction a reduce's to_apply performs: Sum, Max or Min (Max of negated).
+enum class ReduceKind { Sum, Max, Min };
+ReduceKind reduceKindOf(const ComputeGraph& g, const HloInstruction& reduce);
+
+// Kernel pieces common to the emitters.
+struct KernelPlan {
+  const TilingTarget* target = nullptr;
+  dsl::CallConfig config;
+  std::vector<dsl::ShapeDtype> inputs;
+  std::vector<int64_t> inputOperand;
+};
+// Adds a kernel input for every leaf use of `r` (in order), with its block spec.
+void addLeafInputs(Region& r, KernelPlan& plan);
+// The common finish: trace the body, name the kernel after the instruction and
+// set its location from the metadata. DSL errors become CannotLower.
+LoweredKernel finishKernel(const ComputeGraph& g, KernelPlan& plan, dsl::KernelBody body);
+
+// Per-kind emitters.
+LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t);    // LoopLowering.cpp
+LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t);  // ReduceLowering.cpp
+LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t);     // DotLowering.cpp
+bool hasDot(const ComputeGraph& g);                                       // DotLowering.cpp
+
+}  // namespace tpusim::lower::detail

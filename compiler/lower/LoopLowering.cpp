@@ -1,0 +1,50 @@
+// kLoop fusions and unfused element-wise / broadcast / iota ops: one kernel
+// over the output's axes; every grid step computes one (rows x lanes) block of
+// the output from the matching blocks of the leaves (FusionLoweringInternal.h).
+#include <fmt/format.h>
+
+#include "compiler/lower/FusionLoweringInternal.h"
+
+namespace tpusim::lower::detail {
+
+namespace {
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int hbmBytes(dsl::DType t) { return t == dsl::F32 || t == dsl::S32 ? 4 : (t == dsl::BF16 ? 2 : 1); }
+}  // namespace
+
+LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
+  const HloInstruction* root = g.root;
+  const Embedding rootEmb = identity(root->shape().rank());
+  auto r = std::make_shared<Region>(g, root->shape().dims);
+  r->analyze(root, rootEmb);
+  r->formAxes();
+  auto& axes = r->axes();
+  const size_t n = axes.size();
+  dsl::DType outType = dslType(g, *root, root->shape().type);
+
+  std::vector<BlockUse> uses;
+  for (const LeafUse& u : r->leafUses())
+    uses.push_back(
+        r->blockUse(u.emb, hbmBytes(memoryType(dslType(g, *u.leaf, u.leaf->shape().type)))));
+  uses.push_back(r->blockUse(rootEmb, hbmBytes(memoryType(outType))));
+  LoopBlock b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, false, false, uses, t);
+  axes[n - 2].block = b.rows;
+  axes[n - 1].block = b.cols;
+
+  KernelPlan plan;
+  plan.target = &t;
+  for (size_t a = 0; a < n; ++a) {
+    axes[a].grid = static_cast<int>(a);
+    plan.config.grid.push_back(cdiv(axes[a].size, axes[a].block));
+    plan.config.compiler_params.dimension_semantics.push_back(dsl::PARALLEL);
+  }
+  addLeafInputs(*r, plan);
+  plan.config.out_shapes = {dsl::ShapeDtype(r->arrayShape(rootEmb), memoryType(outType), "out")};
+  plan.config.out_specs = {r->blockSpec(rootEmb)};
+  const size_t nIn = plan.inputs.size();
+  return finishKernel(g, plan, [r, root, rootEmb, nIn](const std::vector<dsl::Ref>& refs) {
+    r->store(refs[nIn], r->emit(root, rootEmb, refs));
+  });
+}
+
+}  // namespace tpusim::lower::detail

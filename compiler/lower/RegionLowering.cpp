@@ -1,0 +1,414 @@
+// Index spaces, embeddings and axes of fusion lowering (FusionLoweringInternal.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "compiler/lower/FusionLoweringInternal.h"
+
+namespace tpusim::lower::detail {
+
+using hlo::HloOpcode;
+
+void ComputeGraph::fail(const HloInstruction& at, const std::string& reason) const {
+  if (inst->opcode() == HloOpcode::Fusion) throw CannotLower::inFusion(*inst, at, reason);
+  if (&at != inst) throw CannotLower::of(*inst, fmt::format("operand %{}: {}", at.name(), reason));
+  throw CannotLower::of(*inst, reason);
+}
+
+dsl::DType dslType(const ComputeGraph& g, const HloInstruction& at, hlo::PrimitiveType t) {
+  switch (t) {
+    case hlo::PrimitiveType::F32:
+      return dsl::F32;
+    case hlo::PrimitiveType::BF16:
+      return dsl::BF16;
+    case hlo::PrimitiveType::S32:
+      return dsl::S32;
+    case hlo::PrimitiveType::S8:
+      return dsl::S8;
+    case hlo::PrimitiveType::Pred:
+      return dsl::BOOL;
+    default:
+      g.fail(at, fmt::format("element type {} is not supported by the back end (f32, bf16, s32, "
+                             "s8 and pred are)",
+                             hlo::primitiveTypeName(t)));
+  }
+}
+
+dsl::DType memoryType(dsl::DType t) { return t == dsl::BOOL ? dsl::S8 : t; }
+
+Embedding identity(int64_t rank) {
+  Embedding e(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) e[static_cast<size_t>(i)] = static_cast<int>(i);
+  return e;
+}
+
+namespace {
+
+// Unit value dims run along nothing.
+Embedding normalized(const hlo::Shape& s, Embedding e) {
+  for (size_t j = 0; j < e.size(); ++j)
+    if (s.dims[j] == 1) e[j] = -1;
+  return e;
+}
+
+std::vector<int64_t> nonUnitDims(const hlo::Shape& s) {
+  std::vector<int64_t> out;
+  for (int64_t j = 0; j < s.rank(); ++j)
+    if (s.dims[static_cast<size_t>(j)] != 1) out.push_back(j);
+  return out;
+}
+
+}  // namespace
+
+Embedding operandEmbedding(const ComputeGraph& g, const HloInstruction& inst, int64_t operand,
+                           const Embedding& emb) {
+  const hlo::Shape& os = inst.operand(operand)->shape();
+  const hlo::Shape& rs = inst.shape();
+  if (!os.isArray()) g.fail(inst, "an operand is not an array");
+  HloOpcode op = inst.opcode();
+  if (hlo::isElementwise(op)) {
+    if (os.rank() == 0) return {};
+    if (os.dims != rs.dims) g.fail(inst, "operand shapes differ from the result's");
+    return normalized(os, emb);
+  }
+  switch (op) {
+    case HloOpcode::Broadcast: {
+      const auto& dims = inst.dimensions();
+      if (static_cast<int64_t>(dims.size()) != os.rank())
+        g.fail(inst, "broadcast dimensions do not match the operand's rank");
+      Embedding e(dims.size(), -1);
+      for (size_t j = 0; j < dims.size(); ++j) {
+        if (j > 0 && dims[j] <= dims[j - 1])
+          g.fail(inst, "a broadcast that reorders dimensions is a transpose");
+        e[j] = emb[static_cast<size_t>(dims[j])];
+      }
+      return normalized(os, e);
+    }
+    case HloOpcode::Reshape:
+    case HloOpcode::Bitcast:
+    case HloOpcode::Transpose: {
+      // Only unit dims may move: the non-unit dims keep their sizes and order.
+      std::vector<int64_t> from = nonUnitDims(os), to = nonUnitDims(rs);
+      std::vector<int64_t> perm;
+      if (op == HloOpcode::Transpose) perm = inst.dimensions();
+      bool ok = from.size() == to.size();
+      Embedding e(static_cast<size_t>(os.rank()), -1);
+      for (size_t i = 0; ok && i < to.size(); ++i) {
+        int64_t src = op == HloOpcode::Transpose ? perm[static_cast<size_t>(to[i])] : from[i];
+        ok = src == from[i] &&
+             os.dims[static_cast<size_t>(src)] == rs.dims[static_cast<size_t>(to[i])];
+        if (ok) e[static_cast<size_t>(src)] = emb[static_cast<size_t>(to[i])];
+      }
+      if (!ok)
+        g.fail(inst, fmt::format("{} {} -> {} moves data between tiles (only unit dimensions may "
+                                 "change inside a kernel)",
+                                 hlo::opcodeName(op), os.toString(false), rs.toString(false)));
+      return e;
+    }
+    default:
+      g.fail(inst, "not an element-wise or view operation");
+  }
+}
+
+void Region::analyze(const HloInstruction* inst, const Embedding& emb, const HloInstruction* stop) {
+  if (stop) stop_ = stop;
+  if (inst == stop_) {
+    Embedding e = normalized(inst->shape(), emb);
+    if (sawStop_ && e != stopEmb_)
+      g_->fail(*inst, "the dot's result is used with two different shapes in its epilogue");
+    sawStop_ = true;
+    stopEmb_ = e;
+    return;
+  }
+  const ComputeGraph& g = *g_;
+  if (!inst->shape().isArray()) g.fail(*inst, "the value is not an array (tuples are not lowered)");
+  dslType(g, *inst, inst->shape().type);
+  if (g.isLeaf(inst)) {
+    Embedding e = normalized(inst->shape(), emb);
+    for (const LeafUse& u : leaves_)
+      if (u.leaf == inst && u.emb == e) return;
+    leaves_.push_back({inst, e, -1});
+    return;
+  }
+  HloOpcode op = inst->opcode();
+  switch (op) {
+    case HloOpcode::Constant:
+      if (inst->shape().elementCount() != 1)
+        g.fail(*inst, "an array constant inside a kernel (only scalars are folded)");
+      return;
+    case HloOpcode::Iota: {
+      auto d = inst->intAttr("iota_dimension");
+      if (!d || *d < 0 || *d >= inst->shape().rank()) g.fail(*inst, "iota without iota_dimension");
+      int sd = emb[static_cast<size_t>(*d)];
+      if (sd >= 0 && inst->shape().dims[static_cast<size_t>(*d)] > 1) {
+        iotaDims_.push_back(sd);
+        masks_.push_back({sd});
+      }
+      return;
+    }
+    case HloOpcode::Parameter:
+      g.fail(*inst, "a parameter that is not an operand of the kernel");
+    case HloOpcode::Broadcast:
+    case HloOpcode::Reshape:
+    case HloOpcode::Bitcast:
+    case HloOpcode::Transpose:
+      analyze(inst->operand(0), operandEmbedding(g, *inst, 0, emb));
+      return;
+    default:
+      break;
+  }
+  if (!hlo::isElementwise(op)) g.fail(*inst, "not supported inside a kernel");
+  std::string why;
+  if (!elementwiseSupported(*inst, &why)) g.fail(*inst, why);
+  for (int64_t k = 0; k < inst->operandCount(); ++k)
+    analyze(inst->operand(k), operandEmbedding(g, *inst, k, emb));
+}
+
+namespace {
+
+std::set<int> mappedSet(const Embedding& e) {
+  std::set<int> s;
+  for (int d : e)
+    if (d >= 0) s.insert(d);
+  return s;
+}
+
+}  // namespace
+
+void Region::formAxes() {
+  std::vector<std::set<int>> masks;
+  for (const auto& m : masks_) masks.emplace_back(m.begin(), m.end());
+  for (const LeafUse& u : leaves_) masks.push_back(mappedSet(u.emb));
+  axes_.clear();
+  int prev = -1;
+  for (int d = 0; d < static_cast<int>(dims_.size()); ++d) {
+    if (dims_[static_cast<size_t>(d)] == 1) continue;
+    bool merge = prev >= 0;
+    for (int b : boundaries_)
+      if (prev < b && b <= d) merge = false;
+    for (const auto& m : masks)
+      if (merge && m.count(prev) != m.count(d)) merge = false;
+    if (merge) {
+      axes_.back().dims.push_back(d);
+      axes_.back().size *= dims_[static_cast<size_t>(d)];
+    } else {
+      Axis a;
+      a.dims = {d};
+      a.size = dims_[static_cast<size_t>(d)];
+      axes_.push_back(a);
+    }
+    prev = d;
+  }
+  while (axes_.size() < 2) axes_.insert(axes_.begin(), Axis{});
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    axes_[a].role = a + 2 == axes_.size()   ? AxisRole::Row
+                    : a + 1 == axes_.size() ? AxisRole::Col
+                                            : AxisRole::Lead;
+    axes_[a].block = axes_[a].role == AxisRole::Lead ? 1 : axes_[a].size;
+  }
+}
+
+void Region::formGroupAxes(const std::vector<std::vector<int>>& groups, const std::string& what) {
+  std::vector<std::set<int>> masks;
+  for (const auto& m : masks_) masks.emplace_back(m.begin(), m.end());
+  for (const LeafUse& u : leaves_) masks.push_back(mappedSet(u.emb));
+  axes_.clear();
+  for (const auto& grp : groups) {
+    Axis a;
+    for (int d : grp)
+      if (dims_[static_cast<size_t>(d)] != 1) {
+        a.dims.push_back(d);
+        a.size *= dims_[static_cast<size_t>(d)];
+      }
+    for (const auto& m : masks) {
+      size_t in = 0;
+      for (int d : a.dims) in += m.count(d);
+      if (in != 0 && in != a.dims.size())
+        g_->fail(*g_->root, fmt::format("{}: a value varies along only some of the dimensions that "
+                                        "the kernel merges into one axis",
+                                        what));
+    }
+    axes_.push_back(a);
+  }
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    axes_[a].role = a + 2 == axes_.size()   ? AxisRole::Row
+                    : a + 1 == axes_.size() ? AxisRole::Col
+                                            : AxisRole::Lead;
+    axes_[a].block = axes_[a].role == AxisRole::Lead ? 1 : axes_[a].size;
+  }
+}
+
+int Region::axisOf(int d) const {
+  for (size_t a = 0; a < axes_.size(); ++a)
+    if (std::find(axes_[a].dims.begin(), axes_[a].dims.end(), d) != axes_[a].dims.end())
+      return static_cast<int>(a);
+  return -1;
+}
+
+bool Region::maps(const Embedding& emb, int a) const {
+  const Axis& ax = axes_[static_cast<size_t>(a)];
+  if (ax.dims.empty()) return false;
+  return std::find(emb.begin(), emb.end(), ax.dims[0]) != emb.end();
+}
+
+const LeafUse& Region::leafUse(const HloInstruction* leaf, const Embedding& emb) const {
+  Embedding e = normalized(leaf->shape(), emb);
+  for (const LeafUse& u : leaves_)
+    if (u.leaf == leaf && u.emb == e) return u;
+  g_->fail(*leaf, "internal: a leaf use was not analyzed");
+}
+
+std::vector<int64_t> Region::arrayShape(const Embedding& emb) const {
+  std::vector<int64_t> s;
+  for (size_t a = 0; a < axes_.size(); ++a)
+    s.push_back(maps(emb, static_cast<int>(a)) ? axes_[a].size : 1);
+  return s;
+}
+
+dsl::BlockSpec Region::blockSpec(const Embedding& emb) const {
+  std::vector<int64_t> block;
+  std::vector<int> grid;
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    bool m = maps(emb, static_cast<int>(a));
+    block.push_back(m ? axes_[a].block : 1);
+    grid.push_back(m ? axes_[a].grid : -1);
+  }
+  return dsl::BlockSpec(block, [grid](const dsl::GridIndex& gi) {
+    std::vector<dsl::Scalar> idx;
+    for (int g : grid) idx.push_back(g >= 0 ? gi[static_cast<size_t>(g)] : dsl::Scalar(0));
+    return idx;
+  });
+}
+
+BlockUse Region::blockUse(const Embedding& emb, int hbmBytes, int buffers) const {
+  BlockUse u;
+  u.rows = maps(emb, static_cast<int>(axes_.size()) - 2);
+  u.cols = maps(emb, static_cast<int>(axes_.size()) - 1);
+  u.buffers = buffers;
+  u.hbmBytesPerElement = hbmBytes;
+  return u;
+}
+
+dsl::Array Region::load(const dsl::Ref& ref) const {
+  dsl::Ref r = ref;
+  for (size_t a = 0; a + 2 < axes_.size(); ++a) r = r.at(0);
+  return r.load();
+}
+
+void Region::store(const dsl::Ref& ref, const dsl::Array& value) const {
+  dsl::Ref r = ref;
+  for (size_t a = 0; a + 2 < axes_.size(); ++a) r = r.at(0);
+  dsl::Array v = value;
+  if (v.dtype() == dsl::BOOL)
+    v = dsl::where(v, dsl::full(1, 1, 1, dsl::S8), dsl::zeros(1, 1, dsl::S8));
+  r.store(v);
+}
+
+dsl::Array Region::emit(const HloInstruction* inst, const Embedding& emb,
+                        const std::vector<dsl::Ref>& refs, const dsl::Array* hero) {
+  auto key = std::make_pair(inst, normalized(inst->shape(), emb));
+  auto it = memo_.find(key);
+  if (it != memo_.end()) return it->second;
+  dsl::Array a = emitUncached(inst, key.second, refs, hero);
+  memo_[key] = a;
+  return a;
+}
+
+dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb,
+                                const std::vector<dsl::Ref>& refs, const dsl::Array* hero) {
+  const ComputeGraph& g = *g_;
+  if (inst == stop_) {
+    if (!hero) g.fail(*inst, "internal: no value for the kernel's hero");
+    return *hero;
+  }
+  if (g.isLeaf(inst)) {
+    dsl::Array a = load(refs[static_cast<size_t>(leafUse(inst, emb).input)]);
+    if (inst->shape().type == hlo::PrimitiveType::Pred) a = a != dsl::zeros(1, 1, dsl::S8);
+    return a;
+  }
+  switch (inst->opcode()) {
+    case HloOpcode::Constant:
+      return emitScalarConstant(g, *inst);
+    case HloOpcode::Iota: {
+      int64_t d = *inst->intAttr("iota_dimension");
+      int sd = emb[static_cast<size_t>(d)];
+      dsl::Array idx = dsl::zeros(1, 1, dsl::S32);
+      if (sd >= 0) {
+        int a = axisOf(sd);
+        const Axis& ax = axes_[static_cast<size_t>(a)];
+        dsl::Scalar base =
+            ax.grid >= 0 ? dsl::program_id(ax.grid) * dsl::Scalar(ax.block) : dsl::Scalar(0);
+        if (ax.role == AxisRole::Row)
+          idx = dsl::iota(ax.block, 1, 0) + dsl::splat(base, 1, 1);
+        else if (ax.role == AxisRole::Col)
+          idx = dsl::iota(1, ax.block, 1) + dsl::splat(base, 1, 1);
+        else
+          idx = dsl::splat(base, 1, 1);
+      }
+      dsl::DType t = dslType(g, *inst, inst->shape().type);
+      if (t == dsl::BOOL) return idx != dsl::zeros(1, 1, dsl::S32);
+      return idx.astype(t);
+    }
+    case HloOpcode::Broadcast:
+    case HloOpcode::Reshape:
+    case HloOpcode::Bitcast:
+    case HloOpcode::Transpose:
+      return emit(inst->operand(0), operandEmbedding(g, *inst, 0, emb), refs, hero);
+    default:
+      break;
+  }
+  std::vector<dsl::Array> ops;
+  for (int64_t k = 0; k < inst->operandCount(); ++k)
+    ops.push_back(emit(inst->operand(k), operandEmbedding(g, *inst, k, emb), refs, hero));
+  return emitElementwise(g, *inst, ops);
+}
+
+void addLeafInputs(Region& r, KernelPlan& plan) {
+  const ComputeGraph& g = r.graph();
+  for (LeafUse& u : r.leafUses()) {
+    u.input = static_cast<int>(plan.inputs.size());
+    int64_t operand = g.leafOperand.at(u.leaf);
+    std::string name = g.inst->operand(operand)->name();
+    for (const auto& in : plan.inputs)
+      if (in.name == name) name = fmt::format("{}.{}", g.inst->operand(operand)->name(), u.input);
+    dsl::DType t = memoryType(dslType(g, *u.leaf, u.leaf->shape().type));
+    plan.inputs.push_back(dsl::ShapeDtype(r.arrayShape(u.emb), t, name));
+    plan.config.in_specs.push_back(r.blockSpec(u.emb));
+    plan.inputOperand.push_back(operand);
+  }
+}
+
+namespace {
+
+void relocate(kernels::llo::Block& b, const kernels::llo::SourceLoc& loc) {
+  for (auto& op : b.ops) {
+    op->loc = loc;
+    for (auto& r : op->regions) relocate(r, loc);
+  }
+}
+
+}  // namespace
+
+LoweredKernel finishKernel(const ComputeGraph& g, KernelPlan& plan, dsl::KernelBody body) {
+  plan.config.name = g.inst->name();
+  if (plan.target) plan.config.compiler_params.vmem_limit_bytes = plan.target->vmemBytes;
+  LoweredKernel out;
+  try {
+    dsl::PallasCall call = dsl::pallas_call(std::move(body), plan.config);
+    out.kernel = call.trace(plan.inputs);
+  } catch (const dsl::Error& e) {
+    throw CannotLower::of(*g.inst, fmt::format("the kernel DSL rejects the kernel: {}", e.what()));
+  }
+  const hlo::OpMetadata& m = g.inst->attrs().metadata;
+  kernels::llo::SourceLoc loc{m.sourceFile, m.sourceLine ? static_cast<int>(*m.sourceLine) : 0};
+  out.kernel->loc = loc;
+  relocate(out.kernel->body->body, loc);
+  for (auto& mp : out.kernel->inMaps) mp.loc = loc;
+  for (auto& mp : out.kernel->outMaps) mp.loc = loc;
+  out.inputOperand = plan.inputOperand;
+  out.outputIndex = {{}};
+  return out;
+}
+
+}  // namespace tpusim::lower::detail

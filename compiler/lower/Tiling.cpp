@@ -1,0 +1,146 @@
+#include "compiler/lower/Tiling.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "compiler/lower/TargetDescription.h"
+
+namespace tpusim::lower {
+
+TilingTarget TilingTarget::from(const kernels::codegen::TargetInfo& t) {
+  TilingTarget out;
+  out.vmemBytes = t.vmemBytes;
+  out.mxuSize = t.mxuSize;
+  out.mxuCount = t.mxuCount;
+  try {
+    TargetDescription d = loadTarget(t.name);
+    if (d.clockHz > 0 && d.hbmBytesPerSecond > 0)
+      out.hbmBytesPerCycle = d.hbmBytesPerSecond / d.clockHz;
+  } catch (const TargetError&) {
+    // A preset built in memory (tests): keep the default bandwidth.
+  }
+  return out;
+}
+
+int64_t dividingBlock(int64_t n, int64_t unit, int64_t limit) {
+  if (n <= limit) return n;
+  for (int64_t b = limit / unit * unit; b >= unit; b -= unit)
+    if (n % b == 0) return b;
+  return 0;
+}
+
+namespace {
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t m) { return cdiv(a, m) * m; }
+
+// VMEM bytes of a block: every element in its own 32-bit word, (8,128) tiles.
+int64_t tiledBytes(int64_t rows, int64_t cols) { return roundUp(rows, 8) * roundUp(cols, 128) * 4; }
+
+int64_t workingSet(int64_t br, int64_t bc, const std::vector<BlockUse>& uses) {
+  int64_t total = 0;
+  for (const BlockUse& u : uses) total += u.buffers * tiledBytes(u.rows ? br : 1, u.cols ? bc : 1);
+  return total;
+}
+
+// Legal blocks of a dim, largest first: divisors that are multiples of `unit`
+// (and the whole dim); when `exact` is false and nothing divides, multiples of
+// `unit` too (edge blocks).
+std::vector<int64_t> candidates(int64_t n, int64_t unit, int64_t limit, bool exact) {
+  std::vector<int64_t> out;
+  if (n <= limit) out.push_back(n);
+  for (int64_t b = std::min(limit, n - 1) / unit * unit; b >= unit; b -= unit)
+    if (n % b == 0) out.push_back(b);
+  if (out.empty()) {
+    if (exact) {
+      out.push_back(n);  // the whole dim: always legal, maybe large
+    } else {
+      for (int64_t b = std::min(limit, n) / unit * unit; b >= unit; b -= unit) out.push_back(b);
+      if (out.empty()) out.push_back(n);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exactCols,
+                          const std::vector<BlockUse>& uses, const TilingTarget& target) {
+  int64_t hbmPerElement = 0;
+  for (const BlockUse& u : uses)
+    if (u.rows && u.cols && u.buffers > 1) hbmPerElement += u.hbmBytesPerElement;
+  hbmPerElement = std::max<int64_t>(hbmPerElement, 1);
+  // Enough elements that a step's DMA time covers the step overhead 8 times.
+  double wantBytes = 8.0 * kStepOverheadCycles * target.hbmBytesPerCycle;
+  int64_t wantElems =
+      std::clamp<int64_t>(static_cast<int64_t>(wantBytes) / hbmPerElement, 8 * 128, 512 * 1024);
+  const int64_t budget = target.vmemBudget();
+  LoopBlock best;
+  bool found = false;
+  for (int64_t bc : candidates(cols, 128, 2048, exactCols)) {
+    int64_t rowLimit = std::max<int64_t>(8, wantElems / std::max<int64_t>(bc, 1));
+    for (int64_t br : candidates(rows, 8, rowLimit, exactRows)) {
+      if (workingSet(br, bc, uses) > budget) continue;
+      best = {br, bc, ""};
+      found = true;
+      break;
+    }
+    if (found) break;
+  }
+  if (!found) {  // nothing fits the budget: the smallest legal block
+    auto rc = candidates(rows, 8, 8, exactRows), cc = candidates(cols, 128, 128, exactCols);
+    best = {rc.back(), cc.back(), ""};
+  }
+  best.why =
+      fmt::format("block {}x{} of {}x{}: {} B of VMEM (budget {} B), {} B of HBM traffic per step",
+                  best.rows, best.cols, rows, cols, workingSet(best.rows, best.cols, uses), budget,
+                  best.rows * best.cols * hbmPerElement);
+  return best;
+}
+
+DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int inBytes,
+                            int outBytes, const TilingTarget& target) {
+  const int64_t mxu = std::max<int64_t>(target.mxuSize, 8);
+  const int64_t budget = target.vmemBudget();
+  const int64_t drain = 7 + 2 * mxu;
+  DotBlocking best;
+  double bestCost = std::numeric_limits<double>::infinity();
+  for (int64_t bm : candidates(m, 8, 1024, false))
+    for (int64_t bn : candidates(n, 128, 1024, false))
+      for (int64_t bk : candidates(k, 128, 2048, false)) {
+        // Double-buffered operand and output blocks, the accumulator, and the
+        // bf16 / s8 copies of the operands the kernel makes before the dot.
+        int64_t vmem = 2 * (tiledBytes(bm, bk) + tiledBytes(bk, bn) + tiledBytes(bm, bn)) +
+                       tiledBytes(bm, bn) + tiledBytes(bm, bk) + tiledBytes(bk, bn);
+        if (vmem > budget) continue;
+        double steps = double(batch) * cdiv(m, bm) * cdiv(n, bn) * cdiv(k, bk);
+        // One mm pushes 8 LHS rows through one (mxu x mxu) weight tile in 8 cycles.
+        double mxuCycles = double(cdiv(bm, 8)) * cdiv(bn, mxu) * cdiv(bk, mxu) * 8 /
+                           double(std::max<int64_t>(target.mxuCount, 1));
+        double bytes =
+            double(bm * bk + bk * bn) * inBytes + double(bm * bn) * outBytes / cdiv(k, bk);
+        double dmaCycles = bytes / target.hbmBytesPerCycle;
+        double cost = steps * (std::max(mxuCycles, dmaCycles) + drain + kStepOverheadCycles);
+        if (cost < bestCost * 0.999) {
+          bestCost = cost;
+          best.bm = bm;
+          best.bn = bn;
+          best.bk = bk;
+        }
+      }
+  if (!std::isfinite(bestCost)) {  // nothing fits: the smallest legal blocks
+    best.bm = candidates(m, 8, 8, false).back();
+    best.bn = candidates(n, 128, 128, false).back();
+    best.bk = candidates(k, 128, 128, false).back();
+    bestCost = 0;
+  }
+  best.estimatedCycles = bestCost;
+  best.why = fmt::format("bm={} bn={} bk={} for [{}] {}x{}x{}: about {:.0f} cycles", best.bm,
+                         best.bn, best.bk, batch, m, n, k, bestCost);
+  return best;
+}
+
+}  // namespace tpusim::lower

@@ -1,0 +1,78 @@
+// The tiling heuristic of fusion lowering: block shapes and grids for the
+// kernels lowerToKernel builds, from the machine's MXU size and count, VMEM
+// size and HBM bandwidth.
+//
+// Element-wise and reduction kernels (HBM-bound): a block moves enough bytes
+// per grid step that the step's DMA time (bytes / HBM bytes per cycle) hides
+// the per-step overhead of the grid loop (kStepOverheadCycles) several times
+// over, without exceeding the VMEM budget; lanes first (whole rows up to
+// 2048 lanes), then rows.
+// Dots: every candidate (bm, bn, bk) of legal blocks up to 1024 / 1024 / 2048
+// that fits VMEM is priced as grid steps x (max(MXU cycles, DMA cycles) +
+// MXU drain + step overhead), and the cheapest wins: larger blocks re-read
+// less from HBM and amortize the drain, until VMEM or the array stops them.
+// Blocks divide the array or equal it whenever such a block exists (the code
+// generator's edge blocks are new); a reduced or contracted dim must be
+// divided exactly, or is masked (dots, as kernels/lib/Matmul.cpp does).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/codegen/TargetInfo.h"
+
+namespace tpusim::lower {
+
+struct TilingTarget {
+  int64_t vmemBytes = int64_t(16) << 20;
+  int64_t mxuSize = 128, mxuCount = 4;
+  double hbmBytesPerCycle = 512;  // HBM peak bandwidth / core clock
+  // VMEM one kernel's blocks may take (the rest is headroom for the code
+  // generator's temporaries and spills).
+  int64_t vmemBudget() const { return vmemBytes / 2; }
+  // From the code generator's view of the preset; the HBM bandwidth and clock
+  // come from the same preset read by lower::loadTarget (TargetInfo has none),
+  // and default to 512 bytes per cycle when the preset cannot be found by name.
+  static TilingTarget from(const kernels::codegen::TargetInfo& t);
+};
+
+// Fixed cycles a grid step costs beyond its DMA / compute (waits, index maps,
+// DMA issue): measured on the v5e preset for small kernels (docs/kernels.md).
+constexpr int64_t kStepOverheadCycles = 100;
+
+// The largest block <= limit that divides n and is a multiple of `unit`, or n
+// itself when n <= limit; 0 when there is none.
+int64_t dividingBlock(int64_t n, int64_t unit, int64_t limit);
+
+// One kernel array of a row x column block space, for the VMEM estimate:
+// does its block span the rows / columns of the block (else it is 1 there)?
+struct BlockUse {
+  bool rows = true, cols = true;
+  int buffers = 2;  // pipelined arrays are double-buffered; temporaries 1
+  int hbmBytesPerElement = 4;
+};
+
+struct LoopBlock {
+  int64_t rows = 1, cols = 1;
+  std::string why;  // one line: the block and what bounded it
+};
+
+// A block of an R x C space. `exactRows` / `exactCols`: the dim is reduced, so
+// the block must divide it or equal it (padding would enter the result).
+// Never fails: falls back to the smallest legal block.
+LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exactCols,
+                          const std::vector<BlockUse>& uses, const TilingTarget& target);
+
+struct DotBlocking {
+  int64_t bm = 8, bn = 128, bk = 128;
+  double estimatedCycles = 0;  // the model's total for the whole dot
+  std::string why;
+};
+
+// [batch, m, k] x [batch, k, n]; inBytes: HBM bytes per operand element
+// (2 for bf16, 1 for s8, 4 for f32 cast in the kernel); outBytes for the result.
+DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int inBytes,
+                            int outBytes, const TilingTarget& target);
+
+}  // namespace tpusim::lower
