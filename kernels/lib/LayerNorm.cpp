@@ -9,6 +9,10 @@ namespace tpusim::kernels::lib {
 
 using namespace dsl;
 
+namespace {
+constexpr int64_t kOutputChunk = 512;  // columns per output loop
+}  // namespace
+
 PallasCall layerNormCall(int64_t rows, int64_t cols, llo::DType dtype, double eps,
                          int64_t blockRows) {
   if (dtype != F32 && dtype != BF16)
@@ -26,19 +30,30 @@ PallasCall layerNormCall(int64_t rows, int64_t cols, llo::DType dtype, double ep
                 BlockSpec({1, cols}, fixed)};
   c.out_specs = {BlockSpec({br, cols}, rowMap)};
   c.compiler_params.dimension_semantics = {PARALLEL};
+  // The centered rows, computed once and read by the variance and the output.
+  c.scratch = {VMEM({br, cols}, F32)};
   double invCols = 1.0 / double(cols);
   return pallas_call(
-      [=](Ref x, Ref gamma, Ref beta, Ref o) {
+      [=](Ref x, Ref gamma, Ref beta, Ref o, Ref centeredRef) {
         Array xf = x.load().astype(F32);
         // Two passes (mean, then the mean of squared deviations): no
         // cancellation of E[x^2] - E[x]^2 when the mean is large.
-        Array centered = xf - sum(xf, 1) * invCols;
+        centeredRef.store(xf - sum(xf, 1) * invCols);
+        Array centered = centeredRef.load();
         Array variance = sum(centered * centered, 1) * invCols;
         // A lane max over one column is the identity; it stores the scale once
         // per row tile, lane-replicated, instead of an rsqrt per column tile.
         Array scale = max(rsqrt(variance + eps), 1);
-        Array y = centered * scale * gamma.load().astype(F32) + beta.load().astype(F32);
-        o.store(y.astype(dtype));
+        // The output in column chunks: a loop over all column tiles at once
+        // would need more than the 32 scalar registers for its addresses (the
+        // code generator does not spill yet).
+        for (int64_t c0 = 0; c0 < cols; c0 += kOutputChunk) {
+          int64_t n = std::min(kOutputChunk, cols - c0);
+          Array y = centeredRef.load(ds(0, br), ds(c0, n)) * scale *
+                        gamma.load(ds(0, 1), ds(c0, n)).astype(F32) +
+                    beta.load(ds(0, 1), ds(c0, n)).astype(F32);
+          o.store(ds(0, br), ds(c0, n), y.astype(dtype));
+        }
       },
       c);
 }
