@@ -64,8 +64,14 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
   size_t n = sizes.size();
   if (src.rank() != int(n) || dst.rank() != int(n))
     throw CodegenError("internal: copy ranks differ");
-  bool touchesHbm = src.space == llo::MemSpace::Hbm || dst.space == llo::MemSpace::Hbm;
-  int64_t elemBytes = touchesHbm ? isa::dtypeBytes(src.dtype) : 4;
+  bool srcHbm = src.space == llo::MemSpace::Hbm, dstHbm = dst.space == llo::MemSpace::Hbm;
+  int64_t dtypeBytes = isa::dtypeBytes(src.dtype);
+  // bf16 / int8 between dense HBM and one-element-per-word VMEM/SMEM: the
+  // DMA's widening mode does the relayout (isa/DmaDescriptor.h).
+  bool widen = srcHbm != dstHbm && dtypeBytes < 4;
+  // Bytes per element on each side.
+  int64_t es = srcHbm ? dtypeBytes : 4, ed = dstHbm ? dtypeBytes : 4;
+  if (!widen) es = ed = srcHbm || dstHbm ? dtypeBytes : 4;
   Side s = sideOf(src), d = sideOf(dst);
   // Window dims, outermost first; the last one split at column tiles when a
   // VMEM side has more than one.
@@ -86,23 +92,26 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
     dims.push_back({cols / llo::kLanes, tileStep(s, src), tileStep(d, dst)});
     lanes = llo::kLanes;
   }
-  int64_t ls = n ? s.strides[n - 1] : elemBytes, ld = n ? d.strides[n - 1] : elemBytes;
-  // Inner bytes: a contiguous run on both sides, or one element.
-  int64_t inner;
-  if (ls == elemBytes && ld == elemBytes) {
-    inner = lanes * elemBytes;
+  int64_t ls = n ? s.strides[n - 1] : es, ld = n ? d.strides[n - 1] : ed;
+  // Inner run, in each side's own bytes: contiguous elements on both sides, or one element.
+  int64_t innerS = es, innerD = ed;
+  if (ls == es && ld == ed) {
+    innerS *= lanes;
+    innerD *= lanes;
   } else {
     dims.push_back({lanes, ls, ld});
-    inner = elemBytes;
   }
   // Drop count-1 dims; merge a dim into the inner run when it continues it on both sides.
   std::vector<Dim> kept;
   for (const Dim& x : dims)
     if (x.count > 1) kept.push_back(x);
-  while (!kept.empty() && kept.back().src == inner && kept.back().dst == inner) {
-    inner *= kept.back().count;
+  while (!kept.empty() && kept.back().src == innerS && kept.back().dst == innerD) {
+    innerS *= kept.back().count;
+    innerD *= kept.back().count;
     kept.pop_back();
   }
+  // The descriptor's inner size counts dense bytes (the HBM side's).
+  int64_t inner = dstHbm && !srcHbm ? innerD : innerS;
   CopyPlan plan;
   plan.bytes = inner;
   for (const Dim& x : kept) plan.bytes *= x.count;
@@ -115,6 +124,7 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
   t.dst = isaSpace(dst.space);
   t.numDims = 1 + int(inDesc.size());
   t.innerBytes = uint32_t(inner);
+  t.elemBytes = widen ? uint8_t(dtypeBytes) : 0;
   // Descriptor dim 1 is the innermost counted dim.
   for (size_t i = 0; i < inDesc.size(); ++i) {
     const Dim& x = inDesc[inDesc.size() - 1 - i];

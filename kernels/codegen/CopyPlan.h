@@ -4,7 +4,9 @@
 // word per element. The window's dimensions become the descriptor's counted
 // dimensions with byte strides on each side; contiguous runs merge into the
 // inner byte count; dimensions beyond the descriptor's four become several
-// descriptors at constant offsets.
+// descriptors at constant offsets. bf16 / int8 copies between HBM and
+// VMEM/SMEM use the DMA's widening mode (isa/DmaDescriptor.h), so a row of a
+// block is one contiguous run on both sides, as for f32.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +23,7 @@ struct CopyPlan {
   // descriptor i is issued with src/dst = window origin + srcOffset[i] / dstOffset[i].
   std::vector<isa::DmaDescriptor> descriptors;
   std::vector<int64_t> srcOffset, dstOffset;
-  int64_t bytes = 0;  // bytes the copy moves
+  int64_t bytes = 0;  // bytes the copy moves on the HBM (dense) side; VMEM/SMEM bytes for others
 };
 
 // `sizes` is the window (one size per dim of both refs, same rank). VMEM

@@ -303,10 +303,12 @@ class Run {
       fail(op, fmt::format("destination window {} + {} outside {}", shapeStr(d0), shapeStr(sizes),
                            dst->type.str()));
     // HBM holds elements of dtypeBytes; a copy touching HBM moves only those low
-    // bytes of each VMEM/SMEM word, as the byte-granular DMA does.
+    // bytes of each VMEM/SMEM word, and zeroes the upper bytes of a VMEM/SMEM
+    // word it writes, as the DMA's widening mode does (isa/DmaDescriptor.h).
     bool narrow = src->type.space == MemSpace::Hbm || dst->type.space == MemSpace::Hbm;
     int bytes = isa::dtypeBytes(src->type.dtype);
-    uint32_t keep = (!narrow || bytes >= 4) ? 0u : ~((1u << (8 * bytes)) - 1u);
+    uint32_t take = (!narrow || bytes >= 4) ? ~0u : (1u << (8 * bytes)) - 1u;
+    uint32_t keep = dst->type.space == MemSpace::Hbm ? ~take : 0u;
     std::vector<int64_t> i(sizes.size(), 0);
     while (true) {
       std::vector<int64_t> si = s0, di = d0;
@@ -315,7 +317,7 @@ class Run {
         di[d] += i[d];
       }
       uint32_t& w = dst->at(di);
-      w = (w & keep) | (src->at(si) & ~keep);
+      w = (w & keep) | (src->at(si) & take);
       int d = int(i.size()) - 1;
       while (d >= 0 && ++i[d] == sizes[d]) i[d--] = 0;
       if (d < 0) break;

@@ -237,7 +237,7 @@ TEST_CASE("constructs the code generator does not handle yet are clear errors") 
 #include "kernels/codegen/CopyPlan.h"
 #include "kernels/codegen/MemoryPlan.h"
 
-TEST_CASE("copy plans: f32 rows merge into one run, bf16 moves element by element") {
+TEST_CASE("copy plans: rows merge into one run, bf16/int8 through the widening DMA") {
   using tpusim::kernels::llo::DType;
   using tpusim::kernels::llo::MemSpace;
   using tpusim::kernels::llo::Type;
@@ -259,15 +259,35 @@ TEST_CASE("copy plans: f32 rows merge into one run, bf16 moves element by elemen
                         Type::ref(MemSpace::Vmem, DType::F32, {8, 128}), {8, 128});
   CHECK(w.descriptors[0].innerBytes == 4096);
   CHECK(w.descriptors[0].numDims == 1);
-  // bf16: each 2-byte element lands in the low half of its 4-byte VMEM word.
+  // bf16: the widening DMA puts each 2-byte element in the low half of its
+  // 4-byte VMEM word, so a row of a column tile is one run (256 dense bytes).
   CopyPlan b = planCopy(Type::ref(MemSpace::Hbm, DType::Bf16, {32, 256}),
                         Type::ref(MemSpace::Vmem, DType::Bf16, {32, 256}), {32, 256});
   REQUIRE(b.descriptors.size() == 1);
-  CHECK(b.descriptors[0].innerBytes == 2);
-  CHECK(b.descriptors[0].numDims == 4);
-  CHECK(b.descriptors[0].counts[0] == 128);
-  CHECK(b.descriptors[0].srcStrides[0] == 2);
-  CHECK(b.descriptors[0].dstStrides[0] == 4);
+  CHECK(b.descriptors[0].elemBytes == 2);
+  CHECK(b.descriptors[0].innerBytes == 256);
+  CHECK(b.descriptors[0].numDims == 3);
+  CHECK(b.descriptors[0].counts[0] == 2);             // column tiles
+  CHECK(b.descriptors[0].srcStrides[0] == 256);       // 128 bf16 further in the HBM row
+  CHECK(b.descriptors[0].dstStrides[0] == 32 * 512);  // the next column tile
+  CHECK(b.descriptors[0].counts[1] == 32);
+  CHECK(b.descriptors[0].srcStrides[1] == 512);
+  CHECK(b.descriptors[0].dstStrides[1] == 512);
+  CHECK(b.bytes == 32 * 256 * 2);
+  // int8 out of VMEM: one whole (8, 128) tile narrows into one dense run.
+  CopyPlan o = planCopy(Type::ref(MemSpace::Vmem, DType::S8, {8, 128}),
+                        Type::ref(MemSpace::Hbm, DType::S8, {8, 128}), {8, 128});
+  REQUIRE(o.descriptors.size() == 1);
+  CHECK(o.descriptors[0].elemBytes == 1);
+  CHECK(o.descriptors[0].innerBytes == 1024);
+  CHECK(o.descriptors[0].numDims == 1);
+  std::string error;
+  CHECK(o.descriptors[0].validate(&error));
+  // VMEM to VMEM has nothing to widen: plain words.
+  CopyPlan v = planCopy(Type::ref(MemSpace::Vmem, DType::Bf16, {8, 128}),
+                        Type::ref(MemSpace::Vmem, DType::Bf16, {8, 128}), {8, 128});
+  CHECK(v.descriptors[0].elemBytes == 0);
+  CHECK(v.descriptors[0].innerBytes == 4096);
   // Windows that are not whole lane tiles are not split into tail descriptors yet.
   CHECK_THROWS_WITH(planCopy(Type::ref(MemSpace::Hbm, DType::F32, {8, 300}),
                              Type::ref(MemSpace::Vmem, DType::F32, {8, 300}), {8, 300}),
