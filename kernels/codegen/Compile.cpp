@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <map>
 
 #include "kernels/codegen/CopyPlan.h"
 #include "kernels/codegen/HazardCheck.h"
@@ -19,6 +20,14 @@ namespace {
 
 MOperand I(int64_t v) { return MOperand::imm(v); }
 
+// The copy of one shape of block: the full block, or an edge block clipped to
+// the array in some dimensions.
+struct CopyVariant {
+  std::vector<int64_t> window;  // elements moved per dimension
+  CopyPlan plan;
+  std::vector<int64_t> descWords;  // SMEM word of each descriptor template
+};
+
 // One array operand moved by the pipeline.
 struct Stream {
   const llo::ArrayOperand* array = nullptr;
@@ -28,8 +37,11 @@ struct Stream {
   llo::Type hbmType, blockType;
   int64_t bufRow = 0, blockRows = 0;
   int flag = 0;
-  CopyPlan plan;
-  std::vector<int64_t> descWords;
+  // Dimensions whose last block sticks out of the array (Pallas pads them);
+  // variant v clips dimension raggedDims[j] when bit j of v is set, so an
+  // edge block moves only its in-bounds part. variants[0] is the full block.
+  std::vector<size_t> raggedDims;
+  std::vector<CopyVariant> variants;
   // Loop-carried registers.
   std::vector<MOperand> idx;  // block index held in the current slot
   MOperand slot, pending;
@@ -38,9 +50,9 @@ struct Stream {
 
 class Pipeline {
  public:
-  Pipeline(const llo::Kernel& k, const TargetInfo& t, MFunction& fn, MemoryPlan& mem,
-           std::vector<LoopRange>& loops, std::vector<isa::DataSegment>& data)
-      : k_(k), t_(t), L_(fn, mem, t, loops, data), mem_(mem) {}
+  Pipeline(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o, MFunction& fn,
+           MemoryPlan& mem, std::vector<LoopRange>& loops, std::vector<isa::DataSegment>& data)
+      : k_(k), t_(t), o_(o), L_(fn, mem, t, loops, data), mem_(mem) {}
 
   double flopsPerStep() const { return L_.bodyFlops; }
   std::vector<Stream>& streams() { return streams_; }
@@ -56,14 +68,17 @@ class Pipeline {
           fmt::format("kernel '{}': input/output aliasing is not supported by the "
                       "code generator yet",
                       k_.name));
-    // HBM arrays.
+    // HBM arrays: the caller's buffer assignment, or placed here.
     std::vector<int64_t> hbmIn, hbmOut;
-    for (const auto& a : k_.inputs)
-      hbmIn.push_back(mem_.hbm(
-          "input " + a.name, llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape))));
-    for (const auto& a : k_.outputs)
-      hbmOut.push_back(mem_.hbm(
-          "output " + a.name, llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape))));
+    if (o_.inputAddresses.empty() && o_.outputAddresses.empty()) {
+      for (const auto& a : k_.inputs) hbmIn.push_back(mem_.hbm("input " + a.name, arrayBytes(a)));
+      for (const auto& a : k_.outputs)
+        hbmOut.push_back(mem_.hbm("output " + a.name, arrayBytes(a)));
+    } else {
+      hbmIn = o_.inputAddresses;
+      hbmOut = o_.outputAddresses;
+      checkGivenAddresses();
+    }
     hbmIn_ = hbmIn;
     hbmOut_ = hbmOut;
     size_t arg = 0;
@@ -110,13 +125,9 @@ class Pipeline {
             fmt::format("{}:{}: error: '{}' asks for Buffered({}); the code generator "
                         "double-buffers every block (only Buffered(2) so far)",
                         m.loc.file, m.loc.line, a.name, m.buffers));
-      for (size_t d = 0; d < a.shape.size(); ++d)
-        if (a.shape[d] % m.blockShape[d] != 0)
-          throw CodegenError(fmt::format(
-              "{}:{}: error: '{}' {} is not a whole number of {} blocks; edge blocks compile only "
-              "in interpret mode so far",
-              m.loc.file, m.loc.line, a.name, llo::shapeStr(a.shape), llo::shapeStr(m.blockShape)));
       Stream s;
+      for (size_t d = 0; d < a.shape.size(); ++d)
+        if (a.shape[d] % m.blockShape[d] != 0) s.raggedDims.push_back(d);
       s.array = &a;
       s.map = &m;
       s.output = output;
@@ -128,16 +139,27 @@ class Pipeline {
                                        isa::dtypeName(a.dtype), llo::shapeStr(m.blockShape)),
                            m.blockShape, 2);
       s.flag = mem_.flags(fmt::format("'{}' block copies", a.name), 1);
-      try {
-        s.plan = output ? planCopy(s.blockType, s.hbmType, m.blockShape)
-                        : planCopy(s.hbmType, s.blockType, m.blockShape);
-      } catch (const CodegenError& e) {
-        throw CodegenError(
-            fmt::format("{}:{}: error: '{}': {}", m.loc.file, m.loc.line, a.name, e.what()));
+      for (size_t v = 0; v < (size_t(1) << s.raggedDims.size()); ++v) {
+        CopyVariant cv;
+        cv.window = m.blockShape;
+        for (size_t j = 0; j < s.raggedDims.size(); ++j) {
+          size_t d = s.raggedDims[j];
+          if (v >> j & 1) cv.window[d] = a.shape[d] % m.blockShape[d];
+        }
+        try {
+          cv.plan = planWindow(s, cv.window);
+        } catch (const CodegenError& e) {
+          throw CodegenError(
+              fmt::format("{}:{}: error: '{}': {}", m.loc.file, m.loc.line, a.name, e.what()));
+        }
+        for (size_t i = 0; i < cv.plan.descriptors.size(); ++i)
+          cv.descWords.push_back(L_.descriptorTemplate(
+              cv.plan.descriptors[i], v == 0
+                                          ? fmt::format("DMA descriptor: '{}' block {}", a.name, i)
+                                          : fmt::format("DMA descriptor: '{}' edge block {} {}",
+                                                        a.name, llo::shapeStr(cv.window), i)));
+        s.variants.push_back(std::move(cv));
       }
-      for (size_t i = 0; i < s.plan.descriptors.size(); ++i)
-        s.descWords.push_back(L_.descriptorTemplate(
-            s.plan.descriptors[i], fmt::format("DMA descriptor: '{}' block {}", a.name, i)));
       s.bodyArg = v;
       streams_.push_back(std::move(s));
     };
@@ -161,11 +183,61 @@ class Pipeline {
  private:
   const llo::Kernel& k_;
   const TargetInfo& t_;
+  const CompileOptions& o_;
   Lowerer L_;
   MemoryPlan& mem_;
   std::vector<Stream> streams_;
   std::vector<RefPlace> prefetch_;
   std::vector<int64_t> hbmIn_, hbmOut_;
+
+  static int64_t arrayBytes(const llo::ArrayOperand& a) {
+    return llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape));
+  }
+
+  // Addresses from CompileOptions: one per array, inside the 32-bit DMA
+  // address range, no two arrays overlapping (an aliased pair shares one).
+  void checkGivenAddresses() const {
+    auto count = [&](const char* what, size_t given, size_t want) {
+      if (given != want)
+        throw CodegenError(
+            fmt::format("kernel '{}': CompileOptions::{} has {} addresses but the kernel has {} {}",
+                        k_.name, what, given, want, what[0] == 'i' ? "inputs" : "outputs"));
+    };
+    count("inputAddresses", o_.inputAddresses.size(), k_.inputs.size());
+    count("outputAddresses", o_.outputAddresses.size(), k_.outputs.size());
+    struct Span {
+      std::string what;
+      int64_t begin, end;
+      int alias;  // input index an output aliases (-1 none) / own input index
+    };
+    std::vector<Span> spans;
+    for (size_t i = 0; i < k_.inputs.size(); ++i)
+      spans.push_back({"input '" + k_.inputs[i].name + "'", o_.inputAddresses[i],
+                       o_.inputAddresses[i] + arrayBytes(k_.inputs[i]), int(i)});
+    for (size_t i = 0; i < k_.outputs.size(); ++i) {
+      int alias = -2;
+      for (const auto& [in, out] : k_.aliases)
+        if (out == int(i)) alias = in;
+      spans.push_back({"output '" + k_.outputs[i].name + "'", o_.outputAddresses[i],
+                       o_.outputAddresses[i] + arrayBytes(k_.outputs[i]), alias});
+    }
+    size_t numIn = k_.inputs.size();
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const Span& a = spans[i];
+      if (a.begin < 0 || a.end > (int64_t(1) << 32))
+        throw CodegenError(fmt::format(
+            "kernel '{}': {} at HBM byte {} (size {}) is outside the 4 GiB the generated DMA "
+            "addresses cover",
+            k_.name, a.what, a.begin, a.end - a.begin));
+      for (size_t j = 0; j < i; ++j) {
+        const Span& b = spans[j];
+        bool aliased = i >= numIn && j < numIn && a.alias == int(j) && a.begin == b.begin;
+        if (!aliased && a.begin < b.end && b.begin < a.end && a.end > a.begin && b.end > b.begin)
+          throw CodegenError(fmt::format("kernel '{}': {} [{}, {}) overlaps {} [{}, {}) in HBM",
+                                         k_.name, a.what, a.begin, a.end, b.what, b.begin, b.end));
+      }
+    }
+  }
 
   MOperand reg() { return L_.fn().newReg(RegClass::Scalar); }
   void copy(MOperand dst, const ScalarVal& v) {
@@ -212,27 +284,100 @@ class Pipeline {
     return any;
   }
 
-  // Starts the copy of block `idx` into / out of buffer `slot` of a stream.
-  void startCopy(Stream& s, const std::vector<ScalarVal>& idx, const ScalarVal& slot) {
+  // The copy of a window at the block's origin between HBM and the block
+  // buffer. A VMEM window of more than 128 columns that is not whole column
+  // tiles (an edge block) is split into its whole tiles and a tail.
+  static CopyPlan planWindow(const Stream& s, std::vector<int64_t> window) {
+    auto plan = [&](const std::vector<int64_t>& w) {
+      return s.output ? planCopy(s.blockType, s.hbmType, w) : planCopy(s.hbmType, s.blockType, w);
+    };
+    int64_t cols = window.empty() ? 1 : window.back(), tiles = cols / llo::kLanes;
+    if (cols <= llo::kLanes || cols % llo::kLanes == 0) return plan(window);
+    window.back() = tiles * llo::kLanes;
+    CopyPlan whole = plan(window);
+    window.back() = cols % llo::kLanes;
+    CopyPlan tail = plan(window);
+    int64_t vmemOff = tiles * llo::tiledLayout(s.map->blockShape).paddedRows * isa::kVmemRowBytes;
+    int64_t hbmOff = tiles * llo::kLanes * isa::dtypeBytes(s.array->dtype);
+    for (size_t i = 0; i < tail.descriptors.size(); ++i) {
+      whole.descriptors.push_back(tail.descriptors[i]);
+      whole.srcOffset.push_back(tail.srcOffset[i] + (s.output ? vmemOff : hbmOff));
+      whole.dstOffset.push_back(tail.dstOffset[i] + (s.output ? hbmOff : vmemOff));
+    }
+    whole.bytes += tail.bytes;
+    return whole;
+  }
+
+  // Which copy variant block `idx` needs: bit j set when it is the last block
+  // of ragged dimension j.
+  ScalarVal variantOf(const Stream& s, const std::vector<ScalarVal>& idx) {
+    ScalarVal v{true, 0, {}};
+    for (size_t j = 0; j < s.raggedDims.size(); ++j) {
+      size_t d = s.raggedDims[j];
+      int64_t last = s.array->shape[d] / s.map->blockShape[d];
+      ScalarVal edge = L_.scalarOp(llo::ScalarBin::Eq, idx[d], ScalarVal{true, last, {}});
+      v = L_.add(v, L_.mulImm(edge, int64_t(1) << j));
+    }
+    return v;
+  }
+
+  // Starts the copy of block `idx` into / out of buffer `slot` of a stream;
+  // returns the value for `pending` (1 + the variant started).
+  ScalarVal startCopy(Stream& s, const std::vector<ScalarVal>& idx, const ScalarVal& slot) {
     std::vector<int64_t> strides = elementStrides(s.hbmType);
     ScalarVal hbm{true, s.hbmBase, {}};
     for (size_t d = 0; d < idx.size(); ++d)
       hbm = L_.add(hbm, L_.mulImm(idx[d], s.map->blockShape[d] * strides[d]));
     ScalarVal vmem = L_.mulImm(L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(slot, s.blockRows)),
                                isa::kVmemRowBytes);
-    for (size_t i = 0; i < s.descWords.size(); ++i) {
-      MOperand base = L_.constReg(s.descWords[i]);
-      ScalarVal src = s.output ? vmem : hbm, dst = s.output ? hbm : vmem;
-      MInstr a = makeInstr(Opcode::SSt, {L_.reg(L_.addImm(src, s.plan.srcOffset[i])), base, I(1)});
-      MInstr b = makeInstr(Opcode::SSt, {L_.reg(L_.addImm(dst, s.plan.dstOffset[i])), base, I(3)});
-      a.mem = b.mem = MemAccess{MemAccess::Space::Smem, -3, true, -1, 0};
-      L_.emit(a);
-      L_.emit(b);
-      L_.emit(Opcode::Dma, {base, I(s.flag), I(int64_t(s.flag % t_.dmaQueues))});
+    ScalarVal src = s.output ? vmem : hbm, dst = s.output ? hbm : vmem;
+    auto issue = [&](const CopyVariant& cv) {
+      for (size_t i = 0; i < cv.descWords.size(); ++i) {
+        MOperand base = L_.constReg(cv.descWords[i]);
+        MInstr a =
+            makeInstr(Opcode::SSt, {L_.reg(L_.addImm(src, cv.plan.srcOffset[i])), base, I(1)});
+        MInstr b =
+            makeInstr(Opcode::SSt, {L_.reg(L_.addImm(dst, cv.plan.dstOffset[i])), base, I(3)});
+        a.mem = b.mem = MemAccess{MemAccess::Space::Smem, -3, true, -1, 0};
+        L_.emit(a);
+        L_.emit(b);
+        L_.emit(Opcode::Dma, {base, I(s.flag), I(int64_t(s.flag % t_.dmaQueues))});
+      }
+    };
+    if (s.variants.size() == 1) {
+      issue(s.variants[0]);
+      return ScalarVal{true, 1, {}};
     }
+    // Addresses and the variant computed before the branches, so each variant's block sees them.
+    if (!src.isConst) src = R(L_.reg(src));
+    if (!dst.isConst) dst = R(L_.reg(dst));
+    ScalarVal v = variantOf(s, idx);
+    if (!v.isConst) v = R(L_.reg(v));
+    for (size_t k = 0; k < s.variants.size(); ++k)
+      when(L_.scalarOp(llo::ScalarBin::Eq, v, ScalarVal{true, int64_t(k), {}}),
+           [&] { issue(s.variants[k]); });
+    return L_.addImm(v, 1);
   }
+  // Waits for the copy that `pending` (1 + its variant, known non-zero) names.
   void waitCopy(const Stream& s) {
-    L_.emit(Opcode::SyncWait, {I(s.flag), I(int64_t(s.descWords.size()))});
+    auto wait = [&](size_t n) { L_.emit(Opcode::SyncWait, {I(s.flag), I(int64_t(n))}); };
+    // Variants with the same descriptor count share one wait.
+    std::map<size_t, ScalarVal> byCount;
+    for (size_t k = 0; k < s.variants.size(); ++k) {
+      size_t n = s.variants[k].descWords.size();
+      ScalarVal is =
+          L_.scalarOp(llo::ScalarBin::Eq, R(s.pending), ScalarVal{true, int64_t(k) + 1, {}});
+      auto it = byCount.find(n);
+      if (it == byCount.end())
+        byCount[n] = is;
+      else
+        it->second = L_.scalarOp(llo::ScalarBin::Or, it->second, is);
+    }
+    if (byCount.size() == 1) return wait(byCount.begin()->first);
+    for (auto& [n, cond] : byCount) {
+      size_t count = n;
+      when(cond, [&] { wait(count); });
+    }
   }
 
   void gridLoop() {
@@ -255,10 +400,7 @@ class Pipeline {
         s.idx.push_back(reg());
         copy(s.idx.back(), v);
       }
-      if (!s.output) {
-        startCopy(s, idx, ScalarVal{true, 0, {}});
-        L_.emit(Opcode::SLi, {s.pending, I(1)});
-      }
+      if (!s.output) copy(s.pending, startCopy(s, idx, ScalarVal{true, 0, {}}));
     }
     MOperand count = reg(), step = reg();
     L_.emit(Opcode::SLi, {count, I(steps)});
@@ -299,8 +441,7 @@ class Pipeline {
       ScalarVal change = L_.scalarOp(llo::ScalarBin::And, notLast, differs(nidx, s.idx));
       when(change, [&] {
         ScalarVal other = L_.scalarOp(llo::ScalarBin::Xor, R(s.slot), ScalarVal{true, 1, {}});
-        startCopy(s, nidx, other);
-        L_.emit(Opcode::SLi, {s.pending, I(1)});
+        copy(s.pending, startCopy(s, nidx, other));
         L_.emit(Opcode::SXor, {s.slot, s.slot, L_.constReg(1)});
         for (size_t d = 0; d < s.idx.size(); ++d) copy(s.idx[d], nidx[d]);
       });
@@ -332,8 +473,7 @@ class Pipeline {
                              L_.scalarOp(llo::ScalarBin::Ne, nidx[d], cur[d]));
       when(moving, [&] {
         when(R(s.pending), [&] { waitCopy(s); });
-        startCopy(s, cur, R(s.slot));
-        L_.emit(Opcode::SLi, {s.pending, I(1)});
+        copy(s.pending, startCopy(s, cur, R(s.slot)));
         L_.emit(Opcode::SXor, {s.slot, s.slot, L_.constReg(1)});
       });
     }
@@ -346,19 +486,24 @@ class Pipeline {
     L_.newBlock("epilogue");
     for (Stream& s : streams_)
       if (s.output) when(R(s.pending), [&] { waitCopy(s); });
-    L_.emit(Opcode::Halt, {});
+    // A linked kernel falls through to the next one; every DMA it started has
+    // been waited for, so its flags are back at zero and its outputs in HBM.
+    if (o_.standalone) L_.emit(Opcode::Halt, {});
   }
 };
 
 }  // namespace
 
-CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
+CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o) {
+  if (o.smemBase < 0)
+    throw CodegenError(
+        fmt::format("kernel '{}': CompileOptions::smemBase is negative ({})", k.name, o.smemBase));
   MFunction fn;
   fn.name = k.name;
-  MemoryPlan mem(t);
+  MemoryPlan mem(t, o.smemBase);
   std::vector<LoopRange> loops;
   std::vector<isa::DataSegment> data;
-  Pipeline p(k, t, fn, mem, loops, data);
+  Pipeline p(k, t, o, fn, mem, loops, data);
   p.build();
   mem.check();
   CompiledKernel out;
@@ -366,7 +511,7 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
   for (const MBlock& b : fn.blocks) schedules.push_back(scheduleBlock(b, t));
   auto used = allocateRegisters(fn, schedules, loops, t);
   std::vector<uint32_t> starts;
-  std::vector<isa::Bundle> bundles = assembleBundles(fn, schedules, t, &starts);
+  std::vector<isa::Bundle> bundles = assembleBundles(fn, schedules, t, &starts, o.firstBundle);
   // Every block must be free of hazards the machine would stall on.
   for (size_t b = 0; b < fn.blocks.size(); ++b) {
     std::vector<isa::Bundle> blk(bundles.begin() + starts[b], bundles.begin() + starts[b + 1]);
@@ -379,9 +524,10 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
   prog.chip = t.name;
   prog.code = bundles;
   prog.data = data;
-  prog.symbols.push_back({k.name, 0});
-  prog.debugMap.push_back(
-      {0, uint32_t(bundles.size()), k.name, "", k.loc.file, uint32_t(std::max(0, k.loc.line))});
+  const uint32_t first = o.firstBundle;
+  prog.symbols.push_back({k.name, first});
+  prog.debugMap.push_back({first, first + uint32_t(bundles.size()), k.name, o.hloInstruction,
+                           k.loc.file, uint32_t(std::max(0, k.loc.line))});
   auto addBuffer = [&](const llo::ArrayOperand& a, int64_t addr, isa::BufferRole role) {
     isa::BufferDesc b;
     b.name = a.name;
@@ -393,9 +539,9 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
     b.role = role;
     prog.buffers.push_back(b);
   };
-  for (size_t i = 0; i < k.inputs.size(); ++i)
+  for (size_t i = 0; o.standalone && i < k.inputs.size(); ++i)
     addBuffer(k.inputs[i], p.hbmIn()[i], isa::BufferRole::Input);
-  for (size_t i = 0; i < k.outputs.size(); ++i)
+  for (size_t i = 0; o.standalone && i < k.outputs.size(); ++i)
     addBuffer(k.outputs[i], p.hbmOut()[i], isa::BufferRole::Output);
   // Static costs: FLOPs of the body per step, and the block copies the
   // pipeline performs (index maps evaluated over the whole grid).
@@ -406,21 +552,27 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
   for (const Stream& s : p.streams()) {
     if (k.numScalarPrefetch > 0) break;  // index maps read SMEM: counted at run time only
     std::vector<int32_t> prev;
-    int64_t copies = 0;
+    uint64_t bytes = 0, vmemBytes = 0;
     std::vector<int64_t> ids(k.grid.size(), 0);
     for (int64_t step = 0; step < k.gridPoints(); ++step) {
       std::vector<llo::Arg> args;
       for (int64_t id : ids) args.push_back(llo::Arg::ofScalar(int32_t(id)));
       std::vector<int32_t> idx = interp.run(*s.map->indexMap, args, llo::GridContext{k.grid, ids});
-      if (idx != prev) ++copies;
+      if (idx != prev) {
+        size_t v = 0;
+        for (size_t j = 0; j < s.raggedDims.size(); ++j) {
+          size_t d = s.raggedDims[j];
+          if (idx[d] == s.array->shape[d] / s.map->blockShape[d]) v |= size_t(1) << j;
+        }
+        bytes += uint64_t(s.variants[v].plan.bytes);
+        vmemBytes += uint64_t(llo::refBytes(s.blockType));
+      }
       prev = idx;
       for (size_t d = ids.size(); d-- > 0;) {
         if (++ids[d] < k.grid[d]) break;
         ids[d] = 0;
       }
     }
-    uint64_t bytes = uint64_t(copies) * uint64_t(s.plan.bytes);
-    uint64_t vmemBytes = uint64_t(copies) * uint64_t(llo::refBytes(s.blockType));
     if (s.output) {
       cost.hbmBytesWritten += bytes;
       cost.vmemBytesRead += vmemBytes;
@@ -438,9 +590,13 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
   out.stats.vmemRows = mem.vmemRowsUsed();
   out.stats.smemWords = mem.smemWordsUsed();
   out.stats.flags = mem.flagsUsed();
+  out.firstBundle = o.firstBundle;
+  out.smemBase = o.smemBase;
+  out.smemWords = mem.smemWordsUsed();
+  out.standalone = o.standalone;
   for (size_t b = 0; b < fn.blocks.size(); ++b) {
-    out.machineText +=
-        fmt::format("{}:  # bundles {}..{}\n", fn.blocks[b].label, starts[b], starts[b + 1]);
+    out.machineText += fmt::format("{}:  # bundles {}..{}\n", fn.blocks[b].label, first + starts[b],
+                                   first + starts[b + 1]);
     for (uint32_t c = starts[b]; c < starts[b + 1]; ++c) {
       std::string line;
       for (const isa::Instruction& in : bundles[c].slots) {
@@ -450,7 +606,7 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t) {
           line += fmt::format("{}{}{}", o ? ", " : " ",
                               isa::operandInfo(in.info().operands[o]).prefix, in.operands[o]);
       }
-      out.machineText += fmt::format("  {:5}  {}\n", c, line.empty() ? "nop" : line);
+      out.machineText += fmt::format("  {:5}  {}\n", first + c, line.empty() ? "nop" : line);
     }
   }
   return out;
