@@ -1,0 +1,231 @@
+#include "kernels/lib/DecodeAttention.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/lib/FlashAttention.h"
+
+namespace tpusim::kernels::lib {
+
+using namespace dsl;
+
+namespace {
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void checkShape(const DecodeShape& s, const char* what) {
+  if (s.batch < 1 || s.kvHeads < 1 || s.group < 1)
+    throw Error(fmt::format("error: {}: batch {}, kv_heads {} and group {} must be positive", what,
+                            s.batch, s.kvHeads, s.group));
+  int64_t d = s.headDim;
+  if (d < 8 || (d <= 128 && d % 8 != 0) || (d > 128 && d % 128 != 0))
+    throw Error(fmt::format(
+        "error: {}: head_dim {} is not supported (a multiple of 8 up to 128, or of 128)", what, d));
+}
+
+// One kv block of `cols` positions starting at kStart against the group's
+// queries; positions >= len are masked (scores) and zeroed (v rows).
+void decodeStep(const OnlineSoftmax& sm, const Ref& q, const Ref& k, const Ref& v, Scalar len,
+                Scalar kStart, int64_t cols, double scale) {
+  when(kStart < len, [&] {
+    Array s = dot(q.load(), k.load(), {false, true}) * scale;
+    Array col = iota(1, cols, 1) + splat(kStart, 1, 1);
+    s = where(col < splat(len, 1, 1), s, full(1, 1, OnlineSoftmax::kMaskValue));
+    // Only the block holding the last position has rows past the length.
+    when_else(
+        kStart + cols > len,
+        [&] {
+          Array vv =
+              where(iota(cols, 1, 0) < splat(len - kStart, 1, 1), v.load(), zeros(1, 1, BF16));
+          sm.update(s, vv);
+        },
+        [&] { sm.update(s, v.load()); });
+  });
+}
+
+}  // namespace
+
+std::vector<ShapeDtype> decodeAttentionInputs(const DecodeShape& s, int64_t maxLen) {
+  return {{{s.batch}, S32, "lengths"},
+          {{s.batch, s.kvHeads, s.group, s.headDim}, BF16, "q"},
+          {{s.batch, s.kvHeads, maxLen, s.headDim}, BF16, "k"},
+          {{s.batch, s.kvHeads, maxLen, s.headDim}, BF16, "v"}};
+}
+
+PallasCall decodeAttentionCall(const DecodeShape& sh, int64_t maxLen,
+                               const DecodeAttentionParams& prm) {
+  checkShape(sh, "decode attention");
+  if (maxLen < 1) throw Error("error: decode attention: the cache length must be positive");
+  const int64_t bk =
+      prm.blockK < maxLen ? prm.blockK : (maxLen <= 128 ? maxLen : cdiv(maxLen, 128) * 128);
+  if (bk < 1 || (bk % 128 != 0 && bk != maxLen))
+    throw Error(fmt::format(
+        "error: decode attention block_k {} must be a multiple of 128 (a block_k >= the cache "
+        "length {} covers all of it)",
+        prm.blockK, maxLen));
+  const int64_t G = sh.group, d = sh.headDim, nk = cdiv(maxLen, bk);
+  const double scale = prm.smScale != 0 ? prm.smScale : 1.0 / std::sqrt(double(d));
+
+  CallConfig c;
+  c.name = fmt::format("decode_attention_{}x{}x{}x{}_len{}", sh.batch, sh.kvHeads, G, d, maxLen);
+  c.num_scalar_prefetch = 1;
+  c.out_shapes = {{{sh.batch, sh.kvHeads, G, d}, F32, "out"}};
+  c.grid = {sh.batch, sh.kvHeads, nk};
+  auto qMap = [](const GridIndex& g) { return std::vector<Scalar>{g[0], g[1], 0, 0}; };
+  // Blocks past the length repeat the last valid block: no copy.
+  auto kvMap = [=](const GridIndex& g) {
+    Scalar len = g.prefetch[0].get({g[0]});
+    return std::vector<Scalar>{g[0], g[1], min(g[2], (len - 1) / bk), 0};
+  };
+  c.in_specs = {BlockSpec({1, 1, G, d}, qMap), BlockSpec({1, 1, bk, d}, kvMap),
+                BlockSpec({1, 1, bk, d}, kvMap)};
+  c.out_specs = {BlockSpec({1, 1, G, d}, qMap)};
+  c.scratch = OnlineSoftmax::scratch(G, bk, d);
+  c.compiler_params.dimension_semantics = {PARALLEL, PARALLEL, ARBITRARY};
+  c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
+
+  auto body = [=](const std::vector<Ref>& r) {
+    Ref lengths = r[0];
+    Ref q = r[1].at(0).at(0), k = r[2].at(0).at(0), v = r[3].at(0).at(0), o = r[4].at(0).at(0);
+    OnlineSoftmax sm(std::vector<Ref>(r.begin() + 5, r.end()), G, bk, d);
+    Scalar kv = program_id(2);
+    when(kv == 0, [&] { sm.init(); });
+    decodeStep(sm, q, k, v, lengths.get({program_id(0)}), kv * bk, bk, scale);
+    when(kv == nk - 1, [&] { sm.finish(o); });
+  };
+  return pallas_call(body, c);
+}
+
+std::vector<ShapeDtype> pagedAttentionInputs(const DecodeShape& s, const PagedLayout& p) {
+  return {{{s.batch}, S32, "lengths"},
+          {{s.batch, p.pagesPerSeq}, S32, "page_indices"},
+          {{s.batch, s.kvHeads, s.group, s.headDim}, BF16, "q"},
+          {{s.kvHeads, p.numPages, p.pageSize, s.headDim}, BF16, "k_pages"},
+          {{s.kvHeads, p.numPages, p.pageSize, s.headDim}, BF16, "v_pages"}};
+}
+
+PallasCall pagedAttentionCall(const DecodeShape& sh, const PagedLayout& pg,
+                              const DecodeAttentionParams& prm) {
+  checkShape(sh, "paged attention");
+  if (pg.numPages < 1 || pg.pagesPerSeq < 1 || pg.pageSize < 1)
+    throw Error(fmt::format(
+        "error: paged attention: num_pages {}, page_size {} and pages_per_sequence {} must be "
+        "positive",
+        pg.numPages, pg.pageSize, pg.pagesPerSeq));
+  if (pg.pageSize > 128 && pg.pageSize % 128 != 0)
+    throw Error(
+        fmt::format("error: paged attention: page_size {} must be at most 128 or a multiple of 128",
+                    pg.pageSize));
+  const int64_t G = sh.group, d = sh.headDim, ps = pg.pageSize;
+  const double scale = prm.smScale != 0 ? prm.smScale : 1.0 / std::sqrt(double(d));
+
+  CallConfig c;
+  c.name = fmt::format("paged_attention_{}x{}x{}x{}_pages{}x{}", sh.batch, sh.kvHeads, G, d,
+                       pg.pagesPerSeq, ps);
+  c.num_scalar_prefetch = 2;
+  c.out_shapes = {{{sh.batch, sh.kvHeads, G, d}, F32, "out"}};
+  c.grid = {sh.batch, sh.kvHeads, pg.pagesPerSeq};
+  auto qMap = [](const GridIndex& g) { return std::vector<Scalar>{g[0], g[1], 0, 0}; };
+  // The page table picks the physical page; steps past the length repeat the
+  // last valid page, so nothing is copied for them.
+  auto kvMap = [=](const GridIndex& g) {
+    Scalar len = g.prefetch[0].get({g[0]});
+    Scalar page = min(g[2], (len - 1) / ps);
+    return std::vector<Scalar>{g[1], g.prefetch[1].get({g[0], page}), 0, 0};
+  };
+  c.in_specs = {BlockSpec({1, 1, G, d}, qMap), BlockSpec({1, 1, ps, d}, kvMap),
+                BlockSpec({1, 1, ps, d}, kvMap)};
+  c.out_specs = {BlockSpec({1, 1, G, d}, qMap)};
+  c.scratch = OnlineSoftmax::scratch(G, ps, d);
+  c.compiler_params.dimension_semantics = {PARALLEL, PARALLEL, ARBITRARY};
+  c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
+
+  const int64_t nPages = pg.pagesPerSeq;
+  auto body = [=](const std::vector<Ref>& r) {
+    Ref lengths = r[0];
+    Ref q = r[2].at(0).at(0), k = r[3].at(0).at(0), v = r[4].at(0).at(0), o = r[5].at(0).at(0);
+    OnlineSoftmax sm(std::vector<Ref>(r.begin() + 6, r.end()), G, ps, d);
+    Scalar page = program_id(2);
+    when(page == 0, [&] { sm.init(); });
+    decodeStep(sm, q, k, v, lengths.get({program_id(0)}), page * ps, ps, scale);
+    when(page == nPages - 1, [&] { sm.finish(o); });
+  };
+  return pallas_call(body, c);
+}
+
+namespace {
+
+// Attention of one query row over `n` positions; key/value j at kAt(j)/vAt(j).
+template <typename KAt, typename VAt>
+void attendRow(const double* q, int64_t n, int64_t d, double scale, KAt kAt, VAt vAt, double* out) {
+  std::vector<double> s(static_cast<size_t>(n));
+  double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double* kj = kAt(j);
+    double x = 0;
+    for (int64_t e = 0; e < d; ++e) x += q[e] * kj[e];
+    s[size_t(j)] = x * scale;
+    mx = std::max(mx, s[size_t(j)]);
+  }
+  for (double& x : s) sum += (x = std::exp(x - mx));
+  for (int64_t e = 0; e < d; ++e) out[e] = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double* vj = vAt(j);
+    for (int64_t e = 0; e < d; ++e) out[e] += s[size_t(j)] / sum * vj[e];
+  }
+}
+
+}  // namespace
+
+std::vector<double> decodeAttentionReference(const std::vector<int32_t>& lengths,
+                                             const std::vector<double>& q,
+                                             const std::vector<double>& k,
+                                             const std::vector<double>& v, const DecodeShape& sh,
+                                             int64_t maxLen, double smScale) {
+  const int64_t G = sh.group, d = sh.headDim;
+  const double scale = smScale != 0 ? smScale : 1.0 / std::sqrt(double(d));
+  std::vector<double> out(size_t(sh.batch * sh.kvHeads * G * d));
+  for (int64_t b = 0; b < sh.batch; ++b)
+    for (int64_t h = 0; h < sh.kvHeads; ++h) {
+      size_t cache = size_t((b * sh.kvHeads + h) * maxLen * d);
+      for (int64_t g = 0; g < G; ++g) {
+        size_t row = size_t(((b * sh.kvHeads + h) * G + g) * d);
+        attendRow(
+            &q[row], lengths[size_t(b)], d, scale,
+            [&](int64_t j) { return &k[cache + size_t(j * d)]; },
+            [&](int64_t j) { return &v[cache + size_t(j * d)]; }, &out[row]);
+      }
+    }
+  return out;
+}
+
+std::vector<double> pagedAttentionReference(const std::vector<int32_t>& lengths,
+                                            const std::vector<int32_t>& pageIndices,
+                                            const std::vector<double>& q,
+                                            const std::vector<double>& kPages,
+                                            const std::vector<double>& vPages,
+                                            const DecodeShape& sh, const PagedLayout& pg,
+                                            double smScale) {
+  const int64_t G = sh.group, d = sh.headDim, ps = pg.pageSize;
+  const double scale = smScale != 0 ? smScale : 1.0 / std::sqrt(double(d));
+  std::vector<double> out(size_t(sh.batch * sh.kvHeads * G * d));
+  for (int64_t b = 0; b < sh.batch; ++b)
+    for (int64_t h = 0; h < sh.kvHeads; ++h) {
+      // Position j lives in page page_indices[b, j / ps] at offset j % ps.
+      auto at = [&](const std::vector<double>& pages, int64_t j) {
+        int64_t page = pageIndices[size_t(b * pg.pagesPerSeq + j / ps)];
+        return &pages[size_t(((h * pg.numPages + page) * ps + j % ps) * d)];
+      };
+      for (int64_t g = 0; g < G; ++g) {
+        size_t row = size_t(((b * sh.kvHeads + h) * G + g) * d);
+        attendRow(
+            &q[row], lengths[size_t(b)], d, scale, [&](int64_t j) { return at(kPages, j); },
+            [&](int64_t j) { return at(vPages, j); }, &out[row]);
+      }
+    }
+  return out;
+}
+
+}  // namespace tpusim::kernels::lib

@@ -1,0 +1,80 @@
+// Flash attention (the Pallas TPU kernel's algorithm): out = softmax(q k^T * scale
+// [+ causal mask]) v without materializing the [seq_q, seq_k] scores.
+//
+// Layout: q [bh, seq_q, head_dim], k and v [bh, seq_k, head_dim], all bf16, where
+// bh = batch * heads (a [batch, heads, seq, head_dim] array reshaped: the same
+// bytes). Output [bh, seq_q, head_dim] in `outType` (bf16 as Pallas, or f32).
+//
+// Grid (bh, seq_q / block_q, seq_k / block_k), kv innermost and "arbitrary",
+// the other two "parallel". Per q block the kernel keeps in VMEM scratch the
+// running row max m and row sum l (as [block_q, 128], every lane holding the
+// row's value) and an f32 accumulator [block_q, head_dim]; each kv block
+// rescales them by exp(m_old - m_new) (online softmax). Causal: query row i
+// sees key columns j <= i (rows and columns counted from 0 in both
+// sequences, as Pallas's flash attention); kv blocks entirely above the diagonal
+// are skipped (no compute, `when`) and their index_map is clamped to the last
+// block the q block needs, so the pipeline does not copy them either.
+//
+// Ragged sequences (seq not a multiple of the block) are masked: key columns
+// past seq_k get the mask value, their v rows are zeroed (edge-block padding is
+// undefined), query rows past seq_q are computed and clipped on write-back.
+#pragma once
+
+#include "kernels/dsl/PallasCall.h"
+
+namespace tpusim::kernels::lib {
+
+struct FlashAttentionParams {
+  // block_q: a multiple of 8 (or >= seq_q: one block). block_k: a multiple of
+  // 128 (or >= seq_k < 128: one block). Both shrink to the sequence when larger.
+  int64_t blockQ = 128, blockK = 128;
+  bool causal = false;
+  double smScale = 0;  // 0: 1 / sqrt(head_dim)
+  llo::DType outType = llo::DType::Bf16;
+  int64_t vmemLimitBytes = 0;  // 0: the DSL default (16 MiB)
+};
+
+// Throws dsl::Error for an unsupported head_dim (64 or 128 ... any multiple of 8
+// up to 128, or a multiple of 128), block sizes breaking the rules above, or
+// an output dtype other than bf16/f32.
+dsl::PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t headDim,
+                                   const FlashAttentionParams& params = {});
+
+// The kernel's input shapes and names (q, k, v), for PallasCall::trace.
+std::vector<dsl::ShapeDtype> flashAttentionInputs(int64_t bh, int64_t seqQ, int64_t seqK,
+                                                  int64_t headDim);
+
+// The online-softmax state both attention kernels keep in VMEM scratch, for
+// `rows` query rows, `cols` key columns per grid step and head_dim `d`:
+// m, l, alpha [rows, 128] f32 (row values replicated over the lanes), acc
+// [rows, d] f32, s and p [rows, cols] f32. cols: at most 128, or a multiple of
+// 128; d: at most 128, or a multiple of 128.
+struct OnlineSoftmax {
+  static std::vector<dsl::ScratchSpec> scratch(int64_t rows, int64_t cols, int64_t d);
+  // The refs of scratch() in order, as the kernel body receives them.
+  OnlineSoftmax(const std::vector<dsl::Ref>& refs, int64_t rows, int64_t cols, int64_t d);
+
+  void init() const;  // m = -inf, l = 0, acc = 0
+  // One step: `scores` [rows, cols] f32, already scaled, masked entries set to
+  // kMaskValue; `v` [cols, d] bf16 (rows of undefined data zeroed by the caller).
+  void update(const dsl::Array& scores, const dsl::Array& v) const;
+  // out = acc / l, cast to the ref's dtype.
+  void finish(const dsl::Ref& out) const;
+
+  // A large finite negative (as Pallas's DEFAULT_MASK_VALUE): a row whose
+  // columns are all masked gets exp(0) weights that a later rescale removes,
+  // never inf - inf = NaN.
+  static constexpr double kMaskValue = -0.7 * 3.4028234663852886e38;
+
+  dsl::Ref m, l, alpha, acc, s, p;
+  int64_t rows, cols, d;
+};
+
+// Plain C++ reference in double precision: the same layout, values as doubles.
+std::vector<double> flashAttentionReference(const std::vector<double>& q,
+                                            const std::vector<double>& k,
+                                            const std::vector<double>& v, int64_t bh, int64_t seqQ,
+                                            int64_t seqK, int64_t headDim, bool causal,
+                                            double smScale = 0);
+
+}  // namespace tpusim::kernels::lib

@@ -1,0 +1,262 @@
+// Flash attention and decode attention (contiguous and paged KV cache) in
+// interpret mode against their double-precision C++ references.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "isa/support/Numerics.h"
+#include "kernels/dsl/Interpret.h"
+#include "kernels/lib/DecodeAttention.h"
+#include "kernels/lib/FlashAttention.h"
+
+using namespace tpusim;
+using namespace tpusim::kernels;
+using namespace tpusim::kernels::dsl;
+
+namespace {
+
+// bf16-representable values in [-lim, lim) (the reference sees exactly the inputs).
+std::vector<float> randomBf16(size_t n, uint64_t seed, float lim = 2.0f) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> f(-lim, lim);
+  std::vector<float> v(n);
+  for (float& x : v) x = roundToBf16(f(rng));
+  return v;
+}
+
+std::vector<double> asDoubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+HostArray ints(std::vector<int64_t> shape, const std::vector<int32_t>& v) {
+  return HostArray::fromInts(std::move(shape), S32, v);
+}
+
+// Worst |out - ref| over all elements (NaN counts as infinitely wrong).
+double worstError(const HostArray& out, const std::vector<double>& ref) {
+  REQUIRE(out.size() == int64_t(ref.size()));
+  double worst = 0;
+  for (int64_t i = 0; i < out.size(); ++i) {
+    double e = std::fabs(double(out.floatAt(i)) - ref[size_t(i)]);
+    worst = std::max(worst, std::isnan(e) ? std::numeric_limits<double>::infinity() : e);
+  }
+  return worst;
+}
+
+// Error budget: p is rounded to bf16 before the MXU (relative 2^-9 on each
+// weight, |v| <= 2), and a bf16 output rounds once more (2^-9 of |out| <= 2).
+double tolerance(DType out) { return out == BF16 ? 1.2e-2 : 6e-3; }
+
+struct FlashCase {
+  int64_t bh, seqQ, seqK, d, bq, bk;
+  bool causal;
+  DType out;
+};
+
+InterpretResult runFlash(const FlashCase& c, uint64_t seed = 3, bool shuffle = true) {
+  INFO("flash attention bh=" << c.bh << " seq_q=" << c.seqQ << " seq_k=" << c.seqK << " d=" << c.d
+                             << " blocks " << c.bq << "," << c.bk << (c.causal ? " causal" : "")
+                             << " out " << isa::dtypeName(c.out));
+  lib::FlashAttentionParams p;
+  p.blockQ = c.bq;
+  p.blockK = c.bk;
+  p.causal = c.causal;
+  p.outType = c.out;
+  auto q = randomBf16(size_t(c.bh * c.seqQ * c.d), seed);
+  auto k = randomBf16(size_t(c.bh * c.seqK * c.d), seed + 1);
+  auto v = randomBf16(size_t(c.bh * c.seqK * c.d), seed + 2);
+  auto kernel = lib::flashAttentionCall(c.bh, c.seqQ, c.seqK, c.d, p)
+                    .trace(lib::flashAttentionInputs(c.bh, c.seqQ, c.seqK, c.d));
+  InterpretOptions o;
+  o.seed = seed;
+  o.shuffleParallel = shuffle;
+  auto res = interpret(*kernel,
+                       {HostArray::fromFloats({c.bh, c.seqQ, c.d}, BF16, q),
+                        HostArray::fromFloats({c.bh, c.seqK, c.d}, BF16, k),
+                        HostArray::fromFloats({c.bh, c.seqK, c.d}, BF16, v)},
+                       o);
+  REQUIRE(res.races.empty());
+  auto want = lib::flashAttentionReference(asDoubles(q), asDoubles(k), asDoubles(v), c.bh, c.seqQ,
+                                           c.seqK, c.d, c.causal);
+  double err = worstError(res.outputs[0], want);
+  INFO("max abs error " << err);
+  CHECK(err <= tolerance(c.out));
+  if (getenv("ATTN_VERBOSE")) WARN("flash max abs error " << err);
+  return res;
+}
+
+}  // namespace
+
+TEST_CASE("flash attention matches the reference: head_dim 64 and 128, causal and not") {
+  for (bool causal : {false, true}) {
+    runFlash({2, 256, 256, 128, 128, 128, causal, BF16});
+    runFlash({1, 256, 256, 64, 64, 128, causal, F32});
+    runFlash({1, 128, 256, 64, 128, 256, causal, BF16});  // seq_q != seq_k
+  }
+}
+
+TEST_CASE("flash attention with block_q != block_k straddles the diagonal correctly") {
+  runFlash({1, 256, 256, 64, 256, 128, true, F32});  // a q block spans two kv blocks
+  runFlash({1, 256, 256, 64, 64, 256, true, F32});   // a kv block spans four q blocks
+}
+
+TEST_CASE("flash attention on sequences that are not multiples of the blocks") {
+  for (bool causal : {false, true}) {
+    runFlash({2, 200, 300, 64, 64, 128, causal, F32});    // ragged q and kv blocks
+    runFlash({1, 100, 72, 128, 128, 128, causal, BF16});  // one kv block narrower than 128
+    runFlash({1, 77, 200, 128, 128, 512, causal, F32});   // block_k past seq_k (one padded block)
+  }
+}
+
+TEST_CASE("causal flash attention skips the copies of blocks above the diagonal") {
+  // bh 1, 3 x 3 blocks, grid in order. q: 3 blocks. k and v: q block i needs
+  // kv blocks 0..i and the clamped index repeats block i after the diagonal, so
+  // copies are 1 (q0) + 1 (q1: block 0 is still resident) + 3 (q2) = 5 each.
+  auto causal = runFlash({1, 384, 384, 64, 128, 128, true, F32}, 3, /*shuffle=*/false);
+  CHECK(causal.blockCopiesIn == 3 + 5 + 5);
+  auto full = runFlash({1, 384, 384, 64, 128, 128, false, F32}, 3, /*shuffle=*/false);
+  CHECK(full.blockCopiesIn == 3 + 9 + 9);
+  CHECK(full.gridSteps == causal.gridSteps);
+}
+
+TEST_CASE("flash attention parameter errors are clear") {
+  CHECK_THROWS_WITH(lib::flashAttentionCall(1, 256, 256, 100), Catch::Contains("head_dim 100"));
+  lib::FlashAttentionParams p;
+  p.blockK = 192;
+  CHECK_THROWS_WITH(lib::flashAttentionCall(1, 256, 512, 128, p),
+                    Catch::Contains("block_k 192 must be a multiple of 128"));
+  p = {};
+  p.blockQ = 12;
+  CHECK_THROWS_WITH(lib::flashAttentionCall(1, 256, 256, 128, p),
+                    Catch::Contains("block_q 12 must be a multiple of 8"));
+  p = {};
+  p.outType = S32;
+  CHECK_THROWS_WITH(lib::flashAttentionCall(1, 256, 256, 128, p),
+                    Catch::Contains("must be bf16 or f32"));
+}
+
+namespace {
+
+// Cache positions at or past each sequence's length hold NaN: the kernel must
+// never let them reach a result (masked scores, zeroed v rows).
+void poisonPastLength(std::vector<float>& cache, const lib::DecodeShape& s, int64_t maxLen,
+                      const std::vector<int32_t>& lengths) {
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.kvHeads; ++h)
+      for (int64_t j = lengths[size_t(b)]; j < maxLen; ++j)
+        for (int64_t e = 0; e < s.headDim; ++e)
+          cache[size_t(((b * s.kvHeads + h) * maxLen + j) * s.headDim + e)] =
+              std::numeric_limits<float>::quiet_NaN();
+}
+
+void checkDecode(const lib::DecodeShape& s, int64_t maxLen, int64_t bk,
+                 const std::vector<int32_t>& lengths) {
+  INFO("decode attention batch " << s.batch << " kv_heads " << s.kvHeads << " group " << s.group
+                                 << " d " << s.headDim << " max_len " << maxLen << " block_k "
+                                 << bk);
+  lib::DecodeAttentionParams p;
+  p.blockK = bk;
+  auto q = randomBf16(size_t(s.batch * s.kvHeads * s.group * s.headDim), 31);
+  auto k = randomBf16(size_t(s.batch * s.kvHeads * maxLen * s.headDim), 32);
+  auto v = randomBf16(size_t(s.batch * s.kvHeads * maxLen * s.headDim), 33);
+  auto want =
+      lib::decodeAttentionReference(lengths, asDoubles(q), asDoubles(k), asDoubles(v), s, maxLen);
+  poisonPastLength(k, s, maxLen, lengths);
+  poisonPastLength(v, s, maxLen, lengths);
+  auto kernel = lib::decodeAttentionCall(s, maxLen, p).trace(lib::decodeAttentionInputs(s, maxLen));
+  std::vector<int64_t> qs{s.batch, s.kvHeads, s.group, s.headDim},
+      cs{s.batch, s.kvHeads, maxLen, s.headDim};
+  auto res =
+      interpret(*kernel, {ints({s.batch}, lengths), HostArray::fromFloats(qs, BF16, q),
+                          HostArray::fromFloats(cs, BF16, k), HostArray::fromFloats(cs, BF16, v)});
+  REQUIRE(res.races.empty());
+  double err = worstError(res.outputs[0], want);
+  INFO("max abs error " << err);
+  CHECK(err <= tolerance(F32));
+}
+
+}  // namespace
+
+TEST_CASE("decode attention over a contiguous cache masks past each sequence's length") {
+  checkDecode({2, 2, 1, 128}, 1024, 256, {1024, 333});
+  checkDecode({3, 1, 4, 64}, 384, 128, {1, 129, 256});  // GQA: 4 q heads per kv head
+  checkDecode({1, 2, 8, 128}, 1000, 512, {999});        // capacity not a multiple of the block
+  checkDecode({2, 1, 2, 64}, 100, 512, {100, 50});      // one block narrower than 128
+}
+
+TEST_CASE("decode attention copies no block past the length") {
+  lib::DecodeShape s{1, 1, 1, 128};
+  auto kernel = lib::decodeAttentionCall(s, 2048, {}).trace(lib::decodeAttentionInputs(s, 2048));
+  std::vector<HostArray> in{
+      ints({1}, {700}), HostArray::fromFloats({1, 1, 1, 128}, BF16, randomBf16(128, 1)),
+      HostArray::fromFloats({1, 1, 2048, 128}, BF16, randomBf16(2048 * 128, 2)),
+      HostArray::fromFloats({1, 1, 2048, 128}, BF16, randomBf16(2048 * 128, 3))};
+  auto res = interpret(*kernel, in);
+  // q once, k and v: blocks 0 and 1 of 512 (length 700); 4 grid steps.
+  CHECK(res.gridSteps == 4);
+  CHECK(res.blockCopiesIn == 1 + 2 + 2);
+}
+
+namespace {
+
+void checkPaged(const lib::DecodeShape& s, const lib::PagedLayout& pg,
+                const std::vector<int32_t>& lengths, uint64_t seed) {
+  INFO("paged attention batch " << s.batch << " kv_heads " << s.kvHeads << " group " << s.group
+                                << " d " << s.headDim << " pages " << pg.numPages << " x "
+                                << pg.pageSize << ", " << pg.pagesPerSeq << " per sequence");
+  // A random page table: each sequence gets distinct physical pages.
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> perm(size_t(pg.numPages));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  REQUIRE(s.batch * pg.pagesPerSeq <= pg.numPages);
+  std::vector<int32_t> table(perm.begin(), perm.begin() + s.batch * pg.pagesPerSeq);
+  auto q = randomBf16(size_t(s.batch * s.kvHeads * s.group * s.headDim), seed + 1);
+  size_t cacheSize = size_t(s.kvHeads * pg.numPages * pg.pageSize * s.headDim);
+  auto k = randomBf16(cacheSize, seed + 2), v = randomBf16(cacheSize, seed + 3);
+  auto want =
+      lib::pagedAttentionReference(lengths, table, asDoubles(q), asDoubles(k), asDoubles(v), s, pg);
+  // Pages no sequence uses, and positions past a length inside a used page, are NaN.
+  std::vector<bool> live(cacheSize / size_t(s.headDim), false);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t j = 0; j < lengths[size_t(b)]; ++j)
+      for (int64_t h = 0; h < s.kvHeads; ++h) {
+        int64_t page = table[size_t(b * pg.pagesPerSeq + j / pg.pageSize)];
+        live[size_t((h * pg.numPages + page) * pg.pageSize + j % pg.pageSize)] = true;
+      }
+  for (size_t r = 0; r < live.size(); ++r)
+    if (!live[r])
+      for (int64_t e = 0; e < s.headDim; ++e)
+        k[r * size_t(s.headDim) + size_t(e)] = v[r * size_t(s.headDim) + size_t(e)] =
+            std::numeric_limits<float>::quiet_NaN();
+  auto kernel = lib::pagedAttentionCall(s, pg).trace(lib::pagedAttentionInputs(s, pg));
+  std::vector<int64_t> cs{s.kvHeads, pg.numPages, pg.pageSize, s.headDim};
+  auto res =
+      interpret(*kernel, {ints({s.batch}, lengths), ints({s.batch, pg.pagesPerSeq}, table),
+                          HostArray::fromFloats({s.batch, s.kvHeads, s.group, s.headDim}, BF16, q),
+                          HostArray::fromFloats(cs, BF16, k), HostArray::fromFloats(cs, BF16, v)});
+  REQUIRE(res.races.empty());
+  double err = worstError(res.outputs[0], want);
+  INFO("max abs error " << err);
+  CHECK(err <= tolerance(F32));
+}
+
+}  // namespace
+
+TEST_CASE("paged decode attention follows the page table") {
+  checkPaged({3, 2, 1, 128}, {32, 16, 8}, {100, 128, 7}, 41);
+  checkPaged({2, 2, 4, 64}, {16, 128, 4}, {512, 300}, 42);  // GQA, 128-position pages
+  checkPaged({1, 1, 2, 128}, {8, 256, 3}, {513}, 43);       // 256-position pages
+}
+
+TEST_CASE("decode attention parameter errors are clear") {
+  CHECK_THROWS_WITH(lib::decodeAttentionCall({1, 1, 1, 100}, 512), Catch::Contains("head_dim 100"));
+  lib::DecodeAttentionParams p;
+  p.blockK = 200;
+  CHECK_THROWS_WITH(lib::decodeAttentionCall({1, 1, 1, 128}, 512, p),
+                    Catch::Contains("block_k 200 must be a multiple of 128"));
+  CHECK_THROWS_WITH(lib::pagedAttentionCall({1, 1, 1, 128}, {8, 200, 2}),
+                    Catch::Contains("page_size 200"));
+}
