@@ -1,0 +1,292 @@
+#include "compiler/lower/DmaFragment.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kernels/codegen/HazardCheck.h"
+#include "kernels/codegen/RegAlloc.h"
+#include "kernels/codegen/Scheduler.h"
+
+namespace tpusim::lower {
+
+using isa::Opcode;
+using kernels::codegen::CodegenError;
+using kernels::codegen::MemAccess;
+using kernels::codegen::MInstr;
+using kernels::codegen::RegClass;
+
+namespace {
+MOperand I(int64_t v) { return MOperand::imm(v); }
+constexpr int64_t kMaxWait = 65535;  // sync.wait takes a 16-bit count
+// Memory regions for the scheduler's ordering: descriptor words written by
+// sst, and index words read by sld (written only by DMAs, which are barriers).
+constexpr int kDescriptorRegion = -2;
+constexpr int kIndexRegion = -3;
+}  // namespace
+
+DmaFragment::DmaFragment(const kernels::codegen::TargetInfo& target,
+                         const kernels::codegen::CompileOptions& placement)
+    : target_(target), placement_(placement) {
+  queues_ = std::max(1, std::min(target.dmaQueues, target.syncFlags));
+  pending_.assign(size_t(queues_), 0);
+  newBlock("entry");
+  emit(Opcode::Mark, {I(0)});
+}
+
+int DmaFragment::newBlock(const std::string& label) {
+  fn_.blocks.push_back(kernels::codegen::MBlock{fmt::format("{}{}", label, fn_.blocks.size()), {}});
+  return int(fn_.blocks.size()) - 1;
+}
+
+void DmaFragment::emitInstr(MInstr mi) { block().instrs.push_back(std::move(mi)); }
+
+void DmaFragment::emit(Opcode op, std::vector<MOperand> operands) {
+  emitInstr(kernels::codegen::makeInstr(op, std::move(operands)));
+}
+
+MOperand DmaFragment::constant(int64_t value) {
+  MOperand r = fn_.newReg(RegClass::Scalar);
+  emit(Opcode::SLi, {r, I(int64_t(uint32_t(value)))});
+  return r;
+}
+
+MOperand DmaFragment::binary(Opcode op, MOperand a, MOperand b) {
+  MOperand r = fn_.newReg(RegClass::Scalar);
+  emit(op, {r, a, b});
+  return r;
+}
+
+MOperand DmaFragment::addImm(MOperand a, int64_t imm) {
+  MOperand r = fn_.newReg(RegClass::Scalar);
+  if (imm >= -32768 && imm <= 32767) {
+    emit(Opcode::SAddI, {r, a, I(imm)});
+    return r;
+  }
+  emit(Opcode::SAdd, {r, a, constant(imm)});
+  return r;
+}
+
+MOperand DmaFragment::mulImm(MOperand a, int64_t imm) {
+  MOperand r = fn_.newReg(RegClass::Scalar);
+  if (imm > 0 && (imm & (imm - 1)) == 0) {
+    int shift = 0;
+    while ((int64_t(1) << shift) < imm) ++shift;
+    emit(Opcode::SShlI, {r, a, I(shift)});
+  } else if (imm >= -32768 && imm <= 32767) {
+    emit(Opcode::SMulI, {r, a, I(imm)});
+  } else {
+    emit(Opcode::SMul, {r, a, constant(imm)});
+  }
+  return r;
+}
+
+MOperand DmaFragment::select(MOperand cond, MOperand ifNonZero, MOperand ifZero) {
+  MOperand r = fn_.newReg(RegClass::Scalar);
+  emit(Opcode::SSel, {r, cond, ifNonZero, ifZero});
+  return r;
+}
+
+int64_t DmaFragment::allocSmem(int64_t words) {
+  int64_t first = placement_.smemBase + int64_t(smemImage_.size());
+  if (first + words > target_.smemBytes / 4)
+    throw CodegenError(
+        fmt::format("data movement needs SMEM words [{}, {}) but the chip has {} words",
+                    placement_.smemBase, first + words, target_.smemBytes / 4));
+  smemImage_.resize(smemImage_.size() + size_t(words), 0);
+  return first;
+}
+
+void DmaFragment::initSmem(int64_t word, uint32_t value) {
+  smemImage_.at(size_t(word - placement_.smemBase)) = value;
+}
+
+int64_t DmaFragment::addDescriptor(const isa::DmaDescriptor& d) {
+  std::string error;
+  if (!d.validate(&error)) throw CodegenError("internal: malformed DMA descriptor: " + error);
+  int64_t word = allocSmem(isa::kDmaDescriptorWords);
+  auto packed = d.pack();
+  std::copy(packed.begin(), packed.end(), smemImage_.begin() + (word - placement_.smemBase));
+  return word;
+}
+
+MOperand DmaFragment::loadSmem(MOperand addr, int64_t imm) {
+  MOperand r = fn_.newReg(RegClass::Scalar);
+  MInstr mi = kernels::codegen::makeInstr(Opcode::SLd, {r, addr, I(imm)});
+  mi.mem = MemAccess{MemAccess::Space::Smem, kIndexRegion, false, -1, 0};
+  emitInstr(mi);
+  return r;
+}
+
+int DmaFragment::takeQueue() {
+  int q = nextQueue_;
+  nextQueue_ = (nextQueue_ + 1) % queues_;
+  return q;
+}
+
+void DmaFragment::dmaStatic(const isa::DmaDescriptor& d) {
+  int64_t word = addDescriptor(d);
+  int q = takeQueue();
+  emit(Opcode::Dma, {constant(word), I(q), I(q)});
+  pending_[size_t(q)] += multiplier_;
+}
+
+// Word `wordIndex` (1: source, 3: destination) of the template gets the low
+// address word; the high word only when a carry out of the low word can change it.
+void DmaFragment::writeAddress(MOperand templ, int wordIndex, const RuntimeAddress& a) {
+  if (!a.hasOffset) return;
+  uint64_t lowBase = a.base & 0xFFFFFFFFu;
+  MOperand base = constant(int64_t(lowBase));
+  MOperand low = binary(Opcode::SAdd, base, a.offset);
+  auto store = [&](MOperand value, int index) {
+    MInstr st = kernels::codegen::makeInstr(Opcode::SSt, {value, templ, I(index)});
+    st.mem = MemAccess{MemAccess::Space::Smem, kDescriptorRegion, true, -1, 0};
+    emitInstr(st);
+  };
+  store(low, wordIndex);
+  if (lowBase + uint64_t(a.maxOffset) >= (uint64_t(1) << 32)) {
+    MOperand carry = binary(Opcode::SCmpLtu, low, base);
+    MOperand high = binary(Opcode::SAdd, constant(int64_t(a.base >> 32)), carry);
+    store(high, wordIndex + 1);
+  }
+}
+
+void DmaFragment::dmaAt(int64_t word, const RuntimeAddress& src, const RuntimeAddress& dst,
+                        int queue) {
+  MOperand templ = constant(word);
+  writeAddress(templ, 1, src);
+  writeAddress(templ, 3, dst);
+  queue %= queues_;
+  emit(Opcode::Dma, {templ, I(queue), I(queue)});
+  pending_[size_t(queue)] += multiplier_;
+}
+
+void DmaFragment::waitAll() {
+  for (int q = 0; q < queues_; ++q) {
+    for (int64_t left = pending_[size_t(q)]; left > 0; left -= kMaxWait)
+      emit(Opcode::SyncWait, {I(q), I(std::min(left, kMaxWait))});
+    pending_[size_t(q)] = 0;
+  }
+}
+
+void DmaFragment::loopNest(const std::vector<LoopAxis>& axes, const std::vector<MOperand>& init,
+                           int unroll,
+                           const std::function<void(const std::vector<MOperand>&, int)>& body) {
+  if (axes.empty()) {
+    body(init, 0);
+    return;
+  }
+  std::function<void(size_t, const std::vector<MOperand>&)> level =
+      [&](size_t d, const std::vector<MOperand>& outer) {
+        const LoopAxis& axis = axes[d];
+        bool innermost = d + 1 == axes.size();
+        int copies = innermost ? unroll : 1;
+        if (copies < 1 || axis.count % copies != 0)
+          throw CodegenError("internal: loop unroll does not divide the trip count");
+        int64_t trips = axis.count / copies;
+        std::vector<MOperand> cursors;
+        for (const MOperand& c : outer) cursors.push_back(copy(c));
+        int64_t saved = multiplier_;
+        MOperand count;
+        if (trips > 1) count = constant(trips);
+        multiplier_ *= trips;
+        int first = trips > 1 ? newBlock("loop") : -1;
+        auto advance = [&]() {
+          for (size_t i = 0; i < cursors.size(); ++i)
+            if (axis.steps.at(i) != 0) {
+              // Loop-carried: the cursor register is redefined in place.
+              int64_t step = axis.steps[i];
+              if (step >= -32768 && step <= 32767)
+                emit(Opcode::SAddI, {cursors[i], cursors[i], I(step)});
+              else
+                emit(Opcode::SAdd, {cursors[i], cursors[i], constant(step)});
+            }
+        };
+        if (innermost) {
+          for (int c = 0; c < copies; ++c) {
+            body(cursors, c);
+            advance();
+          }
+        } else {
+          level(d + 1, cursors);
+          advance();
+        }
+        if (trips > 1) {
+          emit(Opcode::Loop, {count, MOperand::block(first)});
+          loops_.push_back(kernels::codegen::LoopRange{first, int(fn_.blocks.size()) - 1});
+          newBlock("after");
+        }
+        multiplier_ = saved;
+      };
+  level(0, init);
+}
+
+kernels::codegen::CompiledKernel DmaFragment::finish(const FragmentInfo& info) {
+  waitAll();
+  const auto& t = target_;
+  std::vector<kernels::codegen::BlockSchedule> schedules;
+  for (const auto& b : fn_.blocks) schedules.push_back(kernels::codegen::scheduleBlock(b, t));
+  auto used = kernels::codegen::allocateRegisters(fn_, schedules, loops_, t);
+  std::vector<uint32_t> starts;
+  std::vector<isa::Bundle> bundles =
+      kernels::codegen::assembleBundles(fn_, schedules, t, &starts, placement_.firstBundle);
+  for (size_t b = 0; b < fn_.blocks.size(); ++b) {
+    std::vector<isa::Bundle> blk(bundles.begin() + starts[b], bundles.begin() + starts[b + 1]);
+    auto problems = kernels::codegen::checkBlockTiming(blk, t);
+    if (!problems.empty())
+      throw CodegenError(
+          fmt::format("internal: block {} of data-movement fragment '{}' has a "
+                      "hazard: {}",
+                      fn_.blocks[b].label, info.name, problems[0]));
+  }
+  kernels::codegen::CompiledKernel out;
+  isa::Program& prog = out.program;
+  prog.chip = t.name;
+  prog.code = bundles;
+  if (!smemImage_.empty()) {
+    isa::DataSegment seg;
+    seg.space = isa::MemorySpace::Smem;
+    seg.address = uint64_t(placement_.smemBase) * 4;
+    for (uint32_t w : smemImage_)
+      for (int i = 0; i < 4; ++i) seg.bytes.push_back(uint8_t(w >> (8 * i)));
+    prog.data.push_back(std::move(seg));
+  }
+  const uint32_t first = placement_.firstBundle;
+  prog.symbols.push_back({info.name, first});
+  prog.debugMap.push_back({first, first + uint32_t(bundles.size()), info.name, info.hloInstruction,
+                           info.sourceFile, info.sourceLine});
+  isa::CostEntry cost;
+  cost.opName = info.name;
+  cost.hbmBytesRead = info.hbmRead;
+  cost.hbmBytesWritten = info.hbmWritten;
+  prog.costs.push_back(cost);
+  out.stats.bundles = int64_t(bundles.size());
+  for (const auto& b : fn_.blocks) out.stats.instructions += int64_t(b.instrs.size());
+  out.stats.scalarRegs = used[0];
+  out.stats.vectorRegs = used[1];
+  out.stats.maskRegs = used[2];
+  out.stats.smemWords = int64_t(smemImage_.size());
+  out.stats.flags = queues_;
+  out.firstBundle = first;
+  out.smemBase = placement_.smemBase;
+  out.smemWords = int64_t(smemImage_.size());
+  out.standalone = false;
+  for (size_t b = 0; b < fn_.blocks.size(); ++b) {
+    out.machineText += fmt::format("{}:  # bundles {}..{}\n", fn_.blocks[b].label,
+                                   first + starts[b], first + starts[b + 1]);
+    for (uint32_t c = starts[b]; c < starts[b + 1]; ++c) {
+      std::string line;
+      for (const isa::Instruction& in : bundles[c].slots) {
+        if (in.empty()) continue;
+        line += fmt::format("{}{}", line.empty() ? "" : " ; ", in.info().mnemonic);
+        for (int o = 0; o < in.info().numOperands; ++o)
+          line += fmt::format("{}{}{}", o ? ", " : " ",
+                              isa::operandInfo(in.info().operands[o]).prefix, in.operands[o]);
+      }
+      out.machineText += fmt::format("  {:5}  {}\n", first + c, line.empty() ? "nop" : line);
+    }
+  }
+  return out;
+}
+
+}  // namespace tpusim::lower

@@ -1,0 +1,121 @@
+// Builds the machine code of one data-movement fragment on the kernel code
+// generator's machine IR (kernels/codegen/MachineIR.h): scalar code in virtual
+// registers, basic blocks and counted loops, then the same list scheduler,
+// register allocator, bundle assembler and hazard check as compiled kernels.
+//
+// What a fragment owns: SMEM words [smemBase, smemBase + smemWords) (DMA
+// descriptor templates, loaded as one data segment, and staging words for
+// run-time indices), sync flag q for DMA queue q, no VMEM. It starts with
+// `mark 0` and ends with a `sync.wait` for every DMA it issued, so its flags
+// are back at zero and its writes are in HBM when the next fragment starts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "isa/DmaDescriptor.h"
+#include "isa/Program.h"
+#include "kernels/codegen/Compile.h"
+#include "kernels/codegen/MachineIR.h"
+#include "kernels/codegen/RegAlloc.h"
+#include "kernels/codegen/TargetInfo.h"
+
+namespace tpusim::lower {
+
+using kernels::codegen::MOperand;
+
+// An address written into a descriptor at run time: a base known at compile
+// time plus an unsigned 32-bit offset held in a register (no register: the
+// base alone). `maxOffset` bounds the offset, so the fragment knows whether
+// the high address word can change (a carry out of the low word).
+struct RuntimeAddress {
+  uint64_t base = 0;
+  bool hasOffset = false;
+  MOperand offset;
+  int64_t maxOffset = 0;
+};
+
+// The debug-map / cost identity of the fragment.
+struct FragmentInfo {
+  std::string name;            // symbol, debug-map op name and cost name (the HLO instruction)
+  std::string hloInstruction;  // the debug map's HLO field (op_name metadata, else the name)
+  std::string sourceFile;
+  uint32_t sourceLine = 0;
+  uint64_t hbmRead = 0, hbmWritten = 0;
+};
+
+class DmaFragment {
+ public:
+  DmaFragment(const kernels::codegen::TargetInfo& target,
+              const kernels::codegen::CompileOptions& placement);
+
+  const kernels::codegen::TargetInfo& target() const { return target_; }
+  int queues() const { return queues_; }
+
+  // ---- scalar code (32-bit, wrapping)
+  MOperand constant(int64_t value);  // sli
+  MOperand binary(isa::Opcode op, MOperand a, MOperand b);
+  MOperand addImm(MOperand a, int64_t imm);
+  MOperand mulImm(MOperand a, int64_t imm);
+  MOperand copy(MOperand a) { return addImm(a, 0); }
+  MOperand select(MOperand cond, MOperand ifNonZero, MOperand ifZero);
+  void emit(isa::Opcode op, std::vector<MOperand> operands);
+
+  // ---- SMEM
+  // Reserves `words` words and returns the first (absolute word address).
+  int64_t allocSmem(int64_t words);
+  // The value word `word` (reserved by allocSmem) holds when the program is loaded.
+  void initSmem(int64_t word, uint32_t value);
+  // Reserves 16 words holding `d` when the program is loaded.
+  int64_t addDescriptor(const isa::DmaDescriptor& d);
+  // sld of SMEM[addr + imm] (addr a register holding a word address).
+  MOperand loadSmem(MOperand addr, int64_t imm);
+
+  // ---- DMA
+  // Issues a descriptor that never changes, on the next queue (round robin).
+  void dmaStatic(const isa::DmaDescriptor& d);
+  // The next queue of the round robin (for dmaAt).
+  int takeQueue();
+  // Writes the run-time source/destination addresses into the template at
+  // `word` (only the words that change) and issues it on `queue`.
+  void dmaAt(int64_t word, const RuntimeAddress& src, const RuntimeAddress& dst, int queue);
+  // sync.wait on every queue for all DMAs issued so far (inside loops: times
+  // the trip counts), so flags are back at zero.
+  void waitAll();
+
+  // ---- control flow
+  struct LoopAxis {
+    int64_t count = 1;
+    std::vector<int64_t> steps;  // one per cursor (signed, added after each point)
+  };
+  // Runs `body` once per point of `axes` (outer to inner, counts >= 1).
+  // Cursors start as copies of `init` and advance by each axis's steps. The
+  // innermost axis is unrolled `unroll` times (its count must be a multiple),
+  // `copy` (0 .. unroll-1) tells the body which unrolled copy it emits.
+  void loopNest(const std::vector<LoopAxis>& axes, const std::vector<MOperand>& init, int unroll,
+                const std::function<void(const std::vector<MOperand>& cursors, int copy)>& body);
+
+  // Schedules, allocates registers, assembles at placement.firstBundle and
+  // checks hazards; returns the linkable piece.
+  kernels::codegen::CompiledKernel finish(const FragmentInfo& info);
+
+ private:
+  kernels::codegen::MBlock& block() { return fn_.blocks.back(); }
+  int newBlock(const std::string& label);
+  void emitInstr(kernels::codegen::MInstr mi);
+  void writeAddress(MOperand templ, int wordIndex, const RuntimeAddress& a);
+
+  const kernels::codegen::TargetInfo& target_;
+  kernels::codegen::CompileOptions placement_;
+  int queues_ = 1;
+  kernels::codegen::MFunction fn_;
+  std::vector<kernels::codegen::LoopRange> loops_;
+  std::vector<uint32_t> smemImage_;  // words from placement.smemBase
+  std::vector<int64_t> pending_;     // DMAs per queue not yet waited for
+  int64_t multiplier_ = 1;           // trip count of the enclosing loops
+  int nextQueue_ = 0;
+};
+
+}  // namespace tpusim::lower

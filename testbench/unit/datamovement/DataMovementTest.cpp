@@ -1,0 +1,203 @@
+// Every data-movement op, lowered to a DMA fragment, linked and run on the
+// simulator (functional, --strict), equals the reference evaluator bit for bit.
+#include "testbench/unit/datamovement/DmaHarness.h"
+
+using namespace dmatest;
+
+namespace {
+
+std::string module(const std::string& params, const std::string& root) {
+  return "HloModule m\n\nENTRY main {\n" + params + "\n  ROOT r = " + root + "\n}\n";
+}
+
+// A scalar s32 literal (dynamic-slice indices chosen by the test).
+Literal s32(int32_t v) { return Literal::scalar(hlo::eval::ElemType::S32, v); }
+
+int64_t dmaCount(const RunOutcome& r) {
+  int64_t n = 0;
+  for (const isa::Bundle& b : r.fragment.program.code)
+    for (const isa::Instruction& i : b.slots)
+      if (i.op == isa::Opcode::Dma) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("copy, reshape and bitcast move every byte", "[dma]") {
+  runOp(module("  p = f32[8,128] parameter(0)", "f32[8,128] copy(p)"));
+  runOp(module("  p = bf16[3,5,7] parameter(0)", "bf16[3,5,7] copy(p)"));
+  runOp(module("  p = s8[1000] parameter(0)", "s8[1000] copy(p)"));
+  runOp(module("  p = f32[4,6] parameter(0)", "f32[24] reshape(p)"));
+  runOp(module("  p = s32[4,6] parameter(0)", "f32[4,6] bitcast-convert(p)"));
+  // Big enough to be cut into one piece per DMA queue.
+  RunOutcome big = runOp(module("  p = f32[256,256] parameter(0)", "f32[256,256] copy(p)"));
+  CHECK(dmaCount(big) == target().dmaQueues);
+}
+
+TEST_CASE("transposes move the longest contiguous runs", "[dma]") {
+  // The KV-cache transpose of the decode trace: 128-element runs.
+  RunOutcome kv = runOp(module("  p = bf16[1,64,8,128] parameter(0)",
+                               "bf16[1,8,64,128] transpose(p), dimensions={0,2,1,3}"));
+  CHECK(kv.fragment.program.costs.at(0).hbmBytesRead == 64 * 8 * 128 * 2);
+  runOp(module("  p = f32[6,10,12] parameter(0)", "f32[10,6,12] transpose(p), dimensions={1,0,2}"));
+  // Swaps of the innermost dimension move single elements.
+  runOp(module("  p = f32[16,24] parameter(0)", "f32[24,16] transpose(p), dimensions={1,0}"));
+  runOp(module("  p = bf16[4,6,10] parameter(0)", "bf16[10,4,6] transpose(p), dimensions={2,0,1}"));
+  runOp(module("  p = s8[3,5,7] parameter(0)", "s8[7,5,3] transpose(p), dimensions={2,1,0}"));
+  // Rank 5 with every dim permuted: more axes than a descriptor walks, so a loop.
+  runOp(module("  p = f32[3,4,5,6,7] parameter(0)",
+               "f32[7,5,3,6,4] transpose(p), dimensions={4,2,0,3,1}"));
+}
+
+TEST_CASE("slice, concatenate, reverse and broadcast", "[dma]") {
+  runOp(module("  p = f32[16,32] parameter(0)", "f32[4,12] slice(p), slice={[2:14:3], [5:29:2]}"));
+  runOp(module("  p = bf16[8,6,128] parameter(0)",
+               "bf16[2,6,64] slice(p), slice={[3:5], [0:6], [64:128]}"));
+  runOp(
+      module("  a = f32[4,3] parameter(0)\n  b = f32[4,5] parameter(1)\n  c = f32[4,1] "
+             "parameter(2)",
+             "f32[4,9] concatenate(a, b, c), dimensions={1}"));
+  runOp(module("  a = bf16[2,64] parameter(0)\n  b = bf16[3,64] parameter(1)",
+               "bf16[5,64] concatenate(a, b), dimensions={0}"));
+  runOp(module("  p = f32[4,6,8] parameter(0)", "f32[4,6,8] reverse(p), dimensions={0,2}"));
+  runOp(module("  p = bf16[5,6,32] parameter(0)", "bf16[5,6,32] reverse(p), dimensions={1}"));
+  // 100 reversed rows: more points than static descriptors, so a loop.
+  runOp(module("  p = f32[100,8] parameter(0)", "f32[100,8] reverse(p), dimensions={0}"));
+  runOp(module("  p = f32[16] parameter(0)", "f32[4,16,8] broadcast(p), dimensions={1}"));
+  runOp(module("  p = bf16[8] parameter(0)", "bf16[8,128] broadcast(p), dimensions={0}"));
+  runOp(module("  p = s32[] parameter(0)", "s32[3,5] broadcast(p), dimensions={}"));
+  runOp(module("  p = f32[2,3] parameter(0)", "f32[3,4,2] broadcast(p), dimensions={2,0}"));
+}
+
+TEST_CASE("pad fills with the padding value, interior and negative padding", "[dma]") {
+  runOp(module("  p = f32[4,5] parameter(0)\n  v = f32[] constant(1.5)",
+               "f32[7,10] pad(p, v), padding=1_2x0_1_1"));
+  runOp(module("  p = bf16[6,8] parameter(0)\n  v = bf16[] parameter(1)",
+               "bf16[5,12] pad(p, v), padding=-1_0x2_2"));
+  runOp(module("  p = s8[3,3] parameter(0)\n  v = s8[] constant(-3)",
+               "s8[7,3] pad(p, v), padding=0_2_1x0_0"));
+  // A result larger than the 512-byte fill pattern, with a tail.
+  runOp(module("  p = f32[30,30] parameter(0)\n  v = f32[] constant(-2)",
+               "f32[33,31] pad(p, v), padding=2_1x0_1"));
+}
+
+TEST_CASE("dynamic-slice clamps its run-time start indices", "[dma]") {
+  std::string text =
+      module("  p = f32[16,32] parameter(0)\n  i = s32[] parameter(1)\n  j = s32[] parameter(2)",
+             "f32[4,8] dynamic-slice(p, i, j), dynamic_slice_sizes={4,8}");
+  for (auto [i, j] : std::vector<std::pair<int, int>>{
+           {0, 0}, {3, 7}, {12, 24}, {13, 30}, {-5, 2}, {100, -100}, {2147483647, 5}}) {
+    INFO("start " << i << ", " << j);
+    RunOptions o;
+    o.args = {{1, s32(i)}, {2, s32(j)}};
+    runOp(text, o);
+  }
+  // Constant indices are folded (out of range: clamped at compile time).
+  runOp(
+      module("  p = bf16[1,64,8,128] parameter(0)\n  z = s32[] constant(0)\n  t = s32[] "
+             "constant(70)",
+             "bf16[1,16,8,128] dynamic-slice(p, z, t, z, z), dynamic_slice_sizes={1,16,8,128}"));
+  // s16 indices are sign-extended.
+  RunOptions o;
+  o.args = {{1, Literal::scalar(hlo::eval::ElemType::S16, -3)},
+            {2, Literal::scalar(hlo::eval::ElemType::S16, 9)}};
+  runOp(module("  p = s8[10,20] parameter(0)\n  i = s16[] parameter(1)\n  j = s16[] parameter(2)",
+               "s8[3,5] dynamic-slice(p, i, j), dynamic_slice_sizes={3,5}"),
+        o);
+}
+
+TEST_CASE("dynamic-update-slice writes the KV-cache row at the clamped position", "[dma]") {
+  std::string text = module(
+      "  c = bf16[1,64,8,128] parameter(0)\n  u = bf16[1,1,8,128] parameter(1)\n  z = s32[] "
+      "constant(0)\n  pos = s32[] parameter(2)",
+      "bf16[1,64,8,128] dynamic-update-slice(c, u, z, pos, z, z)");
+  for (int pos : {0, 17, 63, 64, 1000, -4}) {
+    INFO("position " << pos);
+    RunOptions o;
+    o.args = {{2, s32(pos)}};
+    runOp(text, o);
+    o.inPlace = true;  // the cache updated in its own buffer: only the row moves
+    RunOutcome r = runOp(text, o);
+    CHECK(r.fragment.program.costs.at(0).hbmBytesWritten == 8 * 128 * 2);
+  }
+  runOp(
+      module("  c = f32[6,7] parameter(0)\n  u = f32[3,2] parameter(1)\n  i = s32[] "
+             "parameter(2)\n  j = s32[] parameter(3)",
+             "f32[6,7] dynamic-update-slice(c, u, i, j)"));
+}
+
+TEST_CASE("gather: the embedding lookup and general index vectors", "[dma]") {
+  // llama_micro_prefill's embedding: f32[64,128] table, s32[1,8,1] tokens.
+  std::string embed =
+      module("  t = f32[64,128] parameter(0)\n  ids = s32[1,8,1] parameter(1)",
+             "f32[1,8,128] gather(t, ids), offset_dims={2}, collapsed_slice_dims={0}, "
+             "start_index_map={0}, index_vector_dim=2, slice_sizes={1,128}");
+  RunOptions o;
+  Literal ids = Literal::array(hlo::eval::ElemType::S32, {1, 8, 1});
+  int32_t tokens[8] = {5, 0, 63, 64, -1, 1000, 7, 7};  // out of range: clamped
+  for (int k = 0; k < 8; ++k) ids.setInt(k, tokens[k]);
+  o.args = {{1, ids}};
+  runOp(embed, o);
+  // llama_tiny_decode's: one bf16 row of a [vocab, d_model] table.
+  runOp(module("  t = bf16[512,1024] parameter(0)\n  ids = s32[1,1,1] parameter(1)",
+               "bf16[1,1,1024] gather(t, ids), offset_dims={2}, collapsed_slice_dims={0}, "
+               "start_index_map={0}, index_vector_dim=2, slice_sizes={1,1024}"));
+  // 64 tokens (a loop over them, unrolled over the queues), implicit index vector.
+  runOp(module("  t = f32[6,32] parameter(0)\n  ids = s32[64] parameter(1)",
+               "f32[64,32] gather(t, ids), offset_dims={1}, collapsed_slice_dims={0}, "
+               "start_index_map={0}, index_vector_dim=1, slice_sizes={1,32}"));
+  // Two-component start indices, a slice that is not a whole row, offset dims
+  // before the batch dim.
+  runOp(module("  t = f32[8,6,4] parameter(0)\n  ids = s32[2,5] parameter(1)",
+               "f32[3,5,4] gather(t, ids), offset_dims={0,2}, collapsed_slice_dims={0}, "
+               "start_index_map={1,0}, index_vector_dim=0, slice_sizes={1,3,4}"));
+}
+
+TEST_CASE("fragments are placed where the module puts them", "[dma]") {
+  RunOptions o;
+  o.codeBefore = 5;
+  o.smemBefore = 100;
+  o.args = {{1, s32(9)}};
+  RunOutcome r = runOp(module("  p = f32[16,32] parameter(0)\n  i = s32[] parameter(1)",
+                              "f32[4,32] dynamic-slice(p, i, i), dynamic_slice_sizes={4,32}"),
+                       o);
+  CHECK(r.fragment.firstBundle == 5);
+  CHECK(r.fragment.smemBase == 100);
+  CHECK(r.fragment.smemWords > 0);
+  REQUIRE(r.fragment.program.debugMap.size() == 1);
+  CHECK(r.fragment.program.debugMap[0].begin == 5);
+  CHECK(r.fragment.program.debugMap[0].opName == "r");
+  // Loops branch to absolute bundles: a gather behind other code.
+  RunOptions g;
+  g.codeBefore = 3;
+  g.smemBefore = 7;
+  runOp(module("  t = f32[6,32] parameter(0)\n  ids = s32[64] parameter(1)",
+               "f32[64,32] gather(t, ids), offset_dims={1}, collapsed_slice_dims={0}, "
+               "start_index_map={0}, index_vector_dim=1, slice_sizes={1,32}"),
+        g);
+}
+
+TEST_CASE("addresses across a 4 GiB boundary carry into the high word", "[dma]") {
+  RunOptions o;
+  o.hbmBase = (uint64_t(1) << 32) - 2048;  // operands straddle 2^32
+  o.args = {{1, s32(3)}};
+  runOp(module("  p = f32[16,32] parameter(0)\n  i = s32[] parameter(1)",
+               "f32[4,32] dynamic-slice(p, i, i), dynamic_slice_sizes={4,32}"),
+        o);
+  o.args.clear();
+  runOp(module("  t = f32[16,32] parameter(0)\n  ids = s32[64] parameter(1)",
+               "f32[64,32] gather(t, ids), offset_dims={1}, collapsed_slice_dims={0}, "
+               "start_index_map={0}, index_vector_dim=1, slice_sizes={1,32}"),
+        o);
+  runOp(module("  p = f32[100,8] parameter(0)", "f32[100,8] reverse(p), dimensions={0}"), o);
+}
+
+TEST_CASE("unsupported cases are clear CannotLower errors", "[dma]") {
+  CHECK_THAT(refusal(module("  p = f64[4] parameter(0)", "f64[4] copy(p)")),
+             Catch::Contains("cannot lower %r (copy)") && Catch::Contains("f64"));
+  CHECK_THAT(refusal(module("  p = f32[4] parameter(0)\n  i = s64[] parameter(1)",
+                            "f32[2] dynamic-slice(p, i), dynamic_slice_sizes={2}")),
+             Catch::Contains("s64"));
+  CHECK_THAT(refusal(module("  p = f32[4] parameter(0)", "f32[4] negate(p)")),
+             Catch::Contains("not a data-movement instruction"));
+}

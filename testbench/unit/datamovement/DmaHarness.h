@@ -1,0 +1,204 @@
+// Test harness of the data-movement lowering: a module whose entry root is
+// the op under test (its operands parameters or constants) is evaluated by
+// the reference evaluator, lowered at chosen HBM addresses, linked into a
+// program with Link.h (optionally behind other code, so bundle and SMEM
+// placement are not zero), run on the simulator (functional, --strict), and
+// the output's bytes are compared with the evaluator's.
+#pragma once
+
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/hlo/HloModule.h"
+#include "compiler/hlo/HloParser.h"
+#include "compiler/hlo/eval/EvalTypes.h"
+#include "compiler/hlo/eval/Evaluator.h"
+#include "compiler/lower/CannotLower.h"
+#include "compiler/lower/DataMovement.h"
+#include "kernels/codegen/Link.h"
+#include "sim/chip/Simulation.h"
+#include "sim/config/ChipLoader.h"
+
+namespace dmatest {
+
+using namespace tpusim;
+using hlo::eval::Literal;
+
+inline std::string chipsDir() {
+  const char* src = std::getenv("TPUSIM_SOURCE_DIR");
+  return std::string(src ? src : TPUSIM_TEST_SOURCE_DIR) + "/sim/chips";
+}
+inline const kernels::codegen::TargetInfo& target() {
+  static kernels::codegen::TargetInfo t = kernels::codegen::loadTargetByName("v5e", chipsDir());
+  return t;
+}
+inline const sim::ChipConfig& chip() {
+  static sim::ChipConfig c = sim::loadChip(chipsDir() + "/v5e.json");
+  return c;
+}
+
+inline std::unique_ptr<hlo::HloModule> parse(const std::string& text) {
+  std::string err;
+  auto m = hlo::parseHloModule(text, &err, "test.hlo");
+  INFO(err);
+  REQUIRE(m);
+  return m;
+}
+
+inline isa::DType isaType(hlo::PrimitiveType t) {
+  switch (t) {
+    case hlo::PrimitiveType::F32:
+      return isa::DType::F32;
+    case hlo::PrimitiveType::BF16:
+      return isa::DType::Bf16;
+    case hlo::PrimitiveType::S32:
+      return isa::DType::S32;
+    case hlo::PrimitiveType::S8:
+      return isa::DType::S8;
+    case hlo::PrimitiveType::U8:
+      return isa::DType::U8;
+    case hlo::PrimitiveType::S16:
+      return isa::DType::S16;
+    case hlo::PrimitiveType::U16:
+      return isa::DType::U16;
+    case hlo::PrimitiveType::Pred:
+      return isa::DType::Pred;
+    default:
+      FAIL("no buffer dtype for " << hlo::primitiveTypeName(t));
+      return isa::DType::F32;
+  }
+}
+
+struct RunOptions {
+  uint64_t seed = 1;
+  uint64_t hbmBase = 1 << 20;       // first buffer's address
+  uint32_t codeBefore = 0;          // empty bundles linked before the fragment
+  int64_t smemBefore = 0;           // SMEM words reserved before the fragment
+  bool inPlace = false;             // the result lives in operand 0's buffer
+  std::map<int64_t, Literal> args;  // parameter values (others random)
+};
+
+struct RunOutcome {
+  kernels::codegen::CompiledKernel fragment;
+  sim::SimResult sim;
+  Literal want;
+  npy::Array got;
+};
+
+inline uint64_t align(uint64_t x) { return (x + 511) / 512 * 512; }
+
+// Lowers and runs the entry root of `text`; REQUIREs a clean halt and a
+// bit-exact output.
+inline RunOutcome runOp(const std::string& text, const RunOptions& o = {}) {
+  auto module = parse(text);
+  hlo::HloComputation* entry = module->entry();
+  const hlo::HloInstruction& root = *entry->root();
+  std::vector<Literal> args;
+  std::vector<hlo::HloInstruction*> params = entry->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto it = o.args.find(int64_t(i));
+    args.push_back(it != o.args.end()
+                       ? it->second
+                       : hlo::eval::randomLiteral(params[i]->shape(),
+                                                  hlo::eval::parameterSeed(o.seed, 0, int64_t(i))));
+  }
+  RunOutcome out;
+  out.want = hlo::eval::evaluate(*module, args);
+
+  // HBM: every distinct operand, then the result.
+  std::vector<uint64_t> addrs;
+  std::vector<isa::BufferDesc> buffers;
+  std::map<std::string, npy::Array> inputs;
+  std::vector<isa::DataSegment> hbmData;
+  uint64_t at = o.hbmBase;
+  std::map<const hlo::HloInstruction*, uint64_t> placed;
+  for (int64_t k = 0; k < root.operandCount(); ++k) {
+    const hlo::HloInstruction* operand = root.operand(k);
+    if (!placed.count(operand)) {
+      Literal value = operand->opcode() == hlo::HloOpcode::Constant
+                          ? hlo::eval::fromConstant(*operand->literal(), operand->name())
+                          : args.at(size_t(operand->attrs().parameterNumber));
+      npy::Array a = hlo::eval::toNpy(value);
+      isa::BufferDesc b;
+      b.name = fmt::format("in{}", k);
+      b.shape = operand->shape().dims;
+      b.dtype = isaType(operand->shape().type);
+      b.address = at;
+      b.sizeBytes = std::max<uint64_t>(1, a.data.size());
+      b.role = isa::BufferRole::Input;
+      placed[operand] = at;
+      if (o.inPlace && k == 0) {
+        hbmData.push_back(isa::DataSegment{isa::MemorySpace::Hbm, at, a.data});
+      } else {
+        buffers.push_back(b);
+        inputs[b.name] = a;
+      }
+      at = align(at + b.sizeBytes);
+    }
+    addrs.push_back(placed[operand]);
+  }
+  uint64_t result = o.inPlace ? addrs.at(0) : at;
+  isa::BufferDesc rb;
+  rb.name = "out";
+  rb.shape = root.shape().dims;
+  rb.dtype = isaType(root.shape().type);
+  rb.address = result;
+  rb.sizeBytes = std::max<uint64_t>(1, hlo::eval::toNpy(out.want).data.size());
+  rb.role = isa::BufferRole::Output;
+  buffers.push_back(rb);
+
+  kernels::codegen::Module m;
+  for (uint32_t i = 0; i < o.codeBefore; ++i) m.program.code.push_back(isa::Bundle{});
+  if (o.smemBefore > 0) kernels::codegen::reserveSmem(m, o.smemBefore, "test");
+  lower::FragmentPlacement placement;
+  placement.firstBundle = m.nextBundle();
+  placement.smemBase = m.nextSmemWord();
+  placement.standalone = false;
+  out.fragment = lower::lowerDataMovement(root, addrs, result, target(), placement);
+  kernels::codegen::appendKernel(m, out.fragment);
+  isa::Program program = kernels::codegen::finishModule(m, buffers);
+  for (auto& seg : hbmData) program.data.push_back(seg);
+
+  sim::SimOptions so;
+  so.functional = true;
+  so.strict = true;
+  so.dmaFactory = sim::makeChipDma;
+  sim::Simulation s(chip(), program, so);
+  for (auto& [name, a] : inputs) s.setInput(name, a, name);
+  out.sim = s.run();
+  INFO(out.fragment.machineText);
+  if (out.sim.fault) FAIL(out.sim.fault->message);
+  REQUIRE(out.sim.halted);
+  out.got = out.sim.outputs.at("out");
+  npy::Array want = hlo::eval::toNpy(out.want);
+  REQUIRE(out.got.data.size() == want.data.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < want.data.size(); ++i)
+    if (out.got.data[i] != want.data[i]) ++bad;
+  INFO(fmt::format("{} of {} bytes differ", bad, want.data.size()));
+  CHECK(bad == 0);
+  return out;
+}
+
+// The CannotLower message for the entry root of `text` ("" if it lowers).
+inline std::string refusal(const std::string& text) {
+  auto module = parse(text);
+  const hlo::HloInstruction& root = *module->entry()->root();
+  std::vector<uint64_t> addrs(size_t(root.operandCount()), 0);
+  for (size_t i = 0; i < addrs.size(); ++i) addrs[i] = 4096 * (i + 1);
+  try {
+    lower::lowerDataMovement(root, addrs, 1 << 20, target(), lower::FragmentPlacement{});
+  } catch (const lower::CannotLower& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace dmatest
