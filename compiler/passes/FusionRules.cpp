@@ -1,6 +1,8 @@
 #include "compiler/passes/FusionRules.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 namespace tpusim::passes {
 
@@ -28,18 +30,75 @@ bool isReduceHero(const HloInstruction& inst) {
   return inst.opcode() == HloOpcode::Reduce && inst.shape().isArray() && inst.operandCount() == 2;
 }
 
+bool isUnitDimView(const HloInstruction& inst) {
+  HloOpcode op = inst.opcode();
+  if (op != HloOpcode::Reshape && op != HloOpcode::Bitcast && op != HloOpcode::Transpose)
+    return false;
+  if (inst.operandCount() != 1 || !inst.shape().isArray() || !inst.operand(0)->shape().isArray())
+    return false;
+  const hlo::Shape& from = inst.operand(0)->shape();
+  const hlo::Shape& to = inst.shape();
+  std::vector<int64_t> fromDims, toDims, src;
+  for (int64_t d : from.dims)
+    if (d != 1) fromDims.push_back(d);
+  for (int64_t i = 0; i < to.rank(); ++i) {
+    if (to.dims[static_cast<size_t>(i)] == 1) continue;
+    toDims.push_back(to.dims[static_cast<size_t>(i)]);
+    // The operand dim each non-unit result dim comes from (transposes).
+    if (op == HloOpcode::Transpose) src.push_back(inst.dimensions().at(static_cast<size_t>(i)));
+  }
+  return fromDims == toDims && std::is_sorted(src.begin(), src.end());
+}
+
+bool isDotRhsTranspose(const HloInstruction& inst) {
+  if (inst.opcode() != HloOpcode::Transpose || inst.userCount() == 0) return false;
+  const std::vector<int64_t>& perm = inst.dimensions();
+  for (const HloInstruction* u : inst.users()) {
+    if (u->opcode() != HloOpcode::Dot || u->operandCount() != 2 || u->operand(0) == &inst ||
+        u->operand(1) != &inst)
+      return false;
+    const hlo::DotDimensionNumbers& d = u->attrs().dot;
+    auto has = [](const std::vector<int64_t>& v, int64_t x) {
+      return std::find(v.begin(), v.end(), x) != v.end();
+    };
+    // The role of each dim of the transpose's operand, and the batch and
+    // contracting dims in the order the dot pairs them with the LHS's.
+    std::vector<char> roles(perm.size(), 'F');
+    std::vector<int64_t> batch, contract;
+    for (int64_t rd : d.rhsBatch) batch.push_back(perm.at(static_cast<size_t>(rd)));
+    for (int64_t rd : d.rhsContracting) contract.push_back(perm.at(static_cast<size_t>(rd)));
+    for (size_t i = 0; i < perm.size(); ++i) {
+      if (has(d.rhsBatch, static_cast<int64_t>(i))) roles[static_cast<size_t>(perm[i])] = 'B';
+      if (has(d.rhsContracting, static_cast<int64_t>(i))) roles[static_cast<size_t>(perm[i])] = 'K';
+    }
+    // The operand must be [batch, free, contracting] with the pairing kept.
+    const std::string order = "BFK";
+    size_t p = 0;
+    for (char c : roles) {
+      while (p < order.size() && order[p] != c) ++p;
+      if (p == order.size()) return false;
+    }
+    if (!std::is_sorted(d.rhsBatch.begin(), d.rhsBatch.end()) ||
+        !std::is_sorted(d.rhsContracting.begin(), d.rhsContracting.end()) ||
+        !std::is_sorted(batch.begin(), batch.end()) ||
+        !std::is_sorted(contract.begin(), contract.end()))
+      return false;
+  }
+  return true;
+}
+
 bool isOperandPrologueOp(const HloInstruction& inst) {
   switch (inst.opcode()) {
     case HloOpcode::Convert:
-    case HloOpcode::Bitcast:
-    case HloOpcode::Reshape:
     case HloOpcode::Broadcast:
-    case HloOpcode::Copy:
-    case HloOpcode::Transpose:
-    case HloOpcode::Slice:
     case HloOpcode::Iota:
     case HloOpcode::Constant:
       return true;
+    case HloOpcode::Bitcast:
+    case HloOpcode::Reshape:
+      return isUnitDimView(inst);
+    case HloOpcode::Transpose:
+      return isUnitDimView(inst) || isDotRhsTranspose(inst);
     default:
       return false;
   }
@@ -49,17 +108,14 @@ bool isLoopFusible(const HloInstruction& inst) {
   if (!inst.shape().isArray()) return false;
   if (hlo::isElementwise(inst.opcode())) return true;
   switch (inst.opcode()) {
-    case HloOpcode::Broadcast:
+    case HloOpcode::Broadcast: {
+      const std::vector<int64_t>& dims = inst.dimensions();
+      return std::is_sorted(dims.begin(), dims.end());
+    }
     case HloOpcode::Reshape:
     case HloOpcode::Bitcast:
     case HloOpcode::Transpose:
-    case HloOpcode::Copy:
-    case HloOpcode::Slice:
-    case HloOpcode::DynamicSlice:
-    case HloOpcode::Concatenate:
-    case HloOpcode::Pad:
-    case HloOpcode::Reverse:
-    case HloOpcode::ReducePrecision:
+      return isUnitDimView(inst);
     case HloOpcode::Iota:
       return true;
     default:
@@ -70,7 +126,7 @@ bool isLoopFusible(const HloInstruction& inst) {
 bool isFusibleProducer(const HloInstruction& inst) {
   if (inst.opcode() == HloOpcode::Constant)
     return inst.shape().isArray() && inst.shape().elementCount() <= 1;  // big ones stay in HBM
-  return isLoopFusible(inst) || isMatmulHero(inst) || isReduceHero(inst);
+  return isLoopFusible(inst) || isMatmulHero(inst) || isReduceHero(inst) || isDotRhsTranspose(inst);
 }
 
 bool isFusibleConsumer(const HloInstruction& inst) {

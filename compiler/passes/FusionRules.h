@@ -1,9 +1,18 @@
 // Which instructions the fusion pass may put into a fusion, and in which role
 // (XLA's fusion kinds):
-//   kLoop   element-wise ops and data movement over the output's index space;
+//   kLoop   element-wise ops over the output's index space, with broadcasts,
+//           iotas and the views that only add or drop unit dimensions;
 //   kInput  a reduce as the root, with the element-wise producers of its input;
 //   kOutput a dot or convolution (the "hero") with element-wise consumers
 //           (bias-add, activation, convert) and cheap producers of its operands.
+// What fuses is what fusion lowering (compiler/lower/FusionLowering.h) can
+// compute in the tiled view of a kernel, where a block is rows x lanes of the
+// output: data movement that moves elements between (8,128) tiles (transpose,
+// slice, concatenate, pad, reverse, dynamic-slice, copy, a reshape that splits
+// or merges non-unit dims) stays its own instruction, lowered as a DMA program
+// (on dense row-major arrays a reshape is free there). The exception is a
+// transpose that presents a dot's RHS as [batch, free, contracting]: the MXU
+// loads such weights transposed, so it fuses into the dot.
 // Never fused: parameters, control flow (while, conditional, call), custom-calls,
 // collectives and their async forms, sort, gather/scatter, rng, infeed/outfeed,
 // send/recv, tuples: each stays its own instruction (its own kernel or runtime
@@ -25,11 +34,19 @@ const char* fusionKindName(FusionKind k);  // "kLoop", "kInput", "kOutput"
 bool isMatmulHero(const hlo::HloInstruction& inst);
 // Array-shaped single-output reduce (kInput hero).
 bool isReduceHero(const hlo::HloInstruction& inst);
-// Element-wise or data movement that may sit anywhere in a fusion.
+// Element-wise, broadcast (dims in order), iota, or a unit-dim view: what may
+// sit anywhere in a fusion.
 bool isLoopFusible(const hlo::HloInstruction& inst);
-// Data movement and converts: what always fuses into a dot's operands (it is
-// redone for every output block that reads it, so it must cost next to nothing;
-// other producers are priced by the fusion pass).
+// A reshape / bitcast / transpose that only adds, drops or moves unit dims
+// (the non-unit dims keep their sizes and order): free in the tiled view.
+bool isUnitDimView(const hlo::HloInstruction& inst);
+// A transpose whose every user is a dot reading it as the RHS, and whose
+// operand is [batch, free, contracting] for those dots (MXU transposed weights).
+bool isDotRhsTranspose(const hlo::HloInstruction& inst);
+// Converts, broadcasts, iotas, scalar constants, unit-dim views and RHS
+// transposes: what always fuses into a dot's operands (it is redone for every
+// output block that reads it, so it must cost next to nothing; other
+// producers are priced by the fusion pass).
 bool isOperandPrologueOp(const hlo::HloInstruction& inst);
 // May `inst` be fused into a consumer at all (loop-fusible, a scalar constant, or a hero)?
 bool isFusibleProducer(const hlo::HloInstruction& inst);
