@@ -20,6 +20,10 @@ namespace {
 
 MOperand I(int64_t v) { return MOperand::imm(v); }
 
+// Buffered(n) limit: the copies in flight per stream are 8-bit fields of one
+// 32-bit register.
+constexpr int kMaxBuffers = 4;
+
 // The copy of one shape of block: the full block, or an edge block clipped to
 // the array in some dimensions.
 struct CopyVariant {
@@ -34,6 +38,7 @@ struct Stream {
   const llo::BlockMapping* map = nullptr;
   bool output = false;
   int64_t hbmBase = 0;
+  int64_t stateWord = -1;  // SMEM words of the state when it lives there
   llo::Type hbmType, blockType;
   int64_t bufRow = 0, blockRows = 0;
   int flag = 0;
@@ -44,15 +49,22 @@ struct Stream {
   std::vector<CopyVariant> variants;
   // Loop-carried registers.
   std::vector<MOperand> idx;  // block index held in the current slot
-  MOperand slot, pending;
+  int buffers = 2;
+  MOperand slot;     // buffer of the current block
+  MOperand issue;    // inputs with > 2 buffers: buffer of the last copy started
+  MOperand pending;  // copies in flight, see gridLoop
   const llo::Value* bodyArg = nullptr;
 };
 
 class Pipeline {
  public:
-  Pipeline(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o, MFunction& fn,
-           MemoryPlan& mem, std::vector<LoopRange>& loops, std::vector<isa::DataSegment>& data)
-      : k_(k), t_(t), o_(o), L_(fn, mem, t, loops, data), mem_(mem) {}
+  // `smemState`: keep each stream's pipeline state (buffer, copies in flight,
+  // last block index) in SMEM between the parts of a grid step, so no scalar
+  // register holds it across the body (used when the registers run out).
+  Pipeline(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o, bool smemState,
+           MFunction& fn, MemoryPlan& mem, std::vector<LoopRange>& loops,
+           std::vector<isa::DataSegment>& data)
+      : k_(k), t_(t), o_(o), smemState_(smemState), L_(fn, mem, t, loops, data), mem_(mem) {}
 
   double flopsPerStep() const { return L_.bodyFlops; }
   std::vector<Stream>& streams() { return streams_; }
@@ -63,17 +75,17 @@ class Pipeline {
     const auto& args = k_.body->body.args;
     L_.setDebug(L_.debugFor(k_.loc, k_.name));
     L_.emit(Opcode::Mark, {I(0)});
-    if (!k_.aliases.empty())
-      throw CodegenError(
-          fmt::format("kernel '{}': input/output aliasing is not supported by the "
-                      "code generator yet",
-                      k_.name));
     // HBM arrays: the caller's buffer assignment, or placed here.
     std::vector<int64_t> hbmIn, hbmOut;
     if (o_.inputAddresses.empty() && o_.outputAddresses.empty()) {
       for (const auto& a : k_.inputs) hbmIn.push_back(mem_.hbm("input " + a.name, arrayBytes(a)));
-      for (const auto& a : k_.outputs)
-        hbmOut.push_back(mem_.hbm("output " + a.name, arrayBytes(a)));
+      for (size_t i = 0; i < k_.outputs.size(); ++i) {
+        // An aliased output is its input's buffer (Pallas input_output_aliases).
+        int in = aliasOf(int(i));
+        hbmOut.push_back(in >= 0
+                             ? hbmIn[size_t(in)]
+                             : mem_.hbm("output " + k_.outputs[i].name, arrayBytes(k_.outputs[i])));
+      }
     } else {
       hbmIn = o_.inputAddresses;
       hbmOut = o_.outputAddresses;
@@ -120,12 +132,13 @@ class Pipeline {
         loadToSmem(index, v);
         return;
       }
-      if (m.buffers != 2)
+      if (m.buffers < 1 || m.buffers > kMaxBuffers)
         throw CodegenError(
             fmt::format("{}:{}: error: '{}' asks for Buffered({}); the code generator "
-                        "double-buffers every block (only Buffered(2) so far)",
-                        m.loc.file, m.loc.line, a.name, m.buffers));
+                        "supports 1 to {} buffers per block",
+                        m.loc.file, m.loc.line, a.name, m.buffers, kMaxBuffers));
       Stream s;
+      s.buffers = m.buffers;
       for (size_t d = 0; d < a.shape.size(); ++d)
         if (a.shape[d] % m.blockShape[d] != 0) s.raggedDims.push_back(d);
       s.array = &a;
@@ -135,9 +148,10 @@ class Pipeline {
       s.hbmType = llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape);
       s.blockType = llo::Type::ref(llo::MemSpace::Vmem, a.dtype, m.blockShape);
       s.blockRows = llo::tiledLayout(m.blockShape).totalRows();
-      s.bufRow = mem_.vmem(fmt::format("'{}' blocks {}{} x 2 buffers", a.name,
-                                       isa::dtypeName(a.dtype), llo::shapeStr(m.blockShape)),
-                           m.blockShape, 2);
+      s.bufRow =
+          mem_.vmem(fmt::format("'{}' blocks {}{} x {} buffers", a.name, isa::dtypeName(a.dtype),
+                                llo::shapeStr(m.blockShape), m.buffers),
+                    m.blockShape, m.buffers);
       s.flag = mem_.flags(fmt::format("'{}' block copies", a.name), 1);
       for (size_t v = 0; v < (size_t(1) << s.raggedDims.size()); ++v) {
         CopyVariant cv;
@@ -184,11 +198,20 @@ class Pipeline {
   const llo::Kernel& k_;
   const TargetInfo& t_;
   const CompileOptions& o_;
+  bool smemState_ = false;
+  int stateRegion_ = -1;
   Lowerer L_;
   MemoryPlan& mem_;
   std::vector<Stream> streams_;
   std::vector<RefPlace> prefetch_;
   std::vector<int64_t> hbmIn_, hbmOut_;
+
+  // The input output `out` aliases, or -1.
+  int aliasOf(int out) const {
+    for (const auto& [in, o] : k_.aliases)
+      if (o == out) return in;
+    return -1;
+  }
 
   static int64_t arrayBytes(const llo::ArrayOperand& a) {
     return llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape));
@@ -215,9 +238,13 @@ class Pipeline {
       spans.push_back({"input '" + k_.inputs[i].name + "'", o_.inputAddresses[i],
                        o_.inputAddresses[i] + arrayBytes(k_.inputs[i]), int(i)});
     for (size_t i = 0; i < k_.outputs.size(); ++i) {
-      int alias = -2;
-      for (const auto& [in, out] : k_.aliases)
-        if (out == int(i)) alias = in;
+      int alias = aliasOf(int(i));
+      if (alias >= 0 && o_.outputAddresses[i] != o_.inputAddresses[size_t(alias)])
+        throw CodegenError(fmt::format(
+            "kernel '{}': output '{}' aliases input '{}' but its address {} differs from the "
+            "input's {} (CompileOptions)",
+            k_.name, k_.outputs[i].name, k_.inputs[size_t(alias)].name, o_.outputAddresses[i],
+            o_.inputAddresses[size_t(alias)]));
       spans.push_back({"output '" + k_.outputs[i].name + "'", o_.outputAddresses[i],
                        o_.outputAddresses[i] + arrayBytes(k_.outputs[i]), alias});
     }
@@ -358,15 +385,14 @@ class Pipeline {
            [&] { issue(s.variants[k]); });
     return L_.addImm(v, 1);
   }
-  // Waits for the copy that `pending` (1 + its variant, known non-zero) names.
-  void waitCopy(const Stream& s) {
+  // Waits for the copy `f` (1 + its variant, known non-zero) names.
+  void waitCopy(const Stream& s, const ScalarVal& f) {
     auto wait = [&](size_t n) { L_.emit(Opcode::SyncWait, {I(s.flag), I(int64_t(n))}); };
     // Variants with the same descriptor count share one wait.
     std::map<size_t, ScalarVal> byCount;
     for (size_t k = 0; k < s.variants.size(); ++k) {
       size_t n = s.variants[k].descWords.size();
-      ScalarVal is =
-          L_.scalarOp(llo::ScalarBin::Eq, R(s.pending), ScalarVal{true, int64_t(k) + 1, {}});
+      ScalarVal is = L_.scalarOp(llo::ScalarBin::Eq, f, ScalarVal{true, int64_t(k) + 1, {}});
       auto it = byCount.find(n);
       if (it == byCount.end())
         byCount[n] = is;
@@ -380,6 +406,102 @@ class Pipeline {
     }
   }
 
+  // The state registers of a stream, in their SMEM order.
+  static std::vector<MOperand*> stateRegs(Stream& s) {
+    std::vector<MOperand*> r{&s.slot, &s.pending};
+    if (s.buffers > 2 && !s.output) r.push_back(&s.issue);
+    for (MOperand& m : s.idx) r.push_back(&m);
+    return r;
+  }
+  // SMEM-resident state: fresh registers loaded at the start of a part of the
+  // step, stored back at its end.
+  void loadState(Stream& s) {
+    if (!smemState_) return;
+    std::vector<MOperand*> regs = stateRegs(s);
+    for (size_t i = 0; i < regs.size(); ++i) {
+      *regs[i] = reg();
+      MOperand base;
+      int64_t off;
+      L_.baseAndOffset(ScalarVal{true, s.stateWord + int64_t(i), {}}, &base, &off);
+      MInstr mi = makeInstr(Opcode::SLd, {*regs[i], base, I(off)});
+      mi.mem = {MemAccess::Space::Smem, stateRegion_, false, -1, 0};
+      L_.emit(mi);
+    }
+  }
+  void storeState(Stream& s) {
+    if (!smemState_) return;
+    std::vector<MOperand*> regs = stateRegs(s);
+    for (size_t i = 0; i < regs.size(); ++i) {
+      MOperand base;
+      int64_t off;
+      L_.baseAndOffset(ScalarVal{true, s.stateWord + int64_t(i), {}}, &base, &off);
+      MInstr mi = makeInstr(Opcode::SSt, {*regs[i], base, I(off)});
+      mi.mem = {MemAccess::Space::Smem, stateRegion_, true, -1, 0};
+      L_.emit(mi);
+    }
+  }
+
+  // The grid point after `ids` in lexicographic order (wrapping to 0 after the last).
+  std::vector<ScalarVal> advance(const std::vector<ScalarVal>& ids) {
+    std::vector<ScalarVal> nx(ids.size());
+    ScalarVal carry{true, 1, {}};
+    for (size_t d = ids.size(); d-- > 0;) {
+      ScalarVal inc = L_.add(ids[d], carry);
+      ScalarVal wrap = L_.scalarOp(llo::ScalarBin::Eq, inc, ScalarVal{true, k_.grid[d], {}});
+      if (inc.isConst && wrap.isConst) {
+        nx[d] = wrap.c ? ScalarVal{true, 0, {}} : inc;
+      } else {
+        MOperand nd = reg();
+        L_.emit(Opcode::SSel, {nd, L_.reg(wrap), L_.constReg(0), L_.reg(inc)});
+        nx[d] = R(nd);
+      }
+      carry = L_.scalarOp(llo::ScalarBin::And, carry, wrap);
+    }
+    return nx;
+  }
+  // (r + 1) mod n, in place.
+  void bump(MOperand r, int n) {
+    if (n == 1) return;
+    if (n == 2) return L_.emit(Opcode::SXor, {r, r, L_.constReg(1)});
+    ScalarVal inc = L_.addImm(R(r), 1);
+    ScalarVal wrap = L_.scalarOp(llo::ScalarBin::Eq, inc, ScalarVal{true, n, {}});
+    L_.emit(Opcode::SSel, {r, L_.reg(wrap), L_.constReg(0), L_.reg(inc)});
+  }
+  ScalarVal field(MOperand r, int k) {  // 8-bit field k of a pending register
+    ScalarVal v = L_.scalarOp(llo::ScalarBin::Shr, R(r), ScalarVal{true, 8 * k, {}});
+    return L_.scalarOp(llo::ScalarBin::And, v, ScalarVal{true, 0xFF, {}});
+  }
+  // Starts the copy of input block `idx` into the next buffer when it differs
+  // from the last one started; records it in field `k` of `pending`.
+  void issueInput(Stream& s, const std::vector<ScalarVal>& idx, const ScalarVal& valid, int k) {
+    ScalarVal change = L_.scalarOp(llo::ScalarBin::And, valid, differs(idx, s.idx));
+    when(change, [&] {
+      ScalarVal into{true, 0, {}};  // one buffer: always buffer 0
+      if (s.buffers == 2) {
+        // The buffer after the current one (the only one not in use).
+        into = L_.scalarOp(llo::ScalarBin::Xor, R(s.slot), ScalarVal{true, 1, {}});
+      } else if (s.buffers > 2) {
+        bump(s.issue, s.buffers);
+        into = R(s.issue);
+      }
+      ScalarVal p = startCopy(s, idx, into);
+      if (k == 0) {
+        copy(s.pending, p);
+      } else {
+        ScalarVal shifted = L_.mulImm(p, int64_t(1) << (8 * k));
+        L_.emit(Opcode::SOr, {s.pending, s.pending, L_.reg(shifted)});
+      }
+      for (size_t d = 0; d < s.idx.size(); ++d) copy(s.idx[d], idx[d]);
+    });
+  }
+
+  // The grid loop. Per input with n buffers: field k (8 bits) of `pending`
+  // holds 1 + the copy variant started for grid step (current + k), 0 when
+  // that step reuses the previous block; with n >= 2 copies run n - 1 steps
+  // ahead (started before the body), with n = 1 one step ahead after the
+  // body. Per output: `pending` is a FIFO of the last n - 1 write-backs;
+  // starting one waits for the one n - 1 write-backs back, so the buffer the
+  // next block goes to is free.
   void gridLoop() {
     size_t rank = k_.grid.size();
     int64_t steps = k_.gridPoints();
@@ -388,122 +510,187 @@ class Pipeline {
       r = reg();
       L_.emit(Opcode::SLi, {r, I(0)});
     }
-    std::vector<ScalarVal> ids0(rank, ScalarVal{true, 0, {}});
-    // Prologue: the first block of every input, into slot 0.
+    MOperand step = reg();
+    L_.emit(Opcode::SLi, {step, I(0)});
+    // Prologue: every input's blocks for the first n - 1 steps (1 with n = 1).
     for (Stream& s : streams_) {
+      int n = s.buffers;
       s.slot = reg();
       s.pending = reg();
-      L_.emit(Opcode::SLi, {s.slot, I(0)});
+      L_.emit(Opcode::SLi, {s.slot, I(s.output ? 0 : n - 1)});
       L_.emit(Opcode::SLi, {s.pending, I(0)});
-      std::vector<ScalarVal> idx = indexMap(s, ids0);
-      for (const ScalarVal& v : idx) {
+      for (size_t d = 0; !s.output && d < s.map->blockShape.size(); ++d) {
         s.idx.push_back(reg());
-        copy(s.idx.back(), v);
+        L_.emit(Opcode::SLi, {s.idx.back(), I(0xFFFFFFFF)});  // -1: no block yet
       }
-      if (!s.output) copy(s.pending, startCopy(s, idx, ScalarVal{true, 0, {}}));
+      if (s.output) continue;
+      if (n > 2) {
+        s.issue = reg();
+        L_.emit(Opcode::SLi, {s.issue, I(n - 1)});
+      }
+      std::vector<ScalarVal> ids(rank, ScalarVal{true, 0, {}});
+      for (int j = 0; j < std::max(n - 1, 1) && j < steps; ++j) {
+        issueInput(s, indexMap(s, ids), ScalarVal{true, 1, {}}, j);
+        ids = advance(ids);
+      }
     }
-    MOperand count = reg(), step = reg();
+    if (smemState_) {
+      stateRegion_ = L_.newRegion();
+      for (Stream& s : streams_) {
+        s.stateWord = mem_.smemWords(fmt::format("pipeline state of '{}'", s.array->name),
+                                     int64_t(stateRegs(s).size()));
+        storeState(s);
+      }
+    }
+    MOperand count = reg();
     L_.emit(Opcode::SLi, {count, I(steps)});
-    L_.emit(Opcode::SLi, {step, I(0)});
     int loopStart = L_.newBlock("step");
     std::vector<ScalarVal> ids;
     for (const MOperand& r : g) ids.push_back(R(r));
-    // The next grid point (lexicographic), for the index maps of the next step.
-    std::vector<ScalarVal> next(rank);
-    {
-      ScalarVal carry{true, 1, {}};
-      for (size_t d = rank; d-- > 0;) {
-        ScalarVal inc = L_.add(ids[d], carry);
-        ScalarVal wrap = L_.scalarOp(llo::ScalarBin::Eq, inc, ScalarVal{true, k_.grid[d], {}});
-        MOperand nd = reg();
-        L_.emit(Opcode::SSel, {nd, L_.reg(wrap), L_.constReg(0), L_.reg(inc)});
-        next[d] = R(nd);
-        carry = L_.scalarOp(llo::ScalarBin::And, carry, wrap);
-      }
-    }
-    auto isLast = [&] {
-      return L_.scalarOp(llo::ScalarBin::Eq, R(step), ScalarVal{true, steps - 1, {}});
+    std::vector<ScalarVal> next = advance(ids);
+    auto stepsLeft = [&](int64_t k) {  // step + k < steps
+      return L_.scalarOp(llo::ScalarBin::Lt, R(step), ScalarVal{true, steps - k, {}});
     };
-    // Every block ref's base for this step, taken before the buffers flip.
-    for (Stream& s : streams_) {
+    // The parts of a step, per stream; with the state in SMEM each stream's
+    // part runs on its own (state loaded, used, stored back), so only one
+    // stream's state is in registers at a time.
+    auto arrive = [&](Stream& s) {  // inputs: wait for the current block when it is new
+      if (s.output) return;
+      ScalarVal arrived = s.buffers <= 2 ? R(s.pending) : field(s.pending, 0);
+      if (!arrived.isConst) arrived = R(L_.reg(arrived));
+      when(arrived, [&] {
+        if (s.buffers > 1) bump(s.slot, s.buffers);
+        waitCopy(s, arrived);
+      });
+      if (s.buffers <= 2)
+        L_.emit(Opcode::SLi, {s.pending, I(0)});
+      else
+        L_.emit(Opcode::SShrI, {s.pending, s.pending, I(8)});
+    };
+    auto bindBlock = [&](Stream& s) {  // the block ref's base for this step
       ScalarVal row = L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(R(s.slot), s.blockRows));
       RefPlace p{s.bodyArg->type, true, 0, L_.reg(row), L_.newRegion()};
       L_.bindRef(s.bodyArg, p);
-    }
-    // Inputs: wait for the current block; start the next one into the other
-    // buffer when its index changes.
-    for (Stream& s : streams_) {
-      if (s.output) continue;
-      when(R(s.pending), [&] { waitCopy(s); });
-      L_.emit(Opcode::SLi, {s.pending, I(0)});
-      std::vector<ScalarVal> nidx = indexMap(s, next);
-      ScalarVal notLast = L_.scalarOp(llo::ScalarBin::Eq, isLast(), ScalarVal{true, 0, {}});
-      ScalarVal change = L_.scalarOp(llo::ScalarBin::And, notLast, differs(nidx, s.idx));
-      when(change, [&] {
-        ScalarVal other = L_.scalarOp(llo::ScalarBin::Xor, R(s.slot), ScalarVal{true, 1, {}});
-        copy(s.pending, startCopy(s, nidx, other));
-        L_.emit(Opcode::SXor, {s.slot, s.slot, L_.constReg(1)});
-        for (size_t d = 0; d < s.idx.size(); ++d) copy(s.idx[d], nidx[d]);
-      });
-    }
-    L_.setGrid(ids, k_.grid);
-    L_.lowerOps(k_.body->body, k_.name);
-    L_.setDebug(L_.debugFor(k_.loc, k_.name));
-    // Outputs: write back when the block index is about to change (or at the end).
-    auto nextIds = [&] {
-      std::vector<ScalarVal> nx(rank);
-      ScalarVal c{true, 1, {}};
-      for (size_t d = rank; d-- > 0;) {
-        ScalarVal inc = L_.add(ids[d], c);
-        ScalarVal wrap = L_.scalarOp(llo::ScalarBin::Eq, inc, ScalarVal{true, k_.grid[d], {}});
-        MOperand nd = reg();
-        L_.emit(Opcode::SSel, {nd, L_.reg(wrap), L_.constReg(0), L_.reg(inc)});
-        nx[d] = R(nd);
-        c = L_.scalarOp(llo::ScalarBin::And, c, wrap);
-      }
-      return nx;
     };
-    for (Stream& s : streams_) {
-      if (!s.output) continue;
+    auto prefetch = [&](Stream& s) {  // inputs with n >= 2: the block n - 1 steps ahead
+      if (s.output || s.buffers == 1) return;
+      std::vector<ScalarVal> ahead = next;
+      for (int j = 2; j < s.buffers; ++j) ahead = advance(ahead);
+      issueInput(s, indexMap(s, ahead), stepsLeft(s.buffers - 1), s.buffers - 2);
+    };
+    auto afterBody = [&](Stream& s) {
+      if (!s.output) {
+        // n = 1: the next block, now that the body has read the buffer.
+        if (s.buffers == 1) issueInput(s, indexMap(s, next), stepsLeft(1), 0);
+        return;
+      }
+      // Outputs: write back when the block index is about to change (or at the end).
       std::vector<ScalarVal> cur = indexMap(s, ids);
-      std::vector<ScalarVal> nidx = indexMap(s, nextIds());
-      ScalarVal moving = isLast();
+      std::vector<ScalarVal> nidx = indexMap(s, next);
+      ScalarVal moving = L_.scalarOp(llo::ScalarBin::Eq, stepsLeft(1), ScalarVal{true, 0, {}});
       for (size_t d = 0; d < cur.size(); ++d)
         moving = L_.scalarOp(llo::ScalarBin::Or, moving,
                              L_.scalarOp(llo::ScalarBin::Ne, nidx[d], cur[d]));
       when(moving, [&] {
-        when(R(s.pending), [&] { waitCopy(s); });
-        copy(s.pending, startCopy(s, cur, R(s.slot)));
-        L_.emit(Opcode::SXor, {s.slot, s.slot, L_.constReg(1)});
+        int n = s.buffers;
+        ScalarVal p = startCopyAfterWait(s, cur);
+        if (n == 1) {
+          waitCopy(s, p);
+        } else if (n == 2) {
+          copy(s.pending, p);
+        } else {
+          L_.emit(Opcode::SShrI, {s.pending, s.pending, I(8)});
+          ScalarVal shifted = L_.mulImm(p, int64_t(1) << (8 * (n - 2)));
+          L_.emit(Opcode::SOr, {s.pending, s.pending, L_.reg(shifted)});
+        }
+        bump(s.slot, n);
       });
+    };
+    if (smemState_) {
+      for (Stream& s : streams_) {
+        loadState(s);
+        arrive(s);
+        bindBlock(s);
+        prefetch(s);
+        storeState(s);
+      }
+    } else {
+      for (Stream& s : streams_) arrive(s);
+      for (Stream& s : streams_) bindBlock(s);
+      for (Stream& s : streams_) prefetch(s);
+    }
+    L_.setGrid(ids, k_.grid);
+    L_.lowerOps(k_.body->body, k_.name);
+    L_.setDebug(L_.debugFor(k_.loc, k_.name));
+    if (smemState_) next = advance(ids);  // nothing of the pipeline lives across the body
+    for (Stream& s : streams_) {
+      if (s.output || s.buffers == 1) {
+        loadState(s);
+        afterBody(s);
+        storeState(s);
+      }
     }
     int latch = L_.newBlock("next");
-    std::vector<ScalarVal> nx = nextIds();
-    for (size_t d = 0; d < rank; ++d) copy(g[d], nx[d]);
+    for (size_t d = 0; d < rank; ++d) copy(g[d], next[d]);
     L_.emit(Opcode::SAddI, {step, step, I(1)});
     L_.emit(Opcode::Loop, {count, MOperand::block(loopStart)});
     L_.loops().push_back(LoopRange{loopStart, latch});
     L_.newBlock("epilogue");
-    for (Stream& s : streams_)
-      if (s.output) when(R(s.pending), [&] { waitCopy(s); });
+    for (Stream& s : streams_) {
+      if (!s.output) continue;
+      loadState(s);
+      for (int k = 0; k + 1 < s.buffers; ++k) {
+        ScalarVal f = s.buffers == 2 ? R(s.pending) : field(s.pending, k);
+        if (!f.isConst) f = R(L_.reg(f));
+        when(f, [&] { waitCopy(s, f); });
+      }
+    }
     // A linked kernel falls through to the next one; every DMA it started has
     // been waited for, so its flags are back at zero and its outputs in HBM.
     if (o_.standalone) L_.emit(Opcode::Halt, {});
   }
+
+  // An output write-back of block `idx` from the current buffer, after waiting
+  // for the write-back n - 1 before it (the oldest in the FIFO).
+  ScalarVal startCopyAfterWait(Stream& s, const std::vector<ScalarVal>& idx) {
+    if (s.buffers >= 2) {
+      ScalarVal oldest = s.buffers == 2 ? R(s.pending) : field(s.pending, 0);
+      if (!oldest.isConst) oldest = R(L_.reg(oldest));
+      when(oldest, [&] { waitCopy(s, oldest); });
+    }
+    return startCopy(s, idx, R(s.slot));
+  }
 };
 
+}  // namespace
+
+namespace {
+CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
+                           bool smemState);
 }  // namespace
 
 CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o) {
   if (o.smemBase < 0)
     throw CodegenError(
         fmt::format("kernel '{}': CompileOptions::smemBase is negative ({})", k.name, o.smemBase));
+  try {
+    return compileOnce(k, t, o, false);
+  } catch (const RegisterPressureError& e) {
+    if (e.cls != RegClass::Scalar) throw;
+  }
+  // Out of scalar registers: move the pipeline's state out of them.
+  return compileOnce(k, t, o, true);
+}
+
+namespace {
+CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
+                           bool smemState) {
   MFunction fn;
   fn.name = k.name;
   MemoryPlan mem(t, o.smemBase);
   std::vector<LoopRange> loops;
   std::vector<isa::DataSegment> data;
-  Pipeline p(k, t, o, fn, mem, loops, data);
+  Pipeline p(k, t, o, smemState, fn, mem, loops, data);
   p.build();
   mem.check();
   CompiledKernel out;
@@ -611,5 +798,7 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t, const Co
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace tpusim::kernels::codegen

@@ -104,13 +104,15 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
     if (pick < 0) {
       size_t blk = 0;
       while (blk + 1 < fn.blocks.size() && blockStart[blk + 1] <= in->start) ++blk;
-      throw CodegenError(fmt::format(
-          "kernel '{}' needs more than the {} {} registers of the target at once (block {}, "
-          "bundle {}); spilling is not implemented yet (use smaller blocks)",
-          fn.name, limits[int(in->cls)],
-          in->cls == RegClass::Vector ? "vector"
-                                      : (in->cls == RegClass::Scalar ? "scalar" : "mask"),
-          fn.blocks[blk].label, in->start));
+      throw RegisterPressureError(
+          fmt::format(
+              "kernel '{}' needs more than the {} {} registers of the target at once (block {}, "
+              "bundle {}); spilling is not implemented yet (use smaller blocks)",
+              fn.name, limits[int(in->cls)],
+              in->cls == RegClass::Vector ? "vector"
+                                          : (in->cls == RegClass::Scalar ? "scalar" : "mask"),
+              fn.blocks[blk].label, in->start),
+          in->cls);
     }
     regs[pick] = in->end;
     in->phys = pick;

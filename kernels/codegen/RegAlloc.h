@@ -21,6 +21,13 @@ class CodegenError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Running out of registers of one class (the message names it and the count).
+class RegisterPressureError : public CodegenError {
+ public:
+  RegisterPressureError(const std::string& msg, RegClass c) : CodegenError(msg), cls(c) {}
+  RegClass cls;
+};
+
 // A loop: blocks [first, last] in layout order; the back edge goes from last to first.
 struct LoopRange {
   int first = 0, last = 0;
