@@ -2,7 +2,9 @@
 // (add ... rsqrt, compare, select, converts) map one to one; a few others are
 // composed from them in f32: logistic = 1 / (1 + exp(-x)), expm1 / log1p with
 // a short series near 0, sign, floor / ceil through an integer convert, xor as
-// (a | b) - (a & b), not as -x - 1. Anything else is CannotLower.
+// (a | b) - (a & b), not as -x - 1, sine / cosine by reduction to [-pi/4, pi/4]
+// (three-part pi/2, accurate to a few f32 ulps for |x| < 2^16) and polynomials.
+// Anything else is CannotLower.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -40,6 +42,26 @@ Array roundToward(const Array& x, bool up) {
   return dsl::where(dsl::abs(x) < dsl::full(1, 1, 8388608.0, dsl::F32), r, x);
 }
 
+// sin(x) (cosine: quarter = 1, i.e. sin(x + pi/2)) in f32: x = q pi/2 + r with
+// |r| <= pi/4, then the sine or cosine polynomial of r by the quadrant q mod 4.
+Array sinQuadrant(const Array& x, int quarter) {
+  using dsl::full;
+  auto c = [](double v) { return full(1, 1, v, dsl::F32); };
+  Array q = roundToward(x * 0.63661977236758134 + 0.5, false);  // round(x / (pi/2))
+  Array r = ((x - q * 1.5703125) - q * 4.837512969970703125e-4) - q * 7.54978995489188216e-8;
+  Array r2 = r * r;
+  Array sinp =
+      r + r * r2 * (c(-1.6666654611e-1) + r2 * (c(8.3321608736e-3) + r2 * -1.9515295891e-4));
+  Array cosp = (1.0 - r2 * 0.5) + r2 * r2 *
+                                      (c(4.166664568298827e-2) +
+                                       r2 * (c(-1.388731625493765e-3) + r2 * 2.443315711809948e-5));
+  Array n = (q.astype(dsl::S32) + quarter) & full(1, 1, 3, dsl::S32);
+  Array v = dsl::where(n == full(1, 1, 0, dsl::S32), sinp,
+                       dsl::where(n == full(1, 1, 1, dsl::S32), cosp,
+                                  dsl::where(n == full(1, 1, 2, dsl::S32), -sinp, -cosp)));
+  return v;
+}
+
 const char* unsupportedWhy(HloOpcode op) {
   switch (op) {
     case HloOpcode::Power:
@@ -48,8 +70,6 @@ const char* unsupportedWhy(HloOpcode op) {
     case HloOpcode::Cbrt:
     case HloOpcode::Erf:
     case HloOpcode::Tan:
-    case HloOpcode::Sine:
-    case HloOpcode::Cosine:
     case HloOpcode::RoundNearestAfz:
     case HloOpcode::RoundNearestEven:
       return "the VPU has no instruction for it and the back end has no expansion yet";
@@ -182,6 +202,10 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
       case HloOpcode::Ceil:
         needFloat();
         return back(roundToward(inF32(a), op == HloOpcode::Ceil), at);
+      case HloOpcode::Sine:
+      case HloOpcode::Cosine:
+        needFloat();
+        return back(sinQuadrant(inF32(a), op == HloOpcode::Cosine ? 1 : 0), at);
       case HloOpcode::IsFinite:
         needFloat();
         return dsl::abs(inF32(a)) < dsl::full(1, 1, INFINITY, dsl::F32);
