@@ -488,9 +488,44 @@ void Lowerer::lowerTileOp(const llo::Op& op) {
   }
 }
 
+// A register holding a carried value (i32, tile or mask) and a copy into it.
+MOperand Lowerer::carryReg(const llo::Value* v) {
+  if (v->type.kind == llo::TypeKind::Scalar) return fn_.newReg(RegClass::Scalar);
+  return fn_.newReg(v->type.kind == llo::TypeKind::Mask ? RegClass::Mask : RegClass::Vector);
+}
+void Lowerer::copyInto(MOperand dst, const llo::Value* v) {
+  if (v->type.kind == llo::TypeKind::Scalar) {
+    ScalarVal s = scalar(v);
+    if (s.isConst)
+      emit(Opcode::SLi, {dst, I(uint32_t(int32_t(s.c)))});
+    else
+      emit(Opcode::SAddI, {dst, s.reg, I(0)});
+  } else if (v->type.kind == llo::TypeKind::Mask) {
+    emit(Opcode::MOr, {dst, tile(v), tile(v)});
+  } else {
+    emit(Opcode::VMov, {dst, tile(v)});
+  }
+}
+void Lowerer::bindCarry(const llo::Value* v, MOperand r) {
+  if (v->type.kind == llo::TypeKind::Scalar)
+    bindScalar(v, ScalarVal{false, 0, r});
+  else
+    tiles_[v] = r;
+}
+
 void Lowerer::lowerFor(const llo::Op& op) {
   ScalarVal lo = scalar(op.operands[0]), hi = scalar(op.operands[1]);
   int64_t step = op.ints[0];
+  // Carried values live in one register each for the whole loop: the initial
+  // value is copied in before it, the yielded one at the end of every trip.
+  const size_t carries = op.operands.size() - 2;
+  std::vector<MOperand> carry;
+  for (size_t k = 0; k < carries; ++k) {
+    carry.push_back(carryReg(op.operands[k + 2]));
+    copyInto(carry[k], op.operands[k + 2]);
+    bindCarry(op.regions[0].args[k + 1], carry[k]);
+    bindCarry(op.results[k], carry[k]);
+  }
   ScalarVal trip;
   if (lo.isConst && hi.isConst) {
     int64_t t = hi.c > lo.c ? (hi.c - lo.c + step - 1) / step : 0;
@@ -523,6 +558,38 @@ void Lowerer::lowerFor(const llo::Op& op) {
   lowerOps(op.regions[0], kernel_);
   newBlock("latch");
   int latch = currentBlock();
+  if (carries > 0) {
+    // Yielded values go through fresh registers first when one of them is
+    // another carry register (a swap), so no copy reads an overwritten value.
+    const llo::Op& y = *op.regions[0].ops.back();
+    std::vector<MOperand> from;
+    bool overlap = false;
+    for (size_t k = 0; k < carries; ++k) {
+      const llo::Value* v = y.operands[k];
+      for (size_t j = 0; j < carries; ++j)
+        if (j != k && v == op.regions[0].args[j + 1]) overlap = true;
+    }
+    for (size_t k = 0; k < carries; ++k) {
+      const llo::Value* v = y.operands[k];
+      if (v == op.regions[0].args[k + 1]) {
+        from.push_back({});  // unchanged
+        continue;
+      }
+      MOperand t = overlap ? carryReg(v) : carry[k];
+      copyInto(t, v);
+      from.push_back(t);
+    }
+    if (overlap)
+      for (size_t k = 0; k < carries; ++k)
+        if (from[k].kind != MOperand::Kind::None) {
+          if (carry[k].cls == RegClass::Scalar)
+            emit(Opcode::SAddI, {carry[k], from[k], I(0)});
+          else if (carry[k].cls == RegClass::Mask)
+            emit(Opcode::MOr, {carry[k], from[k], from[k]});
+          else
+            emit(Opcode::VMov, {carry[k], from[k]});
+        }
+  }
   emit(Opcode::SAddI, {iv, iv, I(step)});
   emit(Opcode::Loop, {count, MOperand::block(body)});
   int exit = newBlock("exit");
@@ -624,6 +691,8 @@ void Lowerer::lowerOp(const llo::Op& op) {
       return lowerIf(op);
     case OpKind::Return:
       unsupported(op, "return outside an index map");
+    case OpKind::Yield:
+      return;  // lowerFor copies the yielded values into the carry registers
     default:
       return lowerTileOp(op);
   }

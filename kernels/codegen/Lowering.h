@@ -114,6 +114,9 @@ class Lowerer {
   std::string kernel_;
 
   void lowerFor(const llo::Op& op);
+  MOperand carryReg(const llo::Value* v);
+  void copyInto(MOperand dst, const llo::Value* v);
+  void bindCarry(const llo::Value* v, MOperand r);
   void lowerIf(const llo::Op& op);
   void lowerVLoad(const llo::Op& op);
   void lowerVStore(const llo::Op& op);

@@ -18,7 +18,8 @@ struct ArrayNode {
     MaskOp,   // 0 = and, 1 = or on BOOL
     Select,   // cond ? a : b
     Cast,     // to dtype
-    Dot       // lazy matmul (materialized on first use)
+    Dot,      // lazy matmul (materialized on first use)
+    Tiles     // values already in tiles (a loop's carried array), row-major over tiles
   };
   Kind kind = Kind::View;
   int64_t rows = 1, cols = 1;
@@ -38,6 +39,10 @@ struct ArrayNode {
   // Splat: the 32-bit pattern, or a scalar (bits) when `scalar` is set.
   uint32_t bits = 0;
   llo::Value* scalar = nullptr;
+
+  // Tiles: one value per (8,128) tile. A 1-row array holds its row in every
+  // sublane, a 1-column array its column in every lane (ready to broadcast).
+  std::vector<llo::Value*> tiles;
 
   // Dot
   DotOptions dot;

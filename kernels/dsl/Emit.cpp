@@ -37,6 +37,21 @@ Value* add(Value* a, Value* b) {
 
 Value* emitTile(const NodePtr& n, const TileAt& at);
 
+// Tiles nodes are addressed by constant row offsets: while one is being
+// emitted, row-tile loops are unrolled.
+thread_local int unrollRowTiles = 0;
+struct UnrollIfTiles {
+  bool on;
+  static bool hasTiles(const ArrayNode& n) {
+    if (n.kind == Kind::Tiles) return true;
+    for (const NodePtr& a : n.args)
+      if (hasTiles(*a)) return true;
+    return false;
+  }
+  explicit UnrollIfTiles(const NodePtr& n) : on(hasTiles(*n)) { unrollRowTiles += on; }
+  ~UnrollIfTiles() { unrollRowTiles -= on; }
+};
+
 std::vector<Value*> viewIndices(const ArrayNode& v, Value* row, Value* col) {
   std::vector<Value*> idx = v.lead;
   idx.push_back(row);
@@ -122,6 +137,16 @@ Value* emitTile(const NodePtr& np, const TileAt& at) {
       return b.vcast(child(0), n.dtype);
     case Kind::Dot:
       return emitTile(emitDot(np), at);
+    case Kind::Tiles: {
+      int64_t row = 0;
+      if (!at.bcastRows) {
+        if (!at.rowOff->def || at.rowOff->def->kind != OpKind::SConst)
+          fail(n.loc, "internal: a loop-carried array addressed at a run-time row");
+        row = at.rowOff->def->ints[0] / kSublanesI;
+      }
+      int64_t colTiles = (n.cols + kLanesI - 1) / kLanesI;
+      return n.tiles.at(size_t(row * colTiles + (at.bcastCols ? 0 : at.colTile)));
+    }
   }
   return nullptr;
 }
@@ -130,7 +155,9 @@ Value* emitTile(const NodePtr& np, const TileAt& at) {
 // loop over the full tiles, then the partial tile (if any) peeled with static masks.
 void forEachRowTile(int64_t rows, const std::function<void(Value*, int)>& fn) {
   int64_t full = rows / kSublanesI, rem = rows % kSublanesI;
-  if (full == 1) {
+  if (unrollRowTiles > 0) {
+    for (int64_t i = 0; i < full; ++i) fn(iconst(i * kSublanesI), kSublanesI);
+  } else if (full == 1) {
     fn(iconst(0), kSublanesI);
   } else if (full > 1) {
     llo::Op* loop = builder().forLoop(iconst(0), iconst(full * kSublanesI), kSublanesI, "row");
@@ -253,6 +280,7 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
     fail(loc, fmt::format("storing a [{},{}] array into a [{},{}] window", v.rows, v.cols, dst.rows,
                           dst.cols));
   int64_t colTiles = (dst.cols + kLanesI - 1) / kLanesI;
+  UnrollIfTiles unroll(value);
   forEachRowTile(dst.rows, [&](Value* rowOff, int valid) {
     for (int64_t tj = 0; tj < colTiles; ++tj) {
       TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
@@ -271,7 +299,32 @@ NodePtr materialize(const NodePtr& value, const Loc& loc) {
   return viewOf(tmp, value->rows, value->cols);
 }
 
+std::vector<Value*> emitTiles(const NodePtr& value) {
+  const ArrayNode& n = *value;
+  UnrollIfTiles unroll(value);
+  std::vector<Value*> out;
+  int64_t colTiles = (n.cols + kLanesI - 1) / kLanesI;
+  for (int64_t r = 0; r < n.rows; r += kSublanesI) {
+    int valid = int(std::min<int64_t>(kSublanesI, n.rows - r));
+    for (int64_t tj = 0; tj < colTiles; ++tj)
+      out.push_back(emitTile(value, TileAt{iconst(r), tj, valid, n.rows == 1, n.cols == 1}));
+  }
+  return out;
+}
+
+NodePtr tilesNode(std::vector<Value*> tiles, int64_t rows, int64_t cols, DType dtype) {
+  ArrayNode v;
+  v.kind = Kind::Tiles;
+  v.rows = rows;
+  v.cols = cols;
+  v.dtype = dtype;
+  v.tiles = std::move(tiles);
+  v.laneReplicated = cols == 1;
+  return std::make_shared<const ArrayNode>(std::move(v));
+}
+
 NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc) {
+  UnrollIfTiles unroll(a);
   const ArrayNode& n = *a;
   DType d = n.dtype;
   if (d != DType::F32 && d != DType::S32)

@@ -26,6 +26,12 @@ llo::Value* allocTemp(std::vector<int64_t> shape, DType dtype);
 NodePtr viewOf(llo::Value* ref, int64_t rows, int64_t cols, bool laneReplicated = false);
 NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc);
 
+// The tiles of `value` as values (row-major over tiles; a 1-row array
+// broadcast to every sublane, a 1-column one to every lane), and the node
+// that presents such tiles as an array again (loop-carried arrays).
+std::vector<llo::Value*> emitTiles(const NodePtr& value);
+NodePtr tilesNode(std::vector<llo::Value*> tiles, int64_t rows, int64_t cols, DType dtype);
+
 // Forgets per-trace state (materialized dots); called when a trace starts.
 void clearTraceCaches();
 

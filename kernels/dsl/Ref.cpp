@@ -237,4 +237,74 @@ void fori_loop(Scalar lower, Scalar upper, const std::function<void(Scalar)>& bo
   inBlock(&op->regions[0], [&] { body(Scalar(op->regions[0].args[0])); });
 }
 
+Scalar fori_loop(Scalar lower, Scalar upper, const std::function<Scalar(Scalar, Scalar)>& body,
+                 Scalar init, Loc loc) {
+  locate(loc);
+  llo::Op* op = builder().forLoop(lower.value(), upper.value(), 1, "i", {init.value()});
+  inBlock(&op->regions[0], [&] {
+    Scalar next = body(Scalar(op->regions[0].args[0]), Scalar(op->regions[0].args[1]));
+    locate(loc);
+    builder().create(llo::OpKind::Yield, {next.value()}, {});
+  });
+  return Scalar(op->results[0]);
+}
+
+Array fori_loop(Scalar lower, Scalar upper, const std::function<Array(Scalar, Array)>& body,
+                const Array& init, Loc loc) {
+  return fori_loop(
+      lower, upper,
+      [&](Scalar i, const std::vector<Array>& c) { return std::vector<Array>{body(i, c[0])}; },
+      std::vector<Array>{init}, loc)[0];
+}
+
+std::vector<Array> fori_loop(
+    Scalar lower, Scalar upper,
+    const std::function<std::vector<Array>(Scalar, const std::vector<Array>&)>& body,
+    const std::vector<Array>& init, Loc loc) {
+  locate(loc);
+  std::vector<llo::Value*> inits;
+  std::vector<size_t> first;  // each carry's first tile
+  for (size_t k = 0; k < init.size(); ++k) {
+    if (!init[k].valid()) fail(loc, fmt::format("fori_loop: carry {} is an empty Array", k));
+    first.push_back(inits.size());
+    for (llo::Value* t : emitTiles(init[k].node())) inits.push_back(t);
+  }
+  first.push_back(inits.size());
+  if (inits.size() > size_t(kMaxCarriedTiles))
+    fail(loc, fmt::format("fori_loop carries {} (8,128) tiles; at most {} stay in vector "
+                          "registers (keep bigger state in a scratch ref)",
+                          inits.size(), kMaxCarriedTiles));
+  auto arrays = [&](const std::vector<llo::Value*>& vals) {
+    std::vector<Array> out;
+    for (size_t k = 0; k < init.size(); ++k)
+      out.emplace_back(tilesNode({vals.begin() + first[k], vals.begin() + first[k + 1]},
+                                 init[k].rows(), init[k].cols(), init[k].dtype()));
+    return out;
+  };
+  llo::Op* op = builder().forLoop(lower.value(), upper.value(), 1, "i", inits);
+  inBlock(&op->regions[0], [&] {
+    const auto& args = op->regions[0].args;
+    std::vector<Array> next =
+        body(Scalar(args[0]), arrays(std::vector<llo::Value*>(args.begin() + 1, args.end())));
+    locate(loc);
+    if (next.size() != init.size())
+      fail(loc,
+           fmt::format("fori_loop: the body returned {} carries for {}", next.size(), init.size()));
+    std::vector<llo::Value*> yielded;
+    for (size_t k = 0; k < next.size(); ++k) {
+      if (!next[k].valid() || next[k].rows() != init[k].rows() ||
+          next[k].cols() != init[k].cols() || next[k].dtype() != init[k].dtype())
+        fail(loc,
+             fmt::format("fori_loop: carry {} changes from {}[{},{}] to {}", k,
+                         isa::dtypeName(init[k].dtype()), init[k].rows(), init[k].cols(),
+                         next[k].valid() ? fmt::format("{}[{},{}]", isa::dtypeName(next[k].dtype()),
+                                                       next[k].rows(), next[k].cols())
+                                         : std::string("an empty Array")));
+      for (llo::Value* t : emitTiles(next[k].node())) yielded.push_back(t);
+    }
+    builder().create(llo::OpKind::Yield, yielded, {});
+  });
+  return arrays(op->results);
+}
+
 }  // namespace tpusim::kernels::dsl

@@ -85,5 +85,19 @@ void when_else(Scalar cond, const std::function<void()>& then,
                const std::function<void()>& otherwise, Loc loc = Loc::here());
 void fori_loop(Scalar lower, Scalar upper, const std::function<void(Scalar)>& body,
                Loc loc = Loc::here());
+// lax.fori_loop(lower, upper, body, init) with a carry: body(i, carry)
+// returns the next carry; the result is the carry after the last trip (init
+// when the loop runs zero times). Carried arrays stay in vector registers, at
+// most kMaxCarriedTiles (8,128) tiles in all (keep bigger state in a scratch
+// ref); their shapes and dtypes may not change from trip to trip.
+constexpr int kMaxCarriedTiles = 32;
+Scalar fori_loop(Scalar lower, Scalar upper, const std::function<Scalar(Scalar, Scalar)>& body,
+                 Scalar init, Loc loc = Loc::here());
+Array fori_loop(Scalar lower, Scalar upper, const std::function<Array(Scalar, Array)>& body,
+                const Array& init, Loc loc = Loc::here());
+std::vector<Array> fori_loop(
+    Scalar lower, Scalar upper,
+    const std::function<std::vector<Array>(Scalar, const std::vector<Array>&)>& body,
+    const std::vector<Array>& init, Loc loc = Loc::here());
 
 }  // namespace tpusim::kernels::dsl

@@ -413,12 +413,23 @@ class Run {
         return dma(op);
       case OpKind::For: {
         int64_t lo = S(o[0]), hi = S(o[1]), step = op.ints[0];
+        const auto& args = op.regions[0].args;
+        std::vector<RtValue> carry;
+        for (size_t k = 2; k < o.size(); ++k) carry.push_back(env_.at(o[k]));
         for (int64_t i = lo; i < hi; i += step) {
-          setS(op.regions[0].args[0], int32_t(i));
+          setS(args[0], int32_t(i));
+          for (size_t k = 0; k < carry.size(); ++k) env_[args[k + 1]] = carry[k];
           block(op.regions[0]);
+          if (!carry.empty()) {
+            const Op& y = *op.regions[0].ops.back();
+            for (size_t k = 0; k < carry.size(); ++k) carry[k] = env_.at(y.operands[k]);
+          }
         }
+        for (size_t k = 0; k < carry.size(); ++k) env_[op.results[k]] = carry[k];
         return;
       }
+      case OpKind::Yield:
+        return;  // the enclosing for reads its operands
       case OpKind::If:
         if (S(o[0]))
           block(op.regions[0]);

@@ -100,11 +100,19 @@ Value* Builder::vcast(Value* a, DType to) {
   return create(OpKind::VCast, {a}, {Type::tile(to)}, {}, to)->result();
 }
 
-Op* Builder::forLoop(Value* lower, Value* upper, int64_t step, const std::string& ivHint) {
-  Op* op = create(OpKind::For, {lower, upper}, {}, {step});
+Op* Builder::forLoop(Value* lower, Value* upper, int64_t step, const std::string& ivHint,
+                     const std::vector<Value*>& inits) {
+  std::vector<Value*> operands{lower, upper};
+  std::vector<Type> types;
+  for (Value* v : inits) {
+    operands.push_back(v);
+    types.push_back(v->type);
+  }
+  Op* op = create(OpKind::For, operands, types, {step});
   op->regions.resize(1);
   Value* iv = fn_->newValue(Type::scalar(), ivHint);
   op->regions[0].args.push_back(iv);
+  for (Value* v : inits) op->regions[0].args.push_back(fn_->newValue(v->type, "carry"));
   return op;
 }
 

@@ -160,8 +160,13 @@ class Builder {
   Value* vun(VecUn k, Value* a);
   Value* vconst(uint32_t bits, DType d);
   Value* vcast(Value* a, DType to);
-  // A counted loop; returns the op, whose region 0 has the induction variable as argument.
-  Op* forLoop(Value* lower, Value* upper, int64_t step, const std::string& ivHint = "i");
+  // A counted loop; returns the op, whose region 0 has the induction variable
+  // as argument, then one argument per carried value (i32, tile or mask; the
+  // types of `inits`). A loop that carries values ends its region with a
+  // yield of the next values; its results are the values after the last trip
+  // (`inits` when it runs zero times).
+  Op* forLoop(Value* lower, Value* upper, int64_t step, const std::string& ivHint = "i",
+              const std::vector<Value*>& inits = {});
   Op* ifOp(Value* cond, bool withElse);
 
  private:

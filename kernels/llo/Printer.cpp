@@ -99,9 +99,16 @@ std::string body(const Op& op) {
       return fmt::format("{} {} -> {} sizes={} sem={}", opKindName(op.kind), viewStr(v[0]),
                          viewStr(v[1]), intList(op.ints), viewStr(v[2]));
     }
-    case OpKind::For:
-      return fmt::format("for {} = {} to {} step {}", val(op.regions[0].args[0]), val(o[0]),
-                         val(o[1]), I(0));
+    case OpKind::For: {
+      std::string s = fmt::format("for {} = {} to {} step {}", val(op.regions[0].args[0]),
+                                  val(o[0]), val(o[1]), I(0));
+      for (size_t k = 2; k < o.size(); ++k)
+        s += fmt::format("{}{} = {}", k == 2 ? " carry(" : ", ", val(op.regions[0].args[k - 1]),
+                         val(o[k]));
+      return o.size() > 2 ? s + ")" : s;
+    }
+    case OpKind::Yield:
+      return fmt::format("yield {}", valList(o));
     case OpKind::If:
       return fmt::format("if {}", val(o[0]));
     case OpKind::Return:

@@ -246,13 +246,16 @@ class Checker {
         checkDma(op);
         break;
       case OpKind::For:
-        if (expectCount(op, 2) && isScalar(op, 0, "lower bound") &&
+        if (op.operands.size() >= 2 && isScalar(op, 0, "lower bound") &&
             isScalar(op, 1, "upper bound")) {
           if (I(0) <= 0) fail(op, "loop step must be positive");
-          if (op.regions.size() != 1 || op.regions[0].args.size() != 1)
-            fail(op, "a loop has one region with the induction variable as its argument");
+          checkCarries(op);
+        } else if (op.operands.size() < 2) {
+          fail(op, "a loop needs a lower and an upper bound");
         }
         break;
+      case OpKind::Yield:
+        break;  // checked with its loop (checkCarries)
       case OpKind::If:
         if (expectCount(op, 1) && isScalar(op, 0, "the condition") &&
             (op.regions.empty() || op.regions.size() > 2))
@@ -261,6 +264,43 @@ class Checker {
       case OpKind::Return:
         for (size_t i = 0; i < op.operands.size(); ++i) isScalar(op, i, "a returned value");
         break;
+    }
+  }
+
+  // A loop's carried values: one region argument after the induction
+  // variable and one result per initial value, of its type (i32, tile or
+  // mask), and the region ends with a yield of values of the same types.
+  void checkCarries(const Op& op) {
+    size_t n = op.operands.size() - 2;
+    if (op.regions.size() != 1 || op.regions[0].args.size() != n + 1 || op.results.size() != n) {
+      fail(op,
+           "a loop has one region whose arguments are the induction variable and one per "
+           "carried value, and one result per carried value");
+      return;
+    }
+    const Block& b = op.regions[0];
+    const Op* y = b.ops.empty() ? nullptr : b.ops.back().get();
+    for (const auto& inner : b.ops)
+      if (inner->kind == OpKind::Yield && inner.get() != y)
+        fail(*inner, "yield must be the last op of a loop body");
+    if (n == 0) {
+      if (y && y->kind == OpKind::Yield && !y->operands.empty())
+        fail(*y, "yield in a loop that carries no values");
+      return;
+    }
+    if (!y || y->kind != OpKind::Yield || y->operands.size() != n) {
+      fail(op, fmt::format("a loop carrying {} values must end its body with a yield of {}", n, n));
+      return;
+    }
+    for (size_t k = 0; k < n; ++k) {
+      const Type& t = op.operands[k + 2]->type;
+      if (t.isRef())
+        fail(op, fmt::format("carried value {} is a ref; carry i32, tiles or masks", k));
+      if (!(b.args[k + 1]->type == t) || !(op.results[k]->type == t) ||
+          !(y->operands[k]->type == t))
+        fail(op, fmt::format("carried value {} ({}) has another type in the body, the yield or "
+                             "the result",
+                             k, t.str()));
     }
   }
 
