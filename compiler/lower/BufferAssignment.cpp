@@ -94,9 +94,11 @@ class Heap {
   int64_t top_ = 0;
 };
 
-bool aliasesOperand(HloOpcode op) {
-  return op == HloOpcode::Bitcast || op == HloOpcode::OptimizationBarrier ||
-         op == HloOpcode::AddDependency || op == HloOpcode::Domain;
+bool isDefaultOrder(const Shape& s) {
+  std::vector<int64_t> order = s.minorToMajorOrDefault();
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i] != static_cast<int64_t>(order.size() - 1 - i)) return false;
+  return true;
 }
 
 bool callsComputations(const HloInstruction& inst) {
@@ -196,8 +198,7 @@ Result assign(const HloComputation& comp, bool nested, int depth) {
         size_t at = static_cast<size_t>(start + j);
         ids.push_back(it != value.end() && at < it->second.size() ? it->second[at] : -1);
       }
-    } else if (aliasesOperand(opc) && inst->operandCount() >= 1 && value.count(inst->operand(0)) &&
-               leafCount(inst->shape()) == leafCount(inst->operand(0)->shape())) {
+    } else if (aliasesOperandBuffer(*inst) && value.count(inst->operand(0))) {
       ids = value[inst->operand(0)];
     } else {
       ids = newBuffers(inst, step, HbmBuffer::Kind::Temporary);
@@ -263,6 +264,22 @@ Result assign(const HloComputation& comp, bool nested, int depth) {
 }
 
 }  // namespace
+
+bool aliasesOperandBuffer(const hlo::HloInstruction& inst) {
+  HloOpcode op = inst.opcode();
+  if (inst.operandCount() < 1) return false;
+  const Shape& from = inst.operand(0)->shape();
+  const Shape& to = inst.shape();
+  if (op == HloOpcode::OptimizationBarrier || op == HloOpcode::AddDependency ||
+      op == HloOpcode::Domain)
+    return leafCount(to) == leafCount(from);
+  // A reshape (or a bitcast that is one) of a dense row-major array keeps every
+  // byte where it is; with another minor_to_major it would move elements.
+  if (op == HloOpcode::Reshape || op == HloOpcode::Bitcast)
+    return from.isArray() && to.isArray() && from.type == to.type &&
+           from.elementCount() == to.elementCount() && isDefaultOrder(from) && isDefaultOrder(to);
+  return false;
+}
 
 const char* bufferKindName(HbmBuffer::Kind k) {
   switch (k) {
@@ -360,13 +377,16 @@ std::string BufferAssignment::overflowMessage(size_t listed) const {
   return out;
 }
 
-BufferAssignment assignBuffers(const hlo::HloModule& module, const TargetDescription& target) {
+namespace {
+
+BufferAssignment assignOne(const hlo::HloComputation* comp, bool nested,
+                           const std::string& moduleName, const TargetDescription& target) {
   BufferAssignment a;
-  a.moduleName = module.name();
+  a.moduleName = moduleName;
   a.chipName = target.name;
   a.hbmCapacity = target.hbmBytes;
-  if (!module.entry()) return a;
-  Result r = assign(*module.entry(), false, 0);
+  if (!comp) return a;
+  Result r = assign(*comp, nested, 0);
   a.schedule = std::move(r.schedule);
   a.buffers = std::move(r.buffers);
   a.peakBytes = r.peak;
@@ -374,6 +394,18 @@ BufferAssignment assignBuffers(const hlo::HloModule& module, const TargetDescrip
   a.peakLiveBytes = r.peakLive;
   for (const HbmBuffer& b : a.buffers) a.totalBytes += b.allocatedBytes;
   return a;
+}
+
+}  // namespace
+
+BufferAssignment assignBuffers(const hlo::HloModule& module, const TargetDescription& target) {
+  return assignOne(module.entry(), false, module.name(), target);
+}
+
+BufferAssignment assignCalledComputationBuffers(const hlo::HloComputation& computation,
+                                                const TargetDescription& target) {
+  std::string module = computation.parent() ? computation.parent()->name() : "";
+  return assignOne(&computation, true, module, target);
 }
 
 }  // namespace tpusim::lower

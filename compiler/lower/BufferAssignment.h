@@ -3,7 +3,8 @@
 // fusion, in a sequential schedule: the entry's post order) and output gets a
 // buffer with an offset in one HBM heap. A buffer is live from the step that
 // defines it to the last step that reads it (through tuples, get-tuple-element
-// and bitcasts, which alias their operands instead of allocating); parameters,
+// and bitcasts or reshapes that keep every byte in place, which alias their
+// operands instead of allocating); parameters,
 // constants and outputs live for the whole program. Freed ranges are reused by
 // later buffers (best fit: the smallest free range that holds the buffer,
 // adjacent free ranges merged), and the heap's high-water mark is the module's
@@ -62,6 +63,19 @@ struct BufferAssignment {
 
 // Assigns buffers for `module`'s entry computation against `target`'s HBM.
 BufferAssignment assignBuffers(const hlo::HloModule& module, const TargetDescription& target);
+// Assigns the temporaries of a computation that another instruction runs (a
+// while body or condition, a conditional branch, a called computation). Its
+// parameters take no buffer (they are the caller's values), nor does anything
+// that only aliases them; offsets are relative to the caller's Scratch buffer
+// for that instruction, whose size is this assignment's peakBytes.
+BufferAssignment assignCalledComputationBuffers(const hlo::HloComputation& computation,
+                                                const TargetDescription& target);
+
+// Whether `inst`'s result is its first operand's bytes, unchanged: bitcasts and
+// reshapes of dense row-major arrays (same element type, default minor_to_major
+// on both sides), optimization barriers, add-dependency, domain. Such an
+// instruction takes no buffer of its own.
+bool aliasesOperandBuffer(const hlo::HloInstruction& inst);
 
 // "3.0 MiB", "512 B": a byte count for people (exact bytes are printed beside it).
 std::string humanBytes(int64_t bytes);

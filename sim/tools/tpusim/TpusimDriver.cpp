@@ -6,15 +6,21 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
 
 #include "isa/Assembler.h"
 #include "isa/ProgramFile.h"
 #include "isa/support/Npy.h"
+#include "sim/chip/BufferIo.h"
 #include "sim/chip/RunReport.h"
 #include "sim/chip/Simulation.h"
 #include "sim/config/ChipLoader.h"
 #include "sim/config/ConfigError.h"
+#include "sim/tools/tpusim/HloProgram.h"
+#include "sim/tools/tpusim/ReferenceCheck.h"
+#include "sim/tools/tpusim/Subprocess.h"
 
 namespace tpusim::sim {
 namespace {
@@ -108,6 +114,75 @@ class Progress {
   bool shown_ = false;
 };
 
+// Writes every input of an .hlo program as .npy (the user's file, or the
+// simulator's seeded random data) and gives it to the simulation; returns the
+// file of each entry parameter for the reference evaluator.
+std::map<int64_t, std::string> writeCheckInputs(const TpusimArgs& a, const CompiledHlo& hlo,
+                                                const isa::Program& program,
+                                                const std::map<std::string, std::string>& given,
+                                                Simulation& sim, const std::string& dir) {
+  std::map<int64_t, std::string> files;
+  fs::create_directories(fs::path(dir) / "inputs");
+  for (const IoMapEntry& e : hlo.io) {
+    if (!e.input) continue;
+    if (e.tupleLeaf)
+      throw UserError(fmt::format(
+          "--check: entry parameter {} is a tuple; the reference evaluator takes arrays only",
+          e.parameter));
+    if (auto it = given.find(e.name); it != given.end()) {
+      files[e.parameter] = it->second;
+      continue;
+    }
+    const isa::BufferDesc* buffer = nullptr;
+    for (const isa::BufferDesc& b : program.buffers)
+      if (b.name == e.name && b.role == isa::BufferRole::Input) buffer = &b;
+    if (!buffer) throw UserError(fmt::format("--check: the program has no input '{}'", e.name));
+    npy::Array array = bytesToNpy(*buffer, randomBytes(*buffer, a.seed));
+    std::string path =
+        (fs::path(dir) / "inputs" / fmt::format("{}.{}.npy", e.parameter, fileNameFor(e.name)))
+            .string();
+    npy::write(path, array);
+    sim.setInput(e.name, array, path);
+    files[e.parameter] = path;
+  }
+  return files;
+}
+
+// Evaluates the module with the reference evaluator and compares every output.
+int checkOutputs(const TpusimArgs& a, const CompiledHlo& hlo, const isa::Program& program,
+                 const SimResult& r, const std::map<int64_t, std::string>& parameterFiles,
+                 const std::string& dir) {
+  std::vector<std::string> names;
+  for (const IoMapEntry& e : hlo.io)
+    if (!e.input) names.push_back(e.name);
+  std::map<std::string, npy::Array> ref;
+  try {
+    ref = evaluateReference(a.program, parameterFiles, names, dir);
+  } catch (const std::runtime_error& e) {
+    throw UserError(fmt::format("--check: {}", e.what()));
+  }
+  int failed = 0;
+  fmt::print("\ncheck against the reference evaluator (tpu-opt --evaluate):\n");
+  for (const std::string& name : names) {
+    const isa::BufferDesc* buffer = nullptr;
+    for (const isa::BufferDesc& b : program.buffers)
+      if (b.name == name && b.role == isa::BufferRole::Output) buffer = &b;
+    auto sim = r.outputs.find(name);
+    if (!buffer || sim == r.outputs.end())
+      throw UserError(fmt::format("--check: the program has no output '{}'", name));
+    OutputCheck c = compareOutput(*buffer, sim->second, ref.at(name), a.checkRtol);
+    fmt::print("  {}\n", c.line());
+    failed += !c.ok();
+  }
+  if (failed) {
+    fmt::print(stderr, "tpusim: error: --check: {} of {} outputs differ from the reference\n",
+               failed, names.size());
+    return 1;
+  }
+  fmt::print("  all {} outputs match\n", names.size());
+  return 0;
+}
+
 int run(const TpusimArgs& a) {
   if (a.mode != "functional" && a.mode != "timing")
     throw UserError(fmt::format("--mode={}: expected functional or timing", a.mode));
@@ -120,10 +195,33 @@ int run(const TpusimArgs& a) {
   if (a.quantum < 1) throw UserError("--quantum must be >= 1");
   if (!a.outputDir.empty() && a.mode == "timing")
     throw UserError("--output-dir needs --mode=functional (timing mode computes no data)");
+  const bool fromHlo = isHloPath(a.program);
+  if (a.check && !fromHlo)
+    throw UserError(fmt::format(
+        "--check needs an .hlo module (it evaluates the module with the reference evaluator); "
+        "{} is not one",
+        a.program));
+  if (a.check && a.mode != "functional")
+    throw UserError("--check needs --mode=functional (timing mode computes no data)");
+  if (a.checkRtol < 0) throw UserError("--check-rtol must be >= 0");
 
-  isa::Program program = loadProgram(a.program);
   ChipConfig chip = loadChip(a.chip);
   applyOverrides(chip, a.sets);
+  // An .hlo module is compiled by tpuc for exactly this chip into a temporary program.
+  std::unique_ptr<TempDir> temp;
+  CompiledHlo hlo;
+  std::string programPath = a.program;
+  if (fromHlo) {
+    if (!fs::exists(a.program)) throw UserError(fmt::format("{}: no such file", a.program));
+    temp = std::make_unique<TempDir>("tpusim-hlo");
+    try {
+      hlo = compileHlo(a.program, chip, *temp);
+    } catch (const std::runtime_error& e) {
+      throw UserError(e.what());
+    }
+    programPath = hlo.programPath;
+  }
+  isa::Program program = loadProgram(programPath);
   if (!program.chip.empty() && program.chip != chip.name)
     fmt::print(stderr, "tpusim: warning: {} was built for chip '{}', running it on '{}'\n",
                a.program, program.chip, chip.name);
@@ -145,6 +243,7 @@ int run(const TpusimArgs& a) {
     o.progress = [&](int64_t cycle) { progress->update(cycle); };
   }
   Simulation sim(chip, program, o);
+  std::map<std::string, std::string> given;  // input buffer -> .npy file
   for (const std::string& in : a.inputs) {
     size_t eq = in.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == in.size())
@@ -157,7 +256,11 @@ int run(const TpusimArgs& a) {
       throw UserError(e.what());
     }
     sim.setInput(name, array, path);
+    given[name] = path;
   }
+  // --check: every input as a file both the simulator and the evaluator read.
+  std::map<int64_t, std::string> parameterFiles;
+  if (a.check) parameterFiles = writeCheckInputs(a, hlo, program, given, sim, temp->path());
   if (!a.outputDir.empty()) prepareOutputDir(a.outputDir, a.force);
 
   SimResult r = sim.run();
@@ -178,6 +281,7 @@ int run(const TpusimArgs& a) {
   if (!a.outputDir.empty())
     for (const auto& [name, array] : r.outputs)
       npy::write((fs::path(a.outputDir) / (fileNameFor(name) + ".npy")).string(), array);
+  if (a.check) return checkOutputs(a, hlo, program, r, parameterFiles, temp->path());
   return 0;
 }
 

@@ -9,7 +9,7 @@
 namespace tpusim::sim {
 
 struct TpusimArgs {
-  std::string program;  // .tpuprog, or .s (assembled in memory)
+  std::string program;  // .tpuprog, .s (assembled in memory) or .hlo (compiled with tpuc)
   std::string chip = "v5e";
   std::vector<std::string> sets;    // key=value overrides
   std::string mode = "functional";  // or "timing"
@@ -25,6 +25,8 @@ struct TpusimArgs {
   bool referenceStepping = false;
   int64_t quantum = 10000;
   int64_t traceEventsPerTrack = 200000;
+  bool check = false;    // .hlo only: compare outputs with the reference evaluator
+  double checkRtol = 0;  // 0: the default tolerance per dtype (ReferenceCheck.h)
 };
 
 // Runs the tool; returns the process exit code (0 ok, 1 error or fault).

@@ -8,7 +8,8 @@
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("tpusim options");
-static cl::opt<std::string> program(cl::Positional, cl::desc("<program.tpuprog | program.s>"),
+static cl::opt<std::string> program(cl::Positional,
+                                    cl::desc("<program.tpuprog | program.s | module.hlo>"),
                                     cl::Required, cl::cat(category));
 static cl::opt<std::string> chip("chip",
                                  cl::desc("Chip preset name (v5e, v4, ...) or a .json file"),
@@ -62,6 +63,16 @@ static cl::opt<int64_t> traceEvents("trace-events-per-track",
                                              "merged more coarsely"),
                                     cl::init(200000), cl::cat(category));
 
+static cl::opt<bool> check("check",
+                           cl::desc("For an .hlo module in functional mode: evaluate it with the "
+                                    "reference evaluator (tpu-opt) on the same inputs, compare "
+                                    "every output, exit 1 on a mismatch"),
+                           cl::cat(category));
+static cl::opt<double> checkRtol("check-rtol",
+                                 cl::desc("Relative tolerance of --check for f32/bf16 outputs "
+                                          "(default 2e-2 for f32, 3e-2 for bf16)"),
+                                 cl::init(0), cl::cat(category));
+
 int main(int argc, char** argv) {
   // LLVM's Support library registers its own -stats (LLVM statistics), which
   // tpusim does not use: take the name over.
@@ -73,7 +84,8 @@ int main(int argc, char** argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "tpusim: cycle-accurate simulation of a TPU-like chip\n\n"
                               "  tpusim kernel.tpuprog --chip v5e --stats stats.json\n"
-                              "  tpusim kernel.s --chip v4 --mode timing --set mxu.count=2\n");
+                              "  tpusim kernel.s --chip v4 --mode timing --set mxu.count=2\n"
+                              "  tpusim model.hlo --chip v5e --check   (compiled by tpuc)\n");
   tpusim::sim::TpusimArgs a;
   a.program = program;
   a.chip = chip;
@@ -92,5 +104,7 @@ int main(int argc, char** argv) {
   a.referenceStepping = referenceStepping;
   a.quantum = quantum;
   a.traceEventsPerTrack = traceEvents;
+  a.check = check;
+  a.checkRtol = checkRtol;
   return tpusim::sim::runTpusim(a);
 }

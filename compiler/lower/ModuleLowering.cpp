@@ -1,0 +1,473 @@
+#include "compiler/lower/ModuleLowering.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/lower/CannotLower.h"
+#include "compiler/lower/ControlFlow.h"
+#include "compiler/lower/DataMovement.h"
+#include "compiler/lower/FusionLowering.h"
+#include "compiler/lower/ModuleLoweringConstants.h"
+#include "compiler/lower/ModuleLoweringContext.h"
+#include "compiler/lower/ModuleLoweringCosts.h"
+#include "compiler/lower/ModuleLoweringNames.h"
+#include "compiler/lower/ModuleLoweringPipeline.h"
+#include "kernels/codegen/Compile.h"
+#include "kernels/codegen/RegAlloc.h"
+
+namespace tpusim::lower {
+
+namespace codegen = kernels::codegen;
+using hlo::HloComputation;
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+using hlo::Shape;
+
+namespace {
+
+constexpr int kMaxCallDepth = 64;
+
+uint64_t alignUp(uint64_t x) {
+  return (x + uint64_t(kHbmAlignment) - 1) / uint64_t(kHbmAlignment) * uint64_t(kHbmAlignment);
+}
+
+void collectLeaves(const Shape& s, std::vector<int64_t>& index,
+                   std::vector<std::pair<std::vector<int64_t>, Shape>>& out) {
+  if (s.isTuple()) {
+    for (size_t i = 0; i < s.tupleShapes.size(); ++i) {
+      index.push_back(int64_t(i));
+      collectLeaves(s.tupleShapes[i], index, out);
+      index.pop_back();
+    }
+    return;
+  }
+  out.emplace_back(index, s);
+}
+
+// The position of the leaf at `path` among shapeLeaves(shape), or -1.
+int64_t leafPosition(const Shape& shape, const std::vector<int64_t>& path) {
+  auto leaves = shapeLeaves(shape);
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (leaves[i].first == path) return int64_t(i);
+  return -1;
+}
+
+// The op_name a debug-map entry shows for `inst`: its own, or for a fusion
+// without one, that of its fused root.
+std::string opNameOf(const HloInstruction& inst) {
+  std::string name = unescapeMetadata(inst.attrs().metadata.opName);
+  if (name.empty() && inst.opcode() == HloOpcode::Fusion)
+    for (const HloComputation* c : inst.calledComputations())
+      if (c && c->root()) return unescapeMetadata(c->root()->attrs().metadata.opName);
+  return name;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::vector<int64_t>, Shape>> shapeLeaves(const Shape& shape) {
+  std::vector<std::pair<std::vector<int64_t>, Shape>> out;
+  std::vector<int64_t> index;
+  collectLeaves(shape, index, out);
+  return out;
+}
+
+ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescription& target,
+                             const codegen::TargetInfo& codegenTarget, LoweredModule& out)
+    : module_(module), target_(target), cg_(codegenTarget), out_(out), control_(m_, cg_) {
+  m_.program.chip = cg_.name;
+}
+
+std::vector<uint64_t> ModuleLowerer::leafBytes(const Shape& shape) {
+  std::vector<uint64_t> bytes;
+  for (auto& [path, leaf] : shapeLeaves(shape)) bytes.push_back(denseBytes(leaf));
+  return bytes;
+}
+
+uint64_t ModuleLowerer::allocateExtra(uint64_t bytes) {
+  uint64_t at = extraTop_;
+  extraTop_ = alignUp(extraTop_ + std::max<uint64_t>(bytes, 1));
+  if (extraTop_ > uint64_t(target_.hbmBytes))
+    throw ModuleLoweringError(fmt::format(
+        "module '{}' needs more than the {} bytes of HBM of chip '{}' (heap {} bytes, plus "
+        "constants of called computations and output copies)",
+        module_.name(), target_.hbmBytes, target_.name, entry_.peakBytes));
+  return at;
+}
+
+void ModuleLowerer::recordOp(const std::string& instruction, const std::string& kind,
+                             uint32_t first) {
+  out_.ops.push_back({instruction, kind, first, m_.nextBundle()});
+}
+
+Leaves ModuleLowerer::resultLeaves(const HloInstruction& inst, const Region& region) const {
+  auto leaves = shapeLeaves(inst.shape());
+  Leaves out(leaves.size(), -1);
+  for (const HbmBuffer& b : region.assignment->buffers) {
+    if (b.instruction != &inst || b.kind == HbmBuffer::Kind::Scratch) continue;
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (leaves[i].first == b.tupleIndex) out[i] = int64_t(region.base + uint64_t(b.offset));
+  }
+  return out;
+}
+
+uint64_t ModuleLowerer::scratchOf(const HloInstruction& inst, const Region& region) const {
+  for (const HbmBuffer& b : region.assignment->buffers)
+    if (b.instruction == &inst && b.kind == HbmBuffer::Kind::Scratch)
+      return region.base + uint64_t(b.offset);
+  return region.base;  // the called computations have no temporaries
+}
+
+Leaves ModuleLowerer::lowerConstant(const HloInstruction& inst, const Region& region, bool entry) {
+  auto leaves = shapeLeaves(inst.shape());
+  Leaves at = entry ? resultLeaves(inst, region) : Leaves(leaves.size(), -1);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!leaves[i].second.isArray()) continue;
+    std::vector<uint8_t> bytes = constantBytes(inst, leaves[i].first);
+    // Constants of called computations must outlive their region (it is
+    // reused), so they live past the entry heap.
+    if (at[i] < 0) at[i] = int64_t(allocateExtra(bytes.size()));
+    if (!bytes.empty()) m_.program.data.push_back({isa::MemorySpace::Hbm, uint64_t(at[i]), bytes});
+  }
+  return at;
+}
+
+void ModuleLowerer::renameAppended(const HloInstruction& inst, size_t debugBefore,
+                                   size_t costBefore) {
+  const hlo::OpMetadata& md = inst.attrs().metadata;
+  std::string opName = opNameOf(inst);
+  for (size_t i = debugBefore; i < m_.program.debugMap.size(); ++i) {
+    isa::DebugEntry& e = m_.program.debugMap[i];
+    e.opName = inst.name();
+    e.hloInstruction = opName.empty() ? inst.name() : opName;
+    if (e.sourceFile.empty() && !md.sourceFile.empty()) {
+      e.sourceFile = unescapeMetadata(md.sourceFile);
+      e.sourceLine = uint32_t(md.sourceLine.value_or(0));
+    }
+  }
+  isa::CostEntry hlo = hloCost(inst, inst.name());
+  if (m_.program.costs.size() == costBefore) {
+    m_.program.costs.push_back(hlo);
+    return;
+  }
+  // The kernel's own entries count the bytes its DMAs really move; the FLOPs
+  // are the HLO's (the kernel counts only its matmuls).
+  for (size_t i = costBefore; i < m_.program.costs.size(); ++i) {
+    isa::CostEntry& c = m_.program.costs[i];
+    c.opName = inst.name();
+    c.flops = i == costBefore ? std::max(c.flops, hlo.flops) : 0;
+  }
+}
+
+namespace {
+
+// A symbol name not yet in the module (the same computation may be lowered at
+// several call sites).
+void uniquifySymbols(codegen::CompiledKernel& k, const isa::Program& module) {
+  for (isa::Symbol& s : k.program.symbols) {
+    auto taken = [&](const std::string& n) {
+      for (const isa::Symbol& t : module.symbols)
+        if (t.name == n) return true;
+      return false;
+    };
+    if (!taken(s.name)) continue;
+    for (int n = 2;; ++n) {
+      std::string name = fmt::format("{}.{}", s.name, n);
+      if (!taken(name)) {
+        s.name = name;
+        break;
+      }
+    }
+  }
+}
+
+uint64_t singleAddress(const HloInstruction& inst, const Leaves& leaves, const std::string& what) {
+  if (leaves.size() != 1 || leaves[0] < 0)
+    throw CannotLower::of(inst, fmt::format("{} is not a single array in HBM", what));
+  return uint64_t(leaves[0]);
+}
+
+}  // namespace
+
+void ModuleLowerer::lowerKernel(const HloInstruction& inst, const std::vector<Leaves>& operands,
+                                const Leaves& result) {
+  LoweredKernel lk = lowerToKernel(inst, cg_);
+  codegen::CompileOptions o;
+  for (int64_t op : lk.inputOperand) {
+    if (op < 0 || op >= int64_t(operands.size()))
+      throw ModuleLoweringError(
+          fmt::format("kernel of %{} reads operand {} of {}", inst.name(), op, operands.size()));
+    o.inputAddresses.push_back(
+        int64_t(singleAddress(inst, operands[size_t(op)], fmt::format("operand {}", op))));
+  }
+  for (const std::vector<int64_t>& path : lk.outputIndex) {
+    int64_t at = leafPosition(inst.shape(), path);
+    if (at < 0 || result[size_t(at)] < 0)
+      throw CannotLower::of(inst, "a kernel output is not an array of the result");
+    o.outputAddresses.push_back(result[size_t(at)]);
+  }
+  o.firstBundle = m_.nextBundle();
+  o.smemBase = m_.nextSmemWord();
+  o.standalone = false;
+  o.hloInstruction = inst.name();
+  codegen::CompiledKernel k;
+  try {
+    k = codegen::compileKernel(*lk.kernel, cg_, o);
+  } catch (const codegen::CodegenError& e) {
+    throw CannotLower::of(inst, fmt::format("the kernel code generator failed: {}", e.what()));
+  }
+  uniquifySymbols(k, m_.program);
+  size_t debugBefore = m_.program.debugMap.size(), costBefore = m_.program.costs.size();
+  codegen::appendKernel(m_, k);
+  renameAppended(inst, debugBefore, costBefore);
+}
+
+void ModuleLowerer::lowerDataMovementOp(const HloInstruction& inst,
+                                        const std::vector<Leaves>& operands, const Leaves& result) {
+  std::vector<uint64_t> addresses;
+  for (size_t i = 0; i < operands.size(); ++i)
+    addresses.push_back(singleAddress(inst, operands[i], fmt::format("operand {}", i)));
+  uint64_t out = singleAddress(inst, result, "the result");
+  FragmentPlacement p;
+  p.firstBundle = m_.nextBundle();
+  p.smemBase = m_.nextSmemWord();
+  p.standalone = false;
+  p.hloInstruction = inst.name();
+  codegen::CompiledKernel k;
+  try {
+    k = lowerDataMovement(inst, addresses, out, cg_, p);
+  } catch (const codegen::CodegenError& e) {
+    throw CannotLower::of(inst, fmt::format("the DMA code generator failed: {}", e.what()));
+  }
+  uniquifySymbols(k, m_.program);
+  size_t debugBefore = m_.program.debugMap.size(), costBefore = m_.program.costs.size();
+  codegen::appendKernel(m_, k);
+  renameAppended(inst, debugBefore, costBefore);
+}
+
+void ModuleLowerer::copyLeaves(const Leaves& from, const Leaves& to, const Shape& shape,
+                               const std::string& what) {
+  std::vector<uint64_t> bytes = leafBytes(shape);
+  Leaves src = from;
+  // A source that is another leaf's destination would be overwritten before
+  // it is read: stage it first.
+  for (size_t j = 0; j < src.size(); ++j) {
+    if (src[j] < 0) continue;
+    for (size_t k = 0; k < to.size(); ++k)
+      if (k != j && to[k] == src[j] && from[k] != to[k]) {
+        uint64_t tmp = allocateExtra(bytes[j]);
+        control_.copyHbm(uint64_t(src[j]), tmp, bytes[j], what);
+        src[j] = int64_t(tmp);
+        break;
+      }
+  }
+  for (size_t j = 0; j < src.size() && j < to.size(); ++j)
+    if (src[j] >= 0 && to[j] >= 0)
+      control_.copyHbm(uint64_t(src[j]), uint64_t(to[j]), bytes[j], what);
+}
+
+Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
+                                       const std::vector<Leaves>& params, uint64_t regionBase,
+                                       int depth) {
+  if (depth > kMaxCallDepth)
+    throw ModuleLoweringError(fmt::format("computations call each other more than {} deep at %{}",
+                                          kMaxCallDepth, comp.name()));
+  const bool entry = depth == 0;
+  const BufferAssignment* assignment = &entry_;
+  if (!entry) {
+    nested_.push_back(
+        std::make_unique<BufferAssignment>(assignCalledComputationBuffers(comp, target_)));
+    assignment = nested_.back().get();
+  }
+  Region region{assignment, regionBase};
+
+  std::unordered_map<const HloInstruction*, Leaves> value;
+  for (const HloInstruction* inst : comp.postOrder()) {
+    HloOpcode opc = inst->opcode();
+    std::vector<Leaves> operands;
+    for (const HloInstruction* op : inst->operands()) operands.push_back(value[op]);
+    Leaves result;
+    const uint32_t first = m_.nextBundle();
+    if (opc == HloOpcode::Parameter) {
+      int64_t n = inst->attrs().parameterNumber;
+      if (n < 0 || n >= int64_t(params.size()))
+        throw ModuleLoweringError(
+            fmt::format("%{} is parameter {} of {} given", inst->name(), n, params.size()));
+      result = params[size_t(n)];
+    } else if (opc == HloOpcode::Constant) {
+      result = lowerConstant(*inst, region, entry);
+    } else if (opc == HloOpcode::Tuple) {
+      for (const Leaves& l : operands) result.insert(result.end(), l.begin(), l.end());
+    } else if (opc == HloOpcode::GetTupleElement) {
+      const Shape& t = inst->operand(0)->shape();
+      int64_t k = inst->tupleIndex().value_or(-1), start = 0;
+      if (!t.isTuple() || k < 0 || k >= int64_t(t.tupleShapes.size()))
+        throw CannotLower::of(*inst, "get-tuple-element of a non-tuple or out of range");
+      for (int64_t e = 0; e < k; ++e)
+        start += int64_t(shapeLeaves(t.tupleShapes[size_t(e)]).size());
+      int64_t n = int64_t(shapeLeaves(inst->shape()).size());
+      result.assign(operands[0].begin() + start, operands[0].begin() + start + n);
+    } else if (aliasesOperandBuffer(*inst)) {
+      result = operands[0];
+    } else if (opc == HloOpcode::AfterAll || inst->shape().isToken()) {
+      result = Leaves(shapeLeaves(inst->shape()).size(), -1);
+    } else if (opc == HloOpcode::While) {
+      result = resultLeaves(*inst, region);
+      lowerWhile(*this, *inst, operands.at(0), result, scratchOf(*inst, region), depth + 1);
+      recordOp(inst->name(), "control", first);
+    } else if (opc == HloOpcode::Conditional) {
+      result = resultLeaves(*inst, region);
+      lowerConditional(*this, *inst, operands, result, scratchOf(*inst, region), depth + 1);
+      recordOp(inst->name(), "control", first);
+    } else if (opc == HloOpcode::Call) {
+      // What the inliner left (it inlines every call it sees): the callee runs
+      // in this instruction's scratch region, its result is copied out.
+      result = resultLeaves(*inst, region);
+      const HloComputation* callee = inst->toApply();
+      if (!callee) throw CannotLower::of(*inst, "call without to_apply");
+      size_t entryOp = control_.openOp(inst->name(), opNameOf(*inst), "", 0);
+      Leaves root = lowerComputation(*callee, operands, scratchOf(*inst, region), depth + 1);
+      copyLeaves(root, result, inst->shape(), "%" + inst->name());
+      control_.closeOp(entryOp);
+      recordOp(inst->name(), "control", first);
+    } else if (isComputeInstruction(*inst)) {
+      result = resultLeaves(*inst, region);
+      lowerKernel(*inst, operands, result);
+      recordOp(inst->name(), "kernel", first);
+    } else if (isDataMovement(*inst)) {
+      result = resultLeaves(*inst, region);
+      lowerDataMovementOp(*inst, operands, result);
+      recordOp(inst->name(), "dma", first);
+    } else if (hlo::isCollective(opc)) {
+      throw CannotLower::of(*inst, "collectives need several chips; tpuc compiles for one chip");
+    } else if (opc == HloOpcode::CustomCall) {
+      throw CannotLower::of(*inst, fmt::format("custom-call target \"{}\" names no library kernel",
+                                               inst->attrs().customCallTarget.value_or("")));
+    } else {
+      throw CannotLower::of(
+          *inst, fmt::format("the back end has no lowering for {}", hlo::opcodeName(opc)));
+    }
+    value[inst] = std::move(result);
+  }
+  if (!comp.root()) throw ModuleLoweringError(fmt::format("%{} has no root", comp.name()));
+  return value[comp.root()];
+}
+
+void ModuleLowerer::finishEntry(const Leaves& root, const Shape& rootShape) {
+  std::vector<int64_t> taken;  // addresses already named in the table
+  for (const isa::BufferDesc& b : table_) taken.push_back(int64_t(b.address));
+  auto leaves = shapeLeaves(rootShape);
+  const HloInstruction* rootInst = module_.entry()->root();
+  std::vector<std::pair<Leaves, Leaves>> copies;  // (from, to) single leaves
+  size_t entryOp = SIZE_MAX;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const Shape& s = leaves[i].second;
+    if (!s.isArray() || root[i] < 0) continue;
+    std::optional<isa::DType> dt = bufferDType(s.type);
+    if (!dt)
+      throw CannotLower::of(*rootInst, fmt::format("an output of type {} (the chip's buffers hold "
+                                                   "f32, bf16, s32, s16, u16, s8, u8, pred)",
+                                                   hlo::primitiveTypeName(s.type)));
+    uint64_t bytes = denseBytes(s);
+    uint64_t at = uint64_t(root[i]);
+    if (std::find(taken.begin(), taken.end(), root[i]) != taken.end()) {
+      // A parameter, a constant or an earlier output: the output needs bytes of its own.
+      at = allocateExtra(bytes);
+      if (entryOp == SIZE_MAX) entryOp = control_.openOp("output-copies", "", "", 0);
+      control_.copyHbm(uint64_t(root[i]), at, bytes, "output " + outputBufferName(leaves[i].first));
+    }
+    taken.push_back(int64_t(at));
+    isa::BufferDesc b;
+    b.name = outputBufferName(leaves[i].first);
+    b.shape = s.dims;
+    b.dtype = *dt;
+    b.address = at;
+    b.sizeBytes = bytes;
+    b.role = isa::BufferRole::Output;
+    table_.push_back(b);
+  }
+  if (entryOp != SIZE_MAX) control_.closeOp(entryOp);
+  control_.drain();
+}
+
+void ModuleLowerer::lowerEntry() {
+  const HloComputation* entry = module_.entry();
+  if (!entry) throw ModuleLoweringError(fmt::format("module '{}' has no entry", module_.name()));
+  entry_ = assignBuffers(module_, target_);
+  if (!entry_.fits()) throw ModuleLoweringError(entry_.overflowMessage());
+  extraTop_ = alignUp(uint64_t(entry_.peakBytes));
+  Region region{&entry_, 0};
+
+  // Parameters: the program's inputs, named for `tpusim --input`.
+  BufferNames names;
+  std::vector<Leaves> params;
+  for (int64_t n = 0; n < entry->parameterCount(); ++n) {
+    const HloInstruction* p = entry->parameter(n);
+    if (!p) throw ModuleLoweringError(fmt::format("the entry has no parameter({})", n));
+    Leaves at = resultLeaves(*p, region);
+    auto leaves = shapeLeaves(p->shape());
+    std::string base = names.claim(parameterBufferName(*p), p->name());
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      const Shape& s = leaves[i].second;
+      if (!s.isArray()) continue;
+      std::optional<isa::DType> dt = bufferDType(s.type);
+      if (!dt)
+        throw CannotLower::of(*p, fmt::format("a parameter of type {} (the chip's buffers hold "
+                                              "f32, bf16, s32, s16, u16, s8, u8, pred)",
+                                              hlo::primitiveTypeName(s.type)));
+      isa::BufferDesc b;
+      b.name = base;
+      for (int64_t k : leaves[i].first) b.name += fmt::format(".{}", k);
+      b.shape = s.dims;
+      b.dtype = *dt;
+      b.address = uint64_t(at[i]);
+      b.sizeBytes = denseBytes(s);
+      b.role = isa::BufferRole::Input;
+      table_.push_back(b);
+    }
+    params.push_back(at);
+  }
+  Leaves root = lowerComputation(*entry, params, 0, 0);
+  // Entry constants are named buffers too (role constant), for tpu-objdump.
+  for (const HbmBuffer& b : entry_.buffers)
+    if (b.kind == HbmBuffer::Kind::Constant && b.shape.isArray()) {
+      std::optional<isa::DType> dt = bufferDType(b.shape.type);
+      if (!dt) continue;
+      isa::BufferDesc d;
+      d.name = names.claim(b.instruction->name(), b.instruction->name());
+      for (int64_t k : b.tupleIndex) d.name += fmt::format(".{}", k);
+      d.shape = b.shape.dims;
+      d.dtype = *dt;
+      d.address = uint64_t(b.offset);
+      d.sizeBytes = denseBytes(b.shape);
+      d.role = isa::BufferRole::Constant;
+      table_.push_back(d);
+    }
+  finishEntry(root, entry->root()->shape());
+  try {
+    out_.program = codegen::finishModule(m_, table_);
+  } catch (const codegen::LinkError& e) {
+    throw ModuleLoweringError(fmt::format("linking the program failed: {}", e.what()));
+  }
+  out_.hbmBytes = extraTop_;
+  out_.smemWords = m_.nextSmemWord();
+  out_.buffers = entry_;
+}
+
+LoweredModule lowerModule(hlo::HloModule& module, const TargetDescription& target,
+                          const codegen::TargetInfo& codegenTarget,
+                          const ModuleLoweringOptions& options) {
+  LoweredModule out;
+  std::string chip = target.sourcePath.empty() ? target.name : target.sourcePath;
+  out.passes = runLoweringPasses(module, options.passes, chip, options.dumpDir);
+  ModuleLowerer lowerer(module, target, codegenTarget, out);
+  try {
+    lowerer.lowerEntry();
+  } catch (const codegen::LinkError& e) {
+    throw ModuleLoweringError(fmt::format("linking the program failed: {}", e.what()));
+  }
+  return out;
+}
+
+}  // namespace tpusim::lower

@@ -1,0 +1,81 @@
+// A whole HLO module becomes one program (.tpuprog): what `tpuc` runs.
+//
+//   1. the pass pipeline (ModuleLoweringPipeline.h) cleans the module up and
+//      cuts it into fusions;
+//   2. HBM buffer assignment (BufferAssignment.h) places every parameter,
+//      constant, live intermediate and output of the entry computation;
+//   3. the entry schedule is walked in order:
+//      - parameters and outputs become buffer-table entries (ModuleLoweringNames.h);
+//      - constants become HBM data segments (ModuleLoweringConstants.h);
+//      - tuple, get-tuple-element, and bitcasts/reshapes that keep every byte in
+//        place cost nothing (they name their operand's bytes);
+//      - compute instructions and fusions become kernels (FusionLowering.h),
+//        compiled by kernels/codegen at the assigned HBM addresses;
+//      - data movement becomes DMA fragments (DataMovement.h);
+//      - while and conditional run on the scalar unit (ControlFlow.h), their
+//        computations lowered recursively in the instruction's scratch region;
+//      - a call that survived inlining is lowered in place the same way;
+//      everything is appended with kernels/codegen/Link.h, then `halt`.
+//
+// HBM convention: every array is dense row-major in its logical shape (what
+// .npy files and the simulator's buffer table hold); layouts written in the
+// HLO text are not physical here, so a reshape is free and a bitcast that would
+// move elements (non-default minor_to_major) is an error naming it.
+//
+// Anything that cannot be compiled is lower::CannotLower (CannotLower.h)
+// naming the instruction, its opcode and its metadata; other failures
+// (target, HBM overflow, code generator limits) are ModuleLoweringError.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/HloModule.h"
+#include "compiler/lower/BufferAssignment.h"
+#include "compiler/lower/TargetDescription.h"
+#include "isa/Program.h"
+#include "kernels/codegen/TargetInfo.h"
+
+namespace tpusim::lower {
+
+class ModuleLoweringError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ModuleLoweringOptions {
+  // Comma-separated passes run before lowering; empty = the default pipeline
+  // (defaultLoweringPasses() in ModuleLoweringPipeline.h).
+  std::string passes;
+  // Write the module after each pass to DIR/<module>.<NN>.<pass>.hlo ("" = no dumps).
+  std::string dumpDir;
+};
+
+// One lowered HLO instruction, in program order (what --print-stats lists).
+struct LoweredOp {
+  std::string instruction;  // HLO instruction name
+  std::string kind;         // "kernel", "dma", "control", "copy"
+  uint32_t firstBundle = 0, endBundle = 0;
+};
+
+struct LoweredModule {
+  isa::Program program;
+  BufferAssignment buffers;         // of the entry computation, after the passes
+  std::vector<std::string> passes;  // the passes that ran, in order
+  std::vector<LoweredOp> ops;       // every lowered instruction, nested ones included
+  uint64_t hbmBytes = 0;            // HBM the program uses (heap + extra regions)
+  int64_t smemWords = 0;            // SMEM words of all DMA descriptors and scalars
+  // A human-readable summary: passes, buffers, kernels, bundles, per-op table.
+  std::string statsText() const;
+};
+
+// Lowers `module` (changed in place by the passes) for the chip. `target` and
+// `codegenTarget` must describe the same preset (the compiler's and the code
+// generator's views of it). Throws CannotLower or ModuleLoweringError.
+LoweredModule lowerModule(hlo::HloModule& module, const TargetDescription& target,
+                          const kernels::codegen::TargetInfo& codegenTarget,
+                          const ModuleLoweringOptions& options = {});
+
+}  // namespace tpusim::lower

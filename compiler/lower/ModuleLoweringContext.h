@@ -1,0 +1,84 @@
+// The state of one module's lowering, shared by the instruction walk
+// (ModuleLowering.cpp) and the control flow (ControlFlow.cpp): the linked
+// program so far, the module's own control code, and where every value is.
+//
+// A value is a list of leaf addresses (the arrays of its shape, depth-first;
+// -1 for a leaf without bytes, such as a token). Entry values come from the
+// entry's buffer assignment; a called computation's temporaries live in the
+// Scratch buffer its caller got for it (assignCalledComputationBuffers gives
+// offsets inside it), its parameters are the caller's values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/lower/BufferAssignment.h"
+#include "compiler/lower/ControlCode.h"
+#include "compiler/lower/ModuleLowering.h"
+#include "kernels/codegen/Link.h"
+
+namespace tpusim::lower {
+
+using Leaves = std::vector<int64_t>;
+
+// The array leaves of a shape, depth-first: (tuple index, shape).
+std::vector<std::pair<std::vector<int64_t>, hlo::Shape>> shapeLeaves(const hlo::Shape& shape);
+
+class ModuleLowerer {
+ public:
+  ModuleLowerer(const hlo::HloModule& module, const TargetDescription& target,
+                const kernels::codegen::TargetInfo& codegenTarget, LoweredModule& out);
+
+  // Lowers the entry computation and finishes the program (buffer table, halt).
+  void lowerEntry();
+
+  // Lowers `comp` with its parameters at `params` and its temporaries in the
+  // region starting at `regionBase` (its assignment's offsets are added).
+  // Returns the root's leaves. `depth` guards against runaway recursion.
+  Leaves lowerComputation(const hlo::HloComputation& comp, const std::vector<Leaves>& params,
+                          uint64_t regionBase, int depth);
+
+  ControlCode& control() { return control_; }
+  // Copies every leaf of `from` into `to` (same shape), skipping leaves already
+  // in place. Leaves of `to` that `from` also reads at another position
+  // (a swap of loop-carried values) go through a temporary first.
+  void copyLeaves(const Leaves& from, const Leaves& to, const hlo::Shape& shape,
+                  const std::string& what);
+  // Dense bytes of each leaf of `shape`.
+  static std::vector<uint64_t> leafBytes(const hlo::Shape& shape);
+  // HBM bytes past the entry heap, for values that must outlive a region.
+  uint64_t allocateExtra(uint64_t bytes);
+  // Records a lowered op for the stats.
+  void recordOp(const std::string& instruction, const std::string& kind, uint32_t first);
+
+ private:
+  struct Region {
+    const BufferAssignment* assignment;
+    uint64_t base;
+  };
+  Leaves resultLeaves(const hlo::HloInstruction& inst, const Region& region) const;
+  uint64_t scratchOf(const hlo::HloInstruction& inst, const Region& region) const;
+  Leaves lowerConstant(const hlo::HloInstruction& inst, const Region& region, bool entry);
+  void lowerKernel(const hlo::HloInstruction& inst, const std::vector<Leaves>& operands,
+                   const Leaves& result);
+  void lowerDataMovementOp(const hlo::HloInstruction& inst, const std::vector<Leaves>& operands,
+                           const Leaves& result);
+  void renameAppended(const hlo::HloInstruction& inst, size_t debugBefore, size_t costBefore);
+  void finishEntry(const Leaves& root, const hlo::Shape& rootShape);
+
+  const hlo::HloModule& module_;
+  const TargetDescription& target_;
+  const kernels::codegen::TargetInfo& cg_;
+  LoweredModule& out_;
+  kernels::codegen::Module m_;
+  ControlCode control_;
+  BufferAssignment entry_;
+  std::vector<std::unique_ptr<BufferAssignment>> nested_;  // kept alive for regions
+  std::vector<isa::BufferDesc> table_;
+  uint64_t extraTop_ = 0;
+};
+
+}  // namespace tpusim::lower

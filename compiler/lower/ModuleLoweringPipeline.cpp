@@ -1,0 +1,44 @@
+#include "compiler/lower/ModuleLoweringPipeline.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "compiler/lower/ModuleLowering.h"
+#include "compiler/passes/PassOptions.h"
+#include "compiler/passes/PassPipeline.h"
+
+namespace tpusim::lower {
+
+std::string defaultLoweringPasses() {
+  return "inline,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce";
+}
+
+std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::string& passes,
+                                           const std::string& chipPath,
+                                           const std::string& dumpDir) {
+  std::string list = passes.empty() ? defaultLoweringPasses() : passes;
+  passes::passOptions().chip = chipPath;
+  passes::PassPipeline pipeline;
+  std::string error;
+  if (!pipeline.addPasses(list, &error)) throw ModuleLoweringError(error);
+  if (!dumpDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dumpDir, ec);
+    if (ec) throw ModuleLoweringError(fmt::format("cannot create '{}': {}", dumpDir, ec.message()));
+    pipeline.setDumpDir(dumpDir, module.name());
+  }
+  if (!pipeline.run(module, &error)) throw ModuleLoweringError(error);
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > start) names.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return names;
+}
+
+}  // namespace tpusim::lower

@@ -1,0 +1,32 @@
+// The passes `tpuc` runs before lowering, and why in this order:
+//   inline            calls become plain instructions, so fusion sees through them;
+//   dot-canonicalize  every dot becomes [B,M,K] x [B,K,N] (the MXU form the kernel
+//                     lowering expects), with explicit transposes/reshapes;
+//   algsimp           removes the identity ops those (and the input) left behind;
+//   constant-folding  small constant expressions become constants;
+//   cse, dce          one copy of each value, nothing unused;
+//   fusion            cuts the graph into kernels (reads the chip, PassOptions.h);
+//   dce               drops what fusion made dead.
+// layout-assignment is not run: HBM arrays are dense row-major in their logical
+// shape here (ModuleLowering.h), so tiled layouts and the copies that would
+// change them do not apply.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/HloModule.h"
+
+namespace tpusim::lower {
+
+// "inline,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce".
+std::string defaultLoweringPasses();
+
+// Runs `passes` (comma-separated; "" = the default) for the chip preset at
+// `chipPath`, verifying after each and dumping to `dumpDir` if not empty.
+// Returns the names that ran; throws ModuleLoweringError on an unknown pass,
+// a verifier failure or a dump that cannot be written.
+std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::string& passes,
+                                           const std::string& chipPath, const std::string& dumpDir);
+
+}  // namespace tpusim::lower

@@ -1,0 +1,43 @@
+// LoweredModule::statsText: what `tpuc --print-stats` prints.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "compiler/lower/ModuleLowering.h"
+
+namespace tpusim::lower {
+
+std::string LoweredModule::statsText() const {
+  std::string out;
+  std::string passList;
+  for (const std::string& p : passes) passList += (passList.empty() ? "" : ",") + p;
+  out += fmt::format("module '{}' for chip '{}'\n", buffers.moduleName, program.chip);
+  out += fmt::format("passes: {}\n", passList);
+  std::map<std::string, int64_t> kinds;
+  for (const LoweredOp& op : ops) ++kinds[op.kind];
+  out += fmt::format("lowered: {} kernels, {} DMA fragments, {} control-flow instructions\n",
+                     kinds["kernel"], kinds["dma"], kinds["control"]);
+  out += fmt::format("code: {} bundles, {} data segments, {} SMEM words\n", program.code.size(),
+                     program.data.size(), smemWords);
+  int64_t inputs = 0, outputs = 0, constants = 0;
+  for (const isa::BufferDesc& b : program.buffers) {
+    inputs += b.role == isa::BufferRole::Input;
+    outputs += b.role == isa::BufferRole::Output;
+    constants += b.role == isa::BufferRole::Constant;
+  }
+  out += fmt::format("buffers: {} inputs, {} outputs, {} constants\n", inputs, outputs, constants);
+  out += fmt::format(
+      "HBM: peak {} bytes ({}) of temporaries and values with reuse ({} without), {} bytes in "
+      "all\n",
+      buffers.peakBytes, humanBytes(buffers.peakBytes), buffers.totalBytes, hbmBytes);
+  double flops = 0;
+  for (const isa::CostEntry& c : program.costs) flops += c.flops;
+  out += fmt::format("cost table: {} entries, {:.4g} FLOPs\n", program.costs.size(), flops);
+  out += fmt::format("{:>8} {:>8}  {:<8} {}\n", "bundles", "first", "kind", "instruction");
+  for (const LoweredOp& op : ops)
+    out += fmt::format("{:>8} {:>8}  {:<8} {}\n", op.endBundle - op.firstBundle, op.firstBundle,
+                       op.kind, op.instruction);
+  return out;
+}
+
+}  // namespace tpusim::lower

@@ -1,0 +1,181 @@
+#include "sim/tools/tpusim/ReferenceCheck.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "isa/support/Numerics.h"
+#include "sim/tools/tpusim/Subprocess.h"
+
+namespace tpusim::sim {
+
+using isa::DType;
+
+npy::Array bytesToNpy(const isa::BufferDesc& buffer, const std::vector<uint8_t>& bytes) {
+  npy::DType t = npy::DType::F32;
+  switch (buffer.dtype) {
+    case DType::F32:
+      t = npy::DType::F32;
+      break;
+    case DType::Bf16:
+    case DType::U16:
+      t = npy::DType::U16;
+      break;
+    case DType::S32:
+      t = npy::DType::S32;
+      break;
+    case DType::S8:
+      t = npy::DType::S8;
+      break;
+    case DType::U8:
+      t = npy::DType::U8;
+      break;
+    case DType::S16:
+      t = npy::DType::S16;
+      break;
+    case DType::Pred:
+      t = npy::DType::Bool;
+      break;
+  }
+  npy::Array a = npy::makeArray(t, buffer.shape);
+  if (a.data.size() != bytes.size())
+    throw std::runtime_error(fmt::format("input '{}': {} bytes for {} expected", buffer.name,
+                                         bytes.size(), a.data.size()));
+  std::memcpy(a.data.data(), bytes.data(), bytes.size());
+  return a;
+}
+
+namespace {
+
+// Element i of an output array as a double (bf16: the uint16 bits decoded).
+double valueAt(const npy::Array& a, int64_t i, bool bf16) {
+  switch (a.dtype) {
+    case npy::DType::F32:
+      return a.as<float>()[i];
+    case npy::DType::F64:
+      return a.as<double>()[i];
+    case npy::DType::U16:
+      return bf16 ? double(bf16BitsToF32(a.as<uint16_t>()[i])) : double(a.as<uint16_t>()[i]);
+    case npy::DType::S32:
+      return a.as<int32_t>()[i];
+    case npy::DType::S8:
+      return a.as<int8_t>()[i];
+    case npy::DType::U8:
+    case npy::DType::Bool:
+      return a.as<uint8_t>()[i];
+    case npy::DType::S16:
+      return a.as<int16_t>()[i];
+    case npy::DType::S64:
+      return double(a.as<int64_t>()[i]);
+    case npy::DType::U32:
+      return a.as<uint32_t>()[i];
+    case npy::DType::U64:
+      return double(a.as<uint64_t>()[i]);
+    default:
+      return NAN;
+  }
+}
+
+std::string typeText(const isa::BufferDesc& b) {
+  std::string dims;
+  for (size_t i = 0; i < b.shape.size(); ++i) dims += (i ? "," : "") + std::to_string(b.shape[i]);
+  return fmt::format("{}[{}]", isa::dtypeName(b.dtype), dims);
+}
+
+}  // namespace
+
+std::string OutputCheck::line() const {
+  if (!problem.empty()) return fmt::format("{} {}: {}", name, type, problem);
+  std::string verdict =
+      ok() ? "ok"
+           : fmt::format("MISMATCH: {} of {} elements out of tolerance", mismatches, elements);
+  std::string worst = worstIndex >= 0 && !ok() ? fmt::format("; worst at element {}: {:.8g} vs {:.8g}",
+                                                    worstIndex, worstSim, worstRef)
+                                      : "";
+  return fmt::format(
+      "{} {}: max abs error {:.3e}, max rel error {:.3e} (rtol {:.1e}, atol {:.2e}){}: {}", name,
+      type, maxAbsError, maxRelError, rtol, atol, worst, verdict);
+}
+
+OutputCheck compareOutput(const isa::BufferDesc& buffer, const npy::Array& sim,
+                          const npy::Array& ref, double rtolOverride) {
+  OutputCheck c;
+  c.name = buffer.name;
+  c.type = typeText(buffer);
+  c.elements = sim.numElements();
+  if (ref.shape != buffer.shape) {
+    c.problem = fmt::format("the reference result has shape {} but the program's output is {}",
+                            npy::shapeString(ref.shape), npy::shapeString(buffer.shape));
+    return c;
+  }
+  if (ref.numElements() != sim.numElements()) {
+    c.problem = "element counts differ";
+    return c;
+  }
+  const bool bf16 = buffer.dtype == DType::Bf16;
+  const bool exact = !(buffer.dtype == DType::F32 || bf16);
+  c.rtol = exact ? 0 : rtolOverride > 0 ? rtolOverride : bf16 ? 3e-2 : 2e-2;
+  double sumSquares = 0;
+  int64_t finite = 0;
+  for (int64_t i = 0; i < c.elements; ++i) {
+    double r = valueAt(ref, i, bf16);
+    if (std::isfinite(r)) {
+      sumSquares += r * r;
+      ++finite;
+    }
+  }
+  double rms = finite ? std::sqrt(sumSquares / double(finite)) : 0;
+  c.atol = c.rtol * rms;
+  double worstExcess = -1;
+  for (int64_t i = 0; i < c.elements; ++i) {
+    double s = valueAt(sim, i, bf16), r = valueAt(ref, i, bf16);
+    bool bad;
+    double diff = 0;
+    if (std::isnan(s) || std::isnan(r)) {
+      bad = std::isnan(s) != std::isnan(r);
+      diff = bad ? INFINITY : 0;
+    } else if (std::isinf(s) || std::isinf(r)) {
+      bad = s != r;
+      diff = bad ? INFINITY : 0;
+    } else {
+      diff = std::fabs(s - r);
+      bad = diff > c.atol + c.rtol * std::fabs(r);
+    }
+    double rel = diff == 0 ? 0 : diff / std::max(std::fabs(r), 1e-30);
+    c.maxAbsError = std::max(c.maxAbsError, diff);
+    c.maxRelError = std::max(c.maxRelError, rel);
+    double excess = diff - (c.atol + c.rtol * std::fabs(r));
+    if (excess > worstExcess || (std::isnan(excess) && worstExcess < 0)) {
+      worstExcess = std::isnan(excess) ? INFINITY : excess;
+      c.worstIndex = i;
+      c.worstSim = s;
+      c.worstRef = r;
+    }
+    if (bad) ++c.mismatches;
+  }
+  return c;
+}
+
+std::map<std::string, npy::Array> evaluateReference(
+    const std::string& hloPath, const std::map<int64_t, std::string>& parameterFiles,
+    const std::vector<std::string>& outputNames, const std::string& dir) {
+  std::string tool = siblingTool("tpu-opt");
+  std::string outDir = dir + "/reference";
+  std::vector<std::string> argv = {tool, hloPath, "--evaluate", "--output-dir", outDir, "--force"};
+  for (const auto& [param, path] : parameterFiles)
+    argv.push_back(fmt::format("--input={}={}", param, path));
+  std::string log = dir + "/reference.log";
+  ProcessResult r = runProcess(argv, log);
+  if (!r.ok())
+    throw std::runtime_error(
+        fmt::format("the reference evaluator ({}) failed on {} ({})", tool, hloPath, r.describe()));
+  std::map<std::string, npy::Array> out;
+  for (const std::string& name : outputNames) out[name] = npy::read(outDir + "/" + name + ".npy");
+  return out;
+}
+
+}  // namespace tpusim::sim

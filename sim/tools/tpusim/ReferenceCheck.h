@@ -1,0 +1,62 @@
+// `tpusim IN.hlo --check` (functional mode): the same module evaluated by the
+// reference evaluator (`tpu-opt --evaluate`, run from tpusim's bin directory)
+// on the same inputs, every output compared with a tolerance by dtype.
+//
+// Tolerance: an element passes when |sim - ref| <= atol + rtol * |ref|, with
+// atol = rtol * rms(ref) (the output's root mean square, so an element near
+// zero after cancellation is judged against the output's scale).
+//   - f32: rtol 2e-2. f32 dots run on the MXU with bf16 inputs and f32
+//     accumulation (XLA's DEFAULT precision on TPU): each input keeps 8
+//     significant bits (relative rounding error up to 2^-9 = 0.2%, so a
+//     product up to 0.4%), and a decoder block chains several such dots with
+//     normalizations and softmax in between;
+//   - bf16: rtol 3e-2 (the result itself is rounded to 8 bits, 0.4%, after
+//     bf16 dot inputs);
+//   - integers and pred: exact.
+// NaN equals NaN; an infinity must match exactly. --check-rtol overrides rtol
+// for the float types.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "isa/Program.h"
+#include "isa/support/Npy.h"
+
+namespace tpusim::sim {
+
+// The array an input buffer's raw bytes (dense, little-endian) make, typed as
+// the simulator and the evaluator read it (bf16 as uint16 bits, pred as bool).
+npy::Array bytesToNpy(const isa::BufferDesc& buffer, const std::vector<uint8_t>& bytes);
+
+struct OutputCheck {
+  std::string name;
+  std::string type;  // "f32[2,3]"
+  int64_t elements = 0, mismatches = 0;
+  double maxAbsError = 0, maxRelError = 0;
+  double rtol = 0, atol = 0;
+  int64_t worstIndex = -1;
+  double worstSim = 0, worstRef = 0;
+  std::string problem;  // shape/type mismatch, missing file
+  bool ok() const { return problem.empty() && mismatches == 0; }
+  std::string line() const;  // one report line
+};
+
+// Compares one output; `rtolOverride` > 0 replaces the float tolerance.
+OutputCheck compareOutput(const isa::BufferDesc& buffer, const npy::Array& sim,
+                          const npy::Array& ref, double rtolOverride);
+
+}  // namespace tpusim::sim
+
+namespace tpusim::sim {
+
+// Runs `tpu-opt HLO --evaluate --input N=path ... --output-dir DIR/reference`
+// and reads the result file of every output name (out.npy, out.0.npy, ...).
+// Throws std::runtime_error when tpu-opt is missing or fails.
+std::map<std::string, npy::Array> evaluateReference(
+    const std::string& hloPath, const std::map<int64_t, std::string>& parameterFiles,
+    const std::vector<std::string>& outputNames, const std::string& dir);
+
+}  // namespace tpusim::sim
