@@ -10,6 +10,7 @@
 #include "kernels/codegen/CopyPlan.h"
 #include "kernels/codegen/HazardCheck.h"
 #include "kernels/codegen/Lowering.h"
+#include "kernels/codegen/Spill.h"
 #include "kernels/llo/Interpreter.h"
 
 namespace tpusim::kernels::codegen {
@@ -23,6 +24,9 @@ MOperand I(int64_t v) { return MOperand::imm(v); }
 // Buffered(n) limit: the copies in flight per stream are 8-bit fields of one
 // 32-bit register.
 constexpr int kMaxBuffers = 4;
+
+// Registers spilled before giving up (each spill reschedules the kernel).
+constexpr int kMaxSpills = 64;
 
 // The copy of one shape of block: the full block, or an edge block clipped to
 // the array in some dimensions.
@@ -695,8 +699,21 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   mem.check();
   CompiledKernel out;
   std::vector<BlockSchedule> schedules;
-  for (const MBlock& b : fn.blocks) schedules.push_back(scheduleBlock(b, t));
-  auto used = allocateRegisters(fn, schedules, loops, t);
+  std::array<int, 3> used{};
+  markUnspillable(fn);
+  for (int spills = 0;; ++spills) {
+    schedules.clear();
+    for (const MBlock& b : fn.blocks) schedules.push_back(scheduleBlock(b, t));
+    try {
+      used = allocateRegisters(fn, schedules, loops, t);
+      break;
+    } catch (const RegisterPressureError& e) {
+      if (e.cls == RegClass::Mask || e.spillCandidate < 0 || spills >= kMaxSpills) throw;
+      out.stats.spills += 1;
+      out.stats.spillInstructions += spillRegister(fn, e.cls, e.spillCandidate, mem);
+      mem.check();
+    }
+  }
   std::vector<uint32_t> starts;
   std::vector<isa::Bundle> bundles = assembleBundles(fn, schedules, t, &starts, o.firstBundle);
   // Every block must be free of hazards the machine would stall on.

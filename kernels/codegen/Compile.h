@@ -32,7 +32,9 @@ struct CompileStats {
   int vectorRegs = 0, scalarRegs = 0, maskRegs = 0;
   int64_t vmemRows = 0, smemWords = 0;
   int flags = 0;
-  int64_t stepBundles = 0;  // bundles of one grid step without branches taken (rough)
+  int64_t stepBundles = 0;    // bundles of one grid step without branches taken (rough)
+  int spills = 0;             // registers spilled to VMEM / SMEM
+  int spillInstructions = 0;  // loads and stores the spills inserted
 };
 
 struct CompileOptions {

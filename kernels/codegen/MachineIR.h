@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,9 @@ struct MFunction {
   std::vector<MBlock> blocks;
   std::array<int, 3> numVirtRegs{};  // per RegClass
   std::vector<DebugLoc> debugLocs;
+  // (RegClass, virtual register) pairs the register allocator may not spill:
+  // spill code's own temporaries, and registers a branch writes (loop counters).
+  std::set<std::pair<int, int>> unspillable;
 
   MOperand newReg(RegClass c) { return MOperand::vreg(c, numVirtRegs[static_cast<int>(c)]++); }
 };

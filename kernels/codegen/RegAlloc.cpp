@@ -104,15 +104,30 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
     if (pick < 0) {
       size_t blk = 0;
       while (blk + 1 < fn.blocks.size() && blockStart[blk + 1] <= in->start) ++blk;
+      // The spill candidate: of the values live here, the one whose interval
+      // ends last (it frees a register for longest), if it may be spilled.
+      int candidate = -1;
+      int64_t furthest = INT64_MIN;
+      for (const Interval* o : order) {
+        if (o->cls != in->cls || (o->phys < 0 && o != in) || o->start > in->start ||
+            o->end <= in->start || fn.unspillable.count({int(o->cls), o->vreg}))
+          continue;
+        if (o->end > furthest) {
+          furthest = o->end;
+          candidate = o->vreg;
+        }
+      }
       throw RegisterPressureError(
-          fmt::format(
-              "kernel '{}' needs more than the {} {} registers of the target at once (block {}, "
-              "bundle {}); spilling is not implemented yet (use smaller blocks)",
-              fn.name, limits[int(in->cls)],
-              in->cls == RegClass::Vector ? "vector"
-                                          : (in->cls == RegClass::Scalar ? "scalar" : "mask"),
-              fn.blocks[blk].label, in->start),
-          in->cls);
+          fmt::format("kernel '{}' needs more than the {} {} registers of the target at once "
+                      "(block {}, bundle {}){}",
+                      fn.name, limits[int(in->cls)],
+                      in->cls == RegClass::Vector
+                          ? "vector"
+                          : (in->cls == RegClass::Scalar ? "scalar" : "mask"),
+                      fn.blocks[blk].label, in->start,
+                      in->cls == RegClass::Mask ? "; mask registers are not spilled"
+                                                : " even after spilling (use smaller blocks)"),
+          in->cls, candidate);
     }
     regs[pick] = in->end;
     in->phys = pick;

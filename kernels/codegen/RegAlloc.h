@@ -2,8 +2,8 @@
 // issue cycles (a register is reused only after the old value's last read and
 // after its write has landed, so allocation adds no hazard). Values used in a
 // loop and outside it, or carried around its back edge, live across the whole
-// loop. Spilling is not implemented: running out of registers is an error
-// that names the class and the count.
+// loop. Running out of registers throws RegisterPressureError with a spill
+// candidate; the driver spills it (Spill.h), reschedules and allocates again.
 #pragma once
 
 #include <stdexcept>
@@ -24,8 +24,10 @@ class CodegenError : public std::runtime_error {
 // Running out of registers of one class (the message names it and the count).
 class RegisterPressureError : public CodegenError {
  public:
-  RegisterPressureError(const std::string& msg, RegClass c) : CodegenError(msg), cls(c) {}
+  RegisterPressureError(const std::string& msg, RegClass c, int spill = -1)
+      : CodegenError(msg), cls(c), spillCandidate(spill) {}
   RegClass cls;
+  int spillCandidate;  // a virtual register of `cls` live there that may be spilled, or -1
 };
 
 // A loop: blocks [first, last] in layout order; the back edge goes from last to first.
