@@ -47,7 +47,12 @@ void emitMove(DmaOp& op, const Move& move, uint64_t srcBase, uint64_t dstBase,
       isa::DmaDescriptor d = makeDescriptor(s, srcBase + uint64_t(so), dstBase + uint64_t(dof),
                                             spaces.src, spaces.dst);
       std::vector<isa::DmaDescriptor> pieces{d};
-      if (s.descriptors() == 1) pieces = splitAcrossQueues(d, f.queues(), kQueueSplitBytes);
+      // Short runs are limited by one request per queue per cycle: several
+      // queues help. Long runs saturate HBM from one queue, and parallel
+      // streams only cost row-buffer locality (measured: a 16 MiB copy
+      // drops from 85% to 48% of the HBM peak when cut in four).
+      if (s.descriptors() == 1 && s.run <= kQueueSplitMaxRun)
+        pieces = splitAcrossQueues(d, f.queues(), kQueueSplitBytes);
       for (const isa::DmaDescriptor& piece : pieces) {
         if (!runtime) {
           f.dmaStatic(piece);

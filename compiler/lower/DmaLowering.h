@@ -18,8 +18,10 @@ namespace tpusim::lower {
 // Enumerated descriptor points up to this many become static descriptors
 // (16 SMEM words each); more run as a loop that rewrites one template.
 constexpr int64_t kMaxStaticDescriptors = 64;
-// A single descriptor at least this big is cut into one piece per DMA queue.
+// A single descriptor at least this big whose runs are at most
+// kQueueSplitMaxRun bytes is cut into one piece per DMA queue.
 constexpr uint64_t kQueueSplitBytes = 64 * 1024;
+constexpr int64_t kQueueSplitMaxRun = 64;
 
 struct DmaOp {
   const hlo::HloInstruction& instr;

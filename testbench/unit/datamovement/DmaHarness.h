@@ -187,6 +187,56 @@ inline RunOutcome runOp(const std::string& text, const RunOptions& o = {}) {
   return out;
 }
 
+// Timing-only run of the entry root of `text` (no data): the cycles a
+// fragment takes and what the DMA engines moved.
+struct Timing {
+  int64_t cycles = 0;
+  int64_t bytesRead = 0, bytesWritten = 0;  // the op's own bytes (its cost entry)
+  int64_t hbmRead = 0, hbmWritten = 0;      // HBM traffic, whole bursts
+  double hbmPeakBytesPerCycle = 0;
+  int64_t descriptors = 0;
+  int64_t bundles = 0;
+  // Fraction of the HBM peak the move achieved: its bytes read + written
+  // per cycle (what a perfect copy would move), not the burst traffic.
+  double efficiency() const {
+    return double(bytesRead + bytesWritten) / double(cycles) / hbmPeakBytesPerCycle;
+  }
+};
+inline Timing timeOp(const std::string& text) {
+  auto module = parse(text);
+  const hlo::HloInstruction& root = *module->entry()->root();
+  std::vector<uint64_t> addrs;
+  uint64_t at = 1 << 20;
+  for (const hlo::HloInstruction* o : root.operands()) {
+    addrs.push_back(at);
+    at = align(at + uint64_t(o->shape().elementCount()) * 4 + 512);
+  }
+  kernels::codegen::Module m;
+  lower::FragmentPlacement placement;
+  placement.standalone = false;
+  auto fragment = lower::lowerDataMovement(root, addrs, at, target(), placement);
+  kernels::codegen::appendKernel(m, fragment);
+  isa::Program program = kernels::codegen::finishModule(m, {});
+  sim::SimOptions so;
+  so.functional = false;
+  so.strict = true;
+  so.dmaFactory = sim::makeChipDma;
+  sim::Simulation s(chip(), program, so);
+  sim::SimResult r = s.run();
+  if (r.fault) FAIL(r.fault->message);
+  REQUIRE(r.halted);
+  Timing t;
+  t.cycles = r.cycles;
+  t.bytesRead = int64_t(fragment.program.costs.at(0).hbmBytesRead);
+  t.bytesWritten = int64_t(fragment.program.costs.at(0).hbmBytesWritten);
+  t.hbmRead = r.dma.hbmBytesRead;
+  t.hbmWritten = r.dma.hbmBytesWritten;
+  t.hbmPeakBytesPerCycle = r.dma.hbmPeakBytesPerCycle;
+  for (const auto& q : r.dma.queues) t.descriptors += q.descriptors;
+  t.bundles = int64_t(fragment.program.code.size());
+  return t;
+}
+
 // The CannotLower message for the entry root of `text` ("" if it lowers).
 inline std::string refusal(const std::string& text) {
   auto module = parse(text);
