@@ -21,7 +21,8 @@
 // HLO instruction with its op_name / source line, a cost entry with the HBM
 // bytes read and written, a symbol). Descriptor words it rewrites are always
 // rewritten before use, so a fragment may run any number of times (inside a
-// while loop). It uses sync flags 0 .. queues-1 and no VMEM.
+// while loop). It uses sync flags 0 .. queues-1 and, for moves staged through
+// VMEM (short runs of a transpose), VMEM from byte 0.
 #pragma once
 
 #include <cstdint>

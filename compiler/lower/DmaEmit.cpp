@@ -26,13 +26,17 @@ void emitMove(DmaOp& op, const Move& move, uint64_t srcBase, uint64_t dstBase,
   if (m.run >= kU32Limit)
     op.fail(fmt::format("a contiguous run of {} bytes does not fit a DMA descriptor's 32-bit size",
                         m.run));
-  if (countBytes && spaces.src == isa::MemorySpace::Hbm) op.info.hbmRead += uint64_t(m.bytes());
-  if (countBytes && spaces.dst == isa::MemorySpace::Hbm) op.info.hbmWritten += uint64_t(m.bytes());
   DmaFragment& f = op.frag;
+  bool hbmToHbm = spaces.src == isa::MemorySpace::Hbm && spaces.dst == isa::MemorySpace::Hbm;
+  if (countBytes && hbmToHbm && !srcRuntime && !dstRuntime &&
+      tryStagedMove(op, m, srcBase, dstBase))
+    return;
   DescriptorSplit s = splitForDescriptors(m);
   ByteSpan srcSpan = moveSpan(m, false), dstSpan = moveSpan(m, true);
   int64_t srcMax = srcRuntime ? srcRuntime->max : 0, dstMax = dstRuntime ? dstRuntime->max : 0;
   bool runtime = srcRuntime || dstRuntime;
+  if (countBytes && spaces.src == isa::MemorySpace::Hbm) op.info.hbmRead += uint64_t(m.bytes());
+  if (countBytes && spaces.dst == isa::MemorySpace::Hbm) op.info.hbmWritten += uint64_t(m.bytes());
   if (runtime && (srcSpan.end + srcMax >= kU32Limit || dstSpan.end + dstMax >= kU32Limit))
     op.fail("a run-time offset could reach 4 GiB (addresses are computed in 32-bit registers)");
 

@@ -131,6 +131,21 @@ void DmaFragment::dmaStatic(const isa::DmaDescriptor& d) {
   pending_[size_t(q)] += multiplier_;
 }
 
+void DmaFragment::dmaOn(const isa::DmaDescriptor& d, int queue) {
+  int64_t word = addDescriptor(d);
+  queue %= queues_;
+  emit(Opcode::Dma, {constant(word), I(queue), I(queue)});
+  pending_[size_t(queue)] += multiplier_;
+}
+
+void DmaFragment::waitOldest(int queue) {
+  queue %= queues_;
+  if (multiplier_ != 1 || pending_[size_t(queue)] < 1)
+    throw CodegenError("internal: waiting for a DMA that was not issued");
+  emit(Opcode::SyncWait, {I(queue), I(1)});
+  --pending_[size_t(queue)];
+}
+
 // Word `wordIndex` (1: source, 3: destination) of the template gets the low
 // address word; the high word only when a carry out of the low word can change it.
 void DmaFragment::writeAddress(MOperand templ, int wordIndex, const RuntimeAddress& a) {
@@ -259,6 +274,8 @@ kernels::codegen::CompiledKernel DmaFragment::finish(const FragmentInfo& info) {
   cost.opName = info.name;
   cost.hbmBytesRead = info.hbmRead;
   cost.hbmBytesWritten = info.hbmWritten;
+  cost.vmemBytesRead = info.vmemRead;
+  cost.vmemBytesWritten = info.vmemWritten;
   prog.costs.push_back(cost);
   out.stats.bundles = int64_t(bundles.size());
   for (const auto& b : fn_.blocks) out.stats.instructions += int64_t(b.instrs.size());

@@ -5,7 +5,8 @@
 //
 // What a fragment owns: SMEM words [smemBase, smemBase + smemWords) (DMA
 // descriptor templates, loaded as one data segment, and staging words for
-// run-time indices), sync flag q for DMA queue q, no VMEM. It starts with
+// run-time indices), sync flag q for DMA queue q, and VMEM from byte 0 for
+// staging buffers (every kernel's VMEM is free between kernels). It starts with
 // `mark 0` and ends with a `sync.wait` for every DMA it issued, so its flags
 // are back at zero and its writes are in HBM when the next fragment starts.
 #pragma once
@@ -44,6 +45,7 @@ struct FragmentInfo {
   std::string sourceFile;
   uint32_t sourceLine = 0;
   uint64_t hbmRead = 0, hbmWritten = 0;
+  uint64_t vmemRead = 0, vmemWritten = 0;  // bytes staged through VMEM by DMA
 };
 
 class DmaFragment {
@@ -78,6 +80,11 @@ class DmaFragment {
   void dmaStatic(const isa::DmaDescriptor& d);
   // The next queue of the round robin (for dmaAt).
   int takeQueue();
+  // Issues a descriptor that never changes on `queue` (straight-line code only).
+  void dmaOn(const isa::DmaDescriptor& d, int queue);
+  // Waits for the oldest DMA of `queue` not yet waited for (descriptors of a
+  // queue complete in order, each adding 1 to the queue's flag).
+  void waitOldest(int queue);
   // Writes the run-time source/destination addresses into the template at
   // `word` (only the words that change) and issues it on `queue`.
   void dmaAt(int64_t word, const RuntimeAddress& src, const RuntimeAddress& dst, int queue);

@@ -22,6 +22,11 @@ constexpr int64_t kMaxStaticDescriptors = 64;
 // kQueueSplitMaxRun bytes is cut into one piece per DMA queue.
 constexpr uint64_t kQueueSplitBytes = 64 * 1024;
 constexpr int64_t kQueueSplitMaxRun = 64;
+// Static HBM -> HBM moves of runs in [kStageMinRun, kStageMaxRun) bytes and at
+// least kStageMinBytes go through VMEM (DmaStaged.cpp).
+constexpr int64_t kStageMinRun = 32;
+constexpr int64_t kStageMaxRun = 512;
+constexpr int64_t kStageMinBytes = 256 * 1024;
 
 struct DmaOp {
   const hlo::HloInstruction& instr;
@@ -62,6 +67,10 @@ void emitMove(DmaOp& op, const Move& m, uint64_t srcBase, uint64_t dstBase,
               const std::optional<RuntimeOffset>& srcRuntime = std::nullopt,
               const std::optional<RuntimeOffset>& dstRuntime = std::nullopt, bool countBytes = true,
               MoveSpaces spaces = {});
+
+// Moves `m` through VMEM buffers when that keeps both HBM streams
+// sequential; false (nothing emitted) when the move does not qualify.
+bool tryStagedMove(DmaOp& op, const Move& m, uint64_t srcBase, uint64_t dstBase);
 
 // Reads scalar index operands: constants from their literal, others DMA'd
 // from HBM into SMEM and loaded (sign-extended for s8/s16). Integer types of

@@ -48,6 +48,14 @@ TEST_CASE("transposes move the longest contiguous runs", "[dma]") {
   CHECK(dmaCount(big) == target().dmaQueues);
   runOp(module("  p = bf16[4,6,10] parameter(0)", "bf16[10,4,6] transpose(p), dimensions={2,0,1}"));
   runOp(module("  p = s8[3,5,7] parameter(0)", "s8[7,5,3] transpose(p), dimensions={2,1,0}"));
+  // Big enough to be staged through VMEM (runs of 128 and 256 bytes): the
+  // fragment reads source blocks into VMEM and writes the runs from there.
+  RunOutcome staged = runOp(module("  p = bf16[512,8,64] parameter(0)",
+                                   "bf16[8,512,64] transpose(p), dimensions={1,0,2}"));
+  CHECK(staged.fragment.program.costs.at(0).vmemBytesWritten == 512 * 8 * 64 * 2);
+  RunOutcome kv4 = runOp(module("  p = f32[1,2,300,4,64] parameter(0)",
+                                "f32[1,4,2,300,64] transpose(p), dimensions={0,3,1,2,4}"));
+  CHECK(kv4.fragment.program.costs.at(0).vmemBytesWritten > 0);
   // Rank 5 with every dim permuted: more axes than a descriptor walks, so a loop.
   runOp(module("  p = f32[3,4,5,6,7] parameter(0)",
                "f32[7,5,3,6,4] transpose(p), dimensions={4,2,0,3,1}"));

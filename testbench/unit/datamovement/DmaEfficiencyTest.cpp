@@ -18,19 +18,19 @@ Timing measure(const std::string& name, const std::string& params, const std::st
 }  // namespace
 
 TEST_CASE("data movement runs near the HBM peak", "[dma][efficiency]") {
-  // 256-byte runs over two descriptor axes.
+  // 256-byte runs: staged through VMEM in 4 MiB blocks.
   Timing tr = measure("transpose bf16[2048,32,128] -> [32,2048,128]",
                       "  p = bf16[2048,32,128] parameter(0)",
                       "bf16[32,2048,128] transpose(p), dimensions={1,0,2}");
   CHECK(tr.bytesRead == 2048 * 32 * 128 * 2);
-  CHECK(tr.efficiency() > 0.2);
+  CHECK(tr.efficiency() > 0.75);  // staged through VMEM; direct: 25%
   Timing cp =
       measure("copy f32[4096,1024]", "  p = f32[4096,1024] parameter(0)", "f32[4096,1024] copy(p)");
   CHECK(cp.efficiency() > 0.6);
   Timing kv = measure("transpose bf16[1,256,8,128] -> [1,8,256,128] (KV)",
                       "  p = bf16[1,256,8,128] parameter(0)",
                       "bf16[1,8,256,128] transpose(p), dimensions={0,2,1,3}");
-  CHECK(kv.efficiency() > 0.2);
+  CHECK(kv.efficiency() > 0.75);
   measure("transpose f32[512,512] -> [512,512]^T (elements)", "  p = f32[512,512] parameter(0)",
           "f32[512,512] transpose(p), dimensions={1,0}");
   measure("transpose bf16[512,512] -> [512,512]^T (elements)", "  p = bf16[512,512] parameter(0)",
