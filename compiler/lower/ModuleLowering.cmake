@@ -6,6 +6,7 @@ set(_dir ${CMAKE_CURRENT_LIST_DIR})
 add_library(tpusim_module_lowering STATIC
   ${_dir}/ModuleLowering.cpp
   ${_dir}/ModuleLoweringPipeline.cpp
+  ${_dir}/ModuleLoweringUnfuse.cpp
   ${_dir}/ModuleLoweringNames.cpp
   ${_dir}/ModuleLoweringConstants.cpp
   ${_dir}/ModuleLoweringCosts.cpp

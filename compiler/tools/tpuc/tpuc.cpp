@@ -1,5 +1,5 @@
 // tpuc IN.hlo -o OUT.tpuprog --chip v5e [--chips-dir D] [--passes=...]
-//      [--dump-after-all DIR] [--print-stats] [--io-map FILE]
+//      [--dump-after-all DIR] [--print-stats] [--io-map FILE] [--module N|NAME]
 //
 // Compiles one HLO module into one program for the simulator
 // (compiler/lower/ModuleLowering.h; docs/compiler.md). Errors: a malformed
@@ -7,6 +7,7 @@
 // compile is "IN.hlo:line: error: cannot lower %x (opcode) [op_name ...]: why".
 // Exit status 0 on success, 1 on any error.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
@@ -47,6 +48,11 @@ static cl::opt<std::string> Passes("passes",
 static cl::opt<std::string> DumpDir("dump-after-all",
                                     cl::desc("Write the module after each pass to DIR"),
                                     cl::value_desc("DIR"), cl::cat(Cat));
+static cl::opt<std::string> ModuleChoice(
+    "module",
+    cl::desc("For a file holding several modules (\"// -----\"): the one to compile, by "
+             "position (0, 1, ...) or name"),
+    cl::value_desc("N|NAME"), cl::cat(Cat));
 static cl::opt<bool> PrintStats("print-stats",
                                 cl::desc("Print passes, buffers, kernels and bundles per HLO op"),
                                 cl::cat(Cat));
@@ -140,10 +146,22 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}\n", parsed.error);
     return 1;
   }
-  if (parsed.modules.size() != 1)
-    return fail(fmt::format("error: {} holds {} modules; tpuc compiles one module per file",
-                            Input.getValue(), parsed.modules.size()));
-  hlo::HloModule& module = *parsed.modules[0];
+  size_t chosen = 0;
+  if (!ModuleChoice.empty() || parsed.modules.size() != 1) {
+    std::vector<std::string> names;
+    for (const auto& m : parsed.modules) names.push_back(m->name());
+    size_t found = names.size();
+    for (size_t k = 0; k < names.size(); ++k)
+      if (names[k] == ModuleChoice || std::to_string(k) == ModuleChoice) found = k;
+    if (found == names.size())
+      return fail(fmt::format("error: {} holds {} module(s) ({}); {}", Input.getValue(),
+                              names.size(), fmt::join(names, ", "),
+                              ModuleChoice.empty() ? "choose one with --module N|NAME"
+                                                   : fmt::format("--module {} names none of them",
+                                                                 ModuleChoice.getValue())));
+    chosen = found;
+  }
+  hlo::HloModule& module = *parsed.modules[chosen];
   hlo::VerifierResult v = hlo::verifyModule(module);
   if (!v.ok()) {
     fmt::print(stderr, "{}\n", v.message());
