@@ -86,7 +86,7 @@ KernelEntry layerNormEntry() {
               {"cols", "1024", "columns of x, gamma and beta (the normalized axis)"},
               {"dtype", "f32", "dtype of x, gamma, beta and out: f32 or bf16"},
               {"eps", "1e-5", "added to the variance"},
-              {"block_rows", "8", "rows per block"}};
+              {"block_rows", "32", "rows per block"}};
   e.build = [](const Params& p) {
     int64_t r = p.integer("rows", 1), c = p.integer("cols", 1);
     llo::DType t = p.dtype("dtype", {F32, BF16});

@@ -10,7 +10,7 @@
 namespace tpusim::kernels::lib {
 
 dsl::PallasCall layerNormCall(int64_t rows, int64_t cols, llo::DType dtype, double eps = 1e-5,
-                              int64_t blockRows = 8);
+                              int64_t blockRows = 32);
 
 // Plain C++ reference in double precision.
 std::vector<double> layerNormReference(const std::vector<double>& x,

@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "kernels/dsl/HostArrayIo.h"
 #include "kernels/lib/LayerNorm.h"
 #include "kernels/lib/Matmul.h"
 #include "kernels/lib/RmsNorm.h"
 #include "kernels/lib/Softmax.h"
+#include "kernels/lib/SwiGlu.h"
 
 namespace tpusim::kernels::lib {
 
@@ -62,7 +64,7 @@ KernelEntry softmaxEntry() {
 
 // The registry: one line per kernel (see Registry.h for why it is explicit).
 std::vector<KernelEntry> makeRegistry() {
-  return {matmulEntry(), softmaxEntry(), rmsNormEntry(), layerNormEntry()};
+  return {matmulEntry(), softmaxEntry(), rmsNormEntry(), layerNormEntry(), swiGluEntry()};
 }
 
 std::string kernelNames() {
@@ -153,6 +155,17 @@ LibraryKernel buildKernel(const std::string& name,
     all[k] = v;
   }
   return e.build(Params(name, std::move(all)));
+}
+
+std::vector<dsl::HostArray> LibraryKernel::sampleInputs(std::mt19937_64& rng) const {
+  std::vector<dsl::HostArray> in;
+  if (makeInputs) in = makeInputs(rng);
+  if (in.size() > inputs.size())
+    throw RegistryError(
+        fmt::format("error: makeInputs gives {} arrays for {} inputs", in.size(), inputs.size()));
+  for (size_t i = in.size(); i < inputs.size(); ++i)
+    in.push_back(dsl::randomArray(inputs[i].shape, inputs[i].dtype, rng));
+  return in;
 }
 
 ErrorReport compareWithReference(const std::vector<std::vector<double>>& got,

@@ -16,10 +16,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "kernels/dsl/Interpret.h"
 #include "kernels/dsl/PallasCall.h"
 
 namespace tpusim::kernels::lib {
@@ -72,11 +74,20 @@ struct Tolerance {
 
 // One built instance of a library kernel.
 struct LibraryKernel {
+  LibraryKernel(dsl::PallasCall c, std::vector<dsl::ShapeDtype> in, Reference ref = {},
+                Tolerance tol = {})
+      : call(std::move(c)), inputs(std::move(in)), reference(std::move(ref)), tolerance(tol) {}
   dsl::PallasCall call;
   std::vector<dsl::ShapeDtype> inputs;  // named: the names are the .npy / tpusim buffer names
   Reference reference;                  // empty when the kernel has none
   Tolerance tolerance;
+  // Seeded inputs for a run; empty: uniform random values per input
+  // (dsl::randomArray). Kernels whose inputs must be valid (lengths, page tables) set it.
+  std::function<std::vector<dsl::HostArray>(std::mt19937_64&)> makeInputs = nullptr;
   std::unique_ptr<llo::Kernel> trace() const { return call.trace(inputs); }
+  // Seeded inputs: makeInputs when set, else uniform random values per input
+  // (dsl::randomArray: floats in [-2, 2), ints in [-128, 127]).
+  std::vector<dsl::HostArray> sampleInputs(std::mt19937_64& rng) const;
 };
 
 struct KernelEntry {

@@ -60,7 +60,7 @@ KernelEntry rmsNormEntry() {
               {"cols", "1024", "columns of x and w (the normalized axis)"},
               {"dtype", "f32", "dtype of x, w and out: f32 or bf16"},
               {"eps", "1e-6", "added to the mean square"},
-              {"block_rows", "8", "rows per block"}};
+              {"block_rows", "32", "rows per block"}};
   e.build = [](const Params& p) {
     int64_t r = p.integer("rows", 1), c = p.integer("cols", 1);
     llo::DType t = p.dtype("dtype", {F32, BF16});

@@ -9,7 +9,7 @@
 namespace tpusim::kernels::lib {
 
 dsl::PallasCall rmsNormCall(int64_t rows, int64_t cols, llo::DType dtype, double eps = 1e-6,
-                            int64_t blockRows = 8);
+                            int64_t blockRows = 32);
 
 // Plain C++ reference in double precision (w given as cols values).
 std::vector<double> rmsNormReference(const std::vector<double>& x, const std::vector<double>& w,

@@ -161,9 +161,7 @@ int main(int argc, char** argv) {
     codegen::TargetInfo target = codegen::loadTargetByName(optChip, optChipsDir);
     if (!optInterpretDir.empty() || optCheck) {
       std::mt19937_64 rng(optSeed);
-      std::vector<dsl::HostArray> inputs;
-      for (const auto& a : kernel->inputs)
-        inputs.push_back(dsl::randomArray(a.shape, a.dtype, rng));
+      std::vector<dsl::HostArray> inputs = lk.sampleInputs(rng);
       dsl::InterpretOptions io;
       io.mxuSize = target.mxuSize;
       io.seed = optSeed;
