@@ -164,8 +164,8 @@ kernels::codegen::CompiledKernel lowerDataMovement(const hlo::HloInstruction& in
   const hlo::OpMetadata& md = instr.attrs().metadata;
   FragmentInfo info;
   info.name = instr.name();
-  info.hloInstruction = md.opName.empty() ? instr.name() : md.opName;
-  info.sourceFile = md.sourceFile;
+  info.hloInstruction = md.opName.empty() ? instr.name() : hlo::unescapeHloString(md.opName);
+  info.sourceFile = hlo::unescapeHloString(md.sourceFile);
   info.sourceLine = uint32_t(md.sourceLine ? *md.sourceLine : instr.sourceLine());
   DmaFragment frag(target, placement);
   DmaOp op{instr, operandAddresses, resultAddress, frag, info};

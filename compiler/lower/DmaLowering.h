@@ -22,10 +22,9 @@ constexpr int64_t kMaxStaticDescriptors = 64;
 // kQueueSplitMaxRun bytes is cut into one piece per DMA queue.
 constexpr uint64_t kQueueSplitBytes = 64 * 1024;
 constexpr int64_t kQueueSplitMaxRun = 64;
-// Static HBM -> HBM moves of runs in [kStageMinRun, kStageMaxRun) bytes and at
-// least kStageMinBytes go through VMEM (DmaStaged.cpp).
+// Static HBM -> HBM moves of at least kStageMinBytes whose runs are at least
+// kStageMinRun bytes go through VMEM (DmaStaged.cpp).
 constexpr int64_t kStageMinRun = 32;
-constexpr int64_t kStageMaxRun = 512;
 constexpr int64_t kStageMinBytes = 256 * 1024;
 
 struct DmaOp {

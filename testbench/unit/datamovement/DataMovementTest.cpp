@@ -29,9 +29,11 @@ TEST_CASE("copy, reshape and bitcast move every byte", "[dma]") {
   runOp(module("  p = s8[1000] parameter(0)", "s8[1000] copy(p)"));
   runOp(module("  p = f32[4,6] parameter(0)", "f32[24] reshape(p)"));
   runOp(module("  p = s32[4,6] parameter(0)", "f32[4,6] bitcast-convert(p)"));
-  // One long run: a single descriptor (one queue keeps HBM busy).
-  RunOutcome big = runOp(module("  p = f32[256,256] parameter(0)", "f32[256,256] copy(p)"));
-  CHECK(dmaCount(big) == 1);
+  // One long run: a single descriptor; from 256 KiB on, staged through VMEM.
+  RunOutcome one = runOp(module("  p = f32[128,256] parameter(0)", "f32[128,256] copy(p)"));
+  CHECK(dmaCount(one) == 1);
+  RunOutcome big = runOp(module("  p = f32[300,256] parameter(0)", "f32[300,256] copy(p)"));
+  CHECK(big.fragment.program.costs.at(0).vmemBytesWritten == 300 * 256 * 4);
 }
 
 TEST_CASE("transposes move the longest contiguous runs", "[dma]") {
