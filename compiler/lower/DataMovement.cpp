@@ -45,6 +45,7 @@ void lowerWholeCopy(DmaOp& op) {
 }
 
 void lowerTranspose(DmaOp& op) {
+  if (tryXluTranspose(op)) return;
   const std::vector<int64_t>& perm = op.instr.dimensions();
   const hlo::Shape& in = op.operandShape(0);
   std::vector<int64_t> src = rowMajorStrides(in.dims), dst = rowMajorStrides(op.resultShape().dims);

@@ -42,7 +42,37 @@ int DmaFragment::newBlock(const std::string& label) {
 void DmaFragment::emitInstr(MInstr mi) { block().instrs.push_back(std::move(mi)); }
 
 void DmaFragment::emit(Opcode op, std::vector<MOperand> operands) {
+  if (inManual_) throw CodegenError("internal: scheduled code inside a hand-scheduled block");
   emitInstr(kernels::codegen::makeInstr(op, std::move(operands)));
+}
+
+MOperand DmaFragment::newScalar() { return fn_.newReg(RegClass::Scalar); }
+MOperand DmaFragment::newVector() { return fn_.newReg(RegClass::Vector); }
+
+int DmaFragment::beginManualLoop() {
+  int b = newBlock("manual");
+  manual_.push_back({b, kernels::codegen::BlockSchedule{}});
+  inManual_ = true;
+  return b;
+}
+
+void DmaFragment::emitAt(int cycle, Opcode op, std::vector<MOperand> operands, MemAccess mem) {
+  MInstr mi = kernels::codegen::makeInstr(op, std::move(operands));
+  mi.mem = mem;
+  emitInstr(mi);
+  auto& s = manual_.back().second;
+  s.cycle.push_back(cycle);
+  s.length = std::max(s.length, cycle + 1);
+}
+
+void DmaFragment::endManualLoop(MOperand count, int cycle, int64_t trips) {
+  int first = manual_.back().first;
+  emitAt(cycle, Opcode::Loop, {count, MOperand::block(first)});
+  loops_.push_back(kernels::codegen::LoopRange{first, first});
+  inManual_ = false;
+  // Bookkeeping of the DMAs issued inside is not supported in manual blocks.
+  (void)trips;
+  newBlock("after");
 }
 
 MOperand DmaFragment::constant(int64_t value) {
@@ -140,10 +170,12 @@ void DmaFragment::dmaOn(const isa::DmaDescriptor& d, int queue) {
 
 void DmaFragment::waitOldest(int queue) {
   queue %= queues_;
-  if (multiplier_ != 1 || pending_[size_t(queue)] < 1)
+  // In a loop, the DMA waited for may be issued later in the body (the
+  // previous iteration's): the count only has to be positive here.
+  if (pending_[size_t(queue)] < 1)
     throw CodegenError("internal: waiting for a DMA that was not issued");
   emit(Opcode::SyncWait, {I(queue), I(1)});
-  --pending_[size_t(queue)];
+  pending_[size_t(queue)] -= multiplier_;  // once per iteration of the enclosing loops
 }
 
 // Word `wordIndex` (1: source, 3: destination) of the template gets the low
@@ -178,6 +210,7 @@ void DmaFragment::dmaAt(int64_t word, const RuntimeAddress& src, const RuntimeAd
 
 void DmaFragment::waitAll() {
   for (int q = 0; q < queues_; ++q) {
+    if (pending_[size_t(q)] < 0) throw CodegenError("internal: more DMA waits than DMAs");
     for (int64_t left = pending_[size_t(q)]; left > 0; left -= kMaxWait)
       emit(Opcode::SyncWait, {I(q), I(std::min(left, kMaxWait))});
     pending_[size_t(q)] = 0;
@@ -240,7 +273,12 @@ kernels::codegen::CompiledKernel DmaFragment::finish(const FragmentInfo& info) {
   waitAll();
   const auto& t = target_;
   std::vector<kernels::codegen::BlockSchedule> schedules;
-  for (const auto& b : fn_.blocks) schedules.push_back(kernels::codegen::scheduleBlock(b, t));
+  for (size_t i = 0; i < fn_.blocks.size(); ++i) {
+    auto m = std::find_if(manual_.begin(), manual_.end(),
+                          [&](const auto& e) { return e.first == int(i); });
+    schedules.push_back(m != manual_.end() ? m->second
+                                           : kernels::codegen::scheduleBlock(fn_.blocks[i], t));
+  }
   auto used = kernels::codegen::allocateRegisters(fn_, schedules, loops_, t);
   std::vector<uint32_t> starts;
   std::vector<isa::Bundle> bundles =

@@ -21,6 +21,7 @@
 #include "kernels/codegen/Compile.h"
 #include "kernels/codegen/MachineIR.h"
 #include "kernels/codegen/RegAlloc.h"
+#include "kernels/codegen/Scheduler.h"
 #include "kernels/codegen/TargetInfo.h"
 
 namespace tpusim::lower {
@@ -83,7 +84,8 @@ class DmaFragment {
   // Issues a descriptor that never changes on `queue` (straight-line code only).
   void dmaOn(const isa::DmaDescriptor& d, int queue);
   // Waits for the oldest DMA of `queue` not yet waited for (descriptors of a
-  // queue complete in order, each adding 1 to the queue's flag).
+  // queue complete in order, each adding 1 to the queue's flag). Inside a
+  // loop it runs once per iteration.
   void waitOldest(int queue);
   // Writes the run-time source/destination addresses into the template at
   // `word` (only the words that change) and issues it on `queue`.
@@ -104,6 +106,19 @@ class DmaFragment {
   void loopNest(const std::vector<LoopAxis>& axes, const std::vector<MOperand>& init, int unroll,
                 const std::function<void(const std::vector<MOperand>& cursors, int copy)>& body);
 
+  // ---- hand-scheduled blocks (the list scheduler does not model the
+  // transpose unit's push/pop order and occupancy, so that code is placed
+  // at explicit cycles of its own block)
+  // Starts a loop body block whose instructions are placed with emitAt.
+  int beginManualLoop();
+  void emitAt(int cycle, isa::Opcode op, std::vector<MOperand> operands,
+              kernels::codegen::MemAccess mem = {});
+  // Ends the manual block with `loop count` at `cycle` (the block's last
+  // bundle) back to its start, and continues in a new scheduled block.
+  void endManualLoop(MOperand count, int cycle, int64_t trips);
+  MOperand newScalar();
+  MOperand newVector();
+
   // Schedules, allocates registers, assembles at placement.firstBundle and
   // checks hazards; returns the linkable piece.
   kernels::codegen::CompiledKernel finish(const FragmentInfo& info);
@@ -123,6 +138,9 @@ class DmaFragment {
   std::vector<int64_t> pending_;     // DMAs per queue not yet waited for
   int64_t multiplier_ = 1;           // trip count of the enclosing loops
   int nextQueue_ = 0;
+  // Hand-made schedules by block index (the others go to the list scheduler).
+  std::vector<std::pair<int, kernels::codegen::BlockSchedule>> manual_;
+  bool inManual_ = false;
 };
 
 }  // namespace tpusim::lower

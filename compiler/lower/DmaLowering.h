@@ -71,6 +71,10 @@ void emitMove(DmaOp& op, const Move& m, uint64_t srcBase, uint64_t dstBase,
 // sequential; false (nothing emitted) when the move does not qualify.
 bool tryStagedMove(DmaOp& op, const Move& m, uint64_t srcBase, uint64_t dstBase);
 
+// A transpose of the two innermost dims (whole 128x128 tiles) through VMEM and
+// the transpose unit (DmaXluTranspose.cpp); false when it does not qualify.
+bool tryXluTranspose(DmaOp& op);
+
 // Reads scalar index operands: constants from their literal, others DMA'd
 // from HBM into SMEM and loaded (sign-extended for s8/s16). Integer types of
 // 1, 2 or 4 bytes only.

@@ -50,6 +50,12 @@ TEST_CASE("transposes move the longest contiguous runs", "[dma]") {
   CHECK(dmaCount(big) == target().dmaQueues);
   runOp(module("  p = bf16[4,6,10] parameter(0)", "bf16[10,4,6] transpose(p), dimensions={2,0,1}"));
   runOp(module("  p = s8[3,5,7] parameter(0)", "s8[7,5,3] transpose(p), dimensions={2,1,0}"));
+  // 32-bit innermost swaps with whole 128x128 tiles: VMEM and the transpose unit.
+  RunOutcome xlu = runOp(
+      module("  p = f32[256,384] parameter(0)", "f32[384,256] transpose(p), dimensions={1,0}"));
+  CHECK(xlu.fragment.program.costs.at(0).vmemBytesWritten == 256 * 384 * 4);
+  runOp(module("  p = s32[3,128,256] parameter(0)",
+               "s32[3,256,128] transpose(p), dimensions={0,2,1}"));
   // Big enough to be staged through VMEM (runs of 128 and 256 bytes): the
   // fragment reads source blocks into VMEM and writes the runs from there.
   RunOutcome staged = runOp(module("  p = bf16[512,8,64] parameter(0)",

@@ -42,6 +42,12 @@ TEST_CASE("data movement runs near the HBM peak", "[dma][efficiency]") {
                       "  p = bf16[1,256,8,128] parameter(0)",
                       "bf16[1,8,256,128] transpose(p), dimensions={0,2,1,3}");
   CHECK(kv.efficiency() > 0.75);
+  Timing x32 =
+      measure("transpose f32[2048,2048]^T (transpose unit)", "  p = f32[2048,2048] parameter(0)",
+              "f32[2048,2048] transpose(p), dimensions={1,0}");
+  CHECK(x32.efficiency() > 0.35);  // element DMAs: 1.4%
+  measure("transpose bf16[2048,2048]^T (transpose unit)", "  p = bf16[2048,2048] parameter(0)",
+          "bf16[2048,2048] transpose(p), dimensions={1,0}");
   measure("transpose f32[512,512] -> [512,512]^T (elements)", "  p = f32[512,512] parameter(0)",
           "f32[512,512] transpose(p), dimensions={1,0}");
   measure("transpose bf16[512,512] -> [512,512]^T (elements)", "  p = bf16[512,512] parameter(0)",
