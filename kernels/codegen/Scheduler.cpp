@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <map>
+#include <queue>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace tpusim::kernels::codegen {
 
@@ -77,26 +79,43 @@ int tailOf(const MInstr& mi, const TargetInfo& t) {
   return tail;
 }
 
+// Where a VMEM access lies, for telling accesses of one region apart: rows
+// [start, start + span) counted from an absolute row 0 (base = -1, the row is
+// static) or from the value of one base register (base = an id of that
+// register's definition in this block; the same value for both accesses).
+struct VmemRange {
+  bool known = false;
+  int64_t base = -1, start = 0, span = 0;
+  bool overlaps(const VmemRange& o) const {
+    return !known || !o.known || base != o.base ||
+           (start < o.start + o.span && o.start < start + span);
+  }
+};
+
 class DagBuilder {
  public:
   DagBuilder(const MBlock& b, const TargetInfo& t)
-      : succ_(b.instrs.size()), npred_(b.instrs.size(), 0), b_(b), t_(t) {}
+      : succ_(b.instrs.size()), npred_(b.instrs.size(), 0), range_(b.instrs.size()), b_(b), t_(t) {}
 
   void build() {
     const auto& ins = b_.instrs;
-    std::map<int, int> lastWriter;                           // reg -> instr
-    std::map<int, std::vector<int>> readers;                 // reg -> readers since the last write
-    std::map<std::pair<int, int>, std::vector<int>> memOps;  // (space, region) -> accesses
+    std::unordered_map<int, int> lastWriter;            // reg -> instr
+    std::unordered_map<int, std::vector<int>> readers;  // reg -> readers since the last write
     int lastBarrier = -1;
     std::vector<int> sinceBarrier;
     struct MxuState {
-      int lastWPush = -1, lastMm = -1, lastLatch = -1, lastPop = -1, last = -1;
-      std::map<int, int> lastMmToSlot;
+      int lastWPush = -1, lastMm = -1, lastLatch = -1, lastPop = -1;
+      std::map<int, int> lastMmToSlot, lastPopOfSlot;
     };
     std::map<int, MxuState> mxu;
     for (int j = 0; j < int(ins.size()); ++j) {
       const MInstr& mi = ins[j];
       const isa::OpcodeInfo& info = mi.info();
+      // Memory order first: the address uses the base register as it is now.
+      if (mi.mem.space != MemAccess::Space::None) {
+        range_[j] = rangeOf(mi, lastWriter);
+        memoryEdges(j);
+      }
       // Registers.
       for (int k = 0; k < info.numOperands; ++k) {
         const MOperand& o = mi.ops[k];
@@ -117,9 +136,10 @@ class DagBuilder {
           auto w = lastWriter.find(key);
           if (w != lastWriter.end()) edge(w->second, j, resultLatency(ins[w->second], t_));
           int war = resultLatency(mi, t_) >= 1 ? 0 : 1;
-          for (int r : readers[key])
+          auto& rs = readers[key];
+          for (int r : rs)
             if (r != j) edge(r, j, war);
-          readers[key].clear();
+          rs.clear();
           lastWriter[key] = j;
         }
       }
@@ -127,17 +147,6 @@ class DagBuilder {
         const MOperand& o = mi.ops[k];
         isa::Access acc = isa::operandInfo(info.operands[k]).access;
         if (o.isReg() && acc == isa::Access::Read) readers[regKey(o)].push_back(j);
-      }
-      // Memory order within a region.
-      if (mi.mem.space != MemAccess::Space::None) {
-        auto& list = memOps[{int(mi.mem.space), mi.mem.region}];
-        for (int i : list) {
-          const MInstr& p = ins[i];
-          if (!p.mem.write && !mi.mem.write) continue;
-          int d = p.mem.write ? (mi.mem.write ? 1 : resultLatencyOfStore(p)) : 0;
-          edge(i, j, d);
-        }
-        list.push_back(j);
       }
       // Barriers: everything before completes, nothing after moves above.
       if (mi.barrier()) {
@@ -150,10 +159,11 @@ class DagBuilder {
           edge(lastBarrier, j, std::max(1, resultLatency(ins[lastBarrier], t_)));
         sinceBarrier.push_back(j);
       }
-      // MXU port and result timing (isa/README.md, "MXU").
+      // MXU port and result timing (isa/README.md, "MXU"). Only what the rules
+      // need orders the ops of one MXU, so the next tile's weight pushes (weight
+      // port) overlap the current tile's LHS stream (LHS port).
       if (isMxuOp(mi.op)) {
         MxuState& m = mxu[mxuIndex(mi)];
-        if (m.last >= 0) edge(m.last, j, 0);  // program order per MXU
         if (isWPush(mi.op)) {
           if (m.lastWPush >= 0) edge(m.lastWPush, j, 8);
           if (m.lastLatch >= 0) edge(m.lastLatch, j, isWPushT(mi.op) ? t_.mxuSize : 1);
@@ -161,10 +171,14 @@ class DagBuilder {
         } else if (mi.op == Opcode::MxuLatch) {
           if (m.lastWPush >= 0) edge(m.lastWPush, j, 8);
           if (m.lastMm >= 0) edge(m.lastMm, j, 8);
+          if (m.lastLatch >= 0) edge(m.lastLatch, j, t_.mxuSize);
           m.lastLatch = j;
         } else if (isMm(mi.op)) {
           if (m.lastMm >= 0) edge(m.lastMm, j, 8);
           if (m.lastLatch >= 0) edge(m.lastLatch, j, 1);
+          // The pop of the slot's previous result reads it first (same cycle is fine).
+          auto p = m.lastPopOfSlot.find(accSlot(mi));
+          if (p != m.lastPopOfSlot.end()) edge(p->second, j, 0);
           m.lastMm = j;
           m.lastMmToSlot[accSlot(mi)] = j;
         } else {  // pop
@@ -172,8 +186,8 @@ class DagBuilder {
           if (s != m.lastMmToSlot.end()) edge(s->second, j, 7 + 2 * t_.mxuSize);
           if (m.lastPop >= 0) edge(m.lastPop, j, 1);
           m.lastPop = j;
+          m.lastPopOfSlot[accSlot(mi)] = j;
         }
-        m.last = j;
       }
       // A branch ends the block: after everything else.
       if (isBranch(mi.op))
@@ -183,11 +197,101 @@ class DagBuilder {
 
   std::vector<std::vector<Edge>> succ_;
   std::vector<int> npred_;
+  std::vector<VmemRange> range_;
 
  private:
   const MBlock& b_;
   const TargetInfo& t_;
+  // Per (space, region): the accesses with a known range, per (base, start),
+  // as the last write and the reads since it (older ones are ordered through
+  // that write), plus every access whose range is unknown.
+  struct Cell {
+    int lastWrite = -1;
+    std::vector<int> reads;
+    int64_t span = 0;
+  };
+  struct Region {
+    std::map<std::pair<int64_t, int64_t>, Cell> cells;  // (base, start)
+    std::map<int64_t, int64_t> maxSpan;                 // per base
+    std::vector<int> unknown;
+    bool written = false;
+  };
+  std::map<std::pair<int, int>, Region> regions_;
 
+  VmemRange rangeOf(const MInstr& mi, const std::unordered_map<int, int>& lastWriter) const {
+    VmemRange r;
+    bool vld = mi.op == Opcode::VLd, vst = mi.op == Opcode::VSt, vstm = mi.op == Opcode::VStM;
+    if (mi.mem.space != MemAccess::Space::Vmem || !(vld || vst || vstm)) return r;
+    int64_t stride = vstm ? 1 : mi.ops[3].value;
+    int64_t span = std::max<int64_t>({1, int64_t(mi.mem.rows), stride * 7 + 1});
+    if (mi.mem.row >= 0) {
+      r = {true, -1, mi.mem.row, span};
+      return r;
+    }
+    const MOperand& b = mi.ops[1];
+    if (!b.isReg() || mi.ops[2].kind != MOperand::Kind::Imm) return r;
+    auto w = lastWriter.find(regKey(b));
+    // The base register's definition: an instruction of this block, or its
+    // value on entry (encoded below every instruction index).
+    int64_t def = w != lastWriter.end() ? w->second : -1 - int64_t(regKey(b));
+    r = {true, def, mi.ops[2].value, span};
+    return r;
+  }
+
+  void memoryEdges(int j) {
+    const MInstr& mi = b_.instrs[j];
+    Region& reg = regions_[{int(mi.mem.space), mi.mem.region}];
+    const VmemRange& rj = range_[j];
+    if (mi.mem.write) reg.written = true;
+    auto order = [&](int i) {
+      const MInstr& p = b_.instrs[i];
+      if (!p.mem.write && !mi.mem.write) return;
+      int d = p.mem.write ? (mi.mem.write ? 1 : resultLatencyOfStore(p)) : 0;
+      edge(i, j, d);
+    };
+    auto visitCell = [&](Cell& c) {
+      if (c.lastWrite >= 0) order(c.lastWrite);
+      if (mi.mem.write)
+        for (int r : c.reads) order(r);
+    };
+    if (!reg.written) {  // reads of a region nothing writes commute
+      if (!rj.known)
+        reg.unknown.push_back(j);
+      else
+        reg.cells[{rj.base, rj.start}].reads.push_back(j), noteSpan(reg, rj);
+      return;
+    }
+    for (int i : reg.unknown) order(i);
+    if (!rj.known) {
+      for (auto& [key, c] : reg.cells) visitCell(c);
+      reg.unknown.push_back(j);
+      return;
+    }
+    // Cells of this base that may overlap; cells of other bases always may.
+    for (auto& [base, span] : reg.maxSpan) {
+      auto lo = reg.cells.lower_bound({base, base == rj.base ? rj.start - span + 1 : INT64_MIN});
+      for (auto it = lo; it != reg.cells.end() && it->first.first == base; ++it) {
+        if (base == rj.base && it->first.second >= rj.start + rj.span) break;
+        VmemRange other{true, base, it->first.second, it->second.span};
+        if (other.overlaps(rj)) visitCell(it->second);
+      }
+    }
+    Cell& c = noteSpan(reg, rj);
+    if (mi.mem.write) {
+      c.lastWrite = j;
+      c.reads.clear();
+    } else {
+      c.reads.push_back(j);
+    }
+  }
+
+  static Cell& noteSpan(Region& reg, const VmemRange& r) {
+    Cell& c = reg.cells[{r.base, r.start}];
+    c.span = std::max(c.span, r.span);
+    int64_t& m = reg.maxSpan[r.base];
+    m = std::max(m, r.span);
+    return c;
+  }
   int resultLatencyOfStore(const MInstr& st) { return std::max(1, resultLatency(st, t_)); }
   void edge(int from, int to, int d) {
     if (from == to) return;
@@ -196,13 +300,15 @@ class DagBuilder {
   }
 };
 
-bool banksConflict(const MInstr& a, const MInstr& b, int banks) {
-  // Each access reads rows [row, row + rows) of one base; unknown rows conflict.
-  if (a.mem.row < 0 || b.mem.row < 0 || a.mem.region != b.mem.region) return true;
+bool banksConflict(const VmemRange& ra, const MInstr& a, const VmemRange& rb, const MInstr& b,
+                   int banks) {
+  // Each access reads rows [start, start + rows) from one base; rows from
+  // different (or unknown) bases may share banks.
+  if (!ra.known || !rb.known || ra.base != rb.base || a.mem.region != b.mem.region) return true;
   std::vector<int> used(banks, 0);
-  for (const MInstr* m : {&a, &b})
-    for (int r = 0; r < m->mem.rows; ++r)
-      if (++used[(m->mem.row + r) % banks] > 1) return true;
+  for (auto [r, m] : {std::pair{&ra, &a}, std::pair{&rb, &b}})
+    for (int k = 0; k < m->mem.rows; ++k)
+      if (++used[size_t(((r->start + k) % banks + banks) % banks)] > 1) return true;
   return false;
 }
 
@@ -222,16 +328,23 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
     height[i] = tailOf(ins[i], t);
     for (const Edge& e : dag.succ_[i]) height[i] = std::max(height[i], e.distance + height[e.to]);
   }
-  std::vector<int> npred = dag.npred_;
-  std::vector<int> earliest(n, 0);
-  std::vector<int> ready;
-  for (int i = 0; i < n; ++i)
-    if (npred[i] == 0) ready.push_back(i);
-  // Register pressure: values defined in this block and still to be read.
-  // An instruction whose new values would exceed the register file waits,
-  // unless nothing else can make progress.
-  std::map<int, int> remaining;  // reg key -> reads not yet scheduled
-  std::map<int, int> definedHere;
+  // Priority: the critical path, then program order.
+  std::vector<int> rank(n);
+  for (int i = 0; i < n; ++i) rank[i] = -height[i];
+  // Registers as dense ids; per id the reads not yet scheduled.
+  std::unordered_map<int, int> idOf;
+  std::vector<int> remaining, clsOf;
+  std::vector<char> liveNow, definedHere;
+  auto idFor = [&](const MOperand& o) {
+    auto [it, fresh] = idOf.emplace(regKey(o), int(remaining.size()));
+    if (fresh) {
+      remaining.push_back(0);
+      clsOf.push_back(int(o.cls));
+      liveNow.push_back(0);
+      definedHere.push_back(0);
+    }
+    return it->second;
+  };
   std::vector<std::vector<int>> reads(n), writes(n);
   for (int i = 0; i < n; ++i) {
     const isa::OpcodeInfo& info = ins[i].info();
@@ -239,136 +352,217 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
       const MOperand& o = ins[i].ops[k];
       if (!o.isReg()) continue;
       isa::Access acc = isa::operandInfo(info.operands[k]).access;
+      int id = idFor(o);
       if (acc == isa::Access::Read || acc == isa::Access::ReadWrite) {
-        reads[i].push_back(regKey(o));
-        ++remaining[regKey(o)];
+        reads[i].push_back(id);
+        ++remaining[size_t(id)];
       }
       if (acc == isa::Access::Write || acc == isa::Access::ReadWrite) {
-        writes[i].push_back(regKey(o));
-        definedHere.emplace(regKey(o), int(o.cls));
+        writes[i].push_back(id);
+        definedHere[size_t(id)] = 1;
       }
     }
   }
+  // Register pressure: values defined in this block and still to be read. An
+  // instruction whose new values would exceed the register file waits, unless
+  // nothing else can make progress.
   std::array<int, 3> live{}, limit{isa::kNumScalarRegs, t.vectorRegs, isa::kNumMaskRegs};
   {
-    std::set<int> liveIn;
+    std::vector<char> liveIn(remaining.size(), 0);
     for (int i = 0; i < n; ++i)
       for (int k : reads[i])
-        if (!definedHere.count(k)) liveIn.insert(k);
-    for (int k : liveIn) --limit[k / 1000000];
+        if (!definedHere[size_t(k)] && !liveIn[size_t(k)]) {
+          liveIn[size_t(k)] = 1;
+          --limit[size_t(clsOf[size_t(k)])];
+        }
   }
-  std::set<int> liveNow;
   auto netGrowth = [&](int i, int cls) {
     int g = 0;
     for (int k : writes[i])
-      if (k / 1000000 == cls && !liveNow.count(k) && remaining[k] > 0) ++g;
-    std::set<int> seen;
-    for (int k : reads[i])
-      if (k / 1000000 == cls && liveNow.count(k) && seen.insert(k).second) {
-        int uses = 0;
-        for (int r : reads[i]) uses += r == k;
-        if (remaining[k] == uses) --g;
-      }
+      if (clsOf[size_t(k)] == cls && !liveNow[size_t(k)] && remaining[size_t(k)] > 0) ++g;
+    for (size_t a = 0; a < reads[i].size(); ++a) {
+      int k = reads[i][a];
+      if (clsOf[size_t(k)] != cls || !liveNow[size_t(k)]) continue;
+      bool first = true;
+      for (size_t b = 0; b < a; ++b) first &= reads[i][b] != k;
+      if (!first) continue;
+      int uses = 0;
+      for (int r : reads[i]) uses += r == k;
+      if (remaining[size_t(k)] == uses) --g;
+    }
     return g;
   };
+  auto writesClass = [&](int i, int cls) {
+    for (int k : writes[i])
+      if (clsOf[size_t(k)] == cls) return true;
+    return false;
+  };
+  // Ready instructions: `waiting` until their operands' latencies pass, then
+  // `avail` per slot kind in priority order (height, then program order).
+  // Only the first kWindow candidates of a slot kind are tried per cycle, so a
+  // cycle costs O(slot kinds x window), not O(ready): blocks of 10k+
+  // instructions schedule in near-linear time.
+  constexpr int kWindow = 48;
+  using Key = std::pair<int, int>;  // (rank, index)
+  std::array<std::set<Key>, isa::kNumSlotKinds> avail;
+  // Per class: unscheduled instructions writing it; the last kReserve registers
+  // of a class go only to the oldest of them.
+  std::array<std::set<int>, 3> unscheduledWriters;
+  constexpr int kReserve = 16;
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < 3; ++c)
+      if (writesClass(i, c)) unscheduledWriters[size_t(c)].insert(i);
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> waiting;  // (earliest, index)
+  std::vector<int> npred = dag.npred_;
+  std::vector<int> earliest(n, 0);
+  // Lookahead: an instruction more than kLookahead places after the oldest
+  // unscheduled one waits (`deferred`), so the schedule stays near the
+  // lowering's order (which keeps register pressure low; LowerMatmul emits
+  // the interleaving it wants) while still overlapping a few hundred
+  // instructions, e.g. the weight pushes of one MXU's next K chunk.
+  constexpr int kLookahead = 1024, kGrowLookahead = 640;
+  std::priority_queue<int, std::vector<int>, std::greater<int>> deferred;
+  std::set<int> availAll;
+  int oldest = 0;
+  auto makeAvail = [&](int i) {
+    if (i > oldest + kLookahead) {
+      deferred.push(i);
+      return;
+    }
+    avail[size_t(ins[i].info().slot)].insert({rank[i], i});
+    availAll.insert(i);
+  };
+  for (int i = 0; i < n; ++i)
+    if (npred[i] == 0) waiting.push({0, i});
   std::vector<int> xluFree(std::max(1, t.xluCount), 0);
   int eupFree = 0;
   int done = 0, cycle = 0, lastIssue = 0, drain = 0;
+  std::vector<int> issued;
+  int idle = 0;
   while (done < n) {
-    std::sort(ready.begin(), ready.end(),
-              [&](int a, int b) { return height[a] != height[b] ? height[a] > height[b] : a < b; });
+    while (!waiting.empty() && waiting.top().first <= cycle) {
+      makeAvail(waiting.top().second);
+      waiting.pop();
+    }
+    if (availAll.empty()) {
+      if (waiting.empty())
+        throw std::logic_error("scheduler: dependence cycle in block " + block.label);
+      cycle = waiting.top().first;  // nothing can issue before then
+      continue;
+    }
     std::array<int, isa::kNumSlotKinds> used{};
     int immsUsed = 0;  // shared 32-bit immediates of the bundle
-    std::vector<int> loadsThisCycle, issued;
-    bool waitingOnLatency = false;
-    std::array<int, 3> oldestGrowing;
-    oldestGrowing.fill(INT32_MAX);
-    for (int i : ready)
-      if (s.cycle[i] < 0)
-        for (int c = 0; c < 3; ++c)
-          if (netGrowth(i, c) > 0) oldestGrowing[c] = std::min(oldestGrowing[c], i);
+    std::vector<int> memThisCycle;
+    issued.clear();
     int pressureBlocked = -1;
-    for (int pass = 0; pass < 2; ++pass) {
-      for (int i : ready) {
-        const MInstr& mi = ins[i];
-        if (s.cycle[i] >= 0) continue;
-        if (earliest[i] > cycle) {
-          waitingOnLatency = true;
-          continue;
-        }
-        bool tooMany = false;
-        for (int c = 0; c < 3; ++c) {
-          int grow = netGrowth(i, c);
-          if (grow <= 0) continue;
-          if (live[c] + grow > limit[c]) tooMany = true;
-          // Near the limit, new values come in program order only, so registers go
-          // to the values the next instructions need, not to far-ahead loads.
-          if (live[c] + grow > limit[c] - 8 && i > oldestGrowing[c]) tooMany = true;
-        }
-        if (tooMany && !(pass == 1 && i == pressureBlocked)) {
-          // If only pressure holds everything back, the oldest candidate goes: program
-          // order is a schedule whose pressure the lowering keeps small.
-          if (pass == 0 && (pressureBlocked < 0 || i < pressureBlocked)) pressureBlocked = i;
-          continue;
-        }
-        SlotKind k = mi.info().slot;
-        if (mi.op == Opcode::Nop) continue;
-        if (used[int(k)] >= t.slotsOf(k)) continue;
-        int imms = 0;
-        for (int q = 0; q < mi.info().numOperands; ++q) {
-          isa::OperandClass oc = isa::operandInfo(mi.info().operands[q]).cls;
-          if (oc == isa::OperandClass::Imm32 || oc == isa::OperandClass::Target) ++imms;
-        }
-        if (immsUsed + imms > isa::kNumSharedImms) continue;
-        if (isBranch(mi.op) && done + int(issued.size()) != n - 1) continue;  // branch goes last
-        Unit u = unitOf(mi);
-        int xluPick = -1;
-        if (u == Unit::Xlu) {
-          for (int x = 0; x < int(xluFree.size()); ++x)
-            if (xluFree[x] <= cycle) {
-              xluPick = x;
-              break;
-            }
-          if (xluPick < 0) continue;
-        }
-        if (u == Unit::Eup && eupFree > cycle) continue;
-        if (k == SlotKind::VectorLoad || k == SlotKind::VectorStore) {
-          bool conflict = false;
-          for (int o : loadsThisCycle)
-            if (ins[o].info().slot == k && banksConflict(ins[o], mi, t.vmemBanks)) conflict = true;
-          if (conflict) continue;
-          loadsThisCycle.push_back(i);
-        }
-        ++used[int(k)];
-        if (xluPick >= 0) xluFree[xluPick] = cycle + unitInterval(mi, t);
-        if (u == Unit::Eup) eupFree = cycle + unitInterval(mi, t);
-        s.cycle[i] = cycle;
-        issued.push_back(i);
-        for (int c = 0; c < 3; ++c) live[c] += netGrowth(i, c);
-        for (int k : reads[i])
-          if (--remaining[k] == 0 && liveNow.erase(k)) {
-          }
-        for (int k : writes[i])
-          if (remaining[k] > 0) liveNow.insert(k);
+    // Tries instruction i in this bundle; `force` lets a pressure-blocked one go.
+    auto tryIssue = [&](int i, bool force) {
+      const MInstr& mi = ins[i];
+      SlotKind k = mi.info().slot;
+      if (mi.op == Opcode::Nop) return false;
+      if (used[int(k)] >= t.slotsOf(k)) return false;
+      bool tooMany = false;
+      for (int c = 0; c < 3; ++c) {
+        int grow = netGrowth(i, c);
+        if (grow <= 0) continue;
+        // A new value is made at most kGrowLookahead places ahead of the oldest
+        // unscheduled instruction: far-ahead loads would hold registers for
+        // thousands of cycles (an accumulator tile loaded long before its pop).
+        if (i > oldest + kGrowLookahead && !force) return false;
+        if (live[size_t(c)] + grow > limit[size_t(c)]) tooMany = true;
+        // Near the limit, new values come in program order only, so registers go
+        // to the values the next instructions need (a pop the next round's mm
+        // waits for), not to far-ahead loads.
+        const auto& w = unscheduledWriters[size_t(c)];
+        if (live[size_t(c)] + grow > limit[size_t(c)] - kReserve && !w.empty() && i > *w.begin())
+          tooMany = true;
       }
-      // Only register pressure holds everything back: let the best candidate go.
-      if (!issued.empty() || waitingOnLatency || pressureBlocked < 0) break;
+      if (tooMany && !force) {
+        if (pressureBlocked < 0 || i < pressureBlocked) pressureBlocked = i;
+        return false;
+      }
+      int imms = 0;
+      for (int q = 0; q < mi.info().numOperands; ++q) {
+        isa::OperandClass oc = isa::operandInfo(mi.info().operands[q]).cls;
+        if (oc == isa::OperandClass::Imm32 || oc == isa::OperandClass::Target) ++imms;
+      }
+      if (immsUsed + imms > isa::kNumSharedImms) return false;
+      if (isBranch(mi.op) && done + int(issued.size()) != n - 1) return false;  // branch goes last
+      Unit u = unitOf(mi);
+      int xluPick = -1;
+      if (u == Unit::Xlu) {
+        for (int x = 0; x < int(xluFree.size()); ++x)
+          if (xluFree[size_t(x)] <= cycle) {
+            xluPick = x;
+            break;
+          }
+        if (xluPick < 0) return false;
+      }
+      if (u == Unit::Eup && eupFree > cycle) return false;
+      if (k == SlotKind::VectorLoad || k == SlotKind::VectorStore) {
+        for (int o : memThisCycle)
+          if (ins[o].info().slot == k &&
+              banksConflict(dag.range_[o], ins[o], dag.range_[i], mi, t.vmemBanks))
+            return false;
+        memThisCycle.push_back(i);
+      }
+      ++used[int(k)];
+      immsUsed += imms;
+      if (xluPick >= 0) xluFree[size_t(xluPick)] = cycle + unitInterval(mi, t);
+      if (u == Unit::Eup) eupFree = cycle + unitInterval(mi, t);
+      s.cycle[i] = cycle;
+      issued.push_back(i);
+      for (int c = 0; c < 3; ++c) live[size_t(c)] += netGrowth(i, c);
+      for (int k2 : reads[i])
+        if (--remaining[size_t(k2)] == 0) liveNow[size_t(k2)] = 0;
+      for (int k2 : writes[i])
+        if (remaining[size_t(k2)] > 0) liveNow[size_t(k2)] = 1;
+      return true;
+    };
+    // Candidates in global priority order (a merge of the per-slot-kind lists),
+    // at most kWindow per kind.
+    std::array<std::set<Key>::iterator, isa::kNumSlotKinds> it;
+    std::array<int, isa::kNumSlotKinds> tried{};
+    for (size_t k = 0; k < avail.size(); ++k) it[k] = avail[k].begin();
+    while (true) {
+      int best = -1;
+      for (size_t k = 0; k < avail.size(); ++k) {
+        if (it[k] == avail[k].end() || tried[k] >= kWindow || used[k] >= t.slotsOf(SlotKind(k)))
+          continue;
+        if (best < 0 || *it[k] < *it[size_t(best)]) best = int(k);
+      }
+      if (best < 0) break;
+      int i = it[size_t(best)]->second;
+      ++it[size_t(best)];
+      ++tried[size_t(best)];
+      tryIssue(i, false);
     }
+    // The oldest instruction is always a candidate (the window may not reach it).
+    int first = *availAll.begin();
+    if (s.cycle[first] < 0) tryIssue(first, false);
+    // Only register pressure holds everything back: let the oldest one go.
+    if (issued.empty() && pressureBlocked >= 0 && waiting.empty())
+      tryIssue(*availAll.begin(), true);
     for (int i : issued) {
-      ready.erase(std::find(ready.begin(), ready.end(), i));
+      avail[size_t(ins[i].info().slot)].erase({rank[i], i});
+      availAll.erase(i);
+      for (int c = 0; c < 3; ++c) unscheduledWriters[size_t(c)].erase(i);
       ++done;
       lastIssue = std::max(lastIssue, cycle);
       drain = std::max(drain, cycle + tailOf(ins[i], t));
       for (const Edge& e : dag.succ_[i]) {
         earliest[e.to] = std::max(earliest[e.to], cycle + e.distance);
-        if (--npred[e.to] == 0) ready.push_back(e.to);
+        if (--npred[e.to] == 0) waiting.push({earliest[e.to], e.to});
       }
     }
-    if (issued.empty() && !ready.empty()) {
-      // Nothing fits this cycle: jump to the next cycle where something may.
-    } else if (issued.empty() && ready.empty() && done < n) {
-      throw std::logic_error("scheduler: dependence cycle in block " + block.label);
+    while (oldest < n && s.cycle[oldest] >= 0) ++oldest;
+    while (!deferred.empty() && deferred.top() <= oldest + kLookahead) {
+      int i = deferred.top();
+      deferred.pop();
+      makeAvail(i);
     }
+    idle = issued.empty() ? idle + 1 : 0;
+    if (idle > 1000000) throw std::logic_error("scheduler: no progress in block " + block.label);
     ++cycle;
   }
   // A final branch must not leave before the block's results land: delay it.

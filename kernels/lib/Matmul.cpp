@@ -31,9 +31,25 @@ PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType, Matmul
   c.out_specs = {BlockSpec({bm, bn}, [](const GridIndex& g) {
     return std::vector<Scalar>{g[0], g[1]};
   })};
-  c.scratch = {VMEM({bm, bn}, accType)};
+  // One K block: the dot accumulates straight into the output block (no
+  // scratch accumulator to copy out).
+  bool oneK = kBlocks == 1;
+  if (!oneK) c.scratch = {VMEM({bm, bn}, accType)};
   c.compiler_params.dimension_semantics = {PARALLEL, PARALLEL, ARBITRARY};
+  // VMEM: double-buffered blocks (one 32-bit word per element) + the
+  // accumulator, at least the DSL's 16 MiB default; the code generator checks
+  // it against the chip's VMEM.
+  int64_t words = 2 * (bm * bk + bk * bn + bm * bn) + (oneK ? 0 : bm * bn);
+  c.compiler_params.vmem_limit_bytes = std::max<int64_t>(int64_t(16) << 20, words * 4 + (1 << 20));
 
+  if (oneK)
+    return pallas_call(
+        [=](Ref x, Ref y, Ref o) {
+          // The accumulating form is the one matmul op that writes o in place.
+          o.store(zeros(bm, bn, accType));
+          o.store(o.load() + dot(x.load(), y.load()));
+        },
+        c);
   auto body = [=](Ref x, Ref y, Ref o, Ref acc) {
     Scalar kb = program_id(2);
     when(kb == 0, [&] { acc.store(zeros(bm, bn, accType)); });
