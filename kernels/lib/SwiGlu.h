@@ -1,10 +1,12 @@
-// SwiGLU feed-forward: out[m, d] = (silu(x @ w_gate) * (x @ w_up)) @ w_down,
-// x [m, d], w_gate and w_up [d, f], w_down [f, d], all bf16; f32 accumulation,
-// out f32 or bf16.
+// SwiGLU feed-forward: out[m, d] = (silu(x @ W_gate) * (x @ W_up)) @ w_down,
+// x [m, d] and w_down [f, d], bf16; W_gate and W_up are d x f matrices stored
+// either as [f, d] (layout "fd", the layout of a torch nn.Linear weight: a d_ff
+// block is whole contiguous rows) or as [d, f] (layout "df", a Flax kernel).
+// f32 accumulation, out f32 or bf16.
 //
 // One fused pallas_call with the grid (m / bm, f / bf), the d_ff axis innermost
-// and "arbitrary": each step multiplies the x row block by one d_ff column block
-// of w_gate and w_up, forms h = silu(g) * u in VMEM, and accumulates
+// and "arbitrary": each step multiplies the x row block by one d_ff block of
+// W_gate and W_up, forms h = silu(g) * u in VMEM, and accumulates
 // h @ (the matching row block of w_down) into an f32 [bm, d] scratch. Why fused:
 // the [m, f] intermediates never go to HBM (a sequence of calls would write and
 // read g and u, 2 * m * f * 4 bytes each way), x is fetched once per row block,
@@ -19,21 +21,27 @@
 
 namespace tpusim::kernels::lib {
 
-struct SwiGluBlocks {
-  int64_t bm = 128;  // rows of x per block
-  int64_t bf = 128;  // d_ff columns per grid step
+struct SwiGluOptions {
+  int64_t bm = 128;      // rows of x per block
+  int64_t bf = 512;      // d_ff entries per grid step
+  bool gateUpFd = true;  // W_gate and W_up stored [f, d] (else [d, f])
+  llo::DType outType = dsl::F32;
+  // The DSL's VMEM budget (0 = its default, 16 MiB); each weight block takes
+  // 4 * d * bf bytes, twice (double buffering). The code generator still
+  // checks the chip's VMEM.
+  int64_t vmemLimitBytes = int64_t(96) << 20;
 };
 
-// vmemLimitBytes: the DSL's VMEM budget (0 = its default, 16 MiB); large d
-// needs more (each [d, bf] weight block takes 4 * d * bf bytes, twice).
-dsl::PallasCall swiGluCall(int64_t m, int64_t d, int64_t f, llo::DType outType,
-                           SwiGluBlocks blocks = {}, int64_t vmemLimitBytes = 0);
+dsl::PallasCall swiGluCall(int64_t m, int64_t d, int64_t f, const SwiGluOptions& options = {});
+
+// The input arrays: x, w_gate, w_up, w_down (shapes per options.gateUpFd).
+std::vector<dsl::ShapeDtype> swiGluInputs(int64_t m, int64_t d, int64_t f, bool gateUpFd);
 
 // Plain C++ reference in double precision (no intermediate rounding).
 std::vector<double> swiGluReference(const std::vector<double>& x, const std::vector<double>& wGate,
                                     const std::vector<double>& wUp,
                                     const std::vector<double>& wDown, int64_t m, int64_t d,
-                                    int64_t f);
+                                    int64_t f, bool gateUpFd);
 
 // The registry entry "swiglu".
 KernelEntry swiGluEntry();

@@ -141,12 +141,15 @@ TEST_CASE("swiglu matches the reference: aligned, ragged rows, d_model and d_ff"
                                  {8, 128, 384, 8, 256},
                                  {64, 384, 256, 32, 256}}) {
     for (const char* out : {"f32", "bf16"}) {
+      // Both layouts of w_gate / w_up, alternating with the output dtype.
+      const char* layout = out[0] == 'f' ? "fd" : "df";
       INFO("swiglu m=" << m << " d=" << d << " f=" << f << " bm=" << bm << " bf=" << bf << " "
-                       << out);
+                       << out << " " << layout);
       auto lk = build("swiglu", {{"m", std::to_string(m)},
                                  {"d_model", std::to_string(d)},
                                  {"d_ff", std::to_string(f)},
                                  {"out_dtype", out},
+                                 {"gate_up_layout", layout},
                                  {"bm", std::to_string(bm)},
                                  {"bf", std::to_string(bf)}});
       check(lk, randomInputs(lk, uint64_t(m * d + f)));
@@ -161,7 +164,7 @@ TEST_CASE("swiglu gates with silu of the gate projection, not of the up projecti
   auto inputs = randomInputs(lk, 5);
   std::vector<std::vector<double>> in;
   for (const auto& a : inputs) in.push_back(doubles(a));
-  auto swapped = lib::swiGluReference(in[0], in[2], in[1], in[3], 16, 128, 128);
+  auto swapped = lib::swiGluReference(in[0], in[2], in[1], in[3], 16, 128, 128, true);
   auto kernel = lk.trace();
   auto got = doubles(dsl::interpret(*kernel, inputs).outputs[0]);
   CHECK(lib::compareWithReference({got}, lk.reference(in), lk.tolerance).pass);
@@ -171,5 +174,9 @@ TEST_CASE("swiglu gates with silu of the gate projection, not of the up projecti
 TEST_CASE("norm and swiglu builders reject unsupported dtypes") {
   CHECK_THROWS_WITH(lib::rmsNormCall(8, 128, llo::DType::S32), Catch::Contains("f32 or bf16"));
   CHECK_THROWS_WITH(lib::layerNormCall(8, 128, llo::DType::S8), Catch::Contains("f32 or bf16"));
-  CHECK_THROWS_WITH(lib::swiGluCall(8, 128, 128, llo::DType::S32), Catch::Contains("f32 or bf16"));
+  lib::SwiGluOptions o;
+  o.outType = llo::DType::S32;
+  CHECK_THROWS_WITH(lib::swiGluCall(8, 128, 128, o), Catch::Contains("f32 or bf16"));
+  CHECK_THROWS_WITH(lib::buildKernel("swiglu", {{"gate_up_layout", "dd"}}),
+                    Catch::Contains("'gate_up_layout' = 'dd': expected fd or df"));
 }
