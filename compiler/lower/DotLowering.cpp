@@ -202,6 +202,10 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   set(outR->axes()[1], bm, 1);
   set(outR->axes()[2], bn, 2);
 
+  lhsR->dropUnitLeadAxes();
+  rhsR->dropUnitLeadAxes();
+  outR->dropUnitLeadAxes();
+
   KernelPlan plan;
   plan.target = &t;
   plan.config.grid = {B, cdiv(M, bm), cdiv(N, bn), kBlocks};
@@ -225,8 +229,8 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     dsl::when(kb == 0, [&] { acc.store(dsl::zeros(abm, abn, accType)); });
     dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
     dsl::Array b = rhsR->emit(rhsRoot, identity(rhsRoot->shape().rank()), refs);
-    a = dsl::broadcast_to(a, abm, abk);
-    b = transposed ? dsl::broadcast_to(b, abn, abk) : dsl::broadcast_to(b, abk, abn);
+    a = expandTo(a, abm, abk);
+    b = transposed ? expandTo(b, abn, abk) : expandTo(b, abk, abn);
     if (a.dtype() != mxType) a = a.astype(mxType);
     if (b.dtype() != mxType) b = b.astype(mxType);
     if (kTail != abk) {

@@ -35,8 +35,9 @@ Array back(const Array& a, dsl::DType t) { return a.dtype() == t ? a : a.astype(
 
 // floor / ceil of f32 values: the integer convert truncates toward zero; values
 // of magnitude >= 2^23 are integers already (and may not fit s32).
-Array roundToward(const Array& x, bool up) {
-  Array t = x.astype(dsl::S32).astype(dsl::F32);
+Array roundToward(const Array& xIn, bool up) {
+  Array x = materialized(xIn);
+  Array t = materialized(x.astype(dsl::S32).astype(dsl::F32));
   Array one = dsl::full(1, 1, 1.0, dsl::F32), zero = dsl::zeros(1, 1, dsl::F32);
   Array r = up ? t + dsl::where(t < x, one, zero) : t - dsl::where(t > x, one, zero);
   return dsl::where(dsl::abs(x) < dsl::full(1, 1, 8388608.0, dsl::F32), r, x);
@@ -44,18 +45,23 @@ Array roundToward(const Array& x, bool up) {
 
 // sin(x) (cosine: quarter = 1, i.e. sin(x + pi/2)) in f32: x = q pi/2 + r with
 // |r| <= pi/4, then the sine or cosine polynomial of r by the quadrant q mod 4.
-Array sinQuadrant(const Array& x, int quarter) {
+Array sinQuadrant(const Array& xIn, int quarter) {
   using dsl::full;
   auto c = [](double v) { return full(1, 1, v, dsl::F32); };
-  Array q = roundToward(x * 0.63661977236758134 + 0.5, false);  // round(x / (pi/2))
-  Array r = ((x - q * 1.5703125) - q * 4.837512969970703125e-4) - q * 7.54978995489188216e-8;
-  Array r2 = r * r;
+  // Stored between steps: every value below is read several times.
+  Array x = materialized(xIn);
+  Array q = materialized(roundToward(x * 0.63661977236758134 + 0.5, false));  // round(x / (pi/2))
+  Array r = materialized(((x - q * 1.5703125) - q * 4.837512969970703125e-4) -
+                         q * 7.54978995489188216e-8);
+  Array r2 = materialized(r * r);
   Array sinp =
       r + r * r2 * (c(-1.6666654611e-1) + r2 * (c(8.3321608736e-3) + r2 * -1.9515295891e-4));
   Array cosp = (1.0 - r2 * 0.5) + r2 * r2 *
                                       (c(4.166664568298827e-2) +
                                        r2 * (c(-1.388731625493765e-3) + r2 * 2.443315711809948e-5));
-  Array n = (q.astype(dsl::S32) + quarter) & full(1, 1, 3, dsl::S32);
+  sinp = materialized(sinp);
+  cosp = materialized(cosp);
+  Array n = materialized((q.astype(dsl::S32) + quarter) & full(1, 1, 3, dsl::S32));
   Array v = dsl::where(n == full(1, 1, 0, dsl::S32), sinp,
                        dsl::where(n == full(1, 1, 1, dsl::S32), cosp,
                                   dsl::where(n == full(1, 1, 2, dsl::S32), -sinp, -cosp)));
@@ -188,13 +194,13 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
       }
       case HloOpcode::Expm1: {
         needFloat();
-        Array x = inF32(a);
+        Array x = materialized(inF32(a));
         Array small = dsl::abs(x) < dsl::full(1, 1, 1e-3, dsl::F32);
         return back(dsl::where(small, x + x * x * 0.5, dsl::exp(x) - 1.0), at);
       }
       case HloOpcode::Log1p: {
         needFloat();
-        Array x = inF32(a);
+        Array x = materialized(inF32(a));
         Array small = dsl::abs(x) < dsl::full(1, 1, 1e-4, dsl::F32);
         return back(dsl::where(small, x - x * x * 0.5, dsl::log(x + 1.0)), at);
       }

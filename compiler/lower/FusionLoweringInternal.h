@@ -90,6 +90,9 @@ class Region {
   // dims); throws CannotLower when a group's dims cannot merge. `what` names
   // the region in that message.
   void formGroupAxes(const std::vector<std::vector<int>>& groups, const std::string& what);
+  // Drops leading axes of size 1 (they only add a unit dim to every array;
+  // the code generator handles rank-2 blocks best). Call after setting blocks.
+  void dropUnitLeadAxes();
   std::vector<Axis>& axes() { return axes_; }
   const std::vector<Axis>& axes() const { return axes_; }
   // The axis index holding space dim d (-1 for a dropped unit dim).
@@ -167,6 +170,15 @@ void addLeafInputs(Region& r, KernelPlan& plan);
 // The common finish: trace the body, name the kernel after the instruction and
 // set its location from the metadata. DSL errors become CannotLower.
 LoweredKernel finishKernel(const ComputeGraph& g, KernelPlan& plan, dsl::KernelBody body);
+
+// `a` computed once into a VMEM temporary and read back (a view): a value
+// used several times is then not recomputed, since DSL arrays are expression
+// trees. Pred arrays (masks) cannot be stored and are returned as they are.
+dsl::Array materialized(const dsl::Array& a);
+
+// `a` broadcast to rows x cols (NumPy rules); `a` itself when it has that
+// shape. Unlike dsl::broadcast_to it evaluates `a` once per tile.
+dsl::Array expandTo(const dsl::Array& a, int64_t rows, int64_t cols);
 
 // Per-kind emitters.
 LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t);    // LoopLowering.cpp

@@ -143,7 +143,7 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
     if (kind == ReduceKind::Min) x = -x;
     // An input that does not vary along an axis (a broadcast) still counts
     // once per element of the block.
-    x = dsl::broadcast_to(x, axes[n - 2].block, axes[n - 1].block);
+    x = expandTo(x, axes[n - 2].block, axes[n - 1].block);
     auto reduceAxis = [&](const dsl::Array& v, int axis) {
       return kind == ReduceKind::Sum ? dsl::sum(v, axis) : dsl::max(v, axis);
     };

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "compiler/lower/FusionLoweringInternal.h"
+#include "kernels/dsl/Emit.h"
 
 namespace tpusim::lower::detail {
 
@@ -239,6 +240,10 @@ void Region::formGroupAxes(const std::vector<std::vector<int>>& groups, const st
   }
 }
 
+void Region::dropUnitLeadAxes() {
+  while (axes_.size() > 2 && axes_[0].size == 1) axes_.erase(axes_.begin());
+}
+
 int Region::axisOf(int d) const {
   for (size_t a = 0; a < axes_.size(); ++a)
     if (std::find(axes_[a].dims.begin(), axes_[a].dims.end(), d) != axes_[a].dims.end())
@@ -311,6 +316,9 @@ dsl::Array Region::emit(const HloInstruction* inst, const Embedding& emb,
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;
   dsl::Array a = emitUncached(inst, key.second, refs, hero);
+  // A computed value read by several users is stored once (see materialized).
+  bool computes = hlo::isElementwise(inst->opcode()) && inst != stop_ && !g_->isLeaf(inst);
+  if (computes && inst->userCount() > 1) a = materialized(a);
   memo_[key] = a;
   return a;
 }
@@ -362,6 +370,18 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
   for (int64_t k = 0; k < inst->operandCount(); ++k)
     ops.push_back(emit(inst->operand(k), operandEmbedding(g, *inst, k, emb), refs, hero));
   return emitElementwise(g, *inst, ops);
+}
+
+dsl::Array materialized(const dsl::Array& a) {
+  if (a.dtype() == dsl::BOOL) return a;
+  return dsl::Array(dsl::materialize(a.node(), dsl::Loc::here()));
+}
+
+dsl::Array expandTo(const dsl::Array& a, int64_t rows, int64_t cols) {
+  if (a.rows() == rows && a.cols() == cols) return a;
+  dsl::Array all = dsl::full(rows, cols, 0, dsl::S32) == dsl::zeros(1, 1, dsl::S32);
+  if (a.dtype() == dsl::BOOL) return all & a;
+  return dsl::where(all, a, dsl::zeros(1, 1, a.dtype()));
 }
 
 void addLeafInputs(Region& r, KernelPlan& plan) {
