@@ -168,6 +168,12 @@ void DmaFragment::dmaOn(const isa::DmaDescriptor& d, int queue) {
   pending_[size_t(queue)] += multiplier_;
 }
 
+void DmaFragment::storeDescriptorWord(int64_t word, int index, MOperand value) {
+  MInstr st = kernels::codegen::makeInstr(Opcode::SSt, {value, constant(word), I(index)});
+  st.mem = MemAccess{MemAccess::Space::Smem, kDescriptorRegion, true, -1, 0};
+  emitInstr(st);
+}
+
 void DmaFragment::waitOldest(int queue) {
   queue %= queues_;
   // In a loop, the DMA waited for may be issued later in the body (the

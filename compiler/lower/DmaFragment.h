@@ -83,6 +83,9 @@ class DmaFragment {
   int takeQueue();
   // Issues a descriptor that never changes on `queue` (straight-line code only).
   void dmaOn(const isa::DmaDescriptor& d, int queue);
+  // sst of `value` into word `index` of the descriptor template at `word`
+  // (before the dmaAt that issues it).
+  void storeDescriptorWord(int64_t word, int index, MOperand value);
   // Waits for the oldest DMA of `queue` not yet waited for (descriptors of a
   // queue complete in order, each adding 1 to the queue's flag). Inside a
   // loop it runs once per iteration.

@@ -56,6 +56,18 @@ TEST_CASE("transposes move the longest contiguous runs", "[dma]") {
   CHECK(xlu.fragment.program.costs.at(0).vmemBytesWritten == 256 * 384 * 4);
   runOp(module("  p = s32[3,128,256] parameter(0)",
                "s32[3,256,128] transpose(p), dimensions={0,2,1}"));
+  runOp(module("  p = f32[2,256,128] parameter(0)",
+               "f32[2,128,256] transpose(p), dimensions={0,2,1}"));
+  // bf16 and int8 are widened to one element per VMEM word by the DMA.
+  RunOutcome xlu16 = runOp(module("  p = bf16[2,256,384] parameter(0)",
+                                  "bf16[2,384,256] transpose(p), dimensions={0,2,1}"));
+  CHECK(xlu16.fragment.program.costs.at(0).vmemBytesWritten == 2 * 256 * 384 * 2);
+  runOp(module("  p = s8[128,128] parameter(0)", "s8[128,128] transpose(p), dimensions={1,0}"));
+  // Strips 2 and 4 tiles tall (longer result runs); three strips (no double buffering).
+  runOp(module("  p = f32[512,256] parameter(0)", "f32[256,512] transpose(p), dimensions={1,0}"));
+  runOp(
+      module("  p = bf16[1024,128] parameter(0)", "bf16[128,1024] transpose(p), dimensions={1,0}"));
+  runOp(module("  p = f32[384,128] parameter(0)", "f32[128,384] transpose(p), dimensions={1,0}"));
   // Big enough to be staged through VMEM (runs of 128 and 256 bytes): the
   // fragment reads source blocks into VMEM and writes the runs from there.
   RunOutcome staged = runOp(module("  p = bf16[512,8,64] parameter(0)",

@@ -45,7 +45,7 @@ TEST_CASE("data movement runs near the HBM peak", "[dma][efficiency]") {
   Timing x32 =
       measure("transpose f32[2048,2048]^T (transpose unit)", "  p = f32[2048,2048] parameter(0)",
               "f32[2048,2048] transpose(p), dimensions={1,0}");
-  CHECK(x32.efficiency() > 0.35);  // element DMAs: 1.4%
+  CHECK(x32.efficiency() > 0.5);  // element DMAs: 1.4%
   measure("transpose bf16[2048,2048]^T (transpose unit)", "  p = bf16[2048,2048] parameter(0)",
           "bf16[2048,2048] transpose(p), dimensions={1,0}");
   measure("transpose f32[512,512] -> [512,512]^T (elements)", "  p = f32[512,512] parameter(0)",
