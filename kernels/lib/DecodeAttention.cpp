@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "kernels/dsl/HostArrayIo.h"
 #include "kernels/lib/FlashAttention.h"
 
 namespace tpusim::kernels::lib {
@@ -30,18 +32,19 @@ void checkShape(const DecodeShape& s, const char* what) {
 void decodeStep(const OnlineSoftmax& sm, const Ref& q, const Ref& k, const Ref& v, Scalar len,
                 Scalar kStart, int64_t cols, double scale) {
   when(kStart < len, [&] {
-    Array s = dot(q.load(), k.load(), {false, true}) * scale;
-    Array col = iota(1, cols, 1) + splat(kStart, 1, 1);
-    s = where(col < splat(len, 1, 1), s, full(1, 1, OnlineSoftmax::kMaskValue));
+    auto score = [=](const Array& raw, Scalar, int64_t col0) {
+      Array col = iota(1, raw.cols(), 1) + splat(kStart + col0, 1, 1);
+      return where(col < splat(len, 1, 1), raw * scale, full(1, 1, OnlineSoftmax::kMaskValue));
+    };
     // Only the block holding the last position has rows past the length.
     when_else(
         kStart + cols > len,
         [&] {
           Array vv =
               where(iota(cols, 1, 0) < splat(len - kStart, 1, 1), v.load(), zeros(1, 1, BF16));
-          sm.update(s, vv);
+          sm.update(q.load(), k.load(), score, vv);
         },
-        [&] { sm.update(s, v.load()); });
+        [&] { sm.update(q.load(), k.load(), score, v.load()); });
   });
 }
 
@@ -226,6 +229,125 @@ std::vector<double> pagedAttentionReference(const std::vector<int32_t>& lengths,
       }
     }
   return out;
+}
+
+}  // namespace tpusim::kernels::lib
+
+namespace tpusim::kernels::lib {
+
+namespace {
+
+// Sequence lengths: all `fixed`, or (fixed = 0) seeded values in [1, capacity]
+// with the first sequence full, so both a full and a partial last block occur.
+dsl::HostArray lengthsArray(int64_t batch, int64_t capacity, int64_t fixed, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int64_t> len(1, capacity);
+  std::vector<int32_t> v(static_cast<size_t>(batch));
+  for (size_t b = 0; b < v.size(); ++b)
+    v[b] = int32_t(fixed > 0 ? fixed : (b == 0 ? capacity : len(rng)));
+  return dsl::HostArray::fromInts({batch}, S32, v);
+}
+
+std::vector<int32_t> intsOf(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+const std::vector<ParamSpec> kDecodeParams = {
+    {"batch", "2", "sequences"},
+    {"kv_heads", "2", "key/value heads"},
+    {"group", "1", "query heads per kv head (GQA; 1 = multi-head)"},
+    {"head_dim", "128", "head dimension"},
+    {"length", "0", "every sequence's length; 0 = seeded lengths in [1, capacity]"},
+    {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"}};
+
+DecodeShape decodeShapeOf(const Params& p) {
+  return {p.integer("batch", 1), p.integer("kv_heads", 1), p.integer("group", 1),
+          p.integer("head_dim", 1)};
+}
+
+// Outputs are averages of |v| < 2 in f32; p is rounded to bf16 for the MXU.
+constexpr Tolerance kDecodeTolerance{2e-2, 0.2};
+
+}  // namespace
+
+KernelEntry decodeAttentionEntry() {
+  KernelEntry e;
+  e.name = "decode_attention";
+  e.description =
+      "one query token per head against a contiguous KV cache [batch, kv_heads, max_len, d] "
+      "bf16, run-time lengths (scalar prefetch), GQA";
+  e.params = kDecodeParams;
+  e.params.push_back({"max_len", "2048", "cache capacity (positions)"});
+  e.params.push_back({"block_k", "512", "cache positions per grid step (a power of two >= 128)"});
+  e.build = [](const Params& p) {
+    DecodeShape s = decodeShapeOf(p);
+    int64_t maxLen = p.integer("max_len", 1), fixed = p.integer("length", 0);
+    if (fixed > maxLen) p.invalid("length", fmt::format("exceeds max_len {}", maxLen));
+    DecodeAttentionParams dp;
+    dp.blockK = p.integer("block_k", 1);
+    dp.smScale = p.real("sm_scale");
+    dp.vmemLimitBytes = int64_t(96) << 20;
+    LibraryKernel lk{
+        decodeAttentionCall(s, maxLen, dp), decodeAttentionInputs(s, maxLen), {}, kDecodeTolerance};
+    lk.reference = [=](const std::vector<std::vector<double>>& in) {
+      return std::vector<std::vector<double>>{decodeAttentionReference(
+          intsOf(in.at(0)), in.at(1), in.at(2), in.at(3), s, maxLen, dp.smScale)};
+    };
+    std::vector<dsl::ShapeDtype> shapes = lk.inputs;
+    lk.makeInputs = [=](std::mt19937_64& rng) {
+      std::vector<dsl::HostArray> in{lengthsArray(s.batch, maxLen, fixed, rng)};
+      for (size_t i = 1; i < shapes.size(); ++i)
+        in.push_back(dsl::randomArray(shapes[i].shape, shapes[i].dtype, rng));
+      return in;
+    };
+    return lk;
+  };
+  return e;
+}
+
+KernelEntry pagedAttentionEntry() {
+  KernelEntry e;
+  e.name = "paged_attention";
+  e.description =
+      "one query token per head against a paged KV cache [kv_heads, num_pages, page_size, d] "
+      "bf16 through a page table (scalar prefetch), run-time lengths, GQA";
+  e.params = kDecodeParams;
+  e.params.push_back({"num_pages", "64", "physical pages per kv head"});
+  e.params.push_back({"page_size", "128", "positions per page (<= 128 or a multiple of 128)"});
+  e.params.push_back({"pages_per_seq", "16", "page-table entries per sequence"});
+  e.build = [](const Params& p) {
+    DecodeShape s = decodeShapeOf(p);
+    PagedLayout pg{p.integer("num_pages", 1), p.integer("page_size", 1),
+                   p.integer("pages_per_seq", 1)};
+    if (pg.numPages < s.batch * pg.pagesPerSeq)
+      p.invalid("num_pages", fmt::format("fewer than batch x pages_per_seq = {} (each sequence "
+                                         "gets distinct pages)",
+                                         s.batch * pg.pagesPerSeq));
+    int64_t capacity = pg.pageSize * pg.pagesPerSeq, fixed = p.integer("length", 0);
+    if (fixed > capacity)
+      p.invalid("length", fmt::format("exceeds page_size x pages_per_seq = {}", capacity));
+    DecodeAttentionParams dp;
+    dp.smScale = p.real("sm_scale");
+    dp.vmemLimitBytes = int64_t(96) << 20;
+    LibraryKernel lk{
+        pagedAttentionCall(s, pg, dp), pagedAttentionInputs(s, pg), {}, kDecodeTolerance};
+    lk.reference = [=](const std::vector<std::vector<double>>& in) {
+      return std::vector<std::vector<double>>{pagedAttentionReference(
+          intsOf(in.at(0)), intsOf(in.at(1)), in.at(2), in.at(3), in.at(4), s, pg, dp.smScale)};
+    };
+    std::vector<dsl::ShapeDtype> shapes = lk.inputs;
+    lk.makeInputs = [=](std::mt19937_64& rng) {
+      std::vector<int32_t> pages(static_cast<size_t>(pg.numPages));
+      for (size_t i = 0; i < pages.size(); ++i) pages[i] = int32_t(i);
+      std::shuffle(pages.begin(), pages.end(), rng);
+      pages.resize(static_cast<size_t>(s.batch * pg.pagesPerSeq));
+      std::vector<dsl::HostArray> in{
+          lengthsArray(s.batch, capacity, fixed, rng),
+          dsl::HostArray::fromInts({s.batch, pg.pagesPerSeq}, S32, pages)};
+      for (size_t i = 2; i < shapes.size(); ++i)
+        in.push_back(dsl::randomArray(shapes[i].shape, shapes[i].dtype, rng));
+      return in;
+    };
+    return lk;
+  };
+  return e;
 }
 
 }  // namespace tpusim::kernels::lib

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "kernels/dsl/PallasCall.h"
+#include "kernels/lib/Registry.h"
 
 namespace tpusim::kernels::lib {
 
@@ -71,5 +72,10 @@ std::vector<double> pagedAttentionReference(const std::vector<int32_t>& lengths,
                                             const std::vector<double>& vPages,
                                             const DecodeShape& shape, const PagedLayout& pages,
                                             double smScale = 0);
+
+// Registry entries "decode_attention" and "paged_attention". Their inputs come
+// with valid lengths (and a page table of distinct pages), not random words.
+KernelEntry decodeAttentionEntry();
+KernelEntry pagedAttentionEntry();
 
 }  // namespace tpusim::kernels::lib

@@ -26,8 +26,9 @@ bool widthOk(int64_t n) { return n >= 1 && (n <= 128 || n % 128 == 0); }
 }  // namespace
 
 std::vector<ScratchSpec> OnlineSoftmax::scratch(int64_t rows, int64_t cols, int64_t d) {
-  return {VMEM({rows, 128}, F32), VMEM({rows, 128}, F32),  VMEM({rows, 128}, F32),
-          VMEM({rows, d}, F32),   VMEM({rows, cols}, F32), VMEM({rows, cols}, F32)};
+  return {VMEM({rows, 128}, F32),  VMEM({rows, 128}, F32),  VMEM({rows, 128}, F32),
+          VMEM({rows, d}, F32),    VMEM({rows, cols}, F32), VMEM({rows, cols}, F32),
+          VMEM({rows, cols}, BF16)};
 }
 
 OnlineSoftmax::OnlineSoftmax(const std::vector<Ref>& r, int64_t rows_, int64_t cols_, int64_t d_)
@@ -37,6 +38,7 @@ OnlineSoftmax::OnlineSoftmax(const std::vector<Ref>& r, int64_t rows_, int64_t c
       acc(r.at(3)),
       s(r.at(4)),
       p(r.at(5)),
+      pb(r.at(6)),
       rows(rows_),
       cols(cols_),
       d(d_) {
@@ -47,39 +49,67 @@ OnlineSoftmax::OnlineSoftmax(const std::vector<Ref>& r, int64_t rows_, int64_t c
         cols, d));
 }
 
-void OnlineSoftmax::init() const {
-  m.store(full(rows, 128, -std::numeric_limits<double>::infinity()));
-  l.store(zeros(rows, 128));
-  acc.store(zeros(rows, d));
+// Rows are independent in a softmax, so every row-wise pass runs per slab of (up
+// to) 8 rows: a store or reduction of at most 8 rows is straight-line code.
+// Slabs go kSlabsPerIteration at a time through a counted loop, so each
+// iteration is one basic block whose independent slabs the scheduler
+// interleaves (a store of more rows is a loop whose iterations each wait out the
+// whole latency chain; all slabs in one block make a block the scheduler does not
+// finish for more than 12 slabs, see the report of lib-attention).
+void OnlineSoftmax::forSlabs(const std::function<void(Scalar r0, int64_t n)>& fn) const {
+  constexpr int64_t kGroupRows = 8 * kSlabsPerIteration;
+  int64_t groups = rows / kGroupRows;
+  auto group = [&](Scalar base) {
+    for (int64_t j = 0; j < kSlabsPerIteration; ++j) fn(base + 8 * j, 8);
+  };
+  if (groups == 1) group(0);
+  if (groups > 1) fori_loop(0, groups, [&](Scalar i) { group(i * kGroupRows); });
+  for (int64_t r0 = groups * kGroupRows; r0 < rows; r0 += 8)
+    fn(Scalar(r0), std::min<int64_t>(8, rows - r0));
 }
 
-void OnlineSoftmax::update(const Array& scores, const Array& v) const {
-  // The scores are read several times: materialize them once.
-  s.store(scores);
-  // New row max: fold the old max and every 128-column window of s element-wise,
-  // then one lane reduction per row tile; the result is lane-replicated, so it
-  // broadcasts over any width without a lane shuffle.
-  Array folded;
-  for (auto [c0, w] : laneWindows(cols)) {
-    Array win = s.load(ds(0, rows), ds(c0, w));
-    folded = folded.valid() ? maximum(folded, win) : maximum(m.load(ds(0, rows), ds(0, w)), win);
-  }
-  Array mNext = max(folded, 1);
-  alpha.store(exp(m.load() - mNext));
-  p.store(exp(s.load() - mNext));
-  l.store(alpha.load() * l.load() + sum(p.load(), 1));
-  m.store(mNext);
-  for (auto [c0, w] : laneWindows(d))
-    acc.store(ds(0, rows), ds(c0, w),
-              acc.load(ds(0, rows), ds(c0, w)) * alpha.load(ds(0, rows), ds(0, w)));
-  acc.store(acc.load() + dot(p.load().astype(BF16), v));
+void OnlineSoftmax::init() const {
+  forSlabs([&](Scalar r0, int64_t n) {
+    m.store(ds(r0, n), ds(0, 128), full(n, 128, -std::numeric_limits<double>::infinity()));
+    l.store(ds(r0, n), ds(0, 128), zeros(n, 128));
+    acc.store(ds(r0, n), ds(0, d), zeros(n, d));
+  });
+}
+
+void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& score,
+                           const Array& v) const {
+  forSlabs([&](Scalar r0, int64_t n) { s.store(ds(r0, n), ds(0, cols), zeros(n, cols)); });
+  s.store(s.load() + dot(q, k, {false, true}));
+  forSlabs([&](Scalar r0, int64_t n) {
+    auto rowsOf = [&](const Ref& r, int64_t c0, int64_t w) { return r.load(ds(r0, n), ds(c0, w)); };
+    // New row max: fold the old max and every 128-column window of the scores
+    // element-wise, then one lane reduction; the result is lane-replicated, so
+    // it broadcasts over any width without a lane shuffle.
+    Array folded;
+    for (auto [c0, w] : laneWindows(cols)) {
+      Array win = score(rowsOf(s, c0, w), r0, c0);
+      folded = folded.valid() ? maximum(folded, win) : maximum(rowsOf(m, 0, w), win);
+    }
+    Array mNext = max(folded, 1);
+    alpha.store(ds(r0, n), ds(0, 128), exp(rowsOf(m, 0, 128) - mNext));
+    p.store(ds(r0, n), ds(0, cols), exp(score(rowsOf(s, 0, cols), r0, 0) - mNext));
+    l.store(ds(r0, n), ds(0, 128),
+            rowsOf(alpha, 0, 128) * rowsOf(l, 0, 128) + sum(rowsOf(p, 0, cols), 1));
+    m.store(ds(r0, n), ds(0, 128), mNext);
+    pb.store(ds(r0, n), ds(0, cols), rowsOf(p, 0, cols).astype(BF16));
+    for (auto [c0, w] : laneWindows(d))
+      acc.store(ds(r0, n), ds(c0, w), rowsOf(acc, c0, w) * rowsOf(alpha, 0, w));
+  });
+  acc.store(acc.load() + dot(pb.load(), v));
 }
 
 void OnlineSoftmax::finish(const Ref& out) const {
-  for (auto [c0, w] : laneWindows(d)) {
-    Array o = acc.load(ds(0, rows), ds(c0, w)) * reciprocal(l.load(ds(0, rows), ds(0, w)));
-    out.store(ds(0, rows), ds(c0, w), o.astype(out.dtype()));
-  }
+  forSlabs([&](Scalar r0, int64_t n) {
+    for (auto [c0, w] : laneWindows(d)) {
+      Array o = acc.load(ds(r0, n), ds(c0, w)) * reciprocal(l.load(ds(r0, n), ds(0, w)));
+      out.store(ds(r0, n), ds(c0, w), o.astype(out.dtype()));
+    }
+  });
 }
 
 std::vector<ShapeDtype> flashAttentionInputs(int64_t bh, int64_t seqQ, int64_t seqK,
@@ -150,23 +180,26 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     Scalar qi = program_id(1), kv = program_id(2);
     Scalar qStart = qi * bq, kStart = kv * bk;
     when(kv == 0, [&] { sm.init(); });
-    auto step = [&](bool maskV) {
-      Array s = dot(q.load(), k.load(), {false, true}) * scale;
-      Array col = iota(1, bk, 1) + splat(kStart, 1, 1);
+    // Scale, then mask keys past seq_k (ragged) and after the query (causal).
+    auto score = [=](const Array& raw, Scalar row0, int64_t col0) {
+      Array s = raw * scale;
+      Array col = iota(1, raw.cols(), 1) + splat(kStart + col0, 1, 1);
       Array valid;
       if (raggedK) valid = col < splat(Scalar(seqK), 1, 1);
       if (causal) {
-        Array row = iota(bq, 1, 0) + splat(qStart, 1, 1);
+        Array row = iota(raw.rows(), 1, 0) + splat(qStart + row0, 1, 1);
         Array below = col <= row;
         valid = valid.valid() ? (valid & below) : below;
       }
-      if (valid.valid()) s = where(valid, s, full(1, 1, OnlineSoftmax::kMaskValue));
+      return valid.valid() ? where(valid, s, full(1, 1, OnlineSoftmax::kMaskValue)) : s;
+    };
+    auto step = [&](bool maskV) {
       Array vv = v.load();
       // Rows past seq_k in the last block are undefined (NaN in interpret mode):
       // zero them, as 0 * NaN would poison the accumulator.
       if (maskV)
         vv = where(iota(bk, 1, 0) < splat(Scalar(seqK) - kStart, 1, 1), vv, zeros(1, 1, BF16));
-      sm.update(s, vv);
+      sm.update(q.load(), k.load(), score, vv);
     };
     // Causal: blocks entirely above the diagonal (first key after the last query) do nothing.
     Scalar needed = causal ? (kStart <= qStart + (bq - 1)) : Scalar(1);
@@ -209,6 +242,49 @@ std::vector<double> flashAttentionReference(const std::vector<double>& q,
       }
     }
   return out;
+}
+
+}  // namespace tpusim::kernels::lib
+
+namespace tpusim::kernels::lib {
+
+KernelEntry flashAttentionEntry() {
+  KernelEntry e;
+  e.name = "flash_attention";
+  e.description =
+      "softmax(q k^T * scale) v over q [bh, seq_q, d], k, v [bh, seq_k, d] bf16 (online softmax)";
+  e.params = {{"bh", "2", "batch * heads"},
+              {"seq_q", "256", "query sequence length"},
+              {"seq_k", "256", "key/value sequence length"},
+              {"head_dim", "128", "head dimension (64, 128, ...)"},
+              {"block_q", "128", "query rows per block (a multiple of 8)"},
+              {"block_k", "128", "key rows per block (a multiple of 128)"},
+              {"causal", "false", "mask keys after the query position"},
+              {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"},
+              {"out_dtype", "bf16", "output dtype: bf16 or f32"}};
+  e.build = [](const Params& p) {
+    int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
+    int64_t d = p.integer("head_dim", 1);
+    FlashAttentionParams fp;
+    fp.blockQ = p.integer("block_q", 1);
+    fp.blockK = p.integer("block_k", 1);
+    fp.causal = p.flag("causal");
+    fp.smScale = p.real("sm_scale");
+    fp.outType = p.dtype("out_dtype", {BF16, F32});
+    // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
+    fp.vmemLimitBytes = int64_t(96) << 20;
+    LibraryKernel lk{
+        flashAttentionCall(bh, sq, sk, d, fp), flashAttentionInputs(bh, sq, sk, d), {}, {}};
+    lk.reference = [=](const std::vector<std::vector<double>>& in) {
+      return std::vector<std::vector<double>>{flashAttentionReference(
+          in.at(0), in.at(1), in.at(2), bh, sq, sk, d, fp.causal, fp.smScale)};
+    };
+    // p is rounded to bf16 for the MXU (2^-9 relative per weight) and a bf16
+    // output once more; outputs are averages of |v| < 2, errors are absolute-like.
+    lk.tolerance = fp.outType == BF16 ? Tolerance{3e-2, 0.2} : Tolerance{2e-2, 0.2};
+    return lk;
+  };
+  return e;
 }
 
 }  // namespace tpusim::kernels::lib

@@ -20,7 +20,10 @@
 // undefined), query rows past seq_q are computed and clipped on write-back.
 #pragma once
 
+#include <functional>
+
 #include "kernels/dsl/PallasCall.h"
+#include "kernels/lib/Registry.h"
 
 namespace tpusim::kernels::lib {
 
@@ -47,17 +50,27 @@ std::vector<dsl::ShapeDtype> flashAttentionInputs(int64_t bh, int64_t seqQ, int6
 // The online-softmax state both attention kernels keep in VMEM scratch, for
 // `rows` query rows, `cols` key columns per grid step and head_dim `d`:
 // m, l, alpha [rows, 128] f32 (row values replicated over the lanes), acc
-// [rows, d] f32, s and p [rows, cols] f32. cols: at most 128, or a multiple of
-// 128; d: at most 128, or a multiple of 128.
+// [rows, d] f32, s and p [rows, cols] f32, pb [rows, cols] bf16 (p for the
+// MXU). cols: at most 128, or a multiple of 128; d: at most 128, or a multiple
+// of 128.
 struct OnlineSoftmax {
   static std::vector<dsl::ScratchSpec> scratch(int64_t rows, int64_t cols, int64_t d);
   // The refs of scratch() in order, as the kernel body receives them.
   OnlineSoftmax(const std::vector<dsl::Ref>& refs, int64_t rows, int64_t cols, int64_t d);
 
+  // Turns raw scores q.k of the rows [row0, row0 + raw.rows()) and columns
+  // [col0, col0 + raw.cols()) of the step into the scores the
+  // softmax sees: scaled, and kMaskValue where a key is not visible. Applied
+  // lazily wherever the scores are read, so it costs VPU work, not a VMEM pass.
+  using ScoreFn = std::function<dsl::Array(const dsl::Array& raw, dsl::Scalar row0, int64_t col0)>;
+
   void init() const;  // m = -inf, l = 0, acc = 0
-  // One step: `scores` [rows, cols] f32, already scaled, masked entries set to
-  // kMaskValue; `v` [cols, d] bf16 (rows of undefined data zeroed by the caller).
-  void update(const dsl::Array& scores, const dsl::Array& v) const;
+  // One step: raw scores q [rows, d] x k [cols, d]^T on the MXU (accumulated
+  // into s: a dot inside an element-wise expression would be re-emitted per row
+  // tile), then the online-softmax update with v [cols, d] bf16 (rows of
+  // undefined data zeroed by the caller).
+  void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score,
+              const dsl::Array& v) const;
   // out = acc / l, cast to the ref's dtype.
   void finish(const dsl::Ref& out) const;
 
@@ -66,8 +79,12 @@ struct OnlineSoftmax {
   // never inf - inf = NaN.
   static constexpr double kMaskValue = -0.7 * 3.4028234663852886e38;
 
-  dsl::Ref m, l, alpha, acc, s, p;
+  dsl::Ref m, l, alpha, acc, s, p, pb;
   int64_t rows, cols, d;
+
+ private:
+  static constexpr int64_t kSlabsPerIteration = 4;
+  void forSlabs(const std::function<void(dsl::Scalar r0, int64_t n)>& fn) const;
 };
 
 // Plain C++ reference in double precision: the same layout, values as doubles.
@@ -76,5 +93,8 @@ std::vector<double> flashAttentionReference(const std::vector<double>& q,
                                             const std::vector<double>& v, int64_t bh, int64_t seqQ,
                                             int64_t seqK, int64_t headDim, bool causal,
                                             double smScale = 0);
+
+// Registry entry "flash_attention" (tpu-kernel, custom call tpu.flash_attention).
+KernelEntry flashAttentionEntry();
 
 }  // namespace tpusim::kernels::lib

@@ -8,6 +8,8 @@
 #include <cstdlib>
 
 #include "kernels/dsl/HostArrayIo.h"
+#include "kernels/lib/DecodeAttention.h"
+#include "kernels/lib/FlashAttention.h"
 #include "kernels/lib/LayerNorm.h"
 #include "kernels/lib/Matmul.h"
 #include "kernels/lib/RmsNorm.h"
@@ -64,7 +66,8 @@ KernelEntry softmaxEntry() {
 
 // The registry: one line per kernel (see Registry.h for why it is explicit).
 std::vector<KernelEntry> makeRegistry() {
-  return {matmulEntry(), softmaxEntry(), rmsNormEntry(), layerNormEntry(), swiGluEntry()};
+  return {matmulEntry(), softmaxEntry(),        rmsNormEntry(),         layerNormEntry(),
+          swiGluEntry(), flashAttentionEntry(), decodeAttentionEntry(), pagedAttentionEntry()};
 }
 
 std::string kernelNames() {
