@@ -233,3 +233,33 @@ TEST_CASE("unsupported cases are clear CannotLower errors", "[dma]") {
   CHECK_THAT(refusal(module("  p = f32[4] parameter(0)", "f32[4] negate(p)")),
              Catch::Contains("not a data-movement instruction"));
 }
+
+TEST_CASE("other presets: megacore v4, small tiny8", "[dma]") {
+  // v4 runs every fragment on both cores (like kernels); multi-phase moves
+  // (copy then update, fill then interior) still end with the right bytes.
+  // tiny8 has 256 KiB of VMEM and 64 KiB of SMEM.
+  for (const char* preset : {"v4", "tiny8"}) {
+    INFO(preset);
+    RunOptions o;
+    o.preset = preset;
+    runOp(module("  p = f32[300,256] parameter(0)", "f32[300,256] copy(p)"), o);
+    runOp(module("  p = bf16[512,8,64] parameter(0)",
+                 "bf16[8,512,64] transpose(p), dimensions={1,0,2}"),
+          o);
+    runOp(module("  p = f32[256,384] parameter(0)", "f32[384,256] transpose(p), dimensions={1,0}"),
+          o);
+    runOp(module("  p = f32[30,30] parameter(0)\n  v = f32[] constant(-2)",
+                 "f32[33,31] pad(p, v), padding=2_1x0_1"),
+          o);
+    o.args = {{2, s32(40)}};
+    runOp(module("  c = bf16[1,64,8,128] parameter(0)\n  u = bf16[1,1,8,128] parameter(1)\n  z = "
+                 "s32[] constant(0)\n  pos = s32[] parameter(2)",
+                 "bf16[1,64,8,128] dynamic-update-slice(c, u, z, pos, z, z)"),
+          o);
+    o.args.clear();
+    runOp(module("  t = f32[6,32] parameter(0)\n  ids = s32[64] parameter(1)",
+                 "f32[64,32] gather(t, ids), offset_dims={1}, collapsed_slice_dims={0}, "
+                 "start_index_map={0}, index_vector_dim=1, slice_sizes={1,32}"),
+          o);
+  }
+}

@@ -35,13 +35,20 @@ inline std::string chipsDir() {
   const char* src = std::getenv("TPUSIM_SOURCE_DIR");
   return std::string(src ? src : TPUSIM_TEST_SOURCE_DIR) + "/sim/chips";
 }
-inline const kernels::codegen::TargetInfo& target() {
-  static kernels::codegen::TargetInfo t = kernels::codegen::loadTargetByName("v5e", chipsDir());
-  return t;
+// The code generator's and the simulator's view of a preset (cached by name).
+inline const kernels::codegen::TargetInfo& target(const std::string& preset = "v5e") {
+  static std::map<std::string, kernels::codegen::TargetInfo> cache;
+  auto it = cache.find(preset);
+  if (it == cache.end())
+    it = cache.emplace(preset, kernels::codegen::loadTargetByName(preset, chipsDir())).first;
+  return it->second;
 }
-inline const sim::ChipConfig& chip() {
-  static sim::ChipConfig c = sim::loadChip(chipsDir() + "/v5e.json");
-  return c;
+inline const sim::ChipConfig& chip(const std::string& preset = "v5e") {
+  static std::map<std::string, sim::ChipConfig> cache;
+  auto it = cache.find(preset);
+  if (it == cache.end())
+    it = cache.emplace(preset, sim::loadChip(chipsDir() + "/" + preset + ".json")).first;
+  return it->second;
 }
 
 inline std::unique_ptr<hlo::HloModule> parse(const std::string& text) {
@@ -77,6 +84,7 @@ inline isa::DType isaType(hlo::PrimitiveType t) {
 }
 
 struct RunOptions {
+  std::string preset = "v5e";
   uint64_t seed = 1;
   uint64_t hbmBase = 1 << 20;       // first buffer's address
   uint32_t codeBefore = 0;          // empty bundles linked before the fragment
@@ -161,7 +169,7 @@ inline RunOutcome runOp(const std::string& text, const RunOptions& o = {}) {
   placement.firstBundle = m.nextBundle();
   placement.smemBase = m.nextSmemWord();
   placement.standalone = false;
-  out.fragment = lower::lowerDataMovement(root, addrs, result, target(), placement);
+  out.fragment = lower::lowerDataMovement(root, addrs, result, target(o.preset), placement);
   kernels::codegen::appendKernel(m, out.fragment);
   isa::Program program = kernels::codegen::finishModule(m, buffers);
   for (auto& seg : hbmData) program.data.push_back(seg);
@@ -170,7 +178,7 @@ inline RunOutcome runOp(const std::string& text, const RunOptions& o = {}) {
   so.functional = true;
   so.strict = true;
   so.dmaFactory = sim::makeChipDma;
-  sim::Simulation s(chip(), program, so);
+  sim::Simulation s(chip(o.preset), program, so);
   for (auto& [name, a] : inputs) s.setInput(name, a, name);
   out.sim = s.run();
   INFO(out.fragment.machineText);
