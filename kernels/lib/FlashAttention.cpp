@@ -181,35 +181,50 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     Scalar qStart = qi * bq, kStart = kv * bk;
     when(kv == 0, [&] { sm.init(); });
     // Scale, then mask keys past seq_k (ragged) and after the query (causal).
-    auto score = [=](const Array& raw, Scalar row0, int64_t col0) {
-      Array s = raw * scale;
-      Array col = iota(1, raw.cols(), 1) + splat(kStart + col0, 1, 1);
-      Array valid;
-      if (raggedK) valid = col < splat(Scalar(seqK), 1, 1);
-      if (causal) {
-        Array row = iota(raw.rows(), 1, 0) + splat(qStart + row0, 1, 1);
-        Array below = col <= row;
-        valid = valid.valid() ? (valid & below) : below;
-      }
-      return valid.valid() ? where(valid, s, full(1, 1, OnlineSoftmax::kMaskValue)) : s;
+    // Scale, then mask keys past seq_k (last block of a ragged sequence) and
+    // after the query (blocks crossing the diagonal): the masks cost VPU work
+    // on every score, so blocks that need none get code without them.
+    auto scoreFn = [=](bool maskRagged, bool maskCausal) {
+      return [=](const Array& raw, Scalar row0, int64_t col0) {
+        Array s = raw * scale;
+        if (!maskRagged && !maskCausal) return s;
+        Array col = iota(1, raw.cols(), 1) + splat(kStart + col0, 1, 1);
+        Array valid;
+        if (maskRagged) valid = col < splat(Scalar(seqK), 1, 1);
+        if (maskCausal) {
+          Array row = iota(raw.rows(), 1, 0) + splat(qStart + row0, 1, 1);
+          Array below = col <= row;
+          valid = valid.valid() ? (valid & below) : below;
+        }
+        return where(valid, s, full(1, 1, OnlineSoftmax::kMaskValue));
+      };
     };
-    auto step = [&](bool maskV) {
+    auto step = [&](bool lastRagged, bool maskCausal) {
       Array vv = v.load();
       // Rows past seq_k in the last block are undefined (NaN in interpret mode):
       // zero them, as 0 * NaN would poison the accumulator.
-      if (maskV)
+      if (lastRagged)
         vv = where(iota(bk, 1, 0) < splat(Scalar(seqK) - kStart, 1, 1), vv, zeros(1, 1, BF16));
-      sm.update(q.load(), k.load(), score, vv);
+      sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv);
     };
-    // Causal: blocks entirely above the diagonal (first key after the last query) do nothing.
-    Scalar needed = causal ? (kStart <= qStart + (bq - 1)) : Scalar(1);
-    when(needed, [&] {
+    auto stepRagged = [&](bool maskCausal) {
       if (raggedK)
         when_else(
-            kv == nk - 1, [&] { step(true); }, [&] { step(false); });
+            kv == nk - 1, [&] { step(true, maskCausal); }, [&] { step(false, maskCausal); });
       else
-        step(false);
-    });
+        step(false, maskCausal);
+    };
+    if (causal) {
+      // Blocks entirely above the diagonal (first key after the last query) do
+      // nothing; blocks entirely below it (last key at or before the first query)
+      // need no causal mask.
+      when(kStart <= qStart + (bq - 1), [&] {
+        when_else(
+            kStart + (bk - 1) <= qStart, [&] { stepRagged(false); }, [&] { stepRagged(true); });
+      });
+    } else {
+      stepRagged(false);
+    }
     when(kv == nk - 1, [&] { sm.finish(o); });
   };
   return pallas_call(body, c);

@@ -64,7 +64,7 @@ struct OnlineSoftmax {
   // lazily wherever the scores are read, so it costs VPU work, not a VMEM pass.
   using ScoreFn = std::function<dsl::Array(const dsl::Array& raw, dsl::Scalar row0, int64_t col0)>;
 
-  void init() const;  // m = -inf, l = 0, acc = 0
+  void init() const;  // m = -inf, l = 0, acc = 0, s = 0
   // One step: raw scores q [rows, d] x k [cols, d]^T on the MXU (accumulated
   // into s: a dot inside an element-wise expression would be re-emitted per row
   // tile), then the online-softmax update with v [cols, d] bf16 (rows of
@@ -83,7 +83,7 @@ struct OnlineSoftmax {
   int64_t rows, cols, d;
 
  private:
-  static constexpr int64_t kSlabsPerIteration = 4;
+  static constexpr int64_t kSlabsPerIteration = 8;
   void forSlabs(const std::function<void(dsl::Scalar r0, int64_t n)>& fn) const;
 };
 
