@@ -14,7 +14,7 @@ using hlo::HloOpcode;
 
 bool isComputeInstruction(const HloInstruction& inst) {
   HloOpcode op = inst.opcode();
-  if (op == HloOpcode::Fusion) return true;
+  if (op == HloOpcode::Fusion || detail::isLibraryCall(inst)) return true;
   if (!inst.shape().isArray()) return false;
   if (hlo::isElementwise(op)) return true;
   switch (op) {
@@ -60,6 +60,12 @@ LoweredKernel lowerToKernel(const HloInstruction& inst,
     g.fail(inst,
            "not a compute instruction (data movement and control flow are lowered by the "
            "module compiler)");
+  if (detail::isLibraryCall(inst)) {
+    checkLayout(g, inst, inst.shape(), "the result");
+    for (int64_t k = 0; k < inst.operandCount(); ++k)
+      checkLayout(g, inst, inst.operand(k)->shape(), "an operand");
+    return detail::lowerLibraryCall(g);
+  }
   if (!inst.shape().isArray())
     g.fail(inst, fmt::format("the result {} is not an array (multi-output fusions are not lowered)",
                              inst.shape().toString(false)));

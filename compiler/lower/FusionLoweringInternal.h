@@ -185,5 +185,8 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t);    // Loo
 LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t);  // ReduceLowering.cpp
 LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t);     // DotLowering.cpp
 bool hasDot(const ComputeGraph& g);                                       // DotLowering.cpp
+// custom_call_target="tpu.NAME" (LibraryCallLowering.cpp).
+bool isLibraryCall(const HloInstruction& inst);
+LoweredKernel lowerLibraryCall(const ComputeGraph& g);
 
 }  // namespace tpusim::lower::detail

@@ -4,6 +4,8 @@
 // evaluator's result (LoweringHarness.h).
 #include "testbench/unit/compiler/LoweringHarness.h"
 
+#include <random>
+
 using namespace lowertest;
 
 namespace {
@@ -240,4 +242,49 @@ ENTRY %e {
 })");
   CHECK_THROWS_WITH(lower::lowerToKernel(*m->entry()->root(), v5e()),
                     Catch::Contains("non-default layout"));
+}
+
+TEST_CASE("a custom-call to a library kernel (tpu.rms_norm) runs the library kernel",
+          "[lowering]") {
+  auto m = parse(R"(HloModule t
+ENTRY %e {
+  %x = f32[1,64,256] parameter(0)
+  %w = f32[256] parameter(1)
+  ROOT %n = f32[1,64,256] custom-call(%x, %w), custom_call_target="tpu.rms_norm", backend_config="{\"eps\": 1e-5}"
+})");
+  const hlo::HloInstruction& call = *m->entry()->root();
+  REQUIRE(lower::isComputeInstruction(call));
+  lower::LoweredKernel k = lower::lowerToKernel(call, v5e());
+  CHECK(k.kernel->name == "n");
+  CHECK(k.inputOperand == std::vector<int64_t>{0, 1});
+  CHECK(k.outputIndex == std::vector<std::vector<int64_t>>{{}});
+  std::mt19937_64 rng(3);
+  std::vector<kernels::dsl::HostArray> in{
+      kernels::dsl::randomArray(k.kernel->inputs[0].shape, kernels::llo::DType::F32, rng),
+      kernels::dsl::randomArray(k.kernel->inputs[1].shape, kernels::llo::DType::F32, rng)};
+  kernels::dsl::InterpretResult r = kernels::dsl::interpret(*k.kernel, in);
+  const kernels::dsl::HostArray& out = r.outputs.at(0);
+  for (int64_t row = 0; row < 64; ++row) {
+    double ss = 0;
+    for (int64_t c = 0; c < 256; ++c) ss += std::pow(in[0].floatAt(row * 256 + c), 2);
+    double scale = 1 / std::sqrt(ss / 256 + 1e-5);
+    for (int64_t c = 0; c < 256; ++c) {
+      double want = in[0].floatAt(row * 256 + c) * scale * in[1].floatAt(c);
+      REQUIRE(out.floatAt(row * 256 + c) == Approx(want).epsilon(1e-5).margin(1e-6));
+    }
+  }
+  // A target the library does not have, and operands that do not fit it.
+  auto bad = parse(R"(HloModule t
+ENTRY %e {
+  %x = f32[64,256] parameter(0)
+  %w = f32[128] parameter(1)
+  %u = f32[64,256] custom-call(%x), custom_call_target="tpu.no_such_kernel"
+  ROOT %n = f32[64,256] custom-call(%x, %w), custom_call_target="tpu.rms_norm"
+})");
+  CHECK_THROWS_WITH(lower::lowerToKernel(*bad->entry()->findInstruction("u"), v5e()),
+                    Catch::Contains("cannot lower %u (custom-call): custom-call target "
+                                    "\"tpu.no_such_kernel\""));
+  CHECK_THROWS_WITH(
+      lower::lowerToKernel(*bad->entry()->root(), v5e()),
+      Catch::Contains("operand 1 is f32[128] but the library kernel reads f32[1,256]"));
 }
