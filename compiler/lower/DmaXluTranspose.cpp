@@ -130,8 +130,12 @@ bool tryXluTranspose(DmaOp& op) {
     first.innerBytes = 4;
     f.dmaOn(first, 1);
   }
-  if (buffers == 2)
+  if (buffers == 2) {
+    // The count word may hold the one-row read of an earlier run (a fragment
+    // runs again inside a while loop).
+    f.storeDescriptorWord(wordIn[0], 6, f.constant(tall * kTile));
     f.dmaAt(wordIn[0], RuntimeAddress{src, true, f.constant(0), total}, RuntimeAddress{}, 0);
+  }
 
   const int lv = t.latencyOf(isa::LatencyClass::VectorLoad);
   const int lt = t.latencyOf(isa::LatencyClass::XluTranspose);

@@ -263,3 +263,26 @@ TEST_CASE("other presets: megacore v4, small tiny8", "[dma]") {
           o);
   }
 }
+
+TEST_CASE("a fragment can run again (inside a loop) with the same result", "[dma]") {
+  RunOptions o;
+  o.repeat = 3;
+  o.args = {{1, s32(5)}};
+  runOp(module("  p = f32[16,32] parameter(0)\n  i = s32[] parameter(1)",
+               "f32[4,32] dynamic-slice(p, i, i), dynamic_slice_sizes={4,32}"),
+        o);
+  o.args.clear();
+  // Six strips: a stale VMEM buffer from the previous run would show.
+  runOp(module("  p = f32[768,128] parameter(0)", "f32[128,768] transpose(p), dimensions={1,0}"),
+        o);
+  runOp(module("  p = bf16[512,8,64] parameter(0)",
+               "bf16[8,512,64] transpose(p), dimensions={1,0,2}"),
+        o);
+  runOp(module("  p = bf16[6,8] parameter(0)\n  v = bf16[] parameter(1)",
+               "bf16[5,12] pad(p, v), padding=-1_0x2_2"),
+        o);
+  runOp(module("  t = f32[6,32] parameter(0)\n  ids = s32[64] parameter(1)",
+               "f32[64,32] gather(t, ids), offset_dims={1}, collapsed_slice_dims={0}, "
+               "start_index_map={0}, index_vector_dim=1, slice_sizes={1,32}"),
+        o);
+}

@@ -90,6 +90,7 @@ struct RunOptions {
   uint32_t codeBefore = 0;          // empty bundles linked before the fragment
   int64_t smemBefore = 0;           // SMEM words reserved before the fragment
   bool inPlace = false;             // the result lives in operand 0's buffer
+  int repeat = 1;                   // runs of the fragment (a loop around it, as inside a while)
   std::map<int64_t, Literal> args;  // parameter values (others random)
 };
 
@@ -101,6 +102,28 @@ struct RunOutcome {
 };
 
 inline uint64_t align(uint64_t x) { return (x + 511) / 512 * 512; }
+
+// Code after a fragment that jumps back to its first bundle until it has run
+// `times` times: a counter in SMEM (the fragment may use every register).
+inline void appendRepeatLoop(kernels::codegen::Module& m, uint32_t target, int times) {
+  int64_t word = kernels::codegen::reserveSmem(m, 1, "repeat counter");
+  isa::DataSegment seg{isa::MemorySpace::Smem, uint64_t(word) * 4, {}};
+  for (int i = 0; i < 4; ++i) seg.bytes.push_back(uint8_t(uint32_t(times) >> (8 * i)));
+  m.program.data.push_back(seg);
+  auto op = [](isa::Bundle& b, isa::SlotKind k, int i, isa::Opcode code,
+               std::array<int64_t, isa::kMaxOperands> ops) {
+    b.slot(k, i).op = code;
+    b.slot(k, i).operands = ops;
+  };
+  isa::Bundle li, ld, dec, back, nop;
+  op(li, isa::SlotKind::Scalar, 0, isa::Opcode::SLi, {0, word});
+  op(ld, isa::SlotKind::Scalar, 0, isa::Opcode::SLd, {1, 0, 0});
+  op(dec, isa::SlotKind::Scalar, 0, isa::Opcode::SAddI, {1, 1, -1});
+  op(back, isa::SlotKind::Scalar, 0, isa::Opcode::SSt, {1, 0, 0});
+  op(back, isa::SlotKind::Scalar, 1, isa::Opcode::BrNz, {1, int64_t(target)});
+  for (const isa::Bundle& b : {li, nop, ld, nop, nop, nop, dec, nop, back})
+    m.program.code.push_back(b);
+}
 
 // Lowers and runs the entry root of `text`; REQUIREs a clean halt and a
 // bit-exact output.
@@ -171,12 +194,13 @@ inline RunOutcome runOp(const std::string& text, const RunOptions& o = {}) {
   placement.standalone = false;
   out.fragment = lower::lowerDataMovement(root, addrs, result, target(o.preset), placement);
   kernels::codegen::appendKernel(m, out.fragment);
+  if (o.repeat > 1) appendRepeatLoop(m, placement.firstBundle, o.repeat);
   isa::Program program = kernels::codegen::finishModule(m, buffers);
   for (auto& seg : hbmData) program.data.push_back(seg);
 
   sim::SimOptions so;
   so.functional = true;
-  so.strict = true;
+  so.strict = o.repeat == 1;  // the hand-written loop below is not scheduled
   so.dmaFactory = sim::makeChipDma;
   sim::Simulation s(chip(o.preset), program, so);
   for (auto& [name, a] : inputs) s.setInput(name, a, name);
