@@ -117,7 +117,28 @@ void lowerBroadcast(DmaOp& op) {
       if (map[j] == int64_t(i)) s = src[j];
     axes.push_back({op.resultShape().dims[i], s, dst[i]});
   }
-  emitMove(op, elementMove(op.elemBytes(), axes, 0, 0), op.operandAddresses[0], op.resultAddress);
+  Move m = elementMove(op.elemBytes(), axes, 0, 0);
+  // Innermost broadcast dims with short runs ([N] -> [N, M], dims={0}) would
+  // read every element M times in tiny requests. Instead: write each run
+  // once, then double the written part of every row in place (M/2 .. M).
+  if (!m.empty() && m.run < 512 && !m.axes.empty() && m.axes.back().src == 0 &&
+      m.axes.back().dst == m.run) {
+    int64_t copies = m.axes.back().count;
+    Move first = m;
+    first.axes.pop_back();
+    emitMove(op, first, op.operandAddresses[0], op.resultAddress);
+    for (int64_t have = 1; have < copies; have *= 2) {
+      op.frag.waitAll();  // the part copied from is written
+      Move grow = first;
+      for (MoveAxis& a : grow.axes) a.src = a.dst;
+      grow.run = std::min(have, copies - have) * m.run;
+      grow.srcOffset = m.dstOffset;
+      grow.dstOffset = m.dstOffset + have * m.run;
+      emitMove(op, grow, op.resultAddress, op.resultAddress);
+    }
+    return;
+  }
+  emitMove(op, m, op.operandAddresses[0], op.resultAddress);
 }
 
 bool sameWidth(const hlo::HloInstruction& i) {
