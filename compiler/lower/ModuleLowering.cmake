@@ -7,6 +7,7 @@ add_library(tpusim_module_lowering STATIC
   ${_dir}/ModuleLowering.cpp
   ${_dir}/ModuleLoweringPipeline.cpp
   ${_dir}/ModuleLoweringUnfuse.cpp
+  ${_dir}/ModuleLoweringLayouts.cpp
   ${_dir}/ModuleLoweringNames.cpp
   ${_dir}/ModuleLoweringConstants.cpp
   ${_dir}/ModuleLoweringCosts.cpp

@@ -331,7 +331,10 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
       copyLeaves(root, result, inst->shape(), "%" + inst->name());
       control_.closeOp(entryOp);
       recordOp(inst->name(), "control", first);
-    } else if (isComputeInstruction(*inst)) {
+    } else if (isComputeInstruction(*inst) &&
+               !(isDataMovement(*inst) && opc != HloOpcode::Broadcast)) {
+      // A broadcast is cheaper as a kernel (one read, vector stores) than as
+      // DMAs; every other op both lowerings take (copy) moves bytes only.
       result = resultLeaves(*inst, region);
       lowerKernel(*inst, operands, result);
       recordOp(inst->name(), "kernel", first);

@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "compiler/lower/ModuleLowering.h"
+#include "compiler/lower/ModuleLoweringLayouts.h"
 #include "compiler/lower/ModuleLoweringUnfuse.h"
 #include "compiler/passes/PassOptions.h"
 #include "compiler/passes/PassPipeline.h"
@@ -30,6 +31,8 @@ std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::st
     if (ec) throw ModuleLoweringError(fmt::format("cannot create '{}': {}", dumpDir, ec.message()));
     pipeline.setDumpDir(dumpDir, module.name());
   }
+  // Layouts are not physical here (dense row-major HBM); drop the input's.
+  dropLayouts(module);
   // Fusions of the input were made for another back end: ours decides again.
   if (("," + list + ",").find(",fusion,") != std::string::npos) unfuseInputFusions(module);
   if (!pipeline.run(module, &error)) throw ModuleLoweringError(error);

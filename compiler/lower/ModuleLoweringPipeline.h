@@ -22,11 +22,11 @@ namespace tpusim::lower {
 // "inline,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce".
 std::string defaultLoweringPasses();
 
-// When the list has `fusion`, fusions already in the input are inlined first
-// (ModuleLoweringUnfuse.h). Runs `passes` (comma-separated; "" = the default) for the chip preset
-// at `chipPath`, verifying after each and dumping to `dumpDir` if not empty. Returns the names that
-// ran; throws ModuleLoweringError on an unknown pass, a verifier failure or a dump that cannot be
-// written.
+// First the input's layouts are dropped (ModuleLoweringLayouts.h); when the
+// list has `fusion`, fusions already in the input are inlined (ModuleLoweringUnfuse.h). Runs
+// `passes` (comma-separated; "" = the default) for the chip preset at `chipPath`, verifying after
+// each and dumping to `dumpDir` if not empty. Returns the names that ran; throws
+// ModuleLoweringError on an unknown pass, a verifier failure or a dump that cannot be written.
 std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::string& passes,
                                            const std::string& chipPath, const std::string& dumpDir);
 
