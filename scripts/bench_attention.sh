@@ -10,9 +10,10 @@
 # attention FLOPs 4*S*S*d per head, halved plus the diagonal for causal, over
 # the MXU peak of the elapsed cycles) next to the simulator's MXU busy fraction,
 # and host time. Decode attention (batch 4, 8 kv heads, GQA group 4, head_dim
-# 128) at several cache lengths in FUNCTIONAL mode (the lengths are SMEM data
-# the index maps read, and timing-only mode has no data): the K and V bytes it
-# must read over the simulated time, against the 819.2 GB/s HBM peak.
+# 128, every sequence at the given length), contiguous (block_k 512) and paged
+# (256-position pages), in FUNCTIONAL mode (the lengths and the page table are
+# SMEM data the index maps read, and timing-only mode has no data): the K and V
+# bytes it must read over the simulated time, against the 819.2 GB/s HBM peak.
 set -euo pipefail
 src="$(cd "$(dirname "$0")/.." && pwd)"
 build="$src/build"
@@ -29,7 +30,7 @@ while [[ $# -gt 0 ]]; do
     --block-q) bq="$2"; shift 2 ;;
     --block-k) bk="$2"; shift 2 ;;
     --decode-lens) decode_lens="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "bench_attention.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -79,32 +80,38 @@ EOF
 done
 
 echo
-echo "decode attention, v5e, functional: batch 4, kv_heads 8, group 4, head_dim 128, block_k 512"
-printf '%-7s %12s %9s %10s %9s %9s\n' length cycles sim_us GB/s %peak host_s
+echo "decode attention, v5e, functional: batch 4, kv_heads 8, group 4, head_dim 128"
+printf '%-11s %-7s %12s %9s %10s %9s %9s\n' cache length cycles sim_us GB/s %peak host_s
+# One row per (layout, length): contiguous cache with block_k 512, and a paged
+# cache of 256-position pages (page table = a shuffled permutation).
+for layout in contiguous paged; do
 for len in $decode_lens; do
   prog="$work/dec_$len.tpuprog"
-  "$build/bin/tpu-kernel" decode_attention --param batch=4 --param kv_heads=8 --param group=4 \
-    --param head_dim=128 --param max_len="$len" --param length="$len" --param block_k=512 \
+  if [[ $layout == paged ]]; then
+    pages=$(( (len + 255) / 256 ))
+    kernel=(paged_attention --param num_pages=$((4 * pages)) --param page_size=256
+            --param pages_per_seq=$pages)
+  else
+    kernel=(decode_attention --param max_len="$len" --param block_k=512)
+  fi
+  rm -rf "$work/in"
+  "$build/bin/tpu-kernel" "${kernel[@]}" --param batch=4 --param kv_heads=8 --param group=4 \
+    --param head_dim=128 --param length="$len" --interpret-dir "$work/in" \
     --chips-dir "$chips" -o "$prog" > "$work/last.log" 2>&1 || { cat "$work/last.log" >&2; exit 1; }
-  # lengths.npy: int32 [4], every sequence full.
-  $py - "$work/lengths.npy" "$len" <<'EOF'
-import struct, sys
-header = "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }"
-header += " " * (63 - len(header) % 64) + "\n"
-with open(sys.argv[1], "wb") as f:
-    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-    f.write(struct.pack("<4i", *([int(sys.argv[2])] * 4)))
-EOF
-  ht=$(timed "$build/bin/tpusim" "$prog" --chip "$chips/v5e.json" --quiet \
-    --input lengths="$work/lengths.npy" --stats "$work/st.json")
-  $py - "$work/st.json" "$len" "$ht" <<'EOF'
+  # The lengths (and page table) tpu-kernel generated; q, k, v: tpusim's seeded data.
+  inputs=(--input lengths="$work/in/lengths.npy")
+  [[ $layout == paged ]] && inputs+=(--input page_indices="$work/in/page_indices.npy")
+  ht=$(timed "$build/bin/tpusim" "$prog" --chip "$chips/v5e.json" --quiet "${inputs[@]}" \
+    --stats "$work/st.json")
+  $py - "$work/st.json" "$len" "$ht" "$layout" <<'EOF'
 import json, sys
 st = json.load(open(sys.argv[1]))
 n = int(sys.argv[2])
 kv_bytes = 2 * 4 * 8 * n * 128 * 2  # K and V, bf16
 sec = st["simulated_seconds"]
 peak = st["hbm"]["peak_bytes_per_second"]
-print(f"{n:<7} {st['total_cycles']:>12,} {sec*1e6:>9.1f} {kv_bytes/sec/1e9:>10.1f} "
-      f"{100*kv_bytes/sec/peak:>9.1f} {float(sys.argv[3]):>9.2f}")
+print(f"{sys.argv[4]:<11} {n:<7} {st['total_cycles']:>12,} {sec*1e6:>9.1f} "
+      f"{kv_bytes/sec/1e9:>10.1f} {100*kv_bytes/sec/peak:>9.1f} {float(sys.argv[3]):>9.2f}")
 EOF
+done
 done
