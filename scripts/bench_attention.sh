@@ -30,7 +30,7 @@ while [[ $# -gt 0 ]]; do
     --block-q) bq="$2"; shift 2 ;;
     --block-k) bk="$2"; shift 2 ;;
     --decode-lens) decode_lens="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "bench_attention.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
