@@ -34,6 +34,11 @@ int64_t dividingBlock(int64_t n, int64_t unit, int64_t limit) {
 
 namespace {
 
+// Caps that keep a block's unrolled code and live registers within what the
+// code generator handles without spilling (its matmul benchmark blocks are
+// at most 512; an element-wise row of 8 column tiles is unrolled per row tile).
+constexpr int64_t kMaxDotBlock = 512, kMaxLoopLanes = 1024;
+
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t m) { return cdiv(a, m) * m; }
 
@@ -80,7 +85,7 @@ LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exact
   const int64_t budget = target.vmemBudget();
   LoopBlock best;
   bool found = false;
-  for (int64_t bc : candidates(cols, 128, 2048, exactCols)) {
+  for (int64_t bc : candidates(cols, 128, kMaxLoopLanes, exactCols)) {
     int64_t rowLimit = std::max<int64_t>(8, wantElems / std::max<int64_t>(bc, 1));
     for (int64_t br : candidates(rows, 8, rowLimit, exactRows)) {
       if (workingSet(br, bc, uses) > budget) continue;
@@ -108,9 +113,9 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
   const int64_t drain = 7 + 2 * mxu;
   DotBlocking best;
   double bestCost = std::numeric_limits<double>::infinity();
-  for (int64_t bm : candidates(m, 8, 1024, false))
-    for (int64_t bn : candidates(n, 128, 1024, false))
-      for (int64_t bk : candidates(k, 128, 2048, false)) {
+  for (int64_t bm : candidates(m, 8, kMaxDotBlock, false))
+    for (int64_t bn : candidates(n, 128, kMaxDotBlock, false))
+      for (int64_t bk : candidates(k, 128, kMaxDotBlock, false)) {
         // Double-buffered operand and output blocks, the accumulator, and the
         // bf16 / s8 copies of the operands the kernel makes before the dot.
         int64_t vmem = 2 * (tiledBytes(bm, bk) + tiledBytes(bk, bn) + tiledBytes(bm, bn)) +

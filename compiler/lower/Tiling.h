@@ -6,10 +6,10 @@
 // per grid step that the step's DMA time (bytes / HBM bytes per cycle) hides
 // the per-step overhead of the grid loop (kStepOverheadCycles) several times
 // over, without exceeding the VMEM budget; lanes first (whole rows up to
-// 2048 lanes), then rows.
-// Dots: every candidate (bm, bn, bk) of legal blocks up to 1024 / 1024 / 2048
-// that fits VMEM is priced as grid steps x (max(MXU cycles, DMA cycles) +
-// MXU drain + step overhead), and the cheapest wins: larger blocks re-read
+// 1024 lanes; a reduced row whole), then rows.
+// Dots: every candidate (bm, bn, bk) of legal blocks up to 512 each (what the
+// code generator compiles without spilling) that fits VMEM is priced as grid steps x (max(MXU
+// cycles, DMA cycles) + MXU drain + step overhead), and the cheapest wins: larger blocks re-read
 // less from HBM and amortize the drain, until VMEM or the array stops them.
 // Blocks divide the array or equal it whenever such a block exists (the code
 // generator's edge blocks are new); a reduced or contracted dim must be

@@ -62,3 +62,14 @@ TEST_CASE("llama_micro_prefill fusions compile for v5e", "[lowering][codegen][tr
   CHECK(errors.empty());
   CHECK(compiled > 10);
 }
+
+TEST_CASE("llama_tiny_prefill fusions compile for v5e", "[lowering][codegen][traces]") {
+  const char* src = std::getenv("TPUSIM_SOURCE_DIR");
+  auto m = parseFile(std::string(src ? src : ".") + "/traces/llama_tiny_prefill.hlo");
+  runPasses(*m, "dce,cse,algsimp,dot-canonicalize,fusion");
+  int compiled = 0;
+  std::vector<std::string> errors = compileAll(*m, &compiled);
+  for (const auto& e : errors) UNSCOPED_INFO(e);
+  CHECK(errors.empty());
+  CHECK(compiled > 50);
+}
