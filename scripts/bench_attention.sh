@@ -10,7 +10,7 @@
 # attention FLOPs 4*S*S*d per head, halved plus the diagonal for causal, over
 # the MXU peak of the elapsed cycles) next to the simulator's MXU busy fraction,
 # and host time. Decode attention (batch 4, 8 kv heads, GQA group 4, head_dim
-# 128, every sequence at the given length), contiguous (block_k 512) and paged
+# 128, every sequence at the given length), contiguous (block_k 2048) and paged
 # (256-position pages), in FUNCTIONAL mode (the lengths and the page table are
 # SMEM data the index maps read, and timing-only mode has no data): the K and V
 # bytes it must read over the simulated time, against the 819.2 GB/s HBM peak.
@@ -82,7 +82,7 @@ done
 echo
 echo "decode attention, v5e, functional: batch 4, kv_heads 8, group 4, head_dim 128"
 printf '%-11s %-7s %12s %9s %10s %9s %9s\n' cache length cycles sim_us GB/s %peak host_s
-# One row per (layout, length): contiguous cache with block_k 512, and a paged
+# One row per (layout, length): contiguous cache with block_k 2048, and a paged
 # cache of 256-position pages (page table = a shuffled permutation).
 for layout in contiguous paged; do
 for len in $decode_lens; do
@@ -92,7 +92,7 @@ for len in $decode_lens; do
     kernel=(paged_attention --param num_pages=$((4 * pages)) --param page_size=256
             --param pages_per_seq=$pages)
   else
-    kernel=(decode_attention --param max_len="$len" --param block_k=512)
+    kernel=(decode_attention --param max_len="$len" --param block_k=2048)
   fi
   rm -rf "$work/in"
   "$build/bin/tpu-kernel" "${kernel[@]}" --param batch=4 --param kv_heads=8 --param group=4 \

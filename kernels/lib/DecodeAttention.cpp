@@ -275,7 +275,7 @@ KernelEntry decodeAttentionEntry() {
       "bf16, run-time lengths (scalar prefetch), GQA";
   e.params = kDecodeParams;
   e.params.push_back({"max_len", "2048", "cache capacity (positions)"});
-  e.params.push_back({"block_k", "512", "cache positions per grid step (a power of two >= 128)"});
+  e.params.push_back({"block_k", "2048", "cache positions per grid step (a power of two >= 128)"});
   e.build = [](const Params& p) {
     DecodeShape s = decodeShapeOf(p);
     int64_t maxLen = p.integer("max_len", 1), fixed = p.integer("length", 0);

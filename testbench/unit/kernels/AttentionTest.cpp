@@ -188,7 +188,9 @@ TEST_CASE("decode attention over a contiguous cache masks past each sequence's l
 
 TEST_CASE("decode attention copies no block past the length") {
   lib::DecodeShape s{1, 1, 1, 128};
-  auto kernel = lib::decodeAttentionCall(s, 2048, {}).trace(lib::decodeAttentionInputs(s, 2048));
+  lib::DecodeAttentionParams p;
+  p.blockK = 512;
+  auto kernel = lib::decodeAttentionCall(s, 2048, p).trace(lib::decodeAttentionInputs(s, 2048));
   std::vector<HostArray> in{
       ints({1}, {700}), HostArray::fromFloats({1, 1, 1, 128}, BF16, randomBf16(128, 1)),
       HostArray::fromFloats({1, 1, 2048, 128}, BF16, randomBf16(2048 * 128, 2)),
