@@ -90,6 +90,10 @@ class Region {
   // dims); throws CannotLower when a group's dims cannot merge. `what` names
   // the region in that message.
   void formGroupAxes(const std::vector<std::vector<int>>& groups, const std::string& what);
+  // A space with a single row (a vector, or [1, n]) uses one sublane of
+  // eight; when its lanes are a multiple of 1024 and no iota reads them, split
+  // them into rows of 128 lanes (the same dense bytes). True if it did.
+  bool splitLanes();
   // Drops leading axes of size 1 (they only add a unit dim to every array;
   // the code generator handles rank-2 blocks best). Call after setting blocks.
   void dropUnitLeadAxes();

@@ -18,6 +18,7 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
   auto r = std::make_shared<Region>(g, root->shape().dims);
   r->analyze(root, rootEmb);
   r->formAxes();
+  r->splitLanes();
   auto& axes = r->axes();
   const size_t n = axes.size();
   dsl::DType outType = dslType(g, *root, root->shape().type);

@@ -240,6 +240,21 @@ void Region::formGroupAxes(const std::vector<std::vector<int>>& groups, const st
   }
 }
 
+bool Region::splitLanes() {
+  const size_t n = axes_.size();
+  Axis& row = axes_[n - 2];
+  Axis& col = axes_[n - 1];
+  if (!row.dims.empty() || col.dims.empty() || col.size % 1024 != 0) return false;
+  for (int d : iotaDims_)
+    if (std::find(col.dims.begin(), col.dims.end(), d) != col.dims.end()) return false;
+  row.dims = col.dims;
+  row.size = col.size / 128;
+  col.size = 128;
+  row.block = row.size;
+  col.block = col.size;
+  return true;
+}
+
 void Region::dropUnitLeadAxes() {
   while (axes_.size() > 2 && axes_[0].size == 1) axes_.erase(axes_.begin());
 }

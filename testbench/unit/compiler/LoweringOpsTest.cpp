@@ -160,10 +160,15 @@ TEST_CASE("broadcasts, iotas, rank-1 and scalar arrays", "[lowering]") {
   %if = f32[8,4,128] iota(), iota_dimension=1
   %r1 = f32[1000] multiply(%n, %n)
   %r0 = f32[] add(%s, %s)
+  %big = f32[8192] parameter(5)
+  %bv = f32[8192] exponential(%big)
+  %w = f32[1,1,4096] parameter(6)
+  %sb = f32[1,1,4096] broadcast(%s), dimensions={}
+  %wv = f32[1,1,4096] multiply(%w, %sb)
   %bb = f32[64,128] broadcast(%c), dimensions={0}
   %e = f32[64,128] add(%b1, %bb)
 )";
-  checkAll(moduleText(p, body, "%b1, %b2, %b3, %b4, %io, %ic, %if, %r1, %r0, %e"), 11);
+  checkAll(moduleText(p, body, "%b1, %b2, %b3, %b4, %io, %ic, %if, %r1, %r0, %e, %bv, %wv"), 14);
 }
 
 TEST_CASE("reduces over lanes, sublanes and leading dims", "[lowering]") {
