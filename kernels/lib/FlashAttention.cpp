@@ -54,8 +54,8 @@ OnlineSoftmax::OnlineSoftmax(const std::vector<Ref>& r, int64_t rows_, int64_t c
 // Slabs go kSlabsPerIteration at a time through a counted loop, so each
 // iteration is one basic block whose independent slabs the scheduler
 // interleaves (a store of more rows is a loop whose iterations each wait out the
-// whole latency chain; all slabs in one block make a block the scheduler does not
-// finish for more than 12 slabs, see the report of lib-attention).
+// whole latency chain; putting all slabs of a 120-row or larger block in one
+// basic block made codegen's list scheduler run without finishing).
 void OnlineSoftmax::forSlabs(const std::function<void(Scalar r0, int64_t n)>& fn) const {
   constexpr int64_t kGroupRows = 8 * kSlabsPerIteration;
   int64_t groups = rows / kGroupRows;
