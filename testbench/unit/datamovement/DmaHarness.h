@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -127,10 +128,15 @@ inline void appendRepeatLoop(kernels::codegen::Module& m, uint32_t target, int t
 
 // Lowers and runs the entry root of `text`; REQUIREs a clean halt and a
 // bit-exact output.
+// Lowers `root`, runs it with `valueOf(operand)` as the operands' contents
+// and compares with `want`.
+inline RunOutcome runInstruction(const hlo::HloInstruction& root,
+                                 const std::function<Literal(const hlo::HloInstruction*)>& valueOf,
+                                 Literal want, const RunOptions& o);
+
 inline RunOutcome runOp(const std::string& text, const RunOptions& o = {}) {
   auto module = parse(text);
   hlo::HloComputation* entry = module->entry();
-  const hlo::HloInstruction& root = *entry->root();
   std::vector<Literal> args;
   std::vector<hlo::HloInstruction*> params = entry->parameters();
   for (size_t i = 0; i < params.size(); ++i) {
@@ -140,8 +146,20 @@ inline RunOutcome runOp(const std::string& text, const RunOptions& o = {}) {
                        : hlo::eval::randomLiteral(params[i]->shape(),
                                                   hlo::eval::parameterSeed(o.seed, 0, int64_t(i))));
   }
+  Literal want = hlo::eval::evaluate(*module, args);
+  auto valueOf = [&](const hlo::HloInstruction* operand) {
+    return operand->opcode() == hlo::HloOpcode::Constant
+               ? hlo::eval::fromConstant(*operand->literal(), operand->name())
+               : args.at(size_t(operand->attrs().parameterNumber));
+  };
+  return runInstruction(*entry->root(), valueOf, std::move(want), o);
+}
+
+inline RunOutcome runInstruction(const hlo::HloInstruction& root,
+                                 const std::function<Literal(const hlo::HloInstruction*)>& valueOf,
+                                 Literal want, const RunOptions& o) {
   RunOutcome out;
-  out.want = hlo::eval::evaluate(*module, args);
+  out.want = std::move(want);
 
   // HBM: every distinct operand, then the result.
   std::vector<uint64_t> addrs;
@@ -153,9 +171,7 @@ inline RunOutcome runOp(const std::string& text, const RunOptions& o = {}) {
   for (int64_t k = 0; k < root.operandCount(); ++k) {
     const hlo::HloInstruction* operand = root.operand(k);
     if (!placed.count(operand)) {
-      Literal value = operand->opcode() == hlo::HloOpcode::Constant
-                          ? hlo::eval::fromConstant(*operand->literal(), operand->name())
-                          : args.at(size_t(operand->attrs().parameterNumber));
+      Literal value = valueOf(operand);
       npy::Array a = hlo::eval::toNpy(value);
       isa::BufferDesc b;
       b.name = fmt::format("in{}", k);
@@ -209,12 +225,12 @@ inline RunOutcome runOp(const std::string& text, const RunOptions& o = {}) {
   if (out.sim.fault) FAIL(out.sim.fault->message);
   REQUIRE(out.sim.halted);
   out.got = out.sim.outputs.at("out");
-  npy::Array want = hlo::eval::toNpy(out.want);
-  REQUIRE(out.got.data.size() == want.data.size());
+  npy::Array expected = hlo::eval::toNpy(out.want);
+  REQUIRE(out.got.data.size() == expected.data.size());
   size_t bad = 0;
-  for (size_t i = 0; i < want.data.size(); ++i)
-    if (out.got.data[i] != want.data[i]) ++bad;
-  INFO(fmt::format("{} of {} bytes differ", bad, want.data.size()));
+  for (size_t i = 0; i < expected.data.size(); ++i)
+    if (out.got.data[i] != expected.data[i]) ++bad;
+  INFO(fmt::format("{} of {} bytes differ", bad, expected.data.size()));
   CHECK(bad == 0);
   return out;
 }
