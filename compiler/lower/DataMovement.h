@@ -1,28 +1,42 @@
 // Lowering of top-level data-movement instructions (copy, transpose, reshape,
-// bitcast, slice, concatenate, pad, broadcast, reverse, dynamic-slice,
-// dynamic-update-slice, gather) into a short machine-code fragment that moves
-// the bytes with DMA descriptors, HBM -> HBM (SMEM only for run-time indices).
+// bitcast, bitcast-convert of equal width, slice, concatenate, pad,
+// broadcast, reverse, dynamic-slice, dynamic-update-slice, gather) into a
+// short machine-code fragment that moves the bytes with DMA descriptors.
 //
 // Every HBM array is dense row-major in its logical shape; the buffer
-// assignment gives each operand and the result an HBM byte address. Static
-// moves become a few descriptor templates in an SMEM data segment (the
-// largest contiguous innermost run, up to three strided outer dims, several
-// descriptors beyond that), issued with `dma` round-robin over the DMA queues
-// and waited for with `sync.wait`. Run-time offsets (dynamic-slice and
-// dynamic-update-slice start indices, gather indices) are DMA'd into SMEM,
-// loaded with `sld`, clamped as XLA clamps them (the slice stays in bounds),
-// turned into addresses by scalar ops and stored into the descriptor words
-// (`sst`) before the `dma`. Scheduling and register allocation are the kernel
-// code generator's (kernels/codegen), so fragments are hazard-free like kernels.
+// assignment gives each operand and the result an HBM byte address. Each op
+// becomes a strided byte move (DmaMove.h) reduced to the longest contiguous
+// runs; how it is moved:
+//  - small static moves: descriptor templates in an SMEM data segment (up to
+//    three strided dims each, several descriptors or a run-time loop beyond),
+//    `dma` + `sync.wait`; element-sized runs are cut over all DMA queues;
+//  - static moves of 256 KiB or more (copies, transposes keeping runs of at
+//    least 32 bytes): staged through VMEM in big contiguous source blocks, so
+//    both HBM streams are sequential (DmaStaged.cpp);
+//  - transposes of the two innermost dims (whole 128x128 tiles): VMEM and the
+//    transpose unit in hand-scheduled tile loops (DmaXluTranspose.cpp);
+//  - broadcasts along the innermost dims: each run written once, then doubled
+//    in place; pad: a fill from an SMEM pattern, then the operand's elements;
+//  - run-time offsets (dynamic-slice / dynamic-update-slice start indices,
+//    gather indices) are DMA'd into SMEM (folded when they are constants),
+//    loaded with `sld`, clamped as XLA clamps them (the window stays in
+//    bounds), turned into addresses by scalar ops and stored into the
+//    descriptor words (`sst`) before the `dma`; gather loops over the index
+//    positions, one slice descriptor each.
+// Scheduling and register allocation are the kernel code generator's
+// (kernels/codegen), so fragments are hazard-free like kernels.
 //
 // A fragment ends with every DMA it started complete (its sync flags back at
 // zero) and has no halt: it is linked into a module program with
-// kernels/codegen/Link.h like a compiled kernel (debug-map entry naming the
-// HLO instruction with its op_name / source line, a cost entry with the HBM
-// bytes read and written, a symbol). Descriptor words it rewrites are always
-// rewritten before use, so a fragment may run any number of times (inside a
-// while loop). It uses sync flags 0 .. queues-1 and, for moves staged through
-// VMEM (short runs of a transpose), VMEM from byte 0.
+// kernels/codegen/Link.h like a compiled kernel (debug-map entry: op name =
+// the HLO instruction, HLO field = its op_name metadata, source file/line; a
+// cost entry with the HBM and VMEM bytes moved; a symbol). Descriptor words
+// it rewrites are always rewritten before use, so a fragment may run any
+// number of times (inside a while loop). It uses sync flags 0 .. queues-1,
+// SMEM [smemBase, smemBase + smemWords) and VMEM from byte 0 (free between
+// kernels). On a megacore chip both cores run it, as they run kernels: every
+// phase of a multi-phase move ends with a write of the final bytes, so the
+// result is right whatever the interleaving.
 #pragma once
 
 #include <cstdint>
