@@ -85,10 +85,11 @@ void lowerGather(DmaOp& op) {
   if (points == 0 || slice.empty()) return;
 
   int64_t words = indices.elementCount();
-  if (words > kMaxStagedIndices)
-    op.fail(fmt::format("{} gather indices do not fit the SMEM staging area ({} words)", words,
-                        kMaxStagedIndices));
   DmaFragment& f = op.frag;
+  int64_t limit = std::min(kMaxStagedIndices, f.target().smemBytes / 4 / 4);
+  if (words > limit)
+    op.fail(fmt::format("{} gather indices do not fit the SMEM staging area ({} words)", words,
+                        limit));
   int64_t staged = f.allocSmem(words);
   isa::DmaDescriptor load;
   load.src = isa::MemorySpace::Hbm;
