@@ -189,6 +189,29 @@ uint32_t ControlCode::branchIfZero(int reg) { return emitBranch(make(Opcode::BrZ
 uint32_t ControlCode::branchIfNonZero(int reg) { return emitBranch(make(Opcode::BrNz, {reg, 0})); }
 uint32_t ControlCode::jump() { return emitBranch(make(Opcode::Jmp, {0})); }
 
+int64_t ControlCode::reserveWord(const std::string& what) {
+  int64_t word = codegen::reserveSmem(m_, 1, what);
+  isa::DataSegment zero;
+  zero.space = isa::MemorySpace::Smem;
+  zero.address = uint64_t(word) * 4;
+  zero.bytes.assign(4, 0);
+  m_.program.data.push_back(zero);
+  return word;
+}
+
+void ControlCode::setWord(int64_t word, int64_t value, int scratch) {
+  emit({make(Opcode::SLi, {kAddrReg, word}), make(Opcode::SLi, {scratch, value})});
+  emit({make(Opcode::SSt, {scratch, kAddrReg, 0})});
+}
+
+uint32_t ControlCode::decrementAndBranchIfNonZero(int64_t word, int reg) {
+  emit({make(Opcode::SLi, {kAddrReg, word})});
+  emit({make(Opcode::SLd, {reg, kAddrReg, 0})});
+  emit({make(Opcode::SAddI, {reg, reg, -1})});
+  emit({make(Opcode::SSt, {reg, kAddrReg, 0})});
+  return branchIfNonZero(reg);
+}
+
 void ControlCode::compareEqualImm(int dst, int src, int64_t imm, int scratch) {
   emit({make(Opcode::SLi, {scratch, imm})});
   emit({make(Opcode::SCmpEq, {dst, src, scratch})});

@@ -47,6 +47,12 @@ class ControlCode {
   uint32_t branchIfZero(int reg);
   uint32_t branchIfNonZero(int reg);
   uint32_t jump();
+  // A zero-initialized SMEM word of the module's own (loop counters).
+  int64_t reserveWord(const std::string& what);
+  // SMEM[word] = value.
+  void setWord(int64_t word, int64_t value, int scratch);
+  // SMEM[word] -= 1, then br.nz to a target patched later (returns the branch bundle).
+  uint32_t decrementAndBranchIfNonZero(int64_t word, int reg);
   // sd = (sa == imm) ? 1 : 0, through a scratch register.
   void compareEqualImm(int dst, int src, int64_t imm, int scratch);
   void patch(uint32_t branchBundle, uint32_t target);

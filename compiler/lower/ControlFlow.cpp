@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/lower/CannotLower.h"
 #include "compiler/lower/ModuleLoweringNames.h"
@@ -49,6 +52,76 @@ uint64_t scalarAddress(const HloInstruction& inst, const Leaves& value, const ch
   return uint64_t(value[0]);
 }
 
+// The instruction a fused parameter stands for (the fusion's operand), or `inst`.
+const HloInstruction* throughFusion(const HloInstruction* inst, const HloInstruction* fusion) {
+  if (fusion && inst->opcode() == hlo::HloOpcode::Parameter) {
+    int64_t n = inst->attrs().parameterNumber;
+    if (n >= 0 && n < fusion->operandCount()) return fusion->operand(n);
+  }
+  return inst;
+}
+
+// `inst` itself, or for a single-computation fusion its fused root.
+const HloInstruction* computeRoot(const HloInstruction* inst, const HloInstruction** fusion) {
+  *fusion = nullptr;
+  if (inst->opcode() != hlo::HloOpcode::Fusion) return inst;
+  std::vector<HloComputation*> called = inst->calledComputations();
+  if (called.size() != 1 || !called[0] || !called[0]->root()) return inst;
+  *fusion = inst;
+  return called[0]->root();
+}
+
+std::optional<int64_t> scalarConstant(const HloInstruction* inst) {
+  if (inst->opcode() != hlo::HloOpcode::Constant || !inst->shape().isScalar() ||
+      inst->shape().type != hlo::PrimitiveType::S32 || !inst->literal() ||
+      inst->literal()->size() != 1)
+    return std::nullopt;
+  return inst->literal()->getInt(0);
+}
+
+bool isStateElement(const HloInstruction* inst, const HloComputation& comp, int64_t k) {
+  return inst->opcode() == hlo::HloOpcode::GetTupleElement && inst->operandCount() == 1 &&
+         inst->operand(0) == comp.parameter(0) && inst->tupleIndex() == k;
+}
+
+// The trip count of a counted loop, the form jax.lax.fori_loop and scan take:
+// state element k is an s32 scalar that starts at a constant c0, the condition
+// is `element k < N` (or <=) for a constant N, and the body's element k is
+// `element k + 1`, each possibly inside a fusion. nullopt for anything else.
+std::optional<int64_t> staticTripCount(const HloInstruction& loop, const HloComputation& cond,
+                                       const HloComputation& body) {
+  const HloInstruction* init = loop.operand(0);
+  if (init->opcode() != hlo::HloOpcode::Tuple || !cond.root() || !body.root() ||
+      body.root()->opcode() != hlo::HloOpcode::Tuple || !cond.parameter(0) || !body.parameter(0))
+    return std::nullopt;
+  const HloInstruction* condFusion = nullptr;
+  const HloInstruction* cmp = computeRoot(cond.root(), &condFusion);
+  if (cmp->opcode() != hlo::HloOpcode::Compare || cmp->operandCount() != 2 ||
+      !cmp->attrs().direction)
+    return std::nullopt;
+  hlo::ComparisonDirection dir = *cmp->attrs().direction;
+  if (dir != hlo::ComparisonDirection::LT && dir != hlo::ComparisonDirection::LE)
+    return std::nullopt;
+  const HloInstruction* counter = throughFusion(cmp->operand(0), condFusion);
+  std::optional<int64_t> limit = scalarConstant(throughFusion(cmp->operand(1), condFusion));
+  if (!limit || counter->opcode() != hlo::HloOpcode::GetTupleElement) return std::nullopt;
+  int64_t k = counter->tupleIndex().value_or(-1);
+  if (!isStateElement(counter, cond, k) || k >= init->operandCount() ||
+      k >= body.root()->operandCount())
+    return std::nullopt;
+  std::optional<int64_t> start = scalarConstant(init->operand(k));
+  if (!start) return std::nullopt;
+  const HloInstruction* bodyFusion = nullptr;
+  const HloInstruction* add = computeRoot(body.root()->operand(k), &bodyFusion);
+  if (add->opcode() != hlo::HloOpcode::Add || add->operandCount() != 2) return std::nullopt;
+  const HloInstruction* a = throughFusion(add->operand(0), bodyFusion);
+  const HloInstruction* b = throughFusion(add->operand(1), bodyFusion);
+  if (scalarConstant(a)) std::swap(a, b);
+  if (!isStateElement(a, body, k) || scalarConstant(b) != 1) return std::nullopt;
+  int64_t trips = *limit - *start + (dir == hlo::ComparisonDirection::LE ? 1 : 0);
+  return std::max<int64_t>(trips, 0);
+}
+
 }  // namespace
 
 void lowerWhile(ModuleLowerer& l, const HloInstruction& loop, const Leaves& init,
@@ -60,6 +133,22 @@ void lowerWhile(ModuleLowerer& l, const HloInstruction& loop, const Leaves& init
   {
     OwnCode own(l, loop);
     l.copyLeaves(init, state, loop.shape(), what + " (initial state)");
+  }
+  if (std::optional<int64_t> trips = staticTripCount(loop, *cond, *body)) {
+    // A counted loop: a counter in SMEM instead of the condition, so the trip
+    // count does not depend on data (exact in timing mode too).
+    if (*trips == 0) return;
+    int64_t word = c.reserveWord(what + " trip counter");
+    {
+      OwnCode own(l, loop);
+      c.setWord(word, *trips, kValueReg);
+    }
+    uint32_t top = c.label();
+    Leaves root = l.lowerComputation(*body, {state}, scratch, depth);
+    OwnCode own(l, loop);
+    l.copyLeaves(root, state, loop.shape(), what + " (loop-carried state)");
+    c.patch(c.decrementAndBranchIfNonZero(word, kValueReg), top);
+    return;
   }
   uint32_t head = c.label();
   Leaves pred = l.lowerComputation(*cond, {state}, scratch, depth);

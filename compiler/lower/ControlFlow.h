@@ -12,6 +12,10 @@
 //                                         a leaf moved to another position goes through
 //                                         a temporary, so swaps are right)
 //   exit:
+// A counted loop (state element k an s32 starting at a constant, condition
+// `k < N` or `k <= N` for a constant N, body `k + 1`: jax.lax.fori_loop and
+// scan) needs no condition at run time: a trip counter in SMEM is set, and after
+// each body `sld; saddi -1; sst; br.nz head`. It is exact in timing mode too.
 // conditional(index or pred, operands...): the index (s32) or pred is DMA'd to
 // SMEM and loaded; `scmp.eq` + `br.nz` per branch (an index out of range runs the
 // last branch, as XLA does; a pred true runs true_computation); each branch
@@ -23,8 +27,9 @@
 // (the loop state, the result) is in the instruction's own buffers.
 //
 // In timing mode the simulator's DMA moves no data, so a pred or index DMA'd to
-// SMEM reads as 0: a while runs its condition once and no body iteration, a
-// conditional runs its false / first branch. Functional mode is exact.
+// SMEM reads as 0: a while that is not counted runs its condition once and no
+// body iteration, a conditional runs its false / first branch. Functional mode
+// is exact.
 #pragma once
 
 #include <cstdint>
