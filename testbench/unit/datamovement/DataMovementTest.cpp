@@ -286,3 +286,12 @@ TEST_CASE("a fragment can run again (inside a loop) with the same result", "[dma
                "start_index_map={0}, index_vector_dim=1, slice_sizes={1,32}"),
         o);
 }
+
+TEST_CASE("other element types and empty arrays", "[dma]") {
+  runOp(module("  p = pred[16,8] parameter(0)", "pred[8,16] transpose(p), dimensions={1,0}"));
+  runOp(module("  p = u16[6,10] parameter(0)", "u16[3,10] slice(p), slice={[1:6:2], [0:10]}"));
+  runOp(module("  a = u8[2,3] parameter(0)\n  b = u8[2,0] parameter(1)",
+               "u8[2,3] concatenate(a, b), dimensions={1}"));
+  runOp(module("  p = s16[4,0] parameter(0)", "s16[0,4] transpose(p), dimensions={1,0}"));
+  runOp(module("  p = f32[5] parameter(0)", "f32[0] slice(p), slice={[2:2]}"));
+}
