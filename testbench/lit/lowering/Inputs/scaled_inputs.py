@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """scaled_inputs.py MODULE.hlo OUTDIR SCALE [SEED]: writes seeded uniform [-SCALE, SCALE)
-float32 .npy files (standard library only) for every f32 entry parameter and prints one
+float32 .npy files (standard library only) for every f32 or bf16 entry parameter (bf16 ones
+are rounded to nearest even by the tools that read them) and prints one
 `--input=NAME=FILE` argument per line for tpusim, NAME being the parameter's op_name (or
 its instruction name), as tpuc names input buffers. Random weights of magnitude 1 make a
 transformer block's logits so large that bf16 rounding of the MXU inputs flips softmax
@@ -15,7 +16,7 @@ hlo, outdir, scale = sys.argv[1], sys.argv[2], float(sys.argv[3])
 rng = random.Random(int(sys.argv[4]) if len(sys.argv) > 4 else 1)
 text = open(hlo).read()
 entry = text[text.index("ENTRY"):]
-pattern = re.compile(r"%?([\w.\-]+) = f32\[([\d,]*)\](?:\{[^}]*\})? parameter\((\d+)\)"
+pattern = re.compile(r"%?([\w.\-]+) = (?:f32|bf16)\[([\d,]*)\](?:\{[^}]*\})? parameter\((\d+)\)"
                      r"(?:, metadata=\{op_name=\"((?:[^\"\\]|\\.)*)\")?")
 os.makedirs(outdir, exist_ok=True)
 for name, dims, number, op_name in pattern.findall(entry):
