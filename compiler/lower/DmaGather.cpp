@@ -88,8 +88,8 @@ void lowerGather(DmaOp& op) {
   DmaFragment& f = op.frag;
   int64_t limit = std::min(kMaxStagedIndices, f.target().smemBytes / 4 / 4);
   if (words > limit)
-    op.fail(fmt::format("{} gather indices do not fit the SMEM staging area ({} words)", words,
-                        limit));
+    op.fail(
+        fmt::format("{} gather indices do not fit the SMEM staging area ({} words)", words, limit));
   int64_t staged = f.allocSmem(words);
   isa::DmaDescriptor load;
   load.src = isa::MemorySpace::Hbm;
