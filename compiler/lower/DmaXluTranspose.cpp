@@ -40,13 +40,21 @@ bool tryXluTranspose(DmaOp& op) {
   size_t n = in.dims.size();
   if (n < 2) return false;
   const int64_t e = op.elemBytes();  // bf16 / int8 widen to one element per VMEM word
-  for (size_t i = 0; i + 2 < n; ++i)
-    if (perm[i] != int64_t(i)) return false;
-  if (perm[n - 2] != int64_t(n - 1) || perm[n - 1] != int64_t(n - 2)) return false;
-  int64_t rows = in.dims[n - 2], cols = in.dims[n - 1];
+  // The result's last two dims are (the operand's innermost dim, some other
+  // operand dim `r`): each [rows, cols] matrix with rows along r is
+  // transposed. The other result dims, in any order, enumerate the matrices.
+  if (perm[n - 2] != int64_t(n - 1) || perm[n - 1] == int64_t(n - 1)) return false;
+  size_t r = size_t(perm[n - 1]);
+  int64_t rows = in.dims[r], cols = in.dims[n - 1];
   if (rows == 0 || cols == 0 || rows % kTile != 0 || cols % kTile != 0) return false;
+  std::vector<int64_t> opStrides = rowMajorStrides(in.dims);
+  std::vector<int64_t> resStrides = rowMajorStrides(op.resultShape().dims);
   int64_t batch = 1;
-  for (size_t i = 0; i + 2 < n; ++i) batch *= in.dims[i];
+  bool simple = r == n - 2;  // matrices in order and contiguous: strips are too
+  for (size_t i = 0; i + 2 < n; ++i) {
+    batch *= in.dims[size_t(perm[i])];
+    simple = simple && perm[i] == int64_t(i);
+  }
   int64_t tiles = cols / kTile;
   // Strip rows sit an odd number of VMEM rows apart, so the 8 rows one
   // strided load reads fall into 8 different banks.
@@ -76,13 +84,14 @@ bool tryXluTranspose(DmaOp& op) {
     opitch = k | 1;
     aRows = k * kTile * pitch;
     oRows = cols * opitch;
-    buffers = (rows / kTile / k) % 2 == 0 ? 2 : 1;
+    buffers = simple && (rows / kTile / k) % 2 == 0 ? 2 : 1;
     if (buffers * (aRows + oRows) * isa::kVmemRowBytes <= t.vmemBytes / 2) {
       fits = true;
       break;
     }
   }
   if (!fits) return false;
+  int64_t stripStep = tall * kTile * opStrides[r] * e;  // source bytes between strips
   int64_t stripBytes = tall * kTile * cols * e, strips = batch * (rows / kTile / tall);
   auto aRow0 = [&](int b) { return int64_t(b) * (aRows + oRows); };
   auto oRow0 = [&](int b) { return aRow0(b) + aRows; };
@@ -99,7 +108,7 @@ bool tryXluTranspose(DmaOp& op) {
     in.elemBytes = uint8_t(e < 4 ? e : 0);
     in.numDims = 2;
     in.counts[0] = uint32_t(tall * kTile);
-    in.srcStrides[0] = uint32_t(cols * e);
+    in.srcStrides[0] = uint32_t(opStrides[r] * e);
     in.dstStrides[0] = uint32_t(pitch * isa::kVmemRowBytes);
     wordIn.push_back(f.addDescriptor(in));
     // Strip out: C rows of tall x 128 elements, VMEM -> HBM.
@@ -167,8 +176,10 @@ bool tryXluTranspose(DmaOp& op) {
                  f.endManualLoop(count, last + 1, tiles);
                });
   };
-  std::vector<DmaFragment::LoopAxis> axes{{batch, {rows * cols * e, cols * rows * e}},
-                                          {rows / kTile / tall, {stripBytes, tall * kTile * e}}};
+  std::vector<DmaFragment::LoopAxis> axes;
+  for (size_t k = 0; k + 2 < n; ++k)
+    axes.push_back({op.resultShape().dims[k], {opStrides[size_t(perm[k])] * e, resStrides[k] * e}});
+  axes.push_back({rows / kTile / tall, {stripStep, tall * kTile * e}});
   f.loopNest(
       axes, {f.constant(0), f.constant(0)}, buffers, [&](const std::vector<MOperand>& cur, int b) {
         if (buffers == 1) {

@@ -63,6 +63,13 @@ TEST_CASE("transposes move the longest contiguous runs", "[dma]") {
                                   "bf16[2,384,256] transpose(p), dimensions={0,2,1}"));
   CHECK(xlu16.fragment.program.costs.at(0).vmemBytesWritten == 2 * 256 * 384 * 2);
   runOp(module("  p = s8[128,128] parameter(0)", "s8[128,128] transpose(p), dimensions={1,0}"));
+  // K^T of attention, [B,S,H,D] -> [B,H,D,S]: matrices [S,D] with rows H*D apart,
+  // enumerated in another order than the source's (no prefetch then).
+  RunOutcome kt = runOp(module("  p = f32[2,256,3,128] parameter(0)",
+                               "f32[2,3,128,256] transpose(p), dimensions={0,2,3,1}"));
+  CHECK(kt.fragment.program.costs.at(0).vmemBytesWritten == 2 * 256 * 3 * 128 * 4);
+  runOp(module("  p = bf16[128,2,256] parameter(0)",
+               "bf16[2,256,128] transpose(p), dimensions={1,2,0}"));
   // Strips 2 and 4 tiles tall (longer result runs); three strips (no double buffering).
   runOp(module("  p = f32[512,256] parameter(0)", "f32[256,512] transpose(p), dimensions={1,0}"));
   runOp(

@@ -48,6 +48,9 @@ TEST_CASE("data movement runs near the HBM peak", "[dma][efficiency]") {
   CHECK(x32.efficiency() > 0.5);  // element DMAs: 1.4%
   measure("transpose bf16[2048,2048]^T (transpose unit)", "  p = bf16[2048,2048] parameter(0)",
           "bf16[2048,2048] transpose(p), dimensions={1,0}");
+  measure("K^T bf16[1,2048,32,128] -> [1,32,128,2048] (transpose unit)",
+          "  p = bf16[1,2048,32,128] parameter(0)",
+          "bf16[1,32,128,2048] transpose(p), dimensions={0,2,3,1}");
   measure("transpose f32[512,512] ^T (transpose unit)", "  p = f32[512,512] parameter(0)",
           "f32[512,512] transpose(p), dimensions={1,0}");
   measure("transpose bf16[512,512] ^T (transpose unit)", "  p = bf16[512,512] parameter(0)",
