@@ -13,8 +13,9 @@
 //  - static moves of 256 KiB or more (copies, transposes keeping runs of at
 //    least 32 bytes): staged through VMEM in big contiguous source blocks, so
 //    both HBM streams are sequential (DmaStaged.cpp);
-//  - transposes of the two innermost dims (whole 128x128 tiles): VMEM and the
-//    transpose unit in hand-scheduled tile loops (DmaXluTranspose.cpp);
+//  - transposes that move the innermost dim (the result's last two dims are
+//    the operand's innermost and another dim, whole 128x128 tiles): VMEM and
+//    the transpose unit in hand-scheduled tile loops (DmaXluTranspose.cpp);
 //  - broadcasts along the innermost dims: each run written once, then doubled
 //    in place; pad: a fill from an SMEM pattern, then the operand's elements;
 //  - run-time offsets (dynamic-slice / dynamic-update-slice start indices,

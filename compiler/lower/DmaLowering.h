@@ -71,7 +71,7 @@ void emitMove(DmaOp& op, const Move& m, uint64_t srcBase, uint64_t dstBase,
 // sequential; false (nothing emitted) when the move does not qualify.
 bool tryStagedMove(DmaOp& op, const Move& m, uint64_t srcBase, uint64_t dstBase);
 
-// A transpose of the two innermost dims (whole 128x128 tiles) through VMEM and
+// A transpose moving the innermost dim (whole 128x128 tiles) through VMEM and
 // the transpose unit (DmaXluTranspose.cpp); false when it does not qualify.
 bool tryXluTranspose(DmaOp& op);
 
