@@ -95,6 +95,10 @@ bool tryStagedMove(DmaOp& op, const Move& move, uint64_t srcBase, uint64_t dstBa
     int64_t first = b * perBlock, rows = std::min(perBlock, a.count - first);
     for (const isa::DmaDescriptor& d : storeOf(first, rows, int(b % kBuffers))) f.dmaOn(d, 1);
   };
+  // Earlier moves of this fragment (the operands before this one of a
+  // concatenate) may still be writing out of these VMEM buffers on queue 1,
+  // and the waits below count only this move's DMAs on queues 0 and 1.
+  f.waitAll();
   for (int64_t b = 0; b < std::min<int64_t>(kBuffers - 1, blocks); ++b) load(b);
   for (int64_t b = 0; b < blocks; ++b) {
     f.waitOldest(0);  // block b is in VMEM
