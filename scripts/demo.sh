@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the main job on the default workload: assembles the
-# sample tiled matmul and simulates it on the v5e preset, printing the summary
-# (cycles, simulated time, MXU utilization, HBM bandwidth, stalls, per-op table).
+# Sets up, builds and runs the main job on the default workload: the tiny
+# Llama-style model's prefill (traces/llama_tiny_prefill.hlo: d_model 1024,
+# 8 heads, 8 layers, d_ff 2048, 256 tokens) compiled by tpuc and simulated on
+# the v5e preset in timing-only mode, printing the summary (cycles, simulated
+# time, MXU utilization, HBM bandwidth, stalls) and the top HLO ops.
+#
+#   scripts/demo.sh [--chip NAME] [--mode timing|functional] [extra tpusim options]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/setup.sh" --build-dir "$root/build" >&2
 bin="$root/build/bin"
-sample="$root/isa/samples/matmul_tile.s"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-"$bin/tpu-as" "$sample" -o "$out/matmul_tile.tpuprog"
-"$bin/tpusim" "$out/matmul_tile.tpuprog" --chip v5e --stats "$out/stats.json" --quiet
+workload="$root/traces/llama_tiny_prefill.hlo"
+chip=v5e
+mode=timing
+extra=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --chip) chip="$2"; shift 2 ;;
+    --mode) mode="$2"; shift 2 ;;
+    *) extra+=("$1"); shift ;;
+  esac
+done
+echo "demo: compiling and simulating $(basename "$workload") on $chip ($mode mode)" >&2
+"$bin/tpusim" "$workload" --chip "$chip" --mode "$mode" "${extra[@]+"${extra[@]}"}"

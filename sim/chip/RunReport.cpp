@@ -206,11 +206,30 @@ std::string summaryText(const SimResult& r, const ChipConfig& chip, const RunInf
     for (const OpReport& o : r.ops) width = std::max(width, o.name.size());
     out += fmt::format("\n  {:<{}}  {:>10}  {:>6}  {:>12}  {:>9}  {:>12}  {:>12}\n", "op", width,
                        "cycles", "%", "FLOPs", "FLOP/cyc", "VMEM bytes", "DMA bytes");
-    for (const OpReport& o : r.ops)
+    // The ops that took the most cycles first, so a model's hot spots lead the table.
+    std::vector<const OpReport*> shownOps;
+    for (const OpReport& o : r.ops) shownOps.push_back(&o);
+    if (info.topOps > 0) {
+      std::stable_sort(shownOps.begin(), shownOps.end(), [](const OpReport* a, const OpReport* b) {
+        return a->stats.cycles > b->stats.cycles;
+      });
+      if (shownOps.size() > size_t(info.topOps)) shownOps.resize(size_t(info.topOps));
+    }
+    for (const OpReport* op : shownOps) {
+      const OpReport& o = *op;
       out += fmt::format(
           "  {:<{}}  {:>10}  {:>5.1f}%  {:>12.4g}  {:>9.1f}  {:>12}  {:>12}\n", o.name, width,
           o.stats.cycles, 100.0 * ratio(double(o.stats.cycles), coreCycles), o.stats.flops,
           ratio(o.stats.flops, double(o.stats.cycles)), o.stats.vmemBytes, o.stats.dmaBytes);
+    }
+    if (shownOps.size() < r.ops.size()) {
+      int64_t restCycles = 0;
+      for (const OpReport& o : r.ops) restCycles += o.stats.cycles;
+      for (const OpReport* o : shownOps) restCycles -= o->stats.cycles;
+      out += fmt::format("  ... {} more ops, {:.1f}% of the cycles (--top-ops 0 lists every op)\n",
+                         r.ops.size() - shownOps.size(),
+                         100.0 * ratio(double(restCycles), coreCycles));
+    }
   }
   return out;
 }

@@ -12,6 +12,9 @@ namespace tpusim::sim {
 struct RunInfo {
   std::string program;  // file name
   std::string mode;     // "functional" or "timing"
+  // Rows of the summary's per-op table: the ops with the most cycles first
+  // (ties: debug-map order); 0 shows every op in debug-map order.
+  int topOps = 20;
 };
 
 nlohmann::ordered_json statsJson(const SimResult& r, const ChipConfig& chip, const RunInfo& info);

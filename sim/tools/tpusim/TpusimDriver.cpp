@@ -269,6 +269,7 @@ int run(const TpusimArgs& a) {
   RunInfo info;
   info.program = fs::path(a.program).filename().string();
   info.mode = a.mode;
+  info.topOps = a.topOps;
   // Stats and trace are written even after a fault: they show how far it got.
   if (!a.statsPath.empty())
     writeText(a.statsPath, statsJson(r, chip, info).dump(2) + "\n", "stats");

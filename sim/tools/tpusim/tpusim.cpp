@@ -1,6 +1,7 @@
 // tpusim: runs a program on the cycle-accurate chip model and reports cycles,
 // utilization, stalls and the per-op profile. See docs/performance.md and
 // `tpusim --help`.
+#include <fmt/format.h>
 #include <llvm/Support/CommandLine.h>
 
 #include "sim/tools/tpusim/TpusimDriver.h"
@@ -50,6 +51,10 @@ static cl::opt<std::string> mxuModel("mxu-model",
                                               "(Verilated RTL, small sizes only)"),
                                      cl::value_desc("fast|rtl"), cl::init("fast"),
                                      cl::cat(category));
+static cl::opt<int> topOps("top-ops",
+                           cl::desc("Rows of the per-op table: the ops with the most cycles "
+                                    "first (0: every op, in program order)"),
+                           cl::init(20), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress on stderr"), cl::cat(category));
 static cl::opt<bool> referenceStepping(
     "reference-stepping",
@@ -105,6 +110,12 @@ int main(int argc, char** argv) {
   a.quantum = quantum;
   a.traceEventsPerTrack = traceEvents;
   a.check = check;
+  if (topOps < 0) {
+    fmt::print(stderr, "tpusim: error: --top-ops must be >= 0 (0 lists every op), got {}\n",
+               int(topOps));
+    return 1;
+  }
+  a.topOps = topOps;
   a.checkRtol = checkRtol;
   return tpusim::sim::runTpusim(a);
 }
