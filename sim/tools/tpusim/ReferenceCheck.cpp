@@ -93,9 +93,10 @@ std::string OutputCheck::line() const {
   std::string verdict =
       ok() ? "ok"
            : fmt::format("MISMATCH: {} of {} elements out of tolerance", mismatches, elements);
-  std::string worst = worstIndex >= 0 && !ok() ? fmt::format("; worst at element {}: {:.8g} vs {:.8g}",
-                                                    worstIndex, worstSim, worstRef)
-                                      : "";
+  std::string worst =
+      worstIndex >= 0 && !ok()
+          ? fmt::format("; worst at element {}: {:.8g} vs {:.8g}", worstIndex, worstSim, worstRef)
+          : "";
   return fmt::format(
       "{} {}: max abs error {:.3e}, max rel error {:.3e} (rtol {:.1e}, atol {:.2e}){}: {}", name,
       type, maxAbsError, maxRelError, rtol, atol, worst, verdict);
