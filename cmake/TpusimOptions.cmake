@@ -21,13 +21,14 @@ function(tpusim_add_tool name)
   set_property(GLOBAL APPEND PROPERTY TPUSIM_TOOLS ${name})
 endfunction()
 
-# tpusim_add_unit_test(name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s]): a
+# tpusim_add_unit_test(name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s] [ARGS ...]): a
 # Catch2 v2 test binary registered as one CTest test. (catch_discover_tests
 # splits list-valued PROPERTIES such as several labels, so labels and the
 # environment are set here directly.) Labels: always "unit", plus LABELS;
 # "sanitize" also puts the binary in the ASan + UBSan run of scripts/test.sh.
+# ARGS are passed to the binary (e.g. a Catch2 test filter).
 function(tpusim_add_unit_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE tpusim_options tpusim_catch_main Catch2::Catch2 ${ARG_LIBS})
   if("sanitize" IN_LIST ARG_LABELS)
@@ -36,7 +37,7 @@ function(tpusim_add_unit_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
-  add_test(NAME ${name} COMMAND ${name})
+  add_test(NAME ${name} COMMAND ${name} ${ARG_ARGS})
   set_tests_properties(${name} PROPERTIES
     LABELS "unit;${ARG_LABELS}"
     TIMEOUT ${ARG_TIMEOUT}

@@ -231,7 +231,7 @@ TEST_CASE("addresses across a 4 GiB boundary carry into the high word", "[dma]")
   runOp(module("  p = f32[100,8] parameter(0)", "f32[100,8] reverse(p), dimensions={0}"), o);
 }
 
-TEST_CASE("unsupported cases are clear CannotLower errors", "[dma]") {
+TEST_CASE("unsupported cases are clear CannotLower errors", "[dma][refusal]") {
   CHECK_THAT(refusal(module("  p = f64[4] parameter(0)", "f64[4] copy(p)")),
              Catch::Contains("cannot lower %r (copy)") && Catch::Contains("f64"));
   CHECK_THAT(refusal(module("  p = f32[4] parameter(0)\n  i = s64[] parameter(1)",
