@@ -332,21 +332,7 @@ kernels::codegen::CompiledKernel DmaFragment::finish(const FragmentInfo& info) {
   out.smemBase = placement_.smemBase;
   out.smemWords = int64_t(smemImage_.size());
   out.standalone = false;
-  for (size_t b = 0; b < fn_.blocks.size(); ++b) {
-    out.machineText += fmt::format("{}:  # bundles {}..{}\n", fn_.blocks[b].label,
-                                   first + starts[b], first + starts[b + 1]);
-    for (uint32_t c = starts[b]; c < starts[b + 1]; ++c) {
-      std::string line;
-      for (const isa::Instruction& in : bundles[c].slots) {
-        if (in.empty()) continue;
-        line += fmt::format("{}{}", line.empty() ? "" : " ; ", in.info().mnemonic);
-        for (int o = 0; o < in.info().numOperands; ++o)
-          line += fmt::format("{}{}{}", o ? ", " : " ",
-                              isa::operandInfo(in.info().operands[o]).prefix, in.operands[o]);
-      }
-      out.machineText += fmt::format("  {:5}  {}\n", first + c, line.empty() ? "nop" : line);
-    }
-  }
+  out.machineText = kernels::codegen::printMachineCode(fn_, bundles, starts, first);
   return out;
 }
 

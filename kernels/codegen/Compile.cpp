@@ -798,21 +798,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   out.smemBase = o.smemBase;
   out.smemWords = mem.smemWordsUsed();
   out.standalone = o.standalone;
-  for (size_t b = 0; b < fn.blocks.size(); ++b) {
-    out.machineText += fmt::format("{}:  # bundles {}..{}\n", fn.blocks[b].label, first + starts[b],
-                                   first + starts[b + 1]);
-    for (uint32_t c = starts[b]; c < starts[b + 1]; ++c) {
-      std::string line;
-      for (const isa::Instruction& in : bundles[c].slots) {
-        if (in.empty()) continue;
-        line += fmt::format("{}{}", line.empty() ? "" : " ; ", in.info().mnemonic);
-        for (int o = 0; o < in.info().numOperands; ++o)
-          line += fmt::format("{}{}{}", o ? ", " : " ",
-                              isa::operandInfo(in.info().operands[o]).prefix, in.operands[o]);
-      }
-      out.machineText += fmt::format("  {:5}  {}\n", first + c, line.empty() ? "nop" : line);
-    }
-  }
+  out.machineText = printMachineCode(fn, bundles, starts, first);
   return out;
 }
 

@@ -182,4 +182,25 @@ std::vector<isa::Bundle> assembleBundles(const MFunction& fn,
   return out;
 }
 
+std::string printMachineCode(const MFunction& fn, const std::vector<isa::Bundle>& bundles,
+                             const std::vector<uint32_t>& blockStart, uint32_t firstBundle) {
+  std::string text;
+  for (size_t b = 0; b < fn.blocks.size(); ++b) {
+    text += fmt::format("{}:  # bundles {}..{}\n", fn.blocks[b].label, firstBundle + blockStart[b],
+                        firstBundle + blockStart[b + 1]);
+    for (uint32_t c = blockStart[b]; c < blockStart[b + 1]; ++c) {
+      std::string line;
+      for (const isa::Instruction& in : bundles[c].slots) {
+        if (in.empty()) continue;
+        line += fmt::format("{}{}", line.empty() ? "" : " ; ", in.info().mnemonic);
+        for (int o = 0; o < in.info().numOperands; ++o)
+          line += fmt::format("{}{}{}", o ? ", " : " ",
+                              isa::operandInfo(in.info().operands[o]).prefix, in.operands[o]);
+      }
+      text += fmt::format("  {:5}  {}\n", firstBundle + c, line.empty() ? "nop" : line);
+    }
+  }
+  return text;
+}
+
 }  // namespace tpusim::kernels::codegen

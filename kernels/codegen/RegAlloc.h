@@ -50,4 +50,9 @@ std::vector<isa::Bundle> assembleBundles(const MFunction& fn,
                                          std::vector<uint32_t>* blockStart = nullptr,
                                          uint32_t firstBundle = 0);
 
+// The --dump-machine text of assembled bundles: each block's label and bundle
+// range, then one bundle per line ("  12  sld s3, s0, 4 ; vld v1, s2, 0").
+std::string printMachineCode(const MFunction& fn, const std::vector<isa::Bundle>& bundles,
+                             const std::vector<uint32_t>& blockStart, uint32_t firstBundle);
+
 }  // namespace tpusim::kernels::codegen
