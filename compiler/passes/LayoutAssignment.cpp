@@ -69,7 +69,7 @@ class LayoutAssignmentPass : public HloPass {
       for (const auto& inst : comp->instructions()) original_[inst.get()] = inst->shape();
     for (const auto& comp : module.computations()) assignDefaults(*comp);
     for (const auto& comp : module.computations()) constrain(*comp);
-    rewriteEntryLayout();
+    changed_ |= rewriteEntryComputationLayout(*module_);
     return changed_;
   }
 
@@ -174,23 +174,6 @@ class LayoutAssignmentPass : public HloPass {
         std::vector<int64_t> want = orig->second.minorToMajorOrDefault();
         HloInstruction* out = copyTo(comp.root(), want);
         comp.setRoot(out);
-      }
-    }
-  }
-
-  void rewriteEntryLayout() {
-    HloComputation* entry = module_->entry();
-    if (!entry) return;
-    for (auto& [key, value] : module_->headerAttributes()) {
-      if (key != "entry_computation_layout") continue;
-      std::vector<std::string> params;
-      for (HloInstruction* p : entry->parameters())
-        params.push_back(p ? p->shape().toString() : "?");
-      std::string text = fmt::format("{{({})->{}}}", fmt::join(params, ", "),
-                                     entry->root() ? entry->root()->shape().toString() : "()");
-      if (text != value) {
-        value = text;
-        changed_ = true;
       }
     }
   }

@@ -17,6 +17,7 @@ const Entry kPasses[] = {
     {"inline", createCallInlinerPass},
     {"layout-assignment", createLayoutAssignmentPass},
     {"fusion", createFusionPass},
+    {"promote-to-f32", createPromoteToF32Pass},
 };
 
 }  // namespace

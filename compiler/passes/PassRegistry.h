@@ -1,5 +1,5 @@
 // Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline,
-// layout-assignment, fusion.
+// layout-assignment, fusion, promote-to-f32.
 #pragma once
 
 #include <memory>
@@ -26,5 +26,7 @@ std::unique_ptr<HloPass> createCallInlinerPass();
 // layout-assignment and fusion (fusion reads the chip from passOptions(), PassOptions.h).
 std::unique_ptr<HloPass> createLayoutAssignmentPass();
 std::unique_ptr<HloPass> createFusionPass();
+// promote-to-f32 (PromoteToF32.cpp): bf16 computation in f32, for reference checks.
+std::unique_ptr<HloPass> createPromoteToF32Pass();
 
 }  // namespace tpusim::passes

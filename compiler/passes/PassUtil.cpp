@@ -1,5 +1,8 @@
 #include "compiler/passes/PassUtil.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "compiler/hlo/HloModule.h"
 
 namespace tpusim::passes {
@@ -21,6 +24,25 @@ hlo::HloInstruction* addNew(hlo::HloComputation* comp, hlo::HloOpcode op, const 
   std::string name = comp->parent() ? comp->parent()->uniqueInstructionName(base) : base;
   return comp->addInstruction(
       hlo::HloInstruction::create(op, name, std::move(shape), std::move(operands)));
+}
+
+bool rewriteEntryComputationLayout(hlo::HloModule& module) {
+  hlo::HloComputation* entry = module.entry();
+  if (!entry) return false;
+  bool changed = false;
+  for (auto& [key, value] : module.headerAttributes()) {
+    if (key != "entry_computation_layout") continue;
+    std::vector<std::string> params;
+    for (hlo::HloInstruction* p : entry->parameters())
+      params.push_back(p ? p->shape().toString() : "?");
+    std::string text = fmt::format("{{({})->{}}}", fmt::join(params, ", "),
+                                   entry->root() ? entry->root()->shape().toString() : "()");
+    if (text != value) {
+      value = text;
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 }  // namespace tpusim::passes

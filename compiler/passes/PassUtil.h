@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "compiler/hlo/HloComputation.h"
+#include "compiler/hlo/HloModule.h"
 
 namespace tpusim::passes {
 
@@ -14,5 +15,9 @@ std::optional<double> splatValue(const hlo::HloInstruction* inst);
 // Adds a new instruction to `comp` named uniquely in the module after `base`.
 hlo::HloInstruction* addNew(hlo::HloComputation* comp, hlo::HloOpcode op, const std::string& base,
                             hlo::Shape shape, std::vector<hlo::HloInstruction*> operands);
+
+// Rewrites the module's entry_computation_layout header (if it has one) to the
+// entry's current parameter and root shapes; true if the text changed.
+bool rewriteEntryComputationLayout(hlo::HloModule& module);
 
 }  // namespace tpusim::passes

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -78,12 +80,28 @@ std::vector<uint8_t> inputBytes(const isa::BufferDesc& buffer, const npy::Array&
   return out;
 }
 
-std::vector<uint8_t> randomBytes(const isa::BufferDesc& buffer, uint64_t seed) {
+bool parseRandomInputs(const std::string& name, RandomInputs* out) {
+  if (name == "uniform")
+    *out = RandomInputs::Uniform;
+  else if (name == "fan-in")
+    *out = RandomInputs::FanIn;
+  else
+    return false;
+  return true;
+}
+
+std::vector<uint8_t> randomBytes(const isa::BufferDesc& buffer, uint64_t seed, RandomInputs kind) {
   std::mt19937_64 rng(seed ^ nameHash(buffer.name));
   size_t n = size_t(elementsOf(buffer));
   size_t width = size_t(isa::dtypeBytes(buffer.dtype));
   std::vector<uint8_t> out(n * width);
-  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  float bound = 1.0f;
+  if (kind == RandomInputs::FanIn && buffer.shape.size() >= 2) {
+    double fanIn = 1;
+    for (size_t d = 0; d + 1 < buffer.shape.size(); ++d) fanIn *= double(buffer.shape[d]);
+    bound = float(std::sqrt(3.0 / std::max(fanIn, 1.0)));
+  }
+  std::uniform_real_distribution<float> real(-bound, bound);
   std::uniform_int_distribution<int> small(-8, 8), unsignedSmall(0, 15), bit(0, 1);
   for (size_t i = 0; i < n; ++i) {
     uint32_t v = 0;

@@ -99,7 +99,7 @@ SimResult Simulation::run() {
     if (it != inputs_.end())
       storeBuffer(chip->memory(), b, it->second);
     else if (options_.functional && b.role == isa::BufferRole::Input)
-      storeBuffer(chip->memory(), b, randomBytes(b, options_.seed));
+      storeBuffer(chip->memory(), b, randomBytes(b, options_.seed, options_.randomInputs));
   }
 
   auto start = std::chrono::steady_clock::now();

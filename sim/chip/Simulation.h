@@ -16,6 +16,7 @@
 
 #include "isa/Program.h"
 #include "isa/support/Npy.h"
+#include "sim/chip/BufferIo.h"
 #include "sim/chip/Chip.h"
 #include "sim/config/ChipConfig.h"
 #include "sim/core/CoreStats.h"
@@ -31,6 +32,7 @@ struct SimOptions {
   int64_t maxCycles = int64_t(1) << 40;
   int64_t quantum = 10000;
   uint64_t seed = 1;
+  RandomInputs randomInputs = RandomInputs::Uniform;  // inputs without data (BufferIo.h)
   MxuModelKind mxuKind = MxuModelKind::Model;
   bool trace = false;
   size_t traceEventsPerTrack = 200000;

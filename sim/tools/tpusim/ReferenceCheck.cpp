@@ -90,9 +90,14 @@ std::string typeText(const isa::BufferDesc& b) {
 
 std::string OutputCheck::line() const {
   if (!problem.empty()) return fmt::format("{} {}: {}", name, type, problem);
-  std::string verdict =
-      ok() ? "ok"
-           : fmt::format("MISMATCH: {} of {} elements out of tolerance", mismatches, elements);
+  std::string verdict = mismatches == 0
+                            ? "ok"
+                            : fmt::format("{}{} of {} elements out of tolerance",
+                                          ok() ? "" : "MISMATCH: ", mismatches, elements);
+  if (roundingJudged)
+    verdict += fmt::format(
+        "; rms error against the module in f32: {:.3e}, the evaluator's {:.3e} (limit {:.3e}): {}",
+        simRmsError, evalRmsError, roundingLimit, roundingOk ? "ok, bf16 rounding" : "MISMATCH");
   std::string worst =
       worstIndex >= 0 && !ok()
           ? fmt::format("; worst at element {}: {:.8g} vs {:.8g}", worstIndex, worstSim, worstRef)
@@ -157,19 +162,45 @@ OutputCheck compareOutput(const isa::BufferDesc& buffer, const npy::Array& sim,
       c.worstRef = r;
     }
     if (bad) ++c.mismatches;
+    if (bad && !std::isfinite(diff)) ++c.nonFiniteMismatches;
   }
   return c;
 }
 
+void judgeBf16Rounding(OutputCheck& c, const isa::BufferDesc& buffer, const npy::Array& sim,
+                       const npy::Array& ref, const npy::Array& exact) {
+  if (!c.wantsRoundingJudgement() || exact.numElements() != c.elements) return;
+  const bool bf16 = buffer.dtype == DType::Bf16;
+  double simSq = 0, evalSq = 0, exactSq = 0;
+  for (int64_t i = 0; i < c.elements; ++i) {
+    double e = valueAt(exact, i, false);
+    double s = valueAt(sim, i, bf16) - e, r = valueAt(ref, i, bf16) - e;
+    if (!std::isfinite(e) || !std::isfinite(s) || !std::isfinite(r)) return;
+    simSq += s * s;
+    evalSq += r * r;
+    exactSq += e * e;
+  }
+  double n = double(std::max<int64_t>(c.elements, 1));
+  c.evalRmsError = std::sqrt(evalSq / n);
+  // No bf16 on the evaluator's path to this output: nothing to judge.
+  if (c.evalRmsError == 0) return;
+  c.roundingJudged = true;
+  c.simRmsError = std::sqrt(simSq / n);
+  c.roundingLimit = 1.5 * c.evalRmsError + std::ldexp(std::sqrt(exactSq / n), -9);
+  c.roundingOk = c.simRmsError <= c.roundingLimit;
+}
+
 std::map<std::string, npy::Array> evaluateReference(
     const std::string& hloPath, const std::map<int64_t, std::string>& parameterFiles,
-    const std::vector<std::string>& outputNames, const std::string& dir) {
+    const std::vector<std::string>& outputNames, const std::string& dir, const std::string& name,
+    const std::string& passes) {
   std::string tool = siblingTool("tpu-opt");
-  std::string outDir = dir + "/reference";
+  std::string outDir = dir + "/" + name;
   std::vector<std::string> argv = {tool, hloPath, "--evaluate", "--output-dir", outDir, "--force"};
+  if (!passes.empty()) argv.push_back("--passes=" + passes);
   for (const auto& [param, path] : parameterFiles)
     argv.push_back(fmt::format("--input={}={}", param, path));
-  std::string log = dir + "/reference.log";
+  std::string log = dir + "/" + name + ".log";
   ProcessResult r = runProcess(argv, log);
   if (!r.ok())
     throw std::runtime_error(

@@ -20,6 +20,7 @@ struct TpusimArgs {
   int64_t maxCycles = 0;  // 0: no limit
   bool strict = false;
   uint64_t seed = 1;
+  std::string randomInputs = "uniform";  // or "fan-in" (sim/chip/BufferIo.h)
   std::string mxuModel = "fast";
   bool quiet = false;
   bool referenceStepping = false;

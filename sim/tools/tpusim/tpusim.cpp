@@ -46,6 +46,11 @@ static cl::opt<bool> strict("strict",
                             cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random input data"), cl::init(1),
                               cl::cat(category));
+static cl::opt<std::string> randomInputs(
+    "random-inputs",
+    cl::desc("Data of inputs without a file: uniform (floats in [-1, 1)) or fan-in (float inputs "
+             "of rank >= 2 scaled by sqrt(3 / fan_in), like initialised weights)"),
+    cl::value_desc("uniform|fan-in"), cl::init("uniform"), cl::cat(category));
 static cl::opt<std::string> mxuModel("mxu-model",
                                      cl::desc("MXU implementation: fast (C++ model) or rtl "
                                               "(Verilated RTL, small sizes only)"),
@@ -104,6 +109,7 @@ int main(int argc, char** argv) {
   a.maxCycles = maxCycles;
   a.strict = strict;
   a.seed = seed;
+  a.randomInputs = randomInputs;
   a.mxuModel = mxuModel;
   a.quiet = quiet;
   a.referenceStepping = referenceStepping;
