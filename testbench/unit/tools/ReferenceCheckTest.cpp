@@ -83,9 +83,8 @@ TEST_CASE("bf16 rounding is not judged when the evaluator is exact or values are
   auto sim = bf16Array(kN, [](int64_t i) { return exactValue(i) + noiseB(i, 0.1); });
   // The evaluator equals the f32 evaluation: no bf16 on its path, no second chance.
   auto ref = bf16Array(kN, exactValue);
-  auto exactAsRef = f32Array(kN, [&](int64_t i) {
-    return double(bf16BitsToF32(ref.as<uint16_t>()[i]));
-  });
+  auto exactAsRef =
+      f32Array(kN, [&](int64_t i) { return double(bf16BitsToF32(ref.as<uint16_t>()[i])); });
   sim::OutputCheck c = sim::compareOutput(buffer, sim, ref, 0);
   REQUIRE(c.mismatches > 0);
   sim::judgeBf16Rounding(c, buffer, sim, ref, exactAsRef);
