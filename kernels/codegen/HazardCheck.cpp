@@ -45,25 +45,31 @@ std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundle
                fmt::format("more {} slots than the preset's {}", isa::slotInfo(info.slot).name,
                            t.slotsOf(info.slot)));
       int lat = t.latencyOf(info.latency);
+      // With N = 256 an MXU op's vector operand names a register pair (vreg, vreg + 1).
+      bool widePair = t.mxuSize > isa::kLanes &&
+                      (info.slot == isa::SlotKind::MatrixPush || in.op == Opcode::MxuPop);
       for (int k = 0; k < info.numOperands; ++k) {
         const isa::OperandInfo& oi = isa::operandInfo(info.operands[k]);
         int cls = int(oi.cls);
         if (oi.cls != isa::OperandClass::ScalarReg && oi.cls != isa::OperandClass::VectorReg &&
             oi.cls != isa::OperandClass::MaskReg)
           continue;
-        auto key = std::make_pair(cls, in.operands[k]);
-        auto r = ready.find(key);
-        if (r != ready.end() && r->second > c) {
-          bool reads = oi.access == isa::Access::Read || oi.access == isa::Access::ReadWrite;
-          report(c, in,
-                 fmt::format("{}{} {} until bundle {}", oi.prefix, in.operands[k],
-                             reads ? "is not ready" : "has a write in flight", r->second));
-        }
-        if (oi.access == isa::Access::Write || oi.access == isa::Access::ReadWrite) {
-          if (++writes[key] > 1)
+        int halves = widePair && oi.cls == isa::OperandClass::VectorReg ? 2 : 1;
+        for (int h = 0; h < halves; ++h) {
+          int64_t reg = in.operands[k] + h;
+          auto key = std::make_pair(cls, reg);
+          auto r = ready.find(key);
+          if (r != ready.end() && r->second > c) {
+            bool reads = oi.access == isa::Access::Read || oi.access == isa::Access::ReadWrite;
             report(c, in,
-                   fmt::format("{}{} written twice in one bundle", oi.prefix, in.operands[k]));
-          pending.push_back({key, c + lat});
+                   fmt::format("{}{} {} until bundle {}", oi.prefix, reg,
+                               reads ? "is not ready" : "has a write in flight", r->second));
+          }
+          if (oi.access == isa::Access::Write || oi.access == isa::Access::ReadWrite) {
+            if (++writes[key] > 1)
+              report(c, in, fmt::format("{}{} written twice in one bundle", oi.prefix, reg));
+            pending.push_back({key, c + lat});
+          }
         }
       }
       // Units.

@@ -2,10 +2,13 @@
 // the result-buffer slots (acc_slots row tiles of 8 rows per group) and the
 // (group, column tile) work items are dealt round-robin to the MXUs. An item
 // keeps its group's results in the MXU result slots across all K chunks: per
-// chunk it pushes a 128x128 weight tile, latches, and streams the group's LHS
+// chunk it pushes an N x N weight tile (N = mxu.size), latches, and streams the group's LHS
 // tiles (mm for the first chunk, mma after); only at the end are the slots
 // popped and stored. All K chunks of one output tile accumulate on one MXU in
-// k order, which is the numerics interpret mode reproduces.
+// k order, which is the numerics interpret mode reproduces. With N = 256 every
+// MXU row operand is a register pair (MInstr::pairHi); with N < 128 the chunks
+// and column tiles sit at lane offsets of the 128-lane VMEM tiles and are
+// rotated on the XLU.
 //
 // Emission order is the schedule we want (the list scheduler mostly keeps
 // it): round r holds item r of every MXU, and within a round the chunks of the
@@ -15,6 +18,7 @@
 // round's first mm on that MXU (program order per MXU).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "kernels/codegen/Lowering.h"
@@ -38,7 +42,9 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
                                    op.loc.line, text.substr(0, text.find('\n')), why));
   };
   const int S = t_.mxuSize;
-  if (S != llo::kLanes) fail(fmt::format("MXUs of size {} are not supported yet (only 128)", S));
+  if (S > 2 * llo::kLanes || llo::kLanes % std::min<int>(S, llo::kLanes) != 0)
+    fail(
+        fmt::format("MXUs of size {} are not supported (only 256 and powers of two up to 128)", S));
   if (transLhs) fail("a transposed LHS (needs the XLU transpose) is not supported yet");
   bool s8 = views[1].ref->type.dtype == llo::DType::S8;
   auto origin = [&](const llo::ViewRange& v) {
@@ -91,27 +97,78 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     emit(mi);
     return d;
   };
-  int64_t kRem = K % S;  // valid K of a partial last chunk (0 = none)
-  int64_t kChunks = (K + S - 1) / S, nTiles = (N + 127) / 128, rowTiles = (M + 7) / 8;
+  // Geometry (isa/README.md, "MXU", row mapping). An MXU row of S values is
+  // `halves` vregs of `L` lanes: for S = 256 the pair (va, va + 1) of two
+  // 128-lane column tiles; for S <= 128 lanes 0..S-1 of one vreg. K chunk kc
+  // and output column tile j start at element S*kc / S*j; for S < 128 that is
+  // lane (S*kc) % 128 of a VMEM column tile, rotated to lane 0 on the XLU for
+  // the MXU and back for the store.
+  const int halves = S > llo::kLanes ? 2 : 1;
+  const int64_t L = std::min<int64_t>(S, llo::kLanes);
+  const int64_t P = (S + 7) / 8;  // weight pushes of a full tile
+  int64_t kRem = K % S;           // valid K of a partial last chunk (0 = none)
+  int64_t kChunks = (K + S - 1) / S, nTiles = (N + S - 1) / S, rowTiles = (M + 7) / 8;
   int64_t slots = t_.accSlots;
-  // Lanes >= kRem of the last chunk's LHS (and of transposed weights) are padding.
-  MOperand laneMask;
-  if (kRem) {
+  auto tileOf = [&](int64_t start, int h) { return (start + h * llo::kLanes) / llo::kLanes; };
+  auto laneOf = [&](int64_t start) { return start % llo::kLanes; };
+  // Valid K of chunk kc in half h (0 = the half is all padding).
+  auto validK = [&](int64_t kc, int h) {
+    int64_t v = (kRem && kc == kChunks - 1) ? kRem : S;
+    return std::clamp<int64_t>(v - h * llo::kLanes, 0, L);
+  };
+  // Lanes >= kRem % L of the partial half of the last chunk's LHS (and of
+  // transposed weights) are padding: zeroed with this mask (after any rotation).
+  int64_t maskLimit = kRem % L;
+  MOperand laneMask, zero;
+  if (maskLimit) {
     MOperand iota = fn_.newReg(RegClass::Vector), lim = fn_.newReg(RegClass::Vector);
     laneMask = fn_.newReg(RegClass::Mask);
     emit(Opcode::VIotaLane, {iota});
-    emit(Opcode::VImm, {lim, I(kRem)});
+    emit(Opcode::VImm, {lim, I(maskLimit)});
     emit(Opcode::VCmpLtS32, {laneMask, iota, lim});
-  }
-  MOperand zero;
-  if (kRem) {
     zero = fn_.newReg(RegClass::Vector);
     emit(Opcode::VImm, {zero, I(0)});
   }
-  auto maskLanes = [&](MOperand v) {
+  auto rotate = [&](MOperand v, int64_t by) {
+    if (by % llo::kLanes == 0) return v;
     MOperand d = fn_.newReg(RegClass::Vector);
-    emit(Opcode::VSel, {d, laneMask, v, zero});
+    emit(Opcode::XluRotLane, {d, v, constReg(by % llo::kLanes)});
     return d;
+  };
+  // One half of an MXU row operand: `valid` lanes (after moving lane `lane`
+  // to lane 0) from VMEM column tile `tile`, row `row` of a ref; lanes past
+  // `valid` zeroed when `maskK`. An upper half with nothing valid is zero,
+  // made from the lower half (lo ^ lo) so it is defined next to it: the pair
+  // holds two registers from its first definition on.
+  auto rowHalf = [&](std::vector<MOperand>& row, const RefPlace& p, const ScalarVal& base,
+                     int64_t tileRows, int64_t tile, int64_t rowOff, int64_t sublanes, int64_t lane,
+                     int64_t valid, bool maskK) {
+    if (valid == 0) {
+      if (row.empty()) throw CodegenError("internal: an MXU row without valid lanes");
+      MOperand z = fn_.newReg(RegClass::Vector);
+      emit(Opcode::VXor, {z, row[0], row[0]});
+      row.push_back(z);
+      return;
+    }
+    MOperand v = rotate(load(p, base, tile * tileRows + rowOff, sublanes), llo::kLanes - lane);
+    if (maskK && valid < L) {
+      MOperand d = fn_.newReg(RegClass::Vector);
+      emit(Opcode::VSel, {d, laneMask, v, zero});
+      v = d;
+    }
+    row.push_back(v);
+  };
+  // Emits an MXU op whose vector operand (index `k` of `ops`) is the row `h`.
+  auto emitRow = [&](Opcode op, std::vector<MOperand> ops, int k, const std::vector<MOperand>& h) {
+    ops[size_t(k)] = h[0];
+    MInstr mi = makeInstr(op, std::move(ops));
+    if (halves == 2) {
+      mi.pairHi = h[1];
+      // A pair lives in two adjacent registers: never spilled (Spill.h).
+      fn_.unspillable.insert({int(RegClass::Vector), int(h[0].value)});
+      fn_.unspillable.insert({int(RegClass::Vector), int(h[1].value)});
+    }
+    emit(mi);
   };
   Opcode wpush = transRhs ? (s8 ? Opcode::MxuWPushTS8 : Opcode::MxuWPushTBf16)
                           : (s8 ? Opcode::MxuWPushS8 : Opcode::MxuWPushBf16);
@@ -125,49 +182,63 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   for (int64_t g0 = 0; g0 < rowTiles; g0 += slots)
     for (int64_t j = 0; j < nTiles; ++j) items.push_back({g0, std::min(slots, rowTiles - g0), j});
   const int64_t mxus = t_.mxuCount;
+  // Valid output columns of column tile j (in all halves).
+  auto validN = [&](int64_t j) { return std::min<int64_t>(S, N - j * S); };
   // Weight push p of chunk kc of an item (8 rows, or 8 columns when transposed);
   // pushesOf: how many a chunk needs.
   auto pushesOf = [&](const Item& it, int64_t kc) -> int64_t {
-    bool partial = kRem && kc == kChunks - 1;
-    if (!transRhs) return ((partial ? kRem : S) + 7) / 8;
-    return (std::min<int64_t>(128, N - it.j * 128) + 7) / 8;
+    if (!transRhs) return (validK(kc, 0) + validK(kc, 1) + 7) / 8;
+    return (validN(it.j) + 7) / 8;
   };
   auto wpushOne = [&](const Item& it, int mxu, int64_t kc, int64_t p) {
-    bool partial = kRem && kc == kChunks - 1;
-    int64_t j = it.j;
+    std::vector<MOperand> row;
     if (!transRhs) {
-      // Weight rows kc*128 + 8p of column tile j; rows >= K stay zero.
-      int64_t rows = partial ? kRem : S;
+      // Weight rows S*kc + 8p of column tile j; rows >= K stay zero (not
+      // loaded, or not pushed). Lanes past N only reach unstored columns.
+      int64_t rows = validK(kc, 0) + validK(kc, 1);
       int64_t valid = std::min<int64_t>(8, rows - p * 8);
-      MOperand w = load(rhsP, rhs0, j * rhsRows + kc * S + p * 8, (1 << valid) - 1);
-      emit(wpush, {I(mxu), w});
+      int64_t n0 = it.j * S;
+      for (int h = 0; h < halves; ++h) {
+        int64_t cols = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
+        rowHalf(row, rhsP, rhs0, rhsRows, tileOf(n0, h), kc * S + p * 8, (1 << valid) - 1,
+                laneOf(n0), cols, false);
+      }
     } else {
-      // rhs is (N, K): rows n = 128j + 8p, lanes = k of chunk kc.
-      int64_t cols = std::min<int64_t>(128, N - j * 128);
-      int64_t valid = std::min<int64_t>(8, cols - p * 8);
-      MOperand w = load(rhsP, rhs0, kc * rhsRows + j * 128 + p * 8, (1 << valid) - 1);
-      if (partial) w = maskLanes(w);
-      emit(wpush, {I(mxu), w});
+      // rhs is (N, K): rows n = S*j + 8p, lanes = k of chunk kc.
+      int64_t valid = std::min<int64_t>(8, validN(it.j) - p * 8);
+      int64_t k0 = kc * S;
+      for (int h = 0; h < halves; ++h)
+        rowHalf(row, rhsP, rhs0, rhsRows, tileOf(k0, h), it.j * S + p * 8, (1 << valid) - 1,
+                laneOf(k0), validK(kc, h), true);
     }
+    emitRow(wpush, {I(mxu), MOperand()}, 1, row);
   };
   // LHS tile i of the item's group through the latched chunk kc.
   auto mmOne = [&](const Item& it, int mxu, int64_t kc, int64_t i) {
-    bool partial = kRem && kc == kChunks - 1;
     int64_t rt = it.g0 + i;
     int64_t valid = std::min<int64_t>(8, M - rt * 8);
-    MOperand x = load(lhsP, lhs0, kc * lhsRows + rt * 8, (1 << valid) - 1);
-    if (partial) x = maskLanes(x);
-    emit(kc == 0 ? mm : mma, {I(mxu), x, I(i)});
+    int64_t k0 = kc * S;
+    std::vector<MOperand> row;
+    for (int h = 0; h < halves; ++h)
+      rowHalf(row, lhsP, lhs0, lhsRows, tileOf(k0, h), rt * 8, (1 << valid) - 1, laneOf(k0),
+              validK(kc, h), true);
+    emitRow(kc == 0 ? mm : mma, {I(mxu), MOperand(), I(i)}, 1, row);
   };
+  // Pops slot i into its result row and stores the valid lanes of each half
+  // (added to the old value when accumulating).
   auto popTile = [&](const Item& it, int mxu, int64_t i) {
-    int64_t j = it.j;
-    {
-      int64_t rt = it.g0 + i;
-      int64_t valid = std::min<int64_t>(8, M - rt * 8);
-      int64_t lanes = std::min<int64_t>(128, N - j * 128);
-      MOperand r = fn_.newReg(RegClass::Vector);
-      emit(Opcode::MxuPop, {r, I(mxu), I(i)});
-      int64_t off = j * dstRows + rt * 8;
+    int64_t rt = it.g0 + i;
+    int64_t valid = std::min<int64_t>(8, M - rt * 8);
+    std::vector<MOperand> row;
+    for (int h = 0; h < halves; ++h) row.push_back(fn_.newReg(RegClass::Vector));
+    emitRow(Opcode::MxuPop, {MOperand(), I(mxu), I(i)}, 0, row);
+    int64_t n0 = it.j * S;
+    for (int h = 0; h < halves; ++h) {
+      int64_t lanes = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
+      if (lanes == 0) continue;
+      int64_t first = laneOf(n0);
+      MOperand r = rotate(row[size_t(h)], first);
+      int64_t off = tileOf(n0, h) * dstRows + rt * 8;
       if (accumulate) {
         MOperand old = load(dstP, dst0, off, 0xFF), sum = fn_.newReg(RegClass::Vector);
         emit(s8 ? Opcode::VAddS32 : Opcode::VAddF32, {sum, old, r});
@@ -177,26 +248,35 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       int64_t o;
       at(dst0, off, &b, &o);
       MemAccess mem{MemAccess::Space::Vmem, dstP.region, true, dst0.isConst ? dst0.c + off : -1, 8};
-      if (lanes == 128) {
+      if (first == 0 && lanes == llo::kLanes) {
         MInstr st = makeInstr(Opcode::VSt, {r, b, I(o), I(1), I((1 << valid) - 1)});
         st.mem = mem;
         emit(st);
-      } else {
-        MOperand iota = fn_.newReg(RegClass::Vector), lim = fn_.newReg(RegClass::Vector);
-        MOperand m = fn_.newReg(RegClass::Mask), ms = fn_.newReg(RegClass::Mask);
-        MOperand iotaS = fn_.newReg(RegClass::Vector), limS = fn_.newReg(RegClass::Vector);
-        MOperand m2 = fn_.newReg(RegClass::Mask);
-        emit(Opcode::VIotaLane, {iota});
-        emit(Opcode::VImm, {lim, I(lanes)});
-        emit(Opcode::VCmpLtS32, {m, iota, lim});
-        emit(Opcode::VIotaSub, {iotaS});
-        emit(Opcode::VImm, {limS, I(valid)});
-        emit(Opcode::VCmpLtS32, {m2, iotaS, limS});
-        emit(Opcode::MAnd, {ms, m, m2});
-        MInstr st = makeInstr(Opcode::VStM, {r, b, I(o), ms});
-        st.mem = mem;
-        emit(st);
+        continue;
       }
+      // Lanes [first, first + lanes) of sublanes < valid.
+      MOperand iota = fn_.newReg(RegClass::Vector), lim = fn_.newReg(RegClass::Vector);
+      MOperand m = fn_.newReg(RegClass::Mask), ms = fn_.newReg(RegClass::Mask);
+      MOperand iotaS = fn_.newReg(RegClass::Vector), limS = fn_.newReg(RegClass::Vector);
+      MOperand m2 = fn_.newReg(RegClass::Mask);
+      emit(Opcode::VIotaLane, {iota});
+      emit(Opcode::VImm, {lim, I(first + lanes)});
+      emit(Opcode::VCmpLtS32, {m, iota, lim});
+      if (first > 0) {
+        MOperand lo = fn_.newReg(RegClass::Vector), mlo = fn_.newReg(RegClass::Mask);
+        MOperand both = fn_.newReg(RegClass::Mask);
+        emit(Opcode::VImm, {lo, I(first)});
+        emit(Opcode::VCmpGeS32, {mlo, iota, lo});
+        emit(Opcode::MAnd, {both, m, mlo});
+        m = both;
+      }
+      emit(Opcode::VIotaSub, {iotaS});
+      emit(Opcode::VImm, {limS, I(valid)});
+      emit(Opcode::VCmpLtS32, {m2, iotaS, limS});
+      emit(Opcode::MAnd, {ms, m, m2});
+      MInstr st = makeInstr(Opcode::VStM, {r, b, I(o), ms});
+      st.mem = mem;
+      emit(st);
     }
   };
   // Per MXU, the stream of weight tiles (item, K chunk) it works through.
@@ -213,14 +293,14 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // (weight port); the latch of t + 1 follows tile t's last mm. When tile t
   // starts a new item, the previous item's slot s is popped just before the
   // mm that overwrites it.
-  for (int64_t p = 0; p < 16; ++p)
+  for (int64_t p = 0; p < P; ++p)
     for (size_t m = 0; m < size_t(mxus); ++m)
       if (!stream[m].empty() && p < pushesOf(items[stream[m][0].item], stream[m][0].kc))
         wpushOne(items[stream[m][0].item], int(m), stream[m][0].kc, p);
   for (size_t m = 0; m < size_t(mxus); ++m)
     if (!stream[m].empty()) emit(Opcode::MxuLatch, {I(int64_t(m))});
   for (size_t t = 0; t < length; ++t) {
-    for (int64_t i = 0; i < std::max<int64_t>(slots, 16); ++i)
+    for (int64_t i = 0; i < std::max<int64_t>(slots, P); ++i)
       for (size_t m = 0; m < size_t(mxus); ++m) {
         if (t >= stream[m].size()) continue;
         const Tile& cur = stream[m][t];

@@ -49,6 +49,13 @@ bool MInstr::barrier() const {
   }
 }
 
+int MInstr::pairedOperand() const {
+  const isa::OpcodeInfo& i = info();
+  for (int k = 0; k < i.numOperands; ++k)
+    if (isa::operandInfo(i.operands[k]).cls == isa::OperandClass::VectorReg) return k;
+  return -1;
+}
+
 MInstr makeInstr(isa::Opcode op, std::vector<MOperand> operands) {
   const isa::OpcodeInfo& info = isa::opcodeInfo(op);
   if (int(operands.size()) != info.numOperands)
@@ -86,6 +93,10 @@ std::string printInstr(const MInstr& mi) {
       default:
         s += fmt::format("{}{}", isa::operandInfo(info.operands[i]).prefix, o.value);
     }
+    // A register pair prints as both halves: %v3:%v4.
+    if (i == mi.pairedOperand() && mi.pairHi.isReg())
+      s += fmt::format(":{}{}{}", mi.pairHi.kind == MOperand::Kind::VirtReg ? "%" : "",
+                       regClassName(mi.pairHi.cls), mi.pairHi.value);
   }
   return s;
 }

@@ -47,11 +47,32 @@ struct MInstr {
   std::array<MOperand, isa::kMaxOperands> ops{};
   MemAccess mem;
   int debug = -1;  // index into the function's debug locations
+  // The upper register of a 256-wide MXU row (isa/README.md, "MXU"): the
+  // machine reads va and va+1 for a wpush/mm and writes vd and vd+1 for a pop.
+  // Set (a Vector register) only on those ops when N = 256; the register
+  // allocator gives it the physical register after the vector operand's.
+  MOperand pairHi;
   // Misc-slot ops that synchronise with DMA (sync.wait, dma, fence, halt) are
   // barriers: nothing is moved across them.
   bool barrier() const;
   const isa::OpcodeInfo& info() const { return isa::opcodeInfo(op); }
+  // The operand `pairHi` extends (the instruction's vector register operand), or -1.
+  int pairedOperand() const;
 };
+
+// Calls f(operand, access) for every register an instruction reads or writes:
+// its register operands in table order, then `pairHi` (with its partner's access).
+template <class Instr, class F>
+void forEachReg(Instr& mi, F&& f) {
+  const isa::OpcodeInfo& info = mi.info();
+  for (int k = 0; k < info.numOperands; ++k)
+    if (mi.ops[size_t(k)].isReg())
+      f(mi.ops[size_t(k)], isa::operandInfo(info.operands[size_t(k)]).access);
+  if (mi.pairHi.isReg()) {
+    int k = mi.pairedOperand();
+    f(mi.pairHi, isa::operandInfo(info.operands[size_t(k)]).access);
+  }
+}
 
 struct MBlock {
   std::string label;

@@ -36,21 +36,20 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
     bool write;
   };
   std::map<std::pair<int, int>, std::vector<Ref>> refs;
+  std::map<int, int> pairOf;      // vector vreg -> the upper half it pairs with
+  std::map<int, int> pairedWith;  // upper half -> its lower vreg
   for (size_t b = 0; b < fn.blocks.size(); ++b) {
     const MBlock& blk = fn.blocks[b];
     for (size_t i = 0; i < blk.instrs.size(); ++i) {
       const MInstr& mi = blk.instrs[i];
       int64_t pos = blockStart[b] + schedules[b].cycle[i];
-      const isa::OpcodeInfo& info = mi.info();
-      int lat = t.latencyOf(info.latency);
-      for (int k = 0; k < info.numOperands; ++k) {
-        const MOperand& o = mi.ops[k];
-        if (o.kind != MOperand::Kind::VirtReg) continue;
+      int lat = t.latencyOf(mi.info().latency);
+      forEachReg(mi, [&](const MOperand& o, isa::Access acc) {
+        if (o.kind != MOperand::Kind::VirtReg) return;
         auto key = std::make_pair(int(o.cls), int(o.value));
         Interval& in = iv[key];
         in.cls = o.cls;
         in.vreg = int(o.value);
-        isa::Access acc = isa::operandInfo(info.operands[k]).access;
         bool reads = acc == isa::Access::Read || acc == isa::Access::ReadWrite;
         bool writes = acc == isa::Access::Write || acc == isa::Access::ReadWrite;
         in.start = std::min(in.start, pos);
@@ -61,6 +60,19 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
         }
         if (reads) refs[key].push_back({pos, false});
         if (writes) refs[key].push_back({pos, true});
+      });
+      // An MXU register pair: (lower, upper) virtual registers, each in one pair only.
+      if (mi.pairHi.kind == MOperand::Kind::VirtReg) {
+        const MOperand& lo = mi.ops[size_t(mi.pairedOperand())];
+        if (lo.kind != MOperand::Kind::VirtReg || lo.cls != RegClass::Vector ||
+            mi.pairHi.cls != RegClass::Vector)
+          throw CodegenError("internal: a register pair of non-virtual or non-vector registers");
+        auto [it, fresh] = pairOf.emplace(int(lo.value), int(mi.pairHi.value));
+        auto [it2, fresh2] = pairedWith.emplace(int(mi.pairHi.value), int(lo.value));
+        if ((!fresh && it->second != mi.pairHi.value) || (!fresh2 && it2->second != lo.value) ||
+            pairOf.count(int(mi.pairHi.value)) || pairedWith.count(int(lo.value)))
+          throw CodegenError(fmt::format("internal: %v{} / %v{} are paired inconsistently",
+                                         lo.value, mi.pairHi.value));
       }
     }
   }
@@ -84,10 +96,19 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
       }
     }
   }
+  // A pair is allocated as one interval (the union of both halves' intervals)
+  // occupying two adjacent physical registers; the upper half follows the lower.
+  for (auto [lo, hi] : pairOf) {
+    Interval& a = iv.at({int(RegClass::Vector), lo});
+    const Interval& b = iv.at({int(RegClass::Vector), hi});
+    a.start = std::min(a.start, b.start);
+    a.end = std::max(a.end, b.end);
+  }
   std::array<int, 3> limits{isa::kNumScalarRegs, t.vectorRegs, isa::kNumMaskRegs};
   std::array<int, 3> used{};
   std::vector<Interval*> order;
-  for (auto& [key, in] : iv) order.push_back(&in);
+  for (auto& [key, in] : iv)
+    if (key.first != int(RegClass::Vector) || !pairedWith.count(key.second)) order.push_back(&in);
   std::sort(order.begin(), order.end(), [](const Interval* a, const Interval* b) {
     return a->start != b->start ? a->start < b->start : a->vreg < b->vreg;
   });
@@ -95,12 +116,27 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
   for (int c = 0; c < 3; ++c) freeAt[c].assign(limits[c], INT64_MIN);
   for (Interval* in : order) {
     auto& regs = freeAt[int(in->cls)];
+    auto hiOf = in->cls == RegClass::Vector ? pairOf.find(in->vreg) : pairOf.end();
+    int width = hiOf != pairOf.end() ? 2 : 1;
+    // With register pairs in the function, pairs take aligned registers
+    // (2r, 2r + 1) and a single value first a register whose partner is taken,
+    // from the top: singles do not split the free pairs. The holes they still
+    // leave are what the scheduler's slack (kPairSlack) covers.
+    bool paired = in->cls == RegClass::Vector && !pairOf.empty();
+    auto isFree = [&](int r) { return r < int(regs.size()) && regs[r] <= in->start; };
     int pick = -1;
-    for (int r = 0; r < int(regs.size()); ++r)
-      if (regs[r] <= in->start) {
-        pick = r;
-        break;
-      }
+    if (!paired) {
+      for (int r = 0; r < int(regs.size()) && pick < 0; ++r)
+        if (isFree(r)) pick = r;
+    } else if (width == 2) {
+      for (int r = 0; r + 1 < int(regs.size()) && pick < 0; r += 2)
+        if (isFree(r) && isFree(r + 1)) pick = r;
+    } else {
+      for (int r = int(regs.size()) - 1; r >= 0 && pick < 0; --r)
+        if (isFree(r) && !isFree(r ^ 1)) pick = r;
+      for (int r = int(regs.size()) - 1; r >= 0 && pick < 0; --r)
+        if (isFree(r)) pick = r;
+    }
     if (pick < 0) {
       size_t blk = 0;
       while (blk + 1 < fn.blocks.size() && blockStart[blk + 1] <= in->start) ++blk;
@@ -110,7 +146,8 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
       int64_t furthest = INT64_MIN;
       for (const Interval* o : order) {
         if (o->cls != in->cls || (o->phys < 0 && o != in) || o->start > in->start ||
-            o->end <= in->start || fn.unspillable.count({int(o->cls), o->vreg}))
+            o->end <= in->start || fn.unspillable.count({int(o->cls), o->vreg}) ||
+            (o->cls == RegClass::Vector && pairOf.count(o->vreg)))
           continue;
         if (o->end > furthest) {
           furthest = o->end;
@@ -129,17 +166,17 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
                                                 : " even after spilling (use smaller blocks)"),
           in->cls, candidate);
     }
-    regs[pick] = in->end;
+    for (int w = 0; w < width; ++w) regs[pick + w] = in->end;
     in->phys = pick;
-    used[int(in->cls)] = std::max(used[int(in->cls)], pick + 1);
+    if (width == 2) iv.at({int(RegClass::Vector), hiOf->second}).phys = pick + 1;
+    used[int(in->cls)] = std::max(used[int(in->cls)], pick + width);
   }
   for (MBlock& blk : fn.blocks)
     for (MInstr& mi : blk.instrs)
-      for (int k = 0; k < mi.info().numOperands; ++k) {
-        MOperand& o = mi.ops[k];
-        if (o.kind != MOperand::Kind::VirtReg) continue;
-        o = MOperand::preg(o.cls, iv.at({int(o.cls), int(o.value)}).phys);
-      }
+      forEachReg(mi, [&](MOperand& o, isa::Access) {
+        if (o.kind == MOperand::Kind::VirtReg)
+          o = MOperand::preg(o.cls, iv.at({int(o.cls), int(o.value)}).phys);
+      });
   return used;
 }
 
@@ -162,6 +199,9 @@ std::vector<isa::Bundle> assembleBundles(const MFunction& fn,
       if (idx >= t.slotsOf(mi.info().slot))
         throw CodegenError(
             fmt::format("internal: slot overflow in block {} cycle {}", blk.label, c));
+      if (mi.pairHi.isReg() && mi.pairHi.value != mi.ops[size_t(mi.pairedOperand())].value + 1)
+        throw CodegenError(fmt::format("internal: '{}' names a register pair that is not adjacent",
+                                       printInstr(mi)));
       isa::Instruction& in = out[starts[b] + c].slot(mi.info().slot, idx);
       in.op = mi.op;
       for (int k = 0; k < mi.info().numOperands; ++k) {

@@ -18,6 +18,9 @@ int resultLatency(const MInstr& mi, const TargetInfo& t) { return t.latencyOf(mi
 
 namespace {
 
+// Vector registers the scheduler leaves free in a block with MXU register pairs.
+constexpr int kPairSlack = 4;
+
 struct Edge {
   int to;
   int distance;
@@ -110,44 +113,33 @@ class DagBuilder {
     std::map<int, MxuState> mxu;
     for (int j = 0; j < int(ins.size()); ++j) {
       const MInstr& mi = ins[j];
-      const isa::OpcodeInfo& info = mi.info();
       // Memory order first: the address uses the base register as it is now.
       if (mi.mem.space != MemAccess::Space::None) {
         range_[j] = rangeOf(mi, lastWriter);
         memoryEdges(j);
       }
-      // Registers.
-      for (int k = 0; k < info.numOperands; ++k) {
-        const MOperand& o = mi.ops[k];
-        if (!o.isReg()) continue;
-        isa::Access acc = isa::operandInfo(info.operands[k]).access;
-        int key = regKey(o);
+      // Registers (with the upper half of an MXU register pair).
+      forEachReg(mi, [&](const MOperand& o, isa::Access acc) {
         if (acc == isa::Access::Read || acc == isa::Access::ReadWrite) {
-          auto w = lastWriter.find(key);
+          auto w = lastWriter.find(regKey(o));
           if (w != lastWriter.end()) edge(w->second, j, resultLatency(ins[w->second], t_));
         }
-      }
-      for (int k = 0; k < info.numOperands; ++k) {
-        const MOperand& o = mi.ops[k];
-        if (!o.isReg()) continue;
-        isa::Access acc = isa::operandInfo(info.operands[k]).access;
+      });
+      forEachReg(mi, [&](const MOperand& o, isa::Access acc) {
+        if (acc != isa::Access::Write && acc != isa::Access::ReadWrite) return;
         int key = regKey(o);
-        if (acc == isa::Access::Write || acc == isa::Access::ReadWrite) {
-          auto w = lastWriter.find(key);
-          if (w != lastWriter.end()) edge(w->second, j, resultLatency(ins[w->second], t_));
-          int war = resultLatency(mi, t_) >= 1 ? 0 : 1;
-          auto& rs = readers[key];
-          for (int r : rs)
-            if (r != j) edge(r, j, war);
-          rs.clear();
-          lastWriter[key] = j;
-        }
-      }
-      for (int k = 0; k < info.numOperands; ++k) {
-        const MOperand& o = mi.ops[k];
-        isa::Access acc = isa::operandInfo(info.operands[k]).access;
-        if (o.isReg() && acc == isa::Access::Read) readers[regKey(o)].push_back(j);
-      }
+        auto w = lastWriter.find(key);
+        if (w != lastWriter.end()) edge(w->second, j, resultLatency(ins[w->second], t_));
+        int war = resultLatency(mi, t_) >= 1 ? 0 : 1;
+        auto& rs = readers[key];
+        for (int r : rs)
+          if (r != j) edge(r, j, war);
+        rs.clear();
+        lastWriter[key] = j;
+      });
+      forEachReg(mi, [&](const MOperand& o, isa::Access acc) {
+        if (acc == isa::Access::Read) readers[regKey(o)].push_back(j);
+      });
       // Barriers: everything before completes, nothing after moves above.
       if (mi.barrier()) {
         for (int i : sinceBarrier) edge(i, j, std::max(1, resultLatency(ins[i], t_)));
@@ -331,55 +323,65 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
   // Priority: the critical path, then program order.
   std::vector<int> rank(n);
   for (int i = 0; i < n; ++i) rank[i] = -height[i];
-  // Registers as dense ids; per id the reads not yet scheduled.
+  // Registers as dense ids; per id the reads not yet scheduled. The halves of
+  // an MXU register pair share one id of weight 2: the allocator holds both
+  // registers from the pair's first definition to its last read.
+  std::unordered_map<int, int> pairLow;  // regKey of an upper half -> regKey of its lower
+  for (const MInstr& mi : ins)
+    if (mi.pairHi.isReg()) pairLow[regKey(mi.pairHi)] = regKey(mi.ops[size_t(mi.pairedOperand())]);
   std::unordered_map<int, int> idOf;
-  std::vector<int> remaining, clsOf;
+  std::vector<int> remaining, clsOf, weight;
   std::vector<char> liveNow, definedHere;
   auto idFor = [&](const MOperand& o) {
-    auto [it, fresh] = idOf.emplace(regKey(o), int(remaining.size()));
+    int key = regKey(o);
+    bool paired = false;
+    if (auto p = pairLow.find(key); p != pairLow.end()) key = p->second, paired = true;
+    auto [it, fresh] = idOf.emplace(key, int(remaining.size()));
     if (fresh) {
       remaining.push_back(0);
       clsOf.push_back(int(o.cls));
+      weight.push_back(1);
       liveNow.push_back(0);
       definedHere.push_back(0);
     }
+    if (paired) weight[size_t(it->second)] = 2;
     return it->second;
   };
   std::vector<std::vector<int>> reads(n), writes(n);
-  for (int i = 0; i < n; ++i) {
-    const isa::OpcodeInfo& info = ins[i].info();
-    for (int k = 0; k < info.numOperands; ++k) {
-      const MOperand& o = ins[i].ops[k];
-      if (!o.isReg()) continue;
-      isa::Access acc = isa::operandInfo(info.operands[k]).access;
+  for (int i = 0; i < n; ++i)
+    forEachReg(ins[i], [&](const MOperand& o, isa::Access acc) {
       int id = idFor(o);
       if (acc == isa::Access::Read || acc == isa::Access::ReadWrite) {
         reads[i].push_back(id);
         ++remaining[size_t(id)];
       }
-      if (acc == isa::Access::Write || acc == isa::Access::ReadWrite) {
+      if ((acc == isa::Access::Write || acc == isa::Access::ReadWrite) &&
+          std::find(writes[i].begin(), writes[i].end(), id) == writes[i].end()) {
         writes[i].push_back(id);
         definedHere[size_t(id)] = 1;
       }
-    }
-  }
+    });
   // Register pressure: values defined in this block and still to be read. An
   // instruction whose new values would exceed the register file waits, unless
   // nothing else can make progress.
   std::array<int, 3> live{}, limit{isa::kNumScalarRegs, t.vectorRegs, isa::kNumMaskRegs};
+  // Pairs need two adjacent free registers: leave the allocator slack for the
+  // holes single values leave between them.
+  if (!pairLow.empty()) limit[size_t(RegClass::Vector)] -= kPairSlack;
   {
     std::vector<char> liveIn(remaining.size(), 0);
     for (int i = 0; i < n; ++i)
       for (int k : reads[i])
         if (!definedHere[size_t(k)] && !liveIn[size_t(k)]) {
           liveIn[size_t(k)] = 1;
-          --limit[size_t(clsOf[size_t(k)])];
+          limit[size_t(clsOf[size_t(k)])] -= weight[size_t(k)];
         }
   }
   auto netGrowth = [&](int i, int cls) {
     int g = 0;
     for (int k : writes[i])
-      if (clsOf[size_t(k)] == cls && !liveNow[size_t(k)] && remaining[size_t(k)] > 0) ++g;
+      if (clsOf[size_t(k)] == cls && !liveNow[size_t(k)] && remaining[size_t(k)] > 0)
+        g += weight[size_t(k)];
     for (size_t a = 0; a < reads[i].size(); ++a) {
       int k = reads[i][a];
       if (clsOf[size_t(k)] != cls || !liveNow[size_t(k)]) continue;
@@ -388,7 +390,7 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
       if (!first) continue;
       int uses = 0;
       for (int r : reads[i]) uses += r == k;
-      if (remaining[size_t(k)] == uses) --g;
+      if (remaining[size_t(k)] == uses) g -= weight[size_t(k)];
     }
     return g;
   };

@@ -40,6 +40,13 @@ void markUnspillable(MFunction& fn) {
 
 int spillRegister(MFunction& fn, RegClass cls, int vreg, MemoryPlan& mem) {
   if (cls == RegClass::Mask) throw CodegenError("internal: mask registers are not spilled");
+  // The halves of an MXU register pair stay in registers (the allocator never
+  // proposes them): a reload could not be placed next to its partner.
+  for (const MBlock& b : fn.blocks)
+    for (const MInstr& mi : b.instrs)
+      if (mi.pairHi.isReg() && cls == RegClass::Vector &&
+          (mi.pairHi.value == vreg || mi.ops[size_t(mi.pairedOperand())].value == vreg))
+        throw CodegenError(fmt::format("internal: spilling %v{}, half of a register pair", vreg));
   const bool vec = cls == RegClass::Vector;
   const int64_t slot =
       vec ? mem.vmem(fmt::format("spill slot of vector register %v{}", vreg), {8, 128})

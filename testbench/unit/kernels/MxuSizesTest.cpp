@@ -1,0 +1,113 @@
+// Matmuls on MXUs other than 128x128, run on the simulator (functional,
+// --strict) against interpret mode bit for bit: v6e's 256x256 arrays (every
+// MXU row a register pair) and the tiny presets' 16x16 and 8x8 arrays (K
+// chunks and column tiles at lane offsets, rotated on the XLU). Shapes cover
+// whole tiles, ragged M/N/K (partial chunks, a chunk whose upper half is all
+// padding, edge column tiles of one half), bf16 and s8, the accumulating and
+// the plain form, and a transposed RHS.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <tuple>
+
+#include "kernels/codegen/Compile.h"
+#include "kernels/dsl/Interpret.h"
+#include "kernels/lib/Matmul.h"
+#include "testbench/unit/kernels/SimRun.h"
+
+using namespace tpusim;
+using namespace tpusim::kernels;
+using namespace tpusim::kernels::dsl;
+
+namespace {
+
+// Compiles `k` for `chip`, runs it and compares every output with interpret
+// mode using the chip's MXU size (its k-order accumulation in chunks).
+void checkAgainstInterpret(const llo::Kernel& k, const std::string& chip, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<HostArray> ins;
+  std::map<std::string, HostArray> named;
+  for (const llo::ArrayOperand& a : k.inputs) {
+    ins.push_back(randomArray(a.shape, a.dtype, rng));
+    named[a.name] = ins.back();
+  }
+  codegen::TargetInfo target = testing::kernelTarget(chip);
+  InterpretOptions io;
+  io.mxuSize = target.mxuSize;
+  std::vector<HostArray> want = interpret(k, ins, io).outputs;
+  codegen::CompiledKernel c = codegen::compileKernel(k, target);
+  sim::SimResult r = testing::simulate(chip, c.program, named);
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    CHECK(testing::bitDifferences(want[i], testing::simOutput(r, k.outputs[i].name, want[i])) == 0);
+}
+
+void checkLibMatmul(const std::string& chip, int64_t m, int64_t n, int64_t k, llo::DType dt,
+                    lib::MatmulBlocks b) {
+  INFO(chip << " " << isa::dtypeName(dt) << " " << m << "x" << n << "x" << k << " blocks " << b.bm
+            << "x" << b.bn << "x" << b.bk);
+  auto call = lib::matmulCall(m, n, k, dt, b);
+  checkAgainstInterpret(*call.trace({{{m, k}, dt, "x"}, {{k, n}, dt, "y"}}), chip,
+                        uint64_t(m * 7 + n * 3 + k));
+}
+
+// out = x @ y^T with y given as (N, K), written by a plain (non-accumulating) dot.
+void checkTransposedRhs(const std::string& chip, int64_t m, int64_t n, int64_t k, llo::DType dt) {
+  INFO(chip << " transposed rhs " << isa::dtypeName(dt) << " " << m << "x" << n << "x" << k);
+  CallConfig c;
+  c.name = "matmul_nt";
+  c.out_shapes = {{{m, n}, dt == BF16 ? F32 : S32, "out"}};
+  c.grid = {1};
+  auto whole = [](const GridIndex&) { return std::vector<Scalar>{0, 0}; };
+  c.in_specs = {BlockSpec({m, k}, whole), BlockSpec({n, k}, whole)};
+  c.out_specs = {BlockSpec({m, n}, whole)};
+  auto call = pallas_call(
+      [](Ref x, Ref y, Ref o) {
+        o.store(dot(x.load(), y.load(), DotOptions{false, true}));
+      },
+      c);
+  checkAgainstInterpret(*call.trace({{{m, k}, dt, "x"}, {{n, k}, dt, "y"}}), chip,
+                        uint64_t(m + n + k));
+}
+
+}  // namespace
+
+TEST_CASE("v6e (256x256 MXUs): matmuls equal interpret mode on the simulator") {
+  SECTION("whole 256 tiles, one K block (accumulating into the output)") {
+    checkLibMatmul("v6e", 256, 512, 512, BF16, {256, 512, 512});
+    checkLibMatmul("v6e", 256, 512, 512, S8, {256, 512, 512});
+  }
+  SECTION("ragged M, N, K: partial chunks and half-empty column tiles") {
+    // K 300: chunk 1 has 44 valid rows (only its lower half); N 300: column
+    // tile 1 has 44 columns (its upper half is absent); M 100: a 4-row tile.
+    checkLibMatmul("v6e", 100, 300, 300, BF16, {100, 300, 300});
+    checkLibMatmul("v6e", 100, 300, 300, S8, {100, 300, 300});
+    // K 400: chunk 1 has 144 rows (lower half full, upper half 16 lanes).
+    checkLibMatmul("v6e", 72, 130, 400, BF16, {72, 130, 400});
+  }
+  SECTION("several K blocks through a scratch accumulator, masked K tail") {
+    // bk 384 = one full chunk + a chunk whose upper half is padding; the last
+    // K block holds 216 valid rows.
+    checkLibMatmul("v6e", 64, 384, 600, BF16, {64, 384, 384});
+    checkLibMatmul("v6e", 64, 384, 600, S8, {64, 384, 384});
+  }
+  SECTION("more row tiles than result slots, several items per MXU") {
+    checkLibMatmul("v6e", 264, 1024, 256, BF16, {264, 1024, 256});
+  }
+  SECTION("transposed RHS") {
+    checkTransposedRhs("v6e", 64, 512, 512, BF16);
+    checkTransposedRhs("v6e", 40, 300, 400, BF16);
+    checkTransposedRhs("v6e", 40, 300, 400, S8);
+  }
+}
+
+TEST_CASE("tiny16 and tiny8 (16x16 and 8x8 MXUs): matmuls equal interpret mode") {
+  for (const char* chip : {"tiny16", "tiny8"}) {
+    // Whole 128-lane tiles hold 128 / N chunks and column tiles at lane offsets.
+    checkLibMatmul(chip, 16, 128, 128, BF16, {16, 128, 128});
+    checkLibMatmul(chip, 16, 128, 128, S8, {16, 128, 128});
+    // Ragged: K 60 ends in a partial chunk, N 44 in a partial column tile, M 12.
+    checkLibMatmul(chip, 12, 44, 60, BF16, {12, 44, 60});
+    checkLibMatmul(chip, 12, 44, 60, S8, {12, 44, 60});
+    checkTransposedRhs(chip, 12, 44, 60, BF16);
+  }
+}
