@@ -208,6 +208,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
 
   KernelPlan plan;
   plan.target = &t;
+  plan.tiling = blk.why;
   plan.config.grid = {B, cdiv(M, bm), cdiv(N, bn), kBlocks};
   plan.config.compiler_params.dimension_semantics = {dsl::PARALLEL, dsl::PARALLEL, dsl::PARALLEL,
                                                      dsl::ARBITRARY};

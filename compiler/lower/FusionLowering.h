@@ -50,6 +50,9 @@ struct LoweredKernel {
   // Kernel output j is the element of the instruction's result at this tuple
   // index path ({} for a non-tuple result).
   std::vector<std::vector<int64_t>> outputIndex;
+  // The tiling decision in one line (block shapes and what chose them), for
+  // `tpuc --print-stats`; empty for library kernels.
+  std::string tiling;
 };
 
 // A fusion, an element-wise / convert / compare / select / broadcast / iota /

@@ -168,6 +168,7 @@ struct KernelPlan {
   dsl::CallConfig config;
   std::vector<dsl::ShapeDtype> inputs;
   std::vector<int64_t> inputOperand;
+  std::string tiling;  // LoweredKernel::tiling
 };
 // Adds a kernel input for every leaf use of `r` (in order), with its block spec.
 void addLeafInputs(Region& r, KernelPlan& plan);

@@ -34,6 +34,7 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
 
   KernelPlan plan;
   plan.target = &t;
+  plan.tiling = b.why;
   for (size_t a = 0; a < n; ++a) {
     axes[a].grid = static_cast<int>(a);
     plan.config.grid.push_back(cdiv(axes[a].size, axes[a].block));

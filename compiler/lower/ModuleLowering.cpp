@@ -97,8 +97,8 @@ uint64_t ModuleLowerer::allocateExtra(uint64_t bytes) {
 }
 
 void ModuleLowerer::recordOp(const std::string& instruction, const std::string& kind,
-                             uint32_t first) {
-  out_.ops.push_back({instruction, kind, first, m_.nextBundle()});
+                             uint32_t first, const std::string& tiling) {
+  out_.ops.push_back({instruction, kind, first, m_.nextBundle(), tiling});
 }
 
 Leaves ModuleLowerer::resultLeaves(const HloInstruction& inst, const Region& region) const {
@@ -190,8 +190,8 @@ uint64_t singleAddress(const HloInstruction& inst, const Leaves& leaves, const s
 
 }  // namespace
 
-void ModuleLowerer::lowerKernel(const HloInstruction& inst, const std::vector<Leaves>& operands,
-                                const Leaves& result) {
+std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
+                                       const std::vector<Leaves>& operands, const Leaves& result) {
   LoweredKernel lk = lowerToKernel(inst, cg_);
   codegen::CompileOptions o;
   for (int64_t op : lk.inputOperand) {
@@ -221,6 +221,7 @@ void ModuleLowerer::lowerKernel(const HloInstruction& inst, const std::vector<Le
   size_t debugBefore = m_.program.debugMap.size(), costBefore = m_.program.costs.size();
   codegen::appendKernel(m_, k);
   renameAppended(inst, debugBefore, costBefore);
+  return lk.tiling;
 }
 
 void ModuleLowerer::lowerDataMovementOp(const HloInstruction& inst,
@@ -336,8 +337,8 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
       // A broadcast is cheaper as a kernel (one read, vector stores) than as
       // DMAs; every other op both lowerings take (copy) moves bytes only.
       result = resultLeaves(*inst, region);
-      lowerKernel(*inst, operands, result);
-      recordOp(inst->name(), "kernel", first);
+      std::string tiling = lowerKernel(*inst, operands, result);
+      recordOp(inst->name(), "kernel", first, tiling);
     } else if (isDataMovement(*inst)) {
       result = resultLeaves(*inst, region);
       lowerDataMovementOp(*inst, operands, result);

@@ -58,6 +58,7 @@ struct LoweredOp {
   std::string instruction;  // HLO instruction name
   std::string kind;         // "kernel", "dma", "control", "copy"
   uint32_t firstBundle = 0, endBundle = 0;
+  std::string tiling;  // kernels: the tiling decision (LoweredKernel::tiling)
 };
 
 struct LoweredModule {

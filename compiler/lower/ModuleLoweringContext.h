@@ -52,7 +52,8 @@ class ModuleLowerer {
   // HBM bytes past the entry heap, for values that must outlive a region.
   uint64_t allocateExtra(uint64_t bytes);
   // Records a lowered op for the stats.
-  void recordOp(const std::string& instruction, const std::string& kind, uint32_t first);
+  void recordOp(const std::string& instruction, const std::string& kind, uint32_t first,
+                const std::string& tiling = "");
 
  private:
   struct Region {
@@ -62,8 +63,9 @@ class ModuleLowerer {
   Leaves resultLeaves(const hlo::HloInstruction& inst, const Region& region) const;
   uint64_t scratchOf(const hlo::HloInstruction& inst, const Region& region) const;
   Leaves lowerConstant(const hlo::HloInstruction& inst, const Region& region, bool entry);
-  void lowerKernel(const hlo::HloInstruction& inst, const std::vector<Leaves>& operands,
-                   const Leaves& result);
+  // Returns the kernel's tiling decision (LoweredKernel::tiling).
+  std::string lowerKernel(const hlo::HloInstruction& inst, const std::vector<Leaves>& operands,
+                          const Leaves& result);
   void lowerDataMovementOp(const hlo::HloInstruction& inst, const std::vector<Leaves>& operands,
                            const Leaves& result);
   void renameAppended(const hlo::HloInstruction& inst, size_t debugBefore, size_t costBefore);

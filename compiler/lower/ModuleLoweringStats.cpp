@@ -35,8 +35,8 @@ std::string LoweredModule::statsText() const {
   out += fmt::format("cost table: {} entries, {:.4g} FLOPs\n", program.costs.size(), flops);
   out += fmt::format("{:>8} {:>8}  {:<8} {}\n", "bundles", "first", "kind", "instruction");
   for (const LoweredOp& op : ops)
-    out += fmt::format("{:>8} {:>8}  {:<8} {}\n", op.endBundle - op.firstBundle, op.firstBundle,
-                       op.kind, op.instruction);
+    out += fmt::format("{:>8} {:>8}  {:<8} {}{}\n", op.endBundle - op.firstBundle, op.firstBundle,
+                       op.kind, op.instruction, op.tiling.empty() ? "" : "  (" + op.tiling + ")");
   return out;
 }
 

@@ -108,6 +108,7 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
 
   KernelPlan plan;
   plan.target = &t;
+  plan.tiling = b.why;
   // Kept axes first (parallel), then the reduced ones (arbitrary, innermost).
   std::vector<std::pair<int, int64_t>> reducedGrid;  // grid axis, extent
   for (int pass = 0; pass < 2; ++pass)

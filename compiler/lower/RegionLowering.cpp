@@ -443,6 +443,7 @@ LoweredKernel finishKernel(const ComputeGraph& g, KernelPlan& plan, dsl::KernelB
   for (auto& mp : out.kernel->outMaps) mp.loc = loc;
   out.inputOperand = plan.inputOperand;
   out.outputIndex = {{}};
+  out.tiling = plan.tiling;
   return out;
 }
 

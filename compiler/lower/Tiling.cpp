@@ -34,10 +34,24 @@ int64_t dividingBlock(int64_t n, int64_t unit, int64_t limit) {
 
 namespace {
 
-// Caps that keep a block's unrolled code and live registers within what the
-// code generator handles without spilling (its matmul benchmark blocks are
-// at most 512; an element-wise row of 8 column tiles is unrolled per row tile).
-constexpr int64_t kMaxDotBlock = 512, kMaxLoopLanes = 1024;
+// Caps that keep a block's unrolled code within what the code generator
+// schedules in seconds: a dot block of at most 512 rows, 1024 columns and a
+// depth of 4096, and at most 16384 MXU pushes of 8 LHS rows per step (the
+// library matmul's best v5e blocks, 512x1024x4096: docs/performance.md); an
+// element-wise row of 8 column tiles is unrolled per row tile.
+constexpr int64_t kMaxDotRows = 512, kMaxDotCols = 1024, kMaxDotDepth = 4096;
+constexpr int64_t kMaxDotPushesPerStep = 16384, kMaxLoopLanes = 1024;
+// Cycles per 8x128 result tile and grid step beyond the MXU stream: its pop,
+// the accumulator's load / add / store and the epilogue (fitted to the
+// library matmul on v5e, 4.5 to 8 cycles per tile over its block sweep).
+constexpr double kDotCyclesPerResultTile = 6;
+// The share of the HBM peak a DMA of contiguous runs of `bytes` reaches: a run
+// of one 512-byte request pays about as much again in row activations and
+// request overhead, long runs approach the peak.
+double runEfficiency(int64_t bytes) {
+  double b = double(std::max<int64_t>(bytes, 1));
+  return b / (b + 512.0);
+}
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t m) { return cdiv(a, m) * m; }
@@ -70,6 +84,17 @@ std::vector<int64_t> candidates(int64_t n, int64_t unit, int64_t limit, bool exa
   return out;
 }
 
+// Blocks of a dot dim, largest first: the whole dim if within the limit, and
+// every multiple of `unit` below it (an edge block covers the rest: a wide
+// block with a partial last one often beats a narrow divisor).
+std::vector<int64_t> dotCandidates(int64_t n, int64_t unit, int64_t limit) {
+  std::vector<int64_t> out;
+  if (n <= limit) out.push_back(n);
+  for (int64_t b = std::min(limit, n - 1) / unit * unit; b >= unit; b -= unit) out.push_back(b);
+  if (out.empty()) out.push_back(n);
+  return out;
+}
+
 }  // namespace
 
 LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exactCols,
@@ -78,10 +103,12 @@ LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exact
   for (const BlockUse& u : uses)
     if (u.rows && u.cols && u.buffers > 1) hbmPerElement += u.hbmBytesPerElement;
   hbmPerElement = std::max<int64_t>(hbmPerElement, 1);
-  // Enough elements that a step's DMA time covers the step overhead 8 times.
-  double wantBytes = 8.0 * kStepOverheadCycles * target.hbmBytesPerCycle;
+  // Enough elements that a step's DMA time covers the step overhead 32 times
+  // (an element-wise step of a 2048-lane row block measured ~250 cycles of
+  // overhead on v5e, not kStepOverheadCycles: a row loop per block).
+  double wantBytes = 32.0 * kStepOverheadCycles * target.hbmBytesPerCycle;
   int64_t wantElems =
-      std::clamp<int64_t>(static_cast<int64_t>(wantBytes) / hbmPerElement, 8 * 128, 512 * 1024);
+      std::clamp<int64_t>(static_cast<int64_t>(wantBytes) / hbmPerElement, 8 * 128, 2048 * 1024);
   const int64_t budget = target.vmemBudget();
   LoopBlock best;
   bool found = false;
@@ -110,25 +137,40 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
                             int outBytes, const TilingTarget& target) {
   const int64_t mxu = std::max<int64_t>(target.mxuSize, 8);
   const int64_t budget = target.vmemBudget();
-  const int64_t drain = 7 + 2 * mxu;
+  const int64_t drain = 7 + 2 * mxu, fill = 8 * cdiv(mxu, 8);
   DotBlocking best;
   double bestCost = std::numeric_limits<double>::infinity();
-  for (int64_t bm : candidates(m, 8, kMaxDotBlock, false))
-    for (int64_t bn : candidates(n, 128, kMaxDotBlock, false))
-      for (int64_t bk : candidates(k, 128, kMaxDotBlock, false)) {
+  for (int64_t bm : dotCandidates(m, 8, kMaxDotRows))
+    for (int64_t bn : dotCandidates(n, 128, kMaxDotCols))
+      for (int64_t bk : dotCandidates(k, 128, kMaxDotDepth)) {
+        const int64_t pushes = cdiv(bm, 8) * cdiv(bn, mxu) * cdiv(bk, mxu);
+        if (pushes > kMaxDotPushesPerStep) continue;
         // Double-buffered operand and output blocks, the accumulator, and the
-        // bf16 / s8 copies of the operands the kernel makes before the dot.
+        // bf16 copies f32 operands are cast into before the dot.
         int64_t vmem = 2 * (tiledBytes(bm, bk) + tiledBytes(bk, bn) + tiledBytes(bm, bn)) +
-                       tiledBytes(bm, bn) + tiledBytes(bm, bk) + tiledBytes(bk, bn);
+                       tiledBytes(bm, bn) +
+                       (inBytes == 4 ? tiledBytes(bm, bk) + tiledBytes(bk, bn) : 0);
         if (vmem > budget) continue;
-        double steps = double(batch) * cdiv(m, bm) * cdiv(n, bn) * cdiv(k, bk);
+        const int64_t mBlocks = cdiv(m, bm), nBlocks = cdiv(n, bn), kBlocks = cdiv(k, bk);
+        double steps = double(batch) * mBlocks * nBlocks * kBlocks;
         // One mm pushes 8 LHS rows through one (mxu x mxu) weight tile in 8 cycles.
-        double mxuCycles = double(cdiv(bm, 8)) * cdiv(bn, mxu) * cdiv(bk, mxu) * 8 /
-                           double(std::max<int64_t>(target.mxuCount, 1));
-        double bytes =
-            double(bm * bk + bk * bn) * inBytes + double(bm * bn) * outBytes / cdiv(k, bk);
-        double dmaCycles = bytes / target.hbmBytesPerCycle;
-        double cost = steps * (std::max(mxuCycles, dmaCycles) + drain + kStepOverheadCycles);
+        double mxuCycles = double(pushes) * 8 / double(std::max<int64_t>(target.mxuCount, 1));
+        // The pipeline skips a copy whose block index did not change: with one
+        // K block the LHS block stays for a whole row of N blocks, and the RHS
+        // too when N is one block.
+        // A block row is one contiguous run in HBM; short runs (a narrow RHS
+        // block of a wide matrix) reach a fraction of the peak.
+        double lhsBytes = double(bm * bk) * inBytes / (kBlocks == 1 ? double(nBlocks) : 1.0);
+        double rhsBytes =
+            double(bk * bn) * inBytes / (kBlocks == 1 && nBlocks == 1 ? double(mBlocks) : 1.0);
+        double outBlockBytes = double(bm * bn) * outBytes / double(kBlocks);
+        double dmaCycles = (lhsBytes / runEfficiency(std::min(bk, k) * inBytes) +
+                            rhsBytes / runEfficiency(std::min(bn, n) * inBytes) +
+                            outBlockBytes / runEfficiency(std::min(bn, n) * outBytes)) /
+                           target.hbmBytesPerCycle;
+        double tileCycles = kDotCyclesPerResultTile * double(cdiv(bm, 8) * cdiv(bn, 128));
+        double cost = steps * (std::max(mxuCycles, dmaCycles) + tileCycles + fill + drain +
+                               kStepOverheadCycles);
         if (cost < bestCost * 0.999) {
           bestCost = cost;
           best.bm = bm;

@@ -7,10 +7,13 @@
 // the per-step overhead of the grid loop (kStepOverheadCycles) several times
 // over, without exceeding the VMEM budget; lanes first (whole rows up to
 // 1024 lanes; a reduced row whole), then rows.
-// Dots: every candidate (bm, bn, bk) of legal blocks up to 512 each (what the
-// code generator compiles without spilling) that fits VMEM is priced as grid steps x (max(MXU
-// cycles, DMA cycles) + MXU drain + step overhead), and the cheapest wins: larger blocks re-read
-// less from HBM and amortize the drain, until VMEM or the array stops them.
+// Dots: every candidate (bm, bn, bk) of legal blocks (at most 512 x 1024 x 4096,
+// what the code generator schedules in seconds) that fits VMEM is priced as grid
+// steps x (max(MXU cycles, DMA cycles) + per-result-tile cycles + MXU fill and
+// drain + step overhead), DMA counting the copies the pipeline skips (an
+// unchanged LHS block with one K block), and the cheapest wins: larger blocks
+// re-read less from HBM and amortize the fill and drain, until VMEM or the caps
+// stop them.
 // Blocks divide the array or equal it whenever such a block exists (the code
 // generator's edge blocks are new); a reduced or contracted dim must be
 // divided exactly, or is masked (dots, as kernels/lib/Matmul.cpp does).
