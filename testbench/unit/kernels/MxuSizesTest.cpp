@@ -4,13 +4,18 @@
 // chunks and column tiles at lane offsets, rotated on the XLU). Shapes cover
 // whole tiles, ragged M/N/K (partial chunks, a chunk whose upper half is all
 // padding, edge column tiles of one half), bf16 and s8, the accumulating and
-// the plain form, and a transposed RHS.
+// the plain form, and a transposed RHS. Also the register pairs themselves:
+// allocation to adjacent registers under pressure and the hazard check of the
+// upper half.
 #include <catch2/catch.hpp>
 
 #include <random>
 #include <tuple>
 
 #include "kernels/codegen/Compile.h"
+#include "kernels/codegen/HazardCheck.h"
+#include "kernels/codegen/RegAlloc.h"
+#include "kernels/codegen/Scheduler.h"
 #include "kernels/dsl/Interpret.h"
 #include "kernels/lib/Matmul.h"
 #include "testbench/unit/kernels/SimRun.h"
@@ -110,4 +115,90 @@ TEST_CASE("tiny16 and tiny8 (16x16 and 8x8 MXUs): matmuls equal interpret mode")
     checkLibMatmul(chip, 12, 44, 60, S8, {12, 44, 60});
     checkTransposedRhs(chip, 12, 44, 60, BF16);
   }
+}
+
+TEST_CASE("MXU register pairs get adjacent registers and both halves are hazard-checked") {
+  using namespace codegen;
+  using isa::Opcode;
+  TargetInfo t = testing::kernelTarget("v6e");
+  auto I = [](int64_t v) { return MOperand::imm(v); };
+  // Four MXUs each push a 256x256 tile (32 pairs) while single values stay
+  // live across the pushes: more vector values than registers at once unless
+  // the pairs reuse registers, and singles mixed in between them.
+  MFunction fn;
+  fn.name = "pairs";
+  fn.blocks.resize(1);
+  auto& ins = fn.blocks[0].instrs;
+  MOperand base = fn.newReg(RegClass::Scalar);
+  ins.push_back(makeInstr(Opcode::SLi, {base, I(0)}));
+  std::vector<MOperand> singles;
+  for (int s = 0; s < 12; ++s) {
+    singles.push_back(fn.newReg(RegClass::Vector));
+    ins.push_back(makeInstr(Opcode::VImm, {singles.back(), I(s)}));
+  }
+  for (int p = 0; p < 32; ++p)
+    for (int m = 0; m < 4; ++m) {
+      MOperand half[2];
+      for (int h = 0; h < 2; ++h) {
+        half[h] = fn.newReg(RegClass::Vector);
+        int64_t row = (m * 2 + h) * 256 + p * 8;
+        MInstr ld = makeInstr(Opcode::VLd, {half[h], base, I(row), I(1), I(0xFF)});
+        ld.mem = {MemAccess::Space::Vmem, 0, false, row, 8};
+        ins.push_back(ld);
+      }
+      MInstr push = makeInstr(Opcode::MxuWPushBf16, {I(m), half[0]});
+      push.pairHi = half[1];
+      ins.push_back(push);
+    }
+  for (int s = 0; s < 12; ++s) {
+    MInstr st = makeInstr(Opcode::VSt, {singles[size_t(s)], base, I(4096 + 8 * s), I(1), I(0xFF)});
+    st.mem = {MemAccess::Space::Vmem, 1, true, 4096 + 8 * s, 8};
+    ins.push_back(st);
+  }
+  CHECK(printInstr(ins[15]).find(":%v") != std::string::npos);  // a pair prints both halves
+  std::vector<BlockSchedule> sched{scheduleBlock(fn.blocks[0], t)};
+  allocateRegisters(fn, sched, {}, t);
+  int pairs = 0;
+  for (const MInstr& mi : ins)
+    if (mi.pairHi.isReg()) {
+      ++pairs;
+      INFO(printInstr(mi));
+      CHECK(mi.ops[1].kind == MOperand::Kind::PhysReg);
+      CHECK(mi.ops[1].value % 2 == 0);
+      CHECK(mi.pairHi.value == mi.ops[1].value + 1);
+    }
+  CHECK(pairs == 128);
+  std::vector<isa::Bundle> bundles = assembleBundles(fn, sched, t);
+  auto problems = checkBlockTiming(bundles, t);
+  for (const auto& p : problems) UNSCOPED_INFO(p);
+  CHECK(problems.empty());
+
+  // The check itself: a wpush / mm reading v2 reads v3 too on a 256 array,
+  // and a pop into v4 writes v5.
+  std::vector<isa::Bundle> code(3);
+  isa::Instruction& ld = code[0].slot(isa::SlotKind::VectorLoad, 0);
+  ld.op = Opcode::VLd;
+  ld.operands[0] = 3;
+  ld.operands[4] = 0xFF;
+  isa::Instruction& push = code[1].slot(isa::SlotKind::MatrixPush, 0);
+  push.op = Opcode::MxuWPushBf16;
+  push.operands[1] = 2;
+  std::vector<isa::Bundle> popThenLoad(2);
+  isa::Instruction& pop = popThenLoad[0].slot(isa::SlotKind::MatrixPop, 0);
+  pop.op = Opcode::MxuPop;
+  pop.operands[0] = 4;
+  isa::Instruction& ld5 = popThenLoad[1].slot(isa::SlotKind::VectorLoad, 0);
+  ld5.op = Opcode::VLd;
+  ld5.operands[0] = 5;
+  ld5.operands[4] = 0xFF;
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += x + "\n";
+    return s;
+  };
+  CHECK_THAT(joined(checkBlockTiming(code, t)), Catch::Contains("v3 is not ready"));
+  CHECK_THAT(joined(checkBlockTiming(popThenLoad, t)), Catch::Contains("v5 has a write in flight"));
+  TargetInfo v5e = testing::kernelTarget("v5e");
+  CHECK_THAT(joined(checkBlockTiming(code, v5e)), !Catch::Contains("v3"));
+  CHECK_THAT(joined(checkBlockTiming(popThenLoad, v5e)), !Catch::Contains("v5"));
 }
