@@ -234,17 +234,23 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     b = transposed ? expandTo(b, abn, abk) : expandTo(b, abk, abn);
     if (a.dtype() != mxType) a = a.astype(mxType);
     if (b.dtype() != mxType) b = b.astype(mxType);
-    if (kTail != abk) {
-      // The last K block holds kTail valid columns of a / rows of b.
-      dsl::Scalar valid = dsl::select(kb == kBlocks - 1, kTail, abk);
-      dsl::Array lim = dsl::splat(valid, 1, 1);
-      a = dsl::where(dsl::iota(abm, abk, 1) < lim, a, dsl::zeros(1, 1, mxType));
-      b = transposed ? dsl::where(dsl::iota(abn, abk, 1) < lim, b, dsl::zeros(1, 1, mxType))
-                     : dsl::where(dsl::iota(abk, abn, 0) < lim, b, dsl::zeros(1, 1, mxType));
-    }
     dsl::DotOptions opts;
     opts.transpose_rhs = transposed;
-    acc.store(acc.load() + dsl::dot(a, b, opts));
+    if (kTail == abk) {
+      acc.store(acc.load() + dsl::dot(a, b, opts));
+    } else {
+      // The last K block holds kTail valid columns of a / rows of b; the rest
+      // is stale VMEM, zeroed on both sides. Only that step pays the masks.
+      dsl::when(kb != kBlocks - 1, [&] { acc.store(acc.load() + dsl::dot(a, b, opts)); });
+      dsl::when(kb == kBlocks - 1, [&] {
+        dsl::Array lim = dsl::splat(dsl::Scalar(kTail), 1, 1);
+        dsl::Array aMasked = dsl::where(dsl::iota(abm, abk, 1) < lim, a, dsl::zeros(1, 1, mxType));
+        dsl::Array bMasked =
+            transposed ? dsl::where(dsl::iota(abn, abk, 1) < lim, b, dsl::zeros(1, 1, mxType))
+                       : dsl::where(dsl::iota(abk, abn, 0) < lim, b, dsl::zeros(1, 1, mxType));
+        acc.store(acc.load() + dsl::dot(aMasked, bMasked, opts));
+      });
+    }
     dsl::when(kb == kBlocks - 1, [&] {
       dsl::Array h = acc.load();
       if (h.dtype() != heroType) h = h.astype(heroType);

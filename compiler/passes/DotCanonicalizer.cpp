@@ -2,7 +2,11 @@
 //   reshape(dot(L, R)) with L = [B, M, K], R = [B, K, N],
 //   lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1},
 // where L is the lhs transposed to (batch, free, contracting) and reshaped,
-// and R is the rhs transposed to (batch, contracting, free) and reshaped.
+// and R is the rhs transposed to (batch, contracting, free) and reshaped --
+// or, when the rhs's contracting dims are already its most minor ones, R =
+// [B, N, K] (rhs_contracting_dims={2}): the MXU loads such weights transposed,
+// so only major dims move (a [seq, heads, dim] K cache becomes [heads, seq,
+// dim] with whole rows of `dim` per DMA run, not an element-wise transpose).
 // B, M, K or N is 1 where the original has no such dimensions. Identity
 // transposes and reshapes are not emitted; dots already in this form are kept.
 #include <algorithm>
@@ -56,7 +60,16 @@ bool isCanonical(const HloInstruction& dot) {
   const auto& d = dot.attrs().dot;
   return dot.operand(0)->shape().rank() == 3 && dot.operand(1)->shape().rank() == 3 &&
          d.lhsBatch == std::vector<int64_t>{0} && d.rhsBatch == std::vector<int64_t>{0} &&
-         d.lhsContracting == std::vector<int64_t>{2} && d.rhsContracting == std::vector<int64_t>{1};
+         d.lhsContracting == std::vector<int64_t>{2} &&
+         (d.rhsContracting == std::vector<int64_t>{1} ||
+          d.rhsContracting == std::vector<int64_t>{2});
+}
+
+// Are `contracting` the last dims of a rank-`rank` array, in increasing order?
+bool contractingMostMinor(int64_t rank, const std::vector<int64_t>& contracting) {
+  for (size_t i = 0; i < contracting.size(); ++i)
+    if (contracting[i] != rank - static_cast<int64_t>(contracting.size() - i)) return false;
+  return true;
 }
 
 bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
@@ -76,18 +89,26 @@ bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
   std::vector<int64_t> lperm = d.lhsBatch;
   lperm.insert(lperm.end(), lfree.begin(), lfree.end());
   lperm.insert(lperm.end(), d.lhsContracting.begin(), d.lhsContracting.end());
+  const bool rhsTransposed = contractingMostMinor(rs.rank(), d.rhsContracting);
   std::vector<int64_t> rperm = d.rhsBatch;
-  rperm.insert(rperm.end(), d.rhsContracting.begin(), d.rhsContracting.end());
-  rperm.insert(rperm.end(), rfree.begin(), rfree.end());
+  if (rhsTransposed) {
+    rperm.insert(rperm.end(), rfree.begin(), rfree.end());
+    rperm.insert(rperm.end(), d.rhsContracting.begin(), d.rhsContracting.end());
+  } else {
+    rperm.insert(rperm.end(), d.rhsContracting.begin(), d.rhsContracting.end());
+    rperm.insert(rperm.end(), rfree.begin(), rfree.end());
+  }
 
   HloInstruction* l = arrange(comp, lhs, lperm, {b, m, k});
-  HloInstruction* r = arrange(comp, rhs, rperm, {b, k, n});
+  HloInstruction* r =
+      arrange(comp, rhs, rperm,
+              rhsTransposed ? std::vector<int64_t>{b, n, k} : std::vector<int64_t>{b, k, n});
   HloInstruction* nd = addNew(comp, HloOpcode::Dot, dot->name() + ".canonical",
                               Shape::array(dot->shape().type, {b, m, n}), {l, r});
   nd->attrs().dot.lhsBatch = {0};
   nd->attrs().dot.lhsContracting = {2};
   nd->attrs().dot.rhsBatch = {0};
-  nd->attrs().dot.rhsContracting = {1};
+  nd->attrs().dot.rhsContracting = {rhsTransposed ? 2 : 1};
   nd->attrs().metadata = dot->attrs().metadata;
   nd->attrs().generic = dot->attrs().generic;  // precision_config etc.
   HloInstruction* result = nd;

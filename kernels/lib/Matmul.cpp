@@ -57,14 +57,15 @@ PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType, Matmul
       acc.store(acc.load() + dot(x.load(), y.load()));
     } else {
       // The last K block holds kTail valid columns of x / rows of y; the rest is
-      // padding (undefined), so it is replaced by zeros on both sides.
-      Scalar last = kb == kBlocks - 1;
-      Scalar valid = select(last, kTail, bk);
-      Array kx = iota(bm, bk, 1), ky = iota(bk, bn, 0);
-      Array lim = splat(valid, 1, 1);
-      Array xs = where(kx < lim, x.load(), zeros(1, 1, inType));
-      Array ys = where(ky < lim, y.load(), zeros(1, 1, inType));
-      acc.store(acc.load() + dot(xs, ys));
+      // padding (undefined), so it is replaced by zeros on both sides. Only the
+      // last step pays for the masks.
+      when(kb != kBlocks - 1, [&] { acc.store(acc.load() + dot(x.load(), y.load())); });
+      when(kb == kBlocks - 1, [&] {
+        Array lim = splat(Scalar(kTail), 1, 1);
+        Array xs = where(iota(bm, bk, 1) < lim, x.load(), zeros(1, 1, inType));
+        Array ys = where(iota(bk, bn, 0) < lim, y.load(), zeros(1, 1, inType));
+        acc.store(acc.load() + dot(xs, ys));
+      });
     }
     when(kb == kBlocks - 1, [&] { o.store(acc.load()); });
   };
