@@ -140,19 +140,48 @@ ordered_json statsJson(const SimResult& r, const ChipConfig& chip, const RunInfo
 
   ordered_json ops = ordered_json::array();
   for (const OpReport& o : r.ops)
-    ops.push_back({{"name", o.name},
-                   {"cycles", o.stats.cycles},
-                   {"bundles", o.stats.bundles},
-                   {"flops", o.stats.flops},
-                   {"vmem_bytes", o.stats.vmemBytes},
-                   {"dma_bytes", o.stats.dmaBytes},
-                   {"flops_per_cycle", round6(ratio(o.stats.flops, double(o.stats.cycles)))}});
+    ops.push_back(
+        {{"name", o.name},
+         {"hlo_op_name", o.hloOpName},
+         {"source",
+          o.sourceFile.empty() ? std::string() : fmt::format("{}:{}", o.sourceFile, o.sourceLine)},
+         {"cycles", o.stats.cycles},
+         {"bundles", o.stats.bundles},
+         {"flops", o.stats.flops},
+         {"vmem_bytes", o.stats.vmemBytes},
+         {"dma_bytes", o.stats.dmaBytes},
+         {"flops_per_cycle", round6(ratio(o.stats.flops, double(o.stats.cycles)))}});
   j["ops"] = ops;
   WriteOptions wo;
   wo.sources = false;
   j["chip_config"] = chipToJson(chip, wo);
   return j;
 }
+
+namespace {
+
+// An op_name without the jit(...) scopes JAX puts in front of every op and
+// without the primitive's parameters ("jit(f)/jit(main)/layers_0/ffn/
+// dot_general[dimension_numbers=...]" -> "layers_0/ffn/dot_general"), then the
+// source file's name and line: what the op came from, in a few words.
+std::string hloOrigin(const OpReport& o) {
+  const std::string& n = o.hloOpName;
+  size_t at = 0;
+  while (n.compare(at, 4, "jit(") == 0) {
+    size_t close = n.find(")/", at);
+    if (close == std::string::npos) break;
+    at = close + 2;
+  }
+  std::string out = n.substr(at, n.find('[', at) - at);
+  if (!o.sourceFile.empty()) {
+    size_t slash = o.sourceFile.find_last_of('/');
+    out += fmt::format(" ({}:{})", o.sourceFile.substr(slash == std::string::npos ? 0 : slash + 1),
+                       o.sourceLine);
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string summaryText(const SimResult& r, const ChipConfig& chip, const RunInfo& info) {
   ordered_json j = statsJson(r, chip, info);
@@ -204,8 +233,11 @@ std::string summaryText(const SimResult& r, const ChipConfig& chip, const RunInf
   if (!r.ops.empty()) {
     size_t width = 8;
     for (const OpReport& o : r.ops) width = std::max(width, o.name.size());
-    out += fmt::format("\n  {:<{}}  {:>10}  {:>6}  {:>12}  {:>9}  {:>12}  {:>12}\n", "op", width,
-                       "cycles", "%", "FLOPs", "FLOP/cyc", "VMEM bytes", "DMA bytes");
+    bool anyHlo = false;
+    for (const OpReport& o : r.ops) anyHlo |= !o.hloOpName.empty();
+    out += fmt::format("\n  {:<{}}  {:>10}  {:>6}  {:>12}  {:>9}  {:>12}  {:>12}{}\n", "op", width,
+                       "cycles", "%", "FLOPs", "FLOP/cyc", "VMEM bytes", "DMA bytes",
+                       anyHlo ? "  HLO op" : "");
     // The ops that took the most cycles first, so a model's hot spots lead the table.
     std::vector<const OpReport*> shownOps;
     for (const OpReport& o : r.ops) shownOps.push_back(&o);
@@ -217,10 +249,11 @@ std::string summaryText(const SimResult& r, const ChipConfig& chip, const RunInf
     }
     for (const OpReport* op : shownOps) {
       const OpReport& o = *op;
-      out += fmt::format(
-          "  {:<{}}  {:>10}  {:>5.1f}%  {:>12.4g}  {:>9.1f}  {:>12}  {:>12}\n", o.name, width,
-          o.stats.cycles, 100.0 * ratio(double(o.stats.cycles), coreCycles), o.stats.flops,
-          ratio(o.stats.flops, double(o.stats.cycles)), o.stats.vmemBytes, o.stats.dmaBytes);
+      out += fmt::format("  {:<{}}  {:>10}  {:>5.1f}%  {:>12.4g}  {:>9.1f}  {:>12}  {:>12}{}\n",
+                         o.name, width, o.stats.cycles,
+                         100.0 * ratio(double(o.stats.cycles), coreCycles), o.stats.flops,
+                         ratio(o.stats.flops, double(o.stats.cycles)), o.stats.vmemBytes,
+                         o.stats.dmaBytes, o.hloOpName.empty() ? "" : "  " + hloOrigin(o));
     }
     if (shownOps.size() < r.ops.size()) {
       int64_t restCycles = 0;

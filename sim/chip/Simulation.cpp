@@ -151,6 +151,12 @@ SimResult Simulation::run() {
   for (size_t i = 0; i <= program_.debugMap.size(); ++i) {
     OpReport op;
     op.name = i < program_.debugMap.size() ? program_.debugMap[i].opName : "(no op)";
+    if (i < program_.debugMap.size()) {
+      const isa::DebugEntry& e = program_.debugMap[i];
+      if (e.hloInstruction != e.opName) op.hloOpName = e.hloInstruction;
+      op.sourceFile = e.sourceFile;
+      op.sourceLine = e.sourceLine;
+    }
     for (const CoreStats& cs : r.cores) {
       const OpStats& s = cs.ops[i];
       op.stats.cycles += s.cycles;

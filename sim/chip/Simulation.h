@@ -43,6 +43,11 @@ struct SimOptions {
 
 struct OpReport {
   std::string name;  // debug-map op name ("(no op)" for bundles outside the map)
+  // What the op came from, when the program was compiled from HLO: the
+  // instruction's op_name metadata ("jit(f)/jit(main)/layers_0/ffn/mul") and
+  // its source line; empty otherwise.
+  std::string hloOpName, sourceFile;
+  uint32_t sourceLine = 0;
   OpStats stats;
 };
 
