@@ -286,9 +286,7 @@ void AsmParser::bufferDirective(int lineNo, const std::vector<Arg>& args) {
       error(lineNo, args[0].column, fmt::format("buffer '{}' is already defined", buf.name));
       return;
     }
-    if (other.space == buf.space && buf.sizeBytes && other.sizeBytes &&
-        buf.address < other.address + other.sizeBytes &&
-        other.address < buf.address + buf.sizeBytes) {
+    if (buffersOverlap(buf, other)) {
       error(
           lineNo, addr->column,
           fmt::format("buffer '{}' [0x{:x}, 0x{:x}) overlaps buffer '{}' [0x{:x}, 0x{:x}) in {}",

@@ -73,4 +73,13 @@ bool bufferRoleFromName(const std::string& name, BufferRole* out) {
   return false;
 }
 
+bool buffersOverlap(const BufferDesc& a, const BufferDesc& b) {
+  if (a.space != b.space || a.sizeBytes == 0 || b.sizeBytes == 0) return false;
+  if (!(a.address < b.address + b.sizeBytes && b.address < a.address + a.sizeBytes)) return false;
+  bool donated = ((a.role == BufferRole::Input && b.role == BufferRole::Output) ||
+                  (a.role == BufferRole::Output && b.role == BufferRole::Input)) &&
+                 a.address == b.address && a.sizeBytes == b.sizeBytes;
+  return !donated;
+}
+
 }  // namespace tpusim::isa

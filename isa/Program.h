@@ -36,6 +36,11 @@ struct BufferDesc {
   // Layout in memory: "row-major" (dense, C order) is the only one for now.
 };
 
+// Buffers must not overlap, except an input and an output with the same space,
+// address and size: an input the caller donated to the output the program
+// writes in place (XLA's input_output_alias), read in before and out after.
+bool buffersOverlap(const BufferDesc& a, const BufferDesc& b);
+
 // Initial memory contents (constants, DMA descriptors in SMEM, ...).
 struct DataSegment {
   MemorySpace space = MemorySpace::Smem;

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "compiler/hlo/HloComputation.h"
+#include "compiler/lower/InputOutputAlias.h"
 #include "compiler/lower/ShapeBytes.h"
 
 namespace tpusim::lower {
@@ -111,6 +112,70 @@ struct Result {
   std::vector<const HloInstruction*> schedule;
   int64_t peak = 0, peakStep = 0, peakLive = 0;
 };
+
+// The buffer that holds buffer `id`'s bytes (itself, or the one an in-place
+// update shares).
+int64_t storageOf(const std::vector<HbmBuffer>& buffers, int64_t id) {
+  while (buffers[static_cast<size_t>(id)].sharesBufferOf >= 0)
+    id = buffers[static_cast<size_t>(id)].sharesBufferOf;
+  return id;
+}
+
+// The in-place updates (BufferAssignment.h) of the entry computation, after
+// the first pass gave every buffer its last reader (lastUseStep, not yet
+// extended for program-long values).
+void updateInPlace(const HloComputation& comp, const std::vector<HloInstruction*>& order,
+                   std::unordered_map<const HloInstruction*, std::vector<int64_t>>& value,
+                   std::vector<HbmBuffer>& buffers) {
+  std::vector<InputOutputAlias> aliases;
+  if (comp.parent()) {
+    try {
+      aliases = inputOutputAliases(*comp.parent());
+    } catch (const std::invalid_argument&) {
+      // A malformed alias list only costs the in-place updates of parameters.
+    }
+  }
+  std::vector<std::pair<std::vector<int64_t>, Shape>> rootLeaves;
+  std::vector<int64_t> index;
+  if (comp.root()) leaves(comp.root()->shape(), index, rootLeaves);
+  const std::vector<int64_t>* rootIds =
+      comp.root() && value.count(comp.root()) ? &value[comp.root()] : nullptr;
+  auto returned = [&](int64_t id) {
+    if (rootIds)
+      for (int64_t r : *rootIds)
+        if (r >= 0 && storageOf(buffers, r) == id) return true;
+    return false;
+  };
+  for (size_t s = 0; s < order.size(); ++s) {
+    const HloInstruction* inst = order[s];
+    if (inst->opcode() != HloOpcode::DynamicUpdateSlice || !value.count(inst->operand(0))) continue;
+    const std::vector<int64_t>& from = value[inst->operand(0)];
+    const std::vector<int64_t>& to = value[inst];
+    if (from.size() != 1 || to.size() != 1 || from[0] < 0 || to[0] < 0) continue;
+    const int64_t b = storageOf(buffers, from[0]), d = to[0];
+    HbmBuffer& operand = buffers[static_cast<size_t>(b)];
+    HbmBuffer& result = buffers[static_cast<size_t>(d)];
+    if (operand.lastUseStep != static_cast<int64_t>(s) ||
+        operand.allocatedBytes != result.allocatedBytes)
+      continue;  // the operand's value is read after the update
+    bool inPlace = false;
+    if (operand.kind == HbmBuffer::Kind::Temporary) {
+      inPlace = !returned(b);  // an output's value must survive
+    } else if (operand.kind == HbmBuffer::Kind::Parameter && operand.tupleIndex.empty()) {
+      // Donated to the output this update becomes?
+      const auto params = comp.parameters();
+      int64_t number = -1;
+      for (size_t n = 0; n < params.size(); ++n)
+        if (params[n] == operand.instruction) number = static_cast<int64_t>(n);
+      for (size_t o = 0; rootIds && o < rootIds->size() && o < rootLeaves.size(); ++o)
+        if ((*rootIds)[o] == d && donatedParameter(aliases, rootLeaves[o].first) == number)
+          inPlace = number >= 0;
+    }
+    if (!inPlace) continue;
+    result.sharesBufferOf = b;
+    operand.lastUseStep = std::max(operand.lastUseStep, result.lastUseStep);
+  }
+}
 
 // Assigns one computation. For the entry, parameters and constants get
 // program-long buffers; for a called computation (`nested`), parameters alias
@@ -219,6 +284,8 @@ Result assign(const HloComputation& comp, bool nested, int depth) {
     value[inst] = std::move(ids);
   }
 
+  if (!nested) updateInPlace(comp, order, value, r.buffers);
+
   // Program-long buffers: parameters, constants and what the root returns.
   for (HbmBuffer& b : r.buffers)
     if (b.kind == HbmBuffer::Kind::Parameter || b.kind == HbmBuffer::Kind::Constant)
@@ -228,7 +295,7 @@ Result assign(const HloComputation& comp, bool nested, int depth) {
     if (it != value.end())
       for (int64_t id : it->second) {
         if (id < 0) continue;
-        HbmBuffer& b = r.buffers[static_cast<size_t>(id)];
+        HbmBuffer& b = r.buffers[static_cast<size_t>(storageOf(r.buffers, id))];
         b.lastUseStep = last;
         if (b.kind == HbmBuffer::Kind::Temporary && !nested) b.kind = HbmBuffer::Kind::Output;
       }
@@ -237,6 +304,7 @@ Result assign(const HloComputation& comp, bool nested, int depth) {
   // Sweep the schedule: free what died before this step, then allocate what it defines.
   std::vector<std::vector<int64_t>> defined(order.size() + 1), dying(order.size() + 1);
   for (const HbmBuffer& b : r.buffers) {
+    if (b.sharesBufferOf >= 0) continue;
     defined[static_cast<size_t>(b.defineStep)].push_back(b.id);
     dying[static_cast<size_t>(b.lastUseStep)].push_back(b.id);
   }
@@ -260,6 +328,8 @@ Result assign(const HloComputation& comp, bool nested, int depth) {
     }
     r.peakLive = std::max(r.peakLive, live);
   }
+  for (HbmBuffer& b : r.buffers)
+    if (b.sharesBufferOf >= 0) b.offset = r.buffers[static_cast<size_t>(b.sharesBufferOf)].offset;
   return r;
 }
 
@@ -310,7 +380,8 @@ std::string humanBytes(int64_t bytes) {
 
 std::vector<const HbmBuffer*> BufferAssignment::largest(size_t n) const {
   std::vector<const HbmBuffer*> all;
-  for (const HbmBuffer& b : buffers) all.push_back(&b);
+  for (const HbmBuffer& b : buffers)
+    if (b.sharesBufferOf < 0) all.push_back(&b);
   std::stable_sort(all.begin(), all.end(), [](const HbmBuffer* a, const HbmBuffer* b) {
     return a->allocatedBytes > b->allocatedBytes;
   });
@@ -351,10 +422,11 @@ std::string BufferAssignment::report() const {
   out += fmt::format("{:>6} {:>12} {:>12}  {:<10} {:>11}  {}\n", "buffer", "offset", "bytes",
                      "kind", "live", "value");
   for (const HbmBuffer& b : buffers)
-    out +=
-        fmt::format("{:>6} {:>12} {:>12}  {:<10} {:>11}  {} {}\n", fmt::format("b{}", b.id),
-                    b.offset, b.allocatedBytes, bufferKindName(b.kind),
-                    fmt::format("{}-{}", b.defineStep, b.lastUseStep), valueName(b), shapeText(b));
+    out += fmt::format(
+        "{:>6} {:>12} {:>12}  {:<10} {:>11}  {} {}{}\n", fmt::format("b{}", b.id), b.offset,
+        b.sharesBufferOf >= 0 ? 0 : b.allocatedBytes, bufferKindName(b.kind),
+        fmt::format("{}-{}", b.defineStep, b.lastUseStep), valueName(b), shapeText(b),
+        b.sharesBufferOf >= 0 ? fmt::format(" (in place, in b{})", b.sharesBufferOf) : "");
   double share = 100.0 * static_cast<double>(peakBytes) /
                  static_cast<double>(std::max<int64_t>(hbmCapacity, 1));
   out += fmt::format("{}: {} of {} bytes of HBM ({:.2f}%)\n", fits() ? "fits" : "does not fit",
@@ -392,7 +464,8 @@ BufferAssignment assignOne(const hlo::HloComputation* comp, bool nested,
   a.peakBytes = r.peak;
   a.peakStep = r.peakStep;
   a.peakLiveBytes = r.peakLive;
-  for (const HbmBuffer& b : a.buffers) a.totalBytes += b.allocatedBytes;
+  for (const HbmBuffer& b : a.buffers)
+    if (b.sharesBufferOf < 0) a.totalBytes += b.allocatedBytes;
   return a;
 }
 

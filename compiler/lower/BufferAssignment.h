@@ -13,6 +13,13 @@
 // Instructions that run other computations (while, conditional, call) also get
 // a scratch buffer for the peak of their computations' own temporaries, live
 // only during that step. Fusion internals live in VMEM and take no HBM.
+//
+// In-place updates (as XLA's buffer assignment shares a dynamic-update-slice's
+// operand and result): a dynamic-update-slice writes into its operand's buffer
+// when nothing reads that value later: a temporary whose last reader is the
+// update, or an entry parameter the caller donated (the module's
+// input_output_alias, InputOutputAlias.h) to the output the update becomes. A
+// decode step's KV-cache update then writes one token's row, not the cache.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +45,9 @@ struct HbmBuffer {
   Kind kind = Kind::Temporary;
   int64_t defineStep = 0, lastUseStep = 0;  // inclusive schedule steps
   int64_t offset = 0;
+  // An in-place update's result: it lives in buffer `sharesBufferOf` (same
+  // offset, no bytes of its own); -1 otherwise.
+  int64_t sharesBufferOf = -1;
 };
 
 const char* bufferKindName(HbmBuffer::Kind k);

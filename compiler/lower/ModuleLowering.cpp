@@ -9,6 +9,7 @@
 #include "compiler/lower/ControlFlow.h"
 #include "compiler/lower/DataMovement.h"
 #include "compiler/lower/FusionLowering.h"
+#include "compiler/lower/InputOutputAlias.h"
 #include "compiler/lower/ModuleLoweringConstants.h"
 #include "compiler/lower/ModuleLoweringContext.h"
 #include "compiler/lower/ModuleLoweringCosts.h"
@@ -358,9 +359,23 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
   return value[comp.root()];
 }
 
-void ModuleLowerer::finishEntry(const Leaves& root, const Shape& rootShape) {
+void ModuleLowerer::finishEntry(const Leaves& root, const Shape& rootShape,
+                                const std::vector<Leaves>& params) {
   std::vector<int64_t> taken;  // addresses already named in the table
   for (const isa::BufferDesc& b : table_) taken.push_back(int64_t(b.address));
+  std::vector<InputOutputAlias> aliases;
+  try {
+    aliases = inputOutputAliases(module_);
+  } catch (const std::invalid_argument&) {
+    // Donation is an optimization: without it, outputs get buffers of their own.
+  }
+  // An output in the buffer of the parameter the caller donated to it (an
+  // in-place update, BufferAssignment.h): input and output share the bytes.
+  auto donated = [&](const std::vector<int64_t>& index, int64_t at) {
+    std::optional<int64_t> p = donatedParameter(aliases, index);
+    return p && *p >= 0 && *p < int64_t(params.size()) && params[size_t(*p)].size() == 1 &&
+           params[size_t(*p)][0] == at;
+  };
   auto leaves = shapeLeaves(rootShape);
   const HloInstruction* rootInst = module_.entry()->root();
   std::vector<std::pair<Leaves, Leaves>> copies;  // (from, to) single leaves
@@ -375,7 +390,8 @@ void ModuleLowerer::finishEntry(const Leaves& root, const Shape& rootShape) {
                                                    hlo::primitiveTypeName(s.type)));
     uint64_t bytes = denseBytes(s);
     uint64_t at = uint64_t(root[i]);
-    if (std::find(taken.begin(), taken.end(), root[i]) != taken.end()) {
+    if (std::find(taken.begin(), taken.end(), root[i]) != taken.end() &&
+        !donated(leaves[i].first, root[i])) {
       // A parameter, a constant or an earlier output: the output needs bytes of its own.
       at = allocateExtra(bytes);
       if (entryOp == SIZE_MAX) entryOp = control_.openOp("output-copies", "", "", 0);
@@ -448,7 +464,7 @@ void ModuleLowerer::lowerEntry() {
       d.role = isa::BufferRole::Constant;
       table_.push_back(d);
     }
-  finishEntry(root, entry->root()->shape());
+  finishEntry(root, entry->root()->shape(), params);
   try {
     out_.program = codegen::finishModule(m_, table_);
   } catch (const codegen::LinkError& e) {

@@ -69,7 +69,9 @@ class ModuleLowerer {
   void lowerDataMovementOp(const hlo::HloInstruction& inst, const std::vector<Leaves>& operands,
                            const Leaves& result);
   void renameAppended(const hlo::HloInstruction& inst, size_t debugBefore, size_t costBefore);
-  void finishEntry(const Leaves& root, const hlo::Shape& rootShape);
+  // `params`: the entry parameters' buffers (for outputs donated to them).
+  void finishEntry(const Leaves& root, const hlo::Shape& rootShape,
+                   const std::vector<Leaves>& params);
 
   const hlo::HloModule& module_;
   const TargetDescription& target_;

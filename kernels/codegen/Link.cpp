@@ -114,8 +114,7 @@ isa::Program finishModule(Module& m, std::vector<isa::BufferDesc> buffers) {
       throw LinkError(fmt::format("buffer '{}' appears twice in the buffer table", a.name));
     for (size_t j = 0; j < i; ++j) {
       const isa::BufferDesc& b = buffers[j];
-      if (a.space == b.space && a.sizeBytes > 0 && b.sizeBytes > 0 &&
-          a.address < b.address + b.sizeBytes && b.address < a.address + a.sizeBytes)
+      if (isa::buffersOverlap(a, b))
         throw LinkError(fmt::format("buffer '{}' [{}, {}) overlaps buffer '{}' [{}, {})", a.name,
                                     a.address, a.address + a.sizeBytes, b.name, b.address,
                                     b.address + b.sizeBytes));
