@@ -238,6 +238,14 @@ TEST_CASE("assembler errors: location, caret, and every error of the file", "[is
   CHECK_THAT(errorsOf(".buffer a, shape=[8], dtype=f32, addr=0\n.buffer b, shape=[8], "
                       "dtype=f32, addr=16"),
              Catch::Contains("overlaps buffer 'a'"));
+  // A donated input and the output written in place share one address and size
+  // (isa::buffersOverlap); any other overlap of an input and an output is an error.
+  CHECK(errorsOf(".buffer a, shape=[8], dtype=f32, addr=0, role=input\n.buffer b, shape=[8], "
+                 "dtype=f32, addr=0, role=output")
+            .empty());
+  CHECK_THAT(errorsOf(".buffer a, shape=[8], dtype=f32, addr=0, role=input\n.buffer b, "
+                      "shape=[4], dtype=f32, addr=0, role=output"),
+             Catch::Contains("overlaps buffer 'a'"));
   CHECK_THAT(errorsOf(".op k\nhalt"), Catch::Contains("'.op k' is never closed"));
   CHECK_THAT(errorsOf(".endop"), Catch::Contains("'.endop' without an open '.op'"));
   CHECK_THAT(errorsOf(".symbol main\n"), Catch::Contains("symbol 'main' names bundle 0"));
