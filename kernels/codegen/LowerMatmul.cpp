@@ -42,9 +42,11 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
                                    op.loc.line, text.substr(0, text.find('\n')), why));
   };
   const int S = t_.mxuSize;
-  if (S > 2 * llo::kLanes || llo::kLanes % std::min<int>(S, llo::kLanes) != 0)
-    fail(
-        fmt::format("MXUs of size {} are not supported (only 256 and powers of two up to 128)", S));
+  // N = 4 would keep 31 rotation amounts in scalar registers (see rotate below).
+  if (S < 8 || S > 2 * llo::kLanes || (S < llo::kLanes && llo::kLanes % S != 0) ||
+      (S > llo::kLanes && S != 2 * llo::kLanes))
+    fail(fmt::format("MXUs of size {} are not supported (only 256 and powers of two from 8 to 128)",
+                     S));
   if (transLhs) fail("a transposed LHS (needs the XLU transpose) is not supported yet");
   bool s8 = views[1].ref->type.dtype == llo::DType::S8;
   auto origin = [&](const llo::ViewRange& v) {
@@ -129,10 +131,17 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     zero = fn_.newReg(RegClass::Vector);
     emit(Opcode::VImm, {zero, I(0)});
   }
+  // Rotation amounts: one scalar register per distinct amount (128 / N - 1 of
+  // them), made at its first use and held to its last.
+  std::map<int64_t, MOperand> shiftRegs;
   auto rotate = [&](MOperand v, int64_t by) {
-    if (by % llo::kLanes == 0) return v;
+    by %= llo::kLanes;
+    if (by == 0) return v;
+    auto it = shiftRegs.find(by);
+    if (it == shiftRegs.end()) it = shiftRegs.emplace(by, constReg(by)).first;
+    MOperand amount = it->second;
     MOperand d = fn_.newReg(RegClass::Vector);
-    emit(Opcode::XluRotLane, {d, v, constReg(by % llo::kLanes)});
+    emit(Opcode::XluRotLane, {d, v, amount});
     return d;
   };
   // One half of an MXU row operand: `valid` lanes (after moving lane `lane`

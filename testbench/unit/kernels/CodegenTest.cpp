@@ -228,10 +228,15 @@ TEST_CASE("constructs the code generator does not handle yet are clear errors") 
   using namespace tpusim::kernels;
   TargetInfo t = loadTargetByName("v5e", chipsDir());
   TargetInfo tiny = loadTargetByName("tiny8", chipsDir());
-  // Every MXU size compiles (MxuSizesTest runs them); a transposed LHS does not yet.
+  // MXU sizes from 8 to 256 compile (MxuSizesTest runs them); 4 and a transposed LHS do not.
   auto mm = lib::matmulCall(32, 128, 128, dsl::BF16)
                 .trace({{{32, 128}, dsl::BF16}, {{128, 128}, dsl::BF16}});
   CHECK_NOTHROW(compileKernel(*mm, tiny));
+  TargetInfo four =
+      parseTarget(R"({"extends": "v5e", "mxu": {"size": 4}})", chipsDir() + "/mxu4.json");
+  CHECK_THROWS_WITH(compileKernel(*mm, four),
+                    Catch::Contains("MXUs of size 4 are not supported (only 256 and powers of two "
+                                    "from 8 to 128)"));
   dsl::CallConfig c;
   c.name = "matmul_tn";
   c.out_shapes = {{{128, 128}, dsl::F32, "out"}};
