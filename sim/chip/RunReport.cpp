@@ -98,6 +98,8 @@ ordered_json statsJson(const SimResult& r, const ChipConfig& chip, const RunInfo
                      round6(ratio(double(s.vmemBytesRead + s.vmemBytesWritten), cycles))},
                     {"dma_descriptors", s.dmaIssued},
                     {"dma_bytes", s.dmaBytes}};
+    // Timing mode: branches on values from SMEM a DMA fills only in functional mode.
+    if (s.unmovedSmemBranches > 0) jc["branches_on_unmoved_dma_data"] = s.unmovedSmemBranches;
     cores.push_back(jc);
   }
   j["cores"] = cores;

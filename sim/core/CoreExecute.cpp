@@ -65,7 +65,7 @@ bool TensorCore::vmemRow(const DecodedOp& op, int sublane, int64_t* row) const {
 }
 
 int64_t TensorCore::execute(const DecodedBundle& b, int64_t t) {
-  numSWrites_ = numVWrites_ = numMWrites_ = 0;
+  numSWrites_ = numVWrites_ = numMWrites_ = numTaintedWrites_ = 0;
   int64_t nextPc = pc_ + 1;
   const DecodedOp* ops = &decoded_.ops[b.firstOp];
   for (uint32_t i = 0; i < b.numOps; ++i) {
@@ -110,6 +110,10 @@ int64_t TensorCore::execute(const DecodedBundle& b, int64_t t) {
 
 void TensorCore::commit() {
   for (int i = 0; i < numSWrites_; ++i) sregs_[sWrites_[i].reg] = sWrites_[i].value;
+  if (!options_.functional) {
+    for (int i = 0; i < numSWrites_; ++i) sTaint_[size_t(sWrites_[i].reg)] = false;
+    for (int i = 0; i < numTaintedWrites_; ++i) sTaint_[size_t(taintedWrites_[i])] = true;
+  }
   for (int i = 0; i < numVWrites_; ++i) vregs_[vStageReg_[i]] = vStage_[i];
   for (int i = 0; i < numMWrites_; ++i) masks_[mStageReg_[i]] = mStage_[i];
 }
@@ -120,7 +124,21 @@ void TensorCore::executeScalar(const DecodedOp& op, int64_t t, int64_t* nextPc) 
   ++stats_.scalarOps;
   auto s = [&](int i) { return sregs_[op.ssrc[i]]; };
   auto si = [&](int i) { return int32_t(sregs_[op.ssrc[i]]); };
-  auto write = [&](uint32_t v) { sWrites_[numSWrites_++] = {op.dst - kScoreboardScalarBase, v}; };
+  // Timing mode: does this op read a value that depends on data no DMA moved?
+  bool tainted = false;
+  if (!options_.functional)
+    for (int i = 0; i < op.numS; ++i) tainted |= sTaint_[op.ssrc[i]];
+  auto write = [&](uint32_t v) {
+    if (tainted) taintedWrites_[numTaintedWrites_++] = op.dst - kScoreboardScalarBase;
+    sWrites_[numSWrites_++] = {op.dst - kScoreboardScalarBase, v};
+  };
+  auto branchOn = [&](int source) {
+    if (options_.functional || !sTaint_[op.ssrc[source]]) return;
+    if (stats_.unmovedSmemBranches++ == 0)
+      stats_.firstUnmovedSmemBranch =
+          fmt::format("core {} bundle {} ({}) at cycle {}: {} on a value loaded from SMEM", id_,
+                      pc_, opNameAt(pc_), t, isa::opcodeInfo(op.op).mnemonic);
+  };
   auto smemWord = [&](int64_t word, bool isWrite) {
     if (word < 0 || uint64_t(word) >= memory_.smem(id_).words())
       fault("smem-out-of-bounds",
@@ -203,6 +221,10 @@ void TensorCore::executeScalar(const DecodedOp& op, int64_t t, int64_t* nextPc) 
       return;
     case Opcode::SLd: {
       uint64_t w = smemWord(int64_t(s(0)) + op.imm[0], false);
+      if (!options_.functional) {
+        tainted = taintedSmem_.count(w) > 0;
+        for (const auto& [begin, end] : unmovedSmem_) tainted |= w >= begin && w < end;
+      }
       uint32_t value = 0;
       memory_.smem(id_).readWord(w, &value);
       write(value);
@@ -210,6 +232,12 @@ void TensorCore::executeScalar(const DecodedOp& op, int64_t t, int64_t* nextPc) 
     }
     case Opcode::SSt: {
       uint64_t w = smemWord(int64_t(s(1)) + op.imm[0], true);
+      if (!options_.functional) {
+        if (sTaint_[op.ssrc[0]])
+          taintedSmem_.insert(w);
+        else
+          taintedSmem_.erase(w);
+      }
       memory_.smem(id_).writeWord(w, s(0));
       return;
     }
@@ -217,12 +245,15 @@ void TensorCore::executeScalar(const DecodedOp& op, int64_t t, int64_t* nextPc) 
       branchTo(op.imm[0]);
       return;
     case Opcode::BrNz:
+      branchOn(0);
       if (s(0) != 0) branchTo(op.imm[0]);
       return;
     case Opcode::BrZ:
+      branchOn(0);
       if (s(0) == 0) branchTo(op.imm[0]);
       return;
     case Opcode::Loop: {
+      branchOn(0);
       uint32_t left = s(0) - 1;
       write(left);
       if (left != 0) branchTo(op.imm[0]);
@@ -470,6 +501,12 @@ void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
       std::string problem = dma_.issue(id_, int(op.unit2), int(op.unit), desc, t, &where);
       if (!problem.empty())
         fault("dma-fault", problem, &op, fmt::format("dma q{}", op.unit2), where);
+      if (!options_.functional && desc.dst == isa::MemorySpace::Smem) {
+        uint64_t end = desc.dstAddr + desc.innerBytesOn(false);
+        for (int d = 0; d + 1 < desc.numDims && d < 3; ++d)
+          end += uint64_t(desc.counts[size_t(d)] - 1) * desc.dstStrides[size_t(d)];
+        unmovedSmem_.emplace_back(desc.dstAddr / 4, (end + 3) / 4);
+      }
       ++queueOutstanding_[op.unit2];
       ++flagOutstanding_[op.unit];
       ++dmaOutstanding_;

@@ -39,6 +39,11 @@ struct CoreStats {
   int64_t scalarOps = 0;
   int64_t dmaIssued = 0;
   int64_t dmaBytes = 0;
+  // Timing mode: branches (and loop counts) decided by a value that depends
+  // on SMEM a DMA fills only in functional mode: the run's control flow, and
+  // so its cycles, may differ from a functional run. The first one in words.
+  int64_t unmovedSmemBranches = 0;
+  std::string firstUnmovedSmemBranch;
   std::vector<OpStats> ops;  // debugMap.size() + 1 entries
 };
 

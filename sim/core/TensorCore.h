@@ -15,6 +15,7 @@
 #include <array>
 #include <memory>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include "isa/Program.h"
@@ -151,6 +152,15 @@ class TensorCore : public sc_core::sc_module {
   std::vector<DmaCompletion> completions_;  // delivered, not yet applied
   sc_core::sc_event completionEvent_;
   std::array<int, isa::kMaxDmaQueues> traceDma_{};
+  // Timing mode moves no DMA data. Values that depend on data a DMA would
+  // have brought are tracked (taint) so that control flow depending on them is
+  // reported (CoreStats::unmovedSmemBranches): SMEM word ranges [begin, end)
+  // a DMA writes, SMEM words stored from such values, and scalar registers.
+  std::vector<std::pair<uint64_t, uint64_t>> unmovedSmem_;
+  std::unordered_set<uint64_t> taintedSmem_;
+  std::array<bool, isa::kNumScalarRegs> sTaint_{};
+  std::array<int, 4> taintedWrites_{};  // scalar registers this bundle writes with taint
+  int numTaintedWrites_ = 0;
 
   // Writes of the bundle being executed, applied together at its end.
   struct ScalarWrite {

@@ -304,6 +304,15 @@ int run(const TpusimArgs& a) {
     writeText(a.statsPath, statsJson(r, chip, info).dump(2) + "\n", "stats");
   if (!a.tracePath.empty() && sim.trace()) sim.trace()->write(a.tracePath);
   fmt::print("{}", summaryText(r, chip, info));
+  for (const CoreStats& cs : r.cores)
+    if (cs.unmovedSmemBranches > 0) {
+      fmt::print(stderr,
+                 "tpusim: warning: timing mode moves no DMA data, but {} branch(es) depended on "
+                 "SMEM that a DMA fills (first: {}): the control flow, and so the cycles, may "
+                 "differ from a functional run (--mode functional)\n",
+                 cs.unmovedSmemBranches, cs.firstUnmovedSmemBranch);
+      break;
+    }
   if (r.fault) {
     fmt::print(stderr, "tpusim: error: {}", r.fault->report());
     return 1;
