@@ -202,3 +202,19 @@ TEST_CASE("MXU register pairs get adjacent registers and both halves are hazard-
   CHECK_THAT(joined(checkBlockTiming(code, v5e)), !Catch::Contains("v3"));
   CHECK_THAT(joined(checkBlockTiming(popThenLoad, v5e)), !Catch::Contains("v5"));
 }
+
+TEST_CASE("a K-resident v6e matmul block is within 25% of the weight-port bound") {
+  // With N = 256 a weight tile takes 32 pushes (256 cycles of the weight port)
+  // and an item streams at most 16 LHS tiles (128 cycles) through it, so the
+  // weight port bounds the step: items per MXU x K chunks x 256 cycles.
+  codegen::TargetInfo t = testing::kernelTarget("v6e");
+  const int64_t m = 512, n = 512, k = 4096;
+  auto call = lib::matmulCall(m, n, k, BF16, {m, n, k});
+  auto kernel = call.trace({{{m, k}, BF16, "x"}, {{k, n}, BF16, "y"}});
+  codegen::CompiledKernel ck = codegen::compileKernel(*kernel, t);
+  int64_t items = (m / 8 / t.accSlots) * (n / 256);
+  int64_t bound = items / t.mxuCount * (k / 256) * 256;
+  INFO("bundles " << ck.stats.bundles << ", weight-port bound " << bound);
+  CHECK(ck.stats.bundles >= bound);
+  CHECK(double(ck.stats.bundles) <= 1.25 * double(bound));
+}
