@@ -223,14 +223,25 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     emitRow(wpush, {I(mxu), MOperand()}, 1, row);
   };
   // LHS tile i of the item's group through the latched chunk kc.
+  // The MXUs of one round usually stream the same LHS tile (items of one row
+  // group, other column tiles). With N = 256 it is loaded once per emission
+  // step and read by each of their mm ops (`recentLhs`, cleared by the
+  // emission loop): a pair's halves are a column tile apart, in the same VMEM
+  // banks, so loads bound the mm phase (4096^3 on v6e: 717k -> 703k cycles).
+  // With one vreg per row the longer-lived shared tile costs more than it
+  // saves (v5e: 1.194M -> 1.209M cycles), so N <= 128 loads it per MXU.
+  std::map<std::pair<int64_t, int64_t>, std::vector<MOperand>> recentLhs;  // (row tile, kc)
   auto mmOne = [&](const Item& it, int mxu, int64_t kc, int64_t i) {
     int64_t rt = it.g0 + i;
-    int64_t valid = std::min<int64_t>(8, M - rt * 8);
-    int64_t k0 = kc * S;
-    std::vector<MOperand> row;
-    for (int h = 0; h < halves; ++h)
-      rowHalf(row, lhsP, lhs0, lhsRows, tileOf(k0, h), rt * 8, (1 << valid) - 1, laneOf(k0),
-              validK(kc, h), true);
+    std::vector<MOperand> own;
+    std::vector<MOperand>& row = halves == 2 ? recentLhs[{rt, kc}] : own;
+    if (row.empty()) {
+      int64_t valid = std::min<int64_t>(8, M - rt * 8);
+      int64_t k0 = kc * S;
+      for (int h = 0; h < halves; ++h)
+        rowHalf(row, lhsP, lhs0, lhsRows, tileOf(k0, h), rt * 8, (1 << valid) - 1, laneOf(k0),
+                validK(kc, h), true);
+    }
     emitRow(kc == 0 ? mm : mma, {I(mxu), MOperand(), I(i)}, 1, row);
   };
   // Pops slot i into its result row and stores the valid lanes of each half
@@ -309,7 +320,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   for (size_t m = 0; m < size_t(mxus); ++m)
     if (!stream[m].empty()) emit(Opcode::MxuLatch, {I(int64_t(m))});
   for (size_t t = 0; t < length; ++t) {
-    for (int64_t i = 0; i < std::max<int64_t>(slots, P); ++i)
+    for (int64_t i = 0; i < std::max<int64_t>(slots, P); ++i, recentLhs.clear())
       for (size_t m = 0; m < size_t(mxus); ++m) {
         if (t >= stream[m].size()) continue;
         const Tile& cur = stream[m][t];
