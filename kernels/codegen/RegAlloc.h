@@ -4,6 +4,8 @@
 // loop and outside it, or carried around its back edge, live across the whole
 // loop. Running out of registers throws RegisterPressureError with a spill
 // candidate; the driver spills it (Spill.h), reschedules and allocates again.
+// An MXU register pair (MInstr::pairHi, N = 256) gets an aligned pair of
+// vregs (2r, 2r + 1) for the union of its halves' intervals and is never spilled.
 #pragma once
 
 #include <stdexcept>
