@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,7 @@ struct Axis {
   std::vector<int> dims;  // original space dims (empty for a unit axis)
   int64_t size = 1;
   AxisRole role = AxisRole::Lead;
-  int64_t block = 1;  // Row / Col: the block; Lead: 1
+  int64_t block = 1;  // Row / Col: the block; Lead: 1, or the planes per step of a lead loop
   int grid = -1;      // the grid axis walking its blocks (-1: one block, index 0)
 };
 
@@ -121,6 +122,13 @@ class Region {
   dsl::Array load(const dsl::Ref& ref) const;
   // Stores a value into a 2-D window of `ref` (leading axes indexed 0); BOOL as s8.
   void store(const dsl::Ref& ref, const dsl::Array& value) const;
+  // Inside a loop over the planes of a leading axis whose block holds several
+  // (LoopLowering): load and store index that axis with `i` in the arrays
+  // whose block spans it (0 in the others).
+  void setLeadLoop(int axis, dsl::Scalar i) {
+    leadAxis_ = axis;
+    leadIndex_ = i;
+  }
   const ComputeGraph& graph() const { return *g_; }
   // Where analyze met the stop value (its embedding), if it did.
   bool sawStop() const { return sawStop_; }
@@ -140,6 +148,10 @@ class Region {
   bool sawStop_ = false;
   Embedding stopEmb_;
   std::map<std::pair<const HloInstruction*, Embedding>, dsl::Array> memo_;
+  int leadAxis_ = -1;
+  std::optional<dsl::Scalar> leadIndex_;  // set while tracing the lead loop
+  // `ref` with every leading axis fixed (the lead loop's index, or 0).
+  dsl::Ref plane(const dsl::Ref& ref) const;
 };
 
 // The embedding of an operand of `inst` (at `emb`) for the element-wise,

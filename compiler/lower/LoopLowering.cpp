@@ -31,6 +31,18 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
   LoopBlock b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, false, false, uses, t);
   axes[n - 2].block = b.rows;
   axes[n - 1].block = b.cols;
+  // A whole plane per step that is still small: several planes of the
+  // innermost leading axis per step, walked by a loop in the kernel.
+  int leadAxis = -1;
+  int64_t leadBlock = 1;
+  if (n >= 3 && b.rows == axes[n - 2].size && b.cols == axes[n - 1].size) {
+    leadAxis = static_cast<int>(n) - 3;
+    size_t k = 0;
+    for (const LeafUse& u : r->leafUses()) uses[k++].lead = r->maps(u.emb, leadAxis);
+    uses.back().lead = r->maps(rootEmb, leadAxis);
+    leadBlock = chooseLeadBlock(axes[n - 3].size, b, uses, t);
+    axes[n - 3].block = leadBlock;
+  }
 
   KernelPlan plan;
   plan.target = &t;
@@ -44,9 +56,17 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
   plan.config.out_shapes = {dsl::ShapeDtype(r->arrayShape(rootEmb), memoryType(outType), "out")};
   plan.config.out_specs = {r->blockSpec(rootEmb)};
   const size_t nIn = plan.inputs.size();
-  return finishKernel(g, plan, [r, root, rootEmb, nIn](const std::vector<dsl::Ref>& refs) {
-    r->store(refs[nIn], r->emit(root, rootEmb, refs));
-  });
+  return finishKernel(
+      g, plan, [r, root, rootEmb, nIn, leadAxis, leadBlock](const std::vector<dsl::Ref>& refs) {
+        if (leadBlock == 1) {
+          r->store(refs[nIn], r->emit(root, rootEmb, refs));
+          return;
+        }
+        dsl::fori_loop(0, leadBlock, [&](dsl::Scalar i) {
+          r->setLeadLoop(leadAxis, i);
+          r->store(refs[nIn], r->emit(root, rootEmb, refs));
+        });
+      });
 }
 
 }  // namespace tpusim::lower::detail

@@ -310,15 +310,19 @@ BlockUse Region::blockUse(const Embedding& emb, int hbmBytes, int buffers) const
   return u;
 }
 
-dsl::Array Region::load(const dsl::Ref& ref) const {
+dsl::Ref Region::plane(const dsl::Ref& ref) const {
   dsl::Ref r = ref;
-  for (size_t a = 0; a + 2 < axes_.size(); ++a) r = r.at(0);
-  return r.load();
+  for (size_t a = 0; a + 2 < axes_.size(); ++a) {
+    bool looped = static_cast<int>(a) == leadAxis_ && leadIndex_ && r.shape().front() > 1;
+    r = r.at(looped ? *leadIndex_ : dsl::Scalar(0));
+  }
+  return r;
 }
 
+dsl::Array Region::load(const dsl::Ref& ref) const { return plane(ref).load(); }
+
 void Region::store(const dsl::Ref& ref, const dsl::Array& value) const {
-  dsl::Ref r = ref;
-  for (size_t a = 0; a + 2 < axes_.size(); ++a) r = r.at(0);
+  dsl::Ref r = plane(ref);
   dsl::Array v = value;
   if (v.dtype() == dsl::BOOL)
     v = dsl::where(v, dsl::full(1, 1, 1, dsl::S8), dsl::zeros(1, 1, dsl::S8));

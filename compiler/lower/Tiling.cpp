@@ -59,6 +59,13 @@ int64_t roundUp(int64_t a, int64_t m) { return cdiv(a, m) * m; }
 // VMEM bytes of a block: every element in its own 32-bit word, (8,128) tiles.
 int64_t tiledBytes(int64_t rows, int64_t cols) { return roundUp(rows, 8) * roundUp(cols, 128) * 4; }
 
+// Enough bytes that a step's DMA time covers the step overhead 32 times (an
+// element-wise step of a 2048-lane row block measured ~250 cycles of overhead
+// on v5e, not kStepOverheadCycles: a row loop per block).
+double wantBytesPerStep(const TilingTarget& target) {
+  return 32.0 * kStepOverheadCycles * target.hbmBytesPerCycle;
+}
+
 int64_t workingSet(int64_t br, int64_t bc, const std::vector<BlockUse>& uses) {
   int64_t total = 0;
   for (const BlockUse& u : uses) total += u.buffers * tiledBytes(u.rows ? br : 1, u.cols ? bc : 1);
@@ -103,10 +110,7 @@ LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exact
   for (const BlockUse& u : uses)
     if (u.rows && u.cols && u.buffers > 1) hbmPerElement += u.hbmBytesPerElement;
   hbmPerElement = std::max<int64_t>(hbmPerElement, 1);
-  // Enough elements that a step's DMA time covers the step overhead 32 times
-  // (an element-wise step of a 2048-lane row block measured ~250 cycles of
-  // overhead on v5e, not kStepOverheadCycles: a row loop per block).
-  double wantBytes = 32.0 * kStepOverheadCycles * target.hbmBytesPerCycle;
+  double wantBytes = wantBytesPerStep(target);
   int64_t wantElems =
       std::clamp<int64_t>(static_cast<int64_t>(wantBytes) / hbmPerElement, 8 * 128, 2048 * 1024);
   const int64_t budget = target.vmemBudget();
@@ -130,6 +134,30 @@ LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exact
       fmt::format("block {}x{} of {}x{}: {} B of VMEM (budget {} B), {} B of HBM traffic per step",
                   best.rows, best.cols, rows, cols, workingSet(best.rows, best.cols, uses), budget,
                   best.rows * best.cols * hbmPerElement);
+  return best;
+}
+
+int64_t chooseLeadBlock(int64_t leadSize, LoopBlock& plane, const std::vector<BlockUse>& uses,
+                        const TilingTarget& target) {
+  int64_t planeBytes = 0, leadVmem = 0, otherVmem = 0;
+  for (const BlockUse& u : uses) {
+    int64_t elems = (u.rows ? plane.rows : 1) * (u.cols ? plane.cols : 1);
+    int64_t vmem = u.buffers * tiledBytes(u.rows ? plane.rows : 1, u.cols ? plane.cols : 1);
+    if (u.lead && u.buffers > 1) planeBytes += elems * u.hbmBytesPerElement;
+    (u.lead ? leadVmem : otherVmem) += vmem;
+  }
+  if (leadSize <= 1 || planeBytes <= 0) return 1;
+  const double want = wantBytesPerStep(target);
+  int64_t best = 1;
+  for (int64_t lb = 2; lb <= leadSize; ++lb) {
+    if (leadSize % lb) continue;
+    if (double((lb - 1) * planeBytes) >= want) break;  // the previous one already moved enough
+    if (otherVmem + lb * leadVmem > target.vmemBudget()) break;
+    best = lb;
+  }
+  if (best > 1)
+    plane.why += fmt::format("; {} planes per step (a loop in the kernel), {} B of HBM traffic",
+                             best, best * planeBytes);
   return best;
 }
 

@@ -54,6 +54,7 @@ struct BlockUse {
   bool rows = true, cols = true;
   int buffers = 2;  // pipelined arrays are double-buffered; temporaries 1
   int hbmBytesPerElement = 4;
+  bool lead = false;  // spans the leading axis chooseLeadBlock blocks
 };
 
 struct LoopBlock {
@@ -66,6 +67,14 @@ struct LoopBlock {
 // Never fails: falls back to the smallest legal block.
 LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exactCols,
                           const std::vector<BlockUse>& uses, const TilingTarget& target);
+
+// When `plane` (a block of the rows x cols plane) is the whole plane and still
+// moves too few bytes per step (a rotary embedding's [heads, head_dim]), the
+// block of the innermost leading axis (of size `leadSize`): that many planes
+// per grid step, walked by a loop in the kernel. A divisor of leadSize (1: no
+// change), within the VMEM budget; appends the decision to plane.why.
+int64_t chooseLeadBlock(int64_t leadSize, LoopBlock& plane, const std::vector<BlockUse>& uses,
+                        const TilingTarget& target);
 
 struct DotBlocking {
   int64_t bm = 8, bn = 128, bk = 128;

@@ -66,3 +66,25 @@ TEST_CASE("loop blocks move enough bytes per step to hide the step overhead") {
   LoopBlock r = chooseLoopBlock(65536, 2000, false, true, uses, t);
   CHECK(2000 % r.cols == 0);
 }
+
+TEST_CASE("small whole planes take several leading-axis planes per step") {
+  TilingTarget t = v5eLike();
+  // Rotary embedding of [2048 seq, 32 heads, 64]: x and the output span seq;
+  // the [seq, 64] table does not span heads (rows).
+  std::vector<BlockUse> uses = {
+      {true, true, 2, 4, true}, {false, true, 2, 4, true}, {true, true, 2, 4, true}};
+  LoopBlock plane = chooseLoopBlock(32, 64, false, false, uses, t);
+  REQUIRE(plane.rows == 32);
+  REQUIRE(plane.cols == 64);
+  int64_t lb = chooseLeadBlock(2048, plane, uses, t);
+  CHECK(lb > 1);
+  CHECK(2048 % lb == 0);
+  CHECK(plane.why.find(std::to_string(lb) + " planes per step") != std::string::npos);
+  // Enough bytes per step to hide the overhead, not many times more.
+  double bytes = double(lb) * (32 * 64 * 4 * 2 + 64 * 4);
+  CHECK(bytes / t.hbmBytesPerCycle >= 8 * kStepOverheadCycles);
+  // A plane that already moves enough stays one per step.
+  std::vector<BlockUse> big = {{true, true, 2, 4, true}, {true, true, 2, 4, true}};
+  LoopBlock whole{512, 1024, ""};  // 4 MiB of HBM traffic per step
+  CHECK(chooseLeadBlock(64, whole, big, t) == 1);
+}
