@@ -15,6 +15,7 @@ TilingTarget TilingTarget::from(const kernels::codegen::TargetInfo& t) {
   out.vmemBytes = t.vmemBytes;
   out.mxuSize = t.mxuSize;
   out.mxuCount = t.mxuCount;
+  out.accSlots = t.accSlots;
   try {
     TargetDescription d = loadTarget(t.name);
     if (d.clockHz > 0 && d.hbmBytesPerSecond > 0)
@@ -181,8 +182,18 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
         if (vmem > budget) continue;
         const int64_t mBlocks = cdiv(m, bm), nBlocks = cdiv(n, bn), kBlocks = cdiv(k, bk);
         double steps = double(batch) * mBlocks * nBlocks * kBlocks;
-        // One mm pushes 8 LHS rows through one (mxu x mxu) weight tile in 8 cycles.
-        double mxuCycles = double(pushes) * 8 / double(std::max<int64_t>(target.mxuCount, 1));
+        // One mm pushes 8 LHS rows through one (mxu x mxu) weight tile in 8
+        // cycles; each weight tile takes 8 cycles per 8 of its rows on the
+        // weight port and serves at most accSlots x 8 LHS rows (the result
+        // slots), so a tile is bound by whichever port is busier: the weight
+        // port for M = 1 decode and for 256-wide arrays.
+        const int64_t rowTiles = cdiv(bm, 8), slots = std::max<int64_t>(target.accSlots, 1);
+        const int64_t tiles = cdiv(bn, mxu) * cdiv(bk, mxu);
+        double portCycles = 0;
+        for (int64_t g = 0; g < rowTiles; g += slots)
+          portCycles +=
+              double(tiles) * double(std::max<int64_t>(fill, 8 * std::min(slots, rowTiles - g)));
+        double mxuCycles = portCycles / double(std::max<int64_t>(target.mxuCount, 1));
         // The pipeline skips a copy whose block index did not change: with one
         // K block the LHS block stays for a whole row of N blocks, and the RHS
         // too when N is one block.

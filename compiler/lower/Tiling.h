@@ -30,6 +30,7 @@ namespace tpusim::lower {
 struct TilingTarget {
   int64_t vmemBytes = int64_t(16) << 20;
   int64_t mxuSize = 128, mxuCount = 4;
+  int64_t accSlots = 16;          // MXU result slots of 8 rows: the rows one weight tile serves
   double hbmBytesPerCycle = 512;  // HBM peak bandwidth / core clock
   // VMEM one kernel's blocks may take (the rest is headroom for the code
   // generator's temporaries and spills).
