@@ -669,6 +669,25 @@ class Pipeline {
 }  // namespace
 
 namespace {
+// A hash of everything in a block the scheduler reads (opcodes, operands,
+// memory accesses), to tell which blocks a spill changed.
+uint64_t blockFingerprint(const MBlock& b) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(b.instrs.size());
+  for (const MInstr& mi : b.instrs) {
+    mix(uint64_t(mi.op));
+    for (const MOperand& o : mi.ops) {
+      mix(uint64_t(o.kind) << 8 | uint64_t(o.cls));
+      mix(uint64_t(o.value));
+    }
+    mix(uint64_t(mi.pairHi.kind) << 8 | uint64_t(mi.pairHi.value));
+    mix(uint64_t(mi.mem.space) << 32 | uint64_t(uint32_t(mi.mem.region)));
+    mix(uint64_t(mi.mem.write) << 40 | uint64_t(mi.mem.row) << 8 | uint64_t(mi.mem.rows));
+  }
+  return h;
+}
+
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
                            bool smemState);
 }  // namespace
@@ -701,9 +720,20 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   std::vector<BlockSchedule> schedules;
   std::array<int, 3> used{};
   markUnspillable(fn);
+  // A spill changes only the blocks that define or read the spilled
+  // register; the others keep their schedules (scheduling is most of the
+  // compile time of a kernel that spills many times).
+  std::vector<uint64_t> scheduledFingerprint;
   for (int spills = 0;; ++spills) {
-    schedules.clear();
-    for (const MBlock& b : fn.blocks) schedules.push_back(scheduleBlock(b, t));
+    schedules.resize(fn.blocks.size());
+    scheduledFingerprint.resize(fn.blocks.size(), 0);
+    for (size_t b = 0; b < fn.blocks.size(); ++b) {
+      uint64_t f = blockFingerprint(fn.blocks[b]);
+      if (spills == 0 || scheduledFingerprint[b] != f) {
+        schedules[b] = scheduleBlock(fn.blocks[b], t);
+        scheduledFingerprint[b] = f;
+      }
+    }
     try {
       used = allocateRegisters(fn, schedules, loops, t);
       break;
