@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/lib/RowNormConfig.h"
+
 namespace tpusim::kernels::lib {
 
 using namespace dsl;
@@ -15,21 +17,8 @@ constexpr int64_t kOutputChunk = 4096;  // columns per output loop
 
 PallasCall layerNormCall(int64_t rows, int64_t cols, llo::DType dtype, double eps,
                          int64_t blockRows) {
-  if (dtype != F32 && dtype != BF16)
-    throw Error(
-        fmt::format("error: layer_norm inputs must be f32 or bf16, not {}", isa::dtypeName(dtype)));
-  int64_t br = std::min(blockRows, rows);
-  CallConfig c;
-  c.name = fmt::format("layer_norm_{}_{}x{}", isa::dtypeName(dtype), rows, cols);
-  c.out_shapes = {{{rows, cols}, dtype, "out"}};
-  c.grid = {(rows + br - 1) / br};
-  auto rowMap = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0}; };
-  auto fixed = [](const GridIndex&) { return std::vector<Scalar>{0, 0}; };
-  // gamma's and beta's block indices never change: the pipeline copies them once.
-  c.in_specs = {BlockSpec({br, cols}, rowMap), BlockSpec({1, cols}, fixed),
-                BlockSpec({1, cols}, fixed)};
-  c.out_specs = {BlockSpec({br, cols}, rowMap)};
-  c.compiler_params.dimension_semantics = {PARALLEL};
+  CallConfig c = rowNormConfig("layer_norm", rows, cols, dtype, blockRows, 2);  // x, gamma, beta
+  const int64_t br = std::min(blockRows, rows);
   // The centered rows, computed once and read by the variance and the output.
   c.scratch = {VMEM({br, cols}, F32)};
   double invCols = 1.0 / double(cols);

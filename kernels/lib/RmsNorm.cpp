@@ -5,26 +5,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/lib/RowNormConfig.h"
+
 namespace tpusim::kernels::lib {
 
 using namespace dsl;
 
 PallasCall rmsNormCall(int64_t rows, int64_t cols, llo::DType dtype, double eps,
                        int64_t blockRows) {
-  if (dtype != F32 && dtype != BF16)
-    throw Error(
-        fmt::format("error: rms_norm inputs must be f32 or bf16, not {}", isa::dtypeName(dtype)));
-  int64_t br = std::min(blockRows, rows);
-  CallConfig c;
-  c.name = fmt::format("rms_norm_{}_{}x{}", isa::dtypeName(dtype), rows, cols);
-  c.out_shapes = {{{rows, cols}, dtype, "out"}};
-  c.grid = {(rows + br - 1) / br};
-  auto rowMap = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0}; };
-  auto fixed = [](const GridIndex&) { return std::vector<Scalar>{0, 0}; };
-  // w's block index never changes, so the pipeline copies it once.
-  c.in_specs = {BlockSpec({br, cols}, rowMap), BlockSpec({1, cols}, fixed)};
-  c.out_specs = {BlockSpec({br, cols}, rowMap)};
-  c.compiler_params.dimension_semantics = {PARALLEL};
+  CallConfig c = rowNormConfig("rms_norm", rows, cols, dtype, blockRows, 1);  // x, w
   double invCols = 1.0 / double(cols);
   return pallas_call(
       [=](Ref x, Ref w, Ref o) {
