@@ -419,28 +419,18 @@ class Pipeline {
   }
   // SMEM-resident state: fresh registers loaded at the start of a part of the
   // step, stored back at its end.
-  void loadState(Stream& s) {
+  void loadState(Stream& s) { moveState(s, false); }
+  void storeState(Stream& s) { moveState(s, true); }
+  void moveState(Stream& s, bool store) {
     if (!smemState_) return;
     std::vector<MOperand*> regs = stateRegs(s);
     for (size_t i = 0; i < regs.size(); ++i) {
-      *regs[i] = reg();
+      if (!store) *regs[i] = reg();
       MOperand base;
       int64_t off;
       L_.baseAndOffset(ScalarVal{true, s.stateWord + int64_t(i), {}}, &base, &off);
-      MInstr mi = makeInstr(Opcode::SLd, {*regs[i], base, I(off)});
-      mi.mem = {MemAccess::Space::Smem, stateRegion_, false, -1, 0};
-      L_.emit(mi);
-    }
-  }
-  void storeState(Stream& s) {
-    if (!smemState_) return;
-    std::vector<MOperand*> regs = stateRegs(s);
-    for (size_t i = 0; i < regs.size(); ++i) {
-      MOperand base;
-      int64_t off;
-      L_.baseAndOffset(ScalarVal{true, s.stateWord + int64_t(i), {}}, &base, &off);
-      MInstr mi = makeInstr(Opcode::SSt, {*regs[i], base, I(off)});
-      mi.mem = {MemAccess::Space::Smem, stateRegion_, true, -1, 0};
+      MInstr mi = makeInstr(store ? Opcode::SSt : Opcode::SLd, {*regs[i], base, I(off)});
+      mi.mem = {MemAccess::Space::Smem, stateRegion_, store, -1, 0};
       L_.emit(mi);
     }
   }
