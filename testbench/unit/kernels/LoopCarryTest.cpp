@@ -19,19 +19,7 @@ using namespace tpusim::kernels::dsl;
 namespace {
 
 std::vector<HostArray> runBoth(const llo::Kernel& k, const std::string& chip) {
-  std::mt19937_64 rng(5);
-  std::vector<HostArray> ins;
-  std::map<std::string, HostArray> named;
-  for (const llo::ArrayOperand& a : k.inputs) {
-    ins.push_back(randomArray(a.shape, a.dtype, rng));
-    named[a.name] = ins.back();
-  }
-  std::vector<HostArray> want = interpret(k, ins).outputs;
-  codegen::CompiledKernel c = codegen::compileKernel(k, testing::kernelTarget(chip));
-  sim::SimResult r = testing::simulate(chip, c.program, named);
-  for (size_t i = 0; i < k.outputs.size(); ++i)
-    CHECK(testing::bitDifferences(want[i], testing::simOutput(r, k.outputs[i].name, want[i])) == 0);
-  return want;
+  return testing::checkSimAgainstInterpret(k, chip, 5).want;
 }
 
 // x block (32, 256) per grid step g; out block (8, 256):

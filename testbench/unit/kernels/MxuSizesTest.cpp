@@ -29,21 +29,7 @@ namespace {
 // Compiles `k` for `chip`, runs it and compares every output with interpret
 // mode using the chip's MXU size (its k-order accumulation in chunks).
 void checkAgainstInterpret(const llo::Kernel& k, const std::string& chip, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<HostArray> ins;
-  std::map<std::string, HostArray> named;
-  for (const llo::ArrayOperand& a : k.inputs) {
-    ins.push_back(randomArray(a.shape, a.dtype, rng));
-    named[a.name] = ins.back();
-  }
-  codegen::TargetInfo target = testing::kernelTarget(chip);
-  InterpretOptions io;
-  io.mxuSize = target.mxuSize;
-  std::vector<HostArray> want = interpret(k, ins, io).outputs;
-  codegen::CompiledKernel c = codegen::compileKernel(k, target);
-  sim::SimResult r = testing::simulate(chip, c.program, named);
-  for (size_t i = 0; i < k.outputs.size(); ++i)
-    CHECK(testing::bitDifferences(want[i], testing::simOutput(r, k.outputs[i].name, want[i])) == 0);
+  testing::checkSimAgainstInterpret(k, chip, seed);
 }
 
 void checkLibMatmul(const std::string& chip, int64_t m, int64_t n, int64_t k, llo::DType dt,

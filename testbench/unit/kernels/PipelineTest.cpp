@@ -41,18 +41,7 @@ PallasCall pipelined(int64_t rows, int64_t cols, int64_t br, int64_t bc, int bx,
 }
 
 void checkAgainstInterpret(const llo::Kernel& k, const std::string& chip) {
-  std::mt19937_64 rng(11);
-  std::vector<HostArray> ins;
-  std::map<std::string, HostArray> named;
-  for (const llo::ArrayOperand& a : k.inputs) {
-    ins.push_back(randomArray(a.shape, a.dtype, rng));
-    named[a.name] = ins.back();
-  }
-  std::vector<HostArray> want = interpret(k, ins).outputs;
-  CompiledKernel c = compileKernel(k, testing::kernelTarget(chip));
-  sim::SimResult r = testing::simulate(chip, c.program, named);
-  for (size_t i = 0; i < k.outputs.size(); ++i)
-    CHECK(testing::bitDifferences(want[i], testing::simOutput(r, k.outputs[i].name, want[i])) == 0);
+  testing::checkSimAgainstInterpret(k, chip, 11);
 }
 
 std::vector<ShapeDtype> shapes(int64_t rows, int64_t cols) {

@@ -7,10 +7,14 @@
 
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <string>
+#include <vector>
 
+#include "kernels/codegen/Compile.h"
 #include "kernels/codegen/TargetInfo.h"
 #include "kernels/dsl/HostArrayIo.h"
+#include "kernels/dsl/Interpret.h"
 #include "sim/chip/Simulation.h"
 #include "sim/config/ChipLoader.h"
 
@@ -60,6 +64,35 @@ inline int64_t bitDifferences(const kernels::dsl::HostArray& want,
       UNSCOPED_INFO("element " << i << ": want 0x" << std::hex << want.words[i] << " got 0x"
                                << got.words[i] << std::dec);
   return bad;
+}
+
+// Compiles `k` for `chip`, runs it on the simulator with inputs seeded by
+// `seed` and checks that every output equals interpret mode bit for bit
+// (interpret mode accumulating like the chip's MXU size). Returns the compiled
+// kernel and interpret mode's outputs.
+struct SimCheck {
+  kernels::codegen::CompiledKernel compiled;
+  std::vector<kernels::dsl::HostArray> want;
+};
+inline SimCheck checkSimAgainstInterpret(const kernels::llo::Kernel& k, const std::string& chip,
+                                         uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<kernels::dsl::HostArray> ins;
+  std::map<std::string, kernels::dsl::HostArray> named;
+  for (const kernels::llo::ArrayOperand& a : k.inputs) {
+    ins.push_back(kernels::dsl::randomArray(a.shape, a.dtype, rng));
+    named[a.name] = ins.back();
+  }
+  kernels::codegen::TargetInfo target = kernelTarget(chip);
+  kernels::dsl::InterpretOptions io;
+  io.mxuSize = target.mxuSize;
+  SimCheck out;
+  out.want = kernels::dsl::interpret(k, ins, io).outputs;
+  out.compiled = kernels::codegen::compileKernel(k, target);
+  sim::SimResult r = simulate(chip, out.compiled.program, named);
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    CHECK(bitDifferences(out.want[i], simOutput(r, k.outputs[i].name, out.want[i])) == 0);
+  return out;
 }
 
 }  // namespace tpusim::testing
