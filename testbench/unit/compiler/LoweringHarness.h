@@ -24,35 +24,24 @@
 #include "kernels/dsl/HostArrayIo.h"
 #include "kernels/dsl/Interpret.h"
 #include "kernels/dsl/Trace.h"
+#include "testbench/unit/HloTestUtil.h"
 
 namespace lowertest {
 
 using namespace tpusim;
 using hlo::eval::Literal;
 
-inline std::string chipsDir() {
-  const char* src = std::getenv("TPUSIM_SOURCE_DIR");
-  return std::string(src ? src : ".") + "/sim/chips";
-}
+inline std::string chipsDir() { return testing::presetsDir(); }
 inline const kernels::codegen::TargetInfo& v5e() {
   static kernels::codegen::TargetInfo t = kernels::codegen::loadTargetByName("v5e", chipsDir());
   return t;
 }
 
 inline std::unique_ptr<hlo::HloModule> parse(const std::string& text) {
-  std::string err;
-  auto m = hlo::parseHloModule(text, &err, "test.hlo");
-  INFO(err);
-  REQUIRE(m);
-  return m;
+  return testing::parseHlo(text);
 }
-
 inline std::unique_ptr<hlo::HloModule> parseFile(const std::string& path) {
-  hlo::ParseResult r = hlo::parseHloFile(path);
-  INFO(r.error);
-  REQUIRE(r.ok());
-  REQUIRE(r.modules.size() == 1);
-  return std::move(r.modules[0]);
+  return testing::parseHloFileModule(path);
 }
 
 inline void runPasses(hlo::HloModule& m, const std::string& passes) {

@@ -26,16 +26,14 @@
 #include "kernels/codegen/Link.h"
 #include "sim/chip/Simulation.h"
 #include "sim/config/ChipLoader.h"
+#include "testbench/unit/HloTestUtil.h"
 
 namespace dmatest {
 
 using namespace tpusim;
 using hlo::eval::Literal;
 
-inline std::string chipsDir() {
-  const char* src = std::getenv("TPUSIM_SOURCE_DIR");
-  return std::string(src ? src : TPUSIM_TEST_SOURCE_DIR) + "/sim/chips";
-}
+inline std::string chipsDir() { return testing::presetsDir(); }
 // The code generator's and the simulator's view of a preset (cached by name).
 inline const kernels::codegen::TargetInfo& target(const std::string& preset = "v5e") {
   static std::map<std::string, kernels::codegen::TargetInfo> cache;
@@ -53,11 +51,7 @@ inline const sim::ChipConfig& chip(const std::string& preset = "v5e") {
 }
 
 inline std::unique_ptr<hlo::HloModule> parse(const std::string& text) {
-  std::string err;
-  auto m = hlo::parseHloModule(text, &err, "test.hlo");
-  INFO(err);
-  REQUIRE(m);
-  return m;
+  return testing::parseHlo(text);
 }
 
 inline isa::DType isaType(hlo::PrimitiveType t) {

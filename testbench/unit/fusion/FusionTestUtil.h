@@ -15,17 +15,14 @@
 #include "compiler/lower/TargetDescription.h"
 #include "compiler/passes/Fusion.h"
 #include "compiler/passes/PassRegistry.h"
+#include "testbench/unit/HloTestUtil.h"
 
 namespace fusiontest {
 
 using namespace tpusim;
 
 inline std::unique_ptr<hlo::HloModule> parse(const std::string& text) {
-  std::string err;
-  auto m = hlo::parseHloModule(text, &err, "test.hlo");
-  INFO(err);
-  REQUIRE(m);
-  return m;
+  return testing::parseHlo(text);
 }
 
 inline void requireVerifies(const hlo::HloModule& m) {
