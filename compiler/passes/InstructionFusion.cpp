@@ -169,6 +169,35 @@ class FusionPass : public HloPass {
   }
 
   // Users of `p` other than the fusion it would join, plus one if it is a root.
+  // Bytes of an array shape (0 for tuples and tokens).
+  static int64_t arrayBytes(const hlo::Shape& s) {
+    if (!s.isArray()) return 0;
+    return s.elementCount() * std::max<int64_t>(1, hlo::bitWidth(s.type) / 8);
+  }
+
+  // Bytes a kernel reads for value o: a constant or iota is generated in the
+  // kernel, a broadcast reads its operand (it folds into the loads).
+  static int64_t readBytes(const HloInstruction* o) {
+    while (o->opcode() == HloOpcode::Broadcast && o->operandCount() == 1) o = o->operand(0);
+    if (o->opcode() == HloOpcode::Constant || o->opcode() == HloOpcode::Iota) return 0;
+    return arrayBytes(o->shape());
+  }
+
+  // Bytes of p's operands the fusion does not read yet (what fusing p adds).
+  int64_t newOperandBytes(const Growing& g, const HloInstruction* p) const {
+    std::vector<const HloInstruction*> have;
+    if (g.body)
+      have.assign(g.fusion->operands().begin(), g.fusion->operands().end());
+    else
+      have.assign(g.seed->operands().begin(), g.seed->operands().end());
+    int64_t bytes = 0;
+    std::set<const HloInstruction*> counted;
+    for (const HloInstruction* o : p->operands())
+      if (std::find(have.begin(), have.end(), o) == have.end() && counted.insert(o).second)
+        bytes += readBytes(o);
+    return bytes;
+  }
+
   int64_t otherUses(const HloInstruction* p, const HloInstruction* consumer) const {
     int64_t n = 0;
     for (const HloInstruction* u : p->users())
@@ -274,6 +303,18 @@ class FusionPass : public HloPass {
         *why = fmt::format(
             "would duplicate it for {} other user(s): cost {} (weight {} x {}) > limit {}", others,
             weight * others, weight, others, config_.maxDuplication);
+        return false;
+      }
+      // Its result stays in HBM for the other users; fused, the consumer reads
+      // the producer's operands instead of that result. Much more bytes is a
+      // loss (a residual stream's chain of adds would be re-read by every
+      // layer); a small vector beside one array (a normalizing scale) is not.
+      int64_t operandBytes = newOperandBytes(g, p), resultBytes = arrayBytes(p->shape());
+      if (operandBytes > resultBytes + resultBytes / 4) {
+        *why = fmt::format(
+            "its result stays in HBM for {} other user(s), and fused the kernel would read {} "
+            "bytes of its operands instead of the {}-byte result",
+            others, operandBytes, resultBytes);
         return false;
       }
     }
