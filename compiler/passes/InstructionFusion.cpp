@@ -198,6 +198,18 @@ class FusionPass : public HloPass {
     return bytes;
   }
 
+  // Does p read a value computed in the module (not a parameter or a constant)
+  // that other instructions read too?
+  static bool readsSharedComputedValue(const HloInstruction* p) {
+    for (const HloInstruction* o : p->operands()) {
+      while (o->opcode() == HloOpcode::Broadcast && o->operandCount() == 1) o = o->operand(0);
+      if (o->opcode() != HloOpcode::Parameter && o->opcode() != HloOpcode::Constant &&
+          o->opcode() != HloOpcode::Iota && o->userCount() > 1)
+        return true;
+    }
+    return false;
+  }
+
   int64_t otherUses(const HloInstruction* p, const HloInstruction* consumer) const {
     int64_t n = 0;
     for (const HloInstruction* u : p->users())
@@ -305,12 +317,14 @@ class FusionPass : public HloPass {
             weight * others, weight, others, config_.maxDuplication);
         return false;
       }
-      // Its result stays in HBM for the other users; fused, the consumer reads
-      // the producer's operands instead of that result. Much more bytes is a
-      // loss (a residual stream's chain of adds would be re-read by every
-      // layer); a small vector beside one array (a normalizing scale) is not.
+      // Copied into several consumers, the producer makes each read its
+      // operands instead of its result. That compounds when an operand is
+      // itself a shared computed value (a residual stream's chain of adds,
+      // fused layer after layer, had layer 7's kernels read 16 arrays
+      // instead of one), so then much more bytes is refused; a small vector
+      // beside one array (a normalizing scale) is not much more.
       int64_t operandBytes = newOperandBytes(g, p), resultBytes = arrayBytes(p->shape());
-      if (operandBytes > resultBytes + resultBytes / 4) {
+      if (readsSharedComputedValue(p) && operandBytes > resultBytes + resultBytes / 4) {
         *why = fmt::format(
             "its result stays in HBM for {} other user(s), and fused the kernel would read {} "
             "bytes of its operands instead of the {}-byte result",
