@@ -52,29 +52,10 @@ inline void runPasses(hlo::HloModule& m, const std::string& passes) {
   REQUIRE(p.run(m, &err));
 }
 
-// The value of every array-shaped entry instruction: the entry's root becomes
-// a tuple of all of them (the module is changed; lowering ignores users).
+// The value of every array-shaped entry instruction (the module is changed;
+// lowering ignores users).
 inline std::map<const hlo::HloInstruction*, Literal> evaluateAll(hlo::HloModule& m, uint64_t seed) {
-  hlo::HloComputation* entry = m.entry();
-  std::vector<hlo::HloInstruction*> seen;
-  std::vector<hlo::Shape> shapes;
-  for (hlo::HloInstruction* i : entry->postOrder())
-    if (i->shape().isArray()) {
-      seen.push_back(i);
-      shapes.push_back(i->shape());
-    }
-  auto tuple = hlo::HloInstruction::create(hlo::HloOpcode::Tuple, "observe.all",
-                                           hlo::Shape::tuple(shapes), seen);
-  entry->setRoot(entry->addInstruction(std::move(tuple)));
-  std::vector<Literal> args;
-  std::vector<hlo::HloInstruction*> params = entry->parameters();
-  for (size_t i = 0; i < params.size(); ++i)
-    args.push_back(hlo::eval::randomLiteral(
-        params[i]->shape(), hlo::eval::parameterSeed(seed, 0, static_cast<int64_t>(i))));
-  Literal all = hlo::eval::evaluate(m, args);
-  std::map<const hlo::HloInstruction*, Literal> out;
-  for (size_t i = 0; i < seen.size(); ++i) out[seen[i]] = all.elements()[i];
-  return out;
+  return testing::evaluateEveryValue(m, seed);
 }
 
 inline kernels::dsl::HostArray toHost(const Literal& l, const kernels::llo::ArrayOperand& a) {

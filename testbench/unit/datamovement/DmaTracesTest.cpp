@@ -23,34 +23,17 @@ int checkTrace(const std::string& file) {
   std::string error;
   REQUIRE(pipeline.addPasses(kLoweringPasses, &error));
   REQUIRE(pipeline.run(m, &error));
-  // Observe every array value of the entry: the root becomes a tuple of them.
-  hlo::HloComputation* entry = m.entry();
-  std::vector<hlo::HloInstruction*> seen;
-  std::vector<hlo::Shape> shapes;
-  for (hlo::HloInstruction* i : entry->postOrder())
-    if (i->shape().isArray()) {
-      seen.push_back(i);
-      shapes.push_back(i->shape());
-    }
-  entry->setRoot(entry->addInstruction(hlo::HloInstruction::create(
-      hlo::HloOpcode::Tuple, "observe.all", hlo::Shape::tuple(shapes), seen)));
-  std::vector<Literal> args;
-  auto params = entry->parameters();
-  for (size_t i = 0; i < params.size(); ++i)
-    args.push_back(
-        hlo::eval::randomLiteral(params[i]->shape(), hlo::eval::parameterSeed(3, 0, int64_t(i))));
-  Literal all = hlo::eval::evaluate(m, args);
-  std::map<const hlo::HloInstruction*, const Literal*> value;
-  for (size_t i = 0; i < seen.size(); ++i) value[seen[i]] = &all.elements()[i];
+  std::vector<hlo::HloInstruction*> seen = m.entry()->postOrder();
+  std::map<const hlo::HloInstruction*, Literal> value = testing::evaluateEveryValue(m, 3);
   int checked = 0;
   for (hlo::HloInstruction* i : seen) {
-    if (!lower::isDataMovement(*i)) continue;
+    if (!value.count(i) || !lower::isDataMovement(*i)) continue;
     bool arrays = true;
     for (const hlo::HloInstruction* o : i->operands()) arrays = arrays && value.count(o);
     if (!arrays) continue;
     INFO(file << ": " << i->toString());
     runInstruction(
-        *i, [&](const hlo::HloInstruction* o) { return *value.at(o); }, *value.at(i), RunOptions{});
+        *i, [&](const hlo::HloInstruction* o) { return value.at(o); }, value.at(i), RunOptions{});
     ++checked;
   }
   return checked;
