@@ -5,6 +5,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "compiler/hlo/HloComputation.h"
+
 namespace tpusim::lower {
 namespace {
 
@@ -77,6 +79,11 @@ std::vector<InputOutputAlias> inputOutputAliases(const hlo::HloModule& module) {
     std::vector<int64_t> parameterIndex = c.indexList();
     if (c.eat(',')) c.word();  // may-alias / must-alias: either lets the output share
     c.expect(')');
+    const hlo::HloComputation* entry = module.entry();
+    if (entry && a.parameter >= entry->parameterCount())
+      throw std::invalid_argument(
+          fmt::format("input_output_alias={}: parameter {} does not exist (the entry has {})",
+                      *text, a.parameter, entry->parameterCount()));
     if (parameterIndex.empty()) out.push_back(std::move(a));
   } while (c.eat(','));
   c.expect('}');

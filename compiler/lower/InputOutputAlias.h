@@ -2,8 +2,9 @@
 // donates to which outputs (JAX's donate_argnums), as XLA prints it:
 //   input_output_alias={ {1}: (2, {}, may-alias), {2}: (3, {}, may-alias) }
 // Output {1} may live in parameter 2's buffer. Only whole-parameter aliases
-// (parameter index {}) are kept; an entry the compiler cannot use is ignored,
-// since aliasing is an optimization the program stays correct without.
+// (parameter index {}) are kept; an alias of a parameter's tuple element is
+// ignored (aliasing is an optimization the program stays correct without),
+// but malformed text or a parameter the entry does not have is an error.
 #pragma once
 
 #include <cstdint>

@@ -366,8 +366,8 @@ void ModuleLowerer::finishEntry(const Leaves& root, const Shape& rootShape,
   std::vector<InputOutputAlias> aliases;
   try {
     aliases = inputOutputAliases(module_);
-  } catch (const std::invalid_argument&) {
-    // Donation is an optimization: without it, outputs get buffers of their own.
+  } catch (const std::invalid_argument& e) {
+    throw ModuleLoweringError(fmt::format("module '{}': {}", module_.name(), e.what()));
   }
   // An output in the buffer of the parameter the caller donated to it (an
   // in-place update, BufferAssignment.h): input and output share the bytes.
