@@ -88,7 +88,7 @@ class PromoteToF32Pass : public HloPass {
   std::string_view name() const override { return "promote-to-f32"; }
 
   bool run(hlo::HloModule& module) override {
-    std::unordered_map<const HloInstruction*, Shape> original;
+    std::unordered_map<HloInstruction*, Shape> original;
     std::vector<HloInstruction*> bitcastConverts;
     for (const auto& comp : module.computations())
       for (const auto& inst : comp->instructions()) {
@@ -99,10 +99,9 @@ class PromoteToF32Pass : public HloPass {
     if (original.empty()) return false;
 
     for (auto& [inst, shape] : original) {
-      auto* mutableInst = const_cast<HloInstruction*>(inst);
-      mutableInst->setShape(promoted(shape));
-      if (mutableInst->attrs().literal)
-        mutableInst->attrs().literal->shape = promoted(mutableInst->attrs().literal->shape);
+      inst->setShape(promoted(shape));
+      if (inst->attrs().literal)
+        inst->attrs().literal->shape = promoted(inst->attrs().literal->shape);
     }
     if (HloComputation* entry = module.entry())
       for (HloInstruction* param : entry->parameters())
