@@ -7,7 +7,7 @@
 namespace tpusim::sim {
 
 namespace {
-mem::ChipMemorySizes memorySizes(const ChipConfig& c) {
+mem::ChipMemorySizes memorySizes(const target::ChipConfig& c) {
   mem::ChipMemorySizes s;
   s.hbmBytes = uint64_t(c.hbm.capacity_bytes);
   s.vmemBytes = uint64_t(c.vmem.bytes);
@@ -17,7 +17,7 @@ mem::ChipMemorySizes memorySizes(const ChipConfig& c) {
 }
 }  // namespace
 
-Chip::Chip(sc_core::sc_module_name name, int chipIndex, const ChipConfig& config,
+Chip::Chip(sc_core::sc_module_name name, int chipIndex, const target::ChipConfig& config,
            const isa::Program& program, ChipOptions options, TraceRecorder* trace,
            DmaFactory dmaFactory)
     : sc_core::sc_module(name),

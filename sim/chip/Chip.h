@@ -1,5 +1,5 @@
 // One chip: 1 or 2 TensorCores sharing one HBM and one DMA system, wired here
-// and nowhere else from a ChipConfig. A system (multi-chip, ICI) instantiates
+// and nowhere else from a target::ChipConfig. A system (multi-chip, ICI) instantiates
 // several of these; a chip knows only its own index.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "isa/Program.h"
-#include "sim/config/ChipConfig.h"
+#include "isa/target/ChipConfig.h"
 #include "sim/core/DecodedProgram.h"
 #include "sim/core/DmaPort.h"
 #include "sim/core/TensorCore.h"
@@ -29,7 +29,7 @@ struct ChipOptions {
 // Builds the chip's DMA system: makeChipDma (the real DMA + HBM model) in the
 // tool, a simpler engine in some unit tests.
 using DmaFactory = std::function<std::unique_ptr<DmaPort>(
-    int chipIndex, const ChipConfig&, mem::ChipMemory&, bool functional, TraceRecorder*)>;
+    int chipIndex, const target::ChipConfig&, mem::ChipMemory&, bool functional, TraceRecorder*)>;
 
 // Usage statistics of the chip's DMA engines and HBM, for stats and summary.
 struct DmaReport {
@@ -56,12 +56,12 @@ class ChipDmaPort : public DmaPort {
 class Chip : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Chip);
-  Chip(sc_core::sc_module_name name, int chipIndex, const ChipConfig& config,
+  Chip(sc_core::sc_module_name name, int chipIndex, const target::ChipConfig& config,
        const isa::Program& program, ChipOptions options, TraceRecorder* trace,
        DmaFactory dmaFactory);
 
   int index() const { return index_; }
-  const ChipConfig& config() const { return config_; }
+  const target::ChipConfig& config() const { return config_; }
   mem::ChipMemory& memory() { return memory_; }
   int numCores() const { return int(cores_.size()); }
   TensorCore& core(int i) { return *cores_[i]; }
@@ -76,7 +76,7 @@ class Chip : public sc_core::sc_module {
   void watch();
 
   int index_;
-  const ChipConfig& config_;
+  const target::ChipConfig& config_;
   DecodedProgram decoded_;
   mem::ChipMemory memory_;
   std::unique_ptr<DmaPort> dma_;
@@ -85,7 +85,7 @@ class Chip : public sc_core::sc_module {
 };
 
 // The real DMA + HBM model of a chip (sim/dma, sim/hbm) behind DmaPort.
-std::unique_ptr<DmaPort> makeChipDma(int chipIndex, const ChipConfig& config,
+std::unique_ptr<DmaPort> makeChipDma(int chipIndex, const target::ChipConfig& config,
                                      mem::ChipMemory& memory, bool functional,
                                      TraceRecorder* trace);
 

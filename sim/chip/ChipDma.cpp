@@ -12,8 +12,8 @@ namespace {
 
 class DmaSystemPort : public ChipDmaPort {
  public:
-  DmaSystemPort(int chipIndex, const ChipConfig& chip, mem::ChipMemory& memory, bool functional,
-                TraceRecorder* trace)
+  DmaSystemPort(int chipIndex, const target::ChipConfig& chip, mem::ChipMemory& memory,
+                bool functional, TraceRecorder* trace)
       : system_(std::make_unique<dma::DmaSystem>("dma", chip, functional ? &memory : nullptr)),
         callbacks_(size_t(chip.core.cores)),
         trace_(trace),
@@ -119,7 +119,7 @@ class DmaSystemPort : public ChipDmaPort {
 
 }  // namespace
 
-std::unique_ptr<DmaPort> makeChipDma(int chipIndex, const ChipConfig& config,
+std::unique_ptr<DmaPort> makeChipDma(int chipIndex, const target::ChipConfig& config,
                                      mem::ChipMemory& memory, bool functional,
                                      TraceRecorder* trace) {
   return std::make_unique<DmaSystemPort>(chipIndex, config, memory, functional, trace);

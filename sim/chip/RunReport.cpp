@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "sim/config/ChipJson.h"
+#include "isa/target/ChipJson.h"
 
 namespace tpusim::sim {
 namespace {
@@ -33,7 +33,7 @@ ordered_json faultJson(const FaultInfo& f) {
 
 }  // namespace
 
-ordered_json statsJson(const SimResult& r, const ChipConfig& chip, const RunInfo& info) {
+ordered_json statsJson(const SimResult& r, const target::ChipConfig& chip, const RunInfo& info) {
   ordered_json j;
   double cycles = double(std::max<int64_t>(r.cycles, 1));
   j["stats_version"] = 1;
@@ -154,9 +154,9 @@ ordered_json statsJson(const SimResult& r, const ChipConfig& chip, const RunInfo
          {"dma_bytes", o.stats.dmaBytes},
          {"flops_per_cycle", round6(ratio(o.stats.flops, double(o.stats.cycles)))}});
   j["ops"] = ops;
-  WriteOptions wo;
+  target::WriteOptions wo;
   wo.sources = false;
-  j["chip_config"] = chipToJson(chip, wo);
+  j["chip_config"] = target::chipToJson(chip, wo);
   return j;
 }
 
@@ -185,7 +185,7 @@ std::string hloOrigin(const OpReport& o) {
 
 }  // namespace
 
-std::string summaryText(const SimResult& r, const ChipConfig& chip, const RunInfo& info) {
+std::string summaryText(const SimResult& r, const target::ChipConfig& chip, const RunInfo& info) {
   ordered_json j = statsJson(r, chip, info);
   std::string out;
   out += fmt::format("tpusim: {} on {} ({} mode)\n", info.program, chip.name, info.mode);

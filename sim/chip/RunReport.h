@@ -17,10 +17,11 @@ struct RunInfo {
   int topOps = 20;
 };
 
-nlohmann::ordered_json statsJson(const SimResult& r, const ChipConfig& chip, const RunInfo& info);
+nlohmann::ordered_json statsJson(const SimResult& r, const target::ChipConfig& chip,
+                                 const RunInfo& info);
 
 // The summary: cycles, simulated time, MXU utilization, HBM bandwidth, top
 // stall causes, the per-op table. `hostSeconds` > 0 adds the simulation rate.
-std::string summaryText(const SimResult& r, const ChipConfig& chip, const RunInfo& info);
+std::string summaryText(const SimResult& r, const target::ChipConfig& chip, const RunInfo& info);
 
 }  // namespace tpusim::sim

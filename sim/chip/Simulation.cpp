@@ -42,7 +42,7 @@ void resetSystemC() {
   sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
 }
 
-Simulation::Simulation(ChipConfig chip, isa::Program program, SimOptions options)
+Simulation::Simulation(target::ChipConfig chip, isa::Program program, SimOptions options)
     : chip_(std::move(chip)), program_(std::move(program)), options_(std::move(options)) {}
 
 Simulation::~Simulation() = default;

@@ -16,9 +16,9 @@
 
 #include "isa/Program.h"
 #include "isa/support/Npy.h"
+#include "isa/target/ChipConfig.h"
 #include "sim/chip/BufferIo.h"
 #include "sim/chip/Chip.h"
-#include "sim/config/ChipConfig.h"
 #include "sim/core/CoreStats.h"
 #include "sim/core/SimFault.h"
 #include "sim/trace/TraceRecorder.h"
@@ -67,7 +67,7 @@ struct SimResult {
 
 class Simulation {
  public:
-  Simulation(ChipConfig chip, isa::Program program, SimOptions options);
+  Simulation(target::ChipConfig chip, isa::Program program, SimOptions options);
   ~Simulation();
 
   // Supplies an input buffer (checked against the program's buffer now);
@@ -77,11 +77,11 @@ class Simulation {
   SimResult run();
   // The trace of the last run (null unless options.trace).
   const TraceRecorder* trace() const { return trace_.get(); }
-  const ChipConfig& chip() const { return chip_; }
+  const target::ChipConfig& chip() const { return chip_; }
   const isa::Program& program() const { return program_; }
 
  private:
-  ChipConfig chip_;
+  target::ChipConfig chip_;
   isa::Program program_;
   SimOptions options_;
   std::map<std::string, std::vector<uint8_t>> inputs_;

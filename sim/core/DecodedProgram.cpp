@@ -10,7 +10,7 @@ namespace {
 using isa::OperandClass;
 using isa::OperandKind;
 
-int enabledSlots(const ChipConfig& chip, isa::SlotKind kind) {
+int enabledSlots(const target::ChipConfig& chip, isa::SlotKind kind) {
   switch (kind) {
     case isa::SlotKind::Scalar:
       return int(chip.core.scalar_slots);
@@ -26,7 +26,7 @@ int enabledSlots(const ChipConfig& chip, isa::SlotKind kind) {
 }
 
 // Checks one operand value against the preset; returns "" or the problem.
-std::string checkAgainstChip(OperandKind kind, int64_t value, const ChipConfig& chip) {
+std::string checkAgainstChip(OperandKind kind, int64_t value, const target::ChipConfig& chip) {
   switch (isa::operandInfo(kind).cls) {
     case OperandClass::VectorReg:
       // A 256-wide MXU reads/writes va+1 as well; that is checked at execution.
@@ -104,7 +104,7 @@ std::string slotName(int slotInstance) {
   return fmt::format("{}{}", isa::slotInfo(s.kind).name, s.index);
 }
 
-DecodedProgram decodeProgram(const isa::Program& program, const ChipConfig& chip) {
+DecodedProgram decodeProgram(const isa::Program& program, const target::ChipConfig& chip) {
   DecodedProgram out;
   out.bundles.resize(program.code.size());
   out.debugEntry.assign(program.code.size(), -1);

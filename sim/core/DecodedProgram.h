@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "isa/Program.h"
-#include "sim/config/ChipConfig.h"
+#include "isa/target/ChipConfig.h"
 
 namespace tpusim::sim {
 
@@ -63,7 +63,7 @@ struct DecodedProgram {
   std::vector<int32_t> debugEntry;
 };
 
-DecodedProgram decodeProgram(const isa::Program& program, const ChipConfig& chip);
+DecodedProgram decodeProgram(const isa::Program& program, const target::ChipConfig& chip);
 
 // Extra cycles for rows read (or written) together: max over banks of k - 1,
 // where k counts the distinct rows in the bank. Sorts `rows` in place.

@@ -8,7 +8,7 @@ namespace tpusim::sim {
 
 using isa::Opcode;
 
-TensorCore::TensorCore(sc_core::sc_module_name name, int coreId, const ChipConfig& chip,
+TensorCore::TensorCore(sc_core::sc_module_name name, int coreId, const target::ChipConfig& chip,
                        const isa::Program& program, const DecodedProgram& decoded,
                        mem::ChipMemory& memory, DmaPort& dma,
                        std::vector<std::unique_ptr<MxuUnit>> mxus, TraceRecorder* trace,

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "isa/Program.h"
+#include "isa/target/ChipConfig.h"
 #include "sim/common/Vreg.h"
-#include "sim/config/ChipConfig.h"
 #include "sim/core/CoreStats.h"
 #include "sim/core/CycleClock.h"
 #include "sim/core/DecodedProgram.h"
@@ -46,7 +46,7 @@ struct CoreOptions {
 class TensorCore : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(TensorCore);
-  TensorCore(sc_core::sc_module_name name, int coreId, const ChipConfig& chip,
+  TensorCore(sc_core::sc_module_name name, int coreId, const target::ChipConfig& chip,
              const isa::Program& program, const DecodedProgram& decoded, mem::ChipMemory& memory,
              DmaPort& dma, std::vector<std::unique_ptr<MxuUnit>> mxus, TraceRecorder* trace,
              CoreOptions options);
@@ -116,7 +116,7 @@ class TensorCore : public sc_core::sc_module {
   int currentOp() const;
 
   int id_;
-  const ChipConfig& chip_;
+  const target::ChipConfig& chip_;
   const isa::Program& program_;
   const DecodedProgram& decoded_;
   mem::ChipMemory& memory_;

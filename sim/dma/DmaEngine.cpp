@@ -45,7 +45,7 @@ uint64_t DmaEngine::Port::reserve(uint64_t cycle, uint64_t bytes, uint64_t rate)
   return (freeByte + rate - 1) / rate;  // the cycle its last byte has moved by
 }
 
-DmaEngine::DmaEngine(const ChipConfig& chip, mem::ChipMemory* memory)
+DmaEngine::DmaEngine(const target::ChipConfig& chip, mem::ChipMemory* memory)
     : cores_(int(chip.core.cores)),
       queues_(int(chip.dma.queues)),
       queueDepth_(chip.dma.queue_depth),

@@ -45,7 +45,7 @@
 #include <queue>
 #include <vector>
 
-#include "sim/config/ChipConfig.h"
+#include "isa/target/ChipConfig.h"
 #include "sim/dma/DescriptorWalker.h"
 #include "sim/dma/DmaTypes.h"
 #include "sim/hbm/HbmModel.h"
@@ -57,7 +57,7 @@ class DmaEngine {
  public:
   // memory == nullptr: timing-only. Throws std::invalid_argument on an
   // unusable configuration (naming the field).
-  DmaEngine(const ChipConfig& chip, mem::ChipMemory* memory);
+  DmaEngine(const target::ChipConfig& chip, mem::ChipMemory* memory);
 
   int cores() const { return cores_; }
   int queues() const { return queues_; }

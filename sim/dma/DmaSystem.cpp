@@ -11,7 +11,8 @@ constexpr unsigned __int128 kPsPerSecond = 1000000000000ull;
 uint64_t psTicks() { return uint64_t(sc_core::sc_time(1, sc_core::SC_PS).value()); }
 }  // namespace
 
-DmaSystem::DmaSystem(sc_core::sc_module_name name, const ChipConfig& chip, mem::ChipMemory* memory)
+DmaSystem::DmaSystem(sc_core::sc_module_name name, const target::ChipConfig& chip,
+                     mem::ChipMemory* memory)
     : sc_module(name), engine_(chip, memory), hz_((unsigned __int128)chip.core.clock_hz) {
   if (psTicks() == 0)
     throw std::invalid_argument("DmaSystem: the SystemC time resolution is coarser than 1 ps");

@@ -38,7 +38,7 @@ class DmaSystem : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(DmaSystem);
   // memory == nullptr: timing-only.
-  DmaSystem(sc_core::sc_module_name name, const ChipConfig& chip, mem::ChipMemory* memory);
+  DmaSystem(sc_core::sc_module_name name, const target::ChipConfig& chip, mem::ChipMemory* memory);
 
   uint64_t currentCycle() const { return cycleAtOrAfter(sc_core::sc_time_stamp()); }
   sc_core::sc_time timeOf(uint64_t cycle) const;

@@ -4,7 +4,7 @@
 
 namespace tpusim::sim::hbm {
 
-AddressMap::AddressMap(const HbmConfig& c) : burstBytes_(uint64_t(c.burst_bytes)) {
+AddressMap::AddressMap(const target::HbmConfig& c) : burstBytes_(uint64_t(c.burst_bytes)) {
   std::vector<std::string> digits = c.mappingDigits();
   if (digits.empty())
     throw std::invalid_argument("hbm.address_mapping: \"" + c.address_mapping +

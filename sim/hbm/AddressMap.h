@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/config/HbmConfig.h"
+#include "isa/target/HbmConfig.h"
 
 namespace tpusim::sim::hbm {
 
@@ -24,7 +24,7 @@ struct BurstLocation {
 class AddressMap {
  public:
   // Throws std::invalid_argument naming the field when the mapping is malformed.
-  explicit AddressMap(const HbmConfig& config);
+  explicit AddressMap(const target::HbmConfig& config);
 
   BurstLocation locate(uint64_t byteAddress) const;
   // The inverse: the byte address of the first byte of that burst.

@@ -17,7 +17,7 @@ uint64_t wholeHz(double hz, const char* field) {
 }
 }  // namespace
 
-HbmModel::HbmModel(const HbmConfig& config, double coreClockHz)
+HbmModel::HbmModel(const target::HbmConfig& config, double coreClockHz)
     : config_(config),
       timing_(HbmTiming::fromConfig(config)),
       map_(config),

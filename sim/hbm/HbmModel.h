@@ -28,7 +28,7 @@
 #include <queue>
 #include <vector>
 
-#include "sim/config/HbmConfig.h"
+#include "isa/target/HbmConfig.h"
 #include "sim/hbm/AddressMap.h"
 #include "sim/hbm/ClockRatio.h"
 #include "sim/hbm/HbmStats.h"
@@ -52,7 +52,7 @@ struct HbmCompletion {
 class HbmModel {
  public:
   // Throws std::invalid_argument (naming the hbm.* field) on an unusable config.
-  HbmModel(const HbmConfig& config, double coreClockHz);
+  HbmModel(const target::HbmConfig& config, double coreClockHz);
 
   void submit(const HbmRequest& request);
   // A core cycle >= now() before which no completion can happen; UINT64_MAX
@@ -68,7 +68,7 @@ class HbmModel {
 
   const ClockRatio& clocks() const { return clocks_; }
   const HbmTiming& timing() const { return timing_; }
-  const HbmConfig& config() const { return config_; }
+  const target::HbmConfig& config() const { return config_; }
   int channels() const { return int(config_.channels); }
   // Peak data bandwidth of all pseudo-channels, bytes per core cycle.
   double peakBytesPerCoreCycle() const;
@@ -95,7 +95,7 @@ class HbmModel {
   uint32_t allocateRequest(const HbmRequest& r);
   void catchUp(uint64_t hbmLimit);
 
-  HbmConfig config_;
+  target::HbmConfig config_;
   HbmTiming timing_;
   AddressMap map_;
   ClockRatio clocks_;

@@ -4,7 +4,7 @@
 
 namespace tpusim::sim::hbm {
 
-HbmTiming HbmTiming::fromConfig(const HbmConfig& c) {
+HbmTiming HbmTiming::fromConfig(const target::HbmConfig& c) {
   HbmTiming t{};
   t.tRCD = c.tRCD;
   t.tCL = c.tCL;

@@ -1,10 +1,10 @@
 // The HBM parameters the timing model uses, in HBM clock cycles, derived once
-// from HbmConfig (sim/config/HbmConfig.h documents every field).
+// from target::HbmConfig (isa/target/HbmConfig.h documents every field).
 #pragma once
 
 #include <cstdint>
 
-#include "sim/config/HbmConfig.h"
+#include "isa/target/HbmConfig.h"
 
 namespace tpusim::sim::hbm {
 
@@ -25,7 +25,7 @@ struct HbmTiming {
   int queueDepth;
   uint32_t starvationLimit;
 
-  static HbmTiming fromConfig(const HbmConfig& c);
+  static HbmTiming fromConfig(const target::HbmConfig& c);
 };
 
 }  // namespace tpusim::sim::hbm

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "sim/config/MxuConfig.h"
+#include "isa/target/MxuConfig.h"
 #include "sim/mxu/MxuModel.h"
 
 namespace tpusim::sim {
@@ -35,8 +35,8 @@ bool parseMxuModelKind(const std::string& text, MxuModelKind* kind) {
   return true;
 }
 
-std::unique_ptr<MxuUnit> makeMxu(const MxuConfig& config, MxuModelKind kind, bool functional,
-                                 std::string* error) {
+std::unique_ptr<MxuUnit> makeMxu(const target::MxuConfig& config, MxuModelKind kind,
+                                 bool functional, std::string* error) {
   const int n = int(config.size);
   if (kind == MxuModelKind::Model)
     return std::make_unique<MxuModel>(n, int(config.acc_slots), functional);

@@ -12,7 +12,8 @@
 
 namespace tpusim::sim {
 
-using RtlMxuFactory = std::function<std::unique_ptr<MxuUnit>(const MxuConfig&, bool functional)>;
+using RtlMxuFactory =
+    std::function<std::unique_ptr<MxuUnit>(const target::MxuConfig&, bool functional)>;
 
 // Makes RTL MXUs of size n available to makeMxu(); a later registration of
 // the same size replaces the earlier one.

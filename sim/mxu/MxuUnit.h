@@ -30,9 +30,11 @@
 
 #include "sim/common/Vreg.h"
 
-namespace tpusim::sim {
-
+namespace tpusim::target {
 struct MxuConfig;
+}
+
+namespace tpusim::sim {
 
 enum class MxuDtype : uint8_t { Bf16, S8 };
 const char* mxuDtypeName(MxuDtype d);
@@ -123,8 +125,8 @@ class MxuUnit {
 // Builds one MXU. Model is always available; Rtl only for the array sizes
 // whose Verilated model was built and linked (target tpusim_rtl_mxu_registered).
 // On failure returns null and sets *error to a message that says how to fix it.
-std::unique_ptr<MxuUnit> makeMxu(const MxuConfig& config, MxuModelKind kind, bool functional,
-                                 std::string* error);
+std::unique_ptr<MxuUnit> makeMxu(const target::MxuConfig& config, MxuModelKind kind,
+                                 bool functional, std::string* error);
 
 // Parses "model" / "rtl" (for --mxu-model); false on anything else.
 bool parseMxuModelKind(const std::string& text, MxuModelKind* kind);

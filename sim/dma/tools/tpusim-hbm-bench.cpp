@@ -18,8 +18,8 @@
 #include <exception>
 #include <vector>
 
-#include "sim/config/ChipLoader.h"
-#include "sim/config/ConfigError.h"
+#include "isa/target/ChipLoader.h"
+#include "isa/target/ConfigError.h"
 #include "sim/dma/DmaEngine.h"
 #include "sim/hbm/HbmModel.h"
 
@@ -67,7 +67,7 @@ double cpuSeconds() {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
-Result runHbm(const ChipConfig& chip, const std::string& pattern) {
+Result runHbm(const target::ChipConfig& chip, const std::string& pattern) {
   hbm::HbmModel model(chip.hbm, chip.core.clock_hz);
   hbm::AddressMap map(chip.hbm);
   uint32_t request = requestOpt ? requestOpt : uint32_t(chip.dma.request_bytes);
@@ -104,7 +104,7 @@ Result runHbm(const ChipConfig& chip, const std::string& pattern) {
   return r;
 }
 
-Result runDma(const ChipConfig& chip, bool allQueues) {
+Result runDma(const target::ChipConfig& chip, bool allQueues) {
   dma::DmaEngine engine(chip, nullptr);
   isa::DmaDescriptor d;
   d.src = isa::MemorySpace::Hbm;
@@ -144,7 +144,7 @@ Result runDma(const ChipConfig& chip, bool allQueues) {
   return r;
 }
 
-void print(const ChipConfig& chip, const Result& r) {
+void print(const target::ChipConfig& chip, const Result& r) {
   double peak = chip.hbm.peakBytesPerSecond();
   double seconds = double(r.coreCycles) / chip.core.clock_hz;
   double bw = double(r.bytes) / seconds;
@@ -171,8 +171,8 @@ int main(int argc, char** argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "tpusim HBM model benchmark\n");
   try {
-    ChipConfig chip = loadChip(chipOpt);
-    applyOverrides(chip, setOpt);
+    target::ChipConfig chip = target::loadChip(chipOpt);
+    target::applyOverrides(chip, setOpt);
     std::vector<std::string> patterns(patternOpt.begin(), patternOpt.end());
     if (patterns.empty())
       patterns = {"stream-read", "stream-write", "conflict", "dma-stream", "dma-stream-all-queues"};

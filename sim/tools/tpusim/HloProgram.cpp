@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "sim/config/ChipJson.h"
+#include "isa/target/ChipJson.h"
 
 namespace tpusim::sim {
 
@@ -38,15 +38,16 @@ std::vector<IoMapEntry> readIoMap(const std::string& path) {
 
 }  // namespace
 
-CompiledHlo compileHlo(const std::string& hloPath, const ChipConfig& chip, const TempDir& dir) {
+CompiledHlo compileHlo(const std::string& hloPath, const target::ChipConfig& chip,
+                       const TempDir& dir) {
   std::string tpuc = siblingTool("tpuc");
   // The chip exactly as simulated, overrides included, so the program fits it.
   std::string chipPath = dir.path() + "/chip.json";
   {
-    WriteOptions wo;
+    target::WriteOptions wo;
     wo.sources = false;
     std::ofstream f(chipPath, std::ios::binary);
-    f << chipToJsonText(chip, wo) << "\n";
+    f << target::chipToJsonText(chip, wo) << "\n";
     if (!f) throw std::runtime_error(fmt::format("cannot write {}", chipPath));
   }
   CompiledHlo c;

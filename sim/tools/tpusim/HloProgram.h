@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/ChipConfig.h"
+#include "isa/target/ChipConfig.h"
 #include "sim/tools/tpusim/Subprocess.h"
 
 namespace tpusim::sim {
@@ -30,6 +30,7 @@ bool isHloPath(const std::string& path);
 
 // Runs tpuc; throws std::runtime_error when it is missing or fails (its own
 // error messages are on stderr already).
-CompiledHlo compileHlo(const std::string& hloPath, const ChipConfig& chip, const TempDir& dir);
+CompiledHlo compileHlo(const std::string& hloPath, const target::ChipConfig& chip,
+                       const TempDir& dir);
 
 }  // namespace tpusim::sim

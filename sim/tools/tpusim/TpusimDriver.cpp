@@ -13,11 +13,11 @@
 #include "isa/Assembler.h"
 #include "isa/ProgramFile.h"
 #include "isa/support/Npy.h"
+#include "isa/target/ChipLoader.h"
+#include "isa/target/ConfigError.h"
 #include "sim/chip/BufferIo.h"
 #include "sim/chip/RunReport.h"
 #include "sim/chip/Simulation.h"
-#include "sim/config/ChipLoader.h"
-#include "sim/config/ConfigError.h"
 #include "sim/tools/tpusim/HloProgram.h"
 #include "sim/tools/tpusim/ReferenceCheck.h"
 #include "sim/tools/tpusim/Subprocess.h"
@@ -233,8 +233,8 @@ int run(const TpusimArgs& a) {
     throw UserError("--check needs --mode=functional (timing mode computes no data)");
   if (a.checkRtol < 0) throw UserError("--check-rtol must be >= 0");
 
-  ChipConfig chip = loadChip(a.chip);
-  applyOverrides(chip, a.sets);
+  target::ChipConfig chip = target::loadChip(a.chip);
+  target::applyOverrides(chip, a.sets);
   // An .hlo module is compiled by tpuc for exactly this chip into a temporary program.
   std::unique_ptr<TempDir> temp;
   CompiledHlo hlo;
@@ -331,7 +331,7 @@ int runTpusim(const TpusimArgs& a) {
     return run(a);
   } catch (const UserError& e) {
     fmt::print(stderr, "tpusim: error: {}\n", e.what());
-  } catch (const ConfigError& e) {
+  } catch (const target::ConfigError& e) {
     // Config messages may carry their own "error: " prefix per line.
     std::string m = e.what();
     fmt::print(stderr, "tpusim: {}{}\n", m.rfind("error: ", 0) == 0 ? "" : "error: ", m);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "isa/support/Numerics.h"
-#include "sim/config/MxuConfig.h"
+#include "isa/target/MxuConfig.h"
 #include "sim/mxu/MxuRegistry.h"
 #include "testbench/cosim/mxu/MxuStream.h"
 
@@ -67,7 +67,7 @@ float hostLoop(int n, int rows, int tiles, const std::vector<float>& w, const st
 int main(int argc, char** argv) {
   cl::ParseCommandLineOptions(argc, argv, "MXU simulation speed: model vs RTL\n");
   const int n = optSize, rows = 2 * n;
-  sim::MxuConfig config;
+  target::MxuConfig config;
   config.size = n;
   cosim::MxuStream stream = cosim::matmulMxuStream(n, optTiles, rows, 1);
   std::string error;

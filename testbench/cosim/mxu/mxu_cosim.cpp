@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "sim/config/MxuConfig.h"
+#include "isa/target/MxuConfig.h"
 #include "sim/mxu/MxuRegistry.h"
 #include "testbench/cosim/mxu/MxuStream.h"
 
@@ -26,7 +26,7 @@ static cl::opt<bool> optVerbose("v", cl::desc("print every stream"));
 
 int main(int argc, char** argv) {
   cl::ParseCommandLineOptions(argc, argv, "cosimulate the MXU model against the RTL\n");
-  sim::MxuConfig config;
+  target::MxuConfig config;
   config.size = optSize;
   config.acc_slots = 16;
   std::string error;

@@ -9,16 +9,17 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/config/MxuConfig.h"
+#include "isa/target/MxuConfig.h"
 #include "sim/mxu/MxuRegistry.h"
 
+using namespace tpusim;
 using namespace tpusim::sim;
 
 TEST_CASE("every built RTL size is registered and runs a command") {
   std::vector<int> sizes = registeredRtlMxuSizes();
   REQUIRE_FALSE(sizes.empty());
   for (int n : sizes) {
-    MxuConfig c;
+    target::MxuConfig c;
     c.size = n;
     std::string error;
     auto mxu = makeMxu(c, MxuModelKind::Rtl, true, &error);
@@ -35,7 +36,7 @@ TEST_CASE("every built RTL size is registered and runs a command") {
 }
 
 TEST_CASE("asking for an RTL size that was not built names the fix") {
-  MxuConfig c;
+  target::MxuConfig c;
   c.size = 64;
   std::vector<int> sizes = registeredRtlMxuSizes();
   if (std::find(sizes.begin(), sizes.end(), 64) != sizes.end()) c.size = 256;
@@ -57,7 +58,7 @@ TEST_CASE("TPUSIM_TRACE_RTL writes a VCD waveform") {
   std::remove(path.c_str());
   setenv("TPUSIM_TRACE_RTL", path.c_str(), 1);
   {
-    MxuConfig c;
+    target::MxuConfig c;
     c.size = registeredRtlMxuSizes().front();
     std::string error;
     auto mxu = makeMxu(c, MxuModelKind::Rtl, false, &error);

@@ -1,4 +1,4 @@
-// Every way a chip description can be wrong gives a ConfigError naming the
+// Every way a chip description can be wrong gives a target::ConfigError naming the
 // file (with line:col) and the full field path.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -6,8 +6,9 @@
 
 #include "TestUtil.h"
 
-using namespace tpusim::sim;
-using namespace tpusim::sim::test;
+using namespace tpusim;
+using namespace tpusim::target;
+using namespace tpusim::target::test;
 using json = nlohmann::json;
 
 namespace {
@@ -20,7 +21,7 @@ std::string errorAfter(F&& mutate) {
   json doc = json::parse(presetText("v5e"));
   mutate(doc);
   std::string text = doc.dump(2);
-  return configError([&] { parseChip({text, kFile}); });
+  return configError([&] { target::parseChip({text, kFile}); });
 }
 
 }  // namespace
@@ -39,7 +40,7 @@ TEST_CASE("an unknown key names the field and suggests the right one", "[config]
 
 TEST_CASE("an error points at the key's line and column", "[config][errors]") {
   std::string text = "{\n  \"name\": \"x\",\n  \"core\": {\n    \"cores\": \"two\"\n  }\n}\n";
-  std::string e = configError([&] { parseChip({text, "pos.json"}); });
+  std::string e = configError([&] { target::parseChip({text, "pos.json"}); });
   CHECK_THAT(e, Catch::Contains("pos.json:4:5: error: core.cores: expected an integer"));
 }
 
@@ -119,7 +120,7 @@ TEST_CASE("a key given twice is an error, not silently the last one", "[config][
   REQUIRE(at != std::string::npos);
   text.insert(at, "\"tRCD\": 99,\n    ");
   CHECK_THAT(configError([&] {
-               parseChip({text, "dup.json"});
+               target::parseChip({text, "dup.json"});
              }),
              Catch::Matches(".*dup.json:\\d+:\\d+: error: hbm.tRCD: given twice \\(first at line "
                             "\\d+\\).*",
@@ -128,39 +129,40 @@ TEST_CASE("a key given twice is an error, not silently the last one", "[config][
 
 TEST_CASE("invalid JSON names file:line:col", "[config][errors]") {
   std::string e = configError([] {
-    parseChip({"{\n  \"name\": \"x\",\n  \"core\": { ,\n}", "bad.json"});
+    target::parseChip({"{\n  \"name\": \"x\",\n  \"core\": { ,\n}", "bad.json"});
   });
   CHECK_THAT(e, Catch::StartsWith("bad.json:3:"));
   CHECK_THAT(e, Catch::Contains("invalid JSON"));
   CHECK_THAT(configError([] {
-               parseChip({"[1, 2]", "arr.json"});
+               target::parseChip({"[1, 2]", "arr.json"});
              }),
              Catch::Contains("arr.json: error: a chip description is a JSON object"));
 }
 
 TEST_CASE("set overrides: errors name the field", "[config][errors][set]") {
-  ChipConfig chip = loadChip("v5e");
-  CHECK_THAT(configError([&] { applyOverride(chip, "hbm.tRDC=14"); }),
+  target::ChipConfig chip = target::loadChip("v5e");
+  CHECK_THAT(configError([&] { target::applyOverride(chip, "hbm.tRDC=14"); }),
              Catch::Contains("hbm.tRDC: unknown field (did you mean 'hbm.tRCD'?)"));
-  CHECK_THAT(configError([&] { applyOverride(chip, "hbm.tRCD=fast"); }),
+  CHECK_THAT(configError([&] { target::applyOverride(chip, "hbm.tRCD=fast"); }),
              Catch::Contains("hbm.tRCD: expected an integer (cycles), got \"fast\""));
-  CHECK_THAT(configError([&] { applyOverride(chip, "hbm.tRCD=14.5"); }),
+  CHECK_THAT(configError([&] { target::applyOverride(chip, "hbm.tRCD=14.5"); }),
              Catch::Contains("hbm.tRCD: expected an integer"));
-  CHECK_THAT(configError([&] { applyOverride(chip, "core.clock_hz=1.5GHz"); }),
+  CHECK_THAT(configError([&] { target::applyOverride(chip, "core.clock_hz=1.5GHz"); }),
              Catch::Contains("core.clock_hz: expected a number (Hz)"));
-  CHECK_THAT(configError([&] { applyOverride(chip, "core.cores=3"); }),
+  CHECK_THAT(configError([&] { target::applyOverride(chip, "core.cores=3"); }),
              Catch::Contains("core.cores: 3 is out of range [1, 2]"));
-  CHECK_THAT(configError([&] { applyOverride(chip, "hbm.tRCD"); }),
+  CHECK_THAT(configError([&] { target::applyOverride(chip, "hbm.tRCD"); }),
              Catch::Contains("expected section.field=value"));
-  CHECK_THAT(configError([&] { applyOverride(chip, "hbm=3"); }),
+  CHECK_THAT(configError([&] { target::applyOverride(chip, "hbm=3"); }),
              Catch::Contains("hbm: names a section, not a field (e.g. hbm.capacity_bytes)"));
   CHECK_THAT(configError([&] {
-               applyOverrides(chip, {"mxu.size=64", "mxu.size=96"});
+               target::applyOverrides(chip, {"mxu.size=64", "mxu.size=96"});
              }),
              Catch::Contains("mxu.size: must be a power of two"));
 }
 
-TEST_CASE("mutated preset text gives a ConfigError or a chip, never a crash", "[config][fuzz]") {
+TEST_CASE("mutated preset text gives a target::ConfigError or a chip, never a crash",
+          "[config][fuzz]") {
   const std::string original = presetText("v5e");
   std::mt19937 rng(12345);
   const char kBytes[] = "{}[]:,\"0123456789.eE+-tfn \n\\xA";
@@ -179,9 +181,9 @@ TEST_CASE("mutated preset text gives a ConfigError or a chip, never a crash", "[
       }
     }
     try {
-      parseChip({text, "fuzz.json"});
+      target::parseChip({text, "fuzz.json"});
       ++parsed;
-    } catch (const ConfigError& e) {
+    } catch (const target::ConfigError& e) {
       ++errors;
       CHECK_THAT(e.what(), Catch::StartsWith("fuzz.json"));
     }

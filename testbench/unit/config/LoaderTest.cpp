@@ -6,11 +6,12 @@
 #include <fstream>
 
 #include "TestUtil.h"
-#include "sim/config/FieldList.h"
-#include "sim/config/JsonLocator.h"
+#include "isa/target/FieldList.h"
+#include "isa/target/JsonLocator.h"
 
-using namespace tpusim::sim;
-using namespace tpusim::sim::test;
+using namespace tpusim;
+using namespace tpusim::target;
+using namespace tpusim::target::test;
 namespace fs = std::filesystem;
 
 namespace {
@@ -47,18 +48,18 @@ struct ScopedEnv {
 }  // namespace
 
 TEST_CASE("a chip is found by name or by path", "[config][loader]") {
-  ChipConfig byName = loadChip("v5e");
-  ChipConfig byPath = loadChip(sourceChipsDir() + "/v5e.json");
-  CHECK(sameConfig(byName, byPath));
-  CHECK(resolveChipPath("v5e") == sourceChipsDir() + "/v5e.json");
+  target::ChipConfig byName = target::loadChip("v5e");
+  target::ChipConfig byPath = target::loadChip(target::sourceChipsDir() + "/v5e.json");
+  CHECK(target::sameConfig(byName, byPath));
+  CHECK(target::resolveChipPath("v5e") == target::sourceChipsDir() + "/v5e.json");
 }
 
 TEST_CASE("an unknown chip lists the known presets and where it looked", "[config][loader]") {
-  std::string e = configError([] { loadChip("v9z"); });
+  std::string e = configError([] { target::loadChip("v9z"); });
   CHECK_THAT(e, Catch::Contains("unknown chip 'v9z'"));
   CHECK_THAT(e, Catch::Contains("v5e"));
-  CHECK_THAT(e, Catch::Contains(sourceChipsDir()));
-  CHECK_THAT(configError([] { loadChip("/no/such/chip.json"); }),
+  CHECK_THAT(e, Catch::Contains(target::sourceChipsDir()));
+  CHECK_THAT(configError([] { target::loadChip("/no/such/chip.json"); }),
              Catch::Contains("/no/such/chip.json: error: chip file does not exist"));
 }
 
@@ -70,10 +71,10 @@ TEST_CASE("TPUSIM_CHIPS_DIR is searched before the source tree", "[config][loade
   doc["mxu"]["count"] = 2;
   dir.write("tiny8.json", doc.dump(2));
   ScopedEnv env("TPUSIM_CHIPS_DIR", dir.path.string());
-  CHECK(loadChip("tiny8").mxu.count == 2);
-  CHECK(chipSearchDirs().front() == dir.path.string());
+  CHECK(target::loadChip("tiny8").mxu.count == 2);
+  CHECK(target::chipSearchDirs().front() == dir.path.string());
   // The source tree's presets are still found.
-  CHECK(loadChip("v4").core.cores == 2);
+  CHECK(target::loadChip("v4").core.cores == 2);
 }
 
 TEST_CASE("extends starts from a preset and changes only what it lists", "[config][loader]") {
@@ -85,8 +86,8 @@ TEST_CASE("extends starts from a preset and changes only what it lists", "[confi
   "hbm": { "tRCD": 30 },
   "sources": { "hbm.tRCD": "assumption: slower HBM for a sweep" }
 })");
-  ChipConfig chip = loadChip(path);
-  ChipConfig base = loadChip("v5e");
+  target::ChipConfig chip = target::loadChip(path);
+  target::ChipConfig base = target::loadChip("v5e");
   CHECK(chip.name == "sweep");
   CHECK(chip.description == "v5e with 2 MXUs");
   CHECK(chip.mxu.count == 2);
@@ -99,7 +100,7 @@ TEST_CASE("extends starts from a preset and changes only what it lists", "[confi
   // An extending file is validated like any other: its errors name it.
   std::string bad =
       dir.write("bad.json", "{\n  \"extends\": \"v5e\",\n  \"mxu\": { \"size\": 96 }\n}");
-  CHECK_THAT(configError([&] { loadChip(bad); }),
+  CHECK_THAT(configError([&] { target::loadChip(bad); }),
              Catch::Contains(bad + ":3:12: error: mxu.size: must be a power of two"));
 }
 
@@ -107,16 +108,16 @@ TEST_CASE("extends chains resolve beside the file, and cycles are errors", "[con
   TempDir dir;
   dir.write("a.json", R"({"extends": "b", "mxu": {"count": 1}})");
   dir.write("b.json", R"({"extends": "v4", "mxu": {"count": 2}})");
-  ChipConfig a = loadChip((dir.path / "a.json").string());
+  target::ChipConfig a = target::loadChip((dir.path / "a.json").string());
   CHECK(a.mxu.count == 1);
   CHECK(a.core.cores == 2);  // from v4 through b
 
   dir.write("c.json", R"({"extends": "d"})");
   dir.write("d.json", R"({"extends": "c"})");
-  CHECK_THAT(configError([&] { loadChip((dir.path / "c.json").string()); }),
+  CHECK_THAT(configError([&] { target::loadChip((dir.path / "c.json").string()); }),
              Catch::Contains("levels of \"extends\" (a cycle?)"));
   dir.write("e.json", R"({"extends": "nonexistent"})");
-  CHECK_THAT(configError([&] { loadChip((dir.path / "e.json").string()); }),
+  CHECK_THAT(configError([&] { target::loadChip((dir.path / "e.json").string()); }),
              Catch::Contains("unknown chip 'nonexistent'"));
 }
 

@@ -3,10 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include "TestUtil.h"
-#include "sim/config/FieldList.h"
+#include "isa/target/FieldList.h"
 
-using namespace tpusim::sim;
-using namespace tpusim::sim::test;
+using namespace tpusim;
+using namespace tpusim::target;
+using namespace tpusim::target::test;
 
 namespace {
 
@@ -27,13 +28,13 @@ const PublicFigures kPublic[] = {
 }  // namespace
 
 TEST_CASE("every preset in sim/chips loads", "[config][presets]") {
-  std::vector<std::string> names = listPresets();
+  std::vector<std::string> names = target::listPresets();
   for (const char* expected : {"v4", "v5e", "v5p", "v6e", "tiny8", "tiny16"})
     CHECK(std::find(names.begin(), names.end(), expected) != names.end());
   for (const std::string& name : names) {
     INFO(name);
-    ChipConfig chip;
-    REQUIRE_NOTHROW(chip = loadChip(name));
+    target::ChipConfig chip;
+    REQUIRE_NOTHROW(chip = target::loadChip(name));
     CHECK(chip.name == name);
     CHECK(!chip.description.empty());
   }
@@ -42,7 +43,7 @@ TEST_CASE("every preset in sim/chips loads", "[config][presets]") {
 TEST_CASE("production presets reproduce the public peak figures within 1%", "[config][presets]") {
   for (const PublicFigures& f : kPublic) {
     INFO(f.chip);
-    ChipConfig chip = loadChip(f.chip);
+    target::ChipConfig chip = target::loadChip(f.chip);
     CHECK(!chip.test_preset);
     CHECK(chip.peakFlopsBf16() == Approx(f.bf16Flops).epsilon(0.01));
     CHECK(chip.peakOpsInt8() == Approx(f.int8Ops).epsilon(0.01));
@@ -58,7 +59,7 @@ TEST_CASE("production presets reproduce the public peak figures within 1%", "[co
 TEST_CASE("test presets are small and marked", "[config][presets]") {
   for (auto [name, size] : {std::pair{"tiny8", 8}, std::pair{"tiny16", 16}}) {
     INFO(name);
-    ChipConfig chip = loadChip(name);
+    target::ChipConfig chip = target::loadChip(name);
     CHECK(chip.test_preset);
     CHECK(chip.mxu.size == size);
     CHECK(chip.mxu.count <= 2);
@@ -68,11 +69,11 @@ TEST_CASE("test presets are small and marked", "[config][presets]") {
 }
 
 TEST_CASE("a preset file lists every field and a valid source for each", "[config][presets]") {
-  for (const std::string& name : listPresets()) {
+  for (const std::string& name : target::listPresets()) {
     INFO(name);
     nlohmann::json doc = nlohmann::json::parse(presetText(name));
     CHECK(!doc.contains("extends"));
-    ChipConfig chip = loadChip(name);
+    target::ChipConfig chip = target::loadChip(name);
     for (const FieldInfo& f : listFields(chip)) {
       INFO(f.path);
       // Present in the file itself (not a default).
@@ -88,7 +89,7 @@ TEST_CASE("a preset file lists every field and a valid source for each", "[confi
 }
 
 TEST_CASE("every latency class of the ISA is a preset field", "[config][latency]") {
-  std::vector<FieldInfo> fields = listFields(ChipConfig{});
+  std::vector<FieldInfo> fields = listFields(target::ChipConfig{});
   for (int i = 0; i < tpusim::isa::kNumLatencyClasses; ++i) {
     auto c = static_cast<tpusim::isa::LatencyClass>(i);
     std::string path = "latency." + std::string(tpusim::isa::latencyInfo(c).presetKey);
@@ -96,8 +97,8 @@ TEST_CASE("every latency class of the ISA is a preset field", "[config][latency]
     CHECK(std::any_of(fields.begin(), fields.end(),
                       [&](const FieldInfo& f) { return f.path == path; }));
     // of() reads the field the preset sets.
-    ChipConfig chip = loadChip("v5e");
-    applyOverride(chip, path + "=" + std::to_string(100 + i));
+    target::ChipConfig chip = target::loadChip("v5e");
+    target::applyOverride(chip, path + "=" + std::to_string(100 + i));
     CHECK(chip.latency.of(c) == 100 + i);
   }
 }

@@ -2,30 +2,32 @@
 #include <catch2/catch.hpp>
 
 #include "TestUtil.h"
-#include "sim/config/FieldList.h"
+#include "isa/target/FieldList.h"
 
-using namespace tpusim::sim;
-using namespace tpusim::sim::test;
+using namespace tpusim;
+using namespace tpusim::target;
+using namespace tpusim::target::test;
 
 TEST_CASE("write then read gives the same chip, for every preset", "[config][json]") {
-  for (const std::string& name : listPresets()) {
+  for (const std::string& name : target::listPresets()) {
     INFO(name);
-    ChipConfig chip = loadChip(name);
-    std::string text = chipToJson(chip).dump(2);
-    ChipConfig back = parseChip({text, name + "-written.json"});
+    target::ChipConfig chip = target::loadChip(name);
+    std::string text = target::chipToJson(chip).dump(2);
+    target::ChipConfig back = target::parseChip({text, name + "-written.json"});
     std::string diff;
-    CHECK(sameConfig(chip, back, &diff));
+    CHECK(target::sameConfig(chip, back, &diff));
     INFO(diff);
     // Writing is deterministic, and the derived block is ignored when read back.
-    CHECK(chipToJson(back).dump(2) == text);
-    WriteOptions withDerived;
+    CHECK(target::chipToJson(back).dump(2) == text);
+    target::WriteOptions withDerived;
     withDerived.derived = true;
-    CHECK(sameConfig(chip, parseChip({chipToJson(chip, withDerived).dump(), "d.json"})));
+    CHECK(target::sameConfig(
+        chip, target::parseChip({target::chipToJson(chip, withDerived).dump(), "d.json"})));
   }
 }
 
 TEST_CASE("the written JSON follows the visit order", "[config][json]") {
-  auto j = chipToJson(loadChip("v5e"));
+  auto j = target::chipToJson(target::loadChip("v5e"));
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
   CHECK(keys == std::vector<std::string>{"name", "description", "test_preset", "core", "vmem",
@@ -35,10 +37,10 @@ TEST_CASE("the written JSON follows the visit order", "[config][json]") {
 }
 
 TEST_CASE("an override changes exactly its field and records its source", "[config][set]") {
-  ChipConfig base = loadChip("v5p");
-  ChipConfig chip = base;
-  applyOverrides(chip,
-                 {"hbm.tRCD=31", "core.clock_hz=2e9", "ici.topology=3d_torus", "mxu.count=2"});
+  target::ChipConfig base = target::loadChip("v5p");
+  target::ChipConfig chip = base;
+  target::applyOverrides(
+      chip, {"hbm.tRCD=31", "core.clock_hz=2e9", "ici.topology=3d_torus", "mxu.count=2"});
   CHECK(chip.hbm.tRCD == 31);
   CHECK(chip.core.clock_hz == 2e9);
   CHECK(chip.mxu.count == 2);
@@ -49,30 +51,30 @@ TEST_CASE("an override changes exactly its field and records its source", "[conf
   for (size_t i = 0; i < a.size(); ++i) changed += a[i].value != b[i].value;
   CHECK(changed == 3);  // ici.topology was already 3d_torus on v5p
   // The overridden chip still round-trips (its sources are valid entries).
-  CHECK(sameConfig(chip, parseChip({chipToJson(chip).dump(), "o.json"})));
+  CHECK(target::sameConfig(chip, target::parseChip({target::chipToJson(chip).dump(), "o.json"})));
 }
 
 TEST_CASE("byte counts in --set may use binary suffixes", "[config][set]") {
-  ChipConfig chip = loadChip("v5e");
-  applyOverride(chip, "vmem.bytes=64Mi");
+  target::ChipConfig chip = target::loadChip("v5e");
+  target::applyOverride(chip, "vmem.bytes=64Mi");
   CHECK(chip.vmem.bytes == (int64_t(64) << 20));
-  applyOverride(chip, "hbm.capacity_bytes=8GiB");
+  target::applyOverride(chip, "hbm.capacity_bytes=8GiB");
   CHECK(chip.hbm.capacity_bytes == (int64_t(8) << 30));
-  applyOverride(chip, "core.smem_bytes=4096");
+  target::applyOverride(chip, "core.smem_bytes=4096");
   CHECK(chip.core.smem_bytes == 4096);
   CHECK_THAT(
-      configError([&] { applyOverride(chip, "vmem.bytes=64MB"); }),
+      configError([&] { target::applyOverride(chip, "vmem.bytes=64MB"); }),
       Catch::Contains("vmem.bytes: expected an integer (bytes, optionally with Ki, Mi, Gi or "
                       "Ti), got \"64MB\""));
-  CHECK_THAT(configError([&] { applyOverride(chip, "hbm.capacity_bytes=99999999Ti"); }),
+  CHECK_THAT(configError([&] { target::applyOverride(chip, "hbm.capacity_bytes=99999999Ti"); }),
              Catch::Contains("does not fit in 64 bits"));
   // Suffixes are for byte counts only.
-  CHECK_THAT(configError([&] { applyOverride(chip, "hbm.rows=4Ki"); }),
+  CHECK_THAT(configError([&] { target::applyOverride(chip, "hbm.rows=4Ki"); }),
              Catch::Contains("hbm.rows: expected an integer (count)"));
 }
 
 TEST_CASE("default-constructed structs satisfy their own constraints", "[config]") {
-  ConfigProblems problems;
-  ChipConfig{}.check(problems);
+  target::ConfigProblems problems;
+  target::ChipConfig{}.check(problems);
   for (auto& [path, message] : problems.list) FAIL(path + ": " + message);
 }

@@ -6,11 +6,11 @@
 #include <sstream>
 #include <string>
 
-#include "sim/config/ChipJson.h"
-#include "sim/config/ChipLoader.h"
-#include "sim/config/ConfigError.h"
+#include "isa/target/ChipJson.h"
+#include "isa/target/ChipLoader.h"
+#include "isa/target/ConfigError.h"
 
-namespace tpusim::sim::test {
+namespace tpusim::target::test {
 
 inline std::string readText(const std::string& path) {
   std::ifstream in(path);
@@ -20,17 +20,19 @@ inline std::string readText(const std::string& path) {
   return ss.str();
 }
 
-inline std::string presetText(const std::string& name) { return readText(resolveChipPath(name)); }
+inline std::string presetText(const std::string& name) {
+  return readText(target::resolveChipPath(name));
+}
 
-// Runs `f` and returns the ConfigError message it throws ("" when it does not throw).
+// Runs `f` and returns the target::ConfigError message it throws ("" when it does not throw).
 template <class F>
 std::string configError(F&& f) {
   try {
     f();
-  } catch (const ConfigError& e) {
+  } catch (const target::ConfigError& e) {
     return e.what();
   }
   return "";
 }
 
-}  // namespace tpusim::sim::test
+}  // namespace tpusim::target::test

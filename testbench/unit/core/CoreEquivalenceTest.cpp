@@ -15,7 +15,7 @@ using namespace tpusim::testing;
 
 namespace {
 
-std::string statsOf(const sim::SimResult& r, const sim::ChipConfig& chip) {
+std::string statsOf(const sim::SimResult& r, const target::ChipConfig& chip) {
   sim::RunInfo info{"p", "any"};
   return sim::statsJson(r, chip, info).dump(1);
 }
@@ -37,7 +37,7 @@ std::string mixedStallsProgram() {
 
 TEST_CASE("the fast loop and the per-cycle reference agree exactly", "[core][equivalence]") {
   for (std::string name : {"v5e", "v4", "tiny16"}) {
-    sim::ChipConfig chip = preset(name);
+    target::ChipConfig chip = preset(name);
     chip.dma.queue_depth = 1;  // make the second dma of each iteration wait for the first
     std::vector<std::string> programs = {mixedStallsProgram()};
     if (chip.mxu.size == 128) programs.push_back(matmulProgram(MatmulShape{8, 256, 128, false, 1}));
@@ -64,7 +64,7 @@ TEST_CASE("the fast loop and the per-cycle reference agree exactly", "[core][equ
 
 TEST_CASE("functional and timing-only runs give identical cycles and stats",
           "[core][equivalence]") {
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   for (const std::string& text : {mixedStallsProgram(), matmulProgram(MatmulShape{})}) {
     isa::Program p = assembleOrFail(text);
     RunSpec functional;
@@ -82,7 +82,7 @@ TEST_CASE("functional and timing-only runs give identical cycles and stats",
 }
 
 TEST_CASE("two runs of one program give identical stats", "[core][equivalence]") {
-  sim::ChipConfig chip = preset("v5p");  // two cores sharing HBM
+  target::ChipConfig chip = preset("v5p");  // two cores sharing HBM
   isa::Program p = assembleOrFail(mixedStallsProgram());
   RunSpec spec;
   spec.dma = sim::makeChipDma;

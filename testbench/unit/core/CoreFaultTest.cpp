@@ -57,7 +57,7 @@ TEST_CASE("an op in a slot of another kind faults", "[core][fault]") {
 }
 
 TEST_CASE("--strict names the op of a bank conflict; stats stop at the fault", "[core][fault]") {
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   isa::Program p = assembleOrFail(R"(
     vimm v1, 1.0
     vld v2, s0, 0, 32, 255

@@ -40,7 +40,7 @@ npy::Array randomS8(std::vector<int64_t> shape, uint32_t seed) {
 
 TEST_CASE("tiled bf16 matmul is bit-exact with per-K-tile f32 accumulation", "[core][functional]") {
   MatmulShape s;  // 16 x 256 x 256 on 2 MXUs, 2 K-tiles
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   npy::Array a = randomBf16({s.m, s.k}, 1), b = randomBf16({s.k, s.n}, 2);
   auto r = runProgram(chip, assembleOrFail(matmulProgram(s)), realDma(), {{"a", a}, {"b", b}});
   INFO((r.fault ? r.fault->report() : ""));
@@ -72,7 +72,7 @@ TEST_CASE("tiled int8 matmul accumulates in wrapping s32", "[core][functional]")
   MatmulShape s;
   s.int8 = true;
   s.m = 8;
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   npy::Array a = randomS8({s.m, s.k}, 3), b = randomS8({s.k, s.n}, 4);
   auto r = runProgram(chip, assembleOrFail(matmulProgram(s)), realDma(), {{"a", a}, {"b", b}});
   REQUIRE(r.halted);
@@ -112,7 +112,7 @@ const char* kElementwise = R"(
 }  // namespace
 
 TEST_CASE("element-wise vector ops match a scalar C++ reference", "[core][functional]") {
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   npy::Array x = npy::makeArray(npy::DType::F32, {8, 128});
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> d(-6.0f, 6.0f);
@@ -135,7 +135,7 @@ TEST_CASE("element-wise vector ops match a scalar C++ reference", "[core][functi
 }
 
 TEST_CASE("row softmax through the XLU matches the reference tree", "[core][functional][xlu]") {
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   const char* program = R"(
 .buffer x, shape=[8,128], dtype=f32, space=vmem, addr=0x0, role=input
 .buffer y, shape=[8,128], dtype=f32, space=vmem, addr=0x1000, role=output

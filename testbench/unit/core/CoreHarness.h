@@ -7,8 +7,8 @@
 #include <string>
 
 #include "isa/Assembler.h"
+#include "isa/target/ChipLoader.h"
 #include "sim/chip/Simulation.h"
-#include "sim/config/ChipLoader.h"
 
 namespace tpusim::testing {
 
@@ -23,7 +23,7 @@ inline isa::Program assembleOrFail(const std::string& text) {
   return p;
 }
 
-inline sim::ChipConfig preset(const std::string& name) { return sim::loadChip(name); }
+inline target::ChipConfig preset(const std::string& name) { return target::loadChip(name); }
 
 struct RunSpec {
   bool functional = true;
@@ -33,7 +33,7 @@ struct RunSpec {
   sim::DmaFactory dma;
 };
 
-inline sim::SimResult runProgram(const sim::ChipConfig& chip, const isa::Program& program,
+inline sim::SimResult runProgram(const target::ChipConfig& chip, const isa::Program& program,
                                  const RunSpec& spec = {},
                                  std::map<std::string, npy::Array> inputs = {}) {
   sim::SimOptions o;
@@ -50,6 +50,8 @@ inline sim::SimResult runProgram(const sim::ChipConfig& chip, const isa::Program
 inline int64_t stall(const sim::SimResult& r, sim::StallCause c, int core = 0) {
   return r.cores.at(core).stalls[int(c)];
 }
-inline int64_t lat(const sim::ChipConfig& chip, isa::LatencyClass c) { return chip.latency.of(c); }
+inline int64_t lat(const target::ChipConfig& chip, isa::LatencyClass c) {
+  return chip.latency.of(c);
+}
 
 }  // namespace tpusim::testing

@@ -75,7 +75,7 @@ TEST_CASE("every opcode in the table executes", "[core][coverage]") {
   }
   text += "  halt\n.endop\n";
   isa::Program p = assembleOrFail(text);
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   RunSpec functional;
   functional.dma = sim::makeChipDma;
   RunSpec timing = functional;

@@ -23,7 +23,7 @@ RunSpec timingSpec() {
 
 TEST_CASE("a dependent VPU chain waits the vpu_alu latency per link", "[core][timing]") {
   for (std::string name : {"v5e", "v4"}) {
-    sim::ChipConfig chip = preset(name);
+    target::ChipConfig chip = preset(name);
     auto r = runProgram(chip, assembleOrFail(R"(
       vimm v1, 1.0
       vadd.f32 v2, v1, v1
@@ -41,7 +41,7 @@ TEST_CASE("a dependent VPU chain waits the vpu_alu latency per link", "[core][ti
 }
 
 TEST_CASE("a write waits for an older write to the same register (WAW)", "[core][timing]") {
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   auto r = runProgram(chip, assembleOrFail(R"(
     xlu.sum.f32 v1, v0
     vimm v1, 2.0
@@ -54,7 +54,7 @@ TEST_CASE("a write waits for an older write to the same register (WAW)", "[core]
 }
 
 TEST_CASE("the transcendental unit accepts one op per transcendental_interval", "[core][timing]") {
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   auto r = runProgram(chip, assembleOrFail(R"(
     vexp.f32 v1, v0
     vtanh.f32 v2, v0
@@ -67,7 +67,7 @@ TEST_CASE("the transcendental unit accepts one op per transcendental_interval", 
 }
 
 TEST_CASE("XLU reductions occupy one of the XLUs for reduce_interval", "[core][timing]") {
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   int64_t X = chip.xlu.count, R = chip.xlu.reduce_interval;
   REQUIRE(R > X);
   std::string text;
@@ -81,7 +81,7 @@ TEST_CASE("XLU reductions occupy one of the XLUs for reduce_interval", "[core][t
 
 TEST_CASE("a counted loop pays the branch penalty per taken branch", "[core][timing]") {
   for (std::string name : {"v5e", "v5p"}) {
-    sim::ChipConfig chip = preset(name);
+    target::ChipConfig chip = preset(name);
     const int64_t n = 10;
     auto r = runProgram(chip,
                         assembleOrFail(fmt::format(R"(
@@ -104,7 +104,7 @@ TEST_CASE("a counted loop pays the branch penalty per taken branch", "[core][tim
 }
 
 TEST_CASE("k rows of one VMEM bank in one bundle cost k - 1 cycles", "[core][timing]") {
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   int64_t B = chip.vmem.banks;
   REQUIRE(B >= 8);
   auto r = runProgram(chip,
@@ -136,7 +136,7 @@ TEST_CASE("k rows of one VMEM bank in one bundle cost k - 1 cycles", "[core][tim
 }
 
 TEST_CASE("a load of a row waits until an earlier store to it is visible", "[core][timing]") {
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   chip.latency.of(LatencyClass::VectorStore) = 6;
   auto r = runProgram(chip, assembleOrFail(R"(
     vst v0, s0, 40, 1, 1
@@ -151,7 +151,7 @@ TEST_CASE("a load of a row waits until an earlier store to it is visible", "[cor
 
 TEST_CASE("an MXU pop waits for the result slot: mm issue + 7 + 2N", "[core][timing][mxu]") {
   for (std::string name : {"v5e", "tiny16"}) {
-    sim::ChipConfig chip = preset(name);
+    target::ChipConfig chip = preset(name);
     int64_t N = chip.mxu.size;
     int64_t pushes = (N + 7) / 8;
     std::string text;
@@ -173,7 +173,7 @@ TEST_CASE("an MXU pop waits for the result slot: mm issue + 7 + 2N", "[core][tim
 }
 
 TEST_CASE("halt waits for outstanding DMAs; sync.wait for its flag", "[core][timing][dma]") {
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   const int64_t dmaLatency = 50;
   RunSpec spec;
   spec.dma = fakeDmaFactory(dmaLatency, 512);
@@ -195,7 +195,7 @@ TEST_CASE("halt waits for outstanding DMAs; sync.wait for its flag", "[core][tim
 }
 
 TEST_CASE("the transpose unit takes one push or pop per interval", "[core][timing][xlu]") {
-  sim::ChipConfig chip = preset("v5e");
+  target::ChipConfig chip = preset("v5e");
   int64_t push = chip.xlu.transpose_push_interval, pop = chip.xlu.transpose_pop_interval;
   std::string text;
   for (int i = 0; i < 16; ++i) text += "xlu.tr.push v1\n";

@@ -16,7 +16,7 @@ namespace tpusim::testing {
 class FakeDma : public sim::DmaPort, public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(FakeDma);
-  FakeDma(const sim::ChipConfig& chip, sim::mem::ChipMemory& memory, int64_t latency,
+  FakeDma(const target::ChipConfig& chip, sim::mem::ChipMemory& memory, int64_t latency,
           int64_t bytesPerCycle)
       : sc_core::sc_module("fake_dma"),
         memory_(memory),
@@ -86,7 +86,7 @@ class FakeDma : public sim::DmaPort, public sc_core::sc_module {
 };
 
 inline sim::DmaFactory fakeDmaFactory(int64_t latency = 20, int64_t bytesPerCycle = 64) {
-  return [=](int, const sim::ChipConfig& chip, sim::mem::ChipMemory& memory, bool,
+  return [=](int, const target::ChipConfig& chip, sim::mem::ChipMemory& memory, bool,
              sim::TraceRecorder*) -> std::unique_ptr<sim::DmaPort> {
     return std::make_unique<FakeDma>(chip, memory, latency, bytesPerCycle);
   };

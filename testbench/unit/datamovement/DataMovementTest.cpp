@@ -47,7 +47,7 @@ TEST_CASE("transposes move the longest contiguous runs", "[dma]") {
   runOp(module("  p = f32[16,24] parameter(0)", "f32[24,16] transpose(p), dimensions={1,0}"));
   RunOutcome big = runOp(
       module("  p = f32[128,160] parameter(0)", "f32[160,128] transpose(p), dimensions={1,0}"));
-  CHECK(dmaCount(big) == target().dmaQueues);
+  CHECK(dmaCount(big) == codegenTarget().dmaQueues);
   runOp(module("  p = bf16[4,6,10] parameter(0)", "bf16[10,4,6] transpose(p), dimensions={2,0,1}"));
   runOp(module("  p = s8[3,5,7] parameter(0)", "s8[7,5,3] transpose(p), dimensions={2,1,0}"));
   // 32-bit innermost swaps with whole 128x128 tiles: VMEM and the transpose unit.

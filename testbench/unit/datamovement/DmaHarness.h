@@ -23,9 +23,9 @@
 #include "compiler/hlo/eval/Evaluator.h"
 #include "compiler/lower/CannotLower.h"
 #include "compiler/lower/DataMovement.h"
+#include "isa/target/ChipLoader.h"
 #include "kernels/codegen/Link.h"
 #include "sim/chip/Simulation.h"
-#include "sim/config/ChipLoader.h"
 #include "testbench/unit/HloTestUtil.h"
 
 namespace dmatest {
@@ -35,18 +35,18 @@ using hlo::eval::Literal;
 
 inline std::string chipsDir() { return testing::presetsDir(); }
 // The code generator's and the simulator's view of a preset (cached by name).
-inline const kernels::codegen::TargetInfo& target(const std::string& preset = "v5e") {
+inline const kernels::codegen::TargetInfo& codegenTarget(const std::string& preset = "v5e") {
   static std::map<std::string, kernels::codegen::TargetInfo> cache;
   auto it = cache.find(preset);
   if (it == cache.end())
     it = cache.emplace(preset, kernels::codegen::loadTargetByName(preset, chipsDir())).first;
   return it->second;
 }
-inline const sim::ChipConfig& chip(const std::string& preset = "v5e") {
-  static std::map<std::string, sim::ChipConfig> cache;
+inline const target::ChipConfig& chip(const std::string& preset = "v5e") {
+  static std::map<std::string, target::ChipConfig> cache;
   auto it = cache.find(preset);
   if (it == cache.end())
-    it = cache.emplace(preset, sim::loadChip(chipsDir() + "/" + preset + ".json")).first;
+    it = cache.emplace(preset, target::loadChip(chipsDir() + "/" + preset + ".json")).first;
   return it->second;
 }
 
@@ -202,7 +202,7 @@ inline RunOutcome runInstruction(const hlo::HloInstruction& root,
   placement.firstBundle = m.nextBundle();
   placement.smemBase = m.nextSmemWord();
   placement.standalone = false;
-  out.fragment = lower::lowerDataMovement(root, addrs, result, target(o.preset), placement);
+  out.fragment = lower::lowerDataMovement(root, addrs, result, codegenTarget(o.preset), placement);
   kernels::codegen::appendKernel(m, out.fragment);
   if (o.repeat > 1) appendRepeatLoop(m, placement.firstBundle, o.repeat);
   isa::Program program = kernels::codegen::finishModule(m, buffers);
@@ -256,7 +256,7 @@ inline Timing timeOp(const std::string& text) {
   kernels::codegen::Module m;
   lower::FragmentPlacement placement;
   placement.standalone = false;
-  auto fragment = lower::lowerDataMovement(root, addrs, at, target(), placement);
+  auto fragment = lower::lowerDataMovement(root, addrs, at, codegenTarget(), placement);
   kernels::codegen::appendKernel(m, fragment);
   isa::Program program = kernels::codegen::finishModule(m, {});
   sim::SimOptions so;
@@ -286,7 +286,7 @@ inline std::string refusal(const std::string& text) {
   std::vector<uint64_t> addrs(size_t(root.operandCount()), 0);
   for (size_t i = 0; i < addrs.size(); ++i) addrs[i] = 4096 * (i + 1);
   try {
-    lower::lowerDataMovement(root, addrs, 1 << 20, target(), lower::FragmentPlacement{});
+    lower::lowerDataMovement(root, addrs, 1 << 20, codegenTarget(), lower::FragmentPlacement{});
   } catch (const lower::CannotLower& e) {
     return e.what();
   }

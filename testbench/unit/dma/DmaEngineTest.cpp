@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "sim/config/ChipLoader.h"
+#include "isa/target/ChipLoader.h"
 #include "sim/dma/DmaEngine.h"
 
 using namespace tpusim;
@@ -17,9 +17,9 @@ using isa::MemorySpace;
 
 namespace {
 
-ChipConfig chip() { return loadChip("v5e"); }
+target::ChipConfig chip() { return target::loadChip("v5e"); }
 
-mem::ChipMemory memoryFor(const ChipConfig& c) {
+mem::ChipMemory memoryFor(const target::ChipConfig& c) {
   return mem::ChipMemory({uint64_t(c.hbm.capacity_bytes), uint64_t(c.vmem.bytes),
                           uint64_t(c.core.smem_bytes) / 4, int(c.core.cores)});
 }
@@ -89,7 +89,7 @@ TEST_CASE("the walker cuts elements into aligned requests", "[dma][sanitize]") {
 }
 
 TEST_CASE("strided 2D and 3D copies are correct in every direction", "[dma][sanitize]") {
-  ChipConfig c = chip();
+  target::ChipConfig c = chip();
   std::mt19937 rng(7);
   const MemorySpace spaces[] = {MemorySpace::Hbm, MemorySpace::Vmem, MemorySpace::Smem};
   for (MemorySpace src : spaces)
@@ -123,7 +123,7 @@ TEST_CASE("strided 2D and 3D copies are correct in every direction", "[dma][sani
 
 TEST_CASE("VMEM to VMEM timing follows the port rate and the outstanding limit",
           "[dma][sanitize]") {
-  ChipConfig c = chip();
+  target::ChipConfig c = chip();
   const uint64_t n = 64;  // requests of request_bytes each
   const uint32_t bytes = uint32_t(n * c.dma.request_bytes);
   const uint64_t portCycles =
@@ -156,7 +156,7 @@ TEST_CASE("VMEM to VMEM timing follows the port rate and the outstanding limit",
 }
 
 TEST_CASE("descriptors of one queue complete in order; other queues overtake", "[dma][sanitize]") {
-  ChipConfig c = chip();
+  target::ChipConfig c = chip();
   DmaEngine e(c, nullptr);
   auto big = copy(MemorySpace::Hbm, 0, MemorySpace::Vmem, 0, 1 << 20);
   // VMEM to VMEM: done within a few cycles of starting, long before the big
@@ -175,7 +175,7 @@ TEST_CASE("descriptors of one queue complete in order; other queues overtake", "
 }
 
 TEST_CASE("a full queue refuses descriptors until one completes", "[dma][sanitize]") {
-  ChipConfig c = chip();
+  target::ChipConfig c = chip();
   DmaEngine e(c, nullptr);
   auto d = copy(MemorySpace::Hbm, 0, MemorySpace::Vmem, 0, 4096);
   for (int64_t i = 0; i < c.dma.queue_depth; ++i) REQUIRE(e.issue(0, 2, d, 0, 0).ok());
@@ -195,10 +195,10 @@ TEST_CASE("a full queue refuses descriptors until one completes", "[dma][sanitiz
 }
 
 TEST_CASE("the outstanding-request limit bounds HBM streaming", "[dma][sanitize]") {
-  ChipConfig c = chip();
+  target::ChipConfig c = chip();
   auto d = copy(MemorySpace::Hbm, 0, MemorySpace::Vmem, 0, 4 << 20);
   auto run = [&](int64_t limit) {
-    ChipConfig cc = c;
+    target::ChipConfig cc = c;
     cc.dma.max_outstanding_requests = limit;
     DmaEngine e(cc, nullptr);
     REQUIRE(e.issue(0, 0, d, 0, 0).ok());
@@ -213,7 +213,7 @@ TEST_CASE("the outstanding-request limit bounds HBM streaming", "[dma][sanitize]
 }
 
 TEST_CASE("timing-only and functional mode give identical cycles", "[dma][sanitize]") {
-  ChipConfig c = chip();
+  target::ChipConfig c = chip();
   c.core.cores = 2;
   auto run = [&](bool functional) {
     mem::ChipMemory m = memoryFor(c);
@@ -248,7 +248,7 @@ TEST_CASE("timing-only and functional mode give identical cycles", "[dma][saniti
 
 TEST_CASE("out-of-bounds and malformed descriptors are faults that name the place",
           "[dma][sanitize]") {
-  ChipConfig c = chip();
+  target::ChipConfig c = chip();
   DmaEngine e(c, nullptr);
   uint64_t vmem = uint64_t(c.vmem.bytes);
   // The last row of a 2D destination block falls past the end of VMEM.
@@ -283,7 +283,7 @@ TEST_CASE("out-of-bounds and malformed descriptors are faults that name the plac
 TEST_CASE("streams that conflict in the HBM banks all make progress", "[dma][sanitize]") {
   // Four queues stream from addresses 1 MiB apart: the same banks, other rows.
   // The scheduler must keep serving each (starvation limit), never livelock.
-  ChipConfig c = chip();
+  target::ChipConfig c = chip();
   DmaEngine e(c, nullptr);
   const uint32_t bytes = 256 << 10;
   for (int i = 0; i < 4 * int(c.dma.queue_depth); ++i) {

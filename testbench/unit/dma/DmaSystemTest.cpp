@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "sim/config/ChipLoader.h"
+#include "isa/target/ChipLoader.h"
 #include "sim/dma/DmaSystem.h"
 
 using namespace tpusim;
@@ -71,7 +71,7 @@ struct CoreDriver : sc_core::sc_module {
 }  // namespace
 
 TEST_CASE("DmaSystem matches the plain engine and sleeps between events", "[dma][systemc]") {
-  ChipConfig chip = loadChip("v4");  // two cores sharing HBM
+  target::ChipConfig chip = target::loadChip("v4");  // two cores sharing HBM
   REQUIRE(chip.core.cores == 2);
   DmaSystem dma("dma", chip, nullptr);
   std::vector<Issue> log;

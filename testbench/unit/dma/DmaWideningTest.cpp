@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "sim/config/ChipLoader.h"
+#include "isa/target/ChipLoader.h"
 #include "sim/dma/DmaEngine.h"
 
 using namespace tpusim;
@@ -16,7 +16,7 @@ using isa::MemorySpace;
 
 namespace {
 
-mem::ChipMemory memoryFor(const ChipConfig& c) {
+mem::ChipMemory memoryFor(const target::ChipConfig& c) {
   return mem::ChipMemory({uint64_t(c.hbm.capacity_bytes), uint64_t(c.vmem.bytes),
                           uint64_t(c.core.smem_bytes) / 4, int(c.core.cores)});
 }
@@ -78,7 +78,7 @@ TEST_CASE("widening requests are cut on the dense side", "[dma][sanitize]") {
 }
 
 TEST_CASE("widening copies move the low bytes of each word, both ways", "[dma][sanitize]") {
-  ChipConfig c = loadChip("v5e");
+  target::ChipConfig c = target::loadChip("v5e");
   std::mt19937 rng(11);
   for (uint8_t elem : {1, 2})
     for (MemorySpace wideSpace : {MemorySpace::Vmem, MemorySpace::Smem}) {
@@ -126,9 +126,9 @@ TEST_CASE("widening copies move the low bytes of each word, both ways", "[dma][s
 
 TEST_CASE("a widening copy costs dense bytes on HBM and widened bytes on the port",
           "[dma][sanitize]") {
-  ChipConfig c = loadChip("v5e");
+  target::ChipConfig c = target::loadChip("v5e");
   const uint32_t dense = 1 << 20;
-  auto cycles = [&](ChipConfig cc, uint8_t elem, uint32_t bytes) {
+  auto cycles = [&](target::ChipConfig cc, uint8_t elem, uint32_t bytes) {
     DmaEngine e(cc, nullptr);
     isa::DmaDescriptor d;
     d.src = MemorySpace::Hbm;
@@ -159,7 +159,7 @@ TEST_CASE("a widening copy costs dense bytes on HBM and widened bytes on the por
 }
 
 TEST_CASE("the engine refuses malformed widening descriptors", "[dma][sanitize]") {
-  ChipConfig c = loadChip("v5e");
+  target::ChipConfig c = target::loadChip("v5e");
   DmaEngine e(c, nullptr);
   auto d = widening(MemorySpace::Vmem, 0, MemorySpace::Vmem, 4096, 2, 16, 1, 0, 0);
   DmaStatus s = e.issue(0, 0, d, 0, 0);

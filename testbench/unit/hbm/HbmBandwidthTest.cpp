@@ -3,25 +3,27 @@
 // a same-bank row-conflict pattern is far slower, refresh costs bandwidth.
 #include <catch2/catch.hpp>
 
-#include "sim/config/ChipLoader.h"
+#include "isa/target/ChipLoader.h"
 #include "sim/hbm/HbmModel.h"
 #include "testbench/unit/hbm/HbmDriver.h"
 
+using namespace tpusim;
 using namespace tpusim::sim;
 using namespace tpusim::sim::hbm;
 
 namespace {
 
 // Bytes per core cycle achieved by `count` requests of `bytes` at `addresses`.
-double bandwidth(const ChipConfig& chip, const HbmConfig& hbm, const std::vector<uint64_t>& a,
-                 uint32_t bytes, bool write, HbmChannelStats* stats = nullptr) {
+double bandwidth(const target::ChipConfig& chip, const target::HbmConfig& hbm,
+                 const std::vector<uint64_t>& a, uint32_t bytes, bool write,
+                 HbmChannelStats* stats = nullptr) {
   HbmModel m(hbm, chip.core.clock_hz);
   auto r = test::drive(m, a, bytes, write, 512);
   if (stats) *stats = m.totalStats();
   return double(a.size()) * bytes / double(r.lastCycle + 1);
 }
 
-double peakPerCoreCycle(const ChipConfig& chip) {
+double peakPerCoreCycle(const target::ChipConfig& chip) {
   return chip.hbm.peakBytesPerSecond() / chip.core.clock_hz;
 }
 
@@ -30,7 +32,7 @@ double peakPerCoreCycle(const ChipConfig& chip) {
 TEST_CASE("streaming reads and writes reach 90% of the preset's peak bandwidth",
           "[hbm][sanitize]") {
   for (const char* name : {"v4", "v5e", "v5p", "v6e"}) {
-    ChipConfig chip = loadChip(name);
+    target::ChipConfig chip = target::loadChip(name);
     const uint32_t request = 512;
     auto addresses = test::sequential(0, (4u << 20) / request, request);
     double peak = peakPerCoreCycle(chip);
@@ -45,8 +47,8 @@ TEST_CASE("streaming reads and writes reach 90% of the preset's peak bandwidth",
 }
 
 TEST_CASE("a same-bank row-conflict pattern is much slower than streaming", "[hbm][sanitize]") {
-  ChipConfig chip = loadChip("v5e");
-  HbmConfig c = chip.hbm;
+  target::ChipConfig chip = target::loadChip("v5e");
+  target::HbmConfig c = chip.hbm;
   c.address_mapping = "ro-ba-co-bg-pc-ch";  // row is the most significant digit
   uint64_t rowStride = uint64_t(c.geometryBytes() / double(c.rows));
   auto conflicts = test::sequential(0, 2000, rowStride);  // channel 0, bank 0, rows 0, 1, 2 ...
@@ -66,9 +68,9 @@ TEST_CASE("a same-bank row-conflict pattern is much slower than streaming", "[hb
 }
 
 TEST_CASE("refresh shows up in a long streaming run", "[hbm][sanitize]") {
-  ChipConfig chip = loadChip("v5e");
+  target::ChipConfig chip = target::loadChip("v5e");
   auto addresses = test::sequential(0, (16u << 20) / 512, 512);
-  HbmConfig none = chip.hbm, perBank = chip.hbm, allBank = chip.hbm;
+  target::HbmConfig none = chip.hbm, perBank = chip.hbm, allBank = chip.hbm;
   none.refresh = "none";
   perBank.refresh = "per_bank";
   allBank.refresh = "all_bank";

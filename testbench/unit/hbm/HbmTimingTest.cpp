@@ -5,6 +5,7 @@
 #include "sim/hbm/HbmModel.h"
 #include "testbench/unit/hbm/HbmDriver.h"
 
+using namespace tpusim;
 using namespace tpusim::sim;
 using namespace tpusim::sim::hbm;
 
@@ -14,14 +15,15 @@ constexpr double kCoreHz = 1.5e9;
 
 // A config whose mapping is fixed so that tests can build addresses: bursts
 // interleave over channels, pseudo-channels, bank groups, then columns, banks, rows.
-HbmConfig testConfig() {
-  HbmConfig c;
+target::HbmConfig testConfig() {
+  target::HbmConfig c;
   c.address_mapping = "ro-ba-co-bg-pc-ch";
   return c;
 }
 
 // Byte address of (bank group, bank, row, column) in channel 0, pseudo-channel 0.
-uint64_t addressOf(const HbmConfig& c, uint64_t bg, uint64_t ba, uint64_t row, uint64_t col) {
+uint64_t addressOf(const target::HbmConfig& c, uint64_t bg, uint64_t ba, uint64_t row,
+                   uint64_t col) {
   uint64_t index = ((row * c.banks_per_group + ba) * c.columnsPerRow() + col) * c.bank_groups + bg;
   index *= uint64_t(c.pseudo_channels * c.channels);
   return index * uint64_t(c.burst_bytes);
@@ -36,7 +38,7 @@ std::vector<HbmCompletion> runAll(HbmModel& m) {
 }  // namespace
 
 TEST_CASE("address map decodes the digits in mapping order", "[hbm][sanitize]") {
-  HbmConfig c = testConfig();
+  target::HbmConfig c = testConfig();
   AddressMap map(c);
   BurstLocation l = map.locate(addressOf(c, 3, 2, 77, 5));
   CHECK(l.channel == 0);
@@ -80,7 +82,7 @@ TEST_CASE("clock ratio conversions are exact", "[hbm][sanitize]") {
 }
 
 TEST_CASE("a lone read to a closed bank takes tRCD + tCL + burst", "[hbm][sanitize]") {
-  HbmConfig c = testConfig();
+  target::HbmConfig c = testConfig();
   for (bool write : {false, true}) {
     HbmModel m(c, kCoreHz);
     const uint64_t arrival = 10;
@@ -101,7 +103,7 @@ TEST_CASE("a lone read to a closed bank takes tRCD + tCL + burst", "[hbm][saniti
 }
 
 TEST_CASE("a row hit takes tCL + burst; a row conflict adds tRP + tRCD", "[hbm][sanitize]") {
-  HbmConfig c = testConfig();
+  target::HbmConfig c = testConfig();
   c.refresh = "none";
   HbmModel m(c, kCoreHz);
   const HbmTiming& t = m.timing();
@@ -131,7 +133,7 @@ TEST_CASE("a row hit takes tCL + burst; a row conflict adds tRP + tRCD", "[hbm][
 }
 
 TEST_CASE("at most four activates per tFAW window", "[hbm][sanitize]") {
-  HbmConfig c = testConfig();
+  target::HbmConfig c = testConfig();
   c.refresh = "none";
   // Make tFAW the binding constraint, well above 4 x tRRD.
   c.tFAW = 4 * c.tRRD_L + 40;
@@ -155,7 +157,7 @@ TEST_CASE("at most four activates per tFAW window", "[hbm][sanitize]") {
 }
 
 TEST_CASE("FR-FCFS serves younger row hits before an older row conflict", "[hbm][sanitize]") {
-  HbmConfig c = testConfig();
+  target::HbmConfig c = testConfig();
   c.refresh = "none";
   HbmModel m(c, kCoreHz);
   uint32_t burst = uint32_t(c.burst_bytes);
@@ -173,7 +175,7 @@ TEST_CASE("FR-FCFS serves younger row hits before an older row conflict", "[hbm]
 }
 
 TEST_CASE("the starvation limit bounds how many hits pass an older request", "[hbm][sanitize]") {
-  HbmConfig c = testConfig();
+  target::HbmConfig c = testConfig();
   c.refresh = "none";
   c.starvation_limit = 4;
   HbmModel m(c, kCoreHz);
@@ -193,7 +195,7 @@ TEST_CASE("the starvation limit bounds how many hits pass an older request", "[h
 }
 
 TEST_CASE("the model is deterministic", "[hbm][sanitize]") {
-  HbmConfig c = testConfig();
+  target::HbmConfig c = testConfig();
   auto run = [&] {
     HbmModel m(c, kCoreHz);
     std::vector<uint64_t> a;
@@ -209,7 +211,7 @@ TEST_CASE("the model is deterministic", "[hbm][sanitize]") {
 }
 
 TEST_CASE("idle stretches are skipped and refresh keeps its schedule", "[hbm][sanitize]") {
-  HbmConfig c = testConfig();
+  target::HbmConfig c = testConfig();
   HbmModel m(c, kCoreHz);
   std::vector<HbmCompletion> none;
   const uint64_t cycles = 3000000000ull;  // two simulated seconds
@@ -225,7 +227,7 @@ TEST_CASE("idle stretches are skipped and refresh keeps its schedule", "[hbm][sa
 }
 
 TEST_CASE("a read after a write waits for tWTR after the write data", "[hbm][sanitize]") {
-  HbmConfig c = testConfig();
+  target::HbmConfig c = testConfig();
   c.refresh = "none";
   HbmModel m(c, kCoreHz);
   const HbmTiming& t = m.timing();

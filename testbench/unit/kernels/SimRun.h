@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "isa/target/ChipLoader.h"
 #include "kernels/codegen/Compile.h"
 #include "kernels/codegen/TargetInfo.h"
 #include "kernels/dsl/HostArrayIo.h"
 #include "kernels/dsl/Interpret.h"
 #include "sim/chip/Simulation.h"
-#include "sim/config/ChipLoader.h"
 
 namespace tpusim::testing {
 
@@ -37,7 +37,7 @@ inline sim::SimResult simulate(const std::string& chip, const isa::Program& prog
   o.functional = true;
   o.strict = true;
   o.dmaFactory = sim::makeChipDma;
-  sim::Simulation s(sim::loadChip(kernelChipsDir() + "/" + chip + ".json"), program, o);
+  sim::Simulation s(target::loadChip(kernelChipsDir() + "/" + chip + ".json"), program, o);
   for (const auto& [name, a] : inputs) s.setInput(name, kernels::dsl::toNpy(a), name);
   sim::SimResult r = s.run();
   INFO((r.fault ? r.fault->report() : std::string()));

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "isa/support/Numerics.h"
-#include "sim/config/MxuConfig.h"
+#include "isa/target/MxuConfig.h"
 #include "sim/mxu/MxuModel.h"
 #include "testbench/cosim/mxu/MxuStream.h"
 

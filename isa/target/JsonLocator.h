@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 struct TextPos {
   int line = 0, col = 0;  // 1-based; 0 = unknown
@@ -34,4 +34,4 @@ class JsonLocator {
   std::vector<Duplicate> duplicates_;
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

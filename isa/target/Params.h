@@ -11,7 +11,7 @@
 //
 // and nested structs with `v.section("mxu", mxu)`. Visitors (the JSON reader
 // that validates and names bad fields, the JSON writer, the documentation
-// printer, `--set key=value`) are written once in sim/config and work on
+// printer, `--set key=value`) are written once in isa/target and work on
 // every struct. Field types: int64_t, double, bool, std::string.
 //
 // The visitor interface every struct may rely on:
@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 // Limits for a numeric field; min > max means "no limit".
 struct Range {
@@ -55,4 +55,4 @@ struct ConfigProblems {
 
 constexpr bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

@@ -6,9 +6,9 @@
 // `build/bin/tpusim-config --doc > docs/presets.md`.
 #pragma once
 
-#include "sim/config/Params.h"
+#include "isa/target/Params.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 struct VpuConfig {
   int64_t transcendental_interval = 4;
@@ -23,4 +23,4 @@ struct VpuConfig {
   void check(ConfigProblems&) const {}
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

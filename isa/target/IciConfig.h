@@ -8,9 +8,9 @@
 
 #include <string>
 
-#include "sim/config/Params.h"
+#include "isa/target/Params.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 struct IciConfig {
   int64_t links = 4;
@@ -39,4 +39,4 @@ struct IciConfig {
   }
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

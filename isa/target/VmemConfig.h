@@ -8,9 +8,9 @@
 #pragma once
 
 #include "isa/Isa.h"
-#include "sim/config/Params.h"
+#include "isa/target/Params.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 struct VmemConfig {
   int64_t bytes = int64_t(16) << 20;
@@ -34,4 +34,4 @@ struct VmemConfig {
   }
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

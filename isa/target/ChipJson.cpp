@@ -1,15 +1,15 @@
-#include "sim/config/ChipJson.h"
+#include "isa/target/ChipJson.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
 
-#include "sim/config/ConfigError.h"
-#include "sim/config/FieldList.h"
-#include "sim/config/JsonLocator.h"
+#include "isa/target/ConfigError.h"
+#include "isa/target/FieldList.h"
+#include "isa/target/JsonLocator.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 namespace {
 
 using json = nlohmann::json;
@@ -264,7 +264,7 @@ bool isValidSourceEntry(const std::string& entry, bool testPreset, std::string* 
   }
   *why = fmt::format(
       "\"{}\" is not a source: start with GC, SB, JI, HC20, ISCA17, PALLAS "
-      "(tpu-facts.md), \"derived: <how>\" or \"assumption: <why>\"",
+      "(docs/presets.md names them), \"derived: <how>\" or \"assumption: <why>\"",
       entry);
   return false;
 }
@@ -398,4 +398,4 @@ std::string chipToJsonText(const ChipConfig& chip, const WriteOptions& options, 
   return chipToJson(chip, options).dump(indent);
 }
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

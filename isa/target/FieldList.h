@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/ChipConfig.h"
+#include "isa/target/ChipConfig.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 enum class FieldType { Int, Double, Bool, String };
 const char* fieldTypeName(FieldType t);
@@ -35,4 +35,4 @@ std::string closestName(const std::string& name, const std::vector<std::string>&
 // Formats a double the shortest way that reads back exactly (1.5e9 -> "1500000000").
 std::string formatDouble(double x);
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

@@ -7,11 +7,11 @@
 #include <stdexcept>
 #include <string>
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/Params.h"
+#include "isa/target/Params.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 struct HbmConfig {
   int64_t capacity_bytes = int64_t(16) << 30;
@@ -156,4 +156,4 @@ struct HbmConfig {
   }
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

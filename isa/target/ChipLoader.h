@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/ChipConfig.h"
+#include "isa/target/ChipConfig.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 // Loads, validates and returns a chip; throws ConfigError naming file and field.
 ChipConfig loadChip(const std::string& nameOrPath);
@@ -39,4 +39,4 @@ void applyOverrides(ChipConfig& chip, const std::vector<std::string>& assignment
 // Checks the cross-field constraints; throws ConfigError listing every violation.
 void validateChip(const ChipConfig& chip, const std::string& what = "configuration");
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

@@ -12,14 +12,14 @@
 #include <iostream>
 #include <sstream>
 
-#include "sim/config/ChipJson.h"
-#include "sim/config/ChipLoader.h"
-#include "sim/config/ConfigError.h"
-#include "sim/config/FieldList.h"
-#include "sim/config/PresetDoc.h"
+#include "isa/target/ChipJson.h"
+#include "isa/target/ChipLoader.h"
+#include "isa/target/ConfigError.h"
+#include "isa/target/FieldList.h"
+#include "isa/target/PresetDoc.h"
 
 namespace cl = llvm::cl;
-using namespace tpusim::sim;
+using namespace tpusim::target;
 
 namespace {
 

@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/ChipConfig.h"
+#include "isa/target/ChipConfig.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 // The command that regenerates the committed document (named by the staleness check).
 constexpr const char* kPresetDocCommand = "build/bin/tpusim-config --doc > docs/presets.md";
 
 std::string presetsMarkdown(const std::vector<ChipConfig>& presets);
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

@@ -8,9 +8,9 @@
 #pragma once
 
 #include "isa/Isa.h"
-#include "sim/config/Params.h"
+#include "isa/target/Params.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 struct MxuConfig {
   int64_t count = 4;
@@ -35,4 +35,4 @@ struct MxuConfig {
   }
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

@@ -1,4 +1,4 @@
-#include "sim/config/ChipLoader.h"
+#include "isa/target/ChipLoader.h"
 
 #include <fmt/format.h>
 
@@ -10,15 +10,15 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/config/ChipJson.h"
-#include "sim/config/ConfigError.h"
-#include "sim/config/FieldList.h"
+#include "isa/target/ChipJson.h"
+#include "isa/target/ConfigError.h"
+#include "isa/target/FieldList.h"
 
 #ifndef TPUSIM_CHIPS_SOURCE_DIR
 #error "TPUSIM_CHIPS_SOURCE_DIR must name the source tree's sim/chips (set by CMake)"
 #endif
 
-namespace tpusim::sim {
+namespace tpusim::target {
 namespace fs = std::filesystem;
 namespace {
 
@@ -254,4 +254,4 @@ void applyOverrides(ChipConfig& chip, const std::vector<std::string>& assignment
     validateChip(chip, fmt::format("chip '{}' after --set overrides", chip.name));
 }
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

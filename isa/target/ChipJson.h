@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sim/config/ChipConfig.h"
+#include "isa/target/ChipConfig.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 // Where a chip description came from, for error messages and "extends".
 struct ChipSource {
@@ -48,7 +48,7 @@ nlohmann::ordered_json chipToJson(const ChipConfig& chip, const WriteOptions& op
 std::string chipToJsonText(const ChipConfig& chip, const WriteOptions& options = {},
                            int indent = 2);
 
-// Tags a "sources" entry may start with (tpu-facts.md source names and kinds).
+// Tags a "sources" entry may start with (public source names and kinds).
 bool isValidSourceEntry(const std::string& entry, bool testPreset, std::string* why);
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

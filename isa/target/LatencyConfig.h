@@ -10,9 +10,9 @@
 #include <array>
 
 #include "isa/Isa.h"
-#include "sim/config/Params.h"
+#include "isa/target/Params.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 // A plausible default for structs built in code (tests); presets set every one.
 constexpr int64_t defaultLatency(isa::LatencyClass c) {
@@ -57,4 +57,4 @@ struct LatencyConfig {
   void check(ConfigProblems&) const {}
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

@@ -1,6 +1,6 @@
-#include "sim/config/JsonLocator.h"
+#include "isa/target/JsonLocator.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 JsonLocator::JsonLocator(const std::string& text) {
   // Stack of open containers; for objects, `path` is the container's own path.
@@ -91,4 +91,4 @@ TextPos JsonLocator::posOfByte(const std::string& text, size_t byte) {
   return pos;
 }
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

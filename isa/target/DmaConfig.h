@@ -8,9 +8,9 @@
 #pragma once
 
 #include "isa/Isa.h"
-#include "sim/config/Params.h"
+#include "isa/target/Params.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 struct DmaConfig {
   int64_t queues = 4;
@@ -43,4 +43,4 @@ struct DmaConfig {
   }
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

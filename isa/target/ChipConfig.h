@@ -1,30 +1,30 @@
 // One chip: every unit's parameters, as loaded from a preset (sim/chips/*.json)
 // plus overrides. Metadata (name, description, sources) travels with the values
 // so stats can record exactly which configuration produced them.
-// Ownership: sim/config owns this aggregate; unit owners edit their own struct.
+// Ownership: isa/target owns this aggregate; unit owners edit their own struct.
 #pragma once
 
 #include <map>
 #include <string>
 
-#include "sim/config/CoreConfig.h"
-#include "sim/config/DmaConfig.h"
-#include "sim/config/HbmConfig.h"
-#include "sim/config/IciConfig.h"
-#include "sim/config/LatencyConfig.h"
-#include "sim/config/MxuConfig.h"
-#include "sim/config/VmemConfig.h"
-#include "sim/config/VpuConfig.h"
-#include "sim/config/XluConfig.h"
+#include "isa/target/CoreConfig.h"
+#include "isa/target/DmaConfig.h"
+#include "isa/target/HbmConfig.h"
+#include "isa/target/IciConfig.h"
+#include "isa/target/LatencyConfig.h"
+#include "isa/target/MxuConfig.h"
+#include "isa/target/VmemConfig.h"
+#include "isa/target/VpuConfig.h"
+#include "isa/target/XluConfig.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 struct ChipConfig {
   // Metadata, not parameters: not visited, written and read by the JSON layer.
   std::string name = "default";
   std::string description;
   bool test_preset = false;  // a small chip for fast tests and cosimulation
-  // Field path ("hbm.tRCD") -> where its value comes from (tpu-facts.md source
+  // Field path ("hbm.tRCD") -> where its value comes from (public source
   // name, "derived: ...", "assumption: ...").
   std::map<std::string, std::string> sources;
 
@@ -75,4 +75,4 @@ struct ChipConfig {
   double iciPeakBytesPerSecond() const { return double(ici.links) * ici.link_bytes_per_second; }
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

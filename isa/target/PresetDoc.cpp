@@ -1,12 +1,12 @@
-#include "sim/config/PresetDoc.h"
+#include "isa/target/PresetDoc.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "sim/config/FieldList.h"
+#include "isa/target/FieldList.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 namespace {
 
 std::string cell(std::string s) {
@@ -55,7 +55,7 @@ std::string presetsMarkdown(const std::vector<ChipConfig>& presets) {
   line("# Chip presets");
   line("");
   line(fmt::format(
-      "<!-- Generated from sim/config/*.h and sim/chips/*.json by tpusim-config --doc; do not "
+      "<!-- Generated from isa/target/*.h and sim/chips/*.json by tpusim-config --doc; do not "
       "edit. Regenerate with: {} -->",
       kPresetDocCommand));
   line("");
@@ -67,8 +67,12 @@ std::string presetsMarkdown(const std::vector<ChipConfig>& presets) {
   line("");
   line(
       "A preset lists every field below and, in `\"sources\"`, where each value comes from: "
-      "GC, SB, JI, HC20, ISCA17, PALLAS (see `../shared/reference/tpu-facts.md`), `derived: "
-      "<how>` or `assumption: <why>`. A file with `\"extends\": \"<preset>\"` starts from that "
+      "a public source (GC: the Google Cloud TPU documentation, system-architecture pages; SB: "
+      "\"How to Scale Your Model\", the JAX scaling book, TPU chapters; JI: the TPU hardware "
+      "table in JAX's `jax/_src/tpu_info.py`; HC20: Hot Chips 2020, \"Google's Training Chips "
+      "Revealed: TPUv2 and TPUv3\"; ISCA17: \"In-Datacenter Performance Analysis of a Tensor "
+      "Processing Unit\"; PALLAS: the JAX Pallas TPU documentation), `derived: <how>` or "
+      "`assumption: <why>`. A file with `\"extends\": \"<preset>\"` starts from that "
       "preset and gives only what it changes (a sweep point, for example). Unknown fields, wrong "
       "types, values out of limits and impossible combinations are errors naming the field.");
   line("");
@@ -146,4 +150,4 @@ std::string presetsMarkdown(const std::vector<ChipConfig>& presets) {
   return md;
 }
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

@@ -1,4 +1,4 @@
-#include "sim/config/FieldList.h"
+#include "isa/target/FieldList.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cctype>
 #include <cmath>
 
-namespace tpusim::sim {
+namespace tpusim::target {
 namespace {
 
 class Lister {
@@ -129,4 +129,4 @@ std::string formatDouble(double x) {
   return fmt::format("{}", x);
 }
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

@@ -6,9 +6,9 @@
 // `build/bin/tpusim-config --doc > docs/presets.md`.
 #pragma once
 
-#include "sim/config/Params.h"
+#include "isa/target/Params.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 struct XluConfig {
   int64_t count = 1;
@@ -33,4 +33,4 @@ struct XluConfig {
   void check(ConfigProblems&) const {}
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target

@@ -7,9 +7,9 @@
 #pragma once
 
 #include "isa/Isa.h"
-#include "sim/config/Params.h"
+#include "isa/target/Params.h"
 
-namespace tpusim::sim {
+namespace tpusim::target {
 
 struct CoreConfig {
   int64_t cores = 1;  // TensorCores per chip; 2 = megacore
@@ -56,4 +56,4 @@ struct CoreConfig {
   static constexpr int64_t slotCount(isa::SlotKind k) { return isa::slotInfo(k).count; }
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::target
