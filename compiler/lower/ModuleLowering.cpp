@@ -479,8 +479,7 @@ LoweredModule lowerModule(hlo::HloModule& module, const TargetDescription& targe
                           const codegen::TargetInfo& codegenTarget,
                           const ModuleLoweringOptions& options) {
   LoweredModule out;
-  std::string chip = target.sourcePath.empty() ? target.name : target.sourcePath;
-  out.passes = runLoweringPasses(module, options.passes, chip, options.dumpDir);
+  out.passes = runLoweringPasses(module, options.passes, target.chip, options.dumpDir);
   ModuleLowerer lowerer(module, target, codegenTarget, out);
   try {
     lowerer.lowerEntry();

@@ -18,10 +18,11 @@ std::string defaultLoweringPasses() {
 }
 
 std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::string& passes,
-                                           const std::string& chipPath,
+                                           const target::ChipConfig& chip,
                                            const std::string& dumpDir) {
   std::string list = passes.empty() ? defaultLoweringPasses() : passes;
-  passes::passOptions().chip = chipPath;
+  passes::passOptions().chip = chip.name;
+  passes::passOptions().chipConfig = std::make_shared<const target::ChipConfig>(chip);
   passes::PassPipeline pipeline;
   std::string error;
   if (!pipeline.addPasses(list, &error)) throw ModuleLoweringError(error);

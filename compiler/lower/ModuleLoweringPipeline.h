@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "compiler/hlo/HloModule.h"
+#include "isa/target/ChipConfig.h"
 
 namespace tpusim::lower {
 
@@ -24,10 +25,11 @@ std::string defaultLoweringPasses();
 
 // First the input's layouts are dropped (ModuleLoweringLayouts.h); when the
 // list has `fusion`, fusions already in the input are inlined (ModuleLoweringUnfuse.h). Runs
-// `passes` (comma-separated; "" = the default) for the chip preset at `chipPath`, verifying after
+// `passes` (comma-separated; "" = the default) for `chip`, verifying after
 // each and dumping to `dumpDir` if not empty. Returns the names that ran; throws
 // ModuleLoweringError on an unknown pass, a verifier failure or a dump that cannot be written.
 std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::string& passes,
-                                           const std::string& chipPath, const std::string& dumpDir);
+                                           const target::ChipConfig& chip,
+                                           const std::string& dumpDir);
 
 }  // namespace tpusim::lower

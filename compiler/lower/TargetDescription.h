@@ -1,14 +1,16 @@
 // What the graph compiler needs to know about a chip: MXUs, VMEM, HBM capacity
-// and bandwidth, peak FLOP/s, clock, vector registers. Read from a chip preset
-// (sim/chips/<name>.json) by its keys, without linking sim/ (layering:
-// compiler -> kernels -> isa). The simulator validates presets fully; here a
-// missing or ill-typed field the compiler needs is an error naming file and key.
+// and bandwidth, peak FLOP/s, clock, vector registers: a view of the one chip
+// description (isa/target, target::ChipConfig) that the simulator and the code
+// generator read too. The whole description travels along (`chip`), so a pass
+// that needs another field reads it there instead of parsing the preset again.
 #pragma once
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "isa/target/ChipConfig.h"
 
 namespace tpusim::lower {
 
@@ -18,17 +20,18 @@ class TargetError : public std::runtime_error {
 };
 
 struct TargetDescription {
-  std::string name;        // the preset's "name"
-  std::string sourcePath;  // the file it was read from ("" if built in memory)
-  int64_t cores = 1;       // TensorCores per chip (core.cores)
-  double clockHz = 0;      // core clock (core.clock_hz)
-  int64_t vectorRegs = 0;  // vregs per core (core.vector_regs)
-  int64_t mxuCount = 0;    // MXUs per core (mxu.count)
-  int64_t mxuSize = 0;     // MXU rows = columns (mxu.size)
-  int64_t int8Rate = 1;    // int8 MACs per bf16 MAC (mxu.int8_rate)
-  int64_t vmemBytes = 0;   // per core (vmem.bytes)
-  int64_t smemBytes = 0;   // per core (core.smem_bytes)
-  int64_t hbmBytes = 0;    // per chip (hbm.capacity_bytes)
+  target::ChipConfig chip;  // every field of the preset, overrides applied
+  std::string name;         // the preset's "name"
+  std::string sourcePath;   // the file it was read from ("" if built in memory)
+  int64_t cores = 1;        // TensorCores per chip (core.cores)
+  double clockHz = 0;       // core clock (core.clock_hz)
+  int64_t vectorRegs = 0;   // vregs per core (core.vector_regs)
+  int64_t mxuCount = 0;     // MXUs per core (mxu.count)
+  int64_t mxuSize = 0;      // MXU rows = columns (mxu.size)
+  int64_t int8Rate = 1;     // int8 MACs per bf16 MAC (mxu.int8_rate)
+  int64_t vmemBytes = 0;    // per core (vmem.bytes)
+  int64_t smemBytes = 0;    // per core (core.smem_bytes)
+  int64_t hbmBytes = 0;     // per chip (hbm.capacity_bytes)
   // Peak HBM bandwidth in bytes/s: hbm.clock_hz x channels x pseudo_channels x
   // bus_bytes_per_clock (what the simulator's HBM model can deliver at best).
   double hbmBytesPerSecond = 0;
@@ -44,17 +47,17 @@ struct TargetDescription {
   std::string summary() const;
 };
 
-// `nameOrPath` is a path when it contains '/' or ends in ".json"; otherwise a
-// preset name looked up as <dir>/<name>.json in every directory of
-// $TPUSIM_CHIPS_DIR (':'-separated), then the source tree's sim/chips, as
-// `tpusim --chip` does. "extends" in a file starts from the named preset.
-// Throws TargetError ("file: error: key: message").
-TargetDescription loadTarget(const std::string& nameOrPath);
-// Parses preset JSON text; `what` names it in errors; `extendsDir` is where an
-// "extends" is looked for first ("" = the search directories only).
-TargetDescription parseTarget(const std::string& jsonText, const std::string& what,
-                              const std::string& extendsDir = "");
-// The directories searched for preset names, in order.
-std::vector<std::string> targetSearchDirs();
+// The compiler's view of a loaded (validated) chip.
+TargetDescription describeTarget(const target::ChipConfig& chip,
+                                 const std::string& sourcePath = "");
+// `nameOrPath` as `tpusim --chip` takes it (target::loadChip: a path, or a
+// preset name looked up in $TPUSIM_CHIPS_DIR, then the source tree's sim/chips),
+// with `overrides` ("section.field=value", as --set) applied.
+// Throws TargetError with isa/target's message ("file:line:col: error: key: ...").
+TargetDescription loadTarget(const std::string& nameOrPath,
+                             const std::vector<std::string>& overrides = {});
+// Parses preset JSON text; `what` names it in errors and is where a relative
+// "extends" is resolved from.
+TargetDescription parseTarget(const std::string& jsonText, const std::string& what);
 
 }  // namespace tpusim::lower

@@ -16,13 +16,7 @@ TilingTarget TilingTarget::from(const kernels::codegen::TargetInfo& t) {
   out.mxuSize = t.mxuSize;
   out.mxuCount = t.mxuCount;
   out.accSlots = t.accSlots;
-  try {
-    TargetDescription d = loadTarget(t.name);
-    if (d.clockHz > 0 && d.hbmBytesPerSecond > 0)
-      out.hbmBytesPerCycle = d.hbmBytesPerSecond / d.clockHz;
-  } catch (const TargetError&) {
-    // A preset built in memory (tests): keep the default bandwidth.
-  }
+  out.hbmBytesPerCycle = t.hbmBytesPerCycle;
   return out;
 }
 

@@ -35,9 +35,8 @@ struct TilingTarget {
   // VMEM one kernel's blocks may take (the rest is headroom for the code
   // generator's temporaries and spills).
   int64_t vmemBudget() const { return vmemBytes / 2; }
-  // From the code generator's view of the preset; the HBM bandwidth and clock
-  // come from the same preset read by lower::loadTarget (TargetInfo has none),
-  // and default to 512 bytes per cycle when the preset cannot be found by name.
+  // From the code generator's view of the chip (TargetInfo::defaults(), built
+  // without a preset, has 512 bytes per cycle).
   static TilingTarget from(const kernels::codegen::TargetInfo& t);
 };
 

@@ -74,7 +74,9 @@ class FusionPass : public HloPass {
  private:
   bool loadTargetFromOptions() {
     try {
-      config_.target = lower::loadTarget(passOptions().chip);
+      const PassOptions& o = passOptions();
+      config_.target =
+          o.chipConfig ? lower::describeTarget(*o.chipConfig) : lower::loadTarget(o.chip);
       config_.maxDuplication = passOptions().fusionMaxDuplication;
       config_.vmemFraction = passOptions().fusionVmemFraction;
       return true;

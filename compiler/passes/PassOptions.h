@@ -5,13 +5,19 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "isa/target/ChipConfig.h"
 
 namespace tpusim::passes {
 
 struct PassOptions {
   // The chip preset (name or path, TargetDescription.h) the passes compile for.
   std::string chip = "v5e";
+  // The chip itself, when the caller has it loaded (overrides applied): it
+  // wins over `chip`, so the passes see exactly the chip the program is for.
+  std::shared_ptr<const target::ChipConfig> chipConfig;
   // Print the fusion pass's decisions (fused, refused and why) on stderr.
   bool fusionReport = false;
   // The fusion cost model's limits (Fusion.h: FusionConfig).

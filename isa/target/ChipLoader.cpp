@@ -52,6 +52,14 @@ ChipConfig loadFile(const std::string& path, int depth) {
   return parseChip({readFile(path), path}, &resolveBase, depth);
 }
 
+}  // namespace
+
+ChipConfig parseChipText(const std::string& text, const std::string& file) {
+  return parseChip({text, file}, &resolveBase, 0);
+}
+
+namespace {
+
 // The visitor behind --set: finds one field by path and parses a value into it.
 class Setter {
  public:

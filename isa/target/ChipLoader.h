@@ -18,6 +18,10 @@ ChipConfig loadChip(const std::string& nameOrPath);
 // The same, then applies "section.field=value" overrides (what --chip X --set ... means).
 ChipConfig loadChip(const std::string& nameOrPath, const std::vector<std::string>& overrides);
 
+// Parses preset JSON text; `file` names it in errors and is where a relative
+// "extends" is resolved from (its directory, then the search directories).
+ChipConfig parseChipText(const std::string& text, const std::string& file);
+
 // The directories searched for preset names, in order.
 std::vector<std::string> chipSearchDirs();
 // The source tree's sim/chips (the committed presets, which docs/presets.md describes).

@@ -1,7 +1,7 @@
-// The machine parameters the code generator needs, read straight from a chip
-// preset (sim/chips/*.json) with nlohmann/json, keyed exactly as the presets
-// name them, so kernels/ never depends on sim/. Only the fields listed here
-// are read; "extends" is followed like the simulator does (a sibling file).
+// The machine parameters the code generator needs: a view of the one chip
+// description (isa/target, target::ChipConfig) that the simulator and the
+// graph compiler read too, so the three can never disagree about a preset.
+// Presets are read, validated and overridden only by isa/target.
 #pragma once
 
 #include <array>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "isa/Isa.h"
+#include "isa/target/ChipConfig.h"
 
 namespace tpusim::kernels::codegen {
 
@@ -37,6 +38,8 @@ struct TargetInfo {
   int xluCount = 1, xluPermuteInterval = 8, xluReduceInterval = 8;
   // dma.*
   int dmaQueues = 4, dmaQueueDepth = 8;
+  // HBM peak bandwidth / core clock (the tiling cost model's memory roof).
+  double hbmBytesPerCycle = 512;
   // latency.<key> for every isa::LatencyClass
   std::array<int, isa::kNumLatencyClasses> latency{};
 
@@ -47,13 +50,16 @@ struct TargetInfo {
 
   // A small default (tests): 4 MXUs of 128, the ISA's default latencies.
   static TargetInfo defaults();
+  // The code generator's view of a loaded (validated) chip.
+  static TargetInfo fromChip(const target::ChipConfig& chip);
 };
 
-// Reads a preset file; errors name the file and the field.
+// Loads a preset file through isa/target; errors (TargetError) name the file and the field.
 TargetInfo loadTarget(const std::string& path);
 // Parses preset JSON text (`file` is used in messages and to resolve "extends").
 TargetInfo parseTarget(const std::string& text, const std::string& file);
-// Finds a preset by name (v5e) in `chipsDir`, or takes a path to a .json file.
+// Finds a preset by name (v5e) in `chipsDir` ("" = the preset search path of
+// target::loadChip), or takes a path to a .json file.
 TargetInfo loadTargetByName(const std::string& nameOrPath, const std::string& chipsDir);
 
 }  // namespace tpusim::kernels::codegen

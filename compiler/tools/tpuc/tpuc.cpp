@@ -37,6 +37,9 @@ static cl::opt<std::string> Chip("chip",
                                  cl::desc("Chip preset name (looked up in --chips-dir, else "
                                           "$TPUSIM_CHIPS_DIR, then sim/chips) or a .json path"),
                                  cl::value_desc("NAME|PATH"), cl::init("v5e"), cl::cat(Cat));
+static cl::list<std::string> Overrides(
+    "set", cl::desc("Override one chip field, as tpusim --set does (e.g. --set mxu.count=2)"),
+    cl::value_desc("section.field=value"), cl::cat(Cat));
 static cl::opt<std::string> ChipsDir("chips-dir", cl::desc("Directory of chip presets"),
                                      cl::value_desc("DIR"), cl::cat(Cat));
 static cl::opt<std::string> Passes("passes",
@@ -170,8 +173,12 @@ int main(int argc, char** argv) {
   const std::map<std::string, int> lines = sourceLines(module);
   try {
     std::string chip = resolveChip();
-    lower::TargetDescription target = lower::loadTarget(chip);
-    kernels::codegen::TargetInfo codegenTarget = kernels::codegen::loadTarget(target.sourcePath);
+    // One chip description (isa/target), seen by the passes, the lowering and
+    // the code generator alike.
+    lower::TargetDescription target =
+        lower::loadTarget(chip, std::vector<std::string>(Overrides.begin(), Overrides.end()));
+    kernels::codegen::TargetInfo codegenTarget =
+        kernels::codegen::TargetInfo::fromChip(target.chip);
     lower::ModuleLoweringOptions options;
     options.passes = Passes;
     options.dumpDir = DumpDir;

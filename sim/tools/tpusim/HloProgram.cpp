@@ -45,7 +45,6 @@ CompiledHlo compileHlo(const std::string& hloPath, const target::ChipConfig& chi
   std::string chipPath = dir.path() + "/chip.json";
   {
     target::WriteOptions wo;
-    wo.sources = false;
     std::ofstream f(chipPath, std::ios::binary);
     f << target::chipToJsonText(chip, wo) << "\n";
     if (!f) throw std::runtime_error(fmt::format("cannot write {}", chipPath));

@@ -33,7 +33,7 @@ const hlo::HloInstruction* find(const hlo::HloModule& m, const std::string& name
 lower::LoweredModule lowerText(const std::string& text) {
   auto m = parse(text);
   lower::TargetDescription t = lower::loadTarget("v5e");
-  kernels::codegen::TargetInfo cg = kernels::codegen::loadTarget(t.sourcePath);
+  kernels::codegen::TargetInfo cg = kernels::codegen::TargetInfo::fromChip(t.chip);
   return lower::lowerModule(*m, t, cg);
 }
 
