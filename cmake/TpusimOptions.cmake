@@ -27,8 +27,12 @@ endfunction()
 # environment are set here directly.) Labels: always "unit", plus LABELS;
 # "sanitize" also puts the binary in the ASan + UBSan run of scripts/test.sh.
 # ARGS are passed to the binary (e.g. a Catch2 test filter).
+# CORPUS: the binary has test cases tagged [corpus] that read the external HLO
+# corpus; they run as their own test, NAME:corpus, which exits 77 (skipped,
+# with the reason) when TPUSIM_HLO_CORPUS is not there. CORPUS_ONLY: every test
+# case reads the corpus; the binary is one test, NAME, skipped the same way.
 function(tpusim_add_unit_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "CORPUS;CORPUS_ONLY" "TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE tpusim_options tpusim_catch_main Catch2::Catch2 ${ARG_LIBS})
   if("sanitize" IN_LIST ARG_LABELS)
@@ -37,9 +41,21 @@ function(tpusim_add_unit_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
-  add_test(NAME ${name} COMMAND ${name} ${ARG_ARGS})
+  set(_env "TPUSIM_SOURCE_DIR=${PROJECT_SOURCE_DIR};TPUSIM_HLO_CORPUS=${TPUSIM_HLO_CORPUS};TPUSIM_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  if(ARG_CORPUS)
+    add_test(NAME ${name} COMMAND ${name} ${ARG_ARGS} "~[corpus]")
+    add_test(NAME ${name}:corpus COMMAND ${name} "[corpus]")
+    set_tests_properties(${name}:corpus PROPERTIES
+      LABELS "unit;corpus;${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT} SKIP_RETURN_CODE 77 ENVIRONMENT "${_env}")
+  else()
+    add_test(NAME ${name} COMMAND ${name} ${ARG_ARGS})
+  endif()
+  if(ARG_CORPUS_ONLY)
+    list(APPEND ARG_LABELS corpus)
+    set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
+  endif()
   set_tests_properties(${name} PROPERTIES
     LABELS "unit;${ARG_LABELS}"
     TIMEOUT ${ARG_TIMEOUT}
-    ENVIRONMENT "TPUSIM_SOURCE_DIR=${PROJECT_SOURCE_DIR};TPUSIM_SHARED_DIR=${TPUSIM_SHARED_DIR};TPUSIM_BINARY_DIR=${PROJECT_BINARY_DIR}")
+    ENVIRONMENT "${_env}")
 endfunction()

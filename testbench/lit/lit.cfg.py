@@ -12,7 +12,15 @@ config.test_exec_root = os.path.join(config.tpusim_obj_root, "testbench", "lit")
 
 path = os.pathsep.join([config.tpusim_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
-config.substitutions.append(("%shared", config.tpusim_shared_dir))
+# The external HLO corpus (CMake setting TPUSIM_HLO_CORPUS): tests that read it
+# say "REQUIRES: hlo-corpus" and are reported UNSUPPORTED when it is not there.
+if config.tpusim_hlo_corpus and os.path.isdir(config.tpusim_hlo_corpus):
+    config.available_features.add("hlo-corpus")
+    config.substitutions.append(("%hlo_corpus", config.tpusim_hlo_corpus))
+else:
+    lit_config.note("the external HLO corpus is not there (TPUSIM_HLO_CORPUS='%s'): tests that "
+                    "read it are UNSUPPORTED; configure with -DTPUSIM_HLO_CORPUS=<folder of .hlo "
+                    "files> to run them" % config.tpusim_hlo_corpus)
 config.substitutions.append(("%src", config.tpusim_src_root))
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "HOME", "TMPDIR"):
     if var in os.environ:

@@ -1,6 +1,7 @@
 // Fusion lowering of the fusions the tpuc-like pipeline makes of the model
 // traces: every compute instruction of the entry lowers, and its kernel in
 // interpret mode matches the reference evaluator.
+#include "testbench/unit/HloCorpus.h"
 #include "testbench/unit/compiler/LoweringHarness.h"
 
 #include <filesystem>
@@ -78,17 +79,14 @@ TEST_CASE("every fusion of the committed traces lowers", "[lowering][traces]") {
   }
 }
 
-TEST_CASE("every shared HLO file lowers or says clearly what it cannot lower",
-          "[lowering][shared]") {
-  const char* shared = std::getenv("TPUSIM_SHARED_DIR");
-  REQUIRE(shared);
+TEST_CASE("every corpus HLO file lowers or says clearly what it cannot lower",
+          "[lowering][corpus]") {
   int files = 0, lowered = 0, refusedCount = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(shared) + "/hlo")) {
-    if (entry.path().extension() != ".hlo") continue;
-    hlo::ParseResult r = hlo::parseHloFile(entry.path().string());
+  for (const std::string& path : tpusim::testing::requireHloCorpus()) {
+    hlo::ParseResult r = hlo::parseHloFile(path);
     if (!r.ok() || r.modules.size() != 1) continue;
     ++files;
-    INFO(entry.path().string());
+    INFO(path);
     hlo::HloModule& m = *r.modules[0];
     runPasses(m, kPipeline);
     int n = 0;
@@ -102,6 +100,6 @@ TEST_CASE("every shared HLO file lowers or says clearly what it cannot lower",
   }
   CHECK(files > 10);
   CHECK(lowered > 0);
-  WARN(fmt::format("shared HLO: {} files, {} kernels lowered, {} instructions refused", files,
+  WARN(fmt::format("HLO corpus: {} files, {} kernels lowered, {} instructions refused", files,
                    lowered, refusedCount));
 }

@@ -1,6 +1,6 @@
 // Layout assignment and fusion never change what a module computes: for the
-// Llama decoder block, the micro model traces and every module of
-// ../shared/hlo, the passes' output
+// Llama decoder block, the micro model traces and every module of the
+// external HLO corpus (HloCorpus.h), the passes' output
 // verifies, prints and parses back to an equal module, and (where the evaluator
 // supports the module) evaluates bit for bit to the original's results on
 // seeded random inputs.
@@ -12,6 +12,7 @@
 #include "compiler/hlo/HloEquality.h"
 #include "compiler/hlo/HloPrinter.h"
 #include "compiler/passes/PassPipeline.h"
+#include "testbench/unit/HloCorpus.h"
 #include "testbench/unit/fusion/FusionTestUtil.h"
 
 using namespace fusiontest;
@@ -19,7 +20,8 @@ using namespace tpusim;
 
 namespace {
 
-std::vector<std::string> inputFiles() {
+// The project's own inputs: the Llama block and the micro model traces.
+std::vector<std::string> ownFiles() {
   std::vector<std::string> files;
   if (const char* src = std::getenv("TPUSIM_SOURCE_DIR")) {
     files.push_back(std::string(src) + "/testbench/lit/hlo/Inputs/llama_decoder_block.hlo");
@@ -33,13 +35,6 @@ std::vector<std::string> inputFiles() {
     std::sort(traces.begin(), traces.end());
     files.insert(files.end(), traces.begin(), traces.end());
   }
-  const char* shared = std::getenv("TPUSIM_SHARED_DIR");
-  std::vector<std::string> sharedFiles;
-  if (shared && std::filesystem::is_directory(std::string(shared) + "/hlo"))
-    for (const auto& e : std::filesystem::directory_iterator(std::string(shared) + "/hlo"))
-      if (e.path().extension() == ".hlo") sharedFiles.push_back(e.path().string());
-  std::sort(sharedFiles.begin(), sharedFiles.end());
-  files.insert(files.end(), sharedFiles.begin(), sharedFiles.end());
   return files;
 }
 
@@ -84,14 +79,7 @@ void checkPipeline(const hlo::HloModule& original, const std::string& passList,
   }
 }
 
-}  // namespace
-
-TEST_CASE("layout assignment and fusion preserve every module's values", "[fusion][equivalence]") {
-  std::vector<std::string> files = inputFiles();
-  if (files.size() < 2) {
-    WARN("skipped: TPUSIM_SOURCE_DIR / TPUSIM_SHARED_DIR not set");
-    return;
-  }
+Counts checkFiles(const std::vector<std::string>& files) {
   Counts counts;
   for (const std::string& file : files) {
     hlo::ParseResult parsed = hlo::parseHloFile(file);
@@ -119,7 +107,27 @@ TEST_CASE("layout assignment and fusion preserve every module's values", "[fusio
       checkPipeline(*module, "inline,layout-assignment,fusion,dce", want, args, counts);
     }
   }
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("layout assignment and fusion preserve the values of the project's modules",
+          "[fusion][equivalence]") {
+  std::vector<std::string> files = ownFiles();
+  REQUIRE(files.size() >= 2);  // TPUSIM_SOURCE_DIR is set by ctest
+  Counts counts = checkFiles(files);
+  CHECK(counts.modules == int(files.size()));
+  CHECK(counts.evaluated == counts.modules);
+  CHECK(counts.fusions >= 20);
+}
+
+TEST_CASE("layout assignment and fusion preserve every corpus module's values",
+          "[fusion][equivalence][corpus]") {
+  std::vector<std::string> files = ownFiles(), corpus = testing::requireHloCorpus();
+  files.insert(files.end(), corpus.begin(), corpus.end());
   // Every file is checked; most of them also numerically.
+  Counts counts = checkFiles(files);
   CHECK(counts.modules >= 20);
   CHECK(counts.evaluated >= 10);
   CHECK(counts.fusions >= 100);

@@ -1,5 +1,5 @@
-// Every shared HLO file and every test input: parse -> print -> parse ->
-// print gives equal text and structurally equal modules, and verifies.
+// Every test input and every file of the external HLO corpus: parse -> print ->
+// parse -> print gives equal text and structurally equal modules, and verifies.
 #include <catch2/catch.hpp>
 
 #include "TestFiles.h"
@@ -7,6 +7,7 @@
 #include "compiler/hlo/HloParser.h"
 #include "compiler/hlo/HloPrinter.h"
 #include "compiler/hlo/HloVerifier.h"
+#include "testbench/unit/HloCorpus.h"
 
 using namespace tpusim::hlo;
 
@@ -16,9 +17,7 @@ static std::string printAll(const ParseResult& r) {
   return printModules(ms);
 }
 
-TEST_CASE("every shared HLO file round-trips through the printer", "[hlo][roundtrip]") {
-  auto files = hlotest::hloFiles();
-  REQUIRE(files.size() >= 20);
+static void checkRoundTrips(const std::vector<std::string>& files) {
   for (const auto& f : files) {
     INFO(f);
     ParseResult first = parseHloFile(f);
@@ -42,4 +41,16 @@ TEST_CASE("every shared HLO file round-trips through the printer", "[hlo][roundt
     }
     CHECK(printAll(second) == text1);
   }
+}
+
+TEST_CASE("every test input round-trips through the printer", "[hlo][roundtrip]") {
+  auto files = hlotest::hloFiles(/*corpus=*/false);
+  REQUIRE(files.size() >= 10);
+  checkRoundTrips(files);
+}
+
+TEST_CASE("every corpus HLO file round-trips through the printer", "[hlo][roundtrip][corpus]") {
+  auto files = tpusim::testing::requireHloCorpus();
+  REQUIRE(files.size() >= 20);
+  checkRoundTrips(files);
 }

@@ -1,4 +1,5 @@
-// The HLO files the tests run over: ../shared/hlo/*.hlo and testbench/lit/hlo/**.hlo.
+// The HLO files the tests run over: testbench/lit/hlo/**.hlo and, when
+// present, the external HLO corpus (HloCorpus.h).
 #pragma once
 
 #include <algorithm>
@@ -16,14 +17,13 @@ inline std::string envOr(const char* var, const char* fallback) {
   return v && *v ? v : fallback;
 }
 
-inline std::vector<std::string> hloFiles(bool includeOwn = true) {
+// The project's own test inputs and, with `corpus`, the external corpus's files.
+inline std::vector<std::string> hloFiles(bool corpus = true) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
-  std::vector<fs::path> dirs = {fs::path(envOr("TPUSIM_SHARED_DIR", TPUSIM_TEST_SHARED_DIR)) /
-                                "hlo"};
-  if (includeOwn)
-    dirs.push_back(fs::path(envOr("TPUSIM_SOURCE_DIR", TPUSIM_TEST_SOURCE_DIR)) / "testbench" /
-                   "lit" / "hlo");
+  std::vector<fs::path> dirs = {fs::path(envOr("TPUSIM_SOURCE_DIR", TPUSIM_TEST_SOURCE_DIR)) /
+                                "testbench" / "lit" / "hlo"};
+  if (corpus) dirs.push_back(fs::path(envOr("TPUSIM_HLO_CORPUS", TPUSIM_TEST_HLO_CORPUS)));
   for (const auto& dir : dirs) {
     std::error_code ec;
     for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))

@@ -1,5 +1,5 @@
-// Every module of ../shared/hlo whose ops the evaluator supports evaluates on
-// seeded random inputs without error; the others are skipped with the reason.
+// Every module of the external HLO corpus (HloCorpus.h) whose ops the evaluator supports evaluates
+// on seeded random inputs without error; the others are skipped with the reason.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -10,21 +10,13 @@
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/HloParser.h"
 #include "compiler/hlo/eval/Evaluator.h"
+#include "testbench/unit/HloCorpus.h"
 
 using namespace tpusim::hlo;
 using namespace tpusim::hlo::eval;
 
-TEST_CASE("shared HLO files evaluate on random inputs", "[eval][shared]") {
-  const char* shared = std::getenv("TPUSIM_SHARED_DIR");
-  if (!shared || !std::filesystem::is_directory(std::string(shared) + "/hlo")) {
-    WARN("skipped: TPUSIM_SHARED_DIR/hlo not found");
-    return;
-  }
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(shared) + "/hlo"))
-    if (e.path().extension() == ".hlo") files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
-  REQUIRE(!files.empty());
+TEST_CASE("corpus HLO files evaluate on random inputs", "[eval][corpus]") {
+  std::vector<std::string> files = tpusim::testing::requireHloCorpus();
   int evaluated = 0;
   for (const std::string& file : files) {
     ParseResult parsed = parseHloFile(file);
