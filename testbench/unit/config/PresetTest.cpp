@@ -1,4 +1,4 @@
-// The chip presets against the public figures of ../shared/reference/tpu-facts.md.
+// The chip presets against the published figures (sources as docs/presets.md names them).
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
