@@ -46,6 +46,7 @@ struct HbmConfig {
   std::string address_mapping = "ro-ba-co-bg-pc-ch";
   int64_t queue_depth = 64;
   int64_t starvation_limit = 16;
+  std::string model = "fast";
 
   template <class V>
   void visit(V& v) {
@@ -95,6 +96,10 @@ struct HbmConfig {
             "younger row hits that may pass an older request to the same bank before the "
             "scheduler closes the row for it",
             1, 1e6);
+    v.field("model", model, "-",
+            "simulator implementation, not hardware: \"fast\" simulates pseudo-channels that "
+            "hold the same state and get the same bursts once; \"detailed\" simulates every "
+            "one (same cycles and stats, slower)");
   }
 
   // Bytes the geometry can address; at least capacity_bytes.
@@ -151,6 +156,7 @@ struct HbmConfig {
     p.require(refresh == "per_bank" || refresh == "all_bank" || refresh == "none", "refresh",
               "must be \"per_bank\", \"all_bank\" or \"none\"");
     p.require(tRFCsb < tREFI, "tRFCsb", "must be shorter than tREFI");
+    p.require(model == "fast" || model == "detailed", "model", "must be \"fast\" or \"detailed\"");
     p.require(refresh != "per_bank" || tREFI >= bank_groups * banks_per_group, "tREFI",
               "per-bank refresh needs tREFI >= banks per pseudo-channel");
   }

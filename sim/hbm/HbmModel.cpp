@@ -21,11 +21,18 @@ HbmModel::HbmModel(const target::HbmConfig& config, double coreClockHz)
     : config_(config),
       timing_(HbmTiming::fromConfig(config)),
       map_(config),
-      clocks_(wholeHz(coreClockHz, "core.clock_hz"), wholeHz(config.clock_hz, "hbm.clock_hz")) {
+      clocks_(wholeHz(coreClockHz, "core.clock_hz"), wholeHz(config.clock_hz, "hbm.clock_hz")),
+      fast_(config.model != "detailed"),
+      groups_(size_t(config.channels * config.pseudo_channels)) {
+  if (config.model != "fast" && config.model != "detailed")
+    throw std::invalid_argument("hbm.model: \"" + config.model +
+                                "\" must be \"fast\" or \"detailed\"");
   size_t n = size_t(config.channels * config.pseudo_channels);
   pcs_.reserve(n);
   for (size_t i = 0; i < n; ++i) pcs_.emplace_back(timing_);
   isActive_.assign(n, 0);
+  classOf_.assign(n, -1);
+  seen_.assign(n, ~uint64_t(0));
 }
 
 double HbmModel::peakBytesPerCoreCycle() const {
@@ -58,28 +65,40 @@ void HbmModel::submit(const HbmRequest& r) {
   if (r.bytes == 0) throw std::logic_error("HbmModel::submit: request of 0 bytes");
   uint32_t slot = allocateRequest(r);
   uint64_t arrival = clocks_.hbmAtOrAfterCore(r.arrivalCycle);
-  uint64_t burst = map_.burstBytes();
-  uint64_t first = r.address / burst, last = (r.address + r.bytes - 1) / burst;
-  BurstLocation loc = map_.locate(first * burst);
-  for (uint64_t b = first; b <= last; ++b, map_.next(loc)) {
-    uint32_t pc = loc.channel * uint32_t(config_.pseudo_channels) + loc.pseudoChannel;
-    PcBurst pb;
-    pb.request = slot;
-    pb.bankGroup = loc.bankGroup;
-    pb.bank = loc.bankGroup * uint32_t(config_.banks_per_group) + loc.bank;
-    pb.row = loc.row;
-    pb.write = r.isWrite;
-    pb.arrival = arrival;
-    pcs_[pc].push(pb);
-    ++requests_[slot].remaining;
-    if (!isActive_[pc]) {
-      // Kept in index order, so that simulation order never depends on the
-      // order in which pseudo-channels became active.
-      isActive_[pc] = 1;
-      active_.insert(std::lower_bound(active_.begin(), active_.end(), pc), pc);
+  if (fast_) {
+    submitGrouped(slot, r, arrival);
+  } else {
+    uint64_t burst = map_.burstBytes();
+    uint64_t first = r.address / burst, last = (r.address + r.bytes - 1) / burst;
+    BurstLocation loc = map_.locate(first * burst);
+    for (uint64_t b = first; b <= last; ++b, map_.next(loc)) {
+      PcBurst pb;
+      uint32_t pc = burstAt(loc, slot, r.isWrite, arrival, &pb);
+      pcs_[pc].push(pb);
+      ++requests_[slot].remaining;
+      activate(pc);
     }
   }
   ++outstanding_;
+}
+
+uint32_t HbmModel::burstAt(const BurstLocation& loc, uint32_t slot, bool write, uint64_t arrival,
+                           PcBurst* out) const {
+  out->request = slot;
+  out->bankGroup = loc.bankGroup;
+  out->bank = loc.bankGroup * uint32_t(config_.banks_per_group) + loc.bank;
+  out->row = loc.row;
+  out->write = write;
+  out->arrival = arrival;
+  return loc.channel * uint32_t(config_.pseudo_channels) + loc.pseudoChannel;
+}
+
+void HbmModel::activate(uint32_t pc) {
+  if (isActive_[pc]) return;
+  // Kept in index order, so that simulation order never depends on the
+  // order in which pseudo-channels became active.
+  isActive_[pc] = 1;
+  active_.insert(std::lower_bound(active_.begin(), active_.end(), pc), pc);
 }
 
 uint64_t HbmModel::nextEventCycle() const {
@@ -108,7 +127,9 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
     for (const IssuedBurst& b : issued_) {
       RequestState& s = requests_[b.request];
       s.dataEnd = std::max(s.dataEnd, b.dataEnd);
-      if (--s.remaining == 0)
+      // The burst was issued by every member of the group at once.
+      s.remaining -= groups_.size(pc);
+      if (s.remaining == 0)
         pending_.push(Pending{clocks_.coreAtOrAfterHbm(s.dataEnd), s.sequence, b.request});
     }
     if (pcs_[pc].hasWork())
@@ -129,7 +150,8 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
 
 void HbmModel::catchUp(uint64_t hbmLimit) {
   for (size_t pc = 0; pc < pcs_.size(); ++pc) {
-    if (isActive_[pc]) continue;  // active ones are already at hbmLimit
+    // Active ones are already at hbmLimit; the members of a group follow its leader.
+    if (isActive_[pc] || !groups_.isLeader(uint32_t(pc))) continue;
     issued_.clear();
     pcs_[pc].advance(hbmLimit, issued_);
   }
@@ -139,8 +161,14 @@ std::vector<HbmChannelStats> HbmModel::channelStats() {
   catchUp(clocks_.hbmAtOrAfterCore(now_));
   std::vector<HbmChannelStats> out(size_t(config_.channels));
   for (size_t pc = 0; pc < pcs_.size(); ++pc)
-    out[pc / size_t(config_.pseudo_channels)].add(pcs_[pc].stats());
+    out[pc / size_t(config_.pseudo_channels)].add(groups_.stats(uint32_t(pc), pcs_));
   return out;
+}
+
+size_t HbmModel::simulatedPseudoChannels() const {
+  size_t n = 0;
+  for (size_t pc = 0; pc < pcs_.size(); ++pc) n += groups_.isLeader(uint32_t(pc));
+  return n;
 }
 
 HbmChannelStats HbmModel::totalStats() {

@@ -22,6 +22,15 @@
 // Queue limits: each pseudo-channel's scheduler sees hbm.queue_depth bursts;
 // more wait in an unbounded FIFO in arrival order (the DMA engine's
 // outstanding-request limit is what bounds it).
+//
+// hbm.model = "fast" (the default) gives exactly the cycles and stats of
+// "detailed" at a fraction of the cost: pseudo-channels in the same state
+// that get the same bursts (a stream interleaved over channels gives every
+// channel the same bank, row and arrival) are one group, simulated once by
+// its leader (PcGroups.h). A request that treats members differently splits
+// the group first; idle groups whose futures are the same
+// (PseudoChannel::sameFutureAs) merge again. testbench/unit/hbm proves the
+// two models equal.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +41,7 @@
 #include "sim/hbm/AddressMap.h"
 #include "sim/hbm/ClockRatio.h"
 #include "sim/hbm/HbmStats.h"
+#include "sim/hbm/PcGroups.h"
 #include "sim/hbm/PseudoChannel.h"
 
 namespace tpusim::sim::hbm {
@@ -76,6 +86,9 @@ class HbmModel {
   // pseudo-channels are first caught up (their refreshes counted).
   std::vector<HbmChannelStats> channelStats();
   HbmChannelStats totalStats();
+  // Pseudo-channels simulated separately now: all of them in the detailed
+  // model, the number of groups in the fast one (for tests and benchmarks).
+  size_t simulatedPseudoChannels() const;
 
  private:
   struct RequestState {
@@ -94,6 +107,24 @@ class HbmModel {
 
   uint32_t allocateRequest(const HbmRequest& r);
   void catchUp(uint64_t hbmLimit);
+  void activate(uint32_t pc);
+  // The burst at `loc` of request `slot`; returns its pseudo-channel.
+  uint32_t burstAt(const BurstLocation& loc, uint32_t slot, bool write, uint64_t arrival,
+                   PcBurst* out) const;
+  // hbm.model = "fast": HbmSubmitGrouped.cpp.
+  void submitGrouped(uint32_t slot, const HbmRequest& r, uint64_t arrival);
+  void splitUneven(uint32_t leader);
+  void mergeIdle(uint32_t cls);
+
+  // One burst of the request being submitted (fast model), by pseudo-channel.
+  struct Touch {
+    uint32_t pc;
+    PcBurst burst;
+  };
+  // The bursts one pseudo-channel gets from it: touches_[begin, end).
+  struct TouchedPc {
+    uint32_t pc, begin, end, cls;
+  };
 
   target::HbmConfig config_;
   HbmTiming timing_;
@@ -106,6 +137,15 @@ class HbmModel {
   std::vector<uint32_t> freeRequests_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;
   std::vector<IssuedBurst> issued_;  // scratch
+  bool fast_;
+  PcGroups groups_;  // every pseudo-channel its own group in the detailed model
+  // Scratch of submitGrouped: kept to avoid allocations per request.
+  std::vector<Touch> touches_;
+  std::vector<TouchedPc> touched_;
+  std::vector<uint32_t> classFirst_;  // per class: its first entry of touched_
+  std::vector<int32_t> classOf_;      // per pseudo-channel; -1: not touched
+  std::vector<uint64_t> seen_;        // per leader: the submission that last checked it
+  std::vector<uint32_t> part_;        // scratch of splitUneven
   uint64_t now_ = 0;
   uint64_t sequence_ = 0;
   uint64_t outstanding_ = 0;

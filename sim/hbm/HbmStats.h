@@ -31,6 +31,23 @@ struct HbmChannelStats {
     refreshes += o.refreshes;
     refreshCycles += o.refreshCycles;
   }
+  // Field by field, modulo 2^64 (so that a - b + b == a for any a, b).
+  HbmChannelStats minus(const HbmChannelStats& o) const {
+    HbmChannelStats d = *this;
+    d.readBursts -= o.readBursts;
+    d.writeBursts -= o.writeBursts;
+    d.bytesRead -= o.bytesRead;
+    d.bytesWritten -= o.bytesWritten;
+    d.busyCycles -= o.busyCycles;
+    d.rowHits -= o.rowHits;
+    d.rowMisses -= o.rowMisses;
+    d.rowConflicts -= o.rowConflicts;
+    d.activates -= o.activates;
+    d.precharges -= o.precharges;
+    d.refreshes -= o.refreshes;
+    d.refreshCycles -= o.refreshCycles;
+    return d;
+  }
 };
 
 }  // namespace tpusim::sim::hbm

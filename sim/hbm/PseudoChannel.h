@@ -60,6 +60,12 @@ class PseudoChannel {
   void advance(uint64_t limit, std::vector<IssuedBurst>& issued);
 
   const HbmChannelStats& stats() const { return stats_; }
+  void setStats(const HbmChannelStats& stats) { stats_ = stats; }
+
+  // Whether this and `other`, both without work and at the same time(), will
+  // do exactly the same (commands, cycles) from now on given the same bursts:
+  // timestamps already in the past compare equal (PseudoChannelEquivalence.cpp).
+  bool sameFutureAs(const PseudoChannel& other) const;
 
  private:
   enum Kind : uint8_t { Hit, Miss, Conflict };

@@ -1,0 +1,105 @@
+// HbmModel::submitGrouped: how the fast model (hbm.model = "fast") hands a
+// request's bursts to groups of pseudo-channels (PcGroups.h). Pseudo-channels
+// that get the same bursts form a class; a group must lie within one class
+// before it gets them (else it splits), so that its members stay identical.
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/hbm/HbmModel.h"
+
+namespace tpusim::sim::hbm {
+
+void HbmModel::submitGrouped(uint32_t slot, const HbmRequest& r, uint64_t arrival) {
+  // The request's bursts by pseudo-channel, each one's in burst order.
+  touches_.clear();
+  const uint64_t burst = map_.burstBytes();
+  const uint64_t first = r.address / burst, last = (r.address + r.bytes - 1) / burst;
+  BurstLocation loc = map_.locate(first * burst);
+  for (uint64_t b = first; b <= last; ++b, map_.next(loc)) {
+    Touch t;
+    t.pc = burstAt(loc, slot, r.isWrite, arrival, &t.burst);
+    touches_.push_back(t);
+  }
+  auto byPc = [](const Touch& a, const Touch& b) { return a.pc < b.pc; };
+  if (!std::is_sorted(touches_.begin(), touches_.end(), byPc))
+    std::stable_sort(touches_.begin(), touches_.end(), byPc);
+  touched_.clear();
+  for (uint32_t i = 0; i < touches_.size(); ++i) {
+    if (touched_.empty() || touched_.back().pc != touches_[i].pc)
+      touched_.push_back(TouchedPc{touches_[i].pc, i, i, 0});
+    touched_.back().end = i + 1;
+  }
+
+  // Classes. Kind, arrival and request are the request's: compare bank and row.
+  auto same = [&](const TouchedPc& a, const TouchedPc& b) {
+    if (a.end - a.begin != b.end - b.begin) return false;
+    for (uint32_t i = 0; i < a.end - a.begin; ++i) {
+      const PcBurst &x = touches_[a.begin + i].burst, &y = touches_[b.begin + i].burst;
+      if (x.bank != y.bank || x.row != y.row) return false;
+    }
+    return true;
+  };
+  classFirst_.clear();
+  for (uint32_t i = 0; i < touched_.size(); ++i) {
+    TouchedPc& t = touched_[i];
+    uint32_t c = 0;
+    while (c < classFirst_.size() && !same(touched_[classFirst_[c]], t)) ++c;
+    if (c == classFirst_.size()) classFirst_.push_back(i);
+    t.cls = c;
+    classOf_[t.pc] = int32_t(c);
+  }
+
+  // Split every touched group that is not within one class.
+  const uint64_t stamp = requests_[slot].sequence;
+  for (const TouchedPc& t : touched_) {
+    uint32_t leader = groups_.leader(t.pc);
+    if (seen_[leader] == stamp) continue;
+    seen_[leader] = stamp;
+    splitUneven(leader);
+  }
+  for (uint32_t c = 0; c < classFirst_.size(); ++c) mergeIdle(c);
+
+  for (const TouchedPc& t : touched_) {
+    if (!groups_.isLeader(t.pc)) continue;
+    for (uint32_t i = t.begin; i < t.end; ++i) pcs_[t.pc].push(touches_[i].burst);
+    requests_[slot].remaining += groups_.size(t.pc) * (t.end - t.begin);
+    activate(t.pc);
+  }
+  for (const TouchedPc& t : touched_) classOf_[t.pc] = -1;
+}
+
+void HbmModel::splitUneven(uint32_t leader) {
+  const int32_t own = classOf_[leader];
+  while (true) {
+    // The members of the first other class (-1: untouched) become a group.
+    const std::vector<uint32_t>& members = groups_.members(leader);
+    auto other = std::find_if(members.begin(), members.end(),
+                              [&](uint32_t m) { return classOf_[m] != own; });
+    if (other == members.end()) return;
+    const int32_t cls = classOf_[*other];
+    part_.clear();
+    for (auto it = other; it != members.end(); ++it)
+      if (classOf_[*it] == cls) part_.push_back(*it);
+    groups_.split(leader, part_, pcs_);
+    seen_[part_.front()] = seen_[leader];
+    if (isActive_[leader]) activate(part_.front());
+  }
+}
+
+void HbmModel::mergeIdle(uint32_t cls) {
+  part_.clear();
+  for (const TouchedPc& t : touched_)
+    if (t.cls == cls && groups_.isLeader(t.pc) && !pcs_[t.pc].hasWork()) part_.push_back(t.pc);
+  if (part_.size() < 2) return;
+  // Idle pseudo-channels lag behind; bring them to now (only refreshes happen).
+  const uint64_t hbmNow = clocks_.hbmAtOrAfterCore(now_);
+  for (uint32_t pc : part_) {
+    issued_.clear();
+    pcs_[pc].advance(hbmNow, issued_);
+    if (!issued_.empty()) throw std::logic_error("HbmModel: an idle pseudo-channel issued a burst");
+  }
+  for (size_t i = 1; i < part_.size(); ++i)
+    if (pcs_[part_[0]].sameFutureAs(pcs_[part_[i]])) groups_.merge(part_[0], part_[i], pcs_);
+}
+
+}  // namespace tpusim::sim::hbm
