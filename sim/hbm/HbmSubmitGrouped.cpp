@@ -11,42 +11,58 @@ namespace tpusim::sim::hbm {
 
 void HbmModel::submitGrouped(uint32_t slot, const HbmRequest& r, uint64_t arrival) {
   // The request's bursts by pseudo-channel, each one's in burst order.
-  touches_.clear();
+  // (Elements are filled in place: building a struct on the stack and
+  // copying it in stalls on store forwarding, a measurable cost per burst.)
   const uint64_t burst = map_.burstBytes();
   const uint64_t first = r.address / burst, last = (r.address + r.bytes - 1) / burst;
+  touches_.resize(size_t(last - first + 1));
   BurstLocation loc = map_.locate(first * burst);
-  for (uint64_t b = first; b <= last; ++b, map_.next(loc)) {
-    Touch t;
+  bool sorted = true, oneBankRow = true;
+  for (size_t k = 0; k < touches_.size(); ++k, map_.next(loc)) {
+    Touch& t = touches_[k];
     t.pc = burstAt(loc, slot, r.isWrite, arrival, &t.burst);
-    touches_.push_back(t);
+    if (k > 0) {
+      const Touch& p = touches_[k - 1];
+      sorted = sorted && p.pc < t.pc;  // also: no pseudo-channel twice
+      oneBankRow = oneBankRow && p.burst.bank == t.burst.bank && p.burst.row == t.burst.row;
+    }
   }
-  auto byPc = [](const Touch& a, const Touch& b) { return a.pc < b.pc; };
-  if (!std::is_sorted(touches_.begin(), touches_.end(), byPc))
-    std::stable_sort(touches_.begin(), touches_.end(), byPc);
+  if (!sorted)
+    std::stable_sort(touches_.begin(), touches_.end(),
+                     [](const Touch& a, const Touch& b) { return a.pc < b.pc; });
   touched_.clear();
   for (uint32_t i = 0; i < touches_.size(); ++i) {
-    if (touched_.empty() || touched_.back().pc != touches_[i].pc)
-      touched_.push_back(TouchedPc{touches_[i].pc, i, i, 0});
+    if (touched_.empty() || touched_.back().pc != touches_[i].pc) {
+      TouchedPc& t = touched_.emplace_back();
+      t.pc = touches_[i].pc;
+      t.begin = i;
+      t.cls = 0;
+    }
     touched_.back().end = i + 1;
   }
 
   // Classes. Kind, arrival and request are the request's: compare bank and row.
-  auto same = [&](const TouchedPc& a, const TouchedPc& b) {
-    if (a.end - a.begin != b.end - b.begin) return false;
-    for (uint32_t i = 0; i < a.end - a.begin; ++i) {
-      const PcBurst &x = touches_[a.begin + i].burst, &y = touches_[b.begin + i].burst;
-      if (x.bank != y.bank || x.row != y.row) return false;
-    }
-    return true;
-  };
   classFirst_.clear();
-  for (uint32_t i = 0; i < touched_.size(); ++i) {
-    TouchedPc& t = touched_[i];
-    uint32_t c = 0;
-    while (c < classFirst_.size() && !same(touched_[classFirst_[c]], t)) ++c;
-    if (c == classFirst_.size()) classFirst_.push_back(i);
-    t.cls = c;
-    classOf_[t.pc] = int32_t(c);
+  if (sorted && oneBankRow) {  // the common case: one burst per pseudo-channel, all alike
+    classFirst_.push_back(0);
+    for (const TouchedPc& t : touched_) classOf_[t.pc] = 0;
+  } else {
+    auto same = [&](const TouchedPc& a, const TouchedPc& b) {
+      if (a.end - a.begin != b.end - b.begin) return false;
+      for (uint32_t i = 0; i < a.end - a.begin; ++i) {
+        const PcBurst &x = touches_[a.begin + i].burst, &y = touches_[b.begin + i].burst;
+        if (x.bank != y.bank || x.row != y.row) return false;
+      }
+      return true;
+    };
+    for (uint32_t i = 0; i < touched_.size(); ++i) {
+      TouchedPc& t = touched_[i];
+      uint32_t c = 0;
+      while (c < classFirst_.size() && !same(touched_[classFirst_[c]], t)) ++c;
+      if (c == classFirst_.size()) classFirst_.push_back(i);
+      t.cls = c;
+      classOf_[t.pc] = int32_t(c);
+    }
   }
 
   // Split every touched group that is not within one class.
