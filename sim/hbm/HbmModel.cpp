@@ -29,7 +29,7 @@ HbmModel::HbmModel(const target::HbmConfig& config, double coreClockHz)
                                 "\" must be \"fast\" or \"detailed\"");
   size_t n = size_t(config.channels * config.pseudo_channels);
   pcs_.reserve(n);
-  for (size_t i = 0; i < n; ++i) pcs_.emplace_back(timing_);
+  for (size_t i = 0; i < n; ++i) pcs_.emplace_back(timing_, fast_);
   isActive_.assign(n, 0);
   classOf_.assign(n, -1);
   seen_.assign(n, ~uint64_t(0));

@@ -10,7 +10,8 @@ namespace {
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 }
 
-PseudoChannel::PseudoChannel(const HbmTiming& timing) : t_(timing) {
+PseudoChannel::PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans)
+    : t_(timing), skipQuietRowScans_(skipQuietRowScans) {
   banks_.resize(t_.banks);
   busyBanks_.assign((size_t(t_.banks) + 63) / 64, 0);
   colReadyGroup_.assign(t_.bankGroups, 0);
@@ -49,6 +50,7 @@ void PseudoChannel::admitArrivals() {
     Bank& b = banks_[e.burst.bank];
     if (b.tail < 0) {
       b.head = slot;
+      rowQuiet_ = false;
       busyBanks_[e.burst.bank / 64] |= uint64_t(1) << (e.burst.bank % 64);
     } else {
       slots_[size_t(b.tail)].next = slot;
@@ -237,9 +239,11 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
 }
 
 bool PseudoChannel::stepRow(int64_t* next) {
+  if (rowQuiet_) return false;  // the scan below would find nothing
   const int64_t now = int64_t(time_);
   // The oldest request of each bank decides that bank's row command; the
   // oldest bank whose command can issue now gets the row command bus.
+  bool quiet = true;
   int bestBank = -1;
   bool bestIsPre = false;
   uint64_t bestAge = ~uint64_t(0);
@@ -249,6 +253,7 @@ bool PseudoChannel::stepRow(int64_t* next) {
       const Bank& b = banks_[bi];
       if (b.head < 0 || b.refreshDue) continue;
       const Entry& h = slots_[size_t(b.head)];
+      quiet = quiet && b.open && b.row == h.burst.row;
       if (h.age > bestAge) continue;
       if (b.open) {
         if (b.row == h.burst.row) continue;       // served by column commands
@@ -269,7 +274,10 @@ bool PseudoChannel::stepRow(int64_t* next) {
       bestBank = int(bi);
       bestAge = h.age;
     }
-  if (bestBank < 0) return false;
+  if (bestBank < 0) {
+    rowQuiet_ = quiet && skipQuietRowScans_;
+    return false;
+  }
   Bank& b = banks_[size_t(bestBank)];
   Entry& h = slots_[size_t(b.head)];
   if (bestIsPre) {
@@ -321,6 +329,7 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   // Unlink.
   if (previous < 0) {
     b.head = e.next;
+    rowQuiet_ = false;
     if (b.head < 0) busyBanks_[e.burst.bank / 64] &= ~(uint64_t(1) << (e.burst.bank % 64));
   } else
     slots_[size_t(previous)].next = e.next;
@@ -333,6 +342,7 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
 void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {
   int64_t now = int64_t(time_);
   Bank& b = banks_[bank];
+  rowQuiet_ = false;
   b.open = true;
   b.row = row;
   b.readyCol = now + t_.tRCD;
@@ -350,6 +360,7 @@ void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {
 
 void PseudoChannel::precharge(uint32_t bank) {
   Bank& b = banks_[bank];
+  rowQuiet_ = false;
   b.open = false;
   b.hits = 0;
   b.readyAct = std::max(b.readyAct, int64_t(time_) + t_.tRP);
@@ -359,6 +370,7 @@ void PseudoChannel::precharge(uint32_t bank) {
 void PseudoChannel::refresh(uint32_t bank) {
   int64_t now = int64_t(time_);
   bool all = bank == kAllBanks;
+  rowQuiet_ = false;
   int64_t busy = all ? t_.tRFC : t_.tRFCsb;
   for (uint32_t b = all ? 0 : bank; b < (all ? uint32_t(t_.banks) : bank + 1); ++b) {
     banks_[b].readyAct = now + busy;

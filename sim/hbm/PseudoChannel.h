@@ -48,7 +48,12 @@ struct IssuedBurst {
 
 class PseudoChannel {
  public:
-  explicit PseudoChannel(const HbmTiming& timing);
+  // skipQuietRowScans: remember that no bank wants a row command (each
+  // busy bank's oldest burst hits its open row, or the bank waits for its
+  // refresh) until something that could change that happens, instead of
+  // scanning the banks for one every cycle. Same commands and cycles; the
+  // fast HBM model turns it on, the detailed one keeps the plain scan.
+  explicit PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans = false);
 
   // Bursts must arrive no earlier than time().
   void push(const PcBurst& burst);
@@ -133,6 +138,10 @@ class PseudoChannel {
   std::array<int64_t, 4> lastActs_{};       // for tFAW, oldest first
   uint64_t actCount_ = 0;
   uint64_t refreshIndex_ = 0;  // refreshes issued so far (or skipped past while idle)
+  bool skipQuietRowScans_;
+  // stepRow found no bank that wants a row command, and since then no head
+  // of a bank list, open row or refresh has changed.
+  bool rowQuiet_ = false;
   HbmChannelStats stats_;
 };
 
