@@ -50,7 +50,8 @@ void PseudoChannel::admitArrivals() {
     Bank& b = banks_[e.burst.bank];
     if (b.tail < 0) {
       b.head = slot;
-      rowQuiet_ = false;
+      // A new oldest burst breaks the quiet only if it wants a row command.
+      if (!b.refreshDue && !(b.open && b.row == e.burst.row)) rowQuiet_ = false;
       busyBanks_[e.burst.bank / 64] |= uint64_t(1) << (e.burst.bank % 64);
     } else {
       slots_[size_t(b.tail)].next = slot;
@@ -329,7 +330,9 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   // Unlink.
   if (previous < 0) {
     b.head = e.next;
-    rowQuiet_ = false;
+    // The bank is open on e's row: the quiet holds while its next oldest hits it too.
+    if (b.head >= 0 && !b.refreshDue && slots_[size_t(b.head)].burst.row != b.row)
+      rowQuiet_ = false;
     if (b.head < 0) busyBanks_[e.burst.bank / 64] &= ~(uint64_t(1) << (e.burst.bank % 64));
   } else
     slots_[size_t(previous)].next = e.next;
