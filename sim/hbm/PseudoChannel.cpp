@@ -50,14 +50,15 @@ void PseudoChannel::admitArrivals() {
     Bank& b = banks_[e.burst.bank];
     if (b.tail < 0) {
       b.head = slot;
-      // A new oldest burst breaks the quiet only if it wants a row command.
-      if (!b.refreshDue && !(b.open && b.row == e.burst.row)) rowQuiet_ = false;
       busyBanks_[e.burst.bank / 64] |= uint64_t(1) << (e.burst.bank % 64);
     } else {
       slots_[size_t(b.tail)].next = slot;
     }
     b.tail = slot;
     if (b.open && b.row == e.burst.row) ++b.hits;
+    // Row scans only look at banks whose oldest burst wants a row command
+    // (a new oldest one, or more hits that it must wait for).
+    if (!b.refreshDue && !(b.open && b.row == slots_[size_t(b.head)].burst.row)) rowQuietUntil_ = 0;
   }
 }
 
@@ -152,6 +153,7 @@ bool PseudoChannel::stepRefresh(int64_t* next) {
   bool allClosed = true;
   for (uint32_t b = first; b < last; ++b) {
     Bank& bank = banks_[b];
+    if (!bank.refreshDue) rowQuietUntil_ = 0;
     bank.refreshDue = true;
     if (bank.open) {
       allClosed = false;
@@ -240,11 +242,14 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
 }
 
 bool PseudoChannel::stepRow(int64_t* next) {
-  if (rowQuiet_) return false;  // the scan below would find nothing
   const int64_t now = int64_t(time_);
+  if (now < rowQuietUntil_) {  // the scan below would find what the last one did
+    *next = std::min(*next, rowQuietUntil_);
+    return false;
+  }
+  int64_t rowNext = kNever;
   // The oldest request of each bank decides that bank's row command; the
   // oldest bank whose command can issue now gets the row command bus.
-  bool quiet = true;
   int bestBank = -1;
   bool bestIsPre = false;
   uint64_t bestAge = ~uint64_t(0);
@@ -254,20 +259,19 @@ bool PseudoChannel::stepRow(int64_t* next) {
       const Bank& b = banks_[bi];
       if (b.head < 0 || b.refreshDue) continue;
       const Entry& h = slots_[size_t(b.head)];
-      quiet = quiet && b.open && b.row == h.burst.row;
       if (h.age > bestAge) continue;
       if (b.open) {
         if (b.row == h.burst.row) continue;       // served by column commands
         if (b.hits > 0 && !starved(b)) continue;  // let the row hits drain first
         if (b.readyPre > now) {
-          *next = std::min(*next, b.readyPre);
+          rowNext = std::min(rowNext, b.readyPre);
           continue;
         }
         bestIsPre = true;
       } else {
         int64_t t = earliestActivate(uint32_t(bi), h.burst.bankGroup);
         if (t > now) {
-          *next = std::min(*next, t);
+          rowNext = std::min(rowNext, t);
           continue;
         }
         bestIsPre = false;
@@ -275,8 +279,9 @@ bool PseudoChannel::stepRow(int64_t* next) {
       bestBank = int(bi);
       bestAge = h.age;
     }
+  *next = std::min(*next, rowNext);
   if (bestBank < 0) {
-    rowQuiet_ = quiet && skipQuietRowScans_;
+    if (skipQuietRowScans_) rowQuietUntil_ = rowNext;
     return false;
   }
   Bank& b = banks_[size_t(bestBank)];
@@ -330,12 +335,15 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   // Unlink.
   if (previous < 0) {
     b.head = e.next;
-    // The bank is open on e's row: the quiet holds while its next oldest hits it too.
+    // The bank is open on e's row: row scans skip it while its next oldest hits it too.
     if (b.head >= 0 && !b.refreshDue && slots_[size_t(b.head)].burst.row != b.row)
-      rowQuiet_ = false;
+      rowQuietUntil_ = 0;
     if (b.head < 0) busyBanks_[e.burst.bank / 64] &= ~(uint64_t(1) << (e.burst.bank % 64));
-  } else
+  } else {
+    // An older burst for another row was passed, and the bank has a hit less.
     slots_[size_t(previous)].next = e.next;
+    rowQuietUntil_ = 0;
+  }
   if (b.tail == slot) b.tail = previous;
   --b.hits;
   --queued_;
@@ -345,7 +353,7 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
 void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {
   int64_t now = int64_t(time_);
   Bank& b = banks_[bank];
-  rowQuiet_ = false;
+  rowQuietUntil_ = 0;
   b.open = true;
   b.row = row;
   b.readyCol = now + t_.tRCD;
@@ -363,7 +371,7 @@ void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {
 
 void PseudoChannel::precharge(uint32_t bank) {
   Bank& b = banks_[bank];
-  rowQuiet_ = false;
+  rowQuietUntil_ = 0;
   b.open = false;
   b.hits = 0;
   b.readyAct = std::max(b.readyAct, int64_t(time_) + t_.tRP);
@@ -373,7 +381,7 @@ void PseudoChannel::precharge(uint32_t bank) {
 void PseudoChannel::refresh(uint32_t bank) {
   int64_t now = int64_t(time_);
   bool all = bank == kAllBanks;
-  rowQuiet_ = false;
+  rowQuietUntil_ = 0;
   int64_t busy = all ? t_.tRFC : t_.tRFCsb;
   for (uint32_t b = all ? 0 : bank; b < (all ? uint32_t(t_.banks) : bank + 1); ++b) {
     banks_[b].readyAct = now + busy;

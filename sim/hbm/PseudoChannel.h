@@ -48,10 +48,9 @@ struct IssuedBurst {
 
 class PseudoChannel {
  public:
-  // skipQuietRowScans: remember that no bank wants a row command (each
-  // busy bank's oldest burst hits its open row, or the bank waits for its
-  // refresh) until something that could change that happens, instead of
-  // scanning the banks for one every cycle. Same commands and cycles; the
+  // skipQuietRowScans: remember the result of a row-command scan that found
+  // nothing to issue (the earliest cycle one could) until something it read
+  // changes, instead of scanning the banks again every cycle. Same commands and cycles; the
   // fast HBM model turns it on, the detailed one keeps the plain scan.
   explicit PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans = false);
 
@@ -139,9 +138,10 @@ class PseudoChannel {
   uint64_t actCount_ = 0;
   uint64_t refreshIndex_ = 0;  // refreshes issued so far (or skipped past while idle)
   bool skipQuietRowScans_;
-  // stepRow found no bank that wants a row command, and since then no head
-  // of a bank list, open row or refresh has changed.
-  bool rowQuiet_ = false;
+  // stepRow can issue nothing before this cycle and reports it as its next
+  // (kNever: no bank wants a row command): the result of its last scan, kept
+  // until something that scan read changes (0 then).
+  int64_t rowQuietUntil_ = 0;
   HbmChannelStats stats_;
 };
 
