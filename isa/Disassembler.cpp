@@ -148,6 +148,34 @@ std::string opComment(size_t index, const DebugEntry& e) {
   return s;
 }
 
+std::string indexText(const std::vector<int64_t>& index) {
+  std::string s = "{";
+  for (size_t i = 0; i < index.size(); ++i) s += (i ? "," : "") + std::to_string(index[i]);
+  return s + "}";
+}
+
+std::string leafText(const SignatureLeaf& leaf, const char* role) {
+  std::string dims;
+  for (size_t i = 0; i < leaf.shape.size(); ++i)
+    dims += (i ? "," : "") + std::to_string(leaf.shape[i]);
+  return fmt::format("//   {} {} {}: {}[{}]\n", indexText(leaf.index), role,
+                     forComment(leaf.buffer), dtypeName(leaf.dtype), dims);
+}
+
+// As comments: a signature comes from the compiler, tpu-as does not read it.
+void printSignature(const ProgramSignature& s, std::string* out) {
+  for (size_t n = 0; n < s.parameters.size(); ++n) {
+    const SignatureParameter& p = s.parameters[n];
+    *out += fmt::format("// param {} %{}: {}\n", n, forComment(p.name), forComment(p.type));
+    for (const SignatureLeaf& leaf : p.leaves) *out += leafText(leaf, "input");
+  }
+  *out += fmt::format("// result: {}\n", forComment(s.resultType));
+  for (const SignatureLeaf& leaf : s.results) *out += leafText(leaf, "output");
+  for (const SignatureAlias& a : s.aliases)
+    *out += fmt::format("// alias: output {} may live in param {} {} (donated)\n",
+                        indexText(a.outputIndex), a.parameter, indexText(a.parameterIndex));
+}
+
 void printCode(const Program& p, const DisassemblyOptions& options, std::string* out) {
   // Labels: symbols that are identifiers, then a generated name for any other
   // bundle a branch targets.
@@ -207,6 +235,12 @@ std::string disassembleProgram(const Program& p, const DisassemblyOptions& optio
   if (options.chip && !p.chip.empty()) out += ".chip " + quoteIfNeeded(p.chip) + "\n";
   if (section(options.buffers, !p.buffers.empty(), fmt::format("buffers ({})", p.buffers.size())))
     for (const BufferDesc& b : p.buffers) printBuffer(b, &out);
+  if (section(options.signature, p.hasSignature,
+              fmt::format("signature of module {} ({} parameters, {} outputs; comments: tpu-as "
+                          "does not read it back)",
+                          forComment(p.signature.module), p.signature.parameters.size(),
+                          p.signature.results.size())))
+    printSignature(p.signature, &out);
   if (section(options.data, !p.data.empty(), fmt::format("data segments ({})", p.data.size())))
     for (const DataSegment& d : p.data) printData(d, &out);
   if (section(options.symbols, !p.symbols.empty(), fmt::format("symbols ({})", p.symbols.size())))

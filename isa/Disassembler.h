@@ -23,8 +23,11 @@ std::string disassembleInstruction(const Instruction& inst, const TargetNamer& n
 std::string disassembleBundle(const Bundle& b, const TargetNamer& namer = nullptr);
 
 struct DisassemblyOptions {
-  bool chip = true;      // .chip
-  bool buffers = true;   // .buffer
+  bool chip = true;     // .chip
+  bool buffers = true;  // .buffer
+  // The entry signature, as comments (the assembler does not read it back:
+  // a program reassembled from a listing has none).
+  bool signature = true;
   bool data = true;      // .data / .words / .bytes / .dma_descriptor
   bool symbols = true;   // .symbol NAME, BUNDLE
   bool debugMap = true;  // .op NAME, begin=, end=, ...
@@ -36,7 +39,7 @@ struct DisassemblyOptions {
 };
 
 // The program as assembly text. With every section on, tpu-as reads the
-// output back into the same Program.
+// output back into the same Program, except for the signature (comments).
 std::string disassembleProgram(const Program& p, const DisassemblyOptions& options = {});
 
 }  // namespace tpusim::isa

@@ -72,6 +72,40 @@ struct CostEntry {
   uint64_t vmemBytesRead = 0, vmemBytesWritten = 0;
 };
 
+// The calling convention of a program compiled from an HLO module (tpuc
+// writes it, tpu-as does not): which entry parameter and which part of the
+// result each input and output buffer holds, so a tool given only the
+// .tpuprog can feed and read it as the module's entry would be called.
+// Stored in the optional "signature" section (isa/README.md).
+struct SignatureLeaf {
+  std::vector<int64_t> index;  // tuple index path within the value ({} = the value itself)
+  std::string buffer;          // the input/output buffer holding this array
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+};
+
+struct SignatureParameter {
+  std::string name;  // the HLO instruction name (Arg_0.1); parameter number = position
+  std::string type;  // the HLO shape, tuples included: "(f32[2,3], s32[])"
+  std::vector<SignatureLeaf> leaves;  // its array leaves, in order
+};
+
+// input_output_alias: output `outputIndex` may live in (a part of) parameter
+// `parameter`'s buffer: the caller donates that input.
+struct SignatureAlias {
+  std::vector<int64_t> outputIndex;
+  int64_t parameter = 0;
+  std::vector<int64_t> parameterIndex;
+};
+
+struct ProgramSignature {
+  std::string module;  // the HLO module's name
+  std::vector<SignatureParameter> parameters;
+  std::string resultType;              // the entry root's HLO shape
+  std::vector<SignatureLeaf> results;  // the result's array leaves, in order
+  std::vector<SignatureAlias> aliases;
+};
+
 struct Program {
   std::string chip;  // preset the program was built for ("" = any)
   std::vector<Bundle> code;
@@ -80,6 +114,8 @@ struct Program {
   std::vector<Symbol> symbols;
   std::vector<DebugEntry> debugMap;
   std::vector<CostEntry> costs;
+  bool hasSignature = false;  // programs from tpu-as have none
+  ProgramSignature signature;
 };
 
 }  // namespace tpusim::isa

@@ -45,6 +45,81 @@ class Writer {
   }
 };
 
+void writeLeaf(Writer& w, const SignatureLeaf& leaf) {
+  w.u8(uint8_t(leaf.dtype));
+  w.u8(uint8_t(leaf.shape.size()));
+  w.u8(uint8_t(leaf.index.size()));
+  w.u8(0);
+  w.str(leaf.buffer);
+  for (int64_t d : leaf.shape) w.u64(uint64_t(d));
+  for (int64_t k : leaf.index) w.u32(uint32_t(k));
+}
+
+void writeSignature(Writer& w, const ProgramSignature& s) {
+  w.u16(kSignatureVersion);
+  w.u16(0);
+  w.str(s.module);
+  w.u32(uint32_t(s.parameters.size()));
+  for (const SignatureParameter& p : s.parameters) {
+    w.str(p.name);
+    w.str(p.type);
+    w.u32(uint32_t(p.leaves.size()));
+    for (const SignatureLeaf& leaf : p.leaves) writeLeaf(w, leaf);
+  }
+  w.str(s.resultType);
+  w.u32(uint32_t(s.results.size()));
+  for (const SignatureLeaf& leaf : s.results) writeLeaf(w, leaf);
+  w.u32(uint32_t(s.aliases.size()));
+  for (const SignatureAlias& a : s.aliases) {
+    w.u32(uint32_t(a.parameter));
+    w.u8(uint8_t(a.outputIndex.size()));
+    w.u8(uint8_t(a.parameterIndex.size()));
+    w.u16(0);
+    for (int64_t k : a.outputIndex) w.u32(uint32_t(k));
+    for (int64_t k : a.parameterIndex) w.u32(uint32_t(k));
+  }
+}
+
+// What the signature section cannot represent (the reader checks the rest).
+bool signatureFits(const ProgramSignature& s, std::string* error) {
+  auto index = [&](const std::vector<int64_t>& path, const std::string& what) {
+    if (path.size() > kMaxTupleDepth) {
+      *error = fmt::format("signature: {}: tuple index {} levels deep, the limit is {}", what,
+                           path.size(), kMaxTupleDepth);
+      return false;
+    }
+    for (int64_t k : path)
+      if (k < 0 || k > int64_t(UINT32_MAX)) {
+        *error = fmt::format("signature: {}: tuple index {} out of range", what, k);
+        return false;
+      }
+    return true;
+  };
+  auto leaf = [&](const SignatureLeaf& l) {
+    if (l.shape.size() > kMaxRank) {
+      *error = fmt::format("signature: buffer '{}': rank {} exceeds the limit of {}", l.buffer,
+                           l.shape.size(), kMaxRank);
+      return false;
+    }
+    return index(l.index, fmt::format("buffer '{}'", l.buffer));
+  };
+  for (const SignatureParameter& p : s.parameters)
+    for (const SignatureLeaf& l : p.leaves)
+      if (!leaf(l)) return false;
+  for (const SignatureLeaf& l : s.results)
+    if (!leaf(l)) return false;
+  for (const SignatureAlias& a : s.aliases) {
+    if (a.parameter < 0 || a.parameter > int64_t(UINT32_MAX)) {
+      *error = fmt::format("signature: alias of parameter {}: out of range", a.parameter);
+      return false;
+    }
+    if (!index(a.outputIndex, "an alias's output") ||
+        !index(a.parameterIndex, "an alias's parameter"))
+      return false;
+  }
+  return true;
+}
+
 void writeSection(Writer& w, uint32_t type, const Program& p) {
   switch (type) {
     case kMeta:
@@ -110,6 +185,9 @@ void writeSection(Writer& w, uint32_t type, const Program& p) {
         w.u64(c.vmemBytesWritten);
       }
       break;
+    case kSignature:
+      writeSignature(w, p.signature);
+      break;
   }
 }
 
@@ -162,22 +240,26 @@ bool serializeProgram(const Program& p, std::vector<uint8_t>* out, std::string* 
     *error = "too many records for one section";
     return false;
   }
+  if (p.hasSignature && !signatureFits(p.signature, error)) return false;
+  // A program without a signature is written as format 1.0 (seven sections),
+  // exactly as before the signature existed.
+  const uint32_t numSections = p.hasSignature ? uint32_t(kSignature) : uint32_t(kNumSectionTypes);
   Writer w;
   w.blob(reinterpret_cast<const uint8_t*>(kProgramMagic), 8);
   w.u16(kProgramVersionMajor);
-  w.u16(kProgramVersionMinor);
+  w.u16(p.hasSignature ? kProgramVersionMinor : 0);
   w.u32(kHeaderSize);
   w.u64(0);  // file size, patched below
   w.u64(0);  // checksum, patched below
   w.u32(isaFingerprint());
   w.u32(kBundleBytes);
-  w.u32(kNumSectionTypes);
+  w.u32(numSections);
   w.u32(0);
   w.u64(kHeaderSize);  // section table offset
   w.u64(0);
   size_t table = w.bytes.size();
-  w.bytes.resize(table + kNumSectionTypes * kSectionEntrySize);
-  for (uint32_t type = 1; type <= kNumSectionTypes; ++type) {
+  w.bytes.resize(table + numSections * kSectionEntrySize);
+  for (uint32_t type = 1; type <= numSections; ++type) {
     w.align8();
     uint64_t begin = w.bytes.size();
     writeSection(w, type, p);

@@ -20,7 +20,9 @@ namespace tpusim::isa {
 
 constexpr char kProgramMagic[8] = {'T', 'P', 'U', 'P', 'R', 'O', 'G', '\0'};
 constexpr uint16_t kProgramVersionMajor = 1;
-constexpr uint16_t kProgramVersionMinor = 0;
+// 1.0: seven sections; 1.1: an eighth, "signature" (written only when the
+// program has one, so a file without it is still 1.0, byte for byte).
+constexpr uint16_t kProgramVersionMinor = 1;
 
 // FNV-1a hash of the instruction-set tables (slots, operand kinds, opcodes and
 // their slot-local numbers). A file records the fingerprint it was encoded

@@ -22,13 +22,21 @@ enum SectionType : uint32_t {
   kSymbols,
   kDebugMap,
   kCosts,
-  kNumSectionTypes = kCosts
+  kNumSectionTypes = kCosts,  // every file has these, in this order
+  // Optional, after the others (format 1.1): the entry's calling convention.
+  kSignature,
+  kMaxSectionType = kSignature
 };
 
+// The signature section's own layout version (its first field).
+constexpr uint16_t kSignatureVersion = 1;
+// Tuple nesting a signature records (index paths are at most this deep).
+constexpr size_t kMaxTupleDepth = 32;
+
 inline const char* sectionName(uint32_t type) {
-  static const char* names[] = {"?",       "meta",    "code",      "data",
-                                "buffers", "symbols", "debug-map", "costs"};
-  return type <= kNumSectionTypes ? names[type] : "?";
+  static const char* names[] = {"?",       "meta",      "code",  "data",     "buffers",
+                                "symbols", "debug-map", "costs", "signature"};
+  return type <= kMaxSectionType ? names[type] : "?";
 }
 
 inline uint64_t fnv1a64(const uint8_t* data, size_t size, uint64_t h = 0xcbf29ce484222325ull) {

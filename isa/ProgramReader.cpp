@@ -242,6 +242,118 @@ bool readCosts(Cursor& c, Program* p) {
   return c.done();
 }
 
+// One array leaf of a parameter or of the result: its buffer must be in the
+// buffer table with `role`, the same shape and dtype, named by no other leaf.
+bool readLeaf(Cursor& c, const Program& p, BufferRole role, const std::string& what,
+              std::set<std::string>& used, SignatureLeaf* leaf) {
+  uint8_t dtype = c.u8("a leaf's dtype"), rank = c.u8("a leaf's rank");
+  uint8_t depth = c.u8("a leaf's tuple depth");
+  uint8_t reserved = c.u8("reserved");
+  leaf->buffer = c.str("a leaf's buffer name");
+  if (c.failed()) return false;
+  if (reserved != 0) return c.fail(what + ": reserved byte is not zero");
+  if (dtype >= kNumDTypes) return c.fail(fmt::format("{}: invalid dtype {}", what, dtype));
+  if (rank > kMaxRank)
+    return c.fail(fmt::format("{}: rank {} exceeds the limit of {}", what, rank, kMaxRank));
+  if (depth > kMaxTupleDepth)
+    return c.fail(fmt::format("{}: tuple index {} levels deep, the limit is {}", what, depth,
+                              kMaxTupleDepth));
+  leaf->dtype = DType(dtype);
+  for (int d = 0; d < rank; ++d) {
+    int64_t dim = int64_t(c.u64("a leaf's dimension"));
+    if (c.failed()) return false;
+    if (dim < 0) return c.fail(fmt::format("{}: dimension {} is negative ({})", what, d, dim));
+    leaf->shape.push_back(dim);
+  }
+  for (int k = 0; k < depth; ++k) {
+    uint32_t i = c.u32("a leaf's tuple index");
+    if (c.failed()) return false;
+    leaf->index.push_back(int64_t(i));
+  }
+  const BufferDesc* buffer = nullptr;
+  for (const BufferDesc& b : p.buffers)
+    if (b.name == leaf->buffer) buffer = &b;
+  if (!buffer || buffer->role != role)
+    return c.fail(fmt::format("{} names buffer '{}', but the buffer table has no {} of that name",
+                              what, leaf->buffer, bufferRoleName(role)));
+  if (buffer->shape != leaf->shape || buffer->dtype != leaf->dtype)
+    return c.fail(fmt::format("{}: buffer '{}' has another shape or dtype than the signature says",
+                              what, leaf->buffer));
+  if (!used.insert(leaf->buffer).second)
+    return c.fail(fmt::format("{}: buffer '{}' is named by two leaves", what, leaf->buffer));
+  return true;
+}
+
+bool readIndexPath(Cursor& c, int depth, std::vector<int64_t>* out) {
+  for (int k = 0; k < depth; ++k) {
+    uint32_t i = c.u32("a tuple index");
+    if (c.failed()) return false;
+    out->push_back(int64_t(i));
+  }
+  return true;
+}
+
+bool readSignature(Cursor& c, Program* p) {
+  ProgramSignature& s = p->signature;
+  uint16_t version = uint16_t(c.raw(2, "the signature version"));
+  uint16_t reserved = uint16_t(c.raw(2, "reserved"));
+  if (c.failed()) return false;
+  if (version != kSignatureVersion)
+    return c.fail(fmt::format("signature version {} is not supported (this build reads {})",
+                              version, kSignatureVersion));
+  if (reserved != 0) return c.fail("reserved field is not zero");
+  s.module = c.str("the module name");
+  // Each parameter takes at least 12 bytes (two string lengths, a leaf count),
+  // each leaf 8 (four bytes, a string length), each alias 8.
+  uint32_t n = c.count(12, "the parameter count");
+  s.parameters.resize(n);
+  std::set<std::string> inputs, outputs;
+  for (uint32_t i = 0; i < n && !c.failed(); ++i) {
+    SignatureParameter& param = s.parameters[i];
+    param.name = c.str("a parameter name");
+    param.type = c.str("a parameter type");
+    uint32_t leaves = c.count(8, "a parameter's leaf count");
+    if (c.failed()) return false;
+    param.leaves.resize(leaves);
+    for (uint32_t k = 0; k < leaves; ++k)
+      if (!readLeaf(c, *p, BufferRole::Input,
+                    fmt::format("parameter {} ('{}') leaf {}", i, param.name, k), inputs,
+                    &param.leaves[k]))
+        return false;
+  }
+  s.resultType = c.str("the result type");
+  uint32_t results = c.count(8, "the result leaf count");
+  if (c.failed()) return false;
+  s.results.resize(results);
+  for (uint32_t k = 0; k < results; ++k)
+    if (!readLeaf(c, *p, BufferRole::Output, fmt::format("result leaf {}", k), outputs,
+                  &s.results[k]))
+      return false;
+  uint32_t aliases = c.count(8, "the alias count");
+  s.aliases.resize(aliases);
+  for (uint32_t i = 0; i < aliases && !c.failed(); ++i) {
+    SignatureAlias& a = s.aliases[i];
+    a.parameter = int64_t(c.u32("an alias's parameter"));
+    uint8_t outputDepth = c.u8("an alias's output depth");
+    uint8_t parameterDepth = c.u8("an alias's parameter depth");
+    uint16_t res = uint16_t(c.raw(2, "reserved"));
+    if (c.failed()) return false;
+    if (res != 0) return c.fail(fmt::format("alias {}: reserved field is not zero", i));
+    if (outputDepth > kMaxTupleDepth || parameterDepth > kMaxTupleDepth)
+      return c.fail(
+          fmt::format("alias {}: tuple index deeper than the limit of {}", i, kMaxTupleDepth));
+    if (a.parameter >= int64_t(n))
+      return c.fail(
+          fmt::format("alias {} names parameter {}, but the signature has {}", i, a.parameter, n));
+    if (!readIndexPath(c, outputDepth, &a.outputIndex) ||
+        !readIndexPath(c, parameterDepth, &a.parameterIndex))
+      return false;
+  }
+  if (!c.done()) return false;
+  p->hasSignature = true;
+  return true;
+}
+
 }  // namespace
 
 bool parseProgram(const uint8_t* data, size_t size, const std::string& name, Program* out,
@@ -300,9 +412,14 @@ bool parseProgram(const uint8_t* data, size_t size, const std::string& name, Pro
     return fail(fmt::format("bundles are {} bytes in the file but {} in this build", fi.bundleBytes,
                             kBundleBytes));
   if (reserved != 0 || reserved2 != 0) return fail("reserved header fields are not zero");
-  if (numSections != kNumSectionTypes)
-    return fail(fmt::format("the file has {} sections, expected {}", numSections,
-                            uint32_t(kNumSectionTypes)));
+  // Format 1.0 has the seven sections; 1.1 may add the signature.
+  uint32_t maxSections = fi.versionMinor >= 1 ? uint32_t(kMaxSectionType) : kNumSectionTypes;
+  if (numSections < kNumSectionTypes || numSections > maxSections)
+    return fail(fmt::format("the file has {} sections, expected {} (format {}.{})", numSections,
+                            maxSections == kNumSectionTypes
+                                ? std::to_string(kNumSectionTypes)
+                                : fmt::format("{} or {}", uint32_t(kNumSectionTypes), maxSections),
+                            fi.versionMajor, fi.versionMinor));
   if (tableOffset != kHeaderSize)
     return fail(
         fmt::format("section table at offset 0x{:x}, expected 0x{:x}", tableOffset, kHeaderSize));
@@ -336,8 +453,8 @@ bool parseProgram(const uint8_t* data, size_t size, const std::string& name, Pro
 
   Program p;
   using Reader = bool (*)(Cursor&, Program*);
-  static const Reader readers[] = {readMeta,    readCode,     readData, readBuffers,
-                                   readSymbols, readDebugMap, readCosts};
+  static const Reader readers[] = {readMeta,    readCode,     readData,  readBuffers,
+                                   readSymbols, readDebugMap, readCosts, readSignature};
   for (uint32_t i = 0; i < numSections; ++i) {
     ProgramFileInfo::Section& s = fi.sections[i];
     Cursor c(data, s.offset, s.offset + s.size, fmt::format("section '{}'", s.name));
@@ -360,6 +477,9 @@ bool parseProgram(const uint8_t* data, size_t size, const std::string& name, Pro
         break;
       case kCosts:
         s.count = uint32_t(p.costs.size());
+        break;
+      case kSignature:
+        s.count = uint32_t(p.signature.parameters.size() + p.signature.results.size());
         break;
       default:
         s.count = 1;

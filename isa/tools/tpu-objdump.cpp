@@ -1,6 +1,6 @@
 // tpu-objdump: shows a .tpuprog file. The output is assembly text (headers
-// as comments): with every section selected (the default), tpu-as reads it
-// back into the identical file.
+// and the entry signature as comments): with every section selected (the
+// default), tpu-as reads it back into the identical file, less the signature.
 #include <fmt/format.h>
 #include <llvm/Support/CommandLine.h>
 
@@ -18,6 +18,10 @@ static cl::opt<bool> headers("headers", cl::desc("File header, section table and
 static cl::alias headersShort("h", cl::desc("Alias for --headers"), cl::aliasopt(headers),
                               cl::cat(category));
 static cl::opt<bool> buffers("buffers", cl::desc("Buffer table (.buffer)"), cl::cat(category));
+static cl::opt<bool> signature("signature",
+                               cl::desc("The entry signature: parameters, results and aliases "
+                                        "with the buffers holding them (programs from tpuc)"),
+                               cl::cat(category));
 static cl::opt<bool> data("data", cl::desc("Data segments (.data, .dma_descriptor)"),
                           cl::cat(category));
 static cl::opt<bool> symbols("symbols", cl::desc("Symbols (.symbol)"), cl::cat(category));
@@ -58,11 +62,13 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "tpu-objdump: error: {}\n", error);
     return 1;
   }
-  bool none = !headers && !buffers && !data && !symbols && !debugMap && !costs && !disassemble;
+  bool none = !headers && !buffers && !signature && !data && !symbols && !debugMap && !costs &&
+              !disassemble;
   bool every = all || none;
   DisassemblyOptions options;
   options.chip = every || headers;
   options.buffers = every || buffers;
+  options.signature = every || signature;
   options.data = every || data;
   options.symbols = every || symbols;
   options.debugMap = every || debugMap;

@@ -45,6 +45,48 @@ Program sampleProgram() {
   return p;
 }
 
+// The sample with the signature tpuc would give it: parameter 0 a tuple whose
+// leaf {1} is buffer a, the result buffer c, and one donation.
+Program signedProgram() {
+  Program p = sampleProgram();
+  p.hasSignature = true;
+  ProgramSignature& s = p.signature;
+  s.module = "sample";
+  s.parameters.push_back({"Arg_0.1", "(token[], f32[8,128])", {{{1}, "a", {8, 128}, DType::F32}}});
+  s.resultType = "bf16[8,128]";
+  s.results.push_back({{}, "c", {8, 128}, DType::Bf16});
+  s.aliases.push_back({{}, 0, {1}});
+  return p;
+}
+
+bool leavesEqual(const std::vector<SignatureLeaf>& a, const std::vector<SignatureLeaf>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].index != b[i].index || a[i].buffer != b[i].buffer || a[i].shape != b[i].shape ||
+        a[i].dtype != b[i].dtype)
+      return false;
+  return true;
+}
+
+bool signaturesEqual(const Program& a, const Program& b) {
+  if (a.hasSignature != b.hasSignature) return false;
+  const ProgramSignature &x = a.signature, &y = b.signature;
+  if (x.module != y.module || x.resultType != y.resultType || !leavesEqual(x.results, y.results) ||
+      x.parameters.size() != y.parameters.size() || x.aliases.size() != y.aliases.size())
+    return false;
+  for (size_t i = 0; i < x.parameters.size(); ++i)
+    if (x.parameters[i].name != y.parameters[i].name ||
+        x.parameters[i].type != y.parameters[i].type ||
+        !leavesEqual(x.parameters[i].leaves, y.parameters[i].leaves))
+      return false;
+  for (size_t i = 0; i < x.aliases.size(); ++i)
+    if (x.aliases[i].outputIndex != y.aliases[i].outputIndex ||
+        x.aliases[i].parameter != y.aliases[i].parameter ||
+        x.aliases[i].parameterIndex != y.aliases[i].parameterIndex)
+      return false;
+  return true;
+}
+
 std::vector<uint8_t> serialize(const Program& p) {
   std::vector<uint8_t> bytes;
   std::string error;
@@ -85,7 +127,7 @@ bool programsEqual(const Program& a, const Program& b) {
         x.vmemBytesWritten != y.vmemBytesWritten)
       return false;
   }
-  return true;
+  return signaturesEqual(a, b);
 }
 
 std::string parseError(const std::vector<uint8_t>& bytes, bool verifyChecksum = true) {
@@ -301,4 +343,142 @@ TEST_CASE("the matmul sample survives truncation at every byte and random flips"
     if (!parseProgram(b.data(), b.size(), "x", &q, &error, nullptr, options))
       REQUIRE(!error.empty());
   }
+}
+
+TEST_CASE("the signature survives write and read; without one the file is format 1.0",
+          "[isa][tpuprog][signature]") {
+  Program plain = sampleProgram();
+  std::vector<uint8_t> plainBytes = serialize(plain);
+  ProgramFileInfo info;
+  Program back;
+  std::string error;
+  REQUIRE(parseProgram(plainBytes.data(), plainBytes.size(), "x", &back, &error, &info));
+  CHECK(info.versionMinor == 0);
+  CHECK(info.sections.size() == 7);
+  CHECK(!back.hasSignature);
+
+  Program p = signedProgram();
+  std::vector<uint8_t> bytes = serialize(p);
+  REQUIRE(parseProgram(bytes.data(), bytes.size(), "x", &back, &error, &info));
+  CHECK(info.versionMinor == 1);
+  REQUIRE(info.sections.size() == 8);
+  CHECK(info.sections[7].name == "signature");
+  CHECK(info.sections[7].count == 2);
+  CHECK(back.hasSignature);
+  CHECK(programsEqual(p, back));
+  CHECK(serialize(back) == bytes);
+  // The other sections are the bytes a program without a signature has.
+  CHECK(std::equal(bytes.begin() + long(info.sections[0].offset),
+                   bytes.begin() + long(info.sections[6].offset + info.sections[6].size),
+                   plainBytes.begin() + long(info.sections[0].offset - 24)));
+
+  std::string text = disassembleProgram(back);
+  CHECK_THAT(text, Catch::Contains("// ---- signature of module sample (1 parameters, 1 outputs"));
+  CHECK_THAT(text, Catch::Contains("// param 0 %Arg_0.1: (token[], f32[8,128])\n"
+                                   "//   {1} input a: f32[8,128]\n"
+                                   "// result: bf16[8,128]\n"
+                                   "//   {} output c: bf16[8,128]\n"
+                                   "// alias: output {} may live in param 0 {1} (donated)\n"));
+  DisassemblyOptions noSignature;
+  noSignature.signature = false;
+  CHECK_THAT(disassembleProgram(back, noSignature), !Catch::Contains("signature"));
+}
+
+TEST_CASE("a signature that contradicts the buffer table is refused", "[isa][tpuprog][signature]") {
+  std::vector<uint8_t> bytes;
+  std::string error;
+  Program bad = signedProgram();
+  bad.signature.parameters[0].leaves[0].buffer = "nope";
+  CHECK(!serializeProgram(bad, &bytes, &error));
+  CHECK_THAT(error, Catch::Contains("section 'signature'"));
+  CHECK_THAT(error, Catch::Contains(
+                        "parameter 0 ('Arg_0.1') leaf 0 names buffer 'nope', but the buffer table "
+                        "has no input of that name"));
+  bad = signedProgram();
+  bad.signature.results[0].buffer = "a";  // an input
+  CHECK(!serializeProgram(bad, &bytes, &error));
+  CHECK_THAT(error, Catch::Contains("has no output of that name"));
+  bad = signedProgram();
+  bad.signature.results[0].shape = {8, 64};
+  CHECK(!serializeProgram(bad, &bytes, &error));
+  CHECK_THAT(error, Catch::Contains("buffer 'c' has another shape or dtype"));
+  bad = signedProgram();
+  bad.signature.results.push_back(bad.signature.results[0]);
+  CHECK(!serializeProgram(bad, &bytes, &error));
+  CHECK_THAT(error, Catch::Contains("buffer 'c' is named by two leaves"));
+  bad = signedProgram();
+  bad.signature.aliases[0].parameter = 3;
+  CHECK(!serializeProgram(bad, &bytes, &error));
+  CHECK_THAT(error, Catch::Contains("alias 0 names parameter 3, but the signature has 1"));
+  bad = signedProgram();
+  bad.signature.results[0].index.assign(40, 0);
+  CHECK(!serializeProgram(bad, &bytes, &error));
+  CHECK_THAT(error, Catch::Contains("40 levels deep, the limit is 32"));
+}
+
+TEST_CASE("signature section: corrupt counts, versions and section counts are named",
+          "[isa][tpuprog][signature]") {
+  std::vector<uint8_t> good = serialize(signedProgram());
+  ProgramFileInfo info;
+  Program back;
+  std::string error;
+  REQUIRE(parseProgram(good.data(), good.size(), "x", &back, &error, &info));
+  uint64_t sig = info.sections[7].offset;
+  auto b = good;
+  b[sig] = 9;  // signature version
+  CHECK_THAT(parseError(b, false), Catch::Contains("signature version 9 is not supported"));
+  b = good;
+  // The parameter count follows the version, reserved and module name "sample".
+  size_t count = sig + 4 + 4 + 6;
+  b[count + 3] = 0x7f;
+  CHECK_THAT(parseError(b, false), Catch::Contains("section 'signature'"));
+  CHECK_THAT(parseError(b, false), Catch::Contains("the parameter count is"));
+  CHECK_THAT(parseError(b, false), Catch::Contains("cannot hold that many"));
+  // A 1.0 file may not have the eighth section.
+  b = good;
+  b[10] = 0;
+  CHECK_THAT(parseError(b, false),
+             Catch::Contains("the file has 8 sections, expected 7 (format 1.0)"));
+  // A string length past the section's end.
+  b = good;
+  b[sig + 4 + 3] = 0x7f;
+  CHECK_THAT(parseError(b, false), Catch::Contains("the module name needs"));
+}
+
+TEST_CASE("a program with a signature survives truncation at every byte and random flips",
+          "[isa][tpuprog][signature][sanitize]") {
+  std::vector<uint8_t> good = serialize(signedProgram());
+  for (size_t len = 0; len < good.size(); ++len) {
+    std::vector<uint8_t> b(good.begin(), good.begin() + long(len));
+    REQUIRE(!parseError(b).empty());
+    if (len >= 64) {
+      put64(b, 16, len);
+      REQUIRE(!parseError(b, false).empty());
+    }
+  }
+  ProgramFileInfo info;
+  Program back;
+  std::string error;
+  REQUIRE(parseProgram(good.data(), good.size(), "x", &back, &error, &info));
+  // Flips aimed at the signature section, then anywhere.
+  std::mt19937_64 rng(23);
+  int accepted = 0;
+  for (int n = 0; n < 20000; ++n) {
+    auto b = good;
+    size_t at = n % 2 ? info.sections[7].offset + rng() % info.sections[7].size : rng() % b.size();
+    uint8_t x = uint8_t(rng());
+    b[at] ^= x ? x : 1;
+    REQUIRE(!parseError(b).empty());
+    Program q;
+    ProgramReadOptions options;
+    options.verifyChecksum = false;
+    if (parseProgram(b.data(), b.size(), "x", &q, &error, nullptr, options)) {
+      ++accepted;
+      std::vector<uint8_t> again;
+      REQUIRE(serializeProgram(q, &again, &error));
+    } else {
+      REQUIRE(error.rfind("x: ", 0) == 0);
+    }
+  }
+  CHECK(accepted > 0);
 }
