@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "compiler/driver/EvaluateHlo.h"
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/eval/EvalTypes.h"
 #include "compiler/hlo/eval/Evaluator.h"
@@ -41,17 +42,6 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-// Output files for `value`: (file name, array) pairs.
-void collectOutputs(const Literal& value, const std::string& stem,
-                    std::vector<std::pair<std::string, const Literal*>>& out) {
-  if (!value.isTuple()) {
-    out.emplace_back(stem + ".npy", &value);
-    return;
-  }
-  for (size_t i = 0; i < value.elements().size(); ++i)
-    collectOutputs(value.elements()[i], fmt::format("{}.{}", stem, i), out);
-}
-
 }  // namespace
 
 namespace tpuopt {
@@ -60,26 +50,8 @@ namespace {
 
 // Evaluates one module and writes its results into `dir`.
 int evaluateOne(const hlo::HloModule& module, const std::string& dir) {
-  const hlo::HloComputation* entry = module.entry();
-  if (!entry) return fail(fmt::format("module {} has no entry computation", module.name()));
-  std::vector<std::string> unsupported = unsupportedInstructions(module);
-  size_t unsupportedCount = unsupported.size();
-  if (unsupported.size() > 8) {
-    size_t more = unsupported.size() - 8;
-    unsupported.resize(8);
-    unsupported.push_back(fmt::format("and {} more", more));
-  }
-  if (!unsupported.empty())
-    return fail(fmt::format(
-        "{}: module {} cannot be evaluated: {} instruction(s) the reference "
-        "evaluator does not support: {}",
-        module.sourceFile(), module.name(), unsupportedCount, fmt::join(unsupported, ", ")));
-  EvalOptions options;
-  options.replicas = Replicas;
-  int64_t replicas = replicaCountFor(module, options);
-  std::vector<hlo::HloInstruction*> params = entry->parameters();
-  for (size_t i = 0; i < params.size(); ++i)
-    if (!params[i]) return fail(fmt::format("the entry computation has no parameter({})", i));
+  driver::checkEvaluable(module);
+  std::vector<hlo::HloInstruction*> params = module.entry()->parameters();
 
   // --input NAME=path, NAME a parameter name or number.
   std::map<size_t, Literal> given;
@@ -107,31 +79,20 @@ int evaluateOne(const hlo::HloModule& module, const std::string& dir) {
     given.emplace(*index, fromNpy(a, params[*index]->shape(), path));
   }
 
-  std::vector<std::vector<Literal>> args(static_cast<size_t>(replicas));
-  for (int64_t r = 0; r < replicas; ++r)
-    for (size_t i = 0; i < params.size(); ++i) {
-      auto it = given.find(i);
-      args[static_cast<size_t>(r)].push_back(
-          it != given.end()
-              ? it->second
-              : randomLiteral(params[i]->shape(), parameterSeed(Seed, r, static_cast<int64_t>(i))));
-    }
-  std::vector<Literal> results = evaluateReplicated(module, args, options);
-
-  std::vector<std::pair<std::string, const Literal*>> outputs;
-  for (int64_t r = 0; r < replicas; ++r)
-    collectOutputs(results[static_cast<size_t>(r)],
-                   replicas == 1 ? std::string("out") : fmt::format("out.r{}", r), outputs);
+  driver::EvaluateOptions options;
+  options.replicas = Replicas;
+  options.seed = Seed;
+  std::vector<driver::EvaluatedOutput> outputs = driver::evaluateEntry(module, given, options);
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return fail(fmt::format("cannot create '{}': {}", dir, ec.message()));
-  for (const auto& [file, value] : outputs) {
-    std::string path = dir + "/" + file;
+  for (const driver::EvaluatedOutput& o : outputs) {
+    std::string path = dir + "/" + o.name + ".npy";
     if (!Force && llvm::sys::fs::exists(path))
       return fail(fmt::format("'{}' exists; pass --force to overwrite it", path));
   }
-  for (const auto& [file, value] : outputs) {
-    npy::write(dir + "/" + file, toNpy(*value));
-    fmt::print("{} = {}\n", file, value->toString(16));
+  for (const driver::EvaluatedOutput& o : outputs) {
+    npy::write(dir + "/" + o.name + ".npy", toNpy(o.value));
+    fmt::print("{}.npy = {}\n", o.name, o.value.toString(16));
   }
   return 0;
 }
@@ -151,6 +112,8 @@ int runEvaluateMode(ModeInput& in) {
     }
     try {
       if (int rc = evaluateOne(module, dir)) return rc;
+    } catch (const driver::EvaluationError& e) {
+      return fail(e.what());
     } catch (const EvalError& e) {
       return fail(e.what());
     } catch (const npy::NpyError& e) {

@@ -1,0 +1,239 @@
+#include "compiler/driver/CompileHlo.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <vector>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/hlo/HloParser.h"
+#include "compiler/hlo/HloVerifier.h"
+#include "compiler/lower/CannotLower.h"
+#include "compiler/lower/InputOutputAlias.h"
+#include "compiler/lower/ModuleLoweringNames.h"
+#include "compiler/lower/TargetDescription.h"
+#include "isa/target/ChipJson.h"
+#include "kernels/codegen/TargetInfo.h"
+
+namespace tpusim::driver {
+
+namespace {
+
+// The compiler's and the code generator's views of one chip.
+//
+// TODO(arch): describeTarget/fromChip. Until lower::describeTarget(chip) and
+// kernels::codegen::TargetInfo::fromChip(chip) exist, the chip is written as
+// JSON to a temporary file and read back by the existing loaders; the file
+// lives as long as this object, because the fusion pass reads the preset by
+// the path in TargetDescription::sourcePath (the chip exactly as given, every
+// override included).
+class ChipViews {
+ public:
+  explicit ChipViews(const target::ChipConfig& chip) {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = fmt::format("{}/tpusim-chip.XXXXXX.json", base && *base ? base : "/tmp");
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    int fd = mkstemps(buf.data(), 5);
+    if (fd < 0)
+      throw std::runtime_error(
+          fmt::format("cannot create a temporary chip file {}: {}", pattern, std::strerror(errno)));
+    path_ = buf.data();
+    target::WriteOptions wo;
+    wo.sources = false;
+    std::string text = target::chipToJsonText(chip, wo) + "\n";
+    bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+    ok &= ::close(fd) == 0;
+    if (!ok) throw std::runtime_error(fmt::format("cannot write {}", path_));
+    target = lower::loadTarget(path_);
+    codegen = kernels::codegen::loadTarget(path_);
+  }
+  ~ChipViews() {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
+  ChipViews(const ChipViews&) = delete;
+  ChipViews& operator=(const ChipViews&) = delete;
+
+  lower::TargetDescription target;
+  kernels::codegen::TargetInfo codegen;
+
+ private:
+  std::string path_;
+};
+
+// Where each instruction of the input was (line in the HLO file), by name:
+// the passes make new instructions (fusions) whose members keep the names.
+std::map<std::string, int> sourceLines(const hlo::HloModule& m) {
+  std::map<std::string, int> lines;
+  for (const auto& c : m.computations())
+    for (const auto& i : c->instructions())
+      if (i->sourceLine() > 0) lines.emplace(i->name(), i->sourceLine());
+  return lines;
+}
+
+// The input line of `name`, or of its fused root (then another fused member).
+int sourceLineOf(const hlo::HloModule& m, const std::map<std::string, int>& lines,
+                 const std::string& name) {
+  if (auto it = lines.find(name); it != lines.end()) return it->second;
+  for (const auto& c : m.computations())
+    if (const hlo::HloInstruction* i = c->findInstruction(name))
+      for (const hlo::HloComputation* called : i->calledComputations()) {
+        if (!called) continue;
+        if (called->root())
+          if (auto it = lines.find(called->root()->name()); it != lines.end()) return it->second;
+        for (const auto& member : called->instructions())
+          if (auto it = lines.find(member->name()); it != lines.end()) return it->second;
+      }
+  return 0;
+}
+
+// The array leaves of `shape`, depth-first, with their tuple index paths.
+void arrayLeaves(const hlo::Shape& shape, std::vector<int64_t>& path,
+                 std::vector<std::pair<std::vector<int64_t>, const hlo::Shape*>>& out) {
+  if (shape.isTuple()) {
+    for (size_t i = 0; i < shape.tupleShapes.size(); ++i) {
+      path.push_back(int64_t(i));
+      arrayLeaves(shape.tupleShapes[i], path, out);
+      path.pop_back();
+    }
+  } else if (shape.isArray()) {
+    out.emplace_back(path, &shape);
+  }
+}
+
+std::vector<std::pair<std::vector<int64_t>, const hlo::Shape*>> arrayLeaves(
+    const hlo::Shape& shape) {
+  std::vector<std::pair<std::vector<int64_t>, const hlo::Shape*>> out;
+  std::vector<int64_t> path;
+  arrayLeaves(shape, path, out);
+  return out;
+}
+
+isa::SignatureLeaf leafFor(const std::vector<int64_t>& index, const hlo::Shape& shape,
+                           const isa::BufferDesc& buffer, const std::string& what) {
+  std::optional<isa::DType> dt = lower::bufferDType(shape.type);
+  if (!dt || *dt != buffer.dtype || shape.dims != buffer.shape)
+    throw std::runtime_error(
+        fmt::format("{} is {}, but its buffer '{}' is {}{}", what, shape.toString(false),
+                    buffer.name, isa::dtypeName(buffer.dtype), fmt::join(buffer.shape, ",")));
+  return {index, buffer.name, buffer.shape, buffer.dtype};
+}
+
+std::string indexText(const std::vector<int64_t>& index) {
+  return fmt::format("{{{}}}", fmt::join(index, ","));
+}
+
+}  // namespace
+
+isa::ProgramSignature entrySignature(const hlo::HloModule& module, const isa::Program& program) {
+  const hlo::HloComputation* entry = module.entry();
+  if (!entry || !entry->root())
+    throw std::runtime_error(fmt::format("module '{}' has no entry", module.name()));
+  isa::ProgramSignature s;
+  s.module = module.name();
+  std::vector<const isa::BufferDesc*> inputs;
+  std::map<std::string, const isa::BufferDesc*> outputs;
+  for (const isa::BufferDesc& b : program.buffers) {
+    if (b.role == isa::BufferRole::Input) inputs.push_back(&b);
+    if (b.role == isa::BufferRole::Output) outputs[b.name] = &b;
+  }
+  // Inputs are in the table in parameter order, tuple parameters leaf by leaf.
+  size_t input = 0;
+  for (int64_t n = 0; n < entry->parameterCount(); ++n) {
+    const hlo::HloInstruction* p = entry->parameter(n);
+    if (!p) throw std::runtime_error(fmt::format("the entry has no parameter({})", n));
+    isa::SignatureParameter param;
+    param.name = p->name();
+    param.type = p->shape().toString(false);
+    for (const auto& [index, shape] : arrayLeaves(p->shape())) {
+      std::string what = fmt::format("parameter {} (%{}) leaf {}", n, p->name(), indexText(index));
+      if (input >= inputs.size()) throw std::runtime_error(what + " has no input buffer");
+      param.leaves.push_back(leafFor(index, *shape, *inputs[input++], what));
+    }
+    s.parameters.push_back(std::move(param));
+  }
+  if (input != inputs.size())
+    throw std::runtime_error(
+        fmt::format("the program has {} input buffers, the entry's "
+                    "parameters {} arrays",
+                    inputs.size(), input));
+  const hlo::Shape& result = entry->root()->shape();
+  s.resultType = result.toString(false);
+  for (const auto& [index, shape] : arrayLeaves(result)) {
+    auto it = outputs.find(lower::outputBufferName(index));
+    if (it == outputs.end()) continue;  // a leaf the program does not write
+    s.results.push_back(
+        leafFor(index, *shape, *it->second, fmt::format("result leaf {}", indexText(index))));
+  }
+  for (const lower::InputOutputAlias& a : lower::inputOutputAliases(module))
+    s.aliases.push_back({a.outputIndex, a.parameter, {}});
+  return s;
+}
+
+CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfig& chip,
+                             const CompileOptions& options) {
+  CompileResult out;
+  auto fail = [&](const std::string& message) {
+    out.error = "tpuc: " + message;
+    return std::move(out);
+  };
+  hlo::ParseResult parsed = hlo::parseHloFile(hloPath);
+  if (!parsed.ok()) {
+    out.error = parsed.error;
+    return out;
+  }
+  size_t chosen = 0;
+  if (!options.module.empty() || parsed.modules.size() != 1) {
+    std::vector<std::string> names;
+    for (const auto& m : parsed.modules) names.push_back(m->name());
+    size_t found = names.size();
+    for (size_t k = 0; k < names.size(); ++k)
+      if (names[k] == options.module || std::to_string(k) == options.module) found = k;
+    if (found == names.size())
+      return fail(fmt::format(
+          "error: {} holds {} module(s) ({}); {}", hloPath, names.size(), fmt::join(names, ", "),
+          options.module.empty() ? "choose one with --module N|NAME"
+                                 : fmt::format("--module {} names none of them", options.module)));
+    chosen = found;
+  }
+  hlo::HloModule& module = *parsed.modules[chosen];
+  hlo::VerifierResult v = hlo::verifyModule(module);
+  if (!v.ok()) {
+    out.error = v.message();
+    return out;
+  }
+  const std::map<std::string, int> lines = sourceLines(module);
+  try {
+    ChipViews views(chip);
+    lower::ModuleLoweringOptions lowering;
+    lowering.passes = options.passes;
+    lowering.dumpDir = options.dumpDir;
+    out.lowered = lower::lowerModule(module, views.target, views.codegen, lowering);
+    out.lowered.program.signature = entrySignature(module, out.lowered.program);
+    out.lowered.program.hasSignature = true;
+  } catch (const lower::CannotLower& e) {
+    int line = sourceLineOf(module, lines, e.instruction());
+    std::string where = line > 0 ? fmt::format("{}:{}", hloPath, line) : hloPath;
+    out.error = fmt::format("{}: error: {}", where, e.what());
+  } catch (const lower::TargetError& e) {
+    std::string m = e.what();
+    return fail(
+        m.rfind("error: ", 0) == 0 || m.find(": error: ") != std::string::npos ? m : "error: " + m);
+  } catch (const kernels::codegen::TargetError& e) {
+    return fail(fmt::format("error: {}", e.what()));
+  } catch (const lower::ModuleLoweringError& e) {
+    return fail(fmt::format("error: {}: {}", hloPath, e.what()));
+  } catch (const std::exception& e) {
+    return fail(fmt::format("error: {}: {}", hloPath, e.what()));
+  }
+  return out;
+}
+
+}  // namespace tpusim::driver
