@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -9,7 +10,6 @@
 #include <stdexcept>
 
 #include "isa/support/Numerics.h"
-#include "sim/tools/tpusim/Subprocess.h"
 
 namespace tpusim::sim {
 
@@ -191,22 +191,24 @@ void judgeBf16Rounding(OutputCheck& c, const isa::BufferDesc& buffer, const npy:
 }
 
 std::map<std::string, npy::Array> evaluateReference(
-    const std::string& hloPath, const std::map<int64_t, std::string>& parameterFiles,
-    const std::vector<std::string>& outputNames, const std::string& dir, const std::string& name,
-    const std::string& passes) {
-  std::string tool = siblingTool("tpu-opt");
-  std::string outDir = dir + "/" + name;
-  std::vector<std::string> argv = {tool, hloPath, "--evaluate", "--output-dir", outDir, "--force"};
-  if (!passes.empty()) argv.push_back("--passes=" + passes);
-  for (const auto& [param, path] : parameterFiles)
-    argv.push_back(fmt::format("--input={}={}", param, path));
-  std::string log = dir + "/" + name + ".log";
-  ProcessResult r = runProcess(argv, log);
-  if (!r.ok())
+    const std::string& hloPath, const std::map<int64_t, driver::ParameterArray>& parameters,
+    const std::vector<std::string>& outputNames, const std::string& passes) {
+  driver::EvaluateFileResult r = driver::evaluateHloFile(hloPath, parameters, passes);
+  if (!r.ok()) {
+    fmt::print(stderr, "{}\n", r.error);
     throw std::runtime_error(
-        fmt::format("the reference evaluator ({}) failed on {} ({})", tool, hloPath, r.describe()));
+        fmt::format("the reference evaluator (tpu-opt --evaluate{}) failed on {} (exit status 1)",
+                    passes.empty() ? "" : " --passes=" + passes, hloPath));
+  }
   std::map<std::string, npy::Array> out;
-  for (const std::string& name : outputNames) out[name] = npy::read(outDir + "/" + name + ".npy");
+  for (const std::string& name : outputNames) {
+    auto it = std::find_if(r.outputs.begin(), r.outputs.end(),
+                           [&](const auto& o) { return o.first == name; });
+    if (it == r.outputs.end())
+      throw std::runtime_error(
+          fmt::format("the reference evaluator computed no result '{}' for {}", name, hloPath));
+    out[name] = std::move(it->second);
+  }
   return out;
 }
 

@@ -1,5 +1,5 @@
 // `tpusim IN.hlo --check` (functional mode): the same module evaluated by the
-// reference evaluator (`tpu-opt --evaluate`, run from tpusim's bin directory)
+// reference evaluator (what `tpu-opt --evaluate` runs, linked into tpusim)
 // on the same inputs, every output compared with a tolerance by dtype.
 //
 // Tolerance: an element passes when |sim - ref| <= atol + rtol * |ref|, with
@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/driver/EvaluateHlo.h"
 #include "isa/Program.h"
 #include "isa/support/Npy.h"
 
@@ -77,12 +78,14 @@ void judgeBf16Rounding(OutputCheck& c, const isa::BufferDesc& buffer, const npy:
 
 namespace tpusim::sim {
 
-// Runs `tpu-opt HLO [--passes=PASSES] --evaluate --input N=path ... --output-dir
-// DIR/NAME` and reads the result file of every output name (out.npy, out.0.npy,
-// ...). Throws std::runtime_error when tpu-opt is missing or fails.
+// Evaluates the module of `hloPath` with the reference evaluator in process
+// (compiler/driver/EvaluateHlo.h: what `tpu-opt HLO [--passes=PASSES]
+// --evaluate --input N=x.npy ...` computes) on `parameters` (entry parameter
+// number -> array) and returns the result of every output name (out, out.0,
+// ...). On failure prints the evaluator's message on stderr, as tpu-opt
+// prints it, and throws std::runtime_error.
 std::map<std::string, npy::Array> evaluateReference(
-    const std::string& hloPath, const std::map<int64_t, std::string>& parameterFiles,
-    const std::vector<std::string>& outputNames, const std::string& dir,
-    const std::string& name = "reference", const std::string& passes = "");
+    const std::string& hloPath, const std::map<int64_t, driver::ParameterArray>& parameters,
+    const std::vector<std::string>& outputNames, const std::string& passes = "");
 
 }  // namespace tpusim::sim

@@ -20,7 +20,6 @@
 #include "sim/chip/Simulation.h"
 #include "sim/tools/tpusim/HloProgram.h"
 #include "sim/tools/tpusim/ReferenceCheck.h"
-#include "sim/tools/tpusim/Subprocess.h"
 
 namespace tpusim::sim {
 namespace {
@@ -62,6 +61,31 @@ isa::Program loadProgram(const std::string& path) {
   std::string error;
   if (!isa::readProgramFile(path, &p, &error)) throw UserError(error);
   return p;
+}
+
+// The buffer `--input NAME=...` fills: a buffer name, or for a program with
+// a signature also an entry parameter of one array, by number (0) or HLO name
+// (Arg_0.1 or %Arg_0.1), as `tpu-opt --evaluate --input` names them.
+std::string inputBufferName(const isa::Program& program, const std::string& name) {
+  for (const isa::BufferDesc& b : program.buffers)
+    if (b.name == name) return name;
+  if (!program.hasSignature) return name;
+  const std::vector<isa::SignatureParameter>& params = program.signature.parameters;
+  std::string bare = name[0] == '%' ? name.substr(1) : name;
+  for (size_t n = 0; n < params.size(); ++n)
+    if (params[n].name == bare || std::to_string(n) == bare) {
+      if (params[n].leaves.size() != 1 || !params[n].leaves[0].index.empty())
+        throw UserError(
+            fmt::format("--input {}: entry parameter {} (%{}) is {}; give its buffers by name ({})",
+                        name, n, params[n].name, params[n].type, [&] {
+                          std::string names;
+                          for (const isa::SignatureLeaf& l : params[n].leaves)
+                            names += (names.empty() ? "" : ", ") + l.buffer;
+                          return names.empty() ? std::string("none") : names;
+                        }()));
+      return params[n].leaves[0].buffer;
+    }
+  return name;
 }
 
 // Refuses to mix outputs of two runs: the directory must be new or empty.
@@ -121,50 +145,45 @@ class Progress {
   bool shown_ = false;
 };
 
-// Writes every input of an .hlo program as .npy (the user's file, or the
-// simulator's seeded random data) and gives it to the simulation; returns the
-// file of each entry parameter for the reference evaluator.
-std::map<int64_t, std::string> writeCheckInputs(const TpusimArgs& a, const CompiledHlo& hlo,
-                                                const isa::Program& program,
-                                                const std::map<std::string, std::string>& given,
-                                                Simulation& sim, const std::string& dir) {
-  std::map<int64_t, std::string> files;
-  fs::create_directories(fs::path(dir) / "inputs");
-  for (const IoMapEntry& e : hlo.io) {
-    if (!e.input) continue;
-    if (e.tupleLeaf)
+// The value of every entry parameter of an .hlo program, for the reference
+// evaluator: the user's file, or the simulator's seeded random data (then
+// given to the simulation too, so both compute on the same values). The
+// program's signature says which input buffer holds which parameter.
+std::map<int64_t, driver::ParameterArray> checkInputs(
+    const TpusimArgs& a, const isa::Program& program,
+    const std::map<std::string, std::string>& given, Simulation& sim) {
+  std::map<int64_t, driver::ParameterArray> parameters;
+  const std::vector<isa::SignatureParameter>& params = program.signature.parameters;
+  for (size_t n = 0; n < params.size(); ++n) {
+    if (params[n].leaves.empty()) continue;
+    if (params[n].leaves.size() != 1 || !params[n].leaves[0].index.empty())
       throw UserError(fmt::format(
-          "--check: entry parameter {} is a tuple; the reference evaluator takes arrays only",
-          e.parameter));
-    if (auto it = given.find(e.name); it != given.end()) {
-      files[e.parameter] = it->second;
+          "--check: entry parameter {} is a tuple; the reference evaluator takes arrays only", n));
+    const std::string& name = params[n].leaves[0].buffer;
+    if (auto it = given.find(name); it != given.end()) {
+      parameters[int64_t(n)] = {npy::read(it->second), it->second};
       continue;
     }
     const isa::BufferDesc* buffer = nullptr;
     for (const isa::BufferDesc& b : program.buffers)
-      if (b.name == e.name && b.role == isa::BufferRole::Input) buffer = &b;
-    if (!buffer) throw UserError(fmt::format("--check: the program has no input '{}'", e.name));
+      if (b.name == name && b.role == isa::BufferRole::Input) buffer = &b;
+    if (!buffer) throw UserError(fmt::format("--check: the program has no input '{}'", name));
     npy::Array array = bytesToNpy(*buffer, randomBytes(*buffer, a.seed, randomInputsOf(a)));
-    std::string path =
-        (fs::path(dir) / "inputs" / fmt::format("{}.{}.npy", e.parameter, fileNameFor(e.name)))
-            .string();
-    npy::write(path, array);
-    sim.setInput(e.name, array, path);
-    files[e.parameter] = path;
+    std::string source = fmt::format("the random data of input '{}' (--seed {})", name, a.seed);
+    sim.setInput(name, array, source);
+    parameters[int64_t(n)] = {std::move(array), source};
   }
-  return files;
+  return parameters;
 }
 
 // Evaluates the module with the reference evaluator and compares every output.
-int checkOutputs(const TpusimArgs& a, const CompiledHlo& hlo, const isa::Program& program,
-                 const SimResult& r, const std::map<int64_t, std::string>& parameterFiles,
-                 const std::string& dir) {
+int checkOutputs(const TpusimArgs& a, const isa::Program& program, const SimResult& r,
+                 const std::map<int64_t, driver::ParameterArray>& parameters) {
   std::vector<std::string> names;
-  for (const IoMapEntry& e : hlo.io)
-    if (!e.input) names.push_back(e.name);
+  for (const isa::SignatureLeaf& leaf : program.signature.results) names.push_back(leaf.buffer);
   std::map<std::string, npy::Array> ref;
   try {
-    ref = evaluateReference(a.program, parameterFiles, names, dir);
+    ref = evaluateReference(a.program, parameters, names);
   } catch (const std::runtime_error& e) {
     throw UserError(fmt::format("--check: {}", e.what()));
   }
@@ -188,8 +207,7 @@ int checkOutputs(const TpusimArgs& a, const CompiledHlo& hlo, const isa::Program
   if (judgeRounding) {
     std::map<std::string, npy::Array> exact;
     try {
-      exact = evaluateReference(a.program, parameterFiles, names, dir, "reference-f32",
-                                "promote-to-f32");
+      exact = evaluateReference(a.program, parameters, names, "promote-to-f32");
     } catch (const std::runtime_error& e) {
       throw UserError(fmt::format("--check: {}", e.what()));
     }
@@ -235,21 +253,18 @@ int run(const TpusimArgs& a) {
 
   target::ChipConfig chip = target::loadChip(a.chip);
   target::applyOverrides(chip, a.sets);
-  // An .hlo module is compiled by tpuc for exactly this chip into a temporary program.
-  std::unique_ptr<TempDir> temp;
-  CompiledHlo hlo;
-  std::string programPath = a.program;
+  // An .hlo module is compiled in process for exactly this chip.
+  isa::Program program;
   if (fromHlo) {
     if (!fs::exists(a.program)) throw UserError(fmt::format("{}: no such file", a.program));
-    temp = std::make_unique<TempDir>("tpusim-hlo");
     try {
-      hlo = compileHlo(a.program, chip, *temp);
+      program = compileHlo(a.program, chip);
     } catch (const std::runtime_error& e) {
       throw UserError(e.what());
     }
-    programPath = hlo.programPath;
+  } else {
+    program = loadProgram(a.program);
   }
-  isa::Program program = loadProgram(programPath);
   if (!program.chip.empty() && program.chip != chip.name)
     fmt::print(stderr, "tpusim: warning: {} was built for chip '{}', running it on '{}'\n",
                a.program, program.chip, chip.name);
@@ -284,12 +299,13 @@ int run(const TpusimArgs& a) {
     } catch (const npy::NpyError& e) {
       throw UserError(e.what());
     }
+    name = inputBufferName(program, name);
     sim.setInput(name, array, path);
     given[name] = path;
   }
-  // --check: every input as a file both the simulator and the evaluator read.
-  std::map<int64_t, std::string> parameterFiles;
-  if (a.check) parameterFiles = writeCheckInputs(a, hlo, program, given, sim, temp->path());
+  // --check: every input as an array both the simulator and the evaluator read.
+  std::map<int64_t, driver::ParameterArray> parameters;
+  if (a.check) parameters = checkInputs(a, program, given, sim);
   if (!a.outputDir.empty()) prepareOutputDir(a.outputDir, a.force);
 
   SimResult r = sim.run();
@@ -320,7 +336,7 @@ int run(const TpusimArgs& a) {
   if (!a.outputDir.empty())
     for (const auto& [name, array] : r.outputs)
       npy::write((fs::path(a.outputDir) / (fileNameFor(name) + ".npy")).string(), array);
-  if (a.check) return checkOutputs(a, hlo, program, r, parameterFiles, temp->path());
+  if (a.check) return checkOutputs(a, program, r, parameters);
   return 0;
 }
 
