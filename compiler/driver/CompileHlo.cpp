@@ -2,12 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <vector>
@@ -19,7 +14,6 @@
 #include "compiler/lower/InputOutputAlias.h"
 #include "compiler/lower/ModuleLoweringNames.h"
 #include "compiler/lower/TargetDescription.h"
-#include "isa/target/ChipJson.h"
 #include "kernels/codegen/TargetInfo.h"
 
 namespace tpusim::driver {
@@ -27,45 +21,12 @@ namespace tpusim::driver {
 namespace {
 
 // The compiler's and the code generator's views of one chip.
-//
-// TODO(arch): describeTarget/fromChip. Until lower::describeTarget(chip) and
-// kernels::codegen::TargetInfo::fromChip(chip) exist, the chip is written as
-// JSON to a temporary file and read back by the existing loaders; the file
-// lives as long as this object, because the fusion pass reads the preset by
-// the path in TargetDescription::sourcePath (the chip exactly as given, every
-// override included).
-class ChipViews {
- public:
-  explicit ChipViews(const target::ChipConfig& chip) {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = fmt::format("{}/tpusim-chip.XXXXXX.json", base && *base ? base : "/tmp");
-    std::vector<char> buf(pattern.begin(), pattern.end());
-    buf.push_back('\0');
-    int fd = mkstemps(buf.data(), 5);
-    if (fd < 0)
-      throw std::runtime_error(
-          fmt::format("cannot create a temporary chip file {}: {}", pattern, std::strerror(errno)));
-    path_ = buf.data();
-    target::WriteOptions wo;
-    wo.sources = false;
-    std::string text = target::chipToJsonText(chip, wo) + "\n";
-    bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
-    ok &= ::close(fd) == 0;
-    if (!ok) throw std::runtime_error(fmt::format("cannot write {}", path_));
-    target = lower::loadTarget(path_);
-    codegen = kernels::codegen::loadTarget(path_);
-  }
-  ~ChipViews() {
-    if (!path_.empty()) std::remove(path_.c_str());
-  }
-  ChipViews(const ChipViews&) = delete;
-  ChipViews& operator=(const ChipViews&) = delete;
-
+struct ChipViews {
+  explicit ChipViews(const target::ChipConfig& chip)
+      : target(lower::describeTarget(chip)),
+        codegen(kernels::codegen::TargetInfo::fromChip(chip)) {}
   lower::TargetDescription target;
   kernels::codegen::TargetInfo codegen;
-
- private:
-  std::string path_;
 };
 
 // Where each instruction of the input was (line in the HLO file), by name:
