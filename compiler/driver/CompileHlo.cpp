@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "compiler/driver/ModuleLoweringPipeline.h"
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/HloParser.h"
 #include "compiler/hlo/HloVerifier.h"
@@ -173,10 +174,10 @@ CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfi
   const std::map<std::string, int> lines = sourceLines(module);
   try {
     ChipViews views(chip);
-    lower::ModuleLoweringOptions lowering;
+    driver::ModuleLoweringOptions lowering;
     lowering.passes = options.passes;
     lowering.dumpDir = options.dumpDir;
-    out.lowered = lower::lowerModule(module, views.target, views.codegen, lowering);
+    out.lowered = driver::compileModule(module, views.target, views.codegen, lowering);
     out.lowered.program.signature = entrySignature(module, out.lowered.program);
     out.lowered.program.hasSignature = true;
   } catch (const lower::CannotLower& e) {

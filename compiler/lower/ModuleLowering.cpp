@@ -14,7 +14,6 @@
 #include "compiler/lower/ModuleLoweringContext.h"
 #include "compiler/lower/ModuleLoweringCosts.h"
 #include "compiler/lower/ModuleLoweringNames.h"
-#include "compiler/lower/ModuleLoweringPipeline.h"
 #include "kernels/codegen/Compile.h"
 #include "kernels/codegen/RegAlloc.h"
 
@@ -475,11 +474,9 @@ void ModuleLowerer::lowerEntry() {
   out_.buffers = entry_;
 }
 
-LoweredModule lowerModule(hlo::HloModule& module, const TargetDescription& target,
-                          const codegen::TargetInfo& codegenTarget,
-                          const ModuleLoweringOptions& options) {
+LoweredModule lowerModule(const hlo::HloModule& module, const TargetDescription& target,
+                          const codegen::TargetInfo& codegenTarget) {
   LoweredModule out;
-  out.passes = runLoweringPasses(module, options.passes, target.chip, options.dumpDir);
   ModuleLowerer lowerer(module, target, codegenTarget, out);
   try {
     lowerer.lowerEntry();

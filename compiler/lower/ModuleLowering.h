@@ -1,7 +1,8 @@
 // A whole HLO module becomes one program (.tpuprog): what `tpuc` runs.
 //
-//   1. the pass pipeline (ModuleLoweringPipeline.h) cleans the module up and
-//      cuts it into fusions;
+//   1. the pass pipeline (compiler/driver/ModuleLoweringPipeline.h, run by
+//      driver::compileModule before lowerModule) cleans the module up and cuts
+//      it into fusions;
 //   2. HBM buffer assignment (BufferAssignment.h) places every parameter,
 //      constant, live intermediate and output of the entry computation;
 //   3. the entry schedule is walked in order:
@@ -45,14 +46,6 @@ class ModuleLoweringError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct ModuleLoweringOptions {
-  // Comma-separated passes run before lowering; empty = the default pipeline
-  // (defaultLoweringPasses() in ModuleLoweringPipeline.h).
-  std::string passes;
-  // Write the module after each pass to DIR/<module>.<NN>.<pass>.hlo ("" = no dumps).
-  std::string dumpDir;
-};
-
 // One lowered HLO instruction, in program order (what --print-stats lists).
 struct LoweredOp {
   std::string instruction;  // HLO instruction name
@@ -64,7 +57,7 @@ struct LoweredOp {
 struct LoweredModule {
   isa::Program program;
   BufferAssignment buffers;         // of the entry computation, after the passes
-  std::vector<std::string> passes;  // the passes that ran, in order
+  std::vector<std::string> passes;  // the passes that ran, in order (set by the driver)
   std::vector<LoweredOp> ops;       // every lowered instruction, nested ones included
   uint64_t hbmBytes = 0;            // HBM the program uses (heap + extra regions)
   int64_t smemWords = 0;            // SMEM words of all DMA descriptors and scalars
@@ -72,11 +65,11 @@ struct LoweredModule {
   std::string statsText() const;
 };
 
-// Lowers `module` (changed in place by the passes) for the chip. `target` and
+// Lowers `module`, which the passes have already prepared (fused, layouts
+// dropped), for the chip; `passes` of the result stays empty. `target` and
 // `codegenTarget` must describe the same preset (the compiler's and the code
 // generator's views of it). Throws CannotLower or ModuleLoweringError.
-LoweredModule lowerModule(hlo::HloModule& module, const TargetDescription& target,
-                          const kernels::codegen::TargetInfo& codegenTarget,
-                          const ModuleLoweringOptions& options = {});
+LoweredModule lowerModule(const hlo::HloModule& module, const TargetDescription& target,
+                          const kernels::codegen::TargetInfo& codegenTarget);
 
 }  // namespace tpusim::lower

@@ -4,6 +4,7 @@
 // control flow that branches inside the code).
 #include <catch2/catch.hpp>
 
+#include "compiler/driver/ModuleLoweringPipeline.h"
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/HloParser.h"
 #include "compiler/lower/BufferAssignment.h"
@@ -34,7 +35,7 @@ lower::LoweredModule lowerText(const std::string& text) {
   auto m = parse(text);
   lower::TargetDescription t = lower::loadTarget("v5e");
   kernels::codegen::TargetInfo cg = kernels::codegen::TargetInfo::fromChip(t.chip);
-  return lower::lowerModule(*m, t, cg);
+  return driver::compileModule(*m, t, cg);
 }
 
 const char* kLoop = R"(

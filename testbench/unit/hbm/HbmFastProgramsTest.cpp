@@ -12,8 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include "compiler/driver/ModuleLoweringPipeline.h"
 #include "compiler/hlo/HloParser.h"
-#include "compiler/lower/ModuleLowering.h"
 #include "isa/Assembler.h"
 #include "isa/target/ChipLoader.h"
 #include "kernels/codegen/TargetInfo.h"
@@ -35,7 +35,7 @@ isa::Program compileTrace(const std::string& file, const std::string& chip) {
   target::ChipConfig config = target::loadChip(chip);
   lower::TargetDescription target = lower::describeTarget(config);
   kernels::codegen::TargetInfo codegen = kernels::codegen::TargetInfo::fromChip(config);
-  return lower::lowerModule(*parsed.modules.at(0), target, codegen).program;
+  return driver::compileModule(*parsed.modules.at(0), target, codegen).program;
 }
 
 // Stats JSON of a timing-mode run with the given HBM model (the model's own

@@ -1,17 +1,20 @@
-#include "compiler/lower/ModuleLoweringPipeline.h"
+#include "compiler/driver/ModuleLoweringPipeline.h"
 
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <memory>
 #include <system_error>
+#include <utility>
 
-#include "compiler/lower/ModuleLowering.h"
 #include "compiler/lower/ModuleLoweringLayouts.h"
 #include "compiler/lower/ModuleLoweringUnfuse.h"
 #include "compiler/passes/PassOptions.h"
 #include "compiler/passes/PassPipeline.h"
 
-namespace tpusim::lower {
+namespace tpusim::driver {
+
+using lower::ModuleLoweringError;
 
 std::string defaultLoweringPasses() {
   return "inline,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce";
@@ -33,9 +36,9 @@ std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::st
     pipeline.setDumpDir(dumpDir, module.name());
   }
   // Layouts are not physical here (dense row-major HBM); drop the input's.
-  dropLayouts(module);
+  lower::dropLayouts(module);
   // Fusions of the input were made for another back end: ours decides again.
-  if (("," + list + ",").find(",fusion,") != std::string::npos) unfuseInputFusions(module);
+  if (("," + list + ",").find(",fusion,") != std::string::npos) lower::unfuseInputFusions(module);
   if (!pipeline.run(module, &error)) throw ModuleLoweringError(error);
   std::vector<std::string> names;
   size_t start = 0;
@@ -48,4 +51,14 @@ std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::st
   return names;
 }
 
-}  // namespace tpusim::lower
+lower::LoweredModule compileModule(hlo::HloModule& module, const lower::TargetDescription& target,
+                                   const kernels::codegen::TargetInfo& codegenTarget,
+                                   const ModuleLoweringOptions& options) {
+  std::vector<std::string> ran =
+      runLoweringPasses(module, options.passes, target.chip, options.dumpDir);
+  lower::LoweredModule out = lower::lowerModule(module, target, codegenTarget);
+  out.passes = std::move(ran);
+  return out;
+}
+
+}  // namespace tpusim::driver

@@ -1,0 +1,57 @@
+// The passes `tpuc` runs before lowering, and why in this order:
+//   inline            calls become plain instructions, so fusion sees through them;
+//   dot-canonicalize  every dot becomes [B,M,K] x [B,K,N] (the MXU form the kernel
+//                     lowering expects), with explicit transposes/reshapes;
+//   algsimp           removes the identity ops those (and the input) left behind;
+//   constant-folding  small constant expressions become constants;
+//   cse, dce          one copy of each value, nothing unused;
+//   fusion            cuts the graph into kernels (reads the chip, PassOptions.h);
+//   dce               drops what fusion made dead.
+// layout-assignment is not run: HBM arrays are dense row-major in their logical
+// shape here (compiler/lower/ModuleLowering.h), so tiled layouts and the
+// copies that would change them do not apply.
+//
+// The driver sits above both compiler/passes and compiler/lower: it runs the
+// passes, then hands the module to the lowering (which never runs a pass).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/HloModule.h"
+#include "compiler/lower/ModuleLowering.h"
+#include "compiler/lower/TargetDescription.h"
+#include "isa/target/ChipConfig.h"
+#include "kernels/codegen/TargetInfo.h"
+
+namespace tpusim::driver {
+
+struct ModuleLoweringOptions {
+  // Comma-separated passes run before lowering; empty = the default pipeline
+  // (defaultLoweringPasses()).
+  std::string passes;
+  // Write the module after each pass to DIR/<module>.<NN>.<pass>.hlo ("" = no dumps).
+  std::string dumpDir;
+};
+
+// "inline,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce".
+std::string defaultLoweringPasses();
+
+// First the input's layouts are dropped (compiler/lower/ModuleLoweringLayouts.h); when the
+// list has `fusion`, fusions already in the input are inlined
+// (compiler/lower/ModuleLoweringUnfuse.h). Runs `passes` (comma-separated; "" = the default) for
+// `chip`, verifying after each and dumping to `dumpDir` if not empty. Returns the names that ran;
+// throws lower::ModuleLoweringError on an unknown pass, a verifier failure or a dump that cannot
+// be written.
+std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::string& passes,
+                                           const target::ChipConfig& chip,
+                                           const std::string& dumpDir);
+
+// A whole HLO module -> one program (what `tpuc` runs): runLoweringPasses (on `module`, changed
+// in place) for the chip `target` describes, then lower::lowerModule; the result lists the passes
+// that ran. Throws lower::CannotLower or lower::ModuleLoweringError.
+lower::LoweredModule compileModule(hlo::HloModule& module, const lower::TargetDescription& target,
+                                   const kernels::codegen::TargetInfo& codegenTarget,
+                                   const ModuleLoweringOptions& options = {});
+
+}  // namespace tpusim::driver
