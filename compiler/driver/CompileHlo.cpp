@@ -12,7 +12,7 @@
 #include "compiler/hlo/HloParser.h"
 #include "compiler/hlo/HloVerifier.h"
 #include "compiler/lower/CannotLower.h"
-#include "compiler/lower/InputOutputAlias.h"
+#include "compiler/lower/buffers/InputOutputAlias.h"
 #include "compiler/lower/ModuleLoweringNames.h"
 #include "compiler/lower/TargetDescription.h"
 #include "kernels/codegen/TargetInfo.h"

@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "compiler/hlo/HloModule.h"
-#include "compiler/lower/BufferAssignment.h"
 #include "compiler/lower/TargetDescription.h"
+#include "compiler/lower/buffers/BufferAssignment.h"
 #include "isa/Program.h"
 #include "kernels/codegen/TargetInfo.h"
 

@@ -1,7 +1,7 @@
 #include "compiler/lower/ModuleLoweringCosts.h"
 
 #include "compiler/hlo/HloComputation.h"
-#include "compiler/lower/ShapeBytes.h"
+#include "compiler/lower/buffers/ShapeBytes.h"
 
 namespace tpusim::lower {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "compiler/lower/ShapeBytes.h"
+#include "compiler/lower/buffers/ShapeBytes.h"
 #include "compiler/passes/FusionRules.h"
 
 namespace tpusim::passes {

@@ -11,8 +11,8 @@
 
 #include <cstdlib>
 
-#include "compiler/lower/BufferAssignment.h"
 #include "compiler/lower/TargetDescription.h"
+#include "compiler/lower/buffers/BufferAssignment.h"
 #include "compiler/passes/PassOptions.h"
 #include "compiler/tools/tpu-opt/TpuOptMode.h"
 

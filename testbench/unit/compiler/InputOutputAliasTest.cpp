@@ -1,8 +1,8 @@
-// The module header's input_output_alias (compiler/lower/InputOutputAlias.h).
+// The module header's input_output_alias (compiler/lower/buffers/InputOutputAlias.h).
 #include <catch2/catch.hpp>
 
 #include "compiler/hlo/HloParser.h"
-#include "compiler/lower/InputOutputAlias.h"
+#include "compiler/lower/buffers/InputOutputAlias.h"
 
 using namespace tpusim;
 

@@ -7,9 +7,9 @@
 #include "compiler/driver/ModuleLoweringPipeline.h"
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/HloParser.h"
-#include "compiler/lower/BufferAssignment.h"
 #include "compiler/lower/CannotLower.h"
 #include "compiler/lower/ModuleLowering.h"
+#include "compiler/lower/buffers/BufferAssignment.h"
 #include "isa/Rules.h"
 
 using namespace tpusim;

@@ -1,6 +1,6 @@
 // HBM buffer assignment: liveness, reuse, aliasing, padding, scratch, overflow.
-#include "compiler/lower/BufferAssignment.h"
-#include "compiler/lower/ShapeBytes.h"
+#include "compiler/lower/buffers/BufferAssignment.h"
+#include "compiler/lower/buffers/ShapeBytes.h"
 #include "testbench/unit/fusion/FusionTestUtil.h"
 
 using namespace tpusim;

@@ -1,4 +1,4 @@
-#include "compiler/lower/ShapeBytes.h"
+#include "compiler/lower/buffers/ShapeBytes.h"
 
 #include <limits>
 

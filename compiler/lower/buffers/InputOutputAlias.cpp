@@ -1,4 +1,4 @@
-#include "compiler/lower/InputOutputAlias.h"
+#include "compiler/lower/buffers/InputOutputAlias.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "compiler/lower/BufferAssignment.h"
+#include "compiler/lower/buffers/BufferAssignment.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,8 +9,8 @@
 #include <unordered_map>
 
 #include "compiler/hlo/HloComputation.h"
-#include "compiler/lower/InputOutputAlias.h"
-#include "compiler/lower/ShapeBytes.h"
+#include "compiler/lower/buffers/InputOutputAlias.h"
+#include "compiler/lower/buffers/ShapeBytes.h"
 
 namespace tpusim::lower {
 namespace {
