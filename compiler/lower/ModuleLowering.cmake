@@ -14,5 +14,5 @@ add_library(tpusim_module_lowering STATIC
   ${_dir}/ControlCode.cpp
   ${_dir}/ControlFlow.cpp
 )
-target_link_libraries(tpusim_module_lowering PUBLIC tpusim_lower tpusim_lower_buffers tpusim_fusion_lowering tpusim_lower_dma
+target_link_libraries(tpusim_module_lowering PUBLIC tpusim_lower tpusim_lower_buffers tpusim_lower_fusion tpusim_lower_dma
                       tpusim_kernels_codegen tpusim_isa tpusim_options fmt::fmt)

@@ -8,12 +8,12 @@
 #include "compiler/lower/CannotLower.h"
 #include "compiler/lower/ControlFlow.h"
 #include "compiler/lower/DataMovement.h"
-#include "compiler/lower/FusionLowering.h"
 #include "compiler/lower/ModuleLoweringConstants.h"
 #include "compiler/lower/ModuleLoweringContext.h"
 #include "compiler/lower/ModuleLoweringCosts.h"
 #include "compiler/lower/ModuleLoweringNames.h"
 #include "compiler/lower/buffers/InputOutputAlias.h"
+#include "compiler/lower/fusion/FusionLowering.h"
 #include "kernels/codegen/Compile.h"
 #include "kernels/codegen/RegAlloc.h"
 

@@ -5,7 +5,7 @@
 //   kInput  a reduce as the root, with the element-wise producers of its input;
 //   kOutput a dot or convolution (the "hero") with element-wise consumers
 //           (bias-add, activation, convert) and cheap producers of its operands.
-// What fuses is what fusion lowering (compiler/lower/FusionLowering.h) can
+// What fuses is what fusion lowering (compiler/lower/fusion/FusionLowering.h) can
 // compute in the tiled view of a kernel, where a block is rows x lanes of the
 // output: data movement that moves elements between (8,128) tiles (transpose,
 // slice, concatenate, pad, reverse, dynamic-slice, copy, a reshape that splits

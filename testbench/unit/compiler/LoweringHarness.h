@@ -17,7 +17,7 @@
 #include "compiler/hlo/HloModule.h"
 #include "compiler/hlo/HloParser.h"
 #include "compiler/hlo/eval/Evaluator.h"
-#include "compiler/lower/FusionLowering.h"
+#include "compiler/lower/fusion/FusionLowering.h"
 #include "compiler/passes/PassPipeline.h"
 #include "kernels/codegen/Compile.h"
 #include "kernels/codegen/RegAlloc.h"

@@ -1,10 +1,10 @@
-// The tiling heuristic (compiler/lower/Tiling.h) on the shapes of a
+// The tiling heuristic (compiler/lower/fusion/Tiling.h) on the shapes of a
 // transformer layer, for a v5e-like target: K-resident dot blocks, edge blocks
 // over narrow divisors, the VMEM budget, and loop blocks big enough to hide
 // the per-step overhead.
 #include <catch2/catch.hpp>
 
-#include "compiler/lower/Tiling.h"
+#include "compiler/lower/fusion/Tiling.h"
 
 using namespace tpusim::lower;
 

@@ -1,11 +1,11 @@
 // lowerToKernel: checks the conventions (FusionLowering.h), builds the compute
 // graph of the instruction and hands it to the emitter of its kind.
-#include "compiler/lower/FusionLowering.h"
+#include "compiler/lower/fusion/FusionLowering.h"
 
 #include <fmt/format.h>
 
 #include "compiler/hlo/HloComputation.h"
-#include "compiler/lower/FusionLoweringInternal.h"
+#include "compiler/lower/fusion/FusionLoweringInternal.h"
 
 namespace tpusim::lower {
 

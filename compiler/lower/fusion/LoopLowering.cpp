@@ -3,7 +3,7 @@
 // the output from the matching blocks of the leaves (FusionLoweringInternal.h).
 #include <fmt/format.h>
 
-#include "compiler/lower/FusionLoweringInternal.h"
+#include "compiler/lower/fusion/FusionLoweringInternal.h"
 
 namespace tpusim::lower::detail {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "compiler/lower/FusionLoweringInternal.h"
+#include "compiler/lower/fusion/FusionLoweringInternal.h"
 #include "kernels/dsl/Emit.h"
 
 namespace tpusim::lower::detail {

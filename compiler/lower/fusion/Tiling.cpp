@@ -1,4 +1,4 @@
-#include "compiler/lower/Tiling.h"
+#include "compiler/lower/fusion/Tiling.h"
 
 #include <fmt/format.h>
 

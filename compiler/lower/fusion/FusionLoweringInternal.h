@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "compiler/hlo/HloComputation.h"
-#include "compiler/lower/FusionLowering.h"
-#include "compiler/lower/Tiling.h"
+#include "compiler/lower/fusion/FusionLowering.h"
+#include "compiler/lower/fusion/Tiling.h"
 #include "kernels/dsl/PallasCall.h"
 
 namespace tpusim::lower::detail {

@@ -9,7 +9,7 @@
 
 #include <cmath>
 
-#include "compiler/lower/FusionLoweringInternal.h"
+#include "compiler/lower/fusion/FusionLoweringInternal.h"
 
 namespace tpusim::lower::detail {
 

@@ -15,7 +15,7 @@
 #include <set>
 
 #include "compiler/hlo/HloComputation.h"
-#include "compiler/lower/FusionLoweringInternal.h"
+#include "compiler/lower/fusion/FusionLoweringInternal.h"
 
 namespace tpusim::lower::detail {
 

@@ -10,7 +10,7 @@
 
 #include <optional>
 
-#include "compiler/lower/FusionLoweringInternal.h"
+#include "compiler/lower/fusion/FusionLoweringInternal.h"
 #include "kernels/lib/Registry.h"
 
 namespace tpusim::lower::detail {

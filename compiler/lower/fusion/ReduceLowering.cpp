@@ -13,7 +13,7 @@
 #include <limits>
 
 #include "compiler/hlo/HloComputation.h"
-#include "compiler/lower/FusionLoweringInternal.h"
+#include "compiler/lower/fusion/FusionLoweringInternal.h"
 
 namespace tpusim::lower::detail {
 
