@@ -22,7 +22,7 @@
 #include "compiler/hlo/eval/EvalTypes.h"
 #include "compiler/hlo/eval/Evaluator.h"
 #include "compiler/lower/CannotLower.h"
-#include "compiler/lower/DataMovement.h"
+#include "compiler/lower/dma/DataMovement.h"
 #include "isa/target/ChipLoader.h"
 #include "kernels/codegen/Link.h"
 #include "sim/chip/Simulation.h"

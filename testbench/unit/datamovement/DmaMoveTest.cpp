@@ -2,7 +2,7 @@
 // and queue splits cover every byte exactly once.
 #include <catch2/catch.hpp>
 
-#include "compiler/lower/DmaMove.h"
+#include "compiler/lower/dma/DmaMove.h"
 
 using namespace tpusim::lower;
 

@@ -4,7 +4,7 @@
 // byte offset that is written into the descriptor before the `dma`.
 #include <fmt/format.h>
 
-#include "compiler/lower/DmaLowering.h"
+#include "compiler/lower/dma/DmaLowering.h"
 
 namespace tpusim::lower {
 

@@ -1,4 +1,4 @@
-#include "compiler/lower/DmaMove.h"
+#include "compiler/lower/dma/DmaMove.h"
 
 #include <fmt/format.h>
 

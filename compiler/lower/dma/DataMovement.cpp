@@ -3,12 +3,12 @@
 // slice, concatenate, reverse and broadcast. Each builds a Move in the
 // result's dimension order (so the destination side is dense row-major and
 // merges well) and emits it (DmaEmit.cpp).
-#include "compiler/lower/DataMovement.h"
+#include "compiler/lower/dma/DataMovement.h"
 
 #include <fmt/format.h>
 
 #include "compiler/lower/CannotLower.h"
-#include "compiler/lower/DmaLowering.h"
+#include "compiler/lower/dma/DmaLowering.h"
 #include "kernels/codegen/RegAlloc.h"
 
 namespace tpusim::lower {

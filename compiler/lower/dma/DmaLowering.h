@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "compiler/hlo/HloInstruction.h"
-#include "compiler/lower/DmaFragment.h"
-#include "compiler/lower/DmaMove.h"
+#include "compiler/lower/dma/DmaFragment.h"
+#include "compiler/lower/dma/DmaMove.h"
 
 namespace tpusim::lower {
 

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "compiler/hlo/HloComputation.h"
-#include "compiler/lower/DmaLowering.h"
+#include "compiler/lower/dma/DmaLowering.h"
 
 namespace tpusim::lower {
 

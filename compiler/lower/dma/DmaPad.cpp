@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "compiler/hlo/HloComputation.h"
-#include "compiler/lower/DmaLowering.h"
+#include "compiler/lower/dma/DmaLowering.h"
 #include "isa/support/Numerics.h"
 
 namespace tpusim::lower {

@@ -1,4 +1,4 @@
-#include "compiler/lower/DmaFragment.h"
+#include "compiler/lower/dma/DmaFragment.h"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 // the enumerated axes that rewrites one template's addresses per point.
 #include <fmt/format.h>
 
-#include "compiler/lower/DmaLowering.h"
+#include "compiler/lower/dma/DmaLowering.h"
 
 namespace tpusim::lower {
 

@@ -18,7 +18,7 @@
 
 #include <algorithm>
 
-#include "compiler/lower/DmaLowering.h"
+#include "compiler/lower/dma/DmaLowering.h"
 
 namespace tpusim::lower {
 
