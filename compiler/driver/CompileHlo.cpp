@@ -13,7 +13,7 @@
 #include "compiler/hlo/HloVerifier.h"
 #include "compiler/lower/CannotLower.h"
 #include "compiler/lower/buffers/InputOutputAlias.h"
-#include "compiler/lower/ModuleLoweringNames.h"
+#include "compiler/lower/module/Names.h"
 #include "compiler/lower/TargetDescription.h"
 #include "kernels/codegen/TargetInfo.h"
 

@@ -4,7 +4,7 @@
 //
 //   1. parse the file (one or several modules, "// -----"), choose the module;
 //   2. verify it;
-//   3. lower it for the chip (compiler/lower/ModuleLowering.h: passes, buffer
+//   3. lower it for the chip (compiler/lower/module/ModuleLowering.h: passes, buffer
 //      assignment, kernels, DMA, control flow);
 //   4. record the entry signature in the program (isa/Program.h,
 //      ProgramSignature): which input buffer holds which parameter (leaf),
@@ -21,7 +21,7 @@
 #include <string>
 
 #include "compiler/hlo/HloModule.h"
-#include "compiler/lower/ModuleLowering.h"
+#include "compiler/lower/module/ModuleLowering.h"
 #include "isa/Program.h"
 #include "isa/target/ChipConfig.h"
 

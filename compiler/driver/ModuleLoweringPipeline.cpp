@@ -7,8 +7,8 @@
 #include <system_error>
 #include <utility>
 
-#include "compiler/lower/ModuleLoweringLayouts.h"
-#include "compiler/lower/ModuleLoweringUnfuse.h"
+#include "compiler/lower/module/Layouts.h"
+#include "compiler/lower/module/Unfuse.h"
 #include "compiler/passes/PassOptions.h"
 #include "compiler/passes/PassPipeline.h"
 

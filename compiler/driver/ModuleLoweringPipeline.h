@@ -8,7 +8,7 @@
 //   fusion            cuts the graph into kernels (reads the chip, PassOptions.h);
 //   dce               drops what fusion made dead.
 // layout-assignment is not run: HBM arrays are dense row-major in their logical
-// shape here (compiler/lower/ModuleLowering.h), so tiled layouts and the
+// shape here (compiler/lower/module/ModuleLowering.h), so tiled layouts and the
 // copies that would change them do not apply.
 //
 // The driver sits above both compiler/passes and compiler/lower: it runs the
@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "compiler/hlo/HloModule.h"
-#include "compiler/lower/ModuleLowering.h"
 #include "compiler/lower/TargetDescription.h"
+#include "compiler/lower/module/ModuleLowering.h"
 #include "isa/target/ChipConfig.h"
 #include "kernels/codegen/TargetInfo.h"
 
@@ -37,9 +37,9 @@ struct ModuleLoweringOptions {
 // "inline,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce".
 std::string defaultLoweringPasses();
 
-// First the input's layouts are dropped (compiler/lower/ModuleLoweringLayouts.h); when the
+// First the input's layouts are dropped (compiler/lower/module/Layouts.h); when the
 // list has `fusion`, fusions already in the input are inlined
-// (compiler/lower/ModuleLoweringUnfuse.h). Runs `passes` (comma-separated; "" = the default) for
+// (compiler/lower/module/Unfuse.h). Runs `passes` (comma-separated; "" = the default) for
 // `chip`, verifying after each and dumping to `dumpDir` if not empty. Returns the names that ran;
 // throws lower::ModuleLoweringError on an unknown pass, a verifier failure or a dump that cannot
 // be written.

@@ -8,8 +8,8 @@
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/HloParser.h"
 #include "compiler/lower/CannotLower.h"
-#include "compiler/lower/ModuleLowering.h"
 #include "compiler/lower/buffers/BufferAssignment.h"
+#include "compiler/lower/module/ModuleLowering.h"
 #include "isa/Rules.h"
 
 using namespace tpusim;

@@ -10,7 +10,7 @@ using namespace dmatest;
 
 namespace {
 
-// The module lowering's default pipeline (ModuleLoweringPipeline.h).
+// The module lowering's default pipeline (compiler/driver/ModuleLoweringPipeline.h).
 const char* kLoweringPasses = "inline,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce";
 
 int checkTrace(const std::string& file) {

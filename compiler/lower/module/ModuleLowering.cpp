@@ -1,4 +1,4 @@
-#include "compiler/lower/ModuleLowering.h"
+#include "compiler/lower/module/ModuleLowering.h"
 
 #include <fmt/format.h>
 
@@ -6,14 +6,14 @@
 
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/lower/CannotLower.h"
-#include "compiler/lower/ControlFlow.h"
-#include "compiler/lower/ModuleLoweringConstants.h"
-#include "compiler/lower/ModuleLoweringContext.h"
-#include "compiler/lower/ModuleLoweringCosts.h"
-#include "compiler/lower/ModuleLoweringNames.h"
 #include "compiler/lower/buffers/InputOutputAlias.h"
 #include "compiler/lower/dma/DataMovement.h"
 #include "compiler/lower/fusion/FusionLowering.h"
+#include "compiler/lower/module/Constants.h"
+#include "compiler/lower/module/ControlFlow.h"
+#include "compiler/lower/module/Costs.h"
+#include "compiler/lower/module/ModuleLowerer.h"
+#include "compiler/lower/module/Names.h"
 #include "kernels/codegen/Compile.h"
 #include "kernels/codegen/RegAlloc.h"
 

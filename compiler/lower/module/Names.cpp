@@ -1,4 +1,4 @@
-#include "compiler/lower/ModuleLoweringNames.h"
+#include "compiler/lower/module/Names.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "compiler/lower/ModuleLoweringUnfuse.h"
+#include "compiler/lower/module/Unfuse.h"
 
 #include <string>
 #include <unordered_map>

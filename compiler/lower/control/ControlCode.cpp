@@ -1,4 +1,4 @@
-#include "compiler/lower/ControlCode.h"
+#include "compiler/lower/control/ControlCode.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "compiler/lower/ControlFlow.h"
+#include "compiler/lower/module/ControlFlow.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/lower/CannotLower.h"
-#include "compiler/lower/ModuleLoweringNames.h"
+#include "compiler/lower/module/Names.h"
 
 namespace tpusim::lower {
 

@@ -1,4 +1,4 @@
-#include "compiler/lower/ModuleLoweringCosts.h"
+#include "compiler/lower/module/Costs.h"
 
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/lower/buffers/ShapeBytes.h"

@@ -1,4 +1,4 @@
-#include "compiler/lower/ModuleLoweringLayouts.h"
+#include "compiler/lower/module/Layouts.h"
 
 #include "compiler/hlo/HloComputation.h"
 

@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "compiler/lower/ModuleLowering.h"
+#include "compiler/lower/module/ModuleLowering.h"
 
 namespace tpusim::lower {
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "compiler/hlo/HloComputation.h"
-#include "compiler/lower/ControlCode.h"
-#include "compiler/lower/ModuleLowering.h"
 #include "compiler/lower/buffers/BufferAssignment.h"
+#include "compiler/lower/control/ControlCode.h"
+#include "compiler/lower/module/ModuleLowering.h"
 #include "kernels/codegen/Link.h"
 
 namespace tpusim::lower {

@@ -3,17 +3,20 @@
 //   1. the pass pipeline (compiler/driver/ModuleLoweringPipeline.h, run by
 //      driver::compileModule before lowerModule) cleans the module up and cuts
 //      it into fusions;
-//   2. HBM buffer assignment (BufferAssignment.h) places every parameter,
-//      constant, live intermediate and output of the entry computation;
+//   2. HBM buffer assignment (compiler/lower/buffers/BufferAssignment.h) places
+//      every parameter, constant, live intermediate and output of the entry
+//      computation;
 //   3. the entry schedule is walked in order:
-//      - parameters and outputs become buffer-table entries (ModuleLoweringNames.h);
-//      - constants become HBM data segments (ModuleLoweringConstants.h);
+//      - parameters and outputs become buffer-table entries (Names.h);
+//      - constants become HBM data segments (Constants.h);
 //      - tuple, get-tuple-element, and bitcasts/reshapes that keep every byte in
 //        place cost nothing (they name their operand's bytes);
-//      - compute instructions and fusions become kernels (FusionLowering.h),
-//        compiled by kernels/codegen at the assigned HBM addresses;
-//      - data movement becomes DMA fragments (DataMovement.h);
-//      - while and conditional run on the scalar unit (ControlFlow.h), their
+//      - compute instructions and fusions become kernels
+//        (compiler/lower/fusion/FusionLowering.h), compiled by kernels/codegen at
+//        the assigned HBM addresses;
+//      - data movement becomes DMA fragments (compiler/lower/dma/DataMovement.h);
+//      - while and conditional run on the scalar unit (ControlFlow.h, with the
+//        module's own code from compiler/lower/control/ControlCode.h), their
 //        computations lowered recursively in the instruction's scratch region;
 //      - a call that survived inlining is lowered in place the same way;
 //      everything is appended with kernels/codegen/Link.h, then `halt`.
@@ -23,9 +26,10 @@
 // HLO text are not physical here, so a reshape is free and a bitcast that would
 // move elements (non-default minor_to_major) is an error naming it.
 //
-// Anything that cannot be compiled is lower::CannotLower (CannotLower.h)
-// naming the instruction, its opcode and its metadata; other failures
-// (target, HBM overflow, code generator limits) are ModuleLoweringError.
+// Anything that cannot be compiled is lower::CannotLower
+// (compiler/lower/CannotLower.h) naming the instruction, its opcode and its
+// metadata; other failures (target, HBM overflow, code generator limits) are
+// ModuleLoweringError.
 #pragma once
 
 #include <cstdint>

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "compiler/hlo/HloInstruction.h"
-#include "compiler/lower/ModuleLoweringContext.h"
+#include "compiler/lower/module/ModuleLowerer.h"
 
 namespace tpusim::lower {
 

@@ -1,4 +1,4 @@
-#include "compiler/lower/ModuleLoweringConstants.h"
+#include "compiler/lower/module/Constants.h"
 
 #include <fmt/format.h>
 
