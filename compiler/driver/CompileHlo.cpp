@@ -12,9 +12,9 @@
 #include "compiler/hlo/HloParser.h"
 #include "compiler/hlo/HloVerifier.h"
 #include "compiler/lower/CannotLower.h"
+#include "compiler/lower/TargetDescription.h"
 #include "compiler/lower/buffers/InputOutputAlias.h"
 #include "compiler/lower/module/Names.h"
-#include "compiler/lower/TargetDescription.h"
 #include "kernels/codegen/TargetInfo.h"
 
 namespace tpusim::driver {
