@@ -5,7 +5,8 @@
 // Results are named as tpu-opt names its files (without ".npy"): "out" for an
 // array result, out.0, out.1, ... for a tuple (out.1.0 nested), and with
 // several replicas out.r0, out.r1.0, .... These are the output buffer names
-// tpuc gives the program (ModuleLoweringNames.h), so results compare by name.
+// tpuc gives the program (compiler/lower/module/Names.h), so results compare by
+// name.
 //
 // Errors carry the text tpu-opt prints: a malformed module is the parser's
 // "IN.hlo:line:col: error: ...", a failing pass "IN.hlo: error: ...", and an
