@@ -196,9 +196,9 @@ std::map<std::string, npy::Array> evaluateReference(
   driver::EvaluateFileResult r = driver::evaluateHloFile(hloPath, parameters, passes);
   if (!r.ok()) {
     fmt::print(stderr, "{}\n", r.error);
-    throw std::runtime_error(
-        fmt::format("the reference evaluator (tpu-opt --evaluate{}) failed on {} (exit status 1)",
-                    passes.empty() ? "" : " --passes=" + passes, hloPath));
+    throw std::runtime_error(fmt::format("the reference evaluator{} failed on {} (errors above)",
+                                         passes.empty() ? "" : " (after passes " + passes + ")",
+                                         hloPath));
   }
   std::map<std::string, npy::Array> out;
   for (const std::string& name : outputNames) {
