@@ -42,6 +42,8 @@ struct Stream {
   const llo::BlockMapping* map = nullptr;
   bool output = false;
   int64_t hbmBase = 0;
+  // The whole array in HBM: where the address of any of its blocks lies.
+  AddressSpan hbmSpan() const { return {hbmBase, hbmBase + llo::refBytes(hbmType)}; }
   int64_t stateWord = -1;  // SMEM words of the state when it lives there
   llo::Type hbmType, blockType;
   int64_t bufRow = 0, blockRows = 0;
@@ -110,10 +112,14 @@ class Pipeline {
                  L_.newRegion()};
       if (loadFlag < 0) loadFlag = mem_.flags("prologue loads", 1);
       CopyPlan plan = planCopy(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape), smem, a.shape);
+      const AddressSpan span{hbmIn[input], hbmIn[input] + arrayBytes(a)};
       for (size_t i = 0; i < plan.descriptors.size(); ++i) {
-        int64_t w = L_.descriptorTemplate(plan.descriptors[i], "DMA descriptor: load " + a.name);
+        int64_t w =
+            L_.descriptorTemplate(plan.descriptors[i], "DMA descriptor: load " + a.name, span);
         MOperand base = L_.constReg(w);
-        L_.emit(Opcode::SSt, {L_.constReg(hbmIn[input] + plan.srcOffset[i]), base, I(1)});
+        MemAccess mem{MemAccess::Space::Smem, -1, true, -1, 0};
+        L_.storeDescriptorAddress(base, 1, ScalarVal{true, hbmIn[input] + plan.srcOffset[i], {}},
+                                  span, mem);
         L_.emit(Opcode::SSt, {L_.constReg(p.base * 4 + plan.dstOffset[i]), base, I(3)});
         L_.emit(Opcode::Dma, {base, I(loadFlag), I(0)});
       }
@@ -170,12 +176,14 @@ class Pipeline {
           throw CodegenError(
               fmt::format("{}:{}: error: '{}': {}", m.loc.file, m.loc.line, a.name, e.what()));
         }
+        const AddressSpan hbm = s.hbmSpan(), none;
         for (size_t i = 0; i < cv.plan.descriptors.size(); ++i)
-          cv.descWords.push_back(L_.descriptorTemplate(
-              cv.plan.descriptors[i], v == 0
-                                          ? fmt::format("DMA descriptor: '{}' block {}", a.name, i)
-                                          : fmt::format("DMA descriptor: '{}' edge block {} {}",
-                                                        a.name, llo::shapeStr(cv.window), i)));
+          cv.descWords.push_back(
+              L_.descriptorTemplate(cv.plan.descriptors[i],
+                                    v == 0 ? fmt::format("DMA descriptor: '{}' block {}", a.name, i)
+                                           : fmt::format("DMA descriptor: '{}' edge block {} {}",
+                                                         a.name, llo::shapeStr(cv.window), i),
+                                    output ? none : hbm, output ? hbm : none));
         s.variants.push_back(std::move(cv));
       }
       s.bodyArg = v;
@@ -221,8 +229,8 @@ class Pipeline {
     return llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape));
   }
 
-  // Addresses from CompileOptions: one per array, inside the 32-bit DMA
-  // address range, no two arrays overlapping (an aliased pair shares one).
+  // Addresses from CompileOptions: one per array, inside the target's HBM,
+  // no two arrays overlapping (an aliased pair shares one).
   void checkGivenAddresses() const {
     auto count = [&](const char* what, size_t given, size_t want) {
       if (given != want)
@@ -255,11 +263,10 @@ class Pipeline {
     size_t numIn = k_.inputs.size();
     for (size_t i = 0; i < spans.size(); ++i) {
       const Span& a = spans[i];
-      if (a.begin < 0 || a.end > (int64_t(1) << 32))
+      if (a.begin < 0 || a.end > t_.hbmBytes)
         throw CodegenError(fmt::format(
-            "kernel '{}': {} at HBM byte {} (size {}) is outside the 4 GiB the generated DMA "
-            "addresses cover",
-            k_.name, a.what, a.begin, a.end - a.begin));
+            "kernel '{}': {} at HBM byte {} (size {}) is outside the target's {} bytes of HBM",
+            k_.name, a.what, a.begin, a.end - a.begin, t_.hbmBytes));
       for (size_t j = 0; j < i; ++j) {
         const Span& b = spans[j];
         bool aliased = i >= numIn && j < numIn && a.alias == int(j) && a.begin == b.begin;
@@ -365,13 +372,12 @@ class Pipeline {
     auto issue = [&](const CopyVariant& cv) {
       for (size_t i = 0; i < cv.descWords.size(); ++i) {
         MOperand base = L_.constReg(cv.descWords[i]);
-        MInstr a =
-            makeInstr(Opcode::SSt, {L_.reg(L_.addImm(src, cv.plan.srcOffset[i])), base, I(1)});
-        MInstr b =
-            makeInstr(Opcode::SSt, {L_.reg(L_.addImm(dst, cv.plan.dstOffset[i])), base, I(3)});
-        a.mem = b.mem = MemAccess{MemAccess::Space::Smem, -3, true, -1, 0};
-        L_.emit(a);
-        L_.emit(b);
+        const MemAccess mem{MemAccess::Space::Smem, -3, true, -1, 0};
+        const AddressSpan hbmSpan = s.hbmSpan(), none;
+        L_.storeDescriptorAddress(base, 1, L_.addImm(src, cv.plan.srcOffset[i]),
+                                  s.output ? none : hbmSpan, mem);
+        L_.storeDescriptorAddress(base, 3, L_.addImm(dst, cv.plan.dstOffset[i]),
+                                  s.output ? hbmSpan : none, mem);
         L_.emit(Opcode::Dma, {base, I(s.flag), I(int64_t(s.flag % t_.dmaQueues))});
       }
     };

@@ -24,7 +24,22 @@ ScalarVal placeBytes(Lowerer& L, const RefPlace& p) {
 }
 }  // namespace
 
-int64_t Lowerer::descriptorTemplate(const isa::DmaDescriptor& d, const std::string& what) {
+// An array's offsets are computed in 32-bit registers; its base may be anywhere.
+static void checkSpan(const AddressSpan& s, const std::string& what) {
+  if (s.end - s.begin > (int64_t(1) << 32))
+    throw CodegenError(
+        fmt::format("{}: an array of {} bytes: offsets within one array are "
+                    "computed in 32-bit registers, so arrays must stay below 4 GiB",
+                    what, s.end - s.begin));
+}
+
+int64_t Lowerer::descriptorTemplate(isa::DmaDescriptor d, const std::string& what, AddressSpan src,
+                                    AddressSpan dst) {
+  checkSpan(src, what);
+  checkSpan(dst, what);
+  // The low words are written at run time; fixed high words go in the template.
+  if (!src.crossesSegment()) d.srcAddr = uint64_t(src.begin >> 32) << 32;
+  if (!dst.crossesSegment()) d.dstAddr = uint64_t(dst.begin >> 32) << 32;
   int64_t word = mem_.smemWords(what, isa::kDmaDescriptorWords);
   isa::DataSegment seg;
   seg.space = isa::MemorySpace::Smem;
@@ -33,6 +48,30 @@ int64_t Lowerer::descriptorTemplate(const isa::DmaDescriptor& d, const std::stri
     for (int b = 0; b < 4; ++b) seg.bytes.push_back(uint8_t(w >> (8 * b)));
   data_.push_back(std::move(seg));
   return word;
+}
+
+void Lowerer::storeDescriptorAddress(MOperand templ, int word, const ScalarVal& addr,
+                                     AddressSpan span, const MemAccess& mem) {
+  MOperand low = reg(addr);
+  auto store = [&](MOperand value, int index) {
+    MInstr st = makeInstr(Opcode::SSt, {value, templ, I(index)});
+    st.mem = mem;
+    emit(st);
+  };
+  store(low, word);
+  if (!span.crossesSegment()) return;
+  // addr = span.begin + offset, offset < 2^32: the low word wrapped past the
+  // boundary exactly when it is below the base's low word.
+  MOperand carry = fn_.newReg(RegClass::Scalar), high = fn_.newReg(RegClass::Scalar);
+  emit(Opcode::SCmpLtu, {carry, low, constReg(span.begin & 0xFFFFFFFF)});
+  emit(Opcode::SAdd, {high, carry, constReg(span.begin >> 32)});
+  store(high, word + 1);
+}
+
+// The bytes an HBM ref covers (an empty span for VMEM and SMEM refs).
+static AddressSpan hbmSpan(const RefPlace& p) {
+  if (p.type.space != llo::MemSpace::Hbm) return {};
+  return {p.base, p.base + llo::refBytes(p.type)};
 }
 
 // Address of a window's first element: the ref's base plus each index times
@@ -82,16 +121,15 @@ void Lowerer::lowerDma(const llo::Op& op) {
   for (const llo::Value* v : views[0].indices) si.push_back(scalar(v));
   for (const llo::Value* v : views[1].indices) di.push_back(scalar(v));
   ScalarVal srcAddr = windowAddress(*this, src, si), dstAddr = windowAddress(*this, dst, di);
+  const AddressSpan srcSpan = hbmSpan(src), dstSpan = hbmSpan(dst);
   for (size_t i = 0; i < plan.descriptors.size(); ++i) {
-    int64_t word = descriptorTemplate(plan.descriptors[i],
-                                      fmt::format("DMA descriptor (line {})", op.loc.line));
+    int64_t word =
+        descriptorTemplate(plan.descriptors[i],
+                           fmt::format("DMA descriptor (line {})", op.loc.line), srcSpan, dstSpan);
     MOperand base = constReg(word);
     MemAccess mem{MemAccess::Space::Smem, -2, true, -1, 0};
-    MInstr s1 = makeInstr(Opcode::SSt, {reg(addImm(srcAddr, plan.srcOffset[i])), base, I(1)});
-    MInstr s2 = makeInstr(Opcode::SSt, {reg(addImm(dstAddr, plan.dstOffset[i])), base, I(3)});
-    s1.mem = s2.mem = mem;
-    emit(s1);
-    emit(s2);
+    storeDescriptorAddress(base, 1, addImm(srcAddr, plan.srcOffset[i]), srcSpan, mem);
+    storeDescriptorAddress(base, 3, addImm(dstAddr, plan.dstOffset[i]), dstSpan, mem);
     emit(Opcode::Dma, {base, I(flag), I(int64_t(i % t_.dmaQueues))});
   }
 }

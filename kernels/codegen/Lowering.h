@@ -26,6 +26,14 @@ struct RefPlace {
   int flagBase = -1;  // semaphore refs: first sync flag
 };
 
+// The bytes a DMA address can point into: an HBM array's [begin, end). VMEM
+// and SMEM addresses (and an empty span) fit the low 32 bits.
+struct AddressSpan {
+  int64_t begin = 0, end = 0;
+  // Whether [begin, end) crosses a 4 GiB boundary (the high word varies).
+  bool crossesSegment() const { return end > begin && (begin >> 32) != ((end - 1) >> 32); }
+};
+
 // A scalar: a compile-time constant or a register.
 struct ScalarVal {
   bool isConst = true;
@@ -86,7 +94,17 @@ class Lowerer {
   void lowerMatmul(const llo::Op& op);
   void lowerDma(const llo::Op& op);
   // A DMA descriptor template in SMEM (static fields); returns its word address.
-  int64_t descriptorTemplate(const isa::DmaDescriptor& d, const std::string& what);
+  // Descriptor addresses are 64-bit and scalar registers 32-bit: the run-time
+  // address computation gives the low word (storeDescriptorAddress), and the
+  // template holds the high word of an address in `src` / `dst` unless the
+  // span crosses a 4 GiB boundary (then it is computed at run time).
+  int64_t descriptorTemplate(isa::DmaDescriptor d, const std::string& what, AddressSpan src = {},
+                             AddressSpan dst = {});
+  // Stores `addr` (a byte address in `span`, computed modulo 2^32) into word
+  // `word` (1: source, 3: destination) of the template at SMEM word `templ`,
+  // and the high word when `span` crosses a 4 GiB boundary.
+  void storeDescriptorAddress(MOperand templ, int word, const ScalarVal& addr, AddressSpan span,
+                              const MemAccess& mem);
 
   MFunction& fn() { return fn_; }
   const TargetInfo& target() const { return t_; }

@@ -47,8 +47,11 @@ void MemoryPlan::check() const {
   overflow("vmem", vmemNext_, t_.vmemRows(), "rows");
   overflow("smem", smemNext_, t_.smemBytes / 4, "words");  // the end, smemBase included
   overflow("flags", flagNext_, t_.syncFlags, "flags");
-  if (hbmNext_ > (int64_t(1) << 32))
-    throw CodegenError("the kernel's arrays exceed the 4 GiB the generated DMA addresses cover");
+  if (hbmNext_ > t_.hbmBytes)
+    throw CodegenError(
+        fmt::format("the kernel's arrays need {} bytes of HBM but the target '{}' "
+                    "has {}",
+                    hbmNext_, t_.name, t_.hbmBytes));
 }
 
 }  // namespace tpusim::kernels::codegen

@@ -68,6 +68,7 @@ TargetInfo TargetInfo::fromChip(const target::ChipConfig& chip) {
   t.xluReduceInterval = int(chip.xlu.reduce_interval);
   t.dmaQueues = int(chip.dma.queues);
   t.dmaQueueDepth = int(chip.dma.queue_depth);
+  t.hbmBytes = chip.hbm.capacity_bytes;
   t.hbmBytesPerCycle = chip.hbmPeakBytesPerSecond() / chip.core.clock_hz;
   for (int i = 0; i < isa::kNumLatencyClasses; ++i)
     t.latency[i] = int(chip.latency.of(static_cast<isa::LatencyClass>(i)));

@@ -38,7 +38,9 @@ struct TargetInfo {
   int xluCount = 1, xluPermuteInterval = 8, xluReduceInterval = 8;
   // dma.*
   int dmaQueues = 4, dmaQueueDepth = 8;
-  // HBM peak bandwidth / core clock (the tiling cost model's memory roof).
+  // hbm.*: capacity (where arrays may be placed) and peak bandwidth / core
+  // clock (the tiling cost model's memory roof).
+  int64_t hbmBytes = int64_t(16) << 30;
   double hbmBytesPerCycle = 512;
   // latency.<key> for every isa::LatencyClass
   std::array<int, isa::kNumLatencyClasses> latency{};

@@ -60,6 +60,7 @@ std::vector<Projection> projections() {
        [](I i, D) { return i.xluReduceInterval; }},
       {"codegen.dmaQueues", {"dma.queues"}, [](I i, D) { return i.dmaQueues; }},
       {"codegen.dmaQueueDepth", {"dma.queue_depth"}, [](I i, D) { return i.dmaQueueDepth; }},
+      {"codegen.hbmBytes", {"hbm.capacity_bytes"}, [](I i, D) { return double(i.hbmBytes); }},
       {"codegen.hbmBytesPerCycle",
        {"hbm.clock_hz", "hbm.channels", "hbm.pseudo_channels", "hbm.bus_bytes_per_clock",
         "core.clock_hz"},

@@ -69,13 +69,14 @@ inline int64_t bitDifferences(const kernels::dsl::HostArray& want,
 // Compiles `k` for `chip`, runs it on the simulator with inputs seeded by
 // `seed` and checks that every output equals interpret mode bit for bit
 // (interpret mode accumulating like the chip's MXU size). Returns the compiled
-// kernel and interpret mode's outputs.
+// kernel and interpret mode's outputs. `options` may place the HBM arrays.
 struct SimCheck {
   kernels::codegen::CompiledKernel compiled;
   std::vector<kernels::dsl::HostArray> want;
 };
 inline SimCheck checkSimAgainstInterpret(const kernels::llo::Kernel& k, const std::string& chip,
-                                         uint64_t seed) {
+                                         uint64_t seed,
+                                         const kernels::codegen::CompileOptions& options = {}) {
   std::mt19937_64 rng(seed);
   std::vector<kernels::dsl::HostArray> ins;
   std::map<std::string, kernels::dsl::HostArray> named;
@@ -88,7 +89,7 @@ inline SimCheck checkSimAgainstInterpret(const kernels::llo::Kernel& k, const st
   io.mxuSize = target.mxuSize;
   SimCheck out;
   out.want = kernels::dsl::interpret(k, ins, io).outputs;
-  out.compiled = kernels::codegen::compileKernel(k, target);
+  out.compiled = kernels::codegen::compileKernel(k, target, options);
   sim::SimResult r = simulate(chip, out.compiled.program, named);
   for (size_t i = 0; i < k.outputs.size(); ++i)
     CHECK(bitDifferences(out.want[i], simOutput(r, k.outputs[i].name, out.want[i])) == 0);
