@@ -74,6 +74,15 @@ std::optional<LlamaConfig> presetConfig(const std::string& name) {
     c.seq = c.kvLen = 2048;
     return c;
   }
+  if (name == "llama2-13b") {
+    c.dModel = 5120;
+    c.nHeads = c.nKvHeads = 40;
+    c.dFf = 13824;
+    c.nLayers = 40;
+    c.vocab = 32000;
+    c.seq = c.kvLen = 2048;
+    return c;
+  }
   if (name == "llama3-8b") {
     c.dModel = 4096;
     c.nHeads = 32;
@@ -98,6 +107,8 @@ std::optional<LlamaConfig> presetConfig(const std::string& name) {
   return std::nullopt;
 }
 
-std::vector<std::string> presetNames() { return {"tiny", "llama2-7b", "llama3-8b", "micro"}; }
+std::vector<std::string> presetNames() {
+  return {"tiny", "llama2-7b", "llama2-13b", "llama3-8b", "micro"};
+}
 
 }  // namespace tpusim::traces

@@ -21,10 +21,11 @@ using namespace tpusim;
 using namespace tpusim::traces;
 
 static cl::OptionCategory Cat("tpu-tracegen options");
-static cl::opt<std::string> Preset("preset",
-                                   cl::desc("Starting configuration: tiny (default), llama2-7b, "
-                                            "llama3-8b, micro"),
-                                   cl::init("tiny"), cl::cat(Cat));
+static cl::opt<std::string> Preset(
+    "preset",
+    cl::desc("Starting configuration: tiny (default), llama2-7b, llama2-13b, "
+             "llama3-8b, micro"),
+    cl::init("tiny"), cl::cat(Cat));
 static cl::opt<int64_t> DModel("d-model", cl::desc("Model (hidden) width"), cl::cat(Cat));
 static cl::opt<int64_t> NHeads("n-heads", cl::desc("Query heads"), cl::cat(Cat));
 static cl::opt<int64_t> NKvHeads("n-kv-heads",
