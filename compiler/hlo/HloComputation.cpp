@@ -68,6 +68,7 @@ HloInstruction* HloComputation::parameter(int64_t number) const {
 
 HloInstruction* HloComputation::addInstruction(std::unique_ptr<HloInstruction> inst) {
   inst->parent_ = this;
+  if (parent_) parent_->noteInstructionName(inst->name());
   instrs_.push_back(std::move(inst));
   return instrs_.back().get();
 }
@@ -77,6 +78,7 @@ bool HloComputation::removeInstruction(HloInstruction* inst) {
   auto it =
       std::find_if(instrs_.begin(), instrs_.end(), [&](const auto& p) { return p.get() == inst; });
   if (it == instrs_.end()) return false;
+  if (parent_) parent_->forgetInstructionName(inst->name());
   instrs_.erase(it);  // the destructor unregisters it from its operands
   return true;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compiler/hlo/HloComputation.h"
+#include "compiler/hlo/HloModule.h"
 #include "compiler/hlo/HloPrinter.h"
 
 namespace tpusim::hlo {
@@ -17,6 +18,15 @@ std::unique_ptr<HloInstruction> HloInstruction::create(HloOpcode opcode, std::st
       new HloInstruction(opcode, std::move(name), std::move(shape)));
   inst->setOperands(std::move(operands));
   return inst;
+}
+
+void HloInstruction::setName(std::string name) {
+  HloModule* module = parent_ ? parent_->parent() : nullptr;
+  if (module) {
+    module->forgetInstructionName(name_);
+    module->noteInstructionName(name);
+  }
+  name_ = std::move(name);
 }
 
 HloInstruction::~HloInstruction() {

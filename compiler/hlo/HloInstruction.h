@@ -62,7 +62,7 @@ class HloInstruction {
 
   HloOpcode opcode() const { return opcode_; }
   const std::string& name() const { return name_; }
-  void setName(std::string name) { name_ = std::move(name); }
+  void setName(std::string name);  // keeps the module's name index current
   const Shape& shape() const { return shape_; }
   Shape& mutableShape() { return shape_; }
   void setShape(Shape s) { shape_ = std::move(s); }

@@ -30,6 +30,7 @@ int64_t HloModule::numPartitions() const { return headerInt(*this, "num_partitio
 
 HloComputation* HloModule::addComputation(std::unique_ptr<HloComputation> c) {
   c->parent_ = this;
+  instructionNamesIndexed_ = false;
   comps_.push_back(std::move(c));
   return comps_.back().get();
 }
@@ -37,6 +38,7 @@ HloComputation* HloModule::addComputation(std::unique_ptr<HloComputation> c) {
 HloComputation* HloModule::addComputationBefore(std::unique_ptr<HloComputation> c,
                                                 HloComputation* before) {
   c->parent_ = this;
+  instructionNamesIndexed_ = false;
   auto it =
       std::find_if(comps_.begin(), comps_.end(), [&](const auto& p) { return p.get() == before; });
   return comps_.insert(it, std::move(c))->get();
@@ -47,6 +49,7 @@ bool HloModule::removeComputation(HloComputation* c) {
   auto it = std::find_if(comps_.begin(), comps_.end(), [&](const auto& p) { return p.get() == c; });
   if (it == comps_.end()) return false;
   comps_.erase(it);
+  instructionNamesIndexed_ = false;
   return true;
 }
 
@@ -63,6 +66,7 @@ int64_t HloModule::removeUnreachableComputations() {
         if (callee) work.push_back(callee);
   }
   size_t before = comps_.size();
+  instructionNamesIndexed_ = false;
   comps_.erase(std::remove_if(comps_.begin(), comps_.end(),
                               [&](const auto& p) { return !live.count(p.get()); }),
                comps_.end());
@@ -88,14 +92,31 @@ std::vector<HloInstruction*> HloModule::callersOf(const HloComputation* c) const
 }
 
 std::string HloModule::uniqueInstructionName(const std::string& base) const {
-  std::unordered_set<std::string> used;
-  for (const auto& c : comps_)
-    for (const auto& i : c->instructions()) used.insert(i->name());
-  if (!used.count(base)) return base;
+  if (!instructionNamesIndexed_) {
+    instructionNames_.clear();
+    for (const auto& c : comps_)
+      for (const auto& i : c->instructions()) ++instructionNames_[i->name()];
+    instructionNamesIndexed_ = true;
+  }
+  auto used = [&](const std::string& name) {
+    auto it = instructionNames_.find(name);
+    return it != instructionNames_.end() && it->second > 0;
+  };
+  if (!used(base)) return base;
   for (int64_t n = 1;; ++n) {
     std::string cand = base + "." + std::to_string(n);
-    if (!used.count(cand)) return cand;
+    if (!used(cand)) return cand;
   }
+}
+
+void HloModule::noteInstructionName(const std::string& name) {
+  if (instructionNamesIndexed_) ++instructionNames_[name];
+}
+
+void HloModule::forgetInstructionName(const std::string& name) {
+  if (!instructionNamesIndexed_) return;
+  auto it = instructionNames_.find(name);
+  if (it != instructionNames_.end() && --it->second <= 0) instructionNames_.erase(it);
 }
 
 std::string HloModule::uniqueComputationName(const std::string& base) const {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,8 @@ class HloModule {
   std::vector<HloInstruction*> callersOf(const HloComputation* c) const;
 
   // A name not used by any instruction of the module: base, base.1, base.2 ...
+  // (amortized O(1): an index of the names, kept up to date as instructions are
+  // added, removed and renamed, so that passes adding many instructions stay linear).
   std::string uniqueInstructionName(const std::string& base) const;
   // A name not used by any computation of the module.
   std::string uniqueComputationName(const std::string& base) const;
@@ -69,6 +72,16 @@ class HloModule {
   std::vector<std::pair<std::string, std::string>> header_;
   std::vector<std::unique_ptr<HloComputation>> comps_;
   HloComputation* entry_ = nullptr;
+
+  // Instruction names in use -> how many instructions carry each; built on
+  // first use, then updated by the computations and instructions of the module
+  // (dropped when a computation is added or removed).
+  friend class HloComputation;
+  friend class HloInstruction;
+  void noteInstructionName(const std::string& name);
+  void forgetInstructionName(const std::string& name);
+  mutable std::unordered_map<std::string, int64_t> instructionNames_;
+  mutable bool instructionNamesIndexed_ = false;
 };
 
 }  // namespace tpusim::hlo
