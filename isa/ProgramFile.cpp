@@ -1,5 +1,7 @@
 #include "isa/ProgramFile.h"
 
+#include "isa/support/InputFile.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -287,6 +289,11 @@ bool serializeProgram(const Program& p, std::vector<uint8_t>* out, std::string* 
 
 bool readProgramFile(const std::string& path, Program* out, std::string* error,
                      ProgramFileInfo* info) {
+  if (path != "-")
+    if (auto problem = support::inputFileProblem(path)) {
+      *error = fmt::format("{}: {}", path, *problem);
+      return false;
+    }
   FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
   if (!f) {
     *error = fmt::format("{}: cannot open: {}", path, std::strerror(errno));

@@ -92,6 +92,19 @@ std::string indexText(const std::vector<int64_t>& index) {
   return fmt::format("{{{}}}", fmt::join(index, ","));
 }
 
+// Zero-size arrays (a 0 in the shape) hold no data, and the back end's tiling
+// and loops are built for at least one element: one clear error instead.
+void rejectZeroSizeArrays(const hlo::HloModule& module) {
+  for (const auto& c : module.computations())
+    for (const auto& inst : c->instructions())
+      for (const auto& [index, shape] : arrayLeaves(inst->shape()))
+        if (shape->elementCount() == 0)
+          throw lower::CannotLower::of(
+              *inst, fmt::format("zero-size array {}: tpuc compiles arrays of at least one "
+                                 "element (tpu-opt --evaluate evaluates the module)",
+                                 shape->toString(false)));
+}
+
 }  // namespace
 
 isa::ProgramSignature entrySignature(const hlo::HloModule& module, const isa::Program& program) {
@@ -173,6 +186,7 @@ CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfi
   }
   const std::map<std::string, int> lines = sourceLines(module);
   try {
+    rejectZeroSizeArrays(module);
     ChipViews views(chip);
     driver::ModuleLoweringOptions lowering;
     lowering.passes = options.passes;

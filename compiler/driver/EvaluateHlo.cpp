@@ -56,7 +56,12 @@ std::vector<EvaluatedOutput> evaluateEntry(const hlo::HloModule& module,
   const hlo::HloComputation* entry = module.entry();
   hlo::eval::EvalOptions evalOptions;
   evalOptions.replicas = options.replicas;
-  int64_t replicas = hlo::eval::replicaCountFor(module, evalOptions);
+  int64_t replicas = 0;
+  try {
+    replicas = hlo::eval::replicaCountFor(module, evalOptions);
+  } catch (const hlo::eval::EvalError& e) {
+    throw EvaluationError(e.what());
+  }
   std::vector<hlo::HloInstruction*> params = entry->parameters();
   std::vector<std::vector<Literal>> args(static_cast<size_t>(replicas));
   for (int64_t r = 0; r < replicas; ++r)

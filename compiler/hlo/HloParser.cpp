@@ -1,6 +1,7 @@
 // Modules, computations and instructions; name resolution; shapes of
 // instructions written without one.
 #include "compiler/hlo/HloParser.h"
+#include "isa/support/InputFile.h"
 
 #include <fmt/format.h>
 
@@ -337,15 +338,11 @@ ParseResult parseHloFile(const std::string& path) {
   if (path == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
+    if (auto problem = support::readInputFile(path, &text)) {
       ParseResult r;
-      r.error = fmt::format("{}: error: cannot open the file", path);
+      r.error = fmt::format("{}: error: {}", path, *problem);
       return r;
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
   }
   return parseHloText(text, path == "-" ? "<stdin>" : path);
 }

@@ -3,6 +3,8 @@
 // dict literal header, then the raw data).
 #include "isa/support/Npy.h"
 
+#include "isa/support/InputFile.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -404,6 +406,7 @@ Array parse(const uint8_t* bytes, size_t size, std::string_view name) {
 }
 
 Array read(const std::string& path) {
+  if (auto problem = support::inputFileProblem(path)) fail(path, *problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, fmt::format("cannot open: {}", std::strerror(errno)));
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "isa/support/JsonText.h"
 #include "isa/target/ConfigError.h"
 #include "isa/target/FieldList.h"
 #include "isa/target/JsonLocator.h"
@@ -270,6 +271,9 @@ bool isValidSourceEntry(const std::string& entry, bool testPreset, std::string* 
 }
 
 ChipConfig parseChip(const ChipSource& src, ExtendsResolver resolveExtends, int depth) {
+  if (auto bad = support::checkJsonText(src.text))
+    throw ConfigError(fmt::format("{}:{}:{}: error: invalid JSON: {}", src.file, bad->line,
+                                  bad->col, bad->message));
   json doc;
   try {
     doc = json::parse(src.text);
@@ -279,6 +283,9 @@ ChipConfig parseChip(const ChipSource& src, ExtendsResolver resolveExtends, int 
     size_t colon = what.find("syntax error");
     throw ConfigError(fmt::format("{}:{}:{}: error: invalid JSON: {}", src.file, pos.line, pos.col,
                                   colon == std::string::npos ? what : what.substr(colon)));
+  } catch (const json::exception& e) {
+    // Limits checkJsonText does not know of; no position from the library.
+    throw ConfigError(fmt::format("{}: error: invalid JSON: {}", src.file, e.what()));
   }
   if (!doc.is_object())
     throw ConfigError(fmt::format("{}: error: a chip description is a JSON object, got {}",

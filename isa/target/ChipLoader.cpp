@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "isa/support/InputFile.h"
 #include "isa/target/ChipJson.h"
 #include "isa/target/ConfigError.h"
 #include "isa/target/FieldList.h"
@@ -29,12 +30,14 @@ bool looksLikePath(const std::string& s) {
          (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
 }
 
+// Presets are a few KB; anything near this bound is not one.
+constexpr uint64_t kMaxChipFileBytes = uint64_t(16) << 20;
+
 std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: error: cannot open chip file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  if (auto problem = support::readInputFile(path, &text, kMaxChipFileBytes))
+    throw ConfigError(fmt::format("{}: error: chip file: {}", path, *problem));
+  return text;
 }
 
 ChipConfig loadFile(const std::string& path, int depth);

@@ -111,9 +111,13 @@ int64_t devicesNamed(const HloModule& module) {
 }  // namespace
 
 int64_t replicaCountFor(const HloModule& module, const EvalOptions& options) {
-  if (options.replicas > 0) return options.replicas;
-  return std::max(
-      {int64_t{1}, module.replicaCount(), module.numPartitions(), devicesNamed(module)});
+  int64_t n = options.replicas > 0 ? options.replicas
+                                   : std::max({int64_t{1}, module.replicaCount(),
+                                               module.numPartitions(), devicesNamed(module)});
+  if (n > kMaxReplicas)
+    throw EvalError(
+        fmt::format("{} replicas is too many to evaluate (at most {})", n, kMaxReplicas));
+  return n;
 }
 
 std::vector<Literal> evaluateReplicated(const HloModule& module,
@@ -122,7 +126,6 @@ std::vector<Literal> evaluateReplicated(const HloModule& module,
   const HloComputation* entry = module.entry();
   if (!entry) throw EvalError(fmt::format("module {} has no entry computation", module.name()));
   int64_t n = replicaCountFor(module, options);
-  if (n > 1024) throw EvalError(fmt::format("{} replicas is too many to evaluate", n));
   if (args.size() != 1 && static_cast<int64_t>(args.size()) != n)
     throw EvalError(fmt::format("{} argument lists for {} replicas", args.size(), n));
   auto argsOf = [&](int64_t r) -> const std::vector<Literal>& {

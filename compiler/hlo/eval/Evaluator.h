@@ -25,6 +25,8 @@ struct EvalOptions {
   int64_t replicas = 0;
 };
 
+// At most kMaxReplicas (an EvalError past it, before any input is built).
+constexpr int64_t kMaxReplicas = 1024;
 int64_t replicaCountFor(const HloModule& module, const EvalOptions& options);
 
 // Evaluates the entry computation once per replica (each replica in its own

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "compiler/lower/fusion/FusionLoweringInternal.h"
+#include "isa/support/JsonText.h"
 #include "kernels/lib/Registry.h"
 
 namespace tpusim::lower::detail {
@@ -78,6 +79,9 @@ LoweredKernel lowerLibraryCall(const ComputeGraph& g) {
     params = shapeParams(name, call);
     if (call.attrs().backendConfig) {
       std::string text = hlo::unescapeHloString(call.attrs().backendConfig->text);
+      if (auto bad = support::checkJsonText(text))
+        g.fail(call,
+               fmt::format("custom-call target \"{}\": backend_config: {}", target, bad->message));
       nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
       if (j.is_object())
         for (auto it = j.begin(); it != j.end(); ++it)
