@@ -19,7 +19,8 @@
 //     weight x (number of other users) <= maxDuplication (default 3: an add may
 //     go into 4 fusions, an exp into one only, a dot or reduce is never copied);
 //   - the fusion's VMEM working set (FusionCostModel.h) must fit
-//     vmemFraction x the chip's VMEM.
+//     vmemFraction x the chip's VMEM;
+//   - a fusion holds at most maxInstructions instructions (compile time).
 // Parameters, control flow, custom-calls, collectives and the rest of
 // FusionRules.h's barriers never fuse, so no fusion crosses them.
 #pragma once
@@ -38,6 +39,11 @@ struct FusionConfig {
   lower::TargetDescription target;
   int64_t maxDuplication = 3;  // weight x extra copies a duplicated producer may cost
   double vmemFraction = 1.0;   // the share of the chip's VMEM one fusion may use
+  // Instructions one fusion may hold. Each fusing step looks at the whole
+  // fusion (cost model, VMEM estimate), so without a bound a chain of n
+  // element-wise ops compiles in O(n^2); with it, in O(n). Real fusions are
+  // far smaller (XLA bounds fusion size for the same reason).
+  int64_t maxInstructions = 128;
 };
 
 struct FusionDecision {

@@ -61,9 +61,13 @@ class FusionPass : public HloPass {
     dead_.clear();
     created_.clear();
     for (HloComputation* comp : fusionTargets(module)) fuseComputation(*comp);
-    for (HloComputation* comp : fusionTargets(module))
-      for (HloInstruction* d : std::vector<HloInstruction*>(dead_.begin(), dead_.end()))
-        if (d->parent() == comp && comp->removeInstruction(d)) dead_.erase(d);
+    for (HloComputation* comp : fusionTargets(module)) {
+      std::unordered_set<const HloInstruction*> doomed;
+      for (HloInstruction* d : dead_)
+        if (d->parent() == comp) doomed.insert(d);
+      comp->removeInstructions(doomed);
+      for (const HloInstruction* d : doomed) dead_.erase(const_cast<HloInstruction*>(d));
+    }
     renameInProgramOrder(module);
     summarize();
     if (external_) *external_ = result_;
@@ -229,6 +233,11 @@ class FusionPass : public HloPass {
       return false;
     }
     if (!isFusibleProducer(*p)) return false;  // tuples, big constants, ...: nothing to report
+    if (g.body && int64_t(g.body->instructions().size()) >= config_.maxInstructions) {
+      *why = fmt::format("the fusion holds {} instructions, the limit (keeps compile time linear)",
+                         g.body->instructions().size());
+      return false;
+    }
     if (isReduceHero(*p)) {
       *why = "a reduce is only the root of its own kInput fusion";
       return false;

@@ -8,6 +8,7 @@
 // `build/bin/tpusim-config --doc > docs/presets.md`.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,13 @@ struct HbmConfig {
   }
   int64_t columnsPerRow() const { return row_bytes / burst_bytes; }  // bursts per row
   int64_t burstCycles() const { return burst_bytes / bus_bytes_per_clock; }
+  // HBM cycles of the longest single access of one bank: activate, read or
+  // write one burst, precharge.
+  int64_t rowCycleCycles() const {
+    int64_t read = std::max(tRAS, tRCD + tRTP) + tRP;
+    int64_t write = tRCD + tCWL + burstCycles() + tWR + tRP;
+    return std::max(read, write);
+  }
 
   // The six mapping digits in order, or an empty vector when the string is malformed.
   std::vector<std::string> mappingDigits() const {
@@ -159,6 +167,21 @@ struct HbmConfig {
     p.require(model == "fast" || model == "detailed", "model", "must be \"fast\" or \"detailed\"");
     p.require(refresh != "per_bank" || tREFI >= bank_groups * banks_per_group, "tREFI",
               "per-bank refresh needs tREFI >= banks per pseudo-channel");
+    // Refresh must leave a bank time for one access between two refreshes:
+    // activate, read or write, precharge. Less, and refreshes come due before
+    // any row cycle ends, so no request ever completes.
+    if (refresh == "all_bank" || refresh == "per_bank") {
+      int64_t busy = refresh == "all_bank" ? tRFC : tRFCsb;
+      int64_t window = tREFI - busy;
+      int64_t need = rowCycleCycles();
+      p.require(window >= need, "tREFI",
+                "leaves " + std::to_string(window) + " cycles between " +
+                    (refresh == "all_bank" ? std::string("all-bank refreshes (tREFI - tRFC)")
+                                           : std::string("refreshes of a bank (tREFI - tRFCsb)")) +
+                    ", less than one access needs (" + std::to_string(need) +
+                    ": the longer of a read, max(tRAS, tRCD + tRTP) + tRP, and a write, tRCD + "
+                    "tCWL + burst + tWR + tRP): no request would ever complete");
+    }
   }
 };
 

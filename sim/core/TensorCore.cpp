@@ -142,9 +142,21 @@ void TensorCore::drainCompletions(int64_t cycle) {
 }
 
 int64_t TensorCore::waitForCompletion(int64_t c) {
+  // Wait no later than the cycle past --max-cycles: a long transfer must not
+  // be simulated to its end before the limit is reported.
+  const int64_t limit = options_.maxCycles + 1;
   while (completions_.empty()) {
     waitingFor_ = fmt::format("core {} waits at bundle {} for a DMA completion", id_, pc_);
-    wait(completionEvent_);
+    if (dmaOutstanding_ == 0) {
+      wait(completionEvent_);  // nothing in flight: SystemC runs dry if nothing else wakes it
+      continue;
+    }
+    sc_core::sc_time deadline = clock_.timeOf(limit);
+    if (deadline <= sc_core::sc_time_stamp()) {
+      waitingFor_.clear();
+      return std::max(c + 1, limit + 1);
+    }
+    wait(deadline - sc_core::sc_time_stamp(), completionEvent_);
   }
   waitingFor_.clear();
   int64_t first = completions_.front().completeCycle;

@@ -65,6 +65,7 @@ void HbmModel::submit(const HbmRequest& r) {
   if (r.bytes == 0) throw std::logic_error("HbmModel::submit: request of 0 bytes");
   uint32_t slot = allocateRequest(r);
   uint64_t arrival = clocks_.hbmAtOrAfterCore(r.arrivalCycle);
+  if (outstanding_ == 0) lastProgress_ = std::max(lastProgress_, arrival);
   if (fast_) {
     submitGrouped(slot, r, arrival);
   } else {
@@ -124,6 +125,7 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
   for (uint32_t pc : active_) {
     issued_.clear();
     pcs_[pc].advance(hbmLimit, issued_);
+    if (!issued_.empty()) lastProgress_ = std::max(lastProgress_, issued_.back().dataEnd);
     for (const IssuedBurst& b : issued_) {
       RequestState& s = requests_[b.request];
       s.dataEnd = std::max(s.dataEnd, b.dataEnd);
@@ -138,6 +140,7 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
       isActive_[pc] = 0;
   }
   active_.resize(kept);
+  checkProgress(hbmLimit);
   while (!pending_.empty() && pending_.top().cycle < cycle) {
     Pending p = pending_.top();
     pending_.pop();
@@ -146,6 +149,21 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
     --outstanding_;
   }
   now_ = cycle;
+}
+
+// A burst waits at most the queue ahead of it (queue_depth bursts, each a row
+// cycle and a refresh): far below this. Longer means the timing leaves no time
+// for work, which would otherwise spin forever.
+constexpr uint64_t kNoProgressLimit = uint64_t(1) << 24;
+
+void HbmModel::checkProgress(uint64_t hbmLimit) {
+  if (active_.empty() || hbmLimit < lastProgress_ + kNoProgressLimit) return;
+  throw HbmNoProgress(
+      "the HBM model made no progress: " + std::to_string(outstanding_) +
+      " request(s) pending, no burst issued for " + std::to_string(hbmLimit - lastProgress_) +
+      " HBM cycles (since HBM cycle " + std::to_string(lastProgress_) +
+      "); check the refresh timing (hbm.refresh, hbm.tREFI, hbm.tRFC, hbm.tRFCsb) and the "
+      "bank timing against each other");
 }
 
 void HbmModel::catchUp(uint64_t hbmLimit) {

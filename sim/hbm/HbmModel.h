@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <queue>
+#include <stdexcept>
 #include <vector>
 
 #include "isa/target/HbmConfig.h"
@@ -45,6 +46,11 @@
 #include "sim/hbm/PseudoChannel.h"
 
 namespace tpusim::sim::hbm {
+
+// The model has work but issues nothing (timing that leaves no time for work).
+struct HbmNoProgress : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct HbmRequest {
   uint64_t id = 0;  // returned in the completion; the model does not interpret it
@@ -149,6 +155,10 @@ class HbmModel {
   uint64_t now_ = 0;
   uint64_t sequence_ = 0;
   uint64_t outstanding_ = 0;
+  // Progress check: the HBM cycle of the last issued burst (or arrival while
+  // idle); work pending for kNoProgressLimit cycles without one is reported.
+  uint64_t lastProgress_ = 0;
+  void checkProgress(uint64_t hbmLimit);
 };
 
 }  // namespace tpusim::sim::hbm
