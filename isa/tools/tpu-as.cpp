@@ -11,6 +11,8 @@
 
 #include "isa/Assembler.h"
 #include "isa/ProgramFile.h"
+#include "isa/support/InputFile.h"
+#include "isa/support/RunFiles.h"
 
 namespace cl = llvm::cl;
 using namespace tpusim::isa;
@@ -42,8 +44,13 @@ int main(int argc, char** argv) {
     llvm::sys::path::replace_extension(p, "tpuprog");
     out = std::string(p);
   }
-  if (out != "-" && (out == inputPath || llvm::sys::fs::equivalent(inputPath, out)))
-    return fail(fmt::format("the output '{}' is the input file; refusing to overwrite it", out));
+  tpusim::support::RunFiles files;
+  files.input("the input file", inputPath);
+  files.output(outputPath.empty() ? "the output (IN with .tpuprog, no -o given)" : "-o", out);
+  if (std::string clash = files.clash(); !clash.empty()) return fail(clash);
+  if (inputPath != "-")
+    if (auto problem = tpusim::support::inputFileProblem(inputPath))
+      return fail(fmt::format("{}: {}", inputPath, *problem));
 
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
   if (!buffer)

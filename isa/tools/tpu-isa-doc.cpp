@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "isa/IsaDoc.h"
+#include "isa/support/RunFiles.h"
 
 namespace cl = llvm::cl;
 
@@ -22,6 +23,13 @@ int main(int argc, char** argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "tpusim ISA reference generator (Markdown, from isa/*.def)\n\n"
                               "  tpu-isa-doc -o docs/isa-reference.md\n");
+  tpusim::support::RunFiles files;
+  files.input("the --check file", checkPath);
+  files.output("-o", outputPath);
+  if (std::string clash = files.clash(); !clash.empty()) {
+    fmt::print(stderr, "tpu-isa-doc: error: {}\n", clash);
+    return 1;
+  }
   std::string doc = tpusim::isa::generateIsaReference();
   if (!checkPath.empty()) {
     auto buffer = llvm::MemoryBuffer::getFile(checkPath);

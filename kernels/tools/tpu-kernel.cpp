@@ -17,6 +17,7 @@
 #include "isa/ProgramFile.h"
 #include "isa/support/Npy.h"
 #include "isa/support/Numerics.h"
+#include "isa/support/RunFiles.h"
 #include "kernels/codegen/Compile.h"
 #include "kernels/dsl/HostArrayIo.h"
 #include "kernels/lib/Registry.h"
@@ -159,6 +160,20 @@ int main(int argc, char** argv) {
     std::unique_ptr<llo::Kernel> kernel = lk.trace();
     if (optDumpIr) fmt::print("{}", llo::printKernel(*kernel));
     codegen::TargetInfo target = codegen::loadTargetByName(optChip, optChipsDir);
+    {
+      support::RunFiles files;
+      const std::string& chip = optChip.getValue();
+      if (chip.find('/') != std::string::npos ||
+          (chip.size() > 5 && chip.compare(chip.size() - 5, 5, ".json") == 0))
+        files.input("the --chip file", chip);
+      files.output("-o", optOutput);
+      std::vector<std::string> names;
+      for (const auto& in : kernel->inputs) names.push_back(in.name + ".npy");
+      for (const auto& out : kernel->outputs) names.push_back(out.name + ".npy");
+      files.outputsIn("--interpret-dir", optInterpretDir, names);
+      if (std::string clash = files.clash(); !clash.empty())
+        throw lib::RegistryError("error: " + clash);
+    }
     if (!optInterpretDir.empty() || optCheck) {
       std::mt19937_64 rng(optSeed);
       std::vector<dsl::HostArray> inputs = lk.sampleInputs(rng);

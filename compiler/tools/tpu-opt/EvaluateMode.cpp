@@ -11,6 +11,7 @@
 #include "compiler/hlo/eval/EvalTypes.h"
 #include "compiler/hlo/eval/Evaluator.h"
 #include "isa/support/Npy.h"
+#include "isa/support/RunFiles.h"
 
 namespace cl = llvm::cl;
 using namespace tpusim;
@@ -49,7 +50,10 @@ namespace tpuopt {
 namespace {
 
 // Evaluates one module and writes its results into `dir`.
-int evaluateOne(const hlo::HloModule& module, const std::string& dir) {
+int evaluateOne(const hlo::HloModule& module, const std::string& dir,
+                const std::string& inputPath) {
+  support::RunFiles files;
+  files.input("the input module", inputPath);
   driver::checkEvaluable(module);
   std::vector<hlo::HloInstruction*> params = module.entry()->parameters();
 
@@ -75,6 +79,7 @@ int evaluateOne(const hlo::HloModule& module, const std::string& dir) {
                       name, fmt::join(names, ", ")));
     }
     if (given.count(*index)) return fail(fmt::format("parameter '{}' is given twice", name));
+    files.input("--input " + name, path);
     npy::Array a = npy::read(path);
     given.emplace(*index, fromNpy(a, params[*index]->shape(), path));
   }
@@ -85,6 +90,10 @@ int evaluateOne(const hlo::HloModule& module, const std::string& dir) {
   std::vector<driver::EvaluatedOutput> outputs = driver::evaluateEntry(module, given, options);
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return fail(fmt::format("cannot create '{}': {}", dir, ec.message()));
+  std::vector<std::string> names;
+  for (const driver::EvaluatedOutput& o : outputs) names.push_back(o.name + ".npy");
+  files.outputsIn("--output-dir", dir, names);
+  if (std::string clash = files.clash(); !clash.empty()) return fail(clash);
   for (const driver::EvaluatedOutput& o : outputs) {
     std::string path = dir + "/" + o.name + ".npy";
     if (!Force && llvm::sys::fs::exists(path))
@@ -111,7 +120,7 @@ int runEvaluateMode(ModeInput& in) {
       fmt::print("// module {}: {} -> {}\n", k, module.name(), dir);
     }
     try {
-      if (int rc = evaluateOne(module, dir)) return rc;
+      if (int rc = evaluateOne(module, dir, in.inputPath)) return rc;
     } catch (const driver::EvaluationError& e) {
       return fail(e.what());
     } catch (const EvalError& e) {

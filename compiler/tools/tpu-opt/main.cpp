@@ -16,6 +16,7 @@
 #include "compiler/passes/PassPipeline.h"
 #include "compiler/passes/PassRegistry.h"
 #include "compiler/tools/tpu-opt/TpuOptMode.h"
+#include "isa/support/RunFiles.h"
 
 namespace cl = llvm::cl;
 using namespace tpusim;
@@ -52,10 +53,10 @@ int main(int argc, char** argv) {
   if (!pipeline.addPasses(Passes, &err)) return error("tpu-opt: error: " + err);
   pipeline.setVerify(!NoVerify);
 
-  if (!Output.empty() && Input != "-" && llvm::sys::fs::exists(Output) &&
-      llvm::sys::fs::equivalent(Input, Output))
-    return error(fmt::format("tpu-opt: error: refusing to overwrite the input file '{}' with -o",
-                             Output.getValue()));
+  support::RunFiles files;
+  files.input("the input module", Input);
+  files.output("-o", Output);
+  if (std::string clash = files.clash(); !clash.empty()) return error("tpu-opt: error: " + clash);
   if (!DumpDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(DumpDir))
       return error(

@@ -15,6 +15,7 @@
 #include "compiler/driver/CompileHlo.h"
 #include "compiler/lower/TargetDescription.h"
 #include "isa/ProgramFile.h"
+#include "isa/support/RunFiles.h"
 #include "isa/target/ChipLoader.h"
 #include "isa/target/ConfigError.h"
 
@@ -82,8 +83,15 @@ int main(int argc, char** argv) {
     output = std::string(p.str());
   }
   if (Input == "-") return fail("error: the input must be a file (tpuc names errors by file)");
-  if (llvm::sys::fs::exists(output) && llvm::sys::fs::equivalent(Input, output))
-    return fail(fmt::format("error: refusing to overwrite the input file '{}' with -o", output));
+  support::RunFiles files;
+  files.input("the input module", Input);
+  try {
+    files.input("the --chip file", target::resolveChipPath(resolveChip()));
+  } catch (const std::exception&) {
+    // not a file: loading the chip below says why
+  }
+  files.output(Output.empty() ? "the output (IN with .tpuprog, no -o given)" : "-o", output);
+  if (std::string clash = files.clash(); !clash.empty()) return fail("error: " + clash);
 
   // One chip description (isa/target), seen by the passes, the lowering and
   // the code generator alike.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,7 +13,9 @@
 
 #include "isa/Assembler.h"
 #include "isa/ProgramFile.h"
+#include "isa/support/InputFile.h"
 #include "isa/support/Npy.h"
+#include "isa/support/RunFiles.h"
 #include "isa/target/ChipLoader.h"
 #include "isa/target/ConfigError.h"
 #include "sim/chip/BufferIo.h"
@@ -45,12 +48,11 @@ bool endsWith(const std::string& s, const std::string& suffix) {
 isa::Program loadProgram(const std::string& path) {
   isa::Program p;
   if (endsWith(path, ".s")) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw UserError(fmt::format("{}: cannot read the assembly file", path));
-    std::stringstream text;
-    text << f.rdbuf();
+    std::string text;
+    if (auto problem = support::readInputFile(path, &text))
+      throw UserError(fmt::format("{}: {}", path, *problem));
     std::vector<isa::Diagnostic> diags;
-    if (!isa::assemble(text.str(), path, &p, &diags)) {
+    if (!isa::assemble(text, path, &p, &diags)) {
       std::string all;
       for (const isa::Diagnostic& d : diags) all += isa::formatDiagnostic(d);
       if (!all.empty() && all.back() == '\n') all.pop_back();
@@ -229,6 +231,40 @@ int checkOutputs(const TpusimArgs& a, const isa::Program& program, const SimResu
   return 0;
 }
 
+// --input NAME=file.npy, split.
+std::vector<std::pair<std::string, std::string>> parseInputs(const std::vector<std::string>& in) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& s : in) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+      throw UserError(fmt::format("--input {}: expected NAME=file.npy", s));
+    out.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+  }
+  return out;
+}
+
+// Every file the run reads and writes: no output may be an input or another output.
+void checkRunFiles(const TpusimArgs& a, const isa::Program& program,
+                   const std::vector<std::pair<std::string, std::string>>& inputFiles) {
+  support::RunFiles files;
+  files.input("the input program", a.program);
+  try {
+    files.input("the --chip file", target::resolveChipPath(a.chip));
+  } catch (const target::ConfigError&) {
+    // loadChip already read it; a name that does not resolve is no file
+  }
+  for (const auto& [name, path] : inputFiles) files.input("--input " + name, path);
+  files.output("--stats", a.statsPath);
+  files.output("--trace", a.tracePath);
+  if (!a.outputDir.empty()) {
+    std::vector<std::string> names;
+    for (const isa::BufferDesc& b : program.buffers)
+      if (b.role == isa::BufferRole::Output) names.push_back(fileNameFor(b.name) + ".npy");
+    files.outputsIn("--output-dir", a.outputDir, names);
+  }
+  if (std::string clash = files.clash(); !clash.empty()) throw UserError(clash);
+}
+
 int run(const TpusimArgs& a) {
   if (a.mode != "functional" && a.mode != "timing")
     throw UserError(fmt::format("--mode={}: expected functional or timing", a.mode));
@@ -249,14 +285,23 @@ int run(const TpusimArgs& a) {
         a.program));
   if (a.check && a.mode != "functional")
     throw UserError("--check needs --mode=functional (timing mode computes no data)");
-  if (a.checkRtol < 0) throw UserError("--check-rtol must be >= 0");
+  if (a.checkRtolGiven && !(a.checkRtol >= 0 && std::isfinite(a.checkRtol)))
+    throw UserError(
+        fmt::format("--check-rtol={}: expected a finite number >= 0 (0: exact)", a.checkRtol));
+  if (a.checkRtolGiven && !a.check)
+    throw UserError("--check-rtol needs --check (it is the tolerance of the comparison)");
+  if (a.traceEventsPerTrack < 16)
+    throw UserError(
+        fmt::format("--trace-events-per-track={}: expected at least 16", a.traceEventsPerTrack));
+  std::vector<std::pair<std::string, std::string>> inputFiles = parseInputs(a.inputs);
 
   target::ChipConfig chip = target::loadChip(a.chip);
   target::applyOverrides(chip, a.sets);
   // An .hlo module is compiled in process for exactly this chip.
   isa::Program program;
   if (fromHlo) {
-    if (!fs::exists(a.program)) throw UserError(fmt::format("{}: no such file", a.program));
+    if (auto problem = support::inputFileProblem(a.program))
+      throw UserError(fmt::format("{}: {}", a.program, *problem));
     try {
       program = compileHlo(a.program, chip);
     } catch (const std::runtime_error& e) {
@@ -265,6 +310,7 @@ int run(const TpusimArgs& a) {
   } else {
     program = loadProgram(a.program);
   }
+  checkRunFiles(a, program, inputFiles);
   if (!program.chip.empty() && program.chip != chip.name)
     fmt::print(stderr, "tpusim: warning: {} was built for chip '{}', running it on '{}'\n",
                a.program, program.chip, chip.name);
@@ -279,7 +325,7 @@ int run(const TpusimArgs& a) {
   o.randomInputs = randomInputsOf(a);
   o.mxuKind = mxuKind;
   o.trace = !a.tracePath.empty();
-  o.traceEventsPerTrack = size_t(std::max<int64_t>(a.traceEventsPerTrack, 16));
+  o.traceEventsPerTrack = size_t(a.traceEventsPerTrack);
   o.dmaFactory = makeChipDma;
   std::unique_ptr<Progress> progress;
   if (!a.quiet && isatty(STDERR_FILENO)) {
@@ -288,18 +334,18 @@ int run(const TpusimArgs& a) {
   }
   Simulation sim(chip, program, o);
   std::map<std::string, std::string> given;  // input buffer -> .npy file
-  for (const std::string& in : a.inputs) {
-    size_t eq = in.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == in.size())
-      throw UserError(fmt::format("--input {}: expected NAME=file.npy", in));
-    std::string name = in.substr(0, eq), path = in.substr(eq + 1);
+  for (auto [name, path] : inputFiles) {
     npy::Array array;
     try {
       array = npy::read(path);
     } catch (const npy::NpyError& e) {
       throw UserError(e.what());
     }
+    std::string given0 = name;
     name = inputBufferName(program, name);
+    if (auto it = given.find(name); it != given.end())
+      throw UserError(fmt::format("--input {}={}: buffer '{}' is already given by --input ({})",
+                                  given0, path, name, it->second));
     sim.setInput(name, array, path);
     given[name] = path;
   }
@@ -320,6 +366,16 @@ int run(const TpusimArgs& a) {
     writeText(a.statsPath, statsJson(r, chip, info).dump(2) + "\n", "stats");
   if (!a.tracePath.empty() && sim.trace()) sim.trace()->write(a.tracePath);
   fmt::print("{}", summaryText(r, chip, info));
+  for (const CoreStats& cs : r.cores)
+    if (cs.unmovedSmemDmas > 0) {
+      fmt::print(stderr,
+                 "tpusim: warning: timing mode moves no DMA data, but {} DMA descriptor(s) were "
+                 "built from SMEM that a DMA fills (first: {}; e.g. gather indices): their "
+                 "addresses, and so the cycles, may differ from a functional run (--mode "
+                 "functional)\n",
+                 cs.unmovedSmemDmas, cs.firstUnmovedSmemDma);
+      break;
+    }
   for (const CoreStats& cs : r.cores)
     if (cs.unmovedSmemBranches > 0) {
       fmt::print(stderr,
