@@ -2,9 +2,11 @@
 // reference is checked before it is used (see ProgramFile.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "isa/Decoder.h"
 #include "isa/ProgramFile.h"
@@ -138,6 +140,37 @@ bool readData(Cursor& c, Program* p) {
   return c.done();
 }
 
+// The first two buffers that overlap as tpu-as refuses them (buffersOverlap:
+// the same space, except an input donated to an output of the same range), or
+// "". A sweep over the buffers sorted by address: O(n log n) for any file.
+std::string overlappingBuffers(const std::vector<BufferDesc>& buffers) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].sizeBytes > 0) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const BufferDesc &x = buffers[a], &y = buffers[b];
+    return std::tie(x.space, x.address, a) < std::tie(y.space, y.address, b);
+  });
+  std::vector<size_t> open;  // buffers of this space still covering the sweep's address
+  for (size_t k = 0; k < order.size(); ++k) {
+    const BufferDesc& b = buffers[order[k]];
+    open.erase(std::remove_if(open.begin(), open.end(),
+                              [&](size_t o) {
+                                return buffers[o].space != b.space ||
+                                       buffers[o].address + buffers[o].sizeBytes <= b.address;
+                              }),
+               open.end());
+    for (size_t o : open)
+      if (buffersOverlap(b, buffers[o]))
+        return fmt::format(
+            "buffer '{}' [0x{:x}, 0x{:x}) overlaps buffer '{}' [0x{:x}, 0x{:x}) in {}", b.name,
+            b.address, b.address + b.sizeBytes, buffers[o].name, buffers[o].address,
+            buffers[o].address + buffers[o].sizeBytes, memorySpaceName(b.space));
+    open.push_back(order[k]);
+  }
+  return "";
+}
+
 bool readBuffers(Cursor& c, Program* p) {
   uint32_t n = c.count(24, "the buffer count");
   p->buffers.resize(n);
@@ -180,6 +213,8 @@ bool readBuffers(Cursor& c, Program* p) {
     if (b.address > UINT64_MAX - b.sizeBytes)
       return c.fail(what + ": address + size overflows 64 bits");
   }
+  if (c.failed()) return false;
+  if (std::string clash = overlappingBuffers(p->buffers); !clash.empty()) return c.fail(clash);
   return c.done();
 }
 
@@ -447,9 +482,17 @@ bool parseProgram(const uint8_t* data, size_t size, const std::string& name, Pro
           fmt::format("section '{}' at offset 0x{:x}, size {} is not within the file "
                       "({} bytes) after the previous section (ends at 0x{:x})",
                       s.name, s.offset, s.size, size, previousEnd));
+    if (s.offset - previousEnd >= 8)
+      return fail(
+          fmt::format("section '{}' at offset 0x{:x} leaves {} unused bytes after the "
+                      "previous section (at most 7 of alignment)",
+                      s.name, s.offset, s.offset - previousEnd));
     previousEnd = s.offset + s.size;
     fi.sections.push_back(s);
   }
+  if (previousEnd != size)
+    return fail(fmt::format("{} bytes after the last section (ends at 0x{:x}) belong to no section",
+                            size - previousEnd, previousEnd));
 
   Program p;
   using Reader = bool (*)(Cursor&, Program*);

@@ -514,6 +514,40 @@ class Verifier {
         return true;
       case HloOpcode::AllGatherStart:
         return atLeast(i, 1);
+      case HloOpcode::AddDependency:
+        // add-dependency(value, token): the value, ordered after the token.
+        if (!operands(i, 2)) return false;
+        if (!i.operand(1)->shape().isToken())
+          return fail(i, "add-dependency's second operand must be a token");
+        return sameShape(i, i.operand(0)->shape(), "the operand");
+      case HloOpcode::Domain:
+        return operands(i, 1) && sameShape(i, i.operand(0)->shape(), "the operand");
+      case HloOpcode::Send:
+      case HloOpcode::Recv: {
+        // send(data, token) / recv(token) -> (data, u32[] context, token[]).
+        bool send = op == HloOpcode::Send;
+        if (!operands(i, send ? 2 : 1)) return false;
+        if (!i.operand(send ? 1 : 0)->shape().isToken())
+          return fail(i, fmt::format("{}'s last operand must be a token", send ? "send" : "recv"));
+        if (!s.isTuple() || s.tupleShapes.size() != 3 || !s.tupleShapes[2].isToken() ||
+            !s.tupleShapes[1].compatible(Shape::scalar(PrimitiveType::U32)))
+          return fail(
+              i, fmt::format("{} must produce (data, u32[], token[])", send ? "send" : "recv"));
+        if (send && !s.tupleShapes[0].compatible(i.operand(0)->shape()))
+          return fail(i, "send's data result must have the operand's shape");
+        return true;
+      }
+      case HloOpcode::SetDimensionSize: {
+        // set-dimension-size(array, s32[] size), dimensions={d}: the array.
+        if (!operands(i, 2)) return false;
+        const Shape& in = i.operand(0)->shape();
+        if (!in.isArray()) return fail(i, "operand 0 must be an array");
+        if (!i.operand(1)->shape().compatible(Shape::scalar(PrimitiveType::S32)))
+          return fail(i, "the size operand must be s32[]");
+        if (i.dimensions().size() != 1 || i.dimensions()[0] < 0 || i.dimensions()[0] >= in.rank())
+          return fail(i, "needs one dimension in dimensions= within the operand's rank");
+        return sameShape(i, in, "the operand");
+      }
       case HloOpcode::PartitionId:
       case HloOpcode::ReplicaId:
         return operands(i, 0) && sameShape(i, Shape::scalar(PrimitiveType::U32), "u32[]");

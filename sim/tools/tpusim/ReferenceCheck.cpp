@@ -124,7 +124,7 @@ OutputCheck compareOutput(const isa::BufferDesc& buffer, const npy::Array& sim,
   }
   const bool bf16 = buffer.dtype == DType::Bf16;
   const bool exact = !(buffer.dtype == DType::F32 || bf16);
-  c.rtol = exact ? 0 : rtolOverride > 0 ? rtolOverride : bf16 ? 3e-2 : 2e-2;
+  c.rtol = exact ? 0 : rtolOverride >= 0 ? rtolOverride : bf16 ? 3e-2 : 2e-2;
   double sumSquares = 0;
   int64_t finite = 0;
   for (int64_t i = 0; i < c.elements; ++i) {

@@ -65,7 +65,7 @@ struct OutputCheck {
   std::string line() const;  // one report line
 };
 
-// Compares one output; `rtolOverride` > 0 replaces the float tolerance.
+// Compares one output; `rtolOverride` >= 0 replaces the float tolerance (0: exact).
 OutputCheck compareOutput(const isa::BufferDesc& buffer, const npy::Array& sim,
                           const npy::Array& ref, double rtolOverride);
 

@@ -26,9 +26,10 @@ struct TpusimArgs {
   bool referenceStepping = false;
   int64_t quantum = 10000;
   int64_t traceEventsPerTrack = 200000;
-  int topOps = 20;       // rows of the summary's per-op table (0: all)
-  bool check = false;    // .hlo only: compare outputs with the reference evaluator
-  double checkRtol = 0;  // 0: the default tolerance per dtype (ReferenceCheck.h)
+  int topOps = 20;        // rows of the summary's per-op table (0: all)
+  bool check = false;     // .hlo only: compare outputs with the reference evaluator
+  double checkRtol = -1;  // < 0: the default tolerance per dtype (ReferenceCheck.h); 0: exact
+  bool checkRtolGiven = false;
 };
 
 // Runs the tool; returns the process exit code (0 ok, 1 error or fault).

@@ -80,8 +80,8 @@ static cl::opt<bool> check("check",
                            cl::cat(category));
 static cl::opt<double> checkRtol("check-rtol",
                                  cl::desc("Relative tolerance of --check for f32/bf16 outputs "
-                                          "(default 2e-2 for f32, 3e-2 for bf16)"),
-                                 cl::init(0), cl::cat(category));
+                                          "(default 2e-2 for f32, 3e-2 for bf16; 0: exact)"),
+                                 cl::init(-1), cl::cat(category));
 
 int main(int argc, char** argv) {
   // LLVM's Support library registers its own -stats (LLVM statistics), which
@@ -123,5 +123,6 @@ int main(int argc, char** argv) {
   }
   a.topOps = topOps;
   a.checkRtol = checkRtol;
+  a.checkRtolGiven = checkRtol.getNumOccurrences() > 0;
   return tpusim::sim::runTpusim(a);
 }
