@@ -96,38 +96,15 @@ int64_t HloComputation::removeDeadInstructions() {
     for (const HloInstruction* op : i->operands())
       if (op) work.push_back(op);
   }
-  // Every user of a dead instruction is dead too, so they go all at once.
-  std::unordered_set<const HloInstruction*> dead;
-  for (const auto& i : instrs_)
-    if (!live.count(i.get()) && i->opcode() != HloOpcode::Parameter) dead.insert(i.get());
-  return removeInstructions(dead);
-}
-
-int64_t HloComputation::removeInstructions(
-    const std::unordered_set<const HloInstruction*>& doomed) {
-  // One pass, not one search of instrs_ per instruction (quadratic in a large
-  // computation). Only a set closed under users can go at once.
-  std::vector<HloInstruction*> mine;
-  for (const auto& i : instrs_)
-    if (doomed.count(i.get())) mine.push_back(i.get());
-  for (HloInstruction* i : mine) {
-    bool closed = i != root_;
-    for (const HloInstruction* u : i->users()) closed = closed && doomed.count(u) > 0;
-    if (!closed) {
-      // Some must stay: remove one at a time, users first, as far as possible.
-      int64_t removed = 0;
-      auto order = postOrder();
-      for (auto it = order.rbegin(); it != order.rend(); ++it)
-        if (doomed.count(*it) && removeInstruction(*it)) ++removed;
-      return removed;
-    }
+  int64_t removed = 0;
+  // Users first, so every removed instruction has no users left.
+  auto order = postOrder();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    HloInstruction* i = *it;
+    if (live.count(i) || i->opcode() == HloOpcode::Parameter) continue;
+    if (removeInstruction(i)) ++removed;
   }
-  for (HloInstruction* i : mine) i->setOperands({});  // unlink, so no destructor sees a freed one
-  size_t before = instrs_.size();
-  instrs_.erase(std::remove_if(instrs_.begin(), instrs_.end(),
-                               [&](const auto& p) { return doomed.count(p.get()) > 0; }),
-                instrs_.end());
-  return int64_t(before - instrs_.size());
+  return removed;
 }
 
 HloInstruction* HloComputation::findInstruction(const std::string& name) const {

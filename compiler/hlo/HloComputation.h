@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "compiler/hlo/HloInstruction.h"
@@ -49,8 +48,6 @@ class HloComputation {
   // Removes every instruction that neither the root nor a side-effecting
   // instruction needs (parameters stay); returns the number removed.
   int64_t removeDeadInstructions();
-  // Removes every instruction of `doomed` (that belongs here) at once; returns how many.
-  int64_t removeInstructions(const std::unordered_set<const HloInstruction*>& doomed);
   HloInstruction* findInstruction(const std::string& name) const;
 
   // A deep copy named `newName` (instructions keep their names; called

@@ -61,13 +61,9 @@ class FusionPass : public HloPass {
     dead_.clear();
     created_.clear();
     for (HloComputation* comp : fusionTargets(module)) fuseComputation(*comp);
-    for (HloComputation* comp : fusionTargets(module)) {
-      std::unordered_set<const HloInstruction*> doomed;
-      for (HloInstruction* d : dead_)
-        if (d->parent() == comp) doomed.insert(d);
-      comp->removeInstructions(doomed);
-      for (const HloInstruction* d : doomed) dead_.erase(const_cast<HloInstruction*>(d));
-    }
+    for (HloComputation* comp : fusionTargets(module))
+      for (HloInstruction* d : std::vector<HloInstruction*>(dead_.begin(), dead_.end()))
+        if (d->parent() == comp && comp->removeInstruction(d)) dead_.erase(d);
     renameInProgramOrder(module);
     summarize();
     if (external_) *external_ = result_;

@@ -1,6 +1,9 @@
 #include "sim/chip/RunReport.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <set>
 
 #include <algorithm>
 
@@ -100,6 +103,8 @@ ordered_json statsJson(const SimResult& r, const target::ChipConfig& chip, const
                     {"dma_bytes", s.dmaBytes}};
     // Timing mode: branches on values from SMEM a DMA fills only in functional mode.
     if (s.unmovedSmemBranches > 0) jc["branches_on_unmoved_dma_data"] = s.unmovedSmemBranches;
+    if (s.unmovedSmemDmas > 0) jc["dmas_on_unmoved_dma_data"] = s.unmovedSmemDmas;
+    if (!s.opsOnUnmovedData.empty()) jc["ops_on_unmoved_dma_data"] = s.opsOnUnmovedData;
     cores.push_back(jc);
   }
   j["cores"] = cores;
@@ -194,6 +199,21 @@ std::string summaryText(const SimResult& r, const target::ChipConfig& chip, cons
                                                           : "not halted");
   double seconds = double(r.cycles) / chip.core.clock_hz;
   out += fmt::format("  cycles          {}\n", r.cycles);
+  {
+    // Timing mode moves no data: say when the cycles depend on data it does not have.
+    int64_t dmas = 0, branches = 0;
+    std::set<std::string> ops;
+    for (const CoreStats& s : r.cores) {
+      dmas += s.unmovedSmemDmas;
+      branches += s.unmovedSmemBranches;
+      ops.insert(s.opsOnUnmovedData.begin(), s.opsOnUnmovedData.end());
+    }
+    if (dmas + branches > 0)
+      out += fmt::format(
+          "  not exact       {} DMA(s) and {} branch(es) depend on data timing mode does not move "
+          "(ops: {}); a functional run may take other cycles\n",
+          dmas, branches, fmt::join(ops, ", "));
+  }
   out += fmt::format("  simulated time  {:.3f} us at {:.3f} GHz\n", seconds * 1e6,
                      chip.core.clock_hz / 1e9);
   out += fmt::format("  MXU utilization {:.1f}%\n", 100.0 * j["mxu_utilization"].get<double>());

@@ -134,6 +134,7 @@ void TensorCore::executeScalar(const DecodedOp& op, int64_t t, int64_t* nextPc) 
   };
   auto branchOn = [&](int source) {
     if (options_.functional || !sTaint_[op.ssrc[source]]) return;
+    stats_.opsOnUnmovedData.insert(opNameAt(pc_));
     if (stats_.unmovedSmemBranches++ == 0)
       stats_.firstUnmovedSmemBranch =
           fmt::format("core {} bundle {} ({}) at cycle {}: {} on a value loaded from SMEM", id_,
@@ -497,6 +498,22 @@ void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
                           "modelled yet",
                           word, desc.dstChip),
               &op, "dma", int64_t(word * 4));
+      if (!options_.functional) {
+        // A descriptor built from data no DMA moved (gather indices): its addresses are not
+        // the functional run's.
+        bool dependent = false;
+        for (int i = 0; i < op.numS; ++i) dependent |= sTaint_[op.ssrc[i]];
+        for (uint64_t w = word; w < word + isa::kDmaDescriptorWords && !dependent; ++w) {
+          dependent = taintedSmem_.count(w) > 0;
+          for (const auto& [begin, end] : unmovedSmem_) dependent |= w >= begin && w < end;
+        }
+        if (dependent) {
+          stats_.opsOnUnmovedData.insert(opNameAt(pc_));
+          if (stats_.unmovedSmemDmas++ == 0)
+            stats_.firstUnmovedSmemDma =
+                fmt::format("core {} bundle {} ({}) at cycle {}", id_, pc_, opNameAt(pc_), t);
+        }
+      }
       int64_t where = -1;
       std::string problem = dma_.issue(id_, int(op.unit2), int(op.unit), desc, t, &where);
       if (!problem.empty())

@@ -44,7 +44,13 @@ struct CoreStats {
   // so its cycles, may differ from a functional run. The first one in words.
   int64_t unmovedSmemBranches = 0;
   std::string firstUnmovedSmemBranch;
-  std::vector<OpStats> ops;  // debugMap.size() + 1 entries
+  // Timing mode: DMAs whose descriptor (addresses, sizes) depends on such a
+  // value, e.g. a gather whose row indices are an input: their addresses, and
+  // so the HBM timing, may differ from a functional run.
+  int64_t unmovedSmemDmas = 0;
+  std::string firstUnmovedSmemDma;
+  std::set<std::string> opsOnUnmovedData;  // debug-map ops of those branches and DMAs
+  std::vector<OpStats> ops;                // debugMap.size() + 1 entries
 };
 
 }  // namespace tpusim::sim
