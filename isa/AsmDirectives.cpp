@@ -129,7 +129,17 @@ bool AsmParser::wordInt(int lineNo, const std::string& text, int column, const c
                         int64_t min, int64_t max, int64_t* out) {
   int64_t v;
   if (!syntax::parseInteger(text, &v)) {
-    error(lineNo, column, fmt::format("{} must be an integer, got '{}'", what, text));
+    // An integer too large for 64 bits is out of range, not "not an integer".
+    std::string_view digits = text;
+    if (!digits.empty() && digits[0] == '-') digits.remove_prefix(1);
+    bool hex = digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X');
+    if (hex) digits.remove_prefix(2);
+    bool integer = !digits.empty() &&
+                   digits.find_first_not_of(hex ? "0123456789abcdefABCDEF" : "0123456789") ==
+                       std::string_view::npos;
+    error(lineNo, column,
+          integer ? fmt::format("{} {} is out of range ({}..{})", what, text, min, max)
+                  : fmt::format("{} must be an integer, got '{}'", what, text));
     return false;
   }
   if (v < min || v > max) {

@@ -43,7 +43,7 @@ struct FusionConfig {
   // fusion (cost model, VMEM estimate), so without a bound a chain of n
   // element-wise ops compiles in O(n^2); with it, in O(n). Real fusions are
   // far smaller (XLA bounds fusion size for the same reason).
-  int64_t maxInstructions = 128;
+  int64_t maxInstructions = 256;
 };
 
 struct FusionDecision {

@@ -12,6 +12,7 @@
 #include "isa/Assembler.h"
 #include "isa/ProgramFile.h"
 #include "isa/support/InputFile.h"
+#include "isa/support/ParseCommandLine.h"
 #include "isa/support/RunFiles.h"
 
 namespace cl = llvm::cl;
@@ -34,9 +35,9 @@ static int fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "tpusim assembler: assembly text -> .tpuprog\n\n"
-                              "  tpu-as kernel.s -o kernel.tpuprog\n");
+  tpusim::support::parseCommandLineOrExit(argc, argv,
+                                          "tpusim assembler: assembly text -> .tpuprog\n\n"
+                                          "  tpu-as kernel.s -o kernel.tpuprog\n");
   std::string out = outputPath;
   if (out.empty()) {
     if (inputPath == "-") return fail("reading from stdin needs -o <file>");

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "isa/IsaDoc.h"
+#include "isa/support/ParseCommandLine.h"
 #include "isa/support/RunFiles.h"
 
 namespace cl = llvm::cl;
@@ -20,9 +21,10 @@ static cl::opt<std::string> checkPath(
 
 int main(int argc, char** argv) {
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "tpusim ISA reference generator (Markdown, from isa/*.def)\n\n"
-                              "  tpu-isa-doc -o docs/isa-reference.md\n");
+  tpusim::support::parseCommandLineOrExit(
+      argc, argv,
+      "tpusim ISA reference generator (Markdown, from isa/*.def)\n\n"
+      "  tpu-isa-doc -o docs/isa-reference.md\n");
   tpusim::support::RunFiles files;
   files.input("the --check file", checkPath);
   files.output("-o", outputPath);

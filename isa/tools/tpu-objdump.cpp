@@ -6,6 +6,7 @@
 
 #include "isa/Disassembler.h"
 #include "isa/ProgramFile.h"
+#include "isa/support/ParseCommandLine.h"
 
 namespace cl = llvm::cl;
 using namespace tpusim::isa;
@@ -51,10 +52,11 @@ static void printHeaders(const ProgramFileInfo& info) {
 
 int main(int argc, char** argv) {
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "tpusim object dumper: shows a .tpuprog as assembly text\n\n"
-                              "  tpu-objdump kernel.tpuprog          (everything)\n"
-                              "  tpu-objdump -d kernel.tpuprog       (code only)\n");
+  tpusim::support::parseCommandLineOrExit(
+      argc, argv,
+      "tpusim object dumper: shows a .tpuprog as assembly text\n\n"
+      "  tpu-objdump kernel.tpuprog          (everything)\n"
+      "  tpu-objdump -d kernel.tpuprog       (code only)\n");
   Program program;
   ProgramFileInfo info;
   std::string error;

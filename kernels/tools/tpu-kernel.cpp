@@ -17,6 +17,7 @@
 #include "isa/ProgramFile.h"
 #include "isa/support/Npy.h"
 #include "isa/support/Numerics.h"
+#include "isa/support/ParseCommandLine.h"
 #include "isa/support/RunFiles.h"
 #include "kernels/codegen/Compile.h"
 #include "kernels/dsl/HostArrayIo.h"
@@ -145,7 +146,7 @@ bool checkAgainstReference(const llo::Kernel& kernel, const lib::LibraryKernel& 
 
 int main(int argc, char** argv) {
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv, "compile a library kernel to a .tpuprog\n");
+  tpusim::support::parseCommandLineOrExit(argc, argv, "compile a library kernel to a .tpuprog\n");
   bool checked = true;
   try {
     if (optList) {

@@ -13,6 +13,7 @@
 
 #include "compiler/hlo/HloPrinter.h"
 #include "compiler/hlo/HloVerifier.h"
+#include "isa/support/ParseCommandLine.h"
 #include "traces/tracegen/LlamaGraph.h"
 #include "traces/tracegen/TraceSummary.h"
 
@@ -90,9 +91,10 @@ int main(int argc, char** argv) {
   for (auto& entry : cl::getRegisteredOptions())
     for (cl::OptionCategory* c : entry.second->Categories)
       if (c == &cl::getGeneralCategory()) entry.second->setHiddenFlag(cl::ReallyHidden);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "tpu-tracegen: HLO text of Llama-style decoder steps, as JAX "
-                              "dumps it\n");
+  tpusim::support::parseCommandLineOrExit(
+      argc, argv,
+      "tpu-tracegen: HLO text of Llama-style decoder steps, as JAX "
+      "dumps it\n");
 
   std::optional<LlamaConfig> preset = presetConfig(Preset);
   if (!preset)

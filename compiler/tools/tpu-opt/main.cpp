@@ -16,6 +16,7 @@
 #include "compiler/passes/PassPipeline.h"
 #include "compiler/passes/PassRegistry.h"
 #include "compiler/tools/tpu-opt/TpuOptMode.h"
+#include "isa/support/ParseCommandLine.h"
 #include "isa/support/RunFiles.h"
 
 namespace cl = llvm::cl;
@@ -46,7 +47,8 @@ int main(int argc, char** argv) {
   for (auto& entry : cl::getRegisteredOptions())
     for (cl::OptionCategory* c : entry.second->Categories)
       if (c == &cl::getGeneralCategory()) entry.second->setHiddenFlag(cl::ReallyHidden);
-  cl::ParseCommandLineOptions(argc, argv, "tpu-opt: HLO parser, verifier and optimizer\n");
+  tpusim::support::parseCommandLineOrExit(argc, argv,
+                                          "tpu-opt: HLO parser, verifier and optimizer\n");
 
   passes::PassPipeline pipeline;
   std::string err;

@@ -15,6 +15,7 @@
 #include "compiler/driver/CompileHlo.h"
 #include "compiler/lower/TargetDescription.h"
 #include "isa/ProgramFile.h"
+#include "isa/support/ParseCommandLine.h"
 #include "isa/support/RunFiles.h"
 #include "isa/target/ChipLoader.h"
 #include "isa/target/ConfigError.h"
@@ -73,9 +74,10 @@ int main(int argc, char** argv) {
   for (auto& entry : cl::getRegisteredOptions())
     for (cl::OptionCategory* c : entry.second->Categories)
       if (c == &cl::getGeneralCategory()) entry.second->setHiddenFlag(cl::ReallyHidden);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "tpuc: compile an HLO module into one .tpuprog\n\n"
-                              "  tpuc model.hlo -o model.tpuprog --chip v5e --print-stats\n");
+  tpusim::support::parseCommandLineOrExit(
+      argc, argv,
+      "tpuc: compile an HLO module into one .tpuprog\n\n"
+      "  tpuc model.hlo -o model.tpuprog --chip v5e --print-stats\n");
   std::string output = Output;
   if (output.empty()) {
     llvm::SmallString<256> p(llvm::sys::path::filename(Input.getValue()));

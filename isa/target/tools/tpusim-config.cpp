@@ -12,6 +12,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "isa/support/InputFile.h"
+#include "isa/support/ParseCommandLine.h"
 #include "isa/target/ChipJson.h"
 #include "isa/target/ChipLoader.h"
 #include "isa/target/ConfigError.h"
@@ -64,16 +66,14 @@ int runDoc() {
     std::cout << doc;
     return 0;
   }
-  std::ifstream in(checkOpt);
-  if (!in) {
-    fmt::print(stderr, "tpusim-config: error: cannot open '{}'\n", checkOpt.getValue());
+  std::string text;
+  if (auto problem = tpusim::support::readInputFile(checkOpt, &text)) {
+    fmt::print(stderr, "tpusim-config: error: {}: {}\n", checkOpt.getValue(), *problem);
     return 1;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (ss.str() == doc) return 0;
+  if (text == doc) return 0;
   // Name the first line that differs so the reader sees what changed.
-  std::istringstream a(ss.str()), b(doc);
+  std::istringstream a(text), b(doc);
   std::string la, lb;
   int line = 1;
   while (true) {
@@ -116,10 +116,11 @@ int runFields() {
 
 int main(int argc, char** argv) {
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "tpusim-config: show the effective chip configuration\n\n"
-                              "Prints the chip (a preset plus --set overrides) as JSON, or the "
-                              "preset list, field list or preset documentation.\n");
+  tpusim::support::parseCommandLineOrExit(
+      argc, argv,
+      "tpusim-config: show the effective chip configuration\n\n"
+      "Prints the chip (a preset plus --set overrides) as JSON, or the "
+      "preset list, field list or preset documentation.\n");
   try {
     if (!checkOpt.empty() && !docOpt) {
       fmt::print(stderr, "tpusim-config: error: --check needs --doc\n");
@@ -136,6 +137,10 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const ConfigError& e) {
     fmt::print(stderr, "{}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    // Not expected (ConfigError covers bad presets); still a message, not an abort.
+    fmt::print(stderr, "tpusim-config: error: {}\n", e.what());
     return 1;
   }
 }

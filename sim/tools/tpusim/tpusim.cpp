@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <llvm/Support/CommandLine.h>
 
+#include "isa/support/ParseCommandLine.h"
 #include "sim/tools/tpusim/TpusimDriver.h"
 
 namespace cl = llvm::cl;
@@ -91,11 +92,12 @@ int main(int argc, char** argv) {
   cl::opt<std::string> stats("stats", cl::desc("Write statistics as JSON"),
                              cl::value_desc("stats.json"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "tpusim: cycle-accurate simulation of a TPU-like chip\n\n"
-                              "  tpusim kernel.tpuprog --chip v5e --stats stats.json\n"
-                              "  tpusim kernel.s --chip v4 --mode timing --set mxu.count=2\n"
-                              "  tpusim model.hlo --chip v5e --check   (compiled by tpuc)\n");
+  tpusim::support::parseCommandLineOrExit(
+      argc, argv,
+      "tpusim: cycle-accurate simulation of a TPU-like chip\n\n"
+      "  tpusim kernel.tpuprog --chip v5e --stats stats.json\n"
+      "  tpusim kernel.s --chip v4 --mode timing --set mxu.count=2\n"
+      "  tpusim model.hlo --chip v5e --check   (compiled by tpuc)\n");
   tpusim::sim::TpusimArgs a;
   a.program = program;
   a.chip = chip;
