@@ -48,7 +48,7 @@ TEST_CASE("an output within the per-element tolerance passes without a judgement
   auto exact = f32Array(kN, exactValue);
   auto ref = bf16Array(kN, exactValue);
   auto sim = bf16Array(kN, [](int64_t i) { return exactValue(i) * (1 + noiseA(i, 0.005)); });
-  sim::OutputCheck c = sim::compareOutput(buffer, sim, ref, 0);
+  sim::OutputCheck c = sim::compareOutput(buffer, sim, ref, -1);  // -1: the default tolerance
   CHECK(c.ok());
   CHECK_FALSE(c.wantsRoundingJudgement());
 }
@@ -59,7 +59,7 @@ TEST_CASE("bf16 rounding: an error like the evaluator's passes, a larger one fai
   // The evaluator and the simulator each 5% rms off the exact values, differently.
   auto ref = bf16Array(kN, [](int64_t i) { return exactValue(i) + noiseA(i, 0.1); });
   auto close = bf16Array(kN, [](int64_t i) { return exactValue(i) + noiseB(i, 0.1); });
-  sim::OutputCheck c = sim::compareOutput(buffer, close, ref, 0);
+  sim::OutputCheck c = sim::compareOutput(buffer, close, ref, -1);  // -1: the default tolerance
   REQUIRE(c.mismatches > 0);
   REQUIRE(c.wantsRoundingJudgement());
   sim::judgeBf16Rounding(c, buffer, close, ref, exact);
@@ -70,7 +70,7 @@ TEST_CASE("bf16 rounding: an error like the evaluator's passes, a larger one fai
 
   // Twice the evaluator's error is beyond 1.5x.
   auto far = bf16Array(kN, [](int64_t i) { return exactValue(i) + noiseB(i, 0.2); });
-  sim::OutputCheck d = sim::compareOutput(buffer, far, ref, 0);
+  sim::OutputCheck d = sim::compareOutput(buffer, far, ref, -1);  // -1: the default tolerance
   sim::judgeBf16Rounding(d, buffer, far, ref, exact);
   CHECK(d.roundingJudged);
   CHECK_FALSE(d.ok());
@@ -85,7 +85,7 @@ TEST_CASE("bf16 rounding is not judged when the evaluator is exact or values are
   auto ref = bf16Array(kN, exactValue);
   auto exactAsRef =
       f32Array(kN, [&](int64_t i) { return double(bf16BitsToF32(ref.as<uint16_t>()[i])); });
-  sim::OutputCheck c = sim::compareOutput(buffer, sim, ref, 0);
+  sim::OutputCheck c = sim::compareOutput(buffer, sim, ref, -1);  // -1: the default tolerance
   REQUIRE(c.mismatches > 0);
   sim::judgeBf16Rounding(c, buffer, sim, ref, exactAsRef);
   CHECK_FALSE(c.roundingJudged);
@@ -93,9 +93,24 @@ TEST_CASE("bf16 rounding is not judged when the evaluator is exact or values are
 
   // A NaN where the reference has a number fails per element and is never excused.
   auto nan = bf16Array(kN, [](int64_t i) { return i == 7 ? NAN : exactValue(i); });
-  sim::OutputCheck d = sim::compareOutput(buffer, nan, ref, 0);
+  sim::OutputCheck d = sim::compareOutput(buffer, nan, ref, -1);  // -1: the default tolerance
   CHECK(d.nonFiniteMismatches == 1);
   CHECK_FALSE(d.wantsRoundingJudgement());
   sim::judgeBf16Rounding(d, buffer, nan, ref, exact);
   CHECK_FALSE(d.ok());
+}
+
+TEST_CASE("--check-rtol 0 is an exact comparison, not the default tolerance", "[check]") {
+  isa::BufferDesc buffer;
+  buffer.name = "out";
+  buffer.dtype = isa::DType::F32;
+  buffer.shape = {4};
+  buffer.role = isa::BufferRole::Output;
+  npy::Array ref = npy::makeArray(npy::DType::F32, {4});
+  npy::Array sim = ref;
+  for (int i = 0; i < 4; ++i) ref.as<float>()[i] = 1.0f + float(i);
+  for (int i = 0; i < 4; ++i) sim.as<float>()[i] = ref.as<float>()[i] * (1.0f + 1e-6f);
+  CHECK(sim::compareOutput(buffer, sim, ref, -1).ok());
+  CHECK_FALSE(sim::compareOutput(buffer, sim, ref, 0).ok());
+  CHECK(sim::compareOutput(buffer, ref, ref, 0).ok());
 }
