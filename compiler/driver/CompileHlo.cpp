@@ -194,6 +194,7 @@ CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfi
     out.lowered = driver::compileModule(module, views.target, views.codegen, lowering);
     out.lowered.program.signature = entrySignature(module, out.lowered.program);
     out.lowered.program.hasSignature = true;
+    out.module = std::move(parsed.modules[chosen]);
   } catch (const lower::CannotLower& e) {
     int line = sourceLineOf(module, lines, e.instruction());
     std::string where = line > 0 ? fmt::format("{}:{}", hloPath, line) : hloPath;

@@ -18,6 +18,7 @@
 // so a tool that compiles in process reports what running tpuc would have.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "compiler/hlo/HloModule.h"
@@ -43,6 +44,9 @@ struct CompileResult {
   std::string error;
   // On success: the program (with its signature), buffers, stats.
   lower::LoweredModule lowered;
+  // The module as compiled (after the passes), which lowered.buffers points
+  // into: kept so that a caller (tpusim --profile) can read names and opcodes.
+  std::shared_ptr<hlo::HloModule> module;
   bool ok() const { return error.empty(); }
   // tpuc's exit status for this result (0 or 1).
   int exitStatus() const { return ok() ? 0 : 1; }

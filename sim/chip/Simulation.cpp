@@ -162,6 +162,14 @@ SimResult Simulation::run() {
       op.stats.cycles += s.cycles;
       op.stats.bundles += s.bundles;
       op.stats.flops += s.flops;
+      op.stats.mxuFlops += s.mxuFlops;
+      op.stats.valuOps += s.valuOps;
+      op.stats.transcendentalBusy += s.transcendentalBusy;
+      op.stats.vldOps += s.vldOps;
+      op.stats.vstOps += s.vstOps;
+      op.stats.hbmBytesRead += s.hbmBytesRead;
+      op.stats.hbmBytesWritten += s.hbmBytesWritten;
+      for (int k = 0; k < kNumStallCauses; ++k) op.stats.stalls[k] += s.stalls[k];
       op.stats.vmemBytes += s.vmemBytes;
       op.stats.dmaBytes += s.dmaBytes;
     }

@@ -269,13 +269,16 @@ void TensorCore::executeScalar(const DecodedOp& op, int64_t t, int64_t* nextPc) 
 
 void TensorCore::executeVectorAlu(const DecodedOp& op, int64_t t) {
   ++stats_.valuOps;
+  OpStats& os = stats_.ops[currentOp()];
+  ++os.valuOps;
   const isa::OpcodeInfo& info = isa::opcodeInfo(op.op);
   if (info.latency == isa::LatencyClass::VectorTrans) {
     eupFreeAt_ = t + chip_.vpu.transcendental_interval;
     ++stats_.transcendentalOps;
     stats_.transcendentalBusy += chip_.vpu.transcendental_interval;
+    os.transcendentalBusy += chip_.vpu.transcendental_interval;
   }
-  if (isFlop(op.op)) stats_.ops[currentOp()].flops += isa::kSublanes * isa::kLanes;
+  if (isFlop(op.op)) os.flops += isa::kSublanes * isa::kLanes;
   if (trace_) trace_->interval(traceVpu_, info.mnemonic, t, t + 1);
   if (!options_.functional) return;
   VpuInputs in;
@@ -301,6 +304,7 @@ void TensorCore::executeVectorAlu(const DecodedOp& op, int64_t t) {
 
 void TensorCore::executeLoad(const DecodedOp& op, int64_t t) {
   ++stats_.vldOps;
+  ++stats_.ops[currentOp()].vldOps;
   VregData* dst = options_.functional ? &vStage_[numVWrites_] : nullptr;
   if (dst) dst->fill(0);
   mem::SparseMemory& vmem = memory_.vmem(id_);
@@ -324,6 +328,7 @@ void TensorCore::executeLoad(const DecodedOp& op, int64_t t) {
 
 void TensorCore::executeStore(const DecodedOp& op, int64_t t) {
   ++stats_.vstOps;
+  ++stats_.ops[currentOp()].vstOps;
   mem::SparseMemory& vmem = memory_.vmem(id_);
   const VregData& src = vregs_[op.vsrc[0]];
   int rows = 0;
@@ -398,7 +403,9 @@ void TensorCore::executeMxu(const DecodedOp& op, int64_t t) {
       int64_t macs = int64_t(isa::kSublanes) * mxu.size() * mxu.size();
       stats_.mxuLhsBusy[m] += isa::kSublanes;
       stats_.mxuMacs[m] += macs;
-      stats_.ops[currentOp()].flops += 2.0 * double(macs);
+      OpStats& os = stats_.ops[currentOp()];
+      os.flops += 2.0 * double(macs);
+      os.mxuFlops += 2.0 * double(macs);
       what = "mm";
       break;
     }
@@ -529,7 +536,10 @@ void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
       ++dmaOutstanding_;
       ++stats_.dmaIssued;
       stats_.dmaBytes += int64_t(desc.totalBytes());
-      stats_.ops[currentOp()].dmaBytes += int64_t(desc.totalBytes());
+      OpStats& os = stats_.ops[currentOp()];
+      os.dmaBytes += int64_t(desc.totalBytes());
+      if (desc.src == isa::MemorySpace::Hbm) os.hbmBytesRead += int64_t(desc.totalBytes());
+      if (desc.dst == isa::MemorySpace::Hbm) os.hbmBytesWritten += int64_t(desc.totalBytes());
       return;
     }
     case Opcode::SyncWait:

@@ -17,8 +17,17 @@ struct OpStats {
   int64_t cycles = 0;  // cycles from each of its bundles' issue to the next issue
   int64_t bundles = 0;
   double flops = 0;       // MXU MACs * 2 plus one per element of f32 vector arithmetic
+  double mxuFlops = 0;    // the MXU's share of `flops` (the rest ran on the VPU)
   int64_t vmemBytes = 0;  // vector loads and stores
   int64_t dmaBytes = 0;   // bytes of DMAs it issued
+  // The HBM side of those DMAs (a DMA's bytes count where its source or
+  // destination is HBM), for the profiler's roofline (sim/prof).
+  int64_t hbmBytesRead = 0, hbmBytesWritten = 0;
+  // Slot use, for what bounds the op: vector ALU ops, the EUP's busy cycles
+  // (transcendentals), vector loads and stores.
+  int64_t valuOps = 0, transcendentalBusy = 0, vldOps = 0, vstOps = 0;
+  // Cycles its bundles stalled before issue, by cause (part of `cycles`).
+  std::array<int64_t, kNumStallCauses> stalls{};
 };
 
 struct CoreStats {

@@ -110,6 +110,7 @@ void TensorCore::chargeStall(StallCause cause, int64_t from, int64_t to, const D
           op, op ? std::string(isa::slotInfo(op->slot).name) : "");
   }
   stats_.stalls[int(cause)] += to - from;
+  stats_.ops[currentOp()].stalls[int(cause)] += to - from;
   if (trace_) {
     trace_->interval(cause == StallCause::SyncWait ? traceSync_ : traceStall_,
                      stallCauseName(cause), from, to);

@@ -7,6 +7,7 @@
 
 #include "compiler/driver/CompileHlo.h"
 #include "isa/ProgramFile.h"
+#include "sim/tools/tpusim/HloProfileFacts.h"
 
 namespace tpusim::sim {
 
@@ -14,12 +15,14 @@ bool isHloPath(const std::string& path) {
   return path.size() >= 4 && path.compare(path.size() - 4, 4, ".hlo") == 0;
 }
 
-isa::Program compileHlo(const std::string& hloPath, const target::ChipConfig& chip) {
+isa::Program compileHlo(const std::string& hloPath, const target::ChipConfig& chip,
+                        prof::ProfileInputs* profileFacts) {
   driver::CompileResult r = driver::compileHloFile(hloPath, chip);
   if (!r.ok()) {
     fmt::print(stderr, "{}\n", r.error);
     throw std::runtime_error(fmt::format("{}: compiling failed (errors above)", hloPath));
   }
+  if (profileFacts) addHloProfileFacts(r, profileFacts);
   // Through the bytes tpuc would have written: the program tpusim runs is
   // exactly the one a .tpuprog holds, and one the reader rejects is an error.
   std::vector<uint8_t> bytes;

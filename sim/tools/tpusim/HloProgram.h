@@ -9,6 +9,7 @@
 
 #include "isa/Program.h"
 #include "isa/target/ChipConfig.h"
+#include "sim/prof/BuildProfile.h"
 
 namespace tpusim::sim {
 
@@ -16,6 +17,9 @@ bool isHloPath(const std::string& path);
 
 // Compiles `hloPath`. On failure prints the compiler's messages on stderr,
 // exactly as tpuc prints them, and throws std::runtime_error.
-isa::Program compileHlo(const std::string& hloPath, const target::ChipConfig& chip);
+// With `profileFacts`, also records what the profiler needs from the compiler
+// (HloProfileFacts.h).
+isa::Program compileHlo(const std::string& hloPath, const target::ChipConfig& chip,
+                        prof::ProfileInputs* profileFacts = nullptr);
 
 }  // namespace tpusim::sim

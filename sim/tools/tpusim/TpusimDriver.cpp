@@ -22,6 +22,7 @@
 #include "sim/chip/RunReport.h"
 #include "sim/chip/Simulation.h"
 #include "sim/tools/tpusim/HloProgram.h"
+#include "sim/tools/tpusim/ProfileOutput.h"
 #include "sim/tools/tpusim/ReferenceCheck.h"
 
 namespace tpusim::sim {
@@ -299,11 +300,13 @@ int run(const TpusimArgs& a) {
   target::applyOverrides(chip, a.sets);
   // An .hlo module is compiled in process for exactly this chip.
   isa::Program program;
+  prof::ProfileInputs profileInputs;
+  if (!a.profileDir.empty()) prepareProfileDir(a.profileDir, a.force);
   if (fromHlo) {
     if (auto problem = support::inputFileProblem(a.program))
       throw UserError(fmt::format("{}: {}", a.program, *problem));
     try {
-      program = compileHlo(a.program, chip);
+      program = compileHlo(a.program, chip, a.profileDir.empty() ? nullptr : &profileInputs);
     } catch (const std::runtime_error& e) {
       throw UserError(e.what());
     }
@@ -324,7 +327,7 @@ int run(const TpusimArgs& a) {
   o.seed = a.seed;
   o.randomInputs = randomInputsOf(a);
   o.mxuKind = mxuKind;
-  o.trace = !a.tracePath.empty();
+  o.trace = !a.tracePath.empty() || !a.profileDir.empty();
   o.traceEventsPerTrack = size_t(a.traceEventsPerTrack);
   o.dmaFactory = makeChipDma;
   std::unique_ptr<Progress> progress;
@@ -366,6 +369,8 @@ int run(const TpusimArgs& a) {
     writeText(a.statsPath, statsJson(r, chip, info).dump(2) + "\n", "stats");
   if (!a.tracePath.empty() && sim.trace()) sim.trace()->write(a.tracePath);
   fmt::print("{}", summaryText(r, chip, info));
+  if (!a.profileDir.empty())
+    writeProfile(a.profileDir, r, program, chip, sim.trace(), info.program, profileInputs);
   for (const CoreStats& cs : r.cores)
     if (cs.unmovedSmemDmas > 0) {
       fmt::print(stderr,

@@ -30,6 +30,8 @@ struct TpusimArgs {
   bool check = false;     // .hlo only: compare outputs with the reference evaluator
   double checkRtol = -1;  // < 0: the default tolerance per dtype (ReferenceCheck.h); 0: exact
   bool checkRtolGiven = false;
+  // --profile: profile.json, report.html, trace.json there (ProfileOutput.h).
+  std::string profileDir;
 };
 
 // Runs the tool; returns the process exit code (0 ok, 1 error or fault).

@@ -84,6 +84,12 @@ static cl::opt<double> checkRtol("check-rtol",
                                           "(default 2e-2 for f32, 3e-2 for bf16; 0: exact)"),
                                  cl::init(-1), cl::cat(category));
 
+static cl::opt<std::string> profile(
+    "profile",
+    cl::desc("Write the XProf-style profile here: profile.json, report.html (open it in a "
+             "browser), trace.json; prints the overview (tpu-prof DIR shows the op profile)"),
+    cl::value_desc("dir"), cl::cat(category));
+
 int main(int argc, char** argv) {
   // LLVM's Support library registers its own -stats (LLVM statistics), which
   // tpusim does not use: take the name over.
@@ -126,5 +132,6 @@ int main(int argc, char** argv) {
   a.topOps = topOps;
   a.checkRtol = checkRtol;
   a.checkRtolGiven = checkRtol.getNumOccurrences() > 0;
+  a.profileDir = profile;
   return tpusim::sim::runTpusim(a);
 }

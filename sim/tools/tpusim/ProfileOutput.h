@@ -1,0 +1,24 @@
+// tpusim --profile DIR: builds the run's profile (sim/prof) and writes
+// DIR/profile.json, DIR/report.html and DIR/trace.json, then prints the
+// overview and where the files are.
+#pragma once
+
+#include <string>
+
+#include "isa/Program.h"
+#include "isa/target/ChipConfig.h"
+#include "sim/chip/Simulation.h"
+#include "sim/prof/BuildProfile.h"
+#include "sim/trace/TraceRecorder.h"
+
+namespace tpusim::sim {
+
+// The directory must be new or empty (no mixing two runs' files), unless
+// `force`; throws std::runtime_error naming it otherwise.
+void prepareProfileDir(const std::string& dir, bool force);
+
+void writeProfile(const std::string& dir, const SimResult& run, const isa::Program& program,
+                  const target::ChipConfig& chip, const TraceRecorder* trace,
+                  const std::string& programName, prof::ProfileInputs inputs);
+
+}  // namespace tpusim::sim
