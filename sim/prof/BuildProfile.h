@@ -13,6 +13,7 @@
 #include "sim/chip/Simulation.h"
 #include "sim/prof/OpCategory.h"
 #include "sim/prof/Profile.h"
+#include "sim/prof/Summarize.h"
 
 namespace tpusim::prof {
 
@@ -22,12 +23,6 @@ struct ProfileInputs {
   MemoryProfile memory;                      // steps + buffers + capacity, or !present
   std::string trace;                         // the trace file's name, if one is written
 };
-
-ChipPeaks chipPeaks(const target::ChipConfig& chip);
-
-// Derives every op and recomputes the folded ops, categories and layers
-// from p.ops (what buildProfile does after counting; profile readers too).
-void summarize(Profile& p);
 
 Profile buildProfile(const sim::SimResult& run, const isa::Program& program,
                      const target::ChipConfig& chip, const ProfileInputs& inputs);

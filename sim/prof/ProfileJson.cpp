@@ -6,7 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "sim/prof/BuildProfile.h"
+#include "sim/prof/Summarize.h"
 
 namespace tpusim::prof {
 namespace {
