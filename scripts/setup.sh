@@ -32,6 +32,7 @@ packages=(
   libfmt-dev catch2 nlohmann-json3-dev
   python3 python3-numpy  # lit; NumPy for scripts that read .npy
   clang-format
+  chromium             # headless browser: the profiler's report.html test (testbench/lit/prof)
 )
 
 missing=()

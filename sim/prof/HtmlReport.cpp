@@ -89,6 +89,11 @@ function sortOps(col){
     g.folds.forEach(function(f){body.appendChild(f.row);f.inst.forEach(function(i){body.appendChild(i);});});
   });
 }
+// report.html#sort=N opens the op table sorted by column N.
+window.addEventListener('load',function(){
+  var m=/sort=(\d+)/.exec(location.hash);if(m)sortOps(parseInt(m[1],10));
+  document.body.setAttribute('data-js','ready');
+});
 )";
 
 std::string card(const std::string& id, const std::string& value, const std::string& label) {

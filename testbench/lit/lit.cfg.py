@@ -25,3 +25,11 @@ config.substitutions.append(("%src", config.tpusim_src_root))
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "HOME", "TMPDIR"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# Debian's chromium (scripts/setup.sh) opens the profiler's report.html
+# headless; tests that need it say "REQUIRES: chromium".
+import shutil
+if shutil.which("chromium"):
+    config.available_features.add("chromium")
+else:
+    lit_config.note("chromium is not installed (scripts/setup.sh installs it): the report.html "
+                    "browser test is UNSUPPORTED")
