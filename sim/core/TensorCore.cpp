@@ -137,7 +137,13 @@ void TensorCore::drainCompletions(int64_t cycle) {
     --queueOutstanding_[d.queue];
     --flagOutstanding_[d.flag];
     --dmaOutstanding_;
-    if (trace_) trace_->interval(traceDma_[d.queue], "dma", d.issueCycle, d.completeCycle + 1);
+    if (trace_) {
+      trace_->interval(traceDma_[d.queue], "dma", d.issueCycle, d.completeCycle + 1);
+      // From the issue to where the completion lands: the sync waits track,
+      // where a wait on this flag ends.
+      trace_->flow(traceDma_[d.queue], d.issueCycle, traceSync_, d.completeCycle,
+                   fmt::format("dma -> f{}", d.flag));
+    }
   }
   completions_.resize(kept);
 }

@@ -52,6 +52,7 @@ h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;margin-top:32px;border-bot
 .card .v{font-size:20px;font-weight:600}.card .l{color:#666;font-size:12px}
 table{border-collapse:collapse;font-size:13px;width:100%}
 th,td{padding:3px 6px;text-align:right;border-bottom:1px solid #eee;white-space:nowrap}
+td.why{white-space:normal;text-align:left;min-width:160px}
 th{cursor:pointer;background:#f6f6f6;position:sticky;top:0}th.l,td.l{text-align:left}
 tr.cat td{font-weight:600;background:#fafafa;cursor:pointer}
 tr.inst td{color:#555;font-size:12px}tr.fold td.l{cursor:pointer}
@@ -179,13 +180,13 @@ std::string opCells(const OpProfile& t, double step, size_t n) {
   return fmt::format(
       "<td data-v=\"{}\">{}</td><td data-v=\"{}\">{}</td><td data-v=\"{}\">{:.2f}%</td>"
       "<td data-v=\"{}\">{}</td><td data-v=\"{}\">{}</td><td data-v=\"{}\">{:.1f}</td>"
-      "<td data-v=\"{}\">{}FLOP/s</td><td data-v=\"{}\">{:.1f}%</td><td "
+      "<td data-v=\"{}\">{}</td><td data-v=\"{}\">{:.1f}%</td><td "
       "class=\"l bound-{}\">{}</td><td data-v=\"{}\">{:.1f}%</td><td "
-      "data-v=\"{}\">{}</td><td class=\"l\">{}</td>",
+      "data-v=\"{}\">{}</td><td class=\"why\">{}</td>",
       n, n, t.cycles, t.cycles, ratio(double(t.cycles), step),
       100.0 * ratio(double(t.cycles), step), t.flops, humanCount(t.flops), t.hbmBytes(),
       humanBytes(double(t.hbmBytes())), t.intensity, t.intensity, t.flopsPerSecond,
-      humanCount(t.flopsPerSecond), t.rooflineEfficiency, 100.0 * t.rooflineEfficiency,
+      humanRate(t.flopsPerSecond, "FLOP/s"), t.rooflineEfficiency, 100.0 * t.rooflineEfficiency,
       boundByName(t.boundBy), boundByName(t.boundBy), t.dmaStallShare, 100.0 * t.dmaStallShare,
       t.wastedCycles, humanCount(t.wastedCycles), esc(t.boundDetail));
 }
@@ -317,6 +318,14 @@ std::string rooflineSection(const Profile& p) {
       mxu, vmem, "#99c",
       fmt::format("MXU peak over VMEM {}B/s (vector loads and stores)", humanCount(vmem)).c_str(),
       "roof-mxu-vmem");
+  // Slope labels where each bandwidth roof crosses a tenth of the VPU peak.
+  for (auto [bw, label] : {std::pair<double, std::string>{hbm, "HBM " + humanRate(hbm, "B/s")},
+                           {vmem, "VMEM " + humanRate(vmem, "B/s")}}) {
+    double at = vpu / 10 / bw;
+    if (at > std::pow(10.0, x.lo) && at < std::pow(10.0, x.hi))
+      out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x.at(at) + 6,
+                         y.at(vpu / 10) + 4, esc(label));
+  }
   out += fmt::format(
       "<text x=\"856\" y=\"{:.1f}\" text-anchor=\"end\">MXU peak {}FLOP/s</text>"
       "<text x=\"856\" y=\"{:.1f}\" text-anchor=\"end\">VPU peak {}FLOP/s</text>\n",

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 namespace tpusim::prof {
@@ -17,6 +18,12 @@ std::string humanCount(double v) {
   int u = 0;
   while (std::abs(v) >= 1000 && u < 5) v /= 1000, ++u;
   return u == 0 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}{}", v, units[u]);
+}
+
+std::string humanRate(double v, const char* unit) {
+  std::string n = humanCount(v);
+  return n + (n.back() == ' ' || std::isalpha(static_cast<unsigned char>(n.back())) ? "" : " ") +
+         unit;
 }
 
 std::string humanBytes(double b) {

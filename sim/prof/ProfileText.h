@@ -20,5 +20,6 @@ std::string opTableText(const Profile& p, const OpTableOptions& options = {});
 // Helpers shared by the text and the diff.
 std::string humanCount(double v);  // "1.23 G", "45.6 k"
 std::string humanBytes(double bytes);
+std::string humanRate(double v, const char* unit);  // "24.9 TFLOP/s", "0 FLOP/s"
 
 }  // namespace tpusim::prof

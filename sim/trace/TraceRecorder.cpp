@@ -66,6 +66,15 @@ void TraceRecorder::instant(int id, std::string_view name, int64_t cycle) {
   tracks_[id].events.push_back(e);
 }
 
+void TraceRecorder::flow(int from, int64_t fromCycle, int to, int64_t toCycle,
+                         std::string_view name) {
+  if (flows_.size() >= maxEvents_ / 4) {
+    ++droppedFlows_;
+    return;
+  }
+  flows_.push_back(Flow{from, to, fromCycle, toCycle, std::string(name)});
+}
+
 void TraceRecorder::coarsen(Track& t) {
   // Double the gap until the track fits in half its budget, so that coarsening
   // happens O(log(cycles)) times per track.
@@ -95,7 +104,7 @@ void TraceRecorder::coarsen(Track& t) {
 size_t TraceRecorder::eventCount() const {
   size_t n = 0;
   for (const Track& t : tracks_) n += t.events.size();
-  return n;
+  return n + 2 * flows_.size();
 }
 
 std::string TraceRecorder::toJson() const {
@@ -128,6 +137,18 @@ std::string TraceRecorder::toJson() const {
             (e.end - e.begin) * usPerCycle, e.begin, e.end, e.merged));
       }
     }
+  }
+  // Flow arrows (trace-event "s" / "f" pairs bound to the enclosing slices).
+  for (size_t i = 0; i < flows_.size(); ++i) {
+    const Flow& f = flows_[i];
+    const Track& a = tracks_[f.from];
+    const Track& b = tracks_[f.to];
+    std::string name = nlohmann::json(f.name).dump();
+    emit(fmt::format(R"({{"ph":"s","id":{},"name":{},"cat":"flow","pid":{},"tid":{},"ts":{:.6f}}})",
+                     i + 1, name, a.pid, a.tid, f.fromCycle * usPerCycle));
+    emit(fmt::format(
+        R"({{"ph":"f","bp":"e","id":{},"name":{},"cat":"flow","pid":{},"tid":{},"ts":{:.6f}}})",
+        i + 1, name, b.pid, b.tid, f.toCycle * usPerCycle));
   }
   out += "\n]}\n";
   return out;

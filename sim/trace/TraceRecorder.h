@@ -31,6 +31,12 @@ class TraceRecorder {
   void counter(int track, int64_t cycle, double value);
   // A zero-length marker (faults, halts).
   void instant(int track, std::string_view name, int64_t cycle);
+  // A flow arrow from `fromTrack` at `fromCycle` to `toTrack` at `toCycle`
+  // (a DMA's issue to the cycle its completion raises the flag a wait
+  // needs). At most maxEventsPerTrack / 4 are kept (the first ones);
+  // droppedFlows() counts the rest.
+  void flow(int fromTrack, int64_t fromCycle, int toTrack, int64_t toCycle, std::string_view name);
+  int64_t droppedFlows() const { return droppedFlows_; }
 
   size_t eventCount() const;
   int64_t mergeGap(int track) const { return tracks_[track].gap; }
@@ -55,8 +61,16 @@ class TraceRecorder {
   };
   void coarsen(Track& t);
 
+  struct Flow {
+    int from, to;
+    int64_t fromCycle, toCycle;
+    std::string name;
+  };
+
   double clockHz_;
   size_t maxEvents_;
+  std::vector<Flow> flows_;
+  int64_t droppedFlows_ = 0;
   std::vector<Track> tracks_;
   std::vector<std::string> processes_;
 };

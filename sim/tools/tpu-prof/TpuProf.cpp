@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
+#include "sim/prof/HtmlReport.h"
 #include "sim/prof/ProfileDiff.h"
 #include "sim/prof/ProfileJson.h"
 #include "sim/prof/ProfileText.h"
@@ -12,11 +14,17 @@
 namespace tpusim::prof {
 namespace {
 
-// A profile directory (tpusim --profile DIR) or the profile.json in it.
-Profile load(const std::string& where) {
+std::filesystem::path profilePath(const std::string& where) {
   std::filesystem::path p(where);
   std::error_code ec;
   if (std::filesystem::is_directory(p, ec)) p /= "profile.json";
+  return p;
+}
+
+// A profile directory (tpusim --profile DIR) or the profile.json in it.
+Profile load(const std::string& where) {
+  std::filesystem::path p = profilePath(where);
+  std::error_code ec;
   if (!std::filesystem::exists(p, ec))
     throw std::runtime_error(fmt::format(
         "{}: no such profile (give the directory tpusim --profile wrote, or its profile.json)",
@@ -42,6 +50,17 @@ int runTpuProf(const TpuProfArgs& a) {
       throw std::runtime_error(
           "expected one profile (tpu-prof DIR) or 'diff A B'; see tpu-prof --help");
     Profile p = load(pos[0]);
+    if (!a.html.empty()) {
+      std::error_code ec;
+      if (std::filesystem::equivalent(a.html, profilePath(pos[0]), ec))
+        throw std::runtime_error(
+            fmt::format("--html {}: that is the profile being read; choose another file", a.html));
+      std::ofstream f(a.html, std::ios::binary);
+      if (!f)
+        throw std::runtime_error(fmt::format("--html {}: cannot open it for writing", a.html));
+      f << htmlReport(p);
+      if (!f) throw std::runtime_error(fmt::format("--html {}: error while writing", a.html));
+    }
     fmt::print("{}", overviewText(p));
     if (a.overviewOnly) return 0;
     OpTableOptions o;

@@ -12,6 +12,7 @@ struct TpuProfArgs {
   size_t rows = 10;                     // op rows per category; diff: changed ops listed
   bool layers = false;                  // expand folded ops into their instances
   bool overviewOnly = false;
+  std::string html;  // also write report.html (from the profile alone) here
 };
 
 // Returns the exit code: 0 ok (diff: also when the profiles differ), 1 error.

@@ -17,6 +17,10 @@ static cl::opt<int> rows("rows",
 static cl::opt<bool> layers("layers",
                             cl::desc("Expand each folded op into its instances (one per layer)"),
                             cl::cat(category));
+static cl::opt<std::string> html("html",
+                                 cl::desc("Also write the HTML report of the profile here (links "
+                                          "to profile.json and the trace are relative)"),
+                                 cl::value_desc("report.html"), cl::cat(category));
 static cl::opt<bool> overview("overview", cl::desc("Print the overview only"), cl::cat(category));
 
 int main(int argc, char** argv) {
@@ -36,6 +40,7 @@ int main(int argc, char** argv) {
   a.rows = size_t(int(rows));
   a.layers = layers;
   a.overviewOnly = overview;
+  a.html = html;
   // "diff" with a different default: 25 changed ops.
   if (!a.positional.empty() && a.positional[0] == "diff" && rows.getNumOccurrences() == 0)
     a.rows = 25;

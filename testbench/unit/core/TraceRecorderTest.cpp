@@ -60,3 +60,26 @@ TEST_CASE("trace JSON has named processes and threads and counters", "[trace]") 
   CHECK(c == 1);
   CHECK(i == 1);
 }
+
+TEST_CASE("flow arrows join a DMA's issue to where its completion lands", "[trace]") {
+  TraceRecorder t(1e9, 16);  // room for 16 / 4 = 4 flows
+  int dma = t.track("chip0/core0", "dma q0");
+  int sync = t.track("chip0/core0", "sync waits");
+  for (int i = 0; i < 6; ++i) t.flow(dma, 10 * i, sync, 10 * i + 7, "dma -> f0");
+  CHECK(t.droppedFlows() == 2);
+  nlohmann::json j = nlohmann::json::parse(t.toJson());
+  int starts = 0, ends = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "s") {
+      ++starts;
+      CHECK(e["tid"] == 1);  // the DMA queue's track
+    }
+    if (e["ph"] == "f") {
+      ++ends;
+      CHECK(e["tid"] == 2);  // the sync waits track
+      CHECK(e["bp"] == "e");
+    }
+  }
+  CHECK(starts == 4);
+  CHECK(ends == 4);
+}
