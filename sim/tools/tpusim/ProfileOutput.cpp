@@ -27,8 +27,13 @@ void writeFile(const fs::path& path, const std::string& text, const char* what) 
 
 }  // namespace
 
-void prepareProfileDir(const std::string& dir, bool force) {
+void prepareProfileDir(const std::string& dir, bool force, const std::vector<std::string>& inputs) {
   std::error_code ec;
+  for (const char* name : {"profile.json", "report.html", "trace.json"})
+    for (const std::string& in : inputs)
+      if (fs::equivalent(fs::path(dir) / name, in, ec))
+        throw std::runtime_error(fmt::format(
+            "--profile {}: it would overwrite the input {} with its {}", dir, in, name));
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec))
       throw std::runtime_error(fmt::format("--profile {}: exists and is not a directory", dir));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "isa/Program.h"
 #include "isa/target/ChipConfig.h"
@@ -14,8 +15,9 @@
 namespace tpusim::sim {
 
 // The directory must be new or empty (no mixing two runs' files), unless
-// `force`; throws std::runtime_error naming it otherwise.
-void prepareProfileDir(const std::string& dir, bool force);
+// `force`, and none of the files it will hold may be one of `inputs` (no
+// output overwrites an input); throws std::runtime_error naming it otherwise.
+void prepareProfileDir(const std::string& dir, bool force, const std::vector<std::string>& inputs);
 
 void writeProfile(const std::string& dir, const SimResult& run, const isa::Program& program,
                   const target::ChipConfig& chip, const TraceRecorder* trace,

@@ -301,7 +301,11 @@ int run(const TpusimArgs& a) {
   // An .hlo module is compiled in process for exactly this chip.
   isa::Program program;
   prof::ProfileInputs profileInputs;
-  if (!a.profileDir.empty()) prepareProfileDir(a.profileDir, a.force);
+  if (!a.profileDir.empty()) {
+    std::vector<std::string> inputFiles = {a.program};
+    for (const std::string& in : a.inputs) inputFiles.push_back(in.substr(in.find('=') + 1));
+    prepareProfileDir(a.profileDir, a.force, inputFiles);
+  }
   if (fromHlo) {
     if (auto problem = support::inputFileProblem(a.program))
       throw UserError(fmt::format("{}: {}", a.program, *problem));
