@@ -2,6 +2,7 @@
 // the HBM bandwidth counter of the trace.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "sim/chip/Chip.h"
@@ -23,7 +24,7 @@ class DmaSystemPort : public ChipDmaPort {
       auto key = std::make_tuple(c.core, c.queue, c.descriptor);
       auto it = touchesHbm_.find(key);
       if (it != touchesHbm_.end()) {
-        if (it->second) addHbmBytes(int64_t(c.cycle), int64_t(c.bytes));
+        if (it->second) addHbmBytes(int64_t(c.issueCycle), int64_t(c.cycle), int64_t(c.bytes));
         touchesHbm_.erase(it);
       }
       DmaCompletion d;
@@ -55,7 +56,7 @@ class DmaSystemPort : public ChipDmaPort {
   }
 
   DmaReport report() override {
-    flushWindow();
+    flushWindows();
     DmaReport r;
     dma::DmaEngine& engine = system_->engine();
     for (size_t core = 0; core < callbacks_.size(); ++core) {
@@ -88,23 +89,30 @@ class DmaSystemPort : public ChipDmaPort {
   }
 
  private:
-  // HBM bandwidth counter: bytes of HBM-touching DMAs per window of cycles.
+  // HBM bandwidth counter: bytes of HBM-touching DMAs per window of cycles,
+  // each DMA's bytes spread evenly over its cycles from issue to completion
+  // (all of them in its completion's window would show rates above the peak).
+  // Written in window order when the run ends.
   static constexpr int64_t kWindow = 1024;
-  void addHbmBytes(int64_t cycle, int64_t bytes) {
+  void addHbmBytes(int64_t issue, int64_t complete, int64_t bytes) {
     if (!trace_) return;
-    int64_t w = cycle / kWindow;
-    if (w != window_) {
-      flushWindow();
-      if (window_ >= 0 && w > window_ + 1) trace_->counter(hbmTrack_, (window_ + 1) * kWindow, 0);
-      window_ = w;
+    issue = std::min(issue, complete);
+    const double perCycle = double(bytes) / double(complete - issue + 1);
+    for (int64_t w = issue / kWindow; w <= complete / kWindow; ++w) {
+      int64_t from = std::max(issue, w * kWindow), to = std::min(complete + 1, (w + 1) * kWindow);
+      windowBytes_[w] += perCycle * double(to - from);
     }
-    windowBytes_ += bytes;
   }
-  void flushWindow() {
-    if (!trace_ || window_ < 0 || windowBytes_ == 0) return;
-    double gbps = double(windowBytes_) / double(kWindow) * clockHz_ / 1e9;
-    trace_->counter(hbmTrack_, window_ * kWindow, gbps);
-    windowBytes_ = 0;
+  void flushWindows() {
+    if (!trace_) return;
+    int64_t next = -1;  // the window after the last one written
+    for (const auto& [w, bytes] : windowBytes_) {
+      if (next >= 0 && w > next) trace_->counter(hbmTrack_, next * kWindow, 0);
+      trace_->counter(hbmTrack_, w * kWindow, bytes / double(kWindow) * clockHz_ / 1e9);
+      next = w + 1;
+    }
+    if (next >= 0) trace_->counter(hbmTrack_, next * kWindow, 0);
+    windowBytes_.clear();
   }
 
   std::unique_ptr<dma::DmaSystem> system_;
@@ -114,7 +122,7 @@ class DmaSystemPort : public ChipDmaPort {
   TraceRecorder* trace_;
   double clockHz_;
   int hbmTrack_ = -1;
-  int64_t window_ = -1, windowBytes_ = 0;
+  std::map<int64_t, double> windowBytes_;
 };
 
 }  // namespace

@@ -109,6 +109,10 @@ void deriveOp(OpProfile& op, const ChipPeaks& peaks) {
     return;
   }
   op.boundBy = BoundBy::Latency;
+  if (op.cycles == 0) {
+    op.boundDetail = "did not run";
+    return;
+  }
   // The stall causes that explain it, largest first; the rest of the time
   // is issue (bundles that ran without stalling).
   std::vector<int> order;
