@@ -37,6 +37,8 @@ bool regClassOf(isa::OperandKind k, RegClass* out) {
 bool MInstr::barrier() const {
   switch (op) {
     case isa::Opcode::Dma:
+    case isa::Opcode::DmaRemote:
+    case isa::Opcode::SyncRemote:
     case isa::Opcode::SyncWait:
     case isa::Opcode::SyncSignal:
     case isa::Opcode::SyncSet:

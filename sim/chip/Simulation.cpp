@@ -64,66 +64,45 @@ void Simulation::setInput(const std::string& name, const npy::Array& array,
                                        source, name, known.empty() ? "none" : known));
 }
 
-SimResult Simulation::run() {
-  resetSystemC();
-  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
-  sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
-  trace_.reset();
-  if (options_.trace)
-    trace_ = std::make_unique<TraceRecorder>(chip_.core.clock_hz, options_.traceEventsPerTrack);
-
+ChipOptions chipOptionsOf(const SimOptions& options) {
   ChipOptions chipOptions;
-  chipOptions.core.functional = options_.functional;
-  chipOptions.core.strict = options_.strict;
-  chipOptions.core.referenceStepping = options_.referenceStepping;
-  chipOptions.core.maxCycles = options_.maxCycles;
-  chipOptions.core.quantum = options_.quantum;
-  chipOptions.mxuKind = options_.mxuKind;
-  auto chip = std::make_unique<Chip>("chip0", 0, chip_, program_, chipOptions, trace_.get(),
-                                     options_.dmaFactory);
-  Stopper stopper("stopper", *chip);
+  chipOptions.core.functional = options.functional;
+  chipOptions.core.strict = options.strict;
+  chipOptions.core.referenceStepping = options.referenceStepping;
+  chipOptions.core.maxCycles = options.maxCycles;
+  chipOptions.core.quantum = options.quantum;
+  chipOptions.mxuKind = options.mxuKind;
+  return chipOptions;
+}
 
+void loadChipImage(Chip& chip, const isa::Program& program,
+                   const std::map<std::string, std::vector<uint8_t>>& inputs,
+                   const SimOptions& options, uint64_t seed) {
   // Memory image: data segments (into every core's SMEM/VMEM), then inputs.
-  for (const isa::DataSegment& seg : program_.data) {
-    int copies = seg.space == isa::MemorySpace::Hbm ? 1 : chip->numCores();
+  for (const isa::DataSegment& seg : program.data) {
+    int copies = seg.space == isa::MemorySpace::Hbm ? 1 : chip.numCores();
     for (int c = 0; c < copies; ++c)
-      if (auto f = chip->memory()
+      if (auto f = chip.memory()
                        .space(seg.space, c)
                        .write(seg.address, seg.bytes.data(), seg.bytes.size()))
         throw std::runtime_error(
             fmt::format("a data segment of the program does not fit: {}", f->describe()));
   }
-  for (const isa::BufferDesc& b : program_.buffers) {
+  for (const isa::BufferDesc& b : program.buffers) {
     if (b.role != isa::BufferRole::Input && b.role != isa::BufferRole::Constant) continue;
-    auto it = inputs_.find(b.name);
-    if (it != inputs_.end())
-      storeBuffer(chip->memory(), b, it->second);
-    else if (options_.functional && b.role == isa::BufferRole::Input)
-      storeBuffer(chip->memory(), b, randomBytes(b, options_.seed, options_.randomInputs));
+    auto it = inputs.find(b.name);
+    if (it != inputs.end())
+      storeBuffer(chip.memory(), b, it->second);
+    else if (options.functional && b.role == isa::BufferRole::Input)
+      storeBuffer(chip.memory(), b, randomBytes(b, seed, options.randomInputs));
   }
+}
 
-  auto start = std::chrono::steady_clock::now();
-  std::clock_t cpuStart = std::clock();
-  if (options_.progress) {
-    // Progress is sampled from the host side between bounded sc_start slices.
-    sc_core::sc_time slice(50, sc_core::SC_US);
-    while (!chip->allFinished() && sc_core::sc_get_status() != sc_core::SC_STOPPED) {
-      sc_core::sc_start(slice);
-      int64_t cycle = 0;
-      for (int c = 0; c < chip->numCores(); ++c) cycle = std::max(cycle, chip->core(c).cycle());
-      options_.progress(cycle);
-      if (!sc_core::sc_pending_activity() && !chip->allFinished()) break;
-    }
-  } else {
-    sc_core::sc_start();
-  }
-  SimResult r;
-  r.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.hostCpuSeconds = double(std::clock() - cpuStart) / CLOCKS_PER_SEC;
-
+void collectChipResult(Chip& chip, const isa::Program& program, bool functional, SimResult* out) {
+  SimResult& r = *out;
   r.halted = true;
-  for (int c = 0; c < chip->numCores(); ++c) {
-    TensorCore& core = chip->core(c);
+  for (int c = 0; c < chip.numCores(); ++c) {
+    TensorCore& core = chip.core(c);
     r.cores.push_back(core.stats());
     if (core.fault() && !r.fault) r.fault = core.fault();
     if (!core.halted()) r.halted = false;
@@ -131,8 +110,8 @@ SimResult Simulation::run() {
   }
   if (!r.halted && !r.fault) {
     // SystemC ran out of events with a core still waiting: nothing can wake it.
-    for (int c = 0; c < chip->numCores(); ++c) {
-      TensorCore& core = chip->core(c);
+    for (int c = 0; c < chip.numCores(); ++c) {
+      TensorCore& core = chip.core(c);
       if (core.finished()) continue;
       FaultInfo f;
       f.kind = "deadlock";
@@ -148,11 +127,11 @@ SimResult Simulation::run() {
     }
   }
   // Per-op stats summed over cores.
-  for (size_t i = 0; i <= program_.debugMap.size(); ++i) {
+  for (size_t i = 0; i <= program.debugMap.size(); ++i) {
     OpReport op;
-    op.name = i < program_.debugMap.size() ? program_.debugMap[i].opName : "(no op)";
-    if (i < program_.debugMap.size()) {
-      const isa::DebugEntry& e = program_.debugMap[i];
+    op.name = i < program.debugMap.size() ? program.debugMap[i].opName : "(no op)";
+    if (i < program.debugMap.size()) {
+      const isa::DebugEntry& e = program.debugMap[i];
       if (e.hloInstruction != e.opName) op.hloOpName = e.hloInstruction;
       op.sourceFile = e.sourceFile;
       op.sourceLine = e.sourceLine;
@@ -173,12 +152,49 @@ SimResult Simulation::run() {
       op.stats.vmemBytes += s.vmemBytes;
       op.stats.dmaBytes += s.dmaBytes;
     }
-    if (op.stats.bundles > 0 || i < program_.debugMap.size()) r.ops.push_back(op);
+    if (op.stats.bundles > 0 || i < program.debugMap.size()) r.ops.push_back(op);
   }
-  r.dma = chip->dmaReport();
-  if (options_.functional)
-    for (const isa::BufferDesc& b : program_.buffers)
-      if (b.role == isa::BufferRole::Output) r.outputs[b.name] = loadBuffer(chip->memory(), b);
+  r.dma = chip.dmaReport();
+  if (functional)
+    for (const isa::BufferDesc& b : program.buffers)
+      if (b.role == isa::BufferRole::Output) r.outputs[b.name] = loadBuffer(chip.memory(), b);
+}
+
+SimResult Simulation::run() {
+  resetSystemC();
+  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
+  trace_.reset();
+  if (options_.trace)
+    trace_ = std::make_unique<TraceRecorder>(chip_.core.clock_hz, options_.traceEventsPerTrack);
+
+  ChipOptions chipOptions = chipOptionsOf(options_);
+  auto chip = std::make_unique<Chip>("chip0", 0, chip_, program_, chipOptions, trace_.get(),
+                                     options_.dmaFactory);
+  Stopper stopper("stopper", *chip);
+
+  loadChipImage(*chip, program_, inputs_, options_, options_.seed);
+
+  auto start = std::chrono::steady_clock::now();
+  std::clock_t cpuStart = std::clock();
+  if (options_.progress) {
+    // Progress is sampled from the host side between bounded sc_start slices.
+    sc_core::sc_time slice(50, sc_core::SC_US);
+    while (!chip->allFinished() && sc_core::sc_get_status() != sc_core::SC_STOPPED) {
+      sc_core::sc_start(slice);
+      int64_t cycle = 0;
+      for (int c = 0; c < chip->numCores(); ++c) cycle = std::max(cycle, chip->core(c).cycle());
+      options_.progress(cycle);
+      if (!sc_core::sc_pending_activity() && !chip->allFinished()) break;
+    }
+  } else {
+    sc_core::sc_start();
+  }
+  SimResult r;
+  r.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.hostCpuSeconds = double(std::clock() - cpuStart) / CLOCKS_PER_SEC;
+
+  collectChipResult(*chip, program_, options_.functional, &r);
   if (trace_) r.traceEvents = int64_t(trace_->eventCount());
   return r;
 }

@@ -91,4 +91,16 @@ class Simulation {
 // Makes the next SystemC elaboration start from a fresh kernel context.
 void resetSystemC();
 
+// The pieces of a run that a multi-chip system (sim/system) repeats per chip.
+// Writes the data segments, then each input: `inputs` (bytes by buffer name),
+// else seeded random data in functional mode.
+void loadChipImage(Chip& chip, const isa::Program& program,
+                   const std::map<std::string, std::vector<uint8_t>>& inputs,
+                   const SimOptions& options, uint64_t seed);
+// Fills r (halted, fault, cycles, cores, ops, dma, outputs) from a chip after
+// its run; a core left waiting becomes a deadlock fault.
+void collectChipResult(Chip& chip, const isa::Program& program, bool functional, SimResult* r);
+// The ChipOptions of a SimOptions.
+ChipOptions chipOptionsOf(const SimOptions& options);
+
 }  // namespace tpusim::sim

@@ -501,8 +501,8 @@ void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
               int64_t(word * 4));
       if (desc.dstChip != isa::kDmaLocalChip)
         fault("dma-descriptor",
-              fmt::format("DMA descriptor at SMEM word {} targets chip {}: remote DMA (ICI) is not "
-                          "modelled yet",
+              fmt::format("DMA descriptor at SMEM word {} targets chip {}: a copy to another chip "
+                          "is dma.remote (with the device in a register), not dma",
                           word, desc.dstChip),
               &op, "dma", int64_t(word * 4));
       if (!options_.functional) {
@@ -542,6 +542,60 @@ void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
       if (desc.dst == isa::MemorySpace::Hbm) os.hbmBytesWritten += int64_t(desc.totalBytes());
       return;
     }
+    case Opcode::DmaRemote: {
+      uint64_t word = sregs_[op.ssrc[0]];
+      int64_t device = int64_t(sregs_[op.ssrc[1]]);
+      mem::Smem& smem = memory_.smem(id_);
+      if (word + isa::kDmaDescriptorWords > smem.words())
+        fault("smem-out-of-bounds",
+              fmt::format("DMA descriptor at SMEM word {} runs past the end of SMEM ({} words)",
+                          word, smem.words()),
+              &op, "smem", int64_t(word * 4));
+      uint32_t words[isa::kDmaDescriptorWords];
+      for (int i = 0; i < isa::kDmaDescriptorWords; ++i) smem.readWord(word + i, &words[i]);
+      isa::DmaDescriptor desc;
+      std::string error;
+      if (!isa::DmaDescriptor::unpack(words, &desc, &error))
+        fault("dma-descriptor",
+              fmt::format("malformed DMA descriptor at SMEM word {}: {}", word, error), &op, "dma",
+              int64_t(word * 4));
+      if (!options_.remote || options_.remote->numDevices() < 2)
+        fault("ici",
+              "dma.remote needs a multi-chip system (tpusim --topology, e.g. 2x4); this run has "
+              "one chip",
+              &op, "ici");
+      int64_t where = -1;
+      std::string problem = options_.remote->sendRemote(
+          id_, int(op.unit3), int(op.unit), int(op.unit2), int(device), desc, t, &where);
+      if (!problem.empty()) fault("ici-fault", problem, &op, "ici", where);
+      ++queueOutstanding_[op.unit3];
+      ++flagOutstanding_[op.unit];
+      ++dmaOutstanding_;
+      ++stats_.dmaIssued;
+      stats_.dmaBytes += int64_t(desc.totalBytes());
+      stats_.ops[currentOp()].dmaBytes += int64_t(desc.totalBytes());
+      return;
+    }
+    case Opcode::SyncRemote: {
+      int64_t device = int64_t(sregs_[op.ssrc[0]]);
+      if (!options_.remote || options_.remote->numDevices() < 2)
+        fault("ici",
+              "sync.remote needs a multi-chip system (tpusim --topology, e.g. 2x4); this run has "
+              "one chip",
+              &op, "ici");
+      std::string problem =
+          options_.remote->signalRemote(id_, int(device), int(op.unit), uint32_t(op.imm[0]), t);
+      if (!problem.empty()) fault("ici-fault", problem, &op, "ici");
+      return;
+    }
+    case Opcode::ChipId:
+      sWrites_[numSWrites_++] = {op.dst - kScoreboardScalarBase,
+                                 uint32_t(options_.remote ? options_.remote->deviceId() : 0)};
+      return;
+    case Opcode::ChipCount:
+      sWrites_[numSWrites_++] = {op.dst - kScoreboardScalarBase,
+                                 uint32_t(options_.remote ? options_.remote->numDevices() : 1)};
+      return;
     case Opcode::SyncWait:
       flags_[op.unit] -= uint32_t(op.imm[0]);
       return;

@@ -164,7 +164,8 @@ DecodedProgram decodeProgram(const isa::Program& program, const target::ChipConf
           case OperandClass::Mxu:
           case OperandClass::Acc:
           case OperandClass::Queue:
-            (numUnit++ == 0 ? op.unit : op.unit2) = value;
+            (numUnit == 0 ? op.unit : numUnit == 1 ? op.unit2 : op.unit3) = value;
+            ++numUnit;
             break;
           default:
             if (numImm < 3) op.imm[numImm++] = value;
@@ -196,6 +197,8 @@ DecodedProgram decodeProgram(const isa::Program& program, const target::ChipConf
         invalid("two transcendental ops in one bundle (the core has one transcendental unit)");
       switch (inst.op) {
         case isa::Opcode::Dma:
+        case isa::Opcode::DmaRemote:
+        case isa::Opcode::SyncRemote:
         case isa::Opcode::SyncWait:
         case isa::Opcode::Fence:
         case isa::Opcode::Halt:

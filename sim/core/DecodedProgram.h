@@ -37,6 +37,7 @@ struct DecodedOp {
   int64_t imm[3] = {};   // immediates (Simm/Uimm/Imm32/Target) in order
   int64_t unit = 0;      // MXU, flag, or queue index (first unit-like operand)
   int64_t unit2 = 0;     // acc slot, or queue index for dma
+  int64_t unit3 = 0;     // the third unit-like operand (dma.remote's queue)
   // Scoreboard entries read (sources) and checked for WAW (destinations).
   uint8_t numReads = 0;
   uint8_t reads[4] = {};

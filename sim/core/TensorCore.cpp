@@ -32,13 +32,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int coreId, const target::C
       flagOutstanding_(size_t(chip.core.sync_flags), 0) {
   for (VregData& v : vregs_) v.fill(0);
   stats_.ops.resize(program.debugMap.size() + 1);
-  dma_.onComplete(id_, [this](const DmaCompletion& done) {
-    DmaCompletion c = done;
-    // The cycle is taken from SystemC time here, so every DMA model reports alike.
-    c.completeCycle = clock_.cycleAtOrAfter(sc_core::sc_time_stamp());
-    completions_.push_back(c);
-    completionEvent_.notify(sc_core::SC_ZERO_TIME);
-  });
+  dma_.onComplete(id_, [this](const DmaCompletion& done) { deliverCompletion(done); });
   if (trace_) {
     std::string proc = fmt::format("chip{}/core{}", options.chipIndex, id_);
     traceOps_ = trace_->track(proc, "ops");
@@ -51,6 +45,19 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int coreId, const target::C
       traceDma_[q] = trace_->track(proc, fmt::format("dma q{}", q));
   }
   SC_THREAD(thread);
+}
+
+void TensorCore::deliverCompletion(const DmaCompletion& done) {
+  DmaCompletion c = done;
+  // The cycle is taken from SystemC time here, so every DMA model reports alike.
+  c.completeCycle = clock_.cycleAtOrAfter(sc_core::sc_time_stamp());
+  completions_.push_back(c);
+  completionEvent_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TensorCore::deliverSignal(int flag, uint32_t amount) {
+  signals_.push_back({clock_.cycleAtOrAfter(sc_core::sc_time_stamp()), flag, amount});
+  completionEvent_.notify(sc_core::SC_ZERO_TIME);
 }
 
 void TensorCore::thread() {
@@ -146,16 +153,33 @@ void TensorCore::drainCompletions(int64_t cycle) {
     }
   }
   completions_.resize(kept);
+  kept = 0;
+  for (size_t i = 0; i < signals_.size(); ++i) {
+    if (signals_[i].cycle >= cycle) {
+      signals_[kept++] = signals_[i];
+      continue;
+    }
+    flags_[size_t(signals_[i].flag)] += signals_[i].amount;
+  }
+  signals_.resize(kept);
 }
 
-int64_t TensorCore::waitForCompletion(int64_t c) {
+int64_t TensorCore::waitForCompletion(int64_t c, const DecodedOp* op) {
   // Wait no later than the cycle past --max-cycles: a long transfer must not
   // be simulated to its end before the limit is reported.
   const int64_t limit = options_.maxCycles + 1;
-  while (completions_.empty()) {
-    waitingFor_ = fmt::format("core {} waits at bundle {} for a DMA completion", id_, pc_);
+  while (completions_.empty() && signals_.empty()) {
+    if (op && op->op == Opcode::SyncWait)
+      waitingFor_ = fmt::format(
+          "core {} waits at bundle {} (cycle {}) in sync.wait f{}, {}: f{} is {} with {} local "
+          "DMA(s) outstanding that signal it",
+          id_, pc_, c, op->unit, op->imm[0], op->unit, flags_[size_t(op->unit)],
+          flagOutstanding_[size_t(op->unit)]);
+    else
+      waitingFor_ =
+          fmt::format("core {} waits at bundle {} (cycle {}) for a DMA completion", id_, pc_, c);
     if (dmaOutstanding_ == 0) {
-      wait(completionEvent_);  // nothing in flight: SystemC runs dry if nothing else wakes it
+      wait(completionEvent_);  // nothing local in flight: SystemC runs dry if nothing else wakes it
       continue;
     }
     sc_core::sc_time deadline = clock_.timeOf(limit);
@@ -166,8 +190,9 @@ int64_t TensorCore::waitForCompletion(int64_t c) {
     wait(deadline - sc_core::sc_time_stamp(), completionEvent_);
   }
   waitingFor_.clear();
-  int64_t first = completions_.front().completeCycle;
+  int64_t first = INT64_MAX;
   for (const DmaCompletion& d : completions_) first = std::min(first, d.completeCycle);
+  for (const RemoteSignal& s : signals_) first = std::min(first, s.cycle);
   return std::max(c + 1, first + 1);
 }
 
@@ -256,6 +281,12 @@ bool TensorCore::opBlock(const DecodedOp& op, int64_t c, Block* block) {
     }
     case isa::SlotKind::Misc:
       switch (op.op) {
+        case Opcode::DmaRemote:
+          if (queueOutstanding_[op.unit3] >= chip_.dma.queue_depth) {
+            *block = {kExternal, StallCause::DmaQueueFull};
+            return true;
+          }
+          return false;
         case Opcode::Dma:
           if (queueOutstanding_[op.unit2] >= chip_.dma.queue_depth) {
             *block = {kExternal, StallCause::DmaQueueFull};
@@ -265,7 +296,11 @@ bool TensorCore::opBlock(const DecodedOp& op, int64_t c, Block* block) {
         case Opcode::SyncWait: {
           uint32_t need = uint32_t(op.imm[0]);
           if (flags_[op.unit] >= need) return false;
-          if (uint64_t(flags_[op.unit]) + uint64_t(flagOutstanding_[op.unit]) < need) {
+          // In a multi-chip system another chip may still signal the flag: a
+          // wait nothing will satisfy is found when every chip is stuck.
+          bool remoteMaySignal = options_.remote && options_.remote->numDevices() > 1;
+          if (!remoteMaySignal &&
+              uint64_t(flags_[op.unit]) + uint64_t(flagOutstanding_[op.unit]) < need) {
             now_ = c;
             fault("deadlock",
                   fmt::format("sync.wait f{}, {} can never be satisfied: the flag is {} and {} "
@@ -392,7 +427,7 @@ void TensorCore::runLoop() {
           syncedAt = c;
           continue;
         }
-        next = stepping ? c + 1 : waitForCompletion(c);
+        next = stepping ? c + 1 : waitForCompletion(c, bop);
       } else {
         next = blk.until;
       }

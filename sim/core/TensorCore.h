@@ -25,6 +25,7 @@
 #include "sim/core/CycleClock.h"
 #include "sim/core/DecodedProgram.h"
 #include "sim/core/DmaPort.h"
+#include "sim/core/RemotePort.h"
 #include "sim/core/SimFault.h"
 #include "sim/mem/ChipMemory.h"
 #include "sim/mxu/MxuUnit.h"
@@ -39,8 +40,9 @@ struct CoreOptions {
   bool strict = false;             // a schedulable hazard is a fault
   bool referenceStepping = false;  // per-cycle reference model
   int64_t maxCycles = int64_t(1) << 40;
-  int64_t quantum = 10000;  // cycles the core may run ahead of SystemC time
-  int chipIndex = 0;        // names the trace tracks (chipN/coreM)
+  int64_t quantum = 10000;       // cycles the core may run ahead of SystemC time
+  int chipIndex = 0;             // names the trace tracks (chipN/coreM)
+  RemotePort* remote = nullptr;  // the multi-chip system, if any (chip.id, dma.remote, ...)
 };
 
 class TensorCore : public sc_core::sc_module {
@@ -64,6 +66,13 @@ class TensorCore : public sc_core::sc_module {
   sc_core::sc_event& finishedEvent() { return finishedEvent_; }
   // Why the core is not finished (for a run that ended with no event left).
   std::string waitingFor() const { return waitingFor_; }
+
+  // From a multi-chip system, in SystemC context (the cycle is SystemC
+  // time's): a remote DMA this core sent has left (frees its queue entry and
+  // signals its flag, as a local DMA completion does); a remote chip added
+  // `amount` to flag `flag`. Both are visible to bundles from the next cycle.
+  void deliverCompletion(const DmaCompletion& done);
+  void deliverSignal(int flag, uint32_t amount);
 
   // Registers, for tests and the driver.
   uint32_t sreg(int i) const { return sregs_[i]; }
@@ -99,7 +108,8 @@ class TensorCore : public sc_core::sc_module {
   // SystemC interaction.
   void syncTo(int64_t cycle);
   void drainCompletions(int64_t cycle);  // applies completions visible at `cycle`
-  int64_t waitForCompletion(int64_t c);  // returns the first cycle anything may have changed
+  // Returns the first cycle anything may have changed; `op` blocks (reports).
+  int64_t waitForCompletion(int64_t c, const DecodedOp* op);
   bool haltReady(int64_t c, int64_t* until);
   int64_t popReadyAt(int mxu, int slot, int64_t c);
 
@@ -150,6 +160,12 @@ class TensorCore : public sc_core::sc_module {
   std::vector<int> flagOutstanding_;
   int dmaOutstanding_ = 0;
   std::vector<DmaCompletion> completions_;  // delivered, not yet applied
+  struct RemoteSignal {
+    int64_t cycle;
+    int flag;
+    uint32_t amount;
+  };
+  std::vector<RemoteSignal> signals_;  // from other chips, not yet applied
   sc_core::sc_event completionEvent_;
   std::array<int, isa::kMaxDmaQueues> traceDma_{};
   // Timing mode moves no DMA data. Values that depend on data a DMA would

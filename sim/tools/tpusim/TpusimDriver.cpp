@@ -24,6 +24,7 @@
 #include "sim/tools/tpusim/HloProgram.h"
 #include "sim/tools/tpusim/ProfileOutput.h"
 #include "sim/tools/tpusim/ReferenceCheck.h"
+#include "sim/tools/tpusim/SystemRun.h"
 
 namespace tpusim::sim {
 namespace {
@@ -294,6 +295,8 @@ int run(const TpusimArgs& a) {
   if (a.traceEventsPerTrack < 16)
     throw UserError(
         fmt::format("--trace-events-per-track={}: expected at least 16", a.traceEventsPerTrack));
+  if (!a.topology.empty() && !a.profileDir.empty())
+    throw UserError("--profile with --topology: the profile of a multi-chip run is not built yet");
   std::vector<std::pair<std::string, std::string>> inputFiles = parseInputs(a.inputs);
 
   target::ChipConfig chip = target::loadChip(a.chip);
@@ -339,6 +342,9 @@ int run(const TpusimArgs& a) {
     progress = std::make_unique<Progress>(chip.core.clock_hz);
     o.progress = [&](int64_t cycle) { progress->update(cycle); };
   }
+  if (!a.topology.empty())
+    return runSystem(a, chip, program, o,
+                     [&](const std::string& name) { return inputBufferName(program, name); });
   Simulation sim(chip, program, o);
   std::map<std::string, std::string> given;  // input buffer -> .npy file
   for (auto [name, path] : inputFiles) {

@@ -32,6 +32,7 @@ struct TpusimArgs {
   bool checkRtolGiven = false;
   // --profile: profile.json, report.html, trace.json there (ProfileOutput.h).
   std::string profileDir;
+  std::string topology;  // "2x4": a multi-chip system (SystemRun.h); empty: one chip
 };
 
 // Runs the tool; returns the process exit code (0 ok, 1 error or fault).

@@ -90,6 +90,12 @@ static cl::opt<std::string> profile(
              "browser), trace.json; prints the overview (tpu-prof DIR shows the op profile)"),
     cl::value_desc("dir"), cl::cat(category));
 
+static cl::opt<std::string> topology(
+    "topology",
+    cl::desc("Run a system of chips joined by ICI, every chip the same program (SPMD): chips per "
+             "torus dimension, 2x4 on a 2D preset, 2x2x2 on a 3D one (default: one chip)"),
+    cl::value_desc("AxB|AxBxC"), cl::cat(category));
+
 int main(int argc, char** argv) {
   // LLVM's Support library registers its own -stats (LLVM statistics), which
   // tpusim does not use: take the name over.
@@ -133,5 +139,6 @@ int main(int argc, char** argv) {
   a.checkRtol = checkRtol;
   a.checkRtolGiven = checkRtol.getNumOccurrences() > 0;
   a.profileDir = profile;
+  a.topology = topology;
   return tpusim::sim::runTpusim(a);
 }

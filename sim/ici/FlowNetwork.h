@@ -1,0 +1,68 @@
+// The ICI link model without SystemC: flows of bytes over paths of links,
+// each link with one capacity (bytes per core cycle, one way). Flows that
+// share a link share it max-min fairly (progressive filling: every flow gets
+// the same share of its tightest link, and what a flow limited elsewhere
+// leaves is shared by the others). Rates change only when a flow starts or
+// finishes, so a transfer costs a handful of updates however many bytes it
+// moves: no event per byte or per packet.
+//
+// Time is in core cycles. A flow finishes at the first whole cycle at or after
+// the instant its last byte leaves (its bandwidth share is held until then);
+// hop latency is added by the caller (IciFabric). Deterministic: the same
+// calls give the same cycles, with flows and links visited in index order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace tpusim::sim::ici {
+
+struct LinkStats {
+  double bytes = 0;   // bytes that crossed the link
+  int64_t flows = 0;  // flows that used it
+};
+
+class FlowNetwork {
+ public:
+  FlowNetwork(int numLinks, double bytesPerCycle);
+
+  // Starts a flow of `bytes` over `links` at cycle `now` (>= every earlier
+  // call's cycle); returns its id (0, 1, 2, ... in call order).
+  int64_t add(int64_t now, std::vector<int> links, double bytes);
+  // Moves time to `now`, draining every flow at its current rate.
+  void advanceTo(int64_t now);
+  // The first cycle at which a flow finishes, or -1 with no flow.
+  int64_t nextFinish() const;
+  // Removes and returns (in id order) the flows finished by `now` (after
+  // advanceTo(now)); the others' rates are recomputed.
+  std::vector<int64_t> takeFinished(int64_t now);
+
+  int activeFlows() const { return int(flows_.size()); }
+  double rate(int64_t id) const;  // bytes per cycle; 0 for an unknown flow
+  double remaining(int64_t id) const;
+  int64_t finishCycle(int64_t id) const;
+  const LinkStats& linkStats(int link) const { return links_[size_t(link)]; }
+  int numLinks() const { return int(links_.size()); }
+  double capacity() const { return capacity_; }
+  int64_t rateUpdates() const { return rateUpdates_; }
+
+ private:
+  struct Flow {
+    std::vector<int> links;
+    double remaining = 0;
+    double rate = 0;
+    int64_t finish = 0;
+  };
+  void recomputeRates();
+
+  double capacity_;
+  int64_t now_ = 0;
+  int64_t nextId_ = 0;
+  int64_t rateUpdates_ = 0;
+  std::map<int64_t, Flow> flows_;  // ordered by id: deterministic iteration
+  std::vector<LinkStats> links_;
+};
+
+}  // namespace tpusim::sim::ici

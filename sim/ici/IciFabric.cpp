@@ -1,0 +1,60 @@
+#include "sim/ici/IciFabric.h"
+
+#include <stdexcept>
+
+namespace tpusim::sim::ici {
+
+IciFabric::IciFabric(sc_core::sc_module_name name, Torus torus, const target::IciConfig& ici,
+                     double clockHz)
+    : sc_core::sc_module(name),
+      torus_(std::move(torus)),
+      hopLatency_(ici.latency_cycles),
+      clock_(clockHz),
+      network_(torus_.numLinkSlots(), ici.link_bytes_per_second / clockHz) {
+  SC_THREAD(run);
+}
+
+int64_t IciFabric::send(int src, int dst, uint64_t bytes, int64_t cycle) {
+  std::vector<int> path = torus_.route(src, dst);
+  if (path.empty()) throw std::logic_error("IciFabric::send: a transfer to its own chip");
+  int64_t id = nextId_++;
+  int64_t flow = network_.add(cycle, path, double(bytes));
+  if (flow >= int64_t(flowIds_.size())) flowIds_.resize(size_t(flow) + 1, {-1, 0});
+  flowIds_[size_t(flow)] = {id, int(path.size())};
+  ++transfers_;
+  work_.notify(sc_core::SC_ZERO_TIME);
+  return id;
+}
+
+int64_t IciFabric::signal(int src, int dst, int64_t cycle) {
+  int64_t id = nextId_++;
+  arrivals_.push({cycle + hops(src, dst) * hopLatency_, id});
+  ++signals_;
+  work_.notify(sc_core::SC_ZERO_TIME);
+  return id;
+}
+
+void IciFabric::run() {
+  while (true) {
+    int64_t now = clock_.now();
+    for (int64_t flow : network_.takeFinished(now)) {
+      auto [id, hops] = flowIds_[size_t(flow)];
+      if (onDrained) onDrained(id, now);
+      arrivals_.push({now + hops * hopLatency_, id});
+    }
+    while (!arrivals_.empty() && arrivals_.top().cycle <= now) {
+      int64_t id = arrivals_.top().id;
+      arrivals_.pop();
+      if (onArrived) onArrived(id, now);
+    }
+    int64_t next = network_.nextFinish();
+    if (!arrivals_.empty() && (next < 0 || arrivals_.top().cycle < next))
+      next = arrivals_.top().cycle;
+    if (next < 0)
+      wait(work_);
+    else
+      wait(clock_.timeOf(next) - sc_core::sc_time_stamp(), work_);
+  }
+}
+
+}  // namespace tpusim::sim::ici
