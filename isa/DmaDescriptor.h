@@ -4,7 +4,8 @@
 //
 //   word 0      : src space (bits 0-3) | dst space (bits 4-7) | ndims-1 (bits 8-9)
 //                 | element size of the widening mode (bits 10-11, below)
-//                 | dst chip (bits 16-31, 0xFFFF = this chip; for ICI, later)
+//                 | dst chip (bits 16-31, 0xFFFF = this chip; reserved: dma.remote
+//                   takes the device from a register and wants 0xFFFF here)
 //   words 1,2   : source address, low and high 32 bits
 //   words 3,4   : destination address, low and high 32 bits
 //   word 5      : bytes of the innermost (contiguous) dimension, > 0

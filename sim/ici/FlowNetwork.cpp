@@ -13,7 +13,7 @@ constexpr double kDrained = 1e-6;
 }  // namespace
 
 FlowNetwork::FlowNetwork(int numLinks, double bytesPerCycle)
-    : capacity_(bytesPerCycle), links_(size_t(numLinks)) {
+    : capacity_(bytesPerCycle), links_(size_t(numLinks)), loads_(size_t(numLinks), 0.0) {
   if (!(bytesPerCycle > 0)) throw std::logic_error("FlowNetwork: link capacity must be > 0");
 }
 
@@ -106,7 +106,8 @@ void FlowNetwork::recomputeRates() {
     for (auto& [id, f] : flows_) {
       if (fixed[id]) continue;
       if (!std::binary_search(f.links.begin(), f.links.end(), bottleneck)) continue;
-      f.rate = share;
+      // Rounding may leave a link a hair below its exact share; never stop a flow.
+      f.rate = std::max(share, capacity_ * 1e-9);
       fixed[id] = true;
       --remainingFlows;
       for (int l : f.links) {
@@ -115,7 +116,9 @@ void FlowNetwork::recomputeRates() {
       }
     }
   }
+  std::fill(loads_.begin(), loads_.end(), 0.0);
   for (auto& [id, f] : flows_) {
+    for (int l : f.links) loads_[size_t(l)] += f.rate;
     if (f.remaining <= kDrained) {
       f.finish = now_;
     } else {

@@ -47,6 +47,8 @@ class FlowNetwork {
   int numLinks() const { return int(links_.size()); }
   double capacity() const { return capacity_; }
   int64_t rateUpdates() const { return rateUpdates_; }
+  // Per link, the sum of its flows' rates (bytes per cycle) since the last change.
+  const std::vector<double>& linkLoads() const { return loads_; }
 
  private:
   struct Flow {
@@ -63,6 +65,7 @@ class FlowNetwork {
   int64_t rateUpdates_ = 0;
   std::map<int64_t, Flow> flows_;  // ordered by id: deterministic iteration
   std::vector<LinkStats> links_;
+  std::vector<double> loads_;
 };
 
 }  // namespace tpusim::sim::ici

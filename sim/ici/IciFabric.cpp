@@ -10,7 +10,10 @@ IciFabric::IciFabric(sc_core::sc_module_name name, Torus torus, const target::Ic
       torus_(std::move(torus)),
       hopLatency_(ici.latency_cycles),
       clock_(clockHz),
-      network_(torus_.numLinkSlots(), ici.link_bytes_per_second / clockHz) {
+      network_(torus_.numLinkSlots(), ici.link_bytes_per_second / clockHz),
+      clockHz_(clockHz),
+      linkTracks_(size_t(torus_.numLinkSlots()), -1),
+      tracedLoads_(size_t(torus_.numLinkSlots()), 0.0) {
   SC_THREAD(run);
 }
 
@@ -22,6 +25,7 @@ int64_t IciFabric::send(int src, int dst, uint64_t bytes, int64_t cycle) {
   if (flow >= int64_t(flowIds_.size())) flowIds_.resize(size_t(flow) + 1, {-1, 0});
   flowIds_[size_t(flow)] = {id, int(path.size())};
   ++transfers_;
+  traceLoads(cycle);
   work_.notify(sc_core::SC_ZERO_TIME);
   return id;
 }
@@ -34,14 +38,28 @@ int64_t IciFabric::signal(int src, int dst, int64_t cycle) {
   return id;
 }
 
+void IciFabric::traceLoads(int64_t cycle) {
+  if (!trace_) return;
+  const std::vector<double>& loads = network_.linkLoads();
+  for (size_t l = 0; l < loads.size(); ++l) {
+    if (loads[l] == tracedLoads_[l]) continue;
+    if (linkTracks_[l] < 0)
+      linkTracks_[l] = trace_->track("ici", torus_.linkName(int(l)) + " GB/s");
+    trace_->counter(linkTracks_[l], cycle, loads[l] * clockHz_ / 1e9);
+    tracedLoads_[l] = loads[l];
+  }
+}
+
 void IciFabric::run() {
   while (true) {
     int64_t now = clock_.now();
-    for (int64_t flow : network_.takeFinished(now)) {
+    std::vector<int64_t> finished = network_.takeFinished(now);
+    for (int64_t flow : finished) {
       auto [id, hops] = flowIds_[size_t(flow)];
       if (onDrained) onDrained(id, now);
       arrivals_.push({now + hops * hopLatency_, id});
     }
+    if (!finished.empty()) traceLoads(now);
     while (!arrivals_.empty() && arrivals_.top().cycle <= now) {
       int64_t id = arrivals_.top().id;
       arrivals_.pop();

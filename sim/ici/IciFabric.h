@@ -20,6 +20,7 @@
 #include "sim/core/CycleClock.h"
 #include "sim/ici/FlowNetwork.h"
 #include "sim/ici/Torus.h"
+#include "sim/trace/TraceRecorder.h"
 
 namespace tpusim::sim::ici {
 
@@ -39,6 +40,9 @@ class IciFabric : public sc_core::sc_module {
   // Transfer or signal `id` arrived at its destination at `cycle`.
   std::function<void(int64_t id, int64_t cycle)> onArrived;
 
+  // A counter track per link that carries traffic ("ici" / "chip0 d1+ -> chip1 GB/s").
+  void setTrace(TraceRecorder* trace) { trace_ = trace; }
+
   const Torus& torus() const { return torus_; }
   int hops(int src, int dst) const { return int(torus_.route(src, dst).size()); }
   double bytesPerCycle() const { return network_.capacity(); }
@@ -50,6 +54,7 @@ class IciFabric : public sc_core::sc_module {
 
  private:
   void run();
+  void traceLoads(int64_t cycle);
 
   struct Arrival {
     int64_t cycle, id;
@@ -63,6 +68,10 @@ class IciFabric : public sc_core::sc_module {
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<Arrival>> arrivals_;
   int64_t nextId_ = 0, transfers_ = 0, signals_ = 0;
   sc_core::sc_event work_;
+  TraceRecorder* trace_ = nullptr;
+  double clockHz_;
+  std::vector<int> linkTracks_;
+  std::vector<double> tracedLoads_;
 };
 
 }  // namespace tpusim::sim::ici

@@ -272,6 +272,7 @@ SystemResult SystemSimulation::run() {
   const int n = torus_.numChips();
 
   ici::IciFabric fabric("ici", torus_, chip_.ici, chip_.core.clock_hz);
+  fabric.setTrace(trace_.get());
   Router router(fabric, chip_, options_.functional);
   std::vector<std::unique_ptr<ChipIciPort>> ports;
   std::vector<std::unique_ptr<Chip>> chips;
