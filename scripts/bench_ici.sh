@@ -19,8 +19,8 @@ tpusim="$build/bin/tpusim"
 [[ -x "$tpusim" ]] || { echo "bench_ici.sh: $tpusim not built (ninja -C $build tpusim)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mxu_iters=2000; ring_iters=200
-if [[ $quick == 1 ]]; then mxu_iters=200; ring_iters=20; fi
+mxu_iters=2000; ring_iters=5000
+if [[ $quick == 1 ]]; then mxu_iters=200; ring_iters=200; fi
 python3 "$root/scripts/bench/gen_mxu_loop.py" "$mxu_iters" 4 > "$work/mxu.s"
 python3 "$root/scripts/bench/gen_ici_ring.py" "$ring_iters" $((1 << 20)) > "$work/ring.s"
 

@@ -12,7 +12,7 @@
 // RUN: not tpu-as %S/Inputs/ici-ops-errors.s -o %t.bad 2>&1 | FileCheck --check-prefix=ERR %s
 
 // CHECK: chip.id s1
-// CHECK: chip.count s2 ;; sli s0, 0
+// CHECK: sli s0, 0 ;; chip.count s2
 // CHECK: dma.remote s0, s3, f2, f63, q3
 // CHECK: sync.remote s3, f4, 65535
     chip.id s1
