@@ -1,6 +1,8 @@
 // Element-wise kernel: out = max(a * b + 1.0, 0) over two f32 [64, 128]
 // tensors. A counted loop (`loop`) walks the 8 vregs of each input: per
 // iteration it loads one 8x128 block of a and of b, computes, and stores.
+// One vector load per bundle, so the program runs on every production preset
+// (v4 has a single load slot; a second vld in a bundle is an invalid bundle there).
 //
 // VMEM rows: a at 0..63, b at 64..127, out at 128..191.
 // SMEM words 0, 16, 32: DMA descriptors for a, b and out.
@@ -24,7 +26,8 @@ main:
     dma s1, f0, q1 ;; sli s3, 8 ;; vimm v2, 1.0 ;; vimm v3, 0.0
     sync.wait f0, 2                      // a and b are in VMEM
 body:                                    // s0 = row of the current block, s3 = blocks left
-    vld v0, s0, 0, 1, 255 ;; vld v1, s0, 64, 1, 255
+    vld v0, s0, 0, 1, 255
+    vld v1, s0, 64, 1, 255
     vmul.f32 v4, v0, v1
     vadd.f32 v5, v4, v2
     vmax.f32 v6, v5, v3

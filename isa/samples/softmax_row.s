@@ -3,7 +3,7 @@
 // XLU lane reductions (xlu.max.f32, xlu.sum.f32; both broadcast the result to
 // every lane of the sublane) give the row max and sum directly. The two 8-row
 // blocks are interleaved so the VPU works on one while the XLU reduces the
-// other.
+// other. One vector load per bundle: v4 has a single load slot.
 //
 // VMEM rows: x at 0..15, y at 16..31. SMEM words 0 and 16: DMA descriptors.
 
@@ -22,7 +22,8 @@ main:
     sli s0, 0 ;; sli s1, 16 ;; mark 0
     dma s0, f0, q0
     sync.wait f0, 1                             // x is in VMEM
-    vld v0, s0, 0, 1, 255 ;; vld v8, s0, 8, 1, 255
+    vld v0, s0, 0, 1, 255
+    vld v8, s0, 8, 1, 255
     xlu.max.f32 v1, v0                          // row max, block 0
     xlu.max.f32 v9, v8                          // row max, block 1
     vsub.f32 v2, v0, v1
