@@ -58,6 +58,7 @@ json resultToJson(const CaseResult& r) {
           {"dma_bytes", r.dmaBytes},
           {"top_ops", ops},
           {"record", r.record},
+          {"warnings", r.warnings},
           {"host_seconds", r.hostSeconds}};
 }
 
@@ -75,6 +76,7 @@ CaseResult resultFromJson(const json& j) {
   for (const json& o : j.at("top_ops"))
     r.topOps.emplace_back(o[0].get<std::string>(), o[1].get<int64_t>());
   r.record = j.at("record");
+  r.warnings = j.at("warnings").get<std::vector<std::string>>();
   r.hostSeconds = j.at("host_seconds");
   return r;
 }

@@ -27,7 +27,8 @@ struct CaseResult {
   // The golden record: status, cycles, per-core bundles and stalls, per-op
   // cycles, MXU utilization, DMA bytes (nlohmann::json: keys sorted).
   nlohmann::json record;
-  double hostSeconds = 0;  // wall time of the run; shown in progress, never in tables
+  std::vector<std::string> warnings;  // tpusim's warnings of a halted run
+  double hostSeconds = 0;             // wall time of the run; shown in progress, never in tables
 
   bool ran() const { return status != "error"; }
 };

@@ -327,11 +327,12 @@ class Reader {
       if (!ks.is_array() || ks.empty()) fail(at + "/kernels", "expected a non-empty array");
       for (size_t i = 0; i < ks.size(); ++i) {
         std::string kat = at + "/kernels/" + std::to_string(i);
-        expectKeys(ks[i], kat, {"kernel", "params"});
+        expectKeys(ks[i], kat, {"kernel", "params", "name"});
         if (!ks[i].contains("kernel")) fail(kat, "missing \"kernel\"");
         Item it;
         kernel(ks[i], kat, it.base);
-        it.label = it.base.programLabel;
+        it.label =
+            ks[i].contains("name") ? string(ks[i]["name"], kat + "/name") : it.base.programLabel;
         items.push_back(it);
       }
     }

@@ -13,11 +13,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "isa/ProgramFile.h"
+#include "isa/support/Npy.h"
 #include "isa/target/ChipLoader.h"
 #include "kernels/codegen/Compile.h"
+#include "kernels/dsl/HostArrayIo.h"
 #include "kernels/lib/Registry.h"
 
 extern char** environ;
@@ -35,12 +38,17 @@ std::string tpusimBesideSelf() {
 }
 
 std::vector<std::string> tpusimCommand(const Case& c, const std::string& tpusim,
-                                       const std::string& program, const std::string& statsPath) {
+                                       const std::string& program, const std::string& statsPath,
+                                       const std::vector<std::string>& inputs) {
   std::vector<std::string> argv = {tpusim, program,   "--chip",  c.chip,   "--mode",
                                    c.mode, "--quiet", "--stats", statsPath};
   for (const std::string& s : c.sets) {
     argv.push_back("--set");
     argv.push_back(s);
+  }
+  for (const std::string& in : inputs) {
+    argv.push_back("--input");
+    argv.push_back(in);
   }
   if (c.maxCycles > 0) {
     argv.push_back("--max-cycles");
@@ -72,9 +80,12 @@ std::string firstLines(std::string text, const std::string& workPath, const std:
   return out.empty() ? "(no message)" : out;
 }
 
-// Compiles a library kernel for the case's chip (overrides applied); "" on
-// success, else the error.
-std::string compileKernel(const Case& c, const std::string& outPath) {
+// Compiles a library kernel for the case's chip (overrides applied) into
+// `outPath`; in functional mode also writes the kernel's own seeded inputs
+// (valid lengths, page tables) beside it and adds them to `inputs`
+// ("NAME=file.npy"). "" on success, else the error.
+std::string compileKernel(const Case& c, const std::string& outPath,
+                          std::vector<std::string>& inputs) {
   try {
     kernels::lib::LibraryKernel lk = kernels::lib::buildKernel(c.kernel, c.params);
     std::unique_ptr<kernels::llo::Kernel> k = lk.trace();
@@ -82,10 +93,31 @@ std::string compileKernel(const Case& c, const std::string& outPath) {
     kernels::codegen::CompiledKernel compiled = kernels::codegen::compileKernel(*k, target);
     std::string error;
     if (!isa::writeProgramFile(compiled.program, outPath, &error)) return error;
+    if (c.mode == "functional") {
+      std::mt19937_64 rng(1);  // tpu-kernel's default --seed
+      std::vector<kernels::dsl::HostArray> data = lk.sampleInputs(rng);
+      for (size_t i = 0; i < data.size() && i < k->inputs.size(); ++i) {
+        std::string file = fmt::format("{}.{}.npy", outPath, i);
+        npy::write(file, kernels::dsl::toNpy(data[i]));
+        inputs.push_back(k->inputs[i].name + "=" + file);
+      }
+    }
     return "";
   } catch (const std::exception& e) {
     return fmt::format("compiling kernel {}: {}", c.programLabel, e.what());
   }
+}
+
+// tpusim's warnings (lines with "warning:"), paths replaced as in firstLines.
+std::vector<std::string> warnings(const std::string& text, const std::string& workPath,
+                                  const std::string& label) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.find("warning:") != std::string::npos)
+      out.push_back(firstLines(line, workPath, label, 1));
+  return out;
 }
 
 class Progress {
@@ -152,9 +184,10 @@ std::vector<CaseResult> runCases(const std::vector<const Case*>& cases, const Ru
       const Case& c = *cases[i];
       Running run{i, Clock::now(), c.program, fmt::format("{}/case{}.stats.json", work, i),
                   fmt::format("{}/case{}.stderr", work, i)};
+      std::vector<std::string> inputs;
       if (!c.kernel.empty()) {
         run.program = fmt::format("{}/case{}.tpuprog", work, i);
-        if (std::string err = compileKernel(c, run.program); !err.empty()) {
+        if (std::string err = compileKernel(c, run.program, inputs); !err.empty()) {
           CaseResult r;
           r.name = c.name;
           r.status = "error";
@@ -163,7 +196,7 @@ std::vector<CaseResult> runCases(const std::vector<const Case*>& cases, const Ru
           continue;
         }
       }
-      std::vector<std::string> args = tpusimCommand(c, o.tpusim, run.program, run.stats);
+      std::vector<std::string> args = tpusimCommand(c, o.tpusim, run.program, run.stats, inputs);
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -200,7 +233,11 @@ std::vector<CaseResult> runCases(const std::vector<const Case*>& cases, const Ru
     if (fs::exists(run.stats, ec)) {
       try {
         r = resultFromStats(c.name, nlohmann::json::parse(readFile(run.stats)));
-        if (r.status != "halted") r.error = firstLines(readFile(run.err), run.program, label);
+        std::string err = readFile(run.err);
+        if (r.status != "halted")
+          r.error = firstLines(err, run.program, label);
+        else
+          r.warnings = warnings(err, run.program, label);
       } catch (const std::exception& e) {
         r.name = c.name;
         r.status = "error";

@@ -30,6 +30,7 @@ std::vector<CaseResult> runCases(const std::vector<const Case*>& cases, const Ru
 
 // The tpusim command line of a case (program = the file tpusim runs).
 std::vector<std::string> tpusimCommand(const Case& c, const std::string& tpusim,
-                                       const std::string& program, const std::string& statsPath);
+                                       const std::string& program, const std::string& statsPath,
+                                       const std::vector<std::string>& inputs = {});
 
 }  // namespace tpusim::batch

@@ -139,6 +139,12 @@ void writeOutput(const std::string& path, const std::string& text, const Manifes
   if (!out) throw std::runtime_error(fmt::format("cannot write {}", path));
 }
 
+void printWarnings(const std::vector<const Case*>& cases, const std::vector<CaseResult>& results) {
+  for (size_t i = 0; i < cases.size(); ++i)
+    for (const std::string& w : results[i].warnings)
+      fmt::print(stderr, "tpusim-batch: {}: {}\n", cases[i]->name, w);
+}
+
 int run(const Args& a, const Manifest& m, const std::vector<const Case*>& cases,
         const std::vector<CaseResult>& results) {
   std::string base = a.base;
@@ -146,6 +152,7 @@ int run(const Args& a, const Manifest& m, const std::vector<const Case*>& cases,
   fmt::print("{}", tableText(cases, results));
   writeOutput(base + ".csv", tableCsv(cases, results), m);
   writeOutput(base + ".json", tableJson(m, cases, results), m);
+  printWarnings(cases, results);
   int bad = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     std::string problem = goldenProblem(*cases[i], results[i]);
@@ -161,6 +168,7 @@ int run(const Args& a, const Manifest& m, const std::vector<const Case*>& cases,
 int check(const Args& a, const Manifest& m, const std::vector<const Case*>& cases,
           const std::vector<CaseResult>& results) {
   std::map<std::string, nlohmann::json> goldens = loadGoldens(m.goldenPath);
+  printWarnings(cases, results);
   std::vector<CaseCheck> checks;
   int failed = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
