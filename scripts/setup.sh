@@ -33,6 +33,7 @@ packages=(
   python3 python3-numpy  # lit; NumPy for scripts that read .npy
   clang-format
   chromium             # headless browser: the profiler's report.html test (testbench/lit/prof)
+  openmpi-bin libopenmpi-dev  # optional for the build: tpusim-batch under mpirun (ctest batch_mpi)
 )
 
 missing=()

@@ -22,6 +22,12 @@ else:
                     "read it are UNSUPPORTED; configure with -DTPUSIM_HLO_CORPUS=<folder of .hlo "
                     "files> to run them" % config.tpusim_hlo_corpus)
 config.substitutions.append(("%src", config.tpusim_src_root))
+# tpusim-batch built with MPI (REQUIRES: mpi): %mpirun launches ranks on this
+# one machine (oversubscribed: CI has 2 cores; root needs --allow-run-as-root).
+if getattr(config, "tpusim_mpiexec", ""):
+    config.available_features.add("mpi")
+    root = " --allow-run-as-root" if os.geteuid() == 0 else ""
+    config.substitutions.append(("%mpirun", config.tpusim_mpiexec + root + " --oversubscribe"))
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "HOME", "TMPDIR"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

@@ -7,6 +7,9 @@
 #include <string>
 
 #ifdef TPUSIM_BATCH_MPI
+// The C API only: OpenMPI's deprecated C++ bindings need a library we do not link.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
 
@@ -69,7 +72,7 @@ std::vector<CaseResult> Distribution::gather(const std::vector<CaseResult>& mine
   for (const CaseResult& r : mine) j.push_back(resultToJson(r));
   std::string text = j.dump();
   int length = int(text.size());
-  std::vector<int> lengths(size_t(ranks_)), offsets(size_t(ranks_));
+  std::vector<int> lengths(static_cast<size_t>(ranks_)), offsets(static_cast<size_t>(ranks_));
   MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
   std::string received;
   if (root()) {
