@@ -15,7 +15,8 @@
 
 namespace tpusim::batch {
 namespace fs = std::filesystem;
-using nlohmann::json;
+// Ordered: grid axes and "set" objects keep the order written (case names follow it).
+using json = nlohmann::ordered_json;
 
 const Case* Manifest::find(const std::string& name) const {
   for (const Case& c : cases)
