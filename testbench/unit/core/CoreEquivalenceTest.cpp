@@ -25,7 +25,7 @@ std::string statsOf(const sim::SimResult& r, const target::ChipConfig& chip) {
 // goldens track, read from testbench/regression so the two never drift apart.
 std::string mixedStallsProgram() {
   std::string path =
-      std::string(TPUSIM_TEST_SOURCE_DIR) + "/testbench/regression/sim/programs/mixed_stalls.s";
+      std::string(TPUSIM_TEST_SOURCE_DIR) + "/testbench/regression/cycles/programs/mixed_stalls.s";
   std::ifstream in(path);
   if (!in) FAIL("cannot read " << path);
   std::stringstream text;

@@ -83,7 +83,7 @@ TEST_CASE("fast and detailed HBM models give the same stats on compiled model tr
 TEST_CASE("fast and detailed HBM models give the same stats on the regression programs",
           "[hbm][programs]") {
   std::vector<std::string> files;
-  for (const char* dir : {"isa/samples", "testbench/regression/sim/programs"})
+  for (const char* dir : {"isa/samples", "testbench/regression/cycles/programs"})
     for (const auto& e : std::filesystem::directory_iterator(source(dir)))
       if (e.path().extension() == ".s") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
