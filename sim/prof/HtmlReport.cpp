@@ -1,5 +1,7 @@
 #include "sim/prof/HtmlReport.h"
 
+#include "isa/support/MarkupEscape.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,29 +14,7 @@ namespace {
 
 double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
 
-std::string esc(const std::string& s) {
-  std::string out;
-  for (char c : s) switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  return out;
-}
+std::string esc(const std::string& s) { return support::escapeMarkup(s); }
 
 // One colour per category, the same in every chart.
 const char* colorOf(Category c) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "isa/support/MarkupEscape.h"
+
 namespace tpusim::batch {
 using nlohmann::ordered_json;
 
@@ -133,33 +135,6 @@ std::string checkText(const CaseCheck& c) {
   return out;
 }
 
-std::string xmlEscape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        if (c >= 0x20 || ch == '\n' || ch == '\t') out += ch;  // XML 1.0 forbids other controls
-    }
-  }
-  return out;
-}
-
 std::string checkJunit(const Manifest& m, const std::vector<CaseCheck>& checks) {
   size_t failures = 0;
   double seconds = 0;
@@ -171,10 +146,10 @@ std::string checkJunit(const Manifest& m, const std::vector<CaseCheck>& checks) 
   out += fmt::format(
       "<testsuites>\n<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" "
       "time=\"{:.3f}\">\n",
-      xmlEscape(m.path), checks.size(), failures, seconds);
+      support::escapeMarkup(m.path), checks.size(), failures, seconds);
   for (const CaseCheck& c : checks) {
     out += fmt::format("  <testcase classname=\"tpusim-batch\" name=\"{}\" time=\"{:.3f}\"",
-                       xmlEscape(c.name), c.hostSeconds);
+                       support::escapeMarkup(c.name), c.hostSeconds);
     if (c.pass()) {
       out += "/>\n";
       continue;
@@ -183,7 +158,7 @@ std::string checkJunit(const Manifest& m, const std::vector<CaseCheck>& checks) 
                               ? "differs from its golden beyond tolerance"
                               : c.message;
     out += fmt::format(">\n    <failure message=\"{}\">{}</failure>\n  </testcase>\n",
-                       xmlEscape(summary), xmlEscape(checkText(c)));
+                       support::escapeMarkup(summary), support::escapeMarkup(checkText(c)));
   }
   out += "</testsuite>\n</testsuites>\n";
   return out;

@@ -27,8 +27,6 @@ std::string checkText(const CaseCheck& c);
 std::string checkJunit(const Manifest& m, const std::vector<CaseCheck>& checks);
 std::string checkMarkdown(const Manifest& m, const std::vector<CaseCheck>& checks);
 
-// XML text with &, <, >, " and ' escaped (and control characters dropped).
-std::string xmlEscape(const std::string& s);
 // A percentage change for people: "+1.2%", "-0.4%", "new" (from 0).
 std::string percent(double relative);
 

@@ -2,6 +2,7 @@
 // metric, and that reports escape what they embed.
 #include <catch2/catch.hpp>
 
+#include "isa/support/MarkupEscape.h"
 #include "sim/tools/tpusim-batch/Golden.h"
 #include "sim/tools/tpusim-batch/Reports.h"
 
@@ -98,7 +99,7 @@ TEST_CASE("a golden records a fault only when the case expects it", "[batch]") {
 }
 
 TEST_CASE("JUnit and Markdown escape names", "[batch]") {
-  CHECK(xmlEscape("a<b>&\"c'\x01") == "a&lt;b&gt;&amp;&quot;c&apos;");
+  CHECK(support::escapeMarkup("a<b>&\"c'\x01") == "a&lt;b&gt;&amp;&quot;c&#39;");
   Manifest m;
   m.path = "m.json";
   CaseCheck k;
