@@ -99,7 +99,7 @@ TEST_CASE("a golden records a fault only when the case expects it", "[batch]") {
 }
 
 TEST_CASE("JUnit and Markdown escape names", "[batch]") {
-  CHECK(support::escapeMarkup("a<b>&\"c'\x01") == "a&lt;b&gt;&amp;&quot;c&#39;");
+  CHECK(tpusim::support::escapeMarkup("a<b>&\"c'\x01") == "a&lt;b&gt;&amp;&quot;c&#39;");
   Manifest m;
   m.path = "m.json";
   CaseCheck k;
