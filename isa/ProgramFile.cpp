@@ -279,7 +279,10 @@ bool serializeProgram(const Program& p, std::vector<uint8_t>* out, std::string* 
   // Whatever the reader would reject must not be written.
   Program check;
   std::string problem;
-  if (!parseProgram(w.bytes.data(), w.bytes.size(), "program", &check, &problem)) {
+  ProgramReadOptions checkOnly;
+  checkOnly.keepCode = false;
+  if (!parseProgram(w.bytes.data(), w.bytes.size(), "program", &check, &problem, nullptr,
+                    checkOnly)) {
     *error = problem;
     return false;
   }

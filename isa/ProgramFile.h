@@ -48,6 +48,10 @@ struct ProgramFileInfo {
 struct ProgramReadOptions {
   // Off only in tests that fuzz the structural checks behind the checksum.
   bool verifyChecksum = true;
+  // false: every bundle is decoded (and checked) but Program::code stays
+  // empty; the writer's read-back uses it (a big program's decoded bundles
+  // take 8x its file size).
+  bool keepCode = true;
 };
 
 // Serializes `p`. Returns false with *error when the program cannot be

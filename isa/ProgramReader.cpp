@@ -96,26 +96,35 @@ class Cursor {
   std::string error_;
 };
 
-bool readMeta(Cursor& c, Program* p) {
+// What the section readers share: whether the code is kept, and its size
+// (kept or not) for the sections that point into it.
+struct Loaded {
+  bool keepCode = true;
+  uint64_t bundles = 0;
+};
+
+bool readMeta(Cursor& c, Program* p, Loaded&) {
   p->chip = c.str("the chip name");
   return c.done();
 }
 
-bool readCode(Cursor& c, Program* p) {
+bool readCode(Cursor& c, Program* p, Loaded& loaded) {
   uint32_t n = c.count(kBundleBytes, "the bundle count");
-  p->code.resize(n);
+  loaded.bundles = n;
+  if (loaded.keepCode) p->code.resize(n);
+  Bundle scratch;
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t at = c.pos();
     const uint8_t* bytes = c.bytes(kBundleBytes, "a bundle");
     if (!bytes) return false;
     std::string error;
-    if (!tryDecode(bytes, &p->code[i], &error))
+    if (!tryDecode(bytes, loaded.keepCode ? &p->code[i] : &scratch, &error))
       return c.fail(fmt::format("bundle {} (file offset 0x{:x}): {}", i, at, error));
   }
   return c.done();
 }
 
-bool readData(Cursor& c, Program* p) {
+bool readData(Cursor& c, Program* p, Loaded&) {
   uint32_t n = c.count(24, "the data segment count");
   p->data.resize(n);
   for (uint32_t i = 0; i < n && !c.failed(); ++i) {
@@ -171,7 +180,7 @@ std::string overlappingBuffers(const std::vector<BufferDesc>& buffers) {
   return "";
 }
 
-bool readBuffers(Cursor& c, Program* p) {
+bool readBuffers(Cursor& c, Program* p, Loaded&) {
   uint32_t n = c.count(24, "the buffer count");
   p->buffers.resize(n);
   std::set<std::string> names;
@@ -218,7 +227,7 @@ bool readBuffers(Cursor& c, Program* p) {
   return c.done();
 }
 
-bool readSymbols(Cursor& c, Program* p) {
+bool readSymbols(Cursor& c, Program* p, Loaded& loaded) {
   uint32_t n = c.count(8, "the symbol count");
   p->symbols.resize(n);
   std::set<std::string> names;
@@ -230,14 +239,14 @@ bool readSymbols(Cursor& c, Program* p) {
     if (s.name.empty()) return c.fail(fmt::format("symbol {} has an empty name", i));
     if (!names.insert(s.name).second)
       return c.fail(fmt::format("symbol {} ('{}') is defined twice", i, s.name));
-    if (s.bundle >= p->code.size())
+    if (s.bundle >= loaded.bundles)
       return c.fail(fmt::format("symbol '{}' names bundle {}, but the code has {} bundles", s.name,
-                                s.bundle, p->code.size()));
+                                s.bundle, loaded.bundles));
   }
   return c.done();
 }
 
-bool readDebugMap(Cursor& c, Program* p) {
+bool readDebugMap(Cursor& c, Program* p, Loaded& loaded) {
   uint32_t n = c.count(24, "the debug-map entry count");
   p->debugMap.resize(n);
   for (uint32_t i = 0; i < n && !c.failed(); ++i) {
@@ -249,16 +258,16 @@ bool readDebugMap(Cursor& c, Program* p) {
     e.sourceFile = c.str("a source file name");
     e.sourceLine = c.u32("a source line");
     if (c.failed()) return false;
-    if (e.begin > e.end || e.end > p->code.size())
+    if (e.begin > e.end || e.end > loaded.bundles)
       return c.fail(
           fmt::format("debug-map entry {} ('{}') covers bundles [{}, {}), not within "
                       "the {} bundles of the code",
-                      i, e.opName, e.begin, e.end, p->code.size()));
+                      i, e.opName, e.begin, e.end, loaded.bundles));
   }
   return c.done();
 }
 
-bool readCosts(Cursor& c, Program* p) {
+bool readCosts(Cursor& c, Program* p, Loaded&) {
   uint32_t n = c.count(44, "the cost entry count");
   p->costs.resize(n);
   for (uint32_t i = 0; i < n && !c.failed(); ++i) {
@@ -328,7 +337,7 @@ bool readIndexPath(Cursor& c, int depth, std::vector<int64_t>* out) {
   return true;
 }
 
-bool readSignature(Cursor& c, Program* p) {
+bool readSignature(Cursor& c, Program* p, Loaded&) {
   ProgramSignature& s = p->signature;
   uint16_t version = uint16_t(c.raw(2, "the signature version"));
   uint16_t reserved = uint16_t(c.raw(2, "reserved"));
@@ -495,16 +504,18 @@ bool parseProgram(const uint8_t* data, size_t size, const std::string& name, Pro
                             size - previousEnd, previousEnd));
 
   Program p;
-  using Reader = bool (*)(Cursor&, Program*);
+  Loaded loaded;
+  loaded.keepCode = options.keepCode;
+  using Reader = bool (*)(Cursor&, Program*, Loaded&);
   static const Reader readers[] = {readMeta,    readCode,     readData,  readBuffers,
                                    readSymbols, readDebugMap, readCosts, readSignature};
   for (uint32_t i = 0; i < numSections; ++i) {
     ProgramFileInfo::Section& s = fi.sections[i];
     Cursor c(data, s.offset, s.offset + s.size, fmt::format("section '{}'", s.name));
-    if (!readers[i](c, &p)) return fail(c.error());
+    if (!readers[i](c, &p, loaded)) return fail(c.error());
     switch (s.type) {
       case kCode:
-        s.count = uint32_t(p.code.size());
+        s.count = uint32_t(loaded.bundles);
         break;
       case kData:
         s.count = uint32_t(p.data.size());

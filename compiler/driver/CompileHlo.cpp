@@ -191,6 +191,8 @@ CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfi
     driver::ModuleLoweringOptions lowering;
     lowering.passes = options.passes;
     lowering.dumpDir = options.dumpDir;
+    lowering.lower.kernelCache = options.kernelCache;
+    lowering.lower.verifyKernelCache = options.verifyKernelCache;
     out.lowered = driver::compileModule(module, views.target, views.codegen, lowering);
     out.lowered.program.signature = entrySignature(module, out.lowered.program);
     out.lowered.program.hasSignature = true;

@@ -36,6 +36,10 @@ struct CompileOptions {
   std::string passes;
   // Write the module after each pass here ("" = no dumps).
   std::string dumpDir;
+  // lower::LowerOptions: derive repeated kernels from the kernel cache
+  // (and check each against a real compilation).
+  bool kernelCache = true;
+  bool verifyKernelCache = false;
 };
 
 struct CompileResult {

@@ -56,7 +56,7 @@ lower::LoweredModule compileModule(hlo::HloModule& module, const lower::TargetDe
                                    const ModuleLoweringOptions& options) {
   std::vector<std::string> ran =
       runLoweringPasses(module, options.passes, target.chip, options.dumpDir);
-  lower::LoweredModule out = lower::lowerModule(module, target, codegenTarget);
+  lower::LoweredModule out = lower::lowerModule(module, target, codegenTarget, options.lower);
   out.passes = std::move(ran);
   return out;
 }

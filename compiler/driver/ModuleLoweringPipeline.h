@@ -32,6 +32,7 @@ struct ModuleLoweringOptions {
   std::string passes;
   // Write the module after each pass to DIR/<module>.<NN>.<pass>.hlo ("" = no dumps).
   std::string dumpDir;
+  lower::LowerOptions lower;  // the kernel cache
 };
 
 // "inline,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce".

@@ -41,6 +41,23 @@ void HbmModel::submitGrouped(uint32_t slot, const HbmRequest& r, uint64_t arriva
     touched_.back().end = i + 1;
   }
 
+  // The steady state of a stream: one burst per pseudo-channel, all alike
+  // (same bank, hence bank group, and row), to exactly the members of one
+  // group. Nothing splits, nothing can merge (one leader is touched): what
+  // the general path below does, without its bookkeeping.
+  if (sorted && oneBankRow) {
+    const uint32_t leader = groups_.leader(touched_[0].pc);
+    bool exact = groups_.size(leader) == touched_.size();
+    for (size_t i = 1; exact && i < touched_.size(); ++i)
+      exact = groups_.leader(touched_[i].pc) == leader;
+    if (exact) {
+      pcs_[leader].push(touches_[0].burst);  // the same burst for every member
+      requests_[slot].remaining += groups_.size(leader);
+      activate(leader);
+      return;
+    }
+  }
+
   // Classes. Kind, arrival and request are the request's: compare bank and row.
   classFirst_.clear();
   if (sorted && oneBankRow) {  // the common case: one burst per pseudo-channel, all alike

@@ -17,6 +17,7 @@
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/lower/buffers/BufferAssignment.h"
 #include "compiler/lower/control/ControlCode.h"
+#include "compiler/lower/module/KernelCache.h"
 #include "compiler/lower/module/ModuleLowering.h"
 #include "kernels/codegen/Link.h"
 
@@ -30,7 +31,8 @@ std::vector<std::pair<std::vector<int64_t>, hlo::Shape>> shapeLeaves(const hlo::
 class ModuleLowerer {
  public:
   ModuleLowerer(const hlo::HloModule& module, const TargetDescription& target,
-                const kernels::codegen::TargetInfo& codegenTarget, LoweredModule& out);
+                const kernels::codegen::TargetInfo& codegenTarget, LoweredModule& out,
+                const LowerOptions& options = {});
 
   // Lowers the entry computation and finishes the program (buffer table, halt).
   void lowerEntry();
@@ -83,6 +85,8 @@ class ModuleLowerer {
   std::vector<std::unique_ptr<BufferAssignment>> nested_;  // kept alive for regions
   std::vector<isa::BufferDesc> table_;
   uint64_t extraTop_ = 0;
+  bool useKernelCache_;
+  KernelCache kernelCache_;
 };
 
 }  // namespace tpusim::lower

@@ -74,8 +74,15 @@ std::vector<std::pair<std::vector<int64_t>, Shape>> shapeLeaves(const Shape& sha
 }
 
 ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescription& target,
-                             const codegen::TargetInfo& codegenTarget, LoweredModule& out)
-    : module_(module), target_(target), cg_(codegenTarget), out_(out), control_(m_, cg_) {
+                             const codegen::TargetInfo& codegenTarget, LoweredModule& out,
+                             const LowerOptions& options)
+    : module_(module),
+      target_(target),
+      cg_(codegenTarget),
+      out_(out),
+      control_(m_, cg_),
+      useKernelCache_(options.kernelCache),
+      kernelCache_(options.verifyKernelCache) {
   m_.program.chip = cg_.name;
 }
 
@@ -213,7 +220,13 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
   o.hloInstruction = inst.name();
   codegen::CompiledKernel k;
   try {
-    k = codegen::compileKernel(*lk.kernel, cg_, o);
+    auto compile = [&] { return codegen::compileKernel(*lk.kernel, cg_, o); };
+    if (useKernelCache_) {
+      k = kernelCache_.get(*lk.kernel, o, compile);
+    } else {
+      k = compile();
+      ++out_.kernelsCompiled;
+    }
   } catch (const codegen::CodegenError& e) {
     throw CannotLower::of(inst, fmt::format("the kernel code generator failed: {}", e.what()));
   }
@@ -472,12 +485,14 @@ void ModuleLowerer::lowerEntry() {
   out_.hbmBytes = extraTop_;
   out_.smemWords = m_.nextSmemWord();
   out_.buffers = entry_;
+  out_.kernelsCompiled += kernelCache_.compiled();
+  out_.kernelsDerived = kernelCache_.derived();
 }
 
 LoweredModule lowerModule(const hlo::HloModule& module, const TargetDescription& target,
-                          const codegen::TargetInfo& codegenTarget) {
+                          const codegen::TargetInfo& codegenTarget, const LowerOptions& options) {
   LoweredModule out;
-  ModuleLowerer lowerer(module, target, codegenTarget, out);
+  ModuleLowerer lowerer(module, target, codegenTarget, out, options);
   try {
     lowerer.lowerEntry();
   } catch (const codegen::LinkError& e) {

@@ -65,8 +65,20 @@ struct LoweredModule {
   std::vector<LoweredOp> ops;       // every lowered instruction, nested ones included
   uint64_t hbmBytes = 0;            // HBM the program uses (heap + extra regions)
   int64_t smemWords = 0;            // SMEM words of all DMA descriptors and scalars
+  // Kernels the code generator compiled, and kernels derived from the cache
+  // (KernelCache.h) instead.
+  int64_t kernelsCompiled = 0, kernelsDerived = 0;
   // A human-readable summary: passes, buffers, kernels, bundles, per-op table.
   std::string statsText() const;
+};
+
+struct LowerOptions {
+  // Derive kernels that differ from an earlier one only in addresses and
+  // placement from it instead of compiling them again (KernelCache.h): the
+  // same program, in a fraction of the time on models with repeated layers.
+  bool kernelCache = true;
+  // Also compile every derived kernel and fail when the two differ.
+  bool verifyKernelCache = false;
 };
 
 // Lowers `module`, which the passes have already prepared (fused, layouts
@@ -74,6 +86,7 @@ struct LoweredModule {
 // `codegenTarget` must describe the same preset (the compiler's and the code
 // generator's views of it). Throws CannotLower or ModuleLoweringError.
 LoweredModule lowerModule(const hlo::HloModule& module, const TargetDescription& target,
-                          const kernels::codegen::TargetInfo& codegenTarget);
+                          const kernels::codegen::TargetInfo& codegenTarget,
+                          const LowerOptions& options = {});
 
 }  // namespace tpusim::lower

@@ -15,8 +15,10 @@ std::string LoweredModule::statsText() const {
   out += fmt::format("passes: {}\n", passList);
   std::map<std::string, int64_t> kinds;
   for (const LoweredOp& op : ops) ++kinds[op.kind];
-  out += fmt::format("lowered: {} kernels, {} DMA fragments, {} control-flow instructions\n",
-                     kinds["kernel"], kinds["dma"], kinds["control"]);
+  out += fmt::format(
+      "lowered: {} kernels, {} DMA fragments, {} control-flow instructions (kernels: {} "
+      "compiled, {} derived from the kernel cache)\n",
+      kinds["kernel"], kinds["dma"], kinds["control"], kernelsCompiled, kernelsDerived);
   out += fmt::format("code: {} bundles, {} data segments, {} SMEM words\n", program.code.size(),
                      program.data.size(), smemWords);
   int64_t inputs = 0, outputs = 0, constants = 0;

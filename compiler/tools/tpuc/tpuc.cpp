@@ -1,5 +1,6 @@
 // tpuc IN.hlo -o OUT.tpuprog --chip v5e [--chips-dir D] [--passes=...]
 //      [--dump-after-all DIR] [--print-stats] [--module N|NAME]
+//      [--no-kernel-cache] [--verify-kernel-cache]
 //
 // Compiles one HLO module into one program for the simulator, its entry
 // signature included (compiler/driver/CompileHlo.h, the library tpusim
@@ -54,6 +55,15 @@ static cl::opt<std::string> ModuleChoice(
 static cl::opt<bool> PrintStats("print-stats",
                                 cl::desc("Print passes, buffers, kernels and bundles per HLO op"),
                                 cl::cat(Cat));
+static cl::opt<bool> NoKernelCache(
+    "no-kernel-cache",
+    cl::desc("Compile every kernel, also those that differ from an earlier one only in their "
+             "addresses (by default they are derived from it: the same program, faster)"),
+    cl::cat(Cat));
+static cl::opt<bool> VerifyKernelCache(
+    "verify-kernel-cache",
+    cl::desc("Also compile every kernel the cache derives, and fail if the two differ"),
+    cl::cat(Cat));
 static int fail(const std::string& message) {
   fmt::print(stderr, "tpuc: {}\n", message);
   return 1;
@@ -114,6 +124,8 @@ int main(int argc, char** argv) {
   options.module = ModuleChoice;
   options.passes = Passes;
   options.dumpDir = DumpDir;
+  options.kernelCache = !NoKernelCache;
+  options.verifyKernelCache = VerifyKernelCache;
   driver::CompileResult compiled = driver::compileHloFile(Input, chip, options);
   if (!compiled.ok()) {
     fmt::print(stderr, "{}\n", compiled.error);

@@ -28,10 +28,14 @@ isa::Program compileHlo(const std::string& hloPath, const target::ChipConfig& ch
   std::vector<uint8_t> bytes;
   std::string error;
   isa::Program program;
-  if (!isa::serializeProgram(r.lowered.program, &bytes, &error) ||
-      !isa::parseProgram(bytes.data(), bytes.size(), hloPath, &program, &error))
-    throw std::runtime_error(
+  auto invalid = [&] {
+    return std::runtime_error(
         fmt::format("{}: the compiled program is invalid: {}", hloPath, error));
+  };
+  if (!isa::serializeProgram(r.lowered.program, &bytes, &error)) throw invalid();
+  // The bytes hold the code now: free the compiled copy (8x their size) first.
+  std::vector<isa::Bundle>().swap(r.lowered.program.code);
+  if (!isa::parseProgram(bytes.data(), bytes.size(), hloPath, &program, &error)) throw invalid();
   return program;
 }
 

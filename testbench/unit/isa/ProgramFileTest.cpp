@@ -190,6 +190,29 @@ TEST_CASE("a program with every section survives write and read", "[isa][tpuprog
   CHECK_THAT(error, Catch::Contains("/nonexistent/dir/x.tpuprog: no such file"));
 }
 
+TEST_CASE("a read without the code checks it all but keeps no bundles", "[isa][tpuprog]") {
+  Program p = sampleProgram();
+  std::vector<uint8_t> bytes = serialize(p);
+  ProgramReadOptions options;
+  options.keepCode = false;
+  Program back;
+  std::string error;
+  ProgramFileInfo info;
+  REQUIRE(parseProgram(bytes.data(), bytes.size(), "x", &back, &error, &info, options));
+  CHECK(back.code.empty());
+  CHECK(info.sections[1].count == p.code.size());
+  CHECK(back.symbols.size() == p.symbols.size());
+  CHECK(back.debugMap.size() == p.debugMap.size());
+  back.code = p.code;
+  CHECK(programsEqual(p, back));
+  // A bundle that does not decode is still found.
+  const size_t code = size_t(info.sections[1].offset) + 4;
+  std::fill(bytes.begin() + long(code), bytes.begin() + long(code + kBundleBytes), 0xff);
+  options.verifyChecksum = false;
+  CHECK(!parseProgram(bytes.data(), bytes.size(), "x", &back, &error, nullptr, options));
+  CHECK_THAT(error, Catch::Contains("bundle 0"));
+}
+
 TEST_CASE("the writer refuses programs the reader would reject", "[isa][tpuprog]") {
   Program p = sampleProgram();
   std::vector<uint8_t> bytes;
