@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <regex>
 #include <set>
 #include <vector>
 
@@ -115,6 +116,16 @@ std::string replaceAll(std::string s, const std::string& from, const std::string
   return s;
 }
 
+// A reason on one line, without source locations of the compiler itself
+// ("RegionLowering.cpp:446: "), which would make the table change with the code's layout.
+std::string oneLine(const std::string& text) {
+  static const std::regex kSourceLine(R"([A-Za-z]+\.(cpp|h):[0-9]+: )");
+  std::string s = std::regex_replace(text, kSourceLine, "");
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  return s;
+}
+
 struct Cell {
   std::string mark;    // yes / no / n/a
   std::string reason;  // no: the cannot-lower reason
@@ -136,9 +147,9 @@ Cell probe(const std::string& entry, const std::string& type,
     for (const std::string& s : kinds) k += (k.empty() ? "" : ", ") + s;
     return {"yes", "", k.empty() ? "nothing" : k};
   } catch (const lower::CannotLower& e) {
-    return {"no", e.reason(), ""};
+    return {"no", oneLine(e.reason()), ""};
   } catch (const std::exception& e) {
-    return {"no", e.what(), ""};
+    return {"no", oneLine(e.what()), ""};
   }
 }
 
@@ -170,7 +181,10 @@ std::string supportTableMarkdown(const target::ChipConfig& chip) {
       Cell c = probe(entry, t, target, codegen);
       row += fmt::format(" {} |", c.mark);
       if (c.mark == "no") reasons[c.reason][name].push_back(t);
-      if (c.mark == "yes" && (how.empty() || std::string(t) == "f32")) how = c.kinds;
+      // How it lowers: the f32 probe's way, or the first that does something.
+      if (c.mark == "yes" &&
+          (how.empty() || how == "nothing" || (std::string(t) == "f32" && c.kinds != "nothing")))
+        how = c.kinds;
     }
     out += fmt::format("| `{}` | {} |{}\n", name, how.empty() ? "-" : how, row);
   }
@@ -182,7 +196,7 @@ std::string supportTableMarkdown(const target::ChipConfig& chip) {
       for (const std::string& t : types) ts += (ts.empty() ? "" : " ") + t;
       where += fmt::format("{}`{}` ({})", where.empty() ? "" : ", ", name, ts);
     }
-    out += fmt::format("- {}: {}\n", where, reason);
+    out += fmt::format("- {}: {}\n", reason, where);
   }
   out +=
       "\nNot probed (an opcode that needs other instructions or computations around it; "

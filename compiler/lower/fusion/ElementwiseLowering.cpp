@@ -231,6 +231,9 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
         return dsl::minimum(dsl::maximum(x, ops[0]), ops[2]);
       }
       case HloOpcode::Select:
+        // Masks are not values a select can pick: pick their 0 / 1 words.
+        if (ops[1].dtype() == dsl::BOOL)
+          return dsl::where(a, toS32(ops[1]), toS32(ops[2])) != dsl::zeros(1, 1, dsl::S32);
         return dsl::where(a, ops[1], ops[2]);
       case HloOpcode::Compare: {
         Array x = a, y = ops[1];
