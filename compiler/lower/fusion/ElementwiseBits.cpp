@@ -16,7 +16,6 @@ namespace {
 Array c(double v) { return dsl::full(1, 1, v, dsl::F32); }
 Array ci(int64_t v) { return dsl::full(1, 1, double(int32_t(uint32_t(v))), dsl::S32); }
 
-Array ult(const Array& a, const Array& b) { return biased(a) < biased(b); }
 Array uge(const Array& a, const Array& b) { return biased(a) >= biased(b); }
 
 // floor(a / b) for u32 a, b (b != 0), exactly: an f32 estimate scaled down by

@@ -108,7 +108,7 @@ Array remainder(const Array& xIn, const Array& yIn) {
   r = materialized(dsl::where(dsl::abs(r) >= ay, r - sx * ay, r));
   r = materialized(dsl::where(big, c(0), r));
   r = materialized(dsl::where(isInf(y) & notMask(isInf(x)), x, r));
-  return dsl::where(y == c(0) | isInf(x) | isNan(x) | isNan(y), c(NAN), r);
+  return dsl::where((y == c(0)) | isInf(x) | isNan(x) | isNan(y), c(NAN), r);
 }
 
 Array atan2(const Array& yIn, const Array& xIn) {
