@@ -20,15 +20,28 @@ const char* dtypeName(DType t) {
       return "u16";
     case DType::Pred:
       return "pred";
+    case DType::F16:
+      return "f16";
+    case DType::U32:
+      return "u32";
+    case DType::S64:
+      return "s64";
+    case DType::U64:
+      return "u64";
   }
   return "?";
 }
 
 int dtypeBytes(DType t) {
   switch (t) {
+    case DType::S64:
+    case DType::U64:
+      return 8;
     case DType::F32:
     case DType::S32:
+    case DType::U32:
       return 4;
+    case DType::F16:
     case DType::Bf16:
     case DType::S16:
     case DType::U16:

@@ -12,10 +12,14 @@
 
 namespace tpusim::isa {
 
-enum class DType : uint8_t { F32, Bf16, S32, S8, U8, S16, U16, Pred };
-constexpr int kNumDTypes = 8;
-const char* dtypeName(DType t);  // "f32", "bf16", "s32", "s8", "u8", "s16", "u16", "pred"
-int dtypeBytes(DType t);         // bytes per element (pred: 1)
+// New types go at the end: the numbers are stored in .tpuprog files. 64-bit
+// integers are stored little-endian as in .npy, i.e. each element a pair of
+// 32-bit words (low word first); kernels compute on the two words separately.
+enum class DType : uint8_t { F32, Bf16, S32, S8, U8, S16, U16, Pred, F16, U32, S64, U64 };
+constexpr int kNumDTypes = 12;
+// "f32", "bf16", "s32", "s8", "u8", "s16", "u16", "pred", "f16", "u32", "s64", "u64"
+const char* dtypeName(DType t);
+int dtypeBytes(DType t);  // bytes per element (pred: 1)
 bool dtypeFromName(const std::string& name, DType* out);
 
 enum class BufferRole : uint8_t { Input, Output, Scratch, Constant };

@@ -18,6 +18,7 @@ const Entry kPasses[] = {
     {"layout-assignment", createLayoutAssignmentPass},
     {"fusion", createFusionPass},
     {"promote-to-f32", createPromoteToF32Pass},
+    {"int64-to-pairs", createInt64ToPairsPass},
 };
 
 }  // namespace

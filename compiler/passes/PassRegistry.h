@@ -28,5 +28,6 @@ std::unique_ptr<HloPass> createLayoutAssignmentPass();
 std::unique_ptr<HloPass> createFusionPass();
 // promote-to-f32 (PromoteToF32.cpp): bf16 computation in f32, for reference checks.
 std::unique_ptr<HloPass> createPromoteToF32Pass();
+std::unique_ptr<HloPass> createInt64ToPairsPass();
 
 }  // namespace tpusim::passes

@@ -261,6 +261,11 @@ class Pipeline {
                        o_.outputAddresses[i] + arrayBytes(k_.outputs[i]), alias});
     }
     size_t numIn = k_.inputs.size();
+    auto writtenInPlace = [&](int input) {
+      for (size_t o = 0; o < k_.outputs.size(); ++o)
+        if (aliasOf(int(o)) == input) return true;
+      return false;
+    };
     for (size_t i = 0; i < spans.size(); ++i) {
       const Span& a = spans[i];
       if (a.begin < 0 || a.end > t_.hbmBytes)
@@ -270,7 +275,12 @@ class Pipeline {
       for (size_t j = 0; j < i; ++j) {
         const Span& b = spans[j];
         bool aliased = i >= numIn && j < numIn && a.alias == int(j) && a.begin == b.begin;
-        if (!aliased && a.begin < b.end && b.begin < a.end && a.end > a.begin && b.end > b.begin)
+        // Two views of the same bytes (a value and its reshape) may both be
+        // read, unless an output is written in place of one of them.
+        bool readOnly =
+            i < numIn && j < numIn && !writtenInPlace(int(i)) && !writtenInPlace(int(j));
+        if (!aliased && !readOnly && a.begin < b.end && b.begin < a.end && a.end > a.begin &&
+            b.end > b.begin)
           throw CodegenError(fmt::format("kernel '{}': {} [{}, {}) overlaps {} [{}, {}) in HBM",
                                          k_.name, a.what, a.begin, a.end, b.what, b.begin, b.end));
       }

@@ -457,6 +457,7 @@ void Lowerer::lowerTileOp(const llo::Op& op) {
     case OpKind::VCast: {
       llo::DType from = o[0]->type.dtype, to = op.dtype;
       MOperand a = tile(o[0]);
+      if (!op.ints.empty() && op.ints[0] == 1) return emit(Opcode::VMov, {vdst(), a});  // bitcast
       if (from == llo::DType::S8) return emit(Opcode::VUnpackS8, {vdst(), a, I(0)});
       Opcode opc = Opcode::Nop;
       if (from == llo::DType::F32 && to == llo::DType::S32) opc = Opcode::VCvtS32F32;

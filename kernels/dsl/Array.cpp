@@ -46,9 +46,68 @@ ArrayNode nodeOf(Kind k, int64_t rows, int64_t cols, DType d, int op, std::vecto
   return n;
 }
 
+Array castTo(const Array& a, DType to);
+
+Array bitsAs(const Array& a, DType to) {
+  return make(nodeOf(Kind::Cast, a.rows(), a.cols(), to, 1, {a.node()}));
+}
+Array sconst(uint32_t bits) {
+  ArrayNode n = nodeOf(Kind::Splat, 1, 1, S32, 0, {});
+  n.bits = bits;
+  return make(std::move(n));
+}
+Array sbin(llo::VecBin k, const Array& a, const Array& b);
+Array scmp(llo::Cmp k, const Array& a, const Array& b);
+Array sel(const Array& c, const Array& a, const Array& b);
+
+// f16 bits (low 16 bits of an s32 word) -> f32, exact: the exponent is
+// rebased by integer adds (twice for inf / NaN: ((e >> 23) + 1) >> 5 is 1 for
+// the all-ones exponent only, so no compare), and a subnormal is renormalized
+// by one f32 subtract. One mask: the kernels keep up to 8 (not spilled).
+Array f16ToF32(const Array& h16) {
+  Array h = bitsAs(h16, S32);
+  Array o = sbin(llo::VecBin::Shl, sbin(llo::VecBin::And, h, sconst(0x7fff)), sconst(13));
+  Array e = sbin(llo::VecBin::Shr, o, sconst(23));
+  Array infNan = sbin(llo::VecBin::Shr, sbin(llo::VecBin::Add, e, sconst(1)), sconst(5));
+  Array normal =
+      sbin(llo::VecBin::Add, sbin(llo::VecBin::Add, o, sconst(112u << 23)),
+           sbin(llo::VecBin::Shl, sbin(llo::VecBin::Mul, infNan, sconst(112)), sconst(23)));
+  // Subnormal: (1 + m 2^-10) 2^-14 - 2^-14 = m 2^-24, computed in f32.
+  Array sub = bitsAs(bitsAs(sbin(llo::VecBin::Add, normal, sconst(1u << 23)), F32) -
+                         full(1, 1, std::ldexp(1.0, -14), F32),
+                     S32);
+  Array mag = sel(scmp(llo::Cmp::Eq, e, sconst(0)), sub, normal);
+  Array sign = sbin(llo::VecBin::Shl, sbin(llo::VecBin::And, h, sconst(0x8000)), sconst(16));
+  return bitsAs(sbin(llo::VecBin::Or, mag, sign), F32);
+}
+
+// f32 -> f16 bits, round to nearest even (NaN -> quiet 0x7E00 with its sign),
+// as tpusim::f32ToF16Bits: normal results round by adding 0xFFF plus the kept
+// lsb (clamping |x| to 2^16 first makes everything from 65520 on round to
+// inf); subnormal ones by an f32 add of 0.5 that aligns the f16 units with the
+// f32 ulp, so the adder rounds to nearest even. Two masks.
+Array f32ToF16(const Array& x) {
+  Array u = bitsAs(x, S32);
+  Array a = sbin(llo::VecBin::And, u, sconst(0x7fffffff));
+  Array sign = sbin(llo::VecBin::And, sbin(llo::VecBin::Shr, u, sconst(16)), sconst(0x8000));
+  Array c = sbin(llo::VecBin::Min, a, sconst(0x47800000));
+  Array lsb = sbin(llo::VecBin::And, sbin(llo::VecBin::Shr, c, sconst(13)), sconst(1));
+  Array normal = sbin(llo::VecBin::Shr,
+                      sbin(llo::VecBin::Add,
+                           sbin(llo::VecBin::Add, c, sconst(uint32_t(-(112 << 23)) + 0xfff)), lsb),
+                      sconst(13));
+  Array sub = sbin(llo::VecBin::Sub, bitsAs(bitsAs(a, F32) + full(1, 1, 0.5, F32), S32),
+                   sconst(0x3f000000));
+  Array h = sel(scmp(llo::Cmp::Gt, a, sconst(0x7f800000)), sconst(0x7e00),
+                sel(scmp(llo::Cmp::Ge, a, sconst(0x38800000)), normal, sub));
+  return bitsAs(sbin(llo::VecBin::Or, h, sign), F16);
+}
+
 Array castTo(const Array& a, DType to) {
   if (a.dtype() == to) return a;
   DType from = a.dtype();
+  if (from == F16) return castTo(f16ToF32(a), to);
+  if (to == F16) return f32ToF16(castTo(a, F32));
   auto one = [&](DType f, DType t, const Array& x) {
     return make(nodeOf(Kind::Cast, x.rows(), x.cols(), t, 0, {x.node()}));
   };
@@ -65,7 +124,7 @@ Array castTo(const Array& a, DType to) {
 }
 
 // Arithmetic dtype: bf16 computes in f32, s8 in s32.
-DType computeType(DType d) { return d == BF16 ? F32 : (d == S8 ? S32 : d); }
+DType computeType(DType d) { return d == BF16 || d == F16 ? F32 : (d == S8 ? S32 : d); }
 
 Array binary(llo::VecBin k, const Array& a, const Array& b, const char* what) {
   need(a, what);
@@ -81,7 +140,8 @@ Array binary(llo::VecBin k, const Array& a, const Array& b, const char* what) {
         fmt::format("error: {} of {} and {}: shapes do not broadcast", what, desc(a), desc(b)));
   DType d = a.dtype(), cd = computeType(d);
   Array x = castTo(a, cd), y = castTo(b, cd);
-  bool bitwise = k == llo::VecBin::And || k == llo::VecBin::Or || k == llo::VecBin::Xor;
+  bool bitwise = k == llo::VecBin::And || k == llo::VecBin::Or || k == llo::VecBin::Xor ||
+                 k == llo::VecBin::Shl || k == llo::VecBin::Shr || k == llo::VecBin::Sra;
   if (bitwise && cd != S32) throw Error(fmt::format("error: {} needs integer arrays", what));
   Array out = make(nodeOf(Kind::Binary, r, c, cd, int(k), {x.node(), y.node()}));
   return castTo(out, d);
@@ -111,6 +171,10 @@ Array compare(llo::Cmp k, const Array& a, const Array& b) {
   return make(
       nodeOf(Kind::Compare, r, c, BOOL, int(k), {castTo(a, cd).node(), castTo(b, cd).node()}));
 }
+
+Array sbin(llo::VecBin k, const Array& a, const Array& b) { return binary(k, a, b, "bit op"); }
+Array scmp(llo::Cmp k, const Array& a, const Array& b) { return compare(k, a, b); }
+Array sel(const Array& c, const Array& a, const Array& b) { return where(c, a, b); }
 
 // A scalar operand takes the array's dtype (bf16 arrays: the constant is rounded to bf16).
 Array scalarFor(const Array& a, double v) {
@@ -171,6 +235,26 @@ Array operator|(const Array& a, const Array& b) {
   return binary(llo::VecBin::Or, a, b, "bitwise or");
 }
 
+Array operator^(const Array& a, const Array& b) {
+  return binary(llo::VecBin::Xor, a, b, "bitwise xor");
+}
+Array shift_left(const Array& a, const Array& amount) {
+  return binary(llo::VecBin::Shl, a, amount, "shift left");
+}
+Array shift_right_logical(const Array& a, const Array& amount) {
+  return binary(llo::VecBin::Shr, a, amount, "logical shift right");
+}
+Array shift_right_arithmetic(const Array& a, const Array& amount) {
+  return binary(llo::VecBin::Sra, a, amount, "arithmetic shift right");
+}
+Array bitcast(const Array& a, DType to) {
+  need(a, "bitcast");
+  if (a.dtype() == BOOL || to == BOOL || a.dtype() == S8 || to == S8)
+    throw Error(fmt::format("error: bitcast of {} to {}: only f32, s32, bf16 and f16 words",
+                            desc(a), isa::dtypeName(to)));
+  return a.dtype() == to ? a : bitsAs(a, to);
+}
+
 Array maximum(const Array& a, const Array& b) { return binary(llo::VecBin::Max, a, b, "maximum"); }
 Array minimum(const Array& a, const Array& b) { return binary(llo::VecBin::Min, a, b, "minimum"); }
 Array exp(const Array& a) { return unary(llo::VecUn::Exp, a, "exp"); }
@@ -201,6 +285,9 @@ Array full(int64_t rows, int64_t cols, double value, DType dtype) {
       break;
     case DType::Bf16:
       n.bits = f32ToBf16Bits(float(value));
+      break;
+    case DType::F16:
+      n.bits = f32ToF16Bits(float(value));
       break;
     case DType::S32:
     case DType::S8:

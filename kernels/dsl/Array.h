@@ -21,6 +21,9 @@ constexpr DType BF16 = DType::Bf16;
 constexpr DType S32 = DType::S32;
 constexpr DType S8 = DType::S8;
 constexpr DType BOOL = DType::Pred;
+// f16 computes in f32 like bf16; in memory and tiles it is the low 16 bits of
+// each 32-bit word. Its converts are short VPU sequences (no convert instruction).
+constexpr DType F16 = DType::F16;
 
 struct ArrayNode;
 
@@ -64,6 +67,13 @@ Array operator==(const Array& a, const Array& b);
 Array operator!=(const Array& a, const Array& b);
 Array operator&(const Array& a, const Array& b);  // BOOL and, or s32 bitwise and
 Array operator|(const Array& a, const Array& b);
+Array operator^(const Array& a, const Array& b);  // s32 bitwise xor
+// s32 shifts by the low 5 bits of `amount` (the VPU's vshl / vshr / vsra).
+Array shift_left(const Array& a, const Array& amount);
+Array shift_right_logical(const Array& a, const Array& amount);
+Array shift_right_arithmetic(const Array& a, const Array& amount);
+// The same 32-bit words as another dtype (f32 <-> s32 <-> f16 bits), no instruction.
+Array bitcast(const Array& a, DType to);
 
 Array maximum(const Array& a, const Array& b);
 Array minimum(const Array& a, const Array& b);

@@ -134,6 +134,7 @@ Value* emitTile(const NodePtr& np, const TileAt& at) {
       return b.create(OpKind::VSelect, {c, x, y}, {x->type})->result();
     }
     case Kind::Cast:
+      if (n.op == 1) return b.vbitcast(child(0), n.dtype);
       return b.vcast(child(0), n.dtype);
     case Kind::Dot:
       return emitTile(emitDot(np), at);

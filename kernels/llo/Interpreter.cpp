@@ -394,6 +394,7 @@ class Run {
       case OpKind::MaskNot:
         return setM(op.result(), ~M(o[0]));
       case OpKind::VCast:
+        if (!op.ints.empty() && op.ints[0] == 1) return setT(op.result(), T(o[0]));  // bitcast
         return setT(op.result(), tileCast(o[0]->type.dtype, op.dtype, T(o[0])));
       case OpKind::VReduceLanes:
         return setT(op.result(), tileReduceLanes(Reduce(op.ints[0]), o[0]->type.dtype, T(o[0])));

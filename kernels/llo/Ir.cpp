@@ -100,6 +100,10 @@ Value* Builder::vcast(Value* a, DType to) {
   return create(OpKind::VCast, {a}, {Type::tile(to)}, {}, to)->result();
 }
 
+Value* Builder::vbitcast(Value* a, DType to) {
+  return create(OpKind::VCast, {a}, {Type::tile(to)}, {1}, to)->result();
+}
+
 Op* Builder::forLoop(Value* lower, Value* upper, int64_t step, const std::string& ivHint,
                      const std::vector<Value*>& inits) {
   std::vector<Value*> operands{lower, upper};

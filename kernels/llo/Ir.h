@@ -160,6 +160,8 @@ class Builder {
   Value* vun(VecUn k, Value* a);
   Value* vconst(uint32_t bits, DType d);
   Value* vcast(Value* a, DType to);
+  // The same 32-bit lanes seen as another tile dtype (no instruction).
+  Value* vbitcast(Value* a, DType to);
   // A counted loop; returns the op, whose region 0 has the induction variable
   // as argument, then one argument per carried value (i32, tile or mask; the
   // types of `inits`). A loop that carries values ends its region with a

@@ -78,7 +78,8 @@ std::string body(const Op& op) {
     case OpKind::MaskNot:
       return fmt::format("mnot {}", valList(o));
     case OpKind::VCast:
-      return fmt::format("vcast {}", valList(o));
+      return fmt::format("{} {}", !op.ints.empty() && op.ints[0] == 1 ? "vbitcast" : "vcast",
+                         valList(o));
     case OpKind::VReduceLanes:
       return fmt::format("vreduce_lanes.{} {}", reduceName(Reduce(I(0))), valList(o));
     case OpKind::VRotSublanes:

@@ -73,7 +73,8 @@ int64_t refBytes(const Type& ref) {
 }
 
 bool isTileDType(DType d) {
-  return d == DType::F32 || d == DType::S32 || d == DType::Bf16 || d == DType::S8;
+  return d == DType::F32 || d == DType::S32 || d == DType::Bf16 || d == DType::S8 ||
+         d == DType::F16;
 }
 bool isFloatDType(DType d) { return d == DType::F32 || d == DType::Bf16; }
 

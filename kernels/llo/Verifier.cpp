@@ -210,7 +210,8 @@ class Checker {
       case OpKind::VCast:
         if (expectCount(op, 1) && isTile(op, 0)) {
           DType from = op.operands[0]->type.dtype, to = op.dtype;
-          bool ok = (from == DType::F32 && (to == DType::S32 || to == DType::Bf16)) ||
+          bool bitcast = !op.ints.empty() && op.ints[0] == 1;
+          bool ok = bitcast || (from == DType::F32 && (to == DType::S32 || to == DType::Bf16)) ||
                     (from == DType::S32 && (to == DType::F32 || to == DType::S8)) ||
                     (from == DType::Bf16 && to == DType::F32) ||
                     (from == DType::S8 && to == DType::S32);

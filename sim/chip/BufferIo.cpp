@@ -39,6 +39,14 @@ npy::DType npyTypeOf(DType t) {
       return npy::DType::U16;
     case DType::Pred:
       return npy::DType::U8;
+    case DType::F16:
+      return npy::DType::F16;
+    case DType::U32:
+      return npy::DType::U32;
+    case DType::S64:
+      return npy::DType::S64;
+    case DType::U64:
+      return npy::DType::U64;
   }
   return npy::DType::U8;
 }
@@ -104,13 +112,19 @@ std::vector<uint8_t> randomBytes(const isa::BufferDesc& buffer, uint64_t seed, R
   std::uniform_real_distribution<float> real(-bound, bound);
   std::uniform_int_distribution<int> small(-8, 8), unsignedSmall(0, 15), bit(0, 1);
   for (size_t i = 0; i < n; ++i) {
-    uint32_t v = 0;
+    uint64_t v = 0;
     switch (buffer.dtype) {
       case DType::F32:
         v = bitsOf(real(rng));
         break;
       case DType::Bf16:
         v = f32ToBf16Bits(real(rng));
+        break;
+      case DType::F16:
+        v = f32ToF16Bits(real(rng));
+        break;
+      case DType::S64:
+        v = uint64_t(int64_t(small(rng)));  // sign-extended into both words
         break;
       case DType::S32:
       case DType::S16:
@@ -119,6 +133,8 @@ std::vector<uint8_t> randomBytes(const isa::BufferDesc& buffer, uint64_t seed, R
         break;
       case DType::U8:
       case DType::U16:
+      case DType::U32:
+      case DType::U64:
         v = uint32_t(unsignedSmall(rng));
         break;
       case DType::Pred:

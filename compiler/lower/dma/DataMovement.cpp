@@ -22,8 +22,8 @@ const hlo::Shape& DmaOp::operandShape(int64_t i) const { return instr.operand(i)
 int64_t DmaOp::elemBytes() const {
   int bits = hlo::bitWidth(instr.shape().type);
   if (instr.shape().type == hlo::PrimitiveType::Pred) bits = 8;
-  if (bits != 8 && bits != 16 && bits != 32)
-    fail(fmt::format("element type {} is not supported (1, 2 or 4-byte elements only)",
+  if (bits != 8 && bits != 16 && bits != 32 && bits != 64)
+    fail(fmt::format("element type {} is not supported (1, 2, 4 or 8-byte elements only)",
                      hlo::primitiveTypeName(instr.shape().type)));
   return bits / 8;
 }
@@ -141,9 +141,15 @@ void lowerBroadcast(DmaOp& op) {
   emitMove(op, m, op.operandAddresses[0], op.resultAddress);
 }
 
+// A bitcast-convert that keeps every byte in place: the same width, or
+// 64-bit elements seen as pairs of 32-bit words (s64[S] <-> u32[S,2], the low
+// word first, as XLA defines it for little-endian memory).
 bool sameWidth(const hlo::HloInstruction& i) {
-  return i.operandCount() == 1 &&
-         hlo::bitWidth(i.shape().type) == hlo::bitWidth(i.operand(0)->shape().type);
+  if (i.operandCount() != 1) return false;
+  const hlo::Shape &r = i.shape(), &o = i.operand(0)->shape();
+  if (hlo::bitWidth(r.type) == hlo::bitWidth(o.type)) return true;
+  return r.isArray() && o.isArray() &&
+         r.elementCount() * hlo::bitWidth(r.type) == o.elementCount() * hlo::bitWidth(o.type);
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ bool tryXluTranspose(DmaOp& op) {
   size_t n = in.dims.size();
   if (n < 2) return false;
   const int64_t e = op.elemBytes();  // bf16 / int8 widen to one element per VMEM word
+  if (e > 4) return false;           // 64-bit elements: the plain DMA path
   // The result's last two dims are (the operand's innermost dim, some other
   // operand dim `r`): each [rows, cols] matrix with rows along r is
   // transposed. The other result dims, in any order, enumerate the matrices.

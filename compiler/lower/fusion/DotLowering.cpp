@@ -124,10 +124,10 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
              "contracting] (run dot-canonicalize)");
   }
 
-  // Element types: bf16 x bf16 (f32 and bf16 operands) -> f32, s8 x s8 -> s32.
+  // Element types: bf16 x bf16 (f32, f16 and bf16 operands) -> f32, s8 x s8 -> s32.
   dsl::DType lt = dslType(g, *lhs, lhs->shape().type), rt = dslType(g, *rhs, rhs->shape().type);
   dsl::DType ot = dslType(g, *hero, hero->shape().type);
-  auto isF = [](dsl::DType d) { return d == dsl::F32 || d == dsl::BF16; };
+  auto isF = [](dsl::DType d) { return d == dsl::F32 || d == dsl::BF16 || d == dsl::F16; };
   dsl::DType mxType, accType;
   if (lt == dsl::S8 && rt == dsl::S8 && ot == dsl::S32) {
     mxType = dsl::S8;
@@ -136,8 +136,8 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     mxType = dsl::BF16;
     accType = dsl::F32;
   } else {
-    g.fail(*hero, fmt::format("dot of {} x {} -> {}: the MXU multiplies bf16 (f32 operands are "
-                              "rounded to bf16) or s8 x s8 -> s32",
+    g.fail(*hero, fmt::format("dot of {} x {} -> {}: the MXU multiplies bf16 (f32 and f16 "
+                              "operands are rounded to bf16) or s8 x s8 -> s32",
                               isa::dtypeName(lt), isa::dtypeName(rt), isa::dtypeName(ot)));
   }
 
@@ -180,9 +180,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
 
   const int64_t B = lhsR->axes()[0].size, M = lhsR->axes()[1].size, K = lhsR->axes()[2].size;
   const int64_t N = outR->axes()[2].size;
-  auto inBytes = [&](dsl::DType d) {
-    return d == dsl::F32 || d == dsl::S32 ? 4 : (d == dsl::BF16 ? 2 : 1);
-  };
+  auto inBytes = [&](dsl::DType d) { return isa::dtypeBytes(d); };
   DotBlocking blk = chooseDotBlocks(B, M, N, K, std::max(inBytes(lt), inBytes(rt)), inBytes(ot), t);
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
   const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;

@@ -1,14 +1,16 @@
 // Element-wise HLO ops as kernel-DSL array expressions. Ops the VPU has
-// (add ... rsqrt, compare, select, converts) map one to one; a few others are
-// composed from them in f32: logistic = 1 / (1 + exp(-x)), expm1 / log1p with
-// a short series near 0, sign, floor / ceil through an integer convert, xor as
-// (a | b) - (a & b), not as -x - 1, sine / cosine by reduction to [-pi/4, pi/4]
-// (three-part pi/2, accurate to a few f32 ulps for |x| < 2^16) and polynomials.
+// (add ... rsqrt, compare, select, converts, bitwise ops, shifts) map one to
+// one; logistic = 1 / (1 + exp(-x)), expm1 / log1p with a short series near 0
+// and sign are composed here; the longer expansions (rounding, trigonometry,
+// power, remainder, atan2, erf, cbrt, integer division, popcnt, clz, u32
+// compares and converts) are in ElementwiseMath.h. u32 values live in s32
+// words: the ops whose result depends on signedness look at the HLO type.
 // Anything else is CannotLower.
 #include <fmt/format.h>
 
 #include <cmath>
 
+#include "compiler/lower/fusion/ElementwiseMath.h"
 #include "compiler/lower/fusion/FusionLoweringInternal.h"
 
 namespace tpusim::lower::detail {
@@ -18,7 +20,7 @@ using hlo::HloOpcode;
 
 namespace {
 
-bool isFloat(dsl::DType t) { return t == dsl::F32 || t == dsl::BF16; }
+bool isFloat(dsl::DType t) { return t == dsl::F32 || t == dsl::BF16 || t == dsl::F16; }
 bool isInt(dsl::DType t) { return t == dsl::S32 || t == dsl::S8; }
 
 Array constant(double v, dsl::DType t) {
@@ -33,59 +35,12 @@ Array toS32(const Array& m) {
 Array inF32(const Array& a) { return a.dtype() == dsl::F32 ? a : a.astype(dsl::F32); }
 Array back(const Array& a, dsl::DType t) { return a.dtype() == t ? a : a.astype(t); }
 
-// floor / ceil of f32 values: the integer convert truncates toward zero; values
-// of magnitude >= 2^23 are integers already (and may not fit s32).
-Array roundToward(const Array& xIn, bool up) {
-  Array x = materialized(xIn);
-  Array t = materialized(x.astype(dsl::S32).astype(dsl::F32));
-  Array one = dsl::full(1, 1, 1.0, dsl::F32), zero = dsl::zeros(1, 1, dsl::F32);
-  Array r = up ? t + dsl::where(t < x, one, zero) : t - dsl::where(t > x, one, zero);
-  return dsl::where(dsl::abs(x) < dsl::full(1, 1, 8388608.0, dsl::F32), r, x);
-}
-
-// sin(x) (cosine: quarter = 1, i.e. sin(x + pi/2)) in f32: x = q pi/2 + r with
-// |r| <= pi/4, then the sine or cosine polynomial of r by the quadrant q mod 4.
-Array sinQuadrant(const Array& xIn, int quarter) {
-  using dsl::full;
-  auto c = [](double v) { return full(1, 1, v, dsl::F32); };
-  // Stored between steps: every value below is read several times.
-  Array x = materialized(xIn);
-  Array q = materialized(roundToward(x * 0.63661977236758134 + 0.5, false));  // round(x / (pi/2))
-  Array r = materialized(((x - q * 1.5703125) - q * 4.837512969970703125e-4) -
-                         q * 7.54978995489188216e-8);
-  Array r2 = materialized(r * r);
-  Array sinp =
-      r + r * r2 * (c(-1.6666654611e-1) + r2 * (c(8.3321608736e-3) + r2 * -1.9515295891e-4));
-  Array cosp = (1.0 - r2 * 0.5) + r2 * r2 *
-                                      (c(4.166664568298827e-2) +
-                                       r2 * (c(-1.388731625493765e-3) + r2 * 2.443315711809948e-5));
-  sinp = materialized(sinp);
-  cosp = materialized(cosp);
-  Array n = materialized((q.astype(dsl::S32) + quarter) & full(1, 1, 3, dsl::S32));
-  Array v = dsl::where(n == full(1, 1, 0, dsl::S32), sinp,
-                       dsl::where(n == full(1, 1, 1, dsl::S32), cosp,
-                                  dsl::where(n == full(1, 1, 2, dsl::S32), -sinp, -cosp)));
-  return v;
-}
+bool isUnsigned(const HloInstruction& i) { return i.shape().type == hlo::PrimitiveType::U32; }
 
 const char* unsupportedWhy(HloOpcode op) {
   switch (op) {
-    case HloOpcode::Power:
-    case HloOpcode::Remainder:
-    case HloOpcode::Atan2:
-    case HloOpcode::Cbrt:
-    case HloOpcode::Erf:
-    case HloOpcode::Tan:
-    case HloOpcode::RoundNearestAfz:
-    case HloOpcode::RoundNearestEven:
-      return "the VPU has no instruction for it and the back end has no expansion yet";
-    case HloOpcode::ShiftLeft:
-    case HloOpcode::ShiftRightArithmetic:
-    case HloOpcode::ShiftRightLogical:
-    case HloOpcode::PopulationCount:
-    case HloOpcode::CountLeadingZeros:
     case HloOpcode::BitcastConvert:
-      return "bit manipulation is not exposed by the kernel DSL yet";
+      return "bitcast-convert is not lowered yet";
     case HloOpcode::Real:
     case HloOpcode::Imag:
     case HloOpcode::Complex:
@@ -130,6 +85,18 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
   auto needNumber = [&] {
     if (at == dsl::BOOL) g.fail(inst, "arithmetic on pred is not supported");
   };
+  const bool uns = isUnsigned(*inst.operand(0));
+  auto needInt = [&] {
+    if (at != dsl::S32) g.fail(inst, "bit operations need 32-bit integers (s32 or u32)");
+  };
+  auto unary = [&](Array (*f)(const Array&)) {
+    needFloat();
+    return back(f(inF32(a)), at);
+  };
+  auto binaryF = [&](Array (*f)(const Array&, const Array&)) {
+    needFloat();
+    return back(f(inF32(a), inF32(ops[1])), at);
+  };
   try {
     switch (op) {
       case HloOpcode::Add:
@@ -142,34 +109,63 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
         needNumber();
         return a * ops[1];
       case HloOpcode::Divide:
-        if (!isFloat(at))
-          g.fail(inst, "integer division is not supported (the VPU has no divider)");
+        needNumber();
+        if (at == dsl::S8) g.fail(inst, "s8 division is not supported (s32 and u32 are)");
+        if (at == dsl::S32) return math::integerDivide(a, ops[1], uns);
         return a / ops[1];
+      case HloOpcode::Remainder:
+        needNumber();
+        if (at == dsl::S32) return math::integerRemainder(a, ops[1], uns);
+        return binaryF(math::remainder);
+      case HloOpcode::Power:
+        needNumber();
+        if (at == dsl::S32) return math::integerPower(a, ops[1], uns);
+        return binaryF(math::power);
+      case HloOpcode::Atan2:
+        return binaryF(math::atan2);
       case HloOpcode::Maximum:
-        if (at == dsl::BOOL) return a | ops[1];
-        return dsl::maximum(a, ops[1]);
-      case HloOpcode::Minimum:
-        if (at == dsl::BOOL) return a & ops[1];
-        return dsl::minimum(a, ops[1]);
+      case HloOpcode::Minimum: {
+        bool mx = op == HloOpcode::Maximum;
+        if (at == dsl::BOOL) return mx ? a | ops[1] : a & ops[1];
+        if (uns)
+          return math::biased(mx ? dsl::maximum(math::biased(a), math::biased(ops[1]))
+                                 : dsl::minimum(math::biased(a), math::biased(ops[1])));
+        return mx ? dsl::maximum(a, ops[1]) : dsl::minimum(a, ops[1]);
+      }
       case HloOpcode::And:
         return a & ops[1];
       case HloOpcode::Or:
         return a | ops[1];
       case HloOpcode::Xor:
         if (at == dsl::BOOL) return toS32(a) != toS32(ops[1]);
-        return (a | ops[1]) - (a & ops[1]);
+        return a ^ ops[1];
       case HloOpcode::Not:
         if (at == dsl::BOOL) return toS32(a) == dsl::zeros(1, 1, dsl::S32);
-        return -a - 1.0;
+        return a ^ constant(-1, at);
+      case HloOpcode::ShiftLeft:
+      case HloOpcode::ShiftRightLogical:
+      case HloOpcode::ShiftRightArithmetic:
+        needInt();
+        return math::shift(a, ops[1],
+                           op == HloOpcode::ShiftLeft           ? 0
+                           : op == HloOpcode::ShiftRightLogical ? 1
+                                                                : 2);
+      case HloOpcode::PopulationCount:
+        needInt();
+        return math::popcount(a);
+      case HloOpcode::CountLeadingZeros:
+        needInt();
+        return math::countLeadingZeros(a);
       case HloOpcode::Negate:
         needNumber();
         return -a;
       case HloOpcode::Abs:
         needNumber();
-        return dsl::abs(a);
+        return uns ? a : dsl::abs(a);
       case HloOpcode::Sign: {
         needNumber();
         Array zero = constant(0, at);
+        if (uns) return dsl::where(a != zero, constant(1, at), zero);
         return dsl::where(a > zero, constant(1, at), dsl::where(a < zero, constant(-1, at), a));
       }
       case HloOpcode::Exp:
@@ -207,11 +203,21 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
       case HloOpcode::Floor:
       case HloOpcode::Ceil:
         needFloat();
-        return back(roundToward(inF32(a), op == HloOpcode::Ceil), at);
+        return back(math::floorOrCeil(inF32(a), op == HloOpcode::Ceil), at);
+      case HloOpcode::RoundNearestEven:
+        return unary(math::roundNearestEven);
+      case HloOpcode::RoundNearestAfz:
+        return unary(math::roundNearestAfz);
       case HloOpcode::Sine:
       case HloOpcode::Cosine:
         needFloat();
-        return back(sinQuadrant(inF32(a), op == HloOpcode::Cosine ? 1 : 0), at);
+        return back(math::sinOrCos(inF32(a), op == HloOpcode::Cosine), at);
+      case HloOpcode::Tan:
+        return unary(math::tan);
+      case HloOpcode::Erf:
+        return unary(math::erf);
+      case HloOpcode::Cbrt:
+        return unary(math::cbrt);
       case HloOpcode::IsFinite:
         needFloat();
         return dsl::abs(inF32(a)) < dsl::full(1, 1, INFINITY, dsl::F32);
@@ -219,9 +225,15 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
         // clamp(lo, x, hi)
         Array x = ops[1];
         if (x.dtype() == dsl::BOOL) g.fail(inst, "clamp of pred is not supported");
+        if (isUnsigned(*inst.operand(1)))
+          return math::biased(dsl::minimum(dsl::maximum(math::biased(x), math::biased(ops[0])),
+                                           math::biased(ops[2])));
         return dsl::minimum(dsl::maximum(x, ops[0]), ops[2]);
       }
       case HloOpcode::Select:
+        // Masks are not values a select can pick: pick their 0 / 1 words.
+        if (ops[1].dtype() == dsl::BOOL)
+          return dsl::where(a, toS32(ops[1]), toS32(ops[2])) != dsl::zeros(1, 1, dsl::S32);
         return dsl::where(a, ops[1], ops[2]);
       case HloOpcode::Compare: {
         Array x = a, y = ops[1];
@@ -230,6 +242,7 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
           y = toS32(y);
         }
         if (!inst.attrs().direction) g.fail(inst, "compare without a direction");
+        if (uns) return math::compareUnsigned(x, y, int(*inst.attrs().direction));
         switch (*inst.attrs().direction) {
           case hlo::ComparisonDirection::EQ:
             return x == y;
@@ -246,11 +259,16 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
         }
         break;
       }
-      case HloOpcode::Convert:
-        if (at == t) return a;
+      case HloOpcode::Convert: {
+        const bool toUnsigned = isUnsigned(inst);
         if (at == dsl::BOOL) return dsl::where(a, constant(1, t), constant(0, t));
         if (t == dsl::BOOL) return a != constant(0, at);
+        // u32 <-> float: the VPU converts s32 only.
+        if (uns && isFloat(t)) return back(math::unsignedToF32(a), t);
+        if (toUnsigned && isFloat(at)) return math::f32ToUnsigned(inF32(a));
+        if (at == t) return a;  // also s32 <-> u32: the same bits
         return a.astype(t);
+      }
       default:
         break;
     }

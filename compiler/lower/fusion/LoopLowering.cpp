@@ -9,7 +9,7 @@ namespace tpusim::lower::detail {
 
 namespace {
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int hbmBytes(dsl::DType t) { return t == dsl::F32 || t == dsl::S32 ? 4 : (t == dsl::BF16 ? 2 : 1); }
+int hbmBytes(dsl::DType t) { return isa::dtypeBytes(t); }
 }  // namespace
 
 LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {

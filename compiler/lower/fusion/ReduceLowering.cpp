@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "compiler/hlo/HloComputation.h"
+#include "compiler/lower/fusion/ElementwiseMath.h"
 #include "compiler/lower/fusion/FusionLoweringInternal.h"
 
 namespace tpusim::lower::detail {
@@ -21,7 +22,7 @@ using hlo::HloOpcode;
 
 namespace {
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int hbmBytes(dsl::DType t) { return t == dsl::F32 || t == dsl::S32 ? 4 : (t == dsl::BF16 ? 2 : 1); }
+int hbmBytes(dsl::DType t) { return isa::dtypeBytes(t); }
 
 // Is `init` the constant identity of `kind` (so combining it changes nothing)?
 bool isIdentity(const HloInstruction* init, ReduceKind kind) {
@@ -65,7 +66,22 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
   const HloInstruction* init = red->operand(1);
   const dsl::DType outType = dslType(g, *red, red->shape().type);
   if (outType == dsl::BOOL) g.fail(*red, "a reduce of pred is not supported");
-  const dsl::DType accType = outType == dsl::F32 || outType == dsl::BF16 ? dsl::F32 : dsl::S32;
+  const dsl::DType accType =
+      outType == dsl::F32 || outType == dsl::BF16 || outType == dsl::F16 ? dsl::F32 : dsl::S32;
+  // Max and min run as a max: of -x (floats) or ~x (integers, whose negation
+  // wraps at INT_MIN) for min; u32 values biased into signed order.
+  const bool biasUnsigned =
+      kind != ReduceKind::Sum && red->operand(0)->shape().type == hlo::PrimitiveType::U32;
+  auto toMaxDomain = [&](dsl::Array x) {
+    if (biasUnsigned) x = math::biased(x);
+    if (kind == ReduceKind::Min) x = accType == dsl::F32 ? -x : x ^ dsl::full(1, 1, -1, dsl::S32);
+    return x;
+  };
+  auto fromMaxDomain = [&](dsl::Array v) {
+    if (kind == ReduceKind::Min) v = accType == dsl::F32 ? -v : v ^ dsl::full(1, 1, -1, dsl::S32);
+    if (biasUnsigned) v = math::biased(v);
+    return v;
+  };
 
   const int64_t rank = input->shape().rank();
   const Embedding inEmb = identity(rank);
@@ -141,7 +157,7 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
     }
     dsl::Array x = r->emit(input, inEmb, refs);
     if (x.dtype() != accType) x = x.astype(accType);
-    if (kind == ReduceKind::Min) x = -x;
+    x = toMaxDomain(x);
     // An input that does not vary along an axis (a broadcast) still counts
     // once per element of the block.
     x = expandTo(x, axes[n - 2].block, axes[n - 1].block);
@@ -160,14 +176,12 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
     acc.store(combine(acc.load(), partial));
     dsl::when(last, [&] {
       dsl::Array v = acc.load();
-      if (kind == ReduceKind::Min) v = -v;
       if (foldInit) {
         dsl::Array i = r->emit(init, {}, refs);
         if (i.dtype() != accType) i = i.astype(accType);
-        v = kind == ReduceKind::Sum   ? v + i
-            : kind == ReduceKind::Max ? dsl::maximum(v, i)
-                                      : dsl::minimum(v, i);
+        v = combine(v, toMaxDomain(i));
       }
+      v = fromMaxDomain(v);
       if (v.dtype() != outType) v = v.astype(outType);
       r->store(out, v);
     });

@@ -29,9 +29,19 @@ dsl::DType dslType(const ComputeGraph& g, const HloInstruction& at, hlo::Primiti
       return dsl::S8;
     case hlo::PrimitiveType::Pred:
       return dsl::BOOL;
+    case hlo::PrimitiveType::F16:
+      return dsl::F16;
+    case hlo::PrimitiveType::U32:
+      // The same 32-bit words as s32; the ops whose result differs (compares,
+      // min / max, converts, shifts) look at the HLO type (ElementwiseLowering).
+      return dsl::S32;
+    case hlo::PrimitiveType::F64:
+      g.fail(at,
+             "f64 cannot be emulated: the VPU computes in f32 at most (convert to f32 "
+             "before the computation)");
     default:
-      g.fail(at, fmt::format("element type {} is not supported by the back end (f32, bf16, s32, "
-                             "s8 and pred are)",
+      g.fail(at, fmt::format("element type {} is not supported inside a kernel (f32, bf16, f16, "
+                             "s32, u32, s8 and pred are)",
                              hlo::primitiveTypeName(t)));
   }
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "compiler/lower/CannotLower.h"
+#include "compiler/lower/module/Names.h"
 #include "isa/support/Numerics.h"
 
 namespace tpusim::lower {
@@ -42,6 +43,12 @@ std::vector<uint8_t> constantBytes(const hlo::HloInstruction& constant,
     case PrimitiveType::BF16:
       for (int64_t i = 0; i < n; ++i) put(out, f32ToBf16Bits(float(lit->getDouble(i))), 2);
       return out;
+    case PrimitiveType::F16:
+      for (int64_t i = 0; i < n; ++i) put(out, f32ToF16Bits(float(lit->getDouble(i))), 2);
+      return out;
+    case PrimitiveType::S64:
+    case PrimitiveType::U64:
+    case PrimitiveType::U32:
     case PrimitiveType::S32:
     case PrimitiveType::S16:
     case PrimitiveType::U16:
@@ -55,10 +62,9 @@ std::vector<uint8_t> constantBytes(const hlo::HloInstruction& constant,
       for (int64_t i = 0; i < n; ++i) out.push_back(lit->getInt(i) != 0 ? 1 : 0);
       return out;
     default:
-      throw CannotLower::of(constant,
-                            fmt::format("constants of type {} are not supported (the chip's "
-                                        "buffers hold f32, bf16, s32, s16, u16, s8, u8, pred)",
-                                        hlo::primitiveTypeName(shape.type)));
+      throw CannotLower::of(
+          constant, fmt::format("a constant of type {}: {}", hlo::primitiveTypeName(shape.type),
+                                unsupportedBufferType(shape.type)));
   }
 }
 

@@ -397,9 +397,9 @@ void ModuleLowerer::finishEntry(const Leaves& root, const Shape& rootShape,
     if (!s.isArray() || root[i] < 0) continue;
     std::optional<isa::DType> dt = bufferDType(s.type);
     if (!dt)
-      throw CannotLower::of(*rootInst, fmt::format("an output of type {} (the chip's buffers hold "
-                                                   "f32, bf16, s32, s16, u16, s8, u8, pred)",
-                                                   hlo::primitiveTypeName(s.type)));
+      throw CannotLower::of(*rootInst,
+                            fmt::format("an output of type {}: {}", hlo::primitiveTypeName(s.type),
+                                        unsupportedBufferType(s.type)));
     uint64_t bytes = denseBytes(s);
     uint64_t at = uint64_t(root[i]);
     if (std::find(taken.begin(), taken.end(), root[i]) != taken.end() &&
@@ -445,9 +445,9 @@ void ModuleLowerer::lowerEntry() {
       if (!s.isArray()) continue;
       std::optional<isa::DType> dt = bufferDType(s.type);
       if (!dt)
-        throw CannotLower::of(*p, fmt::format("a parameter of type {} (the chip's buffers hold "
-                                              "f32, bf16, s32, s16, u16, s8, u8, pred)",
-                                              hlo::primitiveTypeName(s.type)));
+        throw CannotLower::of(
+            *p, fmt::format("a parameter of type {}: {}", hlo::primitiveTypeName(s.type),
+                            unsupportedBufferType(s.type)));
       isa::BufferDesc b;
       b.name = base;
       for (int64_t k : leaves[i].first) b.name += fmt::format(".{}", k);

@@ -23,9 +23,27 @@ std::optional<isa::DType> bufferDType(hlo::PrimitiveType t) {
       return isa::DType::U16;
     case PrimitiveType::Pred:
       return isa::DType::Pred;
+    case PrimitiveType::F16:
+      return isa::DType::F16;
+    case PrimitiveType::U32:
+      return isa::DType::U32;
+    case PrimitiveType::S64:
+      return isa::DType::S64;
+    case PrimitiveType::U64:
+      return isa::DType::U64;
     default:
       return std::nullopt;
   }
+}
+
+std::string unsupportedBufferType(hlo::PrimitiveType t) {
+  if (t == hlo::PrimitiveType::F64)
+    return "f64 cannot be emulated: the chip computes in f32 at most (convert to f32 before the "
+           "computation)";
+  return fmt::format(
+      "the chip's buffers hold f32, bf16, f16, s32, u32, s64, u64, s16, u16, s8, "
+      "u8 and pred, not {}",
+      hlo::primitiveTypeName(t));
 }
 
 std::string unescapeMetadata(const std::string& text) {

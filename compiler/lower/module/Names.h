@@ -22,6 +22,8 @@ namespace tpusim::lower {
 
 // The buffer-table element type of an HLO element type (nullopt if the chip has none).
 std::optional<isa::DType> bufferDType(hlo::PrimitiveType t);
+// Why a type has no buffer type (for "cannot lower" messages).
+std::string unsupportedBufferType(hlo::PrimitiveType t);
 
 // `\'` -> `'`, `\"` -> `"`, `\\` -> `\` (metadata strings are kept escaped).
 std::string unescapeMetadata(const std::string& text);

@@ -40,6 +40,18 @@ npy::Array bytesToNpy(const isa::BufferDesc& buffer, const std::vector<uint8_t>&
     case DType::Pred:
       t = npy::DType::Bool;
       break;
+    case DType::F16:
+      t = npy::DType::F16;
+      break;
+    case DType::U32:
+      t = npy::DType::U32;
+      break;
+    case DType::S64:
+      t = npy::DType::S64;
+      break;
+    case DType::U64:
+      t = npy::DType::U64;
+      break;
   }
   npy::Array a = npy::makeArray(t, buffer.shape);
   if (a.data.size() != bytes.size())
@@ -75,6 +87,8 @@ double valueAt(const npy::Array& a, int64_t i, bool bf16) {
       return a.as<uint32_t>()[i];
     case npy::DType::U64:
       return double(a.as<uint64_t>()[i]);
+    case npy::DType::F16:
+      return f16BitsToF32(a.as<uint16_t>()[i]);
     default:
       return NAN;
   }
@@ -123,7 +137,10 @@ OutputCheck compareOutput(const isa::BufferDesc& buffer, const npy::Array& sim,
     return c;
   }
   const bool bf16 = buffer.dtype == DType::Bf16;
-  const bool exact = !(buffer.dtype == DType::F32 || bf16);
+  const bool exact = !(buffer.dtype == DType::F32 || buffer.dtype == DType::F16 || bf16);
+  // 64-bit integers do not fit a double: compare their bits.
+  const bool wide = npy::dtypeSize(sim.dtype) == 8 && npy::dtypeSize(ref.dtype) == 8 &&
+                    sim.dtype != npy::DType::F64 && ref.dtype != npy::DType::F64;
   c.rtol = exact ? 0 : rtolOverride >= 0 ? rtolOverride : bf16 ? 3e-2 : 2e-2;
   double sumSquares = 0;
   int64_t finite = 0;
@@ -150,6 +167,10 @@ OutputCheck compareOutput(const isa::BufferDesc& buffer, const npy::Array& sim,
     } else {
       diff = std::fabs(s - r);
       bad = diff > c.atol + c.rtol * std::fabs(r);
+    }
+    if (wide && sim.as<uint64_t>()[i] != ref.as<uint64_t>()[i]) {
+      bad = true;
+      diff = std::max(diff, 1.0);
     }
     double rel = diff == 0 ? 0 : diff / std::max(std::fabs(r), 1e-30);
     c.maxAbsError = std::max(c.maxAbsError, diff);

@@ -1,0 +1,481 @@
+// int64-to-pairs: 64-bit integer arithmetic as arithmetic on pairs of u32
+// words, the way XLA's TPU back end emulates s64 and u64 (the VPU has 32-bit
+// lanes). Memory keeps 64-bit arrays as they are (each element its low word
+// then its high word, .npy's little-endian bytes), so:
+//   - a 64-bit value an op needs is split: bitcast-convert to u32[..., 2] (the
+//     same bytes), then the low and the high word slices;
+//   - an op this pass rewrites computes the low and high words of its result
+//     from its operands' words with u32 / s32 ops (add with carry, 16-bit
+//     partial products for the high word of a product, ...), and the pair is
+//     joined back (concatenate + bitcast-convert) for users it does not
+//     rewrite; a rewritten user takes the words directly;
+//   - ops it does not know (divide, remainder, power, reductions, sorts, ...)
+//     keep their 64-bit type and reach the kernel lowering, which names them.
+// Rewritten: add, subtract, multiply, negate, abs, sign, and, or, xor, not,
+// shifts, maximum, minimum, clamp, select, compare, broadcast, reshape and
+// converts from and to 64-bit types. Overflow wraps (two's complement), shift
+// amounts of 64 or more (or negative) shift every bit out, float -> integer
+// converts truncate toward zero and saturate (NaN -> 0), as XLA defines them.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "compiler/hlo/HloModule.h"
+#include "compiler/passes/PassRegistry.h"
+#include "compiler/passes/PassUtil.h"
+
+namespace tpusim::passes {
+namespace {
+
+using hlo::ComparisonDirection;
+using hlo::HloComputation;
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+using hlo::PrimitiveType;
+using hlo::Shape;
+
+bool is64(PrimitiveType t) { return t == PrimitiveType::S64 || t == PrimitiveType::U64; }
+bool is64(const Shape& s) { return s.isArray() && is64(s.type); }
+
+struct Pair {
+  HloInstruction* lo = nullptr;
+  HloInstruction* hi = nullptr;
+};
+
+class Rewriter {
+ public:
+  explicit Rewriter(HloComputation* comp) : comp_(comp) {}
+
+  // Rewrites `inst` if it is an op this pass knows on 64-bit values; true if it did.
+  bool rewrite(HloInstruction* inst);
+
+ private:
+  HloComputation* comp_;
+  std::map<HloInstruction*, Pair> pairs_;
+  std::vector<int64_t> dims_;  // the dims of the instruction being rewritten
+  std::string base_;
+
+  Shape u32() const { return Shape::array(PrimitiveType::U32, dims_); }
+  Shape s32() const { return Shape::array(PrimitiveType::S32, dims_); }
+  Shape pred() const { return Shape::array(PrimitiveType::Pred, dims_); }
+  Shape f32() const { return Shape::array(PrimitiveType::F32, dims_); }
+
+  HloInstruction* op(HloOpcode code, const Shape& s, std::vector<HloInstruction*> operands) {
+    return addNew(comp_, code, base_, s, std::move(operands));
+  }
+  HloInstruction* bin(HloOpcode code, HloInstruction* a, HloInstruction* b) {
+    return op(code, a->shape(), {a, b});
+  }
+  HloInstruction* un(HloOpcode code, HloInstruction* a) { return op(code, a->shape(), {a}); }
+  HloInstruction* cmp(HloInstruction* a, HloInstruction* b, ComparisonDirection d) {
+    HloInstruction* c = op(HloOpcode::Compare, pred(), {a, b});
+    c->attrs().direction = d;
+    return c;
+  }
+  HloInstruction* select(HloInstruction* p, HloInstruction* a, HloInstruction* b) {
+    return op(HloOpcode::Select, a->shape(), {p, a, b});
+  }
+  HloInstruction* convert(HloInstruction* a, const Shape& to) {
+    return op(HloOpcode::Convert, to, {a});
+  }
+  // A constant of type t broadcast to the current dims.
+  HloInstruction* splat(PrimitiveType t, double v) {
+    HloInstruction* c = op(HloOpcode::Constant, Shape::scalar(t), {});
+    c->attrs().literal = hlo::Literal::scalar(t, v);
+    if (dims_.empty()) return c;
+    HloInstruction* b = op(HloOpcode::Broadcast, Shape::array(t, dims_), {c});
+    b->attrs().dimensions = std::vector<int64_t>{};
+    return b;
+  }
+  HloInstruction* u(double v) { return splat(PrimitiveType::U32, v); }
+
+  Pair pairOf(HloInstruction* v);
+  Pair splitConstant(HloInstruction* v);
+  HloInstruction* join(const Pair& p, const Shape& shape);
+  Pair add(Pair a, Pair b);
+  Pair negate(Pair a);
+  Pair multiply(Pair a, Pair b);
+  HloInstruction* mulHigh(HloInstruction* a, HloInstruction* b);
+  HloInstruction* compare(Pair a, Pair b, ComparisonDirection d, bool isSigned);
+  Pair select(HloInstruction* p, Pair a, Pair b) {
+    return {select(p, a.lo, b.lo), select(p, a.hi, b.hi)};
+  }
+  Pair shift(Pair a, Pair n, HloOpcode kind);
+  Pair fromNarrow(HloInstruction* x);
+  Pair fromFloat(HloInstruction* x, bool isSigned);
+  HloInstruction* toNarrow(Pair a, const Shape& to, bool isSigned);
+  bool computePair(HloInstruction* inst, Pair* out);
+};
+
+Pair Rewriter::pairOf(HloInstruction* v) {
+  auto it = pairs_.find(v);
+  if (it != pairs_.end()) return it->second;
+  std::vector<int64_t> saved = dims_;
+  dims_ = v->shape().dims;
+  Pair p;
+  if (v->opcode() == HloOpcode::Constant && v->literal() && !v->literal()->elided) {
+    p = splitConstant(v);
+  } else {
+    // The same bytes as u32[..., 2]; the words are the slices of the last dim.
+    std::vector<int64_t> wide = dims_;
+    wide.push_back(2);
+    HloInstruction* words =
+        op(HloOpcode::BitcastConvert, Shape::array(PrimitiveType::U32, wide), {v});
+    auto word = [&](int64_t k) {
+      std::vector<int64_t> one = dims_;
+      one.push_back(1);
+      HloInstruction* s = op(HloOpcode::Slice, Shape::array(PrimitiveType::U32, one), {words});
+      std::vector<hlo::SliceDim> sl;
+      for (int64_t d : dims_) sl.push_back({0, d, 1});
+      sl.push_back({k, k + 1, 1});
+      s->attrs().slice = sl;
+      return op(HloOpcode::Reshape, u32(), {s});
+    };
+    p = {word(0), word(1)};
+  }
+  pairs_[v] = p;
+  dims_ = saved;
+  return p;
+}
+
+Pair Rewriter::splitConstant(HloInstruction* v) {
+  const hlo::Literal& lit = *v->literal();
+  hlo::Literal lo = hlo::Literal::zeros(u32()), hi = hlo::Literal::zeros(u32());
+  for (int64_t i = 0; i < lit.size(); ++i) {
+    uint64_t x = lit.getUnsigned(i);
+    lo.setInt(i, int64_t(x & 0xffffffffu));
+    hi.setInt(i, int64_t(x >> 32));
+  }
+  HloInstruction* l = op(HloOpcode::Constant, u32(), {});
+  l->attrs().literal = lo;
+  HloInstruction* h = op(HloOpcode::Constant, u32(), {});
+  h->attrs().literal = hi;
+  return {l, h};
+}
+
+HloInstruction* Rewriter::join(const Pair& p, const Shape& shape) {
+  std::vector<int64_t> one = dims_, wide = dims_;
+  one.push_back(1);
+  wide.push_back(2);
+  HloInstruction* lo = op(HloOpcode::Reshape, Shape::array(PrimitiveType::U32, one), {p.lo});
+  HloInstruction* hi = op(HloOpcode::Reshape, Shape::array(PrimitiveType::U32, one), {p.hi});
+  HloInstruction* words =
+      op(HloOpcode::Concatenate, Shape::array(PrimitiveType::U32, wide), {lo, hi});
+  words->attrs().dimensions = std::vector<int64_t>{int64_t(dims_.size())};
+  return op(HloOpcode::BitcastConvert, Shape::array(shape.type, dims_), {words});
+}
+
+Pair Rewriter::add(Pair a, Pair b) {
+  HloInstruction* lo = bin(HloOpcode::Add, a.lo, b.lo);
+  HloInstruction* carry = convert(cmp(lo, a.lo, ComparisonDirection::LT), u32());
+  return {lo, bin(HloOpcode::Add, bin(HloOpcode::Add, a.hi, b.hi), carry)};
+}
+
+Pair Rewriter::negate(Pair a) {
+  // -x = ~x + 1: the high word takes the carry when the low word is 0.
+  HloInstruction* lo = un(HloOpcode::Negate, a.lo);
+  HloInstruction* borrow = convert(cmp(a.lo, u(0), ComparisonDirection::NE), u32());
+  return {lo, bin(HloOpcode::Subtract, un(HloOpcode::Negate, a.hi), borrow)};
+}
+
+HloInstruction* Rewriter::mulHigh(HloInstruction* a, HloInstruction* b) {
+  // The high word of a 32 x 32 bit product from its four 16-bit partial products.
+  HloInstruction* mask = u(0xffff);
+  HloInstruction* sixteen = u(16);
+  auto low16 = [&](HloInstruction* x) { return bin(HloOpcode::And, x, mask); };
+  auto high16 = [&](HloInstruction* x) { return bin(HloOpcode::ShiftRightLogical, x, sixteen); };
+  HloInstruction *a0 = low16(a), *a1 = high16(a), *b0 = low16(b), *b1 = high16(b);
+  HloInstruction* p00 = bin(HloOpcode::Multiply, a0, b0);
+  HloInstruction* p01 = bin(HloOpcode::Multiply, a0, b1);
+  HloInstruction* p10 = bin(HloOpcode::Multiply, a1, b0);
+  HloInstruction* p11 = bin(HloOpcode::Multiply, a1, b1);
+  HloInstruction* mid =
+      bin(HloOpcode::Add, bin(HloOpcode::Add, high16(p00), low16(p01)), low16(p10));
+  HloInstruction* hi = bin(HloOpcode::Add, p11, high16(p01));
+  hi = bin(HloOpcode::Add, hi, high16(p10));
+  return bin(HloOpcode::Add, hi, high16(mid));
+}
+
+Pair Rewriter::multiply(Pair a, Pair b) {
+  HloInstruction* lo = bin(HloOpcode::Multiply, a.lo, b.lo);
+  HloInstruction* hi = mulHigh(a.lo, b.lo);
+  hi = bin(HloOpcode::Add, hi, bin(HloOpcode::Multiply, a.lo, b.hi));
+  hi = bin(HloOpcode::Add, hi, bin(HloOpcode::Multiply, a.hi, b.lo));
+  return {lo, hi};
+}
+
+HloInstruction* Rewriter::compare(Pair a, Pair b, ComparisonDirection d, bool isSigned) {
+  using D = ComparisonDirection;
+  HloInstruction* loEq = cmp(a.lo, b.lo, D::EQ);
+  HloInstruction* hiEq = cmp(a.hi, b.hi, D::EQ);
+  if (d == D::EQ) return bin(HloOpcode::And, loEq, hiEq);
+  if (d == D::NE) return un(HloOpcode::Not, bin(HloOpcode::And, loEq, hiEq));
+  // The high words decide (signed for s64), equal high words the low ones (unsigned).
+  HloInstruction *ha = a.hi, *hb = b.hi;
+  if (isSigned) {
+    ha = convert(ha, s32());
+    hb = convert(hb, s32());
+  }
+  D strict = (d == D::LT || d == D::LE) ? D::LT : D::GT;
+  HloInstruction* hiDecides = cmp(ha, hb, strict);
+  HloInstruction* loDecides = cmp(a.lo, b.lo, d);
+  return bin(HloOpcode::Or, hiDecides, bin(HloOpcode::And, hiEq, loDecides));
+}
+
+Pair Rewriter::shift(Pair a, Pair n, HloOpcode kind) {
+  // HLO's 32-bit shifts already give 0 (or the sign) for amounts of 32 or
+  // more, so each word is the or of the parts that land in it.
+  HloInstruction* s = n.lo;
+  HloInstruction* thirtyTwo = u(32);
+  HloInstruction* up = bin(HloOpcode::Subtract, thirtyTwo, s);    // 32 - s (wraps when s > 32)
+  HloInstruction* down = bin(HloOpcode::Subtract, s, thirtyTwo);  // s - 32 (wraps when s < 32)
+  HloInstruction* outOfRange = cmp(n.hi, u(0), ComparisonDirection::NE);
+  auto shl = [&](HloInstruction* x, HloInstruction* k) { return bin(HloOpcode::ShiftLeft, x, k); };
+  auto shr = [&](HloInstruction* x, HloInstruction* k) {
+    return bin(HloOpcode::ShiftRightLogical, x, k);
+  };
+  auto orr = [&](HloInstruction* x, HloInstruction* y) { return bin(HloOpcode::Or, x, y); };
+  Pair r;
+  if (kind == HloOpcode::ShiftLeft) {
+    r = {shl(a.lo, s), orr(orr(shl(a.hi, s), shr(a.lo, up)), shl(a.lo, down))};
+    Pair zero{u(0), u(0)};
+    return select(outOfRange, zero, r);
+  }
+  if (kind == HloOpcode::ShiftRightLogical) {
+    r = {orr(orr(shr(a.lo, s), shl(a.hi, up)), shr(a.hi, down)), shr(a.hi, s)};
+    Pair zero{u(0), u(0)};
+    return select(outOfRange, zero, r);
+  }
+  // Arithmetic: on s32 views of the high word.
+  auto sra = [&](HloInstruction* x, HloInstruction* k) {
+    return convert(bin(HloOpcode::ShiftRightArithmetic, convert(x, s32()), convert(k, s32())),
+                   u32());
+  };
+  HloInstruction* small = cmp(s, thirtyTwo, ComparisonDirection::LT);
+  HloInstruction* lo = select(small, orr(shr(a.lo, s), shl(a.hi, up)), sra(a.hi, down));
+  r = {lo, sra(a.hi, s)};
+  HloInstruction* fill = sra(a.hi, u(31));
+  return select(outOfRange, Pair{fill, fill}, r);
+}
+
+Pair Rewriter::fromNarrow(HloInstruction* x) {
+  PrimitiveType t = x->shape().type;
+  bool isSigned = t == PrimitiveType::S8 || t == PrimitiveType::S16 || t == PrimitiveType::S32;
+  if (!isSigned) return {convert(x, u32()), u(0)};
+  HloInstruction* v = t == PrimitiveType::S32 ? x : convert(x, s32());
+  HloInstruction* sign =
+      op(HloOpcode::ShiftRightArithmetic, s32(), {v, splat(PrimitiveType::S32, 31)});
+  return {convert(v, u32()), convert(sign, u32())};
+}
+
+Pair Rewriter::fromFloat(HloInstruction* xIn, bool isSigned) {
+  // Truncate toward zero, split |t| = hi 2^32 + lo (both exact in f32), then
+  // negate the pair for a negative t; saturate out of range, NaN -> 0.
+  auto f = [&](double v) { return splat(PrimitiveType::F32, v); };
+  HloInstruction* x = xIn->shape().type == PrimitiveType::F32 ? xIn : convert(xIn, f32());
+  HloInstruction* m = un(HloOpcode::Floor, un(HloOpcode::Abs, x));
+  HloInstruction* hiF = un(HloOpcode::Floor, bin(HloOpcode::Multiply, m, f(0x1p-32)));
+  HloInstruction* loF = bin(HloOpcode::Subtract, m, bin(HloOpcode::Multiply, hiF, f(0x1p32)));
+  Pair mag{convert(loF, u32()), convert(hiF, u32())};
+  HloInstruction* neg = cmp(x, f(0), ComparisonDirection::LT);
+  HloInstruction* nan = cmp(x, x, ComparisonDirection::NE);
+  Pair zero{u(0), u(0)};
+  if (!isSigned) {
+    Pair all{u(0xffffffffu), u(0xffffffffu)};
+    Pair r = select(cmp(m, f(0x1p64), ComparisonDirection::GE), all, mag);
+    return select(bin(HloOpcode::Or, neg, nan), zero, r);
+  }
+  Pair r = select(neg, negate(mag), mag);
+  HloInstruction* big = cmp(m, f(0x1p63), ComparisonDirection::GE);
+  Pair sat = select(neg, Pair{u(0), u(0x80000000u)}, Pair{u(0xffffffffu), u(0x7fffffffu)});
+  return select(nan, zero, select(big, sat, r));
+}
+
+HloInstruction* Rewriter::toNarrow(Pair a, const Shape& to, bool isSigned) {
+  Shape target = Shape::array(to.type, dims_);
+  if (to.type == PrimitiveType::Pred)
+    return cmp(bin(HloOpcode::Or, a.lo, a.hi), u(0), ComparisonDirection::NE);
+  if (hlo::isFloatingType(to.type)) {
+    // The magnitude hi 2^32 + lo in f32 (no cancellation: both parts are
+    // non-negative; two roundings), the sign after.
+    HloInstruction* neg = nullptr;
+    Pair m = a;
+    if (isSigned) {
+      neg = cmp(convert(a.hi, s32()), splat(PrimitiveType::S32, 0), ComparisonDirection::LT);
+      m = select(neg, negate(a), a);
+    }
+    HloInstruction* v =
+        bin(HloOpcode::Add,
+            bin(HloOpcode::Multiply, convert(m.hi, f32()), splat(PrimitiveType::F32, 0x1p32)),
+            convert(m.lo, f32()));
+    if (neg) v = select(neg, un(HloOpcode::Negate, v), v);
+    return to.type == PrimitiveType::F32 ? v : convert(v, target);
+  }
+  // Integers of 32 bits or fewer: the low word, truncated (wraps as XLA's convert).
+  return to.type == PrimitiveType::U32 ? a.lo : convert(a.lo, target);
+}
+
+bool Rewriter::computePair(HloInstruction* inst, Pair* out) {
+  const PrimitiveType t = inst->shape().type;
+  const bool isSigned = t == PrimitiveType::S64;
+  auto P = [&](int64_t k) { return pairOf(inst->operand(k)); };
+  switch (inst->opcode()) {
+    case HloOpcode::Add:
+      *out = add(P(0), P(1));
+      return true;
+    case HloOpcode::Subtract:
+      *out = add(P(0), negate(P(1)));
+      return true;
+    case HloOpcode::Multiply:
+      *out = multiply(P(0), P(1));
+      return true;
+    case HloOpcode::Negate:
+      *out = negate(P(0));
+      return true;
+    case HloOpcode::Abs: {
+      Pair a = P(0);
+      if (!isSigned) {
+        *out = a;
+        return true;
+      }
+      HloInstruction* neg =
+          cmp(convert(a.hi, s32()), splat(PrimitiveType::S32, 0), ComparisonDirection::LT);
+      *out = select(neg, negate(a), a);
+      return true;
+    }
+    case HloOpcode::Sign: {
+      Pair a = P(0);
+      HloInstruction* nonzero = cmp(bin(HloOpcode::Or, a.lo, a.hi), u(0), ComparisonDirection::NE);
+      Pair one{u(1), u(0)}, zero{u(0), u(0)};
+      Pair r = select(nonzero, one, zero);
+      if (isSigned) {
+        HloInstruction* neg =
+            cmp(convert(a.hi, s32()), splat(PrimitiveType::S32, 0), ComparisonDirection::LT);
+        r = select(neg, Pair{u(0xffffffffu), u(0xffffffffu)}, r);
+      }
+      *out = r;
+      return true;
+    }
+    case HloOpcode::And:
+    case HloOpcode::Or:
+    case HloOpcode::Xor: {
+      Pair a = P(0), b = P(1);
+      *out = {bin(inst->opcode(), a.lo, b.lo), bin(inst->opcode(), a.hi, b.hi)};
+      return true;
+    }
+    case HloOpcode::Not: {
+      Pair a = P(0);
+      *out = {un(HloOpcode::Not, a.lo), un(HloOpcode::Not, a.hi)};
+      return true;
+    }
+    case HloOpcode::ShiftLeft:
+    case HloOpcode::ShiftRightLogical:
+    case HloOpcode::ShiftRightArithmetic:
+      *out = shift(P(0), P(1), inst->opcode());
+      return true;
+    case HloOpcode::Maximum:
+    case HloOpcode::Minimum: {
+      Pair a = P(0), b = P(1);
+      auto d =
+          inst->opcode() == HloOpcode::Maximum ? ComparisonDirection::GT : ComparisonDirection::LT;
+      *out = select(compare(a, b, d, isSigned), a, b);
+      return true;
+    }
+    case HloOpcode::Clamp: {
+      // clamp(lo, x, hi) = min(max(x, lo), hi)
+      Pair lo = P(0), x = P(1), hi = P(2);
+      Pair r = select(compare(x, lo, ComparisonDirection::LT, isSigned), lo, x);
+      *out = select(compare(r, hi, ComparisonDirection::GT, isSigned), hi, r);
+      return true;
+    }
+    case HloOpcode::Select: {
+      if (inst->operand(0)->shape().rank() != int64_t(dims_.size())) return false;
+      *out = select(inst->operand(0), P(1), P(2));
+      return true;
+    }
+    case HloOpcode::Broadcast:
+    case HloOpcode::Reshape: {
+      Pair a = P(0);
+      HloInstruction* lo = op(inst->opcode(), u32(), {a.lo});
+      HloInstruction* hi = op(inst->opcode(), u32(), {a.hi});
+      if (inst->opcode() == HloOpcode::Broadcast) {
+        lo->attrs().dimensions = inst->dimensions();
+        hi->attrs().dimensions = inst->dimensions();
+      }
+      *out = {lo, hi};
+      return true;
+    }
+    case HloOpcode::Convert: {
+      HloInstruction* x = inst->operand(0);
+      PrimitiveType from = x->shape().type;
+      if (is64(from)) {
+        *out = P(0);
+      } else if (hlo::isFloatingType(from)) {
+        if (from == PrimitiveType::F64) return false;
+        *out = fromFloat(x, isSigned);
+      } else {
+        *out = fromNarrow(x);
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+bool Rewriter::rewrite(HloInstruction* inst) {
+  base_ = inst->name();
+  dims_ = inst->shape().isArray() ? inst->shape().dims : std::vector<int64_t>{};
+  if (is64(inst->shape())) {
+    Pair p;
+    if (!computePair(inst, &p)) return false;
+    HloInstruction* joined = join(p, inst->shape());
+    inst->replaceAllUsesWith(joined);
+    pairs_[joined] = p;
+    return true;
+  }
+  // 64-bit operands, a narrower result: compares and converts.
+  if (inst->operandCount() == 0 || !is64(inst->operand(0)->shape())) return false;
+  const bool isSigned = inst->operand(0)->shape().type == PrimitiveType::S64;
+  HloInstruction* r = nullptr;
+  if (inst->opcode() == HloOpcode::Compare && inst->attrs().direction) {
+    r = compare(pairOf(inst->operand(0)), pairOf(inst->operand(1)), *inst->attrs().direction,
+                isSigned);
+  } else if (inst->opcode() == HloOpcode::Convert && inst->shape().isArray() &&
+             inst->shape().type != PrimitiveType::F64) {
+    r = toNarrow(pairOf(inst->operand(0)), inst->shape(), isSigned);
+  }
+  if (!r) return false;
+  inst->replaceAllUsesWith(r);
+  return true;
+}
+
+class Int64ToPairsPass : public HloPass {
+ public:
+  std::string_view name() const override { return "int64-to-pairs"; }
+
+  bool run(hlo::HloModule& module) override {
+    // Reducers and other called scalar computations keep their types: the
+    // pass rewrites the values of computations that run as programs.
+    std::set<HloComputation*> applied;
+    for (const auto& comp : module.computations())
+      for (const auto& inst : comp->instructions())
+        if (inst->opcode() != HloOpcode::While && inst->opcode() != HloOpcode::Conditional &&
+            inst->opcode() != HloOpcode::Call)
+          for (HloComputation* c : inst->calledComputations()) applied.insert(c);
+    bool changed = false;
+    for (const auto& comp : module.computations()) {
+      if (applied.count(comp.get())) continue;
+      Rewriter rw(comp.get());
+      for (HloInstruction* inst : comp->postOrder()) changed |= rw.rewrite(inst);
+    }
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HloPass> createInt64ToPairsPass() { return std::make_unique<Int64ToPairsPass>(); }
+
+}  // namespace tpusim::passes
