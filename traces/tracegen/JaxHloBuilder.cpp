@@ -88,6 +88,12 @@ std::string primitiveOf(HloOpcode op) {
       return "sin";
     case HloOpcode::Negate:
       return "neg";
+    case HloOpcode::Log:
+      return "log";
+    case HloOpcode::Sqrt:
+      return "sqrt";
+    case HloOpcode::Power:
+      return "pow";
     default:
       shapeBug(fmt::format("no element-wise primitive for {}", hlo::opcodeName(op)));
   }
@@ -419,6 +425,54 @@ HloInstruction* JaxHloBuilder::dynamicUpdateSlice(HloInstruction* x, HloInstruct
   auto inst = HloInstruction::create(HloOpcode::DynamicUpdateSlice,
                                      nextName("dynamic-update-slice"), x->shape(), ops);
   return add(std::move(inst), "dynamic_update_slice", line);
+}
+
+HloInstruction* JaxHloBuilder::padHigh(HloInstruction* x, int64_t dim, int64_t count, int line) {
+  std::vector<int64_t> dims = x->shape().dims;
+  if (dim < 0 || dim >= static_cast<int64_t>(dims.size()) || count < 0)
+    shapeBug("pad dimension out of range");
+  std::vector<hlo::PaddingDim> pads(dims.size());
+  pads[dim].high = count;
+  dims[dim] += count;
+  HloInstruction* zero = constant(x->shape().type, 0.0);
+  auto inst = HloInstruction::create(HloOpcode::Pad, nextName("pad"),
+                                     arrayShape(x->shape().type, dims), {x, zero});
+  inst->attrs().padding = pads;
+  std::string config;
+  for (size_t d = 0; d < pads.size(); ++d)
+    config += fmt::format("{}(0, {}, 0)", d ? ", " : "", pads[d].high);
+  return add(std::move(inst), fmt::format("pad[padding_config=({})]", config), line);
+}
+
+HloInstruction* JaxHloBuilder::scatterAddRows(const std::vector<int64_t>& tableDims,
+                                              HloInstruction* indices, HloInstruction* updates,
+                                              int line) {
+  const auto& idx = indices->shape().dims;
+  if (tableDims.size() != 2 || idx.empty() || idx.back() != 1 ||
+      updates->shape().rank() != static_cast<int64_t>(idx.size()) ||
+      updates->shape().dims.back() != tableDims[1])
+    shapeBug(
+        "scatterAddRows needs a 2-D table, indices ending in a size-1 index vector and "
+        "one update row per index");
+  const PrimitiveType t = updates->shape().type;
+  const int64_t vectorDim = static_cast<int64_t>(idx.size()) - 1;
+  std::string prim = fmt::format(
+      "scatter-add[dimension_numbers=ScatterDimensionNumbers(update_window_dims=({},), "
+      "inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), "
+      "scatter_indices_batching_dims=()) indices_are_sorted=False unique_indices=False "
+      "mode=GatherScatterMode.CLIP update_jaxpr=None update_consts=()]",
+      vectorDim);
+  hlo::OpMetadata md = metadata(prim, line);
+  HloComputation* region = makeRegion(t, Reducer::Sum, md);
+  HloInstruction* zeros = splat(t, 0.0, tableDims, line);
+  auto inst = HloInstruction::create(HloOpcode::Scatter, nextName("scatter"),
+                                     arrayShape(t, tableDims), {zeros, indices, updates});
+  inst->setGeneric("update_window_dims", intListAttr({vectorDim}));
+  inst->setGeneric("inserted_window_dims", intListAttr({0}));
+  inst->setGeneric("scatter_dims_to_operand_dims", intListAttr({0}));
+  inst->setGeneric("index_vector_dim", intAttr(vectorDim));
+  inst->attrs().calls.push_back({"to_apply", {region}, false});
+  return add(std::move(inst), prim, line);
 }
 
 std::unique_ptr<HloModule> JaxHloBuilder::finish(std::vector<HloInstruction*> outputs,

@@ -69,7 +69,8 @@ class JaxHloBuilder {
   // Element-wise: add, subtract, multiply, divide, maximum (operands of one shape).
   HloInstruction* binary(hlo::HloOpcode op, HloInstruction* a, HloInstruction* b,
                          int line = __builtin_LINE());
-  // exponential, rsqrt, logistic, cosine, sine, negate.
+  // Also power (JAX's pow of two arrays of one type).
+  // exponential, rsqrt, logistic, cosine, sine, negate, log, sqrt.
   HloInstruction* unary(hlo::HloOpcode op, HloInstruction* x, int line = __builtin_LINE());
   HloInstruction* compare(HloInstruction* a, HloInstruction* b, hlo::ComparisonDirection dir,
                           int line = __builtin_LINE());
@@ -90,6 +91,13 @@ class JaxHloBuilder {
   // ends in an index vector of size 1; the result is indices.dims[:-1] + row.
   HloInstruction* takeRows(HloInstruction* table, HloInstruction* indices,
                            int line = __builtin_LINE());
+  // Appends `count` zeros along `dim` (what autodiff of a leading slice emits).
+  HloInstruction* padHigh(HloInstruction* x, int64_t dim, int64_t count,
+                          int line = __builtin_LINE());
+  // A zero table of `tableDims` with each update row added at its index
+  // (autodiff of takeRows: scatter with an add region; repeated indices sum).
+  HloInstruction* scatterAddRows(const std::vector<int64_t>& tableDims, HloInstruction* indices,
+                                 HloInstruction* updates, int line = __builtin_LINE());
   HloInstruction* dynamicUpdateSlice(HloInstruction* x, HloInstruction* update,
                                      std::vector<HloInstruction*> starts,
                                      int line = __builtin_LINE());

@@ -7,6 +7,7 @@
 namespace tpusim::traces {
 
 std::string LlamaConfig::functionName() const {
+  if (phase == Phase::Train) return "train_step";
   return fmt::format("llama{}_{}", layersOnly ? "_layers" : "",
                      phase == Phase::Prefill ? "prefill" : "decode");
 }
@@ -39,15 +40,38 @@ std::vector<std::string> validate(const LlamaConfig& c) {
   positive("n-layers", c.nLayers);
   positive("batch", c.batch);
   if (!c.layersOnly) positive("vocab", c.vocab);
-  if (c.phase == Phase::Prefill)
-    positive("seq", c.seq);
-  else
+  if (c.phase == Phase::Decode)
     positive("kv-len", c.kvLen);
+  else
+    positive("seq", c.seq);
+  if (c.phase == Phase::Train) {
+    // What the train step's generator supports; each names the option to change.
+    if (c.seq < 2)
+      errors.push_back(fmt::format(
+          "--phase=train needs --seq of at least 2 (the loss predicts token t+1 from t), not {}",
+          c.seq));
+    if (c.weights == WeightType::Int8)
+      errors.push_back(
+          "--phase=train trains bf16 (mixed precision) or f32 weights, not --dtype=int8");
+    if (c.layersOnly) errors.push_back("--phase=train needs the whole model (no --layers-only)");
+    if (c.nKvHeads != c.nHeads)
+      errors.push_back(fmt::format(
+          "--phase=train supports multi-head attention only: --n-kv-heads ({}) must equal "
+          "--n-heads ({})",
+          c.nKvHeads, c.nHeads));
+    if (!(c.learningRate > 0) || !std::isfinite(c.learningRate))
+      errors.push_back(
+          fmt::format("--learning-rate ({}) must be a positive number", c.learningRate));
+    if (!(c.weightDecay >= 0) || !std::isfinite(c.weightDecay))
+      errors.push_back(fmt::format("--weight-decay ({}) must be a number >= 0", c.weightDecay));
+  } else if (c.posEmbedding == PosEmbedding::Learned) {
+    errors.push_back("--pos-embedding=learned is supported for --phase=train only");
+  }
   if (ok) {
     if (c.dModel % c.nHeads)
       errors.push_back(
           fmt::format("--d-model ({}) must be a multiple of --n-heads ({})", c.dModel, c.nHeads));
-    else if (c.headDim() % 2)
+    else if (c.headDim() % 2 && c.posEmbedding == PosEmbedding::Rope)
       errors.push_back(fmt::format(
           "the head dimension --d-model / --n-heads ({}) must be even for rotary embeddings",
           c.headDim()));
@@ -104,11 +128,19 @@ std::optional<LlamaConfig> presetConfig(const std::string& name) {
     c.weights = WeightType::F32;
     return c;
   }
+  if (name == "tiny-train") {
+    // The tiny Llama pre-training workload on v6e: the tiny model with learned
+    // position embeddings, batch 256 of 256 tokens, mixed precision.
+    c.posEmbedding = PosEmbedding::Learned;
+    c.batch = 256;
+    c.phase = Phase::Train;
+    return c;
+  }
   return std::nullopt;
 }
 
 std::vector<std::string> presetNames() {
-  return {"tiny", "llama2-7b", "llama2-13b", "llama3-8b", "micro"};
+  return {"tiny", "tiny-train", "llama2-7b", "llama2-13b", "llama3-8b", "micro"};
 }
 
 }  // namespace tpusim::traces

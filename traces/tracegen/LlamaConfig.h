@@ -13,7 +13,13 @@ namespace tpusim::traces {
 // table and the KV cache in bf16; every projection matrix is an s8 parameter
 // with a bf16 scale per output column, dequantized in the graph.
 enum class WeightType { BF16, F32, Int8 };
-enum class Phase { Prefill, Decode };
+// Train: one jax.jit train_step (forward, softmax cross-entropy loss, backward,
+// AdamW) over `seq` tokens per sequence; see LlamaTrainGraph.h.
+enum class Phase { Prefill, Decode, Train };
+// Position information: rotary embeddings applied to q and k (Llama), or a
+// learned table of `seq` position vectors added to the token embedding (GPT-2
+// style, the tiny pre-training workload's choice).
+enum class PosEmbedding { Rope, Learned };
 // Embedding lookup: a gather of table rows (what jnp.take / table[tokens]
 // lowers to), or a one-hot matrix times the table (the MXU-friendly form some
 // TPU code bases use for small vocabularies).
@@ -32,20 +38,25 @@ struct LlamaConfig {
   WeightType weights = WeightType::BF16;
   Phase phase = Phase::Prefill;
   Embedding embedding = Embedding::Gather;
+  PosEmbedding posEmbedding = PosEmbedding::Rope;
   // Only the decoder layers: the input is the hidden state, the output the
   // hidden state after the last layer (no embedding, final norm or vocabulary
   // projection; vocab is unused).
   bool layersOnly = false;
   double normEps = 1e-5;
   double ropeTheta = 10000.0;
+  // Train only: optax.adamw's hyper-parameters (b1, b2, eps are optax's defaults).
+  double learningRate = 1e-4;
+  double weightDecay = 1e-4;
+  double adamB1 = 0.9, adamB2 = 0.999, adamEps = 1e-8;
 
   int64_t headDim() const { return dModel / nHeads; }
   int64_t groupSize() const { return nHeads / nKvHeads; }
-  // Query positions in this step: seq for prefill, 1 for decode.
-  int64_t queryLen() const { return phase == Phase::Prefill ? seq : 1; }
-  // Key positions attended to: seq for prefill, the cache for decode.
-  int64_t keyLen() const { return phase == Phase::Prefill ? seq : kvLen; }
-  // The jitted function's name: llama_prefill, llama_layers_decode, ...
+  // Query positions in this step: seq for prefill and train, 1 for decode.
+  int64_t queryLen() const { return phase == Phase::Decode ? 1 : seq; }
+  // Key positions attended to: seq for prefill and train, the cache for decode.
+  int64_t keyLen() const { return phase == Phase::Decode ? kvLen : seq; }
+  // The jitted function's name: llama_prefill, llama_layers_decode, llama_train_step ...
   std::string functionName() const;
 };
 

@@ -15,6 +15,7 @@
 #include "compiler/hlo/HloVerifier.h"
 #include "isa/support/ParseCommandLine.h"
 #include "traces/tracegen/LlamaGraph.h"
+#include "traces/tracegen/LlamaTrainGraph.h"
 #include "traces/tracegen/TraceSummary.h"
 
 namespace cl = llvm::cl;
@@ -24,8 +25,9 @@ using namespace tpusim::traces;
 static cl::OptionCategory Cat("tpu-tracegen options");
 static cl::opt<std::string> Preset(
     "preset",
-    cl::desc("Starting configuration: tiny (default), llama2-7b, llama2-13b, "
-             "llama3-8b, micro"),
+    cl::desc("Starting configuration: tiny (default), tiny-train (the tiny pre-training "
+             "workload: --phase=train --batch=256 --pos-embedding=learned), llama2-7b, "
+             "llama2-13b, llama3-8b, micro"),
     cl::init("tiny"), cl::cat(Cat));
 static cl::opt<int64_t> DModel("d-model", cl::desc("Model (hidden) width"), cl::cat(Cat));
 static cl::opt<int64_t> NHeads("n-heads", cl::desc("Query heads"), cl::cat(Cat));
@@ -52,8 +54,23 @@ static cl::opt<WeightType> Dtype(
 static cl::opt<Phase> PhaseOpt(
     "phase", cl::desc("Which step"),
     cl::values(clEnumValN(Phase::Prefill, "prefill", "the whole prompt at once (default)"),
-               clEnumValN(Phase::Decode, "decode", "one new token against the KV cache")),
+               clEnumValN(Phase::Decode, "decode", "one new token against the KV cache"),
+               clEnumValN(Phase::Train, "train",
+                          "one training step: forward, cross-entropy loss, backward, AdamW")),
     cl::init(Phase::Prefill), cl::cat(Cat));
+static cl::opt<PosEmbedding> PosEmbeddingOpt(
+    "pos-embedding", cl::desc("Position information"),
+    cl::values(clEnumValN(PosEmbedding::Rope, "rope", "rotary embeddings of q and k (default)"),
+               clEnumValN(PosEmbedding::Learned, "learned",
+                          "a learned table of --seq position vectors added to the token "
+                          "embedding (--phase=train)")),
+    cl::cat(Cat));
+static cl::opt<double> LearningRate("learning-rate",
+                                    cl::desc("--phase=train: AdamW learning rate (default 1e-4)"),
+                                    cl::cat(Cat));
+static cl::opt<double> WeightDecay(
+    "weight-decay", cl::desc("--phase=train: AdamW weight decay (default 1e-4, optax's)"),
+    cl::cat(Cat));
 static cl::opt<Embedding> EmbeddingOpt(
     "embedding", cl::desc("Embedding lookup"),
     cl::values(clEnumValN(Embedding::Gather, "gather", "gather of table rows (default)"),
@@ -116,7 +133,10 @@ int main(int argc, char** argv) {
     c.kvLen = c.seq;
   applyOption(c.batch, Batch);
   applyOption(c.weights, Dtype);
-  c.phase = PhaseOpt;
+  if (PhaseOpt.getNumOccurrences()) c.phase = PhaseOpt;
+  applyOption(c.posEmbedding, PosEmbeddingOpt);
+  applyOption(c.learningRate, LearningRate);
+  applyOption(c.weightDecay, WeightDecay);
   c.embedding = EmbeddingOpt;
   c.layersOnly = LayersOnly;
   applyOption(c.normEps, NormEps);
@@ -126,8 +146,12 @@ int main(int argc, char** argv) {
     return error("--embedding has no effect with --layers-only");
   if (c.layersOnly && Vocab.getNumOccurrences())
     return error("--vocab has no effect with --layers-only");
-  if (c.phase == Phase::Prefill && KvLen.getNumOccurrences())
-    return error("--kv-len applies to --phase=decode only (prefill attends over --seq tokens)");
+  if (c.phase != Phase::Decode && KvLen.getNumOccurrences())
+    return error(
+        "--kv-len applies to --phase=decode only (prefill and train attend over --seq tokens)");
+  if (c.phase != Phase::Train &&
+      (LearningRate.getNumOccurrences() || WeightDecay.getNumOccurrences()))
+    return error("--learning-rate and --weight-decay apply to --phase=train only");
 
   std::vector<std::string> problems = validate(c);
   if (!problems.empty())
@@ -135,7 +159,7 @@ int main(int argc, char** argv) {
 
   LlamaTrace trace;
   try {
-    trace = buildLlama(c);
+    trace = c.phase == Phase::Train ? buildLlamaTrain(c) : buildLlama(c);
   } catch (const std::exception& e) {  // a generator bug, reported rather than aborting
     return error(e.what());
   }
