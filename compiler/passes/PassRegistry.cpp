@@ -14,6 +14,7 @@ const Entry kPasses[] = {
     {"constant-folding", createConstantFoldingPass},
     {"algsimp", createAlgebraicSimplifierPass},
     {"dot-canonicalize", createDotCanonicalizerPass},
+    {"spmd-collectives", createSpmdCollectivesPass},
     {"inline", createCallInlinerPass},
     {"layout-assignment", createLayoutAssignmentPass},
     {"fusion", createFusionPass},

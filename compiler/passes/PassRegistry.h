@@ -28,5 +28,7 @@ std::unique_ptr<HloPass> createLayoutAssignmentPass();
 std::unique_ptr<HloPass> createFusionPass();
 // promote-to-f32 (PromoteToF32.cpp): bf16 computation in f32, for reference checks.
 std::unique_ptr<HloPass> createPromoteToF32Pass();
+// spmd-collectives (SpmdCollectives.cpp): collectives -> the SPMD primitives the back end lowers.
+std::unique_ptr<HloPass> createSpmdCollectivesPass();
 
 }  // namespace tpusim::passes
