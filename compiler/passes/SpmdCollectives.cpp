@@ -17,6 +17,7 @@
 //    member p + s); tuple all-to-all stacks its operands first.
 //  - -start / -done pairs: the synchronous op at the -done (no overlap yet).
 //  - tuple operands: one collective per array.
+// convert(partition-id or replica-id) becomes a convert of the s32 device id.
 // Indices that depend on the device (a member's position, the chunk a ring
 // step sends) are tables: a constant s32[devices] read at the device id
 // (custom-call "tpusim$device-id").
@@ -437,7 +438,11 @@ HloInstruction* Expander::expand(HloInstruction* inst) {
       if (inst->dimensions().size() != 1)
         throw CannotLower::of(*inst, "all-gather needs dimensions={d}");
       int64_t d = inst->dimensions()[0];
-      return perArray([&](HloInstruction* x, size_t) { return allGather(x, groups, d); });
+      return perArray([&](HloInstruction* x, size_t) {
+        // torch-xla passes a scalar along in its tuple all-gathers; its
+        // result is the scalar again.
+        return x->shape().rank() == 0 ? x : allGather(x, groups, d);
+      });
     }
     case HloOpcode::AllToAll: {
       DeviceGroups groups = groupsOf(*inst);
@@ -516,6 +521,9 @@ class SpmdCollectivesPass : public HloPass {
     bool any = false;
     for (const auto& comp : module.computations())
       for (const auto& inst : comp->instructions()) any |= isCollectiveToExpand(inst->opcode());
+    for (const auto& comp : module.computations())
+      for (const auto& inst : comp->instructions())
+        any |= inst->opcode() == HloOpcode::PartitionId || inst->opcode() == HloOpcode::ReplicaId;
     if (!any) return false;
     int64_t devices = 1;
     try {
@@ -549,6 +557,23 @@ class SpmdCollectivesPass : public HloPass {
       }
       insts.clear();
       for (const auto& i : comp->instructions()) insts.push_back(i.get());
+      // convert(partition-id or replica-id): a convert of the s32 device id
+      // (the id itself for s32, an index as JAX emits it), so no u32
+      // arithmetic is left to lower.
+      for (HloInstruction* inst : insts) {
+        if (inst->opcode() != HloOpcode::Convert || !inst->shape().isArray() ||
+            inst->shape().rank() != 0)
+          continue;
+        HloOpcode from = inst->operand(0)->opcode();
+        if (from != HloOpcode::PartitionId && from != HloOpcode::ReplicaId) continue;
+        HloInstruction* id = addNew(comp.get(), HloOpcode::CustomCall, inst->name() + ".device-id",
+                                    Shape::array(hlo::PrimitiveType::S32, {}), {});
+        id->attrs().customCallTarget = "tpusim$device-id";
+        if (inst->shape().type != hlo::PrimitiveType::S32)
+          id = addNew(comp.get(), HloOpcode::Convert, inst->name() + ".from-s32", inst->shape(),
+                      {id});
+        inst->replaceAllUsesWith(id);
+      }
       Expander ex(comp.get(), devices, slice, target.chip);
       for (HloInstruction* inst : insts) {
         HloOpcode op = inst->opcode();

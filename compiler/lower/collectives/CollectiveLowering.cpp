@@ -100,7 +100,7 @@ void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operan
   barrier(code, spmd);
   // Send, unless this device is no source.
   loadFromTable(code, targetWord, kPeer);
-  code.emit({make(Opcode::SLi, {kTmp, -1})});
+  code.emit({make(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
   code.emit({make(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
   uint32_t skipSend = code.branchIfNonZero(kTmp);
   for (size_t i = 0; i < descs.size(); ++i) {

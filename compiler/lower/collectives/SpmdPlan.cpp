@@ -176,7 +176,11 @@ AlgorithmChoice chooseReductionAlgorithm(uint64_t bytes, const std::vector<int64
   const double n = double(group.size());
   const double lat = double(ici.latency_cycles);
   const double linkBytesPerCycle = ici.link_bytes_per_second / chip.core.clock_hz;
-  const double links = double(std::max<int64_t>(1, ici.links));
+  // Links out of the slice's corner chip (the fewest): 2 per wrapping
+  // dimension, 1 per other dimension of more than one chip.
+  int64_t cornerLinks = 0;
+  for (int d : dims) cornerLinks += d < 2 ? 0 : sliceWraps(d, ici) ? 2 : 1;
+  const double links = double(std::max<int64_t>(1, std::min(cornerLinks, ici.links)));
   int64_t devices = 1, diameter = 0, farthest = 0, ringHop = 0;
   for (int d : dims) devices *= d;
   for (int64_t a = 0; a < devices; ++a)

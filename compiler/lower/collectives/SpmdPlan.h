@@ -74,7 +74,8 @@ struct AlgorithmChoice {
 // synchronized, then a one-shot all-gather of the reduced chunks). Estimates
 // (cycles): a synchronization (a barrier of every device) costs the slice's largest hop count x
 // ici.latency_cycles; one-shot: sync + (n - 1) x bytes over the chip's
-// outgoing links (ici.links of them) + the farthest member's hops; ring:
+// outgoing links (the slice's corner chip's: 2 per wrapping dimension, 1 per
+// other) + the farthest member's hops; ring:
 // (n - 1) x (sync + bytes / n over one link + the ring's longest hop) + the
 // all-gather's one-shot cost for bytes / n. The ring also needs the element
 // count to split into n chunks (`splittable`).
