@@ -1,4 +1,4 @@
-// Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline,
+// Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline, spmd-collectives,
 // layout-assignment, fusion, promote-to-f32.
 #pragma once
 
