@@ -43,6 +43,12 @@ std::vector<std::string> validate(const LlamaConfig& c) {
     positive("seq", c.seq);
   else
     positive("kv-len", c.kvLen);
+  if (c.tp < 1 || c.tp > 4096)
+    errors.push_back(fmt::format("--tp ({}) must be between 1 and 4096", c.tp));
+  else if (ok && (c.nKvHeads % c.tp || c.dFf % c.tp))
+    errors.push_back(fmt::format(
+        "--tp ({}) must divide --n-kv-heads ({}) and --d-ff ({}): each device holds whole heads",
+        c.tp, c.nKvHeads, c.dFf));
   if (ok) {
     if (c.dModel % c.nHeads)
       errors.push_back(

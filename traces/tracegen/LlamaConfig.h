@@ -38,9 +38,18 @@ struct LlamaConfig {
   bool layersOnly = false;
   double normEps = 1e-5;
   double ropeTheta = 10000.0;
+  // Tensor parallelism (Megatron): heads, KV heads and d_ff split over tp
+  // devices (column-parallel wq/wk/wv/w1/w3, row-parallel wo/w2), one psum
+  // after the attention output projection and one after the FFN's down
+  // projection; the module is one device's program (num_partitions=tp).
+  int64_t tp = 1;
 
   int64_t headDim() const { return dModel / nHeads; }
   int64_t groupSize() const { return nHeads / nKvHeads; }
+  // One device's share under tensor parallelism.
+  int64_t localHeads() const { return nHeads / tp; }
+  int64_t localKvHeads() const { return nKvHeads / tp; }
+  int64_t localFf() const { return dFf / tp; }
   // Query positions in this step: seq for prefill, 1 for decode.
   int64_t queryLen() const { return phase == Phase::Prefill ? seq : 1; }
   // Key positions attended to: seq for prefill, the cache for decode.
