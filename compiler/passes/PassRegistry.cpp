@@ -14,11 +14,11 @@ const Entry kPasses[] = {
     {"constant-folding", createConstantFoldingPass},
     {"algsimp", createAlgebraicSimplifierPass},
     {"dot-canonicalize", createDotCanonicalizerPass},
-    {"spmd-collectives", createSpmdCollectivesPass},
     {"inline", createCallInlinerPass},
     {"layout-assignment", createLayoutAssignmentPass},
     {"fusion", createFusionPass},
     {"promote-to-f32", createPromoteToF32Pass},
+    {"spmd-collectives", createSpmdCollectivesPass},
 };
 
 }  // namespace
