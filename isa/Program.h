@@ -108,6 +108,9 @@ struct ProgramSignature {
   std::string resultType;              // the entry root's HLO shape
   std::vector<SignatureLeaf> results;  // the result's array leaves, in order
   std::vector<SignatureAlias> aliases;
+  // Devices the program was compiled for (an SPMD module: every chip runs it,
+  // chip.id selects its part); 1 for a single chip.
+  int64_t devices = 1;
 };
 
 struct Program {

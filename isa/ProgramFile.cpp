@@ -59,7 +59,7 @@ void writeLeaf(Writer& w, const SignatureLeaf& leaf) {
 
 void writeSignature(Writer& w, const ProgramSignature& s) {
   w.u16(kSignatureVersion);
-  w.u16(0);
+  w.u16(uint16_t(s.devices > 1 ? s.devices : 0));
   w.str(s.module);
   w.u32(uint32_t(s.parameters.size()));
   for (const SignatureParameter& p : s.parameters) {
@@ -84,6 +84,10 @@ void writeSignature(Writer& w, const ProgramSignature& s) {
 
 // What the signature section cannot represent (the reader checks the rest).
 bool signatureFits(const ProgramSignature& s, std::string* error) {
+  if (s.devices > 0xFFFF) {
+    *error = fmt::format("signature: {} devices, the limit is 65535", s.devices);
+    return false;
+  }
   auto index = [&](const std::vector<int64_t>& path, const std::string& what) {
     if (path.size() > kMaxTupleDepth) {
       *error = fmt::format("signature: {}: tuple index {} levels deep, the limit is {}", what,

@@ -340,12 +340,12 @@ bool readIndexPath(Cursor& c, int depth, std::vector<int64_t>* out) {
 bool readSignature(Cursor& c, Program* p, Loaded&) {
   ProgramSignature& s = p->signature;
   uint16_t version = uint16_t(c.raw(2, "the signature version"));
-  uint16_t reserved = uint16_t(c.raw(2, "reserved"));
+  uint16_t devices = uint16_t(c.raw(2, "the device count"));
   if (c.failed()) return false;
   if (version != kSignatureVersion)
     return c.fail(fmt::format("signature version {} is not supported (this build reads {})",
                               version, kSignatureVersion));
-  if (reserved != 0) return c.fail("reserved field is not zero");
+  s.devices = devices > 1 ? devices : 1;
   s.module = c.str("the module name");
   // Each parameter takes at least 12 bytes (two string lengths, a leaf count),
   // each leaf 8 (four bytes, a string length), each alias 8.

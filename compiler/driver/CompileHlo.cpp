@@ -14,6 +14,7 @@
 #include "compiler/lower/CannotLower.h"
 #include "compiler/lower/TargetDescription.h"
 #include "compiler/lower/buffers/InputOutputAlias.h"
+#include "compiler/lower/collectives/SpmdPlan.h"
 #include "compiler/lower/module/Names.h"
 #include "kernels/codegen/TargetInfo.h"
 
@@ -196,6 +197,7 @@ CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfi
     out.lowered = driver::compileModule(module, views.target, views.codegen, lowering);
     out.lowered.program.signature = entrySignature(module, out.lowered.program);
     out.lowered.program.hasSignature = true;
+    out.lowered.program.signature.devices = lower::spmdDeviceCount(module);
     out.module = std::move(parsed.modules[chosen]);
   } catch (const lower::CannotLower& e) {
     int line = sourceLineOf(module, lines, e.instruction());

@@ -52,6 +52,12 @@ void checkEvaluable(const hlo::HloModule& module) {
 std::vector<EvaluatedOutput> evaluateEntry(const hlo::HloModule& module,
                                            const std::map<size_t, Literal>& given,
                                            const EvaluateOptions& options) {
+  return evaluateEntry(module, std::vector<std::map<size_t, Literal>>{given}, options);
+}
+
+std::vector<EvaluatedOutput> evaluateEntry(const hlo::HloModule& module,
+                                           const std::vector<std::map<size_t, Literal>>& perReplica,
+                                           const EvaluateOptions& options) {
   checkEvaluable(module);
   const hlo::HloComputation* entry = module.entry();
   hlo::eval::EvalOptions evalOptions;
@@ -63,9 +69,14 @@ std::vector<EvaluatedOutput> evaluateEntry(const hlo::HloModule& module,
     throw EvaluationError(e.what());
   }
   std::vector<hlo::HloInstruction*> params = entry->parameters();
+  if (perReplica.size() != 1 && int64_t(perReplica.size()) != replicas)
+    throw EvaluationError(
+        fmt::format("{} parameter lists for {} replicas", perReplica.size(), replicas));
   std::vector<std::vector<Literal>> args(static_cast<size_t>(replicas));
   for (int64_t r = 0; r < replicas; ++r)
     for (size_t i = 0; i < params.size(); ++i) {
+      const std::map<size_t, Literal>& given =
+          perReplica.size() == 1 ? perReplica[0] : perReplica[size_t(r)];
       auto it = given.find(i);
       args[static_cast<size_t>(r)].push_back(
           it != given.end()
@@ -88,6 +99,13 @@ std::vector<EvaluatedOutput> evaluateEntry(const hlo::HloModule& module,
 
 EvaluateFileResult evaluateHloFile(const std::string& hloPath,
                                    const std::map<int64_t, ParameterArray>& parameters,
+                                   const std::string& passes, const EvaluateOptions& options) {
+  return evaluateHloFile(hloPath, std::vector<std::map<int64_t, ParameterArray>>{parameters},
+                         passes, options);
+}
+
+EvaluateFileResult evaluateHloFile(const std::string& hloPath,
+                                   const std::vector<std::map<int64_t, ParameterArray>>& perReplica,
                                    const std::string& passes, const EvaluateOptions& options) {
   EvaluateFileResult out;
   passes::PassPipeline pipeline;
@@ -120,16 +138,17 @@ EvaluateFileResult evaluateHloFile(const std::string& hloPath,
   try {
     checkEvaluable(module);
     const hlo::HloComputation* entry = module.entry();
-    std::map<size_t, Literal> given;
-    for (const auto& [number, value] : parameters) {
-      if (number < 0 || number >= entry->parameterCount() || !entry->parameter(number))
-        throw EvaluationError(
-            fmt::format("--input {}={}: the entry computation has no parameter {}", number,
-                        value.source, number));
-      given.emplace(
-          size_t(number),
-          hlo::eval::fromNpy(value.array, entry->parameter(number)->shape(), value.source));
-    }
+    std::vector<std::map<size_t, Literal>> given(perReplica.size());
+    for (size_t r = 0; r < perReplica.size(); ++r)
+      for (const auto& [number, value] : perReplica[r]) {
+        if (number < 0 || number >= entry->parameterCount() || !entry->parameter(number))
+          throw EvaluationError(
+              fmt::format("--input {}={}: the entry computation has no parameter {}", number,
+                          value.source, number));
+        given[r].emplace(
+            size_t(number),
+            hlo::eval::fromNpy(value.array, entry->parameter(number)->shape(), value.source));
+      }
     for (EvaluatedOutput& o : evaluateEntry(module, given, options))
       out.outputs.emplace_back(o.name, hlo::eval::toNpy(o.value));
   } catch (const EvaluationError& e) {

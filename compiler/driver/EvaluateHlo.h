@@ -54,6 +54,10 @@ void checkEvaluable(const hlo::HloModule& module);
 std::vector<EvaluatedOutput> evaluateEntry(const hlo::HloModule& module,
                                            const std::map<size_t, hlo::eval::Literal>& given,
                                            const EvaluateOptions& options = {});
+// Per replica: replica r gets given[r] (a single map: every replica).
+std::vector<EvaluatedOutput> evaluateEntry(
+    const hlo::HloModule& module, const std::vector<std::map<size_t, hlo::eval::Literal>>& given,
+    const EvaluateOptions& options);
 
 // One parameter value given as an array (.npy contents); `source` names it in
 // errors (the file it came from).
@@ -75,5 +79,10 @@ EvaluateFileResult evaluateHloFile(const std::string& hloPath,
                                    const std::map<int64_t, ParameterArray>& parameters,
                                    const std::string& passes = "",
                                    const EvaluateOptions& options = {});
+// The same with parameters per replica (an SPMD module, `tpusim --check` on
+// several devices): replica r gets perReplica[r] (one list: every replica).
+EvaluateFileResult evaluateHloFile(const std::string& hloPath,
+                                   const std::vector<std::map<int64_t, ParameterArray>>& perReplica,
+                                   const std::string& passes, const EvaluateOptions& options);
 
 }  // namespace tpusim::driver

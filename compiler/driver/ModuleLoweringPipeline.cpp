@@ -7,6 +7,8 @@
 #include <system_error>
 #include <utility>
 
+#include "compiler/lower/collectives/CollectiveLowering.h"
+#include "compiler/lower/collectives/SpmdPlan.h"
 #include "compiler/lower/module/Layouts.h"
 #include "compiler/lower/module/Unfuse.h"
 #include "compiler/passes/PassOptions.h"
@@ -17,7 +19,7 @@ namespace tpusim::driver {
 using lower::ModuleLoweringError;
 
 std::string defaultLoweringPasses() {
-  return "inline,dot-canonicalize,int64-to-pairs,algsimp,constant-folding,cse,dce,fusion,dce";
+  return "spmd-collectives,inline,dot-canonicalize,int64-to-pairs,algsimp,constant-folding,cse,dce,fusion,dce";
 }
 
 std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::string& passes,
@@ -56,7 +58,14 @@ lower::LoweredModule compileModule(hlo::HloModule& module, const lower::TargetDe
                                    const ModuleLoweringOptions& options) {
   std::vector<std::string> ran =
       runLoweringPasses(module, options.passes, target.chip, options.dumpDir);
-  lower::LoweredModule out = lower::lowerModule(module, target, codegenTarget, options.lower);
+  // The top flags belong to the SPMD collectives (CollectiveLowering.h).
+  kernels::codegen::TargetInfo kernelTarget = codegenTarget;
+  try {
+    if (lower::spmdDeviceCount(module) > 1) kernelTarget.syncFlags -= lower::kSpmdReservedFlags;
+  } catch (const std::invalid_argument& e) {
+    throw ModuleLoweringError(e.what());
+  }
+  lower::LoweredModule out = lower::lowerModule(module, target, kernelTarget, options.lower);
   out.passes = std::move(ran);
   return out;
 }

@@ -19,6 +19,7 @@ const Entry kPasses[] = {
     {"fusion", createFusionPass},
     {"promote-to-f32", createPromoteToF32Pass},
     {"int64-to-pairs", createInt64ToPairsPass},
+    {"spmd-collectives", createSpmdCollectivesPass},
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline,
+// Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline, spmd-collectives,
 // layout-assignment, fusion, promote-to-f32.
 #pragma once
 
@@ -29,5 +29,7 @@ std::unique_ptr<HloPass> createFusionPass();
 // promote-to-f32 (PromoteToF32.cpp): bf16 computation in f32, for reference checks.
 std::unique_ptr<HloPass> createPromoteToF32Pass();
 std::unique_ptr<HloPass> createInt64ToPairsPass();
+// spmd-collectives (SpmdCollectives.cpp): collectives -> the SPMD primitives the back end lowers.
+std::unique_ptr<HloPass> createSpmdCollectivesPass();
 
 }  // namespace tpusim::passes

@@ -392,6 +392,26 @@ HloInstruction* JaxHloBuilder::reduce(HloInstruction* x, std::vector<int64_t> di
   return add(std::move(inst), prim, line);
 }
 
+HloInstruction* JaxHloBuilder::psum(HloInstruction* x, int64_t devices, int line) {
+  std::string prim = "psum[axes=('tp',)]";
+  hlo::OpMetadata md = metadata(prim, line);
+  HloComputation* region = makeRegion(x->shape().type, Reducer::Sum, md);
+  auto inst = HloInstruction::create(HloOpcode::AllReduce, nextName("all-reduce"), x->shape(), {x});
+  hlo::ReplicaGroups groups;
+  groups.iotaForm = true;
+  groups.iotaGroupShape = {1, devices};
+  groups.iotaReshape = {devices};
+  inst->attrs().replicaGroups = groups;
+  inst->attrs().channelId = ++channels_;
+  hlo::AttrValue global;
+  global.kind = hlo::AttrValue::Kind::Bool;
+  global.b = true;
+  inst->setGeneric("use_global_device_ids", global);
+  inst->attrs().calls.push_back({"to_apply", {region}, false});
+  partitions_ = devices;
+  return add(std::move(inst), prim, line);
+}
+
 HloInstruction* JaxHloBuilder::takeRows(HloInstruction* table, HloInstruction* indices, int line) {
   const auto& idx = indices->shape().dims;
   if (idx.empty() || idx.back() != 1 || table->shape().rank() != 2)
@@ -511,6 +531,8 @@ std::unique_ptr<HloModule> JaxHloBuilder::finish(std::vector<HloInstruction*> ou
   }
   module_->headerAttributes().emplace_back("entry_computation_layout",
                                            "{(" + list(paramShapes) + ")->" + result + "}");
+  if (partitions_ > 1)
+    module_->headerAttributes().emplace_back("num_partitions", std::to_string(partitions_));
   HloComputation* entry = module_->addComputation(std::move(entry_));
   module_->setEntry(entry);
   return std::move(module_);

@@ -86,6 +86,10 @@ class JaxHloBuilder {
   // reduce_sum / reduce_max over `dims`, with init 0 / -inf, in the operand's type.
   HloInstruction* reduce(HloInstruction* x, std::vector<int64_t> dims, Reducer kind,
                          int line = __builtin_LINE());
+  // psum over every one of `devices` partitions (jax.lax.psum under
+  // shard_map): all-reduce, replica_groups=[1,N]<=[N], a channel, global ids;
+  // the module gets num_partitions=N.
+  HloInstruction* psum(HloInstruction* x, int64_t devices, int line = __builtin_LINE());
 
   // operand[indices] along dimension 0 (jnp.take with clipping): `indices`
   // ends in an index vector of size 1; the result is indices.dims[:-1] + row.
@@ -116,6 +120,7 @@ class JaxHloBuilder {
 
   std::string fnName_, sourceFile_;
   int64_t nextId_ = 1;
+  int64_t channels_ = 0, partitions_ = 1;
   int64_t regions_ = 0;
   std::vector<std::string> scopes_;
   std::unique_ptr<hlo::HloModule> module_;

@@ -67,6 +67,14 @@ std::vector<std::string> validate(const LlamaConfig& c) {
   } else if (c.posEmbedding == PosEmbedding::Learned) {
     errors.push_back("--pos-embedding=learned is supported for --phase=train only");
   }
+  if (c.tp < 1 || c.tp > 4096)
+    errors.push_back(fmt::format("--tp ({}) must be between 1 and 4096", c.tp));
+  else if (ok && (c.nKvHeads % c.tp || c.dFf % c.tp))
+    errors.push_back(fmt::format(
+        "--tp ({}) must divide --n-kv-heads ({}) and --d-ff ({}): each device holds whole heads",
+        c.tp, c.nKvHeads, c.dFf));
+  if (c.phase == Phase::Train && c.tp != 1)
+    errors.push_back("--tp applies to --phase=prefill and decode (the train step is one device's)");
   if (ok) {
     if (c.dModel % c.nHeads)
       errors.push_back(

@@ -50,8 +50,18 @@ struct LlamaConfig {
   double weightDecay = 1e-4;
   double adamB1 = 0.9, adamB2 = 0.999, adamEps = 1e-8;
 
+  // Tensor parallelism (Megatron): heads, KV heads and d_ff split over tp
+  // devices (column-parallel wq/wk/wv/w1/w3, row-parallel wo/w2), one psum
+  // after the attention output projection and one after the FFN's down
+  // projection; the module is one device's program (num_partitions=tp).
+  int64_t tp = 1;
+
   int64_t headDim() const { return dModel / nHeads; }
   int64_t groupSize() const { return nHeads / nKvHeads; }
+  // One device's share under tensor parallelism.
+  int64_t localHeads() const { return nHeads / tp; }
+  int64_t localKvHeads() const { return nKvHeads / tp; }
+  int64_t localFf() const { return dFf / tp; }
   // Query positions in this step: seq for prefill and train, 1 for decode.
   int64_t queryLen() const { return phase == Phase::Decode ? 1 : seq; }
   // Key positions attended to: seq for prefill and train, the cache for decode.

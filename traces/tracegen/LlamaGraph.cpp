@@ -124,14 +124,14 @@ class LlamaGraph {
       for (int64_t l = 0; l < c_.nLayers; ++l) {
         cacheParamNumbers_.push_back(static_cast<int64_t>(trace_.parameterNames.size()));
         layers_[l].cacheK =
-            param(act_, {B, t_, c_.nKvHeads, hd_}, fmt::format("cache['k'][{}]", l));
+            param(act_, {B, t_, c_.localKvHeads(), hd_}, fmt::format("cache['k'][{}]", l));
         cacheParamNumbers_.push_back(static_cast<int64_t>(trace_.parameterNames.size()));
         layers_[l].cacheV =
-            param(act_, {B, t_, c_.nKvHeads, hd_}, fmt::format("cache['v'][{}]", l));
+            param(act_, {B, t_, c_.localKvHeads(), hd_}, fmt::format("cache['v'][{}]", l));
       }
     }
     if (!c_.layersOnly) embedTable_ = param(act_, {c_.vocab, D}, "params['embed']");
-    const int64_t qDim = c_.nHeads * hd_, kvDim = c_.nKvHeads * hd_;
+    const int64_t qDim = c_.localHeads() * hd_, kvDim = c_.localKvHeads() * hd_;
     for (int64_t l = 0; l < c_.nLayers; ++l) {
       LayerParams& p = layers_[l];
       auto name = [&](const char* w) { return fmt::format("params['layers'][{}]['{}']", l, w); };
@@ -141,9 +141,9 @@ class LlamaGraph {
       p.wv = weight(name("wv"), D, kvDim);
       p.wo = weight(name("wo"), qDim, D);
       p.ffnNorm = param(act_, {D}, name("ffn_norm"));
-      p.w1 = weight(name("w1"), D, c_.dFf);
-      p.w3 = weight(name("w3"), D, c_.dFf);
-      p.w2 = weight(name("w2"), c_.dFf, D);
+      p.w1 = weight(name("w1"), D, c_.localFf());
+      p.w3 = weight(name("w3"), D, c_.localFf());
+      p.w2 = weight(name("w2"), c_.localFf(), D);
     }
     if (!c_.layersOnly) {
       norm_ = param(act_, {D}, "params['norm']");
@@ -252,7 +252,7 @@ class LlamaGraph {
   // Scores and values per KV head: with groups (GQA), the G query heads that
   // share a KV head form their own dimension, so K and V are never repeated.
   I attention(I h, const LayerParams& p, std::vector<I>& caches) {
-    const int64_t B = c_.batch, KV = c_.nKvHeads, G = c_.groupSize();
+    const int64_t B = c_.batch, KV = c_.localKvHeads(), G = c_.groupSize();
     const bool grouped = G > 1;
     I q = project(h, p.wq, act_);
     I k = project(h, p.wk, act_);
@@ -298,15 +298,15 @@ class LlamaGraph {
     pv.rhsContracting = {2};
     I o = b_.dot(b_.convert(probs, act_), vt, pv, act_);  // [B, KV, (G,) S, hd]
     o = grouped ? b_.transpose(o, {0, 3, 1, 2, 4}) : b_.transpose(o, {0, 2, 1, 3});
-    o = b_.reshape(o, {B, s_, c_.nHeads * hd_});
-    return project(o, p.wo, act_);
+    o = b_.reshape(o, {B, s_, c_.localHeads() * hd_});
+    return allReduce(project(o, p.wo, act_));
   }
 
   I feedForward(I h, const LayerParams& p) {
     I gate = project(h, p.w1, act_);
     I up = project(h, p.w3, act_);
     I silu = b_.binary(HloOpcode::Multiply, gate, b_.unary(HloOpcode::Logistic, gate));
-    return project(b_.binary(HloOpcode::Multiply, silu, up), p.w2, act_);
+    return allReduce(project(b_.binary(HloOpcode::Multiply, silu, up), p.w2, act_));
   }
 
   I layer(I x, const LayerParams& p, std::vector<I>& caches) {
@@ -326,6 +326,10 @@ class LlamaGraph {
     JaxHloBuilder::Scope scope(b_, "feed_forward");
     return b_.binary(HloOpcode::Add, x, feedForward(h, p));
   }
+
+  // The row-parallel projections' partial sums, summed over the tp devices
+  // (defined last: the traces record the source lines of the code above).
+  I allReduce(I partial) { return c_.tp > 1 ? b_.psum(partial, c_.tp) : partial; }
 
   const LlamaConfig& c_;
   JaxHloBuilder b_;

@@ -36,6 +36,12 @@ static cl::opt<int64_t> NKvHeads("n-kv-heads",
                                           "attention); default: --n-heads"),
                                  cl::cat(Cat));
 static cl::opt<int64_t> DFf("d-ff", cl::desc("Feed-forward (SwiGLU) width"), cl::cat(Cat));
+static cl::opt<int64_t> Tp("tp",
+                           cl::desc("Tensor parallelism over N devices (Megatron): each device's "
+                                    "module holds 1/N of the heads and of d_ff, with an all-reduce "
+                                    "after the attention output and the FFN down projections "
+                                    "(num_partitions=N)"),
+                           cl::value_desc("N"), cl::cat(Cat));
 static cl::opt<int64_t> NLayers("n-layers", cl::desc("Decoder layers"), cl::cat(Cat));
 static cl::opt<int64_t> Vocab("vocab", cl::desc("Vocabulary size"), cl::cat(Cat));
 static cl::opt<int64_t> Seq("seq", cl::desc("Prefill: prompt tokens"), cl::cat(Cat));
@@ -141,6 +147,7 @@ int main(int argc, char** argv) {
   c.layersOnly = LayersOnly;
   applyOption(c.normEps, NormEps);
   applyOption(c.ropeTheta, RopeTheta);
+  applyOption(c.tp, Tp);
   // An option the chosen step ignores is a mistake worth reporting.
   if (c.layersOnly && EmbeddingOpt.getNumOccurrences())
     return error("--embedding has no effect with --layers-only");

@@ -115,8 +115,8 @@ void ControlCode::closeOp(size_t entry) {
   m_.program.debugMap[entry].end = m_.nextBundle();
 }
 
-void ControlCode::copyHbm(uint64_t src, uint64_t dst, uint64_t bytes, const std::string& what) {
-  if (src == dst || bytes == 0) return;
+std::vector<isa::DmaDescriptor> ControlCode::hbmCopyDescriptors(uint64_t src, uint64_t dst,
+                                                                uint64_t bytes) {
   // One descriptor moves up to 2^31 bytes per row times 2^31 rows; split a
   // copy into whole 1 MiB rows and a remainder row when it is large.
   std::vector<isa::DmaDescriptor> parts;
@@ -141,11 +141,35 @@ void ControlCode::copyHbm(uint64_t src, uint64_t dst, uint64_t bytes, const std:
     plain(src, dst, kRow, rows);
     if (rest) plain(src + rows * kRow, dst + rows * kRow, rest, 1);
   }
-  int64_t word = codegen::reserveSmem(m_, int64_t(parts.size()) * isa::kDmaDescriptorWords,
-                                      "DMA descriptors of " + what);
+  return parts;
+}
+
+int64_t ControlCode::smemWords(const std::vector<uint32_t>& values, const std::string& what) {
+  int64_t word = codegen::reserveSmem(m_, int64_t(std::max<size_t>(values.size(), 1)), what);
+  isa::DataSegment seg;
+  seg.space = isa::MemorySpace::Smem;
+  seg.address = uint64_t(word) * 4;
+  for (uint32_t v : values)
+    for (int b = 0; b < 4; ++b) seg.bytes.push_back(uint8_t(v >> (8 * b)));
+  if (!seg.bytes.empty()) m_.program.data.push_back(seg);
+  return word;
+}
+
+int64_t ControlCode::descriptorWords(const std::vector<isa::DmaDescriptor>& descs,
+                                     const std::string& what) {
+  int64_t word = codegen::reserveSmem(m_, int64_t(descs.size()) * isa::kDmaDescriptorWords, what);
+  for (size_t i = 0; i < descs.size(); ++i)
+    m_.program.data.push_back(
+        descriptorSegment(descs[i], word + int64_t(i) * isa::kDmaDescriptorWords));
+  return word;
+}
+
+void ControlCode::copyHbm(uint64_t src, uint64_t dst, uint64_t bytes, const std::string& what) {
+  if (src == dst || bytes == 0) return;
+  std::vector<isa::DmaDescriptor> parts = hbmCopyDescriptors(src, dst, bytes);
+  int64_t word = descriptorWords(parts, "DMA descriptors of " + what);
   for (size_t i = 0; i < parts.size(); ++i) {
     int64_t at = word + int64_t(i) * isa::kDmaDescriptorWords;
-    m_.program.data.push_back(descriptorSegment(parts[i], at));
     emit({make(Opcode::SLi, {kAddrReg, at})});
     emit({make(Opcode::Dma, {kAddrReg, kFlag, kQueue})});
   }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "isa/Bundle.h"
+#include "isa/DmaDescriptor.h"
 #include "kernels/codegen/Link.h"
 #include "kernels/codegen/TargetInfo.h"
 
@@ -59,8 +60,18 @@ class ControlCode {
   // Waits until every register this code wrote is ready (end of a piece of code).
   void drain();
 
- private:
+  // For the SPMD collectives (compiler/lower/collectives): one bundle of
+  // `ops`, placed once the registers they read are ready.
   void emit(const std::vector<isa::Instruction>& ops);
+  // The descriptors of an HBM -> HBM copy (1 MiB rows and a remainder row).
+  static std::vector<isa::DmaDescriptor> hbmCopyDescriptors(uint64_t src, uint64_t dst,
+                                                            uint64_t bytes);
+  // SMEM words of the module's own holding `values` (a data segment); returns the first.
+  int64_t smemWords(const std::vector<uint32_t>& values, const std::string& what);
+  // The descriptors as consecutive SMEM data segments; returns the first word.
+  int64_t descriptorWords(const std::vector<isa::DmaDescriptor>& descs, const std::string& what);
+
+ private:
   int64_t latencyOf(isa::Opcode op) const;
   uint32_t emitBranch(isa::Instruction branch);
 

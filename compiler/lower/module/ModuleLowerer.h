@@ -16,6 +16,7 @@
 
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/lower/buffers/BufferAssignment.h"
+#include "compiler/lower/collectives/CollectiveLowering.h"
 #include "compiler/lower/control/ControlCode.h"
 #include "compiler/lower/module/KernelCache.h"
 #include "compiler/lower/module/ModuleLowering.h"
@@ -81,6 +82,7 @@ class ModuleLowerer {
   LoweredModule& out_;
   kernels::codegen::Module m_;
   ControlCode control_;
+  SpmdLowering spmd_;
   BufferAssignment entry_;
   std::vector<std::unique_ptr<BufferAssignment>> nested_;  // kept alive for regions
   std::vector<isa::BufferDesc> table_;

@@ -7,6 +7,8 @@
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/lower/CannotLower.h"
 #include "compiler/lower/buffers/InputOutputAlias.h"
+#include "compiler/lower/collectives/CollectiveLowering.h"
+#include "compiler/lower/collectives/SpmdPlan.h"
 #include "compiler/lower/dma/DataMovement.h"
 #include "compiler/lower/fusion/FusionLowering.h"
 #include "compiler/lower/module/Constants.h"
@@ -84,6 +86,19 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
       useKernelCache_(options.kernelCache),
       kernelCache_(options.verifyKernelCache) {
   m_.program.chip = cg_.name;
+  try {
+    spmd_.devices = spmdDeviceCount(module);
+  } catch (const std::invalid_argument& e) {
+    throw ModuleLoweringError(e.what());
+  }
+  // The collectives' flags sit above the kernels' (compileModule gives the
+  // kernels core.sync_flags - kSpmdReservedFlags on an SPMD module).
+  spmd_.syncFlags = int(target.chip.core.sync_flags);
+  spmd_.allocateZeros = [this](uint64_t bytes) {
+    uint64_t at = allocateExtra(bytes);
+    m_.program.data.push_back({isa::MemorySpace::Hbm, at, std::vector<uint8_t>(bytes, 0)});
+    return at;
+  };
 }
 
 std::vector<uint64_t> ModuleLowerer::leafBytes(const Shape& shape) {
@@ -345,6 +360,14 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
       copyLeaves(root, result, inst->shape(), "%" + inst->name());
       control_.closeOp(entryOp);
       recordOp(inst->name(), "control", first);
+    } else if (isSpmdPrimitive(*inst)) {
+      result = resultLeaves(*inst, region);
+      std::vector<uint64_t> addresses;
+      for (size_t i = 0; i < operands.size(); ++i)
+        addresses.push_back(singleAddress(*inst, operands[i], fmt::format("operand {}", i)));
+      lowerSpmdPrimitive(control_, *inst, addresses, singleAddress(*inst, result, "the result"),
+                         spmd_);
+      recordOp(inst->name(), "collective", first);
     } else if (isComputeInstruction(*inst) &&
                !(isDataMovement(*inst) && opc != HloOpcode::Broadcast)) {
       // A broadcast is cheaper as a kernel (one read, vector stores) than as
@@ -357,7 +380,11 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
       lowerDataMovementOp(*inst, operands, result);
       recordOp(inst->name(), "dma", first);
     } else if (hlo::isCollective(opc)) {
-      throw CannotLower::of(*inst, "collectives need several chips; tpuc compiles for one chip");
+      throw CannotLower::of(
+          *inst, spmd_.devices < 2
+                     ? std::string("collectives need several chips (the module names one device)")
+                     : fmt::format("the spmd-collectives pass leaves no {} of this form",
+                                   hlo::opcodeName(opc)));
     } else if (opc == HloOpcode::CustomCall) {
       throw CannotLower::of(*inst, fmt::format("custom-call target \"{}\" names no library kernel",
                                                inst->attrs().customCallTarget.value_or("")));

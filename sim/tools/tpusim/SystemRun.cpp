@@ -6,9 +6,12 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "compiler/driver/EvaluateHlo.h"
 #include "isa/support/Npy.h"
+#include "sim/chip/BufferIo.h"
 #include "sim/system/System.h"
 #include "sim/system/SystemReport.h"
+#include "sim/tools/tpusim/ReferenceCheck.h"
 
 namespace tpusim::sim {
 namespace {
@@ -31,16 +34,120 @@ std::string fileNameFor(const std::string& name) {
   return out;
 }
 
+const isa::BufferDesc* bufferOf(const isa::Program& program, const std::string& name,
+                                isa::BufferRole role) {
+  for (const isa::BufferDesc& b : program.buffers)
+    if (b.name == name && b.role == role) return &b;
+  return nullptr;
+}
+
+// --check on a system: every entry parameter of every device as an array (the
+// user's file, or seeded random data given to that device's simulation too).
+std::vector<std::map<int64_t, driver::ParameterArray>> spmdCheckInputs(
+    const TpusimArgs& a, const isa::Program& program, int devices,
+    const std::map<std::pair<std::string, int>, std::string>& given, SystemSimulation& sim) {
+  RandomInputs kind;
+  if (!parseRandomInputs(a.randomInputs, &kind))
+    throw std::runtime_error(
+        fmt::format("--random-inputs={}: expected uniform or fan-in", a.randomInputs));
+  std::vector<std::map<int64_t, driver::ParameterArray>> out(static_cast<size_t>(devices));
+  const std::vector<isa::SignatureParameter>& params = program.signature.parameters;
+  for (size_t n = 0; n < params.size(); ++n) {
+    if (params[n].leaves.empty()) continue;
+    if (params[n].leaves.size() != 1 || !params[n].leaves[0].index.empty())
+      throw std::runtime_error(fmt::format(
+          "--check: entry parameter {} is a tuple; the reference evaluator takes arrays only", n));
+    const std::string& name = params[n].leaves[0].buffer;
+    const isa::BufferDesc* buffer = bufferOf(program, name, isa::BufferRole::Input);
+    if (!buffer)
+      throw std::runtime_error(fmt::format("--check: the program has no input '{}'", name));
+    for (int d = 0; d < devices; ++d) {
+      auto it = given.find({name, d});
+      if (it == given.end()) it = given.find({name, -1});
+      if (it != given.end()) {
+        out[size_t(d)][int64_t(n)] = {npy::read(it->second), it->second};
+        continue;
+      }
+      uint64_t seed = deviceSeed(a.seed, d);
+      npy::Array array = bytesToNpy(*buffer, randomBytes(*buffer, seed, kind));
+      std::string source =
+          fmt::format("the random data of input '{}' on device {} (--seed {})", name, d, a.seed);
+      sim.setInput(name, array, source, d);
+      out[size_t(d)][int64_t(n)] = {std::move(array), source};
+    }
+  }
+  return out;
+}
+
+// "out" / "out.1" of device d as the evaluator names it with several replicas.
+std::string replicaName(const std::string& name, int d, int devices) {
+  if (devices == 1) return name;
+  size_t dot = name.find('.');
+  return dot == std::string::npos
+             ? fmt::format("{}.r{}", name, d)
+             : fmt::format("{}.r{}{}", name.substr(0, dot), d, name.substr(dot));
+}
+
+std::map<std::string, npy::Array> evaluateAll(
+    const TpusimArgs& a, const std::vector<std::map<int64_t, driver::ParameterArray>>& params,
+    const std::string& passes) {
+  driver::EvaluateOptions o;
+  o.replicas = int64_t(params.size());
+  driver::EvaluateFileResult r = driver::evaluateHloFile(a.program, params, passes, o);
+  if (!r.ok()) {
+    fmt::print(stderr, "{}\n", r.error);
+    throw std::runtime_error(
+        fmt::format("--check: the reference evaluator{} failed on {} (errors above)",
+                    passes.empty() ? "" : " (after passes " + passes + ")", a.program));
+  }
+  std::map<std::string, npy::Array> out;
+  for (auto& [name, array] : r.outputs) out[name] = std::move(array);
+  return out;
+}
+
+// Compares every output of every device with the evaluator's replica of it.
+int spmdCheckOutputs(const TpusimArgs& a, const isa::Program& program, const SystemResult& r,
+                     const std::vector<std::map<int64_t, driver::ParameterArray>>& params) {
+  const int devices = int(r.chips.size());
+  std::map<std::string, npy::Array> ref = evaluateAll(a, params, ""), exact;
+  fmt::print("\ncheck against the reference evaluator (tpu-opt --evaluate, {} replicas):\n",
+             devices);
+  int failed = 0, total = 0;
+  for (int d = 0; d < devices; ++d)
+    for (const isa::SignatureLeaf& leaf : program.signature.results) {
+      const isa::BufferDesc* buffer = bufferOf(program, leaf.buffer, isa::BufferRole::Output);
+      auto sim = r.chips[size_t(d)].outputs.find(leaf.buffer);
+      auto want = ref.find(replicaName(leaf.buffer, d, devices));
+      if (!buffer || sim == r.chips[size_t(d)].outputs.end() || want == ref.end())
+        throw std::runtime_error(
+            fmt::format("--check: no output '{}' of device {}", leaf.buffer, d));
+      OutputCheck c = compareOutput(*buffer, sim->second, want->second, a.checkRtol);
+      if (c.wantsRoundingJudgement()) {
+        if (exact.empty()) exact = evaluateAll(a, params, "promote-to-f32");
+        judgeBf16Rounding(c, *buffer, sim->second, want->second,
+                          exact.at(replicaName(leaf.buffer, d, devices)));
+      }
+      fmt::print("  device {}: {}\n", d, c.line());
+      failed += !c.ok();
+      ++total;
+    }
+  if (failed) {
+    fmt::print(stderr, "tpusim: error: --check: {} of {} outputs differ from the reference\n",
+               failed, total);
+    return 1;
+  }
+  fmt::print("  all {} outputs of {} devices match\n", total, devices);
+  return 0;
+}
+
 }  // namespace
 
 int runSystem(const TpusimArgs& a, const target::ChipConfig& chip, const isa::Program& program,
               const SimOptions& options,
               const std::function<std::string(const std::string&)>& bufferName) {
-  if (a.check)
-    throw std::runtime_error(
-        "--check with --topology: checking an SPMD module per device is not built yet");
   ici::Torus torus = ici::Torus::parse(a.topology, chip.ici);
   SystemSimulation sim(chip, program, options, torus);
+  std::map<std::pair<std::string, int>, std::string> given;  // (buffer, device or -1) -> file
   for (const std::string& in : a.inputs) {
     size_t eq = in.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == in.size())
@@ -60,8 +167,14 @@ int runSystem(const TpusimArgs& a, const target::ChipConfig& chip, const isa::Pr
       name = name.substr(0, at);
     }
     npy::Array array = npy::read(path);
-    sim.setInput(bufferName(name), array, path, device);
+    std::string buffer = bufferName(name);
+    if (!given.emplace(std::make_pair(buffer, device), path).second)
+      throw std::runtime_error(fmt::format("--input {}: buffer '{}'{} is already given", in, buffer,
+                                           device < 0 ? "" : fmt::format(" of device {}", device)));
+    sim.setInput(buffer, array, path, device);
   }
+  std::vector<std::map<int64_t, driver::ParameterArray>> checkParams;
+  if (a.check) checkParams = spmdCheckInputs(a, program, torus.numChips(), given, sim);
   if (!a.outputDir.empty()) {
     std::error_code ec;
     if (fs::exists(a.outputDir, ec)) {
@@ -98,6 +211,7 @@ int runSystem(const TpusimArgs& a, const target::ChipConfig& chip, const isa::Pr
         npy::write(
             (fs::path(a.outputDir) / fmt::format("{}.d{}.npy", fileNameFor(name), d)).string(),
             array);
+  if (a.check) return spmdCheckOutputs(a, program, r, checkParams);
   return 0;
 }
 

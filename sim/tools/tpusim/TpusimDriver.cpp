@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 
+#include "compiler/lower/collectives/SpmdPlan.h"
 #include "isa/Assembler.h"
 #include "isa/ProgramFile.h"
 #include "isa/support/InputFile.h"
@@ -21,6 +22,7 @@
 #include "sim/chip/BufferIo.h"
 #include "sim/chip/RunReport.h"
 #include "sim/chip/Simulation.h"
+#include "sim/ici/Torus.h"
 #include "sim/tools/tpusim/HloProgram.h"
 #include "sim/tools/tpusim/ProfileOutput.h"
 #include "sim/tools/tpusim/ReferenceCheck.h"
@@ -342,8 +344,29 @@ int run(const TpusimArgs& a) {
     progress = std::make_unique<Progress>(chip.core.clock_hz);
     o.progress = [&](int64_t cycle) { progress->update(cycle); };
   }
-  if (!a.topology.empty())
-    return runSystem(a, chip, program, o,
+  // An SPMD program runs on the slice it was compiled for.
+  TpusimArgs system = a;
+  if (program.hasSignature && program.signature.devices > 1) {
+    const int64_t devices = program.signature.devices;
+    if (system.topology.empty()) {
+      try {
+        system.topology = lower::sliceText(lower::spmdSlice(devices, chip.ici));
+      } catch (const std::invalid_argument& e) {
+        throw UserError(fmt::format("{}: {}", a.program, e.what()));
+      }
+    } else if (int64_t n = ici::Torus::parse(system.topology, chip.ici).numChips(); n != devices) {
+      throw UserError(fmt::format(
+          "--topology {} has {} chips, but {} was compiled for {} devices (num_partitions, "
+          "replica_count or the device ids of its collectives); give a topology of {} chips or "
+          "leave --topology out",
+          system.topology, n, a.program, devices, devices));
+    }
+    if (!a.profileDir.empty())
+      throw UserError(
+          "--profile of an SPMD program: the profile of a multi-chip run is not built yet");
+  }
+  if (!system.topology.empty())
+    return runSystem(system, chip, program, o,
                      [&](const std::string& name) { return inputBufferName(program, name); });
   Simulation sim(chip, program, o);
   std::map<std::string, std::string> given;  // input buffer -> .npy file

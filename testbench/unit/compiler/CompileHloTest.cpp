@@ -101,12 +101,13 @@ TEST_CASE("compile errors are the text tpuc prints", "[driver]") {
   CHECK_THAT(r.error, Catch::StartsWith(malformed.path() + ":4:"));
   CHECK_THAT(r.error, Catch::Contains(": error: "));
 
-  HloFile collective(R"(HloModule m
+  // An SPMD all-reduce whose to_apply is no element-wise op the chip combines with.
+  HloFile collective(R"(HloModule m, num_partitions=2
 
 add {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
+  ROOT s = f32[] subtract(a, b)
 }
 
 ENTRY main {
@@ -117,6 +118,7 @@ ENTRY main {
   r = driver::compileHloFile(collective.path(), chip);
   CHECK_THAT(r.error,
              Catch::StartsWith(collective.path() + ":11: error: cannot lower %r (all-reduce)"));
+  CHECK_THAT(r.error, Catch::Contains("to_apply is not one element-wise op"));
 
   HloFile two(
       "HloModule a\n\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n\n// -----\n\n"

@@ -1,0 +1,224 @@
+#include "compiler/lower/collectives/CollectiveLowering.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "compiler/lower/CannotLower.h"
+#include "compiler/lower/buffers/ShapeBytes.h"
+#include "compiler/lower/collectives/SpmdPlan.h"
+#include "isa/Isa.h"
+
+namespace tpusim::lower {
+
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+using isa::Instruction;
+using isa::Opcode;
+
+namespace {
+
+// Registers (the module's own code keeps nothing in registers across ops).
+constexpr int kId = 2, kPeer = 3, kTmp = 4, kCount = 5, kZero = 6, kAddr = 7, kVal = 8;
+constexpr int kQueue = 0, kLocalFlag = 0;
+
+Instruction make(Opcode op, std::initializer_list<int64_t> operands) {
+  Instruction in;
+  in.op = op;
+  size_t i = 0;
+  for (int64_t v : operands) in.operands[i++] = v;
+  return in;
+}
+
+struct Flags {
+  int barrier, arrived, sent;
+};
+
+Flags flagsOf(const SpmdLowering& spmd) {
+  return {spmd.syncFlags - 1, spmd.syncFlags - 2, spmd.syncFlags - 3};
+}
+
+// reg = table[chip.id] (kId holds chip.id).
+void loadFromTable(ControlCode& code, int64_t tableWord, int reg) {
+  code.emit({make(Opcode::SLi, {kAddr, tableWord})});
+  code.emit({make(Opcode::SAdd, {kAddr, kAddr, kId})});
+  code.emit({make(Opcode::SLd, {reg, kAddr, 0})});
+}
+
+// Every chip signals every other chip's barrier flag, then waits for n - 1.
+void barrier(ControlCode& code, const SpmdLowering& spmd) {
+  const Flags f = flagsOf(spmd);
+  code.emit({make(Opcode::SLi, {kCount, spmd.devices}), make(Opcode::SLi, {kZero, 0})});
+  code.emit({make(Opcode::SAddI, {kPeer, kId, 0})});
+  for (int64_t k = 1; k < spmd.devices; ++k) {
+    code.emit({make(Opcode::SAddI, {kPeer, kPeer, 1})});
+    code.emit({make(Opcode::SCmpEq, {kTmp, kPeer, kCount})});
+    code.emit({make(Opcode::SSel, {kPeer, kTmp, kZero, kPeer})});
+    code.emit({make(Opcode::SyncRemote, {kPeer, f.barrier, 1})});
+  }
+  code.emit({make(Opcode::SyncWait, {f.barrier, spmd.devices - 1})});
+}
+
+void lowerDeviceId(ControlCode& code, uint64_t result) {
+  // chip.id -> an SMEM word -> HBM.
+  int64_t word = code.smemWords({0}, "device id word");
+  isa::DmaDescriptor d;
+  d.src = isa::MemorySpace::Smem;
+  d.dst = isa::MemorySpace::Hbm;
+  d.srcAddr = uint64_t(word) * 4;
+  d.dstAddr = result;
+  d.innerBytes = 4;
+  int64_t desc = code.descriptorWords({d}, "DMA descriptor of the device id");
+  code.emit({make(Opcode::ChipId, {kId}), make(Opcode::SLi, {kAddr, word})});
+  code.emit({make(Opcode::SSt, {kId, kAddr, 0})});
+  code.emit({make(Opcode::SLi, {kAddr, desc})});
+  code.emit({make(Opcode::Dma, {kAddr, kLocalFlag, kQueue})});
+  code.emit({make(Opcode::SyncWait, {kLocalFlag, 1})});
+}
+
+void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand, uint64_t result,
+                  const SpmdLowering& spmd) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  try {
+    pairs = permutePairs(inst, spmd.devices);
+  } catch (const std::invalid_argument& e) {
+    throw CannotLower::of(inst, e.what());
+  }
+  const uint64_t bytes = uint64_t(shapeBytes(inst.shape()));
+  const Flags f = flagsOf(spmd);
+  std::vector<uint32_t> target(size_t(spmd.devices), 0xFFFFFFFFu);
+  std::vector<uint32_t> hasSource(size_t(spmd.devices), 0);
+  for (auto [s, t] : pairs) {
+    target[size_t(s)] = uint32_t(t);
+    hasSource[size_t(t)] = 1;
+  }
+  std::vector<isa::DmaDescriptor> descs = ControlCode::hbmCopyDescriptors(operand, result, bytes);
+  int64_t descWord = code.descriptorWords(descs, "remote DMA descriptors of %" + inst.name());
+  int64_t targetWord = code.smemWords(target, "permute targets of %" + inst.name());
+  int64_t sourceWord = code.smemWords(hasSource, "permute sources of %" + inst.name());
+  code.emit({make(Opcode::ChipId, {kId})});
+  barrier(code, spmd);
+  // Send, unless this device is no source.
+  loadFromTable(code, targetWord, kPeer);
+  code.emit({make(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
+  code.emit({make(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
+  uint32_t skipSend = code.branchIfNonZero(kTmp);
+  for (size_t i = 0; i < descs.size(); ++i) {
+    code.emit({make(Opcode::SLi, {kAddr, descWord + int64_t(i) * isa::kDmaDescriptorWords})});
+    code.emit({make(Opcode::DmaRemote, {kAddr, kPeer, f.sent, f.arrived, kQueue})});
+  }
+  code.emit({make(Opcode::SyncWait, {f.sent, int64_t(descs.size())})});
+  code.patch(skipSend, code.label());
+  // Receive, or zeros when no pair targets this device.
+  loadFromTable(code, sourceWord, kVal);
+  uint32_t toZeros = code.branchIfZero(kVal);
+  code.emit({make(Opcode::SyncWait, {f.arrived, int64_t(descs.size())})});
+  uint32_t done = code.jump();
+  code.patch(toZeros, code.label());
+  code.copyHbm(spmd.allocateZeros(bytes), result, bytes, "zeros of %" + inst.name());
+  code.patch(done, code.label());
+}
+
+void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t operand,
+                    uint64_t result, const SpmdLowering& spmd) {
+  DeviceGroups groups;
+  try {
+    groups = collectiveGroups(inst, spmd.devices);
+  } catch (const std::invalid_argument& e) {
+    throw CannotLower::of(inst, e.what());
+  }
+  const int64_t n = int64_t(groups[0].size());
+  const uint64_t chunk = uint64_t(shapeBytes(inst.operand(0)->shape()));
+  if (chunk * uint64_t(n) != uint64_t(shapeBytes(inst.shape())))
+    throw CannotLower::of(inst, fmt::format("the result is not {} operands", n));
+  const Flags f = flagsOf(spmd);
+  // Per position p: the descriptors copying the operand to slot p.
+  std::vector<isa::DmaDescriptor> descs;
+  size_t perSlot = 0;
+  for (int64_t p = 0; p < n; ++p) {
+    std::vector<isa::DmaDescriptor> d =
+        ControlCode::hbmCopyDescriptors(operand, result + uint64_t(p) * chunk, chunk);
+    perSlot = d.size();
+    descs.insert(descs.end(), d.begin(), d.end());
+  }
+  int64_t descWord = code.descriptorWords(descs, "all-gather DMA descriptors of %" + inst.name());
+  // Per device: its slot's first descriptor word, then its k-th peer.
+  std::vector<uint32_t> slotDesc(size_t(spmd.devices));
+  std::vector<std::vector<uint32_t>> peer(size_t(n), std::vector<uint32_t>(size_t(spmd.devices)));
+  for (const auto& g : groups)
+    for (int64_t p = 0; p < n; ++p) {
+      int64_t d = g[size_t(p)];
+      slotDesc[size_t(d)] =
+          uint32_t(descWord + p * int64_t(perSlot) * int64_t(isa::kDmaDescriptorWords));
+      for (int64_t k = 1; k < n; ++k) peer[size_t(k)][size_t(d)] = uint32_t(g[size_t((p + k) % n)]);
+    }
+  int64_t slotWord = code.smemWords(slotDesc, "all-gather slots of %" + inst.name());
+  std::vector<int64_t> peerWords(size_t(n), 0);
+  for (int64_t k = 1; k < n; ++k)
+    peerWords[size_t(k)] = code.smemWords(peer[size_t(k)], "all-gather peers of %" + inst.name());
+
+  code.emit({make(Opcode::ChipId, {kId})});
+  barrier(code, spmd);
+  loadFromTable(code, slotWord, kVal);
+  for (int64_t k = 1; k < n; ++k) {
+    loadFromTable(code, peerWords[size_t(k)], kPeer);
+    for (size_t i = 0; i < perSlot; ++i) {
+      code.emit({make(Opcode::SAddI, {kAddr, kVal, int64_t(i * isa::kDmaDescriptorWords)})});
+      code.emit({make(Opcode::DmaRemote, {kAddr, kPeer, f.sent, f.arrived, kQueue})});
+    }
+  }
+  for (size_t i = 0; i < perSlot; ++i) {
+    code.emit({make(Opcode::SAddI, {kAddr, kVal, int64_t(i * isa::kDmaDescriptorWords)})});
+    code.emit({make(Opcode::Dma, {kAddr, kLocalFlag, kQueue})});
+  }
+  int64_t remote = (n - 1) * int64_t(perSlot);
+  if (remote > 0) {
+    code.emit({make(Opcode::SyncWait, {f.sent, remote})});
+    code.emit({make(Opcode::SyncWait, {f.arrived, remote})});
+  }
+  code.emit({make(Opcode::SyncWait, {kLocalFlag, int64_t(perSlot)})});
+}
+
+}  // namespace
+
+bool isSpmdPrimitive(const HloInstruction& inst) {
+  switch (inst.opcode()) {
+    case HloOpcode::PartitionId:
+    case HloOpcode::ReplicaId:
+      return true;
+    case HloOpcode::CustomCall:
+      return inst.attrs().customCallTarget.value_or("") == "tpusim$device-id";
+    case HloOpcode::CollectivePermute:
+      return inst.operandCount() == 1 && inst.shape().isArray();
+    case HloOpcode::AllGather:
+      return inst.operandCount() == 1 && inst.shape().isArray() &&
+             inst.dimensions() == std::vector<int64_t>{0};
+    default:
+      return false;
+  }
+}
+
+void lowerSpmdPrimitive(ControlCode& code, const HloInstruction& inst,
+                        const std::vector<uint64_t>& operands, uint64_t result,
+                        const SpmdLowering& spmd) {
+  if (spmd.devices < 2 && inst.opcode() != HloOpcode::PartitionId &&
+      inst.opcode() != HloOpcode::ReplicaId && inst.opcode() != HloOpcode::CustomCall)
+    throw CannotLower::of(inst,
+                          "a collective on a single device (the spmd-collectives pass "
+                          "removes those; was it run?)");
+  size_t op = code.openOp(inst.name(), inst.name(), "", 0);
+  switch (inst.opcode()) {
+    case HloOpcode::CollectivePermute:
+      lowerPermute(code, inst, operands.at(0), result, spmd);
+      break;
+    case HloOpcode::AllGather:
+      lowerAllGather(code, inst, operands.at(0), result, spmd);
+      break;
+    default:
+      lowerDeviceId(code, result);
+      break;
+  }
+  code.closeOp(op);
+}
+
+}  // namespace tpusim::lower

@@ -1,0 +1,52 @@
+// Machine code of the SPMD primitives every collective is expanded into (the
+// spmd-collectives pass, compiler/passes/SpmdCollectives.cpp): every chip
+// runs the same code and finds its own part in per-device SMEM tables indexed
+// by `chip.id`.
+//
+//  - partition-id, replica-id, custom-call "tpusim$device-id": chip.id into
+//    the 4-byte result.
+//  - collective-permute (one array): after a barrier, a source `dma.remote`s
+//    its operand into its target's result buffer (the same HBM address on
+//    every chip); a device no pair targets gets zeros.
+//  - all-gather along dimension 0 (one array; the one-shot exchange): after a
+//    barrier, every member `dma.remote`s its operand to slot `position` of
+//    every other member's result and copies it into its own.
+//
+// Synchronization: flags the kernels never get (kFlags reserved at the top
+// of core.sync_flags). The barrier (every chip `sync.remote`s every other
+// chip's barrier flag, then waits for n - 1) makes sure that no data of a
+// collective arrives before its receiver has finished everything before it
+// (so the result buffer is free, and the arrival flag counts only this
+// collective's transfers): a chip passes barrier k only once every chip has
+// reached it, so counting on one flag across barriers is safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "compiler/hlo/HloInstruction.h"
+#include "compiler/lower/control/ControlCode.h"
+
+namespace tpusim::lower {
+
+// Flags reserved for the collectives (the top ones); the kernels' code
+// generator gets core.sync_flags - kSpmdReservedFlags when devices > 1.
+constexpr int kSpmdReservedFlags = 3;
+
+// Is `inst` one of the primitives above?
+bool isSpmdPrimitive(const hlo::HloInstruction& inst);
+
+struct SpmdLowering {
+  int64_t devices = 1;
+  int syncFlags = 32;  // core.sync_flags
+  // HBM bytes of the module's own, zero-filled (for a permute's zeros).
+  std::function<uint64_t(uint64_t bytes)> allocateZeros;
+};
+
+// Emits the primitive's code; throws CannotLower for what it cannot lower.
+void lowerSpmdPrimitive(ControlCode& code, const hlo::HloInstruction& inst,
+                        const std::vector<uint64_t>& operands, uint64_t result,
+                        const SpmdLowering& spmd);
+
+}  // namespace tpusim::lower

@@ -1,0 +1,105 @@
+// The SPMD plan (compiler/lower/collectives/SpmdPlan.h): the slice a program
+// for N devices runs on, hop counts with and without wraparound, ring orders,
+// collective groups, and the choice between the one-shot and the ring
+// algorithm from the preset's ICI fields.
+#include <catch2/catch.hpp>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/hlo/HloParser.h"
+#include "compiler/lower/collectives/SpmdPlan.h"
+#include "isa/target/ChipLoader.h"
+
+using namespace tpusim;
+using lower::CollectiveAlgorithm;
+
+namespace {
+
+std::unique_ptr<hlo::HloModule> parse(const std::string& text) {
+  std::string error;
+  auto m = hlo::parseHloModule(text, &error);
+  INFO(error);
+  REQUIRE(m);
+  return m;
+}
+
+std::vector<int64_t> iota(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("the slice of an SPMD program is the most square one that fits", "[spmd]") {
+  target::ChipConfig v5e = target::loadChip("v5e");
+  CHECK(lower::spmdSlice(2, v5e.ici) == std::vector<int>{1, 2});
+  CHECK(lower::spmdSlice(4, v5e.ici) == std::vector<int>{2, 2});
+  CHECK(lower::spmdSlice(8, v5e.ici) == std::vector<int>{2, 4});
+  CHECK(lower::spmdSlice(6, v5e.ici) == std::vector<int>{2, 3});
+  CHECK(lower::sliceText({2, 4}) == "2x4");
+  target::ChipConfig tiny = target::loadChip("tiny8");  // pod 4x4
+  CHECK_THROWS_WITH(lower::spmdSlice(32, tiny.ici), Catch::Contains("do not fit in the pod 4x4"));
+}
+
+TEST_CASE("hops and ring orders follow the slice's links", "[spmd]") {
+  target::ChipConfig tiny = target::loadChip("tiny8");   // wrap_multiple 4
+  target::ChipConfig v5e = target::loadChip("v5e");      // wrap_multiple 16
+  CHECK(lower::sliceHops(0, 3, {1, 4}, tiny.ici) == 1);  // around the wrap
+  CHECK(lower::sliceHops(0, 3, {1, 4}, v5e.ici) == 3);   // no wraparound in a 1x4 of 16x16
+  CHECK(lower::sliceHops(0, 3, {2, 2}, v5e.ici) == 2);
+  // Snake orders: every step, the closing one too, is one hop on a 2xK slice.
+  CHECK(lower::ringOrder(iota(4), {2, 2}) == std::vector<int64_t>{0, 1, 3, 2});
+  std::vector<int64_t> ring = lower::ringOrder(iota(8), {2, 4});
+  CHECK(ring == std::vector<int64_t>{0, 1, 2, 3, 7, 6, 5, 4});
+  for (size_t i = 0; i < ring.size(); ++i)
+    CHECK(lower::sliceHops(ring[i], ring[(i + 1) % ring.size()], {2, 4}, v5e.ici) == 1);
+  // A group keeps its members, in ring order.
+  CHECK(lower::ringOrder({2, 0, 3, 1}, {2, 2}) == std::vector<int64_t>{0, 1, 3, 2});
+}
+
+TEST_CASE("collective groups: list and iota forms, devices of the module", "[spmd]") {
+  auto m = parse(R"(HloModule g, num_partitions=4
+add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }
+ENTRY e { p = f32[8] parameter(0)
+  a = f32[8] all-reduce(p), channel_id=1, replica_groups=[2,2]<=[2,2]T(1,0), to_apply=add
+  b = f32[8] all-reduce(a), replica_groups={{3,1},{0,2}}, to_apply=add
+  ROOT c = f32[8] all-reduce(b), replica_groups={}, to_apply=add })");
+  CHECK(lower::spmdDeviceCount(*m) == 4);
+  const hlo::HloComputation* e = m->entry();
+  CHECK(lower::collectiveGroups(*e->findInstruction("a"), 4) ==
+        lower::DeviceGroups{{0, 2}, {1, 3}});
+  CHECK(lower::collectiveGroups(*e->findInstruction("b"), 4) ==
+        lower::DeviceGroups{{3, 1}, {0, 2}});
+  CHECK(lower::collectiveGroups(*e->findInstruction("c"), 4) == lower::DeviceGroups{iota(4)});
+  CHECK_THROWS_WITH(lower::collectiveGroups(*e->findInstruction("b"), 3),
+                    Catch::Contains("replica_groups name device 3 of 3 devices"));
+  auto both = parse(
+      "HloModule b, replica_count=2, num_partitions=2\n"
+      "ENTRY e { ROOT p = f32[8] parameter(0) }");
+  CHECK_THROWS_WITH(lower::spmdDeviceCount(*both), Catch::Contains("both replicas and partitions"));
+}
+
+TEST_CASE("one-shot or ring: the cost estimate from the preset", "[spmd]") {
+  target::ChipConfig tiny = target::loadChip("tiny8");  // 1000 cycles per hop, 45 B per cycle
+  // 2x2: no wraparound, 2 links out of a chip, diameter 2. 1 MiB per device:
+  // one-shot = 2 x 1000 (sync) + 3 x 2^20 / (2 x 45) + 2 x 1000 (farthest member);
+  // ring = 3 x (2000 + 2^20 / 4 / 45 + 1000) + one-shot of 2^20 / 4.
+  const double b = 1 << 20;
+  lower::AlgorithmChoice c =
+      lower::chooseReductionAlgorithm(uint64_t(b), iota(4), {2, 2}, true, tiny);
+  CHECK(c.oneShotCycles == Approx(4000 + 3 * b / 90));
+  CHECK(c.ringCycles == Approx(3 * (3000 + b / 180) + 4000 + 3 * (b / 4) / 90));
+  CHECK(c.algorithm == CollectiveAlgorithm::OneShot);  // the 2 links make one-shot win here
+  // 1x8 on a 16x16 pod (no wraparound) vs v5e's 2x4: small messages are
+  // latency-bound (one-shot), large ones bandwidth-bound (ring).
+  target::ChipConfig v5e = target::loadChip("v5e");
+  CHECK(lower::chooseReductionAlgorithm(8 << 10, iota(8), {2, 4}, true, v5e).algorithm ==
+        CollectiveAlgorithm::OneShot);
+  CHECK(lower::chooseReductionAlgorithm(64 << 20, iota(8), {2, 4}, true, v5e).algorithm ==
+        CollectiveAlgorithm::Ring);
+  // Not splittable into n chunks, or 2 members: always one-shot.
+  CHECK(lower::chooseReductionAlgorithm(64 << 20, iota(8), {2, 4}, false, v5e).algorithm ==
+        CollectiveAlgorithm::OneShot);
+  CHECK(lower::chooseReductionAlgorithm(64 << 20, iota(2), {1, 2}, true, v5e).algorithm ==
+        CollectiveAlgorithm::OneShot);
+}
