@@ -17,7 +17,7 @@ namespace tpusim::driver {
 using lower::ModuleLoweringError;
 
 std::string defaultLoweringPasses() {
-  return "inline,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce";
+  return "inline,dot-precision-split,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce";
 }
 
 std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::string& passes,

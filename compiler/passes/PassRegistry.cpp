@@ -18,6 +18,7 @@ const Entry kPasses[] = {
     {"layout-assignment", createLayoutAssignmentPass},
     {"fusion", createFusionPass},
     {"promote-to-f32", createPromoteToF32Pass},
+    {"dot-precision-split", createDotPrecisionSplitPass},
 };
 
 }  // namespace

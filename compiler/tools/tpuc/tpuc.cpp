@@ -40,7 +40,8 @@ static cl::opt<std::string> ChipsDir("chips-dir", cl::desc("Directory of chip pr
 static cl::opt<std::string> Passes("passes",
                                    cl::desc("Passes to run before lowering, comma-separated "
                                             "(default: "
-                                            "inline,dot-canonicalize,algsimp,constant-folding,"
+                                            "inline,dot-precision-split,dot-canonicalize,algsimp,"
+                                            "constant-folding,"
                                             "cse,dce,fusion,dce)"),
                                    cl::value_desc("p1,p2,..."), cl::cat(Cat));
 static cl::opt<std::string> DumpDir("dump-after-all",
