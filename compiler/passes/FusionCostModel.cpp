@@ -151,4 +151,18 @@ VmemEstimate estimateFusionVmem(const hlo::HloComputation& body,
   return e;
 }
 
+bool recomputeBeatsHbmRoundTrip(const HloInstruction& producer, int64_t weight, int64_t copies,
+                                bool resultStaysInHbm, const lower::TargetDescription& target) {
+  const Shape& s = producer.shape();
+  if (!s.isArray() || target.clockHz <= 0 || target.hbmBytesPerSecond <= 0) return false;
+  const double elements = static_cast<double>(s.elementCount());
+  const double lanesPerCycle =
+      static_cast<double>(std::max<int64_t>(1, target.chip.core.valu_slots)) * 1024.0;
+  const double recomputeCycles = static_cast<double>(weight * copies) * elements / lanesPerCycle;
+  const double bytes = elements * static_cast<double>(std::max(1, hlo::bitWidth(s.type) / 8));
+  const double hbmBytesPerCycle = target.hbmBytesPerSecond / target.clockHz;
+  const double roundTripCycles = (resultStaysInHbm ? 1.0 : 2.0) * bytes / hbmBytesPerCycle;
+  return recomputeCycles <= roundTripCycles;
+}
+
 }  // namespace tpusim::passes
