@@ -48,8 +48,9 @@ DotBlocks dotBlocks(const hlo::HloInstruction& dot, const lower::TargetDescripti
 
 // Recomputing in a dot's operand prologue against a round trip through HBM:
 // `copies` extra evaluations of `producer` (recompute weight `weight`, in VALU
-// ops per element: FusionRules.h) cost weight x copies x elements / (VALU slots
-// x 1024 lanes) cycles; kept as its own kernel, its result is written to HBM and
+// ops per element: FusionRules.h) cost weight x copies x elements (padded to whole
+// (8, 128) tiles: a decode row of one token costs 8 rows) / (VALU slots x 1024
+// lanes) cycles; kept as its own kernel, its result is written to HBM and
 // read back (read only, if other users keep it in HBM anyway), bytes over the
 // chip's HBM bytes per cycle. True when recomputing is the cheaper of the two
 // (e.g. SwiGLU's sigmoid in the down projection's LHS: ~500 VALU cycles against
