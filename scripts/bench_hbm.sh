@@ -56,8 +56,9 @@ burst per request, all to bank 0 of pseudo-channel 0, a new row each time (a low
 tRAS + tRP per burst). **dma-stream**: HBM to VMEM descriptors of 1 MiB on one queue of
 core 0, through the DMA engine (descriptor issue latency, outstanding limit, VMEM port).
 **dma-stream-all-queues**: the same round-robin over every queue, i.e. several streams
-1 MiB apart that meet in the same banks (the row-hit rate and bandwidth drop: bank
-conflicts under the preset's address mapping).
+1 MiB apart: without a bank hash they meet in the same banks (the row-hit rate and
+bandwidth drop); the real-chip presets hash bank bits with row bits (\`hbm.address_hash\`
+"xor_row_bank"), so they spread over banks.
 
 | preset | pattern | MiB | GB/s | % of peak | row hits | refreshes | HBM cycles | CPU s | HBM cycles / CPU s |
 |---|---|---|---|---|---|---|---|---|---|

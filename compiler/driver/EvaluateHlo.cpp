@@ -62,6 +62,7 @@ std::vector<EvaluatedOutput> evaluateEntry(const hlo::HloModule& module,
   const hlo::HloComputation* entry = module.entry();
   hlo::eval::EvalOptions evalOptions;
   evalOptions.replicas = options.replicas;
+  evalOptions.mxuDotPrecision = options.mxuDotPrecision;
   int64_t replicas = 0;
   try {
     replicas = hlo::eval::replicaCountFor(module, evalOptions);

@@ -34,8 +34,9 @@ class EvaluationError : public std::runtime_error {
 };
 
 struct EvaluateOptions {
-  int64_t replicas = 0;  // 0: the module's replica_count or num_partitions
-  uint64_t seed = 0;     // of the random values of parameters not given
+  int64_t replicas = 0;          // 0: the module's replica_count or num_partitions
+  uint64_t seed = 0;             // of the random values of parameters not given
+  bool mxuDotPrecision = false;  // f32 dots as the MXU computes them (hlo/eval/Evaluator.h)
 };
 
 struct EvaluatedOutput {

@@ -19,7 +19,8 @@ namespace tpusim::driver {
 using lower::ModuleLoweringError;
 
 std::string defaultLoweringPasses() {
-  return "spmd-collectives,inline,dot-canonicalize,int64-to-pairs,algsimp,constant-folding,cse,dce,fusion,dce";
+  return "spmd-collectives,inline,dot-precision-split,dot-canonicalize,int64-to-pairs,algsimp,"
+         "constant-folding,cse,dce,fusion,dce";
 }
 
 std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::string& passes,

@@ -1,5 +1,8 @@
 // The passes `tpuc` runs before lowering, and why in this order:
 //   inline            calls become plain instructions, so fusion sees through them;
+//   dot-precision-split  f32 dots at HIGH / HIGHEST precision become 3 / 6 bf16
+//                     passes (the MXU multiplies bf16; DEFAULT is one pass); before
+//                     canonicalization, so the operands are split where they are read;
 //   dot-canonicalize  every dot becomes [B,M,K] x [B,K,N] (the MXU form the kernel
 //                     lowering expects), with explicit transposes/reshapes;
 //   algsimp           removes the identity ops those (and the input) left behind;
@@ -35,7 +38,7 @@ struct ModuleLoweringOptions {
   lower::LowerOptions lower;  // the kernel cache
 };
 
-// "inline,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce".
+// "inline,dot-precision-split,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce".
 std::string defaultLoweringPasses();
 
 // First the input's layouts are dropped (compiler/lower/module/Layouts.h); when the

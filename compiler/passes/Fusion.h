@@ -11,7 +11,10 @@
 //     movement and converts, or arithmetic that few output blocks re-read: a
 //     dot's LHS producer runs once per column block (N / bn), an RHS producer
 //     once per row block (M / bm), and weight x (re-reads - 1) must stay within
-//     maxDuplication (so weight dequantization fuses at decode, M = 1);
+//     maxDuplication (so weight dequantization fuses at decode, M = 1), or the
+//     recomputation must cost fewer VALU cycles than the HBM round trip of the
+//     producer's result it saves (FusionCostModel.h, recomputeBeatsHbmRoundTrip:
+//     SwiGLU's sigmoid joins the down projection);
 //     one hero (dot, convolution or reduce) per fusion;
 //   - an expensive producer (recomputeWeight > 1: exp, divide, ...) is not fused
 //     through a broadcast that would recompute it per output element;

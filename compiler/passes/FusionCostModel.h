@@ -46,6 +46,19 @@ struct DotBlocks {
 };
 DotBlocks dotBlocks(const hlo::HloInstruction& dot, const lower::TargetDescription& target);
 
+// Recomputing in a dot's operand prologue against a round trip through HBM:
+// `copies` extra evaluations of `producer` (recompute weight `weight`, in VALU
+// ops per element: FusionRules.h) cost weight x copies x elements (padded to whole
+// (8, 128) tiles: a decode row of one token costs 8 rows) / (VALU slots x 1024
+// lanes) cycles; kept as its own kernel, its result is written to HBM and
+// read back (read only, if other users keep it in HBM anyway), bytes over the
+// chip's HBM bytes per cycle. True when recomputing is the cheaper of the two
+// (e.g. SwiGLU's sigmoid in the down projection's LHS: ~500 VALU cycles against
+// ~3800 HBM cycles on v5e). The VALU work overlaps the MXU; the round trip
+// is a kernel of its own.
+bool recomputeBeatsHbmRoundTrip(const hlo::HloInstruction& producer, int64_t weight, int64_t copies,
+                                bool resultStaysInHbm, const lower::TargetDescription& target);
+
 VmemEstimate estimateFusionVmem(const hlo::HloComputation& body,
                                 const lower::TargetDescription& target);
 

@@ -292,12 +292,16 @@ class FusionPass : public HloPass {
         reuse = kNeverDuplicate;  // a convolution's window re-reads every input element
       }
       if (reuse > 0 &&
-          (reuse >= kNeverDuplicate || weight * (reuse - 1) > config_.maxDuplication)) {
+          (reuse >= kNeverDuplicate ||
+           (weight * (reuse - 1) > config_.maxDuplication &&
+            !recomputeBeatsHbmRoundTrip(*p, weight, reuse - 1, otherUses(p, g.current()) > 0,
+                                        config_.target)))) {
         *why = reuse >= kNeverDuplicate
                    ? fmt::format("would be recomputed for every output tile of %{}", hero->name())
                    : fmt::format(
                          "would be recomputed for each of the {} output tiles of %{} that read "
-                         "it: cost {} (weight {} x {}) > limit {}",
+                         "it: cost {} (weight {} x {}) > limit {}, and more VALU cycles than "
+                         "its HBM round trip",
                          reuse, hero->name(), weight * (reuse - 1), weight, reuse - 1,
                          config_.maxDuplication);
         return false;

@@ -20,6 +20,7 @@ const Entry kPasses[] = {
     {"promote-to-f32", createPromoteToF32Pass},
     {"int64-to-pairs", createInt64ToPairsPass},
     {"spmd-collectives", createSpmdCollectivesPass},
+    {"dot-precision-split", createDotPrecisionSplitPass},
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline, spmd-collectives,
-// layout-assignment, fusion, promote-to-f32.
+// Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline,
+// spmd-collectives, int64-to-pairs, layout-assignment, fusion, promote-to-f32, dot-precision-split.
 #pragma once
 
 #include <memory>
@@ -22,6 +22,7 @@ std::unique_ptr<HloPass> createCsePass();
 std::unique_ptr<HloPass> createConstantFoldingPass();
 std::unique_ptr<HloPass> createAlgebraicSimplifierPass();
 std::unique_ptr<HloPass> createDotCanonicalizerPass();
+std::unique_ptr<HloPass> createDotPrecisionSplitPass();
 std::unique_ptr<HloPass> createCallInlinerPass();
 // layout-assignment and fusion (fusion reads the chip from passOptions(), PassOptions.h).
 std::unique_ptr<HloPass> createLayoutAssignmentPass();

@@ -45,6 +45,7 @@ struct HbmConfig {
   std::string refresh = "per_bank";
   int64_t tRFCsb = 256;
   std::string address_mapping = "ro-ba-co-bg-pc-ch";
+  std::string address_hash = "none";
   int64_t queue_depth = 64;
   int64_t starvation_limit = 16;
   std::string model = "fast";
@@ -91,6 +92,11 @@ struct HbmConfig {
     v.field("address_mapping", address_mapping, "-",
             "how a burst index splits into ro, ba, bg, ch, pc, co digits, most significant first "
             "(mixed radix, so counts need not be powers of two)");
+    v.field("address_hash", address_hash, "-",
+            "\"none\": the digits as address_mapping splits them; \"xor_row_bank\": the bank "
+            "group and bank digits XORed with the row digit folded to their width "
+            "(permutation-based interleaving: streams a multiple of a row stride apart land in "
+            "different banks; needs power-of-two bank_groups and banks_per_group)");
     v.field("queue_depth", queue_depth, "bursts",
             "scheduler (FR-FCFS) queue entries per pseudo-channel", 1, 4096);
     v.field("starvation_limit", starvation_limit, "bursts",
@@ -146,6 +152,12 @@ struct HbmConfig {
     p.require(!mappingDigits().empty(), "address_mapping",
               "must name ro, ba, bg, ch, pc, co once each, separated by '-' (e.g. "
               "\"ro-ba-co-bg-pc-ch\")");
+    p.require(address_hash == "none" || address_hash == "xor_row_bank", "address_hash",
+              "must be \"none\" or \"xor_row_bank\"");
+    auto pow2 = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0; };
+    p.require(address_hash != "xor_row_bank" || (pow2(bank_groups) && pow2(banks_per_group)),
+              "address_hash",
+              "\"xor_row_bank\" needs power-of-two bank_groups and banks_per_group");
     p.require(row_bytes % burst_bytes == 0, "row_bytes", "must be a multiple of burst_bytes");
     p.require(burst_bytes % bus_bytes_per_clock == 0, "burst_bytes",
               "must be a multiple of bus_bytes_per_clock");

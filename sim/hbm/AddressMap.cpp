@@ -30,6 +30,19 @@ AddressMap::AddressMap(const target::HbmConfig& c) : burstBytes_(uint64_t(c.burs
     while ((uint64_t(1) << n) < x) ++n;
     return n;
   };
+  if (c.address_hash == "xor_row_bank") {
+    if (!isPow2(radix_[Ba]) || !isPow2(radix_[Bg]))
+      throw std::invalid_argument(
+          "hbm.address_hash: \"xor_row_bank\" needs power-of-two bank_groups and banks_per_group");
+    hashBanks_ = true;
+    bankShift_ = log2(radix_[Ba]);
+    bankBits_ = bankShift_ + log2(radix_[Bg]);
+    bankMask_ = (1u << bankBits_) - 1;
+    hashBanks_ = bankBits_ > 0;
+  } else if (c.address_hash != "none") {
+    throw std::invalid_argument("hbm.address_hash: \"" + c.address_hash +
+                                "\" must be \"none\" or \"xor_row_bank\"");
+  }
   powerOfTwo_ = isPow2(burstBytes_);
   for (uint64_t r : radix_) powerOfTwo_ = powerOfTwo_ && isPow2(r);
   if (powerOfTwo_) {
@@ -62,6 +75,7 @@ BurstLocation AddressMap::locate(uint64_t byteAddress) const {
   loc.bank = uint32_t(value[Ba]);
   loc.row = uint32_t(value[Ro]);
   loc.column = uint32_t(value[Co]);
+  if (hashBanks_) permuteBanks(loc);
   return loc;
 }
 
@@ -69,7 +83,9 @@ BurstLocation AddressMap::locate(uint64_t byteAddress) const {
 
 namespace tpusim::sim::hbm {
 
-uint64_t AddressMap::compose(const BurstLocation& loc) const {
+uint64_t AddressMap::compose(const BurstLocation& hashed) const {
+  BurstLocation loc = hashed;
+  if (hashBanks_) permuteBanks(loc);
   std::array<uint64_t, 6> value{};
   value[Ro] = loc.row;
   value[Ba] = loc.bank;

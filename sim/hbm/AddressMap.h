@@ -6,6 +6,16 @@
 // then rows. Radices: ro = rows, ba = banks_per_group, bg = bank_groups,
 // ch = channels, pc = pseudo_channels, co = row_bytes / burst_bytes.
 // Addresses beyond the geometry wrap (the functional memory rejects them first).
+//
+// address_hash "xor_row_bank" then permutes banks per row, as real controllers
+// hash addresses (permutation-based page interleaving, Zhang, Zhu and Zhang,
+// MICRO 2000): the (bank group, bank) pair, read as one number bg x
+// banks_per_group + ba, is XORed with the row folded to that many bits (the
+// XOR of its successive chunks). Within a row nothing moves, so a stream keeps
+// its row hits, but streams whose addresses differ only in row bits (buffers a
+// multiple of a row stride apart) use different banks instead of closing each
+// other's rows. XOR with a function of the row is its own inverse, so compose
+// undoes it.
 #pragma once
 
 #include <array>
@@ -33,14 +43,24 @@ class AddressMap {
   // Moves `location` to the next burst (burst index + 1, wrapping like
   // locate): locate(a + burstBytes()) == next(locate(a)), without divisions.
   void next(BurstLocation& location) const {
-    for (int i = 5; i >= 0; --i) {  // least significant digit first
+    if (hashBanks_) permuteBanks(location);  // back to the plain digits
+    for (int i = 5; i >= 0; --i) {           // least significant digit first
       uint32_t& v = field(location, order_[i]);
-      if (uint64_t(++v) < radix_[order_[i]]) return;
+      if (uint64_t(++v) < radix_[order_[i]]) break;
       v = 0;
     }
+    if (hashBanks_) permuteBanks(location);
   }
 
  private:
+  // XORs the (bank group, bank) pair with the folded row: the hash and its inverse.
+  void permuteBanks(BurstLocation& l) const {
+    uint32_t fold = 0;
+    for (uint32_t r = l.row; r != 0; r >>= bankBits_) fold ^= r & bankMask_;
+    uint32_t both = ((l.bankGroup << bankShift_) | l.bank) ^ fold;
+    l.bankGroup = both >> bankShift_;
+    l.bank = both & ((1u << bankShift_) - 1);
+  }
   enum Digit { Ro, Ba, Bg, Ch, Pc, Co };
   static uint32_t& field(BurstLocation& l, Digit d) {
     switch (d) {
@@ -67,6 +87,8 @@ class AddressMap {
   bool powerOfTwo_ = false;
   std::array<uint32_t, 6> shift_{};  // per digit, from the least significant end
   uint32_t burstShift_ = 0;
+  bool hashBanks_ = false;                                // address_hash "xor_row_bank"
+  uint32_t bankShift_ = 0, bankBits_ = 0, bankMask_ = 0;  // log2 banks_per_group, log2 bg x ba
 };
 
 }  // namespace tpusim::sim::hbm

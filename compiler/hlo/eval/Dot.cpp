@@ -71,9 +71,28 @@ void matmul(const T* a, const T* r, T* out, int64_t B, int64_t M, int64_t K, int
   }
 }
 
+// f32 `x` split into bf16 parts (each held as f32): parts[0] = bf16(x),
+// parts[i] = bf16(x - parts[0] - ... - parts[i-1]), as the multi-pass MXU
+// algorithms split an operand.
+std::vector<Literal> bf16Parts(const Literal& x, int count) {
+  std::vector<Literal> parts;
+  Literal rest = x;
+  for (int i = 0; i < count; ++i) {
+    Literal part = convertLiteral(convertLiteral(rest, ElemType::BF16), ElemType::F32);
+    if (i + 1 < count) {
+      float* r = rest.data<float>();
+      const float* p = part.data<float>();
+      for (int64_t e = 0; e < rest.numElements(); ++e) r[e] -= p[e];
+    }
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
 }  // namespace
 
-Literal dotLit(const Literal& lhs, const Literal& rhs, const DotDims& dd, ElemType resultType) {
+Literal dotLit(const Literal& lhs, const Literal& rhs, const DotDims& dd, ElemType resultType,
+               int bf16Passes) {
   Canon l = canonicalize(lhs, dd.lhsBatch, dd.lhsContracting, /*freeFirst=*/true);
   Canon r = canonicalize(rhs, dd.rhsBatch, dd.rhsContracting, /*freeFirst=*/false);
   if (l.batch != r.batch || l.contract != r.contract)
@@ -97,6 +116,25 @@ Literal dotLit(const Literal& lhs, const Literal& rhs, const DotDims& dd, ElemTy
   Literal a = convertLiteral(l.value, compute);
   Literal b = convertLiteral(r.value, compute);
   Literal acc = Literal::array(compute, outDims);
+  if (compute == ElemType::F32 && lhs.type() == ElemType::F32 && rhs.type() == ElemType::F32 &&
+      (bf16Passes == 1 || bf16Passes == 3)) {
+    // The MXU's passes over bf16 parts, each accumulated in f32, summed from the
+    // smallest terms up (lo*hi, hi*lo, then hi*hi), as XLA orders them.
+    const int count = bf16Passes == 1 ? 1 : 2;
+    std::vector<Literal> as = bf16Parts(a, count), bs = bf16Parts(b, count);
+    std::vector<std::pair<int, int>> terms =
+        count == 1 ? std::vector<std::pair<int, int>>{{0, 0}}
+                   : std::vector<std::pair<int, int>>{{1, 0}, {0, 1}, {0, 0}};
+    Literal part = Literal::array(compute, outDims);
+    float* out = acc.data<float>();
+    std::fill(out, out + acc.numElements(), 0.0f);
+    for (auto [i, j] : terms) {
+      matmul<float>(as[i].data<float>(), bs[j].data<float>(), part.data<float>(), B, M, K, N);
+      const float* p = part.data<float>();
+      for (int64_t e = 0; e < acc.numElements(); ++e) out[e] += p[e];
+    }
+    return convertLiteral(acc, resultType);
+  }
   dispatchNative(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {

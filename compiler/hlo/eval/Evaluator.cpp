@@ -138,7 +138,7 @@ std::vector<Literal> evaluateReplicated(const HloModule& module,
                                   entry->name(), entry->parameterCount(), a.size()));
     std::vector<const Literal*> ptrs;
     for (const Literal& l : a) ptrs.push_back(&l);
-    Interpreter interp(module, r, n, rv);
+    Interpreter interp(module, r, n, rv, options.mxuDotPrecision);
     return interp.run(*entry, ptrs);
   };
   if (n == 1) return {runOne(0, nullptr)};

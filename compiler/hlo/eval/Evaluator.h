@@ -23,6 +23,10 @@ struct EvalOptions {
   // Replicas (devices) to run; 0 means the module's replica_count or num_partitions, or more
   // if a collective names a higher device id.
   int64_t replicas = 0;
+  // Compute f32 dots as the TPU's MXU does (Dot.h, compiler/hlo/DotPrecision.h):
+  // bf16 operands at DEFAULT precision, the bf16_3x passes at HIGH, f32 at
+  // HIGHEST. Off: every f32 dot in f32. `tpusim --check` turns it on.
+  bool mxuDotPrecision = false;
 };
 
 // At most kMaxReplicas (an EvalError past it, before any input is built).

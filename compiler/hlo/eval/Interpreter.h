@@ -24,9 +24,14 @@ class InstructionError : public EvalError {
 class Interpreter {
  public:
   // `rendezvous` may be null when there is a single replica.
+  // `mxuDotPrecision`: f32 dots as the MXU computes them (EvalOptions).
   Interpreter(const HloModule& module, int64_t replicaId, int64_t replicaCount,
-              Rendezvous* rendezvous)
-      : module_(module), replica_(replicaId), replicas_(replicaCount), rendezvous_(rendezvous) {}
+              Rendezvous* rendezvous, bool mxuDotPrecision = false)
+      : module_(module),
+        replica_(replicaId),
+        replicas_(replicaCount),
+        rendezvous_(rendezvous),
+        mxuDotPrecision_(mxuDotPrecision) {}
 
   // Evaluates `comp` with args[i] as parameter i.
   Literal run(const HloComputation& comp, const std::vector<const Literal*>& args);
@@ -49,6 +54,7 @@ class Interpreter {
   const HloModule& module_;
   int64_t replica_, replicas_;
   Rendezvous* rendezvous_;
+  bool mxuDotPrecision_ = false;
   int64_t collectiveSeq_ = 0;
   int depth_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compiler/hlo/DotPrecision.h"
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/eval/Dot.h"
 #include "compiler/hlo/eval/EvalTypes.h"
@@ -97,7 +98,8 @@ Literal Interpreter::evalCompute(const HloInstruction& inst,
     case HloOpcode::Dot: {
       const DotDimensionNumbers& d = inst.attrs().dot;
       return dotLit(*ops[0], *ops[1], {d.lhsBatch, d.lhsContracting, d.rhsBatch, d.rhsContracting},
-                    toElemType(shape.type, what));
+                    toElemType(shape.type, what),
+                    mxuDotPrecision_ ? static_cast<int>(mxuDotPasses(inst)) : 0);
     }
     case HloOpcode::Reduce:
     case HloOpcode::ReduceWindow: {

@@ -202,8 +202,20 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
                             outBlockBytes / runEfficiency(std::min(bn, n) * outBytes)) /
                            target.hbmBytesPerCycle;
         double tileCycles = kDotCyclesPerResultTile * double(cdiv(bm, 8) * cdiv(bn, 128));
-        double cost = steps * (std::max(mxuCycles, dmaCycles) + tileCycles + fill + drain +
-                               kStepOverheadCycles);
+        // The pipeline overlaps a step's DMAs with the previous step's MXU work,
+        // except the first step's input blocks (nothing to hide them behind) and
+        // the last output block's write-back: the kernel's prologue and drain,
+        // which few large steps leave exposed (a small dot of two steps). So the
+        // first step costs its DMA plus its MXU work, the others the larger of
+        // the two.
+        double prologueCycles =
+            (double(bm * bk) * inBytes / runEfficiency(std::min(bk, k) * inBytes) +
+             double(bk * bn) * inBytes / runEfficiency(std::min(bn, n) * inBytes)) /
+            target.hbmBytesPerCycle;
+        double drainCycles = double(bm * bn) * outBytes /
+                             runEfficiency(std::min(bn, n) * outBytes) / target.hbmBytesPerCycle;
+        double cost = prologueCycles + mxuCycles + (steps - 1) * std::max(mxuCycles, dmaCycles) +
+                      steps * (tileCycles + fill + drain + kStepOverheadCycles) + drainCycles;
         if (cost < bestCost * 0.999) {
           bestCost = cost;
           best.bm = bm;

@@ -39,13 +39,14 @@ static cl::list<std::string> Overrides(
     cl::value_desc("section.field=value"), cl::cat(Cat));
 static cl::opt<std::string> ChipsDir("chips-dir", cl::desc("Directory of chip presets"),
                                      cl::value_desc("DIR"), cl::cat(Cat));
-static cl::opt<std::string> Passes("passes",
-                                   cl::desc("Passes to run before lowering, comma-separated "
-                                            "(default: "
-                                            "spmd-collectives,inline,dot-canonicalize,int64-to-pairs,"
-                                            "algsimp,constant-folding,"
-                                            "cse,dce,fusion,dce)"),
-                                   cl::value_desc("p1,p2,..."), cl::cat(Cat));
+static cl::opt<std::string> Passes(
+    "passes",
+    cl::desc("Passes to run before lowering, comma-separated "
+             "(default: "
+             "spmd-collectives,inline,dot-precision-split,"
+             "dot-canonicalize,int64-to-pairs,algsimp,constant-folding,"
+             "cse,dce,fusion,dce)"),
+    cl::value_desc("p1,p2,..."), cl::cat(Cat));
 static cl::opt<std::string> DumpDir("dump-after-all",
                                     cl::desc("Write the module after each pass to DIR"),
                                     cl::value_desc("DIR"), cl::cat(Cat));

@@ -213,8 +213,10 @@ void judgeBf16Rounding(OutputCheck& c, const isa::BufferDesc& buffer, const npy:
 
 std::map<std::string, npy::Array> evaluateReference(
     const std::string& hloPath, const std::map<int64_t, driver::ParameterArray>& parameters,
-    const std::vector<std::string>& outputNames, const std::string& passes) {
-  driver::EvaluateFileResult r = driver::evaluateHloFile(hloPath, parameters, passes);
+    const std::vector<std::string>& outputNames, const std::string& passes, bool mxuDots) {
+  driver::EvaluateOptions options;
+  options.mxuDotPrecision = mxuDots;
+  driver::EvaluateFileResult r = driver::evaluateHloFile(hloPath, parameters, passes, options);
   if (!r.ok()) {
     fmt::print(stderr, "{}\n", r.error);
     throw std::runtime_error(fmt::format("the reference evaluator{} failed on {} (errors above)",

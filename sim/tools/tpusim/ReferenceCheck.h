@@ -5,11 +5,10 @@
 // Tolerance: an element passes when |sim - ref| <= atol + rtol * |ref|, with
 // atol = rtol * rms(ref) (the output's root mean square, so an element near
 // zero after cancellation is judged against the output's scale).
-//   - f32: rtol 2e-2. f32 dots run on the MXU with bf16 inputs and f32
-//     accumulation (XLA's DEFAULT precision on TPU): each input keeps 8
-//     significant bits (relative rounding error up to 2^-9 = 0.2%, so a
-//     product up to 0.4%), and a decoder block chains several such dots with
-//     normalizations and softmax in between;
+//   - f32: rtol 2e-2. The reference computes f32 dots as the MXU does (bf16
+//     operands at DEFAULT precision, evaluateReference's mxuDots), so what is
+//     left is transcendental approximations and accumulation order, chained
+//     through normalizations and softmax;
 //   - bf16: rtol 3e-2 (the result itself is rounded to 8 bits, 0.4%, after
 //     bf16 dot inputs);
 //   - integers and pred: exact.
@@ -82,10 +81,13 @@ namespace tpusim::sim {
 // (compiler/driver/EvaluateHlo.h: what `tpu-opt HLO [--passes=PASSES]
 // --evaluate --input N=x.npy ...` computes) on `parameters` (entry parameter
 // number -> array) and returns the result of every output name (out, out.0,
-// ...). On failure prints the evaluator's message on stderr, as tpu-opt
-// prints it, and throws std::runtime_error.
+// ...). `mxuDots`: f32 dots as the chip's MXU computes them (bf16 operands at
+// DEFAULT precision, compiler/hlo/DotPrecision.h), as the reference --check
+// judges against; off for the f32 module of the rounding judgement. On failure prints the
+// evaluator's message on stderr, as tpu-opt prints it, and throws std::runtime_error.
 std::map<std::string, npy::Array> evaluateReference(
     const std::string& hloPath, const std::map<int64_t, driver::ParameterArray>& parameters,
-    const std::vector<std::string>& outputNames, const std::string& passes = "");
+    const std::vector<std::string>& outputNames, const std::string& passes = "",
+    bool mxuDots = true);
 
 }  // namespace tpusim::sim

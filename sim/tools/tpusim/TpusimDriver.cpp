@@ -213,7 +213,8 @@ int checkOutputs(const TpusimArgs& a, const isa::Program& program, const SimResu
   if (judgeRounding) {
     std::map<std::string, npy::Array> exact;
     try {
-      exact = evaluateReference(a.program, parameters, names, "promote-to-f32");
+      exact = evaluateReference(a.program, parameters, names, "promote-to-f32",
+                                /*mxuDots=*/false);
     } catch (const std::runtime_error& e) {
       throw UserError(fmt::format("--check: {}", e.what()));
     }

@@ -11,7 +11,8 @@ using namespace dmatest;
 namespace {
 
 // The module lowering's default pipeline (compiler/driver/ModuleLoweringPipeline.h).
-const char* kLoweringPasses = "inline,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce";
+const char* kLoweringPasses =
+    "inline,dot-precision-split,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce";
 
 int checkTrace(const std::string& file) {
   hlo::ParseResult parsed =

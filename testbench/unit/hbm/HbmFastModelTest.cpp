@@ -199,6 +199,7 @@ TEST_CASE("pseudo-channels whose last activates still bind tFAW are not merged",
   // Merged with channel 0 as leader, the request would complete too early.
   target::HbmConfig c = target::loadChip("v5e").hbm;
   c.address_mapping = "ro-ba-co-bg-pc-ch";
+  c.address_hash = "none";  // addresses below name banks by the plain digits
   c.refresh = "none";
   c.tRRD_S = c.tRRD_L = 2;
   c.tFAW = 600;
