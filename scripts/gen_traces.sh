@@ -43,6 +43,9 @@ traces=(
   "llama_micro_prefill.hlo|--preset=micro"
   "llama_micro_decode.hlo|--preset=micro --phase=decode"
   "llama_micro_gqa_prefill.hlo|--preset=micro --n-heads=4 --n-kv-heads=2"
+  "llama_tiny_train.hlo|--preset=tiny-train"
+  "llama_micro_train.hlo|--preset=micro --phase=train --batch=2 --pos-embedding=learned"
+  "llama_micro_train_onehot.hlo|--preset=micro --phase=train --batch=2 --pos-embedding=learned --embedding=one-hot"
 )
 
 out_dir=$traces_dir
