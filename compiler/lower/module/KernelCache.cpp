@@ -1,5 +1,7 @@
 #include "compiler/lower/module/KernelCache.h"
 
+#include "isa/Rules.h"
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -107,6 +109,17 @@ void walk(codegen::CompiledKernel& k, Fields& f, bool write) {
         int64_t(s.maskRegs), s.vmemRows, s.smemWords, int64_t(s.flags), s.stepBundles,
         int64_t(s.spills), int64_t(s.spillInstructions), k.smemWords, int64_t(k.standalone)})
     shape(v);
+}
+
+// A derived kernel whose patched operands leave their encodings (an SMEM
+// offset past a 16-bit immediate, say) is not what the code generator would
+// emit: it would have chosen another sequence. Such a kernel is compiled.
+bool operandsFit(const codegen::CompiledKernel& k) {
+  for (const isa::Bundle& b : k.program.code)
+    for (size_t slot = 0; slot < b.slots.size(); ++slot)
+      if (!b.slots[slot].empty() && !isa::checkInstruction(b.slots[slot], int(slot)).empty())
+        return false;
+  return true;
 }
 
 Fields fieldsOf(const codegen::CompiledKernel& k) {
@@ -287,9 +300,14 @@ codegen::CompiledKernel KernelCache::get(const llo::Kernel& kernel,
   }
   if (e.table) {
     Fields f;
-    if (e.table->predict(e.lastParams, params, &f)) {
-      codegen::CompiledKernel k = e.last;
+    codegen::CompiledKernel k;
+    bool derivable = e.table->predict(e.lastParams, params, &f);
+    if (derivable) {
+      k = e.last;
       walk(k, f, true);
+      derivable = operandsFit(k);
+    }
+    if (derivable) {
       k.firstBundle = options.firstBundle;
       k.smemBase = options.smemBase;
       k.machineText.clear();  // not relocated; --dump compiles standalone kernels only
