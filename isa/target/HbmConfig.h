@@ -157,25 +157,26 @@ struct HbmConfig {
     auto pow2 = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0; };
     p.require(address_hash != "xor_row_bank" || (pow2(bank_groups) && pow2(banks_per_group)),
               "address_hash",
-              "\"xor_row_bank\" needs power-of-two bank_groups and banks_per_group");
-    p.require(row_bytes % burst_bytes == 0, "row_bytes", "must be a multiple of burst_bytes");
+              "\"xor_row_bank\" needs power-of-two hbm.bank_groups and hbm.banks_per_group");
+    p.require(row_bytes % burst_bytes == 0, "row_bytes", "must be a multiple of hbm.burst_bytes");
     p.require(burst_bytes % bus_bytes_per_clock == 0, "burst_bytes",
-              "must be a multiple of bus_bytes_per_clock");
+              "must be a multiple of hbm.bus_bytes_per_clock");
     p.require(geometryBytes() >= double(capacity_bytes), "capacity_bytes",
-              "larger than the geometry holds (channels x pseudo_channels x bank_groups x "
-              "banks_per_group x rows x row_bytes = " +
+              "larger than the geometry holds (hbm.channels x hbm.pseudo_channels x "
+              "hbm.bank_groups x hbm.banks_per_group x hbm.rows x hbm.row_bytes = " +
                   std::to_string(int64_t(geometryBytes())) + " bytes)");
-    p.require(tCCD_S >= burstCycles(), "tCCD_S",
-              "shorter than one burst on the data bus (burst_bytes / bus_bytes_per_clock = " +
-                  std::to_string(burstCycles()) + ")");
-    p.require(tCCD_L >= tCCD_S, "tCCD_L", "must be >= tCCD_S");
-    p.require(tRRD_L >= tRRD_S, "tRRD_L", "must be >= tRRD_S");
-    p.require(tRAS >= tRCD, "tRAS", "must be >= tRCD");
-    p.require(tFAW >= tRRD_S, "tFAW", "must be >= tRRD_S");
-    p.require(tRFC < tREFI, "tRFC", "must be shorter than tREFI");
+    p.require(
+        tCCD_S >= burstCycles(), "tCCD_S",
+        "shorter than one burst on the data bus (hbm.burst_bytes / hbm.bus_bytes_per_clock = " +
+            std::to_string(burstCycles()) + ")");
+    p.require(tCCD_L >= tCCD_S, "tCCD_L", "must be >= hbm.tCCD_S");
+    p.require(tRRD_L >= tRRD_S, "tRRD_L", "must be >= hbm.tRRD_S");
+    p.require(tRAS >= tRCD, "tRAS", "must be >= hbm.tRCD");
+    p.require(tFAW >= tRRD_S, "tFAW", "must be >= hbm.tRRD_S");
+    p.require(tRFC < tREFI, "tRFC", "must be shorter than hbm.tREFI");
     p.require(refresh == "per_bank" || refresh == "all_bank" || refresh == "none", "refresh",
               "must be \"per_bank\", \"all_bank\" or \"none\"");
-    p.require(tRFCsb < tREFI, "tRFCsb", "must be shorter than tREFI");
+    p.require(tRFCsb < tREFI, "tRFCsb", "must be shorter than hbm.tREFI");
     p.require(model == "fast" || model == "detailed", "model", "must be \"fast\" or \"detailed\"");
     p.require(refresh != "per_bank" || tREFI >= bank_groups * banks_per_group, "tREFI",
               "per-bank refresh needs tREFI >= banks per pseudo-channel");

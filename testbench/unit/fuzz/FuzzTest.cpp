@@ -176,6 +176,8 @@ TEST_CASE("fuzz: bad --set values are refused naming the field; accepted ones ru
       target::applyOverrides(chip, {f.path + "=" + value});
       ++accepted;
     } catch (const target::ConfigError& e) {
+      // A constraint between fields names every field it involves.
+      INFO(f.path << " = " << value << ": " << e.what());
       CHECK(std::string(e.what()).find(f.path) != std::string::npos);
       continue;
     }
