@@ -200,8 +200,3 @@ SimResult Simulation::run() {
 }
 
 }  // namespace tpusim::sim
-
-// libsystemc's own main() calls sc_main; our tools and tests have their own
-// main() and call Simulation instead, but the shared library still needs the
-// symbol to link.
-int sc_main(int, char**) { return 0; }

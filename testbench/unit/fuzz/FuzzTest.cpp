@@ -98,7 +98,8 @@ TEST_CASE("fuzz: mutated HLO gives a parse, verify or compile error, or a progra
   fs::remove_all(dir);
 }
 
-TEST_CASE("fuzz: corrupted .tpuprog files are refused or run to a halt or a fault", "[fuzz]") {
+TEST_CASE("fuzz: corrupted .tpuprog files are refused or run to a halt or a fault",
+          "[fuzz][throws-in-systemc]") {
   target::ChipConfig chip = target::loadChip("tiny8");
   std::mt19937_64 rng(1919);
   int accepted = 0;
@@ -158,7 +159,7 @@ TEST_CASE("fuzz: broken presets are a ConfigError naming the file, or a valid ch
 }
 
 TEST_CASE("fuzz: bad --set values are refused naming the field; accepted ones run bounded",
-          "[fuzz]") {
+          "[fuzz][throws-in-systemc]") {
   target::ChipConfig tiny = target::loadChip("tiny8");
   std::vector<target::FieldInfo> fields = target::listFields(tiny);
   isa::Program program = assembleSample("elementwise.s");
@@ -187,7 +188,8 @@ TEST_CASE("fuzz: bad --set values are refused naming the field; accepted ones ru
   CHECK(ran > 0);
 }
 
-TEST_CASE("fuzz: command-line misuse of tpusim is an error, and no input file changes", "[fuzz]") {
+TEST_CASE("fuzz: command-line misuse of tpusim is an error, and no input file changes",
+          "[fuzz][throws-in-systemc]") {
   fs::path dir = scratch("cli");
   std::string prog = (dir / "prog.s").string(), chipFile = (dir / "chip.json").string();
   fs::copy_file(sourceDir() + "/isa/samples/softmax_row.s", prog);
@@ -254,7 +256,8 @@ TEST_CASE("fuzz: command-line misuse of tpusim is an error, and no input file ch
   fs::remove_all(dir);
 }
 
-TEST_CASE("fuzz: random guest programs halt or fault within --max-cycles", "[fuzz]") {
+TEST_CASE("fuzz: random guest programs halt or fault within --max-cycles",
+          "[fuzz][throws-in-systemc]") {
   target::ChipConfig chip = target::loadChip("tiny8");
   std::mt19937_64 rng(99);
   for (int i = 0; i < 60; ++i) {

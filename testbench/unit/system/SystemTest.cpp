@@ -216,7 +216,7 @@ wait:
 }
 
 TEST_CASE("a flag no chip will signal is a deadlock naming chips, flags and values",
-          "[system][fault]") {
+          "[system][fault][throws-in-systemc]") {
   isa::Program p = assemble(R"(
     chip.id s1
     br.z s1, done
@@ -235,7 +235,8 @@ done:
   CHECK(r.chips[0].halted);
 }
 
-TEST_CASE("remote DMA to a device that does not exist is a fault", "[system][fault]") {
+TEST_CASE("remote DMA to a device that does not exist is a fault",
+          "[system][fault][throws-in-systemc]") {
   isa::Program p = assemble(R"(
 .dma_descriptor 0, src=hbm:0x0, dst=hbm:0x1000, inner=64
     sli s0, 0 ;; sli s5, 9
