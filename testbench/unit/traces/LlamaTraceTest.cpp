@@ -10,6 +10,7 @@
 #include <set>
 
 #include "LlamaReference.h"
+#include "TraceTestData.h"
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/HloParser.h"
 #include "compiler/hlo/HloPrinter.h"
@@ -45,18 +46,6 @@ Generated generate(const LlamaConfig& c) {
   REQUIRE(hlo::printModule(*module) == text);
   return {std::move(module), trace.parameterNames};
 }
-
-// SplitMix64: the same values on every platform and standard library.
-struct Random {
-  uint64_t state;
-  double uniform() {  // [-1, 1)
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return double(z >> 11) / double(1ull << 52) - 1.0;
-  }
-};
 
 bool isWeight(const std::string& name) { return name.rfind("params[", 0) == 0; }
 
@@ -134,12 +123,6 @@ std::vector<ev::Literal> run(const Generated& g, const Tensors& w,
   return out.elements();
 }
 
-std::vector<double> values(const ev::Literal& l) {
-  std::vector<double> v(static_cast<size_t>(l.numElements()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = l.getDouble(static_cast<int64_t>(i));
-  return v;
-}
-
 // Largest |got - want| / (1 + |want|).
 double worstError(const std::vector<double>& got, const std::vector<double>& want) {
   REQUIRE(got.size() == want.size());
@@ -149,13 +132,6 @@ double worstError(const std::vector<double>& got, const std::vector<double>& wan
     if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
   }
   return worst;
-}
-
-std::vector<int64_t> randomTokens(const LlamaConfig& c, uint64_t seed) {
-  Random rng{seed};
-  std::vector<int64_t> t(static_cast<size_t>(c.batch * c.seq));
-  for (int64_t& id : t) id = static_cast<int64_t>((rng.uniform() + 1) / 2 * double(c.vocab));
-  return t;
 }
 
 LlamaConfig micro() { return *presetConfig("micro"); }

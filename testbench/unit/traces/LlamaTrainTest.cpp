@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "LlamaReference.h"
+#include "TraceTestData.h"
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/HloParser.h"
 #include "compiler/hlo/HloPrinter.h"
@@ -49,17 +50,6 @@ Generated generate(const LlamaConfig& c, TrainOutputs outputs) {
   return {std::move(module), trace.parameterNames, trace.outputNames};
 }
 
-struct Random {
-  uint64_t state;
-  double uniform() {  // [-1, 1)
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return double(z >> 11) / double(1ull << 52) - 1.0;
-  }
-};
-
 LlamaConfig microTrain(PosEmbedding pos, Embedding embedding) {
   LlamaConfig c = *presetConfig("micro");
   c.phase = Phase::Train;
@@ -93,25 +83,12 @@ Tensors randomParams(const Generated& g, uint64_t seed) {
   return w;
 }
 
-std::vector<int64_t> randomTokens(const LlamaConfig& c, uint64_t seed) {
-  Random rng{seed};
-  std::vector<int64_t> t(static_cast<size_t>(c.batch * c.seq));
-  for (int64_t& id : t) id = static_cast<int64_t>((rng.uniform() + 1) / 2 * double(c.vocab));
-  return t;
-}
-
 ev::Literal literalOf(const hlo::Shape& s, const std::vector<double>& values) {
   ev::ElemType t = s.type == hlo::PrimitiveType::S32 ? ev::ElemType::S32 : ev::ElemType::F32;
   ev::Literal l = ev::Literal::array(t, s.dims);
   REQUIRE(static_cast<int64_t>(values.size()) == l.numElements());
   for (size_t i = 0; i < values.size(); ++i) l.setDouble(static_cast<int64_t>(i), values[i]);
   return l;
-}
-
-std::vector<double> values(const ev::Literal& l) {
-  std::vector<double> v(static_cast<size_t>(l.numElements()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = l.getDouble(static_cast<int64_t>(i));
-  return v;
 }
 
 // Runs a module whose parameters are named tensors of `w` (every name must be
