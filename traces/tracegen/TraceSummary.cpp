@@ -39,6 +39,8 @@ TraceSummary summarize(const LlamaTrace& trace) {
       s.weightBytes += bytes;
     else if (name.rfind("cache[", 0) == 0)
       s.cacheBytes += bytes;
+    else if (name.rfind("opt_state.", 0) == 0)
+      s.optimizerBytes += bytes;
     else
       s.inputBytes += bytes;
   }
@@ -47,10 +49,11 @@ TraceSummary summarize(const LlamaTrace& trace) {
 }
 
 std::string formatSummary(const TraceSummary& s) {
-  return fmt::format(
-      "instructions {}\ndots {}\ndot_flops {}\nweight_bytes {}\nkv_cache_bytes {}\n"
-      "input_bytes {}\noutput_bytes {}\n",
-      s.instructions, s.dots, s.dotFlops, s.weightBytes, s.cacheBytes, s.inputBytes, s.outputBytes);
+  std::string out =
+      fmt::format("instructions {}\ndots {}\ndot_flops {}\nweight_bytes {}\nkv_cache_bytes {}\n",
+                  s.instructions, s.dots, s.dotFlops, s.weightBytes, s.cacheBytes);
+  if (s.optimizerBytes) out += fmt::format("optimizer_state_bytes {}\n", s.optimizerBytes);
+  return out + fmt::format("input_bytes {}\noutput_bytes {}\n", s.inputBytes, s.outputBytes);
 }
 
 }  // namespace tpusim::traces

@@ -35,15 +35,7 @@ struct Generated {
 Generated generate(const LlamaConfig& c) {
   REQUIRE(validate(c).empty());
   LlamaTrace trace = buildLlama(c);
-  std::string text = hlo::printModule(*trace.module);
-  std::string error;
-  auto module = hlo::parseHloModule(text, &error, "generated.hlo");
-  INFO(error);
-  REQUIRE(module);
-  hlo::VerifierResult v = hlo::verifyModule(*module);
-  INFO(v.message());
-  REQUIRE(v.ok());
-  REQUIRE(hlo::printModule(*module) == text);
+  auto module = roundTrip(*trace.module, "generated.hlo");
   return {std::move(module), trace.parameterNames};
 }
 

@@ -37,15 +37,7 @@ struct Generated {
 Generated generate(const LlamaConfig& c, TrainOutputs outputs) {
   REQUIRE(validate(c).empty());
   LlamaTrace trace = buildLlamaTrain(c, "traces/tracegen/LlamaTrainGraph.cpp", outputs);
-  std::string text = hlo::printModule(*trace.module);
-  std::string error;
-  auto module = hlo::parseHloModule(text, &error, "train.hlo");
-  INFO(error);
-  REQUIRE(module);
-  hlo::VerifierResult v = hlo::verifyModule(*module);
-  INFO(v.message());
-  REQUIRE(v.ok());
-  REQUIRE(hlo::printModule(*module) == text);
+  auto module = roundTrip(*trace.module, "train.hlo");
   REQUIRE(ev::unsupportedInstructions(*module).empty());
   return {std::move(module), trace.parameterNames, trace.outputNames};
 }

@@ -1,14 +1,38 @@
-// Test data shared by the trace tests: a platform-independent random stream,
-// random token ids, and a literal's elements as doubles.
+// Shared by the trace tests: the print/parse round trip every generated
+// module must survive, a platform-independent random stream, random token
+// ids, and a literal's elements as doubles.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "compiler/hlo/HloParser.h"
+#include "compiler/hlo/HloPrinter.h"
+#include "compiler/hlo/HloVerifier.h"
 #include "compiler/hlo/eval/Literal.h"
 #include "traces/tracegen/LlamaConfig.h"
 
 namespace tracetest {
+
+// The path a trace file takes: printed, parsed back (as `fileName`), verified,
+// and printed again byte for byte. Returns the parsed module.
+inline std::unique_ptr<tpusim::hlo::HloModule> roundTrip(const tpusim::hlo::HloModule& m,
+                                                         const std::string& fileName) {
+  std::string text = tpusim::hlo::printModule(m);
+  std::string error;
+  auto module = tpusim::hlo::parseHloModule(text, &error, fileName);
+  INFO(error);
+  REQUIRE(module);
+  tpusim::hlo::VerifierResult v = tpusim::hlo::verifyModule(*module);
+  INFO(v.message());
+  REQUIRE(v.ok());
+  REQUIRE(tpusim::hlo::printModule(*module) == text);
+  return module;
+}
 
 // SplitMix64: the same values on every platform and standard library.
 struct Random {
