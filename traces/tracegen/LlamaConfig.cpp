@@ -115,6 +115,18 @@ std::optional<LlamaConfig> presetConfig(const std::string& name) {
     c.seq = c.kvLen = 2048;
     return c;
   }
+  if (name == "llama2-70b") {
+    // Llama 2 70B (grouped-query attention, 8 KV heads): the model of the
+    // Cloud TPU v5e int8 inference workload, which runs it on 8 chips.
+    c.dModel = 8192;
+    c.nHeads = 64;
+    c.nKvHeads = 8;
+    c.dFf = 28672;
+    c.nLayers = 80;
+    c.vocab = 32000;
+    c.seq = c.kvLen = 2048;
+    return c;
+  }
   if (name == "llama3-8b") {
     c.dModel = 4096;
     c.nHeads = 32;
@@ -148,7 +160,7 @@ std::optional<LlamaConfig> presetConfig(const std::string& name) {
 }
 
 std::vector<std::string> presetNames() {
-  return {"tiny", "tiny-train", "llama2-7b", "llama2-13b", "llama3-8b", "micro"};
+  return {"tiny", "tiny-train", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "micro"};
 }
 
 }  // namespace tpusim::traces

@@ -27,7 +27,7 @@ static cl::opt<std::string> Preset(
     "preset",
     cl::desc("Starting configuration: tiny (default), tiny-train (the tiny pre-training "
              "workload: --phase=train --batch=256 --pos-embedding=learned), llama2-7b, "
-             "llama2-13b, llama3-8b, micro"),
+             "llama2-13b, llama2-70b, llama3-8b, micro"),
     cl::init("tiny"), cl::cat(Cat));
 static cl::opt<int64_t> DModel("d-model", cl::desc("Model (hidden) width"), cl::cat(Cat));
 static cl::opt<int64_t> NHeads("n-heads", cl::desc("Query heads"), cl::cat(Cat));
