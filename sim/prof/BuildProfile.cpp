@@ -123,6 +123,7 @@ Profile buildProfile(const sim::SimResult& run, const isa::Program& program,
   summarize(p);
   p.memory = in.memory;
   if (p.memory.present) finishMemory(p.memory);
+  p.pod = in.pod;
   p.overview = overviewOf(p, run, chip);
   p.overview.findings = findingsOf(p);
   return p;

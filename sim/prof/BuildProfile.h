@@ -21,6 +21,7 @@ struct ProfileInputs {
   std::string program;                       // file name, for the report
   std::map<std::string, HloOpFacts> hloOps;  // by HLO instruction name (empty: names decide)
   MemoryProfile memory;                      // steps + buffers + capacity, or !present
+  PodProfile pod;                            // a multi-chip run, or !present
   std::string trace;                         // the trace file's name, if one is written
 };
 

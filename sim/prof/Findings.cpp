@@ -138,6 +138,29 @@ std::vector<std::string> findingsOf(const Profile& p) {
         m.peakStep < int64_t(m.steps.size()) ? " (" + m.steps[size_t(m.peakStep)] + ")" : "",
         pct(ratio(double(most), double(m.peakLiveBytes))), kind));
   }
+
+  // A pod: how much of this chip's step the collectives take, and how much of
+  // that is waiting (on the other chips reaching the collective, and on ICI).
+  if (p.pod.present) {
+    int64_t cycles = 0, waiting = 0, ops = 0;
+    for (const OpProfile& op : p.ops)
+      if (op.category == Category::Collective) {
+        cycles += op.cycles;
+        waiting += op.stalls[int(sim::StallCause::SyncWait)];
+        ++ops;
+      }
+    int64_t fastest = o.stepCycles, slowest = 0;
+    for (const PodChip& c : p.pod.chips) {
+      fastest = std::min(fastest, c.cycles);
+      slowest = std::max(slowest, c.cycles);
+    }
+    out.push_back(fmt::format(
+        "Device {} of {} chips ({}): collectives take {} of its step ({} ops), {} of that "
+        "waiting on flags (other chips and ICI transfers); the chips' steps range from {} to {} "
+        "cycles.",
+        p.pod.device, p.pod.chips.size(), p.pod.topology, pct(ratio(double(cycles), total)), ops,
+        pct(ratio(double(waiting), double(cycles))), fastest, slowest));
+  }
   return out;
 }
 

@@ -418,6 +418,33 @@ std::string memorySection(const Profile& p) {
   return out + "</table>\n";
 }
 
+std::string podSection(const Profile& p) {
+  if (!p.pod.present) return "";
+  const PodProfile& pod = p.pod;
+  std::string out = fmt::format(
+      "<h2 id=\"pod\">Pod</h2>\n<p>{} chips joined by ICI ({}; links {:.1f} GB/s one way, {} "
+      "cycles per hop). Everything above is <b id=\"pod-device\">device {}</b> ({}); "
+      "<code>--profile-device N</code> profiles another. The Perfetto trace has every chip and "
+      "link.</p>\n",
+      pod.chips.size(), esc(pod.topology), pod.linkBytesPerSecond / 1e9, pod.hopLatencyCycles,
+      pod.device, esc(pod.chosenBy));
+  out +=
+      "<table style=\"width:auto\" id=\"pod-chips\"><tr><th>device</th><th>cycles</th><th "
+      "class=\"l\">status</th><th>sync_wait cycles</th><th>ICI bytes out</th></tr>\n";
+  for (const PodChip& c : pod.chips)
+    out += fmt::format(
+        "<tr{}><td>{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>\n",
+        c.device == pod.device ? " style=\"font-weight:bold\"" : "", c.device, c.cycles,
+        esc(c.status), c.syncWaitCycles, humanBytes(c.iciBytesOut));
+  out +=
+      "</table>\n<table style=\"width:auto\" id=\"pod-links\"><tr><th "
+      "class=\"l\">link</th><th>bytes</th><th>flows</th><th>utilization</th></tr>\n";
+  for (const PodLink& l : pod.links)
+    out += fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.2f}%</td></tr>\n",
+                       esc(l.name), humanBytes(l.bytes), l.flows, 100.0 * l.utilization);
+  return out + "</table>\n";
+}
+
 }  // namespace
 
 std::string htmlReport(const Profile& p) {
@@ -430,6 +457,7 @@ std::string htmlReport(const Profile& p) {
       "<p class=\"sub\"><a href=\"#overview\">overview</a> &middot; <a "
       "href=\"#op-profile\">op profile</a> &middot; <a href=\"#roofline-chart\">roofline</a>";
   if (!p.layers.empty()) out += " &middot; <a href=\"#layers\">per layer</a>";
+  if (p.pod.present) out += " &middot; <a href=\"#pod\">pod</a>";
   out +=
       " &middot; <a href=\"#memory\">memory</a> &middot; <a href=\"profile.json\">profile.json</a>";
   if (!p.trace.empty())
@@ -443,6 +471,7 @@ std::string htmlReport(const Profile& p) {
   out += rooflineSection(p);
   out += layersSection(p);
   out += memorySection(p);
+  out += podSection(p);
   out += std::string("<script>") + kScript + "</script>\n</body></html>\n";
   return out;
 }

@@ -157,6 +157,33 @@ struct Overview {
   std::vector<std::string> findings;
 };
 
+// A run of several chips (SPMD): the profile is one device's (the slowest by
+// default, as XProf shows one host's chip at a time), and this says which,
+// how the others compare, and what went over the ICI links.
+struct PodChip {
+  int device = 0;
+  int64_t cycles = 0;
+  std::string status;          // halted, waiting, fault, stopped
+  int64_t syncWaitCycles = 0;  // its cores' sync_wait stalls (DMA and ICI flags)
+  double iciBytesOut = 0;      // on the links leaving it (its own and forwarded)
+};
+struct PodLink {
+  std::string name;  // "chip0 d1+ -> chip1"
+  double bytes = 0;
+  int64_t flows = 0;
+  double utilization = 0;  // bytes / (link bandwidth x step)
+};
+struct PodProfile {
+  bool present = false;
+  std::string topology;  // "2x4"
+  int device = 0;        // whose ops this profile holds
+  std::string chosenBy;  // "slowest" or "--profile-device"
+  double linkBytesPerSecond = 0;
+  int64_t hopLatencyCycles = 0;
+  std::vector<PodChip> chips;
+  std::vector<PodLink> links;  // the used ones
+};
+
 struct Profile {
   std::string program;
   ChipPeaks peaks;
@@ -166,6 +193,7 @@ struct Profile {
   std::vector<CategorySummary> categories;  // most cycles first, empty ones left out
   std::vector<LayerSummary> layers;         // by layer, outside-layers last; empty without layers
   MemoryProfile memory;
+  PodProfile pod;
   std::string trace;  // the trace file next to profile.json ("" if none)
 };
 

@@ -215,6 +215,28 @@ ordered_json profileToJson(const Profile& p) {
     mem["buffers"] = buffers;
   }
   j["memory"] = mem;
+  if (p.pod.present) {
+    const PodProfile& pod = p.pod;
+    ordered_json chips = ordered_json::array(), links = ordered_json::array();
+    for (const PodChip& c : pod.chips)
+      chips.push_back({{"device", c.device},
+                       {"cycles", c.cycles},
+                       {"status", c.status},
+                       {"sync_wait_cycles", c.syncWaitCycles},
+                       {"ici_bytes_out", c.iciBytesOut}});
+    for (const PodLink& l : pod.links)
+      links.push_back({{"name", l.name},
+                       {"bytes", l.bytes},
+                       {"flows", l.flows},
+                       {"utilization", sig6(l.utilization)}});
+    j["pod"] = {{"topology", pod.topology},
+                {"device", pod.device},
+                {"chosen_by", pod.chosenBy},
+                {"link_bytes_per_second", pod.linkBytesPerSecond},
+                {"hop_latency_cycles", pod.hopLatencyCycles},
+                {"chips", chips},
+                {"links", links}};
+  }
   j["trace"] = p.trace;
   return j;
 }
@@ -321,6 +343,37 @@ Profile profileFromJson(const json& j, const std::string& what) {
       if (i >= m.buffers.size())
         throw std::runtime_error(
             fmt::format("{}: at_peak names buffer {} of {}", mw, i, m.buffers.size()));
+  }
+  if (j.contains("pod")) {  // only multi-chip runs have one
+    const json& pod = get<json>(j, "pod", what);
+    const std::string pw = what + ".pod";
+    PodProfile& out = p.pod;
+    out.present = true;
+    out.topology = get<std::string>(pod, "topology", pw);
+    out.device = get<int>(pod, "device", pw);
+    out.chosenBy = get<std::string>(pod, "chosen_by", pw);
+    out.linkBytesPerSecond = get<double>(pod, "link_bytes_per_second", pw);
+    out.hopLatencyCycles = get<int64_t>(pod, "hop_latency_cycles", pw);
+    for (const json& c : get<json>(pod, "chips", pw)) {
+      PodChip pc;
+      pc.device = get<int>(c, "device", pw + ".chips");
+      pc.cycles = get<int64_t>(c, "cycles", pw + ".chips");
+      pc.status = get<std::string>(c, "status", pw + ".chips");
+      pc.syncWaitCycles = get<int64_t>(c, "sync_wait_cycles", pw + ".chips");
+      pc.iciBytesOut = get<double>(c, "ici_bytes_out", pw + ".chips");
+      out.chips.push_back(pc);
+    }
+    for (const json& l : get<json>(pod, "links", pw)) {
+      PodLink pl;
+      pl.name = get<std::string>(l, "name", pw + ".links");
+      pl.bytes = get<double>(l, "bytes", pw + ".links");
+      pl.flows = get<int64_t>(l, "flows", pw + ".links");
+      pl.utilization = get<double>(l, "utilization", pw + ".links");
+      out.links.push_back(pl);
+    }
+    if (out.device < 0 || out.device >= int(out.chips.size()))
+      throw std::runtime_error(fmt::format("{}: device {} is not one of its {} chips", pw,
+                                           out.device, out.chips.size()));
   }
   p.trace = get<std::string>(j, "trace", what);
   return p;

@@ -77,6 +77,22 @@ std::string overviewText(const Profile& p) {
         humanBytes(double(p.memory.peakLiveBytes)), p.memory.peakStep, p.memory.steps.size(),
         100.0 * ratio(double(p.memory.peakLiveBytes), double(p.memory.capacityBytes)),
         humanBytes(double(p.memory.capacityBytes)));
+  if (p.pod.present) {
+    double bytes = 0, busiest = 0;
+    std::string busiestName;
+    for (const PodLink& l : p.pod.links) {
+      bytes += l.bytes;
+      if (l.utilization > busiest) busiest = l.utilization, busiestName = l.name;
+    }
+    out += fmt::format(
+        "  pod             {} ({} chips): this profile is device {} ({}); ICI {} "
+        "over {} links",
+        p.pod.topology, p.pod.chips.size(), p.pod.device, p.pod.chosenBy, humanBytes(bytes),
+        p.pod.links.size());
+    if (!busiestName.empty())
+      out += fmt::format(", busiest {:.1f}% ({})", 100.0 * busiest, busiestName);
+    out += "\n";
+  }
   if (!o.findings.empty()) {
     out += "findings:\n";
     for (const std::string& f : o.findings) out += "  - " + f + "\n";

@@ -11,6 +11,7 @@
 #include "sim/chip/BufferIo.h"
 #include "sim/system/System.h"
 #include "sim/system/SystemReport.h"
+#include "sim/tools/tpusim/ProfileOutput.h"
 #include "sim/tools/tpusim/ReferenceCheck.h"
 
 namespace tpusim::sim {
@@ -140,12 +141,56 @@ int spmdCheckOutputs(const TpusimArgs& a, const isa::Program& program, const Sys
   return 0;
 }
 
+// The device a pod profile shows: --profile-device, else the slowest chip (the
+// lowest id among equals), which sets the step.
+int profiledDevice(const TpusimArgs& a, const SystemResult& r) {
+  if (a.profileDevice >= 0) return a.profileDevice;
+  int slowest = 0;
+  for (size_t d = 0; d < r.chips.size(); ++d)
+    if (r.chips[d].cycles > r.chips[size_t(slowest)].cycles) slowest = int(d);
+  return slowest;
+}
+
+prof::PodProfile podProfile(const TpusimArgs& a, const SystemResult& r,
+                            const target::ChipConfig& chip) {
+  prof::PodProfile pod;
+  pod.present = true;
+  pod.topology = r.topology;
+  pod.device = profiledDevice(a, r);
+  pod.chosenBy = a.profileDevice >= 0 ? "--profile-device" : "the slowest chip";
+  pod.linkBytesPerSecond = chip.ici.link_bytes_per_second;
+  pod.hopLatencyCycles = chip.ici.latency_cycles;
+  for (size_t d = 0; d < r.chips.size(); ++d) {
+    const SimResult& c = r.chips[d];
+    prof::PodChip pc;
+    pc.device = int(d);
+    pc.cycles = c.cycles;
+    pc.status = c.fault    ? (c.fault->kind == "deadlock" ? "waiting" : "fault")
+                : c.halted ? "halted"
+                           : "stopped";
+    for (const CoreStats& cs : c.cores)
+      pc.syncWaitCycles += cs.stalls[size_t(StallCause::SyncWait)];
+    for (const LinkReport& l : r.links)
+      if (l.chip == int(d)) pc.iciBytesOut += l.bytes;
+    pod.chips.push_back(pc);
+  }
+  for (const LinkReport& l : r.links)
+    if (l.bytes > 0) pod.links.push_back({l.name, l.bytes, l.flows, l.utilization});
+  return pod;
+}
+
 }  // namespace
 
 int runSystem(const TpusimArgs& a, const target::ChipConfig& chip, const isa::Program& program,
               const SimOptions& options,
-              const std::function<std::string(const std::string&)>& bufferName) {
+              const std::function<std::string(const std::string&)>& bufferName,
+              const prof::ProfileInputs& profileInputs) {
   ici::Torus torus = ici::Torus::parse(a.topology, chip.ici);
+  if (a.profileDevice >= torus.numChips())
+    throw std::runtime_error(
+        fmt::format("--profile-device {}: device {} does not exist (--topology {} has devices "
+                    "0..{})",
+                    a.profileDevice, a.profileDevice, a.topology, torus.numChips() - 1));
   SystemSimulation sim(chip, program, options, torus);
   std::map<std::pair<std::string, int>, std::string> given;  // (buffer, device or -1) -> file
   for (const std::string& in : a.inputs) {
@@ -201,6 +246,13 @@ int runSystem(const TpusimArgs& a, const target::ChipConfig& chip, const isa::Pr
     writeText(a.statsPath, systemStatsJson(r, chip, info).dump(2) + "\n", "stats");
   if (!a.tracePath.empty() && sim.trace()) sim.trace()->write(a.tracePath);
   fmt::print("{}", systemSummaryText(r, chip, info));
+  // Written even after a fault, as the stats are: it shows how far the chips got.
+  if (!a.profileDir.empty()) {
+    prof::ProfileInputs in = profileInputs;
+    in.pod = podProfile(a, r, chip);
+    writeProfile(a.profileDir, r.chips[size_t(in.pod.device)], program, chip, sim.trace(),
+                 info.program, in);
+  }
   if (r.fault) {
     fmt::print(stderr, "tpusim: error: {}", r.fault->report());
     return 1;

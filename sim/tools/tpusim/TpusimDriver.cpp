@@ -299,8 +299,8 @@ int run(const TpusimArgs& a) {
   if (a.traceEventsPerTrack < 16)
     throw UserError(
         fmt::format("--trace-events-per-track={}: expected at least 16", a.traceEventsPerTrack));
-  if (!a.topology.empty() && !a.profileDir.empty())
-    throw UserError("--profile with --topology: the profile of a multi-chip run is not built yet");
+  if (a.profileDevice >= 0 && a.profileDir.empty())
+    throw UserError("--profile-device needs --profile (it chooses whose ops the profile shows)");
   std::vector<std::pair<std::string, std::string>> inputFiles = parseInputs(a.inputs);
 
   target::ChipConfig chip = target::loadChip(a.chip);
@@ -363,13 +363,16 @@ int run(const TpusimArgs& a) {
           "leave --topology out",
           system.topology, n, a.program, devices, devices));
     }
-    if (!a.profileDir.empty())
-      throw UserError(
-          "--profile of an SPMD program: the profile of a multi-chip run is not built yet");
   }
   if (!system.topology.empty())
-    return runSystem(system, chip, program, o,
-                     [&](const std::string& name) { return inputBufferName(program, name); });
+    return runSystem(
+        system, chip, program, o,
+        [&](const std::string& name) { return inputBufferName(program, name); }, profileInputs);
+  if (a.profileDevice > 0)
+    throw UserError(fmt::format(
+        "--profile-device {}: {} runs on one chip (device 0); the option picks a device of a "
+        "multi-chip run (--topology or an SPMD module)",
+        a.profileDevice, a.program));
   Simulation sim(chip, program, o);
   std::map<std::string, std::string> given;  // input buffer -> .npy file
   for (auto [name, path] : inputFiles) {

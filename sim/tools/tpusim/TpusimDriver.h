@@ -32,7 +32,8 @@ struct TpusimArgs {
   bool checkRtolGiven = false;
   // --profile: profile.json, report.html, trace.json there (ProfileOutput.h).
   std::string profileDir;
-  std::string topology;  // "2x4": a multi-chip system (SystemRun.h); empty: one chip
+  int profileDevice = -1;  // a multi-chip run: whose ops the profile holds (-1: the slowest)
+  std::string topology;    // "2x4": a multi-chip system (SystemRun.h); empty: one chip
 };
 
 // Runs the tool; returns the process exit code (0 ok, 1 error or fault).

@@ -90,6 +90,12 @@ static cl::opt<std::string> profile(
              "browser), trace.json; prints the overview (tpu-prof DIR shows the op profile)"),
     cl::value_desc("dir"), cl::cat(category));
 
+static cl::opt<int> profileDevice(
+    "profile-device",
+    cl::desc("With --profile on several chips: profile this device's ops (default: the slowest "
+             "chip's)"),
+    cl::init(-1), cl::value_desc("N"), cl::cat(category));
+
 static cl::opt<std::string> topology(
     "topology",
     cl::desc("Run a system of chips joined by ICI, every chip the same program (SPMD): chips per "
@@ -139,6 +145,7 @@ int main(int argc, char** argv) {
   a.checkRtol = checkRtol;
   a.checkRtolGiven = checkRtol.getNumOccurrences() > 0;
   a.profileDir = profile;
+  a.profileDevice = profileDevice;
   a.topology = topology;
   return tpusim::sim::runTpusim(a);
 }
