@@ -119,6 +119,8 @@ class HbmModel {
                    PcBurst* out) const;
   // hbm.model = "fast": HbmSubmitGrouped.cpp.
   void submitGrouped(uint32_t slot, const HbmRequest& r, uint64_t arrival);
+  bool submitChannelLine(uint32_t slot, const HbmRequest& r, uint64_t arrival, uint64_t first,
+                         uint64_t last);
   void splitUneven(uint32_t leader);
   void mergeIdle(uint32_t cls);
 
