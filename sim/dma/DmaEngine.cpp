@@ -247,13 +247,13 @@ void DmaEngine::generate(uint64_t cycle) {
       int pickQueue = 0;
       for (int i = 0; i < queues_ && !pick; ++i) {
         int q = (roundRobin_[size_t(core)] + i) % queues_;
-        for (Descriptor& d : queue(core, q).descriptors) {
-          if (d.walker.done()) continue;
-          if (d.activeCycle <= cycle) {
-            pick = &d;
-            pickQueue = q;
-          }
-          break;  // a queue walks its descriptors one after another
+        // A queue walks its descriptors one after another.
+        const Queue& queueRef = queue(core, q);
+        if (queueRef.walkingNumber == queueRef.nextNumber) continue;
+        Descriptor& d = descriptor(core, q, queueRef.walkingNumber);
+        if (d.activeCycle <= cycle) {
+          pick = &d;
+          pickQueue = q;
         }
       }
       if (!pick) break;
@@ -278,6 +278,7 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
   r.descriptor = d.number;
   r.index = d.requests++;
   r.range = d.walker.next();
+  if (d.walker.done()) ++queue(core, q).walkingNumber;
   r.live = true;
   ++outstanding_[size_t(core)];
   if (d.d.src == isa::MemorySpace::Hbm) {

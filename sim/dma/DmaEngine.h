@@ -100,6 +100,9 @@ class DmaEngine {
   struct Queue {
     std::deque<Descriptor> descriptors;  // issue order; completed ones pruned lazily
     uint64_t nextNumber = 0;
+    // The descriptor being cut into requests (descriptors before it are
+    // walked); == nextNumber when every descriptor is walked.
+    uint64_t walkingNumber = 0;
     uint64_t lastCompletion = 0;  // for busy cycles
   };
   struct Request {

@@ -24,6 +24,7 @@ AddressMap::AddressMap(const target::HbmConfig& c) : burstBytes_(uint64_t(c.burs
   radix_[Ch] = uint64_t(c.channels);
   radix_[Pc] = uint64_t(c.pseudo_channels);
   radix_[Co] = uint64_t(c.columnsPerRow());
+  if (order_[5] == Ch) channelLine_ = radix_[Ch];
   auto isPow2 = [](uint64_t x) { return x != 0 && (x & (x - 1)) == 0; };
   auto log2 = [](uint64_t x) {
     uint32_t n = 0;

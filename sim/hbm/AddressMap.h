@@ -40,6 +40,10 @@ class AddressMap {
   // The inverse: the byte address of the first byte of that burst.
   uint64_t compose(const BurstLocation& location) const;
   uint64_t burstBytes() const { return burstBytes_; }
+  // How many consecutive bursts (from a multiple of it) differ only in their
+  // channel: channels when ch is the least significant digit, else 1. The
+  // bank hash does not depend on the channel, so they share bank and row.
+  uint64_t channelLine() const { return channelLine_; }
   // Moves `location` to the next burst (burst index + 1, wrapping like
   // locate): locate(a + burstBytes()) == next(locate(a)), without divisions.
   void next(BurstLocation& location) const {
@@ -87,6 +91,7 @@ class AddressMap {
   bool powerOfTwo_ = false;
   std::array<uint32_t, 6> shift_{};  // per digit, from the least significant end
   uint32_t burstShift_ = 0;
+  uint64_t channelLine_ = 1;
   bool hashBanks_ = false;                                // address_hash "xor_row_bank"
   uint32_t bankShift_ = 0, bankBits_ = 0, bankMask_ = 0;  // log2 banks_per_group, log2 bg x ba
 };

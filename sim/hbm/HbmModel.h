@@ -29,8 +29,10 @@
 // channel the same bank, row and arrival) are one group, simulated once by
 // its leader (PcGroups.h). A request that treats members differently splits
 // the group first; idle groups whose futures are the same
-// (PseudoChannel::sameFutureAs) merge again. testbench/unit/hbm proves the
-// two models equal.
+// (PseudoChannel::sameFutureAs) merge again. A request within one channel
+// line (AddressMap::channelLine) to exactly one group is located once and
+// becomes one burst for its leader. testbench/unit/hbm proves the two models
+// equal.
 #pragma once
 
 #include <cstdint>
@@ -119,6 +121,8 @@ class HbmModel {
                    PcBurst* out) const;
   // hbm.model = "fast": HbmSubmitGrouped.cpp.
   void submitGrouped(uint32_t slot, const HbmRequest& r, uint64_t arrival);
+  bool submitChannelLine(uint32_t slot, const HbmRequest& r, uint64_t arrival, uint64_t first,
+                         uint64_t last);
   void splitUneven(uint32_t leader);
   void mergeIdle(uint32_t cls);
 

@@ -15,6 +15,7 @@ void HbmModel::submitGrouped(uint32_t slot, const HbmRequest& r, uint64_t arriva
   // copying it in stalls on store forwarding, a measurable cost per burst.)
   const uint64_t burst = map_.burstBytes();
   const uint64_t first = r.address / burst, last = (r.address + r.bytes - 1) / burst;
+  if (submitChannelLine(slot, r, arrival, first, last)) return;
   touches_.resize(size_t(last - first + 1));
   BurstLocation loc = map_.locate(first * burst);
   bool sorted = true, oneBankRow = true;
@@ -99,6 +100,30 @@ void HbmModel::submitGrouped(uint32_t slot, const HbmRequest& r, uint64_t arriva
     activate(t.pc);
   }
   for (const TouchedPc& t : touched_) classOf_[t.pc] = -1;
+}
+
+bool HbmModel::submitChannelLine(uint32_t slot, const HbmRequest& r, uint64_t arrival,
+                                 uint64_t first, uint64_t last) {
+  // The steady state of a stream interleaved over channels, found without
+  // locating every burst: bursts of one channel line differ only in their
+  // channel (AddressMap::channelLine), so they go to consecutive channels'
+  // pseudo-channels of one index, all alike. When those are exactly one
+  // group, this is the shortcut of submitGrouped's general path, below.
+  const uint64_t line = map_.channelLine();
+  if (line < 2 || first / line != last / line) return false;
+  const uint32_t n = uint32_t(last - first + 1);
+  const uint32_t stride = uint32_t(config_.pseudo_channels);
+  BurstLocation loc = map_.locate(first * map_.burstBytes());
+  PcBurst b;
+  const uint32_t pc0 = burstAt(loc, slot, r.isWrite, arrival, &b);
+  const uint32_t leader = groups_.leader(pc0);
+  if (groups_.size(leader) != n) return false;
+  for (uint32_t k = 1; k < n; ++k)
+    if (groups_.leader(pc0 + k * stride) != leader) return false;
+  pcs_[leader].push(b);  // the same burst for every member
+  requests_[slot].remaining += n;
+  activate(leader);
+  return true;
 }
 
 void HbmModel::splitUneven(uint32_t leader) {

@@ -14,6 +14,7 @@ PseudoChannel::PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans)
     : t_(timing), skipQuietRowScans_(skipQuietRowScans) {
   banks_.resize(t_.banks);
   busyBanks_.assign((size_t(t_.banks) + 63) / 64, 0);
+  hitBanks_ = rowBanks_ = busyBanks_;
   colReadyGroup_.assign(t_.bankGroups, 0);
   actReadyGroup_.assign(t_.bankGroups, 0);
   slots_.resize(size_t(t_.queueDepth));
@@ -56,6 +57,7 @@ void PseudoChannel::admitArrivals() {
     }
     b.tail = slot;
     if (b.open && b.row == e.burst.row) ++b.hits;
+    syncBank(e.burst.bank);
     // Row scans only look at banks whose oldest burst wants a row command
     // (a new oldest one, or more hits that it must wait for).
     if (!b.refreshDue && !(b.open && b.row == slots_[size_t(b.head)].burst.row)) rowQuietUntil_ = 0;
@@ -155,6 +157,7 @@ bool PseudoChannel::stepRefresh(int64_t* next) {
     Bank& bank = banks_[b];
     if (!bank.refreshDue) rowQuietUntil_ = 0;
     bank.refreshDue = true;
+    syncBank(b);
     if (bank.open) {
       allClosed = false;
       if (bank.readyPre <= now) {
@@ -208,10 +211,10 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
   // The oldest ready row hit over all banks.
   int32_t best = -1, bestPrevious = -1;
   uint64_t bestAge = ~uint64_t(0);
-  for (size_t w = 0; w < busyBanks_.size(); ++w)
-    for (uint64_t m = busyBanks_[w]; m != 0; m &= m - 1) {
+  for (size_t w = 0; w < hitBanks_.size(); ++w)
+    for (uint64_t m = hitBanks_[w]; m != 0; m &= m - 1) {
       Bank& b = banks_[w * 64 + size_t(__builtin_ctzll(m))];
-      if (!b.open || b.hits == 0 || b.refreshDue || starved(b)) continue;
+      if (starved(b)) continue;  // open, with hits, no refresh due: hitBanks_
       int32_t head = b.head;
       // Every hit of a bank shares its tRCD and bank-group tCCD_L constraints.
       int64_t bankAt = std::max(b.readyCol, colReadyGroup_[slots_[size_t(head)].burst.bankGroup]);
@@ -253,15 +256,14 @@ bool PseudoChannel::stepRow(int64_t* next) {
   int bestBank = -1;
   bool bestIsPre = false;
   uint64_t bestAge = ~uint64_t(0);
-  for (size_t w = 0; w < busyBanks_.size(); ++w)
-    for (uint64_t m = busyBanks_[w]; m != 0; m &= m - 1) {
+  for (size_t w = 0; w < rowBanks_.size(); ++w)
+    for (uint64_t m = rowBanks_[w]; m != 0; m &= m - 1) {
       const size_t bi = w * 64 + size_t(__builtin_ctzll(m));
       const Bank& b = banks_[bi];
-      if (b.head < 0 || b.refreshDue) continue;
+      // Queued entries, no refresh due, the oldest not served by the open row: rowBanks_.
       const Entry& h = slots_[size_t(b.head)];
       if (h.age > bestAge) continue;
       if (b.open) {
-        if (b.row == h.burst.row) continue;       // served by column commands
         if (b.hits > 0 && !starved(b)) continue;  // let the row hits drain first
         if (b.readyPre > now) {
           rowNext = std::min(rowNext, b.readyPre);
@@ -346,6 +348,7 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   }
   if (b.tail == slot) b.tail = previous;
   --b.hits;
+  syncBank(e.burst.bank);
   --queued_;
   freeSlots_.push_back(slot);
 }
@@ -367,6 +370,7 @@ void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {
   b.hits = 0;
   for (int32_t i = b.head; i >= 0; i = slots_[size_t(i)].next)
     if (slots_[size_t(i)].burst.row == row) ++b.hits;
+  syncBank(bank);
 }
 
 void PseudoChannel::precharge(uint32_t bank) {
@@ -374,6 +378,7 @@ void PseudoChannel::precharge(uint32_t bank) {
   rowQuietUntil_ = 0;
   b.open = false;
   b.hits = 0;
+  syncBank(bank);
   b.readyAct = std::max(b.readyAct, int64_t(time_) + t_.tRP);
   ++stats_.precharges;
 }
@@ -386,6 +391,7 @@ void PseudoChannel::refresh(uint32_t bank) {
   for (uint32_t b = all ? 0 : bank; b < (all ? uint32_t(t_.banks) : bank + 1); ++b) {
     banks_[b].readyAct = now + busy;
     banks_[b].refreshDue = false;
+    syncBank(b);
     stats_.refreshCycles += uint64_t(busy);
   }
   ++refreshIndex_;

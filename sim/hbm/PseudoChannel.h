@@ -110,6 +110,15 @@ class PseudoChannel {
   void activate(uint32_t bank, uint32_t group, uint32_t row);
   void precharge(uint32_t bank);
   void refresh(uint32_t bank);  // all banks when bank == kAllBanks
+  void syncBank(uint32_t bank) {
+    const Bank& b = banks_[bank];
+    const uint64_t bit = uint64_t(1) << (bank % 64);
+    const bool hit = b.open && b.hits > 0 && !b.refreshDue;
+    const bool row =
+        b.head >= 0 && !b.refreshDue && !(b.open && b.row == slots_[size_t(b.head)].burst.row);
+    hitBanks_[bank / 64] = (hitBanks_[bank / 64] & ~bit) | (hit ? bit : 0);
+    rowBanks_[bank / 64] = (rowBanks_[bank / 64] & ~bit) | (row ? bit : 0);
+  }
   int64_t refreshDueAt() const { return (int64_t(refreshIndex_) + 1) * t_.refreshInterval; }
 
   static constexpr uint32_t kAllBanks = ~0u;
@@ -130,6 +139,11 @@ class PseudoChannel {
   // One bit per bank with queued entries (bank i: word i / 64, bit i % 64), so
   // that the schedulers visit only those banks, still in index order.
   std::vector<uint64_t> busyBanks_;
+  // The same for the banks each scheduler may pick (syncBank keeps them):
+  // hitBanks_, open with queued row hits and no refresh due (column
+  // commands); rowBanks_, queued entries, no refresh due and an oldest entry
+  // that the open row (if any) does not serve (row commands).
+  std::vector<uint64_t> hitBanks_, rowBanks_;
   std::vector<int64_t> colReadyGroup_, actReadyGroup_;
   int64_t colReady_ = 0, actReady_ = 0;
   int64_t readReady_ = 0, writeReady_ = 0;  // tWTR, read-to-write turnaround

@@ -234,3 +234,51 @@ TEST_CASE("pseudo-channels whose last activates still bind tFAW are not merged",
   CHECK(now - start > 200);  // tFAW, not a plain activate (about 50 cycles)
   p.compareStats();
 }
+
+TEST_CASE("requests within one channel line agree, whole lines and parts of lines",
+          "[hbm][sanitize]") {
+  // The fast model hands a request that stays within one channel line (its
+  // bursts differ only in their channel) to a group without locating every
+  // burst, when the group is exactly those channels. Whole-line streams take
+  // that path; half and quarter lines first split the groups (and then take
+  // it with the smaller groups); idle stretches merge them again. Refresh
+  // and a shallow queue keep the pseudo-channels' schedules busy meanwhile.
+  target::ChipConfig chip = target::loadChip("v5e");
+  for (const char* refresh : {"per_bank", "all_bank"}) {
+    target::HbmConfig c = chip.hbm;
+    c.refresh = refresh;
+    c.queue_depth = 8;
+    c.tREFI = 1200;
+    c.tRFC = std::min<int64_t>(c.tRFC, 500);
+    Pair p(c, chip.core.clock_hz);
+    const uint64_t line = uint64_t(c.burst_bytes * c.channels);
+    std::mt19937_64 rng(7);
+    uint64_t now = 0, id = 0, address = line * 1000;
+    size_t outstanding = 0;
+    for (int phase = 0; phase < 12; ++phase) {
+      // Whole lines, halves, quarters, single bursts, then random parts of lines.
+      const uint64_t part = phase % 5 == 4 ? 0 : line >> (2 * (phase % 5));
+      const bool write = phase % 3 == 1;
+      for (int i = 0; i < 400; ++i) {
+        uint64_t bytes = part != 0 ? part : 1 + rng() % line;
+        uint64_t offset = part != 0 ? 0 : rng() % (line - bytes + 1);
+        p.submit(HbmRequest{id++, address + offset, uint32_t(bytes), write, now});
+        ++outstanding;
+        address += part != 0 ? part : line;
+        if (i % 4 == 3) {  // a few requests per cycle, as the DMA engine issues them
+          now = std::max(now + 1, std::min(p.nextEventCycle(), now + 3));
+          outstanding -= p.advanceTo(now).size();
+        }
+      }
+      while (outstanding > 0) {  // drain, then idle (groups merge again)
+        now = std::max(now + 1, p.nextEventCycle() + 1);
+        outstanding -= p.advanceTo(now).size();
+      }
+      now += 3000;
+      p.advanceTo(now);
+      p.compareStats();
+    }
+    // The whole-line phases ran grouped: the 32 pseudo-channels as 2 groups.
+    CHECK(p.minGroups == 2);
+  }
+}

@@ -103,3 +103,27 @@ TEST_CASE("fast and detailed HBM models give the same stats on the regression pr
   }
   CHECK(bytes > 0);
 }
+
+TEST_CASE("fast and detailed HBM models agree on a compiled trace under HBM pressure",
+          "[hbm][programs]") {
+  // Real DMA traffic (several queues, whole and partial channel lines) with
+  // shallow scheduler queues (back-pressure into the FIFO), frequent refresh
+  // and a low starvation limit (row conflicts served out of order).
+  isa::Program p = compileTrace("llama_micro_decode.hlo", "v5e");
+  struct Variant {
+    const char* refresh;
+    int64_t queueDepth, starvation, tREFI;
+  };
+  for (Variant v : {Variant{"all_bank", 4, 2, 1200}, Variant{"per_bank", 2, 1, 800}}) {
+    INFO(v.refresh << " queue " << v.queueDepth << " starvation " << v.starvation << " tREFI "
+                   << v.tREFI);
+    target::ChipConfig chip = target::loadChip("v5e");
+    chip.hbm.refresh = v.refresh;
+    chip.hbm.queue_depth = v.queueDepth;
+    chip.hbm.starvation_limit = v.starvation;
+    chip.hbm.tREFI = v.tREFI;
+    chip.hbm.tRFC = std::min<int64_t>(chip.hbm.tRFC, v.tREFI / 2);
+    chip.hbm.tRFCsb = std::min<int64_t>(chip.hbm.tRFCsb, v.tREFI / 4);
+    CHECK(compare(p, chip) > (1 << 16));
+  }
+}
