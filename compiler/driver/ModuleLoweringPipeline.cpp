@@ -20,7 +20,7 @@ using lower::ModuleLoweringError;
 
 std::string defaultLoweringPasses() {
   return "spmd-collectives,inline,dot-precision-split,dot-canonicalize,int64-to-pairs,algsimp,"
-         "constant-folding,cse,dce,fusion,dce";
+         "constant-folding,cse,dce,fusion,multi-output-fusion,dce";
 }
 
 std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::string& passes,

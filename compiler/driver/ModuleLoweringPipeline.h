@@ -38,7 +38,8 @@ struct ModuleLoweringOptions {
   lower::LowerOptions lower;  // the kernel cache
 };
 
-// "inline,dot-precision-split,dot-canonicalize,algsimp,constant-folding,cse,dce,fusion,dce".
+// "spmd-collectives,inline,dot-precision-split,dot-canonicalize,int64-to-pairs,algsimp,
+// constant-folding,cse,dce,fusion,multi-output-fusion,dce".
 std::string defaultLoweringPasses();
 
 // First the input's layouts are dropped (compiler/lower/module/Layouts.h); when the

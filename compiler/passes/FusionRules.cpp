@@ -1,6 +1,7 @@
 #include "compiler/passes/FusionRules.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -204,6 +205,26 @@ FusionKind classifyFusion(const hlo::HloComputation& body) {
   const HloInstruction* hero = fusionHero(body);
   if (!hero) return FusionKind::Loop;
   return isMatmulHero(*hero) ? FusionKind::Output : FusionKind::Input;
+}
+
+std::vector<hlo::HloComputation*> fusionTargets(const hlo::HloModule& module) {
+  std::vector<hlo::HloComputation*> out;
+  std::set<const hlo::HloComputation*> seen;
+  std::vector<hlo::HloComputation*> stack;
+  if (module.entry()) stack.push_back(module.entry());
+  while (!stack.empty()) {
+    hlo::HloComputation* c = stack.back();
+    stack.pop_back();
+    if (!seen.insert(c).second) continue;
+    out.push_back(c);
+    for (const auto& i : c->instructions()) {
+      HloOpcode op = i->opcode();
+      if (op == HloOpcode::While || op == HloOpcode::Conditional || op == HloOpcode::Call)
+        for (hlo::HloComputation* callee : i->calledComputations())
+          if (callee) stack.push_back(callee);
+    }
+  }
+  return out;
 }
 
 }  // namespace tpusim::passes

@@ -21,8 +21,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "compiler/hlo/HloComputation.h"
+#include "compiler/hlo/HloModule.h"
 #include "compiler/lower/TargetDescription.h"
 
 namespace tpusim::passes {
@@ -68,5 +70,9 @@ constexpr int64_t kNeverDuplicate = 1 << 20;
 FusionKind classifyFusion(const hlo::HloComputation& body);
 // The dot, convolution or reduce of a fused computation (nullptr for kLoop).
 const hlo::HloInstruction* fusionHero(const hlo::HloComputation& body);
+
+// Computations that run as a sequence of kernels: the entry and what control
+// flow calls, transitively (not reducers, comparators or existing fusions).
+std::vector<hlo::HloComputation*> fusionTargets(const hlo::HloModule& module);
 
 }  // namespace tpusim::passes

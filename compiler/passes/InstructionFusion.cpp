@@ -21,28 +21,6 @@ using hlo::HloComputation;
 using hlo::HloInstruction;
 using hlo::HloOpcode;
 
-// Computations that run as a sequence of kernels: the entry and what control
-// flow calls, transitively (not reducers, comparators or existing fusions).
-std::vector<HloComputation*> fusionTargets(const hlo::HloModule& module) {
-  std::vector<HloComputation*> out;
-  std::set<const HloComputation*> seen;
-  std::vector<HloComputation*> stack;
-  if (module.entry()) stack.push_back(module.entry());
-  while (!stack.empty()) {
-    HloComputation* c = stack.back();
-    stack.pop_back();
-    if (!seen.insert(c).second) continue;
-    out.push_back(c);
-    for (const auto& i : c->instructions()) {
-      HloOpcode op = i->opcode();
-      if (op == HloOpcode::While || op == HloOpcode::Conditional || op == HloOpcode::Call)
-        for (HloComputation* callee : i->calledComputations())
-          if (callee) stack.push_back(callee);
-    }
-  }
-  return out;
-}
-
 class FusionPass : public HloPass {
  public:
   FusionPass(FusionConfig config, FusionResult* result, bool fromOptions)

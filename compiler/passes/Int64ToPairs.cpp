@@ -9,12 +9,12 @@
 //     partial products for the high word of a product, ...), and the pair is
 //     joined back (concatenate + bitcast-convert) for users it does not
 //     rewrite; a rewritten user takes the words directly;
-//   - ops it does not know (divide, remainder, power, reductions, sorts, ...)
+//   - ops it does not know (divide, remainder, power, dots, sorts, ...)
 //     keep their 64-bit type and reach the kernel lowering, which names them.
 // Rewritten: add, subtract, multiply, negate, abs, sign, and, or, xor, not,
-// shifts, maximum, minimum, clamp, select, compare, broadcast, reshape and
-// converts from and to 64-bit types. Overflow wraps (two's complement), shift
-// amounts of 64 or more (or negative) shift every bit out, float -> integer
+// shifts, maximum, minimum, clamp, select, compare, broadcast, reshape, iota,
+// reduce by add / maximum / minimum, and converts from and to 64-bit types. Overflow wraps (two's
+// complement), shift amounts of 64 or more (or negative) shift every bit out, float -> integer
 // converts truncate toward zero and saturate (NaN -> 0), as XLA defines them.
 #include <fmt/format.h>
 
@@ -43,15 +43,41 @@ struct Pair {
   HloInstruction* hi = nullptr;
 };
 
+// Scalar reducer computations (add of u32, max of s32) the word reductions
+// apply, made once per module.
+class Reducers {
+ public:
+  Reducers(hlo::HloModule& module, HloComputation* before) : module_(module), before_(before) {}
+  HloComputation* get(HloOpcode op, PrimitiveType t) {
+    auto key = std::make_pair(op, t);
+    auto it = made_.find(key);
+    if (it != made_.end()) return it->second;
+    auto c = std::make_unique<HloComputation>(module_.uniqueComputationName(
+        fmt::format("{}_{}.pairs", hlo::opcodeName(op), hlo::primitiveTypeName(t))));
+    HloInstruction* a = addNew(c.get(), HloOpcode::Parameter, "a", Shape::scalar(t), {});
+    a->attrs().parameterNumber = 0;
+    HloInstruction* b = addNew(c.get(), HloOpcode::Parameter, "b", Shape::scalar(t), {});
+    b->attrs().parameterNumber = 1;
+    c->setRoot(addNew(c.get(), op, "r", Shape::scalar(t), {a, b}));
+    return made_[key] = module_.addComputationBefore(std::move(c), before_);
+  }
+
+ private:
+  hlo::HloModule& module_;
+  HloComputation* before_;
+  std::map<std::pair<HloOpcode, PrimitiveType>, HloComputation*> made_;
+};
+
 class Rewriter {
  public:
-  explicit Rewriter(HloComputation* comp) : comp_(comp) {}
+  Rewriter(HloComputation* comp, Reducers* reducers) : comp_(comp), reducers_(reducers) {}
 
   // Rewrites `inst` if it is an op this pass knows on 64-bit values; true if it did.
   bool rewrite(HloInstruction* inst);
 
  private:
   HloComputation* comp_;
+  Reducers* reducers_;
   std::map<HloInstruction*, Pair> pairs_;
   std::vector<int64_t> dims_;  // the dims of the instruction being rewritten
   std::string base_;
@@ -106,7 +132,109 @@ class Rewriter {
   Pair fromFloat(HloInstruction* x, bool isSigned);
   HloInstruction* toNarrow(Pair a, const Shape& to, bool isSigned);
   bool computePair(HloInstruction* inst, Pair* out);
+  bool reducePair(HloInstruction* inst, bool isSigned, Pair* out);
+  // reduce(x) over `inst`'s dimensions with the scalar reducer `op` on type t.
+  HloInstruction* reduceWords(HloInstruction* inst, HloInstruction* x, HloOpcode op,
+                              PrimitiveType t, double init);
 };
+
+HloInstruction* Rewriter::reduceWords(HloInstruction* inst, HloInstruction* x, HloOpcode code,
+                                      PrimitiveType t, double initValue) {
+  HloInstruction* init = op(HloOpcode::Constant, Shape::scalar(t), {});
+  init->attrs().literal = hlo::Literal::scalar(t, initValue);
+  HloInstruction* r = op(HloOpcode::Reduce, Shape::array(t, dims_), {x, init});
+  r->attrs().dimensions = inst->dimensions();
+  r->attrs().calls.push_back(hlo::CalledComputations{"to_apply", {reducers_->get(code, t)}, false});
+  return r;
+}
+
+// A reduce of 64-bit values by add, maximum or minimum, on the words.
+//   add: the low word in 16-bit halves and the high word, each summed in u32
+//     (exact while at most 65537 elements meet in one sum), then recombined
+//     with carries: lo0 + lo1 2^16 + hi 2^32;
+//   max: the high word's maximum (signed order for s64), then the maximum low
+//     word (unsigned order) among the elements whose high word is that one;
+//   min: the max of the complement (~x reverses both orders).
+// The init value is combined once at the end.
+bool Rewriter::reducePair(HloInstruction* inst, bool isSigned, Pair* out) {
+  const HloComputation* f = inst->toApply();
+  const HloInstruction* root = f ? f->root() : nullptr;
+  if (inst->operandCount() != 2 || !root || root->operandCount() != 2 ||
+      root->operand(0)->opcode() != HloOpcode::Parameter ||
+      root->operand(1)->opcode() != HloOpcode::Parameter || root->operand(0) == root->operand(1))
+    return false;
+  const HloOpcode kind = root->opcode();
+  if (kind != HloOpcode::Add && kind != HloOpcode::Maximum && kind != HloOpcode::Minimum)
+    return false;
+  HloInstruction* input = inst->operand(0);
+  int64_t reduced = 1;
+  for (int64_t d : inst->dimensions()) reduced *= input->shape().dims.at(size_t(d));
+  if (kind == HloOpcode::Add && reduced > 65537) return false;
+  const std::vector<int64_t> outDims = dims_;
+  Pair x = pairOf(input);
+  Pair init = pairOf(inst->operand(1));
+  dims_ = input->shape().dims;
+  Pair r;
+  if (kind == HloOpcode::Add) {
+    HloInstruction* l0 = bin(HloOpcode::And, x.lo, u(0xffff));
+    HloInstruction* l1 = bin(HloOpcode::ShiftRightLogical, x.lo, u(16));
+    dims_ = outDims;
+    HloInstruction* s0 = reduceWords(inst, l0, HloOpcode::Add, PrimitiveType::U32, 0);
+    HloInstruction* s1 = reduceWords(inst, l1, HloOpcode::Add, PrimitiveType::U32, 0);
+    HloInstruction* s2 = reduceWords(inst, x.hi, HloOpcode::Add, PrimitiveType::U32, 0);
+    Pair mid{bin(HloOpcode::ShiftLeft, s1, u(16)),
+             bin(HloOpcode::Add, bin(HloOpcode::ShiftRightLogical, s1, u(16)), s2)};
+    r = add(Pair{s0, u(0)}, mid);
+  } else {
+    const bool isMin = kind == HloOpcode::Minimum;
+    if (isMin) x = {un(HloOpcode::Not, x.lo), un(HloOpcode::Not, x.hi)};
+    // Keys in signed order: the high word as s32 (biased for u64), the low
+    // word biased. (For min, ~x of an s64 is still ordered as s64.)
+    auto key = [&](HloInstruction* w, bool bias) {
+      return convert(bias ? bin(HloOpcode::Xor, w, u(0x80000000u)) : w, s32());
+    };
+    HloInstruction* hk = key(x.hi, !isSigned);
+    HloInstruction* lk = key(x.lo, true);
+    const double lowest = -2147483648.0;
+    dims_ = outDims;
+    HloInstruction* mh = reduceWords(inst, hk, HloOpcode::Maximum, PrimitiveType::S32, lowest);
+    dims_ = input->shape().dims;
+    std::vector<int64_t> kept;
+    std::vector<bool> isReduced(dims_.size(), false);
+    for (int64_t d : inst->dimensions()) isReduced[size_t(d)] = true;
+    for (size_t d = 0; d < dims_.size(); ++d)
+      if (!isReduced[d]) kept.push_back(int64_t(d));
+    HloInstruction* back = op(HloOpcode::Broadcast, s32(), {mh});
+    back->attrs().dimensions = kept;
+    HloInstruction* cand =
+        select(cmp(hk, back, ComparisonDirection::EQ), lk, splat(PrimitiveType::S32, lowest));
+    dims_ = outDims;
+    HloInstruction* ml = reduceWords(inst, cand, HloOpcode::Maximum, PrimitiveType::S32, lowest);
+    auto unkey = [&](HloInstruction* k, bool bias) {
+      HloInstruction* w = convert(k, u32());
+      return bias ? bin(HloOpcode::Xor, w, u(0x80000000u)) : w;
+    };
+    r = {unkey(ml, true), unkey(mh, !isSigned)};
+    if (isMin) r = {un(HloOpcode::Not, r.lo), un(HloOpcode::Not, r.hi)};
+  }
+  // Combine the init value once: the identity changes nothing, anything else
+  // takes part like one more element.
+  auto spread = [&](HloInstruction* w) {
+    if (dims_.empty()) return w;
+    HloInstruction* b = op(HloOpcode::Broadcast, u32(), {w});
+    b->attrs().dimensions = std::vector<int64_t>{};
+    return b;
+  };
+  Pair i{spread(init.lo), spread(init.hi)};
+  if (kind == HloOpcode::Add) {
+    r = add(r, i);
+  } else {
+    auto d = kind == HloOpcode::Maximum ? ComparisonDirection::GT : ComparisonDirection::LT;
+    r = select(compare(r, i, d, isSigned), r, i);
+  }
+  *out = r;
+  return true;
+}
 
 Pair Rewriter::pairOf(HloInstruction* v) {
   auto it = pairs_.find(v);
@@ -419,6 +547,15 @@ bool Rewriter::computePair(HloInstruction* inst, Pair* out) {
       }
       return true;
     }
+    case HloOpcode::Reduce:
+      return reducePair(inst, isSigned, out);
+    case HloOpcode::Iota: {
+      // Indices below 2^32 (an array that large would not fit HBM): the low word.
+      HloInstruction* lo = op(HloOpcode::Iota, u32(), {});
+      lo->attrs() = inst->attrs();
+      *out = {lo, u(0)};
+      return true;
+    }
     default:
       return false;
   }
@@ -465,9 +602,13 @@ class Int64ToPairsPass : public HloPass {
             inst->opcode() != HloOpcode::Call)
           for (HloComputation* c : inst->calledComputations()) applied.insert(c);
     bool changed = false;
-    for (const auto& comp : module.computations()) {
-      if (applied.count(comp.get())) continue;
-      Rewriter rw(comp.get());
+    std::vector<HloComputation*> comps;
+    for (const auto& comp : module.computations())
+      if (!applied.count(comp.get())) comps.push_back(comp.get());
+    if (comps.empty()) return false;
+    Reducers reducers(module, module.computations().front().get());
+    for (HloComputation* comp : comps) {
+      Rewriter rw(comp, &reducers);
       for (HloInstruction* inst : comp->postOrder()) changed |= rw.rewrite(inst);
     }
     return changed;

@@ -17,6 +17,7 @@ const Entry kPasses[] = {
     {"inline", createCallInlinerPass},
     {"layout-assignment", createLayoutAssignmentPass},
     {"fusion", createFusionPass},
+    {"multi-output-fusion", createMultiOutputFusionPass},
     {"promote-to-f32", createPromoteToF32Pass},
     {"int64-to-pairs", createInt64ToPairsPass},
     {"spmd-collectives", createSpmdCollectivesPass},

@@ -1,5 +1,6 @@
 // Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline,
-// spmd-collectives, int64-to-pairs, layout-assignment, fusion, promote-to-f32, dot-precision-split.
+// spmd-collectives, int64-to-pairs, layout-assignment, fusion,
+// multi-output-fusion, promote-to-f32, dot-precision-split.
 #pragma once
 
 #include <memory>
@@ -27,6 +28,8 @@ std::unique_ptr<HloPass> createCallInlinerPass();
 // layout-assignment and fusion (fusion reads the chip from passOptions(), PassOptions.h).
 std::unique_ptr<HloPass> createLayoutAssignmentPass();
 std::unique_ptr<HloPass> createFusionPass();
+// multi-output-fusion (MultiOutputFusion.cpp): sibling reductions of one input in one fusion.
+std::unique_ptr<HloPass> createMultiOutputFusionPass();
 // promote-to-f32 (PromoteToF32.cpp): bf16 computation in f32, for reference checks.
 std::unique_ptr<HloPass> createPromoteToF32Pass();
 std::unique_ptr<HloPass> createInt64ToPairsPass();

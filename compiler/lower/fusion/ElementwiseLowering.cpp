@@ -37,6 +37,48 @@ Array back(const Array& a, dsl::DType t) { return a.dtype() == t ? a : a.astype(
 
 bool isUnsigned(const HloInstruction& i) { return i.shape().type == hlo::PrimitiveType::U32; }
 
+Array ci(int32_t v) { return dsl::full(1, 1, v, dsl::S32); }
+
+// The low 8 bits of an s32 word as s8, as XLA wraps (two's-complement
+// truncation); the VPU's s32 -> s8 convert saturates, so the value is brought
+// into range first.
+Array wrapToS8(const Array& x) {
+  return dsl::shift_right_arithmetic(dsl::shift_left(x, ci(24)), ci(24)).astype(dsl::S8);
+}
+
+// s8 integer arithmetic is computed on s32 words and wrapped back (the DSL's
+// s8 arithmetic saturates, XLA's wraps). Ops that look at the bits as
+// unsigned take the operand zero-extended.
+bool computesS8InS32(HloOpcode op) {
+  switch (op) {
+    case HloOpcode::Add:
+    case HloOpcode::Subtract:
+    case HloOpcode::Multiply:
+    case HloOpcode::Divide:
+    case HloOpcode::Remainder:
+    case HloOpcode::Power:
+    case HloOpcode::Negate:
+    case HloOpcode::Abs:
+    case HloOpcode::Sign:
+    case HloOpcode::And:
+    case HloOpcode::Or:
+    case HloOpcode::Xor:
+    case HloOpcode::Not:
+    case HloOpcode::ShiftLeft:
+    case HloOpcode::ShiftRightLogical:
+    case HloOpcode::ShiftRightArithmetic:
+    case HloOpcode::PopulationCount:
+    case HloOpcode::CountLeadingZeros:
+      return true;
+    default:
+      return false;
+  }
+}
+bool readsS8Unsigned(HloOpcode op) {
+  return op == HloOpcode::ShiftRightLogical || op == HloOpcode::PopulationCount ||
+         op == HloOpcode::CountLeadingZeros;
+}
+
 const char* unsupportedWhy(HloOpcode op) {
   switch (op) {
     case HloOpcode::BitcastConvert:
@@ -71,11 +113,42 @@ Array emitScalarConstant(const ComputeGraph& g, const HloInstruction& inst) {
   return constant(lit->getDouble(0), t);
 }
 
+namespace {
+
+Array emitOnWords(const ComputeGraph& g, const HloInstruction& inst, const std::vector<Array>& ops);
+
+}  // namespace
+
 Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
                       const std::vector<Array>& ops) {
-  const HloOpcode op = inst.opcode();
   std::string why;
   if (!elementwiseSupported(inst, &why)) g.fail(inst, why);
+  const HloOpcode op = inst.opcode();
+  if (!ops.empty() && ops[0].dtype() == dsl::S8 && computesS8InS32(op)) {
+    std::vector<Array> wide;
+    try {
+      for (const Array& o : ops) {
+        Array w = o.dtype() == dsl::S8 ? o.astype(dsl::S32) : o;
+        // The shift amount is never zero-extended: amounts past 7 (or negative,
+        // as unsigned) shift every bit out either way.
+        if (readsS8Unsigned(op) && wide.empty()) w = w & ci(0xff);
+        wide.push_back(w);
+      }
+      Array r = emitOnWords(g, inst, wide);
+      if (op == HloOpcode::CountLeadingZeros) r = r - ci(24);
+      return wrapToS8(r);
+    } catch (const dsl::Error& e) {
+      g.fail(inst, fmt::format("the kernel DSL rejects it: {}", e.what()));
+    }
+  }
+  return emitOnWords(g, inst, ops);
+}
+
+namespace {
+
+Array emitOnWords(const ComputeGraph& g, const HloInstruction& inst,
+                  const std::vector<Array>& ops) {
+  const HloOpcode op = inst.opcode();
   const dsl::DType t = dslType(g, inst, inst.shape().type);
   const Array& a = ops.at(0);
   const dsl::DType at = a.dtype();
@@ -110,7 +183,6 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
         return a * ops[1];
       case HloOpcode::Divide:
         needNumber();
-        if (at == dsl::S8) g.fail(inst, "s8 division is not supported (s32 and u32 are)");
         if (at == dsl::S32) return math::integerDivide(a, ops[1], uns);
         return a / ops[1];
       case HloOpcode::Remainder:
@@ -267,6 +339,9 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
         if (uns && isFloat(t)) return back(math::unsignedToF32(a), t);
         if (toUnsigned && isFloat(at)) return math::f32ToUnsigned(inF32(a));
         if (at == t) return a;  // also s32 <-> u32: the same bits
+        // Integer narrowing wraps (XLA); float -> s8 saturates to the s8
+        // range (f32 -> s32 -> s8, both converts saturate), as XLA defines it.
+        if (at == dsl::S32 && t == dsl::S8) return wrapToS8(a);
         return a.astype(t);
       }
       default:
@@ -277,5 +352,7 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
   }
   g.fail(inst, "not supported inside a kernel");
 }
+
+}  // namespace
 
 }  // namespace tpusim::lower::detail

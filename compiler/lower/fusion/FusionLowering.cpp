@@ -49,6 +49,32 @@ void checkLayout(const detail::ComputeGraph& g, const HloInstruction& at, const 
                            what, s.toString()));
 }
 
+bool is64BitInteger(hlo::PrimitiveType t) {
+  return t == hlo::PrimitiveType::S64 || t == hlo::PrimitiveType::U64;
+}
+
+// 64-bit integers reach a kernel only where int64-to-pairs has no rewrite into
+// 32-bit words: name the op and the type rather than a bare type error.
+void reject64BitArithmetic(const detail::ComputeGraph& g, const HloInstruction& inst) {
+  auto check = [&](const HloInstruction& i) {
+    if (i.opcode() == HloOpcode::Parameter) return;
+    hlo::PrimitiveType t = hlo::PrimitiveType::Invalid;
+    if (i.shape().isArray() && is64BitInteger(i.shape().type)) t = i.shape().type;
+    for (const HloInstruction* op : i.operands())
+      if (op->shape().isArray() && is64BitInteger(op->shape().type)) t = op->shape().type;
+    if (t == hlo::PrimitiveType::Invalid) return;
+    g.fail(i, fmt::format("{} on {} is not lowered: int64-to-pairs emulates 64-bit add, "
+                          "subtract, multiply, negate, abs, sign, bitwise ops, shifts, compares, "
+                          "min / max, select, broadcast, reshape, iota, reductions by add / max / "
+                          "min (up to 65537 elements per sum) and converts with 32-bit words, not "
+                          "this op",
+                          hlo::opcodeName(i.opcode()), hlo::primitiveTypeName(t)));
+  };
+  if (inst.opcode() != HloOpcode::Fusion) return check(inst);
+  if (const hlo::HloComputation* body = inst.calledComputation("calls"))
+    for (const auto& i : body->instructions()) check(*i);
+}
+
 }  // namespace
 
 LoweredKernel lowerToKernel(const HloInstruction& inst,
@@ -60,15 +86,19 @@ LoweredKernel lowerToKernel(const HloInstruction& inst,
     g.fail(inst,
            "not a compute instruction (data movement and control flow are lowered by the "
            "module compiler)");
+  if (!detail::isLibraryCall(inst)) reject64BitArithmetic(g, inst);
   if (detail::isLibraryCall(inst)) {
     checkLayout(g, inst, inst.shape(), "the result");
     for (int64_t k = 0; k < inst.operandCount(); ++k)
       checkLayout(g, inst, inst.operand(k)->shape(), "an operand");
     return detail::lowerLibraryCall(g);
   }
-  if (!inst.shape().isArray())
-    g.fail(inst, fmt::format("the result {} is not an array (multi-output fusions are not lowered)",
-                             inst.shape().toString(false)));
+  const hlo::HloComputation* fused =
+      inst.opcode() == HloOpcode::Fusion ? inst.calledComputation("calls") : nullptr;
+  const bool multiOutput = fused && fused->root() && fused->root()->opcode() == HloOpcode::Tuple &&
+                           inst.shape().isTuple();
+  if (!inst.shape().isArray() && !multiOutput)
+    g.fail(inst, fmt::format("the result {} is not an array", inst.shape().toString(false)));
   checkLayout(g, inst, inst.shape(), "the result");
   for (int64_t k = 0; k < inst.operandCount(); ++k)
     checkLayout(g, inst, inst.operand(k)->shape(), "an operand");
@@ -87,6 +117,21 @@ LoweredKernel lowerToKernel(const HloInstruction& inst,
     for (int64_t k = 0; k < inst.operandCount(); ++k) g.leafOperand.emplace(inst.operand(k), k);
   }
   TilingTarget t = TilingTarget::from(target);
+  if (multiOutput) {
+    // One loop computing every element of the root tuple (FusionLowering.h).
+    for (const HloInstruction* e : g.root->operands())
+      if (!e->shape().isArray())
+        g.fail(*g.root, "a multi-output fusion's outputs must be arrays (no nested tuples)");
+    if (detail::hasDot(g)) g.fail(*g.root, "a multi-output fusion with a dot is not lowered");
+    LoweredKernel lk;
+    bool anyReduce = false;
+    for (const HloInstruction* e : g.root->operands())
+      anyReduce |= e->opcode() == HloOpcode::Reduce && !g.isLeaf(e);
+    lk = anyReduce ? detail::lowerReduce(g, t) : detail::lowerLoop(g, t);
+    lk.outputIndex.clear();
+    for (int64_t k = 0; k < g.root->operandCount(); ++k) lk.outputIndex.push_back({k});
+    return lk;
+  }
   if (detail::hasDot(g)) return detail::lowerDot(g, t);
   if (g.root->opcode() == HloOpcode::Reduce && !g.isLeaf(g.root)) return detail::lowerReduce(g, t);
   return detail::lowerLoop(g, t);

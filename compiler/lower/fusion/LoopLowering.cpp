@@ -1,6 +1,8 @@
 // kLoop fusions and unfused element-wise / broadcast / iota ops: one kernel
 // over the output's axes; every grid step computes one (rows x lanes) block of
 // the output from the matching blocks of the leaves (FusionLoweringInternal.h).
+// A multi-output loop fusion (root tuple, every element of one shape) computes
+// all its outputs in the same grid step, from one load of each leaf block.
 #include <fmt/format.h>
 
 #include "compiler/lower/fusion/FusionLoweringInternal.h"
@@ -13,21 +15,33 @@ int hbmBytes(dsl::DType t) { return isa::dtypeBytes(t); }
 }  // namespace
 
 LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
-  const HloInstruction* root = g.root;
-  const Embedding rootEmb = identity(root->shape().rank());
-  auto r = std::make_shared<Region>(g, root->shape().dims);
-  r->analyze(root, rootEmb);
+  std::vector<const HloInstruction*> roots;
+  if (g.root->opcode() == hlo::HloOpcode::Tuple && g.root != g.inst) {
+    for (const HloInstruction* e : g.root->operands()) roots.push_back(e);
+  } else {
+    roots.push_back(g.root);
+  }
+  const HloInstruction* first = roots.front();
+  for (const HloInstruction* e : roots)
+    if (e->shape().dims != first->shape().dims)
+      g.fail(*e, fmt::format("the outputs of a multi-output loop fusion must have one shape ({} "
+                             "and {})",
+                             first->shape().toString(false), e->shape().toString(false)));
+  const Embedding rootEmb = identity(first->shape().rank());
+  auto r = std::make_shared<Region>(g, first->shape().dims);
+  for (const HloInstruction* e : roots) r->analyze(e, rootEmb);
   r->formAxes();
   r->splitLanes();
   auto& axes = r->axes();
   const size_t n = axes.size();
-  dsl::DType outType = dslType(g, *root, root->shape().type);
+  std::vector<dsl::DType> outTypes;
+  for (const HloInstruction* e : roots) outTypes.push_back(dslType(g, *e, e->shape().type));
 
   std::vector<BlockUse> uses;
   for (const LeafUse& u : r->leafUses())
     uses.push_back(
         r->blockUse(u.emb, hbmBytes(memoryType(dslType(g, *u.leaf, u.leaf->shape().type)))));
-  uses.push_back(r->blockUse(rootEmb, hbmBytes(memoryType(outType))));
+  for (dsl::DType ot : outTypes) uses.push_back(r->blockUse(rootEmb, hbmBytes(memoryType(ot))));
   LoopBlock b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, false, false, uses, t);
   axes[n - 2].block = b.rows;
   axes[n - 1].block = b.cols;
@@ -39,7 +53,7 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
     leadAxis = static_cast<int>(n) - 3;
     size_t k = 0;
     for (const LeafUse& u : r->leafUses()) uses[k++].lead = r->maps(u.emb, leadAxis);
-    uses.back().lead = r->maps(rootEmb, leadAxis);
+    for (; k < uses.size(); ++k) uses[k].lead = r->maps(rootEmb, leadAxis);
     leadBlock = chooseLeadBlock(axes[n - 3].size, b, uses, t);
     axes[n - 3].block = leadBlock;
   }
@@ -53,18 +67,26 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
     plan.config.compiler_params.dimension_semantics.push_back(dsl::PARALLEL);
   }
   addLeafInputs(*r, plan);
-  plan.config.out_shapes = {dsl::ShapeDtype(r->arrayShape(rootEmb), memoryType(outType), "out")};
-  plan.config.out_specs = {r->blockSpec(rootEmb)};
+  for (size_t k = 0; k < roots.size(); ++k) {
+    std::string name = roots.size() == 1 ? "out" : fmt::format("out.{}", k);
+    plan.config.out_shapes.push_back(
+        dsl::ShapeDtype(r->arrayShape(rootEmb), memoryType(outTypes[k]), name));
+    plan.config.out_specs.push_back(r->blockSpec(rootEmb));
+  }
   const size_t nIn = plan.inputs.size();
   return finishKernel(
-      g, plan, [r, root, rootEmb, nIn, leadAxis, leadBlock](const std::vector<dsl::Ref>& refs) {
+      g, plan, [r, roots, rootEmb, nIn, leadAxis, leadBlock](const std::vector<dsl::Ref>& refs) {
+        auto storeAll = [&] {
+          for (size_t k = 0; k < roots.size(); ++k)
+            r->store(refs[nIn + k], r->emit(roots[k], rootEmb, refs));
+        };
         if (leadBlock == 1) {
-          r->store(refs[nIn], r->emit(root, rootEmb, refs));
+          storeAll();
           return;
         }
         dsl::fori_loop(0, leadBlock, [&](dsl::Scalar i) {
           r->setLeadLoop(leadAxis, i);
-          r->store(refs[nIn], r->emit(root, rootEmb, refs));
+          storeAll();
         });
       });
 }

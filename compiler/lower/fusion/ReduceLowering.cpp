@@ -56,38 +56,94 @@ ReduceKind reduceKindOf(const ComputeGraph& g, const HloInstruction& reduce) {
   g.fail(reduce, "the reduction computation must be add, maximum or minimum of its two parameters");
 }
 
-LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
-  const HloInstruction* red = g.root;
-  if (red->opcode() != HloOpcode::Reduce) g.fail(*red, "internal: not a reduce");
-  if (red->operandCount() != 2 || !red->shape().isArray())
-    g.fail(*red, "a variadic reduce is not supported");
-  const ReduceKind kind = reduceKindOf(g, *red);
-  const HloInstruction* input = red->operand(0);
-  const HloInstruction* init = red->operand(1);
-  const dsl::DType outType = dslType(g, *red, red->shape().type);
-  if (outType == dsl::BOOL) g.fail(*red, "a reduce of pred is not supported");
-  const dsl::DType accType =
-      outType == dsl::F32 || outType == dsl::BF16 || outType == dsl::F16 ? dsl::F32 : dsl::S32;
+namespace {
+
+// One reduce of a (possibly multi-output) kInput kernel: its kind, init and
+// the max-domain mapping of its values.
+struct ReduceOut {
+  const HloInstruction* red = nullptr;
+  const HloInstruction* input = nullptr;
+  const HloInstruction* init = nullptr;
+  ReduceKind kind = ReduceKind::Sum;
+  dsl::DType outType = dsl::F32, accType = dsl::F32;
+  bool biasUnsigned = false, foldInit = false;
   // Max and min run as a max: of -x (floats) or ~x (integers, whose negation
   // wraps at INT_MIN) for min; u32 values biased into signed order.
-  const bool biasUnsigned =
-      kind != ReduceKind::Sum && red->operand(0)->shape().type == hlo::PrimitiveType::U32;
-  auto toMaxDomain = [&](dsl::Array x) {
+  dsl::Array toMaxDomain(dsl::Array x) const {
     if (biasUnsigned) x = math::biased(x);
     if (kind == ReduceKind::Min) x = accType == dsl::F32 ? -x : x ^ dsl::full(1, 1, -1, dsl::S32);
     return x;
-  };
-  auto fromMaxDomain = [&](dsl::Array v) {
+  }
+  dsl::Array fromMaxDomain(dsl::Array v) const {
     if (kind == ReduceKind::Min) v = accType == dsl::F32 ? -v : v ^ dsl::full(1, 1, -1, dsl::S32);
     if (biasUnsigned) v = math::biased(v);
     return v;
-  };
+  }
+};
+
+ReduceOut describeReduce(const ComputeGraph& g, const HloInstruction* red) {
+  if (red->operandCount() != 2 || !red->shape().isArray())
+    g.fail(*red, "a variadic reduce is not supported");
+  ReduceOut o;
+  o.red = red;
+  o.kind = reduceKindOf(g, *red);
+  o.input = red->operand(0);
+  o.init = red->operand(1);
+  o.outType = dslType(g, *red, red->shape().type);
+  if (o.outType == dsl::BOOL) g.fail(*red, "a reduce of pred is not supported");
+  o.accType = o.outType == dsl::F32 || o.outType == dsl::BF16 || o.outType == dsl::F16 ? dsl::F32
+                                                                                       : dsl::S32;
+  o.biasUnsigned =
+      o.kind != ReduceKind::Sum && red->operand(0)->shape().type == hlo::PrimitiveType::U32;
+  o.foldInit = !isIdentity(o.init, o.kind);
+  return o;
+}
+
+}  // namespace
+
+// A multi-output kInput fusion (root tuple) holds reduces over one input shape
+// and dimensions (sibling reductions, layer norm's sum and sum of squares) and
+// possibly element-wise outputs of that input shape: one walk of the input
+// space feeds every accumulator and stores the element-wise outputs per block.
+LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
+  std::vector<const HloInstruction*> roots;
+  if (g.root->opcode() == HloOpcode::Tuple && g.root != g.inst) {
+    for (const HloInstruction* e : g.root->operands()) roots.push_back(e);
+  } else {
+    roots.push_back(g.root);
+  }
+  std::vector<ReduceOut> reds;  // per root: red == nullptr for an element-wise output
+  const HloInstruction* hero = nullptr;
+  for (const HloInstruction* e : roots) {
+    if (e->opcode() == HloOpcode::Reduce && !g.isLeaf(e)) {
+      reds.push_back(describeReduce(g, e));
+      if (!hero) hero = e;
+    } else {
+      reds.push_back(ReduceOut{});
+    }
+  }
+  if (!hero) g.fail(*g.root, "internal: not a reduce");
+  const HloInstruction* input = hero->operand(0);
+  const std::vector<int64_t>& inDims = input->shape().dims;
+  for (size_t k = 0; k < roots.size(); ++k) {
+    const HloInstruction* e = roots[k];
+    if (reds[k].red) {
+      if (e->operand(0)->shape().dims != inDims || e->dimensions() != hero->dimensions())
+        g.fail(*e, fmt::format("the reduces of a multi-output fusion must reduce one shape over "
+                               "the same dimensions (%{} and %{})",
+                               hero->name(), e->name()));
+    } else if (e->shape().dims != inDims) {
+      g.fail(*e, fmt::format("an element-wise output of a multi-output reduce fusion must have the "
+                             "reduce input's shape ({}, not {})",
+                             input->shape().toString(false), e->shape().toString(false)));
+    }
+  }
 
   const int64_t rank = input->shape().rank();
   const Embedding inEmb = identity(rank);
   std::vector<bool> reducedDim(static_cast<size_t>(rank), false);
-  for (int64_t d : red->dimensions()) {
-    if (d < 0 || d >= rank) g.fail(*red, "reduce dimension out of range");
+  for (int64_t d : hero->dimensions()) {
+    if (d < 0 || d >= rank) g.fail(*hero, "reduce dimension out of range");
     reducedDim[static_cast<size_t>(d)] = true;
   }
   Embedding outEmb;  // the result's dims are the kept input dims, in order
@@ -100,8 +156,14 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
     }
 
   auto r = std::make_shared<Region>(g, input->shape().dims);
-  r->analyze(input, inEmb);
-  r->analyze(init, {});
+  for (size_t k = 0; k < roots.size(); ++k) {
+    if (reds[k].red) {
+      r->analyze(reds[k].input, inEmb);
+      r->analyze(reds[k].init, {});
+    } else {
+      r->analyze(roots[k], inEmb);
+    }
+  }
   r->constrain(kept);
   r->formAxes();
   auto& axes = r->axes();
@@ -115,8 +177,15 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
   for (const LeafUse& u : r->leafUses())
     uses.push_back(
         r->blockUse(u.emb, hbmBytes(memoryType(dslType(g, *u.leaf, u.leaf->shape().type)))));
-  uses.push_back(r->blockUse(outEmb, hbmBytes(outType)));
-  uses.push_back(r->blockUse(outEmb, 4, 1));  // the accumulator
+  for (size_t k = 0; k < roots.size(); ++k) {
+    if (reds[k].red) {
+      uses.push_back(r->blockUse(outEmb, hbmBytes(reds[k].outType)));
+      uses.push_back(r->blockUse(outEmb, 4, 1));  // the accumulator
+    } else {
+      uses.push_back(
+          r->blockUse(inEmb, hbmBytes(memoryType(dslType(g, *roots[k], roots[k]->shape().type)))));
+    }
+  }
   LoopBlock b =
       chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, rowsReduced, colsReduced, uses, t);
   axes[n - 2].block = b.rows;
@@ -138,53 +207,74 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
       if (pass == 1) reducedGrid.push_back({axes[a].grid, extent});
     }
   addLeafInputs(*r, plan);
-  plan.config.out_shapes = {dsl::ShapeDtype(r->arrayShape(outEmb), outType, "out")};
-  plan.config.out_specs = {r->blockSpec(outEmb)};
   const int64_t accRows = r->maps(outEmb, static_cast<int>(n) - 2) ? axes[n - 2].block : 1;
   const int64_t accCols = r->maps(outEmb, static_cast<int>(n) - 1) ? axes[n - 1].block : 1;
-  plan.config.scratch = {dsl::VMEM({accRows, accCols}, accType)};
-  const size_t nIn = plan.inputs.size();
-  const bool foldInit = !isIdentity(init, kind);
+  std::vector<int> accIndex(roots.size(), -1);
+  for (size_t k = 0; k < roots.size(); ++k) {
+    std::string name = roots.size() == 1 ? "out" : fmt::format("out.{}", k);
+    if (reds[k].red) {
+      plan.config.out_shapes.push_back(
+          dsl::ShapeDtype(r->arrayShape(outEmb), reds[k].outType, name));
+      plan.config.out_specs.push_back(r->blockSpec(outEmb));
+      accIndex[k] = static_cast<int>(plan.config.scratch.size());
+      plan.config.scratch.push_back(dsl::VMEM({accRows, accCols}, reds[k].accType));
+    } else {
+      dsl::DType ot = memoryType(dslType(g, *roots[k], roots[k]->shape().type));
+      plan.config.out_shapes.push_back(dsl::ShapeDtype(r->arrayShape(inEmb), ot, name));
+      plan.config.out_specs.push_back(r->blockSpec(inEmb));
+    }
+  }
+  const size_t nIn = plan.inputs.size(), nOut = roots.size();
 
   return finishKernel(g, plan, [=, &axes](const std::vector<dsl::Ref>& refs) {
-    const dsl::Ref& out = refs[nIn];
-    const dsl::Ref& acc = refs[nIn + 1];
     dsl::Scalar first = 1, last = 1;
     for (const auto& [axis, extent] : reducedGrid) {
       if (extent == 1) continue;
       first = first && (dsl::program_id(axis) == 0);
       last = last && (dsl::program_id(axis) == extent - 1);
     }
-    dsl::Array x = r->emit(input, inEmb, refs);
-    if (x.dtype() != accType) x = x.astype(accType);
-    x = toMaxDomain(x);
-    // An input that does not vary along an axis (a broadcast) still counts
-    // once per element of the block.
-    x = expandTo(x, axes[n - 2].block, axes[n - 1].block);
-    auto reduceAxis = [&](const dsl::Array& v, int axis) {
-      return kind == ReduceKind::Sum ? dsl::sum(v, axis) : dsl::max(v, axis);
-    };
-    auto combine = [&](const dsl::Array& p, const dsl::Array& q) {
-      return kind == ReduceKind::Sum ? p + q : dsl::maximum(p, q);
-    };
-    dsl::Array partial = x;
-    if (colsReduced) partial = reduceAxis(partial, 1);
-    if (rowsReduced) partial = reduceAxis(partial, 0);
-    double idv = kind == ReduceKind::Sum ? 0.0 : -INFINITY;
-    if (accType == dsl::S32 && kind != ReduceKind::Sum) idv = std::numeric_limits<int32_t>::min();
-    dsl::when(first, [&] { acc.store(dsl::full(accRows, accCols, idv, accType)); });
-    acc.store(combine(acc.load(), partial));
-    dsl::when(last, [&] {
-      dsl::Array v = acc.load();
-      if (foldInit) {
-        dsl::Array i = r->emit(init, {}, refs);
-        if (i.dtype() != accType) i = i.astype(accType);
-        v = combine(v, toMaxDomain(i));
+    for (size_t k = 0; k < nOut; ++k) {
+      const ReduceOut& ro = reds[k];
+      const dsl::Ref& out = refs[nIn + k];
+      if (!ro.red) {
+        r->store(out,
+                 expandTo(r->emit(roots[k], inEmb, refs), axes[n - 2].block, axes[n - 1].block));
+        continue;
       }
-      v = fromMaxDomain(v);
-      if (v.dtype() != outType) v = v.astype(outType);
-      r->store(out, v);
-    });
+      const dsl::Ref& acc = refs[nIn + nOut + static_cast<size_t>(accIndex[k])];
+      const ReduceKind kind = ro.kind;
+      const dsl::DType accType = ro.accType;
+      dsl::Array x = r->emit(ro.input, inEmb, refs);
+      if (x.dtype() != accType) x = x.astype(accType);
+      x = ro.toMaxDomain(x);
+      // An input that does not vary along an axis (a broadcast) still counts
+      // once per element of the block.
+      x = expandTo(x, axes[n - 2].block, axes[n - 1].block);
+      auto reduceAxis = [&](const dsl::Array& v, int axis) {
+        return kind == ReduceKind::Sum ? dsl::sum(v, axis) : dsl::max(v, axis);
+      };
+      auto combine = [&](const dsl::Array& p, const dsl::Array& q) {
+        return kind == ReduceKind::Sum ? p + q : dsl::maximum(p, q);
+      };
+      dsl::Array partial = x;
+      if (colsReduced) partial = reduceAxis(partial, 1);
+      if (rowsReduced) partial = reduceAxis(partial, 0);
+      double idv = kind == ReduceKind::Sum ? 0.0 : -INFINITY;
+      if (accType == dsl::S32 && kind != ReduceKind::Sum) idv = std::numeric_limits<int32_t>::min();
+      dsl::when(first, [&] { acc.store(dsl::full(accRows, accCols, idv, accType)); });
+      acc.store(combine(acc.load(), partial));
+      dsl::when(last, [&] {
+        dsl::Array v = acc.load();
+        if (ro.foldInit) {
+          dsl::Array i = r->emit(ro.init, {}, refs);
+          if (i.dtype() != accType) i = i.astype(accType);
+          v = combine(v, ro.toMaxDomain(i));
+        }
+        v = ro.fromMaxDomain(v);
+        if (v.dtype() != ro.outType) v = v.astype(ro.outType);
+        r->store(out, v);
+      });
+    }
   });
 }
 

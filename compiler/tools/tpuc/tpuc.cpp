@@ -45,7 +45,7 @@ static cl::opt<std::string> Passes(
              "(default: "
              "spmd-collectives,inline,dot-precision-split,"
              "dot-canonicalize,int64-to-pairs,algsimp,constant-folding,"
-             "cse,dce,fusion,dce)"),
+             "cse,dce,fusion,multi-output-fusion,dce)"),
     cl::value_desc("p1,p2,..."), cl::cat(Cat));
 static cl::opt<std::string> DumpDir("dump-after-all",
                                     cl::desc("Write the module after each pass to DIR"),

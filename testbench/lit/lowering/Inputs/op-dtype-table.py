@@ -3,8 +3,8 @@
 whose outputs are every element-wise op on that type, each applied once to the
 entry parameters (single-op kernels), and prints the (output, op, type) table.
 tpusim --check --strict then compares every output with the reference
-evaluator. Integer operands are spread over the whole 32-bit range (a multiply
-by 0x10000001 that wraps) so signedness and overflow matter; f16 operands also
+evaluator. Integer operands are spread over their whole range (a multiply
+by 0x10000001, or 37 for s8, that wraps) so signedness and overflow matter; f16 operands also
 go through converts that overflow and underflow f16."""
 import os
 import sys
@@ -24,7 +24,7 @@ INT_BINARY = ["add", "subtract", "multiply", "divide", "remainder", "maximum", "
 # 64-bit integers (int64-to-pairs): no division, power, popcnt or clz.
 WIDE_UNARY = ["negate", "abs", "sign", "not"]
 WIDE_BINARY = [op for op in INT_BINARY if op not in ("divide", "remainder")]
-SPREAD = {"s32": 268435457, "u32": 268435457,  # 0x10000001
+SPREAD = {"s8": 37, "s32": 268435457, "u32": 268435457,  # 0x10000001
           "s64": 1152921508901814273, "u64": 1152921508901814273}  # 0x1000000010000001
 DIRECTIONS = ["EQ", "NE", "LT", "LE", "GT", "GE"]
 
@@ -111,7 +111,7 @@ def module(t):
 
 def main():
     outdir = sys.argv[1]
-    for t in ("f32", "bf16", "f16", "s32", "u32", "s64", "u64"):
+    for t in ("f32", "bf16", "f16", "s8", "s32", "u32", "s64", "u64"):
         text, outs = module(t)
         with open(os.path.join(outdir, f"{t}.hlo"), "w") as f:
             f.write(text)

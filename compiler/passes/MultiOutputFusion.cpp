@@ -1,0 +1,210 @@
+// The multi-output fusion pass (`multi-output-fusion`), run after `fusion`:
+// sibling reductions, as XLA's multi-output fusion makes them. Reduces that
+// read the same operand (layer norm's sum of x and sum of x * x, the max and
+// the sum of a softmax over one input) are each a kInput fusion or an unfused
+// reduce after `fusion`, and each kernel reads the operand from HBM. They are
+// merged into one fusion whose root is a tuple of the reduces, and their users
+// read get-tuple-element: one kernel walks the input once and feeds every
+// accumulator (compiler/lower/fusion/ReduceLowering.cpp).
+//
+// Two candidates (kInput fusions or reduces) merge when
+//   - they reduce inputs of one shape over the same dimensions (one loop nest),
+//   - they share an operand of that input's element count (the read saved;
+//     a shared scalar or bias saves nothing), and
+//   - neither depends on the other (merging would make a cycle: a variance
+//     computed as mean((x - mean)^2) stays a second kernel).
+// A group holds at most kMaxOutputs reduces (each adds an accumulator to the
+// kernel's VMEM).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "compiler/passes/FusionBuilder.h"
+#include "compiler/passes/FusionRules.h"
+#include "compiler/passes/HloPass.h"
+#include "compiler/passes/PassRegistry.h"
+
+namespace tpusim::passes {
+namespace {
+
+using hlo::HloComputation;
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+
+constexpr size_t kMaxOutputs = 8;
+
+// The reduce a candidate computes: an unfused reduce, or a kInput fusion's root.
+const HloInstruction* reduceOf(const HloInstruction& inst) {
+  if (isReduceHero(inst)) return &inst;
+  if (inst.opcode() != HloOpcode::Fusion || !inst.shape().isArray()) return nullptr;
+  const HloComputation* body = inst.calledComputation("calls");
+  if (!body || !body->root() || !isReduceHero(*body->root())) return nullptr;
+  for (const auto& i : body->instructions())
+    if (isMatmulHero(*i)) return nullptr;
+  return body->root();
+}
+
+struct Key {
+  std::vector<int64_t> inputDims, dims;
+  bool operator<(const Key& o) const {
+    return std::tie(inputDims, dims) < std::tie(o.inputDims, o.dims);
+  }
+};
+
+// Is `target` among the transitive operands of `from`?
+bool reaches(const HloInstruction* from, const HloInstruction* target) {
+  std::unordered_set<const HloInstruction*> seen;
+  std::vector<const HloInstruction*> stack(from->operands().begin(), from->operands().end());
+  while (!stack.empty()) {
+    const HloInstruction* i = stack.back();
+    stack.pop_back();
+    if (i == target) return true;
+    if (!seen.insert(i).second) continue;
+    for (const HloInstruction* op : i->operands()) stack.push_back(op);
+  }
+  return false;
+}
+
+class MultiOutputFusionPass : public HloPass {
+ public:
+  std::string_view name() const override { return "multi-output-fusion"; }
+
+  bool run(hlo::HloModule& module) override {
+    module_ = &module;
+    names_ = std::make_unique<NameTable>(module);
+    bool changed = false;
+    for (HloComputation* comp : fusionTargets(module)) changed |= runOn(*comp);
+    if (changed) module.removeUnreachableComputations();
+    return changed;
+  }
+
+ private:
+  bool runOn(HloComputation& comp) {
+    std::map<Key, std::vector<HloInstruction*>> byKey;
+    for (HloInstruction* inst : comp.postOrder()) {
+      const HloInstruction* red = reduceOf(*inst);
+      if (!red) continue;
+      byKey[Key{red->operand(0)->shape().dims, red->dimensions()}].push_back(inst);
+    }
+    bool changed = false;
+    for (auto& [key, cands] : byKey) {
+      int64_t inputElements = 1;
+      for (int64_t d : key.inputDims) inputElements *= d;
+      std::vector<bool> used(cands.size(), false);
+      for (size_t a = 0; a < cands.size(); ++a) {
+        if (used[a]) continue;
+        std::vector<HloInstruction*> group{cands[a]};
+        for (size_t b = a + 1; b < cands.size() && group.size() < kMaxOutputs; ++b) {
+          if (used[b] || !sharesInput(group, cands[b], inputElements)) continue;
+          bool independent = true;
+          for (HloInstruction* m : group)
+            independent &= !reaches(cands[b], m) && !reaches(m, cands[b]);
+          if (!independent) continue;
+          group.push_back(cands[b]);
+          used[b] = true;
+        }
+        if (group.size() < 2) continue;
+        merge(comp, group);
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
+  static bool sharesInput(const std::vector<HloInstruction*>& group, const HloInstruction* c,
+                          int64_t inputElements) {
+    for (const HloInstruction* m : group)
+      for (const HloInstruction* op : m->operands())
+        if (op->shape().isArray() && op->shape().elementCount() == inputElements &&
+            std::find(c->operands().begin(), c->operands().end(), op) != c->operands().end())
+          return true;
+    return false;
+  }
+
+  // One fusion computing every member; each member's users read its element.
+  void merge(HloComputation& comp, const std::vector<HloInstruction*>& group) {
+    auto body =
+        std::make_unique<HloComputation>(module_->uniqueComputationName("fused_multi_output"));
+    std::vector<HloInstruction*> operands;
+    std::unordered_map<const HloInstruction*, HloInstruction*> param;  // outer -> parameter
+    auto parameterFor = [&](HloInstruction* outer) {
+      auto it = param.find(outer);
+      if (it != param.end()) return it->second;
+      auto p = HloInstruction::create(HloOpcode::Parameter,
+                                      names_->fresh(fmt::format("param_{}", operands.size())),
+                                      outer->shape());
+      p->attrs().parameterNumber = static_cast<int64_t>(operands.size());
+      operands.push_back(outer);
+      return param[outer] = body->addInstruction(std::move(p));
+    };
+    std::vector<HloInstruction*> roots;
+    std::vector<hlo::Shape> shapes;
+    for (HloInstruction* m : group) {
+      shapes.push_back(m->shape());
+      if (m->opcode() != HloOpcode::Fusion) {
+        std::vector<HloInstruction*> ops;
+        for (HloInstruction* op : m->operands()) ops.push_back(parameterFor(op));
+        roots.push_back(body->addInstruction(m->cloneWithOperands(names_->fresh(m->name()), ops)));
+        continue;
+      }
+      const HloComputation* fused = m->calledComputation("calls");
+      std::unordered_map<const HloInstruction*, HloInstruction*> copy;
+      for (HloInstruction* i : fused->postOrder()) {
+        if (i->opcode() == HloOpcode::Parameter) {
+          copy[i] = parameterFor(m->operand(i->attrs().parameterNumber));
+          continue;
+        }
+        std::vector<HloInstruction*> ops;
+        for (HloInstruction* op : i->operands()) ops.push_back(copy.at(op));
+        copy[i] = body->addInstruction(i->cloneWithOperands(names_->fresh(i->name()), ops));
+      }
+      roots.push_back(copy.at(fused->root()));
+    }
+    hlo::Shape tupleShape = hlo::Shape::tuple(shapes);
+    HloInstruction* root = body->addInstruction(
+        HloInstruction::create(HloOpcode::Tuple, names_->fresh("tuple"), tupleShape, roots));
+    body->setRoot(root);
+
+    HloComputation* bodyPtr = module_->addComputationBefore(std::move(body), &comp);
+    auto fusion = HloInstruction::create(HloOpcode::Fusion, names_->fresh("fusion.multi_output"),
+                                         tupleShape, operands);
+    fusion->attrs().metadata = group.front()->attrs().metadata;
+    fusion->attrs().calls.push_back(hlo::CalledComputations{"calls", {bodyPtr}, false});
+    hlo::AttrValue kind;
+    kind.kind = hlo::AttrValue::Kind::Ident;
+    kind.s = "kInput";
+    fusion->setGeneric("kind", kind);
+    HloInstruction* f = comp.addInstruction(std::move(fusion));
+    f->setSourceLine(group.front()->sourceLine());
+    for (size_t k = 0; k < group.size(); ++k) {
+      HloInstruction* m = group[k];
+      std::string name = m->name();
+      m->setName(names_->fresh(name + ".merged"));
+      auto gte = HloInstruction::create(HloOpcode::GetTupleElement, name, m->shape(), {f});
+      hlo::AttrValue index;
+      index.kind = hlo::AttrValue::Kind::Int;
+      index.i = static_cast<int64_t>(k);
+      gte->setGeneric("index", index);
+      gte->attrs().metadata = m->attrs().metadata;
+      HloInstruction* g = comp.addInstruction(std::move(gte));
+      m->replaceAllUsesWith(g);
+      m->setOperands({});
+      comp.removeInstruction(m);
+    }
+  }
+
+  hlo::HloModule* module_ = nullptr;
+  std::unique_ptr<NameTable> names_;
+};
+
+}  // namespace
+
+std::unique_ptr<HloPass> createMultiOutputFusionPass() {
+  return std::make_unique<MultiOutputFusionPass>();
+}
+
+}  // namespace tpusim::passes
