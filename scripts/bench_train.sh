@@ -41,8 +41,14 @@ now() { date +%s.%N; }
 
 for chip in "${chips[@]}"; do
   prog="$out/$name.$chip.tpuprog"
+  rm -f "$out/$name.$chip.host.txt" "$out/$name.$chip.error.txt"
   t0=$(now)
-  "$build/bin/tpuc" "$trace" -o "$prog" --chip "$chip" --print-stats > "$out/$name.$chip.tpuc.txt"
+  if ! "$build/bin/tpuc" "$trace" -o "$prog" --chip "$chip" --print-stats > "$out/$name.$chip.tpuc.txt" \
+       2> "$out/$name.$chip.error.txt"; then
+    # e.g. a step that does not fit the preset's HBM: tpuc names the largest buffers.
+    cat "$out/$name.$chip.error.txt" >&2
+    continue
+  fi
   t1=$(now)
   rm -rf "$out/$name.$chip.profile"
   "$build/bin/tpusim" "$prog" --chip "$chip" --mode timing --quiet --top-ops 30 \
@@ -90,10 +96,17 @@ def scope(op_name):
     return "other"
 
 rows = []
+failed = []
 for chip in chips:
+    try:
+        host = open(f"{out}/{name}.{chip}.host.txt").read()
+    except FileNotFoundError:
+        err = open(f"{out}/{name}.{chip}.error.txt").read().splitlines()
+        failed.append((chip, err[0] if err else "tpuc failed"))
+        continue
     p = json.load(open(f"{out}/{name}.{chip}.profile/profile.json"))
     ov, peaks, mem = p["overview"], p["peaks"], p["memory"]
-    compile_s, sim_s = (float(x) for x in open(f"{out}/{name}.{chip}.host.txt").read().split())
+    compile_s, sim_s = (float(x) for x in host.split())
     step = ov["step_seconds"]
     split = {"forward": 0, "backward": 0, "optimizer": 0, "other": 0}
     total = 0
@@ -121,4 +134,6 @@ print(f"{'chip':<5} {'step ms':>9} {'tokens/s':>10} {'MFU %':>6} {'fwd %':>6} {'
 for chip, step, tps, mfu, pct, heap, live, cap, cs, ss in rows:
     print(f"{chip:<5} {step * 1e3:9.2f} {tps:10.4g} {mfu:6.1f} {pct['forward']:6.1f} {pct['backward']:6.1f} "
           f"{pct['optimizer']:6.1f} {pct['other']:7.1f} {heap / 1e9:11.2f} {live / 1e9:8.2f} {cs:7.1f} {ss:8.1f}")
+for chip, err in failed:
+    print(f"{chip:<5} {err}")
 EOF
