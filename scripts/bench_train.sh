@@ -8,7 +8,7 @@
 # seq 256), chips to v6e and v5e. Per chip it prints: tpuc compile seconds, simulated step time,
 # tokens per second, MFU, the split of the step between forward (op_name scope jvp(loss_fn)),
 # backward (transpose(jvp(loss_fn))) and optimizer (adamw), the peak HBM footprint (buffer
-# assignment: the heap's high-water mark and the peak of live bytes) and the tpusim host seconds;
+# assignment: the heap's high-water mark, from tpuc --print-stats), the host seconds of tpuc and tpusim;
 # then the top ops of the profile. Model FLOPs (what MFU counts, PaLM's definition) =
 # tokens x (6 x parameters + 12 x layers x d_model x seq): parameters = every params[...] input of
 # the module, tokens = the tokens input's elements; peak = the preset's MXU FLOP/s (bf16).
@@ -96,6 +96,11 @@ def scope(op_name):
     return "other"
 
 rows = []
+# The heap's high-water mark from tpuc --print-stats ("HBM: peak N bytes ...").
+def heap_peak(chip):
+    m = re.search(r"^HBM: peak (\d+) bytes", open(f"{out}/{name}.{chip}.tpuc.txt").read(), re.M)
+    return int(m.group(1)) if m else 0
+
 failed = []
 for chip in chips:
     try:
@@ -105,7 +110,7 @@ for chip in chips:
         failed.append((chip, err[0] if err else "tpuc failed"))
         continue
     p = json.load(open(f"{out}/{name}.{chip}.profile/profile.json"))
-    ov, peaks, mem = p["overview"], p["peaks"], p["memory"]
+    ov, peaks = p["overview"], p["peaks"]
     compile_s, sim_s = (float(x) for x in host.split())
     step = ov["step_seconds"]
     split = {"forward": 0, "backward": 0, "optimizer": 0, "other": 0}
@@ -115,8 +120,7 @@ for chip in chips:
         total += op["cycles"]
     pct = {k: 100.0 * v / max(1, ov["step_cycles"]) for k, v in split.items()}
     rows.append((chip, step, tokens / step, 100.0 * model_flops / step / peaks["mxu_flops_per_second"],
-                 pct, mem.get("heap_peak_bytes", 0), mem.get("peak_live_bytes", 0),
-                 mem.get("capacity_bytes", 0), compile_s, sim_s))
+                 pct, heap_peak(chip), compile_s, sim_s))
     top = sorted(p["ops"], key=lambda o: -o["cycles"])[:12]
     print(f"\n{chip}: top ops ({ov['step_cycles']} cycles in the step)")
     print(f"  {'op':<34} {'scope':<9} {'% step':>7} {'TFLOP/s':>8} {'GB/s':>7}  op_name")
@@ -130,10 +134,10 @@ for chip in chips:
 
 print()
 print(f"{'chip':<5} {'step ms':>9} {'tokens/s':>10} {'MFU %':>6} {'fwd %':>6} {'bwd %':>6} {'opt %':>6} "
-      f"{'other %':>7} {'HBM peak GB':>11} {'live GB':>8} {'tpuc s':>7} {'tpusim s':>8}")
-for chip, step, tps, mfu, pct, heap, live, cap, cs, ss in rows:
+      f"{'other %':>7} {'HBM peak GiB':>12} {'tpuc s':>7} {'tpusim s':>8}")
+for chip, step, tps, mfu, pct, heap, cs, ss in rows:
     print(f"{chip:<5} {step * 1e3:9.2f} {tps:10.4g} {mfu:6.1f} {pct['forward']:6.1f} {pct['backward']:6.1f} "
-          f"{pct['optimizer']:6.1f} {pct['other']:7.1f} {heap / 1e9:11.2f} {live / 1e9:8.2f} {cs:7.1f} {ss:8.1f}")
+          f"{pct['optimizer']:6.1f} {pct['other']:7.1f} {heap / 2**30:12.3f} {cs:7.1f} {ss:8.1f}")
 for chip, err in failed:
     print(f"{chip:<5} {err}")
 EOF
