@@ -93,6 +93,12 @@ std::string probeEntry(HloOpcode op) {
              "  i = s32[4,1] parameter(1)\n"
              "  ROOT r = $T[4,128] gather(p0, i), offset_dims={1}, collapsed_slice_dims={0}, "
              "start_index_map={0}, index_vector_dim=1, slice_sizes={1,128}\n";
+    case HloOpcode::Scatter:
+      return x +
+             "  i = s32[4,1] parameter(1)\n  u = $T[4,128] parameter(2)\n"
+             "  ROOT r = $T[8,128] scatter(p0, i, u), update_window_dims={1}, "
+             "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, "
+             "to_apply=add\n";
     case HloOpcode::Sort:
       return x + "  ROOT r = $T[8,128] sort(p0), dimensions={1}, to_apply=lt\n";
     case HloOpcode::AllReduce:

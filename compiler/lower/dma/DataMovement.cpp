@@ -168,6 +168,7 @@ bool isDataMovement(const hlo::HloInstruction& instr) {
     case HloOpcode::DynamicSlice:
     case HloOpcode::DynamicUpdateSlice:
     case HloOpcode::Gather:
+    case HloOpcode::Scatter:
       return true;
     case HloOpcode::BitcastConvert:
       return sameWidth(instr);
@@ -232,6 +233,9 @@ kernels::codegen::CompiledKernel lowerDataMovement(const hlo::HloInstruction& in
         break;
       case HloOpcode::Gather:
         lowerGather(op);
+        break;
+      case HloOpcode::Scatter:
+        lowerScatter(op);
         break;
       default:
         op.fail("not a data-movement instruction");

@@ -1,6 +1,7 @@
 // Lowering of top-level data-movement instructions (copy, transpose, reshape,
 // bitcast, bitcast-convert of equal width, slice, concatenate, pad,
-// broadcast, reverse, dynamic-slice, dynamic-update-slice, gather) into a
+// broadcast, reverse, dynamic-slice, dynamic-update-slice, gather, scatter)
+// into a
 // short machine-code fragment that moves the bytes with DMA descriptors.
 //
 // Every HBM array is dense row-major in its logical shape; the buffer
@@ -23,7 +24,10 @@
 //    loaded with `sld`, clamped as XLA clamps them (the window stays in
 //    bounds), turned into addresses by scalar ops and stored into the
 //    descriptor words (`sst`) before the `dma`; gather loops over the index
-//    positions, one slice descriptor each.
+//    positions, one slice descriptor each;
+//  - scatter (add or replace of whole slabs, the embedding gradient): the
+//    table is accumulated in VMEM by a vector loop over the update slabs
+//    (DmaScatter.cpp).
 // Scheduling and register allocation are the kernel code generator's
 // (kernels/codegen), so fragments are hazard-free like kernels.
 //
@@ -59,7 +63,7 @@ using FragmentPlacement = kernels::codegen::CompileOptions;
 // Whether `instr` is an opcode this lowering handles (it may still throw
 // CannotLower for an unsupported case of it, e.g. a gather form it does not
 // know): copy, transpose, reshape, bitcast, slice, concatenate, pad,
-// broadcast, reverse, dynamic-slice, dynamic-update-slice, gather.
+// broadcast, reverse, dynamic-slice, dynamic-update-slice, gather, scatter.
 bool isDataMovement(const hlo::HloInstruction& instr);
 
 // The fragment for `instr`: operandAddresses[i] is the HBM byte address of

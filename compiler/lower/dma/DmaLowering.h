@@ -92,5 +92,6 @@ void lowerPad(DmaOp& op);
 void lowerDynamicSlice(DmaOp& op);
 void lowerDynamicUpdateSlice(DmaOp& op);
 void lowerGather(DmaOp& op);
+void lowerScatter(DmaOp& op);  // DmaScatter.cpp: whole slabs, add or replace
 
 }  // namespace tpusim::lower

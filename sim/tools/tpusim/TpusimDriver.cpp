@@ -1,6 +1,7 @@
 #include "sim/tools/tpusim/TpusimDriver.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -183,8 +184,10 @@ std::map<int64_t, driver::ParameterArray> checkInputs(
 }
 
 // Evaluates the module with the reference evaluator and compares every output.
+// `reference` (when given) receives the evaluator's outputs by buffer name.
 int checkOutputs(const TpusimArgs& a, const isa::Program& program, const SimResult& r,
-                 const std::map<int64_t, driver::ParameterArray>& parameters) {
+                 const std::map<int64_t, driver::ParameterArray>& parameters,
+                 std::map<std::string, npy::Array>* reference = nullptr) {
   std::vector<std::string> names;
   for (const isa::SignatureLeaf& leaf : program.signature.results) names.push_back(leaf.buffer);
   std::map<std::string, npy::Array> ref;
@@ -223,6 +226,7 @@ int checkOutputs(const TpusimArgs& a, const isa::Program& program, const SimResu
       judgeBf16Rounding(checks[i], *buffers[i], r.outputs.at(names[i]), ref.at(names[i]),
                         exact.at(names[i]));
   }
+  if (reference) *reference = ref;
   int failed = 0;
   for (const OutputCheck& c : checks) {
     fmt::print("  {}\n", c.line());
@@ -271,6 +275,35 @@ void checkRunFiles(const TpusimArgs& a, const isa::Program& program,
   if (std::string clash = files.clash(); !clash.empty()) throw UserError(clash);
 }
 
+// --steps: which output buffer is fed into which entry parameter (and its
+// input buffer) for the next run: the program's input_output_alias pairs.
+struct StepFeed {
+  std::string output, input;
+  int64_t parameter = 0;
+};
+
+std::vector<StepFeed> stepFeeds(const isa::Program& program) {
+  std::vector<StepFeed> feeds;
+  if (!program.hasSignature) return feeds;
+  const isa::ProgramSignature& sig = program.signature;
+  for (const isa::SignatureAlias& alias : sig.aliases) {
+    StepFeed f;
+    f.parameter = alias.parameter;
+    for (const isa::SignatureLeaf& leaf : sig.results)
+      if (leaf.index == alias.outputIndex) f.output = leaf.buffer;
+    if (alias.parameter >= 0 && alias.parameter < int64_t(sig.parameters.size()))
+      for (const isa::SignatureLeaf& leaf : sig.parameters[size_t(alias.parameter)].leaves)
+        if (leaf.index == alias.parameterIndex) f.input = leaf.buffer;
+    if (f.output.empty() || f.input.empty())
+      throw UserError(fmt::format(
+          "--steps: an input_output_alias of the program names no array output and parameter "
+          "(output {{{}}}, parameter {})",
+          fmt::join(alias.outputIndex, ","), alias.parameter));
+    feeds.push_back(f);
+  }
+  return feeds;
+}
+
 int run(const TpusimArgs& a) {
   if (a.mode != "functional" && a.mode != "timing")
     throw UserError(fmt::format("--mode={}: expected functional or timing", a.mode));
@@ -301,6 +334,7 @@ int run(const TpusimArgs& a) {
         fmt::format("--trace-events-per-track={}: expected at least 16", a.traceEventsPerTrack));
   if (a.profileDevice >= 0 && a.profileDir.empty())
     throw UserError("--profile-device needs --profile (it chooses whose ops the profile shows)");
+  if (a.steps < 1) throw UserError(fmt::format("--steps={}: expected at least 1", a.steps));
   std::vector<std::pair<std::string, std::string>> inputFiles = parseInputs(a.inputs);
 
   target::ChipConfig chip = target::loadChip(a.chip);
@@ -364,6 +398,8 @@ int run(const TpusimArgs& a) {
           system.topology, n, a.program, devices, devices));
     }
   }
+  if (!system.topology.empty() && a.steps > 1)
+    throw UserError("--steps of a multi-chip run (SPMD): stepping a system is not built yet");
   if (!system.topology.empty())
     return runSystem(
         system, chip, program, o,
@@ -373,8 +409,14 @@ int run(const TpusimArgs& a) {
         "--profile-device {}: {} runs on one chip (device 0); the option picks a device of a "
         "multi-chip run (--topology or an SPMD module)",
         a.profileDevice, a.program));
-  Simulation sim(chip, program, o);
-  std::map<std::string, std::string> given;  // input buffer -> .npy file
+  std::vector<StepFeed> feeds = stepFeeds(program);
+  if (a.steps > 1 && feeds.empty())
+    throw UserError(fmt::format(
+        "--steps={}: {} donates no input to an output (no input_output_alias), so a run's outputs "
+        "cannot be the next run's inputs",
+        a.steps, a.program));
+  std::map<std::string, npy::Array> fileInputs;  // input buffer -> the --input array
+  std::map<std::string, std::string> given;      // input buffer -> .npy file
   for (auto [name, path] : inputFiles) {
     npy::Array array;
     try {
@@ -387,56 +429,90 @@ int run(const TpusimArgs& a) {
     if (auto it = given.find(name); it != given.end())
       throw UserError(fmt::format("--input {}={}: buffer '{}' is already given by --input ({})",
                                   given0, path, name, it->second));
-    sim.setInput(name, array, path);
+    fileInputs[name] = std::move(array);
     given[name] = path;
   }
-  // --check: every input as an array both the simulator and the evaluator read.
-  std::map<int64_t, driver::ParameterArray> parameters;
-  if (a.check) parameters = checkInputs(a, program, given, sim);
   if (!a.outputDir.empty()) prepareOutputDir(a.outputDir, a.force);
 
-  SimResult r = sim.run();
-  if (progress) progress->done();
+  // Every step is a fresh simulation (Simulation.h: one SystemC context per
+  // run); the fed inputs carry the chip's own outputs from step to step, and
+  // --check's reference its own, so the two chains are independent.
+  std::map<std::string, std::pair<npy::Array, std::string>> carried;  // input buffer -> array
+  std::map<int64_t, driver::ParameterArray> parameters;               // --check's inputs
+  int status = 0;
+  for (int64_t step = 1; step <= a.steps; ++step) {
+    const bool last = step == a.steps;
+    if (a.steps > 1) fmt::print("{}step {} of {}\n", step > 1 ? "\n" : "", step, a.steps);
+    SimOptions so = o;
+    so.trace = last && o.trace;  // the trace and profile describe the last step
+    Simulation sim(chip, program, so);
+    for (const auto& [name, array] : fileInputs)
+      if (!carried.count(name)) sim.setInput(name, array, given.at(name));
+    for (const auto& [name, input] : carried) sim.setInput(name, input.first, input.second);
+    // --check: every input as an array both the simulator and the evaluator read.
+    if (a.check && step == 1) parameters = checkInputs(a, program, given, sim);
+    if (a.check && step > 1)
+      for (const auto& [n, p] : parameters)
+        if (const std::string& name = program.signature.parameters[size_t(n)].leaves[0].buffer;
+            !carried.count(name))
+          sim.setInput(name, p.array, p.source);
 
-  RunInfo info;
-  info.program = fs::path(a.program).filename().string();
-  info.mode = a.mode;
-  info.topOps = a.topOps;
-  // Stats and trace are written even after a fault: they show how far it got.
-  if (!a.statsPath.empty())
-    writeText(a.statsPath, statsJson(r, chip, info).dump(2) + "\n", "stats");
-  if (!a.tracePath.empty() && sim.trace()) sim.trace()->write(a.tracePath);
-  fmt::print("{}", summaryText(r, chip, info));
-  if (!a.profileDir.empty())
-    writeProfile(a.profileDir, r, program, chip, sim.trace(), info.program, profileInputs);
-  for (const CoreStats& cs : r.cores)
-    if (cs.unmovedSmemDmas > 0) {
-      fmt::print(stderr,
-                 "tpusim: warning: timing mode moves no DMA data, but {} DMA descriptor(s) were "
-                 "built from SMEM that a DMA fills (first: {}; e.g. gather indices): their "
-                 "addresses, and so the cycles, may differ from a functional run (--mode "
-                 "functional)\n",
-                 cs.unmovedSmemDmas, cs.firstUnmovedSmemDma);
-      break;
+    SimResult r = sim.run();
+    if (progress) progress->done();
+
+    RunInfo info;
+    info.program = fs::path(a.program).filename().string();
+    info.mode = a.mode;
+    info.topOps = a.topOps;
+    // Stats and trace are written even after a fault: they show how far it got.
+    if (!a.statsPath.empty() && (last || r.fault))
+      writeText(a.statsPath, statsJson(r, chip, info).dump(2) + "\n", "stats");
+    if (!a.tracePath.empty() && sim.trace()) sim.trace()->write(a.tracePath);
+    fmt::print("{}", summaryText(r, chip, info));
+    if (!a.profileDir.empty() && last)
+      writeProfile(a.profileDir, r, program, chip, sim.trace(), info.program, profileInputs);
+    for (const CoreStats& cs : r.cores)
+      if (cs.unmovedSmemDmas > 0) {
+        fmt::print(stderr,
+                   "tpusim: warning: timing mode moves no DMA data, but {} DMA descriptor(s) "
+                   "were built from SMEM that a DMA fills (first: {}; e.g. gather indices): "
+                   "their addresses, and so the cycles, may differ from a functional run (--mode "
+                   "functional)\n",
+                   cs.unmovedSmemDmas, cs.firstUnmovedSmemDma);
+        break;
+      }
+    for (const CoreStats& cs : r.cores)
+      if (cs.unmovedSmemBranches > 0) {
+        fmt::print(stderr,
+                   "tpusim: warning: timing mode moves no DMA data, but {} branch(es) depended "
+                   "on SMEM that a DMA fills (first: {}): the control flow, and so the cycles, "
+                   "may differ from a functional run (--mode functional)\n",
+                   cs.unmovedSmemBranches, cs.firstUnmovedSmemBranch);
+        break;
+      }
+    if (r.fault) {
+      fmt::print(stderr, "tpusim: error: {}{}", a.steps > 1 ? fmt::format("step {}: ", step) : "",
+                 r.fault->report());
+      return 1;
     }
-  for (const CoreStats& cs : r.cores)
-    if (cs.unmovedSmemBranches > 0) {
-      fmt::print(stderr,
-                 "tpusim: warning: timing mode moves no DMA data, but {} branch(es) depended on "
-                 "SMEM that a DMA fills (first: {}): the control flow, and so the cycles, may "
-                 "differ from a functional run (--mode functional)\n",
-                 cs.unmovedSmemBranches, cs.firstUnmovedSmemBranch);
-      break;
+    if (!a.outputDir.empty() && last)
+      for (const auto& [name, array] : r.outputs)
+        npy::write((fs::path(a.outputDir) / (fileNameFor(name) + ".npy")).string(), array);
+    std::map<std::string, npy::Array> reference;
+    if (a.check) status |= checkOutputs(a, program, r, parameters, &reference);
+    if (last) break;
+    for (const StepFeed& f : feeds) {
+      auto out = r.outputs.find(f.output);
+      if (out == r.outputs.end())
+        throw UserError(fmt::format("--steps: the run wrote no output '{}'", f.output));
+      carried[f.input] = {out->second, fmt::format("output '{}' of step {}", f.output, step)};
+      if (a.check)
+        parameters[f.parameter] = {
+            reference.at(f.output),
+            fmt::format("the reference's output '{}' of step {}", f.output, step)};
     }
-  if (r.fault) {
-    fmt::print(stderr, "tpusim: error: {}", r.fault->report());
-    return 1;
   }
-  if (!a.outputDir.empty())
-    for (const auto& [name, array] : r.outputs)
-      npy::write((fs::path(a.outputDir) / (fileNameFor(name) + ".npy")).string(), array);
-  if (a.check) return checkOutputs(a, program, r, parameters);
-  return 0;
+  return status;
 }
 
 }  // namespace

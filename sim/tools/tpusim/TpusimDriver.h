@@ -34,6 +34,9 @@ struct TpusimArgs {
   std::string profileDir;
   int profileDevice = -1;  // a multi-chip run: whose ops the profile holds (-1: the slowest)
   std::string topology;    // "2x4": a multi-chip system (SystemRun.h); empty: one chip
+  // Runs of the program; each run's outputs that alias a donated input
+  // (input_output_alias) are that input of the next (a training step fed back).
+  int64_t steps = 1;
 };
 
 // Runs the tool; returns the process exit code (0 ok, 1 error or fault).

@@ -84,6 +84,14 @@ static cl::opt<double> checkRtol("check-rtol",
                                           "(default 2e-2 for f32, 3e-2 for bf16; 0: exact)"),
                                  cl::init(-1), cl::cat(category));
 
+static cl::opt<int64_t> steps(
+    "steps",
+    cl::desc("Run the program N times, each run's outputs that alias a donated input "
+             "(input_output_alias: parameters, optimizer state, step count) becoming that input "
+             "of the next; with --check the reference evaluator steps the same way and every "
+             "step is compared"),
+    cl::init(1), cl::value_desc("N"), cl::cat(category));
+
 static cl::opt<std::string> profile(
     "profile",
     cl::desc("Write the XProf-style profile here: profile.json, report.html (open it in a "
@@ -144,6 +152,7 @@ int main(int argc, char** argv) {
   a.topOps = topOps;
   a.checkRtol = checkRtol;
   a.checkRtolGiven = checkRtol.getNumOccurrences() > 0;
+  a.steps = steps;
   a.profileDir = profile;
   a.profileDevice = profileDevice;
   a.topology = topology;

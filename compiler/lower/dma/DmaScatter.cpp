@@ -1,0 +1,276 @@
+// scatter of whole slabs with an add or replace combiner: the form JAX emits
+// for the gradient of an embedding lookup (scatter-add of [tokens, D] rows
+// into a zero [V, D] table). The result is accumulated in VMEM:
+//  1. the operand (the table) is DMA'd into VMEM rows, the index array into SMEM;
+//  2. the updates stream through a VMEM buffer in chunks of slabs; for each
+//     slab a hand-scheduled loop loads its index with `sld`, checks it is in
+//     bounds (XLA skips out-of-bounds windows: those slabs go to a scratch
+//     row instead) and adds the slab to its table rows (vld, vadd, vst), or
+//     stores it there for a replace combiner;
+//  3. the table is DMA'd back to the result.
+// Slabs are applied one after the other in the order of the update array,
+// each finishing its stores before the next loads, so duplicate indices
+// accumulate (add) or the last one wins (replace), as XLA defines it.
+//
+// Supported: one operand, 4-byte elements (f32 add, s32/u32 add, any
+// replace), a single index component (scatter_dims_to_operand_dims =
+// inserted_window_dims = {0}), index_vector_dim last, the update window the
+// trailing update dims covering the operand's other dims fully, each slab a
+// whole number of 128-element VMEM rows, and the table fitting in VMEM.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/lower/dma/DmaLowering.h"
+
+namespace tpusim::lower {
+
+using isa::Opcode;
+
+namespace {
+constexpr int64_t kMaxStagedIndices = 1 << 16;     // SMEM words for the index array
+constexpr int64_t kChunkBytes = int64_t(4) << 20;  // updates staged per DMA
+constexpr int64_t kMaxGroupsPerSlab = 64;          // 8-row vector groups per slab
+constexpr int64_t kLanes = 128;                    // elements of a 4-byte VMEM row
+MOperand I(int64_t v) { return MOperand::imm(v); }
+
+enum class Combiner { Add, Replace };
+
+// add(p0, p1) / add(p1, p0) or p1 (the update replaces the old value).
+std::optional<Combiner> combinerOf(const hlo::HloInstruction& s) {
+  const hlo::HloComputation* c = s.toApply();
+  if (!c || !c->root()) return std::nullopt;
+  const hlo::HloInstruction* r = c->root();
+  auto param = [](const hlo::HloInstruction* i) {
+    return i->opcode() == hlo::HloOpcode::Parameter ? i->attrs().parameterNumber : -1;
+  };
+  if (param(r) == 1) return Combiner::Replace;
+  if (r->opcode() == hlo::HloOpcode::Add && r->operandCount() == 2) {
+    int64_t a = param(r->operand(0)), b = param(r->operand(1));
+    if ((a == 0 && b == 1) || (a == 1 && b == 0)) return Combiner::Add;
+  }
+  return std::nullopt;
+}
+
+std::vector<int64_t> listAttr(const hlo::HloInstruction& s, const char* key) {
+  auto v = s.intListAttr(key);
+  return v ? *v : std::vector<int64_t>{};
+}
+}  // namespace
+
+void lowerScatter(DmaOp& op) {
+  const hlo::HloInstruction& s = op.instr;
+  if (s.operandCount() != 3)
+    op.fail("scatter of several operands (a tuple result) is not supported");
+  std::optional<Combiner> combiner = combinerOf(s);
+  if (!combiner) op.fail("only scatter combiners add(p0, p1) and p1 (replace) are supported");
+  const hlo::Shape& operand = op.operandShape(0);
+  const hlo::Shape& indices = op.operandShape(1);
+  const hlo::Shape& updates = op.operandShape(2);
+  hlo::PrimitiveType t = operand.type;
+  bool f32 = t == hlo::PrimitiveType::F32;
+  bool int32 = t == hlo::PrimitiveType::S32 || t == hlo::PrimitiveType::U32;
+  if (*combiner == Combiner::Add && !f32 && !int32)
+    op.fail(fmt::format("scatter-add of {}: only f32, s32 and u32 are supported",
+                        hlo::primitiveTypeName(t)));
+  if (op.elemBytes() != 4)
+    op.fail(fmt::format("scatter of {}: only 4-byte elements are supported",
+                        hlo::primitiveTypeName(t)));
+  if (!listAttr(s, "input_batching_dims").empty() ||
+      !listAttr(s, "scatter_indices_batching_dims").empty())
+    op.fail("scatter with batching dims is not supported");
+  if (indices.type != hlo::PrimitiveType::S32 && indices.type != hlo::PrimitiveType::U32)
+    op.fail(fmt::format("scatter indices of type {}: only s32 and u32 are supported",
+                        hlo::primitiveTypeName(indices.type)));
+  std::optional<int64_t> ivdAttr = s.intAttr("index_vector_dim");
+  if (!ivdAttr) op.fail("scatter without index_vector_dim");
+  std::vector<int64_t> idxDims = indices.dims;
+  int64_t ivd = *ivdAttr;
+  if (ivd == int64_t(idxDims.size())) idxDims.push_back(1);
+  if (ivd != int64_t(idxDims.size()) - 1)
+    op.fail("scatter with index_vector_dim before the last index dim is not supported");
+  std::vector<int64_t> inserted = listAttr(s, "inserted_window_dims");
+  std::vector<int64_t> toOperand = listAttr(s, "scatter_dims_to_operand_dims");
+  std::vector<int64_t> window = listAttr(s, "update_window_dims");
+  if (idxDims.back() != 1 || inserted != std::vector<int64_t>{0} ||
+      toOperand != std::vector<int64_t>{0})
+    op.fail(
+        "only scatters of one index component into dim 0 (inserted_window_dims={0}, "
+        "scatter_dims_to_operand_dims={0}) are supported");
+  size_t rank = operand.dims.size();
+  // The window: the trailing update dims, each covering an operand dim fully.
+  if (window.size() + 1 != rank || window.size() > updates.dims.size())
+    op.fail("update_window_dims do not match the operand's non-inserted dims");
+  size_t firstWindow = updates.dims.size() - window.size();
+  for (size_t j = 0; j < window.size(); ++j) {
+    if (window[j] != int64_t(firstWindow + j))
+      op.fail("only update windows on the trailing update dims are supported");
+    if (updates.dims[firstWindow + j] != operand.dims[j + 1])
+      op.fail(fmt::format("update window dim {} ({}) does not cover operand dim {} ({})", window[j],
+                          updates.dims[firstWindow + j], j + 1, operand.dims[j + 1]));
+  }
+  if (firstWindow + 1 != idxDims.size())
+    op.fail("the update scatter dims do not match the index dims");
+  int64_t points = 1;
+  for (size_t d = 0; d < firstWindow; ++d) {
+    if (updates.dims[d] != idxDims[d])
+      op.fail("the update scatter dims do not match the index dims");
+    points *= updates.dims[d];
+  }
+  int64_t slots = operand.dims[0];  // index range
+  int64_t slabElems = rank > 1 ? operand.elementCount() / std::max<int64_t>(1, slots) : 1;
+  if (slabElems % kLanes != 0)
+    op.fail(fmt::format("scatter slabs of {} elements: only whole 128-element rows are supported",
+                        slabElems));
+  int64_t slabRows = slabElems / kLanes, groups = (slabRows + 7) / 8;
+  if (groups > kMaxGroupsPerSlab)
+    op.fail(fmt::format("scatter slabs of {} elements are too large (at most {})", slabElems,
+                        kMaxGroupsPerSlab * 8 * kLanes));
+
+  DmaFragment& f = op.frag;
+  const auto& target = f.target();
+  if (target.cores > 1 && op.operandAddresses[0] == op.resultAddress)
+    op.fail("an in-place scatter is not supported on a megacore chip (each core reads the table)");
+  const int64_t rowBytes = isa::kVmemRowBytes;
+  int64_t tableRows = slots * slabRows;
+  int64_t slabBytes = slabRows * rowBytes;
+  int64_t chunkSlabs = 1;  // the largest divisor of points within kChunkBytes
+  for (int64_t c = std::max<int64_t>(1, std::min(points, kChunkBytes / slabBytes)); c >= 1; --c)
+    if (points % c == 0) {
+      chunkSlabs = c;
+      break;
+    }
+  int64_t scratchRow = tableRows, bufferRow = scratchRow + groups * 8;
+  int64_t vmemRowsNeeded = bufferRow + chunkSlabs * slabRows;
+  if (vmemRowsNeeded > target.vmemRows())
+    op.fail(fmt::format("the scatter table ({} bytes) and its staging do not fit VMEM ({} bytes)",
+                        tableRows * rowBytes, target.vmemBytes));
+  if (points == 0) {
+    if (op.operandAddresses[0] != op.resultAddress)
+      emitMove(op, elementMove(4, {{operand.elementCount(), 1, 1}}, 0, 0), op.operandAddresses[0],
+               op.resultAddress);
+    return;
+  }
+  int64_t words = points;
+  int64_t limit = std::min(kMaxStagedIndices, target.smemBytes / 4 / 4);
+  if (words > limit)
+    op.fail(fmt::format("{} scatter indices do not fit the SMEM staging area ({} words)", words,
+                        limit));
+  uint64_t tableBytes = uint64_t(tableRows * rowBytes);
+  uint64_t updateBytes = uint64_t(points * slabBytes);
+  if (tableBytes >= (uint64_t(1) << 32) || updateBytes >= (uint64_t(1) << 32))
+    op.fail("scatter operands of 4 GiB or more are not supported");
+
+  // 1. Table and indices in.
+  int64_t staged = f.allocSmem(words);
+  isa::DmaDescriptor idxIn;
+  idxIn.src = isa::MemorySpace::Hbm;
+  idxIn.dst = isa::MemorySpace::Smem;
+  idxIn.srcAddr = op.operandAddresses[1];
+  idxIn.dstAddr = uint64_t(staged) * 4;
+  idxIn.innerBytes = uint32_t(words * 4);
+  f.dmaStatic(idxIn);
+  isa::DmaDescriptor tableIn;
+  tableIn.src = isa::MemorySpace::Hbm;
+  tableIn.dst = isa::MemorySpace::Vmem;
+  tableIn.srcAddr = op.operandAddresses[0];
+  tableIn.dstAddr = 0;
+  tableIn.innerBytes = uint32_t(tableBytes);
+  f.dmaStatic(tableIn);
+  f.waitAll();
+
+  // 2. Updates, chunk by chunk; each slab applied by the manual loop.
+  isa::DmaDescriptor chunkIn;
+  chunkIn.src = isa::MemorySpace::Hbm;
+  chunkIn.dst = isa::MemorySpace::Vmem;
+  chunkIn.srcAddr = op.operandAddresses[2];
+  chunkIn.dstAddr = uint64_t(bufferRow * rowBytes);
+  chunkIn.innerBytes = uint32_t(chunkSlabs * slabBytes);
+  int64_t chunkWord = f.addDescriptor(chunkIn);
+  int queue = f.takeQueue();
+
+  const int ls = target.latencyOf(isa::LatencyClass::ScalarMem);
+  const int la = target.latencyOf(isa::LatencyClass::ScalarAlu);
+  const int lv = target.latencyOf(isa::LatencyClass::VectorLoad);
+  const int lw = target.latencyOf(isa::LatencyClass::VectorAlu);
+  const int lst = target.latencyOf(isa::LatencyClass::VectorStore);
+  // The table rows a slab touches are known only at run time, so no two VMEM
+  // accesses share a cycle (they could hit the same banks): per group the
+  // table load, the update load one cycle later, the store `storeAt` after
+  // the first load; groups start `period` cycles apart, chosen so a store
+  // never falls in a cycle of a later group's loads.
+  const int storeAt = 1 + lv + lw;
+  int period = 2;
+  while (storeAt % period < 2) ++period;
+  Opcode addOp = f32 ? Opcode::VAddF32 : Opcode::VAddS32;
+  MOperand limitReg = f.constant(slots);
+  MOperand scratchReg = f.constant(scratchRow);
+
+  std::vector<DmaFragment::LoopAxis> chunks{
+      {points / chunkSlabs, {chunkSlabs, int64_t(chunkSlabs * slabBytes)}}};
+  f.loopNest(chunks, {f.constant(staged), f.constant(0)}, 1,
+             [&](const std::vector<MOperand>& cur, int) {
+               f.dmaAt(chunkWord,
+                       RuntimeAddress{op.operandAddresses[2], true, cur[1], int64_t(updateBytes)},
+                       RuntimeAddress{}, queue);
+               f.waitOldest(queue);
+               MOperand count = f.constant(chunkSlabs);
+               MOperand idxPtr = f.copy(cur[0]);
+               MOperand updRow = f.constant(bufferRow);
+               f.beginManualLoop();
+               MOperand idx = f.newScalar(), inRange = f.newScalar(), row = f.newScalar(),
+                        at = f.newScalar();
+               int c = 0;
+               f.emitAt(c, Opcode::SLd, {idx, idxPtr, I(0)});
+               c += ls;
+               // Unsigned compare: negative indices are out of bounds too.
+               f.emitAt(c, Opcode::SCmpLtu, {inRange, idx, limitReg});
+               f.emitAt(c, Opcode::SMulI, {row, idx, I(slabRows)});
+               c += la;
+               f.emitAt(c, Opcode::SSel, {at, inRange, row, scratchReg});
+               c += la;
+               int lastStore = c, lastLoad = c;
+               for (int64_t g = 0; g < groups; ++g) {
+                 int64_t rowsHere = std::min<int64_t>(8, slabRows - g * 8);
+                 int64_t mask = (int64_t(1) << rowsHere) - 1;
+                 int cg = c + int(g) * period;
+                 MOperand u = f.newVector();
+                 f.emitAt(cg + 1, Opcode::VLd, {u, updRow, I(g * 8), I(1), I(mask)});
+                 lastLoad = cg + 1;
+                 int store = cg + storeAt;
+                 if (*combiner == Combiner::Add) {
+                   MOperand a = f.newVector(), sum = f.newVector();
+                   f.emitAt(cg, Opcode::VLd, {a, at, I(g * 8), I(1), I(mask)});
+                   f.emitAt(cg + 1 + lv, addOp, {sum, a, u});
+                   f.emitAt(store, Opcode::VSt, {sum, at, I(g * 8), I(1), I(mask)});
+                 } else {
+                   f.emitAt(store, Opcode::VSt, {u, at, I(g * 8), I(1), I(mask)});
+                 }
+                 lastStore = store;
+               }
+               // Pointer updates in cycles without other scalar work; the next
+               // slab's loads start after this slab's stores land.
+               f.emitAt(c, Opcode::SAddI, {idxPtr, idxPtr, I(1)});
+               f.emitAt(lastLoad + 1, Opcode::SAddI, {updRow, updRow, I(slabRows)});
+               int end = std::max(lastStore + lst, lastLoad + 2);
+               f.endManualLoop(count, end, chunkSlabs);
+             });
+
+  // 3. The table out.
+  isa::DmaDescriptor tableOut;
+  tableOut.src = isa::MemorySpace::Vmem;
+  tableOut.dst = isa::MemorySpace::Hbm;
+  tableOut.srcAddr = 0;
+  tableOut.dstAddr = op.resultAddress;
+  tableOut.innerBytes = uint32_t(tableBytes);
+  f.dmaStatic(tableOut);
+  f.waitAll();
+
+  op.info.hbmRead += tableBytes + uint64_t(words * 4) + updateBytes;
+  op.info.hbmWritten += tableBytes;
+  op.info.vmemWritten += tableBytes + updateBytes;
+  op.info.vmemRead += tableBytes;
+}
+
+}  // namespace tpusim::lower
