@@ -7,20 +7,8 @@
 # algbw x 2 (n - 1) / n, the bytes every chip must send and receive).
 # Usage: scripts/bench_collectives.sh [--build-dir DIR] [--quick]
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build="$root/build"
-quick=0
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --build-dir) build=$2; shift 2 ;;
-    --quick) quick=1; shift ;;
-    *) echo "usage: $0 [--build-dir DIR] [--quick]" >&2; exit 2 ;;
-  esac
-done
-tpusim="$build/bin/tpusim"
-[[ -x "$tpusim" ]] || { echo "bench_collectives.sh: $tpusim not built (ninja -C $build tpusim)" >&2; exit 1; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/bench/common.sh"
+bench_start bench_collectives.sh "$@"
 sizes_kib="8 64 512 4096 32768 65536"
 [[ $quick == 1 ]] && sizes_kib="8 512"
 

@@ -5,20 +5,8 @@
 #   (b) an ICI-bound ring: every chip sends 1 MiB to its neighbour per step.
 # Usage: scripts/bench_ici.sh [--build-dir DIR] [--quick]
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build="$root/build"
-quick=0
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --build-dir) build=$2; shift 2 ;;
-    --quick) quick=1; shift ;;
-    *) echo "usage: $0 [--build-dir DIR] [--quick]" >&2; exit 2 ;;
-  esac
-done
-tpusim="$build/bin/tpusim"
-[[ -x "$tpusim" ]] || { echo "bench_ici.sh: $tpusim not built (ninja -C $build tpusim)" >&2; exit 1; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/bench/common.sh"
+bench_start bench_ici.sh "$@"
 mxu_iters=2000; ring_iters=5000
 if [[ $quick == 1 ]]; then mxu_iters=200; ring_iters=200; fi
 python3 "$root/scripts/bench/gen_mxu_loop.py" "$mxu_iters" 4 > "$work/mxu.s"

@@ -8,20 +8,8 @@
 # Rates use CPU time (the shared machines are often overloaded; wall time is
 # shown too). Usage: scripts/bench_sim.sh [--build-dir DIR] [--quick]
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build="$root/build"
-quick=0
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --build-dir) build=$2; shift 2 ;;
-    --quick) quick=1; shift ;;
-    *) echo "usage: $0 [--build-dir DIR] [--quick]" >&2; exit 2 ;;
-  esac
-done
-tpusim="$build/bin/tpusim"
-[[ -x "$tpusim" ]] || { echo "bench_sim.sh: $tpusim not built (ninja -C $build tpusim)" >&2; exit 1; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/bench/common.sh"
+bench_start bench_sim.sh "$@"
 
 timing_iters=10000; functional_iters=50; hbm_iters=500
 if [[ $quick == 1 ]]; then timing_iters=1000; functional_iters=5; hbm_iters=50; fi
