@@ -8,12 +8,18 @@ extra=()
 [ "${1:-}" = "--werror" ] && extra+=(--werror)
 jobs=$(nproc)
 
+# Each phase's wall time, so a slow CI run shows where its minutes went.
+phase() { echo "test.sh: $1 done at ${SECONDS}s" >&2; }
+
 "$root/scripts/setup.sh" --build-dir "$root/build" "${extra[@]}"
+phase "set-up and build"
 ctest --test-dir "$root/build" --output-on-failure -j "$jobs"
+phase "ctest"
 
 # Sanitizer configuration: only the targets the "sanitize" tests need.
 "$root/scripts/setup.sh" --build-dir "$root/build-asan" --sanitize "${extra[@]}" --no-build
 cmake --build "$root/build-asan" --target tpusim_sanitize_targets
+phase "sanitizer build"
 if ! ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -L sanitize; then
   # LeakSanitizer's tracer occasionally crashes ("Tracer caught signal 11") at exit in a process
   # that ran SystemC coroutines, after every assertion passed. Rerun the failed tests once,
@@ -21,3 +27,4 @@ if ! ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$root/build-asan" --output-on
   echo "test.sh: rerunning the failed sanitizer tests once" >&2
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$root/build-asan" --output-on-failure --rerun-failed
 fi
+phase "sanitizer tests"

@@ -481,24 +481,29 @@ void TensorCore::executeXlu(const DecodedOp& op, int64_t t) {
 
 // ---- Misc: DMA, sync flags, marks, halt ------------------------------------------------
 
+isa::DmaDescriptor TensorCore::readDmaDescriptor(const DecodedOp& op, uint64_t word) {
+  mem::Smem& smem = memory_.smem(id_);
+  if (word + isa::kDmaDescriptorWords > smem.words())
+    fault("smem-out-of-bounds",
+          fmt::format("DMA descriptor at SMEM word {} runs past the end of SMEM ({} words)", word,
+                      smem.words()),
+          &op, "smem", int64_t(word * 4));
+  uint32_t words[isa::kDmaDescriptorWords];
+  for (int i = 0; i < isa::kDmaDescriptorWords; ++i) smem.readWord(word + i, &words[i]);
+  isa::DmaDescriptor desc;
+  std::string error;
+  if (!isa::DmaDescriptor::unpack(words, &desc, &error))
+    fault("dma-descriptor",
+          fmt::format("malformed DMA descriptor at SMEM word {}: {}", word, error), &op, "dma",
+          int64_t(word * 4));
+  return desc;
+}
+
 void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
   switch (op.op) {
     case Opcode::Dma: {
       uint64_t word = sregs_[op.ssrc[0]];
-      mem::Smem& smem = memory_.smem(id_);
-      if (word + isa::kDmaDescriptorWords > smem.words())
-        fault("smem-out-of-bounds",
-              fmt::format("DMA descriptor at SMEM word {} runs past the end of SMEM ({} words)",
-                          word, smem.words()),
-              &op, "smem", int64_t(word * 4));
-      uint32_t words[isa::kDmaDescriptorWords];
-      for (int i = 0; i < isa::kDmaDescriptorWords; ++i) smem.readWord(word + i, &words[i]);
-      isa::DmaDescriptor desc;
-      std::string error;
-      if (!isa::DmaDescriptor::unpack(words, &desc, &error))
-        fault("dma-descriptor",
-              fmt::format("malformed DMA descriptor at SMEM word {}: {}", word, error), &op, "dma",
-              int64_t(word * 4));
+      isa::DmaDescriptor desc = readDmaDescriptor(op, word);
       if (desc.dstChip != isa::kDmaLocalChip)
         fault("dma-descriptor",
               fmt::format("DMA descriptor at SMEM word {} targets chip {}: a copy to another chip "
@@ -545,20 +550,7 @@ void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
     case Opcode::DmaRemote: {
       uint64_t word = sregs_[op.ssrc[0]];
       int64_t device = int64_t(sregs_[op.ssrc[1]]);
-      mem::Smem& smem = memory_.smem(id_);
-      if (word + isa::kDmaDescriptorWords > smem.words())
-        fault("smem-out-of-bounds",
-              fmt::format("DMA descriptor at SMEM word {} runs past the end of SMEM ({} words)",
-                          word, smem.words()),
-              &op, "smem", int64_t(word * 4));
-      uint32_t words[isa::kDmaDescriptorWords];
-      for (int i = 0; i < isa::kDmaDescriptorWords; ++i) smem.readWord(word + i, &words[i]);
-      isa::DmaDescriptor desc;
-      std::string error;
-      if (!isa::DmaDescriptor::unpack(words, &desc, &error))
-        fault("dma-descriptor",
-              fmt::format("malformed DMA descriptor at SMEM word {}: {}", word, error), &op, "dma",
-              int64_t(word * 4));
+      isa::DmaDescriptor desc = readDmaDescriptor(op, word);
       if (!options_.remote || options_.remote->numDevices() < 2)
         fault("ici",
               "dma.remote needs a multi-chip system (tpusim --topology, e.g. 2x4); this run has "

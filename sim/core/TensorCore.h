@@ -103,6 +103,9 @@ class TensorCore : public sc_core::sc_module {
   void executeMxu(const DecodedOp& op, int64_t t);
   void executeXlu(const DecodedOp& op, int64_t t);
   void executeMisc(const DecodedOp& op, int64_t t);
+  // The DMA descriptor at SMEM word `word` for dma / dma.remote `op`; faults if it runs past
+  // SMEM or does not unpack.
+  isa::DmaDescriptor readDmaDescriptor(const DecodedOp& op, uint64_t word);
   void commit();
 
   // SystemC interaction.

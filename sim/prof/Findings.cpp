@@ -55,6 +55,9 @@ std::vector<std::string> findingsOf(const Profile& p) {
     for (const FoldedOp& f : p.folded) {
       const OpProfile& t = f.total;
       if (t.boundBy != BoundBy::Latency || t.dmaStallShare < 0.25) continue;
+      // A collective waits on ICI and on the other chips, not on HBM: the pod finding below
+      // says how much of it is waiting, and "overlap with compute" is not its remedy.
+      if (f.category == Category::Collective) continue;
       cycles[f.category] += t.cycles;
       hbm[f.category] += t.hbmBytes();
       who[f.category].push_back(f.folded);
