@@ -392,8 +392,9 @@ HloInstruction* JaxHloBuilder::reduce(HloInstruction* x, std::vector<int64_t> di
   return add(std::move(inst), prim, line);
 }
 
-HloInstruction* JaxHloBuilder::psum(HloInstruction* x, int64_t devices, int line) {
-  std::string prim = "psum[axes=('tp',)]";
+HloInstruction* JaxHloBuilder::psum(HloInstruction* x, int64_t devices, const std::string& axis,
+                                    int line) {
+  std::string prim = "psum[axes=('" + axis + "',)]";
   hlo::OpMetadata md = metadata(prim, line);
   HloComputation* region = makeRegion(x->shape().type, Reducer::Sum, md);
   auto inst = HloInstruction::create(HloOpcode::AllReduce, nextName("all-reduce"), x->shape(), {x});

@@ -10,6 +10,7 @@
 // Constants carry no metadata, as in JAX dumps.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -89,7 +90,12 @@ class JaxHloBuilder {
   // psum over every one of `devices` partitions (jax.lax.psum under
   // shard_map): all-reduce, replica_groups=[1,N]<=[N], a channel, global ids;
   // the module gets num_partitions=N.
-  HloInstruction* psum(HloInstruction* x, int64_t devices, int line = __builtin_LINE());
+  // `axis` names the mesh axis in the op_name metadata ("tp", "dp").
+  HloInstruction* psum(HloInstruction* x, int64_t devices, const std::string& axis = "tp",
+                       int line = __builtin_LINE());
+  // The module runs on `devices` partitions (num_partitions) even without a
+  // collective (data-parallel inference).
+  void setPartitions(int64_t devices) { partitions_ = std::max(partitions_, devices); }
 
   // operand[indices] along dimension 0 (jnp.take with clipping): `indices`
   // ends in an index vector of size 1; the result is indices.dims[:-1] + row.

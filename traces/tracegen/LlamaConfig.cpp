@@ -73,6 +73,15 @@ std::vector<std::string> validate(const LlamaConfig& c) {
     errors.push_back(fmt::format(
         "--tp ({}) must divide --n-kv-heads ({}) and --d-ff ({}): each device holds whole heads",
         c.tp, c.nKvHeads, c.dFf));
+  if (c.dp < 1 || c.dp > 4096)
+    errors.push_back(fmt::format("--dp ({}) must be between 1 and 4096", c.dp));
+  else if (c.batch >= 1 && c.batch % c.dp)
+    errors.push_back(fmt::format(
+        "--dp ({}) must divide --batch ({}): each device takes whole sequences", c.dp, c.batch));
+  if (c.tp > 1 && c.dp > 1)
+    errors.push_back(
+        "--tp and --dp together are not generated (the module would need two replica-group "
+        "axes); use one of them");
   if (c.phase == Phase::Train && c.tp != 1)
     errors.push_back("--tp applies to --phase=prefill and decode (the train step is one device's)");
   if (ok) {

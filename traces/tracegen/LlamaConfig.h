@@ -55,6 +55,12 @@ struct LlamaConfig {
   // after the attention output projection and one after the FFN's down
   // projection; the module is one device's program (num_partitions=tp).
   int64_t tp = 1;
+  // Data parallelism: the batch split over dp devices, every device holding
+  // all the weights; the train step sums the gradients and the loss over the
+  // devices (psum, as GSPMD partitions a jitted step over a batch-sharded
+  // input); inference has no collective. The module is one device's program
+  // (num_partitions=dp).
+  int64_t dp = 1;
 
   int64_t headDim() const { return dModel / nHeads; }
   int64_t groupSize() const { return nHeads / nKvHeads; }
@@ -62,6 +68,7 @@ struct LlamaConfig {
   int64_t localHeads() const { return nHeads / tp; }
   int64_t localKvHeads() const { return nKvHeads / tp; }
   int64_t localFf() const { return dFf / tp; }
+  int64_t localBatch() const { return batch / dp; }
   // Query positions in this step: seq for prefill and train, 1 for decode.
   int64_t queryLen() const { return phase == Phase::Decode ? 1 : seq; }
   // Key positions attended to: seq for prefill and train, the cache for decode.

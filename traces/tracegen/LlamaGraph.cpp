@@ -113,7 +113,7 @@ class LlamaGraph {
 
   // Inputs first (as the step function takes them), then the weights.
   void declareParameters() {
-    const int64_t B = c_.batch, D = c_.dModel;
+    const int64_t B = c_.localBatch(), D = c_.dModel;
     if (c_.layersOnly)
       input_ = param(act_, {B, s_, D}, "x");
     else
@@ -153,14 +153,14 @@ class LlamaGraph {
 
   // Token ids wrap like NumPy indices (-1 is the last row), then pick rows.
   I embed(I tokens) {
-    const Dims idDims{c_.batch, s_};
+    const Dims idDims{c_.localBatch(), s_};
     I negative = b_.compare(tokens, b_.splat(S32, 0, idDims), ComparisonDirection::LT);
     I wrapped = b_.binary(HloOpcode::Add, tokens, b_.splat(S32, double(c_.vocab), idDims));
     I ids = b_.select(negative, wrapped, tokens);
     if (c_.embedding == Embedding::Gather)
-      return b_.takeRows(embedTable_, b_.reshape(ids, {c_.batch, s_, 1}));
+      return b_.takeRows(embedTable_, b_.reshape(ids, {c_.localBatch(), s_, 1}));
     // jax.nn.one_hot(ids, vocab) @ table.
-    const Dims hot{c_.batch, s_, c_.vocab};
+    const Dims hot{c_.localBatch(), s_, c_.vocab};
     I classes = b_.iota(S32, hot, 2);
     I match = b_.compare(b_.broadcast(ids, hot, {0, 1}), classes, ComparisonDirection::EQ);
     DotDimensionNumbers dn;
@@ -252,7 +252,7 @@ class LlamaGraph {
   // Scores and values per KV head: with groups (GQA), the G query heads that
   // share a KV head form their own dimension, so K and V are never repeated.
   I attention(I h, const LayerParams& p, std::vector<I>& caches) {
-    const int64_t B = c_.batch, KV = c_.localKvHeads(), G = c_.groupSize();
+    const int64_t B = c_.localBatch(), KV = c_.localKvHeads(), G = c_.groupSize();
     const bool grouped = G > 1;
     I q = project(h, p.wq, act_);
     I k = project(h, p.wk, act_);
@@ -341,12 +341,19 @@ class LlamaGraph {
   std::vector<LayerParams> layers_;
   std::vector<int64_t> cacheParamNumbers_;
   I cos_ = nullptr, sin_ = nullptr, mask_ = nullptr;
+
+ public:
+  // Data parallelism: every device runs this module on its share of the batch (no
+  // collective at inference). Kept below the graph code: the traces record source lines.
+  void setDataParallel() { b_.setPartitions(c_.dp); }
 };
 
 }  // namespace
 
 LlamaTrace buildLlama(const LlamaConfig& config, const std::string& sourceFile) {
-  return LlamaGraph(config, sourceFile).build();
+  LlamaGraph graph(config, sourceFile);
+  graph.setDataParallel();
+  return graph.build();
 }
 
 }  // namespace tpusim::traces

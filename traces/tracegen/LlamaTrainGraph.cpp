@@ -63,7 +63,7 @@ class LlamaTrainGraph {
         outputs_(outputs),
         b_(outputs == TrainOutputs::Step ? c.functionName() : "loss_and_grad", sourceFile),
         ct_(c.weights == WeightType::F32 ? F32 : PrimitiveType::BF16),
-        B_(c.batch),
+        B_(c.localBatch()),
         S_(c.seq),
         D_(c.dModel),
         H_(c.nHeads),
@@ -136,7 +136,7 @@ class LlamaTrainGraph {
       JaxHloBuilder::Scope scope(b_, "embed");
       embedBackward(dx, tokenIds);
     }
-
+    if (c_.dp > 1) loss = syncGradients(loss);
     std::vector<I> outputs;
     std::vector<std::pair<int64_t, int64_t>> aliases;
     if (outputs_ == TrainOutputs::Gradients) {
@@ -405,7 +405,7 @@ class LlamaTrainGraph {
     labelsHot_ = b_.convert(match, F32);
     expShifted_ = e;
     I picked = b_.reduce(b_.binary(HloOpcode::Multiply, labelsHot_, logp), {0, 1, 2}, Reducer::Sum);
-    return b_.binary(HloOpcode::Multiply, picked, b_.constant(F32, -1.0 / double(B_ * n)));
+    return b_.binary(HloOpcode::Multiply, picked, b_.constant(F32, -1.0 / double(Bg_ * n)));
   }
 
   // ---- backward ----------------------------------------------------------
@@ -417,7 +417,7 @@ class LlamaTrainGraph {
     const Dims ld{B_, n, V_};
     I probs = b_.binary(HloOpcode::Divide, expShifted_, b_.broadcast(sumExp_, ld, {0, 1}));
     I diff = b_.binary(HloOpcode::Subtract, probs, labelsHot_);
-    I dls = b_.binary(HloOpcode::Multiply, diff, b_.splat(F32, 1.0 / double(B_ * n), ld));
+    I dls = b_.binary(HloOpcode::Multiply, diff, b_.splat(F32, 1.0 / double(Bg_ * n), ld));
     return b_.convert(b_.padHigh(dls, 1, 1), ct_);
   }
 
@@ -598,11 +598,22 @@ class LlamaTrainGraph {
     return b_.binary(HloOpcode::Add, fresh, kept);
   }
 
+  // --dp: each device's loss and gradients cover its share of the batch, divided by the whole
+  // step's token count (Bg_), so their sums over the devices are the step's. Returns the
+  // summed loss. (Below the single-device graph code: the traces record source lines.)
+  I syncGradients(I loss) {
+    JaxHloBuilder::Scope scope(b_, "grad_sync");
+    for (Param& p : params_)
+      if (p.grad) p.grad = b_.psum(p.grad, c_.dp, "dp");
+    return b_.psum(loss, c_.dp, "dp");
+  }
+
   const LlamaConfig& c_;
   TrainOutputs outputs_;
   JaxHloBuilder b_;
   PrimitiveType ct_;
   int64_t B_, S_, D_, H_, hd_, V_;
+  const int64_t Bg_ = c_.batch;  // the whole step's batch (B_ is this device's share)
   LlamaTrace trace_;
   std::vector<Param> params_;
   Param *embed_ = nullptr, *norm_ = nullptr, *output_ = nullptr, *posEmbed_ = nullptr;

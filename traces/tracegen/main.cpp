@@ -42,6 +42,11 @@ static cl::opt<int64_t> Tp("tp",
                                     "after the attention output and the FFN down projections "
                                     "(num_partitions=N)"),
                            cl::value_desc("N"), cl::cat(Cat));
+static cl::opt<int64_t> Dp("dp",
+                           cl::desc("Data parallelism over N devices: each device's module takes "
+                                    "1/N of --batch and all the weights; the train step "
+                                    "all-reduces the gradients and the loss (num_partitions=N)"),
+                           cl::value_desc("N"), cl::cat(Cat));
 static cl::opt<int64_t> NLayers("n-layers", cl::desc("Decoder layers"), cl::cat(Cat));
 static cl::opt<int64_t> Vocab("vocab", cl::desc("Vocabulary size"), cl::cat(Cat));
 static cl::opt<int64_t> Seq("seq", cl::desc("Prefill: prompt tokens"), cl::cat(Cat));
@@ -148,6 +153,7 @@ int main(int argc, char** argv) {
   applyOption(c.normEps, NormEps);
   applyOption(c.ropeTheta, RopeTheta);
   applyOption(c.tp, Tp);
+  applyOption(c.dp, Dp);
   // An option the chosen step ignores is a mistake worth reporting.
   if (c.layersOnly && EmbeddingOpt.getNumOccurrences())
     return error("--embedding has no effect with --layers-only");

@@ -91,9 +91,12 @@ std::string replicaName(const std::string& name, int d, int devices) {
 
 std::map<std::string, npy::Array> evaluateAll(
     const TpusimArgs& a, const std::vector<std::map<int64_t, driver::ParameterArray>>& params,
-    const std::string& passes) {
+    const std::string& passes, bool mxuDots) {
   driver::EvaluateOptions o;
   o.replicas = int64_t(params.size());
+  // As on one chip (ReferenceCheck.h): f32 dots as the MXU computes them, except for the
+  // exact (promote-to-f32) reference that judges bf16 rounding.
+  o.mxuDotPrecision = mxuDots;
   driver::EvaluateFileResult r = driver::evaluateHloFile(a.program, params, passes, o);
   if (!r.ok()) {
     fmt::print(stderr, "{}\n", r.error);
@@ -110,7 +113,7 @@ std::map<std::string, npy::Array> evaluateAll(
 int spmdCheckOutputs(const TpusimArgs& a, const isa::Program& program, const SystemResult& r,
                      const std::vector<std::map<int64_t, driver::ParameterArray>>& params) {
   const int devices = int(r.chips.size());
-  std::map<std::string, npy::Array> ref = evaluateAll(a, params, ""), exact;
+  std::map<std::string, npy::Array> ref = evaluateAll(a, params, "", /*mxuDots=*/true), exact;
   fmt::print("\ncheck against the reference evaluator (tpu-opt --evaluate, {} replicas):\n",
              devices);
   int failed = 0, total = 0;
@@ -124,7 +127,7 @@ int spmdCheckOutputs(const TpusimArgs& a, const isa::Program& program, const Sys
             fmt::format("--check: no output '{}' of device {}", leaf.buffer, d));
       OutputCheck c = compareOutput(*buffer, sim->second, want->second, a.checkRtol);
       if (c.wantsRoundingJudgement()) {
-        if (exact.empty()) exact = evaluateAll(a, params, "promote-to-f32");
+        if (exact.empty()) exact = evaluateAll(a, params, "promote-to-f32", /*mxuDots=*/false);
         judgeBf16Rounding(c, *buffer, sim->second, want->second,
                           exact.at(replicaName(leaf.buffer, d, devices)));
       }
