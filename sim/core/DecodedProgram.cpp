@@ -200,6 +200,8 @@ DecodedProgram decodeProgram(const isa::Program& program, const target::ChipConf
         case isa::Opcode::DmaRemote:
         case isa::Opcode::SyncRemote:
         case isa::Opcode::SyncWait:
+        case isa::Opcode::SyncRead:  // sees every DMA completion before its cycle
+        case isa::Opcode::SyncSet:   // overwrites the flag after those completions, not before
         case isa::Opcode::Fence:
         case isa::Opcode::Halt:
           db.needsSync = true;

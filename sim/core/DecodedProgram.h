@@ -47,7 +47,7 @@ struct DecodedBundle {
   uint32_t firstOp = 0;  // index into DecodedProgram::ops
   uint8_t numOps = 0;
   bool hasBranch = false;
-  bool needsSync = false;  // has a DMA, sync.wait, fence or halt: touches shared state
+  bool needsSync = false;  // has a DMA, sync.wait/read/set, fence or halt: shared state
   uint8_t numLoads = 0, numStores = 0;
   // With at most one load and one store, the bank-conflict cycles do not
   // depend on the base register (a shift moves every row to another bank
