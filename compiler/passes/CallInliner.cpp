@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "compiler/passes/PassRegistry.h"
+#include "compiler/passes/PassUtil.h"
 
 namespace tpusim::passes {
 namespace {
@@ -50,13 +51,7 @@ class CallInlinerPass : public HloPass {
     // Inlined bodies may hold calls themselves; the verifier rules out
     // recursion, and the round limit guards unverified input.
     for (int round = 0; round < 64; ++round) {
-      bool any = false;
-      for (const auto& comp : module.computations()) {
-        std::vector<HloInstruction*> calls;
-        for (const auto& inst : comp->instructions())
-          if (inst->opcode() == HloOpcode::Call) calls.push_back(inst.get());
-        for (HloInstruction* call : calls) any |= inlineCall(comp.get(), call);
-      }
+      bool any = rewriteEach(module, HloOpcode::Call, inlineCall);
       changed |= any;
       if (!any) break;
     }

@@ -126,14 +126,7 @@ class DotCanonicalizerPass : public HloPass {
  public:
   std::string_view name() const override { return "dot-canonicalize"; }
   bool run(hlo::HloModule& module) override {
-    bool changed = false;
-    for (const auto& comp : module.computations()) {
-      std::vector<HloInstruction*> dots;
-      for (const auto& inst : comp->instructions())
-        if (inst->opcode() == HloOpcode::Dot) dots.push_back(inst.get());
-      for (HloInstruction* dot : dots) changed |= canonicalize(comp.get(), dot);
-    }
-    return changed;
+    return rewriteEach(module, HloOpcode::Dot, canonicalize);
   }
 };
 

@@ -74,16 +74,7 @@ bool split(hlo::HloComputation* comp, HloInstruction* dot) {
 class DotPrecisionSplitPass : public HloPass {
  public:
   std::string_view name() const override { return "dot-precision-split"; }
-  bool run(hlo::HloModule& module) override {
-    bool changed = false;
-    for (const auto& comp : module.computations()) {
-      std::vector<HloInstruction*> dots;
-      for (const auto& inst : comp->instructions())
-        if (inst->opcode() == HloOpcode::Dot) dots.push_back(inst.get());
-      for (HloInstruction* dot : dots) changed |= split(comp.get(), dot);
-    }
-    return changed;
-  }
+  bool run(hlo::HloModule& module) override { return rewriteEach(module, HloOpcode::Dot, split); }
 };
 
 }  // namespace

@@ -45,4 +45,16 @@ bool rewriteEntryComputationLayout(hlo::HloModule& module) {
   return changed;
 }
 
+bool rewriteEach(hlo::HloModule& module, hlo::HloOpcode op,
+                 const std::function<bool(hlo::HloComputation*, hlo::HloInstruction*)>& rewrite) {
+  bool changed = false;
+  for (const auto& comp : module.computations()) {
+    std::vector<hlo::HloInstruction*> matches;
+    for (const auto& inst : comp->instructions())
+      if (inst->opcode() == op) matches.push_back(inst.get());
+    for (hlo::HloInstruction* inst : matches) changed |= rewrite(comp.get(), inst);
+  }
+  return changed;
+}
+
 }  // namespace tpusim::passes

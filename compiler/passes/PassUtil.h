@@ -1,6 +1,7 @@
 // Small helpers shared by the passes.
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "compiler/hlo/HloComputation.h"
@@ -15,6 +16,12 @@ std::optional<double> splatValue(const hlo::HloInstruction* inst);
 // Adds a new instruction to `comp` named uniquely in the module after `base`.
 hlo::HloInstruction* addNew(hlo::HloComputation* comp, hlo::HloOpcode op, const std::string& base,
                             hlo::Shape shape, std::vector<hlo::HloInstruction*> operands);
+
+// Calls `rewrite(comp, inst)` on every instruction with opcode `op` in every computation of
+// `module`, collected before the first call so a rewrite may add and remove instructions;
+// true if any call returned true.
+bool rewriteEach(hlo::HloModule& module, hlo::HloOpcode op,
+                 const std::function<bool(hlo::HloComputation*, hlo::HloInstruction*)>& rewrite);
 
 // Rewrites the module's entry_computation_layout header (if it has one) to the
 // entry's current parameter and root shapes; true if the text changed.
