@@ -47,6 +47,7 @@ traces=(
   "llama_micro_gqa_prefill.hlo|--preset=micro --n-heads=4 --n-kv-heads=2"
   "llama_tiny_prefill_tp2.hlo|--preset=tiny --tp=2"
   "llama_tiny_train.hlo|--preset=tiny-train"
+  "llama_tiny_train_dp2.hlo|--preset=tiny-train --dp=2"
   "llama_micro_train.hlo|--preset=micro --phase=train --batch=2 --pos-embedding=learned"
   "llama_micro_train_onehot.hlo|--preset=micro --phase=train --batch=2 --pos-embedding=learned --embedding=one-hot"
 )
