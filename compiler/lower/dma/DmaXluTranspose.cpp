@@ -32,12 +32,50 @@ namespace {
 constexpr int kTile = 128;
 constexpr int kMinTransposeInterval = 8;
 MOperand I(int64_t v) { return MOperand::imm(v); }
+
+// The same transpose over fewer dims: unit dims dropped, and operand dims that stay adjacent
+// and in order in the result merged into one. [B, S, K] -> [K, B, S] becomes the matrix
+// transpose [B*S, K] -> [K, B*S] (the backward pass's x^T of a dot over batch and sequence).
+void normalizeTranspose(const std::vector<int64_t>& dims, const std::vector<int64_t>& perm,
+                        std::vector<int64_t>* outDims, std::vector<int64_t>* outPerm) {
+  std::vector<int64_t> index(dims.size(), -1), kept, p;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1) {
+      index[i] = int64_t(kept.size());
+      kept.push_back(dims[i]);
+    }
+  for (int64_t d : perm)
+    if (dims[size_t(d)] != 1) p.push_back(index[size_t(d)]);
+  std::vector<std::pair<int64_t, int64_t>> runs;  // [first, last] operand dims, result order
+  for (int64_t d : p) {
+    if (!runs.empty() && d == runs.back().second + 1)
+      runs.back().second = d;
+    else
+      runs.push_back({d, d});
+  }
+  std::vector<size_t> byOperand(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) byOperand[i] = i;
+  std::sort(byOperand.begin(), byOperand.end(),
+            [&](size_t a, size_t b) { return runs[a].first < runs[b].first; });
+  outDims->clear();
+  std::vector<int64_t> position(runs.size());
+  for (size_t j = 0; j < byOperand.size(); ++j) {
+    const auto& [first, last] = runs[byOperand[j]];
+    int64_t size = 1;
+    for (int64_t d = first; d <= last; ++d) size *= kept[size_t(d)];
+    outDims->push_back(size);
+    position[byOperand[j]] = int64_t(j);
+  }
+  outPerm->assign(position.begin(), position.end());
+}
 }  // namespace
 
 bool tryXluTranspose(DmaOp& op) {
-  const std::vector<int64_t>& perm = op.instr.dimensions();
-  const hlo::Shape& in = op.operandShape(0);
-  size_t n = in.dims.size();
+  std::vector<int64_t> inDims, perm;
+  normalizeTranspose(op.operandShape(0).dims, op.instr.dimensions(), &inDims, &perm);
+  std::vector<int64_t> resDims;
+  for (int64_t d : perm) resDims.push_back(inDims[size_t(d)]);
+  size_t n = inDims.size();
   if (n < 2) return false;
   const int64_t e = op.elemBytes();  // bf16 / int8 widen to one element per VMEM word
   if (e > 4) return false;           // 64-bit elements: the plain DMA path
@@ -46,14 +84,14 @@ bool tryXluTranspose(DmaOp& op) {
   // transposed. The other result dims, in any order, enumerate the matrices.
   if (perm[n - 2] != int64_t(n - 1) || perm[n - 1] == int64_t(n - 1)) return false;
   size_t r = size_t(perm[n - 1]);
-  int64_t rows = in.dims[r], cols = in.dims[n - 1];
+  int64_t rows = inDims[r], cols = inDims[n - 1];
   if (rows == 0 || cols == 0 || rows % kTile != 0 || cols % kTile != 0) return false;
-  std::vector<int64_t> opStrides = rowMajorStrides(in.dims);
-  std::vector<int64_t> resStrides = rowMajorStrides(op.resultShape().dims);
+  std::vector<int64_t> opStrides = rowMajorStrides(inDims);
+  std::vector<int64_t> resStrides = rowMajorStrides(resDims);
   int64_t batch = 1;
   bool simple = r == n - 2;  // matrices in order and contiguous: strips are too
   for (size_t i = 0; i + 2 < n; ++i) {
-    batch *= in.dims[size_t(perm[i])];
+    batch *= inDims[size_t(perm[i])];
     simple = simple && perm[i] == int64_t(i);
   }
   int64_t tiles = cols / kTile;
@@ -179,7 +217,7 @@ bool tryXluTranspose(DmaOp& op) {
   };
   std::vector<DmaFragment::LoopAxis> axes;
   for (size_t k = 0; k + 2 < n; ++k)
-    axes.push_back({op.resultShape().dims[k], {opStrides[size_t(perm[k])] * e, resStrides[k] * e}});
+    axes.push_back({resDims[k], {opStrides[size_t(perm[k])] * e, resStrides[k] * e}});
   axes.push_back({rows / kTile / tall, {stripStep, tall * kTile * e}});
   f.loopNest(
       axes, {f.constant(0), f.constant(0)}, buffers, [&](const std::vector<MOperand>& cur, int b) {
