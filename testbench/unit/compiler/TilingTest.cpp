@@ -54,6 +54,18 @@ TEST_CASE("a decode dot (M = 1) streams wide weight blocks") {
   CHECK(b.bn * b.bk * 2 >= (int64_t(4) << 20));  // at least 4 MiB of weights per step
 }
 
+TEST_CASE("int8 decode weights are priced at one byte and read in long HBM runs") {
+  TilingTarget t = v5eLike();
+  // [1, 4096] x [4096, 4096] with s8 weights converted in the kernel: whole
+  // 4 KiB weight rows per block (one contiguous run each), not 1 KiB pieces.
+  DotBlocking s8 = chooseDotBlocks(1, 1, 4096, 4096, 2, 1, 2, t);
+  CHECK(s8.bm == 1);
+  CHECK(s8.bn == 4096);
+  // Its estimate is about half the bf16 weights' (half the bytes; HBM-bound).
+  DotBlocking bf16 = chooseDotBlocks(1, 1, 4096, 4096, 2, 2, 2, t);
+  CHECK(s8.estimatedCycles < 0.6 * bf16.estimatedCycles);
+}
+
 TEST_CASE("loop blocks move enough bytes per step to hide the step overhead") {
   TilingTarget t = v5eLike();
   // exp(scores - max): one f32 input and one f32 output of [65536, 2048].
