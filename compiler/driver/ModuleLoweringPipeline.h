@@ -1,5 +1,8 @@
 // The passes `tpuc` runs before lowering, and why in this order:
 //   inline            calls become plain instructions, so fusion sees through them;
+//   dot-scale-to-output  a dequantization scale (convert(int) * broadcast(scale) off the
+//                     contracted dims) moves to the dot's result: the kernel then widens
+//                     int8 weights on their way to the MXU instead of scaling each one;
 //   dot-precision-split  f32 dots at HIGH / HIGHEST precision become 3 / 6 bf16
 //                     passes (the MXU multiplies bf16; DEFAULT is one pass); before
 //                     canonicalization, so the operands are split where they are read;
@@ -38,8 +41,8 @@ struct ModuleLoweringOptions {
   lower::LowerOptions lower;  // the kernel cache
 };
 
-// "spmd-collectives,inline,dot-precision-split,dot-canonicalize,int64-to-pairs,algsimp,
-// constant-folding,cse,dce,fusion,multi-output-fusion,dce".
+// "spmd-collectives,inline,dot-scale-to-output,dot-precision-split,dot-canonicalize,
+// int64-to-pairs,algsimp,constant-folding,cse,dce,fusion,multi-output-fusion,dce".
 std::string defaultLoweringPasses();
 
 // First the input's layouts are dropped (compiler/lower/module/Layouts.h); when the

@@ -22,6 +22,7 @@ const Entry kPasses[] = {
     {"int64-to-pairs", createInt64ToPairsPass},
     {"spmd-collectives", createSpmdCollectivesPass},
     {"dot-precision-split", createDotPrecisionSplitPass},
+    {"dot-scale-to-output", createDotScaleToOutputPass},
 };
 
 }  // namespace

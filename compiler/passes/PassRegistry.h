@@ -1,6 +1,6 @@
 // Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline,
 // spmd-collectives, int64-to-pairs, layout-assignment, fusion,
-// multi-output-fusion, promote-to-f32, dot-precision-split.
+// multi-output-fusion, promote-to-f32, dot-precision-split, dot-scale-to-output.
 #pragma once
 
 #include <memory>
@@ -24,6 +24,8 @@ std::unique_ptr<HloPass> createConstantFoldingPass();
 std::unique_ptr<HloPass> createAlgebraicSimplifierPass();
 std::unique_ptr<HloPass> createDotCanonicalizerPass();
 std::unique_ptr<HloPass> createDotPrecisionSplitPass();
+// dot-scale-to-output (DotScaleToOutput.cpp): a dequantization scale moved to the dot's result.
+std::unique_ptr<HloPass> createDotScaleToOutputPass();
 std::unique_ptr<HloPass> createCallInlinerPass();
 // layout-assignment and fusion (fusion reads the chip from passOptions(), PassOptions.h).
 std::unique_ptr<HloPass> createLayoutAssignmentPass();

@@ -49,6 +49,10 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
                      S));
   if (transLhs) fail("a transposed LHS (needs the XLU transpose) is not supported yet");
   bool s8 = views[1].ref->type.dtype == llo::DType::S8;
+  // bf16 x s8: each weight vreg is widened in registers between its load and
+  // its push (sign-extend, s32 -> f32 -> bf16, all exact), so int8 weights
+  // cross VMEM once and are never stored back as bf16.
+  bool widenRhs = !s8 && views[2].ref->type.dtype == llo::DType::S8;
   auto origin = [&](const llo::ViewRange& v) {
     std::vector<ScalarVal> idx;
     for (const llo::Value* i : v.indices) idx.push_back(scalar(i));
@@ -149,9 +153,17 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // `valid` zeroed when `maskK`. An upper half with nothing valid is zero,
   // made from the lower half (lo ^ lo) so it is defined next to it: the pair
   // holds two registers from its first definition on.
+  auto widen = [&](MOperand v) {
+    MOperand x = fn_.newReg(RegClass::Vector), f = fn_.newReg(RegClass::Vector);
+    MOperand h = fn_.newReg(RegClass::Vector);
+    emit(Opcode::VUnpackS8, {x, v, I(0)});
+    emit(Opcode::VCvtF32S32, {f, x});
+    emit(Opcode::VCvtBf16F32, {h, f});
+    return h;
+  };
   auto rowHalf = [&](std::vector<MOperand>& row, const RefPlace& p, const ScalarVal& base,
                      int64_t tileRows, int64_t tile, int64_t rowOff, int64_t sublanes, int64_t lane,
-                     int64_t valid, bool maskK) {
+                     int64_t valid, bool maskK, bool widenS8 = false) {
     if (valid == 0) {
       if (row.empty()) throw CodegenError("internal: an MXU row without valid lanes");
       MOperand z = fn_.newReg(RegClass::Vector);
@@ -159,7 +171,9 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       row.push_back(z);
       return;
     }
-    MOperand v = rotate(load(p, base, tile * tileRows + rowOff, sublanes), llo::kLanes - lane);
+    MOperand v = load(p, base, tile * tileRows + rowOff, sublanes);
+    if (widenS8) v = widen(v);
+    v = rotate(v, llo::kLanes - lane);
     if (maskK && valid < L) {
       MOperand d = fn_.newReg(RegClass::Vector);
       emit(Opcode::VSel, {d, laneMask, v, zero});
@@ -210,7 +224,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       for (int h = 0; h < halves; ++h) {
         int64_t cols = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
         rowHalf(row, rhsP, rhs0, rhsRows, tileOf(n0, h), kc * S + p * 8, (1 << valid) - 1,
-                laneOf(n0), cols, false);
+                laneOf(n0), cols, false, widenRhs);
       }
     } else {
       // rhs is (N, K): rows n = S*j + 8p, lanes = k of chunk kc.
@@ -218,7 +232,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       int64_t k0 = kc * S;
       for (int h = 0; h < halves; ++h)
         rowHalf(row, rhsP, rhs0, rhsRows, tileOf(k0, h), it.j * S + p * 8, (1 << valid) - 1,
-                laneOf(k0), validK(kc, h), true);
+                laneOf(k0), validK(kc, h), true, widenRhs);
     }
     emitRow(wpush, {I(mxu), MOperand()}, 1, row);
   };

@@ -200,6 +200,20 @@ void storeTile(Value* t, const RefWindow& dst, Value* rowOff, int64_t colTile, i
   builder().create(OpKind::VStore, ops, {}, {(1 << validRows) - 1, lanes});
 }
 
+// The s8 view under an int8 -> bf16 widening (s8 -> s32 -> f32 -> bf16, each
+// exact), or null. A bf16 dot reads such weights as s8: the matmul widens them
+// in registers on their way to the MXU instead of a VMEM round trip as bf16.
+NodePtr widenedS8View(const NodePtr& v) {
+  const DType steps[] = {DType::Bf16, DType::F32, DType::S32};
+  NodePtr cur = v;
+  for (DType d : steps) {
+    if (cur->kind != Kind::Cast || cur->op != 0 || cur->dtype != d) return nullptr;
+    cur = cur->args[0];
+  }
+  if (cur->kind != Kind::View || cur->dtype != DType::S8 || cur->laneReplicated) return nullptr;
+  return cur;
+}
+
 NodePtr emitDot(const NodePtr& np) {
   const ArrayNode& n = *np;
   auto key = std::make_pair(np.get(), builder().block());
@@ -207,7 +221,7 @@ NodePtr emitDot(const NodePtr& np) {
   if (it != dotCache().end()) return it->second;
   locate(n.loc);
   NodePtr a = materialize(n.args[0], n.loc);
-  NodePtr bb = materialize(n.args[1], n.loc);
+  NodePtr bb = materializeDotRhs(a, n.args[1], n.loc);
   const ArrayNode& lhs = *a;
   const ArrayNode& rhs = *bb;
   int64_t k = n.dot.transpose_lhs ? lhs.rows : lhs.cols;
@@ -289,6 +303,12 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
       storeTile(t, dst, rowOff, tj, valid, std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
     }
   });
+}
+
+NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc) {
+  if (lhs->dtype == DType::Bf16)
+    if (NodePtr w = widenedS8View(rhs)) return w;
+  return materialize(rhs, loc);
 }
 
 NodePtr materialize(const NodePtr& value, const Loc& loc) {

@@ -21,6 +21,10 @@ struct RefWindow {
 void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc);
 // A View node of `value`, emitting it into a VMEM temporary when it is not one.
 NodePtr materialize(const NodePtr& value, const Loc& loc);
+// The RHS of a dot whose LHS `lhs` is materialized: int8 weights widened to
+// bf16 stay the s8 view (the matmul widens them in registers); anything else
+// is materialized.
+NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc);
 // A new VMEM temporary (allocated at the top of the kernel).
 llo::Value* allocTemp(std::vector<int64_t> shape, DType dtype);
 NodePtr viewOf(llo::Value* ref, int64_t rows, int64_t cols, bool laneReplicated = false);

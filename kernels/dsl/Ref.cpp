@@ -82,7 +82,7 @@ bool storeAccumulatedDot(const RefWindow& w, const NodePtr& value, const Loc& lo
     return false;
   locate(rhs.loc);
   NodePtr a = materialize(rhs.args[0], loc);
-  NodePtr b = materialize(rhs.args[1], loc);
+  NodePtr b = materializeDotRhs(a, rhs.args[1], loc);
   int64_t k = rhs.dot.transpose_lhs ? a->rows : a->cols;
   std::vector<llo::Value*> ops{w.ref};
   for (llo::Value* i : w.lead) ops.push_back(i);

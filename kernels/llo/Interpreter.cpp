@@ -251,10 +251,15 @@ class Run {
     Window lhs = tl ? window(op, views[1], K, M, "lhs") : window(op, views[1], M, K, "lhs");
     Window rhs = tr ? window(op, views[2], N, K, "rhs") : window(op, views[2], K, N, "rhs");
     bool bf16 = lhs.buf->type.dtype == DType::Bf16;
+    // s8 weights of a bf16 matmul are widened to bf16 as they are read (exact).
+    bool widen = bf16 && rhs.buf->type.dtype == DType::S8;
     std::vector<uint32_t> a(K), b(K);
     std::vector<uint32_t> out(size_t(M * N));
     for (int64_t n = 0; n < N; ++n) {
-      for (int64_t k = 0; k < K; ++k) b[k] = tr ? rhs.at(n, k) : rhs.at(k, n);
+      for (int64_t k = 0; k < K; ++k) {
+        b[k] = tr ? rhs.at(n, k) : rhs.at(k, n);
+        if (widen) b[k] = tpusim::f32ToBf16Bits(float(s8WordToS32(b[k])));
+      }
       for (int64_t m = 0; m < M; ++m) {
         for (int64_t k = 0; k < K; ++k) a[k] = tl ? lhs.at(k, m) : lhs.at(m, k);
         out[m * N + n] = bf16 ? mxuDotBf16(a.data(), b.data(), K, opt_.mxuSize)

@@ -336,7 +336,9 @@ class Checker {
     const Type& dst = op.operands[0]->type;
     const Type& lhs = op.operands[a]->type;
     const Type& rhs = op.operands[b]->type;
-    if (lhs.dtype != rhs.dtype) fail(op, "lhs and rhs dtypes differ");
+    // bf16 x s8: int8 weights widened to bf16 on their way to the MXU.
+    bool widen = lhs.dtype == DType::Bf16 && rhs.dtype == DType::S8;
+    if (lhs.dtype != rhs.dtype && !widen) fail(op, "lhs and rhs dtypes differ");
     if (lhs.dtype == DType::Bf16 && dst.dtype != DType::F32)
       fail(op, "bf16 matmul accumulates into f32");
     else if (lhs.dtype == DType::S8 && dst.dtype != DType::S32)

@@ -74,6 +74,18 @@ const HloInstruction* findDot(const ComputeGraph& g) {
   return found.empty() ? nullptr : found[0];
 }
 
+// HBM bytes per element of a dot operand: a convert or layout change of one
+// leaf (int8 weights converted in the kernel) reads the leaf's elements.
+int hbmBytesOf(const ComputeGraph& g, const HloInstruction* operand, dsl::DType operandType) {
+  const HloInstruction* i = operand;
+  while (!g.isLeaf(i) && i->operandCount() == 1 &&
+         (i->opcode() == HloOpcode::Convert || i->opcode() == HloOpcode::Reshape ||
+          i->opcode() == HloOpcode::Bitcast || i->opcode() == HloOpcode::Copy))
+    i = i->operand(0);
+  if (!g.isLeaf(i)) return isa::dtypeBytes(operandType);
+  return isa::dtypeBytes(memoryType(dslType(g, *i, i->shape().type)));
+}
+
 }  // namespace
 
 bool hasDot(const ComputeGraph& g) { return findDot(g) != nullptr; }
@@ -181,7 +193,8 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const int64_t B = lhsR->axes()[0].size, M = lhsR->axes()[1].size, K = lhsR->axes()[2].size;
   const int64_t N = outR->axes()[2].size;
   auto inBytes = [&](dsl::DType d) { return isa::dtypeBytes(d); };
-  DotBlocking blk = chooseDotBlocks(B, M, N, K, std::max(inBytes(lt), inBytes(rt)), inBytes(ot), t);
+  DotBlocking blk = chooseDotBlocks(B, M, N, K, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt),
+                                    inBytes(ot), t);
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
   const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;
 

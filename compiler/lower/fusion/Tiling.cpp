@@ -34,7 +34,7 @@ namespace {
 // depth of 4096, and at most 16384 MXU pushes of 8 LHS rows per step (the
 // library matmul's best v5e blocks, 512x1024x4096: docs/performance.md); an
 // element-wise row of 8 column tiles is unrolled per row tile.
-constexpr int64_t kMaxDotRows = 512, kMaxDotCols = 1024, kMaxDotDepth = 4096;
+constexpr int64_t kMaxDotRows = 512, kMaxDotCols = 4096, kMaxDotDepth = 4096;
 constexpr int64_t kMaxDotPushesPerStep = 16384, kMaxLoopLanes = 1024;
 // Cycles per 8x128 result tile and grid step beyond the MXU stream: its pop,
 // the accumulator's load / add / store and the epilogue (fitted to the
@@ -156,8 +156,8 @@ int64_t chooseLeadBlock(int64_t leadSize, LoopBlock& plane, const std::vector<Bl
   return best;
 }
 
-DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int inBytes,
-                            int outBytes, const TilingTarget& target) {
+DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int lhsInBytes,
+                            int rhsInBytes, int outBytes, const TilingTarget& target) {
   const int64_t mxu = std::max<int64_t>(target.mxuSize, 8);
   const int64_t budget = target.vmemBudget();
   const int64_t drain = 7 + 2 * mxu, fill = 8 * cdiv(mxu, 8);
@@ -171,8 +171,8 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
         // Double-buffered operand and output blocks, the accumulator, and the
         // bf16 copies f32 operands are cast into before the dot.
         int64_t vmem = 2 * (tiledBytes(bm, bk) + tiledBytes(bk, bn) + tiledBytes(bm, bn)) +
-                       tiledBytes(bm, bn) +
-                       (inBytes == 4 ? tiledBytes(bm, bk) + tiledBytes(bk, bn) : 0);
+                       tiledBytes(bm, bn) + (lhsInBytes == 4 ? tiledBytes(bm, bk) : 0) +
+                       (rhsInBytes == 4 ? tiledBytes(bk, bn) : 0);
         if (vmem > budget) continue;
         const int64_t mBlocks = cdiv(m, bm), nBlocks = cdiv(n, bn), kBlocks = cdiv(k, bk);
         double steps = double(batch) * mBlocks * nBlocks * kBlocks;
@@ -193,12 +193,12 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
         // too when N is one block.
         // A block row is one contiguous run in HBM; short runs (a narrow RHS
         // block of a wide matrix) reach a fraction of the peak.
-        double lhsBytes = double(bm * bk) * inBytes / (kBlocks == 1 ? double(nBlocks) : 1.0);
+        double lhsBytes = double(bm * bk) * lhsInBytes / (kBlocks == 1 ? double(nBlocks) : 1.0);
         double rhsBytes =
-            double(bk * bn) * inBytes / (kBlocks == 1 && nBlocks == 1 ? double(mBlocks) : 1.0);
+            double(bk * bn) * rhsInBytes / (kBlocks == 1 && nBlocks == 1 ? double(mBlocks) : 1.0);
         double outBlockBytes = double(bm * bn) * outBytes / double(kBlocks);
-        double dmaCycles = (lhsBytes / runEfficiency(std::min(bk, k) * inBytes) +
-                            rhsBytes / runEfficiency(std::min(bn, n) * inBytes) +
+        double dmaCycles = (lhsBytes / runEfficiency(std::min(bk, k) * lhsInBytes) +
+                            rhsBytes / runEfficiency(std::min(bn, n) * rhsInBytes) +
                             outBlockBytes / runEfficiency(std::min(bn, n) * outBytes)) /
                            target.hbmBytesPerCycle;
         double tileCycles = kDotCyclesPerResultTile * double(cdiv(bm, 8) * cdiv(bn, 128));
@@ -209,8 +209,8 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
         // first step costs its DMA plus its MXU work, the others the larger of
         // the two.
         double prologueCycles =
-            (double(bm * bk) * inBytes / runEfficiency(std::min(bk, k) * inBytes) +
-             double(bk * bn) * inBytes / runEfficiency(std::min(bn, n) * inBytes)) /
+            (double(bm * bk) * lhsInBytes / runEfficiency(std::min(bk, k) * lhsInBytes) +
+             double(bk * bn) * rhsInBytes / runEfficiency(std::min(bn, n) * rhsInBytes)) /
             target.hbmBytesPerCycle;
         double drainCycles = double(bm * bn) * outBytes /
                              runEfficiency(std::min(bn, n) * outBytes) / target.hbmBytesPerCycle;

@@ -84,9 +84,11 @@ struct DotBlocking {
   std::string why;
 };
 
-// [batch, m, k] x [batch, k, n]; inBytes: HBM bytes per operand element
-// (2 for bf16, 1 for s8, 4 for f32 cast in the kernel); outBytes for the result.
-DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int inBytes,
-                            int outBytes, const TilingTarget& target);
+// [batch, m, k] x [batch, k, n]; lhsInBytes / rhsInBytes: HBM bytes per element
+// of each operand as its kernel reads it (2 for bf16, 1 for s8 weights however
+// they are converted in the kernel, 4 for f32 cast in the kernel); outBytes for
+// the result.
+DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int lhsInBytes,
+                            int rhsInBytes, int outBytes, const TilingTarget& target);
 
 }  // namespace tpusim::lower

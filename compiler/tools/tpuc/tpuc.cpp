@@ -43,7 +43,7 @@ static cl::opt<std::string> Passes(
     "passes",
     cl::desc("Passes to run before lowering, comma-separated "
              "(default: "
-             "spmd-collectives,inline,dot-precision-split,"
+             "spmd-collectives,inline,dot-scale-to-output,dot-precision-split,"
              "dot-canonicalize,int64-to-pairs,algsimp,constant-folding,"
              "cse,dce,fusion,multi-output-fusion,dce)"),
     cl::value_desc("p1,p2,..."), cl::cat(Cat));

@@ -32,7 +32,7 @@ TEST_CASE("a prefill FFN dot keeps K resident and takes a wide edge block") {
   // [2048, 4096] x [4096, 11008]: 11008 = 86 x 128, so 256 is the widest
   // dividing column block; a 1024-wide block with a partial last one re-reads
   // the LHS far less.
-  DotBlocking b = chooseDotBlocks(1, 2048, 11008, 4096, 2, 2, t);
+  DotBlocking b = chooseDotBlocks(1, 2048, 11008, 4096, 2, 2, 2, t);
   CHECK(b.bk == 4096);
   CHECK(b.bn == 1024);
   CHECK(b.bm == 512);
@@ -43,15 +43,27 @@ TEST_CASE("a prefill FFN dot keeps K resident and takes a wide edge block") {
 TEST_CASE("dot blocks shrink to the VMEM budget") {
   TilingTarget t = v5eLike();
   t.vmemBytes = int64_t(16) << 20;  // 8 MiB for blocks
-  DotBlocking b = chooseDotBlocks(1, 2048, 11008, 4096, 2, 2, t);
+  DotBlocking b = chooseDotBlocks(1, 2048, 11008, 4096, 2, 2, 2, t);
   CHECK(dotVmem(b) <= t.vmemBudget());
   CHECK(b.bk < 4096);
 }
 
 TEST_CASE("a decode dot (M = 1) streams wide weight blocks") {
-  DotBlocking b = chooseDotBlocks(1, 1, 11008, 4096, 2, 2, v5eLike());
+  DotBlocking b = chooseDotBlocks(1, 1, 11008, 4096, 2, 2, 2, v5eLike());
   CHECK(b.bm == 1);
   CHECK(b.bn * b.bk * 2 >= (int64_t(4) << 20));  // at least 4 MiB of weights per step
+}
+
+TEST_CASE("int8 decode weights are priced at one byte and read in long HBM runs") {
+  TilingTarget t = v5eLike();
+  // [1, 4096] x [4096, 4096] with s8 weights converted in the kernel: whole
+  // 4 KiB weight rows per block (one contiguous run each), not 1 KiB pieces.
+  DotBlocking s8 = chooseDotBlocks(1, 1, 4096, 4096, 2, 1, 2, t);
+  CHECK(s8.bm == 1);
+  CHECK(s8.bn == 4096);
+  // Its estimate is about half the bf16 weights' (half the bytes; HBM-bound).
+  DotBlocking bf16 = chooseDotBlocks(1, 1, 4096, 4096, 2, 2, 2, t);
+  CHECK(s8.estimatedCycles < 0.6 * bf16.estimatedCycles);
 }
 
 TEST_CASE("loop blocks move enough bytes per step to hide the step overhead") {
