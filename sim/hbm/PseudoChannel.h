@@ -51,8 +51,9 @@ class PseudoChannel {
  public:
   // skipQuietRowScans: remember the result of a row-command scan that found
   // nothing to issue (the earliest cycle one could) until something it read
-  // changes, instead of scanning the banks again every cycle. Same commands and cycles; the
-  // fast HBM model turns it on, the detailed one keeps the plain scan.
+  // changes, instead of scanning the banks again every cycle; also sleep past
+  // cycles at which nothing can issue (push, advanceSteps). Same commands and
+  // cycles; the fast HBM model turns it on, the detailed one keeps plain stepping.
   explicit PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans = false);
 
   // Bursts must arrive no earlier than time().
