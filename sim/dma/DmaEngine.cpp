@@ -186,7 +186,37 @@ DmaEngine::Descriptor& DmaEngine::descriptor(int core, int q, uint64_t number) {
 
 uint64_t DmaEngine::nextEventCycle() const {
   uint64_t t = events_.empty() ? kNever : events_.top().cycle;
+  if (hbmEventsHead_ < hbmEvents_.size()) t = std::min(t, hbmEvents_[hbmEventsHead_].cycle);
   return std::min(t, hbm_.nextEventCycle());
+}
+
+void DmaEngine::pushHbmEvent(const Event& e) {
+  // Completions come in cycle order, so this is nearly always an append.
+  if (hbmEventsHead_ == hbmEvents_.size()) {
+    hbmEvents_.clear();
+    hbmEventsHead_ = 0;
+  } else if (hbmEventsHead_ >= 64 && 2 * hbmEventsHead_ >= hbmEvents_.size()) {
+    // Drop the popped front (amortized O(1) per event).
+    hbmEvents_.erase(hbmEvents_.begin(), hbmEvents_.begin() + std::ptrdiff_t(hbmEventsHead_));
+    hbmEventsHead_ = 0;
+  }
+  size_t at = hbmEvents_.size();
+  while (at > hbmEventsHead_ && hbmEvents_[at - 1] > e) --at;
+  hbmEvents_.insert(hbmEvents_.begin() + std::ptrdiff_t(at), e);
+}
+
+bool DmaEngine::popEvent(uint64_t t, Event* out) {
+  // The earliest of the heap and the sorted HBM events, as one queue would give it.
+  const bool heap = !events_.empty() && events_.top().cycle <= t;
+  const bool hbm = hbmEventsHead_ < hbmEvents_.size() && hbmEvents_[hbmEventsHead_].cycle <= t;
+  if (hbm && (!heap || events_.top() > hbmEvents_[hbmEventsHead_])) {
+    *out = hbmEvents_[hbmEventsHead_++];
+    return true;
+  }
+  if (!heap) return false;
+  *out = events_.top();
+  events_.pop();
+  return true;
 }
 
 void DmaEngine::advanceTo(uint64_t cycle, std::vector<DmaCompletion>& done) {
@@ -194,11 +224,8 @@ void DmaEngine::advanceTo(uint64_t cycle, std::vector<DmaCompletion>& done) {
     uint64_t t = nextEventCycle();
     if (t >= cycle) break;
     t = std::max(t, now_);
-    while (!events_.empty() && events_.top().cycle <= t) {
-      Event e = events_.top();
-      events_.pop();
-      handle(e, done);
-    }
+    Event e{};
+    while (popEvent(t, &e)) handle(e, done);
     generate(t);
     // Keep the HBM model in step whenever it has work, so that its completions
     // are found in the cycle they happen (its nextEventCycle is only a bound).
@@ -209,7 +236,7 @@ void DmaEngine::advanceTo(uint64_t cycle, std::vector<DmaCompletion>& done) {
         uint32_t slot = uint32_t(c.id & ~kHbmWriteBit);
         const Request& r = requests_[slot];
         // The engine sees an HBM completion one cycle later.
-        events_.push(Event{c.cycle + 1, r.core, r.queue, r.descriptor, r.index,
+        pushHbmEvent(Event{c.cycle + 1, r.core, r.queue, r.descriptor, r.index,
                            (c.id & kHbmWriteBit) ? EventKind::WriteDone : EventKind::ReadDone,
                            slot});
       }

@@ -156,6 +156,13 @@ class DmaEngine {
   std::vector<Request> requests_;
   std::vector<uint32_t> freeSlots_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  // The events of HBM completions, kept apart in event order (they arrive in
+  // cycle order, so mostly appended): hbmEvents_[hbmEventsHead_..]. Popped
+  // together with events_ in one order (popEvent), as if one queue.
+  std::vector<Event> hbmEvents_;
+  size_t hbmEventsHead_ = 0;
+  void pushHbmEvent(const Event& e);
+  bool popEvent(uint64_t t, Event* out);
   std::vector<hbm::HbmCompletion> hbmDone_;  // scratch
   std::vector<DmaCoreStats> stats_;
   uint64_t pendingDescriptors_ = 0;

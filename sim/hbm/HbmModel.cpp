@@ -33,6 +33,7 @@ HbmModel::HbmModel(const target::HbmConfig& config, double coreClockHz)
   isActive_.assign(n, 0);
   classOf_.assign(n, -1);
   seen_.assign(n, ~uint64_t(0));
+  lineGroups_.resize(n);
 }
 
 double HbmModel::peakBytesPerCoreCycle() const {
@@ -104,7 +105,7 @@ void HbmModel::activate(uint32_t pc) {
 
 uint64_t HbmModel::nextEventCycle() const {
   uint64_t next = std::numeric_limits<uint64_t>::max();
-  if (!pending_.empty()) next = pending_.top().cycle;
+  if (pendingHead_ < pending_.size()) next = pending_[pendingHead_].cycle;
   // A burst not yet issued completes no earlier than one column latency from now.
   int64_t minLatency = std::min(timing_.tCL, timing_.tCWL) + timing_.burstCycles;
   // The conversion is monotonic: convert the earliest pseudo-channel time once.
@@ -132,7 +133,7 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
       // The burst was issued by every member of the group at once.
       s.remaining -= groups_.size(pc);
       if (s.remaining == 0)
-        pending_.push(Pending{clocks_.coreAtOrAfterHbm(s.dataEnd), s.sequence, b.request});
+        addPending(Pending{clocks_.coreAtOrAfterHbm(s.dataEnd), s.sequence, b.request});
     }
     if (pcs_[pc].hasWork())
       active_[kept++] = pc;
@@ -141,14 +142,29 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
   }
   active_.resize(kept);
   checkProgress(hbmLimit);
-  while (!pending_.empty() && pending_.top().cycle < cycle) {
-    Pending p = pending_.top();
-    pending_.pop();
+  while (pendingHead_ < pending_.size() && pending_[pendingHead_].cycle < cycle) {
+    const Pending p = pending_[pendingHead_++];
     done.push_back(HbmCompletion{requests_[p.slot].id, p.cycle});
     freeRequests_.push_back(p.slot);
     --outstanding_;
   }
   now_ = cycle;
+}
+
+void HbmModel::addPending(const Pending& p) {
+  // Bursts issue in time order and complete a fixed latency later, so a new
+  // completion nearly always goes at or near the end.
+  if (pendingHead_ == pending_.size()) {
+    pending_.clear();
+    pendingHead_ = 0;
+  } else if (pendingHead_ >= 64 && 2 * pendingHead_ >= pending_.size()) {
+    // Drop the reported front (amortized O(1) per completion).
+    pending_.erase(pending_.begin(), pending_.begin() + std::ptrdiff_t(pendingHead_));
+    pendingHead_ = 0;
+  }
+  size_t at = pending_.size();
+  while (at > pendingHead_ && pending_[at - 1] > p) --at;
+  pending_.insert(pending_.begin() + std::ptrdiff_t(at), p);
 }
 
 // A burst waits at most the queue ahead of it (queue_depth bursts, each a row

@@ -35,8 +35,8 @@
 // equal.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <queue>
 #include <stdexcept>
 #include <vector>
 
@@ -145,7 +145,10 @@ class HbmModel {
   std::vector<uint8_t> isActive_;
   std::vector<RequestState> requests_;
   std::vector<uint32_t> freeRequests_;
-  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;
+  // Completions not yet reported, in (cycle, sequence) order: pending_[pendingHead_..].
+  std::vector<Pending> pending_;
+  size_t pendingHead_ = 0;
+  void addPending(const Pending& p);
   std::vector<IssuedBurst> issued_;  // scratch
   bool fast_;
   PcGroups groups_;  // every pseudo-channel its own group in the detailed model
@@ -156,6 +159,15 @@ class HbmModel {
   std::vector<int32_t> classOf_;      // per pseudo-channel; -1: not touched
   std::vector<uint64_t> seen_;        // per leader: the submission that last checked it
   std::vector<uint32_t> part_;        // scratch of splitUneven
+  // submitChannelLine, per first pseudo-channel of a line: whether the line's
+  // `bursts` pseudo-channels were exactly one group (its leader, else -1) when
+  // the groups had seen `changes` splits and merges.
+  struct LineGroup {
+    uint64_t changes = ~uint64_t(0);
+    uint32_t bursts = 0;
+    int64_t leader = -1;
+  };
+  std::vector<LineGroup> lineGroups_;
   uint64_t now_ = 0;
   uint64_t sequence_ = 0;
   uint64_t outstanding_ = 0;

@@ -116,10 +116,19 @@ bool HbmModel::submitChannelLine(uint32_t slot, const HbmRequest& r, uint64_t ar
   BurstLocation loc = map_.locate(first * map_.burstBytes());
   PcBurst b;
   const uint32_t pc0 = burstAt(loc, slot, r.isWrite, arrival, &b);
-  const uint32_t leader = groups_.leader(pc0);
-  if (groups_.size(leader) != n) return false;
-  for (uint32_t k = 1; k < n; ++k)
-    if (groups_.leader(pc0 + k * stride) != leader) return false;
+  // Whether those n pseudo-channels are exactly one group: remembered per
+  // first pseudo-channel and line length until the groups change.
+  LineGroup& known = lineGroups_[pc0];
+  if (known.changes != groups_.changes() || known.bursts != n) {
+    known.changes = groups_.changes();
+    known.bursts = n;
+    const uint32_t leader = groups_.leader(pc0);
+    bool exact = groups_.size(leader) == n;
+    for (uint32_t k = 1; exact && k < n; ++k) exact = groups_.leader(pc0 + k * stride) == leader;
+    known.leader = exact ? int64_t(leader) : -1;
+  }
+  if (known.leader < 0) return false;
+  const uint32_t leader = uint32_t(known.leader);
   pcs_[leader].push(b);  // the same burst for every member
   requests_[slot].remaining += n;
   activate(leader);

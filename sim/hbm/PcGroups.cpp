@@ -20,6 +20,7 @@ HbmChannelStats PcGroups::stats(uint32_t pc, const std::vector<PseudoChannel>& p
 
 void PcGroups::split(uint32_t leader, const std::vector<uint32_t>& part,
                      std::vector<PseudoChannel>& pcs) {
+  ++changes_;
   const uint32_t head = part.front();
   const HbmChannelStats headOffset = offset_[head];
   pcs[head] = pcs[leader];
@@ -39,6 +40,7 @@ void PcGroups::split(uint32_t leader, const std::vector<uint32_t>& part,
 }
 
 void PcGroups::merge(uint32_t leader, uint32_t other, const std::vector<PseudoChannel>& pcs) {
+  ++changes_;
   const HbmChannelStats d = pcs[other].stats().minus(pcs[leader].stats());
   for (uint32_t m : members_[other]) {
     offset_[m].add(d);

@@ -24,6 +24,8 @@ class PcGroups {
   const std::vector<uint32_t>& members(uint32_t leader) const { return members_[leader]; }
   uint32_t size(uint32_t leader) const { return uint32_t(members_[leader].size()); }
   HbmChannelStats stats(uint32_t pc, const std::vector<PseudoChannel>& pcs) const;
+  // Splits and merges so far: a lookup of the groups stays valid while this does not change.
+  uint64_t changes() const { return changes_; }
 
   // Moves `part` (ascending members of `leader`'s group, without the leader)
   // into a group of its own led by part[0], whose state becomes the leader's.
@@ -36,6 +38,7 @@ class PcGroups {
   std::vector<uint32_t> leader_;
   std::vector<std::vector<uint32_t>> members_;  // by leader; empty for the others
   std::vector<HbmChannelStats> offset_;         // pc's stats minus its leader's
+  uint64_t changes_ = 0;
 };
 
 }  // namespace tpusim::sim::hbm

@@ -22,6 +22,7 @@ PseudoChannel::PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans)
 }
 
 void PseudoChannel::push(const PcBurst& burst) {
+  const bool wasIdle = !hasWork();
   // Keep the inbox in arrival order (stable for equal arrivals).
   if (inboxHead_ == inbox_.size()) {
     inbox_.clear();
@@ -33,11 +34,67 @@ void PseudoChannel::push(const PcBurst& burst) {
   }
   size_t at = inbox_.size();
   while (at > inboxHead_ && inbox_[at - 1].arrival > burst.arrival) --at;
-  if (at == inbox_.size())
+  const bool last = at == inbox_.size();
+  if (last)
     inbox_.push_back(burst);
   else
     inbox_.insert(inbox_.begin() + std::ptrdiff_t(at), burst);
-  wakeAt_ = std::min(wakeAt_, int64_t(burst.arrival));
+  if (skipQuietRowScans_ && wasIdle) {
+    wakeAt_ = firstCommandAlone(burst);
+    return;
+  }
+  if (int64_t(burst.arrival) >= wakeAt_) return;
+  if (skipQuietRowScans_ && last && quietUntilWake(burst)) return;
+  wakeAt_ = int64_t(burst.arrival);
+}
+
+int64_t PseudoChannel::firstCommandAlone(const PcBurst& burst) const {
+  // Without work, the next command is a refresh (due, or one in progress) or
+  // one for this burst, the only one: its column command when it hits the
+  // open row, else the PRE of that row or its ACT. Until the earlier of those
+  // nothing changes, so the steps before it (at time_, at the arrival) would
+  // issue nothing: wake up at it. (Without work, wakeAt_ may be stale.)
+  const int64_t now = int64_t(time_);
+  int64_t refreshAt = std::numeric_limits<int64_t>::max();
+  if (t_.refresh != RefreshMode::None) {
+    const uint32_t due = uint32_t(refreshIndex_ % uint64_t(t_.banks));
+    if (banks_[t_.refresh == RefreshMode::PerBank ? due : 0].refreshDue) return now;
+    refreshAt = refreshDueAt();
+  }
+  const Bank& b = banks_[burst.bank];
+  int64_t at;
+  if (b.open && b.row == burst.row)
+    at = std::max({b.readyCol, colReadyGroup_[burst.bankGroup], colReady_,
+                   burst.write ? std::max(writeReady_, busFree_ - t_.tCWL)
+                               : std::max(readReady_, busFree_ - t_.tCL)});
+  else
+    at = b.open ? b.readyPre : earliestActivate(burst.bank, burst.bankGroup);
+  at = std::max(at, int64_t(burst.arrival));
+  return std::max(now, std::min(at, refreshAt));
+}
+
+bool PseudoChannel::quietUntilWake(const PcBurst& burst) const {
+  // No command issues in [time_, wakeAt_), so the state at the burst's arrival
+  // is the state now. Admitted at its arrival, could the burst lead to a
+  // command before wakeAt_? If not, admitting it at wakeAt_ instead (behind
+  // the same inbox entries, so with the same age order) changes nothing, and
+  // the step at its arrival, which would issue nothing, is not needed.
+  if (freeSlots_.empty()) return true;  // it gets in when a column command frees a slot
+  const Bank& b = banks_[burst.bank];
+  if (b.refreshDue) return true;  // the bank takes no command before its refresh
+  if (b.open && b.row == burst.row) {
+    // A row hit: its own column command (hits ahead of other rows only
+    // ever delay that bank's row commands).
+    if (starved(b)) return true;
+    const int64_t bankAt = std::max(b.readyCol, colReadyGroup_[burst.bankGroup]);
+    const int64_t kindAt = burst.write ? std::max({colReady_, writeReady_, busFree_ - t_.tCWL})
+                                       : std::max({colReady_, readReady_, busFree_ - t_.tCL});
+    return std::max(bankAt, kindAt) >= wakeAt_;
+  }
+  if (b.head >= 0) return true;  // not the bank's oldest: its row command is the head's
+  // The bank's oldest: a PRE of the open row, or an ACT.
+  const int64_t rowAt = b.open ? b.readyPre : earliestActivate(burst.bank, burst.bankGroup);
+  return rowAt >= wakeAt_;
 }
 
 void PseudoChannel::admitArrivals() {
@@ -64,7 +121,7 @@ void PseudoChannel::admitArrivals() {
   }
 }
 
-void PseudoChannel::advance(uint64_t limit, std::vector<IssuedBurst>& issued) {
+void PseudoChannel::advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issued) {
   while (time_ < limit) {
     if (!hasWork()) {
       skipIdle(limit);
@@ -75,7 +132,13 @@ void PseudoChannel::advance(uint64_t limit, std::vector<IssuedBurst>& issued) {
       continue;
     }
     int64_t next = kNever;
-    if (step(issued, &next)) {
+    bool rowUsed = false;
+    if (step(issued, &next, &rowUsed)) {
+      // After a column command alone, the scans' bounds still hold (issuing
+      // only delays other commands) and the next column command waits for
+      // tCCD_S / the bus: no command before those (the fast model; the
+      // detailed one steps the next cycle and finds that out).
+      if (skipQuietRowScans_ && !rowUsed) wakeAt_ = std::min(next, columnBound());
       ++time_;
     } else {
       wakeAt_ = std::max<int64_t>(next, int64_t(time_) + 1);
@@ -178,12 +241,13 @@ bool PseudoChannel::stepRefresh(int64_t* next) {
   return false;
 }
 
-bool PseudoChannel::step(std::vector<IssuedBurst>& issued, int64_t* outNext) {
+bool PseudoChannel::step(std::vector<IssuedBurst>& issued, int64_t* outNext, bool* outRowUsed) {
   admitArrivals();
   int64_t next = kNever;
   bool rowUsed = stepRefresh(&next);
   bool colUsed = stepColumn(issued, &next);
   if (!rowUsed) rowUsed = stepRow(&next);
+  *outRowUsed = rowUsed;
   // A burst that waits only for queue space gets in when a column command frees one.
   if (inboxHead_ < inbox_.size() && !freeSlots_.empty())
     next = std::min<int64_t>(next, int64_t(inbox_[inboxHead_].arrival));

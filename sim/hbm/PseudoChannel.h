@@ -24,6 +24,7 @@
 // could, so idle and waiting stretches cost no per-cycle work.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -50,8 +51,9 @@ class PseudoChannel {
  public:
   // skipQuietRowScans: remember the result of a row-command scan that found
   // nothing to issue (the earliest cycle one could) until something it read
-  // changes, instead of scanning the banks again every cycle. Same commands and cycles; the
-  // fast HBM model turns it on, the detailed one keeps the plain scan.
+  // changes, instead of scanning the banks again every cycle; also sleep past
+  // cycles at which nothing can issue (push, advanceSteps). Same commands and
+  // cycles; the fast HBM model turns it on, the detailed one keeps plain stepping.
   explicit PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans = false);
 
   // Bursts must arrive no earlier than time().
@@ -61,7 +63,14 @@ class PseudoChannel {
 
   // Simulates HBM cycles [time(), limit); every column command issued is
   // appended to `issued`.
-  void advance(uint64_t limit, std::vector<IssuedBurst>& issued);
+  void advance(uint64_t limit, std::vector<IssuedBurst>& issued) {
+    // Asleep until limit or later: what the loop of advanceSteps would do.
+    if (wakeAt_ >= int64_t(limit) && hasWork()) {
+      time_ = std::max<uint64_t>(time_, limit);
+      return;
+    }
+    advanceSteps(limit, issued);
+  }
 
   const HbmChannelStats& stats() const { return stats_; }
   void setStats(const HbmChannelStats& stats) { stats_ = stats; }
@@ -94,13 +103,25 @@ class PseudoChannel {
     uint32_t hits = 0;  // queued entries for the open row
   };
 
-  // One scheduling decision at time_; returns true when a command issued,
-  // otherwise *next is a cycle before which none can.
-  bool step(std::vector<IssuedBurst>& issued, int64_t* next);
+  // One scheduling decision at time_; returns true when a command issued
+  // (*rowUsed: a row command among them). *next: a cycle before which no
+  // command but those issued now (and, after a column command, the next
+  // column command) can issue.
+  bool step(std::vector<IssuedBurst>& issued, int64_t* next, bool* rowUsed);
+  // No column command can issue before this (tCCD_S, tWTR, turnaround, bus).
+  int64_t columnBound() const {
+    return std::max(colReady_, std::min(std::max(readReady_, busFree_ - t_.tCL),
+                                        std::max(writeReady_, busFree_ - t_.tCWL)));
+  }
   bool stepColumn(std::vector<IssuedBurst>& issued, int64_t* next);
   bool stepRow(int64_t* next);
   bool stepRefresh(int64_t* next);
   bool starved(const Bank& b) const;
+  void advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issued);
+  // push: whether `burst`, arriving before wakeAt_, can lead to no command before it.
+  bool quietUntilWake(const PcBurst& burst) const;
+  // push into a pseudo-channel without work: the first cycle a command can issue.
+  int64_t firstCommandAlone(const PcBurst& burst) const;
   void admitArrivals();
   void skipIdle(uint64_t limit);
   bool skipRefreshesClosedForm(uint64_t limit);

@@ -282,3 +282,67 @@ TEST_CASE("requests within one channel line agree, whole lines and parts of line
     CHECK(p.minGroups == 2);
   }
 }
+
+TEST_CASE("long sequential runs interleaved with conflicts, refresh and idle gaps agree",
+          "[hbm][sanitize]") {
+  // Long row-hit runs (whole channel lines, one after another, reads or
+  // writes, with as many in flight as the DMA engine allows: full queues and
+  // a backlog) broken by requests to other rows of the same banks (conflicts),
+  // by refreshes (short tREFI) and by idle gaps of every length, so that
+  // bursts arrive at sleeping pseudo-channels (which wake only when the burst
+  // could lead to a command before their wake-up), at pseudo-channels without
+  // work (woken at the burst's first command or the next refresh, due or in
+  // progress) and one cycle after a column command (the next wake-up follows
+  // tCCD and the bus). Presets with the bank hash (v5e, v6e).
+  for (const char* name : {"v5e", "v6e"})
+    for (const char* refresh : {"per_bank", "all_bank"})
+      for (int64_t depth : {64, 4}) {
+        target::ChipConfig chip = target::loadChip(name);
+        target::HbmConfig c = chip.hbm;
+        c.refresh = refresh;
+        c.queue_depth = depth;
+        c.tREFI = 900;
+        c.tRFC = std::min<int64_t>(c.tRFC, 300);
+        c.tRFCsb = std::min<int64_t>(c.tRFCsb, 120);
+        INFO(name << " " << refresh << " queue " << depth);
+        Pair p(c, chip.core.clock_hz);
+        const uint64_t line = uint64_t(c.burst_bytes * c.channels);
+        const uint64_t rowSpan = uint64_t(c.row_bytes) * uint64_t(c.channels) *
+                                 uint64_t(c.pseudo_channels) * uint64_t(c.bank_groups);
+        std::mt19937_64 rng(uint64_t(depth) * 31 + uint64_t(refresh[0]));
+        uint64_t now = 0, id = 0, address = rowSpan * 64;
+        size_t outstanding = 0;
+        for (int run = 0; run < 24; ++run) {
+          const bool write = rng() % 3 == 0;
+          const uint64_t length = 64 + rng() % 1500, window = 1 + rng() % 512;
+          for (uint64_t i = 0; i < length; ++i) {
+            uint64_t at = address;
+            if (rng() % 16 == 0) at += rowSpan * (1 + rng() % 3);  // another row, same bank
+            p.submit(HbmRequest{id++, at, uint32_t(line), write, now + (rng() % 8 == 0)});
+            ++outstanding;
+            address += line;
+            // Keep at most `window` in flight; move on every request or few.
+            while (outstanding >= window || rng() % 3 == 0) {
+              now = std::max(now + 1, std::min(p.nextEventCycle(), now + 1 + rng() % 4));
+              outstanding -= p.advanceTo(now).size();
+              if (outstanding < window) break;
+            }
+          }
+          if (rng() % 2 == 0) {  // drain, then idle across zero or more refreshes
+            while (outstanding > 0) {
+              now = std::max(now + 1, p.nextEventCycle() + 1);
+              outstanding -= p.advanceTo(now).size();
+            }
+            now += rng() % 4 == 0 ? rng() % 8 : rng() % 5000;
+            p.advanceTo(now);
+          }
+          if (rng() % 4 == 0) address += rowSpan * (1 + rng() % 5);  // a new row
+          p.compareStats();
+        }
+        while (outstanding > 0) {
+          now = std::max(now + 1, p.nextEventCycle() + 1);
+          outstanding -= p.advanceTo(now).size();
+        }
+        p.compareStats();
+      }
+}
