@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <stdexcept>
 
 #include "compiler/lower/CannotLower.h"
@@ -31,11 +32,12 @@ Instruction make(Opcode op, std::initializer_list<int64_t> operands) {
 }
 
 struct Flags {
-  int barrier, arrived, sent;
+  int barrier, arrived, sent, ready, firstStream;
 };
 
 Flags flagsOf(const SpmdLowering& spmd) {
-  return {spmd.syncFlags - 1, spmd.syncFlags - 2, spmd.syncFlags - 3};
+  return {spmd.syncFlags - 1, spmd.syncFlags - 2, spmd.syncFlags - 3, spmd.syncFlags - 4,
+          spmd.syncFlags - 5};
 }
 
 // reg = table[chip.id] (kId holds chip.id).
@@ -132,6 +134,19 @@ void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t oper
   if (chunk * uint64_t(n) != uint64_t(shapeBytes(inst.shape())))
     throw CannotLower::of(inst, fmt::format("the result is not {} operands", n));
   const Flags f = flagsOf(spmd);
+  // The pipelined rings when the groups are sub-grids of the slice and the
+  // estimate says they are faster than the exchange.
+  if (spmd.chip && n > 2) {
+    if (std::optional<std::vector<int>> dims = gridGatherDims(groups, spmd.slice)) {
+      GridGather g{groups, spmd.slice, *dims, chunk, operand, result};
+      double oneShot =
+          chooseReductionAlgorithm(chunk, groups[0], spmd.slice, false, *spmd.chip).oneShotCycles;
+      if (gridAllGatherFits(g) && gridAllGatherCycles(g, *spmd.chip) < oneShot) {
+        emitGridAllGather(code, g, *spmd.chip, {f.ready, f.sent, kLocalFlag, f.firstStream});
+        return;
+      }
+    }
+  }
   // Per position p: the descriptors copying the operand to slot p.
   std::vector<isa::DmaDescriptor> descs;
   size_t perSlot = 0;

@@ -26,13 +26,17 @@
 #include <vector>
 
 #include "compiler/hlo/HloInstruction.h"
+#include "compiler/lower/collectives/GridAllGather.h"
 #include "compiler/lower/control/ControlCode.h"
+#include "isa/target/ChipConfig.h"
 
 namespace tpusim::lower {
 
 // Flags reserved for the collectives (the top ones); the kernels' code
 // generator gets core.sync_flags - kSpmdReservedFlags when devices > 1.
-constexpr int kSpmdReservedFlags = 3;
+// The barrier, arrival and sent flags, and the grid all-gather's ready and
+// stream flags (GridAllGather.h).
+constexpr int kSpmdReservedFlags = 4 + kGridGatherStreamFlags;
 
 // Is `inst` one of the primitives above?
 bool isSpmdPrimitive(const hlo::HloInstruction& inst);
@@ -40,6 +44,10 @@ bool isSpmdPrimitive(const hlo::HloInstruction& inst);
 struct SpmdLowering {
   int64_t devices = 1;
   int syncFlags = 32;  // core.sync_flags
+  // The preset and the slice the module runs on (spmdSlice); without a
+  // preset every all-gather is the one-shot exchange.
+  const target::ChipConfig* chip = nullptr;
+  std::vector<int> slice;
   // HBM bytes of the module's own, zero-filled (for a permute's zeros).
   std::function<uint64_t(uint64_t bytes)> allocateZeros;
 };

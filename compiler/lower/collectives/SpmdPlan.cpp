@@ -28,6 +28,8 @@ int64_t devicesNamed(const hlo::HloModule& module) {
   return n;
 }
 
+}  // namespace
+
 std::vector<int> coordsOf(int64_t id, const std::vector<int>& dims) {
   std::vector<int> c(dims.size());
   for (size_t k = dims.size(); k-- > 0;) {
@@ -36,8 +38,6 @@ std::vector<int> coordsOf(int64_t id, const std::vector<int>& dims) {
   }
   return c;
 }
-
-}  // namespace
 
 int64_t spmdDeviceCount(const hlo::HloModule& module) {
   if (module.replicaCount() > 1 && module.numPartitions() > 1)

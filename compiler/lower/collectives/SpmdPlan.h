@@ -48,6 +48,9 @@ std::vector<std::pair<int64_t, int64_t>> permutePairs(const hlo::HloInstruction&
 std::vector<int> spmdSlice(int64_t devices, const target::IciConfig& ici);
 std::string sliceText(const std::vector<int>& dims);  // "2x4"
 
+// The coordinates of device `id` on the slice (row-major, the last dimension fastest).
+std::vector<int> coordsOf(int64_t id, const std::vector<int>& dims);
+
 // Does dimension `size` of a slice have wraparound links (sim/ici/Torus.h's rule)?
 bool sliceWraps(int size, const target::IciConfig& ici);
 // Hops of a dimension-ordered route from device a to b on the slice.

@@ -94,6 +94,14 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
   // The collectives' flags sit above the kernels' (compileModule gives the
   // kernels core.sync_flags - kSpmdReservedFlags on an SPMD module).
   spmd_.syncFlags = int(target.chip.core.sync_flags);
+  if (spmd_.devices > 1) {
+    try {
+      spmd_.slice = spmdSlice(spmd_.devices, target.chip.ici);
+      spmd_.chip = &target.chip;
+    } catch (const std::invalid_argument&) {
+      // No slice holds the devices: the one-shot exchange needs none.
+    }
+  }
   spmd_.allocateZeros = [this](uint64_t bytes) {
     uint64_t at = allocateExtra(bytes);
     m_.program.data.push_back({isa::MemorySpace::Hbm, at, std::vector<uint8_t>(bytes, 0)});
