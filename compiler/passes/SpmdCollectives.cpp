@@ -7,7 +7,9 @@
 //  - all-reduce: one-shot (all-gather of every member's operand, then the
 //    members combined in group order with to_apply's op) or ring (n - 1
 //    reduce-scatter steps: send a chunk to the ring neighbour, combine what
-//    arrives; then a one-shot all-gather of the reduced chunks), as
+//    arrives; with more than 2 members and an even chunk, half of it goes
+//    each way round in one ring permute (custom-call "tpusim$ring-permute");
+//    then an all-gather of the reduced chunks), as
 //    chooseReductionAlgorithm (SpmdPlan.h) picks for the size and the slice.
 //  - reduce-scatter: the same on the operand with the scattered dimension made
 //    major, keeping this member's chunk.
@@ -211,6 +213,34 @@ class Expander {
     p->setGeneric("source_target_pairs", v);
     return p;
   }
+  // x[r0:r1, c0:c1] of a rank-2 x.
+  HloInstruction* slice2(HloInstruction* x, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    HloInstruction* s = add(HloOpcode::Slice, base() + ".slice",
+                            Shape::array(x->shape().type, {r1 - r0, c1 - c0}), {x});
+    s->attrs().slice = {hlo::SliceDim{r0, r1, 1}, hlo::SliceDim{c0, c1, 1}};
+    return s;
+  }
+  HloInstruction* concat(std::vector<HloInstruction*> parts, int64_t dim) {
+    std::vector<int64_t> dims = parts[0]->shape().dims;
+    dims[size_t(dim)] = 0;
+    for (HloInstruction* p : parts) dims[size_t(dim)] += p->shape().dims[size_t(dim)];
+    HloInstruction* c = add(HloOpcode::Concatenate, base() + ".concatenate",
+                            Shape::array(parts[0]->shape().type, dims), parts);
+    c->attrs().dimensions = std::vector<int64_t>{dim};
+    return c;
+  }
+  // Row 0 of x ([2, ...]) to each device's target, row 1 to its source
+  // (lower::kRingPermuteTarget).
+  HloInstruction* ringPermute(HloInstruction* x,
+                              const std::vector<std::pair<int64_t, int64_t>>& pairs) {
+    HloInstruction* p = add(HloOpcode::CustomCall, base() + ".ring-permute", x->shape(), {x});
+    p->attrs().customCallTarget = std::string(lower::kRingPermuteTarget);
+    hlo::AttrValue v;
+    v.kind = hlo::AttrValue::Kind::IntListList;
+    for (auto [s, t] : pairs) v.lists.push_back({s, t});
+    p->setGeneric("source_target_pairs", v);
+    return p;
+  }
   std::vector<int64_t> positions(const DeviceGroups& groups) {
     std::vector<int64_t> pos(size_t(devices_), 0);
     for (const auto& g : groups)
@@ -297,6 +327,25 @@ HloInstruction* Expander::reduceRows(HloInstruction* x, const DeviceGroups& grou
         t[size_t(d)] = chunkAt[gi][size_t(((q[size_t(d)] + shift) % n + n) % n)];
     return t;
   };
+  const int64_t c = x->shape().dims[1];
+  if (n > 2 && c % 2 == 0) {
+    // Bidirectional: the first half of every chunk goes round to the right
+    // (as below), the second half to the left, both in one ring permute.
+    HloInstruction* accR = slice2(x, 0, n, 0, c / 2);
+    HloInstruction* accL = slice2(x, 0, n, c / 2, c);
+    for (int64_t k = 0; k < n - 1; ++k) {
+      HloInstruction* both = concat(
+          {dynRow(accR, perDevice(chunkTable(-k - 1))), dynRow(accL, perDevice(chunkTable(k + 1)))},
+          0);
+      HloInstruction* got = ringPermute(both, pairs);
+      HloInstruction* idxR = perDevice(chunkTable(-k - 2));
+      HloInstruction* idxL = perDevice(chunkTable(k + 2));
+      accR = dynUpdateRow(accR, binary(op, dynRow(accR, idxR), slice2(got, 0, 1, 0, c / 2)), idxR);
+      accL = dynUpdateRow(accL, binary(op, dynRow(accL, idxL), slice2(got, 1, 2, 0, c / 2)), idxL);
+    }
+    HloInstruction* p = perDevice(pos);
+    return concat({dynRow(accR, p), dynRow(accL, p)}, 1);
+  }
   HloInstruction* acc = x;
   for (int64_t k = 0; k < n - 1; ++k) {
     HloInstruction* got = permute(dynRow(acc, perDevice(chunkTable(-k - 1))), pairs);

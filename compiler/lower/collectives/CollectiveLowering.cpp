@@ -121,6 +121,50 @@ void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operan
   code.patch(done, code.label());
 }
 
+void lowerRingPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand,
+                      uint64_t result, const SpmdLowering& spmd) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  try {
+    pairs = permutePairs(inst, spmd.devices);
+  } catch (const std::invalid_argument& e) {
+    throw CannotLower::of(inst, e.what());
+  }
+  std::vector<uint32_t> target(size_t(spmd.devices), 0xFFFFFFFFu), source = target;
+  for (auto [s, t] : pairs) {
+    target[size_t(s)] = uint32_t(t);
+    source[size_t(t)] = uint32_t(s);
+  }
+  for (int64_t d = 0; d < spmd.devices; ++d)
+    if (target[size_t(d)] == 0xFFFFFFFFu || source[size_t(d)] == 0xFFFFFFFFu)
+      throw CannotLower::of(inst, fmt::format("device {} has no source or no target: the pairs "
+                                              "are not a ring",
+                                              d));
+  const uint64_t row = uint64_t(shapeBytes(inst.shape())) / 2;
+  const Flags f = flagsOf(spmd);
+  std::vector<isa::DmaDescriptor> descs = ControlCode::hbmCopyDescriptors(operand, result, row);
+  std::vector<isa::DmaDescriptor> back =
+      ControlCode::hbmCopyDescriptors(operand + row, result + row, row);
+  descs.insert(descs.end(), back.begin(), back.end());
+  const size_t perRow = back.size();
+  int64_t descWord = code.descriptorWords(descs, "ring permute descriptors of %" + inst.name());
+  int64_t targetWord = code.smemWords(target, "ring permute targets of %" + inst.name());
+  int64_t sourceWord = code.smemWords(source, "ring permute sources of %" + inst.name());
+  code.emit({make(Opcode::ChipId, {kId})});
+  // Ready: the two devices that send to this one (its source and its target).
+  loadFromTable(code, sourceWord, kPeer);
+  code.emit({make(Opcode::SyncRemote, {kPeer, f.ready, 1})});
+  loadFromTable(code, targetWord, kVal);
+  code.emit({make(Opcode::SyncRemote, {kVal, f.ready, 1})});
+  code.emit({make(Opcode::SyncWait, {f.ready, 2})});
+  for (size_t i = 0; i < descs.size(); ++i) {
+    code.emit({make(Opcode::SLi, {kAddr, descWord + int64_t(i) * isa::kDmaDescriptorWords})});
+    code.emit(
+        {make(Opcode::DmaRemote, {kAddr, i < perRow ? kVal : kPeer, f.sent, f.arrived, kQueue})});
+  }
+  code.emit({make(Opcode::SyncWait, {f.sent, int64_t(descs.size())})});
+  code.emit({make(Opcode::SyncWait, {f.arrived, int64_t(descs.size())})});
+}
+
 void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t operand,
                     uint64_t result, const SpmdLowering& spmd) {
   DeviceGroups groups;
@@ -139,8 +183,7 @@ void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t oper
   if (spmd.chip && n > 2) {
     if (std::optional<std::vector<int>> dims = gridGatherDims(groups, spmd.slice)) {
       GridGather g{groups, spmd.slice, *dims, chunk, operand, result};
-      double oneShot =
-          chooseReductionAlgorithm(chunk, groups[0], spmd.slice, false, *spmd.chip).oneShotCycles;
+      double oneShot = oneShotGatherCycles(chunk, groups, spmd.slice, *spmd.chip);
       if (gridAllGatherFits(g) && gridAllGatherCycles(g, *spmd.chip) < oneShot) {
         emitGridAllGather(code, g, *spmd.chip, {f.ready, f.sent, kLocalFlag, f.firstStream});
         return;
@@ -201,8 +244,12 @@ bool isSpmdPrimitive(const HloInstruction& inst) {
     case HloOpcode::PartitionId:
     case HloOpcode::ReplicaId:
       return true;
-    case HloOpcode::CustomCall:
-      return inst.attrs().customCallTarget.value_or("") == "tpusim$device-id";
+    case HloOpcode::CustomCall: {
+      std::string target = inst.attrs().customCallTarget.value_or("");
+      return target == "tpusim$device-id" ||
+             (target == kRingPermuteTarget && inst.operandCount() == 1 && inst.shape().isArray() &&
+              inst.shape().rank() >= 1 && inst.shape().dims[0] == 2);
+    }
     case HloOpcode::CollectivePermute:
       return inst.operandCount() == 1 && inst.shape().isArray();
     case HloOpcode::AllGather:
@@ -228,6 +275,13 @@ void lowerSpmdPrimitive(ControlCode& code, const HloInstruction& inst,
       break;
     case HloOpcode::AllGather:
       lowerAllGather(code, inst, operands.at(0), result, spmd);
+      break;
+    case HloOpcode::CustomCall:
+      if (inst.attrs().customCallTarget.value_or("") == kRingPermuteTarget) {
+        lowerRingPermute(code, inst, operands.at(0), result, spmd);
+        break;
+      }
+      lowerDeviceId(code, result);
       break;
     default:
       lowerDeviceId(code, result);

@@ -8,6 +8,12 @@
 //  - collective-permute (one array): after a barrier, a source `dma.remote`s
 //    its operand into its target's result buffer (the same HBM address on
 //    every chip); a device no pair targets gets zeros.
+//  - custom-call "tpusim$ring-permute" (one array [2, ...], source_target_pairs
+//    a ring: every device one source and one target): row 0 goes to the
+//    target's row 0, row 1 to the source's row 1, both at once, after a
+//    handshake with the two neighbours instead of a barrier (each tells the
+//    devices that send to it that it is ready, and sends once both it sends
+//    to are).
 //  - all-gather along dimension 0 (one array; the one-shot exchange): after a
 //    barrier, every member `dma.remote`s its operand to slot `position` of
 //    every other member's result and copies it into its own.
@@ -23,6 +29,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "compiler/hlo/HloInstruction.h"
@@ -37,6 +44,8 @@ namespace tpusim::lower {
 // The barrier, arrival and sent flags, and the grid all-gather's ready and
 // stream flags (GridAllGather.h).
 constexpr int kSpmdReservedFlags = 4 + kGridGatherStreamFlags;
+
+inline constexpr std::string_view kRingPermuteTarget = "tpusim$ring-permute";
 
 // Is `inst` one of the primitives above?
 bool isSpmdPrimitive(const hlo::HloInstruction& inst);

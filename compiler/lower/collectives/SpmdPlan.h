@@ -62,6 +62,16 @@ int64_t sliceHops(int64_t a, int64_t b, const std::vector<int>& dims, const targ
 // steps on a whole 2-D slice with an even number of rows.
 std::vector<int64_t> ringOrder(const std::vector<int64_t>& group, const std::vector<int>& dims);
 
+// The most transfers of a one-shot exchange within every group (each member
+// to each other, dimension-ordered routes) that share one link direction.
+int64_t busiestLinkTransfers(const DeviceGroups& groups, const std::vector<int>& dims,
+                             const target::IciConfig& ici);
+// Estimated cycles of the one-shot all-gather of `bytes` per member: a
+// barrier and the farthest hop (2 x the slice's diameter in hops), plus the
+// busiest link's transfers one after the other.
+double oneShotGatherCycles(uint64_t bytes, const DeviceGroups& groups, const std::vector<int>& dims,
+                           const target::ChipConfig& chip);
+
 enum class CollectiveAlgorithm { OneShot, Ring };
 const char* algorithmName(CollectiveAlgorithm a);
 
