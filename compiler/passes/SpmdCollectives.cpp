@@ -17,7 +17,10 @@
 //    all-gather of [1, ...] and a transpose.
 //  - all-to-all: n - 1 collective-permutes (member p sends chunk p + s to
 //    member p + s); tuple all-to-all stacks its operands first.
-//  - -start / -done pairs: the synchronous op at the -done (no overlap yet).
+//  - collective-permute-start / -done of one array: the async primitives
+//    (custom-calls "tpusim$permute-start" / "-done"), so the work between
+//    them overlaps the transfer; the other -start / -done pairs: the
+//    synchronous op at the -done.
 //  - tuple operands: one collective per array.
 // convert(partition-id or replica-id) becomes a convert of the s32 device id.
 // Indices that depend on the device (a member's position, the chunk a ring
@@ -563,6 +566,28 @@ HloInstruction* synchronousOf(HloComputation* comp, HloInstruction* done) {
   return sync;
 }
 
+// A collective-permute-start / -done of one array as the async primitives
+// (CollectiveLowering.h: the transfer runs while the work between them does);
+// false (nothing changed) for other forms.
+bool asyncPermute(HloComputation* comp, HloInstruction* done) {
+  HloInstruction* start = done->operand(0);
+  if (done->opcode() != HloOpcode::CollectivePermuteDone || start->operandCount() != 1 ||
+      !done->shape().isArray() || start->operand(0)->shape() != done->shape() ||
+      start->users().size() != 1)
+    return false;
+  HloInstruction* x = start->operand(0);
+  HloInstruction* s = addNew(comp, HloOpcode::CustomCall, start->name(), done->shape(), {x});
+  s->attrs() = start->attrs();
+  s->attrs().customCallTarget = std::string(lower::kPermuteStartTarget);
+  HloInstruction* d = addNew(comp, HloOpcode::CustomCall, done->name(), done->shape(), {s, x});
+  d->attrs().metadata = done->attrs().metadata;
+  d->attrs().customCallTarget = std::string(lower::kPermuteDoneTarget);
+  done->replaceAllUsesWith(d);
+  comp->removeInstruction(done);
+  comp->removeInstruction(start);
+  return true;
+}
+
 class SpmdCollectivesPass : public HloPass {
  public:
   std::string_view name() const override { return "spmd-collectives"; }
@@ -599,6 +624,7 @@ class SpmdCollectivesPass : public HloPass {
             op != HloOpcode::CollectivePermuteDone)
           continue;
         HloInstruction* start = inst->operand(0);
+        if (devices > 1 && asyncPermute(comp.get(), inst)) continue;
         HloInstruction* sync = synchronousOf(comp.get(), inst);
         inst->replaceAllUsesWith(sync);
         comp->removeInstruction(inst);

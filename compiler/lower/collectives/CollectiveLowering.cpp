@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 
@@ -78,8 +79,10 @@ void lowerDeviceId(ControlCode& code, uint64_t result) {
   code.emit({make(Opcode::SyncWait, {kLocalFlag, 1})});
 }
 
-void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand, uint64_t result,
-                  const SpmdLowering& spmd) {
+// The barrier, then the sends (no wait); zeros where no pair targets this
+// device. Returns the pending waits.
+SpmdLowering::Pending startPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand,
+                                   uint64_t result, const SpmdLowering& spmd) {
   std::vector<std::pair<int64_t, int64_t>> pairs;
   try {
     pairs = permutePairs(inst, spmd.devices);
@@ -96,12 +99,19 @@ void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operan
   }
   std::vector<isa::DmaDescriptor> descs = ControlCode::hbmCopyDescriptors(operand, result, bytes);
   int64_t descWord = code.descriptorWords(descs, "remote DMA descriptors of %" + inst.name());
-  int64_t targetWord = code.smemWords(target, "permute targets of %" + inst.name());
-  int64_t sourceWord = code.smemWords(hasSource, "permute sources of %" + inst.name());
+  SpmdLowering::Pending p;
+  p.targetWord = code.smemWords(target, "permute targets of %" + inst.name());
+  p.sourceWord = code.smemWords(hasSource, "permute sources of %" + inst.name());
+  p.descriptors = int64_t(descs.size());
   code.emit({make(Opcode::ChipId, {kId})});
   barrier(code, spmd);
+  // Zeros, when no pair targets this device.
+  loadFromTable(code, p.sourceWord, kVal);
+  uint32_t hasData = code.branchIfNonZero(kVal);
+  code.copyHbm(spmd.allocateZeros(bytes), result, bytes, "zeros of %" + inst.name());
+  code.patch(hasData, code.label());
   // Send, unless this device is no source.
-  loadFromTable(code, targetWord, kPeer);
+  loadFromTable(code, p.targetWord, kPeer);
   code.emit({make(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
   code.emit({make(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
   uint32_t skipSend = code.branchIfNonZero(kTmp);
@@ -109,16 +119,29 @@ void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operan
     code.emit({make(Opcode::SLi, {kAddr, descWord + int64_t(i) * isa::kDmaDescriptorWords})});
     code.emit({make(Opcode::DmaRemote, {kAddr, kPeer, f.sent, f.arrived, kQueue})});
   }
-  code.emit({make(Opcode::SyncWait, {f.sent, int64_t(descs.size())})});
   code.patch(skipSend, code.label());
-  // Receive, or zeros when no pair targets this device.
-  loadFromTable(code, sourceWord, kVal);
-  uint32_t toZeros = code.branchIfZero(kVal);
-  code.emit({make(Opcode::SyncWait, {f.arrived, int64_t(descs.size())})});
-  uint32_t done = code.jump();
-  code.patch(toZeros, code.label());
-  code.copyHbm(spmd.allocateZeros(bytes), result, bytes, "zeros of %" + inst.name());
-  code.patch(done, code.label());
+  return p;
+}
+
+// The sends have left and the data has arrived.
+void finishPermute(ControlCode& code, const SpmdLowering::Pending& p, const SpmdLowering& spmd) {
+  const Flags f = flagsOf(spmd);
+  code.emit({make(Opcode::ChipId, {kId})});
+  loadFromTable(code, p.targetWord, kPeer);
+  code.emit({make(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
+  code.emit({make(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
+  uint32_t skipSent = code.branchIfNonZero(kTmp);
+  code.emit({make(Opcode::SyncWait, {f.sent, p.descriptors})});
+  code.patch(skipSent, code.label());
+  loadFromTable(code, p.sourceWord, kVal);
+  uint32_t skipArrived = code.branchIfZero(kVal);
+  code.emit({make(Opcode::SyncWait, {f.arrived, p.descriptors})});
+  code.patch(skipArrived, code.label());
+}
+
+void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand, uint64_t result,
+                  const SpmdLowering& spmd) {
+  finishPermute(code, startPermute(code, inst, operand, result, spmd), spmd);
 }
 
 void lowerRingPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand,
@@ -246,6 +269,12 @@ bool isSpmdPrimitive(const HloInstruction& inst) {
       return true;
     case HloOpcode::CustomCall: {
       std::string target = inst.attrs().customCallTarget.value_or("");
+      if (target == kPermuteStartTarget)
+        return inst.operandCount() == 1 && inst.shape().isArray() &&
+               inst.operand(0)->shape() == inst.shape();
+      if (target == kPermuteDoneTarget)
+        return inst.operandCount() == 2 && inst.shape().isArray() &&
+               inst.operand(0)->shape() == inst.shape();
       return target == "tpusim$device-id" ||
              (target == kRingPermuteTarget && inst.operandCount() == 1 && inst.shape().isArray() &&
               inst.shape().rank() >= 1 && inst.shape().dims[0] == 2);
@@ -260,15 +289,66 @@ bool isSpmdPrimitive(const HloInstruction& inst) {
   }
 }
 
+std::vector<HloInstruction*> scheduleAsyncCollectives(std::vector<HloInstruction*> order) {
+  auto target = [](const HloInstruction* i) {
+    return i->opcode() == HloOpcode::CustomCall ? i->attrs().customCallTarget.value_or("")
+                                                : std::string();
+  };
+  auto position = [&](const HloInstruction* i) {
+    return size_t(std::find(order.begin(), order.end(), i) - order.begin());
+  };
+  for (size_t k = 0; k < order.size(); ++k) {
+    HloInstruction* done = order[k];
+    if (target(done) != kPermuteDoneTarget) continue;
+    HloInstruction* start = done->operand(0);
+    // The start: right after its operand.
+    size_t s = position(start), after = position(start->operand(0));
+    if (s < order.size() && after < s) {
+      order.erase(order.begin() + std::ptrdiff_t(s));
+      order.insert(order.begin() + std::ptrdiff_t(after + 1), start);
+    }
+  }
+  std::vector<HloInstruction*> dones;
+  for (HloInstruction* i : order)
+    if (target(i) == kPermuteDoneTarget) dones.push_back(i);
+  for (HloInstruction* done : dones) {
+    order.erase(order.begin() + std::ptrdiff_t(position(done)));
+    size_t first = order.size();
+    for (HloInstruction* u : done->users()) first = std::min(first, position(u));
+    order.insert(order.begin() + std::ptrdiff_t(first), done);
+  }
+  return order;
+}
+
+void drainAsyncCollectives(ControlCode& code, SpmdLowering& spmd) {
+  if (spmd.pending.descriptors == 0) return;
+  finishPermute(code, spmd.pending, spmd);
+  spmd.pending = {};
+}
+
 void lowerSpmdPrimitive(ControlCode& code, const HloInstruction& inst,
                         const std::vector<uint64_t>& operands, uint64_t result,
-                        const SpmdLowering& spmd) {
+                        SpmdLowering& spmd) {
   if (spmd.devices < 2 && inst.opcode() != HloOpcode::PartitionId &&
       inst.opcode() != HloOpcode::ReplicaId && inst.opcode() != HloOpcode::CustomCall)
     throw CannotLower::of(inst,
                           "a collective on a single device (the spmd-collectives pass "
                           "removes those; was it run?)");
+  const std::string target = inst.attrs().customCallTarget.value_or("");
   size_t op = code.openOp(inst.name(), inst.name(), "", 0);
+  if (target == kPermuteDoneTarget) {  // the waits, unless another op drained them
+    drainAsyncCollectives(code, spmd);
+    code.closeOp(op);
+    return;
+  }
+  if (inst.opcode() != HloOpcode::PartitionId && inst.opcode() != HloOpcode::ReplicaId &&
+      target != "tpusim$device-id")
+    drainAsyncCollectives(code, spmd);
+  if (target == kPermuteStartTarget) {
+    spmd.pending = startPermute(code, inst, operands.at(0), result, spmd);
+    code.closeOp(op);
+    return;
+  }
   switch (inst.opcode()) {
     case HloOpcode::CollectivePermute:
       lowerPermute(code, inst, operands.at(0), result, spmd);

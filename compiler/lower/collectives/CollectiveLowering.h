@@ -46,6 +46,15 @@ namespace tpusim::lower {
 constexpr int kSpmdReservedFlags = 4 + kGridGatherStreamFlags;
 
 inline constexpr std::string_view kRingPermuteTarget = "tpusim$ring-permute";
+// The async pair of a collective-permute (the spmd-collectives pass makes
+// them from collective-permute-start / -done): the start (operand x, result
+// the destination buffer) runs the barrier and sends; the done (operands: the
+// start, x; its result is the start's buffer) waits for the sends to leave
+// and the data to arrive. Work lowered between the two runs while the
+// transfer is in flight. Only one pair is in flight at a time: any other
+// collective, or control flow, waits for it first (drainAsyncCollectives).
+inline constexpr std::string_view kPermuteStartTarget = "tpusim$permute-start";
+inline constexpr std::string_view kPermuteDoneTarget = "tpusim$permute-done";
 
 // Is `inst` one of the primitives above?
 bool isSpmdPrimitive(const hlo::HloInstruction& inst);
@@ -59,11 +68,23 @@ struct SpmdLowering {
   std::vector<int> slice;
   // HBM bytes of the module's own, zero-filled (for a permute's zeros).
   std::function<uint64_t(uint64_t bytes)> allocateZeros;
+  // The async permute in flight: its SMEM tables of targets and sources and
+  // the descriptors per transfer (0 when none is).
+  struct Pending {
+    int64_t targetWord = -1, sourceWord = -1, descriptors = 0;
+  } pending;
 };
+
+// `order` (a post order) with every async permute's start moved up to just
+// after its operand and its done down to just before its first user, so the
+// independent work of the post order lands between them.
+std::vector<hlo::HloInstruction*> scheduleAsyncCollectives(std::vector<hlo::HloInstruction*> order);
+
+// Emits the waits of the async permute in flight, if any.
+void drainAsyncCollectives(ControlCode& code, SpmdLowering& spmd);
 
 // Emits the primitive's code; throws CannotLower for what it cannot lower.
 void lowerSpmdPrimitive(ControlCode& code, const hlo::HloInstruction& inst,
-                        const std::vector<uint64_t>& operands, uint64_t result,
-                        const SpmdLowering& spmd);
+                        const std::vector<uint64_t>& operands, uint64_t result, SpmdLowering& spmd);
 
 }  // namespace tpusim::lower
