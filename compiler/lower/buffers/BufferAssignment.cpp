@@ -1,4 +1,5 @@
 #include "compiler/lower/buffers/BufferAssignment.h"
+#include "compiler/lower/buffers/LoweringOrder.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -192,7 +193,7 @@ int64_t nestedPeak(const HloInstruction& inst, int depth) {
 
 Result assign(const HloComputation& comp, bool nested, int depth) {
   Result r;
-  std::vector<HloInstruction*> order = comp.postOrder();
+  std::vector<HloInstruction*> order = loweringOrder(comp);
   for (const HloInstruction* i : order) r.schedule.push_back(i);
   const int64_t last = std::max<int64_t>(0, static_cast<int64_t>(order.size()) - 1);
 

@@ -289,37 +289,6 @@ bool isSpmdPrimitive(const HloInstruction& inst) {
   }
 }
 
-std::vector<HloInstruction*> scheduleAsyncCollectives(std::vector<HloInstruction*> order) {
-  auto target = [](const HloInstruction* i) {
-    return i->opcode() == HloOpcode::CustomCall ? i->attrs().customCallTarget.value_or("")
-                                                : std::string();
-  };
-  auto position = [&](const HloInstruction* i) {
-    return size_t(std::find(order.begin(), order.end(), i) - order.begin());
-  };
-  for (size_t k = 0; k < order.size(); ++k) {
-    HloInstruction* done = order[k];
-    if (target(done) != kPermuteDoneTarget) continue;
-    HloInstruction* start = done->operand(0);
-    // The start: right after its operand.
-    size_t s = position(start), after = position(start->operand(0));
-    if (s < order.size() && after < s) {
-      order.erase(order.begin() + std::ptrdiff_t(s));
-      order.insert(order.begin() + std::ptrdiff_t(after + 1), start);
-    }
-  }
-  std::vector<HloInstruction*> dones;
-  for (HloInstruction* i : order)
-    if (target(i) == kPermuteDoneTarget) dones.push_back(i);
-  for (HloInstruction* done : dones) {
-    order.erase(order.begin() + std::ptrdiff_t(position(done)));
-    size_t first = order.size();
-    for (HloInstruction* u : done->users()) first = std::min(first, position(u));
-    order.insert(order.begin() + std::ptrdiff_t(first), done);
-  }
-  return order;
-}
-
 void drainAsyncCollectives(ControlCode& code, SpmdLowering& spmd) {
   if (spmd.pending.descriptors == 0) return;
   finishPermute(code, spmd.pending, spmd);

@@ -75,11 +75,6 @@ struct SpmdLowering {
   } pending;
 };
 
-// `order` (a post order) with every async permute's start moved up to just
-// after its operand and its done down to just before its first user, so the
-// independent work of the post order lands between them.
-std::vector<hlo::HloInstruction*> scheduleAsyncCollectives(std::vector<hlo::HloInstruction*> order);
-
 // Emits the waits of the async permute in flight, if any.
 void drainAsyncCollectives(ControlCode& code, SpmdLowering& spmd);
 

@@ -7,6 +7,7 @@
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/lower/CannotLower.h"
 #include "compiler/lower/buffers/InputOutputAlias.h"
+#include "compiler/lower/buffers/LoweringOrder.h"
 #include "compiler/lower/collectives/CollectiveLowering.h"
 #include "compiler/lower/collectives/SpmdPlan.h"
 #include "compiler/lower/dma/DataMovement.h"
@@ -320,7 +321,7 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
   Region region{assignment, regionBase};
 
   std::unordered_map<const HloInstruction*, Leaves> value;
-  for (const HloInstruction* inst : scheduleAsyncCollectives(comp.postOrder())) {
+  for (const HloInstruction* inst : loweringOrder(comp)) {
     HloOpcode opc = inst->opcode();
     std::vector<Leaves> operands;
     for (const HloInstruction* op : inst->operands()) operands.push_back(value[op]);
