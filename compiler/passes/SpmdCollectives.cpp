@@ -7,7 +7,9 @@
 //  - all-reduce: one-shot (all-gather of every member's operand, then the
 //    members combined in group order with to_apply's op) or ring (n - 1
 //    reduce-scatter steps: send a chunk to the ring neighbour, combine what
-//    arrives; then a one-shot all-gather of the reduced chunks), as
+//    arrives; with more than 2 members and an even chunk, half of it goes
+//    each way round in one ring permute (custom-call "tpusim$ring-permute");
+//    then an all-gather of the reduced chunks), as
 //    chooseReductionAlgorithm (SpmdPlan.h) picks for the size and the slice.
 //  - reduce-scatter: the same on the operand with the scattered dimension made
 //    major, keeping this member's chunk.
@@ -15,7 +17,10 @@
 //    all-gather of [1, ...] and a transpose.
 //  - all-to-all: n - 1 collective-permutes (member p sends chunk p + s to
 //    member p + s); tuple all-to-all stacks its operands first.
-//  - -start / -done pairs: the synchronous op at the -done (no overlap yet).
+//  - collective-permute-start / -done of one array: the async primitives
+//    (custom-calls "tpusim$permute-start" / "-done"), so the work between
+//    them overlaps the transfer; the other -start / -done pairs: the
+//    synchronous op at the -done.
 //  - tuple operands: one collective per array.
 // convert(partition-id or replica-id) becomes a convert of the s32 device id.
 // Indices that depend on the device (a member's position, the chunk a ring
@@ -211,6 +216,34 @@ class Expander {
     p->setGeneric("source_target_pairs", v);
     return p;
   }
+  // x[r0:r1, c0:c1] of a rank-2 x.
+  HloInstruction* slice2(HloInstruction* x, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    HloInstruction* s = add(HloOpcode::Slice, base() + ".slice",
+                            Shape::array(x->shape().type, {r1 - r0, c1 - c0}), {x});
+    s->attrs().slice = {hlo::SliceDim{r0, r1, 1}, hlo::SliceDim{c0, c1, 1}};
+    return s;
+  }
+  HloInstruction* concat(std::vector<HloInstruction*> parts, int64_t dim) {
+    std::vector<int64_t> dims = parts[0]->shape().dims;
+    dims[size_t(dim)] = 0;
+    for (HloInstruction* p : parts) dims[size_t(dim)] += p->shape().dims[size_t(dim)];
+    HloInstruction* c = add(HloOpcode::Concatenate, base() + ".concatenate",
+                            Shape::array(parts[0]->shape().type, dims), parts);
+    c->attrs().dimensions = std::vector<int64_t>{dim};
+    return c;
+  }
+  // Row 0 of x ([2, ...]) to each device's target, row 1 to its source
+  // (lower::kRingPermuteTarget).
+  HloInstruction* ringPermute(HloInstruction* x,
+                              const std::vector<std::pair<int64_t, int64_t>>& pairs) {
+    HloInstruction* p = add(HloOpcode::CustomCall, base() + ".ring-permute", x->shape(), {x});
+    p->attrs().customCallTarget = std::string(lower::kRingPermuteTarget);
+    hlo::AttrValue v;
+    v.kind = hlo::AttrValue::Kind::IntListList;
+    for (auto [s, t] : pairs) v.lists.push_back({s, t});
+    p->setGeneric("source_target_pairs", v);
+    return p;
+  }
   std::vector<int64_t> positions(const DeviceGroups& groups) {
     std::vector<int64_t> pos(size_t(devices_), 0);
     for (const auto& g : groups)
@@ -297,6 +330,25 @@ HloInstruction* Expander::reduceRows(HloInstruction* x, const DeviceGroups& grou
         t[size_t(d)] = chunkAt[gi][size_t(((q[size_t(d)] + shift) % n + n) % n)];
     return t;
   };
+  const int64_t c = x->shape().dims[1];
+  if (n > 2 && c % 2 == 0) {
+    // Bidirectional: the first half of every chunk goes round to the right
+    // (as below), the second half to the left, both in one ring permute.
+    HloInstruction* accR = slice2(x, 0, n, 0, c / 2);
+    HloInstruction* accL = slice2(x, 0, n, c / 2, c);
+    for (int64_t k = 0; k < n - 1; ++k) {
+      HloInstruction* both = concat(
+          {dynRow(accR, perDevice(chunkTable(-k - 1))), dynRow(accL, perDevice(chunkTable(k + 1)))},
+          0);
+      HloInstruction* got = ringPermute(both, pairs);
+      HloInstruction* idxR = perDevice(chunkTable(-k - 2));
+      HloInstruction* idxL = perDevice(chunkTable(k + 2));
+      accR = dynUpdateRow(accR, binary(op, dynRow(accR, idxR), slice2(got, 0, 1, 0, c / 2)), idxR);
+      accL = dynUpdateRow(accL, binary(op, dynRow(accL, idxL), slice2(got, 1, 2, 0, c / 2)), idxL);
+    }
+    HloInstruction* p = perDevice(pos);
+    return concat({dynRow(accR, p), dynRow(accL, p)}, 1);
+  }
   HloInstruction* acc = x;
   for (int64_t k = 0; k < n - 1; ++k) {
     HloInstruction* got = permute(dynRow(acc, perDevice(chunkTable(-k - 1))), pairs);
@@ -514,6 +566,28 @@ HloInstruction* synchronousOf(HloComputation* comp, HloInstruction* done) {
   return sync;
 }
 
+// A collective-permute-start / -done of one array as the async primitives
+// (CollectiveLowering.h: the transfer runs while the work between them does);
+// false (nothing changed) for other forms.
+bool asyncPermute(HloComputation* comp, HloInstruction* done) {
+  HloInstruction* start = done->operand(0);
+  if (done->opcode() != HloOpcode::CollectivePermuteDone || start->operandCount() != 1 ||
+      !done->shape().isArray() || start->operand(0)->shape() != done->shape() ||
+      start->users().size() != 1)
+    return false;
+  HloInstruction* x = start->operand(0);
+  HloInstruction* s = addNew(comp, HloOpcode::CustomCall, start->name(), done->shape(), {x});
+  s->attrs() = start->attrs();
+  s->attrs().customCallTarget = std::string(lower::kPermuteStartTarget);
+  HloInstruction* d = addNew(comp, HloOpcode::CustomCall, done->name(), done->shape(), {s, x});
+  d->attrs().metadata = done->attrs().metadata;
+  d->attrs().customCallTarget = std::string(lower::kPermuteDoneTarget);
+  done->replaceAllUsesWith(d);
+  comp->removeInstruction(done);
+  comp->removeInstruction(start);
+  return true;
+}
+
 class SpmdCollectivesPass : public HloPass {
  public:
   std::string_view name() const override { return "spmd-collectives"; }
@@ -550,6 +624,7 @@ class SpmdCollectivesPass : public HloPass {
             op != HloOpcode::CollectivePermuteDone)
           continue;
         HloInstruction* start = inst->operand(0);
+        if (devices > 1 && asyncPermute(comp.get(), inst)) continue;
         HloInstruction* sync = synchronousOf(comp.get(), inst);
         inst->replaceAllUsesWith(sync);
         comp->removeInstruction(inst);

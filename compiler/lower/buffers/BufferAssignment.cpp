@@ -1,4 +1,5 @@
 #include "compiler/lower/buffers/BufferAssignment.h"
+#include "compiler/lower/buffers/LoweringOrder.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -192,7 +193,7 @@ int64_t nestedPeak(const HloInstruction& inst, int depth) {
 
 Result assign(const HloComputation& comp, bool nested, int depth) {
   Result r;
-  std::vector<HloInstruction*> order = comp.postOrder();
+  std::vector<HloInstruction*> order = loweringOrder(comp);
   for (const HloInstruction* i : order) r.schedule.push_back(i);
   const int64_t last = std::max<int64_t>(0, static_cast<int64_t>(order.size()) - 1);
 
@@ -343,6 +344,11 @@ bool aliasesOperandBuffer(const hlo::HloInstruction& inst) {
   if (op == HloOpcode::OptimizationBarrier || op == HloOpcode::AddDependency ||
       op == HloOpcode::Domain)
     return leafCount(to) == leafCount(from);
+  // The done of an async permute (CollectiveLowering.h): the data is in its
+  // start's buffer.
+  if (op == HloOpcode::CustomCall &&
+      inst.attrs().customCallTarget.value_or("") == "tpusim$permute-done")
+    return from == to;
   // A reshape (or a bitcast that is one) of a dense row-major array keeps every
   // byte where it is; with another minor_to_major it would move elements.
   if (op == HloOpcode::Reshape || op == HloOpcode::Bitcast)

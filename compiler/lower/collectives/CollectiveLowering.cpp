@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "compiler/lower/CannotLower.h"
@@ -31,11 +33,12 @@ Instruction make(Opcode op, std::initializer_list<int64_t> operands) {
 }
 
 struct Flags {
-  int barrier, arrived, sent;
+  int barrier, arrived, sent, ready, firstStream;
 };
 
 Flags flagsOf(const SpmdLowering& spmd) {
-  return {spmd.syncFlags - 1, spmd.syncFlags - 2, spmd.syncFlags - 3};
+  return {spmd.syncFlags - 1, spmd.syncFlags - 2, spmd.syncFlags - 3, spmd.syncFlags - 4,
+          spmd.syncFlags - 5};
 }
 
 // reg = table[chip.id] (kId holds chip.id).
@@ -76,8 +79,10 @@ void lowerDeviceId(ControlCode& code, uint64_t result) {
   code.emit({make(Opcode::SyncWait, {kLocalFlag, 1})});
 }
 
-void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand, uint64_t result,
-                  const SpmdLowering& spmd) {
+// The barrier, then the sends (no wait); zeros where no pair targets this
+// device. Returns the pending waits.
+SpmdLowering::Pending startPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand,
+                                   uint64_t result, const SpmdLowering& spmd) {
   std::vector<std::pair<int64_t, int64_t>> pairs;
   try {
     pairs = permutePairs(inst, spmd.devices);
@@ -94,12 +99,19 @@ void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operan
   }
   std::vector<isa::DmaDescriptor> descs = ControlCode::hbmCopyDescriptors(operand, result, bytes);
   int64_t descWord = code.descriptorWords(descs, "remote DMA descriptors of %" + inst.name());
-  int64_t targetWord = code.smemWords(target, "permute targets of %" + inst.name());
-  int64_t sourceWord = code.smemWords(hasSource, "permute sources of %" + inst.name());
+  SpmdLowering::Pending p;
+  p.targetWord = code.smemWords(target, "permute targets of %" + inst.name());
+  p.sourceWord = code.smemWords(hasSource, "permute sources of %" + inst.name());
+  p.descriptors = int64_t(descs.size());
   code.emit({make(Opcode::ChipId, {kId})});
   barrier(code, spmd);
+  // Zeros, when no pair targets this device.
+  loadFromTable(code, p.sourceWord, kVal);
+  uint32_t hasData = code.branchIfNonZero(kVal);
+  code.copyHbm(spmd.allocateZeros(bytes), result, bytes, "zeros of %" + inst.name());
+  code.patch(hasData, code.label());
   // Send, unless this device is no source.
-  loadFromTable(code, targetWord, kPeer);
+  loadFromTable(code, p.targetWord, kPeer);
   code.emit({make(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
   code.emit({make(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
   uint32_t skipSend = code.branchIfNonZero(kTmp);
@@ -107,16 +119,73 @@ void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operan
     code.emit({make(Opcode::SLi, {kAddr, descWord + int64_t(i) * isa::kDmaDescriptorWords})});
     code.emit({make(Opcode::DmaRemote, {kAddr, kPeer, f.sent, f.arrived, kQueue})});
   }
-  code.emit({make(Opcode::SyncWait, {f.sent, int64_t(descs.size())})});
   code.patch(skipSend, code.label());
-  // Receive, or zeros when no pair targets this device.
-  loadFromTable(code, sourceWord, kVal);
-  uint32_t toZeros = code.branchIfZero(kVal);
+  return p;
+}
+
+// The sends have left and the data has arrived.
+void finishPermute(ControlCode& code, const SpmdLowering::Pending& p, const SpmdLowering& spmd) {
+  const Flags f = flagsOf(spmd);
+  code.emit({make(Opcode::ChipId, {kId})});
+  loadFromTable(code, p.targetWord, kPeer);
+  code.emit({make(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
+  code.emit({make(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
+  uint32_t skipSent = code.branchIfNonZero(kTmp);
+  code.emit({make(Opcode::SyncWait, {f.sent, p.descriptors})});
+  code.patch(skipSent, code.label());
+  loadFromTable(code, p.sourceWord, kVal);
+  uint32_t skipArrived = code.branchIfZero(kVal);
+  code.emit({make(Opcode::SyncWait, {f.arrived, p.descriptors})});
+  code.patch(skipArrived, code.label());
+}
+
+void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand, uint64_t result,
+                  const SpmdLowering& spmd) {
+  finishPermute(code, startPermute(code, inst, operand, result, spmd), spmd);
+}
+
+void lowerRingPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand,
+                      uint64_t result, const SpmdLowering& spmd) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  try {
+    pairs = permutePairs(inst, spmd.devices);
+  } catch (const std::invalid_argument& e) {
+    throw CannotLower::of(inst, e.what());
+  }
+  std::vector<uint32_t> target(size_t(spmd.devices), 0xFFFFFFFFu), source = target;
+  for (auto [s, t] : pairs) {
+    target[size_t(s)] = uint32_t(t);
+    source[size_t(t)] = uint32_t(s);
+  }
+  for (int64_t d = 0; d < spmd.devices; ++d)
+    if (target[size_t(d)] == 0xFFFFFFFFu || source[size_t(d)] == 0xFFFFFFFFu)
+      throw CannotLower::of(inst, fmt::format("device {} has no source or no target: the pairs "
+                                              "are not a ring",
+                                              d));
+  const uint64_t row = uint64_t(shapeBytes(inst.shape())) / 2;
+  const Flags f = flagsOf(spmd);
+  std::vector<isa::DmaDescriptor> descs = ControlCode::hbmCopyDescriptors(operand, result, row);
+  std::vector<isa::DmaDescriptor> back =
+      ControlCode::hbmCopyDescriptors(operand + row, result + row, row);
+  descs.insert(descs.end(), back.begin(), back.end());
+  const size_t perRow = back.size();
+  int64_t descWord = code.descriptorWords(descs, "ring permute descriptors of %" + inst.name());
+  int64_t targetWord = code.smemWords(target, "ring permute targets of %" + inst.name());
+  int64_t sourceWord = code.smemWords(source, "ring permute sources of %" + inst.name());
+  code.emit({make(Opcode::ChipId, {kId})});
+  // Ready: the two devices that send to this one (its source and its target).
+  loadFromTable(code, sourceWord, kPeer);
+  code.emit({make(Opcode::SyncRemote, {kPeer, f.ready, 1})});
+  loadFromTable(code, targetWord, kVal);
+  code.emit({make(Opcode::SyncRemote, {kVal, f.ready, 1})});
+  code.emit({make(Opcode::SyncWait, {f.ready, 2})});
+  for (size_t i = 0; i < descs.size(); ++i) {
+    code.emit({make(Opcode::SLi, {kAddr, descWord + int64_t(i) * isa::kDmaDescriptorWords})});
+    code.emit(
+        {make(Opcode::DmaRemote, {kAddr, i < perRow ? kVal : kPeer, f.sent, f.arrived, kQueue})});
+  }
+  code.emit({make(Opcode::SyncWait, {f.sent, int64_t(descs.size())})});
   code.emit({make(Opcode::SyncWait, {f.arrived, int64_t(descs.size())})});
-  uint32_t done = code.jump();
-  code.patch(toZeros, code.label());
-  code.copyHbm(spmd.allocateZeros(bytes), result, bytes, "zeros of %" + inst.name());
-  code.patch(done, code.label());
 }
 
 void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t operand,
@@ -132,6 +201,18 @@ void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t oper
   if (chunk * uint64_t(n) != uint64_t(shapeBytes(inst.shape())))
     throw CannotLower::of(inst, fmt::format("the result is not {} operands", n));
   const Flags f = flagsOf(spmd);
+  // The pipelined rings when the groups are sub-grids of the slice and the
+  // estimate says they are faster than the exchange.
+  if (spmd.chip && n > 2) {
+    if (std::optional<std::vector<int>> dims = gridGatherDims(groups, spmd.slice)) {
+      GridGather g{groups, spmd.slice, *dims, chunk, operand, result};
+      double oneShot = oneShotGatherCycles(chunk, groups, spmd.slice, *spmd.chip);
+      if (gridAllGatherFits(g) && gridAllGatherCycles(g, *spmd.chip) < oneShot) {
+        emitGridAllGather(code, g, *spmd.chip, {f.ready, f.sent, kLocalFlag, f.firstStream});
+        return;
+      }
+    }
+  }
   // Per position p: the descriptors copying the operand to slot p.
   std::vector<isa::DmaDescriptor> descs;
   size_t perSlot = 0;
@@ -186,8 +267,18 @@ bool isSpmdPrimitive(const HloInstruction& inst) {
     case HloOpcode::PartitionId:
     case HloOpcode::ReplicaId:
       return true;
-    case HloOpcode::CustomCall:
-      return inst.attrs().customCallTarget.value_or("") == "tpusim$device-id";
+    case HloOpcode::CustomCall: {
+      std::string target = inst.attrs().customCallTarget.value_or("");
+      if (target == kPermuteStartTarget)
+        return inst.operandCount() == 1 && inst.shape().isArray() &&
+               inst.operand(0)->shape() == inst.shape();
+      if (target == kPermuteDoneTarget)
+        return inst.operandCount() == 2 && inst.shape().isArray() &&
+               inst.operand(0)->shape() == inst.shape();
+      return target == "tpusim$device-id" ||
+             (target == kRingPermuteTarget && inst.operandCount() == 1 && inst.shape().isArray() &&
+              inst.shape().rank() >= 1 && inst.shape().dims[0] == 2);
+    }
     case HloOpcode::CollectivePermute:
       return inst.operandCount() == 1 && inst.shape().isArray();
     case HloOpcode::AllGather:
@@ -198,21 +289,48 @@ bool isSpmdPrimitive(const HloInstruction& inst) {
   }
 }
 
+void drainAsyncCollectives(ControlCode& code, SpmdLowering& spmd) {
+  if (spmd.pending.descriptors == 0) return;
+  finishPermute(code, spmd.pending, spmd);
+  spmd.pending = {};
+}
+
 void lowerSpmdPrimitive(ControlCode& code, const HloInstruction& inst,
                         const std::vector<uint64_t>& operands, uint64_t result,
-                        const SpmdLowering& spmd) {
+                        SpmdLowering& spmd) {
   if (spmd.devices < 2 && inst.opcode() != HloOpcode::PartitionId &&
       inst.opcode() != HloOpcode::ReplicaId && inst.opcode() != HloOpcode::CustomCall)
     throw CannotLower::of(inst,
                           "a collective on a single device (the spmd-collectives pass "
                           "removes those; was it run?)");
+  const std::string target = inst.attrs().customCallTarget.value_or("");
   size_t op = code.openOp(inst.name(), inst.name(), "", 0);
+  if (target == kPermuteDoneTarget) {  // the waits, unless another op drained them
+    drainAsyncCollectives(code, spmd);
+    code.closeOp(op);
+    return;
+  }
+  if (inst.opcode() != HloOpcode::PartitionId && inst.opcode() != HloOpcode::ReplicaId &&
+      target != "tpusim$device-id")
+    drainAsyncCollectives(code, spmd);
+  if (target == kPermuteStartTarget) {
+    spmd.pending = startPermute(code, inst, operands.at(0), result, spmd);
+    code.closeOp(op);
+    return;
+  }
   switch (inst.opcode()) {
     case HloOpcode::CollectivePermute:
       lowerPermute(code, inst, operands.at(0), result, spmd);
       break;
     case HloOpcode::AllGather:
       lowerAllGather(code, inst, operands.at(0), result, spmd);
+      break;
+    case HloOpcode::CustomCall:
+      if (inst.attrs().customCallTarget.value_or("") == kRingPermuteTarget) {
+        lowerRingPermute(code, inst, operands.at(0), result, spmd);
+        break;
+      }
+      lowerDeviceId(code, result);
       break;
     default:
       lowerDeviceId(code, result);

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 
 namespace tpusim::lower {
 
@@ -28,6 +30,8 @@ int64_t devicesNamed(const hlo::HloModule& module) {
   return n;
 }
 
+}  // namespace
+
 std::vector<int> coordsOf(int64_t id, const std::vector<int>& dims) {
   std::vector<int> c(dims.size());
   for (size_t k = dims.size(); k-- > 0;) {
@@ -36,8 +40,6 @@ std::vector<int> coordsOf(int64_t id, const std::vector<int>& dims) {
   }
   return c;
 }
-
-}  // namespace
 
 int64_t spmdDeviceCount(const hlo::HloModule& module) {
   if (module.replicaCount() > 1 && module.numPartitions() > 1)
@@ -200,6 +202,46 @@ AlgorithmChoice chooseReductionAlgorithm(uint64_t bytes, const std::vector<int64
   if (group.size() > 2 && splittable && c.ringCycles < c.oneShotCycles)
     c.algorithm = CollectiveAlgorithm::Ring;
   return c;
+}
+
+}  // namespace tpusim::lower
+
+namespace tpusim::lower {
+
+int64_t busiestLinkTransfers(const DeviceGroups& groups, const std::vector<int>& dims,
+                             const target::IciConfig& ici) {
+  std::map<std::tuple<int64_t, size_t, int>, int64_t> load;  // (chip, dimension, direction)
+  int64_t busiest = 0;
+  for (const auto& g : groups)
+    for (int64_t a : g)
+      for (int64_t b : g) {
+        if (a == b) continue;
+        std::vector<int> c = coordsOf(a, dims), to = coordsOf(b, dims);
+        for (size_t k = 0; k < dims.size(); ++k) {
+          int n = dims[k], fwd = ((to[k] - c[k]) % n + n) % n;
+          int dir = to[k] > c[k] ? 1 : -1;
+          if (sliceWraps(n, ici)) dir = fwd <= n - fwd ? 1 : -1;
+          while (c[k] != to[k]) {
+            int64_t here = 0;
+            for (size_t e = 0; e < dims.size(); ++e) here = here * dims[e] + c[e];
+            busiest = std::max(busiest, ++load[{here, k, dir}]);
+            c[k] = ((c[k] + dir) % n + n) % n;
+          }
+        }
+      }
+  return busiest;
+}
+
+double oneShotGatherCycles(uint64_t bytes, const DeviceGroups& groups, const std::vector<int>& dims,
+                           const target::ChipConfig& chip) {
+  const target::IciConfig& ici = chip.ici;
+  const double linkBytesPerCycle = ici.link_bytes_per_second / chip.core.clock_hz;
+  int64_t devices = 1, diameter = 0;
+  for (int d : dims) devices *= d;
+  for (int64_t a = 0; a < devices; ++a)
+    for (int64_t b = 0; b < devices; ++b) diameter = std::max(diameter, sliceHops(a, b, dims, ici));
+  return double(2 * diameter * ici.latency_cycles) +
+         double(busiestLinkTransfers(groups, dims, ici)) * double(bytes) / linkBytesPerCycle;
 }
 
 }  // namespace tpusim::lower

@@ -48,6 +48,9 @@ std::vector<std::pair<int64_t, int64_t>> permutePairs(const hlo::HloInstruction&
 std::vector<int> spmdSlice(int64_t devices, const target::IciConfig& ici);
 std::string sliceText(const std::vector<int>& dims);  // "2x4"
 
+// The coordinates of device `id` on the slice (row-major, the last dimension fastest).
+std::vector<int> coordsOf(int64_t id, const std::vector<int>& dims);
+
 // Does dimension `size` of a slice have wraparound links (sim/ici/Torus.h's rule)?
 bool sliceWraps(int size, const target::IciConfig& ici);
 // Hops of a dimension-ordered route from device a to b on the slice.
@@ -58,6 +61,16 @@ int64_t sliceHops(int64_t a, int64_t b, const std::vector<int>& dims, const targ
 // slice's coordinates (rows alternate direction), which is a cycle of 1-hop
 // steps on a whole 2-D slice with an even number of rows.
 std::vector<int64_t> ringOrder(const std::vector<int64_t>& group, const std::vector<int>& dims);
+
+// The most transfers of a one-shot exchange within every group (each member
+// to each other, dimension-ordered routes) that share one link direction.
+int64_t busiestLinkTransfers(const DeviceGroups& groups, const std::vector<int>& dims,
+                             const target::IciConfig& ici);
+// Estimated cycles of the one-shot all-gather of `bytes` per member: a
+// barrier and the farthest hop (2 x the slice's diameter in hops), plus the
+// busiest link's transfers one after the other.
+double oneShotGatherCycles(uint64_t bytes, const DeviceGroups& groups, const std::vector<int>& dims,
+                           const target::ChipConfig& chip);
 
 enum class CollectiveAlgorithm { OneShot, Ring };
 const char* algorithmName(CollectiveAlgorithm a);

@@ -7,6 +7,7 @@
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/lower/CannotLower.h"
 #include "compiler/lower/buffers/InputOutputAlias.h"
+#include "compiler/lower/buffers/LoweringOrder.h"
 #include "compiler/lower/collectives/CollectiveLowering.h"
 #include "compiler/lower/collectives/SpmdPlan.h"
 #include "compiler/lower/dma/DataMovement.h"
@@ -94,6 +95,14 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
   // The collectives' flags sit above the kernels' (compileModule gives the
   // kernels core.sync_flags - kSpmdReservedFlags on an SPMD module).
   spmd_.syncFlags = int(target.chip.core.sync_flags);
+  if (spmd_.devices > 1) {
+    try {
+      spmd_.slice = spmdSlice(spmd_.devices, target.chip.ici);
+      spmd_.chip = &target.chip;
+    } catch (const std::invalid_argument&) {
+      // No slice holds the devices: the one-shot exchange needs none.
+    }
+  }
   spmd_.allocateZeros = [this](uint64_t bytes) {
     uint64_t at = allocateExtra(bytes);
     m_.program.data.push_back({isa::MemorySpace::Hbm, at, std::vector<uint8_t>(bytes, 0)});
@@ -312,7 +321,7 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
   Region region{assignment, regionBase};
 
   std::unordered_map<const HloInstruction*, Leaves> value;
-  for (const HloInstruction* inst : comp.postOrder()) {
+  for (const HloInstruction* inst : loweringOrder(comp)) {
     HloOpcode opc = inst->opcode();
     std::vector<Leaves> operands;
     for (const HloInstruction* op : inst->operands()) operands.push_back(value[op]);
@@ -339,19 +348,28 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
       result.assign(operands[0].begin() + start, operands[0].begin() + start + n);
     } else if (aliasesOperandBuffer(*inst)) {
       result = operands[0];
+      if (isSpmdPrimitive(*inst)) {  // an async permute's done: its waits
+        size_t op = control_.openOp(inst->name(), inst->name(), "", 0);
+        drainAsyncCollectives(control_, spmd_);
+        control_.closeOp(op);
+        recordOp(inst->name(), "collective", first);
+      }
     } else if (opc == HloOpcode::AfterAll || inst->shape().isToken()) {
       result = Leaves(shapeLeaves(inst->shape()).size(), -1);
     } else if (opc == HloOpcode::While) {
+      drainAsyncCollectives(control_, spmd_);
       result = resultLeaves(*inst, region);
       lowerWhile(*this, *inst, operands.at(0), result, scratchOf(*inst, region), depth + 1);
       recordOp(inst->name(), "control", first);
     } else if (opc == HloOpcode::Conditional) {
+      drainAsyncCollectives(control_, spmd_);
       result = resultLeaves(*inst, region);
       lowerConditional(*this, *inst, operands, result, scratchOf(*inst, region), depth + 1);
       recordOp(inst->name(), "control", first);
     } else if (opc == HloOpcode::Call) {
       // What the inliner left (it inlines every call it sees): the callee runs
       // in this instruction's scratch region, its result is copied out.
+      drainAsyncCollectives(control_, spmd_);
       result = resultLeaves(*inst, region);
       const HloComputation* callee = inst->toApply();
       if (!callee) throw CannotLower::of(*inst, "call without to_apply");
@@ -395,6 +413,7 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
     value[inst] = std::move(result);
   }
   if (!comp.root()) throw ModuleLoweringError(fmt::format("%{} has no root", comp.name()));
+  drainAsyncCollectives(control_, spmd_);  // a start whose done is gone
   return value[comp.root()];
 }
 

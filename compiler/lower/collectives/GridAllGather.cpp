@@ -1,0 +1,361 @@
+#include "compiler/lower/collectives/GridAllGather.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "isa/Isa.h"
+
+namespace tpusim::lower {
+
+using isa::Instruction;
+using isa::Opcode;
+
+namespace {
+
+// Registers (the module's own code keeps nothing in registers across ops).
+constexpr int kId = 2, kPeer = 3, kTmp = 4, kAddr = 7, kVal = 8, kSrc = 9;
+constexpr int kQueue = 0;
+constexpr uint32_t kNone = 0xFFFFFFFFu;
+
+Instruction make(Opcode op, std::initializer_list<int64_t> operands) {
+  Instruction in;
+  in.op = op;
+  size_t i = 0;
+  for (int64_t v : operands) in.operands[i++] = v;
+  return in;
+}
+
+int64_t deviceAt(const std::vector<int>& coords, const std::vector<int>& dims) {
+  int64_t id = 0;
+  for (size_t k = 0; k < dims.size(); ++k) id = id * dims[k] + coords[k];
+  return id;
+}
+
+// One direction of one part in one phase: its blocks move along `dim`.
+struct Stream {
+  int part = 0, phase = 0, dir = 0, dim = 0;
+  bool ring = false;
+  uint64_t offset = 0, bytes = 0;  // byte range of each chunk it moves
+  std::vector<int> earlier;        // dimensions gathered in earlier phases
+  double stepCycles = 0, start = 0;
+};
+
+class Planner {
+ public:
+  Planner(const GridGather& g, const target::ChipConfig& chip) : g_(g), chip_(chip) {
+    for (int64_t d : g.gridDims) {
+      int64_t s = 1;
+      for (int64_t e : g.gridDims)
+        if (e > d) s *= g.slice[size_t(e)];
+      stride_[int(d)] = s;
+    }
+    devices_ = 1;
+    for (int d : g.slice) devices_ *= d;
+    for (int64_t id = 0; id < devices_; ++id) coords_.push_back(coordsOf(id, g.slice));
+    buildStreams();
+  }
+
+  const std::vector<Stream>& streams() const { return streams_; }
+  int64_t devices() const { return devices_; }
+  int size(int dim) const { return g_.slice[size_t(dim)]; }
+
+  // Blocks device `dev` sends / receives in stream `s` (line: only towards an end).
+  int64_t sends(const Stream& s, int64_t dev) const {
+    int a = coords_[size_t(dev)][size_t(s.dim)], n = size(s.dim);
+    if (s.ring) return n - 1;
+    if (s.dir > 0) return a < n - 1 ? a + 1 : 0;
+    return a > 0 ? n - a : 0;
+  }
+  int64_t arrivals(const Stream& s, int64_t dev) const {
+    int a = coords_[size_t(dev)][size_t(s.dim)], n = size(s.dim);
+    if (s.ring) return n - 1;
+    return s.dir > 0 ? a : n - 1 - a;
+  }
+  // The address of the block device `dev` sends at step k (the same on every chip).
+  uint64_t blockAddress(const Stream& s, int64_t dev, int64_t k) const {
+    const std::vector<int>& a = coords_[size_t(dev)];
+    int n = size(s.dim);
+    int64_t x = a[size_t(s.dim)] - s.dir * k;
+    x = ((x % n) + n) % n;
+    int64_t slot = x * stride_.at(s.dim);
+    for (int e : g_.gridDims)
+      if (e != s.dim && std::find(s.earlier.begin(), s.earlier.end(), e) == s.earlier.end())
+        slot += a[size_t(e)] * stride_.at(e);
+    return g_.result + uint64_t(slot) * g_.chunk + s.offset;
+  }
+  // The neighbour of `dev` along `dim` in direction `dir` (kNone at a line's end).
+  uint32_t neighbour(int dim, int dir, int64_t dev) const {
+    std::vector<int> c = coords_[size_t(dev)];
+    int n = size(dim);
+    c[size_t(dim)] += dir;
+    if (c[size_t(dim)] < 0 || c[size_t(dim)] >= n) {
+      if (!sliceWraps(n, chip_.ici)) return kNone;
+      c[size_t(dim)] = (c[size_t(dim)] + n) % n;
+    }
+    return uint32_t(deviceAt(c, g_.slice));
+  }
+  int64_t slotOf(int64_t dev) const {
+    int64_t slot = 0;
+    for (int e : g_.gridDims) slot += coords_[size_t(dev)][size_t(e)] * stride_.at(e);
+    return slot;
+  }
+  isa::DmaDescriptor descriptor(const Stream& s) const {
+    isa::DmaDescriptor d;
+    d.src = isa::MemorySpace::Hbm;
+    d.dst = isa::MemorySpace::Hbm;
+    d.innerBytes = uint32_t(s.bytes);
+    d.numDims = 1 + int(s.earlier.size());
+    d.counts = {1, 1, 1};
+    d.srcStrides = {0, 0, 0};
+    d.dstStrides = {0, 0, 0};
+    for (size_t i = 0; i < s.earlier.size(); ++i) {
+      d.counts[i] = uint32_t(size(s.earlier[i]));
+      d.srcStrides[i] = d.dstStrides[i] = uint32_t(uint64_t(stride_.at(s.earlier[i])) * g_.chunk);
+    }
+    return d;
+  }
+  double totalCycles() const {
+    double worst = 0;
+    for (const Stream& s : streams_)
+      worst = std::max(worst, s.start + double(size(s.dim) - 1) * s.stepCycles);
+    return worst + double(chip_.ici.latency_cycles);  // the ready signals
+  }
+
+ private:
+  void buildStreams() {
+    const int parts = int(g_.gridDims.size());
+    const double bw = chip_.ici.link_bytes_per_second / chip_.core.clock_hz;
+    const double lat = double(chip_.ici.latency_cycles);
+    for (int j = 0; j < parts; ++j) {
+      uint64_t lo = g_.chunk * uint64_t(j) / uint64_t(parts);
+      uint64_t hi = g_.chunk * uint64_t(j + 1) / uint64_t(parts);
+      double start = 0;
+      std::vector<int> earlier;
+      for (int p = 0; p < parts; ++p) {
+        int dim = g_.gridDims[size_t((j + p) % parts)];
+        bool ring = sliceWraps(size(dim), chip_.ici);
+        uint64_t half = lo + (hi - lo) / 2;
+        int64_t blockChunks = 1;
+        for (int e : earlier) blockChunks *= size(e);
+        double step = 0;
+        for (int dir : {1, -1}) {
+          Stream s;
+          s.part = j;
+          s.phase = p;
+          s.dir = dir;
+          s.dim = dim;
+          s.ring = ring;
+          s.offset = ring && dir < 0 ? half : lo;
+          s.bytes = ring ? (dir > 0 ? half - lo : hi - half) : hi - lo;
+          s.earlier = earlier;
+          s.start = start;
+          step = std::max(step, lat + double(s.bytes * uint64_t(blockChunks)) / bw);
+          streams_.push_back(s);
+        }
+        streams_[streams_.size() - 1].stepCycles = step;
+        streams_[streams_.size() - 2].stepCycles = step;
+        start += double(size(dim)) * step;
+        earlier.push_back(dim);
+      }
+    }
+  }
+
+  const GridGather& g_;
+  const target::ChipConfig& chip_;
+  std::map<int, int64_t> stride_;  // slot stride of each grid dimension
+  int64_t devices_ = 0;
+  std::vector<std::vector<int>> coords_;
+  std::vector<Stream> streams_;
+};
+
+// Per-device SMEM tables (one word per device), read at chip.id.
+class Tables {
+ public:
+  explicit Tables(ControlCode& code) : code_(code) {}
+  // reg = values[chip.id]; an immediate when every device has the same value.
+  void load(const std::vector<uint32_t>& values, int reg, const std::string& what) {
+    if (std::all_of(values.begin(), values.end(), [&](uint32_t v) { return v == values[0]; })) {
+      code_.emit({make(Opcode::SLi, {reg, int64_t(values[0])})});
+      return;
+    }
+    auto it = words_.find(values);
+    int64_t word =
+        it != words_.end() ? it->second : (words_[values] = code_.smemWords(values, what));
+    code_.emit({make(Opcode::SLi, {kAddr, word})});
+    code_.emit({make(Opcode::SAdd, {kAddr, kAddr, kId})});
+    code_.emit({make(Opcode::SLd, {reg, kAddr, 0})});
+  }
+
+ private:
+  ControlCode& code_;
+  std::map<std::vector<uint32_t>, int64_t> words_;
+};
+
+bool allEqual(const std::vector<uint32_t>& v, uint32_t x) {
+  return std::all_of(v.begin(), v.end(), [&](uint32_t e) { return e == x; });
+}
+
+// Emits `body` on the devices whose `values` entry is not kNone (all of them
+// without a test when none is kNone, nothing when all are). `values` is
+// loaded into `reg` first.
+template <typename Body>
+void forDevicesWith(ControlCode& code, Tables& tables, const std::vector<uint32_t>& values, int reg,
+                    const std::string& what, Body body) {
+  if (allEqual(values, kNone)) return;
+  tables.load(values, reg, what);
+  bool some = std::any_of(values.begin(), values.end(), [](uint32_t v) { return v == kNone; });
+  uint32_t skip = 0;
+  if (some) {
+    code.emit({make(Opcode::SLi, {kTmp, int64_t(kNone)})});
+    code.emit({make(Opcode::SCmpEq, {kTmp, reg, kTmp})});
+    skip = code.branchIfNonZero(kTmp);
+  }
+  body();
+  if (some) code.patch(skip, code.label());
+}
+
+}  // namespace
+
+std::optional<std::vector<int>> gridGatherDims(const DeviceGroups& groups,
+                                               const std::vector<int>& slice) {
+  std::optional<std::vector<int>> spans;
+  for (const auto& g : groups) {
+    std::vector<std::vector<int>> c;
+    for (int64_t id : g) c.push_back(coordsOf(id, slice));
+    std::vector<int> dims;
+    int64_t size = 1;
+    for (size_t d = 0; d < slice.size(); ++d)
+      for (const auto& m : c)
+        if (m[d] != c[0][d]) {
+          dims.push_back(int(d));
+          size *= slice[d];
+          break;
+        }
+    if (dims.empty() || int(dims.size()) > kMaxGridGatherDims || size != int64_t(g.size()))
+      return std::nullopt;
+    if (spans && *spans != dims) return std::nullopt;
+    spans = dims;
+    // Member p sits at the row-major coordinates p over `dims`.
+    for (size_t p = 0; p < g.size(); ++p) {
+      int64_t rest = int64_t(p);
+      for (size_t k = dims.size(); k-- > 0;) {
+        int d = dims[k];
+        if (c[p][size_t(d)] != rest % slice[size_t(d)]) return std::nullopt;
+        rest /= slice[size_t(d)];
+      }
+    }
+  }
+  return spans;
+}
+
+bool gridAllGatherFits(const GridGather& g) {
+  const uint64_t n = uint64_t(g.groups.at(0).size());
+  const uint64_t limit = uint64_t(1) << 32;
+  return g.chunk >= 2 * uint64_t(g.gridDims.size()) && g.result + n * g.chunk < limit &&
+         g.operand + g.chunk < limit && n * g.chunk < (uint64_t(1) << 31);
+}
+
+double gridAllGatherCycles(const GridGather& g, const target::ChipConfig& chip) {
+  return Planner(g, chip).totalCycles();
+}
+
+void emitGridAllGather(ControlCode& code, const GridGather& g, const target::ChipConfig& chip,
+                       const GridGatherFlags& flags) {
+  Planner plan(g, chip);
+  Tables tables(code);
+  const std::vector<Stream>& streams = plan.streams();
+  const int64_t devices = plan.devices();
+  code.emit({make(Opcode::ChipId, {kId})});
+
+  // This chip's own chunk into its slot (a local DMA, waited for at the end).
+  {
+    isa::DmaDescriptor d;
+    d.src = isa::MemorySpace::Hbm;
+    d.dst = isa::MemorySpace::Hbm;
+    d.srcAddr = g.operand;
+    d.innerBytes = uint32_t(g.chunk);
+    int64_t word = code.descriptorWords({d}, "all-gather: own chunk");
+    std::vector<uint32_t> slot;
+    for (int64_t dev = 0; dev < devices; ++dev)
+      slot.push_back(uint32_t(g.result + uint64_t(plan.slotOf(dev)) * g.chunk));
+    tables.load(slot, kVal, "all-gather: own slot");
+    code.emit({make(Opcode::SLi, {kAddr, word})});
+    code.emit({make(Opcode::SSt, {kVal, kAddr, 3})});
+    code.emit({make(Opcode::Dma, {kAddr, flags.local, kQueue})});
+  }
+
+  // Neighbour tables per (dimension, direction).
+  std::map<std::pair<int, int>, std::vector<uint32_t>> peers;
+  for (int d : g.gridDims)
+    for (int dir : {1, -1}) {
+      std::vector<uint32_t> p;
+      for (int64_t dev = 0; dev < devices; ++dev) p.push_back(plan.neighbour(d, dir, dev));
+      peers[{d, dir}] = p;
+    }
+  // Ready: tell each neighbour (it sends into this chip's result), wait for each.
+  for (auto& [key, p] : peers)
+    forDevicesWith(code, tables, p, kPeer, "all-gather neighbours", [&] {
+      code.emit({make(Opcode::SyncRemote, {kPeer, flags.ready, 1})});
+    });
+  for (auto& [key, p] : peers)
+    forDevicesWith(code, tables, p, kPeer, "all-gather neighbours", [&] {
+      code.emit({make(Opcode::SyncWait, {flags.ready, 1})});
+    });
+
+  // The actions (stream, step) in the order of their estimated start, the
+  // same on every chip: every block a chip waits for was sent by an action
+  // its neighbour runs earlier in the order, so no chip waits in a cycle.
+  std::vector<int64_t> descWord;
+  for (const Stream& s : streams)
+    descWord.push_back(code.descriptorWords({plan.descriptor(s)}, "all-gather stream"));
+  std::vector<std::tuple<double, int, int64_t>> actions;
+  for (size_t i = 0; i < streams.size(); ++i)
+    for (int64_t k = 0; k < plan.size(streams[i].dim); ++k)
+      actions.emplace_back(streams[i].start + double(k) * streams[i].stepCycles, int(i), k);
+  std::stable_sort(actions.begin(), actions.end());
+  // dst[stream][k]: the block address a device sends, kNone if it sends nothing.
+  auto sendTable = [&](const Stream& s, int64_t k) {
+    std::vector<uint32_t> v;
+    for (int64_t dev = 0; dev < devices; ++dev)
+      v.push_back(k < plan.sends(s, dev) ? uint32_t(plan.blockAddress(s, dev, k)) : kNone);
+    return v;
+  };
+  bool ownChunkCopied = false;
+  for (auto& [t, i, k] : actions) {
+    const Stream& s = streams[size_t(i)];
+    const int flag = flags.firstStream - i;
+    if (s.phase > 0 && !ownChunkCopied) {  // later blocks hold this chip's chunk
+      code.emit({make(Opcode::SyncWait, {flags.local, 1})});
+      ownChunkCopied = true;
+    }
+    if (k >= 1) {
+      std::vector<uint32_t> wait;
+      for (int64_t dev = 0; dev < devices; ++dev)
+        wait.push_back(k <= plan.arrivals(s, dev) ? 1u : kNone);
+      forDevicesWith(code, tables, wait, kVal, "all-gather arrivals", [&] {
+        code.emit({make(Opcode::SyncWait, {flag, 1})});
+      });
+    }
+    forDevicesWith(code, tables, sendTable(s, k), kVal, "all-gather blocks", [&] {
+      if (s.phase == 0 && k == 0)  // this chip's chunk: straight from the operand
+        code.emit({make(Opcode::SLi, {kSrc, int64_t(g.operand + s.offset)})});
+      else
+        code.emit({make(Opcode::SAddI, {kSrc, kVal, 0})});
+      tables.load(peers.at({s.dim, s.dir}), kPeer, "all-gather neighbours");
+      code.emit({make(Opcode::SLi, {kAddr, descWord[size_t(i)]})});
+      code.emit({make(Opcode::SSt, {kVal, kAddr, 3})});
+      code.emit({make(Opcode::SSt, {kSrc, kAddr, 1})});
+      code.emit({make(Opcode::DmaRemote, {kAddr, kPeer, flags.sent, flag, kQueue})});
+    });
+  }
+  // Every send has left (one count per send, as many as this chip made).
+  for (size_t i = 0; i < streams.size(); ++i)
+    for (int64_t k = 0; k < plan.size(streams[i].dim); ++k)
+      forDevicesWith(code, tables, sendTable(streams[i], k), kVal, "all-gather blocks", [&] {
+        code.emit({make(Opcode::SyncWait, {flags.sent, 1})});
+      });
+  if (!ownChunkCopied) code.emit({make(Opcode::SyncWait, {flags.local, 1})});
+}
+
+}  // namespace tpusim::lower

@@ -1,0 +1,66 @@
+// The all-gather of large chunks along dimension 0 (the primitive the
+// spmd-collectives pass leaves) as pipelined neighbour-to-neighbour rings,
+// one per slice dimension the group spans, all of them busy at once:
+//
+//  - each chunk is cut into D parts (D = the dimensions the group spans);
+//    part j is gathered along the dimensions in the order j, j + 1, ... (mod
+//    D), so at any time each part uses a different dimension's links;
+//  - along a wrapping dimension (a ring) half of a part goes each way round;
+//    along one without wraparound (a line) every block travels both ways to
+//    the ends;
+//  - a block is forwarded as soon as it has arrived (a flag per stream counts
+//    arrivals), straight from the result buffer of one chip into the same
+//    addresses of its neighbour: no copies, no barrier per step;
+//  - a chip starts once each neighbour has signalled that it is ready (its
+//    result buffer is free): a `sync.remote` to each neighbour instead of a
+//    barrier over the slice.
+//
+// The groups must be whole sub-grids of the slice (members along the
+// dimensions they span, in row-major order), the case of replica_groups={}
+// and of the row / column groups of tensor parallelism; other groups keep the
+// one-shot exchange (CollectiveLowering.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "compiler/lower/collectives/SpmdPlan.h"
+#include "compiler/lower/control/ControlCode.h"
+#include "isa/target/ChipConfig.h"
+
+namespace tpusim::lower {
+
+constexpr int kMaxGridGatherDims = 3;
+// One arrival flag per (part, phase, direction).
+constexpr int kGridGatherStreamFlags = 2 * kMaxGridGatherDims * kMaxGridGatherDims;
+
+struct GridGatherFlags {
+  int ready = 0, sent = 0, local = 0;
+  int firstStream = 0;  // firstStream - i for stream i
+};
+
+struct GridGather {
+  DeviceGroups groups;
+  std::vector<int> slice;     // the slice's dimensions
+  std::vector<int> gridDims;  // slice dimensions the groups span (gridGatherDims)
+  uint64_t chunk = 0;         // bytes per member
+  uint64_t operand = 0, result = 0;
+};
+
+// The slice dimensions every group spans when each group is a whole sub-grid
+// of the slice in row-major order (at most kMaxGridGatherDims of them);
+// nullopt otherwise.
+std::optional<std::vector<int>> gridGatherDims(const DeviceGroups& groups,
+                                               const std::vector<int>& slice);
+
+// Can the plan be emitted (32-bit addresses, every part at least 2 bytes)?
+bool gridAllGatherFits(const GridGather& g);
+
+// Estimated cycles (the slowest part's phases: steps x (hop + block / link)).
+double gridAllGatherCycles(const GridGather& g, const target::ChipConfig& chip);
+
+void emitGridAllGather(ControlCode& code, const GridGather& g, const target::ChipConfig& chip,
+                       const GridGatherFlags& flags);
+
+}  // namespace tpusim::lower
