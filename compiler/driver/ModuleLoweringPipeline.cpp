@@ -19,7 +19,8 @@ namespace tpusim::driver {
 using lower::ModuleLoweringError;
 
 std::string defaultLoweringPasses() {
-  return "spmd-collectives,inline,dot-precision-split,dot-canonicalize,int64-to-pairs,algsimp,"
+  return "spmd-collectives,inline,dot-precision-split,dot-canonicalize,rng-bit-generator-expander,"
+         "sort-expander,int64-to-pairs,algsimp,"
          "constant-folding,cse,dce,fusion,multi-output-fusion,dce";
 }
 
