@@ -11,6 +11,8 @@
 // the kernel lowering.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compiler/hlo/HloModule.h"
 #include "compiler/passes/PassRegistry.h"
 #include "compiler/passes/PassUtil.h"
@@ -93,6 +95,62 @@ class Words {
   std::string base_;
 };
 
+// Rounds [first, last) of Philox4x32 on the words x[0..3] with the key x[4..5]
+// (already raised for round `first`) as one multi-output loop fusion: the
+// words and the raised key come out. A few rounds per kernel keep the code
+// generator's scalar registers (the splat constants) within the target's.
+constexpr int kRoundsPerKernel = 2;
+
+std::vector<HloInstruction*> roundsInFusion(HloComputation* comp, const std::string& base,
+                                            const std::vector<HloInstruction*>& in, int first,
+                                            int last) {
+  hlo::HloModule& module = *comp->parent();
+  auto fused = std::make_unique<HloComputation>(module.uniqueComputationName("fused_philox"));
+  Words w(fused.get(), base);
+  w.dims = in[0]->shape().dims;
+  std::vector<HloInstruction*> v;
+  for (size_t k = 0; k < in.size(); ++k) {
+    HloInstruction* p = w.op(HloOpcode::Parameter, w.u32(), {});
+    p->attrs().parameterNumber = int64_t(k);
+    v.push_back(p);
+  }
+  for (int round = first; round < last; ++round) {
+    if (round) {
+      v[4] = w.bin(HloOpcode::Add, v[4], w.u(kWeylA));
+      v[5] = w.bin(HloOpcode::Add, v[5], w.u(kWeylB));
+    }
+    HloInstruction* hiA = w.mulHigh(v[0], kMulA);
+    HloInstruction* loA = w.bin(HloOpcode::Multiply, v[0], w.u(kMulA));
+    HloInstruction* hiB = w.mulHigh(v[2], kMulB);
+    HloInstruction* loB = w.bin(HloOpcode::Multiply, v[2], w.u(kMulB));
+    HloInstruction* y0 = w.bin(HloOpcode::Xor, w.bin(HloOpcode::Xor, hiB, v[1]), v[4]);
+    HloInstruction* y2 = w.bin(HloOpcode::Xor, w.bin(HloOpcode::Xor, hiA, v[3]), v[5]);
+    v[0] = y0;
+    v[1] = loB;
+    v[2] = y2;
+    v[3] = loA;
+  }
+  const Shape tuple = Shape::tuple(std::vector<Shape>(v.size(), w.u32()));
+  fused->setRoot(w.op(HloOpcode::Tuple, tuple, v));
+  HloComputation* called = module.addComputationBefore(std::move(fused), comp);
+  HloInstruction* fusion = addNew(comp, HloOpcode::Fusion, base, tuple, in);
+  fusion->attrs().calls.push_back(hlo::CalledComputations{"calls", {called}, false});
+  hlo::AttrValue kind;
+  kind.kind = hlo::AttrValue::Kind::Ident;
+  kind.s = "kLoop";
+  fusion->setGeneric("kind", kind);
+  std::vector<HloInstruction*> out;
+  for (size_t k = 0; k < v.size(); ++k) {
+    HloInstruction* g = addNew(comp, HloOpcode::GetTupleElement, base, in[0]->shape(), {fusion});
+    hlo::AttrValue index;
+    index.kind = hlo::AttrValue::Kind::Int;
+    index.i = int64_t(k);
+    g->setGeneric("index", index);
+    out.push_back(g);
+  }
+  return out;
+}
+
 bool expand(HloComputation* comp, HloInstruction* rng, std::string* why) {
   const Shape& shape = rng->shape();
   HloInstruction* state = rng->operand(0);
@@ -144,28 +202,16 @@ bool expand(HloComputation* comp, HloInstruction* rng, std::string* why) {
   HloInstruction* x3 = w.bin(HloOpcode::Add, C3, w.carry(x2, C2));
   HloInstruction* key0 = w.spread(k0);
   HloInstruction* key1 = w.spread(k1);
-  HloInstruction* x[4] = {x0, x1, x2, x3};
-  for (int round = 0; round < 10; ++round) {
-    if (round) {
-      key0 = w.bin(HloOpcode::Add, key0, w.u(kWeylA));
-      key1 = w.bin(HloOpcode::Add, key1, w.u(kWeylB));
-    }
-    HloInstruction* hiA = w.mulHigh(x[0], kMulA);
-    HloInstruction* loA = w.bin(HloOpcode::Multiply, x[0], w.u(kMulA));
-    HloInstruction* hiB = w.mulHigh(x[2], kMulB);
-    HloInstruction* loB = w.bin(HloOpcode::Multiply, x[2], w.u(kMulB));
-    HloInstruction* y0 = w.bin(HloOpcode::Xor, w.bin(HloOpcode::Xor, hiB, x[1]), key0);
-    HloInstruction* y2 = w.bin(HloOpcode::Xor, w.bin(HloOpcode::Xor, hiA, x[3]), key1);
-    x[0] = y0;
-    x[1] = loB;
-    x[2] = y2;
-    x[3] = loA;
-  }
+  std::vector<HloInstruction*> x = {x0, x1, x2, x3, key0, key1};
+  for (int first = 0; first < 10; first += kRoundsPerKernel)
+    x = roundsInFusion(comp, rng->name(), x, first, std::min(10, first + kRoundsPerKernel));
   // Element 4b + c is word c of block b.
   std::vector<HloInstruction*> columns;
-  for (HloInstruction* word : x)
+  for (int c = 0; c < 4; ++c) {
+    HloInstruction* word = x[size_t(c)];
     columns.push_back(
         w.op(HloOpcode::Reshape, Shape::array(PrimitiveType::U32, {blocks, 1}), {word}));
+  }
   HloInstruction* grid = w.concat(columns, 1, {blocks, 4});
   HloInstruction* all =
       w.op(HloOpcode::Reshape, Shape::array(PrimitiveType::U32, {blocks * 4}), {grid});
@@ -215,13 +261,16 @@ class RngBitGeneratorExpanderPass : public HloPass {
 
   bool run(hlo::HloModule& module) override {
     bool changed = false;
-    for (const auto& comp : module.computations()) {
+    // A snapshot: expanding adds the rounds' fused computations to the module.
+    std::vector<HloComputation*> comps;
+    for (const auto& comp : module.computations()) comps.push_back(comp.get());
+    for (HloComputation* comp : comps) {
       std::vector<HloInstruction*> rngs;
       for (const auto& inst : comp->instructions())
         if (inst->opcode() == HloOpcode::RngBitGenerator) rngs.push_back(inst.get());
       for (HloInstruction* rng : rngs) {
         std::string why;
-        changed |= expand(comp.get(), rng, &why);
+        changed |= expand(comp, rng, &why);
       }
     }
     return changed;
