@@ -141,6 +141,9 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
         // negative, as unsigned) shift every bit out either way.
         if (isSigned && readsNarrowUnsigned(op) && wide.empty())
           w = w & ci(int32_t((1u << bits) - 1));
+        // An arithmetic shift reads the top bit of u8 / u16 as a sign, as XLA does.
+        if (!isSigned && op == HloOpcode::ShiftRightArithmetic && wide.empty())
+          w = dsl::shift_right_arithmetic(dsl::shift_left(w, ci(32 - bits)), ci(32 - bits));
         wide.push_back(w);
       }
       Array r = emitOnWords(g, inst, wide);
