@@ -172,7 +172,7 @@ Array emitOnWords(const ComputeGraph& g, const HloInstruction& inst,
   };
   const bool uns = isUnsigned(*inst.operand(0));
   auto needInt = [&] {
-    if (at != dsl::S32) g.fail(inst, "bit operations need 32-bit integers (s32 or u32)");
+    if (at != dsl::S32) g.fail(inst, "bit operations need integers");
   };
   auto unary = [&](Array (*f)(const Array&)) {
     needFloat();
