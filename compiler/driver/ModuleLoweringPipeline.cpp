@@ -20,7 +20,7 @@ using lower::ModuleLoweringError;
 
 std::string defaultLoweringPasses() {
   return "spmd-collectives,inline,dot-scale-to-output,dot-precision-split,dot-canonicalize,"
-         "int64-to-pairs,algsimp,"
+         "rng-bit-generator-expander,sort-expander,int64-to-pairs,algsimp,"
          "constant-folding,cse,dce,fusion,multi-output-fusion,dce";
 }
 

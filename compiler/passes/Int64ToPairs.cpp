@@ -9,15 +9,20 @@
 //     partial products for the high word of a product, ...), and the pair is
 //     joined back (concatenate + bitcast-convert) for users it does not
 //     rewrite; a rewritten user takes the words directly;
-//   - ops it does not know (divide, remainder, power, dots, sorts, ...)
-//     keep their 64-bit type and reach the kernel lowering, which names them.
-// Rewritten: add, subtract, multiply, negate, abs, sign, and, or, xor, not,
-// shifts, maximum, minimum, clamp, select, compare, broadcast, reshape, iota,
-// reduce by add / maximum / minimum, and converts from and to 64-bit types. Overflow wraps (two's
-// complement), shift amounts of 64 or more (or negative) shift every bit out, float -> integer
-// converts truncate toward zero and saturate (NaN -> 0), as XLA defines them.
+//   - ops it does not know (sorts, float math on integers, ...) keep their
+//     64-bit type and reach the kernel lowering, which names them.
+// Rewritten: add, subtract, multiply, divide, remainder, power, negate, abs,
+// sign, popcnt, count-leading-zeros, and, or, xor, not, shifts, maximum,
+// minimum, clamp, select, compare, broadcast, reshape, iota, dot, reduce by
+// add / maximum / minimum, and converts from and to 64-bit types. Overflow
+// wraps (two's complement), shift amounts of 64 or more (or negative) shift
+// every bit out, float -> integer converts truncate toward zero and saturate
+// (NaN -> 0), division by zero gives all ones (x for remainder) and
+// INT64_MIN / -1 wraps, as XLA defines them.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -128,30 +133,324 @@ class Rewriter {
     return {select(p, a.lo, b.lo), select(p, a.hi, b.hi)};
   }
   Pair shift(Pair a, Pair n, HloOpcode kind);
+  HloInstruction* isNegative(Pair a) {
+    return cmp(convert(a.hi, s32()), splat(PrimitiveType::S32, 0), ComparisonDirection::LT);
+  }
+  HloInstruction* isZero(Pair a) {
+    return cmp(bin(HloOpcode::Or, a.lo, a.hi), u(0), ComparisonDirection::EQ);
+  }
+  Pair magnitude(Pair a) { return select(isNegative(a), negate(a), a); }
+  Pair divideUnsigned(Pair n, Pair d, Pair* remainder);
+  Pair divide(Pair a, Pair b, bool isSigned);
+  Pair remainder(Pair a, Pair b, bool isSigned);
+  Pair power(Pair base, Pair exponent, bool isSigned);
+  Pair popcount(Pair a);
+  Pair countLeadingZeros(Pair a);
+  bool dotPair(HloInstruction* inst, Pair* out);
+  // `body` (word arithmetic from the argument pairs to the result pairs) built
+  // in a new multi-output loop fusion: a long chain (a divide is ~1200 ops)
+  // stays one kernel instead of being cut by the fusion pass's size limit into
+  // hundreds of kernels.
+  std::vector<Pair> inFusion(
+      const std::vector<Pair>& args, const std::string& what,
+      const std::function<std::vector<Pair>(Rewriter&, std::vector<Pair>)>& body);
+  // The sum over `reduced` of x (of dims_), wrapping mod 2^64; dims_ becomes outDims.
+  bool sumPairs(Pair x, const std::vector<int64_t>& reduced, const std::vector<int64_t>& outDims,
+                Pair* out);
+  HloInstruction* transposed(HloInstruction* w, const std::vector<int64_t>& perm);
   Pair fromNarrow(HloInstruction* x);
   Pair fromFloat(HloInstruction* x, bool isSigned);
   HloInstruction* toNarrow(Pair a, const Shape& to, bool isSigned);
   bool computePair(HloInstruction* inst, Pair* out);
   bool reducePair(HloInstruction* inst, bool isSigned, Pair* out);
-  // reduce(x) over `inst`'s dimensions with the scalar reducer `op` on type t.
-  HloInstruction* reduceWords(HloInstruction* inst, HloInstruction* x, HloOpcode op,
+  // reduce(x) over `dims` with the scalar reducer `op` on type t (the result has dims_).
+  HloInstruction* reduceWords(const std::vector<int64_t>& dims, HloInstruction* x, HloOpcode op,
                               PrimitiveType t, double init);
+  HloInstruction* reduceWords(HloInstruction* inst, HloInstruction* x, HloOpcode op,
+                              PrimitiveType t, double init) {
+    return reduceWords(inst->dimensions(), x, op, t, init);
+  }
 };
 
-HloInstruction* Rewriter::reduceWords(HloInstruction* inst, HloInstruction* x, HloOpcode code,
-                                      PrimitiveType t, double initValue) {
+HloInstruction* Rewriter::reduceWords(const std::vector<int64_t>& dims, HloInstruction* x,
+                                      HloOpcode code, PrimitiveType t, double initValue) {
   HloInstruction* init = op(HloOpcode::Constant, Shape::scalar(t), {});
   init->attrs().literal = hlo::Literal::scalar(t, initValue);
   HloInstruction* r = op(HloOpcode::Reduce, Shape::array(t, dims_), {x, init});
-  r->attrs().dimensions = inst->dimensions();
+  r->attrs().dimensions = dims;
   r->attrs().calls.push_back(hlo::CalledComputations{"to_apply", {reducers_->get(code, t)}, false});
   return r;
 }
 
+std::vector<Pair> Rewriter::inFusion(
+    const std::vector<Pair>& args, const std::string& what,
+    const std::function<std::vector<Pair>(Rewriter&, std::vector<Pair>)>& body) {
+  hlo::HloModule& module = *comp_->parent();
+  auto fused = std::make_unique<HloComputation>(module.uniqueComputationName("fused_" + what));
+  Rewriter inner(fused.get(), reducers_);
+  inner.dims_ = dims_;
+  inner.base_ = base_;
+  std::vector<HloInstruction*> operands;
+  std::vector<Pair> params;
+  auto parameter = [&](HloInstruction* outer) {
+    HloInstruction* p = addNew(fused.get(), HloOpcode::Parameter,
+                               fmt::format("param_{}", operands.size()), u32(), {});
+    p->attrs().parameterNumber = int64_t(operands.size());
+    operands.push_back(outer);
+    return p;
+  };
+  for (const Pair& a : args) {
+    HloInstruction* lo = parameter(a.lo);
+    params.push_back({lo, parameter(a.hi)});
+  }
+  std::vector<Pair> results = body(inner, params);
+  std::vector<HloInstruction*> roots;
+  std::vector<Shape> shapes;
+  for (const Pair& r : results) {
+    roots.push_back(r.lo);
+    roots.push_back(r.hi);
+    shapes.push_back(u32());
+    shapes.push_back(u32());
+  }
+  const Shape tupleShape = Shape::tuple(shapes);
+  fused->setRoot(addNew(fused.get(), HloOpcode::Tuple, "tuple", tupleShape, roots));
+  HloComputation* called = module.addComputationBefore(std::move(fused), comp_);
+  HloInstruction* fusion = op(HloOpcode::Fusion, tupleShape, operands);
+  fusion->attrs().calls.push_back(hlo::CalledComputations{"calls", {called}, false});
+  hlo::AttrValue kind;
+  kind.kind = hlo::AttrValue::Kind::Ident;
+  kind.s = "kLoop";
+  fusion->setGeneric("kind", kind);
+  std::vector<Pair> out;
+  auto element = [&](int64_t k) {
+    HloInstruction* g = op(HloOpcode::GetTupleElement, u32(), {fusion});
+    hlo::AttrValue index;
+    index.kind = hlo::AttrValue::Kind::Int;
+    index.i = k;
+    g->setGeneric("index", index);
+    return g;
+  };
+  for (size_t k = 0; k < results.size(); ++k)
+    out.push_back({element(int64_t(2 * k)), element(int64_t(2 * k + 1))});
+  return out;
+}
+
+// The words' sums: the low word in pieces (16-bit halves while at most 65537
+// elements meet in one sum, bytes up to 16843009, so no u32 sum overflows)
+// and the high word (only its sum mod 2^32 matters), recombined with carries.
+bool Rewriter::sumPairs(Pair x, const std::vector<int64_t>& reduced,
+                        const std::vector<int64_t>& outDims, Pair* out) {
+  int64_t count = 1;
+  for (int64_t d : reduced) count *= dims_.at(size_t(d));
+  const int pieceBits = count <= 65537 ? 16 : 8;
+  if (count > (int64_t(0xffffffff) / ((int64_t(1) << pieceBits) - 1))) return false;
+  std::vector<HloInstruction*> pieces;
+  for (int shift = 0; shift < 32; shift += pieceBits) {
+    HloInstruction* p = shift ? bin(HloOpcode::ShiftRightLogical, x.lo, u(shift)) : x.lo;
+    if (shift + pieceBits < 32) p = bin(HloOpcode::And, p, u((1u << pieceBits) - 1));
+    pieces.push_back(p);
+  }
+  dims_ = outDims;
+  Pair r{u(0), reduceWords(reduced, x.hi, HloOpcode::Add, PrimitiveType::U32, 0)};
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    HloInstruction* s = reduceWords(reduced, pieces[k], HloOpcode::Add, PrimitiveType::U32, 0);
+    const int shift = int(k) * pieceBits;
+    Pair placed = shift == 0 ? Pair{s, u(0)}
+                             : Pair{bin(HloOpcode::ShiftLeft, s, u(shift)),
+                                    bin(HloOpcode::ShiftRightLogical, s, u(32 - shift))};
+    r = add(r, placed);
+  }
+  *out = r;
+  return true;
+}
+
+// Restoring long division of u64 words, one quotient bit per step from the
+// top (the VPU has no divide; XLA's TPU back end also divides 64-bit integers
+// in software): the partial remainder takes the next dividend bit, and the
+// divisor is subtracted where it fits, setting the quotient bit. The 64 steps
+// run in fusions of kDivideSteps steps (~25 word ops each) passing the
+// remainder and the quotient on: one kernel per chunk, each small enough for
+// the code generator. A zero divisor gives all ones and the remainder n, which
+// is XLA's unsigned result.
+constexpr int kDivideSteps = 8;
+
+Pair Rewriter::divideUnsigned(Pair n, Pair d, Pair* remainder) {
+  Pair r{u(0), u(0)}, q{u(0), u(0)};
+  for (int top = 63; top >= 0; top -= kDivideSteps) {
+    std::vector<Pair> state =
+        inFusion({n, d, r, q}, "divide", [&](Rewriter& in, std::vector<Pair> a) {
+          Pair nd = in.negate(a[1]);
+          Pair rem = a[2], quo = a[3];
+          for (int bit = top; bit > top - kDivideSteps; --bit) {
+            HloInstruction* w = bit >= 32 ? a[0].hi : a[0].lo;
+            const int k = bit % 32;
+            HloInstruction* next = k ? in.bin(HloOpcode::ShiftRightLogical, w, in.u(k)) : w;
+            if (k < 31) next = in.bin(HloOpcode::And, next, in.u(1));
+            rem = {in.bin(HloOpcode::Or, in.bin(HloOpcode::ShiftLeft, rem.lo, in.u(1)), next),
+                   in.bin(HloOpcode::Or, in.bin(HloOpcode::ShiftLeft, rem.hi, in.u(1)),
+                          in.bin(HloOpcode::ShiftRightLogical, rem.lo, in.u(31)))};
+            HloInstruction* take = in.compare(rem, a[1], ComparisonDirection::GE, false);
+            rem = in.select(take, in.add(rem, nd), rem);
+            HloInstruction* b = in.convert(take, in.u32());
+            if (k) b = in.bin(HloOpcode::ShiftLeft, b, in.u(k));
+            if (bit >= 32)
+              quo.hi = in.bin(HloOpcode::Or, quo.hi, b);
+            else
+              quo.lo = in.bin(HloOpcode::Or, quo.lo, b);
+          }
+          return std::vector<Pair>{rem, quo};
+        });
+    r = state[0];
+    q = state[1];
+  }
+  if (remainder) *remainder = r;
+  return q;
+}
+
+Pair Rewriter::divide(Pair a, Pair b, bool isSigned) {
+  if (!isSigned) return divideUnsigned(a, b, nullptr);
+  // On the magnitudes (|INT64_MIN| = 2^63 as u64), the sign after, so
+  // INT64_MIN / -1 wraps to INT64_MIN; x / 0 is -1.
+  Pair q = divideUnsigned(magnitude(a), magnitude(b), nullptr);
+  HloInstruction* neg = bin(HloOpcode::Xor, isNegative(a), isNegative(b));
+  Pair allOnes{u(0xffffffffu), u(0xffffffffu)};
+  return select(isZero(b), allOnes, select(neg, negate(q), q));
+}
+
+Pair Rewriter::remainder(Pair a, Pair b, bool isSigned) {
+  // The dividend's sign; x % 0 = x falls out of the division.
+  Pair r;
+  if (!isSigned) {
+    divideUnsigned(a, b, &r);
+    return r;
+  }
+  divideUnsigned(magnitude(a), magnitude(b), &r);
+  return select(isNegative(a), negate(r), r);
+}
+
+Pair Rewriter::power(Pair base, Pair e, bool isSigned) {
+  // Square and multiply over the 64 exponent bits (wrapping), kPowerBits bits
+  // per fusion (two pair products each); 1^y = x^0 = 1, and a negative s64
+  // exponent gives 0, as the reference evaluator.
+  constexpr int kPowerBits = 4;
+  Pair result{u(1), u(0)}, b = base;
+  for (int first = 0; first < 64; first += kPowerBits) {
+    std::vector<Pair> state =
+        inFusion({e, result, b}, "power", [&](Rewriter& in, std::vector<Pair> a) {
+          Pair acc = a[1], sq = a[2];
+          for (int bit = first; bit < first + kPowerBits; ++bit) {
+            HloInstruction* w = bit < 32 ? a[0].lo : a[0].hi;
+            HloInstruction* set =
+                in.cmp(in.bin(HloOpcode::And, w, in.u(double(uint32_t(1) << (bit % 32)))), in.u(0),
+                       ComparisonDirection::NE);
+            acc = in.select(set, in.multiply(acc, sq), acc);
+            if (bit < 63) sq = in.multiply(sq, sq);
+          }
+          return std::vector<Pair>{acc, sq};
+        });
+    result = state[0];
+    b = state[1];
+  }
+  Pair one{u(1), u(0)}, zero{u(0), u(0)};
+  if (isSigned) result = select(isNegative(e), zero, result);
+  HloInstruction* baseOne = compare(base, one, ComparisonDirection::EQ, false);
+  return select(bin(HloOpcode::Or, baseOne, isZero(e)), one, result);
+}
+
+Pair Rewriter::popcount(Pair a) {
+  return {bin(HloOpcode::Add, un(HloOpcode::PopulationCount, a.lo),
+              un(HloOpcode::PopulationCount, a.hi)),
+          u(0)};
+}
+
+Pair Rewriter::countLeadingZeros(Pair a) {
+  HloInstruction* hiZero = cmp(a.hi, u(0), ComparisonDirection::EQ);
+  HloInstruction* low = bin(HloOpcode::Add, un(HloOpcode::CountLeadingZeros, a.lo), u(32));
+  return {select(hiZero, low, un(HloOpcode::CountLeadingZeros, a.hi)), u(0)};
+}
+
+HloInstruction* Rewriter::transposed(HloInstruction* w, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int64_t(i);
+  if (identity) return w;
+  std::vector<int64_t> dims;
+  for (int64_t p : perm) dims.push_back(w->shape().dims.at(size_t(p)));
+  HloInstruction* t = op(HloOpcode::Transpose, Shape::array(PrimitiveType::U32, dims), {w});
+  t->attrs().dimensions = perm;
+  return t;
+}
+
+// A dot of 64-bit integers as XLA's TPU back end does it: not on the MXU
+// (bf16 / s8 only) but multiply-accumulate on the VPU. Both operands go
+// (transposed to batch, free, contracting order) to the shape out dims x
+// contracting dims, are multiplied word-wise and summed over the contracting dims.
+bool Rewriter::dotPair(HloInstruction* inst, Pair* out) {
+  const hlo::DotDimensionNumbers& dn = inst->attrs().dot;
+  HloInstruction* lhs = inst->operand(0);
+  HloInstruction* rhs = inst->operand(1);
+  if (!lhs->shape().isArray() || !rhs->shape().isArray() ||
+      !hlo::isIntegralType(lhs->shape().type) || !hlo::isIntegralType(rhs->shape().type))
+    return false;
+  auto order = [](const HloInstruction* v, const std::vector<int64_t>& batch,
+                  const std::vector<int64_t>& contracting, std::vector<int64_t>* freeDims) {
+    std::vector<int64_t> perm = batch;
+    for (int64_t d = 0; d < v->shape().rank(); ++d)
+      if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+          std::find(contracting.begin(), contracting.end(), d) == contracting.end())
+        freeDims->push_back(d);
+    perm.insert(perm.end(), freeDims->begin(), freeDims->end());
+    perm.insert(perm.end(), contracting.begin(), contracting.end());
+    return perm;
+  };
+  std::vector<int64_t> lf, rf;
+  std::vector<int64_t> lperm = order(lhs, dn.lhsBatch, dn.lhsContracting, &lf);
+  std::vector<int64_t> rperm = order(rhs, dn.rhsBatch, dn.rhsContracting, &rf);
+  const std::vector<int64_t> outDims = dims_;
+  const int64_t nb = int64_t(dn.lhsBatch.size()), nl = int64_t(lf.size());
+  const int64_t nOut = nb + nl + int64_t(rf.size()), nc = int64_t(dn.lhsContracting.size());
+  if (int64_t(outDims.size()) != nOut) return false;
+  std::vector<int64_t> full = outDims;
+  for (int64_t c : dn.lhsContracting) full.push_back(lhs->shape().dims.at(size_t(c)));
+  auto words = [&](HloInstruction* v) {
+    if (is64(v->shape())) return pairOf(v);
+    dims_ = v->shape().dims;
+    Pair p = fromNarrow(v);
+    dims_ = outDims;
+    return p;
+  };
+  auto spread = [&](Pair p, const std::vector<int64_t>& perm, std::vector<int64_t> at) {
+    dims_ = full;
+    auto one = [&](HloInstruction* w) {
+      HloInstruction* b = op(HloOpcode::Broadcast, u32(), {transposed(w, perm)});
+      b->attrs().dimensions = at;
+      return b;
+    };
+    return Pair{one(p.lo), one(p.hi)};
+  };
+  std::vector<int64_t> lat, rat, reduced;
+  for (int64_t i = 0; i < nb + nl; ++i) lat.push_back(i);
+  for (int64_t i = 0; i < nb; ++i) rat.push_back(i);
+  for (int64_t i = nb + nl; i < nOut; ++i) rat.push_back(i);
+  for (int64_t i = nOut; i < nOut + nc; ++i) {
+    lat.push_back(i);
+    rat.push_back(i);
+    reduced.push_back(i);
+  }
+  Pair a = words(lhs), b = words(rhs);
+  Pair wa = spread(a, lperm, lat), wb = spread(b, rperm, rat);
+  Pair product = multiply(wa, wb);
+  if (reduced.empty()) {
+    dims_ = outDims;
+    *out = product;
+    return true;
+  }
+  bool ok = sumPairs(product, reduced, outDims, out);
+  dims_ = outDims;
+  return ok;
+}
+
 // A reduce of 64-bit values by add, maximum or minimum, on the words.
-//   add: the low word in 16-bit halves and the high word, each summed in u32
-//     (exact while at most 65537 elements meet in one sum), then recombined
-//     with carries: lo0 + lo1 2^16 + hi 2^32;
+//   add: sumPairs;
 //   max: the high word's maximum (signed order for s64), then the maximum low
 //     word (unsigned order) among the elements whose high word is that one;
 //   min: the max of the complement (~x reverses both orders).
@@ -167,24 +466,16 @@ bool Rewriter::reducePair(HloInstruction* inst, bool isSigned, Pair* out) {
   if (kind != HloOpcode::Add && kind != HloOpcode::Maximum && kind != HloOpcode::Minimum)
     return false;
   HloInstruction* input = inst->operand(0);
-  int64_t reduced = 1;
-  for (int64_t d : inst->dimensions()) reduced *= input->shape().dims.at(size_t(d));
-  if (kind == HloOpcode::Add && reduced > 65537) return false;
   const std::vector<int64_t> outDims = dims_;
   Pair x = pairOf(input);
   Pair init = pairOf(inst->operand(1));
   dims_ = input->shape().dims;
   Pair r;
   if (kind == HloOpcode::Add) {
-    HloInstruction* l0 = bin(HloOpcode::And, x.lo, u(0xffff));
-    HloInstruction* l1 = bin(HloOpcode::ShiftRightLogical, x.lo, u(16));
-    dims_ = outDims;
-    HloInstruction* s0 = reduceWords(inst, l0, HloOpcode::Add, PrimitiveType::U32, 0);
-    HloInstruction* s1 = reduceWords(inst, l1, HloOpcode::Add, PrimitiveType::U32, 0);
-    HloInstruction* s2 = reduceWords(inst, x.hi, HloOpcode::Add, PrimitiveType::U32, 0);
-    Pair mid{bin(HloOpcode::ShiftLeft, s1, u(16)),
-             bin(HloOpcode::Add, bin(HloOpcode::ShiftRightLogical, s1, u(16)), s2)};
-    r = add(Pair{s0, u(0)}, mid);
+    if (!sumPairs(x, inst->dimensions(), outDims, &r)) {
+      dims_ = outDims;
+      return false;
+    }
   } else {
     const bool isMin = kind == HloOpcode::Minimum;
     if (isMin) x = {un(HloOpcode::Not, x.lo), un(HloOpcode::Not, x.hi)};
@@ -458,6 +749,23 @@ bool Rewriter::computePair(HloInstruction* inst, Pair* out) {
     case HloOpcode::Multiply:
       *out = multiply(P(0), P(1));
       return true;
+    case HloOpcode::Divide:
+      *out = divide(P(0), P(1), isSigned);
+      return true;
+    case HloOpcode::Remainder:
+      *out = remainder(P(0), P(1), isSigned);
+      return true;
+    case HloOpcode::Power:
+      *out = power(P(0), P(1), isSigned);
+      return true;
+    case HloOpcode::PopulationCount:
+      *out = popcount(P(0));
+      return true;
+    case HloOpcode::CountLeadingZeros:
+      *out = countLeadingZeros(P(0));
+      return true;
+    case HloOpcode::Dot:
+      return dotPair(inst, out);
     case HloOpcode::Negate:
       *out = negate(P(0));
       return true;

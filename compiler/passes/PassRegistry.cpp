@@ -20,6 +20,8 @@ const Entry kPasses[] = {
     {"multi-output-fusion", createMultiOutputFusionPass},
     {"promote-to-f32", createPromoteToF32Pass},
     {"int64-to-pairs", createInt64ToPairsPass},
+    {"rng-bit-generator-expander", createRngBitGeneratorExpanderPass},
+    {"sort-expander", createSortExpanderPass},
     {"spmd-collectives", createSpmdCollectivesPass},
     {"dot-precision-split", createDotPrecisionSplitPass},
     {"dot-scale-to-output", createDotScaleToOutputPass},

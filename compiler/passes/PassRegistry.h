@@ -1,6 +1,7 @@
 // Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline,
-// spmd-collectives, int64-to-pairs, layout-assignment, fusion,
-// multi-output-fusion, promote-to-f32, dot-precision-split, dot-scale-to-output.
+// spmd-collectives, int64-to-pairs, rng-bit-generator-expander, sort-expander,
+// layout-assignment, fusion, multi-output-fusion, promote-to-f32, dot-precision-split,
+// dot-scale-to-output.
 #pragma once
 
 #include <memory>
@@ -35,6 +36,10 @@ std::unique_ptr<HloPass> createMultiOutputFusionPass();
 // promote-to-f32 (PromoteToF32.cpp): bf16 computation in f32, for reference checks.
 std::unique_ptr<HloPass> createPromoteToF32Pass();
 std::unique_ptr<HloPass> createInt64ToPairsPass();
+// rng-bit-generator-expander (RngBitGeneratorExpander.cpp): Philox as u32 arithmetic.
+std::unique_ptr<HloPass> createRngBitGeneratorExpanderPass();
+// sort-expander (SortExpander.cpp): small sorts as a bitonic network on the VPU.
+std::unique_ptr<HloPass> createSortExpanderPass();
 // spmd-collectives (SpmdCollectives.cpp): collectives -> the SPMD primitives the back end lowers.
 std::unique_ptr<HloPass> createSpmdCollectivesPass();
 

@@ -103,9 +103,26 @@ Array f32ToF16(const Array& x) {
   return bitsAs(sbin(llo::VecBin::Or, h, sign), F16);
 }
 
+bool isNarrowInt(DType d) { return d == S16 || d == U16 || d == U8; }
+uint32_t narrowMask(DType d) { return d == U8 ? 0xffu : 0xffffu; }
+
+// The s32 value of s16 / u16 / u8 bits (sign- or zero-extended), and back:
+// the low bits, so a narrowing wraps (two's-complement truncation).
+Array widenNarrow(const Array& a) {
+  Array w = bitsAs(a, S32);
+  if (a.dtype() == S16)
+    return sbin(llo::VecBin::Sra, sbin(llo::VecBin::Shl, w, sconst(16)), sconst(16));
+  return sbin(llo::VecBin::And, w, sconst(narrowMask(a.dtype())));
+}
+Array wrapNarrow(const Array& s32, DType to) {
+  return bitsAs(sbin(llo::VecBin::And, s32, sconst(narrowMask(to))), to);
+}
+
 Array castTo(const Array& a, DType to) {
   if (a.dtype() == to) return a;
   DType from = a.dtype();
+  if (isNarrowInt(from)) return castTo(widenNarrow(a), to);
+  if (isNarrowInt(to)) return wrapNarrow(castTo(a, S32), to);
   if (from == F16) return castTo(f16ToF32(a), to);
   if (to == F16) return f32ToF16(castTo(a, F32));
   auto one = [&](DType f, DType t, const Array& x) {
@@ -124,7 +141,9 @@ Array castTo(const Array& a, DType to) {
 }
 
 // Arithmetic dtype: bf16 computes in f32, s8 in s32.
-DType computeType(DType d) { return d == BF16 || d == F16 ? F32 : (d == S8 ? S32 : d); }
+DType computeType(DType d) {
+  return d == BF16 || d == F16 ? F32 : (d == S8 || isNarrowInt(d) ? S32 : d);
+}
 
 Array binary(llo::VecBin k, const Array& a, const Array& b, const char* what) {
   need(a, what);
@@ -292,6 +311,11 @@ Array full(int64_t rows, int64_t cols, double value, DType dtype) {
     case DType::S32:
     case DType::S8:
       n.bits = uint32_t(int32_t(int64_t(value)));
+      break;
+    case DType::S16:
+    case DType::U16:
+    case DType::U8:
+      n.bits = uint32_t(int64_t(value)) & narrowMask(dtype);
       break;
     default:
       throw Error("error: full() of an unsupported dtype");

@@ -24,6 +24,11 @@ constexpr DType BOOL = DType::Pred;
 // f16 computes in f32 like bf16; in memory and tiles it is the low 16 bits of
 // each 32-bit word. Its converts are short VPU sequences (no convert instruction).
 constexpr DType F16 = DType::F16;
+// s16, u16 and u8 compute in s32 (sign- or zero-extended); in memory and tiles
+// they are the low bits of each 32-bit word, and results wrap to those bits.
+constexpr DType S16 = DType::S16;
+constexpr DType U16 = DType::U16;
+constexpr DType U8 = DType::U8;
 
 struct ArrayNode;
 

@@ -74,7 +74,7 @@ int64_t refBytes(const Type& ref) {
 
 bool isTileDType(DType d) {
   return d == DType::F32 || d == DType::S32 || d == DType::Bf16 || d == DType::S8 ||
-         d == DType::F16;
+         d == DType::F16 || d == DType::S16 || d == DType::U16 || d == DType::U8;
 }
 bool isFloatDType(DType d) { return d == DType::F32 || d == DType::Bf16; }
 

@@ -27,7 +27,7 @@ enum class TypeKind : uint8_t { Scalar, Tile, Mask, Ref };
 struct Type {
   TypeKind kind = TypeKind::Scalar;
   // Scalar: S32 (the scalar unit is integer only; f32 scalars travel as bits).
-  // Tile: F32, S32, Bf16 (unpacked: low 16 bits of each 32-bit lane) or S8
+  // Tile: F32, S32, Bf16 / F16 / S16 / U16 (unpacked: low 16 bits of each 32-bit lane), S8 or U8
   // (low 8 bits of each lane). Ref: the element type.
   DType dtype = DType::S32;
   MemSpace space = MemSpace::Vmem;  // Ref only

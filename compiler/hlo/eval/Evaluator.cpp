@@ -56,7 +56,6 @@ void fillRandom(Literal& l, uint64_t& state) {
 bool supportedOpcode(HloOpcode op) {
   switch (op) {
     case HloOpcode::Rng:
-    case HloOpcode::RngBitGenerator:
     case HloOpcode::RngGetAndUpdateState:
     case HloOpcode::BatchNormGrad:
     case HloOpcode::BatchNormInference:

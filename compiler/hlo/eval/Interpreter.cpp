@@ -10,6 +10,7 @@
 #include "compiler/hlo/eval/Convert.h"
 #include "compiler/hlo/eval/Elementwise.h"
 #include "compiler/hlo/eval/EvalTypes.h"
+#include "compiler/hlo/eval/RngBitGenerator.h"
 #include "compiler/hlo/eval/ShapeOps.h"
 
 namespace tpusim::hlo::eval {
@@ -266,8 +267,15 @@ Literal Interpreter::eval(const HloInstruction& inst, const std::vector<const Li
     case HloOpcode::AsyncUpdate:
     case HloOpcode::AsyncDone:
       return evalControl(inst, ops);
+    case HloOpcode::RngBitGenerator: {
+      const Shape& s = inst.shape();
+      if (!s.isTuple() || s.tupleShapes.size() != 2 || !s.tupleShapes[1].isArray())
+        throw EvalError("rng-bit-generator must produce (state, values)");
+      return rngBitGenerator(*ops[0], inst.identAttr("algorithm").value_or("rng_default"),
+                             toElemType(s.tupleShapes[1].type, describe(inst)),
+                             s.tupleShapes[1].dims);
+    }
     case HloOpcode::Rng:
-    case HloOpcode::RngBitGenerator:
     case HloOpcode::RngGetAndUpdateState:
       throw EvalError(
           fmt::format("{} is not supported by the reference evaluator (its bits are "

@@ -21,7 +21,11 @@ using hlo::HloOpcode;
 namespace {
 
 bool isFloat(dsl::DType t) { return t == dsl::F32 || t == dsl::BF16 || t == dsl::F16; }
-bool isInt(dsl::DType t) { return t == dsl::S32 || t == dsl::S8; }
+bool isNarrowInt(dsl::DType t) {
+  return t == dsl::S8 || t == dsl::S16 || t == dsl::U16 || t == dsl::U8;
+}
+bool isInt(dsl::DType t) { return t == dsl::S32 || isNarrowInt(t); }
+int bitsOf(dsl::DType t) { return t == dsl::S8 || t == dsl::U8 ? 8 : 16; }
 
 Array constant(double v, dsl::DType t) {
   if (t == dsl::BOOL)
@@ -46,10 +50,11 @@ Array wrapToS8(const Array& x) {
   return dsl::shift_right_arithmetic(dsl::shift_left(x, ci(24)), ci(24)).astype(dsl::S8);
 }
 
-// s8 integer arithmetic is computed on s32 words and wrapped back (the DSL's
-// s8 arithmetic saturates, XLA's wraps). Ops that look at the bits as
-// unsigned take the operand zero-extended.
-bool computesS8InS32(HloOpcode op) {
+// s8, s16, u16 and u8 integer arithmetic is computed on s32 words (sign- or
+// zero-extended) and wrapped back (the DSL's s8 arithmetic saturates, XLA's
+// wraps). Ops that look at the bits as unsigned take a signed operand
+// zero-extended.
+bool computesNarrowInS32(HloOpcode op) {
   switch (op) {
     case HloOpcode::Add:
     case HloOpcode::Subtract:
@@ -74,7 +79,7 @@ bool computesS8InS32(HloOpcode op) {
       return false;
   }
 }
-bool readsS8Unsigned(HloOpcode op) {
+bool readsNarrowUnsigned(HloOpcode op) {
   return op == HloOpcode::ShiftRightLogical || op == HloOpcode::PopulationCount ||
          op == HloOpcode::CountLeadingZeros;
 }
@@ -124,19 +129,26 @@ Array emitElementwise(const ComputeGraph& g, const HloInstruction& inst,
   std::string why;
   if (!elementwiseSupported(inst, &why)) g.fail(inst, why);
   const HloOpcode op = inst.opcode();
-  if (!ops.empty() && ops[0].dtype() == dsl::S8 && computesS8InS32(op)) {
+  const dsl::DType narrow = ops.empty() ? dsl::S32 : ops[0].dtype();
+  if (isNarrowInt(narrow) && computesNarrowInS32(op)) {
     std::vector<Array> wide;
+    const int bits = bitsOf(narrow);
+    const bool isSigned = narrow == dsl::S8 || narrow == dsl::S16;
     try {
       for (const Array& o : ops) {
-        Array w = o.dtype() == dsl::S8 ? o.astype(dsl::S32) : o;
-        // The shift amount is never zero-extended: amounts past 7 (or negative,
-        // as unsigned) shift every bit out either way.
-        if (readsS8Unsigned(op) && wide.empty()) w = w & ci(0xff);
+        Array w = isNarrowInt(o.dtype()) ? o.astype(dsl::S32) : o;
+        // The shift amount is never zero-extended: amounts past the width (or
+        // negative, as unsigned) shift every bit out either way.
+        if (isSigned && readsNarrowUnsigned(op) && wide.empty())
+          w = w & ci(int32_t((1u << bits) - 1));
+        // An arithmetic shift reads the top bit of u8 / u16 as a sign, as XLA does.
+        if (!isSigned && op == HloOpcode::ShiftRightArithmetic && wide.empty())
+          w = dsl::shift_right_arithmetic(dsl::shift_left(w, ci(32 - bits)), ci(32 - bits));
         wide.push_back(w);
       }
       Array r = emitOnWords(g, inst, wide);
-      if (op == HloOpcode::CountLeadingZeros) r = r - ci(24);
-      return wrapToS8(r);
+      if (op == HloOpcode::CountLeadingZeros) r = r - ci(32 - bits);
+      return narrow == dsl::S8 ? wrapToS8(r) : r.astype(narrow);
     } catch (const dsl::Error& e) {
       g.fail(inst, fmt::format("the kernel DSL rejects it: {}", e.what()));
     }
@@ -160,7 +172,7 @@ Array emitOnWords(const ComputeGraph& g, const HloInstruction& inst,
   };
   const bool uns = isUnsigned(*inst.operand(0));
   auto needInt = [&] {
-    if (at != dsl::S32) g.fail(inst, "bit operations need 32-bit integers (s32 or u32)");
+    if (at != dsl::S32) g.fail(inst, "bit operations need integers");
   };
   auto unary = [&](Array (*f)(const Array&)) {
     needFloat();
@@ -341,7 +353,16 @@ Array emitOnWords(const ComputeGraph& g, const HloInstruction& inst,
         if (at == t) return a;  // also s32 <-> u32: the same bits
         // Integer narrowing wraps (XLA); float -> s8 saturates to the s8
         // range (f32 -> s32 -> s8, both converts saturate), as XLA defines it.
-        if (at == dsl::S32 && t == dsl::S8) return wrapToS8(a);
+        if (isInt(at) && t == dsl::S8) return wrapToS8(at == dsl::S32 ? a : a.astype(dsl::S32));
+        if (isFloat(at) && isNarrowInt(t) && t != dsl::S8) {
+          // Saturate to the narrow range (f32 -> s32 saturates, NaN -> 0), then take its bits.
+          const int bits = bitsOf(t);
+          const bool isSigned = t == dsl::S16;
+          Array w = inF32(a).astype(dsl::S32);
+          w = dsl::minimum(dsl::maximum(w, ci(isSigned ? -(1 << (bits - 1)) : 0)),
+                           ci(isSigned ? (1 << (bits - 1)) - 1 : (1 << bits) - 1));
+          return w.astype(t);
+        }
         return a.astype(t);
       }
       default:

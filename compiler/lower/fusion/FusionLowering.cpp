@@ -63,12 +63,14 @@ void reject64BitArithmetic(const detail::ComputeGraph& g, const HloInstruction& 
     for (const HloInstruction* op : i.operands())
       if (op->shape().isArray() && is64BitInteger(op->shape().type)) t = op->shape().type;
     if (t == hlo::PrimitiveType::Invalid) return;
-    g.fail(i, fmt::format("{} on {} is not lowered: int64-to-pairs emulates 64-bit add, "
-                          "subtract, multiply, negate, abs, sign, bitwise ops, shifts, compares, "
-                          "min / max, select, broadcast, reshape, iota, reductions by add / max / "
-                          "min (up to 65537 elements per sum) and converts with 32-bit words, not "
-                          "this op",
-                          hlo::opcodeName(i.opcode()), hlo::primitiveTypeName(t)));
+    g.fail(i, fmt::format(
+                  "{} on {} is not lowered: int64-to-pairs emulates 64-bit add, "
+                  "subtract, multiply, divide, remainder, power, negate, abs, sign, popcnt, "
+                  "count-leading-zeros, bitwise ops, shifts, compares, "
+                  "min / max, select, broadcast, reshape, iota, dot, reductions by add / max / "
+                  "min (up to 16843009 elements per sum) and converts with 32-bit words, not "
+                  "this op",
+                  hlo::opcodeName(i.opcode()), hlo::primitiveTypeName(t)));
   };
   if (inst.opcode() != HloOpcode::Fusion) return check(inst);
   if (const hlo::HloComputation* body = inst.calledComputation("calls"))

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,10 @@ class Region {
   bool sawStop_ = false;
   Embedding stopEmb_;
   std::map<std::pair<const HloInstruction*, Embedding>, dsl::Array> memo_;
+  // (value, embedding) pairs analyze has walked: a shared value is walked once
+  // (a long chain of word arithmetic reuses its values, so walking it as a
+  // tree would take exponential time).
+  std::set<std::pair<const HloInstruction*, Embedding>> analyzed_;
   int leadAxis_ = -1;
   std::optional<dsl::Scalar> leadIndex_;  // set while tracing the lead loop
   // `ref` with every leading axis fixed (the lead loop's index, or 0).

@@ -27,6 +27,12 @@ dsl::DType dslType(const ComputeGraph& g, const HloInstruction& at, hlo::Primiti
       return dsl::S32;
     case hlo::PrimitiveType::S8:
       return dsl::S8;
+    case hlo::PrimitiveType::S16:
+      return dsl::S16;
+    case hlo::PrimitiveType::U16:
+      return dsl::U16;
+    case hlo::PrimitiveType::U8:
+      return dsl::U8;
     case hlo::PrimitiveType::Pred:
       return dsl::BOOL;
     case hlo::PrimitiveType::F16:
@@ -41,7 +47,7 @@ dsl::DType dslType(const ComputeGraph& g, const HloInstruction& at, hlo::Primiti
              "before the computation)");
     default:
       g.fail(at, fmt::format("element type {} is not supported inside a kernel (f32, bf16, f16, "
-                             "s32, u32, s8 and pred are)",
+                             "s32, u32, s16, u16, s8, u8 and pred are)",
                              hlo::primitiveTypeName(t)));
   }
 }
@@ -132,6 +138,7 @@ void Region::analyze(const HloInstruction* inst, const Embedding& emb, const Hlo
     stopEmb_ = e;
     return;
   }
+  if (!analyzed_.insert({inst, emb}).second) return;
   const ComputeGraph& g = *g_;
   if (!inst->shape().isArray()) g.fail(*inst, "the value is not an array (tuples are not lowered)");
   dslType(g, *inst, inst->shape().type);

@@ -406,6 +406,21 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
     } else if (opc == HloOpcode::CustomCall) {
       throw CannotLower::of(*inst, fmt::format("custom-call target \"{}\" names no library kernel",
                                                inst->attrs().customCallTarget.value_or("")));
+    } else if (opc == HloOpcode::Sort) {
+      const int64_t n = inst->dimensions().size() == 1 && inst->operandCount() > 0
+                            ? inst->operand(0)->shape().dims.at(size_t(inst->dimensions()[0]))
+                            : -1;
+      throw CannotLower::of(
+          *inst, fmt::format("sort-expander sorts up to 1024 elements along the dimension "
+                             "(this sort has {}) with a comparator compare(parameter 2k, "
+                             "parameter 2k+1), direction LT or GT, on non-pred, non-f64 keys",
+                             n));
+    } else if (opc == HloOpcode::RngBitGenerator) {
+      throw CannotLower::of(
+          *inst,
+          "rng-bit-generator-expander expands Philox (rng_default, rng_philox) into "
+          "u32, s32, u64 or s64 values from a u64[2] or u64[3] state; ThreeFry and "
+          "other value types are not lowered");
     } else {
       throw CannotLower::of(
           *inst, fmt::format("the back end has no lowering for {}", hlo::opcodeName(opc)));

@@ -44,7 +44,8 @@ static cl::opt<std::string> Passes(
     cl::desc("Passes to run before lowering, comma-separated "
              "(default: "
              "spmd-collectives,inline,dot-scale-to-output,dot-precision-split,"
-             "dot-canonicalize,int64-to-pairs,algsimp,constant-folding,"
+             "dot-canonicalize,rng-bit-generator-expander,sort-expander,int64-to-pairs,algsimp,"
+             "constant-folding,"
              "cse,dce,fusion,multi-output-fusion,dce)"),
     cl::value_desc("p1,p2,..."), cl::cat(Cat));
 static cl::opt<std::string> DumpDir("dump-after-all",

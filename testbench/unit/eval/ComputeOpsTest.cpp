@@ -168,13 +168,14 @@ TEST_CASE("unsupported ops and custom-calls are clear errors", "[eval][errors]")
         return tpusim::hlo::eval::binary(tpusim::hlo::eval::BinaryOp::Add, *ops[0], *ops[0]);
       });
   CHECK(values(run(cc, {x})) == V{2, 4});
-  auto m = parse(R"(ENTRY e { s = u64[2] parameter(0)
-      ROOT r = (u64[2], u32[4]) rng-bit-generator(s), algorithm=rng_default })");
-  CHECK(tpusim::hlo::eval::unsupportedInstructions(*m) ==
-        std::vector<std::string>{"%r (rng-bit-generator)"});
+  // rng (stateful, back-end defined) stays unsupported; rng-bit-generator is Philox
+  // (RngBitGeneratorTest.cpp).
+  auto m = parse(R"(ENTRY e { a = f32[] parameter(0) b = f32[] parameter(1)
+      ROOT r = f32[4] rng(a, b), distribution=rng_uniform })");
+  CHECK(tpusim::hlo::eval::unsupportedInstructions(*m) == std::vector<std::string>{"%r (rng)"});
   CHECK_THROWS_WITH(
-      tpusim::hlo::eval::evaluate(*m, {lit(ElemType::U64, {2}, {1, 2})}),
-      Catch::Contains("%r (rng-bit-generator) at test.hlo:2") && Catch::Contains("not supported"));
+      tpusim::hlo::eval::evaluate(*m, {lit(ElemType::F32, {}, {0}), lit(ElemType::F32, {}, {1})}),
+      Catch::Contains("%r (rng) at test.hlo:2") && Catch::Contains("not supported"));
   // Wrong argument shape.
   CHECK_THROWS_WITH(run(cc, {lit(ElemType::F32, {3}, {1, 2, 3})}),
                     Catch::Contains("argument 0 is f32[3]"));

@@ -21,11 +21,13 @@ INT_UNARY = ["negate", "abs", "sign", "not", "popcnt", "count-leading-zeros"]
 INT_BINARY = ["add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum",
               "and", "or", "xor", "shift-left", "shift-right-logical",
               "shift-right-arithmetic"]
-# 64-bit integers (int64-to-pairs): no division, power, popcnt or clz.
-WIDE_UNARY = ["negate", "abs", "sign", "not"]
-WIDE_BINARY = [op for op in INT_BINARY if op not in ("divide", "remainder")]
-SPREAD = {"s8": 37, "s32": 268435457, "u32": 268435457,  # 0x10000001
+# 64-bit integers (int64-to-pairs): every integer op (power in op-s64-divide.hlo).
+WIDE_UNARY = INT_UNARY
+WIDE_BINARY = INT_BINARY
+SPREAD = {"s8": 37, "u8": 37, "s16": 4097, "u16": 4097,  # 0x1001
+          "s32": 268435457, "u32": 268435457,  # 0x10000001
           "s64": 1152921508901814273, "u64": 1152921508901814273}  # 0x1000000010000001
+NARROW = ("s8", "u8", "s16", "u16")
 DIRECTIONS = ["EQ", "NE", "LT", "LE", "GT", "GE"]
 
 
@@ -54,6 +56,8 @@ def module(t):
             rhs = "p1" if op.startswith("shift") else "b"
             add(f"b_{op.replace('-', '_')}", f"{ty} {op}(a, {rhs})", f"{op} {t}")
         if wide:
+            add("b_divide_big", f"{ty} divide(a, kb)", f"divide {t} (by the spread)")
+            add("b_remainder_big", f"{ty} remainder(a, kb)", f"remainder {t} (by the spread)")
             # Shift amounts around the word boundary: p1 + 30 covers 22..45 (s64) or 30..45.
             lines.append(f"  k30 = {t}[] constant(30)")
             lines.append(f"  k30b = {ty} broadcast(k30), dimensions={{}}")
@@ -71,7 +75,7 @@ def module(t):
         add("cv_f32", f"f32{SHAPE} convert(a)", f"convert {t} -> f32")
         add("cv_f16", f"f16{SHAPE} convert(p0)", f"convert {t} -> f16")
         add("cv_bf16", f"bf16{SHAPE} convert(a)", f"convert {t} -> bf16")
-        for other in ("s32", "u32", "s64", "u64"):
+        for other in ("s32", "u32", "s64", "u64") + NARROW:
             if other != t:
                 add(f"cv_{other}", f"{other}{SHAPE} convert(a)", f"convert {t} -> {other}")
         lines.append(f"  f = f32{SHAPE} convert(a)")
@@ -91,7 +95,7 @@ def module(t):
         for d in DIRECTIONS:
             add(f"c_{d.lower()}", f"pred{SHAPE} compare(p0, p1), direction={d}", f"compare {d} {t}")
         add("u_is_finite", f"pred{SHAPE} is-finite(p0)", f"is-finite {t}")
-        for to in ("f32", "bf16", "f16", "s32", "u32", "s64", "u64"):
+        for to in ("f32", "bf16", "f16", "s32", "u32", "s64", "u64") + NARROW:
             if to != t:
                 add(f"cv_{to}", f"{to}{SHAPE} convert(p0)", f"convert {t} -> {to}")
         if t == "f32":
@@ -101,6 +105,9 @@ def module(t):
                 lines.append(f"  sb_{name} = {ty} broadcast(s_{name}), dimensions={{}}")
                 lines.append(f"  x_{name} = {ty} multiply(p0, sb_{name})")
                 add(f"cv_f16_{name}", f"f16{SHAPE} convert(x_{name})", f"convert f32 -> f16 ({name})")
+            # f32 -> narrow integers saturate to their range.
+            for to in NARROW:
+                add(f"cv_{to}_big", f"{to}{SHAPE} convert(x_big)", f"convert f32 -> {to} (big)")
     types = ", ".join(text.split(" ")[0] for text in
                       [l.split(" = ", 1)[1] for l in lines if l.split(" = ")[0].strip() in
                        {n for n, _ in outs}])
@@ -111,7 +118,7 @@ def module(t):
 
 def main():
     outdir = sys.argv[1]
-    for t in ("f32", "bf16", "f16", "s8", "s32", "u32", "s64", "u64"):
+    for t in ("f32", "bf16", "f16", "s8", "u8", "s16", "u16", "s32", "u32", "s64", "u64"):
         text, outs = module(t)
         with open(os.path.join(outdir, f"{t}.hlo"), "w") as f:
             f.write(text)
