@@ -48,11 +48,13 @@ bool rewriteEntryComputationLayout(hlo::HloModule& module) {
 bool rewriteEach(hlo::HloModule& module, hlo::HloOpcode op,
                  const std::function<bool(hlo::HloComputation*, hlo::HloInstruction*)>& rewrite) {
   bool changed = false;
-  for (const auto& comp : module.computations()) {
+  std::vector<hlo::HloComputation*> comps;
+  for (const auto& comp : module.computations()) comps.push_back(comp.get());
+  for (hlo::HloComputation* comp : comps) {
     std::vector<hlo::HloInstruction*> matches;
     for (const auto& inst : comp->instructions())
       if (inst->opcode() == op) matches.push_back(inst.get());
-    for (hlo::HloInstruction* inst : matches) changed |= rewrite(comp.get(), inst);
+    for (hlo::HloInstruction* inst : matches) changed |= rewrite(comp, inst);
   }
   return changed;
 }

@@ -18,8 +18,9 @@ hlo::HloInstruction* addNew(hlo::HloComputation* comp, hlo::HloOpcode op, const 
                             hlo::Shape shape, std::vector<hlo::HloInstruction*> operands);
 
 // Calls `rewrite(comp, inst)` on every instruction with opcode `op` in every computation of
-// `module`, collected before the first call so a rewrite may add and remove instructions;
-// true if any call returned true.
+// `module`. The computations and each one's matches are collected before the calls, so a
+// rewrite may add instructions and computations and remove what it replaced. True if any
+// call returned true.
 bool rewriteEach(hlo::HloModule& module, hlo::HloOpcode op,
                  const std::function<bool(hlo::HloComputation*, hlo::HloInstruction*)>& rewrite);
 

@@ -259,21 +259,13 @@ class RngBitGeneratorExpanderPass : public HloPass {
  public:
   std::string_view name() const override { return "rng-bit-generator-expander"; }
 
+  // Expanding adds the rounds' fused computations to the module: rewriteEach snapshots them.
   bool run(hlo::HloModule& module) override {
-    bool changed = false;
-    // A snapshot: expanding adds the rounds' fused computations to the module.
-    std::vector<HloComputation*> comps;
-    for (const auto& comp : module.computations()) comps.push_back(comp.get());
-    for (HloComputation* comp : comps) {
-      std::vector<HloInstruction*> rngs;
-      for (const auto& inst : comp->instructions())
-        if (inst->opcode() == HloOpcode::RngBitGenerator) rngs.push_back(inst.get());
-      for (HloInstruction* rng : rngs) {
-        std::string why;
-        changed |= expand(comp, rng, &why);
-      }
-    }
-    return changed;
+    return rewriteEach(module, HloOpcode::RngBitGenerator,
+                       [](HloComputation* comp, HloInstruction* rng) {
+                         std::string why;
+                         return expand(comp, rng, &why);
+                       });
   }
 };
 

@@ -250,16 +250,7 @@ class SortExpanderPass : public HloPass {
  public:
   std::string_view name() const override { return "sort-expander"; }
 
-  bool run(hlo::HloModule& module) override {
-    bool changed = false;
-    for (const auto& comp : module.computations()) {
-      std::vector<HloInstruction*> sorts;
-      for (const auto& inst : comp->instructions())
-        if (inst->opcode() == HloOpcode::Sort) sorts.push_back(inst.get());
-      for (HloInstruction* s : sorts) changed |= expand(comp.get(), s);
-    }
-    return changed;
-  }
+  bool run(hlo::HloModule& module) override { return rewriteEach(module, HloOpcode::Sort, expand); }
 };
 
 }  // namespace
