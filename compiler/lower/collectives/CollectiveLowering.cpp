@@ -24,14 +24,6 @@ namespace {
 constexpr int kId = 2, kPeer = 3, kTmp = 4, kCount = 5, kZero = 6, kAddr = 7, kVal = 8;
 constexpr int kQueue = 0, kLocalFlag = 0;
 
-Instruction make(Opcode op, std::initializer_list<int64_t> operands) {
-  Instruction in;
-  in.op = op;
-  size_t i = 0;
-  for (int64_t v : operands) in.operands[i++] = v;
-  return in;
-}
-
 struct Flags {
   int barrier, arrived, sent, ready, firstStream;
 };
@@ -43,23 +35,24 @@ Flags flagsOf(const SpmdLowering& spmd) {
 
 // reg = table[chip.id] (kId holds chip.id).
 void loadFromTable(ControlCode& code, int64_t tableWord, int reg) {
-  code.emit({make(Opcode::SLi, {kAddr, tableWord})});
-  code.emit({make(Opcode::SAdd, {kAddr, kAddr, kId})});
-  code.emit({make(Opcode::SLd, {reg, kAddr, 0})});
+  code.emit({makeInstruction(Opcode::SLi, {kAddr, tableWord})});
+  code.emit({makeInstruction(Opcode::SAdd, {kAddr, kAddr, kId})});
+  code.emit({makeInstruction(Opcode::SLd, {reg, kAddr, 0})});
 }
 
 // Every chip signals every other chip's barrier flag, then waits for n - 1.
 void barrier(ControlCode& code, const SpmdLowering& spmd) {
   const Flags f = flagsOf(spmd);
-  code.emit({make(Opcode::SLi, {kCount, spmd.devices}), make(Opcode::SLi, {kZero, 0})});
-  code.emit({make(Opcode::SAddI, {kPeer, kId, 0})});
+  code.emit({makeInstruction(Opcode::SLi, {kCount, spmd.devices}),
+             makeInstruction(Opcode::SLi, {kZero, 0})});
+  code.emit({makeInstruction(Opcode::SAddI, {kPeer, kId, 0})});
   for (int64_t k = 1; k < spmd.devices; ++k) {
-    code.emit({make(Opcode::SAddI, {kPeer, kPeer, 1})});
-    code.emit({make(Opcode::SCmpEq, {kTmp, kPeer, kCount})});
-    code.emit({make(Opcode::SSel, {kPeer, kTmp, kZero, kPeer})});
-    code.emit({make(Opcode::SyncRemote, {kPeer, f.barrier, 1})});
+    code.emit({makeInstruction(Opcode::SAddI, {kPeer, kPeer, 1})});
+    code.emit({makeInstruction(Opcode::SCmpEq, {kTmp, kPeer, kCount})});
+    code.emit({makeInstruction(Opcode::SSel, {kPeer, kTmp, kZero, kPeer})});
+    code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, f.barrier, 1})});
   }
-  code.emit({make(Opcode::SyncWait, {f.barrier, spmd.devices - 1})});
+  code.emit({makeInstruction(Opcode::SyncWait, {f.barrier, spmd.devices - 1})});
 }
 
 void lowerDeviceId(ControlCode& code, uint64_t result) {
@@ -72,23 +65,28 @@ void lowerDeviceId(ControlCode& code, uint64_t result) {
   d.dstAddr = result;
   d.innerBytes = 4;
   int64_t desc = code.descriptorWords({d}, "DMA descriptor of the device id");
-  code.emit({make(Opcode::ChipId, {kId}), make(Opcode::SLi, {kAddr, word})});
-  code.emit({make(Opcode::SSt, {kId, kAddr, 0})});
-  code.emit({make(Opcode::SLi, {kAddr, desc})});
-  code.emit({make(Opcode::Dma, {kAddr, kLocalFlag, kQueue})});
-  code.emit({make(Opcode::SyncWait, {kLocalFlag, 1})});
+  code.emit({makeInstruction(Opcode::ChipId, {kId}), makeInstruction(Opcode::SLi, {kAddr, word})});
+  code.emit({makeInstruction(Opcode::SSt, {kId, kAddr, 0})});
+  code.emit({makeInstruction(Opcode::SLi, {kAddr, desc})});
+  code.emit({makeInstruction(Opcode::Dma, {kAddr, kLocalFlag, kQueue})});
+  code.emit({makeInstruction(Opcode::SyncWait, {kLocalFlag, 1})});
+}
+
+// The permute's (source, target) pairs; a malformed list is the op's lowering error.
+std::vector<std::pair<int64_t, int64_t>> sourceTargetPairs(const HloInstruction& inst,
+                                                           const SpmdLowering& spmd) {
+  try {
+    return permutePairs(inst, spmd.devices);
+  } catch (const std::invalid_argument& e) {
+    throw CannotLower::of(inst, e.what());
+  }
 }
 
 // The barrier, then the sends (no wait); zeros where no pair targets this
 // device. Returns the pending waits.
 SpmdLowering::Pending startPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand,
                                    uint64_t result, const SpmdLowering& spmd) {
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  try {
-    pairs = permutePairs(inst, spmd.devices);
-  } catch (const std::invalid_argument& e) {
-    throw CannotLower::of(inst, e.what());
-  }
+  std::vector<std::pair<int64_t, int64_t>> pairs = sourceTargetPairs(inst, spmd);
   const uint64_t bytes = uint64_t(shapeBytes(inst.shape()));
   const Flags f = flagsOf(spmd);
   std::vector<uint32_t> target(size_t(spmd.devices), 0xFFFFFFFFu);
@@ -103,7 +101,7 @@ SpmdLowering::Pending startPermute(ControlCode& code, const HloInstruction& inst
   p.targetWord = code.smemWords(target, "permute targets of %" + inst.name());
   p.sourceWord = code.smemWords(hasSource, "permute sources of %" + inst.name());
   p.descriptors = int64_t(descs.size());
-  code.emit({make(Opcode::ChipId, {kId})});
+  code.emit({makeInstruction(Opcode::ChipId, {kId})});
   barrier(code, spmd);
   // Zeros, when no pair targets this device.
   loadFromTable(code, p.sourceWord, kVal);
@@ -112,12 +110,13 @@ SpmdLowering::Pending startPermute(ControlCode& code, const HloInstruction& inst
   code.patch(hasData, code.label());
   // Send, unless this device is no source.
   loadFromTable(code, p.targetWord, kPeer);
-  code.emit({make(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
-  code.emit({make(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
+  code.emit({makeInstruction(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
+  code.emit({makeInstruction(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
   uint32_t skipSend = code.branchIfNonZero(kTmp);
   for (size_t i = 0; i < descs.size(); ++i) {
-    code.emit({make(Opcode::SLi, {kAddr, descWord + int64_t(i) * isa::kDmaDescriptorWords})});
-    code.emit({make(Opcode::DmaRemote, {kAddr, kPeer, f.sent, f.arrived, kQueue})});
+    code.emit(
+        {makeInstruction(Opcode::SLi, {kAddr, descWord + int64_t(i) * isa::kDmaDescriptorWords})});
+    code.emit({makeInstruction(Opcode::DmaRemote, {kAddr, kPeer, f.sent, f.arrived, kQueue})});
   }
   code.patch(skipSend, code.label());
   return p;
@@ -126,16 +125,16 @@ SpmdLowering::Pending startPermute(ControlCode& code, const HloInstruction& inst
 // The sends have left and the data has arrived.
 void finishPermute(ControlCode& code, const SpmdLowering::Pending& p, const SpmdLowering& spmd) {
   const Flags f = flagsOf(spmd);
-  code.emit({make(Opcode::ChipId, {kId})});
+  code.emit({makeInstruction(Opcode::ChipId, {kId})});
   loadFromTable(code, p.targetWord, kPeer);
-  code.emit({make(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
-  code.emit({make(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
+  code.emit({makeInstruction(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
+  code.emit({makeInstruction(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
   uint32_t skipSent = code.branchIfNonZero(kTmp);
-  code.emit({make(Opcode::SyncWait, {f.sent, p.descriptors})});
+  code.emit({makeInstruction(Opcode::SyncWait, {f.sent, p.descriptors})});
   code.patch(skipSent, code.label());
   loadFromTable(code, p.sourceWord, kVal);
   uint32_t skipArrived = code.branchIfZero(kVal);
-  code.emit({make(Opcode::SyncWait, {f.arrived, p.descriptors})});
+  code.emit({makeInstruction(Opcode::SyncWait, {f.arrived, p.descriptors})});
   code.patch(skipArrived, code.label());
 }
 
@@ -146,12 +145,7 @@ void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operan
 
 void lowerRingPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand,
                       uint64_t result, const SpmdLowering& spmd) {
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  try {
-    pairs = permutePairs(inst, spmd.devices);
-  } catch (const std::invalid_argument& e) {
-    throw CannotLower::of(inst, e.what());
-  }
+  std::vector<std::pair<int64_t, int64_t>> pairs = sourceTargetPairs(inst, spmd);
   std::vector<uint32_t> target(size_t(spmd.devices), 0xFFFFFFFFu), source = target;
   for (auto [s, t] : pairs) {
     target[size_t(s)] = uint32_t(t);
@@ -172,20 +166,21 @@ void lowerRingPermute(ControlCode& code, const HloInstruction& inst, uint64_t op
   int64_t descWord = code.descriptorWords(descs, "ring permute descriptors of %" + inst.name());
   int64_t targetWord = code.smemWords(target, "ring permute targets of %" + inst.name());
   int64_t sourceWord = code.smemWords(source, "ring permute sources of %" + inst.name());
-  code.emit({make(Opcode::ChipId, {kId})});
+  code.emit({makeInstruction(Opcode::ChipId, {kId})});
   // Ready: the two devices that send to this one (its source and its target).
   loadFromTable(code, sourceWord, kPeer);
-  code.emit({make(Opcode::SyncRemote, {kPeer, f.ready, 1})});
+  code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, f.ready, 1})});
   loadFromTable(code, targetWord, kVal);
-  code.emit({make(Opcode::SyncRemote, {kVal, f.ready, 1})});
-  code.emit({make(Opcode::SyncWait, {f.ready, 2})});
+  code.emit({makeInstruction(Opcode::SyncRemote, {kVal, f.ready, 1})});
+  code.emit({makeInstruction(Opcode::SyncWait, {f.ready, 2})});
   for (size_t i = 0; i < descs.size(); ++i) {
-    code.emit({make(Opcode::SLi, {kAddr, descWord + int64_t(i) * isa::kDmaDescriptorWords})});
     code.emit(
-        {make(Opcode::DmaRemote, {kAddr, i < perRow ? kVal : kPeer, f.sent, f.arrived, kQueue})});
+        {makeInstruction(Opcode::SLi, {kAddr, descWord + int64_t(i) * isa::kDmaDescriptorWords})});
+    code.emit({makeInstruction(Opcode::DmaRemote,
+                               {kAddr, i < perRow ? kVal : kPeer, f.sent, f.arrived, kQueue})});
   }
-  code.emit({make(Opcode::SyncWait, {f.sent, int64_t(descs.size())})});
-  code.emit({make(Opcode::SyncWait, {f.arrived, int64_t(descs.size())})});
+  code.emit({makeInstruction(Opcode::SyncWait, {f.sent, int64_t(descs.size())})});
+  code.emit({makeInstruction(Opcode::SyncWait, {f.arrived, int64_t(descs.size())})});
 }
 
 void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t operand,
@@ -238,26 +233,28 @@ void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t oper
   for (int64_t k = 1; k < n; ++k)
     peerWords[size_t(k)] = code.smemWords(peer[size_t(k)], "all-gather peers of %" + inst.name());
 
-  code.emit({make(Opcode::ChipId, {kId})});
+  code.emit({makeInstruction(Opcode::ChipId, {kId})});
   barrier(code, spmd);
   loadFromTable(code, slotWord, kVal);
   for (int64_t k = 1; k < n; ++k) {
     loadFromTable(code, peerWords[size_t(k)], kPeer);
     for (size_t i = 0; i < perSlot; ++i) {
-      code.emit({make(Opcode::SAddI, {kAddr, kVal, int64_t(i * isa::kDmaDescriptorWords)})});
-      code.emit({make(Opcode::DmaRemote, {kAddr, kPeer, f.sent, f.arrived, kQueue})});
+      code.emit(
+          {makeInstruction(Opcode::SAddI, {kAddr, kVal, int64_t(i * isa::kDmaDescriptorWords)})});
+      code.emit({makeInstruction(Opcode::DmaRemote, {kAddr, kPeer, f.sent, f.arrived, kQueue})});
     }
   }
   for (size_t i = 0; i < perSlot; ++i) {
-    code.emit({make(Opcode::SAddI, {kAddr, kVal, int64_t(i * isa::kDmaDescriptorWords)})});
-    code.emit({make(Opcode::Dma, {kAddr, kLocalFlag, kQueue})});
+    code.emit(
+        {makeInstruction(Opcode::SAddI, {kAddr, kVal, int64_t(i * isa::kDmaDescriptorWords)})});
+    code.emit({makeInstruction(Opcode::Dma, {kAddr, kLocalFlag, kQueue})});
   }
   int64_t remote = (n - 1) * int64_t(perSlot);
   if (remote > 0) {
-    code.emit({make(Opcode::SyncWait, {f.sent, remote})});
-    code.emit({make(Opcode::SyncWait, {f.arrived, remote})});
+    code.emit({makeInstruction(Opcode::SyncWait, {f.sent, remote})});
+    code.emit({makeInstruction(Opcode::SyncWait, {f.arrived, remote})});
   }
-  code.emit({make(Opcode::SyncWait, {kLocalFlag, int64_t(perSlot)})});
+  code.emit({makeInstruction(Opcode::SyncWait, {kLocalFlag, int64_t(perSlot)})});
 }
 
 }  // namespace

@@ -18,14 +18,6 @@ constexpr int kId = 2, kPeer = 3, kTmp = 4, kAddr = 7, kVal = 8, kSrc = 9;
 constexpr int kQueue = 0;
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 
-Instruction make(Opcode op, std::initializer_list<int64_t> operands) {
-  Instruction in;
-  in.op = op;
-  size_t i = 0;
-  for (int64_t v : operands) in.operands[i++] = v;
-  return in;
-}
-
 int64_t deviceAt(const std::vector<int>& coords, const std::vector<int>& dims) {
   int64_t id = 0;
   for (size_t k = 0; k < dims.size(); ++k) id = id * dims[k] + coords[k];
@@ -176,15 +168,15 @@ class Tables {
   // reg = values[chip.id]; an immediate when every device has the same value.
   void load(const std::vector<uint32_t>& values, int reg, const std::string& what) {
     if (std::all_of(values.begin(), values.end(), [&](uint32_t v) { return v == values[0]; })) {
-      code_.emit({make(Opcode::SLi, {reg, int64_t(values[0])})});
+      code_.emit({makeInstruction(Opcode::SLi, {reg, int64_t(values[0])})});
       return;
     }
     auto it = words_.find(values);
     int64_t word =
         it != words_.end() ? it->second : (words_[values] = code_.smemWords(values, what));
-    code_.emit({make(Opcode::SLi, {kAddr, word})});
-    code_.emit({make(Opcode::SAdd, {kAddr, kAddr, kId})});
-    code_.emit({make(Opcode::SLd, {reg, kAddr, 0})});
+    code_.emit({makeInstruction(Opcode::SLi, {kAddr, word})});
+    code_.emit({makeInstruction(Opcode::SAdd, {kAddr, kAddr, kId})});
+    code_.emit({makeInstruction(Opcode::SLd, {reg, kAddr, 0})});
   }
 
  private:
@@ -207,8 +199,8 @@ void forDevicesWith(ControlCode& code, Tables& tables, const std::vector<uint32_
   bool some = std::any_of(values.begin(), values.end(), [](uint32_t v) { return v == kNone; });
   uint32_t skip = 0;
   if (some) {
-    code.emit({make(Opcode::SLi, {kTmp, int64_t(kNone)})});
-    code.emit({make(Opcode::SCmpEq, {kTmp, reg, kTmp})});
+    code.emit({makeInstruction(Opcode::SLi, {kTmp, int64_t(kNone)})});
+    code.emit({makeInstruction(Opcode::SCmpEq, {kTmp, reg, kTmp})});
     skip = code.branchIfNonZero(kTmp);
   }
   body();
@@ -266,7 +258,7 @@ void emitGridAllGather(ControlCode& code, const GridGather& g, const target::Chi
   Tables tables(code);
   const std::vector<Stream>& streams = plan.streams();
   const int64_t devices = plan.devices();
-  code.emit({make(Opcode::ChipId, {kId})});
+  code.emit({makeInstruction(Opcode::ChipId, {kId})});
 
   // This chip's own chunk into its slot (a local DMA, waited for at the end).
   {
@@ -280,9 +272,9 @@ void emitGridAllGather(ControlCode& code, const GridGather& g, const target::Chi
     for (int64_t dev = 0; dev < devices; ++dev)
       slot.push_back(uint32_t(g.result + uint64_t(plan.slotOf(dev)) * g.chunk));
     tables.load(slot, kVal, "all-gather: own slot");
-    code.emit({make(Opcode::SLi, {kAddr, word})});
-    code.emit({make(Opcode::SSt, {kVal, kAddr, 3})});
-    code.emit({make(Opcode::Dma, {kAddr, flags.local, kQueue})});
+    code.emit({makeInstruction(Opcode::SLi, {kAddr, word})});
+    code.emit({makeInstruction(Opcode::SSt, {kVal, kAddr, 3})});
+    code.emit({makeInstruction(Opcode::Dma, {kAddr, flags.local, kQueue})});
   }
 
   // Neighbour tables per (dimension, direction).
@@ -296,11 +288,11 @@ void emitGridAllGather(ControlCode& code, const GridGather& g, const target::Chi
   // Ready: tell each neighbour (it sends into this chip's result), wait for each.
   for (auto& [key, p] : peers)
     forDevicesWith(code, tables, p, kPeer, "all-gather neighbours", [&] {
-      code.emit({make(Opcode::SyncRemote, {kPeer, flags.ready, 1})});
+      code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, flags.ready, 1})});
     });
   for (auto& [key, p] : peers)
     forDevicesWith(code, tables, p, kPeer, "all-gather neighbours", [&] {
-      code.emit({make(Opcode::SyncWait, {flags.ready, 1})});
+      code.emit({makeInstruction(Opcode::SyncWait, {flags.ready, 1})});
     });
 
   // The actions (stream, step) in the order of their estimated start, the
@@ -326,7 +318,7 @@ void emitGridAllGather(ControlCode& code, const GridGather& g, const target::Chi
     const Stream& s = streams[size_t(i)];
     const int flag = flags.firstStream - i;
     if (s.phase > 0 && !ownChunkCopied) {  // later blocks hold this chip's chunk
-      code.emit({make(Opcode::SyncWait, {flags.local, 1})});
+      code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
       ownChunkCopied = true;
     }
     if (k >= 1) {
@@ -334,28 +326,28 @@ void emitGridAllGather(ControlCode& code, const GridGather& g, const target::Chi
       for (int64_t dev = 0; dev < devices; ++dev)
         wait.push_back(k <= plan.arrivals(s, dev) ? 1u : kNone);
       forDevicesWith(code, tables, wait, kVal, "all-gather arrivals", [&] {
-        code.emit({make(Opcode::SyncWait, {flag, 1})});
+        code.emit({makeInstruction(Opcode::SyncWait, {flag, 1})});
       });
     }
     forDevicesWith(code, tables, sendTable(s, k), kVal, "all-gather blocks", [&] {
       if (s.phase == 0 && k == 0)  // this chip's chunk: straight from the operand
-        code.emit({make(Opcode::SLi, {kSrc, int64_t(g.operand + s.offset)})});
+        code.emit({makeInstruction(Opcode::SLi, {kSrc, int64_t(g.operand + s.offset)})});
       else
-        code.emit({make(Opcode::SAddI, {kSrc, kVal, 0})});
+        code.emit({makeInstruction(Opcode::SAddI, {kSrc, kVal, 0})});
       tables.load(peers.at({s.dim, s.dir}), kPeer, "all-gather neighbours");
-      code.emit({make(Opcode::SLi, {kAddr, descWord[size_t(i)]})});
-      code.emit({make(Opcode::SSt, {kVal, kAddr, 3})});
-      code.emit({make(Opcode::SSt, {kSrc, kAddr, 1})});
-      code.emit({make(Opcode::DmaRemote, {kAddr, kPeer, flags.sent, flag, kQueue})});
+      code.emit({makeInstruction(Opcode::SLi, {kAddr, descWord[size_t(i)]})});
+      code.emit({makeInstruction(Opcode::SSt, {kVal, kAddr, 3})});
+      code.emit({makeInstruction(Opcode::SSt, {kSrc, kAddr, 1})});
+      code.emit({makeInstruction(Opcode::DmaRemote, {kAddr, kPeer, flags.sent, flag, kQueue})});
     });
   }
   // Every send has left (one count per send, as many as this chip made).
   for (size_t i = 0; i < streams.size(); ++i)
     for (int64_t k = 0; k < plan.size(streams[i].dim); ++k)
       forDevicesWith(code, tables, sendTable(streams[i], k), kVal, "all-gather blocks", [&] {
-        code.emit({make(Opcode::SyncWait, {flags.sent, 1})});
+        code.emit({makeInstruction(Opcode::SyncWait, {flags.sent, 1})});
       });
-  if (!ownChunkCopied) code.emit({make(Opcode::SyncWait, {flags.local, 1})});
+  if (!ownChunkCopied) code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
 }
 
 }  // namespace tpusim::lower

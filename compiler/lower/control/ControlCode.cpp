@@ -25,14 +25,6 @@ constexpr int kQueue = 0;
 // their boundaries).
 constexpr int kAddrReg = 1;
 
-Instruction make(Opcode op, std::initializer_list<int64_t> operands) {
-  Instruction in;
-  in.op = op;
-  size_t i = 0;
-  for (int64_t v : operands) in.operands[i++] = v;
-  return in;
-}
-
 // A descriptor's 16 words as a little-endian SMEM data segment at `word`.
 isa::DataSegment descriptorSegment(const isa::DmaDescriptor& d, int64_t word) {
   std::array<uint32_t, isa::kDmaDescriptorWords> w = d.pack();
@@ -106,7 +98,7 @@ size_t ControlCode::openOp(const std::string& opName, const std::string& hloInst
   e.sourceLine = sourceLine;
   m_.program.debugMap.push_back(e);
   size_t index = m_.program.debugMap.size() - 1;
-  emit({make(Opcode::Mark, {int64_t(index)})});
+  emit({makeInstruction(Opcode::Mark, {int64_t(index)})});
   return index;
 }
 
@@ -170,10 +162,10 @@ void ControlCode::copyHbm(uint64_t src, uint64_t dst, uint64_t bytes, const std:
   int64_t word = descriptorWords(parts, "DMA descriptors of " + what);
   for (size_t i = 0; i < parts.size(); ++i) {
     int64_t at = word + int64_t(i) * isa::kDmaDescriptorWords;
-    emit({make(Opcode::SLi, {kAddrReg, at})});
-    emit({make(Opcode::Dma, {kAddrReg, kFlag, kQueue})});
+    emit({makeInstruction(Opcode::SLi, {kAddrReg, at})});
+    emit({makeInstruction(Opcode::Dma, {kAddrReg, kFlag, kQueue})});
   }
-  emit({make(Opcode::SyncWait, {kFlag, int64_t(parts.size())})});
+  emit({makeInstruction(Opcode::SyncWait, {kFlag, int64_t(parts.size())})});
 }
 
 void ControlCode::loadScalar(uint64_t src, int bytes, int reg, const std::string& what) {
@@ -194,10 +186,11 @@ void ControlCode::loadScalar(uint64_t src, int bytes, int reg, const std::string
   d.innerBytes = uint32_t(bytes);
   int64_t word = codegen::reserveSmem(m_, isa::kDmaDescriptorWords, "DMA descriptor of " + what);
   m_.program.data.push_back(descriptorSegment(d, word));
-  emit({make(Opcode::SLi, {kAddrReg, word})});
-  emit({make(Opcode::Dma, {kAddrReg, kFlag, kQueue})});
-  emit({make(Opcode::SyncWait, {kFlag, 1}), make(Opcode::SLi, {kAddrReg, scalarWord_})});
-  emit({make(Opcode::SLd, {reg, kAddrReg, 0})});
+  emit({makeInstruction(Opcode::SLi, {kAddrReg, word})});
+  emit({makeInstruction(Opcode::Dma, {kAddrReg, kFlag, kQueue})});
+  emit({makeInstruction(Opcode::SyncWait, {kFlag, 1}),
+        makeInstruction(Opcode::SLi, {kAddrReg, scalarWord_})});
+  emit({makeInstruction(Opcode::SLd, {reg, kAddrReg, 0})});
 }
 
 uint32_t ControlCode::emitBranch(Instruction branch) {
@@ -209,9 +202,13 @@ uint32_t ControlCode::emitBranch(Instruction branch) {
   return at;
 }
 
-uint32_t ControlCode::branchIfZero(int reg) { return emitBranch(make(Opcode::BrZ, {reg, 0})); }
-uint32_t ControlCode::branchIfNonZero(int reg) { return emitBranch(make(Opcode::BrNz, {reg, 0})); }
-uint32_t ControlCode::jump() { return emitBranch(make(Opcode::Jmp, {0})); }
+uint32_t ControlCode::branchIfZero(int reg) {
+  return emitBranch(makeInstruction(Opcode::BrZ, {reg, 0}));
+}
+uint32_t ControlCode::branchIfNonZero(int reg) {
+  return emitBranch(makeInstruction(Opcode::BrNz, {reg, 0}));
+}
+uint32_t ControlCode::jump() { return emitBranch(makeInstruction(Opcode::Jmp, {0})); }
 
 int64_t ControlCode::reserveWord(const std::string& what) {
   int64_t word = codegen::reserveSmem(m_, 1, what);
@@ -224,21 +221,22 @@ int64_t ControlCode::reserveWord(const std::string& what) {
 }
 
 void ControlCode::setWord(int64_t word, int64_t value, int scratch) {
-  emit({make(Opcode::SLi, {kAddrReg, word}), make(Opcode::SLi, {scratch, value})});
-  emit({make(Opcode::SSt, {scratch, kAddrReg, 0})});
+  emit({makeInstruction(Opcode::SLi, {kAddrReg, word}),
+        makeInstruction(Opcode::SLi, {scratch, value})});
+  emit({makeInstruction(Opcode::SSt, {scratch, kAddrReg, 0})});
 }
 
 uint32_t ControlCode::decrementAndBranchIfNonZero(int64_t word, int reg) {
-  emit({make(Opcode::SLi, {kAddrReg, word})});
-  emit({make(Opcode::SLd, {reg, kAddrReg, 0})});
-  emit({make(Opcode::SAddI, {reg, reg, -1})});
-  emit({make(Opcode::SSt, {reg, kAddrReg, 0})});
+  emit({makeInstruction(Opcode::SLi, {kAddrReg, word})});
+  emit({makeInstruction(Opcode::SLd, {reg, kAddrReg, 0})});
+  emit({makeInstruction(Opcode::SAddI, {reg, reg, -1})});
+  emit({makeInstruction(Opcode::SSt, {reg, kAddrReg, 0})});
   return branchIfNonZero(reg);
 }
 
 void ControlCode::compareEqualImm(int dst, int src, int64_t imm, int scratch) {
-  emit({make(Opcode::SLi, {scratch, imm})});
-  emit({make(Opcode::SCmpEq, {dst, src, scratch})});
+  emit({makeInstruction(Opcode::SLi, {scratch, imm})});
+  emit({makeInstruction(Opcode::SCmpEq, {dst, src, scratch})});
 }
 
 void ControlCode::patch(uint32_t branchBundle, uint32_t target) {
@@ -250,6 +248,14 @@ void ControlCode::patch(uint32_t branchBundle, uint32_t target) {
           in.operands[size_t(o)] = target;
       return;
     }
+}
+
+isa::Instruction makeInstruction(isa::Opcode op, std::initializer_list<int64_t> operands) {
+  isa::Instruction in;
+  in.op = op;
+  size_t i = 0;
+  for (int64_t v : operands) in.operands[i++] = v;
+  return in;
 }
 
 }  // namespace tpusim::lower

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@
 #include "kernels/codegen/TargetInfo.h"
 
 namespace tpusim::lower {
+
+// One instruction of hand-placed control code: `op` with its operands in order (registers,
+// flags, queues and immediates as the opcode's operand list says).
+isa::Instruction makeInstruction(isa::Opcode op, std::initializer_list<int64_t> operands);
 
 class ControlCode {
  public:
