@@ -88,6 +88,20 @@ bool isDotRhsTranspose(const HloInstruction& inst) {
   return true;
 }
 
+bool isMajorDimsTranspose(const HloInstruction& inst) {
+  if (inst.opcode() != HloOpcode::Transpose || inst.operandCount() != 1 ||
+      !inst.shape().isArray() || !inst.operand(0)->shape().isArray() || isUnitDimView(inst))
+    return false;
+  auto lastNonUnit = [](const hlo::Shape& s) {
+    int64_t last = -1;
+    for (int64_t j = 0; j < s.rank(); ++j)
+      if (s.dims[static_cast<size_t>(j)] != 1) last = j;
+    return last;
+  };
+  int64_t from = lastNonUnit(inst.operand(0)->shape()), to = lastNonUnit(inst.shape());
+  return from >= 0 && to >= 0 && inst.dimensions().at(static_cast<size_t>(to)) == from;
+}
+
 bool isOperandPrologueOp(const HloInstruction& inst) {
   switch (inst.opcode()) {
     case HloOpcode::Convert:
@@ -99,7 +113,7 @@ bool isOperandPrologueOp(const HloInstruction& inst) {
     case HloOpcode::Reshape:
       return isUnitDimView(inst);
     case HloOpcode::Transpose:
-      return isUnitDimView(inst) || isDotRhsTranspose(inst);
+      return isUnitDimView(inst) || isDotRhsTranspose(inst) || isMajorDimsTranspose(inst);
     default:
       return false;
   }
@@ -127,7 +141,8 @@ bool isLoopFusible(const HloInstruction& inst) {
 bool isFusibleProducer(const HloInstruction& inst) {
   if (inst.opcode() == HloOpcode::Constant)
     return inst.shape().isArray() && inst.shape().elementCount() <= 1;  // big ones stay in HBM
-  return isLoopFusible(inst) || isMatmulHero(inst) || isReduceHero(inst) || isDotRhsTranspose(inst);
+  return isLoopFusible(inst) || isMatmulHero(inst) || isReduceHero(inst) ||
+         isDotRhsTranspose(inst) || isMajorDimsTranspose(inst);
 }
 
 bool isFusibleConsumer(const HloInstruction& inst) {

@@ -45,6 +45,11 @@ bool isUnitDimView(const hlo::HloInstruction& inst);
 // A transpose whose every user is a dot reading it as the RHS, and whose
 // operand is [batch, free, contracting] for those dots (MXU transposed weights).
 bool isDotRhsTranspose(const hlo::HloInstruction& inst);
+// A transpose that moves only major dims: the minor-most non-unit dim stays
+// minor-most, so rows stay contiguous in memory. A dot kernel reads its
+// operand in place through a strided DMA (XLA's transpose folding); it fuses
+// only into a dot's operand, with its own operand left a fusion parameter.
+bool isMajorDimsTranspose(const hlo::HloInstruction& inst);
 // Converts, broadcasts, iotas, scalar constants, unit-dim views and RHS
 // transposes: what always fuses into a dot's operands (it is redone for every
 // output block that reads it, so it must cost next to nothing; other

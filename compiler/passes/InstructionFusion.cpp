@@ -235,6 +235,43 @@ class FusionPass : public HloPass {
       members.push_back(g.seed);
       uses.push_back(g.seed);
     }
+    // A transpose of major dims is read in place by a dot kernel's strided
+    // DMA: only as a dot operand, and its own operand stays in HBM.
+    auto inPlace = [](const HloInstruction& i) {
+      return isMajorDimsTranspose(i) && !isDotRhsTranspose(i);
+    };
+    if (inPlace(*p)) {
+      const HloInstruction* value = p;
+      if (g.body) {
+        const auto& ops = g.fusion->operands();
+        value = g.body->parameter(std::find(ops.begin(), ops.end(), p) - ops.begin());
+      }
+      if (!hero || hero->opcode() != HloOpcode::Dot ||
+          !(inCone(value, hero->operand(0)) || inCone(value, hero->operand(1)))) {
+        *why = "a transpose of major dims fuses only into a dot's operand (read in place)";
+        return false;
+      }
+      // Only where the dot is bound by reading this operand: the other side
+      // is one row tile (decode's M = 1 against a KV cache), so the dot reads
+      // it once and a transpose would triple its HBM traffic. With more rows
+      // the MXU work dominates, and the batch entries a step then takes (for
+      // whole-interleave-line reads) run one after another (measured: the
+      // tiny prefill's attention dots 45% slower than transpose + dense reads).
+      DotBlocks b = dotBlocks(*hero, config_.target);
+      int64_t otherRows = inCone(value, hero->operand(0)) ? b.n : b.m;
+      if (otherRows > 8) {
+        *why = fmt::format(
+            "%{} has {} rows on its other side (more than one row tile): "
+            "transposed once, it is read densely",
+            hero->name(), otherRows);
+        return false;
+      }
+    }
+    for (const HloInstruction* u : uses)
+      if (inPlace(*u)) {
+        *why = fmt::format("%{} reads it in place through strides: it stays in HBM", u->name());
+        return false;
+      }
     if (isMatmulHero(*p)) {
       if (hero) {
         *why = fmt::format("the fusion already has a hero, %{} ({}); one per fusion", hero->name(),

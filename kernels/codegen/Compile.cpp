@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <functional>
 #include <map>
 
@@ -155,7 +157,7 @@ class Pipeline {
       s.map = &m;
       s.output = output;
       s.hbmBase = base;
-      s.hbmType = llo::Type::ref(llo::MemSpace::Hbm, a.dtype, a.shape);
+      s.hbmType = a.hbmType();
       s.blockType = llo::Type::ref(llo::MemSpace::Vmem, a.dtype, m.blockShape);
       s.blockRows = llo::tiledLayout(m.blockShape).totalRows();
       s.bufRow =
@@ -772,6 +774,13 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
     isa::BufferDesc b;
     b.name = a.name;
     b.shape = a.shape;
+    if (!a.strides.empty()) {  // a strided view: the buffer holds its dims in stride order
+      std::vector<size_t> order(a.shape.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t x, size_t y) { return a.strides[x] > a.strides[y]; });
+      for (size_t i = 0; i < order.size(); ++i) b.shape[i] = a.shape[order[i]];
+    }
     b.dtype = a.dtype;
     b.space = isa::MemorySpace::Hbm;
     b.address = uint64_t(addr);

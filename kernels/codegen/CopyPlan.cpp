@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kernels/codegen/RegAlloc.h"
 
 namespace tpusim::kernels::codegen {
@@ -48,6 +50,10 @@ Side sideOf(const llo::Type& t) {
     return s;
   }
   int64_t e = t.space == llo::MemSpace::Hbm ? isa::dtypeBytes(t.dtype) : 4;
+  if (t.space == llo::MemSpace::Hbm && !t.strides.empty()) {  // a strided view
+    for (int64_t st : t.strides) s.strides.push_back(st * e);
+    return s;
+  }
   s.strides.assign(n, 0);
   for (size_t d = n; d-- > 0;) {
     s.strides[d] = e;
@@ -105,6 +111,12 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
   std::vector<Dim> kept;
   for (const Dim& x : dims)
     if (x.count > 1) kept.push_back(x);
+  // A strided HBM view (a transpose read in place) walks in address order, so
+  // that consecutive requests spread over the HBM's channels and banks.
+  if ((srcHbm && !src.strides.empty()) || (dstHbm && !dst.strides.empty()))
+    std::stable_sort(kept.begin(), kept.end(), [&](const Dim& a, const Dim& b) {
+      return srcHbm ? a.src > b.src : a.dst > b.dst;
+    });
   while (!kept.empty() && kept.back().src == innerS && kept.back().dst == innerD) {
     innerS *= kept.back().count;
     innerD *= kept.back().count;

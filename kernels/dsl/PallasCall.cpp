@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kernels/dsl/Emit.h"
 #include "kernels/llo/Printer.h"
 #include "kernels/llo/Verifier.h"
@@ -50,6 +52,31 @@ void checkBlockShape(const std::string& what, const ShapeDtype& array, const Blo
            fmt::format("{}: block shape {} for array {}: dimension {} is {}, which is neither "
                        "divisible by {} nor equal to the array's {}",
                        what, llo::shapeStr(b), arrayDesc(array), d, b[d], unit, a[d]));
+  }
+}
+
+// Strides of an input view: a permutation of the dense strides of its shape,
+// so that the view covers its buffer exactly, with rows contiguous.
+void checkStrides(const Loc& loc, const std::string& callName, const ShapeDtype& a) {
+  if (a.strides.empty()) return;
+  auto bad = [&](const std::string& why) {
+    fail(loc, fmt::format("{}: input '{}' {} has strides {}: {}", callName, a.name, arrayDesc(a),
+                          llo::shapeStr(a.strides), why));
+  };
+  size_t n = a.shape.size();
+  if (a.strides.size() != n) bad("one stride per dimension is needed");
+  if (n == 0 || a.strides[n - 1] != 1) bad("the last dimension's stride must be 1");
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return a.strides[x] > a.strides[y] || (a.strides[x] == a.strides[y] && x < y);
+  });
+  int64_t dense = 1;
+  for (size_t k = n; k-- > 0;) {
+    size_t d = order[k];
+    if (a.shape[d] != 1 && a.strides[d] != dense)
+      bad("they are not a reordering of a dense row-major layout");
+    dense *= a.shape[d];
   }
 }
 
@@ -105,8 +132,19 @@ std::unique_ptr<llo::Kernel> PallasCall::trace(const std::vector<ShapeDtype>& in
   std::vector<ShapeDtype> ins, outs;
   for (size_t i = 0; i < inputsIn.size(); ++i) ins.push_back(named(inputsIn[i], "in", i));
   for (size_t i = 0; i < c.out_shapes.size(); ++i) outs.push_back(named(c.out_shapes[i], "out", i));
-  for (const auto& a : ins) k->inputs.push_back({a.name, a.dtype, a.shape});
-  for (const auto& a : outs) k->outputs.push_back({a.name, a.dtype, a.shape});
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const ShapeDtype& a = ins[i];
+    checkStrides(loc_, callName, a);
+    if (!a.strides.empty() && int(i) < c.num_scalar_prefetch)
+      fail(loc_, fmt::format("{}: scalar-prefetch input '{}' cannot be a strided view", callName,
+                             a.name));
+    k->inputs.push_back({a.name, a.dtype, a.shape, a.strides});
+  }
+  for (const auto& a : outs) {
+    if (!a.strides.empty())
+      fail(loc_, fmt::format("{}: output '{}' cannot be a strided view", callName, a.name));
+    k->outputs.push_back({a.name, a.dtype, a.shape, {}});
+  }
   for (int i = 0; i < c.num_scalar_prefetch; ++i)
     if (ins[i].dtype != S32)
       fail(loc_, fmt::format("{}: scalar-prefetch input '{}' must be s32, is {}", callName,
@@ -168,7 +206,9 @@ std::unique_ptr<llo::Kernel> PallasCall::trace(const std::vector<ShapeDtype>& in
         Ref(fn.addArg(llo::Type::ref(llo::MemSpace::Smem, S32, ins[i].shape), ins[i].name)));
   auto addMapped = [&](const ShapeDtype& a, const llo::BlockMapping& m) {
     auto shape = m.space == llo::MemSpace::Vmem ? m.blockShape : a.shape;
-    refs.push_back(Ref(fn.addArg(llo::Type::ref(m.space, a.dtype, shape), a.name)));
+    std::vector<int64_t> strides;
+    if (m.space == llo::MemSpace::Hbm) strides = a.strides;
+    refs.push_back(Ref(fn.addArg(llo::Type::ref(m.space, a.dtype, shape, strides), a.name)));
   };
   for (size_t i = 0; i < blocked; ++i) addMapped(ins[i + c.num_scalar_prefetch], k->inMaps[i]);
   for (size_t i = 0; i < outs.size(); ++i) addMapped(outs[i], k->outMaps[i]);

@@ -24,6 +24,11 @@ struct ShapeDtype {
   std::vector<int64_t> shape;
   DType dtype = F32;
   std::string name;  // optional, for messages and buffer names
+  // Inputs only, optional: element strides per dim when the array is read in
+  // place from a buffer laid out in another dim order (the operand of a
+  // transpose that only moves major dims); a permutation of the dense
+  // row-major strides with the last dim's stride 1. Empty: dense.
+  std::vector<int64_t> strides;
 
   ShapeDtype() = default;
   ShapeDtype(std::vector<int64_t> s, DType d, std::string n = "")

@@ -121,6 +121,9 @@ struct ArrayOperand {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // inputs only: a strided view of its buffer (llo::Type::strides)
+
+  Type hbmType() const { return Type::ref(MemSpace::Hbm, dtype, shape, strides); }
 };
 
 // One pallas_call. Body arguments, in order: scalar-prefetch refs (SMEM),

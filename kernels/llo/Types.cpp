@@ -39,8 +39,8 @@ std::string Type::str() const {
     case TypeKind::Mask:
       return "mask";
     case TypeKind::Ref:
-      return fmt::format("ref<{} {}{}>", memSpaceName(space), isa::dtypeName(dtype),
-                         shapeStr(shape));
+      return fmt::format("ref<{} {}{}{}>", memSpaceName(space), isa::dtypeName(dtype),
+                         shapeStr(shape), strides.empty() ? "" : " strides=" + shapeStr(strides));
   }
   return "?";
 }

@@ -32,12 +32,17 @@ struct Type {
   DType dtype = DType::S32;
   MemSpace space = MemSpace::Vmem;  // Ref only
   std::vector<int64_t> shape;       // Ref only
+  // HBM refs only: element strides per dim when the array is a view of a
+  // buffer laid out in another dim order (a transpose read in place); empty:
+  // dense row-major.
+  std::vector<int64_t> strides;
 
   static Type scalar() { return Type{}; }
-  static Type tile(DType d) { return Type{TypeKind::Tile, d, MemSpace::Vmem, {}}; }
-  static Type mask() { return Type{TypeKind::Mask, DType::Pred, MemSpace::Vmem, {}}; }
-  static Type ref(MemSpace s, DType d, std::vector<int64_t> shape) {
-    return Type{TypeKind::Ref, d, s, std::move(shape)};
+  static Type tile(DType d) { return Type{TypeKind::Tile, d, MemSpace::Vmem, {}, {}}; }
+  static Type mask() { return Type{TypeKind::Mask, DType::Pred, MemSpace::Vmem, {}, {}}; }
+  static Type ref(MemSpace s, DType d, std::vector<int64_t> shape,
+                  std::vector<int64_t> strides = {}) {
+    return Type{TypeKind::Ref, d, s, std::move(shape), std::move(strides)};
   }
 
   bool isScalar() const { return kind == TypeKind::Scalar; }
@@ -48,7 +53,8 @@ struct Type {
   int64_t numElements() const;
   bool operator==(const Type& o) const {
     return kind == o.kind && dtype == o.dtype &&
-           (kind != TypeKind::Ref || (space == o.space && shape == o.shape));
+           (kind != TypeKind::Ref ||
+            (space == o.space && shape == o.shape && strides == o.strides));
   }
   bool operator!=(const Type& o) const { return !(*this == o); }
   std::string str() const;

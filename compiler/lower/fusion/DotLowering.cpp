@@ -25,6 +25,13 @@ namespace {
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Bytes of consecutive addresses that the HBM presets spread over every
+// channel, pseudo-channel and bank group (their address_mapping interleaves
+// 32-byte bursts: 32 B x 16 channels x 2 pseudo-channels x 4 bank groups on
+// v5e and v6e; fewer on smaller presets, where it is more than enough).
+constexpr int64_t kInterleaveLineBytes = 4096;
+constexpr int64_t kBatchedDotDepth = 512;
+
 enum Role : char { kBatch = 'B', kFree = 'F', kContract = 'K' };
 
 std::vector<char> rolesOf(int64_t rank, const std::vector<int64_t>& batch,
@@ -193,8 +200,31 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const int64_t B = lhsR->axes()[0].size, M = lhsR->axes()[1].size, K = lhsR->axes()[2].size;
   const int64_t N = outR->axes()[2].size;
   auto inBytes = [&](dsl::DType d) { return isa::dtypeBytes(d); };
+  // An operand read in place whose batch entries interleave within its rows
+  // (a [seq, heads, dim] KV cache read per head) gives one batch entry's block
+  // short row runs a whole row stride apart, which a few HBM channels serve.
+  // A step then takes enough batch entries that its rows, walked in address
+  // order, cover an interleave line (every channel busy); the other blocks are
+  // chosen for that share of VMEM.
+  int64_t bb = 1;
+  for (Region* r : {lhsR.get(), rhsR.get()})
+    for (const LeafUse& u : r->leafUses()) {
+      std::vector<int64_t> st = r->viewStrides(*u.leaf, u.emb);
+      if (st.size() != 3 || !r->maps(u.emb, 0) || st[0] >= st[1]) continue;
+      int64_t runBytes =
+          st[0] * isa::dtypeBytes(memoryType(dslType(g, *u.leaf, u.leaf->shape().type)));
+      int64_t want = std::min(B, cdiv(kInterleaveLineBytes, std::max<int64_t>(runBytes, 1)));
+      while (want > 1 && B % want != 0) --want;
+      bb = std::max(bb, want);
+    }
+  TilingTarget shared = t;
+  shared.vmemBytes = t.vmemBytes / bb;
+  // Each batch entry's dot is traced separately; shallower K blocks keep the
+  // unrolled entries within the code generator's scalar registers.
+  if (bb > 1) shared.maxDotDepth = kBatchedDotDepth;
   DotBlocking blk = chooseDotBlocks(B, M, N, K, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt),
-                                    inBytes(ot), t);
+                                    inBytes(ot), shared);
+  if (bb > 1) blk.why += fmt::format("; {} batch entries per step (in-place strided operand)", bb);
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
   const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;
 
@@ -204,12 +234,15 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     a.grid = grid;
   };
   set(lhsR->axes()[0], 1, 0);
+  lhsR->axes()[0].block = bb;
   set(lhsR->axes()[1], bm, 1);
   set(lhsR->axes()[2], bk, 3);
   set(rhsR->axes()[0], 1, 0);
+  rhsR->axes()[0].block = bb;
   set(rhsR->axes()[1], transposed ? bn : bk, transposed ? 2 : 3);
   set(rhsR->axes()[2], transposed ? bk : bn, transposed ? 3 : 2);
   set(outR->axes()[0], 1, 0);
+  outR->axes()[0].block = bb;
   set(outR->axes()[1], bm, 1);
   set(outR->axes()[2], bn, 2);
 
@@ -220,7 +253,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   KernelPlan plan;
   plan.target = &t;
   plan.tiling = blk.why;
-  plan.config.grid = {B, cdiv(M, bm), cdiv(N, bn), kBlocks};
+  plan.config.grid = {B / bb, cdiv(M, bm), cdiv(N, bn), kBlocks};
   plan.config.compiler_params.dimension_semantics = {dsl::PARALLEL, dsl::PARALLEL, dsl::PARALLEL,
                                                      dsl::ARBITRARY};
   addLeafInputs(*lhsR, plan);
@@ -230,13 +263,14 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   plan.config.out_shapes = {dsl::ShapeDtype(outR->arrayShape(rootEmb), memoryType(outType), "out")};
   plan.config.out_specs = {outR->blockSpec(rootEmb)};
   const int64_t abm = std::min(bm, M), abn = std::min(bn, N), abk = std::min(bk, K);
-  plan.config.scratch = {dsl::VMEM({abm, abn}, accType)};
+  plan.config.scratch = {bb > 1 ? dsl::VMEM({bb, abm, abn}, accType)
+                                : dsl::VMEM({abm, abn}, accType)};
   const size_t nIn = plan.inputs.size();
   const dsl::DType heroType = ot;
 
-  return finishKernel(g, plan, [=](const std::vector<dsl::Ref>& refs) {
+  // One batch entry's dot; with several per step, `i` indexes them.
+  auto step = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc) {
     const dsl::Ref& out = refs[nIn];
-    const dsl::Ref& acc = refs[nIn + 1];
     dsl::Scalar kb = dsl::program_id(3);
     dsl::when(kb == 0, [&] { acc.store(dsl::zeros(abm, abn, accType)); });
     dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
@@ -267,6 +301,15 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       if (h.dtype() != heroType) h = h.astype(heroType);
       outR->store(out, outR->emit(root, rootEmb, refs, &h));
     });
+  };
+  return finishKernel(g, plan, [=](const std::vector<dsl::Ref>& refs) {
+    const dsl::Ref& acc = refs[nIn + 1];
+    if (bb == 1) return step(refs, acc);
+    // Unrolled: constant batch indices fold into the addresses.
+    for (int64_t i = 0; i < bb; ++i) {
+      for (Region* r : {lhsR.get(), rhsR.get(), outR.get()}) r->setLeadLoop(0, dsl::Scalar(i));
+      step(refs, acc.at(dsl::Scalar(i)));
+    }
   });
 }
 

@@ -99,6 +99,9 @@ class Region {
   // Drops leading axes of size 1 (they only add a unit dim to every array;
   // the code generator handles rank-2 blocks best). Call after setting blocks.
   void dropUnitLeadAxes();
+  // Element strides of a leaf read in place through a transpose of major dims
+  // (dsl::ShapeDtype::strides); empty when the leaf is laid out in axis order.
+  std::vector<int64_t> viewStrides(const HloInstruction& leaf, const Embedding& emb) const;
   std::vector<Axis>& axes() { return axes_; }
   const std::vector<Axis>& axes() const { return axes_; }
   // The axis index holding space dim d (-1 for a dropped unit dim).
@@ -129,6 +132,7 @@ class Region {
   void setLeadLoop(int axis, dsl::Scalar i) {
     leadAxis_ = axis;
     leadIndex_ = i;
+    memo_.clear();  // values traced for another index (or scope) must not be reused
   }
   const ComputeGraph& graph() const { return *g_; }
   // Where analyze met the stop value (its embedding), if it did.
@@ -159,8 +163,13 @@ class Region {
   dsl::Ref plane(const dsl::Ref& ref) const;
 };
 
+// A transpose of a kernel input that keeps the minor-most dim in place: the
+// kernel reads the input's buffer through strides instead of moving data
+// between tiles (XLA's transpose folding into a dot operand).
+bool isInPlaceTranspose(const ComputeGraph& g, const HloInstruction& inst);
+
 // The embedding of an operand of `inst` (at `emb`) for the element-wise,
-// broadcast and unit-reshape rules; throws CannotLower otherwise.
+// broadcast, unit-reshape and in-place-transpose rules; throws CannotLower otherwise.
 Embedding operandEmbedding(const ComputeGraph& g, const HloInstruction& inst, int64_t operand,
                            const Embedding& emb);
 // Identity embedding of a shape of this rank.

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "compiler/lower/fusion/FusionLoweringInternal.h"
@@ -78,6 +79,13 @@ std::vector<int64_t> nonUnitDims(const hlo::Shape& s) {
 
 }  // namespace
 
+bool isInPlaceTranspose(const ComputeGraph& g, const HloInstruction& inst) {
+  if (inst.opcode() != HloOpcode::Transpose || !g.isLeaf(inst.operand(0))) return false;
+  std::vector<int64_t> from = nonUnitDims(inst.operand(0)->shape()), to = nonUnitDims(inst.shape());
+  if (from.empty() || to.empty()) return false;
+  return inst.dimensions()[static_cast<size_t>(to.back())] == from.back();
+}
+
 Embedding operandEmbedding(const ComputeGraph& g, const HloInstruction& inst, int64_t operand,
                            const Embedding& emb) {
   const hlo::Shape& os = inst.operand(operand)->shape();
@@ -105,6 +113,13 @@ Embedding operandEmbedding(const ComputeGraph& g, const HloInstruction& inst, in
     case HloOpcode::Reshape:
     case HloOpcode::Bitcast:
     case HloOpcode::Transpose: {
+      if (op == HloOpcode::Transpose && isInPlaceTranspose(g, inst)) {
+        // The kernel reads the operand's buffer through strides (addLeafInputs).
+        const auto& perm = inst.dimensions();
+        Embedding e(static_cast<size_t>(os.rank()), -1);
+        for (size_t i = 0; i < perm.size(); ++i) e[static_cast<size_t>(perm[i])] = emb[i];
+        return normalized(os, e);
+      }
       // Only unit dims may move: the non-unit dims keep their sizes and order.
       std::vector<int64_t> from = nonUnitDims(os), to = nonUnitDims(rs);
       std::vector<int64_t> perm;
@@ -303,6 +318,40 @@ std::vector<int64_t> Region::arrayShape(const Embedding& emb) const {
   return s;
 }
 
+std::vector<int64_t> Region::viewStrides(const HloInstruction& leaf, const Embedding& emb) const {
+  const hlo::Shape& ls = leaf.shape();
+  // The leaf's dense row-major strides, and which leaf dim each space dim reads.
+  std::vector<int64_t> dense(static_cast<size_t>(ls.rank()), 1);
+  for (int64_t j = ls.rank() - 1; j > 0; --j)
+    dense[static_cast<size_t>(j - 1)] =
+        dense[static_cast<size_t>(j)] * ls.dims[static_cast<size_t>(j)];
+  std::map<int, size_t> leafDimOf;
+  for (size_t j = 0; j < emb.size(); ++j)
+    if (emb[j] >= 0) leafDimOf[emb[j]] = j;
+  std::vector<int64_t> strides;
+  bool permuted = false;
+  int64_t lastMapped = -1;
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    if (!maps(emb, static_cast<int>(a))) {
+      strides.push_back(1);
+      continue;
+    }
+    const std::vector<int>& dims = axes_[a].dims;
+    // The axis merges its dims: they must sit next to each other, in order, in the leaf.
+    for (size_t k = 0; k + 1 < dims.size(); ++k) {
+      size_t j0 = leafDimOf.at(dims[k]), j1 = leafDimOf.at(dims[k + 1]);
+      if (dense[j0] != dense[j1] * ls.dims[j1])
+        g_->fail(leaf, "a transposed operand merges dimensions that are not adjacent in memory");
+    }
+    size_t minor = leafDimOf.at(dims.back());
+    if (lastMapped >= 0 && static_cast<int64_t>(minor) < lastMapped) permuted = true;
+    lastMapped = static_cast<int64_t>(minor);
+    strides.push_back(dense[minor]);
+  }
+  if (!permuted) return {};
+  return strides;
+}
+
 dsl::BlockSpec Region::blockSpec(const Embedding& emb) const {
   std::vector<int64_t> block;
   std::vector<int> grid;
@@ -430,6 +479,7 @@ void addLeafInputs(Region& r, KernelPlan& plan) {
       if (in.name == name) name = fmt::format("{}.{}", g.inst->operand(operand)->name(), u.input);
     dsl::DType t = memoryType(dslType(g, *u.leaf, u.leaf->shape().type));
     plan.inputs.push_back(dsl::ShapeDtype(r.arrayShape(u.emb), t, name));
+    plan.inputs.back().strides = r.viewStrides(*u.leaf, u.emb);
     plan.config.in_specs.push_back(r.blockSpec(u.emb));
     plan.inputOperand.push_back(operand);
   }

@@ -165,7 +165,8 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
   double bestCost = std::numeric_limits<double>::infinity();
   for (int64_t bm : dotCandidates(m, 8, kMaxDotRows))
     for (int64_t bn : dotCandidates(n, 128, kMaxDotCols))
-      for (int64_t bk : dotCandidates(k, 128, kMaxDotDepth)) {
+      for (int64_t bk :
+           dotCandidates(k, 128, target.maxDotDepth > 0 ? target.maxDotDepth : kMaxDotDepth)) {
         const int64_t pushes = cdiv(bm, 8) * cdiv(bn, mxu) * cdiv(bk, mxu);
         if (pushes > kMaxDotPushesPerStep) continue;
         // Double-buffered operand and output blocks, the accumulator, and the

@@ -34,6 +34,7 @@ struct TilingTarget {
   int64_t mxuSize = 128, mxuCount = 4;
   int64_t accSlots = 16;          // MXU result slots of 8 rows: the rows one weight tile serves
   double hbmBytesPerCycle = 512;  // HBM peak bandwidth / core clock
+  int64_t maxDotDepth = 0;        // a dot's largest K block (0: the tiler's own limit)
   // VMEM one kernel's blocks may take (the rest is headroom for the code
   // generator's temporaries and spills).
   int64_t vmemBudget() const { return vmemBytes / 2; }

@@ -15,7 +15,7 @@ namespace {
 llo::Kernel oneInputKernel() {
   llo::Kernel k;
   k.name = "fusion";
-  k.inputs.push_back({"x", isa::DType::F32, {8, 128}});
+  k.inputs.push_back({"x", isa::DType::F32, {8, 128}, {}});
   k.body = std::make_unique<llo::Function>();
   return k;
 }

@@ -314,6 +314,30 @@ TEST_CASE("copy plans: rows merge into one run, bf16/int8 through the widening D
                     Catch::Contains("must cover whole 128-lane tiles"));
 }
 
+TEST_CASE("a strided HBM view is copied in address order") {
+  using tpusim::isa::DType;
+  using tpusim::kernels::llo::MemSpace;
+  using tpusim::kernels::llo::Type;
+  // A [seq=64, heads=16, dim=128] bf16 cache read as [heads, seq, dim]: a block
+  // of 4 heads x 64 positions. Each head's row is 256 bytes, 4 KiB apart.
+  Type view = Type::ref(MemSpace::Hbm, DType::Bf16, {16, 64, 128}, {128, 2048, 1});
+  CopyPlan p = planCopy(view, Type::ref(MemSpace::Vmem, DType::Bf16, {4, 64, 128}), {4, 64, 128});
+  REQUIRE(p.descriptors.size() == 1);
+  const isa::DmaDescriptor& d = p.descriptors[0];
+  CHECK(d.innerBytes == 256);
+  // The heads (256 bytes apart in HBM) are walked inside the positions (4 KiB
+  // apart), so consecutive requests cover consecutive bytes.
+  CHECK(d.counts[0] == 4);
+  CHECK(d.srcStrides[0] == 256);
+  CHECK(d.dstStrides[0] == 64 * 512);  // the next head's (64, 128) VMEM matrix
+  CHECK(d.counts[1] == 64);
+  CHECK(d.srcStrides[1] == 4096);
+  CHECK(d.dstStrides[1] == 512);
+  CHECK(p.bytes == 4 * 64 * 128 * 2);
+  CHECK(view.str() == "ref<hbm bf16[16,64,128] strides=[128,2048,1]>");
+  CHECK(view != Type::ref(MemSpace::Hbm, DType::Bf16, {16, 64, 128}));
+}
+
 TEST_CASE("memory plan overflow lists every allocation") {
   TargetInfo t = TargetInfo::defaults();
   t.name = "small";

@@ -79,6 +79,25 @@ TEST_CASE("a kernel that does not fit VMEM lists its buffers") {
   }
 }
 
+TEST_CASE("an input may be a strided view of a reordered dense buffer") {
+  auto copy = pallas_call([](Ref x, Ref o) { o.store(x.load()); }, {{{16, 128}, F32}}, {1},
+                          {BlockSpec()}, {BlockSpec()});
+  auto view = [](std::vector<int64_t> strides) {
+    ShapeDtype a({16, 128}, F32, "x");
+    a.strides = std::move(strides);
+    return a;
+  };
+  // [16, 128] read from a [16, 128] buffer: dense strides, given explicitly.
+  auto k = copy.trace({view({128, 1})});
+  CHECK(k->inputs[0].strides == std::vector<int64_t>{128, 1});
+  CHECK_THROWS_WITH(copy.trace({view({1, 16})}),
+                    Catch::Contains("input 'x' f32[16,128] has strides [1,16]") &&
+                        Catch::Contains("the last dimension's stride must be 1"));
+  CHECK_THROWS_WITH(copy.trace({view({256, 1})}),
+                    Catch::Contains("not a reordering of a dense row-major layout"));
+  CHECK_THROWS_WITH(copy.trace({view({1})}), Catch::Contains("one stride per dimension"));
+}
+
 TEST_CASE("DSL misuse is reported with the kernel's source line") {
   auto mixed = pallas_call([](Ref x, Ref o) { o.store(x.load().astype(BF16) + x.load()); },
                            {{{8, 128}, F32}}, {1}, {BlockSpec()}, {BlockSpec()});
