@@ -186,36 +186,43 @@ DmaEngine::Descriptor& DmaEngine::descriptor(int core, int q, uint64_t number) {
 
 uint64_t DmaEngine::nextEventCycle() const {
   uint64_t t = events_.empty() ? kNever : events_.top().cycle;
-  if (hbmEventsHead_ < hbmEvents_.size()) t = std::min(t, hbmEvents_[hbmEventsHead_].cycle);
+  t = std::min({t, hbmEvents_.next(), portEvents_.next()});
   return std::min(t, hbm_.nextEventCycle());
 }
 
-void DmaEngine::pushHbmEvent(const Event& e) {
-  // Completions come in cycle order, so this is nearly always an append.
-  if (hbmEventsHead_ == hbmEvents_.size()) {
-    hbmEvents_.clear();
-    hbmEventsHead_ = 0;
-  } else if (hbmEventsHead_ >= 64 && 2 * hbmEventsHead_ >= hbmEvents_.size()) {
+void DmaEngine::SortedEvents::push(const Event& e) {
+  if (head == v.size()) {
+    v.clear();
+    head = 0;
+  } else if (head >= 64 && 2 * head >= v.size()) {
     // Drop the popped front (amortized O(1) per event).
-    hbmEvents_.erase(hbmEvents_.begin(), hbmEvents_.begin() + std::ptrdiff_t(hbmEventsHead_));
-    hbmEventsHead_ = 0;
+    v.erase(v.begin(), v.begin() + std::ptrdiff_t(head));
+    head = 0;
   }
-  size_t at = hbmEvents_.size();
-  while (at > hbmEventsHead_ && hbmEvents_[at - 1] > e) --at;
-  hbmEvents_.insert(hbmEvents_.begin() + std::ptrdiff_t(at), e);
+  size_t at = v.size();
+  while (at > head && v[at - 1] > e) --at;
+  if (at == v.size())
+    v.push_back(e);
+  else
+    v.insert(v.begin() + std::ptrdiff_t(at), e);
 }
 
 bool DmaEngine::popEvent(uint64_t t, Event* out) {
-  // The earliest of the heap and the sorted HBM events, as one queue would give it.
-  const bool heap = !events_.empty() && events_.top().cycle <= t;
-  const bool hbm = hbmEventsHead_ < hbmEvents_.size() && hbmEvents_[hbmEventsHead_].cycle <= t;
-  if (hbm && (!heap || events_.top() > hbmEvents_[hbmEventsHead_])) {
-    *out = hbmEvents_[hbmEventsHead_++];
-    return true;
-  }
-  if (!heap) return false;
-  *out = events_.top();
-  events_.pop();
+  // The earliest of the three, as one queue would give it.
+  const Event* best = nullptr;
+  if (!events_.empty() && events_.top().cycle <= t) best = &events_.top();
+  SortedEvents* from = nullptr;
+  for (SortedEvents* s : {&hbmEvents_, &portEvents_})
+    if (s->ready(t) && (!best || *best > s->v[s->head])) {
+      best = &s->v[s->head];
+      from = s;
+    }
+  if (!best) return false;
+  *out = *best;
+  if (from)
+    ++from->head;
+  else
+    events_.pop();
   return true;
 }
 
@@ -236,9 +243,9 @@ void DmaEngine::advanceTo(uint64_t cycle, std::vector<DmaCompletion>& done) {
         uint32_t slot = uint32_t(c.id & ~kHbmWriteBit);
         const Request& r = requests_[slot];
         // The engine sees an HBM completion one cycle later.
-        pushHbmEvent(Event{c.cycle + 1, r.core, r.queue, r.descriptor, r.index,
-                           (c.id & kHbmWriteBit) ? EventKind::WriteDone : EventKind::ReadDone,
-                           slot});
+        hbmEvents_.push(Event{c.cycle + 1, r.core, r.queue, r.descriptor, r.index,
+                              (c.id & kHbmWriteBit) ? EventKind::WriteDone : EventKind::ReadDone,
+                              slot});
       }
     }
     now_ = t + 1;
@@ -303,6 +310,7 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
   r.core = core;
   r.queue = q;
   r.descriptor = d.number;
+  r.desc = &d;
   r.index = d.requests++;
   r.range = d.walker.next();
   if (d.walker.done()) ++queue(core, q).walkingNumber;
@@ -312,24 +320,25 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
     hbm_.submit(hbm::HbmRequest{slot, r.range.src, r.range.srcBytes, false, cycle});
   } else {
     uint64_t end = port(d.d.src, core, false).reserve(cycle, r.range.srcBytes, portRate_);
-    events_.push(Event{end, core, q, d.number, r.index, EventKind::ReadDone, slot});
+    portEvents_.push(Event{end, core, q, d.number, r.index, EventKind::ReadDone, slot});
   }
 }
 
 void DmaEngine::startWrite(uint32_t slot, uint64_t cycle) {
   const Request& r = requests_[slot];
-  const Descriptor& d = descriptor(r.core, r.queue, r.descriptor);
+  const Descriptor& d = *r.desc;
   if (d.d.dst == isa::MemorySpace::Hbm) {
     hbm_.submit(hbm::HbmRequest{slot | kHbmWriteBit, r.range.dst, r.range.dstBytes, true, cycle});
   } else {
     uint64_t end = port(d.d.dst, r.core, true).reserve(cycle, r.range.dstBytes, portRate_);
-    events_.push(Event{end, r.core, r.queue, r.descriptor, r.index, EventKind::WriteDone, slot});
+    portEvents_.push(
+        Event{end, r.core, r.queue, r.descriptor, r.index, EventKind::WriteDone, slot});
   }
 }
 
 void DmaEngine::finishRequest(uint32_t slot, uint64_t cycle, std::vector<DmaCompletion>& done) {
   Request& r = requests_[slot];
-  Descriptor& d = descriptor(r.core, r.queue, r.descriptor);
+  Descriptor& d = *r.desc;
   if (memory_) {
     // Bounds were checked for the whole descriptor at issue.
     if (d.d.widening())

@@ -108,6 +108,9 @@ class DmaEngine {
   struct Request {
     int core = 0, queue = 0;
     uint64_t descriptor = 0, index = 0;
+    // Its descriptor (deque elements stay put; a descriptor with a live
+    // request is never pruned).
+    Descriptor* desc = nullptr;
     DmaRequestRange range;
     bool live = false;
   };
@@ -155,13 +158,20 @@ class DmaEngine {
   std::vector<Port> ports_;           // per core: {vmem, smem} x {read, write}
   std::vector<Request> requests_;
   std::vector<uint32_t> freeSlots_;
+  // Events in event order, for those that come nearly in cycle order (so a
+  // push is nearly always an append): v[head..].
+  struct SortedEvents {
+    std::vector<Event> v;
+    size_t head = 0;
+    void push(const Event& e);
+    bool ready(uint64_t t) const { return head < v.size() && v[head].cycle <= t; }
+    uint64_t next() const { return head < v.size() ? v[head].cycle : ~uint64_t(0); }
+  };
+  // Activations in a heap; HBM completions (they arrive in cycle order) and
+  // VMEM/SMEM port transfers (each port finishes them in order) apart, each
+  // in event order. popEvent takes them in one order, as if one queue.
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-  // The events of HBM completions, kept apart in event order (they arrive in
-  // cycle order, so mostly appended): hbmEvents_[hbmEventsHead_..]. Popped
-  // together with events_ in one order (popEvent), as if one queue.
-  std::vector<Event> hbmEvents_;
-  size_t hbmEventsHead_ = 0;
-  void pushHbmEvent(const Event& e);
+  SortedEvents hbmEvents_, portEvents_;
   bool popEvent(uint64_t t, Event* out);
   std::vector<hbm::HbmCompletion> hbmDone_;  // scratch
   std::vector<DmaCoreStats> stats_;

@@ -55,6 +55,8 @@ uint32_t HbmModel::allocateRequest(const HbmRequest& r) {
   s.sequence = sequence_++;
   s.remaining = 0;
   s.dataEnd = 0;
+  s.nextInRun = kNoRequest;
+  s.isRun = false;
   return slot;
 }
 
@@ -68,7 +70,22 @@ void HbmModel::submit(const HbmRequest& r) {
   uint64_t arrival = clocks_.hbmAtOrAfterCore(r.arrivalCycle);
   if (outstanding_ == 0) lastProgress_ = std::max(lastProgress_, arrival);
   if (fast_) {
-    submitGrouped(slot, r, arrival);
+    const uint64_t burst = map_.burstBytes();
+    const uint64_t first = r.address / burst, last = (r.address + r.bytes - 1) / burst;
+    const uint64_t line = map_.channelLine();
+    if (!run_.empty() && runJoins(r, arrival, first, last)) {
+      run_.push_back(RunPart{slot, r, arrival});
+      runLast_ = last;
+    } else {
+      flushRun();
+      if (line >= 2 && first / line == last / line) {
+        run_.push_back(RunPart{slot, r, arrival});
+        runFirst_ = first;
+        runLast_ = last;
+      } else {
+        submitGrouped(slot, r, arrival);
+      }
+    }
   } else {
     uint64_t burst = map_.burstBytes();
     uint64_t first = r.address / burst, last = (r.address + r.bytes - 1) / burst;
@@ -108,6 +125,9 @@ uint64_t HbmModel::nextEventCycle() const {
   if (pendingHead_ < pending_.size()) next = pending_[pendingHead_].cycle;
   // A burst not yet issued completes no earlier than one column latency from now.
   int64_t minLatency = std::min(timing_.tCL, timing_.tCWL) + timing_.burstCycles;
+  // A run not yet handed over: one column latency after its arrival.
+  if (!run_.empty())
+    next = std::min(next, clocks_.coreAtOrAfterHbm(run_[0].arrival + uint64_t(minLatency)));
   // The conversion is monotonic: convert the earliest pseudo-channel time once.
   if (!active_.empty()) {
     uint64_t earliest = std::numeric_limits<uint64_t>::max();
@@ -121,6 +141,7 @@ uint64_t HbmModel::nextEventCycle() const {
 
 void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
   if (cycle <= now_) return;
+  flushRun();
   uint64_t hbmLimit = clocks_.hbmAtOrAfterCore(cycle);
   size_t kept = 0;
   for (uint32_t pc : active_) {
@@ -129,6 +150,10 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
     if (!issued_.empty()) lastProgress_ = std::max(lastProgress_, issued_.back().dataEnd);
     for (const IssuedBurst& b : issued_) {
       RequestState& s = requests_[b.request];
+      if (s.isRun) {
+        issueRunBurst(pc, b.request, b.dataEnd);
+        continue;
+      }
       s.dataEnd = std::max(s.dataEnd, b.dataEnd);
       // The burst was issued by every member of the group at once.
       s.remaining -= groups_.size(pc);
@@ -192,6 +217,7 @@ void HbmModel::catchUp(uint64_t hbmLimit) {
 }
 
 std::vector<HbmChannelStats> HbmModel::channelStats() {
+  flushRun();
   catchUp(clocks_.hbmAtOrAfterCore(now_));
   std::vector<HbmChannelStats> out(size_t(config_.channels));
   for (size_t pc = 0; pc < pcs_.size(); ++pc)

@@ -31,8 +31,12 @@
 // the group first; idle groups whose futures are the same
 // (PseudoChannel::sameFutureAs) merge again. A request within one channel
 // line (AddressMap::channelLine) to exactly one group is located once and
-// becomes one burst for its leader. testbench/unit/hbm proves the two models
-// equal.
+// becomes one burst for its leader. Consecutive requests with the same
+// direction and arrival whose bursts follow each other within one channel
+// line (a DMA descriptor cut into requests smaller than a line) are held
+// back until the next call that is not such a request, then handed over as
+// one run: one burst for the line's group, which completes every request of
+// the run (HbmRuns.cpp). testbench/unit/hbm proves the two models equal.
 #pragma once
 
 #include <cstddef>
@@ -104,7 +108,16 @@ class HbmModel {
     uint64_t sequence = 0;
     uint32_t remaining = 0;  // bursts not yet issued
     uint64_t dataEnd = 0;    // HBM cycle
+    // A line run (flushRun): the next request whose bursts the same leader
+    // burst carries (kNoRequest: the last), and this one's channels of the
+    // line [firstChannel, firstChannel + remaining at submission).
+    uint32_t nextInRun = kNoRequest;
+    uint32_t firstChannel = 0, runBursts = 0;
+    // The record of a run (not a request): the head of its chain of parts;
+    // remaining counts the run's pseudo-channels that have not issued it.
+    bool isRun = false;
   };
+  static constexpr uint32_t kNoRequest = ~0u;
   struct Pending {
     uint64_t cycle, sequence;
     uint32_t slot;
@@ -123,6 +136,23 @@ class HbmModel {
   void submitGrouped(uint32_t slot, const HbmRequest& r, uint64_t arrival);
   bool submitChannelLine(uint32_t slot, const HbmRequest& r, uint64_t arrival, uint64_t first,
                          uint64_t last);
+  // The leader of the group that is exactly the `bursts` pseudo-channels of
+  // the channel line starting at pseudo-channel pc0, or -1.
+  int64_t lineLeader(uint32_t pc0, uint32_t bursts);
+  // A run: consecutive requests (same direction and arrival) whose bursts
+  // follow each other within one channel line, held back by submit until
+  // something else happens, then handed over as one burst per pseudo-channel.
+  struct RunPart {
+    uint32_t slot;
+    HbmRequest request;
+    uint64_t arrival;  // HBM cycle
+  };
+  std::vector<RunPart> run_;
+  uint64_t runFirst_ = 0, runLast_ = 0;  // burst indices of the run
+  bool runJoins(const HbmRequest& r, uint64_t arrival, uint64_t first, uint64_t last) const;
+  void flushRun();
+  void issueRunBurst(uint32_t pc, uint32_t run, uint64_t dataEnd);
+  bool mergeIdleLine(uint32_t pc0, uint32_t bursts);
   void splitUneven(uint32_t leader);
   void mergeIdle(uint32_t cls);
 

@@ -112,12 +112,21 @@ bool HbmModel::submitChannelLine(uint32_t slot, const HbmRequest& r, uint64_t ar
   const uint64_t line = map_.channelLine();
   if (line < 2 || first / line != last / line) return false;
   const uint32_t n = uint32_t(last - first + 1);
-  const uint32_t stride = uint32_t(config_.pseudo_channels);
   BurstLocation loc = map_.locate(first * map_.burstBytes());
   PcBurst b;
   const uint32_t pc0 = burstAt(loc, slot, r.isWrite, arrival, &b);
+  const int64_t leader = lineLeader(pc0, n);
+  if (leader < 0) return false;
+  pcs_[uint32_t(leader)].push(b);  // the same burst for every member
+  requests_[slot].remaining += n;
+  activate(uint32_t(leader));
+  return true;
+}
+
+int64_t HbmModel::lineLeader(uint32_t pc0, uint32_t n) {
   // Whether those n pseudo-channels are exactly one group: remembered per
   // first pseudo-channel and line length until the groups change.
+  const uint32_t stride = uint32_t(config_.pseudo_channels);
   LineGroup& known = lineGroups_[pc0];
   if (known.changes != groups_.changes() || known.bursts != n) {
     known.changes = groups_.changes();
@@ -127,12 +136,7 @@ bool HbmModel::submitChannelLine(uint32_t slot, const HbmRequest& r, uint64_t ar
     for (uint32_t k = 1; exact && k < n; ++k) exact = groups_.leader(pc0 + k * stride) == leader;
     known.leader = exact ? int64_t(leader) : -1;
   }
-  if (known.leader < 0) return false;
-  const uint32_t leader = uint32_t(known.leader);
-  pcs_[leader].push(b);  // the same burst for every member
-  requests_[slot].remaining += n;
-  activate(leader);
-  return true;
+  return known.leader;
 }
 
 void HbmModel::splitUneven(uint32_t leader) {

@@ -346,3 +346,76 @@ TEST_CASE("long sequential runs interleaved with conflicts, refresh and idle gap
         p.compareStats();
       }
 }
+
+TEST_CASE("runs of requests within one channel line agree, also when the line splits meanwhile",
+          "[hbm][sanitize]") {
+  // Consecutive requests with the same direction and arrival whose bursts
+  // follow each other within one channel line (a descriptor cut into
+  // requests smaller than a line) reach the fast model's pseudo-channels as
+  // one burst per pseudo-channel: one for the line's group, which completes
+  // each request when the group issues it. Parts of 1 to 8 bursts (some
+  // misaligned, sharing a burst with the previous part, which ends the run),
+  // runs broken by a change of direction or arrival, and requests to a few
+  // channels of the same line or bank meanwhile, which split the line's
+  // group while the run's burst waits in a 4-deep queue (each part then
+  // completes when the last group holding its channels issues the burst).
+  for (const char* name : {"v5e", "v4"})
+    for (const char* refresh : {"per_bank", "all_bank"}) {
+      target::ChipConfig chip = target::loadChip(name);
+      target::HbmConfig c = chip.hbm;
+      c.refresh = refresh;
+      c.queue_depth = 4;
+      c.tREFI = 1000;
+      c.tRFC = std::min<int64_t>(c.tRFC, 300);
+      c.tRFCsb = std::min<int64_t>(c.tRFCsb, 120);
+      INFO(name << " " << refresh);
+      Pair p(c, chip.core.clock_hz);
+      const uint64_t burst = uint64_t(c.burst_bytes), bursts = uint64_t(c.channels);
+      const uint64_t line = burst * bursts;
+      const uint64_t rowSpan = uint64_t(c.row_bytes) * uint64_t(c.channels) *
+                               uint64_t(c.pseudo_channels) * uint64_t(c.bank_groups);
+      std::mt19937_64 rng(uint64_t(refresh[0]) * 7 + uint64_t(name[1]));
+      uint64_t now = 0, id = 0, address = rowSpan * 40;
+      size_t outstanding = 0;
+      for (int cycle = 0; cycle < 1500; ++cycle) {
+        const bool write = rng() % 4 == 0;
+        for (int r = 0, runs = 1 + int(rng() % 3); r < runs; ++r) {
+          // One line cut into parts, from a random first burst.
+          uint64_t at = address + burst * (rng() % 4 == 0 ? rng() % bursts : 0);
+          const uint64_t end = address + line;
+          while (at < end) {
+            uint64_t bytes = burst * (1 + rng() % 8);
+            if (rng() % 10 == 0) bytes -= 1 + rng() % (burst - 1);  // ends mid-burst
+            bytes = std::min(bytes, end - at);
+            const bool flip = rng() % 25 == 0, later = rng() % 25 == 0;
+            p.submit(HbmRequest{id++, at, uint32_t(bytes), write != flip, now + later});
+            ++outstanding;
+            at += bytes;
+            if (rng() % 8 == 0) {  // a few channels of this line, or another row of its bank
+              const uint64_t other = rng() % 2 == 0 ? address : address + rowSpan * (1 + rng() % 2);
+              p.submit(HbmRequest{id++, other + burst * (rng() % bursts),
+                                  uint32_t(burst * (1 + rng() % 3)), rng() % 2 == 0, now});
+              ++outstanding;
+            }
+          }
+          address += rng() % 3 == 0 ? rowSpan + line : line;
+        }
+        now = std::max(now + 1, std::min(p.nextEventCycle(), now + 1 + rng() % 6));
+        outstanding -= p.advanceTo(now).size();
+        if (rng() % 200 == 0) {  // drain and idle: the groups merge again
+          while (outstanding > 0) {
+            now = std::max(now + 1, p.nextEventCycle() + 1);
+            outstanding -= p.advanceTo(now).size();
+          }
+          now += rng() % 3000;
+          p.advanceTo(now);
+          p.compareStats();
+        }
+      }
+      while (outstanding > 0) {
+        now = std::max(now + 1, p.nextEventCycle() + 1);
+        outstanding -= p.advanceTo(now).size();
+      }
+      p.compareStats();
+    }
+}

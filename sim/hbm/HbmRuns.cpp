@@ -1,0 +1,162 @@
+// HbmModel's line runs (hbm.model = "fast"): consecutive requests with the
+// same direction and arrival whose bursts follow each other within one
+// channel line (a DMA descriptor cut into requests smaller than a line, e.g.
+// 256-byte rows into 512-byte lines) are handed to the pseudo-channels as
+// one burst per pseudo-channel, i.e. one burst for the leader of the line's
+// group, instead of one per request. Each pseudo-channel gets exactly the
+// burst it gets when the requests are submitted one by one, at the same
+// arrival and in the same order (nothing else is pushed between them), so
+// the commands and cycles are the same; only the bookkeeping of which
+// request a pseudo-channel's burst belongs to changes: a run record heads a
+// chain of the requests (its parts), and an issue of the run's burst by a
+// group completes the parts of the group's channels.
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/hbm/HbmModel.h"
+
+namespace tpusim::sim::hbm {
+
+bool HbmModel::runJoins(const HbmRequest& r, uint64_t arrival, uint64_t first,
+                        uint64_t last) const {
+  const RunPart& head = run_.front();
+  const uint64_t line = map_.channelLine();
+  // Bursts strictly after the run's (two requests sharing a burst give that
+  // pseudo-channel two bursts), and in the same line.
+  return r.isWrite == head.request.isWrite && arrival == head.arrival && first == runLast_ + 1 &&
+         last / line == runFirst_ / line;
+}
+
+void HbmModel::flushRun() {
+  if (run_.empty()) return;
+  if (run_.size() == 1) {
+    submitGrouped(run_[0].slot, run_[0].request, run_[0].arrival);
+    run_.clear();
+    return;
+  }
+  const uint64_t line = map_.channelLine();
+  const uint32_t n = uint32_t(runLast_ - runFirst_ + 1);
+  const BurstLocation loc = map_.locate(runFirst_ * map_.burstBytes());
+  PcBurst b;
+  const uint32_t pc0 = burstAt(loc, 0, run_[0].request.isWrite, run_[0].arrival, &b);
+  int64_t leader = lineLeader(pc0, n);
+  if (leader < 0 && mergeIdleLine(pc0, n)) leader = lineLeader(pc0, n);
+  if (leader < 0) {
+    // The line's pseudo-channels are in different states: one by one.
+    for (const RunPart& p : run_) submitGrouped(p.slot, p.request, p.arrival);
+    run_.clear();
+    return;
+  }
+  // The run's record (allocated like a request, but it is none: no sequence).
+  uint32_t record;
+  if (!freeRequests_.empty()) {
+    record = freeRequests_.back();
+    freeRequests_.pop_back();
+  } else {
+    record = uint32_t(requests_.size());
+    requests_.emplace_back();
+  }
+  const uint64_t burst = map_.burstBytes();
+  uint32_t previous = record;
+  for (const RunPart& p : run_) {
+    const uint64_t first = p.request.address / burst;
+    const uint64_t last = (p.request.address + p.request.bytes - 1) / burst;
+    RequestState& s = requests_[p.slot];
+    s.firstChannel = uint32_t(first % line);
+    s.runBursts = uint32_t(last - first + 1);
+    s.remaining = s.runBursts;
+    s.nextInRun = kNoRequest;
+    requests_[previous].nextInRun = p.slot;
+    previous = p.slot;
+  }
+  RequestState& rec = requests_[record];
+  rec.isRun = true;
+  rec.remaining = n;
+  rec.dataEnd = 0;
+  b.request = record;
+  pcs_[uint32_t(leader)].push(b);  // the same burst for every member
+  activate(uint32_t(leader));
+  run_.clear();
+}
+
+void HbmModel::issueRunBurst(uint32_t pc, uint32_t record, uint64_t dataEnd) {
+  // Group `pc` issued the run's burst. When it is all the run's pseudo-channels
+  // that have not issued it yet, every part left is done; otherwise (the
+  // group split while the burst was queued) count the group's members per part.
+  const uint32_t members = groups_.size(pc);
+  const bool all = members == requests_[record].remaining;
+  const uint32_t stride = uint32_t(config_.pseudo_channels);
+  uint32_t previous = record;
+  for (uint32_t x = requests_[record].nextInRun; x != kNoRequest;) {
+    RequestState& part = requests_[x];
+    const uint32_t next = part.nextInRun;
+    uint32_t count = part.remaining;
+    if (!all) {
+      count = 0;
+      for (uint32_t m : groups_.members(pc)) {
+        const uint32_t channel = m / stride;
+        count += channel >= part.firstChannel && channel < part.firstChannel + part.runBursts;
+      }
+    }
+    if (count > 0) {
+      part.dataEnd = std::max(part.dataEnd, dataEnd);
+      part.remaining -= count;
+    }
+    if (part.remaining == 0) {
+      addPending(Pending{clocks_.coreAtOrAfterHbm(part.dataEnd), part.sequence, x});
+      requests_[previous].nextInRun = next;  // done: out of the chain
+      part.nextInRun = kNoRequest;
+    } else {
+      previous = x;
+    }
+    x = next;
+  }
+  RequestState& rec = requests_[record];
+  rec.remaining -= members;
+  if (rec.remaining == 0) {
+    if (rec.nextInRun != kNoRequest)
+      throw std::logic_error("HbmModel: a run ended with parts left");
+    rec.isRun = false;
+    freeRequests_.push_back(record);
+  }
+}
+
+bool HbmModel::mergeIdleLine(uint32_t pc0, uint32_t n) {
+  // Groups that each lie within the line's n pseudo-channels, all without
+  // work and with the same future, become one (what submitGrouped does for
+  // the pseudo-channels one request touches).
+  const uint32_t stride = uint32_t(config_.pseudo_channels);
+  const uint32_t firstChannel = pc0 / stride, index = pc0 % stride;
+  part_.clear();
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t pc = pc0 + k * stride;
+    const uint32_t leader = groups_.leader(pc);
+    if (leader != pc) continue;  // a member: its leader is one of the line's too, or it fails
+    if (pcs_[pc].hasWork()) return false;
+    for (uint32_t m : groups_.members(pc))
+      if (m % stride != index || m / stride < firstChannel || m / stride >= firstChannel + n)
+        return false;
+    part_.push_back(pc);
+  }
+  // Every pseudo-channel of the line must be led from within it.
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t leader = groups_.leader(pc0 + k * stride);
+    if (std::find(part_.begin(), part_.end(), leader) == part_.end()) return false;
+  }
+  if (part_.size() < 2) return false;
+  const uint64_t hbmNow = clocks_.hbmAtOrAfterCore(now_);
+  for (uint32_t pc : part_) {
+    issued_.clear();
+    pcs_[pc].advance(hbmNow, issued_);
+    if (!issued_.empty()) throw std::logic_error("HbmModel: an idle pseudo-channel issued a burst");
+  }
+  bool merged = false;
+  for (size_t i = 1; i < part_.size(); ++i)
+    if (pcs_[part_[0]].sameFutureAs(pcs_[part_[i]])) {
+      groups_.merge(part_[0], part_[i], pcs_);
+      merged = true;
+    }
+  return merged;
+}
+
+}  // namespace tpusim::sim::hbm
