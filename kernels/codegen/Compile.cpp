@@ -288,13 +288,8 @@ class Pipeline {
   }
 
   MOperand reg() { return L_.fn().newReg(RegClass::Scalar); }
-  void copy(MOperand dst, const ScalarVal& v) {
-    if (v.isConst)
-      L_.emit(Opcode::SLi, {dst, I(uint32_t(int32_t(v.c)))});
-    else
-      L_.emit(Opcode::SAddI, {dst, v.reg, I(0)});
-  }
-  static ScalarVal R(MOperand r) { return ScalarVal{false, 0, r}; }
+  void copy(MOperand dst, const ScalarVal& v) { L_.copyScalar(dst, v); }
+  static ScalarVal R(MOperand r, bool nonNeg = false) { return ScalarVal::inReg(r, nonNeg); }
 
   // Emits `body` only when `cond` is non-zero at run time.
   void when(const ScalarVal& cond, const std::function<void()>& body) {
@@ -303,7 +298,7 @@ class Pipeline {
       return;
     }
     int from = L_.currentBlock();
-    L_.emit(Opcode::BrZ, {cond.reg, MOperand::block(-1)});
+    L_.emit(Opcode::BrZ, {L_.reg(cond), MOperand::block(-1)});
     L_.newBlock("then");
     body();
     int end = L_.newBlock("join");
@@ -556,7 +551,7 @@ class Pipeline {
     L_.emit(Opcode::SLi, {count, I(steps)});
     int loopStart = L_.newBlock("step");
     std::vector<ScalarVal> ids;
-    for (const MOperand& r : g) ids.push_back(R(r));
+    for (const MOperand& r : g) ids.push_back(R(r, true));  // grid indices count from 0
     std::vector<ScalarVal> next = advance(ids);
     auto stepsLeft = [&](int64_t k) {  // step + k < steps
       return L_.scalarOp(llo::ScalarBin::Lt, R(step), ScalarVal{true, steps - k, {}});
@@ -578,8 +573,9 @@ class Pipeline {
         L_.emit(Opcode::SShrI, {s.pending, s.pending, I(8)});
     };
     auto bindBlock = [&](Stream& s) {  // the block ref's base for this step
-      ScalarVal row = L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(R(s.slot), s.blockRows));
-      RefPlace p{s.bodyArg->type, true, 0, L_.reg(row), L_.newRegion()};
+      // slot * rows in a register, the buffer's first row as the place's offset.
+      ScalarVal row = L_.add(ScalarVal::constant(s.bufRow), L_.mulImm(R(s.slot), s.blockRows));
+      RefPlace p{s.bodyArg->type, !row.isConst, row.c, row.reg, L_.newRegion()};
       L_.bindRef(s.bodyArg, p);
     };
     auto prefetch = [&](Stream& s) {  // inputs with n >= 2: the block n - 1 steps ahead
