@@ -518,6 +518,10 @@ class Pipeline {
     MOperand step = reg();
     L_.emit(Opcode::SLi, {step, I(0)});
     // Prologue: every input's blocks for the first n - 1 steps (1 with n = 1).
+    // With the state in SMEM each stream's is stored as soon as its part is
+    // done: held to the end, a kernel of many streams would need 4 scalar
+    // registers per stream at once.
+    if (smemState_) stateRegion_ = L_.newRegion();
     for (Stream& s : streams_) {
       int n = s.buffers;
       s.slot = reg();
@@ -528,20 +532,16 @@ class Pipeline {
         s.idx.push_back(reg());
         L_.emit(Opcode::SLi, {s.idx.back(), I(0xFFFFFFFF)});  // -1: no block yet
       }
-      if (s.output) continue;
-      if (n > 2) {
+      if (!s.output && n > 2) {
         s.issue = reg();
         L_.emit(Opcode::SLi, {s.issue, I(n - 1)});
       }
       std::vector<ScalarVal> ids(rank, ScalarVal{true, 0, {}});
-      for (int j = 0; j < std::max(n - 1, 1) && j < steps; ++j) {
+      for (int j = 0; !s.output && j < std::max(n - 1, 1) && j < steps; ++j) {
         issueInput(s, indexMap(s, ids), ScalarVal{true, 1, {}}, j);
         ids = advance(ids);
       }
-    }
-    if (smemState_) {
-      stateRegion_ = L_.newRegion();
-      for (Stream& s : streams_) {
+      if (smemState_) {
         s.stateWord = mem_.smemWords(fmt::format("pipeline state of '{}'", s.array->name),
                                      int64_t(stateRegs(s).size()));
         storeState(s);
