@@ -290,13 +290,8 @@ class Pipeline {
   }
 
   MOperand reg() { return L_.fn().newReg(RegClass::Scalar); }
-  void copy(MOperand dst, const ScalarVal& v) {
-    if (v.isConst)
-      L_.emit(Opcode::SLi, {dst, I(uint32_t(int32_t(v.c)))});
-    else
-      L_.emit(Opcode::SAddI, {dst, v.reg, I(0)});
-  }
-  static ScalarVal R(MOperand r) { return ScalarVal{false, 0, r}; }
+  void copy(MOperand dst, const ScalarVal& v) { L_.copyScalar(dst, v); }
+  static ScalarVal R(MOperand r, bool nonNeg = false) { return ScalarVal::inReg(r, nonNeg); }
 
   // Emits `body` only when `cond` is non-zero at run time.
   void when(const ScalarVal& cond, const std::function<void()>& body) {
@@ -305,7 +300,7 @@ class Pipeline {
       return;
     }
     int from = L_.currentBlock();
-    L_.emit(Opcode::BrZ, {cond.reg, MOperand::block(-1)});
+    L_.emit(Opcode::BrZ, {L_.reg(cond), MOperand::block(-1)});
     L_.newBlock("then");
     body();
     int end = L_.newBlock("join");
@@ -525,6 +520,10 @@ class Pipeline {
     MOperand step = reg();
     L_.emit(Opcode::SLi, {step, I(0)});
     // Prologue: every input's blocks for the first n - 1 steps (1 with n = 1).
+    // With the state in SMEM each stream's is stored as soon as its part is
+    // done: held to the end, a kernel of many streams would need 4 scalar
+    // registers per stream at once.
+    if (smemState_) stateRegion_ = L_.newRegion();
     for (Stream& s : streams_) {
       int n = s.buffers;
       s.slot = reg();
@@ -535,20 +534,16 @@ class Pipeline {
         s.idx.push_back(reg());
         L_.emit(Opcode::SLi, {s.idx.back(), I(0xFFFFFFFF)});  // -1: no block yet
       }
-      if (s.output) continue;
-      if (n > 2) {
+      if (!s.output && n > 2) {
         s.issue = reg();
         L_.emit(Opcode::SLi, {s.issue, I(n - 1)});
       }
       std::vector<ScalarVal> ids(rank, ScalarVal{true, 0, {}});
-      for (int j = 0; j < std::max(n - 1, 1) && j < steps; ++j) {
+      for (int j = 0; !s.output && j < std::max(n - 1, 1) && j < steps; ++j) {
         issueInput(s, indexMap(s, ids), ScalarVal{true, 1, {}}, j);
         ids = advance(ids);
       }
-    }
-    if (smemState_) {
-      stateRegion_ = L_.newRegion();
-      for (Stream& s : streams_) {
+      if (smemState_) {
         s.stateWord = mem_.smemWords(fmt::format("pipeline state of '{}'", s.array->name),
                                      int64_t(stateRegs(s).size()));
         storeState(s);
@@ -558,7 +553,7 @@ class Pipeline {
     L_.emit(Opcode::SLi, {count, I(steps)});
     int loopStart = L_.newBlock("step");
     std::vector<ScalarVal> ids;
-    for (const MOperand& r : g) ids.push_back(R(r));
+    for (const MOperand& r : g) ids.push_back(R(r, true));  // grid indices count from 0
     std::vector<ScalarVal> next = advance(ids);
     auto stepsLeft = [&](int64_t k) {  // step + k < steps
       return L_.scalarOp(llo::ScalarBin::Lt, R(step), ScalarVal{true, steps - k, {}});
@@ -580,8 +575,9 @@ class Pipeline {
         L_.emit(Opcode::SShrI, {s.pending, s.pending, I(8)});
     };
     auto bindBlock = [&](Stream& s) {  // the block ref's base for this step
-      ScalarVal row = L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(R(s.slot), s.blockRows));
-      RefPlace p{s.bodyArg->type, true, 0, L_.reg(row), L_.newRegion()};
+      // slot * rows in a register, the buffer's first row as the place's offset.
+      ScalarVal row = L_.add(ScalarVal::constant(s.bufRow), L_.mulImm(R(s.slot), s.blockRows));
+      RefPlace p{s.bodyArg->type, !row.isConst, row.c, row.reg, L_.newRegion()};
       L_.bindRef(s.bodyArg, p);
     };
     auto prefetch = [&](Stream& s) {  // inputs with n >= 2: the block n - 1 steps ahead

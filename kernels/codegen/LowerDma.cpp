@@ -19,8 +19,7 @@ ScalarVal placeBytes(Lowerer& L, const RefPlace& p) {
   int64_t scale = p.type.space == llo::MemSpace::Vmem   ? isa::kVmemRowBytes
                   : p.type.space == llo::MemSpace::Smem ? 4
                                                         : 1;
-  ScalarVal base = p.dynamic ? ScalarVal{false, 0, p.baseReg} : ScalarVal{true, p.base, {}};
-  return L.mulImm(base, scale);
+  return L.mulImm(placeBase(p), scale);
 }
 }  // namespace
 

@@ -115,7 +115,38 @@ int Lowerer::newBlock(const std::string& label) {
 
 void Lowerer::emit(MInstr mi) {
   mi.debug = debug_;
+  // A write to a register the value-numbering table names makes its entries stale.
+  if (!pureRegs_.empty())
+    forEachReg(mi, [&](const MOperand& r, isa::Access a) {
+      if (a != isa::Access::Read && r.cls == RegClass::Scalar && pureRegs_.count(r.value)) {
+        pure_.clear();
+        pureRegs_.clear();
+      }
+    });
   fn_.blocks[cur_].instrs.push_back(mi);
+}
+
+MOperand Lowerer::pure(Opcode op, std::vector<MOperand> sources) {
+  if (pureBlock_ != cur_) {
+    pure_.clear();
+    pureRegs_.clear();
+    pureBlock_ = cur_;
+  }
+  std::vector<int64_t> key{int64_t(op)};
+  for (const MOperand& o : sources) {
+    key.push_back(int64_t(o.kind) << 8 | int64_t(o.cls));
+    key.push_back(o.value);
+  }
+  auto it = pure_.find(key);
+  if (it != pure_.end()) return it->second;
+  MOperand d = fn_.newReg(RegClass::Scalar);
+  sources.insert(sources.begin(), d);
+  emit(op, std::move(sources));
+  pure_.emplace(std::move(key), d);
+  pureRegs_.insert(d.value);
+  for (const MOperand& o : sources)
+    if (o.isReg()) pureRegs_.insert(o.value);
+  return d;
 }
 
 int Lowerer::debugFor(const llo::SourceLoc& loc, const std::string& op) {
@@ -133,7 +164,12 @@ MOperand Lowerer::constReg(int64_t c) {
   return r;
 }
 
-MOperand Lowerer::reg(const ScalarVal& v) { return v.isConst ? constReg(v.c) : v.reg; }
+MOperand Lowerer::reg(const ScalarVal& v) {
+  if (v.isConst) return constReg(v.c);
+  if (v.c == 0) return v.reg;
+  if (fitsS16(v.c)) return pure(Opcode::SAddI, {v.reg, I(v.c)});
+  return pure(Opcode::SAdd, {v.reg, pure(Opcode::SLi, {I(uint32_t(int32_t(v.c)))})});
+}
 
 ScalarVal Lowerer::scalarOp(llo::ScalarBin k, const ScalarVal& a, const ScalarVal& b) {
   using K = llo::ScalarBin;
@@ -203,97 +239,99 @@ ScalarVal Lowerer::scalarOp(llo::ScalarBin k, const ScalarVal& a, const ScalarVa
   bool commutes = k == K::Add || k == K::Mul || k == K::And || k == K::Or || k == K::Xor ||
                   k == K::Min || k == K::Max || k == K::Eq || k == K::Ne;
   if (a.isConst && !b.isConst && commutes) return scalarOp(k, b, a);
-  MOperand d = fn_.newReg(RegClass::Scalar);
-  // Immediate forms where one side is a small constant.
-  if (b.isConst) {
-    if (k == K::Add && b.c == 0) return a;
-    if (k == K::Mul && b.c == 1) return a;
-    if (k == K::Add && fitsS16(b.c))
-      return emit(Opcode::SAddI, {d, a.reg, I(b.c)}), ScalarVal{false, 0, d};
-    if (k == K::Sub && fitsS16(-b.c))
-      return emit(Opcode::SAddI, {d, a.reg, I(-b.c)}), ScalarVal{false, 0, d};
-    if (k == K::Mul && fitsS16(b.c))
-      return emit(Opcode::SMulI, {d, a.reg, I(b.c)}), ScalarVal{false, 0, d};
-    if (k == K::Shl) return emit(Opcode::SShlI, {d, a.reg, I(b.c & 31)}), ScalarVal{false, 0, d};
-    if (k == K::Shr) return emit(Opcode::SShrI, {d, a.reg, I(b.c & 31)}), ScalarVal{false, 0, d};
+  auto R = [](MOperand r, int64_t off = 0, bool nonNeg = false) {
+    return ScalarVal{false, off, r, nonNeg};
+  };
+  // Offset arithmetic: (x + c) + k, (x + c) * k and (x + c) << k keep the
+  // constant apart, so address chains cost one register per distinct x.
+  if (!a.isConst && b.isConst) {
+    switch (k) {
+      case K::Add:
+        return R(a.reg, wrap(a.c + b.c), a.nonNeg);
+      case K::Sub:
+        return R(a.reg, wrap(a.c - b.c), a.nonNeg);
+      case K::Mul: {
+        if (b.c == 0) return ScalarVal::constant(0);
+        if (b.c == 1) return a;
+        MOperand d = fitsS16(b.c) ? pure(Opcode::SMulI, {a.reg, I(b.c)})
+                                  : pure(Opcode::SMul, {a.reg, constReg(b.c)});
+        return R(d, wrap(a.c * b.c), a.nonNeg && b.c >= 0);
+      }
+      case K::Shl:
+        return R(pure(Opcode::SShlI, {a.reg, I(b.c & 31)}),
+                 wrap(int64_t(uint32_t(a.c) << (b.c & 31))), a.nonNeg);
+      default:
+        break;
+    }
+  }
+  if (a.isConst && k == K::Sub)  // k - (x + c) = (k - c) - x
+    return R(pure(Opcode::SSub, {constReg(wrap(a.c - b.c)), b.reg}));
+  if (!a.isConst && !b.isConst && (k == K::Add || k == K::Sub)) {
+    MOperand d = pure(k == K::Add ? Opcode::SAdd : Opcode::SSub, {a.reg, b.reg});
+    return k == K::Add ? R(d, wrap(a.c + b.c), a.nonNeg && b.nonNeg) : R(d, wrap(a.c - b.c));
+  }
+  // Everything else reads plain registers.
+  const ScalarVal x = R(reg(a)), y = b.isConst ? b : R(reg(b));
+  if (y.isConst) {
+    if (k == K::Shr) return R(pure(Opcode::SShrI, {x.reg, I(y.c & 31)}), 0, (y.c & 31) != 0);
     if (k == K::Div || k == K::Rem) {
-      int sh = log2Exact(b.c);
+      int sh = log2Exact(y.c);
       if (sh < 0)
         throw CodegenError(
-            fmt::format("error: scalar division by {} (only powers of two compile)", b.c));
-      if (sh == 0) return k == K::Div ? a : ScalarVal{true, 0, {}};
+            fmt::format("error: scalar division by {} (only powers of two compile)", y.c));
+      if (sh == 0) return k == K::Div ? x : ScalarVal::constant(0);
       // Truncating division: add (2^sh - 1) to negative dividends first.
       MOperand sign = fn_.newReg(RegClass::Scalar), bias = fn_.newReg(RegClass::Scalar),
                sum = fn_.newReg(RegClass::Scalar), q = fn_.newReg(RegClass::Scalar);
-      emit(Opcode::SSra, {sign, a.reg, constReg(31)});
+      emit(Opcode::SSra, {sign, x.reg, constReg(31)});
       emit(Opcode::SShrI, {bias, sign, I(32 - sh)});
-      emit(Opcode::SAdd, {sum, a.reg, bias});
+      emit(Opcode::SAdd, {sum, x.reg, bias});
       emit(Opcode::SSra, {q, sum, constReg(sh)});
-      if (k == K::Div) return ScalarVal{false, 0, q};
-      MOperand back = fn_.newReg(RegClass::Scalar);
+      if (k == K::Div) return R(q);
+      MOperand back = fn_.newReg(RegClass::Scalar), d = fn_.newReg(RegClass::Scalar);
       emit(Opcode::SShlI, {back, q, I(sh)});
-      emit(Opcode::SSub, {d, a.reg, back});
-      return ScalarVal{false, 0, d};
+      emit(Opcode::SSub, {d, x.reg, back});
+      return R(d);
     }
   }
   if (k == K::Div || k == K::Rem)
     throw CodegenError(
         "error: scalar division by a run-time value does not compile (the scalar "
         "unit has no divider)");
-  MOperand x = reg(a), y = reg(b);
+  MOperand xr = x.reg, yr = reg(y);
   switch (k) {
-    case K::Add:
-      emit(Opcode::SAdd, {d, x, y});
-      break;
-    case K::Sub:
-      emit(Opcode::SSub, {d, x, y});
-      break;
     case K::Mul:
-      emit(Opcode::SMul, {d, x, y});
-      break;
+      return R(pure(Opcode::SMul, {xr, yr}));
     case K::Min:
-      emit(Opcode::SMin, {d, x, y});
-      break;
+      return R(pure(Opcode::SMin, {xr, yr}));
     case K::Max:
-      emit(Opcode::SMax, {d, x, y});
-      break;
+      return R(pure(Opcode::SMax, {xr, yr}));
     case K::And:
-      emit(Opcode::SAnd, {d, x, y});
-      break;
+      return R(pure(Opcode::SAnd, {xr, yr}), 0, y.isConst && y.c >= 0);
     case K::Or:
-      emit(Opcode::SOr, {d, x, y});
-      break;
+      return R(pure(Opcode::SOr, {xr, yr}));
     case K::Xor:
-      emit(Opcode::SXor, {d, x, y});
-      break;
+      return R(pure(Opcode::SXor, {xr, yr}));
     case K::Shl:
-      emit(Opcode::SShl, {d, x, y});
-      break;
+      return R(pure(Opcode::SShl, {xr, yr}));
     case K::Shr:
-      emit(Opcode::SShr, {d, x, y});
-      break;
+      return R(pure(Opcode::SShr, {xr, yr}));
     case K::Eq:
-      emit(Opcode::SCmpEq, {d, x, y});
-      break;
+      return R(pure(Opcode::SCmpEq, {xr, yr}), 0, true);
     case K::Ne:
-      emit(Opcode::SCmpNe, {d, x, y});
-      break;
+      return R(pure(Opcode::SCmpNe, {xr, yr}), 0, true);
     case K::Lt:
-      emit(Opcode::SCmpLt, {d, x, y});
-      break;
+      return R(pure(Opcode::SCmpLt, {xr, yr}), 0, true);
     case K::Le:
-      emit(Opcode::SCmpLe, {d, x, y});
-      break;
+      return R(pure(Opcode::SCmpLe, {xr, yr}), 0, true);
     case K::Gt:
-      emit(Opcode::SCmpLt, {d, y, x});
-      break;
+      return R(pure(Opcode::SCmpLt, {yr, xr}), 0, true);
     case K::Ge:
-      emit(Opcode::SCmpLe, {d, y, x});
-      break;
+      return R(pure(Opcode::SCmpLe, {yr, xr}), 0, true);
     default:
       break;
   }
-  return ScalarVal{false, 0, d};
+  throw CodegenError("internal: unhandled scalar op");
 }
 
 void Lowerer::baseAndOffset(const ScalarVal& addr, MOperand* base, int64_t* offset) {
@@ -302,6 +340,16 @@ void Lowerer::baseAndOffset(const ScalarVal& addr, MOperand* base, int64_t* offs
     if (z == zeroReg_.end()) z = zeroReg_.emplace(cur_, constReg(0)).first;
     *base = z->second;
     *offset = addr.c;
+  } else if (!addr.isConst && fitsS16(addr.c) && (addr.c <= 0 || addr.nonNeg)) {
+    *base = addr.reg;
+    *offset = addr.c;
+  } else if (addr.c > 0 && (addr.isConst || addr.nonNeg)) {
+    // Past the immediate's reach: one register per 32 Ki window of the
+    // offset (shared in the block), the rest in the immediate.
+    int64_t inWindow = addr.c & 0x7FFF, window = addr.c - inWindow;
+    MOperand w = pure(Opcode::SLi, {I(window)});
+    *base = addr.isConst ? w : pure(Opcode::SAdd, {addr.reg, w});
+    *offset = inWindow;
   } else {
     *base = reg(addr);
     *offset = 0;
@@ -336,15 +384,13 @@ ScalarVal Lowerer::vmemRow(const RefPlace& r, const std::vector<ScalarVal>& idx)
   ScalarVal row = n >= 2 ? idx[n - 2] : ScalarVal{true, 0, {}};
   ScalarVal ct = scalarOp(llo::ScalarBin::Shr, idx[n - 1], ScalarVal{true, 7, {}});
   ScalarVal off = add(add(mulImm(m, l.rowsPerMatrix()), mulImm(ct, l.paddedRows)), row);
-  ScalarVal base = r.dynamic ? ScalarVal{false, 0, r.baseReg} : ScalarVal{true, r.base, {}};
-  return add(base, off);
+  return add(placeBase(r), off);
 }
 
 ScalarVal Lowerer::smemWord(const RefPlace& r, const std::vector<ScalarVal>& idx) {
   ScalarVal flat{true, 0, {}};
   for (size_t d = 0; d < idx.size(); ++d) flat = add(mulImm(flat, r.type.shape[d]), idx[d]);
-  ScalarVal base = r.dynamic ? ScalarVal{false, 0, r.baseReg} : ScalarVal{true, r.base, {}};
-  return add(base, flat);
+  return add(placeBase(r), flat);
 }
 
 void Lowerer::lowerOps(const llo::Block& b, const std::string& kernelName) {
@@ -489,6 +535,15 @@ void Lowerer::lowerTileOp(const llo::Op& op) {
   }
 }
 
+void Lowerer::copyScalar(MOperand dst, const ScalarVal& v) {
+  if (v.isConst)
+    emit(Opcode::SLi, {dst, I(uint32_t(int32_t(v.c)))});
+  else if (fitsS16(v.c))
+    emit(Opcode::SAddI, {dst, v.reg, I(v.c)});
+  else
+    emit(Opcode::SAddI, {dst, reg(v), I(0)});
+}
+
 // A register holding a carried value (i32, tile or mask) and a copy into it.
 MOperand Lowerer::carryReg(const llo::Value* v) {
   if (v->type.kind == llo::TypeKind::Scalar) return fn_.newReg(RegClass::Scalar);
@@ -496,11 +551,7 @@ MOperand Lowerer::carryReg(const llo::Value* v) {
 }
 void Lowerer::copyInto(MOperand dst, const llo::Value* v) {
   if (v->type.kind == llo::TypeKind::Scalar) {
-    ScalarVal s = scalar(v);
-    if (s.isConst)
-      emit(Opcode::SLi, {dst, I(uint32_t(int32_t(s.c)))});
-    else
-      emit(Opcode::SAddI, {dst, s.reg, I(0)});
+    copyScalar(dst, scalar(v));
   } else if (v->type.kind == llo::TypeKind::Mask) {
     emit(Opcode::MOr, {dst, tile(v), tile(v)});
   } else {
@@ -541,21 +592,17 @@ void Lowerer::lowerFor(const llo::Op& op) {
                  ScalarVal{true, 0, {}});
   }
   MOperand iv = fn_.newReg(RegClass::Scalar), count = fn_.newReg(RegClass::Scalar);
-  if (lo.isConst)
-    emit(Opcode::SLi, {iv, I(uint32_t(int32_t(lo.c)))});
-  else
-    emit(Opcode::SAddI, {iv, lo.reg, I(0)});
-  if (trip.isConst)
-    emit(Opcode::SLi, {count, I(trip.c)});
-  else
-    emit(Opcode::SAddI, {count, trip.reg, I(0)});
+  copyScalar(iv, lo);
+  copyScalar(count, trip);
   int guardBlock = -1;
   if (!trip.isConst) {
     guardBlock = currentBlock();
     emit(Opcode::BrZ, {count, MOperand::block(-1)});
   }
   int body = newBlock("loop");
-  bindScalar(op.regions[0].args[0], ScalarVal{false, 0, iv});
+  // The index counts up from a non-negative start: addresses may fold offsets from it.
+  bool ivNonNeg = step > 0 && lo.c >= 0 && (lo.isConst || lo.nonNeg);
+  bindScalar(op.regions[0].args[0], ScalarVal::inReg(iv, ivNonNeg));
   lowerOps(op.regions[0], kernel_);
   newBlock("latch");
   int latch = currentBlock();
@@ -608,7 +655,7 @@ void Lowerer::lowerIf(const llo::Op& op) {
     return;
   }
   int condBlock = currentBlock();
-  emit(Opcode::BrZ, {c.reg, MOperand::block(-1)});
+  emit(Opcode::BrZ, {reg(c), MOperand::block(-1)});
   newBlock("then");
   lowerOps(op.regions[0], kernel_);
   int thenEnd = currentBlock();
@@ -635,8 +682,8 @@ void Lowerer::lowerOp(const llo::Op& op) {
       ScalarVal c = scalar(o[0]);
       if (c.isConst) return bindScalar(op.result(), c.c ? scalar(o[1]) : scalar(o[2]));
       MOperand d = fn_.newReg(RegClass::Scalar);
-      MOperand a = reg(scalar(o[1])), b = reg(scalar(o[2]));
-      emit(Opcode::SSel, {d, c.reg, a, b});
+      MOperand cr = reg(c), a = reg(scalar(o[1])), b = reg(scalar(o[2]));
+      emit(Opcode::SSel, {d, cr, a, b});
       return bindScalar(op.result(), ScalarVal{false, 0, d});
     }
     case OpKind::ProgramId:

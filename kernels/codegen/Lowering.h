@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <vector>
 
 #include "isa/Program.h"
@@ -16,12 +17,12 @@
 namespace tpusim::kernels::codegen {
 
 // Where a ref's data is: VMEM row / SMEM word / HBM byte address of its
-// element 0, known at compile time or held in a scalar register.
+// element 0, known at compile time or a scalar register plus a constant.
 struct RefPlace {
   llo::Type type;
   bool dynamic = false;
-  int64_t base = 0;   // when !dynamic
-  MOperand baseReg;   // when dynamic
+  int64_t base = 0;   // the address when !dynamic; added to baseReg when dynamic
+  MOperand baseReg;   // when dynamic (non-negative: an address)
   int region = -1;    // memory-ordering region
   int flagBase = -1;  // semaphore refs: first sync flag
 };
@@ -34,12 +35,30 @@ struct AddressSpan {
   bool crossesSegment() const { return end > begin && (begin >> 32) != ((end - 1) >> 32); }
 };
 
-// A scalar: a compile-time constant or a register.
+// A scalar: a compile-time constant `c`, or a register plus a constant
+// (`reg + c`, 32-bit wrapping arithmetic). The constant stays apart so that a
+// memory op can fold it into its immediate offset and `x + 8`, `x + 16`, ...
+// share x's register; Lowerer::reg() materializes the sum where an
+// instruction needs a plain register.
 struct ScalarVal {
   bool isConst = true;
-  int64_t c = 0;
-  MOperand reg;
+  int64_t c = 0;  // the value, or the offset added to `reg` (a signed 32-bit value)
+  MOperand reg;   // when !isConst
+  // When !isConst: `reg` is known to be non-negative (built from addresses,
+  // loop indices and grid indices; 32-bit overflow of index arithmetic is
+  // the program's bug either way). A vld/vst/sld/sst adds its immediate to
+  // the register without wrapping (isa/README.md), so a positive offset may
+  // be folded into the immediate only then.
+  bool nonNeg = false;
+
+  static ScalarVal constant(int64_t v) { return ScalarVal{true, v, {}, false}; }
+  static ScalarVal inReg(MOperand r, bool nonNeg = false) { return ScalarVal{false, 0, r, nonNeg}; }
 };
+
+// The address of a ref's element 0 as a scalar.
+inline ScalarVal placeBase(const RefPlace& p) {
+  return p.dynamic ? ScalarVal{false, p.base, p.baseReg, true} : ScalarVal::constant(p.base);
+}
 
 class Lowerer {
  public:
@@ -56,8 +75,12 @@ class Lowerer {
   int debugFor(const llo::SourceLoc& loc, const std::string& op);
 
   // --- scalars
-  MOperand reg(const ScalarVal& v);  // materializes a constant
+  // A register holding `v`: a constant is loaded (one `sli` per call, as
+  // before); `reg + c` is added once per block (value-numbered, see pure()).
+  MOperand reg(const ScalarVal& v);
   MOperand constReg(int64_t c);
+  // dst = v (dst a register written in place: a loop index, counter or carry).
+  void copyScalar(MOperand dst, const ScalarVal& v);
   ScalarVal scalarOp(llo::ScalarBin k, const ScalarVal& a, const ScalarVal& b);
   ScalarVal addImm(const ScalarVal& a, int64_t c) {
     return scalarOp(llo::ScalarBin::Add, a, ScalarVal{true, c, {}});
@@ -68,8 +91,14 @@ class Lowerer {
   ScalarVal add(const ScalarVal& a, const ScalarVal& b) {
     return scalarOp(llo::ScalarBin::Add, a, b);
   }
-  // A scalar as base register + 16-bit immediate (for vld/vst/sld/sst).
+  // A scalar as base register + 16-bit immediate (for vld/vst/sld/sst): the
+  // offset of `reg + c` goes into the immediate when it fits and the address
+  // cannot wrap (ScalarVal::nonNeg), else the sum is materialized.
   void baseAndOffset(const ScalarVal& addr, MOperand* base, int64_t* offset);
+  // A pure scalar ALU op (no memory, no side effects) into a fresh register,
+  // or the register of the same op emitted earlier in the current block when
+  // none of its operands has been written since (local value numbering).
+  MOperand pure(isa::Opcode op, std::vector<MOperand> sources);
 
   // --- values of the function being lowered
   void bindRef(const llo::Value* v, RefPlace p) { refs_[v] = std::move(p); }
@@ -127,6 +156,12 @@ class Lowerer {
   std::map<const llo::Value*, ScalarVal> scalars_;
   std::map<const llo::Value*, MOperand> tiles_;  // vregs and masks
   std::map<int, MOperand> zeroReg_;              // per block: a register holding 0
+  // pure(): results of the current block's pure scalar ops by (opcode,
+  // sources), and every register those entries name (a write to one of them
+  // drops the table).
+  int pureBlock_ = -1;
+  std::map<std::vector<int64_t>, MOperand> pure_;
+  std::set<int64_t> pureRegs_;
   std::vector<ScalarVal> ids_;
   std::vector<int64_t> grid_;
   std::string kernel_;

@@ -154,17 +154,29 @@ Value* emitTile(const NodePtr& np, const TileAt& at) {
 
 // Calls fn(rowOffset, validRows) for each row tile of `rows` rows: a counted
 // loop over the full tiles, then the partial tile (if any) peeled with static masks.
-void forEachRowTile(int64_t rows, const std::function<void(Value*, int)>& fn) {
+// The loop body holds `unroll` row tiles (the largest divisor of the full tiles up to
+// it): independent tiles in one body let the scheduler overlap their latency chains.
+void forEachRowTile(int64_t rows, const std::function<void(Value*, int)>& fn, int64_t unroll = 1) {
   int64_t full = rows / kSublanesI, rem = rows % kSublanesI;
-  if (unrollRowTiles > 0) {
+  int64_t u = std::max<int64_t>(1, std::min(unroll, full));
+  while (full % u) --u;
+  if (unrollRowTiles > 0 || (full > 0 && u == full)) {
     for (int64_t i = 0; i < full; ++i) fn(iconst(i * kSublanesI), kSublanesI);
-  } else if (full == 1) {
-    fn(iconst(0), kSublanesI);
   } else if (full > 1) {
-    llo::Op* loop = builder().forLoop(iconst(0), iconst(full * kSublanesI), kSublanesI, "row");
-    inBlock(&loop->regions[0], [&] { fn(loop->regions[0].args[0], kSublanesI); });
+    llo::Op* loop = builder().forLoop(iconst(0), iconst(full * kSublanesI), kSublanesI * u, "row");
+    inBlock(&loop->regions[0], [&] {
+      Value* row = loop->regions[0].args[0];
+      for (int64_t k = 0; k < u; ++k)
+        fn(k == 0 ? row : add(row, iconst(k * kSublanesI)), kSublanesI);
+    });
   }
   if (rem) fn(iconst(full * kSublanesI), int(rem));
+}
+
+// Row tiles per loop body for element-wise code over `colTiles` column tiles: about 8
+// tiles in flight, the width at which an element-wise row already was unrolled.
+int64_t rowUnrollFor(int64_t colTiles) {
+  return std::max<int64_t>(1, 8 / std::max<int64_t>(1, colTiles));
 }
 
 uint32_t identityBits(llo::Reduce k, DType d) {
@@ -296,13 +308,16 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
                           dst.cols));
   int64_t colTiles = (dst.cols + kLanesI - 1) / kLanesI;
   UnrollIfTiles unroll(value);
-  forEachRowTile(dst.rows, [&](Value* rowOff, int valid) {
-    for (int64_t tj = 0; tj < colTiles; ++tj) {
-      TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
-      Value* t = emitTile(value, at);
-      storeTile(t, dst, rowOff, tj, valid, std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
-    }
-  });
+  forEachRowTile(
+      dst.rows,
+      [&](Value* rowOff, int valid) {
+        for (int64_t tj = 0; tj < colTiles; ++tj) {
+          TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
+          Value* t = emitTile(value, at);
+          storeTile(t, dst, rowOff, tj, valid, std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
+        }
+      },
+      rowUnrollFor(colTiles));
 }
 
 NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc) {
