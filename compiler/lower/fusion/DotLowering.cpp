@@ -30,7 +30,7 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // 32-byte bursts: 32 B x 16 channels x 2 pseudo-channels x 4 bank groups on
 // v5e and v6e; fewer on smaller presets, where it is more than enough).
 constexpr int64_t kInterleaveLineBytes = 4096;
-constexpr int64_t kBatchedDotDepth = 512;
+constexpr int64_t kBatchedDotDepth = 2048;
 
 enum Role : char { kBatch = 'B', kFree = 'F', kContract = 'K' };
 
@@ -219,8 +219,9 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     }
   TilingTarget shared = t;
   shared.vmemBytes = t.vmemBytes / bb;
-  // Each batch entry's dot is traced separately; shallower K blocks keep the
-  // unrolled entries within the code generator's scalar registers.
+  // Each batch entry's dot is traced separately; K blocks of at most 2048 keep
+  // the unrolled entries within the code generator's scalar registers (the 7B
+  // decode's p x V: 16 heads x 2048 positions; 4096 is untested).
   if (bb > 1) shared.maxDotDepth = kBatchedDotDepth;
   DotBlocking blk = chooseDotBlocks(B, M, N, K, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt),
                                     inBytes(ot), shared);
