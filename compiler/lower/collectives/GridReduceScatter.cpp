@@ -1,6 +1,7 @@
 #include "compiler/lower/collectives/GridReduceScatter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -52,6 +53,11 @@ struct Stream {
   int64_t blockChunks = 1;         // chunks per block (the later dimensions' sizes)
   int pieces = 1;
   uint64_t pieceBytes = 0;  // of each chunk's range
+  // On a line a chip handles piece x of its steps at action x + lag x its
+  // position (mirrored: along the flow), so that it waits for a piece its
+  // upstream neighbour sent `lag` actions earlier, not in the same one.
+  int lag = 0;
+  int64_t actions = 0;  // per stream: steps x pieces + the lags
   double stepCycles = 0, start = 0;
 };
 
@@ -83,6 +89,14 @@ class Planner {
 
   int coord(int64_t dev, int dim) const { return coords_[size_t(dev)][size_t(dim)]; }
 
+  // The (step, piece) `dev` handles at action x of stream s, if any.
+  std::optional<std::pair<int64_t, int>> stepOf(const Stream& s, int64_t dev, int64_t x) const {
+    const int m = size(s.dim), a = coord(dev, s.dim);
+    const int b = s.ring ? 0 : s.dir > 0 ? a : m - 1 - a;
+    int64_t y = x - int64_t(b) * s.lag;
+    if (y < 0 || y >= int64_t(m) * s.pieces) return std::nullopt;
+    return std::make_pair(y / s.pieces, int(y % s.pieces));
+  }
   // The role of `dev` at step k of stream s, and the target (coordinate
   // along s.dim) whose partial sum it handles.
   std::pair<Role, int> role(const Stream& s, int64_t dev, int64_t k) const {
@@ -150,7 +164,7 @@ class Planner {
   double totalCycles() const {
     double worst = 0;
     for (const Stream& s : streams_)
-      worst = std::max(worst, s.start + double(size(s.dim)) * s.stepCycles);
+      worst = std::max(worst, s.start + double(s.actions) * s.stepCycles / double(s.pieces));
     return worst + double(chip_.ici.latency_cycles);  // the ready signals
   }
 
@@ -206,11 +220,15 @@ class Planner {
           double block = double(s.bytes * uint64_t(blockChunks)) / bw;
           double combine = 400 + double(total) / 512.0;
           step = std::max(step, block + (lat + combine) / double(s.pieces));
+          // The lag covers a piece's transfer, its hop and its combine.
+          const double piece = double(total) / bw;
+          s.lag = ring ? 0 : 1 + int(std::ceil((lat + combine) / piece));
+          s.actions = int64_t(size(dim)) * s.pieces + int64_t(size(dim) - 1) * s.lag;
           streams_.push_back(s);
         }
-        streams_[streams_.size() - 1].stepCycles = step;
-        streams_[streams_.size() - 2].stepCycles = step;
-        start += double(size(dim)) * step + lat;
+        for (int back : {1, 2}) streams_[streams_.size() - size_t(back)].stepCycles = step;
+        const Stream& last = streams_.back();
+        start += double(last.actions) * step / double(last.pieces) + lat;
         earlier.push_back(dim);
       }
     }
@@ -474,14 +492,11 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target:
   // The actions (stream, step, piece) in the order of their estimated start,
   // the same on every chip: a piece a chip waits for was sent by an action
   // its neighbour runs no later in the order (GridAllGather.h's argument).
-  std::vector<std::tuple<double, int, int64_t, int>> actions;
+  std::vector<std::tuple<double, int, int64_t>> actions;
   for (size_t i = 0; i < streams.size(); ++i) {
     const Stream& s = streams[i];
-    for (int64_t k = 0; k < plan.size(s.dim); ++k)
-      for (int q = 0; q < s.pieces; ++q)
-        actions.emplace_back(
-            s.start + double(k) * s.stepCycles + double(q + 1) * s.stepCycles / double(s.pieces),
-            int(i), k, q);
+    for (int64_t x = 0; x < s.actions; ++x)
+      actions.emplace_back(s.start + double(x + 1) * s.stepCycles / double(s.pieces), int(i), x);
   }
   std::stable_sort(actions.begin(), actions.end());
 
@@ -500,18 +515,20 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target:
     code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, field})});
   };
 
-  for (auto& [t, i, k, q] : actions) {
+  for (auto& [t, i, x] : actions) {
     const Stream& s = streams[size_t(i)];
     const Words& w = words[size_t(i)];
     const int flag = flags.firstStream - i;
     const bool lastPhase = s.phase == phases - 1;
     const uint64_t src = s.phase == 0 ? g.operand : work;
     std::vector<Role> roles;
-    std::vector<int> targets;
+    std::vector<int> targets, pieceOf;
     for (int64_t dev = 0; dev < devices; ++dev) {
-      auto [r, tg] = plan.role(s, dev, k);
+      std::optional<std::pair<int64_t, int>> kq = plan.stepOf(s, dev, x);
+      auto [r, tg] = kq ? plan.role(s, dev, kq->first) : std::make_pair(Role::None, 0);
       roles.push_back(r);
       targets.push_back(tg);
+      pieceOf.push_back(kq ? kq->second : 0);
     }
     auto any = [&](auto pred) {
       for (int64_t dev = 0; dev < devices; ++dev)
@@ -547,7 +564,7 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target:
     for (int64_t dev = 0; dev < devices; ++dev) {
       Role r = roles[size_t(dev)];
       if (r == Role::None) continue;
-      int tg = targets[size_t(dev)];
+      const int tg = targets[size_t(dev)], q = pieceOf[size_t(dev)];
       uint64_t destAddr = lastPhase ? g.result + s.offset + uint64_t(q) * s.pieceBytes
                                     : plan.blockAddress(work, s, dev, tg, q);
       uint64_t ownAddr = plan.blockAddress(src, s, dev, tg, q);
