@@ -57,8 +57,12 @@ struct Stream {
   // position (mirrored: along the flow), so that it waits for a piece its
   // upstream neighbour sent `lag` actions earlier, not in the same one.
   int lag = 0;
-  int64_t actions = 0;  // per stream: steps x pieces + the lags
-  double stepCycles = 0, start = 0;
+  int64_t actions = 0;               // per stream: steps x pieces + the lags
+  double stepCycles = 0, start = 0;  // estimated cycles per action, and of the first
+  // Its estimated cycles for the algorithm choice: the pieces' hops plus one
+  // combine's work per piece on the busiest link (the per-action cycles above
+  // also charge the scalar thread's sharing, which orders the actions).
+  double estimate = 0;
 };
 
 class Planner {
@@ -162,9 +166,15 @@ class Planner {
   }
 
   double totalCycles() const {
+    std::map<std::pair<int, int>, double> phase;  // (part, phase) -> its slower direction
+    for (const Stream& s : streams_) {
+      double& e = phase[{s.part, s.phase}];
+      e = std::max(e, s.estimate);
+    }
+    std::map<int, double> part;
+    for (auto& [key, e] : phase) part[key.first] += e;
     double worst = 0;
-    for (const Stream& s : streams_)
-      worst = std::max(worst, s.start + double(s.actions) * s.stepCycles / double(s.pieces));
+    for (auto& [j, e] : part) worst = std::max(worst, e);
     return worst + double(chip_.ici.latency_cycles);  // the ready signals
   }
 
@@ -190,7 +200,7 @@ class Planner {
         uint64_t half = lo + (hi - lo) / elem / 2 * elem;
         int64_t blockChunks = 1;
         for (int e : later) blockChunks *= size(e);
-        double step = 0;
+        double phaseCycles = 0;
         for (int dir : {1, -1}) {
           Stream s;
           s.part = j;
@@ -204,31 +214,43 @@ class Planner {
           s.later = later;
           s.blockChunks = blockChunks;
           // Pieces: a power of two, each a whole number of elements, the
-          // block's piece at most a VMEM slot.
-          while (s.pieces < kMaxPieces &&
-                 s.bytes / uint64_t(s.pieces) * uint64_t(blockChunks) > slotCap_ &&
-                 s.bytes % (uint64_t(2 * s.pieces) * elem) == 0)
-            s.pieces *= 2;
+          // block's piece at most a VMEM slot; the count with the smallest
+          // estimate (small pieces fill the pipeline sooner, each costs a
+          // combine's fixed work).
+          const double m = double(size(dim));
+          double duration = -1;
+          for (int count = 1; count <= kMaxPieces; count *= 2) {
+            if (s.bytes == 0 || s.bytes % (uint64_t(count) * elem) != 0) break;
+            const uint64_t total = s.bytes / uint64_t(count) * uint64_t(blockChunks);
+            if (total > slotCap_ && count < kMaxPieces) continue;
+            // A piece over the link, and the scalar and VPU work of a piece
+            // on a chip (every part's two directions share the scalar thread).
+            const double piece = double(total) / bw;
+            const double combine = 500 + double(total) / 1024.0;
+            const double busy = std::max(piece, combine * double(2 * parts));
+            // The busiest link carries (m - 1) x pieces; the first piece
+            // fills the pipeline over m - 1 hops.
+            const double d = (m - 1) * double(count) * busy + (m - 1) * (lat + piece + combine);
+            if (duration >= 0 && d >= duration) continue;
+            duration = d;
+            s.pieces = count;
+            s.estimate = (m - 1) * (lat + piece + combine) +
+                         (m - 1) * double(count) * std::max(piece, combine);
+            // The lag covers a piece's transfer, its hop and its combine.
+            s.lag = ring ? 0 : 1 + int(std::ceil((lat + combine) / piece));
+          }
           s.pieceBytes = s.bytes / uint64_t(s.pieces);
-          if (s.bytes == 0 || s.bytes % (uint64_t(s.pieces) * elem) != 0) ok_ = false;
-          uint64_t total = pieceTotal(s);
+          const uint64_t total = pieceTotal(s);
+          if (duration < 0 || total > slotCap_) ok_ = false;
           const uint64_t align = std::max<uint64_t>(4096, uint64_t(chip_.vmem.banks) * 512);
           slotBytes_ = std::max(slotBytes_, (total + align - 1) / align * align);
           s.start = start;
-          // The block over the link, its pieces pipelined behind the first
-          // (one piece's combine and hop per step).
-          double block = double(s.bytes * uint64_t(blockChunks)) / bw;
-          double combine = 400 + double(total) / 512.0;
-          step = std::max(step, block + (lat + combine) / double(s.pieces));
-          // The lag covers a piece's transfer, its hop and its combine.
-          const double piece = double(total) / bw;
-          s.lag = ring ? 0 : 1 + int(std::ceil((lat + combine) / piece));
           s.actions = int64_t(size(dim)) * s.pieces + int64_t(size(dim) - 1) * s.lag;
+          s.stepCycles = duration / double(s.actions);  // per action
+          phaseCycles = std::max(phaseCycles, duration);
           streams_.push_back(s);
         }
-        for (int back : {1, 2}) streams_[streams_.size() - size_t(back)].stepCycles = step;
-        const Stream& last = streams_.back();
-        start += double(last.actions) * step / double(last.pieces) + lat;
+        start += phaseCycles + 1;  // strictly after every action of this phase
         earlier.push_back(dim);
       }
     }
@@ -496,7 +518,7 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target:
   for (size_t i = 0; i < streams.size(); ++i) {
     const Stream& s = streams[i];
     for (int64_t x = 0; x < s.actions; ++x)
-      actions.emplace_back(s.start + double(x + 1) * s.stepCycles / double(s.pieces), int(i), x);
+      actions.emplace_back(s.start + double(x + 1) * s.stepCycles, int(i), x);
   }
   std::stable_sort(actions.begin(), actions.end());
 
