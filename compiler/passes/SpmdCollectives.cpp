@@ -10,7 +10,11 @@
 //    arrives; with more than 2 members and an even chunk, half of it goes
 //    each way round in one ring permute (custom-call "tpusim$ring-permute");
 //    then an all-gather of the reduced chunks), as
-//    chooseReductionAlgorithm (SpmdPlan.h) picks for the size and the slice.
+//    chooseReductionAlgorithm (SpmdPlan.h) picks for the size and the slice;
+//    or, where the groups are sub-grids of the slice and its estimate is
+//    lower, the grid reduce-scatter (custom-call "tpusim$grid-reduce-scatter",
+//    GridReduceScatter.h: pipelined per-dimension rings, the combine on the
+//    VPU inside the collective) then the all-gather of the shares.
 //  - reduce-scatter: the same on the operand with the scattered dimension made
 //    major, keeping this member's chunk.
 //  - all-gather: along dimension 0 it is a primitive; along another, an
