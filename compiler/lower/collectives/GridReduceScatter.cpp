@@ -26,8 +26,8 @@ namespace {
 constexpr int kId = kTableId, kPeer = 3, kVal = 8, kSrc = 9, kOwnRow = 10, kSlotRow = 11,
               kCount = 12;
 constexpr int kLoadQueues[2] = {0, 1};  // the two loads of a piece run side by side
-constexpr int kSendQueue = 0;
-constexpr int kSlots = 8;  // VMEM slots a sent piece stays in until it has left
+constexpr int kSendQueues[2] = {2, 3};  // sends (per direction) never hold up the loads
+constexpr int kSlots = 8;               // VMEM slots a sent piece stays in until it has left
 constexpr uint64_t kTargetPiece = 256 << 10;
 constexpr int kMaxPieces = 64;
 constexpr int kUnroll = 4;  // vregs per loop iteration
@@ -630,8 +630,8 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target:
                      makeInstruction(Opcode::SLi, {kSrc, w.sendSlot})});
           code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 1})});
           tables.load(peers.at({s.dim, s.dir}), kPeer, "reduce-scatter neighbours");
-          code.emit(
-              {makeInstruction(Opcode::DmaRemote, {kSrc, kPeer, sentFlag, flag, kSendQueue})});
+          code.emit({makeInstruction(
+              Opcode::DmaRemote, {kSrc, kPeer, sentFlag, flag, kSendQueues[s.dir > 0 ? 0 : 1]})});
         });
     tables.forDevicesWith(
         mask([](Role r) { return r == Role::SendOwn; }), kVal, "reduce-scatter sends", [&] {
@@ -639,8 +639,8 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target:
           setAddr(w.sendOwn, 3, sendTo, "reduce-scatter sent pieces");
           tables.load(peers.at({s.dim, s.dir}), kPeer, "reduce-scatter neighbours");
           code.emit({makeInstruction(Opcode::SLi, {kSrc, w.sendOwn})});
-          code.emit(
-              {makeInstruction(Opcode::DmaRemote, {kSrc, kPeer, sentFlag, flag, kSendQueue})});
+          code.emit({makeInstruction(
+              Opcode::DmaRemote, {kSrc, kPeer, sentFlag, flag, kSendQueues[s.dir > 0 ? 0 : 1]})});
         });
     // Every chip counts one send per sending action (its own, or a local signal).
     if (sends) {
