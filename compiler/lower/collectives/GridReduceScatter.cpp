@@ -25,10 +25,10 @@ namespace {
 // nothing in registers across ops).
 constexpr int kId = kTableId, kPeer = 3, kVal = 8, kSrc = 9, kOwnRow = 10, kSlotRow = 11,
               kCount = 12;
-constexpr int kLoadQueues[2] = {0, 1};  // the two loads of a piece run side by side
-constexpr int kSendQueues[2] = {2, 3};  // sends (per direction) never hold up the loads
-constexpr int kSlots = 8;               // VMEM slots a sent piece stays in until it has left
-constexpr uint64_t kTargetPiece = 256 << 10;
+constexpr int kLoadQueues[2] = {0, 1};        // the two loads of a piece run side by side
+constexpr int kSendQueues[2] = {2, 3};        // sends (per direction) never hold up the loads
+constexpr int kSlots = 8;                     // VMEM slots a sent piece stays in until it has left
+constexpr uint64_t kTargetPiece = 256 << 10;  // the largest piece (of all its chunks)
 constexpr int kMaxPieces = 64;
 constexpr int kUnroll = 4;  // vregs per loop iteration
 
@@ -77,7 +77,6 @@ class Planner {
     devices_ = 1;
     for (int d : g.slice) devices_ *= d;
     for (int64_t id = 0; id < devices_; ++id) coords_.push_back(coordsOf(id, g.slice));
-    members_ = int64_t(g.groups.at(0).size());
     const uint64_t vmem = uint64_t(chip.vmem.bytes);
     slotCap_ = std::min<uint64_t>(kTargetPiece, vmem / (2 * (kSlots + 1)));
     slotCap_ = slotCap_ / 4096 * 4096;
@@ -262,7 +261,7 @@ class Planner {
   const GridReduce& g_;
   const target::ChipConfig& chip_;
   std::map<int, int64_t> stride_;  // slot stride of each grid dimension
-  int64_t devices_ = 0, members_ = 0;
+  int64_t devices_ = 0;
   std::vector<std::vector<int>> coords_;
   std::vector<Stream> streams_;
   uint64_t slotCap_ = 0, slotBytes_ = 0;
@@ -460,8 +459,10 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target:
   };
   const uint64_t slotBytes = plan.slotBytes();
   const int64_t ownRow = 0;
+  // Slots after the own rows, shifted by half the banks so that a slot's rows
+  // and the own rows of the same vregs sit in different banks.
   auto slotRow = [&](int64_t slot) {
-    return int64_t((uint64_t(slot + 1) * slotBytes) / isa::kVmemRowBytes);
+    return plan.bankShift() + int64_t((uint64_t(slot + 1) * slotBytes) / isa::kVmemRowBytes);
   };
   code.emit({makeInstruction(Opcode::ChipId, {kId})});
 
