@@ -9,7 +9,11 @@
 #   twice that when the axes do not wrap around; and at least the hop
 #   latencies of half of each wrapping axis (all of a non-wrapping one);
 #   all-reduce: twice the all-gather's bandwidth term.
-# Columns: V, the step, the bound, % of the bound, V / time.
+# That model leaves out the (n - 1) / n of the data a chip already holds, so a
+# collective can beat it; "% chip" is against the tighter per-chip bound: the
+# chip with the fewest links (a corner: 2 per wrapping axis, 1 per other) must
+# send or receive (n - 1) / n of V over them (all-reduce: twice).
+# Columns: V, the step, the bound, % of the bound, % of the chip bound, V / time.
 # Usage: scripts/bench_collectives.sh [--build-dir DIR] [--quick] [--full]
 #   default: v5e 4x4, 8 KiB .. 16 MiB;  --quick: 8 KiB and 512 KiB;
 #   --full: the grid (v5e 4x4 and 16x16, v4 4x4x4; 8 KiB .. 256 MiB).
@@ -34,8 +38,8 @@ sizes_kib=${BENCH_SIZES_KIB:-$sizes_kib}
 collectives=${BENCH_COLLECTIVES:-all-gather reduce-scatter all-reduce}
 
 echo "collectives ($(date -u +%Y-%m-%d), tpusim --mode timing, f32, every chip of the slice)"
-printf "%-4s %-8s %-15s %10s %12s %10s %10s %8s %10s %7s\n" chip slice collective "V KiB" \
-  cycles us "bound us" "% bound" "V/t GB/s" "host s"
+printf "%-4s %-8s %-15s %10s %12s %10s %10s %8s %7s %10s %7s\n" chip slice collective "V KiB" \
+  cycles us "bound us" "% bound" "% chip" "V/t GB/s" "host s"
 for config in $configs; do
   chip=${config%%:*} topo=${config#*:}
   n=1
@@ -93,9 +97,16 @@ factor = 1 if all(wraps) else 2
 hop = ici["latency_cycles"] / hz
 latency = sum((d // 2 if wr else d - 1) for d, wr in zip(axes, wraps)) * hop
 bound = max(v * factor / (len(axes) * w) * (2 if coll == "all-reduce" else 1), latency)
+n = 1
+for d in axes:
+    n *= d
+links = sum(2 if wr else 1 for wr in wraps)
+chip_bound = max((n - 1) / n * v / (links * ici["link_bytes_per_second"]) *
+                 (2 if coll == "all-reduce" else 1), latency)
 t = cycles / hz
 print(f"{chip:<4} {topo:<8} {coll:<15} {kib:>10} {cycles:>12} {t * 1e6:>10.1f} "
-      f"{bound * 1e6:>10.1f} {100 * bound / t:>7.0f}% {v / t / 1e9:>10.2f} {float(host):>7.1f}")
+      f"{bound * 1e6:>10.1f} {100 * bound / t:>7.0f}% {100 * chip_bound / t:>6.0f}% "
+      f"{v / t / 1e9:>10.2f} {float(host):>7.1f}")
 PY
     done
   done

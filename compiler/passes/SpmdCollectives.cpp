@@ -10,7 +10,11 @@
 //    arrives; with more than 2 members and an even chunk, half of it goes
 //    each way round in one ring permute (custom-call "tpusim$ring-permute");
 //    then an all-gather of the reduced chunks), as
-//    chooseReductionAlgorithm (SpmdPlan.h) picks for the size and the slice.
+//    chooseReductionAlgorithm (SpmdPlan.h) picks for the size and the slice;
+//    or, where the groups are sub-grids of the slice and its estimate is
+//    lower, the grid reduce-scatter (custom-call "tpusim$grid-reduce-scatter",
+//    GridReduceScatter.h: pipelined per-dimension rings, the combine on the
+//    VPU inside the collective) then the all-gather of the shares.
 //  - reduce-scatter: the same on the operand with the scattered dimension made
 //    major, keeping this member's chunk.
 //  - all-gather: along dimension 0 it is a primitive; along another, an
@@ -38,6 +42,8 @@
 #include "compiler/lower/TargetDescription.h"
 #include "compiler/lower/buffers/ShapeBytes.h"
 #include "compiler/lower/collectives/CollectiveLowering.h"
+#include "compiler/lower/collectives/GridAllGather.h"
+#include "compiler/lower/collectives/GridReduceScatter.h"
 #include "compiler/lower/collectives/SpmdPlan.h"
 #include "compiler/passes/PassOptions.h"
 #include "compiler/passes/PassRegistry.h"
@@ -277,6 +283,44 @@ class Expander {
   HloInstruction* allGather(HloInstruction* x, const DeviceGroups& groups, int64_t dim);
   HloInstruction* allToAllRows(HloInstruction* x, const DeviceGroups& groups);
   HloInstruction* allToAll(HloInstruction* x, const DeviceGroups& groups, int64_t dim);
+  // Estimated cycles of the grid reduce-scatter (GridReduceScatter.h) of
+  // `bytes` per device over `groups`, plus the all-gather of the shares when
+  // `gather`; nullopt where it does not apply.
+  std::optional<double> gridReduceCycles(const DeviceGroups& groups, HloOpcode op,
+                                         hlo::PrimitiveType type, int64_t elements, bool gather) {
+    const int64_t n = int64_t(groups[0].size());
+    if (n < 2 || elements % n != 0 || slice_.empty()) return std::nullopt;
+    std::optional<std::vector<int>> dims = lower::gridGatherDims(groups, slice_);
+    if (!dims) return std::nullopt;
+    const uint64_t share = uint64_t(lower::shapeBytes(Shape::array(type, {elements / n})));
+    lower::GridReduce g{groups, slice_, *dims, share, 0, 0, type, op};
+    if (!lower::gridReduceScatterFits(g, chip_)) return std::nullopt;
+    double cycles = lower::gridReduceScatterCycles(g, chip_);
+    if (gather) {
+      lower::GridGather gg{groups, slice_, *dims, share, 0, 0};
+      double oneShot = lower::oneShotGatherCycles(share, groups, slice_, chip_);
+      cycles += n > 2 && lower::gridAllGatherFits(gg)
+                    ? std::min(oneShot, lower::gridAllGatherCycles(gg, chip_))
+                    : oneShot;
+    }
+    return cycles;
+  }
+  // x [n, k] (row p: the contribution to member p's share) reduced by the
+  // grid reduce-scatter: this member's share, [1, k].
+  HloInstruction* gridReduceRows(HloInstruction* x, const DeviceGroups& groups, HloOpcode op) {
+    HloInstruction* r = add(HloOpcode::CustomCall, base() + ".grid-reduce-scatter",
+                            Shape::array(x->shape().type, {1, x->shape().dims[1]}), {x});
+    r->attrs().customCallTarget = std::string(lower::kGridReduceScatterTarget);
+    setGroups(r, groups);
+    hlo::AttrValue v;
+    v.kind = hlo::AttrValue::Kind::Ident;
+    v.s = std::string(hlo::opcodeName(op));
+    r->setGeneric(std::string(lower::kGridReduceOpAttr), v);
+    return r;
+  }
+  static double chosenCycles(const lower::AlgorithmChoice& c) {
+    return c.algorithm == lower::CollectiveAlgorithm::OneShot ? c.oneShotCycles : c.ringCycles;
+  }
   lower::AlgorithmChoice choose(HloInstruction* x, const DeviceGroups& groups, int64_t chunks) {
     int64_t elements = 1;
     for (int64_t d : x->shape().dims) elements *= d;
@@ -363,10 +407,15 @@ HloInstruction* Expander::allReduce(HloInstruction* x, const DeviceGroups& group
   const int64_t n = int64_t(groups[0].size());
   if (n == 1) return x;
   lower::AlgorithmChoice c = choose(x, groups, n);
-  if (c.algorithm == lower::CollectiveAlgorithm::OneShot) return oneShotReduce(x, groups, op);
   std::vector<int64_t> dims = x->shape().dims;
   int64_t elements = 1;
   for (int64_t d : dims) elements *= d;
+  std::optional<double> grid = gridReduceCycles(groups, op, x->shape().type, elements, true);
+  if (grid && *grid < chosenCycles(c)) {
+    HloInstruction* mine = gridReduceRows(reshape(x, {n, elements / n}), groups, op);
+    return reshape(allGather0(mine, groups), dims);
+  }
+  if (c.algorithm == lower::CollectiveAlgorithm::OneShot) return oneShotReduce(x, groups, op);
   HloInstruction* mine = reduceRows(reshape(x, {n, elements / n}), groups, op, true);
   return reshape(allGather0(mine, groups), dims);
 }
@@ -387,8 +436,11 @@ HloInstruction* Expander::reduceScatter(HloInstruction* x, const DeviceGroups& g
   int64_t elements = 1;
   for (int64_t d : dims) elements *= d;
   lower::AlgorithmChoice c = choose(x, groups, n);
-  HloInstruction* mine = reduceRows(reshape(t, {n, elements / n}), groups, op,
-                                    c.algorithm == lower::CollectiveAlgorithm::Ring);
+  std::optional<double> grid = gridReduceCycles(groups, op, x->shape().type, elements, false);
+  HloInstruction* mine = grid && *grid < chosenCycles(c)
+                             ? gridReduceRows(reshape(t, {n, elements / n}), groups, op)
+                             : reduceRows(reshape(t, {n, elements / n}), groups, op,
+                                          c.algorithm == lower::CollectiveAlgorithm::Ring);
   std::vector<int64_t> partT;
   for (int64_t p : perm) partT.push_back(dims[size_t(p)]);
   partT[0] /= n;

@@ -257,6 +257,39 @@ void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t oper
   code.emit({makeInstruction(Opcode::SyncWait, {kLocalFlag, int64_t(perSlot)})});
 }
 
+void lowerGridReduceScatter(ControlCode& code, const HloInstruction& inst, uint64_t operand,
+                            uint64_t result, const SpmdLowering& spmd) {
+  DeviceGroups groups;
+  try {
+    groups = collectiveGroups(inst, spmd.devices);
+  } catch (const std::invalid_argument& e) {
+    throw CannotLower::of(inst, e.what());
+  }
+  const hlo::NamedAttr* reducer = inst.findGeneric(std::string(kGridReduceOpAttr));
+  std::optional<HloOpcode> op = reducer ? hlo::parseOpcode(reducer->value.s) : std::nullopt;
+  if (!op) throw CannotLower::of(inst, fmt::format("needs {}=<an HLO opcode>", kGridReduceOpAttr));
+  if (!spmd.chip) throw CannotLower::of(inst, "needs the slice of a preset's torus");
+  std::optional<std::vector<int>> dims = gridGatherDims(groups, spmd.slice);
+  if (!dims) throw CannotLower::of(inst, "the groups are not sub-grids of the slice");
+  GridReduce g{groups, spmd.slice,        *dims, uint64_t(shapeBytes(inst.shape())), operand,
+               result, inst.shape().type, *op};
+  if (uint64_t(shapeBytes(inst.operand(0)->shape())) != g.chunk * uint64_t(groups[0].size()))
+    throw CannotLower::of(inst, fmt::format("the operand is not {} shares", groups[0].size()));
+  if (!gridReduceScatterFits(g, *spmd.chip))
+    throw CannotLower::of(inst, "the plan does not fit (type, op, sizes or addresses)");
+  std::vector<uint64_t> scratch;
+  for (int i = 0; i < gridReduceScratchBuffers(g); ++i)
+    scratch.push_back(spmd.allocateScratch(g.chunk * uint64_t(groups[0].size())));
+  const Flags f = flagsOf(spmd);
+  GridReduceFlags flags;
+  flags.ready = f.ready;
+  flags.sent[0] = f.sent;
+  flags.sent[1] = f.arrived;  // free: every other collective has finished
+  flags.local = kLocalFlag;
+  flags.firstStream = f.firstStream;
+  emitGridReduceScatter(code, g, *spmd.chip, scratch, flags);
+}
+
 }  // namespace
 
 bool isSpmdPrimitive(const HloInstruction& inst) {
@@ -272,6 +305,10 @@ bool isSpmdPrimitive(const HloInstruction& inst) {
       if (target == kPermuteDoneTarget)
         return inst.operandCount() == 2 && inst.shape().isArray() &&
                inst.operand(0)->shape() == inst.shape();
+      if (target == kGridReduceScatterTarget)
+        return inst.operandCount() == 1 && inst.shape().isArray() && inst.shape().rank() == 2 &&
+               inst.shape().dims[0] == 1 && inst.operand(0)->shape().isArray() &&
+               inst.operand(0)->shape().rank() == 2;
       return target == "tpusim$device-id" ||
              (target == kRingPermuteTarget && inst.operandCount() == 1 && inst.shape().isArray() &&
               inst.shape().rank() >= 1 && inst.shape().dims[0] == 2);
@@ -323,8 +360,12 @@ void lowerSpmdPrimitive(ControlCode& code, const HloInstruction& inst,
       lowerAllGather(code, inst, operands.at(0), result, spmd);
       break;
     case HloOpcode::CustomCall:
-      if (inst.attrs().customCallTarget.value_or("") == kRingPermuteTarget) {
+      if (target == kRingPermuteTarget) {
         lowerRingPermute(code, inst, operands.at(0), result, spmd);
+        break;
+      }
+      if (target == kGridReduceScatterTarget) {
+        lowerGridReduceScatter(code, inst, operands.at(0), result, spmd);
         break;
       }
       lowerDeviceId(code, result);

@@ -17,6 +17,11 @@
 //  - all-gather along dimension 0 (one array; the one-shot exchange): after a
 //    barrier, every member `dma.remote`s its operand to slot `position` of
 //    every other member's result and copies it into its own.
+//  - custom-call "tpusim$grid-reduce-scatter" (operand [n, k]: row p is the
+//    contribution to member p's share; result [1, k]: this member's reduced
+//    share; attribute tpusim_reducer=add|multiply|maximum|minimum;
+//    replica_groups): the pipelined per-dimension rings with the combine on
+//    the VPU (GridReduceScatter.h).
 //
 // Synchronization: flags the kernels never get (kFlags reserved at the top
 // of core.sync_flags). The barrier (every chip `sync.remote`s every other
@@ -34,6 +39,7 @@
 
 #include "compiler/hlo/HloInstruction.h"
 #include "compiler/lower/collectives/GridAllGather.h"
+#include "compiler/lower/collectives/GridReduceScatter.h"
 #include "compiler/lower/control/ControlCode.h"
 #include "isa/target/ChipConfig.h"
 
@@ -68,6 +74,8 @@ struct SpmdLowering {
   std::vector<int> slice;
   // HBM bytes of the module's own, zero-filled (for a permute's zeros).
   std::function<uint64_t(uint64_t bytes)> allocateZeros;
+  // HBM bytes of the module's own, uninitialized (a collective's scratch).
+  std::function<uint64_t(uint64_t bytes)> allocateScratch;
   // The async permute in flight: its SMEM tables of targets and sources and
   // the descriptors per transfer (0 when none is).
   struct Pending {

@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "compiler/lower/collectives/SmemTables.h"
 #include "isa/Isa.h"
 
 namespace tpusim::lower {
@@ -16,7 +17,7 @@ namespace {
 // Registers (the module's own code keeps nothing in registers across ops).
 constexpr int kId = 2, kPeer = 3, kTmp = 4, kAddr = 7, kVal = 8, kSrc = 9;
 constexpr int kQueue = 0;
-constexpr uint32_t kNone = 0xFFFFFFFFu;
+constexpr uint32_t kNone = kNoDevice;
 
 int64_t deviceAt(const std::vector<int>& coords, const std::vector<int>& dims) {
   int64_t id = 0;
@@ -161,52 +162,6 @@ class Planner {
   std::vector<Stream> streams_;
 };
 
-// Per-device SMEM tables (one word per device), read at chip.id.
-class Tables {
- public:
-  explicit Tables(ControlCode& code) : code_(code) {}
-  // reg = values[chip.id]; an immediate when every device has the same value.
-  void load(const std::vector<uint32_t>& values, int reg, const std::string& what) {
-    if (std::all_of(values.begin(), values.end(), [&](uint32_t v) { return v == values[0]; })) {
-      code_.emit({makeInstruction(Opcode::SLi, {reg, int64_t(values[0])})});
-      return;
-    }
-    auto it = words_.find(values);
-    int64_t word =
-        it != words_.end() ? it->second : (words_[values] = code_.smemWords(values, what));
-    code_.emit({makeInstruction(Opcode::SLi, {kAddr, word})});
-    code_.emit({makeInstruction(Opcode::SAdd, {kAddr, kAddr, kId})});
-    code_.emit({makeInstruction(Opcode::SLd, {reg, kAddr, 0})});
-  }
-
- private:
-  ControlCode& code_;
-  std::map<std::vector<uint32_t>, int64_t> words_;
-};
-
-bool allEqual(const std::vector<uint32_t>& v, uint32_t x) {
-  return std::all_of(v.begin(), v.end(), [&](uint32_t e) { return e == x; });
-}
-
-// Emits `body` on the devices whose `values` entry is not kNone (all of them
-// without a test when none is kNone, nothing when all are). `values` is
-// loaded into `reg` first.
-template <typename Body>
-void forDevicesWith(ControlCode& code, Tables& tables, const std::vector<uint32_t>& values, int reg,
-                    const std::string& what, Body body) {
-  if (allEqual(values, kNone)) return;
-  tables.load(values, reg, what);
-  bool some = std::any_of(values.begin(), values.end(), [](uint32_t v) { return v == kNone; });
-  uint32_t skip = 0;
-  if (some) {
-    code.emit({makeInstruction(Opcode::SLi, {kTmp, int64_t(kNone)})});
-    code.emit({makeInstruction(Opcode::SCmpEq, {kTmp, reg, kTmp})});
-    skip = code.branchIfNonZero(kTmp);
-  }
-  body();
-  if (some) code.patch(skip, code.label());
-}
-
 }  // namespace
 
 std::optional<std::vector<int>> gridGatherDims(const DeviceGroups& groups,
@@ -255,7 +210,7 @@ double gridAllGatherCycles(const GridGather& g, const target::ChipConfig& chip) 
 void emitGridAllGather(ControlCode& code, const GridGather& g, const target::ChipConfig& chip,
                        const GridGatherFlags& flags) {
   Planner plan(g, chip);
-  Tables tables(code);
+  SmemTables tables(code);
   const std::vector<Stream>& streams = plan.streams();
   const int64_t devices = plan.devices();
   code.emit({makeInstruction(Opcode::ChipId, {kId})});
@@ -287,11 +242,11 @@ void emitGridAllGather(ControlCode& code, const GridGather& g, const target::Chi
     }
   // Ready: tell each neighbour (it sends into this chip's result), wait for each.
   for (auto& [key, p] : peers)
-    forDevicesWith(code, tables, p, kPeer, "all-gather neighbours", [&] {
+    tables.forDevicesWith(p, kPeer, "all-gather neighbours", [&] {
       code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, flags.ready, 1})});
     });
   for (auto& [key, p] : peers)
-    forDevicesWith(code, tables, p, kPeer, "all-gather neighbours", [&] {
+    tables.forDevicesWith(p, kPeer, "all-gather neighbours", [&] {
       code.emit({makeInstruction(Opcode::SyncWait, {flags.ready, 1})});
     });
 
@@ -325,11 +280,11 @@ void emitGridAllGather(ControlCode& code, const GridGather& g, const target::Chi
       std::vector<uint32_t> wait;
       for (int64_t dev = 0; dev < devices; ++dev)
         wait.push_back(k <= plan.arrivals(s, dev) ? 1u : kNone);
-      forDevicesWith(code, tables, wait, kVal, "all-gather arrivals", [&] {
+      tables.forDevicesWith(wait, kVal, "all-gather arrivals", [&] {
         code.emit({makeInstruction(Opcode::SyncWait, {flag, 1})});
       });
     }
-    forDevicesWith(code, tables, sendTable(s, k), kVal, "all-gather blocks", [&] {
+    tables.forDevicesWith(sendTable(s, k), kVal, "all-gather blocks", [&] {
       if (s.phase == 0 && k == 0)  // this chip's chunk: straight from the operand
         code.emit({makeInstruction(Opcode::SLi, {kSrc, int64_t(g.operand + s.offset)})});
       else
@@ -344,7 +299,7 @@ void emitGridAllGather(ControlCode& code, const GridGather& g, const target::Chi
   // Every send has left (one count per send, as many as this chip made).
   for (size_t i = 0; i < streams.size(); ++i)
     for (int64_t k = 0; k < plan.size(streams[i].dim); ++k)
-      forDevicesWith(code, tables, sendTable(streams[i], k), kVal, "all-gather blocks", [&] {
+      tables.forDevicesWith(sendTable(streams[i], k), kVal, "all-gather blocks", [&] {
         code.emit({makeInstruction(Opcode::SyncWait, {flags.sent, 1})});
       });
   if (!ownChunkCopied) code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});

@@ -108,6 +108,7 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
     m_.program.data.push_back({isa::MemorySpace::Hbm, at, std::vector<uint8_t>(bytes, 0)});
     return at;
   };
+  spmd_.allocateScratch = [this](uint64_t bytes) { return allocateExtra(bytes); };
 }
 
 std::vector<uint64_t> ModuleLowerer::leafBytes(const Shape& shape) {

@@ -1,0 +1,672 @@
+#include "compiler/lower/collectives/GridReduceScatter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "compiler/lower/collectives/GridAllGather.h"
+#include "compiler/lower/collectives/SmemTables.h"
+#include "isa/Isa.h"
+#include "kernels/codegen/TargetInfo.h"
+
+namespace tpusim::lower {
+
+using hlo::HloOpcode;
+using hlo::PrimitiveType;
+using isa::Instruction;
+using isa::Opcode;
+
+namespace {
+
+// Registers (SmemTables.h holds 2, 4 and 7; the module's own code keeps
+// nothing in registers across ops).
+constexpr int kId = kTableId, kPeer = 3, kVal = 8, kSrc = 9, kOwnRow = 10, kSlotRow = 11,
+              kCount = 12;
+constexpr int kLoadQueues[2] = {0, 1};        // the two loads of a piece run side by side
+constexpr int kSendQueues[2] = {2, 3};        // sends (per direction) never hold up the loads
+constexpr int kSlots = 8;                     // VMEM slots a sent piece stays in until it has left
+constexpr uint64_t kTargetPiece = 256 << 10;  // the largest piece (of all its chunks)
+constexpr int kMaxPieces = 64;
+constexpr int kUnroll = 4;  // vregs per loop iteration
+
+int elementBytes(PrimitiveType t) { return t == PrimitiveType::BF16 ? 2 : 4; }
+
+int64_t deviceAt(const std::vector<int>& coords, const std::vector<int>& dims) {
+  int64_t id = 0;
+  for (size_t k = 0; k < dims.size(); ++k) id = id * dims[k] + coords[k];
+  return id;
+}
+
+// What one device does in one action (stream, step, piece).
+enum class Role { None, SendOwn, CombineSend, Final };
+
+// One direction of one part in one phase: partial sums move along `dim`.
+struct Stream {
+  int part = 0, phase = 0, dir = 0, dim = 0;
+  bool ring = false;
+  uint64_t offset = 0, bytes = 0;  // byte range of each chunk it reduces
+  std::vector<int> earlier;        // dimensions reduced in earlier phases
+  std::vector<int> later;          // dimensions still to reduce (its blocks span them)
+  int64_t blockChunks = 1;         // chunks per block (the later dimensions' sizes)
+  int pieces = 1;
+  uint64_t pieceBytes = 0;  // of each chunk's range
+  // On a line a chip handles piece x of its steps at action x + lag x its
+  // position (mirrored: along the flow), so that it waits for a piece its
+  // upstream neighbour sent `lag` actions earlier, not in the same one.
+  int lag = 0;
+  int64_t actions = 0;               // per stream: steps x pieces + the lags
+  double stepCycles = 0, start = 0;  // estimated cycles per action, and of the first
+  // Its estimated cycles for the algorithm choice: the pieces' hops plus one
+  // combine's work per piece on the busiest link (the per-action cycles above
+  // also charge the scalar thread's sharing, which orders the actions).
+  double estimate = 0;
+};
+
+class Planner {
+ public:
+  Planner(const GridReduce& g, const target::ChipConfig& chip) : g_(g), chip_(chip) {
+    for (int d : g.gridDims) {
+      int64_t s = 1;
+      for (int e : g.gridDims)
+        if (e > d) s *= g.slice[size_t(e)];
+      stride_[d] = s;
+    }
+    devices_ = 1;
+    for (int d : g.slice) devices_ *= d;
+    for (int64_t id = 0; id < devices_; ++id) coords_.push_back(coordsOf(id, g.slice));
+    const uint64_t vmem = uint64_t(chip.vmem.bytes);
+    slotCap_ = std::min<uint64_t>(kTargetPiece, vmem / (2 * (kSlots + 1)));
+    slotCap_ = slotCap_ / 4096 * 4096;
+    buildStreams();
+  }
+
+  const std::vector<Stream>& streams() const { return streams_; }
+  int64_t devices() const { return devices_; }
+  int size(int dim) const { return g_.slice[size_t(dim)]; }
+  bool ok() const { return ok_; }
+  uint64_t slotBytes() const { return slotBytes_; }
+  int64_t bankShift() const { return int64_t(chip_.vmem.banks) / 2; }
+
+  int coord(int64_t dev, int dim) const { return coords_[size_t(dev)][size_t(dim)]; }
+
+  // The (step, piece) `dev` handles at action x of stream s, if any.
+  std::optional<std::pair<int64_t, int>> stepOf(const Stream& s, int64_t dev, int64_t x) const {
+    const int m = size(s.dim), a = coord(dev, s.dim);
+    const int b = s.ring ? 0 : s.dir > 0 ? a : m - 1 - a;
+    int64_t y = x - int64_t(b) * s.lag;
+    if (y < 0 || y >= int64_t(m) * s.pieces) return std::nullopt;
+    return std::make_pair(y / s.pieces, int(y % s.pieces));
+  }
+  // The role of `dev` at step k of stream s, and the target (coordinate
+  // along s.dim) whose partial sum it handles.
+  std::pair<Role, int> role(const Stream& s, int64_t dev, int64_t k) const {
+    const int m = size(s.dim), a = coord(dev, s.dim);
+    if (s.ring) {
+      int t = int(((a - s.dir * (k + 1)) % m + m) % m);
+      if (k == 0) return {Role::SendOwn, t};
+      return {k < m - 1 ? Role::CombineSend : Role::Final, t};
+    }
+    // A line: mirrored so that partial sums move towards higher b.
+    const int b = s.dir > 0 ? a : m - 1 - a;
+    const int sends = m - 1 - b;
+    if (k < sends) {
+      int tb = m - 1 - int(k);
+      return {b == 0 ? Role::SendOwn : Role::CombineSend, s.dir > 0 ? tb : m - 1 - tb};
+    }
+    if (k == sends && b > 0) return {Role::Final, a};
+    return {Role::None, a};
+  }
+
+  // Byte address, in a buffer laid out as the operand (members x chunk), of
+  // piece q of the block of target t along s.dim at device dev.
+  uint64_t blockAddress(uint64_t base, const Stream& s, int64_t dev, int t, int q) const {
+    int64_t slot = int64_t(t) * stride_.at(s.dim);
+    for (int e : s.earlier) slot += coord(dev, e) * stride_.at(e);
+    return base + uint64_t(slot) * g_.chunk + s.offset + uint64_t(q) * s.pieceBytes;
+  }
+  // The descriptor of a piece between a buffer laid out as the operand
+  // (`strided` side) and a contiguous one.
+  isa::DmaDescriptor pieceDescriptor(const Stream& s, isa::MemorySpace src, isa::MemorySpace dst,
+                                     bool srcStrided, bool dstStrided) const {
+    isa::DmaDescriptor d;
+    d.src = src;
+    d.dst = dst;
+    d.innerBytes = uint32_t(s.pieceBytes);
+    d.numDims = 1 + int(s.later.size());
+    d.counts = {1, 1, 1};
+    d.srcStrides = {0, 0, 0};
+    d.dstStrides = {0, 0, 0};
+    // The later dimensions, the fastest (highest) innermost.
+    uint64_t dense = s.pieceBytes;
+    for (size_t i = 0; i < s.later.size(); ++i) {
+      int e = s.later[s.later.size() - 1 - i];
+      d.counts[i] = uint32_t(size(e));
+      uint32_t strided = uint32_t(uint64_t(stride_.at(e)) * g_.chunk);
+      d.srcStrides[i] = srcStrided ? strided : uint32_t(dense);
+      d.dstStrides[i] = dstStrided ? strided : uint32_t(dense);
+      dense *= uint64_t(size(e));
+    }
+    return d;
+  }
+  uint64_t pieceTotal(const Stream& s) const { return s.pieceBytes * uint64_t(s.blockChunks); }
+
+  uint32_t neighbour(int dim, int dir, int64_t dev) const {
+    std::vector<int> c = coords_[size_t(dev)];
+    int n = size(dim);
+    c[size_t(dim)] += dir;
+    if (c[size_t(dim)] < 0 || c[size_t(dim)] >= n) {
+      if (!sliceWraps(n, chip_.ici)) return kNoDevice;
+      c[size_t(dim)] = (c[size_t(dim)] + n) % n;
+    }
+    return uint32_t(deviceAt(c, g_.slice));
+  }
+
+  double totalCycles() const {
+    std::map<std::pair<int, int>, double> phase;  // (part, phase) -> its slower direction
+    for (const Stream& s : streams_) {
+      double& e = phase[{s.part, s.phase}];
+      e = std::max(e, s.estimate);
+    }
+    std::map<int, double> part;
+    for (auto& [key, e] : phase) part[key.first] += e;
+    double worst = 0;
+    for (auto& [j, e] : part) worst = std::max(worst, e);
+    return worst + double(chip_.ici.latency_cycles);  // the ready signals
+  }
+
+ private:
+  void buildStreams() {
+    const int parts = int(g_.gridDims.size());
+    const uint64_t elem = uint64_t(elementBytes(g_.type));
+    const uint64_t elems = g_.chunk / elem;
+    const double bw = chip_.ici.link_bytes_per_second / chip_.core.clock_hz;
+    const double lat = double(chip_.ici.latency_cycles);
+    ok_ = g_.chunk % elem == 0 && elems >= uint64_t(2 * parts);
+    for (int j = 0; j < parts; ++j) {
+      uint64_t lo = elems * uint64_t(j) / uint64_t(parts) * elem;
+      uint64_t hi = elems * uint64_t(j + 1) / uint64_t(parts) * elem;
+      double start = 0;
+      std::vector<int> earlier;
+      for (int p = 0; p < parts; ++p) {
+        int dim = g_.gridDims[size_t((j + p) % parts)];
+        std::vector<int> later;
+        for (int q = p + 1; q < parts; ++q) later.push_back(g_.gridDims[size_t((j + q) % parts)]);
+        std::sort(later.begin(), later.end());
+        bool ring = sliceWraps(size(dim), chip_.ici);
+        uint64_t half = lo + (hi - lo) / elem / 2 * elem;
+        int64_t blockChunks = 1;
+        for (int e : later) blockChunks *= size(e);
+        double phaseCycles = 0;
+        for (int dir : {1, -1}) {
+          Stream s;
+          s.part = j;
+          s.phase = p;
+          s.dir = dir;
+          s.dim = dim;
+          s.ring = ring;
+          s.offset = ring && dir < 0 ? half : lo;
+          s.bytes = ring ? (dir > 0 ? half - lo : hi - half) : hi - lo;
+          s.earlier = earlier;
+          s.later = later;
+          s.blockChunks = blockChunks;
+          // Pieces: a power of two, each a whole number of elements, the
+          // block's piece at most a VMEM slot; the count with the smallest
+          // estimate (small pieces fill the pipeline sooner, each costs a
+          // combine's fixed work).
+          const double m = double(size(dim));
+          double duration = -1;
+          for (int count = 1; count <= kMaxPieces; count *= 2) {
+            if (s.bytes == 0 || s.bytes % (uint64_t(count) * elem) != 0) break;
+            const uint64_t total = s.bytes / uint64_t(count) * uint64_t(blockChunks);
+            if (total > slotCap_ && count < kMaxPieces) continue;
+            // A piece over the link, and the scalar and VPU work of a piece
+            // on a chip (every part's two directions share the scalar thread).
+            const double piece = double(total) / bw;
+            const double combine = 500 + double(total) / 1024.0;
+            const double busy = std::max(piece, combine * double(2 * parts));
+            // The busiest link carries (m - 1) x pieces; the first piece
+            // fills the pipeline over m - 1 hops.
+            const double d = (m - 1) * double(count) * busy + (m - 1) * (lat + piece + combine);
+            if (duration >= 0 && d >= duration) continue;
+            duration = d;
+            s.pieces = count;
+            s.estimate = (m - 1) * (lat + piece + combine) +
+                         (m - 1) * double(count) * std::max(piece, combine);
+            // The lag covers a piece's transfer, its hop and its combine.
+            s.lag = ring ? 0 : 1 + int(std::ceil((lat + combine) / piece));
+          }
+          s.pieceBytes = s.bytes / uint64_t(s.pieces);
+          const uint64_t total = pieceTotal(s);
+          if (duration < 0 || total > slotCap_) ok_ = false;
+          const uint64_t align = std::max<uint64_t>(4096, uint64_t(chip_.vmem.banks) * 512);
+          slotBytes_ = std::max(slotBytes_, (total + align - 1) / align * align);
+          s.start = start;
+          s.actions = int64_t(size(dim)) * s.pieces + int64_t(size(dim) - 1) * s.lag;
+          s.stepCycles = duration / double(s.actions);  // per action
+          phaseCycles = std::max(phaseCycles, duration);
+          streams_.push_back(s);
+        }
+        start += phaseCycles + 1;  // strictly after every action of this phase
+        earlier.push_back(dim);
+      }
+    }
+    if (slotBytes_ * uint64_t(kSlots + 1) + uint64_t(bankShift()) * 512 >
+        uint64_t(chip_.vmem.bytes))
+      ok_ = false;
+  }
+
+  const GridReduce& g_;
+  const target::ChipConfig& chip_;
+  std::map<int, int64_t> stride_;  // slot stride of each grid dimension
+  int64_t devices_ = 0;
+  std::vector<std::vector<int>> coords_;
+  std::vector<Stream> streams_;
+  uint64_t slotCap_ = 0, slotBytes_ = 0;
+  bool ok_ = true;
+};
+
+// The vector code combining `vregs` vregs at VMEM row kOwnRow into those at
+// kSlotRow (in place), hand-scheduled in order with the preset's latencies.
+class CombineLoop {
+ public:
+  CombineLoop(ControlCode& code, const target::ChipConfig& chip, PrimitiveType type, HloOpcode op)
+      : code_(code), target_(kernels::codegen::TargetInfo::fromChip(chip)), type_(type), op_(op) {}
+
+  // Emits the combine of `vregs` vregs; own / slot rows in kOwnRow / kSlotRow
+  // (`ownRow` and `slotRow`: their values, for the VMEM banks).
+  void emit(int64_t vregs, int64_t ownRow, int64_t slotRow) {
+    ownBank_ = ownRow;
+    slotBank_ = slotRow;
+    const int64_t iterations = vregs / kUnroll, rest = vregs % kUnroll;
+    if (iterations > 0) {
+      code_.emit({makeInstruction(Opcode::SLi, {kCount, iterations})});
+      uint32_t head = code_.label();
+      body(kUnroll, true);
+      code_.drain();
+      code_.emit({makeInstruction(Opcode::Loop, {kCount, int64_t(head)})});
+      code_.drain();
+    }
+    if (rest > 0) body(int(rest), false);
+    // The stores are visible before a DMA reads the slot.
+    for (int i = 0; i < target_.latencyOf(isa::LatencyClass::VectorStore); ++i) code_.emit({});
+  }
+
+ private:
+  struct Op {
+    Instruction in;
+    std::vector<int> reads;
+    int writes = -1;
+    int64_t row = -1;  // a VMEM access: its first row (8 rows, stride 1)
+  };
+  // The banks an access starting at `row` touches; the loop advances the rows
+  // by a multiple of the bank count (else every access gets a bundle alone).
+  std::vector<int64_t> banksOf(int64_t row) const {
+    const int64_t banks = std::max(1, target_.vmemBanks);
+    std::vector<int64_t> out;
+    if ((8 * kUnroll) % banks != 0) {
+      for (int64_t b = 0; b < banks; ++b) out.push_back(b);
+      return out;
+    }
+    for (int s = 0; s < isa::kSublanes; ++s) out.push_back((row + s) % banks);
+    return out;
+  }
+  Opcode aluOp() const {
+    const bool i = type_ == PrimitiveType::S32;
+    switch (op_) {
+      case HloOpcode::Multiply:
+        return i ? Opcode::VMulS32 : Opcode::VMulF32;
+      case HloOpcode::Maximum:
+        return i ? Opcode::VMaxS32 : Opcode::VMaxF32;
+      case HloOpcode::Minimum:
+        return i ? Opcode::VMinS32 : Opcode::VMinF32;
+      default:
+        return i ? Opcode::VAddS32 : Opcode::VAddF32;
+    }
+  }
+  void body(int groups, bool advance) {
+    std::vector<Op> ops;
+    auto v = [&](Opcode o, int dst, std::vector<int> srcs, std::initializer_list<int64_t> extra) {
+      Op x;
+      std::vector<int64_t> operands{dst};
+      for (int s : srcs) operands.push_back(s);
+      for (int64_t e : extra) operands.push_back(e);
+      x.in.op = o;
+      for (size_t i = 0; i < operands.size(); ++i) x.in.operands[i] = operands[i];
+      x.reads = srcs;
+      x.writes = dst;
+      ops.push_back(x);
+    };
+    for (int u = 0; u < groups; ++u) {
+      const int a = 6 * u, b = a + 1, alo = a + 2, ahi = a + 3, blo = a + 4, bhi = a + 5;
+      Op la, lb;
+      la.in = makeInstruction(Opcode::VLd, {a, kOwnRow, int64_t(8 * u), 1, 0xFF});
+      la.writes = a;
+      la.row = ownBank_ + 8 * u;
+      lb.in = makeInstruction(Opcode::VLd, {b, kSlotRow, int64_t(8 * u), 1, 0xFF});
+      lb.writes = b;
+      lb.row = slotBank_ + 8 * u;
+      ops.push_back(la);
+      ops.push_back(lb);
+      int result = a;
+      if (type_ == PrimitiveType::BF16) {
+        v(Opcode::VUnpackB16, alo, {a}, {0});
+        v(Opcode::VUnpackB16, ahi, {a}, {1});
+        v(Opcode::VUnpackB16, blo, {b}, {0});
+        v(Opcode::VUnpackB16, bhi, {b}, {1});
+        for (int r : {alo, ahi, blo, bhi}) v(Opcode::VCvtF32Bf16, r, {r}, {});
+        v(aluOp(), alo, {alo, blo}, {});
+        v(aluOp(), ahi, {ahi, bhi}, {});
+        v(Opcode::VCvtBf16F32, alo, {alo}, {});
+        v(Opcode::VCvtBf16F32, ahi, {ahi}, {});
+        v(Opcode::VPackB16, a, {alo, ahi}, {});
+      } else {
+        v(aluOp(), a, {a, b}, {});
+      }
+      Op st;
+      st.in = makeInstruction(Opcode::VSt, {result, kSlotRow, int64_t(8 * u), 1, 0xFF});
+      st.reads = {result};
+      st.row = slotBank_ + 8 * u;
+      ops.push_back(st);
+    }
+    // In-order placement: each op at the first cycle (not before the
+    // previous op's) where its sources are ready and its slot kind is free.
+    std::map<int, int64_t> ready;
+    std::map<std::pair<int64_t, int>, int> used;  // (cycle, slot kind) -> ops
+    std::map<int64_t, std::vector<Instruction>> bundles;
+    std::map<int64_t, std::set<int64_t>> banksUsed;
+    int64_t at = 0;
+    for (const Op& o : ops) {
+      for (int r : o.reads) at = std::max(at, ready.count(r) ? ready[r] : 0);
+      if (o.writes >= 0) at = std::max(at, ready.count(o.writes) ? ready[o.writes] : 0);
+      const isa::SlotKind kind = o.in.info().slot;
+      const int cap = std::max(1, target_.slotsOf(kind));
+      std::vector<int64_t> banks = o.row >= 0 ? banksOf(o.row) : std::vector<int64_t>{};
+      auto clash = [&](int64_t c) {
+        for (int64_t b : banks)
+          if (banksUsed[c].count(b)) return true;
+        return false;
+      };
+      while (used[{at, int(kind)}] >= cap || clash(at)) ++at;
+      ++used[{at, int(kind)}];
+      for (int64_t b : banks) banksUsed[at].insert(b);
+      bundles[at].push_back(o.in);
+      if (o.writes >= 0) ready[o.writes] = at + std::max(1, target_.latencyOf(o.in.info().latency));
+    }
+    int64_t last = bundles.empty() ? 0 : bundles.rbegin()->first;
+    for (int64_t c = 0; c <= last; ++c) {
+      code_.emit(bundles.count(c) ? bundles[c] : std::vector<Instruction>{});
+    }
+    if (advance)  // after the last store has read the row registers
+      code_.emit({makeInstruction(Opcode::SAddI, {kOwnRow, kOwnRow, int64_t(8 * kUnroll)}),
+                  makeInstruction(Opcode::SAddI, {kSlotRow, kSlotRow, int64_t(8 * kUnroll)})});
+  }
+
+  ControlCode& code_;
+  kernels::codegen::TargetInfo target_;
+  int64_t ownBank_ = 0, slotBank_ = 0;
+  PrimitiveType type_;
+  HloOpcode op_;
+};
+
+std::vector<uint32_t> maskTable(const std::vector<bool>& on) {
+  std::vector<uint32_t> v;
+  for (bool b : on) v.push_back(b ? 1u : kNoDevice);
+  return v;
+}
+
+}  // namespace
+
+bool gridReduceSupports(PrimitiveType type, HloOpcode op) {
+  bool typeOk =
+      type == PrimitiveType::F32 || type == PrimitiveType::BF16 || type == PrimitiveType::S32;
+  bool opOk = op == HloOpcode::Add || op == HloOpcode::Multiply || op == HloOpcode::Maximum ||
+              op == HloOpcode::Minimum;
+  return typeOk && opOk;
+}
+
+int gridReduceScratchBuffers(const GridReduce& g) { return 1 + 2 * int(g.gridDims.size()); }
+
+bool gridReduceScatterFits(const GridReduce& g, const target::ChipConfig& chip) {
+  if (!gridReduceSupports(g.type, g.op) || g.gridDims.empty()) return false;
+  const int dims = int(g.gridDims.size());
+  if (2 * dims * dims > kGridGatherStreamFlags) return false;
+  Planner plan(g, chip);
+  if (!plan.ok()) return false;
+  const uint64_t n = uint64_t(g.groups.at(0).size());
+  const uint64_t limit = uint64_t(1) << 31;
+  return n * g.chunk < limit && g.operand + n * g.chunk < (uint64_t(1) << 32) &&
+         g.result + g.chunk < (uint64_t(1) << 32);
+}
+
+double gridReduceScatterCycles(const GridReduce& g, const target::ChipConfig& chip) {
+  return Planner(g, chip).totalCycles();
+}
+
+void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target::ChipConfig& chip,
+                           const std::vector<uint64_t>& scratch, const GridReduceFlags& flags) {
+  Planner plan(g, chip);
+  SmemTables tables(code);
+  CombineLoop combine(code, chip, g.type, g.op);
+  const std::vector<Stream>& streams = plan.streams();
+  const int64_t devices = plan.devices();
+  const int phases = int(g.gridDims.size());
+  const uint64_t work = scratch.at(0);
+  auto landing = [&](const Stream& s) {
+    return scratch.at(size_t(1 + 2 * s.phase + (s.dir > 0 ? 0 : 1)));
+  };
+  const uint64_t slotBytes = plan.slotBytes();
+  const int64_t ownRow = 0;
+  // Slots after the own rows, shifted by half the banks so that a slot's rows
+  // and the own rows of the same vregs sit in different banks.
+  auto slotRow = [&](int64_t slot) {
+    return plan.bankShift() + int64_t((uint64_t(slot + 1) * slotBytes) / isa::kVmemRowBytes);
+  };
+  code.emit({makeInstruction(Opcode::ChipId, {kId})});
+
+  // Neighbour tables per (dimension, direction); ready as in the grid all-gather.
+  std::map<std::pair<int, int>, std::vector<uint32_t>> peers;
+  for (int d : g.gridDims)
+    for (int dir : {1, -1}) {
+      std::vector<uint32_t> p;
+      for (int64_t dev = 0; dev < devices; ++dev) p.push_back(plan.neighbour(d, dir, dev));
+      peers[{d, dir}] = p;
+    }
+  for (auto& [key, p] : peers)
+    tables.forDevicesWith(p, kPeer, "reduce-scatter neighbours", [&] {
+      code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, flags.ready, 1})});
+    });
+  for (auto& [key, p] : peers)
+    tables.forDevicesWith(p, kPeer, "reduce-scatter neighbours", [&] {
+      code.emit({makeInstruction(Opcode::SyncWait, {flags.ready, 1})});
+    });
+
+  // Descriptors per stream: own -> VMEM own rows, landing -> slot, slot ->
+  // the neighbour's landing, own (HBM) -> the neighbour's landing, slot ->
+  // the phase's destination (strided, or the result).
+  struct Words {
+    int64_t loadOwn, loadArrived, sendSlot, sendOwn, store;
+  };
+  std::vector<Words> words;
+  for (const Stream& s : streams) {
+    using isa::MemorySpace;
+    const bool last = s.phase == phases - 1;
+    Words w;
+    w.loadOwn = code.descriptorWords(
+        {plan.pieceDescriptor(s, MemorySpace::Hbm, MemorySpace::Vmem, true, false)},
+        "reduce-scatter: own piece");
+    w.loadArrived = code.descriptorWords(
+        {plan.pieceDescriptor(s, MemorySpace::Hbm, MemorySpace::Vmem, true, false)},
+        "reduce-scatter: arrived piece");
+    w.sendSlot = code.descriptorWords(
+        {plan.pieceDescriptor(s, MemorySpace::Vmem, MemorySpace::Hbm, false, true)},
+        "reduce-scatter: sent piece");
+    w.sendOwn = code.descriptorWords(
+        {plan.pieceDescriptor(s, MemorySpace::Hbm, MemorySpace::Hbm, true, true)},
+        "reduce-scatter: own piece sent");
+    w.store = code.descriptorWords(
+        {plan.pieceDescriptor(s, MemorySpace::Vmem, MemorySpace::Hbm, false, !last)},
+        "reduce-scatter: reduced piece");
+    words.push_back(w);
+  }
+
+  // The actions (stream, step, piece) in the order of their estimated start,
+  // the same on every chip: a piece a chip waits for was sent by an action
+  // its neighbour runs no later in the order (GridAllGather.h's argument).
+  std::vector<std::tuple<double, int, int64_t>> actions;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const Stream& s = streams[i];
+    for (int64_t x = 0; x < s.actions; ++x)
+      actions.emplace_back(s.start + double(x + 1) * s.stepCycles, int(i), x);
+  }
+  std::stable_sort(actions.begin(), actions.end());
+
+  // A line's two final combines of a (part, phase) on a chip: the first adds
+  // the phase's source, the second what the first wrote.
+  std::map<std::tuple<int, int, int, int64_t>, int> finalsSeen;  // (part, phase, piece, dev)
+
+  int64_t vmemActions = 0;  // actions that combined in VMEM so far (slot = index mod kSlots)
+  int epoch = 0;
+  std::vector<int64_t> epochSends{0};
+  const int64_t epochActions = kSlots / 2;
+  auto setAddr = [&](int64_t word, int field, const std::vector<uint32_t>& values,
+                     const std::string& what) {
+    tables.load(values, kVal, what);
+    code.emit({makeInstruction(Opcode::SLi, {kSrc, word})});
+    code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, field})});
+  };
+
+  for (auto& [t, i, x] : actions) {
+    const Stream& s = streams[size_t(i)];
+    const Words& w = words[size_t(i)];
+    const int flag = flags.firstStream - i;
+    const bool lastPhase = s.phase == phases - 1;
+    const uint64_t src = s.phase == 0 ? g.operand : work;
+    std::vector<Role> roles;
+    std::vector<int> targets, pieceOf;
+    for (int64_t dev = 0; dev < devices; ++dev) {
+      std::optional<std::pair<int64_t, int>> kq = plan.stepOf(s, dev, x);
+      auto [r, tg] = kq ? plan.role(s, dev, kq->first) : std::make_pair(Role::None, 0);
+      roles.push_back(r);
+      targets.push_back(tg);
+      pieceOf.push_back(kq ? kq->second : 0);
+    }
+    auto any = [&](auto pred) {
+      for (int64_t dev = 0; dev < devices; ++dev)
+        if (pred(roles[size_t(dev)])) return true;
+      return false;
+    };
+    auto mask = [&](auto pred) {
+      std::vector<bool> on;
+      for (int64_t dev = 0; dev < devices; ++dev) on.push_back(pred(roles[size_t(dev)]));
+      return maskTable(on);
+    };
+    auto isCombine = [](Role r) { return r == Role::CombineSend || r == Role::Final; };
+    auto isSend = [](Role r) { return r == Role::SendOwn || r == Role::CombineSend; };
+    const bool usesVmem = any(isCombine);
+    const bool sends = any(isSend);
+    // Epochs of kSlots / 2 VMEM actions: before a slot is reused, every send
+    // of the epoch that used it last has left (its parity's flag counts them).
+    if (usesVmem) {
+      int e = int(vmemActions / epochActions);
+      while (epoch < e) {
+        ++epoch;
+        epochSends.push_back(0);
+        if (epoch >= 2 && epochSends[size_t(epoch - 2)] > 0)
+          code.emit({makeInstruction(Opcode::SyncWait,
+                                     {flags.sent[epoch % 2], epochSends[size_t(epoch - 2)]})});
+      }
+    }
+    const int64_t slot = vmemActions % kSlots;
+    const int sentFlag = flags.sent[epoch % 2];
+
+    // Own contribution per device (a line's second final reads the first's result).
+    std::vector<uint32_t> own(size_t(devices), kNoDevice), arrived = own, dest = own, sendTo = own;
+    for (int64_t dev = 0; dev < devices; ++dev) {
+      Role r = roles[size_t(dev)];
+      if (r == Role::None) continue;
+      const int tg = targets[size_t(dev)], q = pieceOf[size_t(dev)];
+      uint64_t destAddr = lastPhase ? g.result + s.offset + uint64_t(q) * s.pieceBytes
+                                    : plan.blockAddress(work, s, dev, tg, q);
+      uint64_t ownAddr = plan.blockAddress(src, s, dev, tg, q);
+      if (r == Role::Final && !s.ring) {
+        int& seen = finalsSeen[{s.part, s.phase, q, dev}];
+        if (seen++ > 0) ownAddr = destAddr;
+      }
+      own[size_t(dev)] = uint32_t(ownAddr);
+      dest[size_t(dev)] = uint32_t(destAddr);
+      if (isCombine(r))
+        arrived[size_t(dev)] = uint32_t(plan.blockAddress(landing(s), s, dev, tg, q));
+      if (isSend(r)) sendTo[size_t(dev)] = uint32_t(plan.blockAddress(landing(s), s, dev, tg, q));
+    }
+
+    if (usesVmem) {
+      tables.forDevicesWith(mask(isCombine), kVal, "reduce-scatter combines", [&] {
+        code.emit({makeInstruction(Opcode::SyncWait, {flag, 1})});
+        setAddr(w.loadOwn, 1, own, "reduce-scatter own pieces");
+        code.emit({makeInstruction(Opcode::SLi, {kVal, ownRow * isa::kVmemRowBytes}),
+                   makeInstruction(Opcode::SLi, {kSrc, w.loadOwn})});
+        code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 3})});
+        code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[0]})});
+        setAddr(w.loadArrived, 1, arrived, "reduce-scatter arrived pieces");
+        code.emit({makeInstruction(Opcode::SLi, {kVal, slotRow(slot) * isa::kVmemRowBytes}),
+                   makeInstruction(Opcode::SLi, {kSrc, w.loadArrived})});
+        code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 3})});
+        code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[1]})});
+        code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 2})});
+        code.emit({makeInstruction(Opcode::SLi, {kOwnRow, ownRow}),
+                   makeInstruction(Opcode::SLi, {kSlotRow, slotRow(slot)})});
+        const int64_t vregs =
+            int64_t((plan.pieceTotal(s) + 8 * isa::kVmemRowBytes - 1) / (8 * isa::kVmemRowBytes));
+        combine.emit(vregs, ownRow, slotRow(slot));
+      });
+    }
+    // Sends: the combined piece from its slot, or this chip's own piece.
+    tables.forDevicesWith(
+        mask([](Role r) { return r == Role::CombineSend; }), kVal, "reduce-scatter sends", [&] {
+          setAddr(w.sendSlot, 3, sendTo, "reduce-scatter sent pieces");
+          code.emit({makeInstruction(Opcode::SLi, {kVal, slotRow(slot) * isa::kVmemRowBytes}),
+                     makeInstruction(Opcode::SLi, {kSrc, w.sendSlot})});
+          code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 1})});
+          tables.load(peers.at({s.dim, s.dir}), kPeer, "reduce-scatter neighbours");
+          code.emit({makeInstruction(
+              Opcode::DmaRemote, {kSrc, kPeer, sentFlag, flag, kSendQueues[s.dir > 0 ? 0 : 1]})});
+        });
+    tables.forDevicesWith(
+        mask([](Role r) { return r == Role::SendOwn; }), kVal, "reduce-scatter sends", [&] {
+          setAddr(w.sendOwn, 1, own, "reduce-scatter own pieces");
+          setAddr(w.sendOwn, 3, sendTo, "reduce-scatter sent pieces");
+          tables.load(peers.at({s.dim, s.dir}), kPeer, "reduce-scatter neighbours");
+          code.emit({makeInstruction(Opcode::SLi, {kSrc, w.sendOwn})});
+          code.emit({makeInstruction(
+              Opcode::DmaRemote, {kSrc, kPeer, sentFlag, flag, kSendQueues[s.dir > 0 ? 0 : 1]})});
+        });
+    // Every chip counts one send per sending action (its own, or a local signal).
+    if (sends) {
+      tables.forDevicesWith(mask([&](Role r) { return !isSend(r); }), kVal,
+                            "reduce-scatter non-senders", [&] {
+                              code.emit({makeInstruction(Opcode::SyncSignal, {sentFlag, 1})});
+                            });
+      ++epochSends[size_t(epoch)];
+    }
+    // Finals: the reduced piece to the phase's destination.
+    tables.forDevicesWith(
+        mask([](Role r) { return r == Role::Final; }), kVal, "reduce-scatter finals", [&] {
+          setAddr(w.store, 3, dest, "reduce-scatter reduced pieces");
+          code.emit({makeInstruction(Opcode::SLi, {kVal, slotRow(slot) * isa::kVmemRowBytes}),
+                     makeInstruction(Opcode::SLi, {kSrc, w.store})});
+          code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 1})});
+          code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[0]})});
+          code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
+        });
+    if (usesVmem) ++vmemActions;
+  }
+  // Every send has left.
+  for (int e = std::max(0, epoch - 1); e <= epoch; ++e)
+    if (epochSends[size_t(e)] > 0)
+      code.emit({makeInstruction(Opcode::SyncWait, {flags.sent[e % 2], epochSends[size_t(e)]})});
+}
+
+}  // namespace tpusim::lower

@@ -1,0 +1,84 @@
+// The reduce-scatter of large chunks (custom-call "tpusim$grid-reduce-scatter",
+// left by the spmd-collectives pass) as pipelined neighbour-to-neighbour
+// rings, one per slice dimension the group spans, all of them busy at once,
+// with the combine inside the collective:
+//
+//  - each member's share is cut into D parts (D = the dimensions the group
+//    spans); part j is reduce-scattered along the dimensions in the order j,
+//    j + 1, ... (mod D): after the phase along dimension d a chip keeps the
+//    chunks whose coordinate along d is its own, reduced over d; the next
+//    phase reduces those along the next dimension (the mirror of
+//    GridAllGather.h, so each part uses a different dimension's links);
+//  - along a wrapping dimension half of a part goes each way round the ring
+//    (n - 1 steps: receive a partial sum, add this chip's contribution, pass
+//    it on); along a line every partial sum flows from both ends towards its
+//    owner (the left and right sums meet there);
+//  - a step's block is cut into pieces of at most a few hundred KiB; each
+//    piece is combined on the VPU the moment it has arrived (this chip's
+//    contribution and the arrived partial sum DMAed into VMEM, a vector loop,
+//    the sum sent to the neighbour straight from VMEM) while the next pieces
+//    are on the wire;
+//  - pieces land in per-(phase, direction) HBM buffers of the collective's
+//    own, so no piece waits for its receiver; a chip starts once each
+//    neighbour has signalled that it is ready, as the grid all-gather does.
+//
+// The groups must be whole sub-grids of the slice (gridGatherDims); element
+// types f32, bf16 (combined in f32, rounded to bf16 after every step, as the
+// reference evaluator does) and s32, ops add, multiply, maximum, minimum.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "compiler/hlo/HloOpcode.h"
+#include "compiler/hlo/Shape.h"
+#include "compiler/lower/collectives/SpmdPlan.h"
+#include "compiler/lower/control/ControlCode.h"
+#include "isa/target/ChipConfig.h"
+
+namespace tpusim::lower {
+
+inline constexpr std::string_view kGridReduceScatterTarget = "tpusim$grid-reduce-scatter";
+// The custom call's attribute naming the combine (an HLO opcode name: add, maximum, ...).
+inline constexpr std::string_view kGridReduceOpAttr = "tpusim_reducer";
+
+struct GridReduceFlags {
+  int ready = 0;
+  int sent[2] = {0, 0};  // sends of even / odd epochs of VMEM slots
+  int local = 0;
+  int firstStream = 0;  // firstStream - i for stream i (GridAllGather.h's kGridGatherStreamFlags)
+};
+
+struct GridReduce {
+  DeviceGroups groups;
+  std::vector<int> slice;     // the slice's dimensions
+  std::vector<int> gridDims;  // slice dimensions the groups span (gridGatherDims)
+  uint64_t chunk = 0;         // bytes of each member's share (the result)
+  uint64_t operand = 0, result = 0;
+  hlo::PrimitiveType type = hlo::PrimitiveType::F32;
+  hlo::HloOpcode op = hlo::HloOpcode::Add;
+};
+
+// Is (type, op) combined by the vector code here?
+bool gridReduceSupports(hlo::PrimitiveType type, hlo::HloOpcode op);
+
+// Can the plan be emitted on `chip` (32-bit addresses with the scratch
+// buffers, pieces that fit VMEM, parts on element boundaries)?
+bool gridReduceScatterFits(const GridReduce& g, const target::ChipConfig& chip);
+
+// Estimated cycles (the slowest part's phases: steps x (hop + block / link)
+// plus the combine of each piece).
+double gridReduceScatterCycles(const GridReduce& g, const target::ChipConfig& chip);
+
+// HBM scratch buffers the emitted code needs, each `members x chunk` bytes:
+// a work buffer (the partial results between phases) and a landing buffer
+// per (phase, direction).
+int gridReduceScratchBuffers(const GridReduce& g);
+
+// Emits the collective; `scratch` holds gridReduceScratchBuffers addresses.
+void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target::ChipConfig& chip,
+                           const std::vector<uint64_t>& scratch, const GridReduceFlags& flags);
+
+}  // namespace tpusim::lower
