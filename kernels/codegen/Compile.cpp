@@ -769,14 +769,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   auto addBuffer = [&](const llo::ArrayOperand& a, int64_t addr, isa::BufferRole role) {
     isa::BufferDesc b;
     b.name = a.name;
-    b.shape = a.shape;
-    if (!a.strides.empty()) {  // a strided view: the buffer holds its dims in stride order
-      std::vector<size_t> order(a.shape.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::stable_sort(order.begin(), order.end(),
-                       [&](size_t x, size_t y) { return a.strides[x] > a.strides[y]; });
-      for (size_t i = 0; i < order.size(); ++i) b.shape[i] = a.shape[order[i]];
-    }
+    b.shape = a.bufferShape();
     b.dtype = a.dtype;
     b.space = isa::MemorySpace::Hbm;
     b.address = uint64_t(addr);

@@ -77,6 +77,26 @@ struct Pipelined {
 
 class GridRun {
  public:
+  // The elements of a strided view in its own row-major order, from its buffer.
+  static std::vector<uint32_t> gatherView(const std::vector<uint32_t>& buffer,
+                                          const llo::ArrayOperand& a) {
+    std::vector<uint32_t> out;
+    std::vector<int64_t> idx(a.shape.size(), 0);
+    int64_t n = 1;
+    for (int64_t d : a.shape) n *= d;
+    out.reserve(size_t(n));
+    for (int64_t e = 0; e < n; ++e) {
+      int64_t at = 0;
+      for (size_t d = 0; d < idx.size(); ++d) at += idx[d] * a.strides[d];
+      out.push_back(buffer.at(size_t(at)));
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < a.shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+    return out;
+  }
+
   GridRun(const llo::Kernel& k, const std::vector<HostArray>& inputs, const InterpretOptions& o)
       : k_(k), opt_(o), interp_(llo::InterpOptions{o.mxuSize}) {
     if (inputs.size() != k.inputs.size())
@@ -84,12 +104,14 @@ class GridRun {
                                        k.inputs.size(), inputs.size()));
     for (size_t i = 0; i < inputs.size(); ++i) {
       const auto& a = k.inputs[i];
-      if (inputs[i].shape != a.shape || inputs[i].dtype != a.dtype ||
+      // A strided view's input is its buffer (bufferShape), read through the strides.
+      std::vector<int64_t> want = a.bufferShape();
+      if (inputs[i].shape != want || inputs[i].dtype != a.dtype ||
           int64_t(inputs[i].words.size()) != inputs[i].size())
         throw InterpretError(fmt::format("input {} ('{}') must be {}{}", i, a.name,
-                                         isa::dtypeName(a.dtype), llo::shapeStr(a.shape)));
+                                         isa::dtypeName(a.dtype), llo::shapeStr(want)));
       auto b = Buffer::make(a.name, llo::Type::ref(MemSpace::Hbm, a.dtype, a.shape));
-      b->words = inputs[i].words;
+      b->words = a.strides.empty() ? inputs[i].words : gatherView(inputs[i].words, a);
       hbmIn_.push_back(std::move(b));
     }
     for (size_t i = 0; i < k.outputs.size(); ++i) {

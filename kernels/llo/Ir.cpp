@@ -1,6 +1,19 @@
 #include "kernels/llo/Ir.h"
 
+#include <algorithm>
+
 namespace tpusim::kernels::llo {
+
+std::vector<int64_t> ArrayOperand::bufferShape() const {
+  if (strides.empty()) return shape;
+  std::vector<size_t> order(shape.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return strides[x] > strides[y]; });
+  std::vector<int64_t> out;
+  for (size_t d : order) out.push_back(shape[d]);
+  return out;
+}
 
 const char* opKindName(OpKind k) {
   static const char* const kNames[] = {

@@ -124,6 +124,9 @@ struct ArrayOperand {
   std::vector<int64_t> strides;  // inputs only: a strided view of its buffer (llo::Type::strides)
 
   Type hbmType() const { return Type::ref(MemSpace::Hbm, dtype, shape, strides); }
+  // The shape of the buffer behind the array: `shape` with a strided view's
+  // dims in memory order (largest stride first).
+  std::vector<int64_t> bufferShape() const;
 };
 
 // One pallas_call. Body arguments, in order: scalar-prefetch refs (SMEM),

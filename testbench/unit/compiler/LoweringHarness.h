@@ -60,7 +60,7 @@ inline std::map<const hlo::HloInstruction*, Literal> evaluateAll(hlo::HloModule&
 
 inline kernels::dsl::HostArray toHost(const Literal& l, const kernels::llo::ArrayOperand& a) {
   kernels::dsl::HostArray h;
-  h.shape = a.shape;
+  h.shape = a.bufferShape();  // the operand's buffer (a strided view reads it in place)
   h.dtype = a.dtype;
   REQUIRE(l.numElements() == h.size());
   h.words.resize(static_cast<size_t>(l.numElements()));
