@@ -183,14 +183,18 @@ void lowerRingPermute(ControlCode& code, const HloInstruction& inst, uint64_t op
   code.emit({makeInstruction(Opcode::SyncWait, {f.arrived, int64_t(descs.size())})});
 }
 
-void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t operand,
-                    uint64_t result, const SpmdLowering& spmd) {
-  DeviceGroups groups;
+// The collective's replica groups; a malformed list is the user's error, named by the op.
+DeviceGroups groupsOrFail(const HloInstruction& inst, const SpmdLowering& spmd) {
   try {
-    groups = collectiveGroups(inst, spmd.devices);
+    return collectiveGroups(inst, spmd.devices);
   } catch (const std::invalid_argument& e) {
     throw CannotLower::of(inst, e.what());
   }
+}
+
+void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t operand,
+                    uint64_t result, const SpmdLowering& spmd) {
+  DeviceGroups groups = groupsOrFail(inst, spmd);
   const int64_t n = int64_t(groups[0].size());
   const uint64_t chunk = uint64_t(shapeBytes(inst.operand(0)->shape()));
   if (chunk * uint64_t(n) != uint64_t(shapeBytes(inst.shape())))
@@ -259,12 +263,7 @@ void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t oper
 
 void lowerGridReduceScatter(ControlCode& code, const HloInstruction& inst, uint64_t operand,
                             uint64_t result, const SpmdLowering& spmd) {
-  DeviceGroups groups;
-  try {
-    groups = collectiveGroups(inst, spmd.devices);
-  } catch (const std::invalid_argument& e) {
-    throw CannotLower::of(inst, e.what());
-  }
+  DeviceGroups groups = groupsOrFail(inst, spmd);
   const hlo::NamedAttr* reducer = inst.findGeneric(std::string(kGridReduceOpAttr));
   std::optional<HloOpcode> op = reducer ? hlo::parseOpcode(reducer->value.s) : std::nullopt;
   if (!op) throw CannotLower::of(inst, fmt::format("needs {}=<an HLO opcode>", kGridReduceOpAttr));
