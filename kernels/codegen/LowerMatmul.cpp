@@ -351,7 +351,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
           const Tile& next = stream[m][t + 1];
           const int64_t n = pushesOf(items[next.item], next.kc);
           const int64_t span = std::max(it.gTiles, n);
-          for (int64_t p = (i * n + span - 1) / span; p < ((i + 1) * n + span - 1) / span; ++p)
+          const int64_t end = std::min(n, ((i + 1) * n + span - 1) / span);
+          for (int64_t p = (i * n + span - 1) / span; p < end; ++p)
             wpushOne(items[next.item], int(m), next.kc, p);
         }
       }
