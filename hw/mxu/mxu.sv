@@ -9,8 +9,14 @@
 // result slot at the edge that ends that cycle: a pop can read it from
 // t + j + 2N on. Ready signals depend only on state, except that a latch
 // being accepted keeps an mm out of the same cycle (the latch uses both ports).
+//
+// SLOTS is the size of the result buffer in slots of 8 rows (a power of two up
+// to 64, the slots the ISA's 6-bit field encodes); the slot ports are exactly
+// as wide as it needs. No timing depends on it.
 module mxu #(
-    parameter int N = 8
+    parameter int N = 8,
+    parameter int SLOTS = 16,
+    localparam int SW = $clog2(SLOTS)  // slot-number width
 ) (
     input  logic              clk,
     input  logic              rst,
@@ -23,24 +29,26 @@ module mxu #(
     input  logic              l_valid,
     input  logic              l_bf16,    // 1: bf16 x bf16 -> f32, 0: int8 x int8 -> s32
     input  logic              l_acc,     // 1: mma (add to the slot)
-    input  logic [3:0]        l_slot,
+    input  logic [SW-1:0]     l_slot,
     input  logic [8*N*16-1:0] l_data,
     output logic              l_ready,
     // pop port: reads the 8 rows of slot p_slot in the cycle it is accepted
     input  logic              p_valid,
-    input  logic [3:0]        p_slot,
+    input  logic [SW-1:0]     p_slot,
     output logic              p_ready,
     output logic [8*N*32-1:0] p_data,    // row j, column n at bit (j*N + n)*32
     // every result-buffer write, for observation (cosimulation, traces)
     output logic              r_valid,
-    output logic [3:0]        r_slot,
+    output logic [SW-1:0]     r_slot,
     output logic [2:0]        r_row,
     output logic [N*32-1:0]   r_data
 );
   import mxu_fp_pkg::*;
 
   localparam logic [1:0] OP_PUSH = 2'd0, OP_PUSH_T = 2'd1, OP_LATCH = 2'd2;
-  localparam int SLOTS = 16;
+  if (SLOTS < 2 || SLOTS > 64 || (SLOTS & (SLOTS - 1)) != 0) begin : g_bad_slots
+    $error("mxu: SLOTS must be a power of two from 2 to 64");
+  end
 
   // ---------------------------------------------------------------- weight port
   logic [2:0] w_j;            // row of the wpush in progress (1..7), 0 = idle
@@ -93,7 +101,7 @@ module mxu #(
 
   // ------------------------------------------------------------------- LHS port
   logic l_bf16_q, l_acc_q;
-  logic [3:0] l_slot_q;
+  logic [SW-1:0] l_slot_q;
   logic [8*N*16-1:0] l_buf;
 
   assign l_ready = !l_busy && !latch_fire;
@@ -117,7 +125,7 @@ module mxu #(
   wire [N*16-1:0] in_row = l_fire ? l_data[0+:N*16] : l_buf[in_j*N*16+:N*16];
   wire in_bf16 = l_fire ? l_bf16 : l_bf16_q;
   wire in_acc = l_fire ? l_acc : l_acc_q;
-  wire [3:0] in_slot = l_fire ? l_slot : l_slot_q;
+  wire [SW-1:0] in_slot = l_fire ? l_slot : l_slot_q;
 
   // ---------------------------------------------------------------------- array
   logic m_col_valid;  // the aligned row's valid from the array (equals m_valid)
@@ -129,25 +137,26 @@ module mxu #(
       .out_valid(m_col_valid), .out_sum(col_sums));
 
   // slot, row, accumulate and dtype of each row, 2N - 1 cycles behind its
-  // entry: one shift register of 9-bit entries (a single wide shift per cycle)
+  // entry: one shift register of META_W-bit entries (a single wide shift per cycle)
   localparam int META_DEPTH = 2 * N - 1;
+  localparam int META_W = SW + 5;
   logic [META_DEPTH-1:0] meta_v;
-  logic [META_DEPTH*9-1:0] meta_q;
+  logic [META_DEPTH*META_W-1:0] meta_q;
   logic m_valid, m_acc, m_bf16;
-  logic [3:0] m_slot;
+  logic [SW-1:0] m_slot;
   logic [2:0] m_j;
   always_ff @(posedge clk) begin
     if (rst) meta_v <= '0;
     else meta_v <= {meta_v[META_DEPTH-2:0], in_valid};
-    meta_q <= {meta_q[(META_DEPTH-1)*9-1:0], in_slot, in_j, in_acc, in_bf16};
+    meta_q <= {meta_q[(META_DEPTH-1)*META_W-1:0], in_slot, in_j, in_acc, in_bf16};
   end
   assign m_valid = meta_v[META_DEPTH-1];
-  assign {m_slot, m_j, m_acc, m_bf16} = meta_q[(META_DEPTH-1)*9+:9];
+  assign {m_slot, m_j, m_acc, m_bf16} = meta_q[(META_DEPTH-1)*META_W+:META_W];
 
   // -------------------------------------------------------------- result buffer
   logic [N*32-1:0] rbuf[SLOTS*8];
   logic [SLOTS*8-1:0] written;  // a row never written reads as zero
-  wire [6:0] widx = {m_slot, m_j};
+  wire [SW+2:0] widx = {m_slot, m_j};
   wire [N*32-1:0] old_row = written[widx] ? rbuf[widx] : '0;
   logic [N*32-1:0] new_row;
 
@@ -176,8 +185,8 @@ module mxu #(
   logic [SLOTS-1:0] slot_busy;
   for (genvar s = 0; s < SLOTS; s++) begin : g_slot
     logic [7:0] in_flight;
-    wire inc = l_fire && l_slot == 4'(s);
-    wire dec = m_valid && m_j == 3'd7 && m_slot == 4'(s);
+    wire inc = l_fire && l_slot == SW'(s);
+    wire dec = m_valid && m_j == 3'd7 && m_slot == SW'(s);
     always_ff @(posedge clk) begin
       if (rst) in_flight <= 8'd0;
       else in_flight <= in_flight + 8'(inc) - 8'(dec);
@@ -187,7 +196,7 @@ module mxu #(
 
   assign p_ready = !slot_busy[p_slot];
   for (genvar j = 0; j < 8; j++) begin : g_pop
-    wire [6:0] ridx = {p_slot, 3'(j)};
+    wire [SW+2:0] ridx = {p_slot, 3'(j)};
     assign p_data[j*N*32+:N*32] = (p_valid && written[ridx]) ? rbuf[ridx] : '0;
   end
 

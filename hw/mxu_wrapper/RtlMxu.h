@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "isa/Isa.h"
 #include "sim/mxu/MxuStagingRules.h"
 #include "sim/mxu/MxuUnit.h"
 
@@ -38,12 +39,19 @@ using sim::VregOut;
 // Returns the waveform file for the next RTL MXU ("" when tracing is off).
 std::string nextRtlTraceFile();
 
-template <class V, int N>
+// SLOTS: the result-buffer slots the model was Verilated with; a preset may
+// use fewer (slots), which the RTL never sees addressed.
+template <class V, int N, int SLOTS>
 class RtlMxu final : public sim::MxuUnit {
+  static_assert(SLOTS >= 2 && SLOTS <= isa::kMaxAccSlots, "RTL result-buffer size");
+
  public:
   RtlMxu(int slots, bool functional) : slots_(slots), functional_(functional), rules_(N) {
-    if (slots < 1 || slots > 16)
-      throw MxuPanic(fmt::format("RtlMxu: {} result slots (1..16)", slots));
+    if (slots < 1 || slots > SLOTS)
+      throw MxuPanic(
+          fmt::format("RtlMxu: {} result slots, but the RTL model was built with {} (1..{}; "
+                      "TPUSIM_RTL_SLOTS)",
+                      slots, SLOTS, SLOTS));
     context_ = std::make_unique<VerilatedContext>();
     const std::string trace = nextRtlTraceFile();
 #if TPUSIM_RTL_TRACE

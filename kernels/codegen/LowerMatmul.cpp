@@ -333,6 +333,11 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         wpushOne(items[stream[m][0].item], int(m), stream[m][0].kc, p);
   for (size_t m = 0; m < size_t(mxus); ++m)
     if (!stream[m].empty()) emit(Opcode::MxuLatch, {I(int64_t(m))});
+  // The next tile's pushes are spread evenly over the current tile's mms
+  // (one per mm while there are fewer mms than pushes): with more LHS tiles
+  // than pushes (v6e: 64 mms, 32 pushes) the one matrix-push slot of a bundle
+  // then carries the MXUs' mms and pushes at an even rate instead of two ops
+  // per MXU every 8 cycles in the first half of the tile and one in the second.
   for (size_t t = 0; t < length; ++t) {
     for (int64_t i = 0; i < std::max<int64_t>(slots, P); ++i, recentLhs.clear())
       for (size_t m = 0; m < size_t(mxus); ++m) {
@@ -344,8 +349,11 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         if (i < it.gTiles) mmOne(it, int(m), cur.kc, i);
         if (t + 1 < stream[m].size()) {
           const Tile& next = stream[m][t + 1];
-          if (i < pushesOf(items[next.item], next.kc))
-            wpushOne(items[next.item], int(m), next.kc, i);
+          const int64_t n = pushesOf(items[next.item], next.kc);
+          const int64_t span = std::max(it.gTiles, n);
+          const int64_t end = std::min(n, ((i + 1) * n + span - 1) / span);
+          for (int64_t p = (i * n + span - 1) / span; p < end; ++p)
+            wpushOne(items[next.item], int(m), next.kc, p);
         }
       }
     for (size_t m = 0; m < size_t(mxus); ++m)

@@ -71,15 +71,29 @@ bool viewsWindow(const ArrayNode& v, const RefWindow& w) {
   return sameScalar(v.row0, w.row0) && sameScalar(v.col0, w.col0);
 }
 
-// `ref[...] += dot(a, b)` accumulates on the MXU path straight into the ref.
-bool storeAccumulatedDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
+bool readsRef(const ArrayNode& n, const llo::Value* ref) {
+  if (n.ref == ref) return true;
+  for (const auto& a : n.args)
+    if (readsRef(*a, ref)) return true;
+  return false;
+}
+
+// `ref[...] += dot(a, b)` accumulates on the MXU path straight into the ref;
+// `ref[...] = dot(a, b)` writes it there (the result slots are popped into
+// the ref: no zero fill, no load and add per result tile).
+bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
   const ArrayNode& v = *value;
-  if (v.kind != ArrayNode::Kind::Binary || llo::VecBin(v.op) != llo::VecBin::Add) return false;
-  const ArrayNode& lhs = *v.args[0];
-  const ArrayNode& rhs = *v.args[1];
-  if (!viewsWindow(lhs, w) || rhs.kind != ArrayNode::Kind::Dot || rhs.rows != w.rows ||
-      rhs.cols != w.cols || rhs.dtype != w.ref->type.dtype)
+  const bool accumulate =
+      v.kind == ArrayNode::Kind::Binary && llo::VecBin(v.op) == llo::VecBin::Add;
+  if (accumulate && !viewsWindow(*v.args[0], w)) return false;
+  if (!accumulate && v.kind != ArrayNode::Kind::Dot) return false;
+  const ArrayNode& rhs = accumulate ? *v.args[1] : v;
+  if (rhs.kind != ArrayNode::Kind::Dot || rhs.rows != w.rows || rhs.cols != w.cols ||
+      rhs.dtype != w.ref->type.dtype)
     return false;
+  // Written in place, the ref must not also be an operand: result tiles are
+  // stored while other tiles are still read.
+  if (!accumulate && (readsRef(*rhs.args[0], w.ref) || readsRef(*rhs.args[1], w.ref))) return false;
   locate(rhs.loc);
   NodePtr a = materialize(rhs.args[0], loc);
   NodePtr b = materializeDotRhs(a, rhs.args[1], loc);
@@ -94,8 +108,9 @@ bool storeAccumulatedDot(const RefWindow& w, const NodePtr& value, const Loc& lo
     ops.push_back(x->row0);
     ops.push_back(x->col0);
   }
-  builder().create(OpKind::Matmul, ops, {},
-                   {w.rows, w.cols, k, rhs.dot.transpose_lhs, rhs.dot.transpose_rhs, 1});
+  builder().create(
+      OpKind::Matmul, ops, {},
+      {w.rows, w.cols, k, rhs.dot.transpose_lhs, rhs.dot.transpose_rhs, int64_t(accumulate)});
   return true;
 }
 
@@ -141,7 +156,7 @@ void Ref::store(Slice rows, Slice cols, const Array& value, Loc loc) const {
   locate(loc);
   if (!value.valid()) fail(loc, "storing an empty Array");
   RefWindow w = windowOf(*this, rows, cols, loc);
-  if (storeAccumulatedDot(w, value.node(), loc)) return;
+  if (storeDot(w, value.node(), loc)) return;
   emitStore(w, value.node(), loc);
 }
 

@@ -10,14 +10,21 @@
 namespace tpusim::sim {
 namespace {
 
-std::map<int, RtlMxuFactory>& rtlFactories() {
-  static std::map<int, RtlMxuFactory> factories;  // built on first use: safe from static init
+struct RtlEntry {
+  int slots;  // result-buffer slots the model was built with
+  RtlMxuFactory factory;
+};
+
+std::map<int, RtlEntry>& rtlFactories() {
+  static std::map<int, RtlEntry> factories;  // built on first use: safe from static init
   return factories;
 }
 
 }  // namespace
 
-void registerRtlMxuFactory(int n, RtlMxuFactory factory) { rtlFactories()[n] = std::move(factory); }
+void registerRtlMxuFactory(int n, int slots, RtlMxuFactory factory) {
+  rtlFactories()[n] = {slots, std::move(factory)};
+}
 
 std::vector<int> registeredRtlMxuSizes() {
   std::vector<int> sizes;
@@ -41,7 +48,15 @@ std::unique_ptr<MxuUnit> makeMxu(const target::MxuConfig& config, MxuModelKind k
   if (kind == MxuModelKind::Model)
     return std::make_unique<MxuModel>(n, int(config.acc_slots), functional);
   auto it = rtlFactories().find(n);
-  if (it != rtlFactories().end()) return it->second(config, functional);
+  if (it != rtlFactories().end()) {
+    if (config.acc_slots <= it->second.slots) return it->second.factory(config, functional);
+    if (error)
+      *error = fmt::format(
+          "--mxu-model rtl: the RTL MXU of size {} was built with {} result slots, the preset "
+          "has {} (mxu.acc_slots); reconfigure with -DTPUSIM_RTL_SLOTS=64 and rebuild",
+          n, it->second.slots, config.acc_slots);
+    return nullptr;
+  }
   std::vector<int> sizes = registeredRtlMxuSizes();
   if (error) {
     if (sizes.empty())

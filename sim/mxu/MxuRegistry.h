@@ -15,9 +15,10 @@ namespace tpusim::sim {
 using RtlMxuFactory =
     std::function<std::unique_ptr<MxuUnit>(const target::MxuConfig&, bool functional)>;
 
-// Makes RTL MXUs of size n available to makeMxu(); a later registration of
-// the same size replaces the earlier one.
-void registerRtlMxuFactory(int n, RtlMxuFactory factory);
+// Makes RTL MXUs of size n, built with `slots` result slots, available to
+// makeMxu() for presets with at most that many; a later registration of the
+// same size replaces the earlier one.
+void registerRtlMxuFactory(int n, int slots, RtlMxuFactory factory);
 
 // The sizes registered so far, ascending.
 std::vector<int> registeredRtlMxuSizes();

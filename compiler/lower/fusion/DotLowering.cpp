@@ -1,7 +1,8 @@
 // kOutput fusions and unfused dots, on the MXU path of kernels/lib/Matmul.cpp:
 // grid (batch, M / bm, N / bn, K / bk) with K innermost ("arbitrary"), an
 // f32 / s32 VMEM accumulator zeroed at the first K step and `acc += dot(a, b)`
-// (one accumulating MXU matmul) at every step; at the last K step the
+// (one accumulating MXU matmul) at every step (one K block: `acc = dot(a, b)`,
+// written in place without the zero fill); at the last K step the
 // element-wise epilogue runs on the accumulator and stores the output block.
 // The operands are computed per block from their prologue (converts,
 // broadcasts, element-wise producers) and cast to bf16 (f32 dots: XLA's
@@ -273,7 +274,9 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   auto step = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc) {
     const dsl::Ref& out = refs[nIn];
     dsl::Scalar kb = dsl::program_id(3);
-    dsl::when(kb == 0, [&] { acc.store(dsl::zeros(abm, abn, accType)); });
+    // One K block: the dot writes the accumulator (no zero fill, no load and
+    // add per result tile); several: zeroed at the first, accumulated at each.
+    if (kBlocks > 1) dsl::when(kb == 0, [&] { acc.store(dsl::zeros(abm, abn, accType)); });
     dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
     dsl::Array b = rhsR->emit(rhsRoot, identity(rhsRoot->shape().rank()), refs);
     a = expandTo(a, abm, abk);
@@ -282,7 +285,9 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     if (b.dtype() != mxType) b = b.astype(mxType);
     dsl::DotOptions opts;
     opts.transpose_rhs = transposed;
-    if (kTail == abk) {
+    if (kBlocks == 1 && kTail == abk) {
+      acc.store(dsl::dot(a, b, opts));
+    } else if (kTail == abk) {
       acc.store(acc.load() + dsl::dot(a, b, opts));
     } else {
       // The last K block holds kTail valid columns of a / rows of b; the rest

@@ -91,8 +91,10 @@ MxuStream randomMxuStream(int n, uint64_t seed, const StreamShape& shape) {
   // dtype of the staging / active weights (none before the first wpush / latch)
   bool hasStaging = false, hasActive = false;
   MxuDtype staging = MxuDtype::Bf16, active = MxuDtype::Bf16;
-  // A few slots most of the time, so mma chains and pops of fresh results happen.
+  // A few adjacent slots most of the time, so mma chains and pops of fresh
+  // results happen; where they sit varies, so every slot of a large buffer is used.
   const int hotSlots = std::min(shape.slots, 1 + int(rng() % 4));
+  const int hotBase = shape.slots > 16 ? int(rng() % uint64_t(shape.slots - hotSlots + 1)) : 0;
   for (int i = 0; i < shape.commands; ++i) {
     MxuCommand c;
     switch (rng() % 10) {
@@ -150,11 +152,11 @@ MxuStream randomMxuStream(int n, uint64_t seed, const StreamShape& shape) {
         c.dtype = hasActive ? active : randomDtype();
         if (fault && hasActive) c.dtype = other(active);
         c.data = newData(c.dtype);
-        c.slot = rng() % 8 == 0 ? int(rng() % shape.slots) : int(rng() % hotSlots);
+        c.slot = rng() % 8 == 0 ? int(rng() % shape.slots) : hotBase + int(rng() % hotSlots);
         c.accumulate = rng() % 2;
         break;
       case MxuOp::Pop:
-        c.slot = rng() % 8 == 0 ? int(rng() % shape.slots) : int(rng() % hotSlots);
+        c.slot = rng() % 8 == 0 ? int(rng() % shape.slots) : hotBase + int(rng() % hotSlots);
         break;
     }
     s.commands.push_back(c);

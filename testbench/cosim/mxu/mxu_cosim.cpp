@@ -21,6 +21,8 @@ static cl::opt<int> optSize("size", cl::desc("MXU array size N (an RTL size that
 static cl::opt<int> optStreams("streams", cl::desc("number of random streams"), cl::init(100));
 static cl::opt<uint64_t> optSeed("seed", cl::desc("base seed; stream i uses seed + i"),
                                  cl::init(1));
+static cl::opt<int> optSlots("slots", cl::desc("result-buffer slots (mxu.acc_slots), 1..64"),
+                             cl::init(16));
 static cl::opt<int> optCommands("commands", cl::desc("commands per stream"), cl::init(60));
 static cl::opt<bool> optVerbose("v", cl::desc("print every stream"));
 
@@ -28,7 +30,12 @@ int main(int argc, char** argv) {
   cl::ParseCommandLineOptions(argc, argv, "cosimulate the MXU model against the RTL\n");
   target::MxuConfig config;
   config.size = optSize;
-  config.acc_slots = 16;
+  config.acc_slots = optSlots;
+  if (optSlots < 1 || optSlots > isa::kMaxAccSlots) {
+    fmt::print(stderr, "mxu-cosim: error: --slots {}: outside 1..{}\n", int(optSlots),
+               isa::kMaxAccSlots);
+    return 1;
+  }
   std::string error;
   auto probe = sim::makeMxu(config, sim::MxuModelKind::Rtl, true, &error);
   if (!probe) {
@@ -36,8 +43,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   probe.reset();
-  fmt::print("mxu-cosim: N={} streams={} seeds {}..{} commands/stream={}\n", int(optSize),
-             int(optStreams), uint64_t(optSeed), optSeed + optStreams - 1, int(optCommands));
+  fmt::print("mxu-cosim: N={} slots={} streams={} seeds {}..{} commands/stream={}\n", int(optSize),
+             int(optSlots), int(optStreams), uint64_t(optSeed), optSeed + optStreams - 1,
+             int(optCommands));
   auto start = std::chrono::steady_clock::now();
   uint64_t rows = 0, cycles = 0, faults = 0;
   for (int i = 0; i < optStreams; ++i) {
@@ -59,8 +67,10 @@ int main(int argc, char** argv) {
     if (!diff.empty()) {
       fmt::print(stderr, "mxu-cosim: MISMATCH in stream {} ({})\n  {}\n", i, stream.describe(),
                  diff);
-      fmt::print(stderr, "  replay: mxu-cosim --size {} --seed {} --streams 1 --commands {} -v\n",
-                 int(optSize), seed, int(optCommands));
+      fmt::print(
+          stderr,
+          "  replay: mxu-cosim --size {} --slots {} --seed {} --streams 1 --commands {} -v\n",
+          int(optSize), int(optSlots), seed, int(optCommands));
       return 1;
     }
     rows += a.rows.size();

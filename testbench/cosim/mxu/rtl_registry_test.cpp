@@ -35,6 +35,25 @@ TEST_CASE("every built RTL size is registered and runs a command") {
   }
 }
 
+TEST_CASE("the RTL serves every result slot the ISA encodes") {
+  for (int n : registeredRtlMxuSizes()) {
+    target::MxuConfig c;
+    c.size = n;
+    c.acc_slots = isa::kMaxAccSlots;
+    std::string error;
+    auto mxu = makeMxu(c, MxuModelKind::Rtl, true, &error);
+    INFO(error);
+    REQUIRE(mxu);
+    REQUIRE(mxu->slots() == isa::kMaxAccSlots);
+    VregData a{}, out{}, hi{};
+    const int last = isa::kMaxAccSlots - 1;
+    REQUIRE(mxu->matmul(0, {&a, &a}, MxuDtype::S8, last, false).ok());
+    REQUIRE(mxu->popReadyAt(0) == 0);  // another slot: nothing in flight
+    REQUIRE(mxu->popReadyAt(last) == uint64_t(7 + 2 * n));
+    REQUIRE(mxu->pop(uint64_t(7 + 2 * n), last, {&out, &hi}).ok());
+  }
+}
+
 TEST_CASE("asking for an RTL size that was not built names the fix") {
   target::MxuConfig c;
   c.size = 64;

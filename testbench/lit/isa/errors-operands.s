@@ -22,6 +22,9 @@
 // CHECK: errors-operands.s:[[@LINE+1]]:14: error: v64 does not exist: operand 2 of 'vmov' must be a vector register (v0..v63)
     vmov v1, v64
 
+// CHECK: errors-operands.s:[[@LINE+1]]:23: error: a64 does not exist: operand 3 of 'mxu.pop' must be an MXU result slot (a0..a63)
+    mxu.pop v1, mxu0, a64
+
 // CHECK: errors-operands.s:[[@LINE+1]]:19: error: immediate 40000 is out of range for operand 3 of 'saddi', a 16-bit signed immediate (-32768..32767)
     saddi s1, s2, 40000
 
@@ -43,4 +46,4 @@
 // CHECK: errors-operands.s:[[@LINE+1]]:17: error: expected ',' or ';;' in the operands of 'sadd', found 's3'
     sadd s1, s2 s3
 
-// CHECK: 13 errors generated.
+// CHECK: 14 errors generated.

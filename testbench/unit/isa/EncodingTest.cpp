@@ -160,7 +160,7 @@ TEST_CASE("encoder rejects invalid instructions with the slot and operand", "[is
   fails(withSlot(SlotKind::Misc, 0, make(Opcode::SyncWait, {64, 1})), "f0..f63");
   fails(withSlot(SlotKind::Misc, 0, make(Opcode::SyncWait, {0, 65536})), "0..65535");
   fails(withSlot(SlotKind::MatrixPop, 0, make(Opcode::MxuPop, {0, 4, 0})), "mxu0..mxu3");
-  fails(withSlot(SlotKind::MatrixPop, 0, make(Opcode::MxuPop, {0, 0, 16})), "a0..a15");
+  fails(withSlot(SlotKind::MatrixPop, 0, make(Opcode::MxuPop, {0, 0, 64})), "a0..a63");
   fails(withSlot(SlotKind::Misc, 0, make(Opcode::Dma, {0, 0, 4})), "q0..q3");
   fails(withSlot(SlotKind::VectorAlu, 0, make(Opcode::VImm, {0, -1})), "32-bit immediate");
   fails(withSlot(SlotKind::Scalar, 0, make(Opcode::Jmp, {int64_t(1) << 32})), "branch target");

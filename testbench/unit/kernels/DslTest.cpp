@@ -122,3 +122,23 @@ TEST_CASE("acc += dot(x, y) becomes one accumulating matmul into the ref") {
   CHECK(text.find("M=128 N=256 K=64 accumulate") != std::string::npos);
   CHECK(text.find("alloc") == std::string::npos);  // no temporary
 }
+
+TEST_CASE("o = dot(x, y) becomes one matmul writing the ref, unless o is an operand") {
+  auto call = pallas_call([](Ref x, Ref y, Ref o) { o.store(dot(x.load(), y.load())); },
+                          {{{128, 256}, F32}}, {1}, {BlockSpec(), BlockSpec()}, {BlockSpec()});
+  auto k = call.trace({{{128, 64}, BF16}, {{64, 256}, BF16}});
+  std::string text = llo::printKernel(*k);
+  CHECK(text.find("M=128 N=256 K=64\n") != std::string::npos);  // not accumulating
+  CHECK(text.find("accumulate") == std::string::npos);
+  CHECK(text.find("alloc") == std::string::npos);  // no temporary
+  // The ref read by the dot is written through a temporary: result tiles
+  // stored in place would overwrite rows still to be read.
+  auto aliased = pallas_call(
+      [](Ref x, Ref y, Ref o) {
+        o.store(x.load().astype(F32));
+        o.store(dot(o.load().astype(BF16), y.load()));
+      },
+      {{{128, 128}, F32}}, {1}, {BlockSpec(), BlockSpec()}, {BlockSpec()});
+  std::string text2 = llo::printKernel(*aliased.trace({{{128, 128}, BF16}, {{128, 128}, BF16}}));
+  CHECK(text2.find("alloc") != std::string::npos);
+}

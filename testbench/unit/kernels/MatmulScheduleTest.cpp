@@ -1,7 +1,7 @@
 // The bf16 matmul's generated code keeps the MXUs busy: with the results
 // resident in the MXU slots for the whole K (one K block), the step's bundles
 // come within a few percent of the MXU-bound ideal (every MXU streaming one
-// 8-row LHS tile every 8 cycles), and a body of 35k instructions schedules in
+// 8-row LHS tile every 8 cycles), and a body of 26k instructions schedules in
 // seconds (the scheduler is not quadratic). compileKernel re-checks every
 // block against the timing rules, so the code is also hazard-free.
 #include <catch2/catch.hpp>
@@ -35,7 +35,7 @@ TEST_CASE("a K-resident bf16 matmul block is within 15% of the MXU bound") {
   // One grid step: (m/8) x (n/128) x (k/128) mm ops of 8 cycles over 4 MXUs.
   int64_t ideal = (m / 8) * (n / 128) * (k / 128) * 8 / t.mxuCount;
   INFO("bundles " << ck.stats.bundles << ", ideal " << ideal << ", compile " << seconds << " s");
-  CHECK(ck.stats.instructions > 30000);
+  CHECK(ck.stats.instructions > 25000);
   CHECK(ck.stats.bundles >= ideal);
   CHECK(double(ck.stats.bundles) <= 1.15 * double(ideal));
   CHECK(seconds < 60.0);
