@@ -60,13 +60,14 @@ lower::LoweredModule compileModule(hlo::HloModule& module, const lower::TargetDe
                                    const ModuleLoweringOptions& options) {
   std::vector<std::string> ran =
       runLoweringPasses(module, options.passes, target.chip, options.dumpDir);
-  // The top flags belong to the SPMD collectives (CollectiveLowering.h).
+  // The top flags belong to the SPMD collectives the module has (CollectiveLowering.h).
   kernels::codegen::TargetInfo kernelTarget = codegenTarget;
   try {
-    if (lower::spmdDeviceCount(module) > 1) kernelTarget.syncFlags -= lower::kSpmdReservedFlags;
+    lower::spmdDeviceCount(module);
   } catch (const std::invalid_argument& e) {
     throw ModuleLoweringError(e.what());
   }
+  kernelTarget.syncFlags -= lower::spmdReservedFlags(module, target.chip);
   lower::LoweredModule out = lower::lowerModule(module, target, kernelTarget, options.lower);
   out.passes = std::move(ran);
   return out;

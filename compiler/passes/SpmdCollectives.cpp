@@ -23,8 +23,12 @@
 //    member p + s); tuple all-to-all stacks its operands first.
 //  - collective-permute-start / -done of one array: the async primitives
 //    (custom-calls "tpusim$permute-start" / "-done"), so the work between
-//    them overlaps the transfer; the other -start / -done pairs: the
-//    synchronous op at the -done.
+//    them overlaps the transfer; all-gather-start / -done and
+//    all-reduce-start / -done: the synchronous op's expansion with its
+//    all-gathers as the async primitives "tpusim$all-gather-start" / "-done"
+//    (the one-shot all-reduce's exchange overlaps that work, its combine
+//    follows the done); the other -start / -done pairs: the synchronous op at
+//    the -done.
 //  - tuple operands: one collective per array.
 // convert(partition-id or replica-id) becomes a convert of the s32 device id.
 // Indices that depend on the device (a member's position, the chunk a ring
@@ -33,8 +37,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "compiler/hlo/HloModule.h"
@@ -102,8 +109,16 @@ class Expander {
            const target::ChipConfig& chip)
       : comp_(comp), devices_(devices), slice_(std::move(slice)), chip_(chip) {}
 
-  // Expands `inst`; returns its replacement.
-  HloInstruction* expand(HloInstruction* inst);
+  // Expands `inst`; returns its replacement. With `async` (the synchronous
+  // form of an all-gather-start / all-reduce-start pair) its all-gathers are
+  // the async primitives, so the work between the pair runs while the
+  // exchange is in flight.
+  HloInstruction* expand(HloInstruction* inst, bool async = false) {
+    async_ = async;
+    HloInstruction* r = expandOne(inst);
+    async_ = false;
+    return r;
+  }
 
  private:
   HloInstruction* add(HloOpcode op, const std::string& base, Shape shape,
@@ -203,12 +218,21 @@ class Expander {
     g.groups = groups;
     i->attrs().replicaGroups = g;
   }
-  // [n * x0, ...]: every member's x stacked along dimension 0.
+  // [n * x0, ...]: every member's x stacked along dimension 0; in an async
+  // pair's expansion the async primitives (its done).
   HloInstruction* allGather0(HloInstruction* x, const DeviceGroups& groups) {
     std::vector<int64_t> dims = x->shape().dims;
     dims[0] *= int64_t(groups[0].size());
-    HloInstruction* g =
-        add(HloOpcode::AllGather, base() + ".all-gather", Shape::array(x->shape().type, dims), {x});
+    const Shape shape = Shape::array(x->shape().type, dims);
+    if (async_) {
+      HloInstruction* s = add(HloOpcode::CustomCall, base() + ".all-gather-start", shape, {x});
+      s->attrs().customCallTarget = std::string(lower::kAllGatherStartTarget);
+      setGroups(s, groups);
+      HloInstruction* d = add(HloOpcode::CustomCall, base() + ".all-gather-done", shape, {s, x});
+      d->attrs().customCallTarget = std::string(lower::kAllGatherDoneTarget);
+      return d;
+    }
+    HloInstruction* g = add(HloOpcode::AllGather, base() + ".all-gather", shape, {x});
     g->attrs().dimensions = std::vector<int64_t>{0};
     setGroups(g, groups);
     return g;
@@ -278,6 +302,21 @@ class Expander {
   HloInstruction* reduceRows(HloInstruction* x, const DeviceGroups& groups, HloOpcode op,
                              bool ring);
   HloInstruction* oneShotReduce(HloInstruction* x, const DeviceGroups& groups, HloOpcode op);
+  // The one-shot combine of more than kChainMembers members is a reduce over
+  // them (add, maximum, minimum with a to_apply of x's type); a chain of
+  // binary ops would be one fusion reading every member as a stream of its
+  // own, and the kernels have fewer sync flags than a 64-chip slice has
+  // members. Other ops over that many members take the ring instead.
+  static constexpr size_t kChainMembers = 16;
+  bool reducesRows(HloInstruction* x, const DeviceGroups& groups, HloOpcode op) const {
+    const HloComputation* f = current_->toApply();
+    return groups[0].size() > kChainMembers &&
+           (op == HloOpcode::Add || op == HloOpcode::Maximum || op == HloOpcode::Minimum) && f &&
+           f->root() && f->root()->shape() == Shape::array(x->shape().type, {});
+  }
+  bool oneShotAllowed(HloInstruction* x, const DeviceGroups& groups, HloOpcode op) const {
+    return groups[0].size() <= kChainMembers || reducesRows(x, groups, op);
+  }
   HloInstruction* reduceScatter(HloInstruction* x, const DeviceGroups& groups, HloOpcode op,
                                 int64_t dim);
   HloInstruction* allGather(HloInstruction* x, const DeviceGroups& groups, int64_t dim);
@@ -334,6 +373,9 @@ class Expander {
   const target::ChipConfig& chip_;
   HloInstruction* current_ = nullptr;
   HloInstruction* deviceId_ = nullptr;
+  bool async_ = false;
+
+  HloInstruction* expandOne(HloInstruction* inst);
 };
 
 HloInstruction* Expander::oneShotReduce(HloInstruction* x, const DeviceGroups& groups,
@@ -342,6 +384,30 @@ HloInstruction* Expander::oneShotReduce(HloInstruction* x, const DeviceGroups& g
   std::vector<int64_t> one = dims;
   one.insert(one.begin(), 1);
   HloInstruction* g = allGather0(reshape(x, one), groups);
+  if (reducesRows(x, groups, op)) {
+    // One reduce over the members (a kernel with one input stream, where the
+    // chain below would fuse into one with a stream and a flag per member).
+    hlo::PrimitiveType t = x->shape().type;
+    hlo::Literal init = hlo::Literal::zeros(Shape::array(t, {}));
+    const bool fl = hlo::isFloatingType(t);
+    if (op == HloOpcode::Maximum) {
+      if (fl)
+        init.setDouble(0, -INFINITY);
+      else
+        init.setInt(0, std::numeric_limits<int32_t>::min());
+    } else if (op == HloOpcode::Minimum) {
+      if (fl)
+        init.setDouble(0, INFINITY);
+      else
+        init.setInt(0, std::numeric_limits<int32_t>::max());
+    }
+    HloInstruction* c = add(HloOpcode::Constant, base() + ".identity", Shape::array(t, {}), {});
+    c->attrs().literal = init;
+    HloInstruction* r = add(HloOpcode::Reduce, base() + ".reduce", x->shape(), {g, c});
+    r->attrs().dimensions = std::vector<int64_t>{0};
+    r->attrs().calls.push_back(hlo::CalledComputations{"to_apply", {current_->toApply()}, false});
+    return r;
+  }
   HloInstruction* acc = row(g, 0);
   for (size_t i = 1; i < groups[0].size(); ++i) acc = binary(op, acc, row(g, int64_t(i)));
   return acc;
@@ -415,7 +481,14 @@ HloInstruction* Expander::allReduce(HloInstruction* x, const DeviceGroups& group
     HloInstruction* mine = gridReduceRows(reshape(x, {n, elements / n}), groups, op);
     return reshape(allGather0(mine, groups), dims);
   }
-  if (c.algorithm == lower::CollectiveAlgorithm::OneShot) return oneShotReduce(x, groups, op);
+  if (c.algorithm == lower::CollectiveAlgorithm::OneShot && oneShotAllowed(x, groups, op))
+    return oneShotReduce(x, groups, op);
+  if (elements % n != 0)
+    throw CannotLower::of(*current_,
+                          fmt::format("{} members: the one-shot combine of more than {} takes add, "
+                                      "maximum or minimum, and the ring needs the {} elements "
+                                      "to split into {} chunks",
+                                      n, kChainMembers, elements, n));
   HloInstruction* mine = reduceRows(reshape(x, {n, elements / n}), groups, op, true);
   return reshape(allGather0(mine, groups), dims);
 }
@@ -440,7 +513,8 @@ HloInstruction* Expander::reduceScatter(HloInstruction* x, const DeviceGroups& g
   HloInstruction* mine = grid && *grid < chosenCycles(c)
                              ? gridReduceRows(reshape(t, {n, elements / n}), groups, op)
                              : reduceRows(reshape(t, {n, elements / n}), groups, op,
-                                          c.algorithm == lower::CollectiveAlgorithm::Ring);
+                                          c.algorithm == lower::CollectiveAlgorithm::Ring ||
+                                              !oneShotAllowed(x, groups, op));
   std::vector<int64_t> partT;
   for (int64_t p : perm) partT.push_back(dims[size_t(p)]);
   partT[0] /= n;
@@ -508,7 +582,7 @@ HloInstruction* Expander::allToAll(HloInstruction* x, const DeviceGroups& groups
   return transpose(r, inverse);
 }
 
-HloInstruction* Expander::expand(HloInstruction* inst) {
+HloInstruction* Expander::expandOne(HloInstruction* inst) {
   current_ = inst;
   HloOpcode op = inst->opcode();
   std::vector<HloInstruction*> ops = inst->operands();
@@ -670,6 +744,7 @@ class SpmdCollectivesPass : public HloPass {
       // -done first: its -start becomes the synchronous op, expanded below.
       std::vector<HloInstruction*> insts;
       for (const auto& i : comp->instructions()) insts.push_back(i.get());
+      std::set<HloInstruction*> fromAsync;  // expanded with the async all-gather
       for (HloInstruction* inst : insts) {
         HloOpcode op = inst->opcode();
         if (op != HloOpcode::AllReduceDone && op != HloOpcode::AllGatherDone &&
@@ -678,6 +753,7 @@ class SpmdCollectivesPass : public HloPass {
         HloInstruction* start = inst->operand(0);
         if (devices > 1 && asyncPermute(comp.get(), inst)) continue;
         HloInstruction* sync = synchronousOf(comp.get(), inst);
+        if (devices > 1 && op != HloOpcode::CollectivePermuteDone) fromAsync.insert(sync);
         inst->replaceAllUsesWith(sync);
         comp->removeInstruction(inst);
         comp->removeInstruction(start);
@@ -708,8 +784,9 @@ class SpmdCollectivesPass : public HloPass {
         if (op == HloOpcode::AllReduceStart || op == HloOpcode::AllGatherStart ||
             op == HloOpcode::CollectivePermuteStart)
           throw CannotLower::of(*inst, "a -start without its -done");
-        if (devices > 1 && lower::isSpmdPrimitive(*inst)) continue;
-        HloInstruction* r = ex.expand(inst);
+        const bool async = fromAsync.count(inst) > 0;
+        if (devices > 1 && !async && lower::isSpmdPrimitive(*inst)) continue;
+        HloInstruction* r = ex.expand(inst, async);
         inst->replaceAllUsesWith(r);
         comp->removeInstruction(inst);
       }

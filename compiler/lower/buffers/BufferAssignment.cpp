@@ -344,10 +344,11 @@ bool aliasesOperandBuffer(const hlo::HloInstruction& inst) {
   if (op == HloOpcode::OptimizationBarrier || op == HloOpcode::AddDependency ||
       op == HloOpcode::Domain)
     return leafCount(to) == leafCount(from);
-  // The done of an async permute (CollectiveLowering.h): the data is in its
-  // start's buffer.
+  // The done of an async permute or all-gather (CollectiveLowering.h): the
+  // data is in its start's buffer.
   if (op == HloOpcode::CustomCall &&
-      inst.attrs().customCallTarget.value_or("") == "tpusim$permute-done")
+      (inst.attrs().customCallTarget.value_or("") == "tpusim$permute-done" ||
+       inst.attrs().customCallTarget.value_or("") == "tpusim$all-gather-done"))
     return from == to;
   // A reshape (or a bitcast that is one) of a dense row-major array keeps every
   // byte where it is; with another minor_to_major it would move elements.

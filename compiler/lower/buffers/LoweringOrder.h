@@ -1,9 +1,10 @@
 // The order the back end lowers a computation's instructions in (and
-// assigns their buffers over): its post order, with every async permute's
-// start (custom-call "tpusim$permute-start") moved up to just after its
-// operand and its done ("tpusim$permute-done") down to just before its first
-// user, so the independent work of the post order lands between them and
-// overlaps the transfer (compiler/lower/collectives/CollectiveLowering.h).
+// assigns their buffers over): its post order; with async collective pairs
+// (custom-calls "tpusim$permute-start" / "-done", "tpusim$all-gather-start"
+// / "-done"), a list schedule of it that issues every start as soon as its
+// operand is ready and every done only when no other work is, so the
+// independent work lands between them and overlaps the transfer
+// (compiler/lower/collectives/CollectiveLowering.h).
 #pragma once
 
 #include <vector>

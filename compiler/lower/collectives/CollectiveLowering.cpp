@@ -24,13 +24,18 @@ namespace {
 constexpr int kId = 2, kPeer = 3, kTmp = 4, kCount = 5, kZero = 6, kAddr = 7, kVal = 8;
 constexpr int kQueue = 0, kLocalFlag = 0;
 
+// `copied`: the own slot's local copy of an async all-gather (the kernels
+// between its start and done use the kernel flags). `ringReady`: the ring
+// permute's handshake, apart from the grid collectives' `ready`: a chip that
+// has finished the ring's last step (its ring neighbours' data is all it
+// needs) may already signal a grid neighbour that is still in the ring.
 struct Flags {
-  int barrier, arrived, sent, ready, firstStream;
+  int barrier, arrived, sent, ready, copied, ringReady, firstStream;
 };
 
 Flags flagsOf(const SpmdLowering& spmd) {
   return {spmd.syncFlags - 1, spmd.syncFlags - 2, spmd.syncFlags - 3, spmd.syncFlags - 4,
-          spmd.syncFlags - 5};
+          spmd.syncFlags - 5, spmd.syncFlags - 6, spmd.syncFlags - 7};
 }
 
 // reg = table[chip.id] (kId holds chip.id).
@@ -100,7 +105,7 @@ SpmdLowering::Pending startPermute(ControlCode& code, const HloInstruction& inst
   SpmdLowering::Pending p;
   p.targetWord = code.smemWords(target, "permute targets of %" + inst.name());
   p.sourceWord = code.smemWords(hasSource, "permute sources of %" + inst.name());
-  p.descriptors = int64_t(descs.size());
+  p.sends = p.arrivals = int64_t(descs.size());
   code.emit({makeInstruction(Opcode::ChipId, {kId})});
   barrier(code, spmd);
   // Zeros, when no pair targets this device.
@@ -122,25 +127,35 @@ SpmdLowering::Pending startPermute(ControlCode& code, const HloInstruction& inst
   return p;
 }
 
-// The sends have left and the data has arrived.
-void finishPermute(ControlCode& code, const SpmdLowering::Pending& p, const SpmdLowering& spmd) {
+// The sends have left and the data has arrived (on the devices the tables select).
+void finishPending(ControlCode& code, const SpmdLowering::Pending& p, const SpmdLowering& spmd) {
   const Flags f = flagsOf(spmd);
   code.emit({makeInstruction(Opcode::ChipId, {kId})});
-  loadFromTable(code, p.targetWord, kPeer);
-  code.emit({makeInstruction(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
-  code.emit({makeInstruction(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
-  uint32_t skipSent = code.branchIfNonZero(kTmp);
-  code.emit({makeInstruction(Opcode::SyncWait, {f.sent, p.descriptors})});
-  code.patch(skipSent, code.label());
-  loadFromTable(code, p.sourceWord, kVal);
-  uint32_t skipArrived = code.branchIfZero(kVal);
-  code.emit({makeInstruction(Opcode::SyncWait, {f.arrived, p.descriptors})});
-  code.patch(skipArrived, code.label());
+  auto waitWhere = [&](int64_t tableWord, bool skipOnNone, int flag, int64_t count) {
+    if (count == 0) return;
+    uint32_t skip = 0;
+    if (tableWord >= 0) {
+      if (skipOnNone) {
+        loadFromTable(code, tableWord, kPeer);
+        code.emit({makeInstruction(Opcode::SLi, {kTmp, int64_t(0xFFFFFFFFu)})});
+        code.emit({makeInstruction(Opcode::SCmpEq, {kTmp, kPeer, kTmp})});
+        skip = code.branchIfNonZero(kTmp);
+      } else {
+        loadFromTable(code, tableWord, kVal);
+        skip = code.branchIfZero(kVal);
+      }
+    }
+    code.emit({makeInstruction(Opcode::SyncWait, {flag, count})});
+    if (tableWord >= 0) code.patch(skip, code.label());
+  };
+  waitWhere(p.targetWord, true, f.sent, p.sends);
+  waitWhere(p.sourceWord, false, f.arrived, p.arrivals);
+  waitWhere(-1, false, f.copied, p.copies);
 }
 
 void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand, uint64_t result,
                   const SpmdLowering& spmd) {
-  finishPermute(code, startPermute(code, inst, operand, result, spmd), spmd);
+  finishPending(code, startPermute(code, inst, operand, result, spmd), spmd);
 }
 
 void lowerRingPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand,
@@ -169,10 +184,10 @@ void lowerRingPermute(ControlCode& code, const HloInstruction& inst, uint64_t op
   code.emit({makeInstruction(Opcode::ChipId, {kId})});
   // Ready: the two devices that send to this one (its source and its target).
   loadFromTable(code, sourceWord, kPeer);
-  code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, f.ready, 1})});
+  code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, f.ringReady, 1})});
   loadFromTable(code, targetWord, kVal);
-  code.emit({makeInstruction(Opcode::SyncRemote, {kVal, f.ready, 1})});
-  code.emit({makeInstruction(Opcode::SyncWait, {f.ready, 2})});
+  code.emit({makeInstruction(Opcode::SyncRemote, {kVal, f.ringReady, 1})});
+  code.emit({makeInstruction(Opcode::SyncWait, {f.ringReady, 2})});
   for (size_t i = 0; i < descs.size(); ++i) {
     code.emit(
         {makeInstruction(Opcode::SLi, {kAddr, descWord + int64_t(i) * isa::kDmaDescriptorWords})});
@@ -192,23 +207,31 @@ DeviceGroups groupsOrFail(const HloInstruction& inst, const SpmdLowering& spmd) 
   }
 }
 
-void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t operand,
-                    uint64_t result, const SpmdLowering& spmd) {
+// The all-gather: the grid rings (complete, as they forward every block from
+// the scalar unit) or the one-shot exchange; with `async`, the exchange's
+// barrier, sends and own copy only, returning the waits left (none after the
+// rings).
+SpmdLowering::Pending startAllGather(ControlCode& code, const HloInstruction& inst,
+                                     uint64_t operand, uint64_t result, const SpmdLowering& spmd,
+                                     bool async) {
   DeviceGroups groups = groupsOrFail(inst, spmd);
   const int64_t n = int64_t(groups[0].size());
   const uint64_t chunk = uint64_t(shapeBytes(inst.operand(0)->shape()));
   if (chunk * uint64_t(n) != uint64_t(shapeBytes(inst.shape())))
     throw CannotLower::of(inst, fmt::format("the result is not {} operands", n));
   const Flags f = flagsOf(spmd);
-  // The pipelined rings when the groups are sub-grids of the slice and the
-  // estimate says they are faster than the exchange.
+  // The pipelined rings when the groups are sub-grids of the slice, their
+  // stream flags are reserved and the estimate says they are faster than the
+  // exchange.
   if (spmd.chip && n > 2) {
     if (std::optional<std::vector<int>> dims = gridGatherDims(groups, spmd.slice)) {
       GridGather g{groups, spmd.slice, *dims, chunk, operand, result};
       double oneShot = oneShotGatherCycles(chunk, groups, spmd.slice, *spmd.chip);
-      if (gridAllGatherFits(g) && gridAllGatherCycles(g, *spmd.chip) < oneShot) {
+      const int streams = 2 * int(dims->size() * dims->size());
+      if (streams <= spmd.reservedFlags - kSpmdBaseFlags && gridAllGatherFits(g) &&
+          gridAllGatherCycles(g, *spmd.chip) < oneShot) {
         emitGridAllGather(code, g, *spmd.chip, {f.ready, f.sent, kLocalFlag, f.firstStream});
-        return;
+        return {};
       }
     }
   }
@@ -248,17 +271,27 @@ void lowerAllGather(ControlCode& code, const HloInstruction& inst, uint64_t oper
       code.emit({makeInstruction(Opcode::DmaRemote, {kAddr, kPeer, f.sent, f.arrived, kQueue})});
     }
   }
+  // The own slot is a local copy; async, on a flag of the collectives' own
+  // (the kernels between the start and the done use the kernel flags).
+  const int copyFlag = async ? f.copied : kLocalFlag;
   for (size_t i = 0; i < perSlot; ++i) {
     code.emit(
         {makeInstruction(Opcode::SAddI, {kAddr, kVal, int64_t(i * isa::kDmaDescriptorWords)})});
-    code.emit({makeInstruction(Opcode::Dma, {kAddr, kLocalFlag, kQueue})});
+    code.emit({makeInstruction(Opcode::Dma, {kAddr, copyFlag, kQueue})});
   }
-  int64_t remote = (n - 1) * int64_t(perSlot);
+  const int64_t remote = (n - 1) * int64_t(perSlot);
+  SpmdLowering::Pending p;
+  if (async) {
+    p.sends = p.arrivals = remote;
+    p.copies = int64_t(perSlot);
+    return p;
+  }
   if (remote > 0) {
     code.emit({makeInstruction(Opcode::SyncWait, {f.sent, remote})});
     code.emit({makeInstruction(Opcode::SyncWait, {f.arrived, remote})});
   }
   code.emit({makeInstruction(Opcode::SyncWait, {kLocalFlag, int64_t(perSlot)})});
+  return p;
 }
 
 void lowerGridReduceScatter(ControlCode& code, const HloInstruction& inst, uint64_t operand,
@@ -276,6 +309,8 @@ void lowerGridReduceScatter(ControlCode& code, const HloInstruction& inst, uint6
     throw CannotLower::of(inst, fmt::format("the operand is not {} shares", groups[0].size()));
   if (!gridReduceScatterFits(g, *spmd.chip))
     throw CannotLower::of(inst, "the plan does not fit (type, op, sizes or addresses)");
+  if (2 * int(dims->size() * dims->size()) > spmd.reservedFlags - kSpmdBaseFlags)
+    throw CannotLower::of(inst, "internal: the grid's stream flags are not reserved");
   std::vector<uint64_t> scratch;
   for (int i = 0; i < gridReduceScratchBuffers(g); ++i)
     scratch.push_back(spmd.allocateScratch(g.chunk * uint64_t(groups[0].size())));
@@ -301,9 +336,13 @@ bool isSpmdPrimitive(const HloInstruction& inst) {
       if (target == kPermuteStartTarget)
         return inst.operandCount() == 1 && inst.shape().isArray() &&
                inst.operand(0)->shape() == inst.shape();
-      if (target == kPermuteDoneTarget)
+      if (target == kPermuteDoneTarget || target == kAllGatherDoneTarget)
         return inst.operandCount() == 2 && inst.shape().isArray() &&
                inst.operand(0)->shape() == inst.shape();
+      if (target == kAllGatherStartTarget)
+        return inst.operandCount() == 1 && inst.shape().isArray() && inst.shape().rank() >= 1 &&
+               inst.operand(0)->shape().isArray() &&
+               inst.operand(0)->shape().rank() == inst.shape().rank();
       if (target == kGridReduceScatterTarget)
         return inst.operandCount() == 1 && inst.shape().isArray() && inst.shape().rank() == 2 &&
                inst.shape().dims[0] == 1 && inst.operand(0)->shape().isArray() &&
@@ -323,9 +362,46 @@ bool isSpmdPrimitive(const HloInstruction& inst) {
 }
 
 void drainAsyncCollectives(ControlCode& code, SpmdLowering& spmd) {
-  if (spmd.pending.descriptors == 0) return;
-  finishPermute(code, spmd.pending, spmd);
+  if (spmd.pending.sends == 0 && spmd.pending.arrivals == 0 && spmd.pending.copies == 0) return;
+  finishPending(code, spmd.pending, spmd);
   spmd.pending = {};
+}
+
+int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& chip) {
+  int64_t devices = 1;
+  try {
+    devices = spmdDeviceCount(module);
+  } catch (const std::invalid_argument&) {
+    return 0;  // the lowering reports it
+  }
+  if (devices < 2) return 0;
+  std::vector<int> slice;
+  try {
+    slice = spmdSlice(devices, chip.ici);
+  } catch (const std::invalid_argument&) {
+    // No slice: every all-gather is the one-shot exchange.
+  }
+  bool any = false;
+  size_t gridDims = 0;
+  for (const auto& comp : module.computations())
+    for (const auto& inst : comp->instructions()) {
+      const std::string target = inst->attrs().customCallTarget.value_or("");
+      if (!isSpmdPrimitive(*inst) || inst->opcode() == HloOpcode::PartitionId ||
+          inst->opcode() == HloOpcode::ReplicaId || target == "tpusim$device-id")
+        continue;
+      any = true;
+      const bool grid = inst->opcode() == HloOpcode::AllGather || target == kAllGatherStartTarget ||
+                        target == kGridReduceScatterTarget;
+      if (!grid || slice.empty()) continue;
+      try {
+        if (std::optional<std::vector<int>> dims =
+                gridGatherDims(collectiveGroups(*inst, devices), slice))
+          gridDims = std::max(gridDims, dims->size());
+      } catch (const std::invalid_argument&) {
+        // A malformed group list: the op's lowering names it.
+      }
+    }
+  return any ? kSpmdBaseFlags + 2 * int(gridDims * gridDims) : 0;
 }
 
 void lowerSpmdPrimitive(ControlCode& code, const HloInstruction& inst,
@@ -338,7 +414,8 @@ void lowerSpmdPrimitive(ControlCode& code, const HloInstruction& inst,
                           "removes those; was it run?)");
   const std::string target = inst.attrs().customCallTarget.value_or("");
   size_t op = code.openOp(inst.name(), inst.name(), "", 0);
-  if (target == kPermuteDoneTarget) {  // the waits, unless another op drained them
+  if (target == kPermuteDoneTarget || target == kAllGatherDoneTarget) {
+    // The waits, unless another op drained them.
     drainAsyncCollectives(code, spmd);
     code.closeOp(op);
     return;
@@ -346,8 +423,10 @@ void lowerSpmdPrimitive(ControlCode& code, const HloInstruction& inst,
   if (inst.opcode() != HloOpcode::PartitionId && inst.opcode() != HloOpcode::ReplicaId &&
       target != "tpusim$device-id")
     drainAsyncCollectives(code, spmd);
-  if (target == kPermuteStartTarget) {
-    spmd.pending = startPermute(code, inst, operands.at(0), result, spmd);
+  if (target == kPermuteStartTarget || target == kAllGatherStartTarget) {
+    spmd.pending = target == kPermuteStartTarget
+                       ? startPermute(code, inst, operands.at(0), result, spmd)
+                       : startAllGather(code, inst, operands.at(0), result, spmd, true);
     code.closeOp(op);
     return;
   }
@@ -356,7 +435,7 @@ void lowerSpmdPrimitive(ControlCode& code, const HloInstruction& inst,
       lowerPermute(code, inst, operands.at(0), result, spmd);
       break;
     case HloOpcode::AllGather:
-      lowerAllGather(code, inst, operands.at(0), result, spmd);
+      startAllGather(code, inst, operands.at(0), result, spmd, false);
       break;
     case HloOpcode::CustomCall:
       if (target == kRingPermuteTarget) {

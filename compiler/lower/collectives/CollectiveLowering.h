@@ -23,8 +23,8 @@
 //    replica_groups): the pipelined per-dimension rings with the combine on
 //    the VPU (GridReduceScatter.h).
 //
-// Synchronization: flags the kernels never get (kFlags reserved at the top
-// of core.sync_flags). The barrier (every chip `sync.remote`s every other
+// Synchronization: flags the kernels never get (spmdReservedFlags, at the
+// top of core.sync_flags). The barrier (every chip `sync.remote`s every other
 // chip's barrier flag, then waits for n - 1) makes sure that no data of a
 // collective arrives before its receiver has finished everything before it
 // (so the result buffer is free, and the arrival flag counts only this
@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "compiler/hlo/HloInstruction.h"
+#include "compiler/hlo/HloModule.h"
 #include "compiler/lower/collectives/GridAllGather.h"
 #include "compiler/lower/collectives/GridReduceScatter.h"
 #include "compiler/lower/control/ControlCode.h"
@@ -45,29 +46,41 @@
 
 namespace tpusim::lower {
 
-// Flags reserved for the collectives (the top ones); the kernels' code
-// generator gets core.sync_flags - kSpmdReservedFlags when devices > 1.
-// The barrier, arrival and sent flags, and the grid all-gather's ready and
-// stream flags (GridAllGather.h).
-constexpr int kSpmdReservedFlags = 4 + kGridGatherStreamFlags;
+// Flags reserved for the collectives (the top ones of core.sync_flags; the
+// kernels' code generator gets the rest): none without a primitive that
+// synchronizes; else the barrier, arrival, sent, ready, async-copy and
+// ring-ready flags, plus the
+// stream flags of the largest grid (2 D^2 for D slice dimensions,
+// GridAllGather.h) an all-gather or grid reduce-scatter of the module can
+// take. compileModule and ModuleLowerer both reserve this many.
+constexpr int kSpmdBaseFlags = 6;
+int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& chip);
 
 inline constexpr std::string_view kRingPermuteTarget = "tpusim$ring-permute";
-// The async pair of a collective-permute (the spmd-collectives pass makes
-// them from collective-permute-start / -done): the start (operand x, result
-// the destination buffer) runs the barrier and sends; the done (operands: the
-// start, x; its result is the start's buffer) waits for the sends to leave
-// and the data to arrive. Work lowered between the two runs while the
-// transfer is in flight. Only one pair is in flight at a time: any other
+// The async pairs (the spmd-collectives pass makes them from
+// collective-permute-start / -done, and from all-gather-start / -done and
+// all-reduce-start / -done where the exchange is one-shot). The start
+// (operand x, result the destination buffer) runs the barrier and issues the
+// sends; the done (operands: the start, x; its result is the start's buffer)
+// waits for the sends to leave and the data to arrive. Work lowered between
+// the two runs while the transfer is in flight (LoweringOrder.h puts the
+// independent work there). Only one pair is in flight at a time: any other
 // collective, or control flow, waits for it first (drainAsyncCollectives).
+// An all-gather start the estimate gives the grid rings (which need the
+// scalar unit for every block) runs them synchronously; its done waits for
+// nothing.
 inline constexpr std::string_view kPermuteStartTarget = "tpusim$permute-start";
 inline constexpr std::string_view kPermuteDoneTarget = "tpusim$permute-done";
+inline constexpr std::string_view kAllGatherStartTarget = "tpusim$all-gather-start";
+inline constexpr std::string_view kAllGatherDoneTarget = "tpusim$all-gather-done";
 
 // Is `inst` one of the primitives above?
 bool isSpmdPrimitive(const hlo::HloInstruction& inst);
 
 struct SpmdLowering {
   int64_t devices = 1;
-  int syncFlags = 32;  // core.sync_flags
+  int syncFlags = 32;     // core.sync_flags
+  int reservedFlags = 0;  // spmdReservedFlags: the top ones are the collectives'
   // The preset and the slice the module runs on (spmdSlice); without a
   // preset every all-gather is the one-shot exchange.
   const target::ChipConfig* chip = nullptr;
@@ -76,10 +89,12 @@ struct SpmdLowering {
   std::function<uint64_t(uint64_t bytes)> allocateZeros;
   // HBM bytes of the module's own, uninitialized (a collective's scratch).
   std::function<uint64_t(uint64_t bytes)> allocateScratch;
-  // The async permute in flight: its SMEM tables of targets and sources and
-  // the descriptors per transfer (0 when none is).
+  // The async collective in flight: the sends to wait for and the arrivals
+  // (none when none is), on the devices whose entry in the SMEM table of
+  // targets / of sources is set (every device when the word is -1), and the
+  // local copies.
   struct Pending {
-    int64_t targetWord = -1, sourceWord = -1, descriptors = 0;
+    int64_t targetWord = -1, sourceWord = -1, sends = 0, arrivals = 0, copies = 0;
   } pending;
 };
 

@@ -93,8 +93,9 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
     throw ModuleLoweringError(e.what());
   }
   // The collectives' flags sit above the kernels' (compileModule gives the
-  // kernels core.sync_flags - kSpmdReservedFlags on an SPMD module).
+  // kernels core.sync_flags - spmdReservedFlags).
   spmd_.syncFlags = int(target.chip.core.sync_flags);
+  spmd_.reservedFlags = spmdReservedFlags(module, target.chip);
   if (spmd_.devices > 1) {
     try {
       spmd_.slice = spmdSlice(spmd_.devices, target.chip.ici);

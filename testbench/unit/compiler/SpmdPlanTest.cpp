@@ -4,8 +4,12 @@
 // algorithm from the preset's ICI fields.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/HloParser.h"
+#include "compiler/lower/buffers/LoweringOrder.h"
+#include "compiler/lower/collectives/CollectiveLowering.h"
 #include "compiler/lower/collectives/SpmdPlan.h"
 #include "isa/target/ChipLoader.h"
 
@@ -102,4 +106,65 @@ TEST_CASE("one-shot or ring: the cost estimate from the preset", "[spmd]") {
         CollectiveAlgorithm::OneShot);
   CHECK(lower::chooseReductionAlgorithm(64 << 20, iota(2), {1, 2}, true, v5e).algorithm ==
         CollectiveAlgorithm::OneShot);
+}
+
+TEST_CASE("the collectives reserve the flags the module's primitives need", "[spmd]") {
+  target::ChipConfig v5e = target::loadChip("v5e");
+  target::ChipConfig v4 = target::loadChip("v4");
+  // No collective (a device id is a local DMA on a kernel flag): none.
+  auto id = parse(R"(HloModule m, num_partitions=8
+ENTRY e {
+  ROOT d = s32[] custom-call(), custom_call_target="tpusim$device-id"
+})");
+  CHECK(lower::spmdReservedFlags(*id, v5e) == 0);
+  // A permute: the barrier, arrival, sent and ready flags.
+  auto permute = parse(R"(HloModule m, num_partitions=8
+ENTRY e {
+  x = f32[8] parameter(0)
+  ROOT p = f32[8] collective-permute(x), source_target_pairs={{0,1},{1,0}}
+})");
+  CHECK(lower::spmdReservedFlags(*permute, v5e) == lower::kSpmdBaseFlags);
+  // An all-gather over a 2-D slice (v5e 2x4): plus 2 x 2^2 stream flags;
+  // over a 3-D one (v4 2x2x2): plus 2 x 3^2.
+  auto gather = parse(R"(HloModule m, num_partitions=8
+ENTRY e {
+  x = f32[8] parameter(0)
+  ROOT g = f32[64] all-gather(x), replica_groups={}, dimensions={0}
+})");
+  CHECK(lower::spmdReservedFlags(*gather, v5e) == lower::kSpmdBaseFlags + 8);
+  CHECK(lower::spmdReservedFlags(*gather, v4) == lower::kSpmdBaseFlags + 18);
+  // Groups along one dimension of the slice (the rows of 2x4): one grid dimension.
+  auto rows = parse(R"(HloModule m, num_partitions=8
+ENTRY e {
+  x = f32[8] parameter(0)
+  ROOT g = f32[32] all-gather(x), replica_groups={{0,1,2,3},{4,5,6,7}}, dimensions={0}
+})");
+  CHECK(lower::spmdReservedFlags(*rows, v5e) == lower::kSpmdBaseFlags + 2);
+}
+
+TEST_CASE("an async pair's done is lowered after the work that does not need it", "[spmd]") {
+  auto m = parse(R"(HloModule m, num_partitions=2
+ENTRY e {
+  x = f32[8] parameter(0)
+  y = f32[8] parameter(1)
+  s = f32[16] custom-call(x), custom_call_target="tpusim$all-gather-start", replica_groups={}
+  d = f32[16] custom-call(s, x), custom_call_target="tpusim$all-gather-done"
+  r = f32[8] slice(d), slice={[0:8]}
+  a = f32[8] add(r, x)
+  e = f32[8] exponential(y)
+  t = f32[8] tanh(e)
+  ROOT o = (f32[8], f32[8]) tuple(a, t)
+})");
+  std::vector<std::string> names;
+  for (const hlo::HloInstruction* i : lower::loweringOrder(*m->entry())) names.push_back(i->name());
+  auto at = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) - names.begin();
+  };
+  // The post order would put e and t after the done's users; the schedule
+  // moves the start first and the done after them.
+  CHECK(at("s") < at("e"));
+  CHECK(at("t") < at("d"));
+  CHECK(at("d") < at("r"));
+  CHECK(at("a") < at("o"));
+  CHECK(names.size() == 9);
 }
