@@ -14,6 +14,11 @@
 # chip with the fewest links (a corner: 2 per wrapping axis, 1 per other) must
 # send or receive (n - 1) / n of V over them (all-reduce: twice).
 # Columns: V, the step, the bound, % of the bound, % of the chip bound, V / time.
+# Megacore presets (core.cores = 2: v4, v5p) run with --set core.cores=1: on
+# real chips one program drives both TensorCores as one device and a
+# collective's ICI bandwidth is per chip, while tpusim runs the whole program
+# on each core, so every collective would cross the links twice
+# (docs/performance.md). BENCH_MEGACORE=both keeps both cores.
 # Usage: scripts/bench_collectives.sh [--build-dir DIR] [--quick] [--full]
 #   default: v5e 4x4, 8 KiB .. 16 MiB;  --quick: 8 KiB and 512 KiB;
 #   --full: the grid (v5e 4x4 and 16x16, v4 4x4x4; 8 KiB .. 256 MiB).
@@ -67,8 +72,14 @@ print("}")
 PY
       start=$(date +%s.%N)
       rc=0
+      cores=()
+      if [[ ${BENCH_MEGACORE:-one} == one ]] &&
+        [[ $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['core']['cores'])" \
+          "$root/sim/chips/$chip.json") == 2 ]]; then
+        cores=(--set core.cores=1)
+      fi
       timeout "$timeout_s" "$tpusim" "$work/c.hlo" --chip "$chip" --topology "$topo" \
-        --mode timing --quiet > "$work/out.txt" 2> "$work/err.txt" || rc=$?
+        --mode timing --quiet "${cores[@]}" > "$work/out.txt" 2> "$work/err.txt" || rc=$?
       if [[ $rc != 0 ]]; then
         if [[ $rc == 124 ]]; then
           printf "%-4s %-8s %-15s %10s  too slow to simulate (> %s host s); larger sizes skipped\n" \
