@@ -303,16 +303,20 @@ class Expander {
                              bool ring);
   HloInstruction* oneShotReduce(HloInstruction* x, const DeviceGroups& groups, HloOpcode op);
   // The one-shot combine of more than kChainMembers members is a reduce over
-  // them (add, maximum, minimum with a to_apply of x's type); a chain of
+  // them (add, maximum, minimum of f32, bf16 or s32 with a to_apply of x's
+  // type, whose identities are the init); a chain of
   // binary ops would be one fusion reading every member as a stream of its
   // own, and the kernels have fewer sync flags than a 64-chip slice has
   // members. Other ops over that many members take the ring instead.
   static constexpr size_t kChainMembers = 16;
   bool reducesRows(HloInstruction* x, const DeviceGroups& groups, HloOpcode op) const {
     const HloComputation* f = current_->toApply();
+    const hlo::PrimitiveType t = x->shape().type;
     return groups[0].size() > kChainMembers &&
-           (op == HloOpcode::Add || op == HloOpcode::Maximum || op == HloOpcode::Minimum) && f &&
-           f->root() && f->root()->shape() == Shape::array(x->shape().type, {});
+           (op == HloOpcode::Add || op == HloOpcode::Maximum || op == HloOpcode::Minimum) &&
+           (t == hlo::PrimitiveType::F32 || t == hlo::PrimitiveType::BF16 ||
+            t == hlo::PrimitiveType::S32) &&
+           f && f->root() && f->root()->shape() == Shape::array(t, {});
   }
   bool oneShotAllowed(HloInstruction* x, const DeviceGroups& groups, HloOpcode op) const {
     return groups[0].size() <= kChainMembers || reducesRows(x, groups, op);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <utility>
+
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/HloOpcode.h"
 
@@ -22,6 +25,24 @@ void addFusedOpcodes(const hlo::HloInstruction& inst, std::vector<std::string>* 
   }
 }
 
+// The collective a custom call of the SPMD lowering implements
+// (compiler/lower/collectives/CollectiveLowering.h), so the profile counts it
+// as a collective rather than a library kernel; "" for any other target.
+std::string collectiveOfCustomCall(const hlo::HloInstruction& inst) {
+  if (inst.opcode() != hlo::HloOpcode::CustomCall) return "";
+  const std::string target = inst.attrs().customCallTarget.value_or("");
+  static const std::pair<const char*, const char*> kCollectives[] = {
+      {"tpusim$permute-start", "collective-permute-start"},
+      {"tpusim$permute-done", "collective-permute-done"},
+      {"tpusim$ring-permute", "collective-permute"},
+      {"tpusim$all-gather-start", "all-gather-start"},
+      {"tpusim$all-gather-done", "all-gather-done"},
+      {"tpusim$grid-reduce-scatter", "reduce-scatter"}};
+  for (const auto& [t, op] : kCollectives)
+    if (target == t) return op;
+  return "";
+}
+
 }  // namespace
 
 void addHloProfileFacts(const driver::CompileResult& compiled, prof::ProfileInputs* inputs) {
@@ -30,6 +51,7 @@ void addHloProfileFacts(const driver::CompileResult& compiled, prof::ProfileInpu
     for (const auto& inst : comp->instructions()) {
       prof::HloOpFacts facts;
       facts.opcode = std::string(hlo::opcodeName(inst->opcode()));
+      if (std::string c = collectiveOfCustomCall(*inst); !c.empty()) facts.opcode = c;
       if (inst->opcode() == hlo::HloOpcode::Fusion) addFusedOpcodes(*inst, &facts.fusedOpcodes);
       inputs->hloOps.emplace(inst->name(), std::move(facts));
     }
