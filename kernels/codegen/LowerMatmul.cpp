@@ -197,14 +197,30 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
                           : (s8 ? Opcode::MxuWPushS8 : Opcode::MxuWPushBf16);
   Opcode mm = s8 ? Opcode::MxuMmS8 : Opcode::MxuMmBf16;
   Opcode mma = s8 ? Opcode::MxuMmaS8 : Opcode::MxuMmaBf16;
-  // Work items (group of row tiles, column tile), dealt round-robin to the MXUs.
+  // Work items (group of row tiles, column tile), dealt round-robin to the
+  // MXUs from the one after the previous matmul's last item (nextMxu_). An
+  // item takes the next window of gTiles slots of its MXU's ring (nextSlot_),
+  // so an item with fewer row tiles than slots (M <= 8: one slot) does not
+  // wait for the previous item's results (ready 2N + 7 cycles after its last
+  // mm) before its first mm: their pops only need to come before the ring
+  // wraps around to their slots.
   struct Item {
-    int64_t g0, gTiles, j;
+    int64_t g0, gTiles, j, mxu = 0, slot0 = 0;
   };
   std::vector<Item> items;
   for (int64_t g0 = 0; g0 < rowTiles; g0 += slots)
     for (int64_t j = 0; j < nTiles; ++j) items.push_back({g0, std::min(slots, rowTiles - g0), j});
   const int64_t mxus = t_.mxuCount;
+  nextSlot_.resize(size_t(mxus), 0);
+  for (size_t it = 0; it < items.size(); ++it) {
+    Item& item = items[it];
+    item.mxu = (nextMxu_ + int64_t(it)) % mxus;
+    int64_t& next = nextSlot_[size_t(item.mxu)];
+    if (next + item.gTiles > slots) next = 0;
+    item.slot0 = next;
+    next += item.gTiles;
+  }
+  nextMxu_ = (nextMxu_ + int64_t(items.size())) % mxus;
   // Valid output columns of column tile j (in all halves).
   auto validN = [&](int64_t j) { return std::min<int64_t>(S, N - j * S); };
   // Weight push p of chunk kc of an item (8 rows, or 8 columns when transposed);
@@ -256,7 +272,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         rowHalf(row, lhsP, lhs0, lhsRows, tileOf(k0, h), rt * 8, (1 << valid) - 1, laneOf(k0),
                 validK(kc, h), true);
     }
-    emitRow(kc == 0 ? mm : mma, {I(mxu), MOperand(), I(i)}, 1, row);
+    emitRow(kc == 0 ? mm : mma, {I(mxu), MOperand(), I(it.slot0 + i)}, 1, row);
   };
   // Pops slot i into its result row and stores the valid lanes of each half
   // (added to the old value when accumulating).
@@ -265,7 +281,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     int64_t valid = std::min<int64_t>(8, M - rt * 8);
     std::vector<MOperand> row;
     for (int h = 0; h < halves; ++h) row.push_back(fn_.newReg(RegClass::Vector));
-    emitRow(Opcode::MxuPop, {MOperand(), I(mxu), I(i)}, 0, row);
+    emitRow(Opcode::MxuPop, {MOperand(), I(mxu), I(it.slot0 + i)}, 0, row);
     int64_t n0 = it.j * S;
     for (int h = 0; h < halves; ++h) {
       int64_t lanes = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
@@ -320,8 +336,9 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   };
   std::vector<std::vector<Tile>> stream(static_cast<size_t>(mxus));
   for (size_t it = 0; it < items.size(); ++it)
-    for (int64_t kc = 0; kc < kChunks; ++kc) stream[it % size_t(mxus)].push_back({it, kc});
-  size_t length = stream[0].size();
+    for (int64_t kc = 0; kc < kChunks; ++kc) stream[size_t(items[it].mxu)].push_back({it, kc});
+  size_t length = 0;
+  for (const auto& s : stream) length = std::max(length, s.size());
   // Software-pipelined emission, the MXUs interleaved op by op: while tile t
   // streams its LHS tiles (mm, LHS port), tile t + 1's weights are pushed
   // (weight port); the latch of t + 1 follows tile t's last mm. When tile t

@@ -165,6 +165,13 @@ class Lowerer {
   std::vector<ScalarVal> ids_;
   std::vector<int64_t> grid_;
   std::string kernel_;
+  // Matmuls share the MXUs across ops: the next op's first work item goes to
+  // the MXU after the previous op's last, and each MXU's result slots are
+  // handed out as a ring of windows (lowerMatmul), so consecutive small
+  // matmuls (one per attention head) overlap instead of each filling and
+  // draining the MXUs alone.
+  int64_t nextMxu_ = 0;
+  std::vector<int64_t> nextSlot_;  // per MXU
 
   void lowerFor(const llo::Op& op);
   MOperand carryReg(const llo::Value* v);

@@ -45,6 +45,34 @@ TargetInfo TargetInfo::defaults() {
   return t;
 }
 
+namespace {
+
+// The interleave line: the fewest consecutive bytes (from a line boundary)
+// that reach every channel, pseudo-channel and bank group, i.e. a burst times
+// every digit of hbm.address_mapping from the least significant up to the most
+// significant of ch, pc and bg (4096 for v5e's "ro-ba-co-bg-pc-ch" with 16
+// channels, 2 pseudo-channels, 4 bank groups and 32-byte bursts).
+int64_t interleaveBytes(const target::HbmConfig& h) {
+  std::vector<std::string> digits = h.mappingDigits();
+  auto spreads = [](const std::string& d) { return d == "ch" || d == "pc" || d == "bg"; };
+  size_t top = digits.size();  // the most significant spreading digit
+  for (size_t i = digits.size(); i-- > 0;)
+    if (spreads(digits[i])) top = i;
+  int64_t bytes = h.burst_bytes;
+  for (size_t i = top; i < digits.size(); ++i) {
+    const std::string& d = digits[i];
+    bytes *= d == "ro"   ? h.rows
+             : d == "ba" ? h.banks_per_group
+             : d == "bg" ? h.bank_groups
+             : d == "ch" ? h.channels
+             : d == "pc" ? h.pseudo_channels
+                         : h.columnsPerRow();
+  }
+  return bytes;
+}
+
+}  // namespace
+
 TargetInfo TargetInfo::fromChip(const target::ChipConfig& chip) {
   TargetInfo t;
   t.name = chip.name;
@@ -70,6 +98,7 @@ TargetInfo TargetInfo::fromChip(const target::ChipConfig& chip) {
   t.dmaQueueDepth = int(chip.dma.queue_depth);
   t.hbmBytes = chip.hbm.capacity_bytes;
   t.hbmBytesPerCycle = chip.hbmPeakBytesPerSecond() / chip.core.clock_hz;
+  t.hbmInterleaveBytes = interleaveBytes(chip.hbm);
   for (int i = 0; i < isa::kNumLatencyClasses; ++i)
     t.latency[i] = int(chip.latency.of(static_cast<isa::LatencyClass>(i)));
   return t;

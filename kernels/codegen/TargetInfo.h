@@ -42,6 +42,9 @@ struct TargetInfo {
   // clock (the tiling cost model's memory roof).
   int64_t hbmBytes = int64_t(16) << 30;
   double hbmBytesPerCycle = 512;
+  // Consecutive bytes the address mapping spreads over every channel,
+  // pseudo-channel and bank group (target::HbmConfig::interleaveBytes).
+  int64_t hbmInterleaveBytes = 4096;
   // latency.<key> for every isa::LatencyClass
   std::array<int, isa::kNumLatencyClasses> latency{};
 

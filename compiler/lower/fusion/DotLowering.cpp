@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "compiler/hlo/HloComputation.h"
@@ -26,11 +27,6 @@ namespace {
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Bytes of consecutive addresses that the HBM presets spread over every
-// channel, pseudo-channel and bank group (their address_mapping interleaves
-// 32-byte bursts: 32 B x 16 channels x 2 pseudo-channels x 4 bank groups on
-// v5e and v6e; fewer on smaller presets, where it is more than enough).
-constexpr int64_t kInterleaveLineBytes = 4096;
 constexpr int64_t kBatchedDotDepth = 2048;
 
 enum Role : char { kBatch = 'B', kFree = 'F', kContract = 'K' };
@@ -205,21 +201,32 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // (a [seq, heads, dim] KV cache read per head) gives one batch entry's block
   // short row runs a whole row stride apart, which a few HBM channels serve.
   // A step then takes enough batch entries that its rows, walked in address
-  // order, cover an interleave line (every channel busy); the other blocks are
+  // order, cover the preset's interleave line (HbmConfig::interleaveBytes:
+  // every channel, pseudo-channel and bank group busy); the other blocks are
   // chosen for that share of VMEM.
   int64_t bb = 1;
-  for (Region* r : {lhsR.get(), rhsR.get()})
+  int64_t entryRun[2] = {0, 0};  // per operand: one batch entry's row run (in place)
+  for (int side = 0; side < 2; ++side) {
+    Region* r = side == 0 ? lhsR.get() : rhsR.get();
     for (const LeafUse& u : r->leafUses()) {
       std::vector<int64_t> st = r->viewStrides(*u.leaf, u.emb);
       if (st.size() != 3 || !r->maps(u.emb, 0) || st[0] >= st[1]) continue;
       int64_t runBytes =
           st[0] * isa::dtypeBytes(memoryType(dslType(g, *u.leaf, u.leaf->shape().type)));
-      int64_t want = std::min(B, cdiv(kInterleaveLineBytes, std::max<int64_t>(runBytes, 1)));
+      entryRun[side] = std::max(entryRun[side], runBytes);
+      int64_t want = std::min(B, cdiv(t.hbmInterleaveBytes, std::max<int64_t>(runBytes, 1)));
       while (want > 1 && B % want != 0) --want;
       bb = std::max(bb, want);
     }
+  }
   TilingTarget shared = t;
   shared.vmemBytes = t.vmemBytes / bb;
+  shared.dotBatchBlock = bb;
+  shared.dotRhsTransposed = transposed;
+  // The step's entries are adjacent in each row of an in-place operand, so its
+  // DMA reads runs of bb entries whatever the block's other dims.
+  shared.dotLhsRunBytes = bb * entryRun[0];
+  shared.dotRhsRunBytes = bb * entryRun[1];
   // Each batch entry's dot is traced separately; K blocks of at most 2048 keep
   // the unrolled entries within the code generator's scalar registers (the 7B
   // decode's p x V: 16 heads x 2048 positions; 4096 is untested).
@@ -270,13 +277,10 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const size_t nIn = plan.inputs.size();
   const dsl::DType heroType = ot;
 
-  // One batch entry's dot; with several per step, `i` indexes them.
+  // One batch entry's dot into its accumulator; with several per step, `i`
+  // indexes them.
   auto step = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc) {
-    const dsl::Ref& out = refs[nIn];
     dsl::Scalar kb = dsl::program_id(3);
-    // One K block: the dot writes the accumulator (no zero fill, no load and
-    // add per result tile); several: zeroed at the first, accumulated at each.
-    if (kBlocks > 1) dsl::when(kb == 0, [&] { acc.store(dsl::zeros(abm, abn, accType)); });
     dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
     dsl::Array b = rhsR->emit(rhsRoot, identity(rhsRoot->shape().rank()), refs);
     a = expandTo(a, abm, abk);
@@ -302,20 +306,40 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         acc.store(acc.load() + dsl::dot(aMasked, bMasked, opts));
       });
     }
-    dsl::when(kb == kBlocks - 1, [&] {
-      dsl::Array h = acc.load();
-      if (h.dtype() != heroType) h = h.astype(heroType);
-      outR->store(out, outR->emit(root, rootEmb, refs, &h));
-    });
+  };
+  // The element-wise epilogue of one batch entry, at the last K block.
+  auto epilogue = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc) {
+    dsl::Array h = acc.load();
+    if (h.dtype() != heroType) h = h.astype(heroType);
+    outR->store(refs[nIn], outR->emit(root, rootEmb, refs, &h));
   };
   return finishKernel(g, plan, [=](const std::vector<dsl::Ref>& refs) {
     const dsl::Ref& acc = refs[nIn + 1];
-    if (bb == 1) return step(refs, acc);
-    // Unrolled: constant batch indices fold into the addresses.
-    for (int64_t i = 0; i < bb; ++i) {
-      for (Region* r : {lhsR.get(), rhsR.get(), outR.get()}) r->setLeadLoop(0, dsl::Scalar(i));
-      step(refs, acc.at(dsl::Scalar(i)));
-    }
+    // Unrolled over the batch entries of a step: constant batch indices fold
+    // into the addresses. Every entry's dot comes before the epilogues, and
+    // with one K block the epilogues need no branch, so the entries' matmuls
+    // sit in one basic block, where the scheduler overlaps one entry's MXU
+    // drain with the next ones' weight pushes (their work items go to the
+    // following MXUs and result slots: LowerMatmul.cpp).
+    auto forEachEntry = [&](const std::function<void(const dsl::Ref&)>& fn) {
+      if (bb == 1) return fn(acc);
+      for (int64_t i = 0; i < bb; ++i) {
+        for (Region* r : {lhsR.get(), rhsR.get(), outR.get()}) r->setLeadLoop(0, dsl::Scalar(i));
+        fn(acc.at(dsl::Scalar(i)));
+      }
+    };
+    // One K block: the dot writes the accumulator (no zero fill, no load and
+    // add per result tile); several: zeroed at the first, accumulated at each.
+    if (kBlocks > 1)
+      dsl::when(dsl::program_id(3) == 0, [&] {
+        forEachEntry([&](const dsl::Ref& a) { a.store(dsl::zeros(abm, abn, accType)); });
+      });
+    forEachEntry([&](const dsl::Ref& a) { step(refs, a); });
+    auto finish = [&] { forEachEntry([&](const dsl::Ref& a) { epilogue(refs, a); }); };
+    if (kBlocks == 1)
+      finish();
+    else
+      dsl::when(dsl::program_id(3) == kBlocks - 1, finish);
   });
 }
 

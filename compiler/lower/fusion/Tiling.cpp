@@ -17,6 +17,7 @@ TilingTarget TilingTarget::from(const kernels::codegen::TargetInfo& t) {
   out.mxuCount = t.mxuCount;
   out.accSlots = t.accSlots;
   out.hbmBytesPerCycle = t.hbmBytesPerCycle;
+  out.hbmInterleaveBytes = t.hbmInterleaveBytes;
   return out;
 }
 
@@ -176,19 +177,24 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
                        (rhsInBytes == 4 ? tiledBytes(bk, bn) : 0);
         if (vmem > budget) continue;
         const int64_t mBlocks = cdiv(m, bm), nBlocks = cdiv(n, bn), kBlocks = cdiv(k, bk);
-        double steps = double(batch) * mBlocks * nBlocks * kBlocks;
+        // A step of bb batch entries: bb times the MXU work and bytes, one
+        // fill and drain (the entries' matmuls overlap on the MXUs).
+        const double bb = double(std::max<int64_t>(target.dotBatchBlock, 1));
+        double steps = double(batch) / bb * mBlocks * nBlocks * kBlocks;
         // One mm pushes 8 LHS rows through one (mxu x mxu) weight tile in 8
         // cycles; each weight tile takes 8 cycles per 8 of its rows on the
         // weight port and serves at most accSlots x 8 LHS rows (the result
         // slots), so a tile is bound by whichever port is busier: the weight
         // port for M = 1 decode and for 256-wide arrays.
+        // A transposed push waits N cycles after the previous latch.
         const int64_t rowTiles = cdiv(bm, 8), slots = std::max<int64_t>(target.accSlots, 1);
         const int64_t tiles = cdiv(bn, mxu) * cdiv(bk, mxu);
+        const int64_t push = fill + (target.dotRhsTransposed ? mxu : 0);
         double portCycles = 0;
         for (int64_t g = 0; g < rowTiles; g += slots)
           portCycles +=
-              double(tiles) * double(std::max<int64_t>(fill, 8 * std::min(slots, rowTiles - g)));
-        double mxuCycles = portCycles / double(std::max<int64_t>(target.mxuCount, 1));
+              double(tiles) * double(std::max<int64_t>(push, 8 * std::min(slots, rowTiles - g)));
+        double mxuCycles = bb * portCycles / double(std::max<int64_t>(target.mxuCount, 1));
         // The pipeline skips a copy whose block index did not change: with one
         // K block the LHS block stays for a whole row of N blocks, and the RHS
         // too when N is one block.
@@ -198,11 +204,15 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
         double rhsBytes =
             double(bk * bn) * rhsInBytes / (kBlocks == 1 && nBlocks == 1 ? double(mBlocks) : 1.0);
         double outBlockBytes = double(bm * bn) * outBytes / double(kBlocks);
-        double dmaCycles = (lhsBytes / runEfficiency(std::min(bk, k) * lhsInBytes) +
-                            rhsBytes / runEfficiency(std::min(bn, n) * rhsInBytes) +
+        const double lhsEff = runEfficiency(
+            target.dotLhsRunBytes > 0 ? target.dotLhsRunBytes : std::min(bk, k) * lhsInBytes);
+        const double rhsEff = runEfficiency(
+            target.dotRhsRunBytes > 0 ? target.dotRhsRunBytes : std::min(bn, n) * rhsInBytes);
+        double dmaCycles = bb *
+                           (lhsBytes / lhsEff + rhsBytes / rhsEff +
                             outBlockBytes / runEfficiency(std::min(bn, n) * outBytes)) /
                            target.hbmBytesPerCycle;
-        double tileCycles = kDotCyclesPerResultTile * double(cdiv(bm, 8) * cdiv(bn, 128));
+        double tileCycles = bb * kDotCyclesPerResultTile * double(cdiv(bm, 8) * cdiv(bn, 128));
         // The pipeline overlaps a step's DMAs with the previous step's MXU work,
         // except the first step's input blocks (nothing to hide them behind) and
         // the last output block's write-back: the kernel's prologue and drain,
@@ -210,10 +220,9 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
         // first step costs its DMA plus its MXU work, the others the larger of
         // the two.
         double prologueCycles =
-            (double(bm * bk) * lhsInBytes / runEfficiency(std::min(bk, k) * lhsInBytes) +
-             double(bk * bn) * rhsInBytes / runEfficiency(std::min(bn, n) * rhsInBytes)) /
+            bb * (double(bm * bk) * lhsInBytes / lhsEff + double(bk * bn) * rhsInBytes / rhsEff) /
             target.hbmBytesPerCycle;
-        double drainCycles = double(bm * bn) * outBytes /
+        double drainCycles = bb * double(bm * bn) * outBytes /
                              runEfficiency(std::min(bn, n) * outBytes) / target.hbmBytesPerCycle;
         double cost = prologueCycles + mxuCycles + (steps - 1) * std::max(mxuCycles, dmaCycles) +
                       steps * (tileCycles + fill + drain + kStepOverheadCycles) + drainCycles;

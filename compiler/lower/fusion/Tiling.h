@@ -35,6 +35,18 @@ struct TilingTarget {
   int64_t accSlots = 16;          // MXU result slots of 8 rows: the rows one weight tile serves
   double hbmBytesPerCycle = 512;  // HBM peak bandwidth / core clock
   int64_t maxDotDepth = 0;        // a dot's largest K block (0: the tiler's own limit)
+  // Batch entries a dot's grid step takes (unrolled, sharing the MXUs; the
+  // batch must be a multiple); vmemBytes is then one entry's share.
+  int64_t dotBatchBlock = 1;
+  // The RHS is [N, K] (pushed with the MXU's transposed weight load, which
+  // waits N cycles after the previous latch).
+  bool dotRhsTransposed = false;
+  // > 0: the contiguous bytes of each run an operand's block DMA reads (an
+  // operand read in place through strides), instead of its block row.
+  int64_t dotLhsRunBytes = 0, dotRhsRunBytes = 0;
+  // Consecutive HBM bytes the address mapping spreads over every channel,
+  // pseudo-channel and bank group (target::HbmConfig::interleaveBytes).
+  int64_t hbmInterleaveBytes = 4096;
   // VMEM one kernel's blocks may take (the rest is headroom for the code
   // generator's temporaries and spills).
   int64_t vmemBudget() const { return vmemBytes / 2; }

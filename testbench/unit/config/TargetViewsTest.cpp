@@ -65,6 +65,10 @@ std::vector<Projection> projections() {
        {"hbm.clock_hz", "hbm.channels", "hbm.pseudo_channels", "hbm.bus_bytes_per_clock",
         "core.clock_hz"},
        [](I i, D) { return i.hbmBytesPerCycle; }},
+      // Every preset maps "ro-ba-co-bg-pc-ch": a burst times bg x pc x ch.
+      {"codegen.hbmInterleaveBytes",
+       {"hbm.burst_bytes", "hbm.channels", "hbm.pseudo_channels", "hbm.bank_groups"},
+       [](I i, D) { return double(i.hbmInterleaveBytes); }},
       {"compiler.cores", {"core.cores"}, [](I, D d) { return double(d.cores); }},
       {"compiler.clockHz", {"core.clock_hz"}, [](I, D d) { return d.clockHz; }},
       {"compiler.vectorRegs", {"core.vector_regs"}, [](I, D d) { return double(d.vectorRegs); }},
@@ -172,4 +176,13 @@ TEST_CASE(
   CHECK(info.latencyOf(isa::LatencyClass::VectorLoad) == 5);
   // A bad override is the loader's error, naming the field.
   CHECK_THROWS_WITH(lower::loadTarget("v5e", {"mxu.cuont=2"}), Catch::Contains("mxu.cuont"));
+}
+
+TEST_CASE("the HBM interleave line follows the preset's address mapping", "[target]") {
+  // v5e: 32-byte bursts over 16 channels x 2 pseudo-channels x 4 bank groups.
+  CHECK(TargetInfo::fromChip(target::loadChip("v5e")).hbmInterleaveBytes == 4096);
+  CHECK(TargetInfo::fromChip(target::loadChip("tiny8")).hbmInterleaveBytes == 32 * 2 * 2 * 2);
+  // Columns below the bank group: a whole row per channel before the next.
+  target::ChipConfig chip = target::loadChip("v5e", {"hbm.address_mapping=ro-ba-bg-ch-pc-co"});
+  CHECK(TargetInfo::fromChip(chip).hbmInterleaveBytes == 1024 * 2 * 16 * 4);
 }
