@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Host speed of whole workloads in the two HBM models (hbm.model = detailed,
-# the per-pseudo-channel reference, and fast, the default), timing mode, and
-# a check that both give identical stats JSON. Per workload and model:
+# Host speed of whole workloads in the two memory-system models (detailed:
+# hbm.model = dma.model = detailed, the per-pseudo-channel and per-request
+# reference; fast: both fast, the default), timing mode, and a check that both
+# give identical stats JSON. Per workload and model:
 # simulated cycles, HBM bytes moved, CPU seconds of the simulation (tpusim's
 # own "host time", which excludes loading the program), M simulated cycles per
 # CPU second and GB of simulated HBM traffic per CPU second. Each run is
@@ -48,6 +49,7 @@ for w in "${workloads[@]}"; do
     best=""
     for ((i = 0; i < repeat; i++)); do
       "$build/bin/tpusim" "$prog" --chip "$chip" --mode timing --quiet --set hbm.model=$model \
+        --set dma.model=$model \
         --stats "$work/$w.$model.json" > "$work/run.txt" 2>&1 ||
         { cat "$work/run.txt" >&2; exit 1; }
       cpu=$(sed -n 's/.*host time.* s wall, \([0-9.]*\) s CPU.*/\1/p' "$work/run.txt")
@@ -69,8 +71,9 @@ import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 for j in (a, b):
     j["chip_config"]["hbm"].pop("model", None)
+    j["chip_config"]["dma"].pop("model", None)
 if a != b:
-    sys.exit(f"bench_hbm_models.sh: {sys.argv[3]}: the two HBM models differ")
+    sys.exit(f"bench_hbm_models.sh: {sys.argv[3]}: the two models differ")
 PY
 done
 echo "(stats JSON identical in both models for every workload)" >&2

@@ -7,6 +7,8 @@
 // `build/bin/tpusim-config --doc > docs/presets.md`.
 #pragma once
 
+#include <string>
+
 #include "isa/Isa.h"
 #include "isa/target/Params.h"
 
@@ -19,6 +21,7 @@ struct DmaConfig {
   int64_t max_outstanding_requests = 64;
   int64_t issue_latency = 32;
   int64_t vmem_bytes_per_cycle = 512;
+  std::string model = "fast";
 
   template <class V>
   void visit(V& v) {
@@ -36,10 +39,15 @@ struct DmaConfig {
     v.field("vmem_bytes_per_cycle", vmem_bytes_per_cycle, "bytes/cycle",
             "VMEM-side DMA bandwidth per core (separate ports from vector loads/stores)", 1,
             1 << 20);
+    v.field("model", model, "-",
+            "simulator implementation, not hardware: \"fast\" counts a descriptor's requests "
+            "from the start of their writes on and finishes them in bulk; \"detailed\" keeps "
+            "one event per request (same cycles and stats, slower)");
   }
 
   void check(ConfigProblems& p) const {
     p.require(isPowerOfTwo(request_bytes), "request_bytes", "must be a power of two");
+    p.require(model == "fast" || model == "detailed", "model", "must be \"fast\" or \"detailed\"");
   }
 };
 

@@ -7,15 +7,15 @@ namespace tpusim::sim::dma {
 DescriptorWalker::DescriptorWalker(const isa::DmaDescriptor& d, uint32_t requestBytes)
     : d_(d),
       requestBytes_(requestBytes),
-      alignOnSource_(d.src == isa::MemorySpace::Hbm || d.dst != isa::MemorySpace::Hbm) {
+      alignOnSource_(d.src == isa::MemorySpace::Hbm || d.dst != isa::MemorySpace::Hbm),
+      srcBase_(d.srcAddr),
+      dstBase_(d.dstAddr),
+      alignMask_((requestBytes & (requestBytes - 1)) == 0 ? requestBytes - 1 : 0) {
   done_ = d.innerBytes == 0;
 }
 
 DmaRequestRange DescriptorWalker::next() {
-  uint64_t srcBase = d_.srcAddr + uint64_t(i1_) * d_.srcStrides[0] +
-                     uint64_t(i2_) * d_.srcStrides[1] + uint64_t(i3_) * d_.srcStrides[2];
-  uint64_t dstBase = d_.dstAddr + uint64_t(i1_) * d_.dstStrides[0] +
-                     uint64_t(i2_) * d_.dstStrides[1] + uint64_t(i3_) * d_.dstStrides[2];
+  const uint64_t srcBase = srcBase_, dstBase = dstBase_;
   // Offsets within the element on each side (the wide side of a widening copy
   // advances 4 bytes per dense element of E bytes).
   auto wide = [&](uint64_t denseBytes) {
@@ -26,7 +26,7 @@ DmaRequestRange DescriptorWalker::next() {
   r.src = srcBase + (wideSrc ? wide(offset_) : offset_);
   r.dst = dstBase + (wideDst ? wide(offset_) : offset_);
   uint64_t align = alignOnSource_ ? r.src : r.dst;
-  uint64_t toBoundary = requestBytes_ - align % requestBytes_;
+  uint64_t toBoundary = requestBytes_ - (alignMask_ ? align & alignMask_ : align % requestBytes_);
   if (d_.widening())  // whole elements only (a request smaller than one element moves one)
     toBoundary = std::max<uint64_t>(d_.elemBytes, toBoundary - toBoundary % d_.elemBytes);
   r.bytes = uint32_t(std::min<uint64_t>(d_.innerBytes - offset_, toBoundary));
@@ -35,12 +35,17 @@ DmaRequestRange DescriptorWalker::next() {
   offset_ += r.bytes;
   if (offset_ == d_.innerBytes) {
     offset_ = 0;
-    if (++i1_ == d_.counts[0]) {
+    if (++i1_ < d_.counts[0]) {
+      srcBase_ += d_.srcStrides[0];
+      dstBase_ += d_.dstStrides[0];
+    } else {
       i1_ = 0;
       if (++i2_ == d_.counts[1]) {
         i2_ = 0;
         if (++i3_ == d_.counts[2]) done_ = true;
       }
+      srcBase_ = d_.srcAddr + uint64_t(i2_) * d_.srcStrides[1] + uint64_t(i3_) * d_.srcStrides[2];
+      dstBase_ = d_.dstAddr + uint64_t(i2_) * d_.dstStrides[1] + uint64_t(i3_) * d_.dstStrides[2];
     }
   }
   return r;

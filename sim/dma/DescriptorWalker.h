@@ -33,6 +33,10 @@ class DescriptorWalker {
   bool alignOnSource_;
   uint32_t i1_ = 0, i2_ = 0, i3_ = 0;
   uint32_t offset_ = 0;  // within the current element
+  // Addresses of the current element's first byte, kept as the indices move
+  // (a stride added per element rather than three products per request).
+  uint64_t srcBase_, dstBase_;
+  uint64_t alignMask_;  // requestBytes - 1 when a power of two, else 0
   bool done_ = false;
 };
 

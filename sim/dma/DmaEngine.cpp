@@ -11,7 +11,6 @@ namespace tpusim::sim::dma {
 
 namespace {
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
-constexpr uint64_t kHbmWriteBit = uint64_t(1) << 63;  // HBM request id: slot | phase
 
 // One request of a widening copy (DmaDescriptor.h): dense E-byte elements to
 // the low bytes of 32-bit words (upper bytes zero), or the low bytes back.
@@ -58,7 +57,11 @@ DmaEngine::DmaEngine(const target::ChipConfig& chip, mem::ChipMemory* memory)
       vmemBytes_(uint64_t(chip.vmem.bytes)),
       smemBytes_(uint64_t(chip.core.smem_bytes)),
       memory_(memory),
-      hbm_(chip.hbm, chip.core.clock_hz) {
+      hbm_(chip.hbm, chip.core.clock_hz),
+      bulk_(chip.dma.model != "detailed") {
+  if (chip.dma.model != "fast" && chip.dma.model != "detailed")
+    throw std::invalid_argument("dma.model: \"" + chip.dma.model +
+                                "\" must be \"fast\" or \"detailed\"");
   if (memory && (memory->cores() != cores_ || memory->hbm().capacity() != hbmBytes_))
     throw std::invalid_argument(
         "DmaEngine: the chip memory does not match core.cores / hbm.capacity_bytes");
@@ -68,6 +71,7 @@ DmaEngine::DmaEngine(const target::ChipConfig& chip, mem::ChipMemory* memory)
   ports_.resize(size_t(cores_) * 4);
   stats_.resize(size_t(cores_));
   for (DmaCoreStats& s : stats_) s.queues.resize(size_t(queues_));
+  finishes_.resize(size_t(cores_) * 2 + 1);
 }
 
 uint64_t DmaEngine::capacity(isa::MemorySpace space) const {
@@ -187,6 +191,7 @@ DmaEngine::Descriptor& DmaEngine::descriptor(int core, int q, uint64_t number) {
 uint64_t DmaEngine::nextEventCycle() const {
   uint64_t t = events_.empty() ? kNever : events_.top().cycle;
   t = std::min({t, hbmEvents_.next(), portEvents_.next()});
+  if (bulk_) t = std::min(t, nextFinishCycle());
   return std::min(t, hbm_.nextEventCycle());
 }
 
@@ -233,12 +238,17 @@ void DmaEngine::advanceTo(uint64_t cycle, std::vector<DmaCompletion>& done) {
     t = std::max(t, now_);
     Event e{};
     while (popEvent(t, &e)) handle(e, done);
+    if (bulk_) finishDue(t, done);
     generate(t);
     // Keep the HBM model in step whenever it has work, so that its completions
     // are found in the cycle they happen (its nextEventCycle is only a bound).
     if (!hbm_.idle()) {
       hbmDone_.clear();
       hbm_.advanceTo(t + 1, hbmDone_);
+      if (bulk_) {
+        takeHbmCompletions(t);
+        hbmDone_.clear();
+      }
       for (const hbm::HbmCompletion& c : hbmDone_) {
         uint32_t slot = uint32_t(c.id & ~kHbmWriteBit);
         const Request& r = requests_[slot];
@@ -331,6 +341,11 @@ void DmaEngine::startWrite(uint32_t slot, uint64_t cycle) {
     hbm_.submit(hbm::HbmRequest{slot | kHbmWriteBit, r.range.dst, r.range.dstBytes, true, cycle});
   } else {
     uint64_t end = port(d.d.dst, r.core, true).reserve(cycle, r.range.dstBytes, portRate_);
+    if (bulk_) {
+      addFinish(finishFifo(d.d.dst, r.core), end, r);
+      releaseSlot(slot);
+      return;
+    }
     portEvents_.push(
         Event{end, r.core, r.queue, r.descriptor, r.index, EventKind::WriteDone, slot});
   }
@@ -339,24 +354,30 @@ void DmaEngine::startWrite(uint32_t slot, uint64_t cycle) {
 void DmaEngine::finishRequest(uint32_t slot, uint64_t cycle, std::vector<DmaCompletion>& done) {
   Request& r = requests_[slot];
   Descriptor& d = *r.desc;
-  if (memory_) {
-    // Bounds were checked for the whole descriptor at issue.
-    if (d.d.widening())
-      copyWidening(d.d, memory_->space(d.d.src, r.core), memory_->space(d.d.dst, r.core), r.range);
-    else
-      mem::copyBytes(memory_->space(d.d.src, r.core), r.range.src, memory_->space(d.d.dst, r.core),
-                     r.range.dst, r.range.bytes);
-  }
+  if (memory_) copyRequest(d.d, r.core, r.range);
   DmaCoreStats& s = stats_[size_t(r.core)];
   s.spaces[size_t(d.d.src)].read += r.range.srcBytes;
   s.spaces[size_t(d.d.dst)].written += r.range.dstBytes;
   s.queues[size_t(r.queue)].requests += 1;
   ++d.completedRequests;
   --outstanding_[size_t(r.core)];
-  r.live = false;
-  freeSlots_.push_back(slot);
+  releaseSlot(slot);
   if (d.walker.done() && d.completedRequests == d.requests)
     reportInOrder(r.core, r.queue, cycle, done);
+}
+
+void DmaEngine::copyRequest(const isa::DmaDescriptor& d, int core, const DmaRequestRange& range) {
+  // Bounds were checked for the whole descriptor at issue.
+  if (d.widening())
+    copyWidening(d, memory_->space(d.src, core), memory_->space(d.dst, core), range);
+  else
+    mem::copyBytes(memory_->space(d.src, core), range.src, memory_->space(d.dst, core), range.dst,
+                   range.bytes);
+}
+
+void DmaEngine::releaseSlot(uint32_t slot) {
+  requests_[slot].live = false;
+  freeSlots_.push_back(slot);
 }
 
 void DmaEngine::reportInOrder(int core, int q, uint64_t cycle, std::vector<DmaCompletion>& done) {

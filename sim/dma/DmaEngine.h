@@ -38,6 +38,19 @@
 // Faults are found at issue, before anything is queued (see DmaStatus).
 // Determinism: at a cycle, events are handled in (core, queue, descriptor,
 // request) order, never in the order in which callers issued them.
+//
+// dma.model = "fast" (the default) gives exactly the cycles and stats of
+// "detailed" with less work per request: once a request's write has started,
+// the request is no longer an object but a count. Its slot is freed, and its
+// finish (the write port's last byte, or the HBM write's completion seen one
+// cycle later) joins a FIFO per write port (and one for HBM writes) whose
+// entries finish in cycle order; consecutive requests of one descriptor that
+// finish in the same cycle are one entry (timing-only mode). At a cycle the
+// entries due are finished in (core, queue, descriptor, request) order, after
+// the read completions of that cycle: finishing touches neither ports nor the
+// HBM model, so it commutes with them, and the order keeps the completions
+// (and functional-mode copies) exactly as "detailed" makes them
+// (DmaBulk.cpp; testbench/unit/dma/DmaModelsTest.cpp proves both equal).
 #pragma once
 
 #include <cstdint>
@@ -140,6 +153,8 @@ class DmaEngine {
   void startRequest(int core, int q, Descriptor& d, uint64_t cycle);
   void startWrite(uint32_t slot, uint64_t cycle);
   void finishRequest(uint32_t slot, uint64_t cycle, std::vector<DmaCompletion>& done);
+  // Functional mode: moves one request's bytes (at the cycle it completes).
+  void copyRequest(const isa::DmaDescriptor& d, int core, const DmaRequestRange& range);
   void reportInOrder(int core, int q, uint64_t cycle, std::vector<DmaCompletion>& done);
   uint64_t capacity(isa::MemorySpace space) const;
 
@@ -174,6 +189,35 @@ class DmaEngine {
   SortedEvents hbmEvents_, portEvents_;
   bool popEvent(uint64_t t, Event* out);
   std::vector<hbm::HbmCompletion> hbmDone_;  // scratch
+
+  // dma.model = "fast": requests whose write has started, as counts (DmaBulk.cpp).
+  struct Finish {
+    uint64_t cycle;  // the request(s) complete at this cycle
+    Descriptor* desc;
+    int core, queue;
+    uint64_t firstIndex;  // of the first request (order within the cycle)
+    uint32_t count;
+    uint64_t srcBytes, dstBytes;
+    DmaRequestRange range;  // functional mode: the one request's range (count == 1)
+  };
+  struct FinishFifo {
+    std::vector<Finish> v;  // v[head..], cycles nondecreasing
+    size_t head = 0;
+    uint64_t next() const { return head < v.size() ? v[head].cycle : ~uint64_t(0); }
+  };
+  bool bulk_;
+  // Per core: VMEM and SMEM write ports (core * 2 + smem); last: HBM writes.
+  std::vector<FinishFifo> finishes_;
+  std::vector<Finish> finishing_;  // scratch: the entries due at one cycle
+  FinishFifo& finishFifo(isa::MemorySpace dst, int core);
+  void addFinish(FinishFifo& fifo, uint64_t cycle, const Request& r);
+  uint64_t nextFinishCycle() const;
+  void finishDue(uint64_t cycle, std::vector<DmaCompletion>& done);
+  void releaseSlot(uint32_t slot);
+  // The HBM completions of cycle t (in hbmDone_), seen at t + 1.
+  void takeHbmCompletions(uint64_t t);
+  std::vector<uint32_t> readsDone_;                            // scratch: request slots
+  static constexpr uint64_t kHbmWriteBit = uint64_t(1) << 63;  // HBM request id: slot | phase
   std::vector<DmaCoreStats> stats_;
   uint64_t pendingDescriptors_ = 0;
   uint64_t now_ = 0;

@@ -1,9 +1,11 @@
-// The fast HBM model against the detailed one on the DMA traffic of real
-// programs: the micro Llama traces compiled by the HLO compiler (matmuls,
+// The fast HBM and DMA models against the detailed ones on the DMA traffic of
+// real programs: the micro Llama traces compiled by the HLO compiler (matmuls,
 // attention, norms, KV-cache updates, gathers, all through library and
 // generated kernels) and the cycle-regression programs, in timing mode on
 // several presets. Cycles and the whole stats JSON (per-op, per-queue and
-// per-HBM-channel counters) must be identical.
+// per-HBM-channel counters) must be identical with both models detailed, both
+// fast, and the fast HBM model under the detailed DMA model (so that a
+// difference names the model that made it).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -38,15 +40,17 @@ isa::Program compileTrace(const std::string& file, const std::string& chip) {
   return driver::compileModule(*parsed.modules.at(0), target, codegen).program;
 }
 
-// Stats JSON of a timing-mode run with the given HBM model (the model's own
-// name is dropped from the echoed config, the one field that must differ).
+// Stats JSON of a timing-mode run with the given HBM and DMA models (their
+// names are dropped from the echoed config, the fields that must differ).
 struct Run {
   std::string stats;
   bool halted = false;
   int64_t hbmBytes = 0;
 };
-Run run(const isa::Program& program, target::ChipConfig chip, const char* model) {
-  chip.hbm.model = model;
+Run run(const isa::Program& program, target::ChipConfig chip, const char* hbmModel,
+        const char* dmaModel) {
+  chip.hbm.model = hbmModel;
+  chip.dma.model = dmaModel;
   sim::SimOptions o;
   o.functional = false;
   o.dmaFactory = sim::makeChipDma;
@@ -54,15 +58,19 @@ Run run(const isa::Program& program, target::ChipConfig chip, const char* model)
   sim::SimResult r = s.run();
   nlohmann::ordered_json j = sim::statsJson(r, chip, sim::RunInfo{"p", "timing"});
   j["chip_config"]["hbm"].erase("model");
+  j["chip_config"]["dma"].erase("model");
   return Run{j.dump(1), r.halted, r.dma.hbmBytesRead + r.dma.hbmBytesWritten};
 }
 
 // Returns the HBM bytes the program moved.
 int64_t compare(const isa::Program& program, const target::ChipConfig& chip) {
-  Run detailed = run(program, chip, "detailed");
-  Run fast = run(program, chip, "fast");
-  CHECK(detailed.halted == fast.halted);
-  CHECK(detailed.stats == fast.stats);
+  Run detailed = run(program, chip, "detailed", "detailed");
+  Run fastHbm = run(program, chip, "fast", "detailed");
+  Run fast = run(program, chip, "fast", "fast");
+  CHECK(detailed.halted == fastHbm.halted);
+  CHECK(detailed.stats == fastHbm.stats);  // the HBM models
+  CHECK(fastHbm.halted == fast.halted);
+  CHECK(fastHbm.stats == fast.stats);  // the DMA models
   return detailed.hbmBytes;
 }
 

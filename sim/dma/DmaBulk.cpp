@@ -1,0 +1,125 @@
+// DmaEngine with dma.model = "fast": requests whose write has started are
+// counts in FIFOs of finishes instead of objects with an event each, and the
+// HBM read completions of a cycle start their writes in one batch.
+//
+// Why it is exact: a request's finish (stats, the outstanding count, its
+// descriptor's count of completed requests, the in-order report, and in
+// functional mode its copy) touches no port and no HBM request, so it commutes
+// with the read completions of the same cycle, which only reserve write ports
+// and submit HBM writes; and a write that starts at cycle t finishes at t + 1
+// or later (a port moves at least one byte slot a cycle, an HBM write
+// completes after its arrival and is seen one cycle later), so nothing started
+// at t is due at t. The entries due at t are finished in (core, queue,
+// descriptor, request) order, the order of the detailed model's events, so the
+// completions come out in the same order and functional copies that overlap
+// land in the same order.
+//
+// The batch of HBM read completions: those of cycle t are seen at t + 1, where
+// the detailed model makes each an event that starts the request's write.
+// Their writes reserve write ports and submit HBM writes, in event order
+// together with the other events at t + 1 that do so: the reads from a VMEM or
+// SMEM port that end at t + 1. Those are all known once cycle t is simulated
+// (a port read started at t + 1 ends at t + 2 or later), so when there is none
+// the batch starts its writes right away, at cycle t + 1, in (core, queue,
+// descriptor, request) order; the events left at t + 1 (activations, finishes)
+// commute with them. Otherwise the completions become events as in the
+// detailed model.
+#include <algorithm>
+#include <stdexcept>
+#include <tuple>
+
+#include "sim/dma/DmaEngine.h"
+
+namespace tpusim::sim::dma {
+
+DmaEngine::FinishFifo& DmaEngine::finishFifo(isa::MemorySpace dst, int core) {
+  if (dst == isa::MemorySpace::Hbm) return finishes_.back();
+  return finishes_[size_t(core) * 2 + (dst == isa::MemorySpace::Smem ? 1 : 0)];
+}
+
+void DmaEngine::addFinish(FinishFifo& fifo, uint64_t cycle, const Request& r) {
+  if (!fifo.v.empty() && fifo.v.back().cycle > cycle)
+    throw std::logic_error("DmaEngine: finishes out of cycle order");
+  // Timing-only: one entry for consecutive requests of a descriptor due at
+  // the same cycle (their order within it does not matter, see above).
+  if (!memory_ && fifo.head < fifo.v.size()) {
+    Finish& last = fifo.v.back();
+    if (last.cycle == cycle && last.desc == r.desc) {
+      last.firstIndex = std::min(last.firstIndex, r.index);
+      ++last.count;
+      last.srcBytes += r.range.srcBytes;
+      last.dstBytes += r.range.dstBytes;
+      return;
+    }
+  }
+  if (fifo.head == fifo.v.size()) {
+    fifo.v.clear();
+    fifo.head = 0;
+  }
+  fifo.v.push_back(Finish{cycle, r.desc, r.core, r.queue, r.index, 1, r.range.srcBytes,
+                          r.range.dstBytes, r.range});
+}
+
+void DmaEngine::takeHbmCompletions(uint64_t t) {
+  const bool batch = portEvents_.next() != t + 1 && hbmEvents_.next() != t + 1;
+  readsDone_.clear();
+  for (const hbm::HbmCompletion& c : hbmDone_) {
+    if (c.cycle != t) throw std::logic_error("DmaEngine: an HBM completion out of its cycle");
+    const uint32_t slot = uint32_t(c.id & ~kHbmWriteBit);
+    const Request& r = requests_[slot];
+    if (c.id & kHbmWriteBit) {
+      addFinish(finishes_.back(), t + 1, r);
+      releaseSlot(slot);
+    } else if (batch) {
+      readsDone_.push_back(slot);
+    } else {
+      hbmEvents_.push(
+          Event{t + 1, r.core, r.queue, r.descriptor, r.index, EventKind::ReadDone, slot});
+    }
+  }
+  // Event order; the HBM model reports them in submission order, which is
+  // mostly that already (insertion sort).
+  auto before = [&](uint32_t a, uint32_t b) {
+    const Request &x = requests_[a], &y = requests_[b];
+    return std::tie(x.core, x.queue, x.descriptor, x.index) <
+           std::tie(y.core, y.queue, y.descriptor, y.index);
+  };
+  for (size_t i = 1; i < readsDone_.size(); ++i)
+    for (size_t j = i; j > 0 && before(readsDone_[j], readsDone_[j - 1]); --j)
+      std::swap(readsDone_[j], readsDone_[j - 1]);
+  for (uint32_t slot : readsDone_) startWrite(slot, t + 1);
+}
+
+uint64_t DmaEngine::nextFinishCycle() const {
+  uint64_t t = ~uint64_t(0);
+  for (const FinishFifo& f : finishes_) t = std::min(t, f.next());
+  return t;
+}
+
+void DmaEngine::finishDue(uint64_t cycle, std::vector<DmaCompletion>& done) {
+  finishing_.clear();
+  for (FinishFifo& f : finishes_)
+    while (f.head < f.v.size() && f.v[f.head].cycle <= cycle) {
+      if (f.v[f.head].cycle < cycle) throw std::logic_error("DmaEngine: a finish was skipped");
+      finishing_.push_back(f.v[f.head++]);
+    }
+  if (finishing_.size() > 1)
+    std::sort(finishing_.begin(), finishing_.end(), [](const Finish& a, const Finish& b) {
+      return std::make_tuple(a.core, a.queue, a.desc->number, a.firstIndex) <
+             std::make_tuple(b.core, b.queue, b.desc->number, b.firstIndex);
+    });
+  for (const Finish& f : finishing_) {
+    Descriptor& d = *f.desc;
+    if (memory_) copyRequest(d.d, f.core, f.range);
+    DmaCoreStats& s = stats_[size_t(f.core)];
+    s.spaces[size_t(d.d.src)].read += f.srcBytes;
+    s.spaces[size_t(d.d.dst)].written += f.dstBytes;
+    s.queues[size_t(f.queue)].requests += f.count;
+    d.completedRequests += f.count;
+    outstanding_[size_t(f.core)] -= f.count;
+    if (d.walker.done() && d.completedRequests == d.requests)
+      reportInOrder(f.core, f.queue, cycle, done);
+  }
+}
+
+}  // namespace tpusim::sim::dma
