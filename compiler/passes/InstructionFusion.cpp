@@ -102,7 +102,7 @@ class FusionPass : public HloPass {
           FusionDecision d = describe(true, p, g, "");
           // A producer refused before the fusion existed (a data-movement seed
           // takes element-wise work first) is tried again.
-          if (!g.body) tried.clear();
+          if (!g.body && isDataMovementSeed(*g.seed)) tried.clear();
           fuse(g, comp, p);
           d.consumer = g.fusion->name();
           d.root = g.body->root()->name();
@@ -193,6 +193,12 @@ class FusionPass : public HloPass {
     return false;
   }
 
+  // A transpose of major dims or a lane slice / concatenate: loop-fusible data
+  // movement, which starts a fusion only with element-wise work.
+  static bool isDataMovementSeed(const HloInstruction& i) {
+    return !hlo::isElementwise(i.opcode()) && (isMajorDimsTranspose(i) || isLaneShuffle(i));
+  }
+
   // Is p the computation's root or an element of its root tuple?
   static bool isOutput(const HloInstruction* p) {
     const HloInstruction* root = p->parent() ? p->parent()->root() : nullptr;
@@ -250,9 +256,7 @@ class FusionPass : public HloPass {
     // A transpose or lane slice / concatenate alone is data movement, which
     // its DMA program does better than a kernel through VMEM: such a seed
     // starts a fusion only with element-wise work.
-    if (!g.body && !hlo::isElementwise(g.seed->opcode()) &&
-        (isMajorDimsTranspose(*g.seed) || isLaneShuffle(*g.seed)) &&
-        !hlo::isElementwise(p->opcode())) {
+    if (!g.body && isDataMovementSeed(*g.seed) && !hlo::isElementwise(p->opcode())) {
       *why = fmt::format(
           "%{} ({}) would make a kernel of data movement only: its DMA program "
           "moves it",
