@@ -102,6 +102,40 @@ bool isMajorDimsTranspose(const HloInstruction& inst) {
   return from >= 0 && to >= 0 && inst.dimensions().at(static_cast<size_t>(to)) == from;
 }
 
+namespace {
+constexpr int64_t kLaneTile = 128;  // lanes of a vreg: what a lane rotation can move within
+}  // namespace
+
+bool isLaneSlice(const HloInstruction& inst) {
+  if (inst.opcode() != HloOpcode::Slice || inst.operandCount() != 1 || !inst.shape().isArray() ||
+      !inst.operand(0)->shape().isArray() || !inst.attrs().slice)
+    return false;
+  const hlo::Shape& in = inst.operand(0)->shape();
+  const auto& dims = *inst.attrs().slice;
+  int64_t rank = in.rank();
+  if (rank == 0 || static_cast<int64_t>(dims.size()) != rank) return false;
+  for (int64_t d = 0; d < rank; ++d) {
+    const hlo::SliceDim& s = dims[static_cast<size_t>(d)];
+    if (s.stride != 1) return false;
+    if (d + 1 < rank && (s.start != 0 || s.limit != in.dims[static_cast<size_t>(d)])) return false;
+  }
+  int64_t width = inst.shape().dims.back();
+  return in.dims.back() <= kLaneTile && width >= 2 && width < in.dims.back();
+}
+
+bool isLaneConcatenate(const HloInstruction& inst) {
+  if (inst.opcode() != HloOpcode::Concatenate || !inst.shape().isArray() ||
+      inst.shape().rank() == 0 || inst.dimensions().size() != 1 || inst.operandCount() < 2)
+    return false;
+  int64_t last = inst.shape().rank() - 1;
+  return inst.dimensions()[0] == last && inst.shape().dims.back() <= kLaneTile &&
+         inst.shape().type != hlo::PrimitiveType::Pred;
+}
+
+bool isLaneShuffle(const HloInstruction& inst) {
+  return isLaneSlice(inst) || isLaneConcatenate(inst);
+}
+
 bool isOperandPrologueOp(const HloInstruction& inst) {
   switch (inst.opcode()) {
     case HloOpcode::Convert:
@@ -129,10 +163,14 @@ bool isLoopFusible(const HloInstruction& inst) {
     }
     case HloOpcode::Reshape:
     case HloOpcode::Bitcast:
-    case HloOpcode::Transpose:
       return isUnitDimView(inst);
+    case HloOpcode::Transpose:
+      return isUnitDimView(inst) || isMajorDimsTranspose(inst);
     case HloOpcode::Iota:
       return true;
+    case HloOpcode::Slice:
+    case HloOpcode::Concatenate:
+      return isLaneShuffle(inst);
     default:
       return false;
   }

@@ -36,8 +36,8 @@ const char* fusionKindName(FusionKind k);  // "kLoop", "kInput", "kOutput"
 bool isMatmulHero(const hlo::HloInstruction& inst);
 // Array-shaped single-output reduce (kInput hero).
 bool isReduceHero(const hlo::HloInstruction& inst);
-// Element-wise, broadcast (dims in order), iota, or a unit-dim view: what may
-// sit anywhere in a fusion.
+// Element-wise, broadcast (dims in order), iota, a unit-dim view, or a lane
+// slice / concatenate (loop fusions only): what may sit in a fusion.
 bool isLoopFusible(const hlo::HloInstruction& inst);
 // A reshape / bitcast / transpose that only adds, drops or moves unit dims
 // (the non-unit dims keep their sizes and order): free in the tiled view.
@@ -50,6 +50,15 @@ bool isDotRhsTranspose(const hlo::HloInstruction& inst);
 // operand in place through a strided DMA (XLA's transpose folding); it fuses
 // only into a dot's operand, with its own operand left a fusion parameter.
 bool isMajorDimsTranspose(const hlo::HloInstruction& inst);
+// A slice of only the last dim (stride 1) of an array whose last dim fits one
+// lane tile (<= 128), or a concatenate along the last dim into such an array
+// (RoPE's rotate-half: halves of the head dim swapped and recombined). Inside
+// a loop fusion they are lane rotations (XLU) and lane selects: data stays in
+// its (8,128) tile. They fuse only into loop fusions, and only where every
+// value between them and the root is element-wise (the lanes stay the root's).
+bool isLaneSlice(const hlo::HloInstruction& inst);
+bool isLaneConcatenate(const hlo::HloInstruction& inst);
+bool isLaneShuffle(const hlo::HloInstruction& inst);
 // Converts, broadcasts, iotas, scalar constants, unit-dim views and RHS
 // transposes: what always fuses into a dot's operands (it is redone for every
 // output block that reads it, so it must cost next to nothing; other

@@ -100,6 +100,9 @@ class FusionPass : public HloPass {
             continue;
           }
           FusionDecision d = describe(true, p, g, "");
+          // A producer refused before the fusion existed (a data-movement seed
+          // takes element-wise work first) is tried again.
+          if (!g.body && isDataMovementSeed(*g.seed)) tried.clear();
           fuse(g, comp, p);
           d.consumer = g.fusion->name();
           d.root = g.body->root()->name();
@@ -190,6 +193,21 @@ class FusionPass : public HloPass {
     return false;
   }
 
+  // A transpose of major dims or a lane slice / concatenate: loop-fusible data
+  // movement, which starts a fusion only with element-wise work.
+  static bool isDataMovementSeed(const HloInstruction& i) {
+    return !hlo::isElementwise(i.opcode()) && (isMajorDimsTranspose(i) || isLaneShuffle(i));
+  }
+
+  // Is p the computation's root or an element of its root tuple?
+  static bool isOutput(const HloInstruction* p) {
+    const HloInstruction* root = p->parent() ? p->parent()->root() : nullptr;
+    if (!root) return false;
+    if (root == p) return true;
+    return root->opcode() == HloOpcode::Tuple &&
+           std::find(root->operands().begin(), root->operands().end(), p) != root->operands().end();
+  }
+
   int64_t otherUses(const HloInstruction* p, const HloInstruction* consumer) const {
     int64_t n = 0;
     for (const HloInstruction* u : p->users())
@@ -235,12 +253,40 @@ class FusionPass : public HloPass {
       members.push_back(g.seed);
       uses.push_back(g.seed);
     }
+    // A transpose or lane slice / concatenate alone is data movement, which
+    // its DMA program does better than a kernel through VMEM: such a seed
+    // starts a fusion only with element-wise work.
+    if (!g.body && isDataMovementSeed(*g.seed) && !hlo::isElementwise(p->opcode())) {
+      *why = fmt::format(
+          "%{} ({}) would make a kernel of data movement only: its DMA program "
+          "moves it",
+          g.seed->name(), hlo::opcodeName(g.seed->opcode()));
+      return false;
+    }
+    // A lane slice or concatenate is a lane rotation or select in the loop
+    // kernel's tiles: the lanes it moves must be the root's lanes.
+    if (isLaneShuffle(*p)) {
+      if (hero) {
+        *why = fmt::format(
+            "a lane slice or concatenate fuses only into a loop fusion (this one has %{})",
+            hero->name());
+        return false;
+      }
+      if (!lanesStayToRoot(uses, g.body != nullptr)) {
+        *why =
+            "a value between it and the fusion's root is not element-wise (its lanes would not "
+            "be the root's)";
+        return false;
+      }
+    }
     // A transpose of major dims is read in place by a dot kernel's strided
-    // DMA: only as a dot operand, and its own operand stays in HBM.
+    // DMA: as a dot operand its own operand stays in HBM. In a loop fusion
+    // (no hero) it only permutes the index space: the leaves below it are
+    // read through strides, and anything element-wise fuses around it.
     auto inPlace = [](const HloInstruction& i) {
       return isMajorDimsTranspose(i) && !isDotRhsTranspose(i);
     };
-    if (inPlace(*p)) {
+    if (inPlace(*p) && hero) {
       const HloInstruction* value = p;
       if (g.body) {
         const auto& ops = g.fusion->operands();
@@ -268,7 +314,7 @@ class FusionPass : public HloPass {
       }
     }
     for (const HloInstruction* u : uses)
-      if (inPlace(*u)) {
+      if (inPlace(*u) && hero) {
         *why = fmt::format("%{} reads it in place through strides: it stays in HBM", u->name());
         return false;
       }
@@ -331,6 +377,19 @@ class FusionPass : public HloPass {
           return false;
         }
     int64_t others = otherUses(p, g.current());
+    // A value that is an output of the computation goes to HBM whatever its
+    // consumers do: recomputing it inside one only pays when that reads fewer
+    // bytes than the value itself.
+    if (others > 0 && isOutput(p)) {
+      int64_t operandBytes = newOperandBytes(g, p), resultBytes = arrayBytes(p->shape());
+      if (operandBytes > resultBytes) {
+        *why = fmt::format(
+            "it is an output (written to HBM anyway), and fused the kernel would read {} bytes "
+            "of its operands instead of the {}-byte result",
+            operandBytes, resultBytes);
+        return false;
+      }
+    }
     if (others > 0) {
       if (weight >= kNeverDuplicate) {
         *why = fmt::format("%{} has {} other user(s) and a {} is never duplicated", p->name(),
@@ -369,6 +428,25 @@ class FusionPass : public HloPass {
           est.bytes, est.inputBytes, est.outputBytes, est.intermediateBytes, est.accumulatorBytes,
           est.block, budget());
       return false;
+    }
+    return true;
+  }
+
+  // Are all values from `uses` up to the fused root element-wise or lane
+  // slices / concatenates (so the lanes of each are the root's lanes)? Without
+  // a fused body the use is the seed, the root itself.
+  static bool lanesStayToRoot(std::vector<const HloInstruction*> stack, bool inBody) {
+    std::set<const HloInstruction*> seen;
+    while (!stack.empty()) {
+      const HloInstruction* u = stack.back();
+      stack.pop_back();
+      if (!seen.insert(u).second) continue;
+      bool keepsLanes = hlo::isElementwise(u->opcode()) || isLaneShuffle(*u) ||
+                        (isMajorDimsTranspose(*u) && u->shape().dims.back() > 1 &&
+                         u->dimensions().back() == u->shape().rank() - 1);
+      if (!keepsLanes) return false;
+      if (inBody)
+        for (const HloInstruction* v : u->users()) stack.push_back(v);
     }
     return true;
   }

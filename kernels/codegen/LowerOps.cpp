@@ -526,6 +526,13 @@ void Lowerer::lowerTileOp(const llo::Op& op) {
       MOperand a = tile(o[0]);
       return emit(Opcode::XluRotSub, {vdst(), a, I(((op.ints[0] % 8) + 8) % 8)});
     }
+    case OpKind::VRotLanes: {
+      MOperand a = tile(o[0]);
+      int64_t by = ((op.ints[0] % llo::kLanes) + llo::kLanes) % llo::kLanes;
+      if (by == 0) return emit(Opcode::VMov, {vdst(), a});
+      // One register per amount and block (value-numbered), not one per rotate.
+      return emit(Opcode::XluRotLane, {vdst(), a, pure(Opcode::SLi, {I(by)})});
+    }
     case OpKind::VLanePerm: {
       MOperand a = tile(o[0]), b = tile(o[1]);
       return emit(Opcode::XluPerm, {vdst(), a, b});

@@ -344,6 +344,19 @@ Array broadcast_to(const Array& a, int64_t rows, int64_t cols) {
   return where(t, a, a);
 }
 
+Array roll_lanes(const Array& a, int64_t shift, int64_t cols) {
+  need(a, "roll_lanes");
+  if (a.cols() == 1) return broadcast_to(a, a.rows(), cols);  // every lane holds the value
+  if (a.cols() > llo::kLanes || cols < 2 || cols > llo::kLanes)
+    throw Error(
+        fmt::format("error: roll_lanes of {} to {} columns: one lane tile (2..{} "
+                    "columns) on both sides",
+                    desc(a), cols, llo::kLanes));
+  int64_t by = ((shift % llo::kLanes) + llo::kLanes) % llo::kLanes;
+  if (by == 0 && cols == a.cols()) return a;
+  return make(nodeOf(Kind::LaneRoll, a.rows(), cols, a.dtype(), int(by), {a.node()}));
+}
+
 Array sum(const Array& a, int axis, Loc loc) {
   need(a, "sum");
   locate(loc);

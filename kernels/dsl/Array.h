@@ -97,6 +97,12 @@ Array zeros(int64_t rows, int64_t cols, DType dtype = F32);
 Array splat(Scalar s, int64_t rows, int64_t cols);  // s32 array of a scalar
 Array iota(int64_t rows, int64_t cols, int axis);   // s32 row (axis 0) or column (axis 1) index
 Array broadcast_to(const Array& a, int64_t rows, int64_t cols);
+// Lane rotation inside one (8,128) tile (the XLU's lane rotate, pltpu.roll on
+// lanes): an (R, C) array with C <= 128 becomes (R, cols), cols <= 128, whose
+// column j holds column (j - shift) mod 128 of a's tile. Columns whose source
+// lies at or past C hold whatever a's tile holds there (unspecified): callers
+// select them away (a concatenate of lane slices, as RoPE's rotate-half).
+Array roll_lanes(const Array& a, int64_t shift, int64_t cols);
 
 // Reductions keep the reduced axis as size 1 (keepdims): axis 1 (lanes) gives
 // (R,1), axis 0 (sublanes) gives (1,C). Order (bit-exact, shared by interpret

@@ -19,7 +19,8 @@ struct ArrayNode {
     Select,   // cond ? a : b
     Cast,     // to dtype
     Dot,      // lazy matmul (materialized on first use)
-    Tiles     // values already in tiles (a loop's carried array), row-major over tiles
+    Tiles,    // values already in tiles (a loop's carried array), row-major over tiles
+    LaneRoll  // lanes rotated within the tile: column j = arg column (j - op) mod 128
   };
   Kind kind = Kind::View;
   int64_t rows = 1, cols = 1;

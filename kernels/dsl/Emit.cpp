@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <tuple>
 
 #include "isa/support/Numerics.h"
 
@@ -83,7 +84,42 @@ std::map<std::pair<const ArrayNode*, llo::Block*>, NodePtr>& dotCache() {
 
 NodePtr emitDot(const NodePtr& n);
 
+// Tiles already emitted for the tile being computed (one (8,128) tile of a
+// store, a reduction or a tile list): a node an expression reads twice (an
+// operand used by two ops, RoPE's rotated halves) is emitted once. Ops on
+// tiles are pure, and nothing is stored while one tile is computed.
+struct TileKey {
+  const ArrayNode* node;
+  Value* rowOff;
+  int64_t colTile;
+  int validRows;
+  bool bcastRows, bcastCols;
+  bool operator<(const TileKey& o) const {
+    return std::tie(node, rowOff, colTile, validRows, bcastRows, bcastCols) <
+           std::tie(o.node, o.rowOff, o.colTile, o.validRows, o.bcastRows, o.bcastCols);
+  }
+};
+thread_local std::map<TileKey, Value*>* tileCse = nullptr;
+struct TileCseScope {
+  std::map<TileKey, Value*> map;
+  std::map<TileKey, Value*>* saved;
+  TileCseScope() : saved(tileCse) { tileCse = &map; }
+  ~TileCseScope() { tileCse = saved; }
+};
+
+Value* emitTileUncached(const NodePtr& np, const TileAt& at);
+
 Value* emitTile(const NodePtr& np, const TileAt& at) {
+  if (!tileCse || np->kind == Kind::Dot) return emitTileUncached(np, at);
+  TileKey key{np.get(), at.rowOff, at.colTile, at.validRows, at.bcastRows, at.bcastCols};
+  auto it = tileCse->find(key);
+  if (it != tileCse->end()) return it->second;
+  Value* v = emitTileUncached(np, at);
+  (*tileCse)[key] = v;
+  return v;
+}
+
+Value* emitTileUncached(const NodePtr& np, const TileAt& at) {
   const ArrayNode& n = *np;
   llo::Builder& b = builder();
   auto child = [&](size_t i) {
@@ -104,6 +140,7 @@ Value* emitTile(const NodePtr& np, const TileAt& at) {
       bool rows = n.op == 0;
       if (rows ? at.bcastRows : at.bcastCols) return b.vconst(0, DType::S32);
       Value* idx = b.create(OpKind::VIota, {}, {Type::tile(DType::S32)}, {rows ? 1 : 0})->result();
+      if (!rows && at.colTile == 0) return idx;  // the first column tile: no offset
       Value* off =
           rows ? b.create(OpKind::VSplat, {at.rowOff}, {Type::tile(DType::S32)}, {}, DType::S32)
                      ->result()
@@ -138,6 +175,11 @@ Value* emitTile(const NodePtr& np, const TileAt& at) {
       return b.vcast(child(0), n.dtype);
     case Kind::Dot:
       return emitTile(emitDot(np), at);
+    case Kind::LaneRoll: {
+      Value* x = child(0);
+      if (n.op == 0) return x;
+      return b.create(OpKind::VRotLanes, {x}, {x->type}, {int64_t(n.op)})->result();
+    }
     case Kind::Tiles: {
       int64_t row = 0;
       if (!at.bcastRows) {
@@ -312,6 +354,7 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
       dst.rows,
       [&](Value* rowOff, int valid) {
         for (int64_t tj = 0; tj < colTiles; ++tj) {
+          TileCseScope cse;
           TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
           Value* t = emitTile(value, at);
           storeTile(t, dst, rowOff, tj, valid, std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));

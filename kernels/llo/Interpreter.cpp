@@ -405,6 +405,8 @@ class Run {
         return setT(op.result(), tileReduceLanes(Reduce(op.ints[0]), o[0]->type.dtype, T(o[0])));
       case OpKind::VRotSublanes:
         return setT(op.result(), tileRotSublanes(T(o[0]), int(op.ints[0])));
+      case OpKind::VRotLanes:
+        return setT(op.result(), tileRotLanes(T(o[0]), int(op.ints[0])));
       case OpKind::VLanePerm:
         return setT(op.result(), tileLanePerm(T(o[0]), T(o[1])));
       case OpKind::AllocVmem: {

@@ -84,6 +84,8 @@ std::string body(const Op& op) {
       return fmt::format("vreduce_lanes.{} {}", reduceName(Reduce(I(0))), valList(o));
     case OpKind::VRotSublanes:
       return fmt::format("vrot_sublanes {}, {}", valList(o), I(0));
+    case OpKind::VRotLanes:
+      return fmt::format("vrot_lanes {}, {}", valList(o), I(0));
     case OpKind::VLanePerm:
       return fmt::format("vlane_perm {}", valList(o));
     case OpKind::AllocVmem:

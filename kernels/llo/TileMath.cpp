@@ -224,6 +224,14 @@ TileData tileRotSublanes(const TileData& a, int amount) {
   return r;
 }
 
+TileData tileRotLanes(const TileData& a, int amount) {
+  TileData r{};
+  int shift = ((amount % kLanes) + kLanes) % kLanes;
+  for (int s = 0; s < kSublanes; ++s)
+    for (int l = 0; l < kLanes; ++l) r[s * kLanes + (l + shift) % kLanes] = a[s * kLanes + l];
+  return r;
+}
+
 TileData tileLanePerm(const TileData& a, const TileData& idx) {
   TileData r{};
   for (int s = 0; s < kSublanes; ++s)

@@ -22,6 +22,8 @@ MaskData tileCompare(Cmp k, DType d, const TileData& a, const TileData& b);
 TileData tileCast(DType from, DType to, const TileData& a);
 TileData tileReduceLanes(Reduce k, DType d, const TileData& a);
 TileData tileRotSublanes(const TileData& a, int amount);
+// result[s][(l + amount) mod 128] = a[s][l] (the XLU's lane rotate).
+TileData tileRotLanes(const TileData& a, int amount);
 TileData tileLanePerm(const TileData& a, const TileData& idx);
 
 // Element value of a tile word as the MXU and the converts see it.

@@ -227,6 +227,7 @@ class Checker {
         }
         break;
       case OpKind::VRotSublanes:
+      case OpKind::VRotLanes:
         if (expectCount(op, 1)) isTile(op, 0);
         break;
       case OpKind::VLanePerm:

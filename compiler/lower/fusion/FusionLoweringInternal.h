@@ -23,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "compiler/hlo/HloComputation.h"
@@ -77,6 +78,14 @@ class Region {
       : g_(&g), dims_(std::move(spaceDims)) {}
   const std::vector<int64_t>& spaceDims() const { return dims_; }
 
+  // Lane slices and concatenates (FusionRules.h isLaneShuffle) may occur:
+  // loop fusions only. The space's last dim is then the Col axis alone, one
+  // lane tile wide, and values are emitted at a lane *shift*: lane j of the
+  // tile holds the value's element j - shift along that dim. A slice shifts
+  // its operand by its start, a concatenate selects its operands (each at its
+  // offset) by lane, and only leaves move data: one XLU lane rotation each.
+  void allowLaneShuffles() { laneShufflesAllowed_ = true; }
+  bool shuffled() const { return shuffled_; }
   // Walks `inst` at `emb` (analysis); `stop` values are not entered (a dot
   // hero seen from its epilogue). Throws CannotLower for unsupported members.
   void analyze(const HloInstruction* inst, const Embedding& emb,
@@ -115,13 +124,19 @@ class Region {
   std::vector<int64_t> arrayShape(const Embedding& emb) const;
   // Block shape and index map of such an array (Row/Col blocks, grid ids).
   dsl::BlockSpec blockSpec(const Embedding& emb) const;
+  // The same for a leaf use: in a shuffled region a leaf's last dim may be
+  // narrower or wider than the space's (a slice's operand, a concatenate's).
+  std::vector<int64_t> leafArrayShape(const LeafUse& u) const;
+  dsl::BlockSpec leafBlockSpec(const LeafUse& u) const;
   // The 2-D block uses for the VMEM estimate of the tiler.
   BlockUse blockUse(const Embedding& emb, int hbmBytes, int buffers = 2) const;
 
   // Emits `inst` at `emb` as a DSL array (tracing). `refs` are the kernel's
-  // input refs; `hero` stands for the stop value (a dot's accumulator).
+  // input refs; `hero` stands for the stop value (a dot's accumulator);
+  // `shift` is the lane shift (allowLaneShuffles), 0 outside shuffled regions.
   dsl::Array emit(const HloInstruction* inst, const Embedding& emb,
-                  const std::vector<dsl::Ref>& refs, const dsl::Array* hero = nullptr);
+                  const std::vector<dsl::Ref>& refs, const dsl::Array* hero = nullptr,
+                  int64_t shift = 0);
   // A leaf ref of this region loaded as a 2-D array.
   dsl::Array load(const dsl::Ref& ref) const;
   // Stores a value into a 2-D window of `ref` (leading axes indexed 0); BOOL as s8.
@@ -133,6 +148,7 @@ class Region {
     leadAxis_ = axis;
     leadIndex_ = i;
     memo_.clear();  // values traced for another index (or scope) must not be reused
+    loads_.clear();
   }
   const ComputeGraph& graph() const { return *g_; }
   // Where analyze met the stop value (its embedding), if it did.
@@ -141,7 +157,17 @@ class Region {
 
  private:
   dsl::Array emitUncached(const HloInstruction* inst, const Embedding& emb,
-                          const std::vector<dsl::Ref>& refs, const dsl::Array* hero);
+                          const std::vector<dsl::Ref>& refs, const dsl::Array* hero, int64_t shift);
+  void analyzeLaneShuffle(const HloInstruction* inst, const Embedding& emb);
+  // Is `inst` a few plain VPU ops from the leaves (recomputed per use rather
+  // than stored to VMEM and loaded back)?
+  bool cheapToRecompute(const HloInstruction* inst) const;
+  // Does `inst` depend on its lane shift only modulo 128 (no concatenate or
+  // iota below it)?
+  bool shiftIsModular(const HloInstruction* inst);
+  // Does a value embedded as `emb` vary along the lanes of a shuffled region?
+  bool variesAlongLanes(const Embedding& emb) const;
+  int64_t leafWidth(const LeafUse& u) const;
   const ComputeGraph* g_;
   std::vector<int64_t> dims_;
   std::vector<std::vector<int>> masks_;
@@ -152,7 +178,11 @@ class Region {
   const HloInstruction* stop_ = nullptr;
   bool sawStop_ = false;
   Embedding stopEmb_;
-  std::map<std::pair<const HloInstruction*, Embedding>, dsl::Array> memo_;
+  std::map<std::tuple<const HloInstruction*, Embedding, int64_t>, dsl::Array> memo_;
+  std::map<std::pair<const HloInstruction*, Embedding>, dsl::Array> loads_;
+  std::map<const HloInstruction*, bool> modular_;
+  bool laneShufflesAllowed_ = false;
+  bool shuffled_ = false;
   // (value, embedding) pairs analyze has walked: a shared value is walked once
   // (a long chain of word arithmetic reuses its values, so walking it as a
   // tree would take exponential time).
@@ -163,9 +193,11 @@ class Region {
   dsl::Ref plane(const dsl::Ref& ref) const;
 };
 
-// A transpose of a kernel input that keeps the minor-most dim in place: the
-// kernel reads the input's buffer through strides instead of moving data
-// between tiles (XLA's transpose folding into a dot operand).
+// A transpose that keeps the minor-most dim in place: it permutes the index
+// space, and the leaves below it are read through strides instead of moving
+// data between tiles (XLA's transpose folding into a dot operand; in a loop
+// fusion, a transpose of major dims around element-wise work). The fusion
+// pass puts it into a dot's operand only directly above a kernel input.
 bool isInPlaceTranspose(const ComputeGraph& g, const HloInstruction& inst);
 
 // The embedding of an operand of `inst` (at `emb`) for the element-wise,

@@ -5,6 +5,8 @@
 // all its outputs in the same grid step, from one load of each leaf block.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compiler/lower/fusion/FusionLoweringInternal.h"
 
 namespace tpusim::lower::detail {
@@ -29,6 +31,7 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
                              first->shape().toString(false), e->shape().toString(false)));
   const Embedding rootEmb = identity(first->shape().rank());
   auto r = std::make_shared<Region>(g, first->shape().dims);
+  r->allowLaneShuffles();
   for (const HloInstruction* e : roots) r->analyze(e, rootEmb);
   r->formAxes();
   r->splitLanes();
@@ -42,7 +45,11 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
     uses.push_back(
         r->blockUse(u.emb, hbmBytes(memoryType(dslType(g, *u.leaf, u.leaf->shape().type)))));
   for (dsl::DType ot : outTypes) uses.push_back(r->blockUse(rootEmb, hbmBytes(memoryType(ot))));
-  LoopBlock b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, false, false, uses, t);
+  int64_t planes = 1;
+  for (size_t a = 0; a + 2 < n; ++a) planes *= axes[a].size;
+  LoopBlock b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, false, false, uses, t, planes);
+  if (r->shuffled() && b.cols != axes[n - 1].size)
+    g.fail(*g.root, "internal: a lane-shuffling kernel's block must hold its whole lane tile");
   axes[n - 2].block = b.rows;
   axes[n - 1].block = b.cols;
   // A whole plane per step that is still small: several planes of the
@@ -74,8 +81,15 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
     plan.config.out_specs.push_back(r->blockSpec(rootEmb));
   }
   const size_t nIn = plan.inputs.size();
+  // Planes of a few tiles each are unrolled in the lead loop, about 8 tiles
+  // per trip, so their load / compute / store chains overlap (as the row
+  // tiles of one big plane do).
+  const int64_t planeTiles = cdiv(b.rows, 8) * cdiv(b.cols, 128);
+  int64_t unroll = std::max<int64_t>(1, std::min<int64_t>(leadBlock, 8 / planeTiles));
+  while (leadBlock % unroll) --unroll;
   return finishKernel(
-      g, plan, [r, roots, rootEmb, nIn, leadAxis, leadBlock](const std::vector<dsl::Ref>& refs) {
+      g, plan,
+      [r, roots, rootEmb, nIn, leadAxis, leadBlock, unroll](const std::vector<dsl::Ref>& refs) {
         auto storeAll = [&] {
           for (size_t k = 0; k < roots.size(); ++k)
             r->store(refs[nIn + k], r->emit(roots[k], rootEmb, refs));
@@ -84,9 +98,11 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
           storeAll();
           return;
         }
-        dsl::fori_loop(0, leadBlock, [&](dsl::Scalar i) {
-          r->setLeadLoop(leadAxis, i);
-          storeAll();
+        dsl::fori_loop(0, leadBlock / unroll, [&](dsl::Scalar i) {
+          for (int64_t k = 0; k < unroll; ++k) {
+            r->setLeadLoop(leadAxis, i * dsl::Scalar(unroll) + dsl::Scalar(k));
+            storeAll();
+          }
         });
       });
 }

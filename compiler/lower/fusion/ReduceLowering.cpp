@@ -186,8 +186,10 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
           r->blockUse(inEmb, hbmBytes(memoryType(dslType(g, *roots[k], roots[k]->shape().type)))));
     }
   }
-  LoopBlock b =
-      chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, rowsReduced, colsReduced, uses, t);
+  int64_t planes = 1;
+  for (size_t a = 0; a + 2 < n; ++a) planes *= axes[a].size;
+  LoopBlock b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, rowsReduced, colsReduced, uses,
+                                t, planes);
   axes[n - 2].block = b.rows;
   axes[n - 1].block = b.cols;
 

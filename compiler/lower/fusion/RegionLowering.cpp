@@ -79,8 +79,8 @@ std::vector<int64_t> nonUnitDims(const hlo::Shape& s) {
 
 }  // namespace
 
-bool isInPlaceTranspose(const ComputeGraph& g, const HloInstruction& inst) {
-  if (inst.opcode() != HloOpcode::Transpose || !g.isLeaf(inst.operand(0))) return false;
+bool isInPlaceTranspose(const ComputeGraph&, const HloInstruction& inst) {
+  if (inst.opcode() != HloOpcode::Transpose) return false;
   std::vector<int64_t> from = nonUnitDims(inst.operand(0)->shape()), to = nonUnitDims(inst.shape());
   if (from.empty() || to.empty()) return false;
   return inst.dimensions()[static_cast<size_t>(to.back())] == from.back();
@@ -188,6 +188,10 @@ void Region::analyze(const HloInstruction* inst, const Embedding& emb, const Hlo
     case HloOpcode::Transpose:
       analyze(inst->operand(0), operandEmbedding(g, *inst, 0, emb));
       return;
+    case HloOpcode::Slice:
+    case HloOpcode::Concatenate:
+      analyzeLaneShuffle(inst, emb);
+      return;
     default:
       break;
   }
@@ -196,6 +200,102 @@ void Region::analyze(const HloInstruction* inst, const Embedding& emb, const Hlo
   if (!elementwiseSupported(*inst, &why)) g.fail(*inst, why);
   for (int64_t k = 0; k < inst->operandCount(); ++k)
     analyze(inst->operand(k), operandEmbedding(g, *inst, k, emb));
+}
+
+void Region::analyzeLaneShuffle(const HloInstruction* inst, const Embedding& emb) {
+  const ComputeGraph& g = *g_;
+  if (!laneShufflesAllowed_)
+    g.fail(*inst, "a slice or concatenate inside a kernel is lowered in loop fusions only");
+  const hlo::Shape& s = inst->shape();
+  const int minor = static_cast<int>(dims_.size()) - 1;
+  const int64_t lanes = 128;
+  if (s.rank() == 0 || emb.back() != minor || dims_.back() < 2 || dims_.back() > lanes)
+    g.fail(*inst, fmt::format("a {} inside a kernel must work on the kernel's lanes: the last "
+                              "dimension of the fusion's result, 2..{} wide",
+                              hlo::opcodeName(inst->opcode()), lanes));
+  if (inst->opcode() == HloOpcode::Slice) {
+    const hlo::Shape& in = inst->operand(0)->shape();
+    const auto& sl = *inst->attrs().slice;
+    for (int64_t d = 0; d < s.rank(); ++d) {
+      const hlo::SliceDim& x = sl[static_cast<size_t>(d)];
+      bool whole = x.start == 0 && x.limit == in.dims[static_cast<size_t>(d)];
+      if (x.stride != 1 || (d + 1 < s.rank() && !whole) || in.dims.back() > lanes)
+        g.fail(*inst, fmt::format("only a slice of the last dimension (stride 1, at most {} wide) "
+                                  "is lowered inside a kernel",
+                                  lanes));
+    }
+  } else if (inst->dimensions().size() != 1 || inst->dimensions()[0] != s.rank() - 1) {
+    g.fail(*inst, "only a concatenate along the last dimension is lowered inside a kernel");
+  }
+  if (!shuffled_) boundaryBefore(minor);
+  shuffled_ = true;
+  for (int64_t k = 0; k < inst->operandCount(); ++k)
+    analyze(inst->operand(k), normalized(inst->operand(k)->shape(), emb));
+}
+
+bool Region::cheapToRecompute(const HloInstruction* inst) const {
+  // VPU ops per element from the leaves, through views; a store and a load
+  // per use cost about as much as two (a transcendental is never cheap).
+  int64_t budget = 2;
+  std::vector<const HloInstruction*> stack{inst};
+  std::set<const HloInstruction*> seen;
+  while (!stack.empty()) {
+    const HloInstruction* i = stack.back();
+    stack.pop_back();
+    if (!seen.insert(i).second || g_->isLeaf(i) || i == stop_) continue;
+    HloOpcode op = i->opcode();
+    if (op == HloOpcode::Constant || op == HloOpcode::Iota) continue;
+    if (hlo::isElementwise(op)) {
+      bool simple = op == HloOpcode::Convert || op == HloOpcode::Add || op == HloOpcode::Subtract ||
+                    op == HloOpcode::Multiply || op == HloOpcode::Negate ||
+                    op == HloOpcode::Maximum || op == HloOpcode::Minimum;
+      if (!simple || --budget < 0) return false;
+    }
+    for (const HloInstruction* o : i->operands()) stack.push_back(o);
+  }
+  return true;
+}
+
+bool Region::shiftIsModular(const HloInstruction* inst) {
+  auto it = modular_.find(inst);
+  if (it != modular_.end()) return it->second;
+  bool m = true;
+  if (!g_->isLeaf(inst) && inst != stop_) {
+    HloOpcode op = inst->opcode();
+    if (op == HloOpcode::Concatenate || op == HloOpcode::Iota) m = false;
+    for (int64_t k = 0; m && k < inst->operandCount(); ++k) m = shiftIsModular(inst->operand(k));
+  }
+  modular_[inst] = m;
+  return m;
+}
+
+bool Region::variesAlongLanes(const Embedding& emb) const {
+  const int minor = static_cast<int>(dims_.size()) - 1;
+  return shuffled_ && std::find(emb.begin(), emb.end(), minor) != emb.end();
+}
+
+int64_t Region::leafWidth(const LeafUse& u) const {
+  const int minor = static_cast<int>(dims_.size()) - 1;
+  for (size_t j = 0; j < u.emb.size(); ++j)
+    if (u.emb[j] == minor) {
+      int64_t w = u.leaf->shape().dims[j];
+      if (w > 128)
+        g_->fail(*u.leaf, "an operand of a lane slice or concatenate is wider than one lane tile");
+      return w;
+    }
+  return 1;
+}
+
+std::vector<int64_t> Region::leafArrayShape(const LeafUse& u) const {
+  std::vector<int64_t> s = arrayShape(u.emb);
+  if (variesAlongLanes(u.emb)) s.back() = leafWidth(u);
+  return s;
+}
+
+dsl::BlockSpec Region::leafBlockSpec(const LeafUse& u) const {
+  dsl::BlockSpec b = blockSpec(u.emb);
+  if (variesAlongLanes(u.emb)) b.block_shape.back() = leafWidth(u);
+  return b;
 }
 
 namespace {
@@ -214,6 +314,20 @@ void Region::formAxes() {
   for (const auto& m : masks_) masks.emplace_back(m.begin(), m.end());
   for (const LeafUse& u : leaves_) masks.push_back(mappedSet(u.emb));
   axes_.clear();
+  // Space dims d0 < d1 read by a leaf from dims that do not follow each other
+  // in its memory (a transpose of major dims permuted them) cannot merge.
+  auto inMemoryOrder = [&](const LeafUse& u, int d0, int d1) {
+    int j0 = -1, j1 = -1;
+    for (size_t j = 0; j < u.emb.size(); ++j) {
+      if (u.emb[j] == d0) j0 = static_cast<int>(j);
+      if (u.emb[j] == d1) j1 = static_cast<int>(j);
+    }
+    if (j0 < 0 || j1 < 0) return true;
+    if (j1 < j0) return false;
+    for (int j = j0 + 1; j < j1; ++j)
+      if (u.leaf->shape().dims[static_cast<size_t>(j)] != 1) return false;
+    return true;
+  };
   int prev = -1;
   for (int d = 0; d < static_cast<int>(dims_.size()); ++d) {
     if (dims_[static_cast<size_t>(d)] == 1) continue;
@@ -222,6 +336,8 @@ void Region::formAxes() {
       if (prev < b && b <= d) merge = false;
     for (const auto& m : masks)
       if (merge && m.count(prev) != m.count(d)) merge = false;
+    for (const LeafUse& u : leaves_)
+      if (merge && !inMemoryOrder(u, prev, d)) merge = false;
     if (merge) {
       axes_.back().dims.push_back(d);
       axes_.back().size *= dims_[static_cast<size_t>(d)];
@@ -396,27 +512,43 @@ void Region::store(const dsl::Ref& ref, const dsl::Array& value) const {
 }
 
 dsl::Array Region::emit(const HloInstruction* inst, const Embedding& emb,
-                        const std::vector<dsl::Ref>& refs, const dsl::Array* hero) {
-  auto key = std::make_pair(inst, normalized(inst->shape(), emb));
+                        const std::vector<dsl::Ref>& refs, const dsl::Array* hero, int64_t shift) {
+  Embedding e = normalized(inst->shape(), emb);
+  if (!variesAlongLanes(e)) shift = 0;  // the same in every lane
+  // Rotations are modulo the tile's lanes: a value computed from leaves
+  // without a concatenate or lane iota is the same at shifts that differ by
+  // 128 (one node, one rotate per tile: RoPE's halves at +-64).
+  if (shift != 0 && shiftIsModular(inst)) shift = ((shift % 128) + 128) % 128;
+  auto key = std::make_tuple(inst, e, shift);
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;
-  dsl::Array a = emitUncached(inst, key.second, refs, hero);
-  // A computed value read by several users is stored once (see materialized).
+  dsl::Array a = emitUncached(inst, e, refs, hero, shift);
+  // A computed value read by several users is stored once (see materialized),
+  // unless recomputing it per use costs less than that store and the loads.
   bool computes = hlo::isElementwise(inst->opcode()) && inst != stop_ && !g_->isLeaf(inst);
-  if (computes && inst->userCount() > 1) a = materialized(a);
+  if (computes && inst->userCount() > 1 && !cheapToRecompute(inst)) a = materialized(a);
   memo_[key] = a;
   return a;
 }
 
 dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb,
-                                const std::vector<dsl::Ref>& refs, const dsl::Array* hero) {
+                                const std::vector<dsl::Ref>& refs, const dsl::Array* hero,
+                                int64_t shift) {
   const ComputeGraph& g = *g_;
   if (inst == stop_) {
     if (!hero) g.fail(*inst, "internal: no value for the kernel's hero");
+    if (shift != 0) g.fail(*inst, "internal: a lane-shifted use of the kernel's hero");
     return *hero;
   }
   if (g.isLeaf(inst)) {
-    dsl::Array a = load(refs[static_cast<size_t>(leafUse(inst, emb).input)]);
+    // One load node per leaf use, whatever its shifts (one load per tile).
+    auto lk = std::make_pair(inst, emb);
+    auto at = loads_.find(lk);
+    if (at == loads_.end())
+      at = loads_.emplace(lk, load(refs[static_cast<size_t>(leafUse(inst, emb).input)])).first;
+    dsl::Array a = at->second;
+    // Into the region's lane frame: the one data movement of a lane shuffle.
+    if (variesAlongLanes(emb)) a = dsl::roll_lanes(a, shift, axes_.back().block);
     if (inst->shape().type == hlo::PrimitiveType::Pred) a = a != dsl::zeros(1, 1, dsl::S8);
     return a;
   }
@@ -438,6 +570,8 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
           idx = dsl::iota(1, ax.block, 1) + dsl::splat(base, 1, 1);
         else
           idx = dsl::splat(base, 1, 1);
+        if (ax.role == AxisRole::Col && shift != 0)
+          idx = idx - dsl::full(1, 1, double(shift), dsl::S32);
       }
       dsl::DType t = dslType(g, *inst, inst->shape().type);
       if (t == dsl::BOOL) return idx != dsl::zeros(1, 1, dsl::S32);
@@ -447,13 +581,34 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
     case HloOpcode::Reshape:
     case HloOpcode::Bitcast:
     case HloOpcode::Transpose:
-      return emit(inst->operand(0), operandEmbedding(g, *inst, 0, emb), refs, hero);
+      return emit(inst->operand(0), operandEmbedding(g, *inst, 0, emb), refs, hero, shift);
+    case HloOpcode::Slice:  // lane j of the slice is lane j + start of its operand
+      return emit(inst->operand(0), emb, refs, hero, shift - inst->attrs().slice->back().start);
+    case HloOpcode::Concatenate: {
+      // Operand k at its offset o_k: lanes from shift + o_k on are its own.
+      std::vector<int64_t> at;
+      int64_t o = 0;
+      for (const HloInstruction* op : inst->operands()) {
+        at.push_back(o);
+        o += op->shape().dims.back();
+      }
+      dsl::Array lane = dsl::iota(1, axes_.back().block, 1);
+      size_t n = at.size();
+      auto part = [&](size_t k) {
+        const HloInstruction* op = inst->operand(static_cast<int64_t>(k));
+        return emit(op, normalized(op->shape(), emb), refs, hero, shift + at[k]);
+      };
+      dsl::Array r = part(n - 1);
+      for (size_t k = n - 1; k-- > 0;)
+        r = dsl::where(lane < dsl::full(1, 1, double(shift + at[k + 1]), dsl::S32), part(k), r);
+      return r;
+    }
     default:
       break;
   }
   std::vector<dsl::Array> ops;
   for (int64_t k = 0; k < inst->operandCount(); ++k)
-    ops.push_back(emit(inst->operand(k), operandEmbedding(g, *inst, k, emb), refs, hero));
+    ops.push_back(emit(inst->operand(k), operandEmbedding(g, *inst, k, emb), refs, hero, shift));
   return emitElementwise(g, *inst, ops);
 }
 
@@ -478,9 +633,9 @@ void addLeafInputs(Region& r, KernelPlan& plan) {
     for (const auto& in : plan.inputs)
       if (in.name == name) name = fmt::format("{}.{}", g.inst->operand(operand)->name(), u.input);
     dsl::DType t = memoryType(dslType(g, *u.leaf, u.leaf->shape().type));
-    plan.inputs.push_back(dsl::ShapeDtype(r.arrayShape(u.emb), t, name));
+    plan.inputs.push_back(dsl::ShapeDtype(r.leafArrayShape(u), t, name));
     plan.inputs.back().strides = r.viewStrides(*u.leaf, u.emb);
-    plan.config.in_specs.push_back(r.blockSpec(u.emb));
+    plan.config.in_specs.push_back(r.leafBlockSpec(u));
     plan.inputOperand.push_back(operand);
   }
 }

@@ -100,8 +100,15 @@ std::vector<int64_t> dotCandidates(int64_t n, int64_t unit, int64_t limit) {
 
 }  // namespace
 
+int64_t smallKernelSteps(double bytes, const TilingTarget& target) {
+  double cycles = bytes / std::max(target.hbmBytesPerCycle, 1.0);
+  double steps = std::floor(std::sqrt(cycles / double(kStepOverheadCycles)));
+  return std::clamp<int64_t>(static_cast<int64_t>(steps), 1, 8);
+}
+
 LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exactCols,
-                          const std::vector<BlockUse>& uses, const TilingTarget& target) {
+                          const std::vector<BlockUse>& uses, const TilingTarget& target,
+                          int64_t planes) {
   int64_t hbmPerElement = 0;
   for (const BlockUse& u : uses)
     if (u.rows && u.cols && u.buffers > 1) hbmPerElement += u.hbmBytesPerElement;
@@ -109,6 +116,10 @@ LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exact
   double wantBytes = wantBytesPerStep(target);
   int64_t wantElems =
       std::clamp<int64_t>(static_cast<int64_t>(wantBytes) / hbmPerElement, 8 * 128, 2048 * 1024);
+  // A small kernel: a few steps (counting its planes as steps already).
+  const int64_t total = rows * cols * std::max<int64_t>(planes, 1);
+  const int64_t steps = smallKernelSteps(double(total * hbmPerElement), target);
+  if (steps > planes) wantElems = std::min(wantElems, std::max<int64_t>(8 * 128, total / steps));
   const int64_t budget = target.vmemBudget();
   LoopBlock best;
   bool found = false;
@@ -144,9 +155,11 @@ int64_t chooseLeadBlock(int64_t leadSize, LoopBlock& plane, const std::vector<Bl
   }
   if (leadSize <= 1 || planeBytes <= 0) return 1;
   const double want = wantBytesPerStep(target);
+  const int64_t steps = smallKernelSteps(double(leadSize * planeBytes), target);
   int64_t best = 1;
   for (int64_t lb = 2; lb <= leadSize; ++lb) {
     if (leadSize % lb) continue;
+    if (leadSize / lb < steps) break;                  // a small kernel keeps a few steps
     if (double((lb - 1) * planeBytes) >= want) break;  // the previous one already moved enough
     if (otherVmem + lb * leadVmem > target.vmemBudget()) break;
     best = lb;

@@ -6,7 +6,9 @@
 // per grid step that the step's DMA time (bytes / HBM bytes per cycle) hides
 // the per-step overhead of the grid loop (kStepOverheadCycles) several times
 // over, without exceeding the VMEM budget; lanes first (whole rows up to
-// 1024 lanes; a reduced row whole), then rows.
+// 1024 lanes; a reduced row whole), then rows. A small kernel still runs a few
+// steps (smallKernelSteps): its first input block and last write-back overlap
+// nothing, so one step would expose all of its DMA.
 // Dots: every candidate (bm, bn, bk) of legal blocks (at most 512 x 1024 x 4096,
 // what the code generator schedules in seconds) that fits VMEM is priced as grid
 // steps x (max(MXU cycles, DMA cycles) + per-result-tile cycles + MXU fill and
@@ -80,8 +82,16 @@ struct LoopBlock {
 // A block of an R x C space. `exactRows` / `exactCols`: the dim is reduced, so
 // the block must divide it or equal it (padding would enter the result).
 // Never fails: falls back to the smallest legal block.
+// `planes`: how many such planes the kernel walks (its leading axes).
 LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exactCols,
-                          const std::vector<BlockUse>& uses, const TilingTarget& target);
+                          const std::vector<BlockUse>& uses, const TilingTarget& target,
+                          int64_t planes = 1);
+
+// Grid steps for a kernel that moves `bytes` in all: about sqrt(DMA cycles /
+// kStepOverheadCycles), 1 to 8, which balances the exposed first and last
+// blocks (DMA cycles / steps) against the steps' overhead. Large kernels are
+// bounded by the bytes per step instead (many more steps).
+int64_t smallKernelSteps(double bytes, const TilingTarget& target);
 
 // When `plane` (a block of the rows x cols plane) is the whole plane and still
 // moves too few bytes per step (a rotary embedding's [heads, head_dim]), the
