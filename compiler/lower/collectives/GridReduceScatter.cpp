@@ -306,8 +306,13 @@ GridReduceAlgorithm chooseGridReduce(const GridReduce& g, const target::ChipConf
   const bool rings = ringsFit(g, chip), exchange = lineExchangeReduceFits(g, chip);
   if (!exchange) return GridReduceAlgorithm::Rings;
   if (!rings) return GridReduceAlgorithm::LineExchange;
+  // Over more than one dimension the exchange's estimate runs up to 5% under
+  // tpusim from 1 MiB (v5e 4x4: one sub-part's first phase and another's
+  // second share a dimension's links and HBM more than it models): there it
+  // must be ahead by more than that.
+  const double margin = g.gridDims.size() > 1 ? 0.95 : 1.0;
   return !lineExchangeHopBound(g, chip) &&
-                 lineExchangeReduceCycles(g, chip) < Planner(g, chip).totalCycles()
+                 lineExchangeReduceCycles(g, chip) < margin * Planner(g, chip).totalCycles()
              ? GridReduceAlgorithm::LineExchange
              : GridReduceAlgorithm::Rings;
 }

@@ -21,7 +21,8 @@ constexpr int kLoadQueues = 2;               // queues 0 and 1 load a combine's 
 constexpr int kFirstSendQueue = 2;           // queues 2 and 3 send
 constexpr uint64_t kMaxRegion = 4ull << 20;  // the largest piece (of all its chunks) in VMEM
 constexpr int kMaxPieces = 64;
-constexpr double kPieceOverhead = 200;  // scalar and DMA issue of one piece's combine
+constexpr double kPieceOverhead = 200;
+constexpr double kConcurrentHbmShare = 0.6;  // scalar and DMA issue of one piece's combine
 
 int elementBytes(hlo::PrimitiveType t) { return t == hlo::PrimitiveType::BF16 ? 2 : 4; }
 
@@ -37,7 +38,8 @@ struct Phase {
 
 class ExchangePlan {
  public:
-  ExchangePlan(const GridReduce& g, const target::ChipConfig& chip) : g_(g), chip_(chip) {
+  ExchangePlan(const GridReduce& g, const target::ChipConfig& chip, int subParts)
+      : g_(g), chip_(chip), subParts_(subParts) {
     for (int d : g.gridDims) {
       int64_t s = 1;
       for (int e : g.gridDims)
@@ -56,7 +58,9 @@ class ExchangePlan {
   int size(int dim) const { return g_.slice[size_t(dim)]; }
   int coord(int64_t dev, int dim) const { return coords_[size_t(dev)][size_t(dim)]; }
   int dims() const { return int(g_.gridDims.size()); }
-  int parts() const { return dims(); }  // one per dimension order
+  // Parts: subParts per dimension order; part j takes order j mod D.
+  int parts() const { return dims() * subParts_; }
+  int subParts() const { return subParts_; }
   const Phase& at(int part, int phase) const { return phases_[size_t(part * dims() + phase)]; }
 
   // The device at `dev`'s coordinates with coordinate `t` along `dim`.
@@ -105,32 +109,58 @@ class ExchangePlan {
     return int64_t(r) * regionRows_ + (r % 2) * int64_t(chip_.vmem.banks) / 2;
   }
 
+  // The emitted schedule, replayed: after the handshake each sub-part's
+  // first-phase blocks go out once the previous sub-part's have left; a
+  // phase's blocks arrive after its busiest link's transfers (queued behind
+  // what that dimension already carries) and its farthest hops; the combines
+  // run one after the other on the scalar thread, each sending its part's
+  // next phase.
   double cycles() const {
     const double bw = chip_.ici.link_bytes_per_second / chip_.core.clock_hz;
-    const double hbm = chip_.hbmPeakBytesPerSecond() / chip_.core.clock_hz;
+    // A combine's loads run on two queues at once, concurrent streams that
+    // meet in the same banks: ~60% of the HBM peak (docs/performance.md, HBM
+    // model, dma-stream-all-queues).
+    const double hbm = kConcurrentHbmShare * chip_.hbmPeakBytesPerSecond() / chip_.core.clock_hz;
     const double lat = double(chip_.ici.latency_cycles);
-    // Each part's phases follow each other (a phase's hops and its busiest
-    // link's blocks); the parts run side by side, but every combine of every
-    // part takes the one scalar thread.
-    double slowest = 0, combines = 0, readyHops = 0;
-    for (int j = 0; j < parts(); ++j) {
-      double wire = 0;
-      for (int p = 0; p < dims(); ++p) {
-        const Phase& ph = at(j, p);
-        const int m = size(ph.dim);
-        const bool ring = sliceWraps(m, chip_.ici);
-        const double hops = ring ? m / 2 : m - 1;
-        readyHops = std::max(readyHops, hops);
-        const double block = double(ph.bytes) * double(ph.blockChunks);
-        wire += hops * lat + double(busiestLoad(m, ring)) * block / bw;
-        const double piece = double(pieceTotal(ph));
-        // Per piece: m loads and a store through HBM, m - 1 vector loops.
-        combines += double(ph.pieces) *
-                    (kPieceOverhead + double(m + 1) * piece / hbm + double(m - 1) * piece / 1024.0);
-      }
-      slowest = std::max(slowest, wire);
+    auto hopsOf = [&](const Phase& ph) {
+      const int m = size(ph.dim);
+      return sliceWraps(m, chip_.ici) ? double(m / 2) : double(m - 1);
+    };
+    auto wireOf = [&](const Phase& ph) {
+      const int m = size(ph.dim);
+      return double(busiestLoad(m, sliceWraps(m, chip_.ici))) * double(ph.bytes) *
+             double(ph.blockChunks) / bw;
+    };
+    auto combineOf = [&](const Phase& ph) {
+      const int m = size(ph.dim);
+      const double piece = double(pieceTotal(ph));
+      // Per piece: m loads and a store through HBM, m - 1 vector loops.
+      return double(ph.pieces) *
+             (kPieceOverhead + double(m + 1) * piece / hbm + double(m - 1) * piece / 1024.0);
+    };
+    double readyHops = 0;
+    for (const Phase& ph : phases_) readyHops = std::max(readyHops, hopsOf(ph));
+    double core = readyHops * lat;
+    std::map<int, double> linkFree;  // per dimension
+    std::vector<double> arrive(phases_.size(), 0);
+    auto send = [&](int j, int p) {
+      const Phase& ph = at(j, p);
+      double& free = linkFree[ph.dim];
+      free = std::max(free, core) + wireOf(ph);
+      arrive[size_t(j * dims() + p)] = free + hopsOf(ph) * lat;
+      return free;
+    };
+    for (int k = 0; k < subParts_; ++k) {
+      double left = core;
+      for (int j = k * dims(); j < (k + 1) * dims(); ++j) left = std::max(left, send(j, 0));
+      if (k + 1 < subParts_) core = left;  // the next sub-part waits for these to leave
     }
-    return readyHops * lat + slowest + combines;
+    for (int p = 0; p < dims(); ++p)
+      for (int j = 0; j < parts(); ++j) {
+        core = std::max(core, arrive[size_t(j * dims() + p)]) + combineOf(at(j, p));
+        if (p + 1 < dims()) send(j, p + 1);
+      }
+    return core;
   }
   // Do the hops outweigh the transfers: is the first phase's busiest link
   // busy for less than the extra hops of the handshake (every chip of a line,
@@ -181,9 +211,9 @@ class ExchangePlan {
         Phase ph;
         ph.part = j;
         ph.phase = p;
-        ph.dim = g_.gridDims[size_t((j + p) % D)];
+        ph.dim = g_.gridDims[size_t((j % D + p) % D)];
         ph.earlier = earlier;
-        for (int q = p + 1; q < D; ++q) ph.later.push_back(g_.gridDims[size_t((j + q) % D)]);
+        for (int q = p + 1; q < D; ++q) ph.later.push_back(g_.gridDims[size_t((j % D + q) % D)]);
         std::sort(ph.later.begin(), ph.later.end());
         for (int e : ph.later) ph.blockChunks *= size(e);
         ph.lo = lo;
@@ -222,9 +252,25 @@ class ExchangePlan {
   int64_t devices_ = 0;
   std::vector<std::vector<int>> coords_;
   std::vector<Phase> phases_;  // part-major
+  int subParts_ = 1;
   int64_t regionRows_ = 0;
   bool ok_ = true;
 };
+
+}  // namespace
+
+namespace {
+
+// Sub-parts per dimension order: 2 lets the first half's next phase start
+// while the second half is on the wire (each part and phase has an arrival
+// flag: 2 D^2, the grid's stream flags); the one with the lower estimate.
+int bestSubParts(const GridReduce& g, const target::ChipConfig& chip) {
+  int best = 1;
+  double cycles = ExchangePlan(g, chip, 1).cycles();
+  ExchangePlan two(g, chip, 2);
+  if (two.ok() && two.cycles() < cycles) best = 2;
+  return best;
+}
 
 }  // namespace
 
@@ -232,7 +278,7 @@ bool lineExchangeReduceFits(const GridReduce& g, const target::ChipConfig& chip)
   if (!gridReduceSupports(g.type, g.op) || g.gridDims.empty() ||
       int(g.gridDims.size()) > kMaxGridGatherDims)
     return false;
-  ExchangePlan plan(g, chip);
+  ExchangePlan plan(g, chip, 1);
   if (!plan.ok()) return false;
   const uint64_t n = uint64_t(g.groups.at(0).size());
   return n * g.chunk < (uint64_t(1) << 31) && g.operand + n * g.chunk < (uint64_t(1) << 32) &&
@@ -240,16 +286,16 @@ bool lineExchangeReduceFits(const GridReduce& g, const target::ChipConfig& chip)
 }
 
 double lineExchangeReduceCycles(const GridReduce& g, const target::ChipConfig& chip) {
-  return ExchangePlan(g, chip).cycles();
+  return ExchangePlan(g, chip, bestSubParts(g, chip)).cycles();
 }
 
 bool lineExchangeHopBound(const GridReduce& g, const target::ChipConfig& chip) {
-  return ExchangePlan(g, chip).hopBound();
+  return ExchangePlan(g, chip, 1).hopBound();
 }
 
 void emitLineExchangeReduce(ControlCode& code, const GridReduce& g, const target::ChipConfig& chip,
                             const std::vector<uint64_t>& scratch, const GridReduceFlags& flags) {
-  ExchangePlan plan(g, chip);
+  ExchangePlan plan(g, chip, bestSubParts(g, chip));
   SmemTables tables(code);
   CombineLoop combine(code, chip, g.type, g.op);
   const int64_t devices = plan.devices();
@@ -257,6 +303,7 @@ void emitLineExchangeReduce(ControlCode& code, const GridReduce& g, const target
   const uint64_t work = scratch.at(0);
   auto landing = [&](const Phase& ph) { return scratch.at(size_t(1 + ph.phase)); };
   auto source = [&](const Phase& ph) { return ph.phase == 0 ? g.operand : work; };
+  // One arrival flag per part and phase (at most 2 D^2: the grid's stream flags).
   auto arrivals = [&](const Phase& ph) { return flags.firstStream - (ph.part * D + ph.phase); };
   auto setAddr = [&](int64_t word, int field, const std::vector<uint32_t>& values,
                      const std::string& what) {
@@ -370,14 +417,23 @@ void emitLineExchangeReduce(ControlCode& code, const GridReduce& g, const target
     }
   };
 
-  for (int j = 0; j < plan.parts(); ++j) send(plan.at(j, 0));
+  // Sub-part k's first blocks go out once sub-part k - 1's have left, so
+  // that the latter arrive (and go on to their next phase) first.
+  int64_t waited = 0;
+  for (int k = 0; k < plan.subParts(); ++k) {
+    if (k > 0) {
+      code.emit({makeInstruction(Opcode::SyncWait, {flags.sent[0], sends - waited})});
+      waited = sends;
+    }
+    for (int j = k * D; j < (k + 1) * D; ++j) send(plan.at(j, 0));
+  }
   for (int p = 0; p < D; ++p)
     for (int j = 0; j < plan.parts(); ++j) {
       reduce(plan.at(j, p));
       if (p + 1 < D) send(plan.at(j, p + 1));
     }
   // Every send has left (the operand may be reused after the collective).
-  code.emit({makeInstruction(Opcode::SyncWait, {flags.sent[0], sends})});
+  code.emit({makeInstruction(Opcode::SyncWait, {flags.sent[0], sends - waited})});
 }
 
 }  // namespace tpusim::lower
