@@ -14,6 +14,10 @@
 //    reference evaluator's operand order along the line), then stores the
 //    reduced block for the next phase (or the result) and sends the next
 //    phase's blocks at once;
+//  - where the estimate says so, each part is cut into two halves and the
+//    second half's first blocks go out once the first half's have left, so
+//    the first half's next phase (its hops) runs while the second is on the
+//    wire;
 //  - one ready signal to every chip of each line it exchanges along (the
 //    landing buffers are free), no barrier.
 //
