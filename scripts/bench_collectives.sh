@@ -20,7 +20,8 @@
 # on each core, so every collective would cross the links twice
 # (docs/performance.md). BENCH_MEGACORE=both keeps both cores.
 # Usage: scripts/bench_collectives.sh [--build-dir DIR] [--quick] [--full]
-#   default: v5e 4x4, 8 KiB .. 16 MiB;  --quick: 8 KiB and 512 KiB;
+#   default: v5e 4x4, 8 KiB .. 16 MiB (256 KiB - 1 MiB: the mid sizes);
+#   --quick: 8 KiB and 512 KiB;
 #   --full: the grid (v5e 4x4 and 16x16, v4 4x4x4; 8 KiB .. 256 MiB).
 #   A run that takes more than BENCH_TIMEOUT host seconds (default 900) is
 #   reported as too slow and ends that row's larger sizes; one tpuc cannot
@@ -31,7 +32,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/bench/common.sh"
 bench_start bench_collectives.sh "$@"
 timeout_s=${BENCH_TIMEOUT:-900}
 configs="v5e:4x4"
-sizes_kib="8 64 512 4096 16384"
+sizes_kib="8 64 256 512 1024 4096 16384"
 [[ $quick == 1 ]] && sizes_kib="8 512"
 if [[ $full == 1 ]]; then
   configs="v5e:4x4 v5e:16x16 v4:4x4x4"

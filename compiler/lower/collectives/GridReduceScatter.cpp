@@ -8,7 +8,9 @@
 #include <tuple>
 
 #include "compiler/lower/collectives/GridAllGather.h"
+#include "compiler/lower/collectives/LineExchangeReduce.h"
 #include "compiler/lower/collectives/SmemTables.h"
+#include "compiler/lower/collectives/VectorCombine.h"
 #include "isa/Isa.h"
 #include "kernels/codegen/TargetInfo.h"
 
@@ -23,14 +25,12 @@ namespace {
 
 // Registers (SmemTables.h holds 2, 4 and 7; the module's own code keeps
 // nothing in registers across ops).
-constexpr int kId = kTableId, kPeer = 3, kVal = 8, kSrc = 9, kOwnRow = 10, kSlotRow = 11,
-              kCount = 12;
+constexpr int kId = kTableId, kPeer = 3, kVal = 8, kSrc = 9;  // VectorCombine.h: 10-12
 constexpr int kLoadQueues[2] = {0, 1};        // the two loads of a piece run side by side
 constexpr int kSendQueues[2] = {2, 3};        // sends (per direction) never hold up the loads
 constexpr int kSlots = 8;                     // VMEM slots a sent piece stays in until it has left
 constexpr uint64_t kTargetPiece = 256 << 10;  // the largest piece (of all its chunks)
 constexpr int kMaxPieces = 64;
-constexpr int kUnroll = 4;  // vregs per loop iteration
 
 int elementBytes(PrimitiveType t) { return t == PrimitiveType::BF16 ? 2 : 4; }
 
@@ -268,149 +268,6 @@ class Planner {
   bool ok_ = true;
 };
 
-// The vector code combining `vregs` vregs at VMEM row kOwnRow into those at
-// kSlotRow (in place), hand-scheduled in order with the preset's latencies.
-class CombineLoop {
- public:
-  CombineLoop(ControlCode& code, const target::ChipConfig& chip, PrimitiveType type, HloOpcode op)
-      : code_(code), target_(kernels::codegen::TargetInfo::fromChip(chip)), type_(type), op_(op) {}
-
-  // Emits the combine of `vregs` vregs; own / slot rows in kOwnRow / kSlotRow
-  // (`ownRow` and `slotRow`: their values, for the VMEM banks).
-  void emit(int64_t vregs, int64_t ownRow, int64_t slotRow) {
-    ownBank_ = ownRow;
-    slotBank_ = slotRow;
-    const int64_t iterations = vregs / kUnroll, rest = vregs % kUnroll;
-    if (iterations > 0) {
-      code_.emit({makeInstruction(Opcode::SLi, {kCount, iterations})});
-      uint32_t head = code_.label();
-      body(kUnroll, true);
-      code_.drain();
-      code_.emit({makeInstruction(Opcode::Loop, {kCount, int64_t(head)})});
-      code_.drain();
-    }
-    if (rest > 0) body(int(rest), false);
-    // The stores are visible before a DMA reads the slot.
-    for (int i = 0; i < target_.latencyOf(isa::LatencyClass::VectorStore); ++i) code_.emit({});
-  }
-
- private:
-  struct Op {
-    Instruction in;
-    std::vector<int> reads;
-    int writes = -1;
-    int64_t row = -1;  // a VMEM access: its first row (8 rows, stride 1)
-  };
-  // The banks an access starting at `row` touches; the loop advances the rows
-  // by a multiple of the bank count (else every access gets a bundle alone).
-  std::vector<int64_t> banksOf(int64_t row) const {
-    const int64_t banks = std::max(1, target_.vmemBanks);
-    std::vector<int64_t> out;
-    if ((8 * kUnroll) % banks != 0) {
-      for (int64_t b = 0; b < banks; ++b) out.push_back(b);
-      return out;
-    }
-    for (int s = 0; s < isa::kSublanes; ++s) out.push_back((row + s) % banks);
-    return out;
-  }
-  Opcode aluOp() const {
-    const bool i = type_ == PrimitiveType::S32;
-    switch (op_) {
-      case HloOpcode::Multiply:
-        return i ? Opcode::VMulS32 : Opcode::VMulF32;
-      case HloOpcode::Maximum:
-        return i ? Opcode::VMaxS32 : Opcode::VMaxF32;
-      case HloOpcode::Minimum:
-        return i ? Opcode::VMinS32 : Opcode::VMinF32;
-      default:
-        return i ? Opcode::VAddS32 : Opcode::VAddF32;
-    }
-  }
-  void body(int groups, bool advance) {
-    std::vector<Op> ops;
-    auto v = [&](Opcode o, int dst, std::vector<int> srcs, std::initializer_list<int64_t> extra) {
-      Op x;
-      std::vector<int64_t> operands{dst};
-      for (int s : srcs) operands.push_back(s);
-      for (int64_t e : extra) operands.push_back(e);
-      x.in.op = o;
-      for (size_t i = 0; i < operands.size(); ++i) x.in.operands[i] = operands[i];
-      x.reads = srcs;
-      x.writes = dst;
-      ops.push_back(x);
-    };
-    for (int u = 0; u < groups; ++u) {
-      const int a = 6 * u, b = a + 1, alo = a + 2, ahi = a + 3, blo = a + 4, bhi = a + 5;
-      Op la, lb;
-      la.in = makeInstruction(Opcode::VLd, {a, kOwnRow, int64_t(8 * u), 1, 0xFF});
-      la.writes = a;
-      la.row = ownBank_ + 8 * u;
-      lb.in = makeInstruction(Opcode::VLd, {b, kSlotRow, int64_t(8 * u), 1, 0xFF});
-      lb.writes = b;
-      lb.row = slotBank_ + 8 * u;
-      ops.push_back(la);
-      ops.push_back(lb);
-      int result = a;
-      if (type_ == PrimitiveType::BF16) {
-        v(Opcode::VUnpackB16, alo, {a}, {0});
-        v(Opcode::VUnpackB16, ahi, {a}, {1});
-        v(Opcode::VUnpackB16, blo, {b}, {0});
-        v(Opcode::VUnpackB16, bhi, {b}, {1});
-        for (int r : {alo, ahi, blo, bhi}) v(Opcode::VCvtF32Bf16, r, {r}, {});
-        v(aluOp(), alo, {alo, blo}, {});
-        v(aluOp(), ahi, {ahi, bhi}, {});
-        v(Opcode::VCvtBf16F32, alo, {alo}, {});
-        v(Opcode::VCvtBf16F32, ahi, {ahi}, {});
-        v(Opcode::VPackB16, a, {alo, ahi}, {});
-      } else {
-        v(aluOp(), a, {a, b}, {});
-      }
-      Op st;
-      st.in = makeInstruction(Opcode::VSt, {result, kSlotRow, int64_t(8 * u), 1, 0xFF});
-      st.reads = {result};
-      st.row = slotBank_ + 8 * u;
-      ops.push_back(st);
-    }
-    // In-order placement: each op at the first cycle (not before the
-    // previous op's) where its sources are ready and its slot kind is free.
-    std::map<int, int64_t> ready;
-    std::map<std::pair<int64_t, int>, int> used;  // (cycle, slot kind) -> ops
-    std::map<int64_t, std::vector<Instruction>> bundles;
-    std::map<int64_t, std::set<int64_t>> banksUsed;
-    int64_t at = 0;
-    for (const Op& o : ops) {
-      for (int r : o.reads) at = std::max(at, ready.count(r) ? ready[r] : 0);
-      if (o.writes >= 0) at = std::max(at, ready.count(o.writes) ? ready[o.writes] : 0);
-      const isa::SlotKind kind = o.in.info().slot;
-      const int cap = std::max(1, target_.slotsOf(kind));
-      std::vector<int64_t> banks = o.row >= 0 ? banksOf(o.row) : std::vector<int64_t>{};
-      auto clash = [&](int64_t c) {
-        for (int64_t b : banks)
-          if (banksUsed[c].count(b)) return true;
-        return false;
-      };
-      while (used[{at, int(kind)}] >= cap || clash(at)) ++at;
-      ++used[{at, int(kind)}];
-      for (int64_t b : banks) banksUsed[at].insert(b);
-      bundles[at].push_back(o.in);
-      if (o.writes >= 0) ready[o.writes] = at + std::max(1, target_.latencyOf(o.in.info().latency));
-    }
-    int64_t last = bundles.empty() ? 0 : bundles.rbegin()->first;
-    for (int64_t c = 0; c <= last; ++c) {
-      code_.emit(bundles.count(c) ? bundles[c] : std::vector<Instruction>{});
-    }
-    if (advance)  // after the last store has read the row registers
-      code_.emit({makeInstruction(Opcode::SAddI, {kOwnRow, kOwnRow, int64_t(8 * kUnroll)}),
-                  makeInstruction(Opcode::SAddI, {kSlotRow, kSlotRow, int64_t(8 * kUnroll)})});
-  }
-
-  ControlCode& code_;
-  kernels::codegen::TargetInfo target_;
-  int64_t ownBank_ = 0, slotBank_ = 0;
-  PrimitiveType type_;
-  HloOpcode op_;
-};
-
 std::vector<uint32_t> maskTable(const std::vector<bool>& on) {
   std::vector<uint32_t> v;
   for (bool b : on) v.push_back(b ? 1u : kNoDevice);
@@ -429,7 +286,9 @@ bool gridReduceSupports(PrimitiveType type, HloOpcode op) {
 
 int gridReduceScratchBuffers(const GridReduce& g) { return 1 + 2 * int(g.gridDims.size()); }
 
-bool gridReduceScatterFits(const GridReduce& g, const target::ChipConfig& chip) {
+namespace {
+
+bool ringsFit(const GridReduce& g, const target::ChipConfig& chip) {
   if (!gridReduceSupports(g.type, g.op) || g.gridDims.empty()) return false;
   const int dims = int(g.gridDims.size());
   if (2 * dims * dims > kGridGatherStreamFlags) return false;
@@ -441,12 +300,39 @@ bool gridReduceScatterFits(const GridReduce& g, const target::ChipConfig& chip) 
          g.result + g.chunk < (uint64_t(1) << 32);
 }
 
+}  // namespace
+
+GridReduceAlgorithm chooseGridReduce(const GridReduce& g, const target::ChipConfig& chip) {
+  const bool rings = ringsFit(g, chip), exchange = lineExchangeReduceFits(g, chip);
+  if (!exchange) return GridReduceAlgorithm::Rings;
+  if (!rings) return GridReduceAlgorithm::LineExchange;
+  // Over more than one dimension the exchange's estimate runs up to 5% under
+  // tpusim from 1 MiB (v5e 4x4: one sub-part's first phase and another's
+  // second share a dimension's links and HBM more than it models): there it
+  // must be ahead by more than that.
+  const double margin = g.gridDims.size() > 1 ? 0.95 : 1.0;
+  return !lineExchangeHopBound(g, chip) &&
+                 lineExchangeReduceCycles(g, chip) < margin * Planner(g, chip).totalCycles()
+             ? GridReduceAlgorithm::LineExchange
+             : GridReduceAlgorithm::Rings;
+}
+
+bool gridReduceScatterFits(const GridReduce& g, const target::ChipConfig& chip) {
+  return ringsFit(g, chip) || lineExchangeReduceFits(g, chip);
+}
+
 double gridReduceScatterCycles(const GridReduce& g, const target::ChipConfig& chip) {
-  return Planner(g, chip).totalCycles();
+  return chooseGridReduce(g, chip) == GridReduceAlgorithm::LineExchange
+             ? lineExchangeReduceCycles(g, chip)
+             : Planner(g, chip).totalCycles();
 }
 
 void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target::ChipConfig& chip,
                            const std::vector<uint64_t>& scratch, const GridReduceFlags& flags) {
+  if (chooseGridReduce(g, chip) == GridReduceAlgorithm::LineExchange) {
+    emitLineExchangeReduce(code, g, chip, scratch, flags);
+    return;
+  }
   Planner plan(g, chip);
   SmemTables tables(code);
   CombineLoop combine(code, chip, g.type, g.op);

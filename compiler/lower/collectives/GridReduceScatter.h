@@ -64,12 +64,19 @@ struct GridReduce {
 // Is (type, op) combined by the vector code here?
 bool gridReduceSupports(hlo::PrimitiveType type, hlo::HloOpcode op);
 
-// Can the plan be emitted on `chip` (32-bit addresses with the scratch
+// The two algorithms of the primitive: the pipelined rings above, or the
+// direct exchange along each line for mid sizes (LineExchangeReduce.h).
+enum class GridReduceAlgorithm { Rings, LineExchange };
+
+// The one with the lower estimate of those that fit.
+GridReduceAlgorithm chooseGridReduce(const GridReduce& g, const target::ChipConfig& chip);
+
+// Can either be emitted on `chip` (32-bit addresses with the scratch
 // buffers, pieces that fit VMEM, parts on element boundaries)?
 bool gridReduceScatterFits(const GridReduce& g, const target::ChipConfig& chip);
 
-// Estimated cycles (the slowest part's phases: steps x (hop + block / link)
-// plus the combine of each piece).
+// Estimated cycles of the chosen one (rings: the slowest part's phases:
+// steps x (hop + block / link) plus the combine of each piece).
 double gridReduceScatterCycles(const GridReduce& g, const target::ChipConfig& chip);
 
 // HBM scratch buffers the emitted code needs, each `members x chunk` bytes:

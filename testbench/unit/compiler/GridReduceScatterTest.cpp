@@ -6,6 +6,7 @@
 
 #include "compiler/lower/collectives/GridAllGather.h"
 #include "compiler/lower/collectives/GridReduceScatter.h"
+#include "compiler/lower/collectives/LineExchangeReduce.h"
 #include "isa/target/ChipLoader.h"
 
 using namespace tpusim;
@@ -73,4 +74,43 @@ TEST_CASE("grid reduce-scatter: the estimate follows the links", "[spmd]") {
   double few = gridReduceScatterCycles(small, v5e);
   CHECK(few < cycles);
   CHECK(few >= 6.0 * double(v5e.ici.latency_cycles));
+}
+
+TEST_CASE("grid reduce-scatter: the line exchange where it wins", "[spmd]") {
+  // Measured on v5e (docs/performance.md, "Sixth session"): on 4x4 the
+  // exchange is faster from 256 KiB to 1 MiB of operand (one hop latency and
+  // one combine per phase, instead of three in series), the rings below (the
+  // exchange's handshake spans a whole line) and from 2 MiB (the exchange
+  // carries more blocks over the middle links).
+  target::ChipConfig v5e = target::loadChip("v5e");
+  auto choice = [&](std::vector<int> slice, uint64_t operand) {
+    int64_t n = 1;
+    for (int d : slice) n *= d;
+    return chooseGridReduce(
+        everyDevice(slice, operand / uint64_t(n), hlo::PrimitiveType::F32, hlo::HloOpcode::Add),
+        v5e);
+  };
+  const auto exchange = GridReduceAlgorithm::LineExchange, rings = GridReduceAlgorithm::Rings;
+  CHECK(choice({4, 4}, 8 << 10) == rings);
+  CHECK(choice({4, 4}, 64 << 10) == rings);
+  CHECK(choice({4, 4}, 256 << 10) == exchange);
+  CHECK(choice({4, 4}, 512 << 10) == exchange);
+  CHECK(choice({4, 4}, 1 << 20) == exchange);
+  CHECK(choice({4, 4}, 2 << 20) == rings);
+  CHECK(choice({4, 4}, 16 << 20) == rings);
+  CHECK(choice({2, 4}, 8 << 10) == rings);
+  CHECK(choice({2, 4}, 512 << 10) == exchange);
+  CHECK(choice({2, 4}, 16 << 20) == rings);
+  CHECK(choice({4}, 32 << 10) == rings);
+  CHECK(choice({4}, 128 << 10) == exchange);
+  CHECK(choice({4}, 1 << 20) == rings);
+  // Its estimate: the handshake and each phase's farthest hops (3 + 3 + 3 on
+  // 4x4) at least, and close to what tpusim measured (25,431 cycles at 512 KiB).
+  GridReduce g =
+      everyDevice({4, 4}, (512 << 10) / 16, hlo::PrimitiveType::F32, hlo::HloOpcode::Add);
+  CHECK(lineExchangeReduceFits(g, v5e));
+  const double cycles = lineExchangeReduceCycles(g, v5e);
+  CHECK(cycles >= 9.0 * double(v5e.ici.latency_cycles));
+  CHECK(cycles == Approx(25431).epsilon(0.05));
+  CHECK(gridReduceScatterCycles(g, v5e) == cycles);
 }
