@@ -235,6 +235,8 @@ std::optional<Match> matchAttention(HloInstruction* out) {
   return m;
 }
 
+constexpr int64_t kBlock = 512;
+
 HloInstruction* asBf16(hlo::HloComputation* comp, HloInstruction* x, const std::string& base) {
   if (x->shape().type == PrimitiveType::BF16) return x;
   HloInstruction* c = addNew(comp, HloOpcode::Convert, base,
@@ -253,8 +255,13 @@ bool rewrite(hlo::HloComputation* comp, HloInstruction* out, std::set<HloInstruc
   HloInstruction* call = addNew(comp, HloOpcode::CustomCall, base + ".flash",
                                 Shape::array(out->shape().type, out->shape().dims), ops);
   call->attrs().customCallTarget = "tpu.flash_attention";
-  std::string json = fmt::format(R"({{"causal": {}, "sm_scale": {}{}}})", m->causal, m->scale,
-                                 m->groups > 1 ? fmt::format(R"(, "groups": {})", m->groups) : "");
+  // Blocks of 512 x 512 (the kernel shrinks them to shorter sequences): the per-step
+  // online-softmax overhead is paid per block, and on v5e the causal 2048 x 2048 head_dim
+  // 128 head takes 234.7k cycles with 128 x 128 blocks, 116.3k with 256, 83.6k with 512 and
+  // 111.2k with 1024 x 512 (docs/performance.md).
+  std::string json = fmt::format(
+      R"({{"causal": {}, "sm_scale": {}{}, "block_q": {}, "block_k": {}}})", m->causal, m->scale,
+      m->groups > 1 ? fmt::format(R"(, "groups": {})", m->groups) : "", kBlock, kBlock);
   std::string escaped;
   for (char ch : json) escaped += ch == '"' ? std::string("\\\"") : std::string(1, ch);
   call->attrs().backendConfig = hlo::BackendConfig{hlo::BackendConfig::Kind::String, escaped};
