@@ -76,10 +76,17 @@ void OnlineSoftmax::init() const {
   });
 }
 
-void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& score,
-                           const Array& v) const {
-  forSlabs([&](Scalar r0, int64_t n) { s.store(ds(r0, n), ds(0, cols), zeros(n, cols)); });
-  s.store(s.load() + dot(q, k, {false, true}));
+void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreOf,
+                           const Array& v, bool scoreOnce) const {
+  s.store(dot(q, k, {false, true}));
+  ScoreFn score = scoreOf;
+  if (scoreOnce) {
+    forSlabs([&](Scalar r0, int64_t n) {
+      for (auto [c0, w] : laneWindows(cols))
+        s.store(ds(r0, n), ds(c0, w), scoreOf(s.load(ds(r0, n), ds(c0, w)), r0, c0));
+    });
+    score = [](const Array& raw, Scalar, int64_t) { return raw; };
+  }
   forSlabs([&](Scalar r0, int64_t n) {
     auto rowsOf = [&](const Ref& r, int64_t c0, int64_t w) { return r.load(ds(r0, n), ds(c0, w)); };
     // New row max: fold the old max and every 128-column window of the scores
@@ -210,7 +217,9 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // zero them, as 0 * NaN would poison the accumulator.
       if (lastRagged)
         vv = where(iota(bk, 1, 0) < splat(Scalar(seqK) - kStart, 1, 1), vv, zeros(1, 1, BF16));
-      sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv);
+      // A masked score costs several VPU ops and the softmax reads each score twice:
+      // masked blocks store their scores once, masked.
+      sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal);
     };
     auto stepRagged = [&](bool maskCausal) {
       if (raggedK)

@@ -73,8 +73,10 @@ struct OnlineSoftmax {
   // into s: a dot inside an element-wise expression would be re-emitted per row
   // tile), then the online-softmax update with v [cols, d] bf16 (rows of
   // undefined data zeroed by the caller).
-  void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score,
-              const dsl::Array& v) const;
+  // scoreOnce: apply `score` in one pass over the raw scores, stored back, instead
+  // of wherever they are read (for costly masks).
+  void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
+              bool scoreOnce = false) const;
   // out = acc / l, cast to the ref's dtype.
   void finish(const dsl::Ref& out) const;
 
