@@ -76,8 +76,8 @@ void OnlineSoftmax::init() const {
   });
 }
 
-void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreOf,
-                           const Array& v, bool scoreOnce) const {
+void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreOf, const Array& v,
+                           bool scoreOnce) const {
   s.store(dot(q, k, {false, true}));
   ScoreFn score = scoreOf;
   if (scoreOnce) {
