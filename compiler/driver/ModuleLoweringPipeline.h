@@ -3,6 +3,10 @@
 //   dot-scale-to-output  a dequantization scale (convert(int) * broadcast(scale) off the
 //                     contracted dims) moves to the dot's result: the kernel then widens
 //                     int8 weights on their way to the MXU instead of scaling each one;
+//   flash-attention   the materialized attention (scores dot, scale, causal mask,
+//                     softmax, second dot) becomes a call of the library's flash
+//                     attention kernel, so the scores never reach HBM; before the
+//                     dot passes, which would rewrite the dots it matches;
 //   dot-precision-split  f32 dots at HIGH / HIGHEST precision become 3 / 6 bf16
 //                     passes (the MXU multiplies bf16; DEFAULT is one pass); before
 //                     canonicalization, so the operands are split where they are read;
@@ -41,7 +45,8 @@ struct ModuleLoweringOptions {
   lower::LowerOptions lower;  // the kernel cache
 };
 
-// "spmd-collectives,inline,dot-scale-to-output,dot-precision-split,dot-canonicalize,
+// "spmd-collectives,inline,dot-scale-to-output,flash-attention,dot-precision-split,
+// dot-canonicalize,
 // int64-to-pairs,algsimp,constant-folding,cse,dce,fusion,multi-output-fusion,dce".
 std::string defaultLoweringPasses();
 

@@ -1,7 +1,7 @@
 // Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline,
 // spmd-collectives, int64-to-pairs, rng-bit-generator-expander, sort-expander,
 // layout-assignment, fusion, multi-output-fusion, promote-to-f32, dot-precision-split,
-// dot-scale-to-output.
+// dot-scale-to-output, flash-attention.
 #pragma once
 
 #include <memory>
@@ -27,6 +27,9 @@ std::unique_ptr<HloPass> createDotCanonicalizerPass();
 std::unique_ptr<HloPass> createDotPrecisionSplitPass();
 // dot-scale-to-output (DotScaleToOutput.cpp): a dequantization scale moved to the dot's result.
 std::unique_ptr<HloPass> createDotScaleToOutputPass();
+// flash-attention (FlashAttentionRewrite.cpp): materialized causal attention ->
+// tpu.flash_attention.
+std::unique_ptr<HloPass> createFlashAttentionPass();
 std::unique_ptr<HloPass> createCallInlinerPass();
 // layout-assignment and fusion (fusion reads the chip from passOptions(), PassOptions.h).
 std::unique_ptr<HloPass> createLayoutAssignmentPass();

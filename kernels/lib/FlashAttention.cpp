@@ -76,10 +76,17 @@ void OnlineSoftmax::init() const {
   });
 }
 
-void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& score,
-                           const Array& v) const {
-  forSlabs([&](Scalar r0, int64_t n) { s.store(ds(r0, n), ds(0, cols), zeros(n, cols)); });
-  s.store(s.load() + dot(q, k, {false, true}));
+void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreOf, const Array& v,
+                           bool scoreOnce) const {
+  s.store(dot(q, k, {false, true}));
+  ScoreFn score = scoreOf;
+  if (scoreOnce) {
+    forSlabs([&](Scalar r0, int64_t n) {
+      for (auto [c0, w] : laneWindows(cols))
+        s.store(ds(r0, n), ds(c0, w), scoreOf(s.load(ds(r0, n), ds(c0, w)), r0, c0));
+    });
+    score = [](const Array& raw, Scalar, int64_t) { return raw; };
+  }
   forSlabs([&](Scalar r0, int64_t n) {
     auto rowsOf = [&](const Ref& r, int64_t c0, int64_t w) { return r.load(ds(r0, n), ds(c0, w)); };
     // New row max: fold the old max and every 128-column window of the scores
@@ -113,10 +120,11 @@ void OnlineSoftmax::finish(const Ref& out) const {
 }
 
 std::vector<ShapeDtype> flashAttentionInputs(int64_t bh, int64_t seqQ, int64_t seqK,
-                                             int64_t headDim) {
+                                             int64_t headDim, int64_t groups) {
+  const int64_t kvh = groups >= 1 ? bh / groups : bh;
   return {{{bh, seqQ, headDim}, BF16, "q"},
-          {{bh, seqK, headDim}, BF16, "k"},
-          {{bh, seqK, headDim}, BF16, "v"}};
+          {{kvh, seqK, headDim}, BF16, "k"},
+          {{kvh, seqK, headDim}, BF16, "v"}};
 }
 
 PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
@@ -131,6 +139,9 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         "error: flash attention head_dim {} is not supported (a multiple of 8 up to 128, or "
         "a multiple of 128)",
         d));
+  const int64_t groups = prm.groups;
+  if (groups < 1 || bh % groups != 0)
+    throw Error(fmt::format("error: flash attention groups {} must divide bh {}", groups, bh));
   if (prm.outType != BF16 && prm.outType != F32)
     throw Error(fmt::format("error: flash attention output must be bf16 or f32, not {}",
                             isa::dtypeName(prm.outType)));
@@ -153,7 +164,8 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
   const double scale = prm.smScale != 0 ? prm.smScale : 1.0 / std::sqrt(double(d));
 
   CallConfig c;
-  c.name = fmt::format("flash_attention{}_{}x{}x{}x{}", causal ? "_causal" : "", bh, seqQ, seqK, d);
+  c.name = fmt::format("flash_attention{}_{}x{}x{}x{}{}", causal ? "_causal" : "", bh, seqQ, seqK,
+                       d, groups > 1 ? fmt::format("_g{}", groups) : "");
   c.out_shapes = {{{bh, seqQ, d}, prm.outType, "out"}};
   c.grid = {bh, nq, nk};
   auto qMap = [](const GridIndex& g) { return std::vector<Scalar>{g[0], g[1], 0}; };
@@ -165,7 +177,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       Scalar last = bq % bk == 0 ? g[1] * (bq / bk) + (bq / bk - 1) : (g[1] * bq + (bq - 1)) / bk;
       kv = min(kv, last);
     }
-    return std::vector<Scalar>{g[0], kv, 0};
+    return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, kv, 0};
   };
   c.in_specs = {BlockSpec({1, bq, d}, qMap), BlockSpec({1, bk, d}, kvMap),
                 BlockSpec({1, bk, d}, kvMap)};
@@ -205,7 +217,9 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // zero them, as 0 * NaN would poison the accumulator.
       if (lastRagged)
         vv = where(iota(bk, 1, 0) < splat(Scalar(seqK) - kStart, 1, 1), vv, zeros(1, 1, BF16));
-      sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv);
+      // A masked score costs several VPU ops and the softmax reads each score twice:
+      // masked blocks store their scores once, masked.
+      sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal);
     };
     auto stepRagged = [&](bool maskCausal) {
       if (raggedK)
@@ -233,7 +247,8 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
 std::vector<double> flashAttentionReference(const std::vector<double>& q,
                                             const std::vector<double>& k,
                                             const std::vector<double>& v, int64_t bh, int64_t seqQ,
-                                            int64_t seqK, int64_t d, bool causal, double smScale) {
+                                            int64_t seqK, int64_t d, bool causal, double smScale,
+                                            int64_t groups) {
   const double scale = smScale != 0 ? smScale : 1.0 / std::sqrt(double(d));
   std::vector<double> out(static_cast<size_t>(bh * seqQ * d), 0.0), s(static_cast<size_t>(seqK));
   for (int64_t h = 0; h < bh; ++h)
@@ -242,7 +257,7 @@ std::vector<double> flashAttentionReference(const std::vector<double>& q,
       int64_t n = causal ? std::min(seqK, i + 1) : seqK;
       double mx = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < n; ++j) {
-        const double* kj = &k[size_t((h * seqK + j) * d)];
+        const double* kj = &k[size_t((h / groups * seqK + j) * d)];
         double dotv = 0;
         for (int64_t e = 0; e < d; ++e) dotv += qi[e] * kj[e];
         s[size_t(j)] = dotv * scale;
@@ -252,7 +267,7 @@ std::vector<double> flashAttentionReference(const std::vector<double>& q,
       for (int64_t j = 0; j < n; ++j) sum += (s[size_t(j)] = std::exp(s[size_t(j)] - mx));
       double* oi = &out[size_t((h * seqQ + i) * d)];
       for (int64_t j = 0; j < n; ++j) {
-        const double* vj = &v[size_t((h * seqK + j) * d)];
+        const double* vj = &v[size_t((h / groups * seqK + j) * d)];
         for (int64_t e = 0; e < d; ++e) oi[e] += s[size_t(j)] / sum * vj[e];
       }
     }
@@ -276,7 +291,8 @@ KernelEntry flashAttentionEntry() {
               {"block_k", "128", "key rows per block (a multiple of 128)"},
               {"causal", "false", "mask keys after the query position"},
               {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"},
-              {"out_dtype", "bf16", "output dtype: bf16 or f32"}};
+              {"out_dtype", "bf16", "output dtype: bf16 or f32"},
+              {"groups", "1", "q heads per k/v head (grouped-query attention; divides bh)"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -286,13 +302,16 @@ KernelEntry flashAttentionEntry() {
     fp.causal = p.flag("causal");
     fp.smScale = p.real("sm_scale");
     fp.outType = p.dtype("out_dtype", {BF16, F32});
+    fp.groups = p.integer("groups", 1);
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
-    LibraryKernel lk{
-        flashAttentionCall(bh, sq, sk, d, fp), flashAttentionInputs(bh, sq, sk, d), {}, {}};
+    LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),
+                     flashAttentionInputs(bh, sq, sk, d, fp.groups),
+                     {},
+                     {}};
     lk.reference = [=](const std::vector<std::vector<double>>& in) {
       return std::vector<std::vector<double>>{flashAttentionReference(
-          in.at(0), in.at(1), in.at(2), bh, sq, sk, d, fp.causal, fp.smScale)};
+          in.at(0), in.at(1), in.at(2), bh, sq, sk, d, fp.causal, fp.smScale, fp.groups)};
     };
     // p is rounded to bf16 for the MXU (2^-9 relative per weight) and a bf16
     // output once more; outputs are averages of |v| < 2, errors are absolute-like.

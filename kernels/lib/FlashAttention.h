@@ -1,9 +1,12 @@
 // Flash attention (the Pallas TPU kernel's algorithm): out = softmax(q k^T * scale
 // [+ causal mask]) v without materializing the [seq_q, seq_k] scores.
 //
-// Layout: q [bh, seq_q, head_dim], k and v [bh, seq_k, head_dim], all bf16, where
-// bh = batch * heads (a [batch, heads, seq, head_dim] array reshaped: the same
-// bytes). Output [bh, seq_q, head_dim] in `outType` (bf16 as Pallas, or f32).
+// Layout: q [bh, seq_q, head_dim], k and v [bh / groups, seq_k, head_dim], all
+// bf16, where bh = batch * heads (a [batch, heads, seq, head_dim] array
+// reshaped: the same bytes). Grouped-query attention: `groups` consecutive q
+// heads share one K/V head (q head h reads K/V head h / groups), as q
+// [batch, kv_heads, groups, seq, head_dim] does. Output [bh, seq_q, head_dim] in
+// `outType` (bf16 as Pallas, or f32).
 //
 // Grid (bh, seq_q / block_q, seq_k / block_k), kv innermost and "arbitrary",
 // the other two "parallel". Per q block the kernel keeps in VMEM scratch the
@@ -35,6 +38,7 @@ struct FlashAttentionParams {
   double smScale = 0;  // 0: 1 / sqrt(head_dim)
   llo::DType outType = llo::DType::Bf16;
   int64_t vmemLimitBytes = 0;  // 0: the DSL default (16 MiB)
+  int64_t groups = 1;          // q heads per K/V head (divides bh)
 };
 
 // Throws dsl::Error for an unsupported head_dim (64 or 128 ... any multiple of 8
@@ -45,7 +49,7 @@ dsl::PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64
 
 // The kernel's input shapes and names (q, k, v), for PallasCall::trace.
 std::vector<dsl::ShapeDtype> flashAttentionInputs(int64_t bh, int64_t seqQ, int64_t seqK,
-                                                  int64_t headDim);
+                                                  int64_t headDim, int64_t groups = 1);
 
 // The online-softmax state both attention kernels keep in VMEM scratch, for
 // `rows` query rows, `cols` key columns per grid step and head_dim `d`:
@@ -69,8 +73,10 @@ struct OnlineSoftmax {
   // into s: a dot inside an element-wise expression would be re-emitted per row
   // tile), then the online-softmax update with v [cols, d] bf16 (rows of
   // undefined data zeroed by the caller).
-  void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score,
-              const dsl::Array& v) const;
+  // scoreOnce: apply `score` in one pass over the raw scores, stored back, instead
+  // of wherever they are read (for costly masks).
+  void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
+              bool scoreOnce = false) const;
   // out = acc / l, cast to the ref's dtype.
   void finish(const dsl::Ref& out) const;
 
@@ -92,7 +98,7 @@ std::vector<double> flashAttentionReference(const std::vector<double>& q,
                                             const std::vector<double>& k,
                                             const std::vector<double>& v, int64_t bh, int64_t seqQ,
                                             int64_t seqK, int64_t headDim, bool causal,
-                                            double smScale = 0);
+                                            double smScale = 0, int64_t groups = 1);
 
 // Registry entry "flash_attention" (tpu-kernel, custom call tpu.flash_attention).
 KernelEntry flashAttentionEntry();

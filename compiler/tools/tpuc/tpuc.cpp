@@ -43,7 +43,7 @@ static cl::opt<std::string> Passes(
     "passes",
     cl::desc("Passes to run before lowering, comma-separated "
              "(default: "
-             "spmd-collectives,inline,dot-scale-to-output,dot-precision-split,"
+             "spmd-collectives,inline,dot-scale-to-output,flash-attention,dot-precision-split,"
              "dot-canonicalize,rng-bit-generator-expander,sort-expander,int64-to-pairs,algsimp,"
              "constant-folding,"
              "cse,dce,fusion,multi-output-fusion,dce)"),
