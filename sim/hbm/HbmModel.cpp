@@ -34,6 +34,8 @@ HbmModel::HbmModel(const target::HbmConfig& config, double coreClockHz)
   classOf_.assign(n, -1);
   seen_.assign(n, ~uint64_t(0));
   lineGroups_.resize(n);
+  lineUnions_.resize(n);
+  channelMasks_.resize(n);
 }
 
 double HbmModel::peakBytesPerCoreCycle() const {
