@@ -297,8 +297,12 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
   for (size_t w = 0; w < hitBanks_.size(); ++w)
     for (uint64_t m = hitBanks_[w]; m != 0; m &= m - 1) {
       Bank& b = banks_[w * 64 + size_t(__builtin_ctzll(m))];
-      if (starved(b)) continue;  // open, with hits, no refresh due: hitBanks_
       int32_t head = b.head;
+      // Every entry of the bank is younger than the best hit so far: none
+      // can win. (Its bound on *next is not needed either: a column command
+      // issues, and the next one waits for columnBound(), which bounds it.)
+      if (slots_[size_t(head)].age > bestAge) continue;
+      if (starved(b)) continue;  // open, with hits, no refresh due: hitBanks_
       // Every hit of a bank shares its tRCD and bank-group tCCD_L constraints.
       int64_t bankAt = std::max(b.readyCol, colReadyGroup_[slots_[size_t(head)].burst.bankGroup]);
       bool readOk = std::max(bankAt, readAt) <= now, writeOk = std::max(bankAt, writeAt) <= now;
