@@ -266,7 +266,14 @@ bool PseudoChannel::stepRefresh(int64_t* next) {
 bool PseudoChannel::step(std::vector<IssuedBurst>& issued, int64_t* outNext, bool* outRowUsed) {
   admitArrivals();
   int64_t next = kNever;
-  bool rowUsed = stepRefresh(&next);
+  bool rowUsed = false;
+  if (t_.refresh != RefreshMode::None) {
+    const int64_t due = refreshDueAt();
+    if (int64_t(time_) < due)
+      next = due;  // what stepRefresh finds before the refresh is due
+    else
+      rowUsed = stepRefresh(&next);
+  }
   bool colUsed = stepColumn(issued, &next);
   if (!rowUsed) rowUsed = stepRow(&next);
   *outRowUsed = rowUsed;
