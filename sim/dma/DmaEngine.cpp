@@ -68,6 +68,7 @@ DmaEngine::DmaEngine(const target::ChipConfig& chip, mem::ChipMemory* memory)
   queues_v_.resize(size_t(cores_ * queues_));
   outstanding_.assign(size_t(cores_), 0);
   roundRobin_.assign(size_t(cores_), 0);
+  walkable_.assign(size_t(cores_), 0);
   ports_.resize(size_t(cores_) * 4);
   stats_.resize(size_t(cores_));
   for (DmaCoreStats& s : stats_) s.queues.resize(size_t(queues_));
@@ -171,6 +172,7 @@ DmaStatus DmaEngine::issue(int core, int q, const isa::DmaDescriptor& d, int fla
   while (!queueRef.descriptors.empty() && queueRef.descriptors.front().reported &&
          queueRef.descriptors.front().completionCycle <= cycle)
     queueRef.descriptors.pop_front();
+  if (queueRef.walkingNumber == queueRef.nextNumber) ++walkable_[size_t(core)];
   Descriptor desc{queueRef.nextNumber++,
                   d,
                   flag,
@@ -285,7 +287,7 @@ void DmaEngine::handle(const Event& e, std::vector<DmaCompletion>& done) {
 
 void DmaEngine::generate(uint64_t cycle) {
   for (int core = 0; core < cores_; ++core) {
-    while (outstanding_[size_t(core)] < maxOutstanding_) {
+    while (walkable_[size_t(core)] > 0 && outstanding_[size_t(core)] < maxOutstanding_) {
       // The next queue, in round-robin order, whose walking descriptor is active.
       Descriptor* pick = nullptr;
       int pickQueue = 0;
@@ -323,7 +325,10 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
   r.desc = &d;
   r.index = d.requests++;
   r.range = d.walker.next();
-  if (d.walker.done()) ++queue(core, q).walkingNumber;
+  if (d.walker.done()) {
+    Queue& queueRef = queue(core, q);
+    if (++queueRef.walkingNumber == queueRef.nextNumber) --walkable_[size_t(core)];
+  }
   r.live = true;
   ++outstanding_[size_t(core)];
   if (d.d.src == isa::MemorySpace::Hbm) {

@@ -170,6 +170,7 @@ class DmaEngine {
   std::vector<Queue> queues_v_;
   std::vector<int64_t> outstanding_;  // per core
   std::vector<int> roundRobin_;       // per core: next queue to serve
+  std::vector<int> walkable_;         // per core: queues with a descriptor left to walk
   std::vector<Port> ports_;           // per core: {vmem, smem} x {read, write}
   std::vector<Request> requests_;
   std::vector<uint32_t> freeSlots_;

@@ -34,6 +34,8 @@ HbmModel::HbmModel(const target::HbmConfig& config, double coreClockHz)
   classOf_.assign(n, -1);
   seen_.assign(n, ~uint64_t(0));
   lineGroups_.resize(n);
+  lineUnions_.resize(n);
+  channelMasks_.resize(n);
 }
 
 double HbmModel::peakBytesPerCoreCycle() const {
@@ -139,9 +141,14 @@ uint64_t HbmModel::nextEventCycle() const {
   return next;
 }
 
+// A burst waits at most the queue ahead of it (queue_depth bursts, each a row
+// cycle and a refresh): far below this. Longer means the timing leaves no time
+// for work, which would otherwise spin forever.
+constexpr uint64_t kNoProgressLimit = uint64_t(1) << 24;
+
 void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
   if (cycle <= now_) return;
-  flushRun();
+  if (!run_.empty()) flushRun();
   uint64_t hbmLimit = clocks_.hbmAtOrAfterCore(cycle);
   size_t kept = 0;
   for (uint32_t pc : active_) {
@@ -166,7 +173,7 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
       isActive_[pc] = 0;
   }
   active_.resize(kept);
-  checkProgress(hbmLimit);
+  if (hbmLimit >= lastProgress_ + kNoProgressLimit) checkProgress(hbmLimit);
   while (pendingHead_ < pending_.size() && pending_[pendingHead_].cycle < cycle) {
     const Pending p = pending_[pendingHead_++];
     done.push_back(HbmCompletion{requests_[p.slot].id, p.cycle});
@@ -191,11 +198,6 @@ void HbmModel::addPending(const Pending& p) {
   while (at > pendingHead_ && pending_[at - 1] > p) --at;
   pending_.insert(pending_.begin() + std::ptrdiff_t(at), p);
 }
-
-// A burst waits at most the queue ahead of it (queue_depth bursts, each a row
-// cycle and a refresh): far below this. Longer means the timing leaves no time
-// for work, which would otherwise spin forever.
-constexpr uint64_t kNoProgressLimit = uint64_t(1) << 24;
 
 void HbmModel::checkProgress(uint64_t hbmLimit) {
   if (active_.empty() || hbmLimit < lastProgress_ + kNoProgressLimit) return;

@@ -35,7 +35,8 @@
 // direction and arrival whose bursts follow each other within one channel
 // line (a DMA descriptor cut into requests smaller than a line) are held
 // back until the next call that is not such a request, then handed over as
-// one run: one burst for the line's group, which completes every request of
+// one run: one burst for the line's group (or for each of the groups that
+// together are the run's pseudo-channels), which completes the requests of
 // the run (HbmRuns.cpp). testbench/unit/hbm proves the two models equal.
 #pragma once
 
@@ -153,6 +154,26 @@ class HbmModel {
   void flushRun();
   void issueRunBurst(uint32_t pc, uint32_t run, uint64_t dataEnd);
   bool mergeIdleLine(uint32_t pc0, uint32_t bursts);
+  // Whether those pseudo-channels are exactly a union of groups (leaders to runLeaders_).
+  bool groupsWithinLine(uint32_t pc0, uint32_t bursts);
+  bool unionOfGroups(uint32_t pc0, uint32_t bursts);
+  std::vector<uint32_t> runLeaders_;  // scratch of flushRun: the groups that take a run's burst
+  // groupsWithinLine, per first pseudo-channel: its answer and leaders for
+  // `bursts` pseudo-channels when the groups had seen `changes` splits and merges.
+  struct LineGroups {
+    uint64_t changes = ~uint64_t(0);
+    uint32_t bursts = 0;
+    bool exact = false;
+    std::vector<uint32_t> leaders;
+  };
+  std::vector<LineGroups> lineUnions_;
+  // issueRunBurst: a leader's members as a mask of channels (hbm.channels <= 64), kept likewise.
+  struct LeaderMask {
+    uint64_t changes = ~uint64_t(0);
+    uint64_t mask = 0;
+  };
+  std::vector<LeaderMask> channelMasks_;
+  uint64_t channelMask(uint32_t leader);
   void splitUneven(uint32_t leader);
   void mergeIdle(uint32_t cls);
 

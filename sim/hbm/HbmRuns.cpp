@@ -3,7 +3,9 @@
 // channel line (a DMA descriptor cut into requests smaller than a line, e.g.
 // 256-byte rows into 512-byte lines) are handed to the pseudo-channels as
 // one burst per pseudo-channel, i.e. one burst for the leader of the line's
-// group, instead of one per request. Each pseudo-channel gets exactly the
+// group (or one for each group when the run's pseudo-channels are several
+// whole groups: a line whose requests came at different times), instead of
+// one per request. Each pseudo-channel gets exactly the
 // burst it gets when the requests are submitted one by one, at the same
 // arrival and in the same order (nothing else is pushed between them), so
 // the commands and cycles are the same; only the bookkeeping of which
@@ -41,8 +43,11 @@ void HbmModel::flushRun() {
   const uint32_t pc0 = burstAt(loc, 0, run_[0].request.isWrite, run_[0].arrival, &b);
   int64_t leader = lineLeader(pc0, n);
   if (leader < 0 && mergeIdleLine(pc0, n)) leader = lineLeader(pc0, n);
-  if (leader < 0) {
-    // The line's pseudo-channels are in different states: one by one.
+  runLeaders_.clear();
+  if (leader >= 0) {
+    runLeaders_.push_back(uint32_t(leader));
+  } else if (!groupsWithinLine(pc0, n)) {
+    // Some group reaches beyond the run's pseudo-channels: one by one (which splits it).
     for (const RunPart& p : run_) submitGrouped(p.slot, p.request, p.arrival);
     run_.clear();
     return;
@@ -74,9 +79,60 @@ void HbmModel::flushRun() {
   rec.remaining = n;
   rec.dataEnd = 0;
   b.request = record;
-  pcs_[uint32_t(leader)].push(b);  // the same burst for every member
-  activate(uint32_t(leader));
+  for (uint32_t l : runLeaders_) {
+    pcs_[l].push(b);  // the same burst for every member
+    activate(l);
+  }
   run_.clear();
+}
+
+uint64_t HbmModel::channelMask(uint32_t leader) {
+  LeaderMask& known = channelMasks_[leader];
+  if (known.changes != groups_.changes()) {
+    known.changes = groups_.changes();
+    known.mask = 0;
+    for (uint32_t m : groups_.members(leader))
+      known.mask |= uint64_t(1) << (m / uint32_t(config_.pseudo_channels));
+  }
+  return known.mask;
+}
+
+bool HbmModel::groupsWithinLine(uint32_t pc0, uint32_t n) {
+  // Whether the n pseudo-channels from pc0 (one index, consecutive channels)
+  // are exactly a union of groups; their leaders go to runLeaders_. Then each
+  // leader takes the run's burst for its members: every pseudo-channel gets
+  // the one burst it gets from the requests one by one (all bursts of a line
+  // have the same bank and row), and issueRunBurst counts a group's members
+  // per part, as for a line that split while its burst waited.
+  // Remembered per first pseudo-channel and length until the groups change.
+  LineGroups& known = lineUnions_[pc0];
+  if (known.changes == groups_.changes() && known.bursts == n) {
+    runLeaders_ = known.leaders;
+    return known.exact;
+  }
+  known.changes = groups_.changes();
+  known.bursts = n;
+  known.exact = unionOfGroups(pc0, n);
+  known.leaders = runLeaders_;
+  return known.exact;
+}
+
+bool HbmModel::unionOfGroups(uint32_t pc0, uint32_t n) {
+  const uint32_t stride = uint32_t(config_.pseudo_channels);
+  const uint32_t firstChannel = pc0 / stride, index = pc0 % stride;
+  auto within = [&](uint32_t pc) {
+    return pc % stride == index && pc / stride >= firstChannel && pc / stride < firstChannel + n;
+  };
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t pc = pc0 + k * stride;
+    const uint32_t leader = groups_.leader(pc);
+    if (!within(leader)) return false;
+    if (leader != pc) continue;
+    for (uint32_t m : groups_.members(pc))
+      if (!within(m)) return false;
+    runLeaders_.push_back(pc);
+  }
+  return true;
 }
 
 void HbmModel::issueRunBurst(uint32_t pc, uint32_t record, uint64_t dataEnd) {
@@ -86,12 +142,20 @@ void HbmModel::issueRunBurst(uint32_t pc, uint32_t record, uint64_t dataEnd) {
   const uint32_t members = groups_.size(pc);
   const bool all = members == requests_[record].remaining;
   const uint32_t stride = uint32_t(config_.pseudo_channels);
+  // The group's channels as a mask (all of one pseudo-channel index), when they fit.
+  const bool masked = !all && config_.channels <= 64;
+  const uint64_t mask = masked ? channelMask(pc) : 0;
   uint32_t previous = record;
   for (uint32_t x = requests_[record].nextInRun; x != kNoRequest;) {
     RequestState& part = requests_[x];
     const uint32_t next = part.nextInRun;
     uint32_t count = part.remaining;
-    if (!all) {
+    if (masked) {
+      const uint64_t partMask =
+          (part.runBursts >= 64 ? ~uint64_t(0) : (uint64_t(1) << part.runBursts) - 1)
+          << part.firstChannel;
+      count = uint32_t(__builtin_popcountll(mask & partMask));
+    } else if (!all) {
       count = 0;
       for (uint32_t m : groups_.members(pc)) {
         const uint32_t channel = m / stride;

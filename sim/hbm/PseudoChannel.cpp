@@ -97,6 +97,18 @@ bool PseudoChannel::quietUntilWake(const PcBurst& burst) const {
   return rowAt >= wakeAt_;
 }
 
+bool PseudoChannel::admissionsQuiet() const {
+  // The bursts that the free slots let in before wakeAt_, in inbox order:
+  // each as if pushed now (quietUntilWake; those behind the first see the
+  // state before it, which only makes the answer "not quiet" more often).
+  size_t slots = freeSlots_.size();
+  for (size_t i = inboxHead_; i < inbox_.size() && slots > 0; ++i, --slots) {
+    if (int64_t(inbox_[i].arrival) >= wakeAt_) return true;
+    if (!quietUntilWake(inbox_[i])) return false;
+  }
+  return true;
+}
+
 void PseudoChannel::admitArrivals() {
   while (inboxHead_ < inbox_.size() && inbox_[inboxHead_].arrival <= time_ && !freeSlots_.empty()) {
     int32_t slot = freeSlots_.back();
@@ -133,14 +145,24 @@ void PseudoChannel::advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issue
     }
     int64_t next = kNever;
     bool rowUsed = false;
-    if (step(issued, &next, &rowUsed)) {
+    const bool used = step(issued, &next, &rowUsed);
+    // A burst that waits only for queue space gets in when a column command frees one.
+    const bool admits = inboxHead_ < inbox_.size() && !freeSlots_.empty();
+    if (used) {
       // After a column command alone, the scans' bounds still hold (issuing
       // only delays other commands) and the next column command waits for
       // tCCD_S / the bus: no command before those (the fast model; the
-      // detailed one steps the next cycle and finds that out).
-      if (skipQuietRowScans_ && !rowUsed) wakeAt_ = std::min(next, columnBound());
+      // detailed one steps the next cycle and finds that out). Bursts let in
+      // meanwhile (the slot it freed) wake it earlier only when they could
+      // lead to a command before that.
+      if (skipQuietRowScans_ && !rowUsed) {
+        wakeAt_ = std::min(next, columnBound());
+        if (admits && int64_t(inbox_[inboxHead_].arrival) < wakeAt_ && !admissionsQuiet())
+          wakeAt_ = int64_t(inbox_[inboxHead_].arrival);
+      }
       ++time_;
     } else {
+      if (admits) next = std::min<int64_t>(next, int64_t(inbox_[inboxHead_].arrival));
       wakeAt_ = std::max<int64_t>(next, int64_t(time_) + 1);
       time_ = std::min<uint64_t>(uint64_t(wakeAt_), limit);
     }
@@ -244,13 +266,17 @@ bool PseudoChannel::stepRefresh(int64_t* next) {
 bool PseudoChannel::step(std::vector<IssuedBurst>& issued, int64_t* outNext, bool* outRowUsed) {
   admitArrivals();
   int64_t next = kNever;
-  bool rowUsed = stepRefresh(&next);
+  bool rowUsed = false;
+  if (t_.refresh != RefreshMode::None) {
+    const int64_t due = refreshDueAt();
+    if (int64_t(time_) < due)
+      next = due;  // what stepRefresh finds before the refresh is due
+    else
+      rowUsed = stepRefresh(&next);
+  }
   bool colUsed = stepColumn(issued, &next);
   if (!rowUsed) rowUsed = stepRow(&next);
   *outRowUsed = rowUsed;
-  // A burst that waits only for queue space gets in when a column command frees one.
-  if (inboxHead_ < inbox_.size() && !freeSlots_.empty())
-    next = std::min<int64_t>(next, int64_t(inbox_[inboxHead_].arrival));
   *outNext = next;
   return rowUsed || colUsed;
 }
@@ -278,8 +304,12 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
   for (size_t w = 0; w < hitBanks_.size(); ++w)
     for (uint64_t m = hitBanks_[w]; m != 0; m &= m - 1) {
       Bank& b = banks_[w * 64 + size_t(__builtin_ctzll(m))];
-      if (starved(b)) continue;  // open, with hits, no refresh due: hitBanks_
       int32_t head = b.head;
+      // Every entry of the bank is younger than the best hit so far: none
+      // can win. (Its bound on *next is not needed either: a column command
+      // issues, and the next one waits for columnBound(), which bounds it.)
+      if (slots_[size_t(head)].age > bestAge) continue;
+      if (starved(b)) continue;  // open, with hits, no refresh due: hitBanks_
       // Every hit of a bank shares its tRCD and bank-group tCCD_L constraints.
       int64_t bankAt = std::max(b.readyCol, colReadyGroup_[slots_[size_t(head)].burst.bankGroup]);
       bool readOk = std::max(bankAt, readAt) <= now, writeOk = std::max(bankAt, writeAt) <= now;

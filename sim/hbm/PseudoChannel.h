@@ -106,7 +106,7 @@ class PseudoChannel {
   // One scheduling decision at time_; returns true when a command issued
   // (*rowUsed: a row command among them). *next: a cycle before which no
   // command but those issued now (and, after a column command, the next
-  // column command) can issue.
+  // column command) can issue, unless bursts waiting in the inbox get in.
   bool step(std::vector<IssuedBurst>& issued, int64_t* next, bool* rowUsed);
   // No column command can issue before this (tCCD_S, tWTR, turnaround, bus).
   int64_t columnBound() const {
@@ -120,6 +120,9 @@ class PseudoChannel {
   void advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issued);
   // push: whether `burst`, arriving before wakeAt_, can lead to no command before it.
   bool quietUntilWake(const PcBurst& burst) const;
+  // After a column command: whether the bursts the free slots let in can lead
+  // to no command before wakeAt_.
+  bool admissionsQuiet() const;
   // push into a pseudo-channel without work: the first cycle a command can issue.
   int64_t firstCommandAlone(const PcBurst& burst) const;
   void admitArrivals();

@@ -419,3 +419,75 @@ TEST_CASE("runs of requests within one channel line agree, also when the line sp
       p.compareStats();
     }
 }
+
+TEST_CASE("runs over a line whose pseudo-channels are several groups agree", "[hbm][sanitize]") {
+  // Streams of rows smaller than a channel line (a descriptor's 128-byte
+  // rows, four to a v5e line), started a few per cycle in round robin over
+  // the streams with a window of requests in flight: the parts of one line
+  // arrive in different cycles, so its pseudo-channels drift into several
+  // groups, and a later run over the line (two or three rows in one cycle)
+  // covers several whole groups, each taking the run's burst for its
+  // members. Requests that straddle those groups (rows at odd offsets)
+  // make runs whose groups reach beyond them (one by one, splitting),
+  // and groups also split while a run's burst waits (4-deep queues).
+  for (const char* name : {"v5e", "v6e"})
+    for (int depth : {4, 64}) {
+      target::ChipConfig chip = target::loadChip(name);
+      target::HbmConfig c = chip.hbm;
+      c.queue_depth = depth;
+      c.tREFI = 1200;
+      c.tRFC = std::min<int64_t>(c.tRFC, 300);
+      c.tRFCsb = std::min<int64_t>(c.tRFCsb, 120);
+      INFO(name << " queue " << depth);
+      Pair p(c, chip.core.clock_hz);
+      const uint64_t burst = uint64_t(c.burst_bytes), line = burst * uint64_t(c.channels);
+      const uint64_t rowSpan = uint64_t(c.row_bytes) * uint64_t(c.channels) *
+                               uint64_t(c.pseudo_channels) * uint64_t(c.bank_groups);
+      std::mt19937_64 rng(uint64_t(depth) * 31 + uint64_t(name[1]));
+      struct Row {
+        uint64_t next;
+        uint32_t bytes;
+        bool write;
+      };
+      std::vector<Row> streams;
+      for (int s = 0; s < 4; ++s)
+        streams.push_back(Row{rowSpan * uint64_t(8 + 3 * s) + line * uint64_t(rng() % 64),
+                              uint32_t(line / 4), s == 3});
+      std::map<uint64_t, size_t> owner;
+      uint64_t now = 0, id = 0;
+      size_t turn = 0;
+      const size_t window = 24;
+      for (int cycle = 0; cycle < 2500; ++cycle) {
+        // A few rows this cycle, one stream at a time, up to the window.
+        for (int k = 0, n = int(rng() % 5); k < n && owner.size() < window; ++k) {
+          const size_t s = turn++ % streams.size();
+          Row& row = streams[s];
+          const int rows = 1 + int(rng() % 3);  // consecutive rows of that stream: a run
+          for (int r = 0; r < rows && owner.size() < window; ++r) {
+            uint32_t bytes = row.bytes;
+            if (rng() % 12 == 0) bytes = uint32_t(burst * (1 + rng() % 6));  // straddles groups
+            p.submit(HbmRequest{id, row.next, bytes, row.write, now});
+            owner[id++] = s;
+            row.next += bytes;
+            if (rng() % 40 == 0) row.next += rowSpan;  // another row of the banks
+          }
+        }
+        now = std::max(now + 1, std::min(p.nextEventCycle(), now + 1 + rng() % 3));
+        for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
+        if (rng() % 300 == 0) {  // drain and idle: the groups merge again
+          while (!owner.empty()) {
+            now = std::max(now + 1, p.nextEventCycle() + 1);
+            for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
+          }
+          now += rng() % 2000;
+          p.advanceTo(now);
+          p.compareStats();
+        }
+      }
+      while (!owner.empty()) {
+        now = std::max(now + 1, p.nextEventCycle() + 1);
+        for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
+      }
+      p.compareStats();
+    }
+}
