@@ -62,33 +62,71 @@ bool canonicalPatches(const std::vector<isa::Bundle>& body, std::vector<isa::Cod
   return true;
 }
 
+// The patches that make `body` into `code` when at most half its bundles
+// differ, canonical; false otherwise.
+bool closeEnough(const std::vector<isa::Bundle>& body, const std::vector<isa::Bundle>& code,
+                 std::vector<isa::CodePatch>* out) {
+  std::vector<isa::CodePatch> patches;
+  if (!isa::patchesFor(body, code.data(), code.size(), &patches)) return false;
+  size_t patched = 0;
+  for (size_t k = 0; k < patches.size(); ++k)
+    patched += k == 0 || patches[k].bundle != patches[k - 1].bundle;
+  if (2 * patched > code.size() || !canonicalPatches(body, &patches)) return false;
+  *out = std::move(patches);
+  return true;
+}
+
 // Stores `code` as an instance of a shared body (Module::shareCode); false
 // when it is to be plain code.
 bool appendShared(Module& m, const std::vector<isa::Bundle>& code) {
   if (!m.shareCode || code.size() < Module::kMinSharedBundles) return false;
-  std::vector<uint32_t>& candidates = m.bodiesByShape[shapeHash(code)];
+  const uint64_t shape = shapeHash(code);
+  const uint32_t at = m.nextBundle();
+  // An instance of a body with this layout (the one with the fewest patches).
+  std::vector<uint32_t>& bodies = m.bodiesByShape[shape];
   int64_t best = -1;
   std::vector<isa::CodePatch> bestPatches;
-  for (uint32_t b : candidates) {
+  for (uint32_t b : bodies) {
     std::vector<isa::CodePatch> patches;
-    if (!isa::patchesFor(m.program.bodies[b].code, code.data(), code.size(), &patches)) continue;
-    size_t patched = 0;
-    for (size_t k = 0; k < patches.size(); ++k)
-      patched += k == 0 || patches[k].bundle != patches[k - 1].bundle;
-    if (2 * patched > code.size() || (best >= 0 && patches.size() >= bestPatches.size())) continue;
-    if (!canonicalPatches(m.program.bodies[b].code, &patches)) continue;
-    best = b;
-    bestPatches = std::move(patches);
+    if (closeEnough(m.program.bodies[b].code, code, &patches) &&
+        (best < 0 || patches.size() < bestPatches.size())) {
+      best = b;
+      bestPatches = std::move(patches);
+    }
   }
-  if (best < 0) {
-    if (candidates.size() >= Module::kMaxBodiesPerShape) return false;
-    best = int64_t(m.program.bodies.size());
-    m.program.bodies.push_back({code});
-    candidates.push_back(uint32_t(best));
+  if (best >= 0) {
+    m.program.instances.push_back({at, uint32_t(best), std::move(bestPatches)});
+    m.instanceBundles += code.size();
+    return true;
   }
-  m.program.instances.push_back({m.nextBundle(), uint32_t(best), std::move(bestPatches)});
-  m.instanceBundles += code.size();
-  return true;
+  // A repeat of a kernel stored plain: that one becomes a body (its own
+  // instance, unpatched) and this one its second instance. A kernel that
+  // never repeats stays plain code, so a program without repeats is written
+  // exactly as without sharing.
+  std::vector<uint32_t>& plain = m.plainByShape[shape];
+  for (size_t j = 0; j < plain.size(); ++j) {
+    int64_t own = isa::ownCodeIndex(m.program, plain[j]);
+    if (own < 0 || size_t(own) + code.size() > m.program.code.size()) continue;
+    auto first = m.program.code.begin() + own, last = first + long(code.size());
+    std::vector<isa::Bundle> body(first, last);
+    std::vector<isa::CodePatch> patches;
+    if (!closeEnough(body, code, &patches)) continue;
+    m.program.code.erase(first, last);
+    const uint32_t b = uint32_t(m.program.bodies.size());
+    m.program.bodies.push_back({std::move(body)});
+    bodies.push_back(b);
+    auto& instances = m.program.instances;
+    auto before =
+        std::upper_bound(instances.begin(), instances.end(), plain[j],
+                         [](uint32_t pc, const isa::BodyInstance& in) { return pc < in.at; });
+    instances.insert(before, {plain[j], b, {}});
+    instances.push_back({at, b, std::move(patches)});
+    m.instanceBundles += 2 * code.size();
+    plain.erase(plain.begin() + long(j));
+    return true;
+  }
+  if (plain.size() + bodies.size() < Module::kMaxBodiesPerShape) plain.push_back(at);
+  return false;
 }
 
 }  // namespace

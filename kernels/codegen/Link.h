@@ -57,19 +57,22 @@ struct Module {
   std::vector<SmemRange> smem;
   bool finished = false;
 
-  // Store kernels as instances of shared bodies (isa/SharedCode.h): a kernel
-  // of at least kMinSharedBundles bundles whose every slot holds the opcode
-  // of an earlier body's is stored as that body plus the operands that differ
-  // (its branch targets, SMEM addresses, debug-map numbers), when at most
-  // half its bundles differ; otherwise it becomes a new body (up to
-  // kMaxBodiesPerShape per opcode layout) or plain code. The program runs
-  // the same bundles at the same places either way. Off by default (the
-  // module lowerer turns it on; tpuc --no-shared-code).
+  // Store repeated kernels as instances of shared bodies (isa/SharedCode.h):
+  // a kernel of at least kMinSharedBundles bundles whose every slot holds the
+  // opcode of an earlier body's is stored as that body plus the operands that
+  // differ (its branch targets, SMEM addresses, debug-map numbers), when at
+  // most half its bundles differ. A kernel like that of an earlier kernel
+  // stored plain turns that one into a body (so a kernel that never repeats
+  // stays plain code); up to kMaxBodiesPerShape bodies per opcode layout. The
+  // program runs the same bundles at the same places either way. Off by
+  // default (the module lowerer turns it on; tpuc --no-shared-code).
   bool shareCode = false;
   static constexpr size_t kMinSharedBundles = 16;
   static constexpr size_t kMaxBodiesPerShape = 4;
   uint64_t instanceBundles = 0;  // bundles in program.instances
-  std::unordered_map<uint64_t, std::vector<uint32_t>> bodiesByShape;  // opcode hash -> bodies
+  // Opcode-layout hash -> bodies, and -> first bundles of kernels stored
+  // plain that a repeat would turn into bodies.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> bodiesByShape, plainByShape;
 
   // Where the next kernel's code starts: CompileOptions::firstBundle.
   uint32_t nextBundle() const { return uint32_t(program.code.size() + instanceBundles); }
