@@ -6,6 +6,7 @@
 #include <set>
 
 #include "isa/AsmSyntax.h"
+#include "isa/SharedCode.h"
 
 namespace tpusim::isa {
 
@@ -179,47 +180,65 @@ void printSignature(const ProgramSignature& s, std::string* out) {
 void printCode(const Program& p, const DisassemblyOptions& options, std::string* out) {
   // Labels: symbols that are identifiers, then a generated name for any other
   // bundle a branch targets.
+  const uint64_t size = codeSize(p);
   std::map<uint32_t, std::vector<std::string>> labels;
   std::set<std::string> used;
   for (const Symbol& s : p.symbols)
-    if (syntax::isIdentifier(s.name) && s.bundle < p.code.size() && used.insert(s.name).second)
+    if (syntax::isIdentifier(s.name) && s.bundle < size && used.insert(s.name).second)
       labels[s.bundle].push_back(s.name);
-  for (const Bundle& b : p.code)
+  forEachBundle(p, [&](uint32_t, const Bundle& b) {
     for (const Instruction& inst : b.slots) {
       if (inst.empty()) continue;
       const OpcodeInfo& info = inst.info();
       for (int i = 0; i < info.numOperands; ++i) {
         if (operandInfo(info.operands[i]).cls != OperandClass::Target) continue;
         uint32_t t = uint32_t(inst.operands[i]);
-        if (t >= p.code.size() || labels.count(t)) continue;
+        if (t >= size || labels.count(t)) continue;
         std::string name = fmt::format(".L{}", t);
         while (used.count(name)) name += "_";
         used.insert(name);
         labels[t].push_back(name);
       }
     }
+  });
   TargetNamer namer = [&](uint32_t t) -> std::string {
     auto it = labels.find(t);
     return it == labels.end() ? "" : it->second.front();
   };
   std::multimap<uint32_t, size_t> opStarts;
   for (size_t i = 0; i < p.debugMap.size(); ++i) opStarts.insert({p.debugMap[i].begin, i});
-  for (size_t i = 0; i < p.code.size(); ++i) {
+  // Where shared code is, a comment line where each run of bundles starts:
+  // the instance's body and patches (comments, so tpu-as reads the listing
+  // back as the same bundles, flat).
+  std::map<uint32_t, std::string> runStarts;
+  if (options.annotate && hasSharedCode(p))
+    forEachRun(p, [&](int64_t i, uint32_t pc) {
+      if (i < 0) {
+        runStarts[pc] = "// (code outside the shared bodies)";
+        return;
+      }
+      const BodyInstance& in = p.instances[size_t(i)];
+      runStarts[pc] = fmt::format(
+          "// instance {} of shared body {} ({} bundles, {} patched operand{})", i, in.body,
+          p.bodies[in.body].code.size(), in.patches.size(), in.patches.size() == 1 ? "" : "s");
+    });
+  forEachBundle(p, [&](uint32_t i, const Bundle& b) {
+    if (auto run = runStarts.find(i); run != runStarts.end()) *out += run->second + "\n";
     if (options.annotate) {
-      auto range = opStarts.equal_range(uint32_t(i));
+      auto range = opStarts.equal_range(i);
       for (auto it = range.first; it != range.second; ++it)
         *out += opComment(it->second, p.debugMap[it->second]) + "\n";
     }
-    auto it = labels.find(uint32_t(i));
+    auto it = labels.find(i);
     if (it != labels.end())
       for (const std::string& l : it->second) *out += l + ":\n";
-    std::string line = "    " + disassembleBundle(p.code[i], namer);
+    std::string line = "    " + disassembleBundle(b, namer);
     if (options.annotate) {
       if (line.size() < 60) line.append(60 - line.size(), ' ');
       line += fmt::format("  // {}", i);
     }
     *out += line + "\n";
-  }
+  });
 }
 
 }  // namespace
@@ -263,8 +282,13 @@ std::string disassembleProgram(const Program& p, const DisassemblyOptions& optio
           "vmem_write={}\n",
           quoteIfNeeded(c.opName), syntax::formatDouble(c.flops), c.hbmBytesRead, c.hbmBytesWritten,
           c.vmemBytesRead, c.vmemBytesWritten);
-  if (section(options.code, true, fmt::format("code ({} bundles)", p.code.size())))
-    printCode(p, options, &out);
+  std::string codeTitle = fmt::format("code ({} bundles)", codeSize(p));
+  if (hasSharedCode(p))
+    codeTitle = fmt::format(
+        "code ({} bundles: {} instances of {} shared bodies, {} bundles outside them; listed "
+        "flat, tpu-as reads them back unshared)",
+        codeSize(p), p.instances.size(), p.bodies.size(), p.code.size());
+  if (section(options.code, true, codeTitle)) printCode(p, options, &out);
   return out;
 }
 

@@ -113,9 +113,43 @@ struct ProgramSignature {
   int64_t devices = 1;
 };
 
+// Code shared between kernel instances (format 1.2; isa/SharedCode.h). The
+// layers of a model run the same kernels, differing in a few operands (branch
+// targets, SMEM addresses, debug-map numbers): each kernel's code is stored
+// once as a body, and every place that runs it as an instance that names the
+// body and the operands that differ.
+struct SharedBody {
+  std::vector<Bundle> code;
+};
+
+// Operand `operand` of the op in slot instance `slot` of body bundle `bundle`
+// holds `value` in this instance (the value as the decoder returns it).
+struct CodePatch {
+  uint32_t bundle = 0;
+  uint8_t slot = 0, operand = 0;
+  int64_t value = 0;
+  bool operator==(const CodePatch& o) const {
+    return bundle == o.bundle && slot == o.slot && operand == o.operand && value == o.value;
+  }
+};
+
+// Bundles [at, at + body size) of the program are body `body` with `patches`
+// applied (sorted by bundle, slot, operand; at most one per operand).
+struct BodyInstance {
+  uint32_t at = 0;
+  uint32_t body = 0;
+  std::vector<CodePatch> patches;
+};
+
 struct Program {
   std::string chip;  // preset the program was built for ("" = any)
+  // The bundles, in order. With shared bodies (`instances` not empty) only
+  // those outside every instance, in order: instance i's bundles sit at
+  // instances[i].at, the bundles of `code` fill the other positions.
+  // isa/SharedCode.h counts, walks and flattens both forms.
   std::vector<Bundle> code;
+  std::vector<SharedBody> bodies;
+  std::vector<BodyInstance> instances;  // sorted by `at`, not overlapping
   std::vector<DataSegment> data;
   std::vector<BufferDesc> buffers;
   std::vector<Symbol> symbols;

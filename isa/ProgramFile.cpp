@@ -10,6 +10,7 @@
 
 #include "isa/Encoder.h"
 #include "isa/ProgramFileFormat.h"
+#include "isa/SharedCode.h"
 
 namespace tpusim::isa {
 
@@ -131,13 +132,34 @@ void writeSection(Writer& w, uint32_t type, const Program& p) {
     case kMeta:
       w.str(p.chip);
       break;
-    case kCode:
-      w.u32(uint32_t(p.code.size()));
-      for (const Bundle& b : p.code) {
-        EncodedBundle bytes = encode(b);
-        w.blob(bytes.data(), bytes.size());
+    case kCode: {
+      auto bundles = [&](const std::vector<Bundle>& code) {
+        w.u32(uint32_t(code.size()));
+        for (const Bundle& b : code) {
+          EncodedBundle bytes = encode(b);
+          w.blob(bytes.data(), bytes.size());
+        }
+      };
+      bundles(p.code);
+      if (!hasSharedCode(p)) break;
+      w.u32(uint32_t(p.bodies.size()));
+      for (const SharedBody& body : p.bodies) bundles(body.code);
+      w.u32(uint32_t(p.instances.size()));
+      for (const BodyInstance& in : p.instances) {
+        w.u32(in.at);
+        w.u32(in.body);
+        w.u32(uint32_t(in.patches.size()));
+        w.u32(0);
+        for (const CodePatch& patch : in.patches) {
+          w.u32(patch.bundle);
+          w.u8(patch.slot);
+          w.u8(patch.operand);
+          w.u16(0);
+          w.u64(uint64_t(patch.value));
+        }
       }
       break;
+    }
     case kData:
       w.u32(uint32_t(p.data.size()));
       for (const DataSegment& d : p.data) {
@@ -228,6 +250,22 @@ uint32_t isaFingerprint() {
 }
 
 bool serializeProgram(const Program& p, std::vector<uint8_t>* out, std::string* error) {
+  const bool shared = hasSharedCode(p);
+  if (shared) {
+    if (std::string problem = checkSharedCode(p); !problem.empty()) {
+      *error = problem;
+      return false;
+    }
+    for (size_t b = 0; b < p.bodies.size(); ++b)
+      for (size_t i = 0; i < p.bodies[b].code.size(); ++i) {
+        EncodedBundle bytes;
+        std::string problem;
+        if (!tryEncode(p.bodies[b].code[i], &bytes, &problem)) {
+          *error = fmt::format("shared body {}, bundle {}: {}", b, i, problem);
+          return false;
+        }
+      }
+  }
   for (size_t i = 0; i < p.code.size(); ++i) {
     EncodedBundle bytes;
     std::string problem;
@@ -247,13 +285,14 @@ bool serializeProgram(const Program& p, std::vector<uint8_t>* out, std::string* 
     return false;
   }
   if (p.hasSignature && !signatureFits(p.signature, error)) return false;
-  // A program without a signature is written as format 1.0 (seven sections),
-  // exactly as before the signature existed.
+  // The oldest format that holds the program: 1.0 (seven sections) without a
+  // signature or shared code, exactly as before either existed; 1.1 with a
+  // signature; 1.2 with shared code.
   const uint32_t numSections = p.hasSignature ? uint32_t(kSignature) : uint32_t(kNumSectionTypes);
   Writer w;
   w.blob(reinterpret_cast<const uint8_t*>(kProgramMagic), 8);
   w.u16(kProgramVersionMajor);
-  w.u16(p.hasSignature ? kProgramVersionMinor : 0);
+  w.u16(shared ? 2 : p.hasSignature ? 1 : 0);
   w.u32(kHeaderSize);
   w.u64(0);  // file size, patched below
   w.u64(0);  // checksum, patched below

@@ -21,8 +21,10 @@ namespace tpusim::isa {
 constexpr char kProgramMagic[8] = {'T', 'P', 'U', 'P', 'R', 'O', 'G', '\0'};
 constexpr uint16_t kProgramVersionMajor = 1;
 // 1.0: seven sections; 1.1: an eighth, "signature" (written only when the
-// program has one, so a file without it is still 1.0, byte for byte).
-constexpr uint16_t kProgramVersionMinor = 1;
+// program has one, so a file without it is still 1.0, byte for byte); 1.2:
+// the code section also holds shared kernel bodies and their instances
+// (written only when the program has them; isa/SharedCode.h).
+constexpr uint16_t kProgramVersionMinor = 2;
 
 // FNV-1a hash of the instruction-set tables (slots, operand kinds, opcodes and
 // their slot-local numbers). A file records the fingerprint it was encoded
@@ -43,14 +45,18 @@ struct ProgramFileInfo {
     uint32_t count = 0;  // records in the section
   };
   std::vector<Section> sections;
+  // The code section (format 1.2 with shared bodies; else bundles == own).
+  uint64_t bundles = 0;     // the program runs
+  uint64_t ownBundles = 0;  // stored outside the bodies
+  uint64_t bodies = 0, bodyBundles = 0, instances = 0, patches = 0;
 };
 
 struct ProgramReadOptions {
   // Off only in tests that fuzz the structural checks behind the checksum.
   bool verifyChecksum = true;
-  // false: every bundle is decoded (and checked) but Program::code stays
-  // empty; the writer's read-back uses it (a big program's decoded bundles
-  // take 8x its file size).
+  // false: every bundle is decoded (and checked) but Program::code, bodies
+  // and instances stay empty; the writer's read-back uses it (a big
+  // program's decoded bundles take 8x its file size).
   bool keepCode = true;
 };
 

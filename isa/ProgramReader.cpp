@@ -11,6 +11,7 @@
 #include "isa/Decoder.h"
 #include "isa/ProgramFile.h"
 #include "isa/ProgramFileFormat.h"
+#include "isa/SharedCode.h"
 
 namespace tpusim::isa {
 
@@ -100,7 +101,9 @@ class Cursor {
 // (kept or not) for the sections that point into it.
 struct Loaded {
   bool keepCode = true;
+  uint16_t versionMinor = 0;  // 2: the code section holds shared bodies
   uint64_t bundles = 0;
+  ProgramFileInfo* info = nullptr;
 };
 
 bool readMeta(Cursor& c, Program* p, Loaded&) {
@@ -108,19 +111,90 @@ bool readMeta(Cursor& c, Program* p, Loaded&) {
   return c.done();
 }
 
-bool readCode(Cursor& c, Program* p, Loaded& loaded) {
-  uint32_t n = c.count(kBundleBytes, "the bundle count");
-  loaded.bundles = n;
-  if (loaded.keepCode) p->code.resize(n);
+// `n` encoded bundles into *out (or only checked when out is null); `what`
+// names them in errors ("bundle", "shared body 3, bundle").
+bool readBundles(Cursor& c, uint32_t n, std::vector<Bundle>* out, const std::string& what) {
+  if (out) out->resize(n);
   Bundle scratch;
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t at = c.pos();
     const uint8_t* bytes = c.bytes(kBundleBytes, "a bundle");
     if (!bytes) return false;
     std::string error;
-    if (!tryDecode(bytes, loaded.keepCode ? &p->code[i] : &scratch, &error))
-      return c.fail(fmt::format("bundle {} (file offset 0x{:x}): {}", i, at, error));
+    if (!tryDecode(bytes, out ? &(*out)[i] : &scratch, &error))
+      return c.fail(fmt::format("{} {} (file offset 0x{:x}): {}", what, i, at, error));
   }
+  return true;
+}
+
+// Format 1.2: the shared bodies and their instances after the code's own
+// bundles (isa/README.md, ".tpuprog format").
+bool readSharedCode(Cursor& c, Program* p, uint64_t own, Loaded& loaded) {
+  // A body holds at least one bundle; an instance takes 16 bytes, a patch 16.
+  uint32_t bodies = c.count(4 + kBundleBytes, "the shared body count");
+  if (c.failed()) return false;
+  p->bodies.resize(bodies);
+  uint64_t bodyBundles = 0;
+  for (uint32_t b = 0; b < bodies; ++b) {
+    uint64_t at = c.pos();
+    uint32_t n = c.count(kBundleBytes, "a shared body's bundle count");
+    if (c.failed()) return false;
+    if (n == 0)
+      return c.fail(fmt::format("shared body {} (file offset 0x{:x}) has no bundles", b, at));
+    if (!readBundles(c, n, &p->bodies[b].code, fmt::format("shared body {}, bundle", b)))
+      return false;
+    bodyBundles += n;
+  }
+  uint32_t instances = c.count(16, "the instance count");
+  if (c.failed()) return false;
+  p->instances.resize(instances);
+  CodeWalk walk;
+  uint64_t patches = 0;
+  for (uint32_t i = 0; i < instances; ++i) {
+    uint64_t at = c.pos();
+    BodyInstance& in = p->instances[i];
+    in.at = c.u32("an instance's first bundle");
+    in.body = c.u32("an instance's body");
+    uint32_t n = c.count(16, "an instance's patch count");
+    if (c.u32("reserved") != 0 && !c.failed())
+      return c.fail(fmt::format("instance {}: reserved field is not zero", i));
+    if (c.failed()) return false;
+    in.patches.resize(n);
+    for (CodePatch& patch : in.patches) {
+      patch.bundle = c.u32("a patch's bundle");
+      patch.slot = c.u8("a patch's slot");
+      patch.operand = c.u8("a patch's operand");
+      if (c.raw(2, "reserved") != 0 && !c.failed())
+        return c.fail(fmt::format("instance {}: a patch's reserved field is not zero", i));
+      patch.value = int64_t(c.u64("a patch's value"));
+    }
+    if (c.failed()) return false;
+    if (std::string problem = checkInstance(*p, i, own, &walk); !problem.empty())
+      return c.fail(fmt::format("{} (instance at file offset 0x{:x})", problem, at));
+    patches += n;
+  }
+  loaded.bundles = walk.pc + (own - walk.own);
+  if (loaded.bundles > UINT32_MAX) return c.fail("the code has more than 2^32 bundles");
+  if (loaded.info) {
+    loaded.info->bodies = bodies;
+    loaded.info->bodyBundles = bodyBundles;
+    loaded.info->instances = instances;
+    loaded.info->patches = patches;
+  }
+  if (!loaded.keepCode) {
+    p->bodies.clear();
+    p->instances.clear();
+  }
+  return true;
+}
+
+bool readCode(Cursor& c, Program* p, Loaded& loaded) {
+  uint32_t n = c.count(kBundleBytes, "the bundle count");
+  loaded.bundles = n;
+  if (!readBundles(c, n, loaded.keepCode ? &p->code : nullptr, "bundle")) return false;
+  if (loaded.info) loaded.info->ownBundles = n;
+  if (loaded.versionMinor >= 2 && !readSharedCode(c, p, n, loaded)) return false;
+  if (loaded.info) loaded.info->bundles = loaded.bundles;
   return c.done();
 }
 
@@ -456,7 +530,7 @@ bool parseProgram(const uint8_t* data, size_t size, const std::string& name, Pro
     return fail(fmt::format("bundles are {} bytes in the file but {} in this build", fi.bundleBytes,
                             kBundleBytes));
   if (reserved != 0 || reserved2 != 0) return fail("reserved header fields are not zero");
-  // Format 1.0 has the seven sections; 1.1 may add the signature.
+  // Format 1.0 has the seven sections; 1.1 and 1.2 may add the signature.
   uint32_t maxSections = fi.versionMinor >= 1 ? uint32_t(kMaxSectionType) : kNumSectionTypes;
   if (numSections < kNumSectionTypes || numSections > maxSections)
     return fail(fmt::format("the file has {} sections, expected {} (format {}.{})", numSections,
@@ -506,6 +580,8 @@ bool parseProgram(const uint8_t* data, size_t size, const std::string& name, Pro
   Program p;
   Loaded loaded;
   loaded.keepCode = options.keepCode;
+  loaded.versionMinor = fi.versionMinor;
+  loaded.info = &fi;
   using Reader = bool (*)(Cursor&, Program*, Loaded&);
   static const Reader readers[] = {readMeta,    readCode,     readData,  readBuffers,
                                    readSymbols, readDebugMap, readCosts, readSignature};

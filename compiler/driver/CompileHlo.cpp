@@ -194,6 +194,7 @@ CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfi
     lowering.dumpDir = options.dumpDir;
     lowering.lower.kernelCache = options.kernelCache;
     lowering.lower.verifyKernelCache = options.verifyKernelCache;
+    lowering.lower.shareCode = options.shareCode;
     out.lowered = driver::compileModule(module, views.target, views.codegen, lowering);
     out.lowered.program.signature = entrySignature(module, out.lowered.program);
     out.lowered.program.hasSignature = true;

@@ -40,6 +40,9 @@ struct CompileOptions {
   // (and check each against a real compilation).
   bool kernelCache = true;
   bool verifyKernelCache = false;
+  // lower::LowerOptions::shareCode: repeated kernels stored once, as shared
+  // bodies (the same program, a layer count smaller).
+  bool shareCode = true;
 };
 
 struct CompileResult {

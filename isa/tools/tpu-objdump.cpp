@@ -48,6 +48,11 @@ static void printHeaders(const ProgramFileInfo& info) {
   fmt::print("// {:<10} {:>10} {:>10} {:>8}\n", "section", "offset", "size", "records");
   for (const ProgramFileInfo::Section& s : info.sections)
     fmt::print("// {:<10} {:>#10x} {:>10} {:>8}\n", s.name, s.offset, s.size, s.count);
+  if (info.bodies || info.instances)
+    fmt::print(
+        "// shared code: {} bundles run, {} stored outside the bodies; {} bodies of {} bundles, "
+        "{} instances with {} patched operands\n",
+        info.bundles, info.ownBundles, info.bodies, info.bodyBundles, info.instances, info.patches);
 }
 
 int main(int argc, char** argv) {

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "isa/Program.h"
@@ -56,8 +57,27 @@ struct Module {
   std::vector<SmemRange> smem;
   bool finished = false;
 
+  // Store repeated kernels as instances of shared bodies (isa/SharedCode.h):
+  // a kernel of at least kMinSharedBundles bundles whose every slot holds the
+  // opcode of an earlier body's is stored as that body plus the operands that
+  // differ (its branch targets, SMEM addresses, debug-map numbers), when at
+  // most half its bundles differ. A kernel like that of an earlier kernel
+  // stored plain turns that one into a body (so a kernel that never repeats
+  // stays plain code); up to kMaxBodiesPerShape bodies per opcode layout. The
+  // program runs the same bundles at the same places either way. Off by
+  // default (the module lowerer turns it on; tpuc --no-shared-code).
+  bool shareCode = false;
+  static constexpr size_t kMinSharedBundles = 16;
+  static constexpr size_t kMaxBodiesPerShape = 4;
+  uint64_t instanceBundles = 0;  // bundles in program.instances
+  // Opcode-layout hash -> bodies, and -> first bundles of kernels stored
+  // plain that a repeat would turn into bodies.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> bodiesByShape, plainByShape;
+
   // Where the next kernel's code starts: CompileOptions::firstBundle.
-  uint32_t nextBundle() const { return uint32_t(program.code.size()); }
+  uint32_t nextBundle() const { return uint32_t(program.code.size() + instanceBundles); }
+  // The caller's own bundle `pc` (appended to program.code), to patch it.
+  isa::Bundle& ownBundle(uint32_t pc);
   // The first SMEM word after every range so far: CompileOptions::smemBase.
   int64_t nextSmemWord() const;
 };

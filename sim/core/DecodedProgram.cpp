@@ -1,5 +1,7 @@
 #include "sim/core/DecodedProgram.h"
 
+#include "isa/SharedCode.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -104,125 +106,165 @@ std::string slotName(int slotInstance) {
   return fmt::format("{}{}", isa::slotInfo(s.kind).name, s.index);
 }
 
-DecodedProgram decodeProgram(const isa::Program& program, const target::ChipConfig& chip) {
-  DecodedProgram out;
-  out.bundles.resize(program.code.size());
-  out.debugEntry.assign(program.code.size(), -1);
-  for (size_t e = 0; e < program.debugMap.size(); ++e)
-    for (uint32_t b = program.debugMap[e].begin;
-         b < program.debugMap[e].end && b < program.code.size(); ++b)
-      if (out.debugEntry[b] < 0) out.debugEntry[b] = int32_t(e);
+namespace {
 
-  for (size_t b = 0; b < program.code.size(); ++b) {
-    DecodedBundle& db = out.bundles[b];
-    db.firstOp = uint32_t(out.ops.size());
-    bool written[kScoreboardSize] = {};
-    int transcendental = 0;
-    for (int si = 0; si < isa::kNumSlotInstances; ++si) {
-      const isa::Instruction& inst = program.code[b].slots[si];
-      if (inst.empty()) continue;
-      const isa::OpcodeInfo& info = inst.info();
-      auto invalid = [&](std::string why) {
-        if (db.invalid.empty()) {
-          db.invalid = std::move(why);
-          db.invalidSlot = slotName(si);
-        }
-      };
-      DecodedOp op;
-      op.op = inst.op;
-      op.slot = info.slot;
-      op.slotInstance = uint8_t(si);
-      op.slotIndex = uint8_t(isa::kSlotLayout[si].index);
-      op.latency = int32_t(chip.latency.of(info.latency));
-      if (info.slot != isa::kSlotLayout[si].kind)
-        invalid(fmt::format("{} is not a {} op", info.mnemonic,
-                            isa::slotInfo(isa::kSlotLayout[si].kind).name));
-      if (op.slotIndex >= enabledSlots(chip, info.slot))
-        invalid(fmt::format("slot {} is not enabled on this chip ({} {} slots)", slotName(si),
-                            enabledSlots(chip, info.slot), isa::slotInfo(info.slot).name));
-      int numImm = 0, numUnit = 0;
-      for (int k = 0; k < info.numOperands; ++k) {
-        OperandKind kind = info.operands[k];
-        const isa::OperandInfo& oi = isa::operandInfo(kind);
-        int64_t value = inst.operands[k];
-        std::string problem = checkAgainstChip(kind, value, chip);
-        if (!problem.empty()) invalid(problem);
-        int sb = scoreboardIndex(oi.cls, value);
-        bool reads = oi.access == isa::Access::Read || oi.access == isa::Access::ReadWrite;
-        bool writes = oi.access == isa::Access::Write || oi.access == isa::Access::ReadWrite;
-        switch (oi.cls) {
-          case OperandClass::ScalarReg:
-            if (reads) op.ssrc[op.numS++] = uint8_t(value);
-            break;
-          case OperandClass::VectorReg:
-            if (reads) op.vsrc[op.numV++] = uint8_t(value);
-            break;
-          case OperandClass::MaskReg:
-            if (reads) op.msrc[op.numM++] = uint8_t(value);
-            break;
-          case OperandClass::Flag:
-          case OperandClass::Mxu:
-          case OperandClass::Acc:
-          case OperandClass::Queue:
-            (numUnit == 0 ? op.unit : numUnit == 1 ? op.unit2 : op.unit3) = value;
-            ++numUnit;
-            break;
-          default:
-            if (numImm < 3) op.imm[numImm++] = value;
-            break;
-        }
-        if (sb >= 0 && reads && op.numReads < 4) op.reads[op.numReads++] = uint8_t(sb);
-        if (sb >= 0 && writes) {
-          op.dst = int16_t(sb);
-          if (written[sb])
-            invalid(fmt::format(
-                "two writes to one register ({}) in one bundle",
-                sb >= kScoreboardMaskBase     ? fmt::format("m{}", sb - kScoreboardMaskBase)
-                : sb >= kScoreboardVectorBase ? fmt::format("v{}", sb - kScoreboardVectorBase)
-                                              : fmt::format("s{}", sb)));
-          written[sb] = true;
-        }
+// Appends the decoded form of `bundle` to out.bundles (its ops to out.ops)
+// and returns its index.
+uint32_t decodeBundle(const isa::Bundle& bundle, const target::ChipConfig& chip,
+                      DecodedProgram& out) {
+  out.bundles.emplace_back();
+  DecodedBundle& db = out.bundles.back();
+  db.firstOp = uint32_t(out.ops.size());
+  bool written[kScoreboardSize] = {};
+  int transcendental = 0;
+  for (int si = 0; si < isa::kNumSlotInstances; ++si) {
+    const isa::Instruction& inst = bundle.slots[si];
+    if (inst.empty()) continue;
+    const isa::OpcodeInfo& info = inst.info();
+    auto invalid = [&](std::string why) {
+      if (db.invalid.empty()) {
+        db.invalid = std::move(why);
+        db.invalidSlot = slotName(si);
       }
-      // mxu.pop on a 256-wide MXU writes vd and vd+1.
-      if (inst.op == isa::Opcode::MxuPop && chip.mxu.size > 128 && op.dst >= 0 &&
-          op.dst + 1 - kScoreboardVectorBase >= chip.core.vector_regs)
-        invalid(fmt::format("mxu.pop on a {}-wide MXU writes v{} and v{}, which does not exist",
-                            chip.mxu.size, op.dst - kScoreboardVectorBase,
-                            op.dst + 1 - kScoreboardVectorBase));
-      if (isa::opcodeInfo(inst.op).latency == isa::LatencyClass::Branch) {
-        if (db.hasBranch) invalid("two branches in one bundle");
-        db.hasBranch = true;
-      }
-      if (info.latency == isa::LatencyClass::VectorTrans && ++transcendental > 1)
-        invalid("two transcendental ops in one bundle (the core has one transcendental unit)");
-      switch (inst.op) {
-        case isa::Opcode::Dma:
-        case isa::Opcode::DmaRemote:
-        case isa::Opcode::SyncRemote:
-        case isa::Opcode::SyncWait:
-        case isa::Opcode::SyncRead:  // sees every DMA completion before its cycle
-        case isa::Opcode::SyncSet:   // overwrites the flag after those completions, not before
-        case isa::Opcode::Fence:
-        case isa::Opcode::Halt:
-          db.needsSync = true;
+    };
+    DecodedOp op;
+    op.op = inst.op;
+    op.slot = info.slot;
+    op.slotInstance = uint8_t(si);
+    op.slotIndex = uint8_t(isa::kSlotLayout[si].index);
+    op.latency = int32_t(chip.latency.of(info.latency));
+    if (info.slot != isa::kSlotLayout[si].kind)
+      invalid(fmt::format("{} is not a {} op", info.mnemonic,
+                          isa::slotInfo(isa::kSlotLayout[si].kind).name));
+    if (op.slotIndex >= enabledSlots(chip, info.slot))
+      invalid(fmt::format("slot {} is not enabled on this chip ({} {} slots)", slotName(si),
+                          enabledSlots(chip, info.slot), isa::slotInfo(info.slot).name));
+    int numImm = 0, numUnit = 0;
+    for (int k = 0; k < info.numOperands; ++k) {
+      OperandKind kind = info.operands[k];
+      const isa::OperandInfo& oi = isa::operandInfo(kind);
+      int64_t value = inst.operands[k];
+      std::string problem = checkAgainstChip(kind, value, chip);
+      if (!problem.empty()) invalid(problem);
+      int sb = scoreboardIndex(oi.cls, value);
+      bool reads = oi.access == isa::Access::Read || oi.access == isa::Access::ReadWrite;
+      bool writes = oi.access == isa::Access::Write || oi.access == isa::Access::ReadWrite;
+      switch (oi.cls) {
+        case OperandClass::ScalarReg:
+          if (reads) op.ssrc[op.numS++] = uint8_t(value);
+          break;
+        case OperandClass::VectorReg:
+          if (reads) op.vsrc[op.numV++] = uint8_t(value);
+          break;
+        case OperandClass::MaskReg:
+          if (reads) op.msrc[op.numM++] = uint8_t(value);
+          break;
+        case OperandClass::Flag:
+        case OperandClass::Mxu:
+        case OperandClass::Acc:
+        case OperandClass::Queue:
+          (numUnit == 0 ? op.unit : numUnit == 1 ? op.unit2 : op.unit3) = value;
+          ++numUnit;
           break;
         default:
+          if (numImm < 3) op.imm[numImm++] = value;
           break;
       }
-      out.ops.push_back(op);
+      if (sb >= 0 && reads && op.numReads < 4) op.reads[op.numReads++] = uint8_t(sb);
+      if (sb >= 0 && writes) {
+        op.dst = int16_t(sb);
+        if (written[sb])
+          invalid(fmt::format(
+              "two writes to one register ({}) in one bundle",
+              sb >= kScoreboardMaskBase     ? fmt::format("m{}", sb - kScoreboardMaskBase)
+              : sb >= kScoreboardVectorBase ? fmt::format("v{}", sb - kScoreboardVectorBase)
+                                            : fmt::format("s{}", sb)));
+        written[sb] = true;
+      }
     }
-    db.numOps = uint8_t(out.ops.size() - db.firstOp);
-    for (uint32_t i = db.firstOp; i < out.ops.size(); ++i) {
-      const DecodedOp& op = out.ops[i];
-      if (op.slot != isa::SlotKind::VectorLoad && op.slot != isa::SlotKind::VectorStore) continue;
-      bool load = op.slot == isa::SlotKind::VectorLoad;
-      (load ? db.numLoads : db.numStores) += 1;
-      int64_t rows[isa::kSublanes];
-      int n = rowOffsets(op, rows);
-      db.staticConflict = std::max<int32_t>(db.staticConflict,
-                                            int32_t(bankConflictExtra(rows, n, chip.vmem.banks)));
+    // mxu.pop on a 256-wide MXU writes vd and vd+1.
+    if (inst.op == isa::Opcode::MxuPop && chip.mxu.size > 128 && op.dst >= 0 &&
+        op.dst + 1 - kScoreboardVectorBase >= chip.core.vector_regs)
+      invalid(fmt::format("mxu.pop on a {}-wide MXU writes v{} and v{}, which does not exist",
+                          chip.mxu.size, op.dst - kScoreboardVectorBase,
+                          op.dst + 1 - kScoreboardVectorBase));
+    if (isa::opcodeInfo(inst.op).latency == isa::LatencyClass::Branch) {
+      if (db.hasBranch) invalid("two branches in one bundle");
+      db.hasBranch = true;
+    }
+    if (info.latency == isa::LatencyClass::VectorTrans && ++transcendental > 1)
+      invalid("two transcendental ops in one bundle (the core has one transcendental unit)");
+    switch (inst.op) {
+      case isa::Opcode::Dma:
+      case isa::Opcode::DmaRemote:
+      case isa::Opcode::SyncRemote:
+      case isa::Opcode::SyncWait:
+      case isa::Opcode::SyncRead:  // sees every DMA completion before its cycle
+      case isa::Opcode::SyncSet:   // overwrites the flag after those completions, not before
+      case isa::Opcode::Fence:
+      case isa::Opcode::Halt:
+        db.needsSync = true;
+        break;
+      default:
+        break;
+    }
+    out.ops.push_back(op);
+  }
+  db.numOps = uint8_t(out.ops.size() - db.firstOp);
+  for (uint32_t i = db.firstOp; i < out.ops.size(); ++i) {
+    const DecodedOp& op = out.ops[i];
+    if (op.slot != isa::SlotKind::VectorLoad && op.slot != isa::SlotKind::VectorStore) continue;
+    bool load = op.slot == isa::SlotKind::VectorLoad;
+    (load ? db.numLoads : db.numStores) += 1;
+    int64_t rows[isa::kSublanes];
+    int n = rowOffsets(op, rows);
+    db.staticConflict =
+        std::max<int32_t>(db.staticConflict, int32_t(bankConflictExtra(rows, n, chip.vmem.banks)));
+  }
+  return uint32_t(out.bundles.size() - 1);
+}
+
+}  // namespace
+
+DecodedProgram decodeProgram(const isa::Program& program, const target::ChipConfig& chip) {
+  DecodedProgram out;
+  const uint64_t size = isa::codeSize(program);
+  out.index.reserve(size);
+  out.debugEntry.assign(size, -1);
+  for (size_t e = 0; e < program.debugMap.size(); ++e)
+    for (uint64_t b = program.debugMap[e].begin; b < program.debugMap[e].end && b < size; ++b)
+      if (out.debugEntry[b] < 0) out.debugEntry[b] = int32_t(e);
+  // A shared body is decoded once; an instance's unpatched bundles use the
+  // body's decoded bundles, each patched one is decoded on its own. Either
+  // way bundle pc decodes exactly as the flat program's bundle pc would.
+  std::vector<uint32_t> bodyFirst;
+  for (const isa::SharedBody& body : program.bodies) {
+    bodyFirst.push_back(uint32_t(out.bundles.size()));
+    for (const isa::Bundle& b : body.code) decodeBundle(b, chip, out);
+  }
+  size_t own = 0;
+  auto ownUntil = [&](uint64_t end) {
+    while (out.index.size() < end)
+      out.index.push_back(decodeBundle(program.code[own++], chip, out));
+  };
+  isa::Bundle patched;
+  std::string error;
+  for (const isa::BodyInstance& in : program.instances) {
+    ownUntil(in.at);
+    const std::vector<isa::Bundle>& body = program.bodies[in.body].code;
+    size_t k = 0;
+    for (uint32_t b = 0; b < body.size(); ++b) {
+      if (k == in.patches.size() || in.patches[k].bundle != b) {
+        out.index.push_back(bodyFirst[in.body] + b);
+        continue;
+      }
+      patched = body[b];
+      for (; k < in.patches.size() && in.patches[k].bundle == b; ++k)
+        isa::applyPatch(&patched, in.patches[k], &error);
+      out.index.push_back(decodeBundle(patched, chip, out));
     }
   }
+  ownUntil(size);
   return out;
 }
 

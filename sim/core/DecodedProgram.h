@@ -58,10 +58,17 @@ struct DecodedBundle {
 };
 
 struct DecodedProgram {
+  // The distinct decoded bundles: a shared kernel body's (isa/SharedCode.h)
+  // once for all its instances, only an instance's patched bundles apart.
   std::vector<DecodedBundle> bundles;
   std::vector<DecodedOp> ops;
+  // Per bundle of the program (pc): its decoded bundle in `bundles`.
+  std::vector<uint32_t> index;
   // Per bundle: index into Program::debugMap of the entry holding it, or -1.
   std::vector<int32_t> debugEntry;
+
+  int64_t size() const { return int64_t(index.size()); }
+  const DecodedBundle& at(int64_t pc) const { return bundles[index[size_t(pc)]]; }
 };
 
 DecodedProgram decodeProgram(const isa::Program& program, const target::ChipConfig& chip);

@@ -390,7 +390,7 @@ int64_t TensorCore::bankConflictCycles(const DecodedBundle& b) {
 // ---- The issue loop ----------------------------------------------------------------
 
 void TensorCore::runLoop() {
-  const int64_t numBundles = int64_t(decoded_.bundles.size());
+  const int64_t numBundles = decoded_.size();
   const bool stepping = options_.referenceStepping;
   while (true) {
     if (pc_ < 0 || pc_ >= numBundles)
@@ -398,7 +398,7 @@ void TensorCore::runLoop() {
             fmt::format("execution reached bundle {}, outside the program (0..{})", pc_,
                         numBundles - 1),
             nullptr, "scalar");
-    const DecodedBundle& b = decoded_.bundles[pc_];
+    const DecodedBundle& b = decoded_.at(pc_);
     if (!b.invalid.empty())
       fault("invalid-bundle", b.invalid, nullptr, "decode", -1, b.invalidSlot);
     if (now_ > options_.maxCycles)

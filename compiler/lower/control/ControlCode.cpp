@@ -240,7 +240,7 @@ void ControlCode::compareEqualImm(int dst, int src, int64_t imm, int scratch) {
 }
 
 void ControlCode::patch(uint32_t branchBundle, uint32_t target) {
-  for (Instruction& in : m_.program.code.at(branchBundle).slots)
+  for (Instruction& in : m_.ownBundle(branchBundle).slots)
     if (isa::isBranch(in.op)) {
       const isa::OpcodeInfo& info = in.info();
       for (int o = 0; o < info.numOperands; ++o)

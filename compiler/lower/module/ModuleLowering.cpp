@@ -87,6 +87,7 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
       useKernelCache_(options.kernelCache),
       kernelCache_(options.verifyKernelCache) {
   m_.program.chip = cg_.name;
+  m_.shareCode = options.shareCode;
   try {
     spmd_.devices = spmdDeviceCount(module);
   } catch (const std::invalid_argument& e) {

@@ -79,6 +79,12 @@ struct LowerOptions {
   bool kernelCache = true;
   // Also compile every derived kernel and fail when the two differ.
   bool verifyKernelCache = false;
+  // Store repeated kernels once, as shared bodies with per-instance patches
+  // (codegen::Module::shareCode, isa/SharedCode.h): the same bundles at the
+  // same places, in a program a layer count smaller. Off here, so a lowered
+  // module's `program.code` is flat for the library's users and tests; the
+  // driver (tpuc, tpusim IN.hlo) turns it on.
+  bool shareCode = false;
 };
 
 // Lowers `module`, which the passes have already prepared (fused, layouts

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "compiler/lower/module/ModuleLowering.h"
+#include "isa/SharedCode.h"
 
 namespace tpusim::lower {
 
@@ -19,8 +20,17 @@ std::string LoweredModule::statsText() const {
       "lowered: {} kernels, {} DMA fragments, {} control-flow instructions (kernels: {} "
       "compiled, {} derived from the kernel cache)\n",
       kinds["kernel"], kinds["dma"], kinds["control"], kernelsCompiled, kernelsDerived);
-  out += fmt::format("code: {} bundles, {} data segments, {} SMEM words\n", program.code.size(),
+  out += fmt::format("code: {} bundles, {} data segments, {} SMEM words\n", isa::codeSize(program),
                      program.data.size(), smemWords);
+  if (isa::hasSharedCode(program)) {
+    size_t bodyBundles = 0, patches = 0;
+    for (const isa::SharedBody& b : program.bodies) bodyBundles += b.code.size();
+    for (const isa::BodyInstance& in : program.instances) patches += in.patches.size();
+    out += fmt::format(
+        "shared code: {} bodies of {} bundles, {} instances with {} patched operands, {} bundles "
+        "outside them\n",
+        program.bodies.size(), bodyBundles, program.instances.size(), patches, program.code.size());
+  }
   int64_t inputs = 0, outputs = 0, constants = 0;
   for (const isa::BufferDesc& b : program.buffers) {
     inputs += b.role == isa::BufferRole::Input;

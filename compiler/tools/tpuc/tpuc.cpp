@@ -1,6 +1,6 @@
 // tpuc IN.hlo -o OUT.tpuprog --chip v5e [--chips-dir D] [--passes=...]
 //      [--dump-after-all DIR] [--print-stats] [--module N|NAME]
-//      [--no-kernel-cache] [--verify-kernel-cache]
+//      [--no-kernel-cache] [--verify-kernel-cache] [--no-shared-code]
 // tpuc --print-support-table [--chip v5e]
 //
 // Compiles one HLO module into one program for the simulator, its entry
@@ -67,6 +67,12 @@ static cl::opt<bool> NoKernelCache(
 static cl::opt<bool> VerifyKernelCache(
     "verify-kernel-cache",
     cl::desc("Also compile every kernel the cache derives, and fail if the two differ"),
+    cl::cat(Cat));
+static cl::opt<bool> NoSharedCode(
+    "no-shared-code",
+    cl::desc("Write every kernel's code in full (by default a kernel that repeats an earlier one "
+             "but for a few operands is stored as an instance of its shared body: the same "
+             "bundles, a smaller file)"),
     cl::cat(Cat));
 static cl::opt<bool> PrintSupportTable(
     "print-support-table",
@@ -148,6 +154,7 @@ int main(int argc, char** argv) {
   options.dumpDir = DumpDir;
   options.kernelCache = !NoKernelCache;
   options.verifyKernelCache = VerifyKernelCache;
+  options.shareCode = !NoSharedCode;
   driver::CompileResult compiled = driver::compileHloFile(Input, chip, options);
   if (!compiled.ok()) {
     fmt::print(stderr, "{}\n", compiled.error);

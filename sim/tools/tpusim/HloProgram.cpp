@@ -35,6 +35,8 @@ isa::Program compileHlo(const std::string& hloPath, const target::ChipConfig& ch
   if (!isa::serializeProgram(r.lowered.program, &bytes, &error)) throw invalid();
   // The bytes hold the code now: free the compiled copy (8x their size) first.
   std::vector<isa::Bundle>().swap(r.lowered.program.code);
+  std::vector<isa::SharedBody>().swap(r.lowered.program.bodies);
+  std::vector<isa::BodyInstance>().swap(r.lowered.program.instances);
   if (!isa::parseProgram(bytes.data(), bytes.size(), hloPath, &program, &error)) throw invalid();
   return program;
 }

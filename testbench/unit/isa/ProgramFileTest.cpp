@@ -13,6 +13,7 @@
 #include "isa/Assembler.h"
 #include "isa/Disassembler.h"
 #include "isa/ProgramFile.h"
+#include "isa/SharedCode.h"
 #include "testbench/unit/isa/RandomProgram.h"
 
 using namespace tpusim::isa;
@@ -127,6 +128,13 @@ bool programsEqual(const Program& a, const Program& b) {
         x.vmemBytesWritten != y.vmemBytesWritten)
       return false;
   }
+  if (a.bodies.size() != b.bodies.size() || a.instances.size() != b.instances.size()) return false;
+  for (size_t i = 0; i < a.bodies.size(); ++i)
+    if (a.bodies[i].code != b.bodies[i].code) return false;
+  for (size_t i = 0; i < a.instances.size(); ++i)
+    if (a.instances[i].at != b.instances[i].at || a.instances[i].body != b.instances[i].body ||
+        a.instances[i].patches != b.instances[i].patches)
+      return false;
   return signaturesEqual(a, b);
 }
 
@@ -497,6 +505,200 @@ TEST_CASE("a program with a signature survives truncation at every byte and rand
     size_t at = n % 2 ? info.sections[7].offset + rng() % info.sections[7].size : rng() % b.size();
     uint8_t x = uint8_t(rng());
     b[at] ^= x ? x : 1;
+    REQUIRE(!parseError(b).empty());
+    if (acceptedWithoutChecksum(b)) ++accepted;
+  }
+  CHECK(accepted > 0);
+}
+
+namespace {
+
+// Two copies of one kernel (the second with another address, debug-map
+// number and branch target), a bundle between them and the halt after.
+const char* kTwoKernels = R"(
+  .chip v5e
+  .symbol k0
+  .op k0
+  k0: sli s0, 100 ;; sli s2, 4
+  t0: vld v0, s0, 0, 1, 255 ;; mark 0
+      saddi s0, s0, 8 ;; loop s2, t0
+  .endop
+      nop
+  .symbol k1
+  .op k1
+  k1: sli s0, 200 ;; sli s2, 4
+  t1: vld v0, s0, 0, 1, 255 ;; mark 1
+      saddi s0, s0, 8 ;; loop s2, t1
+  .endop
+      halt
+)";
+
+Program flatTwoKernels() {
+  Program p;
+  std::vector<Diagnostic> diags;
+  REQUIRE(assemble(kTwoKernels, "two.s", &p, &diags));
+  REQUIRE(p.code.size() == 8);
+  return p;
+}
+
+// The same program with the kernel's code shared: one body, two instances.
+Program sharedTwoKernels() {
+  Program flat = flatTwoKernels();
+  Program p = flat;
+  p.bodies.push_back({{flat.code.begin(), flat.code.begin() + 3}});
+  p.instances.push_back({0, 0, {}});
+  BodyInstance second{4, 0, {}};
+  REQUIRE(patchesFor(p.bodies[0].code, flat.code.data() + 4, 3, &second.patches));
+  p.instances.push_back(second);
+  p.code = {flat.code[3], flat.code[7]};
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("shared kernel bodies: write, read and flatten give the flat program",
+          "[isa][tpuprog][shared-code]") {
+  Program flat = flatTwoKernels(), shared = sharedTwoKernels();
+  // sli's immediate, mark's number, loop's target.
+  REQUIRE(shared.instances[1].patches.size() == 3);
+  CHECK(checkSharedCode(shared).empty());
+  CHECK(codeSize(shared) == 8);
+  CHECK(flatCode(shared) == flat.code);
+  CHECK(ownCodeIndex(shared, 3) == 0);
+  CHECK(ownCodeIndex(shared, 7) == 1);
+  CHECK(ownCodeIndex(shared, 5) == -1);
+  CHECK(ownCodeIndex(shared, 8) == -1);
+
+  std::vector<uint8_t> bytes = serialize(shared);
+  Program back;
+  std::string error;
+  ProgramFileInfo info;
+  REQUIRE(parseProgram(bytes.data(), bytes.size(), "x", &back, &error, &info));
+  CHECK(programsEqual(shared, back));
+  CHECK(info.versionMinor == 2);
+  CHECK(info.sections[1].count == 8);
+  CHECK(info.bundles == 8);
+  CHECK(info.ownBundles == 2);
+  CHECK(info.bodies == 1);
+  CHECK(info.bodyBundles == 3);
+  CHECK(info.instances == 2);
+  CHECK(info.patches == 3);
+  CHECK(serialize(back) == bytes);
+  flattenCode(&back);
+  CHECK(programsEqual(flat, back));
+  // A program without shared code is still written as format 1.0.
+  std::vector<uint8_t> flatBytes = serialize(flat);
+  REQUIRE(parseProgram(flatBytes.data(), flatBytes.size(), "x", &back, &error, &info));
+  CHECK(info.versionMinor == 0);
+
+  // The listing shows the instances as comments and the bundles flat: it
+  // assembles to the flat program.
+  std::string text = disassembleProgram(shared);
+  CHECK_THAT(text,
+             Catch::Contains("// instance 1 of shared body 0 (3 bundles, 3 patched operands)"));
+  Program reassembled;
+  std::vector<Diagnostic> diags;
+  REQUIRE(assemble(text, "listing.s", &reassembled, &diags));
+  CHECK(serialize(reassembled) == flatBytes);
+
+  // A read without the code keeps no bodies either, but checks them.
+  ProgramReadOptions noCode;
+  noCode.keepCode = false;
+  REQUIRE(parseProgram(bytes.data(), bytes.size(), "x", &back, &error, &info, noCode));
+  CHECK(back.code.empty());
+  CHECK(back.bodies.empty());
+  CHECK(back.instances.empty());
+  CHECK(info.sections[1].count == 8);
+}
+
+TEST_CASE("the writer refuses shared code the reader would reject", "[isa][tpuprog][shared-code]") {
+  std::vector<uint8_t> bytes;
+  std::string error;
+  Program bad = sharedTwoKernels();
+  bad.instances[1].body = 3;
+  CHECK(!serializeProgram(bad, &bytes, &error));
+  CHECK_THAT(error, Catch::Contains("instance 1 (at bundle 4): names body 3, but there are 1"));
+  bad = sharedTwoKernels();
+  bad.instances[1].at = 2;
+  CHECK(!serializeProgram(bad, &bytes, &error));
+  CHECK_THAT(error, Catch::Contains("starts before the previous instance ends (bundle 3)"));
+  bad = sharedTwoKernels();
+  bad.instances[1].patches[0].value = int64_t(1) << 40;
+  CHECK(!serializeProgram(bad, &bytes, &error));
+  CHECK_THAT(error, Catch::Contains("patched bundle 0 does not encode"));
+}
+
+TEST_CASE("corrupt shared code is a clear error naming instance and patch",
+          "[isa][tpuprog][shared-code]") {
+  Program shared = sharedTwoKernels();
+  std::vector<uint8_t> good = serialize(shared);
+  ProgramFileInfo info;
+  Program back;
+  std::string error;
+  REQUIRE(parseProgram(good.data(), good.size(), "x", &back, &error, &info));
+  // The code section: own bundles (2), the body (3 bundles), two instance
+  // records of 16 bytes, the second's three patches of 16.
+  const size_t code = size_t(info.sections[1].offset);
+  const size_t bodies = code + 4 + 2 * kBundleBytes;
+  const size_t inst0 = bodies + 4 + 4 + 3 * kBundleBytes + 4;
+  const size_t inst1 = inst0 + 16, patch0 = inst1 + 16;
+  auto put32 = [](std::vector<uint8_t>& b, size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) b[at + size_t(i)] = uint8_t(v >> (8 * i));
+  };
+  auto corrupt = [&](size_t at, uint32_t v) {
+    auto b = good;
+    put32(b, at, v);
+    return parseError(b, false);
+  };
+  REQUIRE(good[inst1] == 4);  // the layout is what this test thinks
+  CHECK_THAT(corrupt(bodies, 0x7fffffff), Catch::Contains("the shared body count is"));
+  CHECK_THAT(corrupt(bodies + 4, 0), Catch::Contains("shared body 0 (file offset 0x"));
+  CHECK_THAT(corrupt(bodies + 4, 0), Catch::Contains("has no bundles"));
+  CHECK_THAT(corrupt(inst1 + 4, 7), Catch::Contains("instance 1 (at bundle 4): names body 7"));
+  CHECK_THAT(corrupt(inst1, 1), Catch::Contains("starts before the previous instance ends"));
+  CHECK_THAT(corrupt(inst1, 9),
+             Catch::Contains("6 bundles before it, but only 2 code bundles are left"));
+  CHECK_THAT(corrupt(inst1 + 8, 1000), Catch::Contains("an instance's patch count is 1000"));
+  CHECK_THAT(corrupt(inst1 + 12, 1), Catch::Contains("instance 1: reserved field is not zero"));
+  // Patches: out of the body, an empty slot, an operand the op lacks, out of order.
+  CHECK_THAT(corrupt(patch0, 3), Catch::Contains("patch 0: bundle 3 is outside the body's 3"));
+  CHECK_THAT(corrupt(patch0 + 4, 0x00000005), Catch::Contains("of the body bundle is empty"));
+  CHECK_THAT(corrupt(patch0 + 4, 0x00000900), Catch::Contains("operand 9 of sli"));
+  CHECK_THAT(corrupt(patch0 + 4, 0x000000ff), Catch::Contains("slot 255 does not exist"));
+  CHECK_THAT(corrupt(patch0 + 32, 0), Catch::Contains("patches are not in order"));
+  // Values that do not fit their field.
+  CHECK_THAT(corrupt(patch0 + 12, 1), Catch::Contains("patched bundle 0 does not encode"));
+  {
+    auto b = good;
+    put64(b, patch0 + 8, uint64_t(-1));
+    CHECK_THAT(parseError(b, false),
+               Catch::Contains("'sli' operand 2 is -1, outside the range of a 32-bit immediate"));
+  }
+  // A symbol or debug-map range is checked against every bundle the program runs.
+  CHECK(shared.symbols.at(1).bundle == 4);
+}
+
+TEST_CASE("shared code survives truncation at every byte and random flips",
+          "[isa][tpuprog][shared-code][sanitize]") {
+  std::vector<uint8_t> good = serialize(sharedTwoKernels());
+  for (size_t len = 0; len < good.size(); ++len) {
+    std::vector<uint8_t> b(good.begin(), good.begin() + long(len));
+    REQUIRE(!parseError(b).empty());
+    if (len >= 64) {
+      put64(b, 16, len);
+      REQUIRE(!parseError(b, false).empty());
+    }
+  }
+  std::mt19937_64 rng(13);
+  int accepted = 0;
+  for (int n = 0; n < 20000; ++n) {
+    auto b = good;
+    int flips = 1 + int(rng() % 3);
+    for (int f = 0; f < flips; ++f) {
+      size_t at = rng() % b.size();
+      uint8_t x = uint8_t(rng());
+      b[at] ^= x ? x : 1;
+    }
     REQUIRE(!parseError(b).empty());
     if (acceptedWithoutChecksum(b)) ++accepted;
   }
