@@ -9,8 +9,9 @@
 // 1024 lanes; a reduced row whole), then rows. A small kernel still runs a few
 // steps (smallKernelSteps): its first input block and last write-back overlap
 // nothing, so one step would expose all of its DMA.
-// Dots: every candidate (bm, bn, bk) of legal blocks (at most 512 x 1024 x 4096,
-// what the code generator schedules in seconds) that fits VMEM is priced as grid
+// Dots: every candidate (bm, bn, bk) of legal blocks (at most 16384 MXU pushes
+// and a depth of 4096, what the code generator schedules in seconds) that fits
+// VMEM (all but a sixteenth: a dot needs no temporaries) is priced as grid
 // steps x (max(MXU cycles, DMA cycles) + per-result-tile cycles + MXU fill and
 // drain + step overhead), DMA counting the copies the pipeline skips (an
 // unchanged LHS block with one K block), plus the exposed prologue (the first
@@ -23,6 +24,7 @@
 // divided exactly, or is masked (dots, as kernels/lib/Matmul.cpp does).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,9 +51,19 @@ struct TilingTarget {
   // Consecutive HBM bytes the address mapping spreads over every channel,
   // pseudo-channel and bank group (target::HbmConfig::interleaveBytes).
   int64_t hbmInterleaveBytes = 4096;
+  // The dot's result goes through a VMEM accumulator even with one K block
+  // (an epilogue reads it); false: only when K is split (a plain dot writes
+  // its output block in place, as the library matmul does).
+  bool dotEpilogue = true;
   // VMEM one kernel's blocks may take (the rest is headroom for the code
   // generator's temporaries and spills).
   int64_t vmemBudget() const { return vmemBytes / 2; }
+  // A dot's blocks may take all but a sixteenth (at least 1 MiB): its body
+  // needs no VMEM temporaries beyond the accumulator, which is counted (the
+  // library matmul runs with 1 MiB to spare).
+  int64_t dotVmemBudget() const {
+    return vmemBytes - std::max<int64_t>(vmemBytes / 16, int64_t(1) << 20);
+  }
   // From the code generator's view of the chip (TargetInfo::defaults(), built
   // without a preset, has 512 bytes per cycle).
   static TilingTarget from(const kernels::codegen::TargetInfo& t);
@@ -106,6 +118,22 @@ struct DotBlocking {
   double estimatedCycles = 0;  // the model's total for the whole dot
   std::string why;
 };
+
+// VMEM bytes of a dot's blocks: double-buffered operand and output blocks (one
+// 32-bit word per element, as the code generator lays them out: bf16 is not
+// packed in VMEM), the accumulator when there is one, and the bf16 copies of
+// f32 (4-byte) operands.
+int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, int lhsInBytes,
+                     int rhsInBytes);
+
+// The model's cycles for a dot with blocks (bm, bn, bk), or infinity when the
+// blocks break a cap (VMEM, MXU pushes per step): grid steps x (max(MXU
+// cycles, DMA cycles) + per-result-tile cycles + MXU fill and drain + step
+// overhead), steps that load a new LHS block priced apart, plus the exposed
+// prologue (the first step's input blocks) and drain (the last write-back).
+double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn,
+                    int64_t bk, int lhsInBytes, int rhsInBytes, int outBytes,
+                    const TilingTarget& target);
 
 // [batch, m, k] x [batch, k, n]; lhsInBytes / rhsInBytes: HBM bytes per element
 // of each operand as its kernel reads it (2 for bf16, 1 for s8 weights however
