@@ -50,6 +50,14 @@ bool inOrder(const std::vector<char>& roles, const std::string& pattern) {
   return true;
 }
 
+// Is `i` a kernel input seen through reshapes and bitcasts only? Such an
+// operand is read from its input block as it is (no VMEM temporary).
+bool isInputView(const ComputeGraph& g, const HloInstruction* i) {
+  while (!g.isLeaf(i) && (i->opcode() == HloOpcode::Reshape || i->opcode() == HloOpcode::Bitcast))
+    i = i->operand(0);
+  return g.isLeaf(i);
+}
+
 bool increasing(const std::vector<int64_t>& v) {
   for (size_t i = 1; i < v.size(); ++i)
     if (v[i] <= v[i - 1]) return false;
@@ -226,6 +234,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const bool plain = root == hero && memoryType(outType) == accType && bb == 1;
   TilingTarget shared = t;
   shared.dotEpilogue = !plain;
+  shared.dotOperandsAreInputs = isInputView(g, lhs) && isInputView(g, rhsRoot);
   shared.vmemBytes = t.vmemBytes / bb;
   shared.dotBatchBlock = bb;
   shared.dotRhsTransposed = transposed;

@@ -36,7 +36,7 @@ namespace {
 // docs/performance.md), a depth of 4096, and 4096 rows (beyond 512 in steps
 // of 512, which keeps the search small); an element-wise row of 8 column tiles
 // is unrolled per row tile.
-constexpr int64_t kMaxDotRows = 4096, kMaxDotCols = 4096, kMaxDotDepth = 4096;
+constexpr int64_t kMaxDotRows = 4096, kMaxDotCols = 4096, kMaxDotDepth = 8192;
 constexpr int64_t kFineDotRows = 512;
 constexpr int64_t kMaxDotPushesPerStep = 16384, kMaxLoopLanes = 1024;
 // Cycles per 8x128 result tile and grid step beyond the MXU stream: its pop,
@@ -45,10 +45,17 @@ constexpr int64_t kMaxDotPushesPerStep = 16384, kMaxLoopLanes = 1024;
 constexpr double kDotCyclesPerResultTile = 6;
 // The share of the HBM peak a DMA of contiguous runs of `bytes` reaches: a run
 // of one 512-byte request pays about as much again in row activations and
-// request overhead, long runs approach the peak.
-double runEfficiency(int64_t bytes) {
+// request overhead, long runs approach the peak. A run shorter than the
+// interleave line (`line`: the bytes that reach every channel, pseudo-channel
+// and bank group) whose neighbours lie a multiple of the line apart (a block
+// of a wide row-major matrix) keeps the same channels busy and leaves the
+// others idle; kShortRunPenalty per missing byte is fitted to the library
+// matmul on v6e (8 KiB line): 1 KiB runs of y reach ~32% of the peak, 2 KiB
+// runs of y with 4 KiB runs of the output ~63% (docs/performance.md).
+constexpr double kShortRunPenalty = 0.23;
+double runEfficiency(int64_t bytes, int64_t line) {
   double b = double(std::max<int64_t>(bytes, 1));
-  return b / (b + 512.0);
+  return b / (b + 512.0 + kShortRunPenalty * double(std::max<int64_t>(line - bytes, 0)));
 }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -185,11 +192,12 @@ int64_t chooseLeadBlock(int64_t leadSize, LoopBlock& plane, const std::vector<Bl
   return best;
 }
 
-int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, int lhsInBytes,
-                     int rhsInBytes) {
+int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, bool maskedTail,
+                     int lhsInBytes, int rhsInBytes) {
   return 2 * (tiledBytes(bm, bk) + tiledBytes(bk, bn) + tiledBytes(bm, bn)) +
-         (accumulator ? tiledBytes(bm, bn) : 0) + (lhsInBytes == 4 ? tiledBytes(bm, bk) : 0) +
-         (rhsInBytes == 4 ? tiledBytes(bk, bn) : 0);
+         (accumulator ? tiledBytes(bm, bn) : 0) +
+         (lhsInBytes == 4 || maskedTail ? tiledBytes(bm, bk) : 0) +
+         (rhsInBytes == 4 || maskedTail ? tiledBytes(bk, bn) : 0);
 }
 
 double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn,
@@ -202,10 +210,13 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   if (pushes > kMaxDotPushesPerStep) return inf;
   const int64_t mBlocks = cdiv(m, bm), nBlocks = cdiv(n, bn), kBlocks = cdiv(k, bk);
   // Double-buffered operand and output blocks, the accumulator (when K is
-  // split or an epilogue reads the result), and the bf16 copies f32 operands
-  // are cast into before the dot.
+  // split or an epilogue reads the result), the bf16 copies f32 operands are
+  // cast into before the dot, and the masked operand copies of a partial
+  // last K block.
   const bool accumulator = kBlocks > 1 || target.dotEpilogue;
-  if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes) > target.dotVmemBudget())
+  const bool maskedTail = k % std::min(bk, k) != 0;
+  if (dotVmemBytes(bm, bn, bk, accumulator, maskedTail, lhsInBytes, rhsInBytes) >
+      target.dotVmemBudget())
     return inf;
   // A step of bb batch entries: bb times the MXU work and bytes, one
   // fill and drain (the entries' matmuls overlap on the MXUs).
@@ -227,11 +238,12 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   const double mxuCycles = bb * portCycles / double(std::max<int64_t>(target.mxuCount, 1));
   // A block row is one contiguous run in HBM; short runs (a narrow RHS
   // block of a wide matrix) reach a fraction of the peak.
-  const double lhsEff = runEfficiency(target.dotLhsRunBytes > 0 ? target.dotLhsRunBytes
-                                                                : std::min(bk, k) * lhsInBytes);
-  const double rhsEff = runEfficiency(target.dotRhsRunBytes > 0 ? target.dotRhsRunBytes
-                                                                : std::min(bn, n) * rhsInBytes);
-  const double outEff = runEfficiency(std::min(bn, n) * outBytes);
+  const int64_t line = target.hbmInterleaveBytes;
+  const double lhsEff = runEfficiency(
+      target.dotLhsRunBytes > 0 ? target.dotLhsRunBytes : std::min(bk, k) * lhsInBytes, line);
+  const double rhsEff = runEfficiency(
+      target.dotRhsRunBytes > 0 ? target.dotRhsRunBytes : std::min(bn, n) * rhsInBytes, line);
+  const double outEff = runEfficiency(std::min(bn, n) * outBytes, line);
   const double lhsBlockCycles =
       bb * double(bm * bk) * lhsInBytes / lhsEff / target.hbmBytesPerCycle;
   const double rhsBlockCycles =

@@ -58,11 +58,15 @@ struct TilingTarget {
   // VMEM one kernel's blocks may take (the rest is headroom for the code
   // generator's temporaries and spills).
   int64_t vmemBudget() const { return vmemBytes / 2; }
-  // A dot's blocks may take all but a sixteenth (at least 1 MiB): its body
-  // needs no VMEM temporaries beyond the accumulator, which is counted (the
-  // library matmul runs with 1 MiB to spare).
+  // The dot's operands are read straight from kernel inputs (at most cast to
+  // bf16), so its body makes no VMEM temporaries beyond the ones
+  // dotVmemBytes counts: its blocks may take all but a sixteenth of VMEM (at
+  // least 1 MiB; the library matmul runs with 1 MiB to spare). Otherwise (a
+  // fused operand computation) half, as for other kernels.
+  bool dotOperandsAreInputs = false;
   int64_t dotVmemBudget() const {
-    return vmemBytes - std::max<int64_t>(vmemBytes / 16, int64_t(1) << 20);
+    return dotOperandsAreInputs ? vmemBytes - std::max<int64_t>(vmemBytes / 16, int64_t(1) << 20)
+                                : vmemBudget();
   }
   // From the code generator's view of the chip (TargetInfo::defaults(), built
   // without a preset, has 512 bytes per cycle).
@@ -121,10 +125,11 @@ struct DotBlocking {
 
 // VMEM bytes of a dot's blocks: double-buffered operand and output blocks (one
 // 32-bit word per element, as the code generator lays them out: bf16 is not
-// packed in VMEM), the accumulator when there is one, and the bf16 copies of
-// f32 (4-byte) operands.
-int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, int lhsInBytes,
-                     int rhsInBytes);
+// packed in VMEM), the accumulator when there is one, the bf16 copies of
+// f32 (4-byte) operands, and the masked copies of both operand blocks when K
+// has a partial last block.
+int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, bool maskedTail,
+                     int lhsInBytes, int rhsInBytes);
 
 // The model's cycles for a dot with blocks (bm, bn, bk), or infinity when the
 // blocks break a cap (VMEM, MXU pushes per step): grid steps x (max(MXU
