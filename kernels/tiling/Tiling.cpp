@@ -1,4 +1,4 @@
-#include "compiler/lower/fusion/Tiling.h"
+#include "kernels/tiling/Tiling.h"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "compiler/lower/TargetDescription.h"
-
-namespace tpusim::lower {
+namespace tpusim::kernels::tiling {
 
 TilingTarget TilingTarget::from(const kernels::codegen::TargetInfo& t) {
   TilingTarget out;
@@ -306,4 +304,4 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
   return best;
 }
 
-}  // namespace tpusim::lower
+}  // namespace tpusim::kernels::tiling
