@@ -1,4 +1,4 @@
-// The tiling heuristic (compiler/lower/fusion/Tiling.h) on the shapes of a
+// The tiling model (kernels/tiling/Tiling.h, as fusion lowering sees it) on the shapes of a
 // transformer layer, for a v5e-like target: K-resident dot blocks, edge blocks
 // over narrow divisors, the VMEM budget, and loop blocks big enough to hide
 // the per-step overhead.
