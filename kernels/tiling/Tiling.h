@@ -60,10 +60,11 @@ struct TilingTarget {
   // generator's temporaries and spills).
   int64_t vmemBudget() const { return vmemBytes / 2; }
   // The dot's operands are read straight from kernel inputs (at most cast to
-  // bf16), so its body makes no VMEM temporaries beyond the ones
-  // dotVmemBytes counts: its blocks may take all but a sixteenth of VMEM (at
-  // least 1 MiB; the library matmul runs with 1 MiB to spare). Otherwise (a
-  // fused operand computation) half, as for other kernels.
+  // bf16) and its epilogue at most converts the result, so its body makes no
+  // VMEM blocks or temporaries beyond the ones dotVmemBytes counts: its
+  // blocks may take all but a sixteenth of VMEM (at least 1 MiB; the library
+  // matmul runs with 1 MiB to spare). Otherwise (fused operand computations,
+  // epilogue inputs) half, as for other kernels.
   bool dotOperandsAreInputs = false;
   int64_t dotVmemBudget() const {
     return dotOperandsAreInputs ? vmemBytes - std::max<int64_t>(vmemBytes / 16, int64_t(1) << 20)

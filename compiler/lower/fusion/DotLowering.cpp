@@ -234,7 +234,12 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const bool plain = root == hero && memoryType(outType) == accType && bb == 1;
   TilingTarget shared = t;
   shared.dotEpilogue = !plain;
-  shared.dotOperandsAreInputs = isInputView(g, lhs) && isInputView(g, rhsRoot);
+  // Most of VMEM only for a dot of plain inputs whose epilogue at most
+  // converts the result: an epilogue's own inputs (a residual, a bias) take
+  // VMEM blocks the model does not count.
+  const bool bareOutput =
+      root == hero || (root->opcode() == HloOpcode::Convert && root->operand(0) == hero);
+  shared.dotOperandsAreInputs = bareOutput && isInputView(g, lhs) && isInputView(g, rhsRoot);
   shared.vmemBytes = t.vmemBytes / bb;
   shared.dotBatchBlock = bb;
   shared.dotRhsTransposed = transposed;
