@@ -2,9 +2,22 @@
 
 #include <fmt/format.h>
 
+#include "kernels/tiling/Tiling.h"
+
 namespace tpusim::kernels::lib {
 
 using namespace dsl;
+
+MatmulBlocks chooseMatmulBlocks(int64_t m, int64_t n, int64_t k, llo::DType inType,
+                                const codegen::TargetInfo& target, std::string* why) {
+  tiling::TilingTarget t = tiling::TilingTarget::from(target);
+  t.dotEpilogue = false;          // one K block: the dot is stored into the output block
+  t.dotOperandsAreInputs = true;  // x and y blocks are read as they are
+  const int in = isa::dtypeBytes(inType);
+  tiling::DotBlocking b = tiling::chooseDotBlocks(1, m, n, k, in, in, 4, t);
+  if (why) *why = b.why;
+  return {b.bm, b.bn, b.bk};
+}
 
 PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType, MatmulBlocks b) {
   if (inType != BF16 && inType != S8)

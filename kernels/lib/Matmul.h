@@ -3,9 +3,11 @@
 // so padding never reaches the sum). Grid (M/bm, N/bn, K/bk), K innermost and
 // "arbitrary", accumulating in an f32/s32 VMEM scratch (with one K block the
 // dot writes the output block directly). The VMEM limit is what the blocks
-// need (at least 16 MiB).
+// need (at least 16 MiB). Default blocks come from the tiling model tpuc uses
+// for its dots (chooseMatmulBlocks).
 #pragma once
 
+#include "kernels/codegen/TargetInfo.h"
 #include "kernels/dsl/PallasCall.h"
 
 namespace tpusim::kernels::lib {
@@ -13,6 +15,13 @@ namespace tpusim::kernels::lib {
 struct MatmulBlocks {
   int64_t bm = 128, bn = 128, bk = 128;
 };
+
+// The blocks tpuc's tiling model (kernels/tiling/Tiling.h, chooseDotBlocks)
+// picks for this matmul on `target`: a plain dot of kernel inputs whose output
+// block is written in place when K is one block. `why` (optional) gets the
+// model's one-line reason.
+MatmulBlocks chooseMatmulBlocks(int64_t m, int64_t n, int64_t k, llo::DType inType,
+                                const codegen::TargetInfo& target, std::string* why = nullptr);
 
 // Throws dsl::Error for an unsupported dtype or block sizes breaking the (8,128) rule.
 dsl::PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType,

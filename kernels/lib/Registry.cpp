@@ -24,14 +24,20 @@ KernelEntry matmulEntry() {
   KernelEntry e;
   e.name = "matmul";
   e.description = "out[m,n] = x[m,k] @ y[k,n]: bf16 -> f32 or s8 -> s32, any shape (padded)";
-  e.params = {{"m", "256", "rows of x and out"}, {"n", "256", "columns of y and out"},
-              {"k", "256", "contracting size"},  {"dtype", "bf16", "input dtype: bf16 or s8"},
-              {"bm", "128", "block rows"},       {"bn", "128", "block columns"},
-              {"bk", "128", "block K"}};
+  e.params = {{"m", "256", "rows of x and out"},
+              {"n", "256", "columns of y and out"},
+              {"k", "256", "contracting size"},
+              {"dtype", "bf16", "input dtype: bf16 or s8"},
+              {"bm", "auto", "block rows (auto: tpuc's tiling model for the chip)"},
+              {"bn", "auto", "block columns (auto: tpuc's tiling model)"},
+              {"bk", "auto", "block K (auto: tpuc's tiling model)"}};
   e.build = [](const Params& p) {
     int64_t m = p.integer("m", 1), n = p.integer("n", 1), k = p.integer("k", 1);
     llo::DType t = p.dtype("dtype", {llo::DType::Bf16, llo::DType::S8});
-    MatmulBlocks b{p.integer("bm", 1), p.integer("bn", 1), p.integer("bk", 1)};
+    MatmulBlocks b = chooseMatmulBlocks(m, n, k, t, p.target());
+    if (!p.isAuto("bm")) b.bm = p.integer("bm", 1);
+    if (!p.isAuto("bn")) b.bn = p.integer("bn", 1);
+    if (!p.isAuto("bk")) b.bk = p.integer("bk", 1);
     LibraryKernel lk{matmulCall(m, n, k, t, b), {{{m, k}, t, "x"}, {{k, n}, t, "y"}}, {}, {}};
     lk.reference = [=](const std::vector<std::vector<double>>& in) {
       return std::vector<std::vector<double>>{matmulReference(in.at(0), in.at(1), m, n, k)};
@@ -146,8 +152,13 @@ const KernelEntry& findKernel(const std::string& name) {
       fmt::format("error: unknown kernel '{}' (library kernels: {})", name, kernelNames()));
 }
 
-LibraryKernel buildKernel(const std::string& name,
-                          const std::map<std::string, std::string>& values) {
+const codegen::TargetInfo& Params::target() const {
+  static const codegen::TargetInfo fallback = codegen::TargetInfo::defaults();
+  return target_ ? *target_ : fallback;
+}
+
+LibraryKernel buildKernel(const std::string& name, const std::map<std::string, std::string>& values,
+                          const codegen::TargetInfo* target) {
   const KernelEntry& e = findKernel(name);
   std::map<std::string, std::string> all;
   for (const ParamSpec& p : e.params) all[p.name] = p.defaultValue;
@@ -157,7 +168,7 @@ LibraryKernel buildKernel(const std::string& name,
           "error: kernel '{}' has no parameter '{}' (its parameters: {})", name, k, paramNames(e)));
     all[k] = v;
   }
-  return e.build(Params(name, std::move(all)));
+  return e.build(Params(name, std::move(all), target));
 }
 
 std::vector<dsl::HostArray> LibraryKernel::sampleInputs(std::mt19937_64& rng) const {

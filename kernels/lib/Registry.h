@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/codegen/TargetInfo.h"
 #include "kernels/dsl/Interpret.h"
 #include "kernels/dsl/PallasCall.h"
 
@@ -43,8 +44,14 @@ struct ParamSpec {
 // declared parameter has a value (its default when not given).
 class Params {
  public:
-  Params(std::string kernel, std::map<std::string, std::string> values)
-      : kernel_(std::move(kernel)), values_(std::move(values)) {}
+  Params(std::string kernel, std::map<std::string, std::string> values,
+         const codegen::TargetInfo* target = nullptr)
+      : kernel_(std::move(kernel)), values_(std::move(values)), target_(target) {}
+  // The chip the kernel is built for: parameters that default to "auto" (the
+  // matmul's blocks) are chosen for it. TargetInfo::defaults() when no chip
+  // was given.
+  const codegen::TargetInfo& target() const;
+  bool isAuto(const std::string& name) const { return text(name) == "auto"; }
   const std::string& text(const std::string& name) const;
   int64_t integer(const std::string& name, int64_t min = INT64_MIN) const;  // value >= min
   double real(const std::string& name) const;                               // finite
@@ -56,6 +63,7 @@ class Params {
  private:
   std::string kernel_;
   std::map<std::string, std::string> values_;
+  const codegen::TargetInfo* target_ = nullptr;
 };
 
 // Inputs and outputs as doubles in row-major order (bf16 and int8 given as their values).
@@ -104,8 +112,10 @@ const KernelEntry& findKernel(const std::string& name);
 // Checks the names in `values` against the entry's parameters (an unknown one is
 // an error listing them), fills in defaults, and builds the kernel. Errors in
 // values are RegistryError; errors the DSL finds (block shapes, ...) dsl::Error.
+// `target`: the chip it is built for (see Params::target).
 LibraryKernel buildKernel(const std::string& name,
-                          const std::map<std::string, std::string>& values = {});
+                          const std::map<std::string, std::string>& values = {},
+                          const codegen::TargetInfo* target = nullptr);
 
 // The comparison behind `tpu-kernel --check`.
 struct ErrorReport {

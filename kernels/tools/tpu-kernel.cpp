@@ -157,10 +157,11 @@ int main(int argc, char** argv) {
     if (kernelName.empty())
       throw lib::RegistryError("error: no kernel named (tpu-kernel --list shows them)");
     const lib::KernelEntry& entry = lib::findKernel(kernelName);
-    lib::LibraryKernel lk = lib::buildKernel(entry.name, paramValues(entry));
+    // The chip first: blocks left to "auto" are chosen for it.
+    codegen::TargetInfo target = codegen::loadTargetByName(optChip, optChipsDir);
+    lib::LibraryKernel lk = lib::buildKernel(entry.name, paramValues(entry), &target);
     std::unique_ptr<llo::Kernel> kernel = lk.trace();
     if (optDumpIr) fmt::print("{}", llo::printKernel(*kernel));
-    codegen::TargetInfo target = codegen::loadTargetByName(optChip, optChipsDir);
     {
       support::RunFiles files;
       const std::string& chip = optChip.getValue();

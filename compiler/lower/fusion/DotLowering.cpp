@@ -50,6 +50,14 @@ bool inOrder(const std::vector<char>& roles, const std::string& pattern) {
   return true;
 }
 
+// Is `i` a kernel input seen through reshapes and bitcasts only? Such an
+// operand is read from its input block as it is (no VMEM temporary).
+bool isInputView(const ComputeGraph& g, const HloInstruction* i) {
+  while (!g.isLeaf(i) && (i->opcode() == HloOpcode::Reshape || i->opcode() == HloOpcode::Bitcast))
+    i = i->operand(0);
+  return g.isLeaf(i);
+}
+
 bool increasing(const std::vector<int64_t>& v) {
   for (size_t i = 1; i < v.size(); ++i)
     if (v[i] <= v[i - 1]) return false;
@@ -219,7 +227,19 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       bb = std::max(bb, want);
     }
   }
+  // A plain dot (no epilogue, the output in the accumulator's type) with one
+  // K block writes its output block in place: no accumulator scratch, no
+  // copy out.
+  const dsl::DType outType = dslType(g, *root, root->shape().type);
+  const bool plain = root == hero && memoryType(outType) == accType && bb == 1;
   TilingTarget shared = t;
+  shared.dotEpilogue = !plain;
+  // Most of VMEM only for a dot of plain inputs whose epilogue at most
+  // converts the result: an epilogue's own inputs (a residual, a bias) take
+  // VMEM blocks the model does not count.
+  const bool bareOutput =
+      root == hero || (root->opcode() == HloOpcode::Convert && root->operand(0) == hero);
+  shared.dotOperandsAreInputs = bareOutput && isInputView(g, lhs) && isInputView(g, rhsRoot);
   shared.vmemBytes = t.vmemBytes / bb;
   shared.dotBatchBlock = bb;
   shared.dotRhsTransposed = transposed;
@@ -236,6 +256,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   if (bb > 1) blk.why += fmt::format("; {} batch entries per step (in-place strided operand)", bb);
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
   const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;
+  const bool inPlace = plain && kBlocks == 1 && kTail == std::min(bk, K);
 
   // Axis blocks and grid ids: B -> 0, M -> 1, N -> 2, K -> 3.
   auto set = [](Axis& a, int64_t block, int grid) {
@@ -268,12 +289,12 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   addLeafInputs(*lhsR, plan);
   addLeafInputs(*rhsR, plan);
   addLeafInputs(*outR, plan);
-  dsl::DType outType = dslType(g, *root, root->shape().type);
   plan.config.out_shapes = {dsl::ShapeDtype(outR->arrayShape(rootEmb), memoryType(outType), "out")};
   plan.config.out_specs = {outR->blockSpec(rootEmb)};
   const int64_t abm = std::min(bm, M), abn = std::min(bn, N), abk = std::min(bk, K);
-  plan.config.scratch = {bb > 1 ? dsl::VMEM({bb, abm, abn}, accType)
-                                : dsl::VMEM({abm, abn}, accType)};
+  if (!inPlace)
+    plan.config.scratch = {bb > 1 ? dsl::VMEM({bb, abm, abn}, accType)
+                                  : dsl::VMEM({abm, abn}, accType)};
   const size_t nIn = plan.inputs.size();
   const dsl::DType heroType = ot;
 
@@ -289,7 +310,9 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     if (b.dtype() != mxType) b = b.astype(mxType);
     dsl::DotOptions opts;
     opts.transpose_rhs = transposed;
-    if (kBlocks == 1 && kTail == abk) {
+    if (inPlace) {
+      outR->store(refs[nIn], dsl::dot(a, b, opts));
+    } else if (kBlocks == 1 && kTail == abk) {
       acc.store(dsl::dot(a, b, opts));
     } else if (kTail == abk) {
       acc.store(acc.load() + dsl::dot(a, b, opts));
@@ -314,6 +337,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     outR->store(refs[nIn], outR->emit(root, rootEmb, refs, &h));
   };
   return finishKernel(g, plan, [=](const std::vector<dsl::Ref>& refs) {
+    if (inPlace) return step(refs, refs[nIn]);  // the dot is stored into the output
     const dsl::Ref& acc = refs[nIn + 1];
     // Unrolled over the batch entries of a step: constant batch indices fold
     // into the addresses. Every entry's dot comes before the epilogues, and

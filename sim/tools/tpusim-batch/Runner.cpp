@@ -87,9 +87,9 @@ std::string firstLines(std::string text, const std::string& workPath, const std:
 std::string compileKernel(const Case& c, const std::string& outPath,
                           std::vector<std::string>& inputs) {
   try {
-    kernels::lib::LibraryKernel lk = kernels::lib::buildKernel(c.kernel, c.params);
-    std::unique_ptr<kernels::llo::Kernel> k = lk.trace();
     auto target = kernels::codegen::TargetInfo::fromChip(target::loadChip(c.chip, c.sets));
+    kernels::lib::LibraryKernel lk = kernels::lib::buildKernel(c.kernel, c.params, &target);
+    std::unique_ptr<kernels::llo::Kernel> k = lk.trace();
     kernels::codegen::CompiledKernel compiled = kernels::codegen::compileKernel(*k, target);
     std::string error;
     if (!isa::writeProgramFile(compiled.program, outPath, &error)) return error;

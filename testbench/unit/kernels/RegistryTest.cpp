@@ -2,11 +2,14 @@
 // comparison, and every registered kernel against its own reference.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <random>
 #include <set>
 
 #include "kernels/dsl/HostArrayIo.h"
+#include "kernels/lib/Matmul.h"
 #include "kernels/lib/Registry.h"
 
 using namespace tpusim;
@@ -95,7 +98,7 @@ TEST_CASE("unknown kernels and parameters are errors that list what exists") {
                     Contains("expected one of f32, bf16"));
   // The DSL's own checks still apply to what the parameters describe.
   CHECK_THROWS_WITH(lib::buildKernel("matmul", {{"m", "256"}, {"bm", "100"}}).trace(),
-                    Contains("block shape [100,128]"));
+                    Contains("block shape [100,256]"));
 }
 
 TEST_CASE("parameters override defaults and reach the kernel") {
@@ -129,4 +132,30 @@ TEST_CASE("compareWithReference: relative errors with a floor, NaN never passes"
   CHECK(r.worstIndex == 1);
   CHECK_THROWS_AS(lib::compareWithReference({{1.0}}, {{1.0, 2.0}}, tol), lib::RegistryError);
   CHECK_THROWS_AS(lib::compareWithReference({{1.0}}, {}, tol), lib::RegistryError);
+}
+
+TEST_CASE("the library matmul's default blocks come from tpuc's tiling model for the chip") {
+  // v6e's view (sim/chips/v6e.json): 2048 x 1024 x 4096 blocks for 4096^3,
+  // K not split, so the grid is 2 x 4 x 1.
+  codegen::TargetInfo v6e = codegen::TargetInfo::defaults();
+  v6e.vmemBytes = int64_t(128) << 20;
+  v6e.mxuSize = 256;
+  v6e.mxuCount = 4;
+  v6e.accSlots = 64;
+  v6e.hbmBytesPerCycle = 1640e9 / 1.75e9;
+  v6e.hbmInterleaveBytes = 8192;
+  std::map<std::string, std::string> shape = {{"m", "4096"}, {"n", "4096"}, {"k", "4096"}};
+  std::string why;
+  lib::MatmulBlocks b = lib::chooseMatmulBlocks(4096, 4096, 4096, llo::DType::Bf16, v6e, &why);
+  CHECK(why.find(fmt::format("bm={} bn={} bk={}", b.bm, b.bn, b.bk)) != std::string::npos);
+  CHECK(b.bk == 4096);
+  lib::LibraryKernel lk = lib::buildKernel("matmul", shape, &v6e);
+  CHECK(lk.call.config().grid == std::vector<int64_t>{4096 / b.bm, 4096 / b.bn, 1});
+  CHECK(lk.call.config().grid == std::vector<int64_t>{2, 4, 1});
+  // A block given explicitly overrides the model's; the others stay its.
+  shape["bm"] = "512";
+  CHECK(lib::buildKernel("matmul", shape, &v6e).call.config().grid ==
+        std::vector<int64_t>{8, 4, 1});
+  shape["bm"] = "many";
+  CHECK_THROWS_WITH(lib::buildKernel("matmul", shape, &v6e), Contains("parameter 'bm' = 'many'"));
 }

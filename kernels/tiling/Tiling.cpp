@@ -1,4 +1,4 @@
-#include "compiler/lower/fusion/Tiling.h"
+#include "kernels/tiling/Tiling.h"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "compiler/lower/TargetDescription.h"
-
-namespace tpusim::lower {
+namespace tpusim::kernels::tiling {
 
 TilingTarget TilingTarget::from(const kernels::codegen::TargetInfo& t) {
   TilingTarget out;
@@ -31,11 +29,13 @@ int64_t dividingBlock(int64_t n, int64_t unit, int64_t limit) {
 namespace {
 
 // Caps that keep a block's unrolled code within what the code generator
-// schedules in seconds: a dot block of at most 512 rows, 1024 columns and a
-// depth of 4096, and at most 16384 MXU pushes of 8 LHS rows per step (the
-// library matmul's best v5e blocks, 512x1024x4096: docs/performance.md); an
-// element-wise row of 8 column tiles is unrolled per row tile.
-constexpr int64_t kMaxDotRows = 512, kMaxDotCols = 4096, kMaxDotDepth = 4096;
+// schedules in seconds: at most 16384 MXU pushes of 8 LHS rows per step (the
+// library matmul's best v5e blocks, 512x1024x4096, and v6e's, 2048x1024x4096:
+// docs/performance.md), a depth of 4096, and 4096 rows (beyond 512 in steps
+// of 512, which keeps the search small); an element-wise row of 8 column tiles
+// is unrolled per row tile.
+constexpr int64_t kMaxDotRows = 4096, kMaxDotCols = 4096, kMaxDotDepth = 8192;
+constexpr int64_t kFineDotRows = 512;
 constexpr int64_t kMaxDotPushesPerStep = 16384, kMaxLoopLanes = 1024;
 // Cycles per 8x128 result tile and grid step beyond the MXU stream: its pop,
 // the accumulator's load / add / store and the epilogue (fitted to the
@@ -43,10 +43,17 @@ constexpr int64_t kMaxDotPushesPerStep = 16384, kMaxLoopLanes = 1024;
 constexpr double kDotCyclesPerResultTile = 6;
 // The share of the HBM peak a DMA of contiguous runs of `bytes` reaches: a run
 // of one 512-byte request pays about as much again in row activations and
-// request overhead, long runs approach the peak.
-double runEfficiency(int64_t bytes) {
+// request overhead, long runs approach the peak. A run shorter than the
+// interleave line (`line`: the bytes that reach every channel, pseudo-channel
+// and bank group) whose neighbours lie a multiple of the line apart (a block
+// of a wide row-major matrix) keeps the same channels busy and leaves the
+// others idle; kShortRunPenalty per missing byte is fitted to the library
+// matmul on v6e (8 KiB line): 1 KiB runs of y reach ~32% of the peak, 2 KiB
+// runs of y with 4 KiB runs of the output ~63% (docs/performance.md).
+constexpr double kShortRunPenalty = 0.23;
+double runEfficiency(int64_t bytes, int64_t line) {
   double b = double(std::max<int64_t>(bytes, 1));
-  return b / (b + 512.0);
+  return b / (b + 512.0 + kShortRunPenalty * double(std::max<int64_t>(line - bytes, 0)));
 }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -95,6 +102,19 @@ std::vector<int64_t> dotCandidates(int64_t n, int64_t unit, int64_t limit) {
   if (n <= limit) out.push_back(n);
   for (int64_t b = std::min(limit, n - 1) / unit * unit; b >= unit; b -= unit) out.push_back(b);
   if (out.empty()) out.push_back(n);
+  return out;
+}
+
+// Row blocks of a dot, largest first: the whole dim within kMaxDotRows, then
+// multiples of kFineDotRows above kFineDotRows and of 8 below it.
+std::vector<int64_t> dotRowCandidates(int64_t m) {
+  std::vector<int64_t> out;
+  if (m <= kMaxDotRows) out.push_back(m);
+  for (int64_t b = std::min(kMaxDotRows, m - 1) / kFineDotRows * kFineDotRows; b > kFineDotRows;
+       b -= kFineDotRows)
+    out.push_back(b);
+  for (int64_t b = std::min(kFineDotRows, m - 1) / 8 * 8; b >= 8; b -= 8) out.push_back(b);
+  if (out.empty()) out.push_back(m);
   return out;
 }
 
@@ -170,75 +190,101 @@ int64_t chooseLeadBlock(int64_t leadSize, LoopBlock& plane, const std::vector<Bl
   return best;
 }
 
+int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, bool maskedTail,
+                     int lhsInBytes, int rhsInBytes) {
+  return 2 * (tiledBytes(bm, bk) + tiledBytes(bk, bn) + tiledBytes(bm, bn)) +
+         (accumulator ? tiledBytes(bm, bn) : 0) +
+         (lhsInBytes == 4 || maskedTail ? tiledBytes(bm, bk) : 0) +
+         (rhsInBytes == 4 || maskedTail ? tiledBytes(bk, bn) : 0);
+}
+
+double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn,
+                    int64_t bk, int lhsInBytes, int rhsInBytes, int outBytes,
+                    const TilingTarget& target) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const int64_t mxu = std::max<int64_t>(target.mxuSize, 8);
+  const int64_t drain = 7 + 2 * mxu, fill = 8 * cdiv(mxu, 8);
+  const int64_t pushes = cdiv(bm, 8) * cdiv(bn, mxu) * cdiv(bk, mxu);
+  if (pushes > kMaxDotPushesPerStep) return inf;
+  const int64_t mBlocks = cdiv(m, bm), nBlocks = cdiv(n, bn), kBlocks = cdiv(k, bk);
+  // Double-buffered operand and output blocks, the accumulator (when K is
+  // split or an epilogue reads the result), the bf16 copies f32 operands are
+  // cast into before the dot, and the masked operand copies of a partial
+  // last K block.
+  const bool accumulator = kBlocks > 1 || target.dotEpilogue;
+  const bool maskedTail = k % std::min(bk, k) != 0;
+  if (dotVmemBytes(bm, bn, bk, accumulator, maskedTail, lhsInBytes, rhsInBytes) >
+      target.dotVmemBudget())
+    return inf;
+  // A step of bb batch entries: bb times the MXU work and bytes, one
+  // fill and drain (the entries' matmuls overlap on the MXUs).
+  const double bb = double(std::max<int64_t>(target.dotBatchBlock, 1));
+  const double steps = double(batch) / bb * mBlocks * nBlocks * kBlocks;
+  // One mm pushes 8 LHS rows through one (mxu x mxu) weight tile in 8
+  // cycles; each weight tile takes 8 cycles per 8 of its rows on the
+  // weight port and serves at most accSlots x 8 LHS rows (the result
+  // slots), so a tile is bound by whichever port is busier: the weight
+  // port for M = 1 decode and for 256-wide arrays.
+  // A transposed push waits N cycles after the previous latch.
+  const int64_t rowTiles = cdiv(bm, 8), slots = std::max<int64_t>(target.accSlots, 1);
+  const int64_t tiles = cdiv(bn, mxu) * cdiv(bk, mxu);
+  const int64_t push = fill + (target.dotRhsTransposed ? mxu : 0);
+  double portCycles = 0;
+  for (int64_t g = 0; g < rowTiles; g += slots)
+    portCycles +=
+        double(tiles) * double(std::max<int64_t>(push, 8 * std::min(slots, rowTiles - g)));
+  const double mxuCycles = bb * portCycles / double(std::max<int64_t>(target.mxuCount, 1));
+  // A block row is one contiguous run in HBM; short runs (a narrow RHS
+  // block of a wide matrix) reach a fraction of the peak.
+  const int64_t line = target.hbmInterleaveBytes;
+  const double lhsEff = runEfficiency(
+      target.dotLhsRunBytes > 0 ? target.dotLhsRunBytes : std::min(bk, k) * lhsInBytes, line);
+  const double rhsEff = runEfficiency(
+      target.dotRhsRunBytes > 0 ? target.dotRhsRunBytes : std::min(bn, n) * rhsInBytes, line);
+  const double outEff = runEfficiency(std::min(bn, n) * outBytes, line);
+  const double lhsBlockCycles =
+      bb * double(bm * bk) * lhsInBytes / lhsEff / target.hbmBytesPerCycle;
+  const double rhsBlockCycles =
+      bb * double(bk * bn) * rhsInBytes / rhsEff / target.hbmBytesPerCycle;
+  // The pipeline skips a copy whose block index did not change: with one K
+  // block the RHS stays for the whole dot when N is one block too (amortized
+  // over the M blocks, as a batched dot reloads it per entry), and the LHS
+  // stays for a row of N blocks. A step that loads a new LHS block moves it
+  // on top of its RHS block and the previous output block's write-back: with
+  // few large N blocks those steps are DMA-bound while the others are not,
+  // so they are priced apart.
+  const double rhsCycles =
+      kBlocks == 1 && nBlocks == 1 ? rhsBlockCycles / double(mBlocks) : rhsBlockCycles;
+  const double outCycles =
+      bb * double(bm * bn) * outBytes / double(kBlocks) / outEff / target.hbmBytesPerCycle;
+  const double baseDma = rhsCycles + outCycles;
+  // Steps after the first that load a new LHS block.
+  const double lhsSteps =
+      kBlocks > 1 || nBlocks == 1 ? steps - 1 : double(batch) / bb * double(mBlocks) - 1;
+  const double tileCycles = bb * kDotCyclesPerResultTile * double(cdiv(bm, 8) * cdiv(bn, 128));
+  // The pipeline overlaps a step's DMAs with the previous step's MXU work,
+  // except the first step's input blocks (nothing to hide them behind) and
+  // the last output block's write-back: the kernel's prologue and drain,
+  // which few large steps leave exposed (a small dot of two steps). So the
+  // first step costs its DMA plus its MXU work, the others the larger of
+  // the two.
+  const double prologueCycles = lhsBlockCycles + rhsBlockCycles;
+  const double drainCycles = bb * double(bm * bn) * outBytes / outEff / target.hbmBytesPerCycle;
+  return prologueCycles + mxuCycles + lhsSteps * std::max(mxuCycles, baseDma + lhsBlockCycles) +
+         (steps - 1 - lhsSteps) * std::max(mxuCycles, baseDma) +
+         steps * (tileCycles + fill + drain + kStepOverheadCycles) + drainCycles;
+}
+
 DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int lhsInBytes,
                             int rhsInBytes, int outBytes, const TilingTarget& target) {
-  const int64_t mxu = std::max<int64_t>(target.mxuSize, 8);
-  const int64_t budget = target.vmemBudget();
-  const int64_t drain = 7 + 2 * mxu, fill = 8 * cdiv(mxu, 8);
   DotBlocking best;
   double bestCost = std::numeric_limits<double>::infinity();
-  for (int64_t bm : dotCandidates(m, 8, kMaxDotRows))
+  for (int64_t bm : dotRowCandidates(m))
     for (int64_t bn : dotCandidates(n, 128, kMaxDotCols))
       for (int64_t bk :
            dotCandidates(k, 128, target.maxDotDepth > 0 ? target.maxDotDepth : kMaxDotDepth)) {
-        const int64_t pushes = cdiv(bm, 8) * cdiv(bn, mxu) * cdiv(bk, mxu);
-        if (pushes > kMaxDotPushesPerStep) continue;
-        // Double-buffered operand and output blocks, the accumulator, and the
-        // bf16 copies f32 operands are cast into before the dot.
-        int64_t vmem = 2 * (tiledBytes(bm, bk) + tiledBytes(bk, bn) + tiledBytes(bm, bn)) +
-                       tiledBytes(bm, bn) + (lhsInBytes == 4 ? tiledBytes(bm, bk) : 0) +
-                       (rhsInBytes == 4 ? tiledBytes(bk, bn) : 0);
-        if (vmem > budget) continue;
-        const int64_t mBlocks = cdiv(m, bm), nBlocks = cdiv(n, bn), kBlocks = cdiv(k, bk);
-        // A step of bb batch entries: bb times the MXU work and bytes, one
-        // fill and drain (the entries' matmuls overlap on the MXUs).
-        const double bb = double(std::max<int64_t>(target.dotBatchBlock, 1));
-        double steps = double(batch) / bb * mBlocks * nBlocks * kBlocks;
-        // One mm pushes 8 LHS rows through one (mxu x mxu) weight tile in 8
-        // cycles; each weight tile takes 8 cycles per 8 of its rows on the
-        // weight port and serves at most accSlots x 8 LHS rows (the result
-        // slots), so a tile is bound by whichever port is busier: the weight
-        // port for M = 1 decode and for 256-wide arrays.
-        // A transposed push waits N cycles after the previous latch.
-        const int64_t rowTiles = cdiv(bm, 8), slots = std::max<int64_t>(target.accSlots, 1);
-        const int64_t tiles = cdiv(bn, mxu) * cdiv(bk, mxu);
-        const int64_t push = fill + (target.dotRhsTransposed ? mxu : 0);
-        double portCycles = 0;
-        for (int64_t g = 0; g < rowTiles; g += slots)
-          portCycles +=
-              double(tiles) * double(std::max<int64_t>(push, 8 * std::min(slots, rowTiles - g)));
-        double mxuCycles = bb * portCycles / double(std::max<int64_t>(target.mxuCount, 1));
-        // The pipeline skips a copy whose block index did not change: with one
-        // K block the LHS block stays for a whole row of N blocks, and the RHS
-        // too when N is one block.
-        // A block row is one contiguous run in HBM; short runs (a narrow RHS
-        // block of a wide matrix) reach a fraction of the peak.
-        double lhsBytes = double(bm * bk) * lhsInBytes / (kBlocks == 1 ? double(nBlocks) : 1.0);
-        double rhsBytes =
-            double(bk * bn) * rhsInBytes / (kBlocks == 1 && nBlocks == 1 ? double(mBlocks) : 1.0);
-        double outBlockBytes = double(bm * bn) * outBytes / double(kBlocks);
-        const double lhsEff = runEfficiency(
-            target.dotLhsRunBytes > 0 ? target.dotLhsRunBytes : std::min(bk, k) * lhsInBytes);
-        const double rhsEff = runEfficiency(
-            target.dotRhsRunBytes > 0 ? target.dotRhsRunBytes : std::min(bn, n) * rhsInBytes);
-        double dmaCycles = bb *
-                           (lhsBytes / lhsEff + rhsBytes / rhsEff +
-                            outBlockBytes / runEfficiency(std::min(bn, n) * outBytes)) /
-                           target.hbmBytesPerCycle;
-        double tileCycles = bb * kDotCyclesPerResultTile * double(cdiv(bm, 8) * cdiv(bn, 128));
-        // The pipeline overlaps a step's DMAs with the previous step's MXU work,
-        // except the first step's input blocks (nothing to hide them behind) and
-        // the last output block's write-back: the kernel's prologue and drain,
-        // which few large steps leave exposed (a small dot of two steps). So the
-        // first step costs its DMA plus its MXU work, the others the larger of
-        // the two.
-        double prologueCycles =
-            bb * (double(bm * bk) * lhsInBytes / lhsEff + double(bk * bn) * rhsInBytes / rhsEff) /
-            target.hbmBytesPerCycle;
-        double drainCycles = bb * double(bm * bn) * outBytes /
-                             runEfficiency(std::min(bn, n) * outBytes) / target.hbmBytesPerCycle;
-        double cost = prologueCycles + mxuCycles + (steps - 1) * std::max(mxuCycles, dmaCycles) +
-                      steps * (tileCycles + fill + drain + kStepOverheadCycles) + drainCycles;
+        double cost =
+            dotBlockCost(batch, m, n, k, bm, bn, bk, lhsInBytes, rhsInBytes, outBytes, target);
         if (cost < bestCost * 0.999) {
           bestCost = cost;
           best.bm = bm;
@@ -258,4 +304,4 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
   return best;
 }
 
-}  // namespace tpusim::lower
+}  // namespace tpusim::kernels::tiling
