@@ -131,25 +131,8 @@ class Planner {
   // (`strided` side) and a contiguous one.
   isa::DmaDescriptor pieceDescriptor(const Stream& s, isa::MemorySpace src, isa::MemorySpace dst,
                                      bool srcStrided, bool dstStrided) const {
-    isa::DmaDescriptor d;
-    d.src = src;
-    d.dst = dst;
-    d.innerBytes = uint32_t(s.pieceBytes);
-    d.numDims = 1 + int(s.later.size());
-    d.counts = {1, 1, 1};
-    d.srcStrides = {0, 0, 0};
-    d.dstStrides = {0, 0, 0};
-    // The later dimensions, the fastest (highest) innermost.
-    uint64_t dense = s.pieceBytes;
-    for (size_t i = 0; i < s.later.size(); ++i) {
-      int e = s.later[s.later.size() - 1 - i];
-      d.counts[i] = uint32_t(size(e));
-      uint32_t strided = uint32_t(uint64_t(stride_.at(e)) * g_.chunk);
-      d.srcStrides[i] = srcStrided ? strided : uint32_t(dense);
-      d.dstStrides[i] = dstStrided ? strided : uint32_t(dense);
-      dense *= uint64_t(size(e));
-    }
-    return d;
+    return gridChunkDescriptor(g_, stride_, s.later, s.pieceBytes, src, dst, srcStrided,
+                               dstStrided);
   }
   uint64_t pieceTotal(const Stream& s) const { return s.pieceBytes * uint64_t(s.blockChunks); }
 
@@ -325,6 +308,31 @@ double gridReduceScatterCycles(const GridReduce& g, const target::ChipConfig& ch
   return chooseGridReduce(g, chip) == GridReduceAlgorithm::LineExchange
              ? lineExchangeReduceCycles(g, chip)
              : Planner(g, chip).totalCycles();
+}
+
+isa::DmaDescriptor gridChunkDescriptor(const GridReduce& g, const std::map<int, int64_t>& stride,
+                                       const std::vector<int>& later, uint64_t inner,
+                                       isa::MemorySpace src, isa::MemorySpace dst, bool srcStrided,
+                                       bool dstStrided) {
+  isa::DmaDescriptor d;
+  d.src = src;
+  d.dst = dst;
+  d.innerBytes = uint32_t(inner);
+  d.numDims = 1 + int(later.size());
+  d.counts = {1, 1, 1};
+  d.srcStrides = {0, 0, 0};
+  d.dstStrides = {0, 0, 0};
+  uint64_t dense = inner;
+  for (size_t i = 0; i < later.size(); ++i) {  // the fastest (highest) innermost
+    int e = later[later.size() - 1 - i];
+    int64_t n = g.slice.at(size_t(e));
+    d.counts[i] = uint32_t(n);
+    uint32_t strided = uint32_t(uint64_t(stride.at(e)) * g.chunk);
+    d.srcStrides[i] = srcStrided ? strided : uint32_t(dense);
+    d.dstStrides[i] = dstStrided ? strided : uint32_t(dense);
+    dense *= uint64_t(n);
+  }
+  return d;
 }
 
 void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target::ChipConfig& chip,

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "compiler/hlo/Shape.h"
 #include "compiler/lower/collectives/SpmdPlan.h"
 #include "compiler/lower/control/ControlCode.h"
+#include "isa/DmaDescriptor.h"
 #include "isa/target/ChipConfig.h"
 
 namespace tpusim::lower {
@@ -83,6 +85,15 @@ double gridReduceScatterCycles(const GridReduce& g, const target::ChipConfig& ch
 // a work buffer (the partial results between phases) and a landing buffer
 // per (phase, direction).
 int gridReduceScratchBuffers(const GridReduce& g);
+
+// The descriptor of a block of `inner` bytes of each chunk over the `later`
+// grid dimensions (the last one innermost), between a buffer laid out as the
+// operand (a `strided` side: the dimensions' slot strides x g.chunk) and a
+// dense one. Shared by the pipelined rings and the line exchange.
+isa::DmaDescriptor gridChunkDescriptor(const GridReduce& g, const std::map<int, int64_t>& stride,
+                                       const std::vector<int>& later, uint64_t inner,
+                                       isa::MemorySpace src, isa::MemorySpace dst, bool srcStrided,
+                                       bool dstStrided);
 
 // Emits the collective; `scratch` holds gridReduceScratchBuffers addresses.
 void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target::ChipConfig& chip,

@@ -82,24 +82,7 @@ class ExchangePlan {
   // operand (a `strided` side) and a dense one.
   isa::DmaDescriptor descriptor(const Phase& ph, uint64_t inner, isa::MemorySpace src,
                                 isa::MemorySpace dst, bool srcStrided, bool dstStrided) const {
-    isa::DmaDescriptor d;
-    d.src = src;
-    d.dst = dst;
-    d.innerBytes = uint32_t(inner);
-    d.numDims = 1 + int(ph.later.size());
-    d.counts = {1, 1, 1};
-    d.srcStrides = {0, 0, 0};
-    d.dstStrides = {0, 0, 0};
-    uint64_t dense = inner;
-    for (size_t i = 0; i < ph.later.size(); ++i) {  // the fastest (highest) innermost
-      int e = ph.later[ph.later.size() - 1 - i];
-      d.counts[i] = uint32_t(size(e));
-      uint32_t strided = uint32_t(uint64_t(stride_.at(e)) * g_.chunk);
-      d.srcStrides[i] = srcStrided ? strided : uint32_t(dense);
-      d.dstStrides[i] = dstStrided ? strided : uint32_t(dense);
-      dense *= uint64_t(size(e));
-    }
-    return d;
+    return gridChunkDescriptor(g_, stride_, ph.later, inner, src, dst, srcStrided, dstStrided);
   }
   uint64_t pieceTotal(const Phase& ph) const { return ph.pieceBytes * uint64_t(ph.blockChunks); }
   // VMEM row of region r (a combine's r-th block): regions alternate between
