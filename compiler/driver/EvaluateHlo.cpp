@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/driver/LibraryCallEvaluation.h"
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/HloParser.h"
 #include "compiler/hlo/HloVerifier.h"
@@ -29,6 +30,7 @@ void collectOutputs(const Literal& value, const std::string& stem,
 }  // namespace
 
 void checkEvaluable(const hlo::HloModule& module) {
+  registerLibraryCallsForEvaluation();
   const hlo::HloComputation* entry = module.entry();
   if (!entry)
     throw EvaluationError(fmt::format("module {} has no entry computation", module.name()));

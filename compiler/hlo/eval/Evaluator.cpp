@@ -1,6 +1,7 @@
 #include "compiler/hlo/eval/Evaluator.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -209,7 +210,12 @@ std::vector<std::string> unsupportedInstructions(const HloModule& module) {
         ok = static_cast<bool>(findCustomCall(inst->attrs().customCallTarget.value_or("")));
       if (inst->opcode() == HloOpcode::Constant && inst->literal() && hasElided(*inst->literal()))
         ok = false;
-      if (!ok) out.push_back(fmt::format("%{} ({})", inst->name(), opcodeName(inst->opcode())));
+      if (!ok && inst->opcode() == HloOpcode::CustomCall)
+        out.push_back(fmt::format("%{} (custom-call target \"{}\"; the evaluator knows: {})",
+                                  inst->name(), inst->attrs().customCallTarget.value_or(""),
+                                  fmt::join(registeredCustomCalls(), ", ")));
+      else if (!ok)
+        out.push_back(fmt::format("%{} ({})", inst->name(), opcodeName(inst->opcode())));
       for (const HloComputation* callee : inst->calledComputations())
         if (callee) work.push_back(callee);
     }

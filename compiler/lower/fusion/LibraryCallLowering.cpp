@@ -11,10 +11,12 @@
 #include <optional>
 
 #include "compiler/lower/fusion/FusionLoweringInternal.h"
+#include "compiler/lower/fusion/LibraryCall.h"
 #include "isa/support/JsonText.h"
 #include "kernels/lib/Registry.h"
 
-namespace tpusim::lower::detail {
+namespace tpusim::lower {
+namespace detail {
 
 namespace {
 
@@ -63,25 +65,28 @@ std::map<std::string, std::string> shapeParams(const std::string& kernel,
 
 }  // namespace
 
-bool isLibraryCall(const HloInstruction& inst) {
-  if (inst.opcode() != hlo::HloOpcode::CustomCall || !inst.attrs().customCallTarget) return false;
-  return inst.attrs().customCallTarget->rfind(kPrefix, 0) == 0;
+}  // namespace detail
+
+bool isLibraryCallTarget(const std::string& target) {
+  return target.rfind(detail::kPrefix, 0) == 0;
 }
 
-LoweredKernel lowerLibraryCall(const ComputeGraph& g) {
-  const HloInstruction& call = *g.inst;
-  const std::string target = *call.attrs().customCallTarget;
-  const std::string name = target.substr(std::string(kPrefix).size());
-  std::map<std::string, std::string> params;
-  std::optional<kernels::lib::LibraryKernel> lk;
+kernels::lib::LibraryKernel buildLibraryCallKernel(const hlo::HloInstruction& call) {
+  const std::string target = call.attrs().customCallTarget.value_or("");
+  if (!isLibraryCallTarget(target))
+    throw LibraryCallError(
+        fmt::format("custom-call target \"{}\" is not a library kernel "
+                    "(tpu.NAME)",
+                    target));
+  const std::string name = target.substr(std::string(detail::kPrefix).size());
   try {
     const kernels::lib::KernelEntry& entry = kernels::lib::findKernel(name);
-    params = shapeParams(name, call);
+    std::map<std::string, std::string> params = detail::shapeParams(name, call);
     if (call.attrs().backendConfig) {
       std::string text = hlo::unescapeHloString(call.attrs().backendConfig->text);
       if (auto bad = support::checkJsonText(text))
-        g.fail(call,
-               fmt::format("custom-call target \"{}\": backend_config: {}", target, bad->message));
+        throw LibraryCallError(
+            fmt::format("custom-call target \"{}\": backend_config: {}", target, bad->message));
       nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
       if (j.is_object())
         for (auto it = j.begin(); it != j.end(); ++it)
@@ -91,12 +96,30 @@ LoweredKernel lowerLibraryCall(const ComputeGraph& g) {
     std::map<std::string, std::string> known;
     for (const auto& spec : entry.params)
       if (params.count(spec.name)) known[spec.name] = params[spec.name];
-    lk.emplace(kernels::lib::buildKernel(name, known));
+    return kernels::lib::buildKernel(name, known);
   } catch (const kernels::lib::RegistryError& e) {
-    g.fail(call, fmt::format("custom-call target \"{}\": {}", target, e.what()));
-  } catch (const dsl::Error& e) {
-    g.fail(call, fmt::format("custom-call target \"{}\": the library kernel rejects the shapes: {}",
-                             target, e.what()));
+    throw LibraryCallError(fmt::format("custom-call target \"{}\": {}", target, e.what()));
+  } catch (const kernels::dsl::Error& e) {
+    throw LibraryCallError(fmt::format(
+        "custom-call target \"{}\": the library kernel rejects the shapes: {}", target, e.what()));
+  }
+}
+
+namespace detail {
+
+bool isLibraryCall(const HloInstruction& inst) {
+  if (inst.opcode() != hlo::HloOpcode::CustomCall || !inst.attrs().customCallTarget) return false;
+  return isLibraryCallTarget(*inst.attrs().customCallTarget);
+}
+
+LoweredKernel lowerLibraryCall(const ComputeGraph& g) {
+  const HloInstruction& call = *g.inst;
+  const std::string target = *call.attrs().customCallTarget;
+  std::optional<kernels::lib::LibraryKernel> lk;
+  try {
+    lk.emplace(buildLibraryCallKernel(call));
+  } catch (const LibraryCallError& e) {
+    g.fail(call, e.what());
   }
   LoweredKernel out;
   try {
@@ -150,4 +173,5 @@ LoweredKernel lowerLibraryCall(const ComputeGraph& g) {
   return out;
 }
 
-}  // namespace tpusim::lower::detail
+}  // namespace detail
+}  // namespace tpusim::lower
