@@ -118,7 +118,8 @@ void PseudoChannel::admitArrivals() {
     e.age = nextAge_++;
     ++queued_;
     Bank& b = banks_[e.burst.bank];
-    if (b.tail < 0) {
+    const bool newOldest = b.tail < 0;
+    if (newOldest) {
       b.head = slot;
       busyBanks_[e.burst.bank / 64] |= uint64_t(1) << (e.burst.bank % 64);
     } else {
@@ -127,9 +128,10 @@ void PseudoChannel::admitArrivals() {
     b.tail = slot;
     if (b.open && b.row == e.burst.row) ++b.hits;
     syncBank(e.burst.bank);
-    // Row scans only look at banks whose oldest burst wants a row command
-    // (a new oldest one, or more hits that it must wait for).
-    if (!b.refreshDue && !(b.open && b.row == slots_[size_t(b.head)].burst.row)) rowQuietUntil_ = 0;
+    // A bank's row command is its oldest burst's: a burst behind others
+    // changes none (a hit only adds to the hits its PRE waits for), and a new
+    // oldest one brings its bank's bound into the last scan's result.
+    if (newOldest) rowQuietUntil_ = std::min(rowQuietUntil_, rowCommandBound(e.burst.bank));
   }
 }
 
@@ -431,9 +433,6 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   // Unlink.
   if (previous < 0) {
     b.head = e.next;
-    // The bank is open on e's row: row scans skip it while its next oldest hits it too.
-    if (b.head >= 0 && !b.refreshDue && slots_[size_t(b.head)].burst.row != b.row)
-      rowQuietUntil_ = 0;
     if (b.head < 0) busyBanks_[e.burst.bank / 64] &= ~(uint64_t(1) << (e.burst.bank % 64));
   } else {
     // An older burst for another row was passed, and the bank has a hit less.
@@ -443,8 +442,22 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   if (b.tail == slot) b.tail = previous;
   --b.hits;
   syncBank(e.burst.bank);
+  // The bank was open on e's row, so the last row scan skipped it; its next
+  // oldest burst (if any) now decides its row command. (The command only
+  // delayed this bank's PRE: every other bank's bound still holds.)
+  if (previous < 0) rowQuietUntil_ = std::min(rowQuietUntil_, rowCommandBound(e.burst.bank));
   --queued_;
   freeSlots_.push_back(slot);
+}
+
+int64_t PseudoChannel::rowCommandBound(uint32_t bank) const {
+  // What stepRow's scan finds for this bank alone.
+  const Bank& b = banks_[bank];
+  if (b.head < 0 || b.refreshDue) return kNever;
+  const Entry& h = slots_[size_t(b.head)];
+  if (!b.open) return earliestActivate(bank, h.burst.bankGroup);
+  if (b.row == h.burst.row || (b.hits > 0 && !starved(b))) return kNever;
+  return b.readyPre;
 }
 
 void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {

@@ -130,6 +130,11 @@ class PseudoChannel {
   bool skipRefreshesClosedForm(uint64_t limit);
 
   int64_t earliestActivate(uint32_t bank, uint32_t group) const;
+  // The earliest cycle at which the bank's row command (PRE or ACT for its
+  // oldest burst) can issue; kNever when it wants none now. The row scan's
+  // result is the minimum over banks; rowQuietUntil_ takes a bank's bound
+  // when only that bank changed, instead of scanning all of them again.
+  int64_t rowCommandBound(uint32_t bank) const;
   void issueColumn(int32_t slot, int32_t previous, std::vector<IssuedBurst>& issued);
   void activate(uint32_t bank, uint32_t group, uint32_t row);
   void precharge(uint32_t bank);
