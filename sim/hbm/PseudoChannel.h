@@ -90,6 +90,9 @@ class PseudoChannel {
     uint64_t age = 0;       // admission order
     uint32_t bypassed = 0;  // younger bursts to the same bank that were served first
     int32_t next = -1;      // next (younger) entry of the same bank
+    // Neighbours in the queue's age order (all banks): the fast model's
+    // column pick looks at the oldest entries first (oldestReadyHit).
+    int32_t older = -1, younger = -1;
     Kind kind = Hit;
   };
   struct Bank {
@@ -114,6 +117,9 @@ class PseudoChannel {
                                         std::max(writeReady_, busFree_ - t_.tCWL)));
   }
   bool stepColumn(std::vector<IssuedBurst>& issued, int64_t* next);
+  // The slot of the oldest row hit the column scheduler may serve, when it is
+  // also ready now (and so what stepColumn's scan would pick), else -1.
+  int32_t oldestReadyHit(int64_t readAt, int64_t writeAt) const;
   bool stepRow(int64_t* next);
   bool stepRefresh(int64_t* next);
   bool starved(const Bank& b) const;
@@ -164,6 +170,7 @@ class PseudoChannel {
   std::vector<int32_t> freeSlots_;
   size_t queued_ = 0;
   uint64_t nextAge_ = 0;
+  int32_t oldest_ = -1, youngest_ = -1;  // ends of the age order of queued entries
   std::vector<Bank> banks_;
   // One bit per bank with queued entries (bank i: word i / 64, bit i % 64), so
   // that the schedulers visit only those banks, still in index order.
