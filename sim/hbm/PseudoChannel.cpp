@@ -129,8 +129,10 @@ void PseudoChannel::admitArrivals() {
       slots_[size_t(b.tail)].next = slot;
     }
     b.tail = slot;
-    if (b.open && b.row == e.burst.row) ++b.hits;
-    syncBank(e.burst.bank);
+    const bool firstHit = b.open && b.row == e.burst.row && b.hits++ == 0;
+    // The masks read the head, the open row, the hit count's sign and the
+    // refresh flag: behind others, only a first hit changes them.
+    if (newOldest || firstHit) syncBank(e.burst.bank);
     // A bank's row command is its oldest burst's: a burst behind others
     // changes none (a hit only adds to the hits its PRE waits for), and a new
     // oldest one brings its bank's bound into the last scan's result.
