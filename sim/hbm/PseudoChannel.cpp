@@ -6,10 +6,6 @@
 
 namespace tpusim::sim::hbm {
 
-namespace {
-constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-}
-
 PseudoChannel::PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans)
     : t_(timing), skipQuietRowScans_(skipQuietRowScans) {
   banks_.resize(t_.banks);
@@ -487,16 +483,6 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   if (previous < 0) rowQuietUntil_ = std::min(rowQuietUntil_, rowCommandBound(e.burst.bank));
   --queued_;
   freeSlots_.push_back(slot);
-}
-
-int64_t PseudoChannel::rowCommandBound(uint32_t bank) const {
-  // What stepRow's scan finds for this bank alone.
-  const Bank& b = banks_[bank];
-  if (b.head < 0 || b.refreshDue) return kNever;
-  const Entry& h = slots_[size_t(b.head)];
-  if (!b.open) return earliestActivate(bank, h.burst.bankGroup);
-  if (b.row == h.burst.row || (b.hits > 0 && !starved(b))) return kNever;
-  return b.readyPre;
 }
 
 void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {

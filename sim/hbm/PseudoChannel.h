@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "sim/hbm/HbmStats.h"
@@ -140,7 +141,15 @@ class PseudoChannel {
   // oldest burst) can issue; kNever when it wants none now. The row scan's
   // result is the minimum over banks; rowQuietUntil_ takes a bank's bound
   // when only that bank changed, instead of scanning all of them again.
-  int64_t rowCommandBound(uint32_t bank) const;
+  int64_t rowCommandBound(uint32_t bank) const {
+    // What stepRow's scan finds for this bank alone (inline: mostly the first tests).
+    const Bank& b = banks_[bank];
+    if (b.head < 0 || b.refreshDue) return kNever;
+    const Entry& h = slots_[size_t(b.head)];
+    if (!b.open) return earliestActivate(bank, h.burst.bankGroup);
+    if (b.row == h.burst.row || (b.hits > 0 && !starved(b))) return kNever;
+    return b.readyPre;
+  }
   void issueColumn(int32_t slot, int32_t previous, std::vector<IssuedBurst>& issued);
   void activate(uint32_t bank, uint32_t group, uint32_t row);
   void precharge(uint32_t bank);
@@ -157,6 +166,7 @@ class PseudoChannel {
   int64_t refreshDueAt() const { return (int64_t(refreshIndex_) + 1) * t_.refreshInterval; }
 
   static constexpr uint32_t kAllBanks = ~0u;
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
   HbmTiming t_;
   uint64_t time_ = 0;
