@@ -292,7 +292,8 @@ void DmaEngine::generate(uint64_t cycle) {
       Descriptor* pick = nullptr;
       int pickQueue = 0;
       for (int i = 0; i < queues_ && !pick; ++i) {
-        int q = (roundRobin_[size_t(core)] + i) % queues_;
+        int q = roundRobin_[size_t(core)] + i;  // both < queues_: no division per probe
+        if (q >= queues_) q -= queues_;
         // A queue walks its descriptors one after another.
         const Queue& queueRef = queue(core, q);
         if (queueRef.walkingNumber == queueRef.nextNumber) continue;
@@ -303,7 +304,7 @@ void DmaEngine::generate(uint64_t cycle) {
         }
       }
       if (!pick) break;
-      roundRobin_[size_t(core)] = (pickQueue + 1) % queues_;
+      roundRobin_[size_t(core)] = pickQueue + 1 == queues_ ? 0 : pickQueue + 1;
       startRequest(core, pickQueue, *pick, cycle);
     }
   }

@@ -196,7 +196,10 @@ void HbmModel::addPending(const Pending& p) {
   }
   size_t at = pending_.size();
   while (at > pendingHead_ && pending_[at - 1] > p) --at;
-  pending_.insert(pending_.begin() + std::ptrdiff_t(at), p);
+  if (at == pending_.size())
+    pending_.push_back(p);
+  else
+    pending_.insert(pending_.begin() + std::ptrdiff_t(at), p);
 }
 
 void HbmModel::checkProgress(uint64_t hbmLimit) {

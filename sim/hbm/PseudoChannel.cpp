@@ -6,10 +6,6 @@
 
 namespace tpusim::sim::hbm {
 
-namespace {
-constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-}
-
 PseudoChannel::PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans)
     : t_(timing), skipQuietRowScans_(skipQuietRowScans) {
   banks_.resize(t_.banks);
@@ -116,20 +112,27 @@ void PseudoChannel::admitArrivals() {
     Entry& e = slots_[size_t(slot)];
     e = Entry{inbox_[inboxHead_++]};
     e.age = nextAge_++;
+    e.older = youngest_;
+    (youngest_ >= 0 ? slots_[size_t(youngest_)].younger : oldest_) = slot;
+    youngest_ = slot;
     ++queued_;
     Bank& b = banks_[e.burst.bank];
-    if (b.tail < 0) {
+    const bool newOldest = b.tail < 0;
+    if (newOldest) {
       b.head = slot;
       busyBanks_[e.burst.bank / 64] |= uint64_t(1) << (e.burst.bank % 64);
     } else {
       slots_[size_t(b.tail)].next = slot;
     }
     b.tail = slot;
-    if (b.open && b.row == e.burst.row) ++b.hits;
-    syncBank(e.burst.bank);
-    // Row scans only look at banks whose oldest burst wants a row command
-    // (a new oldest one, or more hits that it must wait for).
-    if (!b.refreshDue && !(b.open && b.row == slots_[size_t(b.head)].burst.row)) rowQuietUntil_ = 0;
+    const bool firstHit = b.open && b.row == e.burst.row && b.hits++ == 0;
+    // The masks read the head, the open row, the hit count's sign and the
+    // refresh flag: behind others, only a first hit changes them.
+    if (newOldest || firstHit) syncBank(e.burst.bank);
+    // A bank's row command is its oldest burst's: a burst behind others
+    // changes none (a hit only adds to the hits its PRE waits for), and a new
+    // oldest one brings its bank's bound into the last scan's result.
+    if (newOldest) rowQuietUntil_ = std::min(rowQuietUntil_, rowCommandBound(e.burst.bank));
   }
 }
 
@@ -299,6 +302,16 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
     return false;
   }
   // The oldest ready row hit over all banks.
+  if (skipQuietRowScans_) {
+    const int32_t pick = oldestReadyHit(readAt, writeAt);
+    if (pick >= 0) {
+      const Bank& b = banks_[slots_[size_t(pick)].burst.bank];
+      int32_t previous = -1;  // older entries of its bank are for other rows: few
+      for (int32_t i = b.head; i != pick; i = slots_[size_t(i)].next) previous = i;
+      issueColumn(pick, previous, issued);
+      return true;
+    }
+  }
   int32_t best = -1, bestPrevious = -1;
   uint64_t bestAge = ~uint64_t(0);
   for (size_t w = 0; w < hitBanks_.size(); ++w)
@@ -336,6 +349,28 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
   if (best < 0) return false;
   issueColumn(best, bestPrevious, issued);
   return true;
+}
+
+int32_t PseudoChannel::oldestReadyHit(int64_t readAt, int64_t writeAt) const {
+  // The first entry in age order that is a row hit of a bank the scan visits
+  // (hitBanks_: open, with hits, no refresh due; not starved) is the oldest
+  // hit of all, and the first of its bank's list for the open row (the older
+  // entries of its bank are for other rows). Ready now, it is the scan's
+  // pick; not ready, a younger hit may be, and the scan decides. The walk
+  // gives up after a few entries that are not hits (bursts waiting for a row).
+  constexpr int kWalk = 4;
+  const int64_t now = int64_t(time_);
+  int32_t i = oldest_;
+  for (int n = 0; i >= 0 && n < kWalk; ++n, i = slots_[size_t(i)].younger) {
+    const Entry& e = slots_[size_t(i)];
+    const uint32_t bank = e.burst.bank;
+    if (!((hitBanks_[bank / 64] >> (bank % 64)) & 1)) continue;
+    const Bank& b = banks_[bank];
+    if (e.burst.row != b.row || starved(b)) continue;
+    const int64_t bankAt = std::max(b.readyCol, colReadyGroup_[e.burst.bankGroup]);
+    return std::max(bankAt, e.burst.write ? writeAt : readAt) <= now ? i : -1;
+  }
+  return -1;
 }
 
 bool PseudoChannel::stepRow(int64_t* next) {
@@ -431,9 +466,6 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   // Unlink.
   if (previous < 0) {
     b.head = e.next;
-    // The bank is open on e's row: row scans skip it while its next oldest hits it too.
-    if (b.head >= 0 && !b.refreshDue && slots_[size_t(b.head)].burst.row != b.row)
-      rowQuietUntil_ = 0;
     if (b.head < 0) busyBanks_[e.burst.bank / 64] &= ~(uint64_t(1) << (e.burst.bank % 64));
   } else {
     // An older burst for another row was passed, and the bank has a hit less.
@@ -441,8 +473,14 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
     rowQuietUntil_ = 0;
   }
   if (b.tail == slot) b.tail = previous;
+  (e.older >= 0 ? slots_[size_t(e.older)].younger : oldest_) = e.younger;
+  (e.younger >= 0 ? slots_[size_t(e.younger)].older : youngest_) = e.older;
   --b.hits;
   syncBank(e.burst.bank);
+  // The bank was open on e's row, so the last row scan skipped it; its next
+  // oldest burst (if any) now decides its row command. (The command only
+  // delayed this bank's PRE: every other bank's bound still holds.)
+  if (previous < 0) rowQuietUntil_ = std::min(rowQuietUntil_, rowCommandBound(e.burst.bank));
   --queued_;
   freeSlots_.push_back(slot);
 }

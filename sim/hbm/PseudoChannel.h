@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "sim/hbm/HbmStats.h"
@@ -90,6 +91,9 @@ class PseudoChannel {
     uint64_t age = 0;       // admission order
     uint32_t bypassed = 0;  // younger bursts to the same bank that were served first
     int32_t next = -1;      // next (younger) entry of the same bank
+    // Neighbours in the queue's age order (all banks): the fast model's
+    // column pick looks at the oldest entries first (oldestReadyHit).
+    int32_t older = -1, younger = -1;
     Kind kind = Hit;
   };
   struct Bank {
@@ -114,6 +118,9 @@ class PseudoChannel {
                                         std::max(writeReady_, busFree_ - t_.tCWL)));
   }
   bool stepColumn(std::vector<IssuedBurst>& issued, int64_t* next);
+  // The slot of the oldest row hit the column scheduler may serve, when it is
+  // also ready now (and so what stepColumn's scan would pick), else -1.
+  int32_t oldestReadyHit(int64_t readAt, int64_t writeAt) const;
   bool stepRow(int64_t* next);
   bool stepRefresh(int64_t* next);
   bool starved(const Bank& b) const;
@@ -130,6 +137,19 @@ class PseudoChannel {
   bool skipRefreshesClosedForm(uint64_t limit);
 
   int64_t earliestActivate(uint32_t bank, uint32_t group) const;
+  // The earliest cycle at which the bank's row command (PRE or ACT for its
+  // oldest burst) can issue; kNever when it wants none now. The row scan's
+  // result is the minimum over banks; rowQuietUntil_ takes a bank's bound
+  // when only that bank changed, instead of scanning all of them again.
+  int64_t rowCommandBound(uint32_t bank) const {
+    // What stepRow's scan finds for this bank alone (inline: mostly the first tests).
+    const Bank& b = banks_[bank];
+    if (b.head < 0 || b.refreshDue) return kNever;
+    const Entry& h = slots_[size_t(b.head)];
+    if (!b.open) return earliestActivate(bank, h.burst.bankGroup);
+    if (b.row == h.burst.row || (b.hits > 0 && !starved(b))) return kNever;
+    return b.readyPre;
+  }
   void issueColumn(int32_t slot, int32_t previous, std::vector<IssuedBurst>& issued);
   void activate(uint32_t bank, uint32_t group, uint32_t row);
   void precharge(uint32_t bank);
@@ -146,6 +166,7 @@ class PseudoChannel {
   int64_t refreshDueAt() const { return (int64_t(refreshIndex_) + 1) * t_.refreshInterval; }
 
   static constexpr uint32_t kAllBanks = ~0u;
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
   HbmTiming t_;
   uint64_t time_ = 0;
@@ -159,6 +180,7 @@ class PseudoChannel {
   std::vector<int32_t> freeSlots_;
   size_t queued_ = 0;
   uint64_t nextAge_ = 0;
+  int32_t oldest_ = -1, youngest_ = -1;  // ends of the age order of queued entries
   std::vector<Bank> banks_;
   // One bit per bank with queued entries (bank i: word i / 64, bit i % 64), so
   // that the schedulers visit only those banks, still in index order.

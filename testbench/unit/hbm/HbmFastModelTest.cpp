@@ -491,3 +491,80 @@ TEST_CASE("runs over a line whose pseudo-channels are several groups agree", "[h
       p.compareStats();
     }
 }
+
+TEST_CASE("oldest-hit column picks and per-bank row bounds agree under bank-group conflicts",
+          "[hbm][sanitize]") {
+  // The fast model picks the oldest queued row hit without a scan when it is
+  // ready (PseudoChannel::oldestReadyHit) and keeps the row scan's result
+  // across admissions and column commands, taking in one bank's bound
+  // (rowCommandBound). Streams here meet in two bank groups of one
+  // pseudo-channel index: the oldest hit often waits for tCCD_L or tRCD
+  // while a younger one in the other group is ready; rows change under
+  // queued hits (PREs wait for hits to drain or for starvation); reads and
+  // writes mix (the oldest hit's kind is not ready while the other is).
+  for (const char* name : {"v5e", "v6e"})
+    for (int variant = 0; variant < 4; ++variant) {
+      target::ChipConfig chip = target::loadChip(name);
+      target::HbmConfig c = chip.hbm;
+      c.address_mapping = "ro-ba-co-bg-pc-ch";
+      c.address_hash = "none";  // addresses below name banks by the plain digits
+      c.queue_depth = std::array<int64_t, 4>{8, 64, 3, 16}[size_t(variant)];
+      c.starvation_limit = std::array<int64_t, 4>{2, 16, 1, 4}[size_t(variant)];
+      c.refresh = variant == 3 ? "all_bank" : "per_bank";
+      c.tREFI = 1500;
+      c.tRFC = std::min<int64_t>(c.tRFC, 300);
+      c.tRFCsb = std::min<int64_t>(c.tRFCsb, 120);
+      if (variant == 1) c.tCCD_L = 7;  // the bank group binds longer than the bus
+      INFO(name << " variant " << variant);
+      Pair p(c, chip.core.clock_hz);
+      const uint64_t cols = uint64_t(c.columnsPerRow());
+      auto address = [&](uint64_t row, uint64_t bank, uint64_t col, uint64_t bankGroup) {
+        uint64_t index =
+            (((row * uint64_t(c.banks_per_group) + bank) * cols + col) * uint64_t(c.bank_groups) +
+             bankGroup) *
+            uint64_t(c.pseudo_channels * c.channels);
+        return index * uint64_t(c.burst_bytes);
+      };
+      std::mt19937_64 rng(uint64_t(variant) * 97 + uint64_t(name[1]));
+      struct Walk {
+        uint64_t row, bank, col, bankGroup;
+        bool write;
+      };
+      std::vector<Walk> walks;
+      for (uint64_t s = 0; s < 5; ++s)
+        walks.push_back(Walk{rng() % 3, s % 2, rng() % cols, (s / 2) % 2, s == 4});
+      std::map<uint64_t, size_t> owner;
+      uint64_t now = 0, id = 0;
+      const size_t window = 8 + size_t(variant) * 12;
+      for (int cycle = 0; cycle < 3000; ++cycle) {
+        for (int k = 0, n = int(rng() % 4); k < n && owner.size() < window; ++k) {
+          const size_t s = size_t(rng() % walks.size());
+          Walk& w = walks[s];
+          // One to four channels of a line (each a burst of the same bank and row).
+          const uint32_t bytes = uint32_t(c.burst_bytes) * uint32_t(1 + rng() % 4);
+          p.submit(HbmRequest{id, address(w.row, w.bank, w.col, w.bankGroup), bytes, w.write,
+                              now + (rng() % 4 == 0 ? rng() % 30 : 0)});
+          owner[id++] = s;
+          w.col = (w.col + 1) % cols;
+          if (rng() % 25 == 0) w.row = (w.row + 1 + rng() % 2) % 4;  // a conflict in its bank
+          if (rng() % 30 == 0) w.write = !w.write;
+        }
+        now = std::max(now + 1, std::min(p.nextEventCycle(), now + 1 + rng() % 3));
+        for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
+        if (rng() % 400 == 0) {  // drain and idle
+          while (!owner.empty()) {
+            now = std::max(now + 1, p.nextEventCycle() + 1);
+            for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
+          }
+          now += rng() % 3000;
+          p.advanceTo(now);
+          p.compareStats();
+        }
+      }
+      while (!owner.empty()) {
+        now = std::max(now + 1, p.nextEventCycle() + 1);
+        for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
+      }
+      p.compareStats();
+    }
+}
