@@ -190,6 +190,14 @@ int64_t chooseLeadBlock(int64_t leadSize, LoopBlock& plane, const std::vector<Bl
   return best;
 }
 
+bool dotResultsFitMxu(int64_t batch, int64_t bm, int64_t bn, const TilingTarget& target) {
+  const int64_t mxu = std::max<int64_t>(target.mxuSize, 8);
+  const int64_t rowTiles = cdiv(bm, 8), slots = std::max<int64_t>(target.accSlots, 1);
+  if (rowTiles > slots) return false;
+  const int64_t items = std::max<int64_t>(batch, 1) * cdiv(bn, mxu);
+  return cdiv(items, std::max<int64_t>(target.mxuCount, 1)) * rowTiles <= slots;
+}
+
 int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, bool maskedTail,
                      int lhsInBytes, int rhsInBytes) {
   return 2 * (tiledBytes(bm, bk) + tiledBytes(bk, bn) + tiledBytes(bm, bn)) +

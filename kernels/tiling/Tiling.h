@@ -125,6 +125,12 @@ struct DotBlocking {
   std::string why;
 };
 
+// Whether `batch` dots of bm x bn blocks per grid step can keep their results
+// in the MXU result slots across the K steps (DotOptions::resident): each
+// (row group, column tile) item needs its own window of slots, dealt
+// round-robin to the MXUs, all within one MXU's accSlots.
+bool dotResultsFitMxu(int64_t batch, int64_t bm, int64_t bn, const TilingTarget& target);
+
 // VMEM bytes of a dot's blocks: double-buffered operand and output blocks (one
 // 32-bit word per element, as the code generator lays them out: bf16 is not
 // packed in VMEM), the accumulator when there is one, the bf16 copies of
