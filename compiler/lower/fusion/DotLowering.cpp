@@ -257,6 +257,11 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
   const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;
   const bool inPlace = plain && kBlocks == 1 && kTail == std::min(bk, K);
+  // Several K blocks whose results fit the MXU result slots accumulate there
+  // across the K steps (no VMEM accumulator traffic, no MXU drain per step);
+  // the last step pops them into the accumulator for the epilogue.
+  const bool resident =
+      kBlocks > 1 && dotResultsFitMxu(bb, std::min(bm, M), std::min(bn, N), shared);
 
   // Axis blocks and grid ids: B -> 0, M -> 1, N -> 2, K -> 3.
   auto set = [](Axis& a, int64_t block, int grid) {
@@ -330,6 +335,35 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       });
     }
   };
+  // One batch entry's K step with the results kept in the MXU: the first
+  // starts the slots, the others go on from them, the last (`keep` Store,
+  // masking a partial K block) pops them into the accumulator.
+  // The operands are traced once, before the steps' branches (their index
+  // scalars are shared).
+  auto operands = [=](const std::vector<dsl::Ref>& refs) {
+    dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
+    dsl::Array b = rhsR->emit(rhsRoot, identity(rhsRoot->shape().rank()), refs);
+    a = expandTo(a, abm, abk);
+    b = transposed ? expandTo(b, abn, abk) : expandTo(b, abk, abn);
+    if (a.dtype() != mxType) a = a.astype(mxType);
+    if (b.dtype() != mxType) b = b.astype(mxType);
+    return std::make_pair(a, b);
+  };
+  auto residentStep = [=](std::pair<dsl::Array, dsl::Array> ab, const dsl::Ref& acc,
+                          dsl::MxuResident keep, bool cont) {
+    auto [a, b] = ab;
+    if (keep == dsl::MxuResident::Store && kTail != abk) {
+      dsl::Array lim = dsl::splat(dsl::Scalar(kTail), 1, 1);
+      a = dsl::where(dsl::iota(abm, abk, 1) < lim, a, dsl::zeros(1, 1, mxType));
+      b = transposed ? dsl::where(dsl::iota(abn, abk, 1) < lim, b, dsl::zeros(1, 1, mxType))
+                     : dsl::where(dsl::iota(abk, abn, 0) < lim, b, dsl::zeros(1, 1, mxType));
+    }
+    dsl::DotOptions opts;
+    opts.transpose_rhs = transposed;
+    opts.resident = keep;
+    opts.continue_in_mxu = cont;
+    acc.store(dsl::dot(a, b, opts));
+  };
   // The element-wise epilogue of one batch entry, at the last K block.
   auto epilogue = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc) {
     dsl::Array h = acc.load();
@@ -352,6 +386,27 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         fn(acc.at(dsl::Scalar(i)));
       }
     };
+    auto finish = [&] { forEachEntry([&](const dsl::Ref& a) { epilogue(refs, a); }); };
+    if (resident) {
+      dsl::Scalar kb = dsl::program_id(3);
+      std::vector<std::pair<dsl::Array, dsl::Array>> ops;
+      std::vector<dsl::Ref> accs;
+      forEachEntry([&](const dsl::Ref& a) {
+        ops.push_back(operands(refs));
+        accs.push_back(a);
+      });
+      auto steps = [&](dsl::MxuResident keep, bool cont) {
+        for (size_t i = 0; i < ops.size(); ++i) residentStep(ops[i], accs[i], keep, cont);
+      };
+      dsl::when(kb == 0, [&] { steps(dsl::MxuResident::Keep, false); });
+      if (kBlocks > 2)
+        dsl::when(kb > 0 && kb < kBlocks - 1, [&] { steps(dsl::MxuResident::Keep, true); });
+      dsl::when(kb == kBlocks - 1, [&] {
+        steps(dsl::MxuResident::Store, true);
+        finish();
+      });
+      return;
+    }
     // One K block: the dot writes the accumulator (no zero fill, no load and
     // add per result tile); several: zeroed at the first, accumulated at each.
     if (kBlocks > 1)
@@ -359,7 +414,6 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         forEachEntry([&](const dsl::Ref& a) { a.store(dsl::zeros(abm, abn, accType)); });
       });
     forEachEntry([&](const dsl::Ref& a) { step(refs, a); });
-    auto finish = [&] { forEachEntry([&](const dsl::Ref& a) { epilogue(refs, a); }); };
     if (kBlocks == 1)
       finish();
     else

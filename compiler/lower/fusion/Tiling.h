@@ -12,6 +12,7 @@ using kernels::tiling::chooseLeadBlock;
 using kernels::tiling::chooseLoopBlock;
 using kernels::tiling::dividingBlock;
 using kernels::tiling::dotBlockCost;
+using kernels::tiling::dotResultsFitMxu;
 using kernels::tiling::DotBlocking;
 using kernels::tiling::dotVmemBytes;
 using kernels::tiling::kStepOverheadCycles;
