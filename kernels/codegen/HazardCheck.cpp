@@ -153,9 +153,10 @@ std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundle
                       when, endOfBlock));
   for (auto& [unit, m] : mxu)
     if (mxuCarry && std::max(m.weightFree, m.lhsFree) > endOfBlock)
-      problems.push_back(fmt::format("end of block: an mxu{} port is busy until bundle {}, after "
-                                     "the block ends at {}",
-                                     unit, std::max(m.weightFree, m.lhsFree), endOfBlock));
+      problems.push_back(
+          fmt::format("end of block: an mxu{} port is busy until bundle {}, after "
+                      "the block ends at {}",
+                      unit, std::max(m.weightFree, m.lhsFree), endOfBlock));
   for (auto& [unit, m] : mxu)
     for (auto& [slot, when] : m.slotReady)
       if (when > endOfBlock && !mxuCarry)

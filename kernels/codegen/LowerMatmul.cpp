@@ -243,10 +243,10 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       if (next + item.gTiles > slots) {
         // Wrapping around would reuse the slots of results kept in the MXU.
         if (!residentItems_.empty() || resident)
-          fail(fmt::format("the results kept in the MXU across grid steps need more than the "
-                           "{} result slots of an MXU ({} x {} items of {} row tiles on {} MXUs)",
-                           slots, (rowTiles + slots - 1) / slots, nTiles,
-                           std::min(slots, rowTiles), mxus));
+          fail(fmt::format(
+              "the results kept in the MXU across grid steps need more than the "
+              "{} result slots of an MXU ({} x {} items of {} row tiles on {} MXUs)",
+              slots, (rowTiles + slots - 1) / slots, nTiles, std::min(slots, rowTiles), mxus));
         next = 0;
       }
       item.slot0 = next;

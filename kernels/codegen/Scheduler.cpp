@@ -339,8 +339,7 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
       if ((mi.op == Opcode::MxuLatch || isWPushT(mi.op)) && !latched.count(u)) entry[i] = t.mxuSize;
       if (mi.op == Opcode::MxuLatch) latched.insert(u);
       if (isMm(mi.op)) mmHere.insert({u, accSlot(mi)});
-      if (mi.op == Opcode::MxuPop && !mmHere.count({u, accSlot(mi)}))
-        entry[i] = 7 + 2 * t.mxuSize;
+      if (mi.op == Opcode::MxuPop && !mmHere.count({u, accSlot(mi)})) entry[i] = 7 + 2 * t.mxuSize;
     }
   }
   // Priority: longest latency-weighted path to the end of the block.

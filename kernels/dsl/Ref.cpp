@@ -93,8 +93,9 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
     return false;
   const bool resident = rhs.dot.resident != MxuResident::None;
   if (resident && accumulate)
-    fail(loc, "a dot kept in the MXU (DotOptions::resident) is stored with `ref.store(dot(...))`; "
-              "continue_in_mxu accumulates");
+    fail(loc,
+         "a dot kept in the MXU (DotOptions::resident) is stored with `ref.store(dot(...))`; "
+         "continue_in_mxu accumulates");
   if (!resident && rhs.dot.continue_in_mxu)
     fail(loc, "DotOptions::continue_in_mxu needs the results kept in the MXU (resident)");
   // Written in place, the ref must not also be an operand: result tiles are
@@ -114,8 +115,8 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
     ops.push_back(x->row0);
     ops.push_back(x->col0);
   }
-  std::vector<int64_t> ints{w.rows, w.cols, k, rhs.dot.transpose_lhs, rhs.dot.transpose_rhs,
-                            int64_t(accumulate)};
+  std::vector<int64_t> ints{
+      w.rows, w.cols, k, rhs.dot.transpose_lhs, rhs.dot.transpose_rhs, int64_t(accumulate)};
   if (resident) {
     ints[5] = rhs.dot.continue_in_mxu ? 2 : 0;
     ints.push_back(rhs.dot.resident == MxuResident::Keep ? 1 : 2);

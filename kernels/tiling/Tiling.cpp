@@ -286,9 +286,8 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // With several K blocks whose results fit the MXU result slots
   // (dotResultsFitMxu) the K steps accumulate there: only the last of an
   // output block fills, drains and pops.
-  const bool resident =
-      kBlocks > 1 && dotResultsFitMxu(target.dotBatchBlock, std::min(bm, m), std::min(bn, n),
-                                      target);
+  const bool resident = kBlocks > 1 && dotResultsFitMxu(target.dotBatchBlock, std::min(bm, m),
+                                                        std::min(bn, n), target);
   const double once = tileCycles + fill + drain;
   const double stepMxu = mxuCycles + (resident ? 0.0 : once);
   const double outputBlocks = steps / double(kBlocks);
