@@ -238,15 +238,20 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // A tile's pushes, then its latch (8 cycles after the last push); the next
   // tile's first push waits for the latch (isa/README.md, "MXU").
   const int64_t push = fill + 1 + (target.dotRhsTransposed ? mxu : 0);
-  // The (row group, column tile) items are dealt round-robin to the MXUs
-  // (the step's bb entries one after another), each through every K chunk:
-  // the busiest MXU takes ceil(items / MXUs) of them.
+  // The (row group, column tile) items of the step's bb entries are dealt
+  // round-robin to the MXUs, each through every K chunk: the busiest MXU takes
+  // ceil(items / MXUs) of them (8 items on 4 MXUs: 2 each; 29: 8 on one).
   const int64_t mxus = std::max<int64_t>(target.mxuCount, 1);
   const int64_t colTiles = cdiv(bn, mxu), chunks = cdiv(bk, mxu);
-  double mxuCycles = 0;
-  for (int64_t g = 0; g < rowTiles; g += slots)
-    mxuCycles += double(cdiv(int64_t(bb) * colTiles, mxus)) * double(chunks) *
-                 double(std::max<int64_t>(push, 8 * std::min(slots, rowTiles - g)));
+  double itemCycles = 0;
+  int64_t items = 0;
+  for (int64_t g = 0; g < rowTiles; g += slots) {
+    itemCycles += double(colTiles) * double(chunks) *
+                  double(std::max<int64_t>(push, 8 * std::min(slots, rowTiles - g)));
+    items += colTiles;
+  }
+  items *= int64_t(bb);
+  const double mxuCycles = bb * itemCycles / double(items) * double(cdiv(items, mxus));
   // A block row is one contiguous run in HBM; short runs (a narrow RHS
   // block of a wide matrix) reach a fraction of the peak.
   const int64_t line = target.hbmInterleaveBytes;
@@ -281,21 +286,22 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // which few large steps leave exposed (a small dot of two steps). So the
   // first step costs its DMA plus its MXU work, the others the larger of
   // the two.
-  // A step's MXU side: its pushes and matmuls, the MXU fill and drain and
-  // the result tiles' pops and stores; the next step's DMA runs on meanwhile.
-  // With several K blocks whose results fit the MXU result slots
-  // (dotResultsFitMxu) the K steps accumulate there: only the last of an
-  // output block fills, drains and pops.
+  // Each step fills and drains the MXUs and pops and stores its result
+  // tiles. With several K blocks whose results fit the MXU result slots
+  // (dotResultsFitMxu) the K steps accumulate there: only the last step of an
+  // output block fills, drains and pops, and the others cost the larger of
+  // their MXU work and their DMA.
   const bool resident = kBlocks > 1 && dotResultsFitMxu(target.dotBatchBlock, std::min(bm, m),
                                                         std::min(bn, n), target);
   const double once = tileCycles + fill + drain;
-  const double stepMxu = mxuCycles + (resident ? 0.0 : once);
+  const double perStep = resident ? 0.0 : once;
   const double outputBlocks = steps / double(kBlocks);
   const double prologueCycles = lhsBlockCycles + rhsBlockCycles;
   const double drainCycles = bb * double(bm * bn) * outBytes / outEff / target.hbmBytesPerCycle;
-  return prologueCycles + stepMxu + lhsSteps * std::max(stepMxu, baseDma + lhsBlockCycles) +
-         (steps - 1 - lhsSteps) * std::max(stepMxu, baseDma) + steps * kStepOverheadCycles +
-         (resident ? outputBlocks * once : 0.0) + drainCycles;
+  return prologueCycles + mxuCycles + lhsSteps * std::max(mxuCycles, baseDma + lhsBlockCycles) +
+         (steps - 1 - lhsSteps) * std::max(mxuCycles, baseDma) +
+         steps * (perStep + kStepOverheadCycles) + (resident ? outputBlocks * once : 0.0) +
+         drainCycles;
 }
 
 DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int lhsInBytes,

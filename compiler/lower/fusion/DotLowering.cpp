@@ -260,8 +260,26 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // Several K blocks whose results fit the MXU result slots accumulate there
   // across the K steps (no VMEM accumulator traffic, no MXU drain per step);
   // the last step pops them into the accumulator for the epilogue.
-  const bool resident =
-      kBlocks > 1 && dotResultsFitMxu(bb, std::min(bm, M), std::min(bn, N), shared);
+  // Each K step's branch materializes its own copy of an operand that is not
+  // read as it is (a cast from f32, a fused computation; s8 weights are
+  // widened in registers): the extra copies must fit the blocks' VMEM budget.
+  auto readAsIs = [&](const HloInstruction* i) {
+    if (isInputView(g, i)) return true;
+    return mxType == dsl::BF16 && i->opcode() == HloOpcode::Convert &&
+           isInputView(g, i->operand(0)) &&
+           dslType(g, *i->operand(0), i->operand(0)->shape().type) == dsl::S8;
+  };
+  auto copyBytes = [](int64_t rows, int64_t cols) {  // one 32-bit word per element
+    return cdiv(rows, 8) * 8 * cdiv(cols, 128) * 128 * 4;
+  };
+  const int64_t branchCopies =
+      (readAsIs(lhs) ? 0 : copyBytes(bm, bk)) + (readAsIs(rhsRoot) ? 0 : copyBytes(bk, bn));
+  const bool resident = kBlocks > 1 &&
+                        dotResultsFitMxu(bb, std::min(bm, M), std::min(bn, N), shared) &&
+                        dotVmemBytes(bm, bn, bk, true, kTail != bk, hbmBytesOf(g, lhs, lt),
+                                     hbmBytesOf(g, rhsRoot, rt)) +
+                                (std::min<int64_t>(kBlocks, 3) - 1) * branchCopies <=
+                            shared.dotVmemBudget();
 
   // Axis blocks and grid ids: B -> 0, M -> 1, N -> 2, K -> 3.
   auto set = [](Axis& a, int64_t block, int grid) {
