@@ -310,7 +310,10 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   plan.config.compiler_params.dimension_semantics = {dsl::PARALLEL, dsl::PARALLEL, dsl::PARALLEL,
                                                      dsl::ARBITRARY};
   addLeafInputs(*lhsR, plan);
+  const size_t rhsFirst = plan.config.in_specs.size();
   addLeafInputs(*rhsR, plan);
+  for (size_t i = rhsFirst; i < plan.config.in_specs.size(); ++i)
+    plan.config.in_specs[i].buffers = blk.rhsBuffers;
   addLeafInputs(*outR, plan);
   plan.config.out_shapes = {dsl::ShapeDtype(outR->arrayShape(rootEmb), memoryType(outType), "out")};
   plan.config.out_specs = {outR->blockSpec(rootEmb)};
