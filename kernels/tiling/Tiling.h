@@ -16,8 +16,10 @@
 // steps x (max(MXU cycles, DMA cycles) + per-result-tile cycles + MXU fill and
 // drain + step overhead), DMA counting the copies the pipeline skips (an
 // unchanged LHS block with one K block), plus the exposed prologue (the first
-// step's input blocks) and drain (the last output block's write-back), and
-// the cheapest wins: larger blocks
+// step's input blocks) and drain (the last output block's write-back); K
+// steps whose results stay in the MXU result slots (dotResultsFitMxu) pay
+// the result tiles, fill and drain once per output block. The cheapest
+// wins: larger blocks
 // re-read less from HBM and amortize the fill and drain, until VMEM or the caps
 // stop them.
 // Blocks divide the array or equal it whenever such a block exists (the code
