@@ -720,6 +720,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   Pipeline p(k, t, o, smemState, fn, mem, loops, data);
   p.build();
   mem.check();
+  for (MBlock& b : fn.blocks) b.mxuCarry = fn.mxuCarry;
   CompiledKernel out;
   std::vector<BlockSchedule> schedules;
   std::array<int, 3> used{};
@@ -753,7 +754,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   // Every block must be free of hazards the machine would stall on.
   for (size_t b = 0; b < fn.blocks.size(); ++b) {
     std::vector<isa::Bundle> blk(bundles.begin() + starts[b], bundles.begin() + starts[b + 1]);
-    auto problems = checkBlockTiming(blk, t);
+    auto problems = checkBlockTiming(blk, t, fn.blocks[b].mxuCarry);
     if (!problems.empty())
       throw CodegenError(fmt::format("internal: block {} of '{}' has a hazard: {}",
                                      fn.blocks[b].label, k.name, problems[0]));

@@ -22,10 +22,16 @@ bool isBranch(Opcode op) {
 }  // namespace
 
 std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundles,
-                                          const TargetInfo& t) {
+                                          const TargetInfo& t, bool mxuCarry) {
   std::vector<std::string> problems;
   std::map<std::pair<int, int64_t>, int64_t> ready;  // (class, reg) -> cycle the value is readable
   std::map<int, MxuTiming> mxu;
+  // On entry with mxuCarry: a latch and an mm to every slot in the cycle before.
+  auto unit = [&](int u) -> MxuTiming& {
+    auto [it, fresh] = mxu.try_emplace(u);
+    if (fresh && mxuCarry) it->second.lastLatch = -1;
+    return it->second;
+  };
   std::vector<int64_t> xluFree(std::max(1, t.xluCount), 0);
   int64_t eupFree = 0;
   int64_t endOfBlock = int64_t(bundles.size());
@@ -99,7 +105,7 @@ std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundle
       bool mm = op == Opcode::MxuMmBf16 || op == Opcode::MxuMmaBf16 || op == Opcode::MxuMmS8 ||
                 op == Opcode::MxuMmaS8;
       if (wpush || mm || op == Opcode::MxuLatch) {
-        MxuTiming& m = mxu[int(in.operands[0])];
+        MxuTiming& m = unit(int(in.operands[0]));
         if (wpush) {
           if (m.weightFree > c)
             report(c, in, fmt::format("weight port busy until {}", m.weightFree));
@@ -113,12 +119,19 @@ std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundle
           m.slotReady[in.operands[2]] = c + 7 + 2 * t.mxuSize;
         } else {
           if (m.weightFree > c || m.lhsFree > c) report(c, in, "latch while a port is busy");
+          if (m.lastLatch + t.mxuSize > c)
+            report(c, in, "latch before the previous latch has passed the array");
           m.lastLatch = c;
         }
       }
       if (op == Opcode::MxuPop) {
-        MxuTiming& m = mxu[int(in.operands[1])];
+        MxuTiming& m = unit(int(in.operands[1]));
         auto s = m.slotReady.find(in.operands[2]);
+        if (s == m.slotReady.end() && mxuCarry && c < 6 + 2 * t.mxuSize)
+          report(c, in,
+                 fmt::format("result slot a{} may hold an mm of the block before, not ready "
+                             "until {}",
+                             in.operands[2], 6 + 2 * t.mxuSize));
         if (s != m.slotReady.end() && s->second > c)
           report(c, in,
                  fmt::format("result slot a{} not ready until {}", in.operands[2], s->second));
@@ -139,8 +152,14 @@ std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundle
                       key.first == int(isa::OperandClass::VectorReg) ? "vector" : "scalar/mask",
                       when, endOfBlock));
   for (auto& [unit, m] : mxu)
+    if (mxuCarry && std::max(m.weightFree, m.lhsFree) > endOfBlock)
+      problems.push_back(
+          fmt::format("end of block: an mxu{} port is busy until bundle {}, after "
+                      "the block ends at {}",
+                      unit, std::max(m.weightFree, m.lhsFree), endOfBlock));
+  for (auto& [unit, m] : mxu)
     for (auto& [slot, when] : m.slotReady)
-      if (when > endOfBlock)
+      if (when > endOfBlock && !mxuCarry)
         problems.push_back(
             fmt::format("end of block: mxu{} slot a{} is ready only at bundle {}, "
                         "after the block ends at {}",

@@ -17,7 +17,10 @@
 
 namespace tpusim::kernels::codegen {
 
+// `mxuCarry` (MBlock::mxuCarry): MXU work of an earlier block may be in
+// flight on entry (any MXU latched and mm'd into any slot in the cycle before)
+// and results may stay in the slots at the end.
 std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundles,
-                                          const TargetInfo& target);
+                                          const TargetInfo& target, bool mxuCarry = false);
 
 }  // namespace tpusim::kernels::codegen

@@ -16,6 +16,16 @@
 // chunk overlap the LHS streams of the others and of its own current chunk;
 // the pops of a round come after the round's last chunk and before the next
 // round's first mm on that MXU (program order per MXU).
+//
+// Resident matmuls (ints[6]: 1 keep, 2 keep and store) leave their results
+// in the MXU result slots across grid steps: the K blocks of a dot whose
+// items fit the slots (every item its own window of slots) accumulate there,
+// one step's first chunk going on from the previous step's value (mma,
+// accumulate 2), and only the last step pops them. A step then ends without
+// waiting for the MXU to drain (2N + 7 cycles before the last pop) and the
+// next step's weight pushes start at once (MBlock::mxuCarry). The ops of one
+// destination (the first, middle and last K steps are separate ops under
+// branches) share one placement of items on MXUs and slots.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,7 +45,11 @@ MOperand I(int64_t v) { return MOperand::imm(v); }
 void Lowerer::lowerMatmul(const llo::Op& op) {
   auto views = llo::opViews(op);
   int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2];
-  bool transLhs = op.ints[3], transRhs = op.ints[4], accumulate = op.ints[5];
+  bool transLhs = op.ints[3], transRhs = op.ints[4];
+  const int64_t accMode = op.ints[5];
+  const bool accumulate = accMode == 1;  // pop, add to dst, store
+  const bool chain = accMode == 2;       // the first chunk goes on from the slots (mma)
+  const int64_t resident = op.ints.size() > 6 ? op.ints[6] : 0;
   auto fail = [&](const std::string& why) {
     std::string text = llo::printOp(op);
     throw CodegenError(fmt::format("{}:{}: error: cannot compile '{}': {}", op.loc.file,
@@ -212,15 +226,39 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     for (int64_t j = 0; j < nTiles; ++j) items.push_back({g0, std::min(slots, rowTiles - g0), j});
   const int64_t mxus = t_.mxuCount;
   nextSlot_.resize(size_t(mxus), 0);
-  for (size_t it = 0; it < items.size(); ++it) {
-    Item& item = items[it];
-    item.mxu = (nextMxu_ + int64_t(it)) % mxus;
-    int64_t& next = nextSlot_[size_t(item.mxu)];
-    if (next + item.gTiles > slots) next = 0;
-    item.slot0 = next;
-    next += item.gTiles;
+  // A resident destination keeps the placement its first op chose.
+  std::vector<int64_t> key{dstP.region, dst0.isConst ? dst0.c : -1, M, N, K};
+  auto placed = resident ? residentItems_.find(key) : residentItems_.end();
+  const bool reused = placed != residentItems_.end();
+  if (reused) {
+    for (size_t it = 0; it < items.size(); ++it) {
+      items[it].mxu = placed->second[it].first;
+      items[it].slot0 = placed->second[it].second;
+    }
+  } else {
+    for (size_t it = 0; it < items.size(); ++it) {
+      Item& item = items[it];
+      item.mxu = (nextMxu_ + int64_t(it)) % mxus;
+      int64_t& next = nextSlot_[size_t(item.mxu)];
+      if (next + item.gTiles > slots) {
+        // Wrapping around would reuse the slots of results kept in the MXU.
+        if (!residentItems_.empty() || resident)
+          fail(fmt::format(
+              "the results kept in the MXU across grid steps need more than the "
+              "{} result slots of an MXU ({} x {} items of {} row tiles on {} MXUs)",
+              slots, (rowTiles + slots - 1) / slots, nTiles, std::min(slots, rowTiles), mxus));
+        next = 0;
+      }
+      item.slot0 = next;
+      next += item.gTiles;
+    }
+    nextMxu_ = (nextMxu_ + int64_t(items.size())) % mxus;
+    if (resident) {
+      auto& v = residentItems_[key];
+      for (const Item& item : items) v.push_back({item.mxu, item.slot0});
+    }
   }
-  nextMxu_ = (nextMxu_ + int64_t(items.size())) % mxus;
+  if (resident) fn_.mxuCarry = true;
   // Valid output columns of column tile j (in all halves).
   auto validN = [&](int64_t j) { return std::min<int64_t>(S, N - j * S); };
   // Weight push p of chunk kc of an item (8 rows, or 8 columns when transposed);
@@ -272,7 +310,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         rowHalf(row, lhsP, lhs0, lhsRows, tileOf(k0, h), rt * 8, (1 << valid) - 1, laneOf(k0),
                 validK(kc, h), true);
     }
-    emitRow(kc == 0 ? mm : mma, {I(mxu), MOperand(), I(it.slot0 + i)}, 1, row);
+    emitRow(kc == 0 && !chain ? mm : mma, {I(mxu), MOperand(), I(it.slot0 + i)}, 1, row);
   };
   // Pops slot i into its result row and stores the valid lanes of each half
   // (added to the old value when accumulating).
@@ -361,7 +399,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         if (t >= stream[m].size()) continue;
         const Tile& cur = stream[m][t];
         const Item& it = items[cur.item];
-        if (cur.kc == 0 && t > 0 && i < items[stream[m][t - 1].item].gTiles)
+        // Resident items each hold their own slots: nothing to pop here.
+        if (!resident && cur.kc == 0 && t > 0 && i < items[stream[m][t - 1].item].gTiles)
           popTile(items[stream[m][t - 1].item], int(m), i);
         if (i < it.gTiles) mmOne(it, int(m), cur.kc, i);
         if (t + 1 < stream[m].size()) {
@@ -376,11 +415,23 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     for (size_t m = 0; m < size_t(mxus); ++m)
       if (t + 1 < stream[m].size()) emit(Opcode::MxuLatch, {I(int64_t(m))});
   }
-  for (int64_t i = 0; i < slots; ++i)
-    for (size_t m = 0; m < size_t(mxus); ++m)
-      if (!stream[m].empty() && i < items[stream[m].back().item].gTiles)
-        popTile(items[stream[m].back().item], int(m), i);
-  bodyFlops += 2.0 * double(M) * double(N) * double(K);
+  if (resident == 2) {
+    // Every item's slots, round by round as the MXUs finish them.
+    for (size_t t = 0; t < length; ++t)
+      for (int64_t i = 0; i < slots; ++i)
+        for (size_t m = 0; m < size_t(mxus); ++m)
+          if (t < stream[m].size() && stream[m][t].kc == kChunks - 1 &&
+              i < items[stream[m][t].item].gTiles)
+            popTile(items[stream[m][t].item], int(m), i);
+  } else if (!resident) {
+    for (int64_t i = 0; i < slots; ++i)
+      for (size_t m = 0; m < size_t(mxus); ++m)
+        if (!stream[m].empty() && i < items[stream[m].back().item].gTiles)
+          popTile(items[stream[m].back().item], int(m), i);
+  }
+  // The first, middle and last K steps of a resident destination are one
+  // dot's work per step (they run under exclusive branches).
+  if (!reused) bodyFlops += 2.0 * double(M) * double(N) * double(K);
 }
 
 }  // namespace tpusim::kernels::codegen

@@ -172,6 +172,9 @@ class Lowerer {
   // draining the MXUs alone.
   int64_t nextMxu_ = 0;
   std::vector<int64_t> nextSlot_;  // per MXU
+  // Resident matmuls (results kept in the MXU across grid steps): per
+  // destination (region, row, M, N, K), each item's (MXU, first slot).
+  std::map<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>> residentItems_;
 
   void lowerFor(const llo::Op& op);
   MOperand carryReg(const llo::Value* v);

@@ -77,6 +77,14 @@ void forEachReg(Instr& mi, F&& f) {
 struct MBlock {
   std::string label;
   std::vector<MInstr> instrs;  // a branch, if any, is the last instruction
+  // MXU work may be in flight when the block starts and may stay in flight
+  // when it ends: the kernel keeps matmul results in the MXU result slots
+  // across blocks (LowerMatmul.cpp, "resident"). The scheduler then lets an mm
+  // whose slot the block does not pop end the block 8 cycles after issue (its
+  // LHS port) instead of after its result latency, and assumes on entry that
+  // any MXU may have latched and mm'd in the cycle before (isa/README.md,
+  // "MXU": a latch or transposed push waits N cycles, a pop of a slot 2N + 7).
+  bool mxuCarry = false;
 };
 
 struct DebugLoc {
@@ -93,6 +101,9 @@ struct MFunction {
   // (RegClass, virtual register) pairs the register allocator may not spill:
   // spill code's own temporaries, and registers a branch writes (loop counters).
   std::set<std::pair<int, int>> unspillable;
+  // A matmul keeps its results in the MXU across blocks: every block is
+  // scheduled and checked with MBlock::mxuCarry.
+  bool mxuCarry = false;
 
   MOperand newReg(RegClass c) { return MOperand::vreg(c, numVirtRegs[static_cast<int>(c)]++); }
 };

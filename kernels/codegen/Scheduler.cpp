@@ -314,10 +314,56 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
   if (n == 0) return s;
   DagBuilder dag(block, t);
   dag.build();
+  // How long each instruction keeps the block from ending. With results kept
+  // in the MXU across blocks (MBlock::mxuCarry), an mm whose slot this block
+  // does not pop only holds its LHS port: its result is popped in a later
+  // block, which allows for it on entry (below).
+  std::vector<int> tail(n), entry(n, 0);
+  for (int i = 0; i < n; ++i) tail[i] = tailOf(ins[i], t);
+  if (block.mxuCarry) {
+    std::set<std::pair<int, int>> poppedLater;  // (MXU, slot)
+    for (int i = n - 1; i >= 0; --i) {
+      if (ins[i].op == Opcode::MxuPop) poppedLater.insert({mxuIndex(ins[i]), accSlot(ins[i])});
+      if (isMm(ins[i].op) && !poppedLater.count({mxuIndex(ins[i]), accSlot(ins[i])}))
+        tail[i] = std::max(resultLatency(ins[i], t), 8);
+    }
+    // On entry any MXU may have latched and mm'd into any slot in the cycle
+    // before: until its first latch here, a latch or transposed push waits
+    // N cycles, and a pop of a slot not mm'd here 2N + 7.
+    std::set<int> latched;
+    std::set<std::pair<int, int>> mmHere;
+    for (int i = 0; i < n; ++i) {
+      const MInstr& mi = ins[i];
+      if (!isMxuOp(mi.op)) continue;
+      int u = mxuIndex(mi);
+      if ((mi.op == Opcode::MxuLatch || isWPushT(mi.op)) && !latched.count(u)) entry[i] = t.mxuSize;
+      if (mi.op == Opcode::MxuLatch) latched.insert(u);
+      if (isMm(mi.op)) mmHere.insert({u, accSlot(mi)});
+      if (mi.op == Opcode::MxuPop && !mmHere.count({u, accSlot(mi)})) entry[i] = 7 + 2 * t.mxuSize;
+    }
+  }
+  // The MXUs' weight pushes share one matrix-push slot per bundle. Started in
+  // lockstep (one cycle apart), every MXU reaches its latch in the same few
+  // cycles, and the latches, higher on the critical path, take the slot
+  // before any MXU's next push: 3 cycles lost per weight tile on four MXUs
+  // (132 instead of 129). Started 2 cycles apart, each MXU's latch and next
+  // push fall between the others' (a few cycles once per block).
+  {
+    std::set<int> started;
+    int previous = -1;
+    for (int i = 0; i < n; ++i)
+      if (isWPush(ins[i].op) && started.insert(mxuIndex(ins[i])).second) {
+        if (previous >= 0) {
+          dag.succ_[previous].push_back({i, 2});
+          ++dag.npred_[i];
+        }
+        previous = i;
+      }
+  }
   // Priority: longest latency-weighted path to the end of the block.
   std::vector<int> height(n, 0);
   for (int i = n - 1; i >= 0; --i) {
-    height[i] = tailOf(ins[i], t);
+    height[i] = tail[i];
     for (const Edge& e : dag.succ_[i]) height[i] = std::max(height[i], e.distance + height[e.to]);
   }
   // Priority: the critical path, then program order.
@@ -416,7 +462,7 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
       if (writesClass(i, c)) unscheduledWriters[size_t(c)].insert(i);
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> waiting;  // (earliest, index)
   std::vector<int> npred = dag.npred_;
-  std::vector<int> earliest(n, 0);
+  std::vector<int> earliest = entry;
   // Lookahead: an instruction more than kLookahead places after the oldest
   // unscheduled one waits (`deferred`), so the schedule stays near the
   // lowering's order (which keeps register pressure low; LowerMatmul emits
@@ -435,7 +481,7 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
     availAll.insert(i);
   };
   for (int i = 0; i < n; ++i)
-    if (npred[i] == 0) waiting.push({0, i});
+    if (npred[i] == 0) waiting.push({earliest[i], i});
   std::vector<int> xluFree(std::max(1, t.xluCount), 0);
   int eupFree = 0;
   int done = 0, cycle = 0, lastIssue = 0, drain = 0;
@@ -551,7 +597,7 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
       for (int c = 0; c < 3; ++c) unscheduledWriters[size_t(c)].erase(i);
       ++done;
       lastIssue = std::max(lastIssue, cycle);
-      drain = std::max(drain, cycle + tailOf(ins[i], t));
+      drain = std::max(drain, cycle + tail[i]);
       for (const Edge& e : dag.succ_[i]) {
         earliest[e.to] = std::max(earliest[e.to], cycle + e.distance);
         if (--npred[e.to] == 0) waiting.push({earliest[e.to], e.to});

@@ -115,9 +115,19 @@ Array max(const Array& a, int axis, Loc loc = Loc::here());
 // Matrix product on the MXUs: bf16 x bf16 -> f32 or s8 x s8 -> s32. With
 // transpose_lhs / transpose_rhs the operands are given as (K,M) / (N,K).
 // Accumulation order: see isa/README.md (k order in chunks of the MXU size).
+// A dot whose results stay in the MXU result slots across grid steps (the K
+// blocks of a matmul): Keep leaves them there (no pops, so the step does not
+// wait for the MXU to drain), Store also pops them into the ref at the end.
+// `continue_in_mxu` goes on from the slots' values instead of starting at
+// zero: interpret mode keeps them in the ref, which is defined on the machine
+// only after a Store step. Only as `ref.store(dot(...))`.
+enum class MxuResident { None, Keep, Store };
+
 struct DotOptions {
   bool transpose_lhs = false;
   bool transpose_rhs = false;
+  MxuResident resident = MxuResident::None;
+  bool continue_in_mxu = false;
 };
 Array dot(const Array& a, const Array& b, DotOptions options = {}, Loc loc = Loc::here());
 

@@ -274,6 +274,10 @@ NodePtr emitDot(const NodePtr& np) {
   auto it = dotCache().find(key);
   if (it != dotCache().end()) return it->second;
   locate(n.loc);
+  if (n.dot.resident != MxuResident::None || n.dot.continue_in_mxu)
+    fail(n.loc,
+         "a dot kept in the MXU (DotOptions::resident) must be stored straight into a ref "
+         "(`ref.store(dot(...))`)");
   NodePtr a = materialize(n.args[0], n.loc);
   NodePtr bb = materializeDotRhs(a, n.args[1], n.loc);
   const ArrayNode& lhs = *a;

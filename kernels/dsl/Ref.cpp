@@ -91,6 +91,13 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
   if (rhs.kind != ArrayNode::Kind::Dot || rhs.rows != w.rows || rhs.cols != w.cols ||
       rhs.dtype != w.ref->type.dtype)
     return false;
+  const bool resident = rhs.dot.resident != MxuResident::None;
+  if (resident && accumulate)
+    fail(loc,
+         "a dot kept in the MXU (DotOptions::resident) is stored with `ref.store(dot(...))`; "
+         "continue_in_mxu accumulates");
+  if (!resident && rhs.dot.continue_in_mxu)
+    fail(loc, "DotOptions::continue_in_mxu needs the results kept in the MXU (resident)");
   // Written in place, the ref must not also be an operand: result tiles are
   // stored while other tiles are still read.
   if (!accumulate && (readsRef(*rhs.args[0], w.ref) || readsRef(*rhs.args[1], w.ref))) return false;
@@ -108,9 +115,13 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
     ops.push_back(x->row0);
     ops.push_back(x->col0);
   }
-  builder().create(
-      OpKind::Matmul, ops, {},
-      {w.rows, w.cols, k, rhs.dot.transpose_lhs, rhs.dot.transpose_rhs, int64_t(accumulate)});
+  std::vector<int64_t> ints{
+      w.rows, w.cols, k, rhs.dot.transpose_lhs, rhs.dot.transpose_rhs, int64_t(accumulate)};
+  if (resident) {
+    ints[5] = rhs.dot.continue_in_mxu ? 2 : 0;
+    ints.push_back(rhs.dot.resident == MxuResident::Keep ? 1 : 2);
+  }
+  builder().create(OpKind::Matmul, ops, {}, ints);
   return true;
 }
 

@@ -16,7 +16,11 @@ MatmulBlocks chooseMatmulBlocks(int64_t m, int64_t n, int64_t k, llo::DType inTy
   const int in = isa::dtypeBytes(inType);
   tiling::DotBlocking b = tiling::chooseDotBlocks(1, m, n, k, in, in, 4, t);
   if (why) *why = b.why;
-  return {b.bm, b.bn, b.bk};
+  return {b.bm, b.bn, b.bk, matmulResultsFitMxu(b.bm, b.bn, target)};
+}
+
+bool matmulResultsFitMxu(int64_t bm, int64_t bn, const codegen::TargetInfo& target) {
+  return tiling::dotResultsFitMxu(1, bm, bn, tiling::TilingTarget::from(target));
 }
 
 PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType, MatmulBlocks b) {
@@ -47,12 +51,13 @@ PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType, Matmul
   // One K block: the dot accumulates straight into the output block (no
   // scratch accumulator to copy out).
   bool oneK = kBlocks == 1;
-  if (!oneK) c.scratch = {VMEM({bm, bn}, accType)};
+  bool resident = !oneK && b.resident;
+  if (!oneK && !resident) c.scratch = {VMEM({bm, bn}, accType)};
   c.compiler_params.dimension_semantics = {PARALLEL, PARALLEL, ARBITRARY};
   // VMEM: double-buffered blocks (one 32-bit word per element) + the
   // accumulator, at least the DSL's 16 MiB default; the code generator checks
   // it against the chip's VMEM.
-  int64_t words = 2 * (bm * bk + bk * bn + bm * bn) + (oneK ? 0 : bm * bn);
+  int64_t words = 2 * (bm * bk + bk * bn + bm * bn) + (oneK || resident ? 0 : bm * bn);
   c.compiler_params.vmem_limit_bytes = std::max<int64_t>(int64_t(16) << 20, words * 4 + (1 << 20));
 
   if (oneK)
@@ -60,6 +65,31 @@ PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType, Matmul
         [=](Ref x, Ref y, Ref o) {
           // A dot stored whole into o is one matmul op that writes o in place.
           o.store(dot(x.load(), y.load()));
+        },
+        c);
+  if (resident)
+    return pallas_call(
+        [=](Ref x, Ref y, Ref o) {
+          // The K steps accumulate in the MXU result slots (the first starts
+          // them, the others go on from them); the last pops them into o. In
+          // interpret mode o holds the running value.
+          Scalar kb = program_id(2);
+          auto step = [&](MxuResident keep, bool cont, bool masked) {
+            DotOptions opt;
+            opt.resident = keep;
+            opt.continue_in_mxu = cont;
+            Array xs = x.load(), ys = y.load();
+            if (masked) {  // the last K block's padding, as below
+              Array lim = splat(Scalar(kTail), 1, 1);
+              xs = where(iota(bm, bk, 1) < lim, xs, zeros(1, 1, inType));
+              ys = where(iota(bk, bn, 0) < lim, ys, zeros(1, 1, inType));
+            }
+            o.store(dot(xs, ys, opt));
+          };
+          when(kb == 0, [&] { step(MxuResident::Keep, false, false); });
+          if (kBlocks > 2)
+            when(kb > 0 && kb < kBlocks - 1, [&] { step(MxuResident::Keep, true, false); });
+          when(kb == kBlocks - 1, [&] { step(MxuResident::Store, true, kTail != bk); });
         },
         c);
   auto body = [=](Ref x, Ref y, Ref o, Ref acc) {

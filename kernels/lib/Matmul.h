@@ -2,9 +2,10 @@
 // for any M, N, K (edge blocks are clipped; a partial K block is masked to zero
 // so padding never reaches the sum). Grid (M/bm, N/bn, K/bk), K innermost and
 // "arbitrary", accumulating in an f32/s32 VMEM scratch (with one K block the
-// dot writes the output block directly). The VMEM limit is what the blocks
-// need (at least 16 MiB). Default blocks come from the tiling model tpuc uses
-// for its dots (chooseMatmulBlocks).
+// dot writes the output block directly; with `resident` blocks the K steps
+// accumulate in the MXU result slots and the last writes the output block). The VMEM limit is what
+// the blocks need (at least 16 MiB). Default blocks come from the tiling model tpuc uses for its
+// dots (chooseMatmulBlocks).
 #pragma once
 
 #include "kernels/codegen/TargetInfo.h"
@@ -14,7 +15,16 @@ namespace tpusim::kernels::lib {
 
 struct MatmulBlocks {
   int64_t bm = 128, bn = 128, bk = 128;
+  // With several K blocks: accumulate in the MXU result slots across the K
+  // steps and write the output block in place at the last (no VMEM
+  // accumulator, no MXU drain per step). Only when the blocks' results fit
+  // the slots (matmulResultsFitMxu); chooseMatmulBlocks sets it.
+  bool resident = false;
 };
+
+// Whether bm x bn blocks keep their results in the MXU across the K steps on
+// `target` (kernels/tiling/Tiling.h, dotResultsFitMxu).
+bool matmulResultsFitMxu(int64_t bm, int64_t bn, const codegen::TargetInfo& target);
 
 // The blocks tpuc's tiling model (kernels/tiling/Tiling.h, chooseDotBlocks)
 // picks for this matmul on `target`: a plain dot of kernel inputs whose output

@@ -38,6 +38,7 @@ KernelEntry matmulEntry() {
     if (!p.isAuto("bm")) b.bm = p.integer("bm", 1);
     if (!p.isAuto("bn")) b.bn = p.integer("bn", 1);
     if (!p.isAuto("bk")) b.bk = p.integer("bk", 1);
+    b.resident = matmulResultsFitMxu(std::min(b.bm, m), std::min(b.bn, n), p.target());
     LibraryKernel lk{matmulCall(m, n, k, t, b), {{{m, k}, t, "x"}, {{k, n}, t, "y"}}, {}, {}};
     lk.reference = [=](const std::vector<std::vector<double>>& in) {
       return std::vector<std::vector<double>>{matmulReference(in.at(0), in.at(1), m, n, k)};

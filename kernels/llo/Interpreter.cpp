@@ -246,7 +246,8 @@ class Run {
   void matmul(const Op& op) {
     auto views = opViews(op);
     int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2];
-    bool tl = op.ints[3], tr = op.ints[4], accumulate = op.ints[5];
+    bool tl = op.ints[3], tr = op.ints[4];
+    const int64_t accumulate = op.ints[5];
     Window dst = window(op, views[0], M, N, "destination");
     Window lhs = tl ? window(op, views[1], K, M, "lhs") : window(op, views[1], M, K, "lhs");
     Window rhs = tr ? window(op, views[2], N, K, "rhs") : window(op, views[2], K, N, "rhs");
@@ -262,8 +263,13 @@ class Run {
       }
       for (int64_t m = 0; m < M; ++m) {
         for (int64_t k = 0; k < K; ++k) a[k] = tl ? lhs.at(k, m) : lhs.at(m, k);
-        out[m * N + n] = bf16 ? mxuDotBf16(a.data(), b.data(), K, opt_.mxuSize)
-                              : mxuDotS8(a.data(), b.data(), K);
+        // accumulate 2: the MXU result slot goes on from dst's value (s32
+        // adds wrap, so int8 is the same as adding afterwards).
+        if (accumulate == 2 && bf16)
+          out[m * N + n] = mxuDotBf16From(dst.at(m, n), a.data(), b.data(), K, opt_.mxuSize);
+        else
+          out[m * N + n] = bf16 ? mxuDotBf16(a.data(), b.data(), K, opt_.mxuSize)
+                                : mxuDotS8(a.data(), b.data(), K);
       }
     }
     // Results are written after every input is read: dst may overlap nothing else.
@@ -271,7 +277,8 @@ class Run {
       for (int64_t n = 0; n < N; ++n) {
         uint32_t& d = dst.at(m, n);
         uint32_t r = out[m * N + n];
-        if (accumulate) r = bf16 ? f32ResultBits(floatOf(d) + floatOf(r)) : d + r;
+        if (accumulate == 1 || (accumulate == 2 && !bf16))
+          r = bf16 ? f32ResultBits(floatOf(d) + floatOf(r)) : d + r;
         d = r;
       }
   }

@@ -252,6 +252,18 @@ uint32_t mxuDotBf16(const uint32_t* a, const uint32_t* b, int64_t k, int mxuSize
   return f32ResultBits(acc);
 }
 
+uint32_t mxuDotBf16From(uint32_t init, const uint32_t* a, const uint32_t* b, int64_t k,
+                        int mxuSize) {
+  float acc = floatOf(init);
+  for (int64_t c0 = 0; c0 < k; c0 += mxuSize) {
+    float r = +0.0f;
+    int64_t end = std::min<int64_t>(k, c0 + mxuSize);
+    for (int64_t i = c0; i < end; ++i) r = r + bf16WordToF32(a[i]) * bf16WordToF32(b[i]);
+    acc = canonicalizeNan(acc + canonicalizeNan(r));
+  }
+  return f32ResultBits(acc);
+}
+
 uint32_t mxuDotS8(const uint32_t* a, const uint32_t* b, int64_t k) {
   uint32_t acc = 0;
   for (int64_t i = 0; i < k; ++i) acc += uint32_t(s8WordToS32(a[i]) * s8WordToS32(b[i]));

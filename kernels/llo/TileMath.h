@@ -36,6 +36,10 @@ uint32_t f32ResultBits(float f);     // canonical NaN
 // starting at +0 (mm), chunk results added in order (mma). Returns f32 bits
 // (bf16 inputs) or the wrapped s32 (int8 inputs).
 uint32_t mxuDotBf16(const uint32_t* a, const uint32_t* b, int64_t k, int mxuSize);
+// The same continued from an MXU result slot holding `init` (f32 bits): every
+// chunk result is added to the running value in order (mma), the first too.
+uint32_t mxuDotBf16From(uint32_t init, const uint32_t* a, const uint32_t* b, int64_t k,
+                        int mxuSize);
 uint32_t mxuDotS8(const uint32_t* a, const uint32_t* b, int64_t k);
 
 }  // namespace tpusim::kernels::llo

@@ -333,7 +333,16 @@ class Checker {
       return;
     end = c;
     if (end != op.operands.size()) return fail(op, "extra operands");
-    if (op.ints.size() != 6) return fail(op, "needs M, N, K, transposes and accumulate");
+    if (op.ints.size() != 6 && op.ints.size() != 7)
+      return fail(op, "needs M, N, K, transposes, accumulate and optionally resident");
+    const int64_t resident = op.ints.size() == 7 ? op.ints[6] : 0;
+    if (op.ints[5] < 0 || op.ints[5] > 2) fail(op, "accumulate must be 0, 1 or 2");
+    if (resident < 0 || resident > 2) fail(op, "resident must be 0, 1 or 2");
+    // Going on from an MXU result slot needs the results kept there.
+    if (op.ints[5] == 2 && resident == 0)
+      fail(op, "accumulate 2 (continue in the MXU) needs a resident matmul");
+    if (op.ints[5] == 1 && resident != 0)
+      fail(op, "a resident matmul continues in the MXU (accumulate 2), it does not add to dst");
     const Type& dst = op.operands[0]->type;
     const Type& lhs = op.operands[a]->type;
     const Type& rhs = op.operands[b]->type;

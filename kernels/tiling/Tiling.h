@@ -16,8 +16,10 @@
 // steps x (max(MXU cycles, DMA cycles) + per-result-tile cycles + MXU fill and
 // drain + step overhead), DMA counting the copies the pipeline skips (an
 // unchanged LHS block with one K block), plus the exposed prologue (the first
-// step's input blocks) and drain (the last output block's write-back), and
-// the cheapest wins: larger blocks
+// step's input blocks) and drain (the last output block's write-back); K
+// steps whose results stay in the MXU result slots (dotResultsFitMxu) pay
+// the result tiles, fill and drain once per output block. The cheapest
+// wins: larger blocks
 // re-read less from HBM and amortize the fill and drain, until VMEM or the caps
 // stop them.
 // Blocks divide the array or equal it whenever such a block exists (the code
@@ -121,9 +123,26 @@ int64_t chooseLeadBlock(int64_t leadSize, LoopBlock& plane, const std::vector<Bl
 
 struct DotBlocking {
   int64_t bm = 8, bn = 128, bk = 128;
+  // Pipeline buffers of the RHS blocks: 3 when the steps are DMA-bound and
+  // the RHS block changes every step (a K loop of weights): with 2 the next
+  // block's DMA starts only once the current one has arrived, and HBM idles
+  // between them; with 3 two copies are in flight.
+  int rhsBuffers = 2;
   double estimatedCycles = 0;  // the model's total for the whole dot
   std::string why;
 };
+
+// What one step of a dot costs in the model (dotBlockCost).
+struct DotStep {
+  double steps = 0, mxuCycles = 0, dmaCycles = 0;
+  bool rhsChangesEveryStep = false;
+};
+
+// Whether `batch` dots of bm x bn blocks per grid step can keep their results
+// in the MXU result slots across the K steps (DotOptions::resident): each
+// (row group, column tile) item needs its own window of slots, dealt
+// round-robin to the MXUs, all within one MXU's accSlots.
+bool dotResultsFitMxu(int64_t batch, int64_t bm, int64_t bn, const TilingTarget& target);
 
 // VMEM bytes of a dot's blocks: double-buffered operand and output blocks (one
 // 32-bit word per element, as the code generator lays them out: bf16 is not
@@ -140,7 +159,7 @@ int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, bool 
 // prologue (the first step's input blocks) and drain (the last write-back).
 double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn,
                     int64_t bk, int lhsInBytes, int rhsInBytes, int outBytes,
-                    const TilingTarget& target);
+                    const TilingTarget& target, DotStep* step = nullptr);
 
 // [batch, m, k] x [batch, k, n]; lhsInBytes / rhsInBytes: HBM bytes per element
 // of each operand as its kernel reads it (2 for bf16, 1 for s8 weights however

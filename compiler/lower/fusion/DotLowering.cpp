@@ -257,6 +257,29 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
   const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;
   const bool inPlace = plain && kBlocks == 1 && kTail == std::min(bk, K);
+  // Several K blocks whose results fit the MXU result slots accumulate there
+  // across the K steps (no VMEM accumulator traffic, no MXU drain per step);
+  // the last step pops them into the accumulator for the epilogue.
+  // Each K step's branch materializes its own copy of an operand that is not
+  // read as it is (a cast from f32, a fused computation; s8 weights are
+  // widened in registers): the extra copies must fit the blocks' VMEM budget.
+  auto readAsIs = [&](const HloInstruction* i) {
+    if (isInputView(g, i)) return true;
+    return mxType == dsl::BF16 && i->opcode() == HloOpcode::Convert &&
+           isInputView(g, i->operand(0)) &&
+           dslType(g, *i->operand(0), i->operand(0)->shape().type) == dsl::S8;
+  };
+  auto copyBytes = [](int64_t rows, int64_t cols) {  // one 32-bit word per element
+    return cdiv(rows, 8) * 8 * cdiv(cols, 128) * 128 * 4;
+  };
+  const int64_t branchCopies =
+      (readAsIs(lhs) ? 0 : copyBytes(bm, bk)) + (readAsIs(rhsRoot) ? 0 : copyBytes(bk, bn));
+  const bool resident = kBlocks > 1 &&
+                        dotResultsFitMxu(bb, std::min(bm, M), std::min(bn, N), shared) &&
+                        dotVmemBytes(bm, bn, bk, true, kTail != bk, hbmBytesOf(g, lhs, lt),
+                                     hbmBytesOf(g, rhsRoot, rt)) +
+                                (std::min<int64_t>(kBlocks, 3) - 1) * branchCopies <=
+                            shared.dotVmemBudget();
 
   // Axis blocks and grid ids: B -> 0, M -> 1, N -> 2, K -> 3.
   auto set = [](Axis& a, int64_t block, int grid) {
@@ -287,7 +310,10 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   plan.config.compiler_params.dimension_semantics = {dsl::PARALLEL, dsl::PARALLEL, dsl::PARALLEL,
                                                      dsl::ARBITRARY};
   addLeafInputs(*lhsR, plan);
+  const size_t rhsFirst = plan.config.in_specs.size();
   addLeafInputs(*rhsR, plan);
+  for (size_t i = rhsFirst; i < plan.config.in_specs.size(); ++i)
+    plan.config.in_specs[i].buffers = blk.rhsBuffers;
   addLeafInputs(*outR, plan);
   plan.config.out_shapes = {dsl::ShapeDtype(outR->arrayShape(rootEmb), memoryType(outType), "out")};
   plan.config.out_specs = {outR->blockSpec(rootEmb)};
@@ -330,6 +356,35 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       });
     }
   };
+  // One batch entry's K step with the results kept in the MXU: the first
+  // starts the slots, the others go on from them, the last (`keep` Store,
+  // masking a partial K block) pops them into the accumulator.
+  // The operands are traced once, before the steps' branches (their index
+  // scalars are shared).
+  auto operands = [=](const std::vector<dsl::Ref>& refs) {
+    dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
+    dsl::Array b = rhsR->emit(rhsRoot, identity(rhsRoot->shape().rank()), refs);
+    a = expandTo(a, abm, abk);
+    b = transposed ? expandTo(b, abn, abk) : expandTo(b, abk, abn);
+    if (a.dtype() != mxType) a = a.astype(mxType);
+    if (b.dtype() != mxType) b = b.astype(mxType);
+    return std::make_pair(a, b);
+  };
+  auto residentStep = [=](std::pair<dsl::Array, dsl::Array> ab, const dsl::Ref& acc,
+                          dsl::MxuResident keep, bool cont) {
+    auto [a, b] = ab;
+    if (keep == dsl::MxuResident::Store && kTail != abk) {
+      dsl::Array lim = dsl::splat(dsl::Scalar(kTail), 1, 1);
+      a = dsl::where(dsl::iota(abm, abk, 1) < lim, a, dsl::zeros(1, 1, mxType));
+      b = transposed ? dsl::where(dsl::iota(abn, abk, 1) < lim, b, dsl::zeros(1, 1, mxType))
+                     : dsl::where(dsl::iota(abk, abn, 0) < lim, b, dsl::zeros(1, 1, mxType));
+    }
+    dsl::DotOptions opts;
+    opts.transpose_rhs = transposed;
+    opts.resident = keep;
+    opts.continue_in_mxu = cont;
+    acc.store(dsl::dot(a, b, opts));
+  };
   // The element-wise epilogue of one batch entry, at the last K block.
   auto epilogue = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc) {
     dsl::Array h = acc.load();
@@ -352,6 +407,27 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         fn(acc.at(dsl::Scalar(i)));
       }
     };
+    auto finish = [&] { forEachEntry([&](const dsl::Ref& a) { epilogue(refs, a); }); };
+    if (resident) {
+      dsl::Scalar kb = dsl::program_id(3);
+      std::vector<std::pair<dsl::Array, dsl::Array>> ops;
+      std::vector<dsl::Ref> accs;
+      forEachEntry([&](const dsl::Ref& a) {
+        ops.push_back(operands(refs));
+        accs.push_back(a);
+      });
+      auto steps = [&](dsl::MxuResident keep, bool cont) {
+        for (size_t i = 0; i < ops.size(); ++i) residentStep(ops[i], accs[i], keep, cont);
+      };
+      dsl::when(kb == 0, [&] { steps(dsl::MxuResident::Keep, false); });
+      if (kBlocks > 2)
+        dsl::when(kb > 0 && kb < kBlocks - 1, [&] { steps(dsl::MxuResident::Keep, true); });
+      dsl::when(kb == kBlocks - 1, [&] {
+        steps(dsl::MxuResident::Store, true);
+        finish();
+      });
+      return;
+    }
     // One K block: the dot writes the accumulator (no zero fill, no load and
     // add per result tile); several: zeroed at the first, accumulated at each.
     if (kBlocks > 1)
@@ -359,7 +435,6 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         forEachEntry([&](const dsl::Ref& a) { a.store(dsl::zeros(abm, abn, accType)); });
       });
     forEachEntry([&](const dsl::Ref& a) { step(refs, a); });
-    auto finish = [&] { forEachEntry([&](const dsl::Ref& a) { epilogue(refs, a); }); };
     if (kBlocks == 1)
       finish();
     else

@@ -13,6 +13,7 @@ using kernels::tiling::chooseLoopBlock;
 using kernels::tiling::dividingBlock;
 using kernels::tiling::dotBlockCost;
 using kernels::tiling::DotBlocking;
+using kernels::tiling::dotResultsFitMxu;
 using kernels::tiling::dotVmemBytes;
 using kernels::tiling::kStepOverheadCycles;
 using kernels::tiling::LoopBlock;

@@ -106,9 +106,28 @@ TEST_CASE("dot blocks shrink to the VMEM budget") {
 }
 
 TEST_CASE("a decode dot (M = 1) streams wide weight blocks") {
-  DotBlocking b = chooseDotBlocks(1, 1, 11008, 4096, 2, 2, 2, v5eLike());
+  TilingTarget t = v5eLike();
+  DotBlocking b = chooseDotBlocks(1, 1, 11008, 4096, 2, 2, 2, t);
   CHECK(b.bm == 1);
-  CHECK(b.bn * b.bk * 2 >= (int64_t(4) << 20));  // at least 4 MiB of weights per step
+  CHECK(b.bn >= 2048);                           // long HBM runs
+  CHECK(b.bn * b.bk * 2 >= (int64_t(2) << 20));  // at least 2 MiB of weights per step
+  // Its K steps keep their results in the MXU result slots, so a step costs
+  // no fill and drain: K is split into smaller blocks (a smaller exposed first
+  // block) than when each step drains.
+  CHECK(b.bk < 4096);
+  CHECK(dotResultsFitMxu(1, b.bm, b.bn, t));
+}
+
+TEST_CASE("clearly DMA-bound steps keep two weight copies in flight") {
+  TilingTarget t = v5eLike();
+  // bf16 weights of an M = 1 dot: HBM moves 273 weights per cycle, the MXUs
+  // push ~500: every step waits on DMA, and a third RHS buffer hides the
+  // start of each copy.
+  CHECK(chooseDotBlocks(1, 1, 4096, 4096, 2, 2, 2, t).rhsBuffers == 3);
+  // int8 weights: HBM and the weight port within a few percent, two buffers.
+  CHECK(chooseDotBlocks(1, 1, 4096, 4096, 2, 1, 2, t).rhsBuffers == 2);
+  // A prefill dot is MXU-bound.
+  CHECK(chooseDotBlocks(1, 2048, 4096, 4096, 2, 2, 4, t).rhsBuffers == 2);
 }
 
 TEST_CASE("int8 decode weights are priced at one byte and read in long HBM runs") {
