@@ -19,6 +19,7 @@
 
 #include <systemc>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -68,6 +69,7 @@ class HostThreads : public sc_core::sc_module {
   std::deque<HostJob*> queue_;
   size_t pending_ = 0;
   bool stop_ = false;
+  std::atomic<uint64_t> workerJobs_{0};
   std::vector<std::thread> workers_;
 };
 
