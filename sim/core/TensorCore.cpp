@@ -31,7 +31,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int coreId, const target::C
       xluFreeAt_(size_t(chip.xlu.count), 0),
       rowReady_(size_t(chip.vmem.rows()), 0),
       flagOutstanding_(size_t(chip.core.sync_flags), 0) {
-  localRun_.assign(size_t(decoded.size()), UINT32_MAX);
+  if (options_.host) localRun_.assign(size_t(decoded.size()), UINT16_MAX);
   hostJob_.work = [this] { localStop_ = runLocal(); };
   for (VregData& v : vregs_) v.fill(0);
   stats_.ops.resize(program.debugMap.size() + 1);
@@ -408,7 +408,7 @@ void TensorCore::runLoop() {
         localStop_ = runLocal();
       }
       localRun_[size_t(from)] =
-          uint32_t(std::min<int64_t>(stats_.bundlesIssued - bundles, INT32_MAX));
+          uint16_t(std::min<int64_t>(stats_.bundlesIssued - bundles, UINT16_MAX));
       if (localStop_ == LocalStop::Quantum) {
         syncTo(now_);
         continue;

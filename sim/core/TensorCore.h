@@ -173,11 +173,11 @@ class TensorCore : public sc_core::sc_module {
   // Host-thread stretches (runLocal). A stretch goes to the pool when the last
   // one from the same bundle ran at least kMinHostJobBundles bundles: a short
   // one costs more to hand over than it saves.
-  static constexpr uint32_t kMinHostJobBundles = 256;
+  static constexpr uint16_t kMinHostJobBundles = 256;
   HostJob hostJob_;
   LocalStop localStop_ = LocalStop::Serial;
   bool local_ = false;              // in runLocal: SystemC must not be touched
-  std::vector<uint32_t> localRun_;  // per bundle: bundles of the last stretch from it
+  std::vector<uint16_t> localRun_;  // per bundle: bundles of the last stretch from it (saturating)
   int markOp_ = -1;                 // op set by `mark`, -1 = use the debug map
 
   // DMA bookkeeping (the core's own view, from issues and completion records).
