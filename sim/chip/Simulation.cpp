@@ -188,6 +188,7 @@ SimResult Simulation::run() {
 
   auto start = std::chrono::steady_clock::now();
   std::clock_t cpuStart = std::clock();
+  const double mainStart = threadCpuSeconds();
   if (options_.progress) {
     // Progress is sampled from the host side between bounded sc_start slices.
     sc_core::sc_time slice(50, sc_core::SC_US);
@@ -206,6 +207,7 @@ SimResult Simulation::run() {
   r.hostJobs = host ? int64_t(host->jobs()) : 0;
   r.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.hostCpuSeconds = double(std::clock() - cpuStart) / CLOCKS_PER_SEC;
+  r.hostMainCpuSeconds = threadCpuSeconds() - mainStart;
 
   collectChipResult(*chip, program_, options_.functional, &r);
   if (trace_) r.traceEvents = int64_t(trace_->eventCount());

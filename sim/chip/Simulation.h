@@ -67,8 +67,9 @@ struct SimResult {
   DmaReport dma;
   std::map<std::string, npy::Array> outputs;  // functional runs only
   int hostThreads = 1;                        // host threads the run used
-  int64_t hostJobs = 0;    // stretches handed to the host threads (HostThreads::jobs)
-  double hostSeconds = 0;  // wall clock of the run
+  int64_t hostJobs = 0;           // stretches handed to the host threads (HostThreads::jobs)
+  double hostMainCpuSeconds = 0;  // CPU time of SystemC's thread alone
+  double hostSeconds = 0;         // wall clock of the run
   double hostCpuSeconds =
       0;  // CPU time of the process during the run (the honest rate on a busy host)
   int64_t traceEvents = 0;
@@ -111,9 +112,9 @@ void loadChipImage(Chip& chip, const isa::Program& program,
 void collectChipResult(Chip& chip, const isa::Program& program, bool functional, SimResult* r);
 // The ChipOptions of a SimOptions.
 ChipOptions chipOptionsOf(const SimOptions& options);
-// The host threads a run with `options` uses: its hostThreads, or 1 where
-// stretches cannot leave SystemC's thread (trace, reference stepping, RTL MXU);
-// 0: none handed over at all.
+// The pool a run with `options` gets: its hostThreads (forceHostJobs: at least
+// 1); 0, no pool, for one thread or where stretches cannot leave SystemC's
+// thread (a trace, reference stepping, the RTL MXU).
 int hostThreadsOf(const SimOptions& options);
 
 }  // namespace tpusim::sim

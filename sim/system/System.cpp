@@ -298,12 +298,14 @@ SystemResult SystemSimulation::run() {
 
   auto start = std::chrono::steady_clock::now();
   std::clock_t cpuStart = std::clock();
+  const double mainStart = threadCpuSeconds();
   sc_core::sc_start();
   SystemResult r;
   r.hostThreads = host ? host->threads() : 1;
   r.hostJobs = host ? int64_t(host->jobs()) : 0;
   r.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.hostCpuSeconds = double(std::clock() - cpuStart) / CLOCKS_PER_SEC;
+  r.hostMainCpuSeconds = threadCpuSeconds() - mainStart;
   r.topology = torus_.shapeText();
 
   r.halted = true;

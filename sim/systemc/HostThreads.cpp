@@ -2,10 +2,17 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <stdexcept>
 #include <string>
 
 namespace tpusim::sim {
+
+double threadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
 
 HostThreads::HostThreads(sc_core::sc_module_name name, int threads) : sc_core::sc_module(name) {
   if (threads < 1)
@@ -18,7 +25,10 @@ HostThreads::HostThreads(sc_core::sc_module_name name, int threads) : sc_core::s
 }
 
 HostThreads::~HostThreads() {
-  if (getenv("TPUSIM_HOST_DEBUG")) fprintf(stderr, "host: %llu batches, %llu jobs, %llu on workers\n", (unsigned long long)batches_, (unsigned long long)jobs_, (unsigned long long)workerJobs_.load());
+  if (getenv("TPUSIM_HOST_DEBUG"))
+    fprintf(stderr, "host: %llu batches, %llu jobs, %llu on workers\n",
+            (unsigned long long)batches_, (unsigned long long)jobs_,
+            (unsigned long long)workerJobs_.load());
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;

@@ -31,6 +31,10 @@
 
 namespace tpusim::sim {
 
+// CPU seconds the calling host thread has used (SystemC's thread: the part of
+// a run that did not go to the pool, the bound on its wall time).
+double threadCpuSeconds();
+
 // One process's job, owned and reused by that process.
 struct HostJob {
   std::function<void()> work;  // runs on some host thread; may throw
