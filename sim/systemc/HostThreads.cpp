@@ -1,7 +1,5 @@
 #include "sim/systemc/HostThreads.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <stdexcept>
 #include <string>
@@ -25,10 +23,6 @@ HostThreads::HostThreads(sc_core::sc_module_name name, int threads) : sc_core::s
 }
 
 HostThreads::~HostThreads() {
-  if (getenv("TPUSIM_HOST_DEBUG"))
-    fprintf(stderr, "host: %llu batches, %llu jobs, %llu on workers\n",
-            (unsigned long long)batches_, (unsigned long long)jobs_,
-            (unsigned long long)workerJobs_.load());
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -99,7 +93,6 @@ void HostThreads::workerLoop() {
     queue_.pop_front();
     lock.unlock();
     execute(*j);
-    ++workerJobs_;
     lock.lock();
     if (--pending_ == 0) finished_.notify_one();
   }

@@ -19,7 +19,6 @@
 
 #include <systemc>
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -73,7 +72,6 @@ class HostThreads : public sc_core::sc_module {
   std::deque<HostJob*> queue_;
   size_t pending_ = 0;
   bool stop_ = false;
-  std::atomic<uint64_t> workerJobs_{0};
   std::vector<std::thread> workers_;
 };
 

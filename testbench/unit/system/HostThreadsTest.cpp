@@ -201,6 +201,49 @@ TEST_CASE("host threads give the cycles of one thread on a 2-core chip", "[syste
   }
 }
 
+TEST_CASE("a fault in a host-thread stretch is the fault of one thread", "[system][host-threads]") {
+  // Device 3 loads from past the end of VMEM in the middle of a long stretch
+  // (the fault is raised on a pool thread and rethrown in its process); the
+  // others are still looping.
+  isa::Program p = assemble(R"(
+.op faulty
+    chip.id s1 ;; sli s2, 3
+    scmp.eq s3, s1, s2 ;; sli s4, 20000
+    br.z s3, spin
+    sli s4, 4000
+spin:
+    saddi s5, s5, 1 ;; loop s4, spin
+    br.z s3, done
+    sli s6, 0x7fffffff
+    vld v1, s6, 0, 1, 255
+done:
+    halt
+.endop
+)");
+  for (bool functional : {false, true}) {
+    INFO((functional ? "functional" : "timing"));
+    target::ChipConfig chip = target::loadChip("v5e");
+    auto run = [&](int threads, bool force) {
+      sim::SystemSimulation s(chip, p, options(functional, threads, force),
+                              sim::ici::Torus::parse("2x4", chip.ici));
+      return s.run();
+    };
+    sim::SystemResult serial = run(1, false), one = run(1, true), two = run(2, false);
+    REQUIRE(serial.fault);
+    CHECK(serial.faultChip == 3);
+    CHECK(one.hostJobs > 0);
+    for (const sim::SystemResult* r : {&one, &two}) {
+      REQUIRE(r->fault);
+      CHECK(r->faultChip == serial.faultChip);
+      CHECK(r->fault->report() == serial.fault->report());
+    }
+    // The job schedule is the same for any thread count: so is every chip's state.
+    sim::RunInfo info{"faulty.s", "timing"};
+    CHECK(sim::systemStatsJson(one, chip, info).dump(1) ==
+          sim::systemStatsJson(two, chip, info).dump(1));
+  }
+}
+
 TEST_CASE("a trace or reference stepping keeps a run on one host thread",
           "[system][host-threads]") {
   sim::SimOptions o = options(false, 4, false);
