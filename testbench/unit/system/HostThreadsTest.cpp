@@ -201,7 +201,8 @@ TEST_CASE("host threads give the cycles of one thread on a 2-core chip", "[syste
   }
 }
 
-TEST_CASE("a fault in a host-thread stretch is the fault of one thread", "[system][host-threads]") {
+TEST_CASE("a fault in a host-thread stretch is the fault of one thread",
+          "[system][host-threads][throws-in-systemc]") {
   // Device 3 loads from past the end of VMEM in the middle of a long stretch
   // (the fault is raised on a pool thread and rethrown in its process); the
   // others are still looping.
