@@ -28,6 +28,7 @@ Chip::Chip(sc_core::sc_module_name name, int chipIndex, const target::ChipConfig
   if (!dmaFactory)
     throw std::logic_error("Chip needs a DMA factory (makeChipDma for the real one)");
   dma_ = dmaFactory(chipIndex, config, memory_, options.core.functional, trace);
+  if (options.core.host) dma_->useHostThreads(options.core.host);
   options.core.chipIndex = chipIndex;
   for (int c = 0; c < config.core.cores; ++c) {
     std::vector<std::unique_ptr<MxuUnit>> mxus;

@@ -18,7 +18,8 @@ class DmaSystemPort : public ChipDmaPort {
       : system_(std::make_unique<dma::DmaSystem>("dma", chip, functional ? &memory : nullptr)),
         callbacks_(size_t(chip.core.cores)),
         trace_(trace),
-        clockHz_(chip.core.clock_hz) {
+        clockHz_(chip.core.clock_hz),
+        functional_(functional) {
     if (trace_) hbmTrack_ = trace_->track(fmt::format("chip{}", chipIndex), "HBM GB/s");
     system_->onComplete = [this](const dma::DmaCompletion& c) {
       auto key = std::make_tuple(c.core, c.queue, c.descriptor);
@@ -53,6 +54,10 @@ class DmaSystemPort : public ChipDmaPort {
 
   void onComplete(int core, std::function<void(const DmaCompletion&)> callback) override {
     callbacks_.at(size_t(core)) = std::move(callback);
+  }
+
+  void useHostThreads(HostThreads* host) override {
+    if (!functional_) system_->setHostThreads(host);
   }
 
   DmaReport report() override {
@@ -121,6 +126,7 @@ class DmaSystemPort : public ChipDmaPort {
   std::map<std::tuple<int, int, uint64_t>, bool> touchesHbm_;
   TraceRecorder* trace_;
   double clockHz_;
+  bool functional_;
   int hbmTrack_ = -1;
   std::map<int64_t, double> windowBytes_;
 };

@@ -249,9 +249,13 @@ std::string summaryText(const SimResult& r, const target::ChipConfig& chip, cons
   if (r.hostSeconds > 0)
     out += fmt::format(
         "  host time       {:.3f} s wall, {:.3f} s CPU ({:.2f} M simulated cycles per CPU "
-        "second)\n",
+        "second{})\n",
         r.hostSeconds, r.hostCpuSeconds,
-        r.hostCpuSeconds > 0 ? double(r.cycles) / r.hostCpuSeconds / 1e6 : 0.0);
+        r.hostCpuSeconds > 0 ? double(r.cycles) / r.hostCpuSeconds / 1e6 : 0.0,
+        r.hostThreads > 1 ? fmt::format("; {} host threads", r.hostThreads) : "");
+  if (r.hostSeconds > 0 && r.hostThreads > 1)
+    out += fmt::format("  host threads    {} job(s); SystemC's thread {:.3f} s CPU of the {:.3f}\n",
+                       r.hostJobs, r.hostMainCpuSeconds, r.hostCpuSeconds);
   if (!r.ops.empty()) {
     size_t width = 8;
     for (const OpReport& o : r.ops) width = std::max(width, o.name.size());

@@ -75,6 +75,14 @@ ChipOptions chipOptionsOf(const SimOptions& options) {
   return chipOptions;
 }
 
+int hostThreadsOf(const SimOptions& o) {
+  // The trace recorder, the RTL MXU's Verilated model and the per-cycle
+  // reference are not safe (or not worth it) off SystemC's thread.
+  if (o.trace || o.referenceStepping || o.mxuKind != MxuModelKind::Model) return 0;
+  if (o.hostThreads > 1) return o.hostThreads;
+  return o.forceHostJobs ? 1 : 0;
+}
+
 void loadChipImage(Chip& chip, const isa::Program& program,
                    const std::map<std::string, std::vector<uint8_t>>& inputs,
                    const SimOptions& options, uint64_t seed) {
@@ -169,6 +177,9 @@ SimResult Simulation::run() {
     trace_ = std::make_unique<TraceRecorder>(chip_.core.clock_hz, options_.traceEventsPerTrack);
 
   ChipOptions chipOptions = chipOptionsOf(options_);
+  std::unique_ptr<HostThreads> host;
+  if (int n = hostThreadsOf(options_)) host = std::make_unique<HostThreads>("host", n);
+  chipOptions.core.host = host.get();
   auto chip = std::make_unique<Chip>("chip0", 0, chip_, program_, chipOptions, trace_.get(),
                                      options_.dmaFactory);
   Stopper stopper("stopper", *chip);
@@ -177,6 +188,7 @@ SimResult Simulation::run() {
 
   auto start = std::chrono::steady_clock::now();
   std::clock_t cpuStart = std::clock();
+  const double mainStart = threadCpuSeconds();
   if (options_.progress) {
     // Progress is sampled from the host side between bounded sc_start slices.
     sc_core::sc_time slice(50, sc_core::SC_US);
@@ -191,8 +203,11 @@ SimResult Simulation::run() {
     sc_core::sc_start();
   }
   SimResult r;
+  r.hostThreads = host ? host->threads() : 1;
+  r.hostJobs = host ? int64_t(host->jobs()) : 0;
   r.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.hostCpuSeconds = double(std::clock() - cpuStart) / CLOCKS_PER_SEC;
+  r.hostMainCpuSeconds = threadCpuSeconds() - mainStart;
 
   collectChipResult(*chip, program_, options_.functional, &r);
   if (trace_) r.traceEvents = int64_t(trace_->eventCount());

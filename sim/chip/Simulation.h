@@ -39,6 +39,13 @@ struct SimOptions {
   // Called every `progressEvery` host milliseconds with (cycle, pc) while running.
   std::function<void(int64_t cycle)> progress;
   DmaFactory dmaFactory;  // makeChipDma for the real DMA + HBM model
+  // Host threads for the cores' stretches between synchronisations and, in
+  // timing mode, the DMA/HBM advance (sim/systemc/HostThreads.h): 1 runs all
+  // on SystemC's thread, as before; the results are the same for any count.
+  // Not with a trace, reference stepping or the RTL MXU (then 1).
+  int hostThreads = 1;
+  // Tests: hand the stretches over (the multi-threaded schedule) even with 1 thread.
+  bool forceHostJobs = false;
 };
 
 struct OpReport {
@@ -59,7 +66,10 @@ struct SimResult {
   std::vector<OpReport> ops;  // summed over cores, in debug-map order
   DmaReport dma;
   std::map<std::string, npy::Array> outputs;  // functional runs only
-  double hostSeconds = 0;                     // wall clock of the run
+  int hostThreads = 1;                        // host threads the run used
+  int64_t hostJobs = 0;           // stretches handed to the host threads (HostThreads::jobs)
+  double hostMainCpuSeconds = 0;  // CPU time of SystemC's thread alone
+  double hostSeconds = 0;         // wall clock of the run
   double hostCpuSeconds =
       0;  // CPU time of the process during the run (the honest rate on a busy host)
   int64_t traceEvents = 0;
@@ -102,5 +112,9 @@ void loadChipImage(Chip& chip, const isa::Program& program,
 void collectChipResult(Chip& chip, const isa::Program& program, bool functional, SimResult* r);
 // The ChipOptions of a SimOptions.
 ChipOptions chipOptionsOf(const SimOptions& options);
+// The pool a run with `options` gets: its hostThreads (forceHostJobs: at least
+// 1); 0, no pool, for one thread or where stretches cannot leave SystemC's
+// thread (a trace, reference stepping, the RTL MXU).
+int hostThreadsOf(const SimOptions& options);
 
 }  // namespace tpusim::sim

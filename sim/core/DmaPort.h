@@ -11,6 +11,8 @@
 
 namespace tpusim::sim {
 
+class HostThreads;
+
 struct DmaCompletion {
   int queue = 0;
   int flag = 0;
@@ -31,6 +33,9 @@ class DmaPort {
                             int64_t cycle, int64_t* faultAddress) = 0;
   // `callback` runs (in SystemC context) whenever a descriptor of `core` completes.
   virtual void onComplete(int core, std::function<void(const DmaCompletion&)> callback) = 0;
+  // Lets the model run its plain-C++ advance on host threads (timing mode
+  // only: there the advance touches nothing but the chip's DMA and HBM model).
+  virtual void useHostThreads(HostThreads*) {}
 };
 
 }  // namespace tpusim::sim

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace tpusim::sim {
 
@@ -30,6 +31,8 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int coreId, const target::C
       xluFreeAt_(size_t(chip.xlu.count), 0),
       rowReady_(size_t(chip.vmem.rows()), 0),
       flagOutstanding_(size_t(chip.core.sync_flags), 0) {
+  if (options_.host) localRun_.assign(size_t(decoded.size()), UINT16_MAX);
+  hostJob_.work = [this] { localStop_ = runLocal(); };
   for (VregData& v : vregs_) v.fill(0);
   stats_.ops.resize(program.debugMap.size() + 1);
   dma_.onComplete(id_, [this](const DmaCompletion& done) { deliverCompletion(done); });
@@ -127,6 +130,7 @@ void TensorCore::chargeStall(StallCause cause, int64_t from, int64_t to, const D
 // ---- SystemC interaction -------------------------------------------------------
 
 void TensorCore::syncTo(int64_t cycle) {
+  if (local_) throw std::logic_error("TensorCore: a SystemC wait in a host-thread stretch");
   sc_core::sc_time target = clock_.timeOf(cycle);
   if (target > sc_core::sc_time_stamp()) wait(target - sc_core::sc_time_stamp());
   lastSync_ = cycle;
@@ -393,92 +397,131 @@ void TensorCore::runLoop() {
   const int64_t numBundles = decoded_.size();
   const bool stepping = options_.referenceStepping;
   while (true) {
-    if (pc_ < 0 || pc_ >= numBundles)
-      fault("pc-out-of-range",
-            fmt::format("execution reached bundle {}, outside the program (0..{})", pc_,
-                        numBundles - 1),
-            nullptr, "scalar");
-    const DecodedBundle& b = decoded_.at(pc_);
-    if (!b.invalid.empty())
-      fault("invalid-bundle", b.invalid, nullptr, "decode", -1, b.invalidSlot);
-    if (now_ > options_.maxCycles)
-      fault("max-cycles", fmt::format("the run exceeded --max-cycles={}", options_.maxCycles),
-            nullptr, "core");
-
-    // Find the issue cycle: jump from one blocking condition to the next.
-    int64_t c = now_;
-    int64_t syncedAt = -1;
-    Block blk;
-    const DecodedOp* bop = nullptr;
-    while (firstBlock(b, c, &blk, &bop)) {
-      if (c > options_.maxCycles) {
-        now_ = c;
-        fault("max-cycles",
-              fmt::format("the run exceeded --max-cycles={} while bundle {} stalled on {}",
-                          options_.maxCycles, pc_, stallCauseName(blk.cause)),
-              bop, "core");
-      }
-      int64_t next;
-      if (blk.until == kExternal || stepping) {
-        // Shared state: bring SystemC to c and apply what completed before c.
-        if (syncedAt != c) {
-          syncTo(c);
-          drainCompletions(c);
-          syncedAt = c;
-          continue;
-        }
-        next = stepping ? c + 1 : waitForCompletion(c, bop);
+    if (options_.host && !stepping && pc_ >= 0 && pc_ < numBundles && !decoded_.at(pc_).needsSync) {
+      // Bundles that need nothing of SystemC, up to the next that does or the
+      // quantum: on a host thread when the last run from here was long enough
+      // to pay for the hand-over (a choice made from this core's state alone).
+      const int64_t from = pc_, bundles = stats_.bundlesIssued;
+      if (localRun_[size_t(from)] >= kMinHostJobBundles) {
+        options_.host->run(hostJob_);
       } else {
-        next = blk.until;
+        localStop_ = runLocal();
       }
-      if (next > options_.maxCycles + 1) {
-        chargeStall(blk.cause, c, options_.maxCycles + 1, bop);
-        now_ = options_.maxCycles + 1;
-        fault("max-cycles",
-              fmt::format("the run exceeded --max-cycles={} while bundle {} stalled on {}",
-                          options_.maxCycles, pc_, stallCauseName(blk.cause)),
-              bop, "core");
+      localRun_[size_t(from)] =
+          uint16_t(std::min<int64_t>(stats_.bundlesIssued - bundles, UINT16_MAX));
+      if (localStop_ == LocalStop::Quantum) {
+        syncTo(now_);
+        continue;
       }
-      chargeStall(blk.cause, c, next, bop);
-      c = next;
     }
-    int64_t conflict = bankConflictCycles(b);
-    if (conflict > 0) {
-      const DecodedOp* first = nullptr;  // the first load or store, for reports
-      for (uint32_t i = 0; i < b.numOps && !first; ++i) {
-        const DecodedOp& o = decoded_.ops[b.firstOp + i];
-        if (o.slot == isa::SlotKind::VectorLoad || o.slot == isa::SlotKind::VectorStore) first = &o;
-      }
-      chargeStall(StallCause::VmemBankConflict, c, c + conflict, first);
-      if (stepping)
-        for (int64_t i = 0; i < conflict; ++i) syncTo(c + i + 1);
-      c += conflict;
-    }
-    if (b.needsSync && syncedAt != c) {
-      syncTo(c);
-      drainCompletions(c);
-    }
-    // Issue.
-    int op = currentOp();
-    OpStats& os = stats_.ops[op];
-    os.cycles += c + 1 - now_;
-    os.bundles += 1;
-    if (trace_ && op != traceOpIndex_) {
-      if (traceOpIndex_ >= -1 && traceOpIndex_ < int(program_.debugMap.size()) &&
-          traceOpIndex_ >= 0)
-        trace_->interval(traceOps_, program_.debugMap[traceOpIndex_].opName, traceOpBegin_, now_);
-      traceOpIndex_ = op;
-      traceOpBegin_ = now_;
-    }
-    now_ = c;
-    ++stats_.bundlesIssued;
-    bundle_ = &b;
-    int64_t nextPc = execute(b, c);
-    if (halted_) return;
-    pc_ = nextPc;
-    now_ = c + 1;
+    if (!stepBundle()) return;
     if (stepping || now_ - lastSync_ >= options_.quantum) syncTo(now_);
   }
+}
+
+TensorCore::LocalStop TensorCore::runLocal() {
+  struct Local {
+    bool& flag;
+    explicit Local(bool& f) : flag(f) { flag = true; }
+    ~Local() { flag = false; }
+  } local(local_);
+  const int64_t numBundles = decoded_.size();
+  while (true) {
+    if (pc_ < 0 || pc_ >= numBundles) return LocalStop::Serial;
+    const DecodedBundle& b = decoded_.at(pc_);
+    // These bundles sync or fault: the SystemC thread repeats the checks.
+    if (b.needsSync || !b.invalid.empty() || now_ > options_.maxCycles) return LocalStop::Serial;
+    stepBundle();
+    if (now_ - lastSync_ >= options_.quantum) return LocalStop::Quantum;
+  }
+}
+
+bool TensorCore::stepBundle() {
+  const int64_t numBundles = decoded_.size();
+  const bool stepping = options_.referenceStepping;
+  if (pc_ < 0 || pc_ >= numBundles)
+    fault("pc-out-of-range",
+          fmt::format("execution reached bundle {}, outside the program (0..{})", pc_,
+                      numBundles - 1),
+          nullptr, "scalar");
+  const DecodedBundle& b = decoded_.at(pc_);
+  if (!b.invalid.empty()) fault("invalid-bundle", b.invalid, nullptr, "decode", -1, b.invalidSlot);
+  if (now_ > options_.maxCycles)
+    fault("max-cycles", fmt::format("the run exceeded --max-cycles={}", options_.maxCycles),
+          nullptr, "core");
+
+  // Find the issue cycle: jump from one blocking condition to the next.
+  int64_t c = now_;
+  int64_t syncedAt = -1;
+  Block blk;
+  const DecodedOp* bop = nullptr;
+  while (firstBlock(b, c, &blk, &bop)) {
+    if (c > options_.maxCycles) {
+      now_ = c;
+      fault("max-cycles",
+            fmt::format("the run exceeded --max-cycles={} while bundle {} stalled on {}",
+                        options_.maxCycles, pc_, stallCauseName(blk.cause)),
+            bop, "core");
+    }
+    int64_t next;
+    if (blk.until == kExternal || stepping) {
+      // Shared state: bring SystemC to c and apply what completed before c.
+      if (syncedAt != c) {
+        syncTo(c);
+        drainCompletions(c);
+        syncedAt = c;
+        continue;
+      }
+      next = stepping ? c + 1 : waitForCompletion(c, bop);
+    } else {
+      next = blk.until;
+    }
+    if (next > options_.maxCycles + 1) {
+      chargeStall(blk.cause, c, options_.maxCycles + 1, bop);
+      now_ = options_.maxCycles + 1;
+      fault("max-cycles",
+            fmt::format("the run exceeded --max-cycles={} while bundle {} stalled on {}",
+                        options_.maxCycles, pc_, stallCauseName(blk.cause)),
+            bop, "core");
+    }
+    chargeStall(blk.cause, c, next, bop);
+    c = next;
+  }
+  int64_t conflict = bankConflictCycles(b);
+  if (conflict > 0) {
+    const DecodedOp* first = nullptr;  // the first load or store, for reports
+    for (uint32_t i = 0; i < b.numOps && !first; ++i) {
+      const DecodedOp& o = decoded_.ops[b.firstOp + i];
+      if (o.slot == isa::SlotKind::VectorLoad || o.slot == isa::SlotKind::VectorStore) first = &o;
+    }
+    chargeStall(StallCause::VmemBankConflict, c, c + conflict, first);
+    if (stepping)
+      for (int64_t i = 0; i < conflict; ++i) syncTo(c + i + 1);
+    c += conflict;
+  }
+  if (b.needsSync && syncedAt != c) {
+    syncTo(c);
+    drainCompletions(c);
+  }
+  // Issue.
+  int op = currentOp();
+  OpStats& os = stats_.ops[op];
+  os.cycles += c + 1 - now_;
+  os.bundles += 1;
+  if (trace_ && op != traceOpIndex_) {
+    if (traceOpIndex_ >= -1 && traceOpIndex_ < int(program_.debugMap.size()) && traceOpIndex_ >= 0)
+      trace_->interval(traceOps_, program_.debugMap[traceOpIndex_].opName, traceOpBegin_, now_);
+    traceOpIndex_ = op;
+    traceOpBegin_ = now_;
+  }
+  now_ = c;
+  ++stats_.bundlesIssued;
+  bundle_ = &b;
+  int64_t nextPc = execute(b, c);
+  if (halted_) return false;
+  pc_ = nextPc;
+  now_ = c + 1;
+  return true;
 }
 
 void TensorCore::finishRun(int64_t haltCycle) {

@@ -29,6 +29,7 @@
 #include "sim/core/SimFault.h"
 #include "sim/mem/ChipMemory.h"
 #include "sim/mxu/MxuUnit.h"
+#include "sim/systemc/HostThreads.h"
 #include "sim/trace/TraceRecorder.h"
 #include "sim/vpu/MaskData.h"
 #include "sim/xlu/XluSemantics.h"
@@ -43,6 +44,9 @@ struct CoreOptions {
   int64_t quantum = 10000;       // cycles the core may run ahead of SystemC time
   int chipIndex = 0;             // names the trace tracks (chipN/coreM)
   RemotePort* remote = nullptr;  // the multi-chip system, if any (chip.id, dma.remote, ...)
+  // Runs stretches of bundles that need nothing of SystemC on host threads
+  // (null: all on SystemC's thread). Not with a trace or reference stepping.
+  HostThreads* host = nullptr;
 };
 
 class TensorCore : public sc_core::sc_module {
@@ -90,6 +94,15 @@ class TensorCore : public sc_core::sc_module {
 
   void thread();
   void runLoop();
+  // One bundle from pc_: waits for its issue cycle, issues it, advances pc_
+  // and now_. False once the core has halted.
+  bool stepBundle();
+  // Bundles up to the first that needs SystemC (a sync, a fault the SystemC
+  // thread must raise) or the quantum; touches only this core's state, so it
+  // may run on a host thread (HostThreads). Serial: the bundle at pc_ needs
+  // the SystemC thread; Quantum: sync to now_ first.
+  enum class LocalStop { Serial, Quantum };
+  LocalStop runLocal();
   // The first blocking condition of the bundle at cycle c, in slot order, if any.
   bool firstBlock(const DecodedBundle& b, int64_t c, Block* block, const DecodedOp** op);
   bool opBlock(const DecodedOp& op, int64_t c, Block* block);
@@ -156,7 +169,16 @@ class TensorCore : public sc_core::sc_module {
   int64_t now_ = 0;                // earliest cycle the next bundle may issue
   int64_t pc_ = 0;
   int64_t lastSync_ = 0;
-  int markOp_ = -1;  // op set by `mark`, -1 = use the debug map
+
+  // Host-thread stretches (runLocal). A stretch goes to the pool when the last
+  // one from the same bundle ran at least kMinHostJobBundles bundles: a short
+  // one costs more to hand over than it saves.
+  static constexpr uint16_t kMinHostJobBundles = 256;
+  HostJob hostJob_;
+  LocalStop localStop_ = LocalStop::Serial;
+  bool local_ = false;              // in runLocal: SystemC must not be touched
+  std::vector<uint16_t> localRun_;  // per bundle: bundles of the last stretch from it (saturating)
+  int markOp_ = -1;                 // op set by `mark`, -1 = use the debug map
 
   // DMA bookkeeping (the core's own view, from issues and completion records).
   std::array<int, isa::kMaxDmaQueues> queueOutstanding_{};

@@ -18,6 +18,7 @@ DmaSystem::DmaSystem(sc_core::sc_module_name name, const target::ChipConfig& chi
     throw std::invalid_argument("DmaSystem: the SystemC time resolution is coarser than 1 ps");
   for (int c = 0; c < engine_.cores(); ++c)
     activity_.push_back(std::make_unique<sc_core::sc_event>());
+  advance_.work = [this] { engine_.advanceTo(horizon_, ready_); };
   SC_THREAD(run);
 }
 
@@ -65,7 +66,11 @@ void DmaSystem::run() {
     }
     uint64_t horizon = currentCycle() + engine_.lookahead();
     ready_.clear();
-    engine_.advanceTo(horizon, ready_);
+    horizon_ = horizon;
+    if (host_)
+      host_->run(advance_);
+    else
+      engine_.advanceTo(horizon, ready_);
     for (const DmaCompletion& c : ready_) {
       waitUntil(c.cycle);
       if (onComplete) onComplete(c);

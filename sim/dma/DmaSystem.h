@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "sim/dma/DmaEngine.h"
+#include "sim/systemc/HostThreads.h"
 
 namespace tpusim::sim::dma {
 
@@ -56,6 +57,11 @@ class DmaSystem : public sc_core::sc_module {
   // far below the number of simulated cycles).
   uint64_t wakeups() const { return wakeups_; }
 
+  // Runs each advance of the engine as a job on `host` (null: on SystemC's
+  // thread). Only where the advance touches nothing but this chip's DMA and
+  // HBM model: timing mode (no memory), no trace.
+  void setHostThreads(HostThreads* host) { host_ = host; }
+
   DmaEngine& engine() { return engine_; }
   const DmaEngine& engine() const { return engine_; }
   // Stats: engine().stats(core) per queue and per memory space;
@@ -70,6 +76,9 @@ class DmaSystem : public sc_core::sc_module {
   sc_core::sc_event wake_;
   std::vector<std::unique_ptr<sc_core::sc_event>> activity_;
   std::vector<DmaCompletion> ready_;
+  HostThreads* host_ = nullptr;
+  HostJob advance_;  // engine_.advanceTo(horizon_, ready_)
+  uint64_t horizon_ = 0;
   uint64_t wakeups_ = 0;
 };
 

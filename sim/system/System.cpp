@@ -271,6 +271,8 @@ SystemResult SystemSimulation::run() {
     trace_ = std::make_unique<TraceRecorder>(chip_.core.clock_hz, options_.traceEventsPerTrack);
   const int n = torus_.numChips();
 
+  std::unique_ptr<HostThreads> host;
+  if (int threads = hostThreadsOf(options_)) host = std::make_unique<HostThreads>("host", threads);
   ici::IciFabric fabric("ici", torus_, chip_.ici, chip_.core.clock_hz);
   fabric.setTrace(trace_.get());
   Router router(fabric, chip_, options_.functional);
@@ -281,6 +283,7 @@ SystemResult SystemSimulation::run() {
     ports.push_back(std::make_unique<ChipIciPort>(router, d));
     ChipOptions o = chipOptionsOf(options_);
     o.core.remote = ports.back().get();
+    o.core.host = host.get();
     chips.push_back(std::make_unique<Chip>(fmt::format("chip{}", d).c_str(), d, chip_, program_, o,
                                            trace_.get(), options_.dmaFactory));
     chipPtrs.push_back(chips.back().get());
@@ -295,10 +298,14 @@ SystemResult SystemSimulation::run() {
 
   auto start = std::chrono::steady_clock::now();
   std::clock_t cpuStart = std::clock();
+  const double mainStart = threadCpuSeconds();
   sc_core::sc_start();
   SystemResult r;
+  r.hostThreads = host ? host->threads() : 1;
+  r.hostJobs = host ? int64_t(host->jobs()) : 0;
   r.hostSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.hostCpuSeconds = double(std::clock() - cpuStart) / CLOCKS_PER_SEC;
+  r.hostMainCpuSeconds = threadCpuSeconds() - mainStart;
   r.topology = torus_.shapeText();
 
   r.halted = true;

@@ -42,6 +42,9 @@ struct SystemResult {
   std::vector<LinkReport> links;  // every link of the slice, in link order
   double linkBytesPerCycle = 0;
   int64_t iciTransfers = 0, iciSignals = 0, iciRateUpdates = 0;
+  int hostThreads = 1;
+  int64_t hostJobs = 0;           // stretches handed to the host threads (HostThreads::jobs)
+  double hostMainCpuSeconds = 0;  // CPU time of SystemC's thread alone
   double hostSeconds = 0, hostCpuSeconds = 0;
   int64_t traceEvents = 0;
 };

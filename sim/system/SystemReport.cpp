@@ -109,10 +109,17 @@ std::string systemSummaryText(const SystemResult& r, const target::ChipConfig& c
   if (r.hostSeconds > 0)
     out += fmt::format(
         "  host time       {:.3f} s wall, {:.3f} s CPU ({:.2f} M simulated chip-cycles per CPU "
-        "second)\n",
+        "second, {:.2f} M per wall second; {} host thread{})\n{}",
         r.hostSeconds, r.hostCpuSeconds,
         r.hostCpuSeconds > 0 ? double(r.cycles) * double(r.chips.size()) / r.hostCpuSeconds / 1e6
-                             : 0.0);
+                             : 0.0,
+        double(r.cycles) * double(r.chips.size()) / r.hostSeconds / 1e6, r.hostThreads,
+        r.hostThreads == 1 ? "" : "s",
+        r.hostThreads == 1
+            ? std::string()
+            : fmt::format(
+                  "  host threads    {} job(s); SystemC's thread {:.3f} s CPU of the {:.3f}\n",
+                  r.hostJobs, r.hostMainCpuSeconds, r.hostCpuSeconds));
   out += fmt::format("\n  {:>6}  {:>10}  {:>8}  {:>8}  {:>12}  {:>14}\n", "device", "cycles",
                      "status", "MXU %", "HBM GB/s", "ICI bytes out");
   for (size_t d = 0; d < r.chips.size(); ++d) {

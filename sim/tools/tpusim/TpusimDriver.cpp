@@ -314,6 +314,8 @@ int run(const TpusimArgs& a) {
     throw UserError(fmt::format("--mxu-model={}: expected fast or rtl", a.mxuModel));
   if (a.maxCycles < 0) throw UserError("--max-cycles must be >= 0");
   if (a.quantum < 1) throw UserError("--quantum must be >= 1");
+  if (a.hostThreads < 1 || a.hostThreads > 256)
+    throw UserError(fmt::format("--host-threads={}: expected 1 to 256", a.hostThreads));
   if (!a.outputDir.empty() && a.mode == "timing")
     throw UserError("--output-dir needs --mode=functional (timing mode computes no data)");
   const bool fromHlo = isHloPath(a.program);
@@ -369,6 +371,7 @@ int run(const TpusimArgs& a) {
   o.referenceStepping = a.referenceStepping;
   if (a.maxCycles > 0) o.maxCycles = a.maxCycles;
   o.quantum = a.quantum;
+  o.hostThreads = a.hostThreads;
   o.seed = a.seed;
   o.randomInputs = randomInputsOf(a);
   o.mxuKind = mxuKind;

@@ -25,6 +25,7 @@ struct TpusimArgs {
   bool quiet = false;
   bool referenceStepping = false;
   int64_t quantum = 10000;
+  int hostThreads = 1;  // --host-threads (sim/systemc/HostThreads.h)
   int64_t traceEventsPerTrack = 200000;
   int topOps = 20;        // rows of the summary's per-op table (0: all)
   bool check = false;     // .hlo only: compare outputs with the reference evaluator

@@ -69,6 +69,12 @@ static cl::opt<bool> referenceStepping(
     cl::cat(category));
 static cl::opt<int64_t> quantum("quantum", cl::desc("Cycles a core may run ahead of SystemC time"),
                                 cl::init(10000), cl::cat(category));
+static cl::opt<int> hostThreads(
+    "host-threads",
+    cl::desc("Host threads that simulate the cores (and in timing mode the DMA/HBM) of the chips "
+             "between synchronisations; the cycles are the same for any count (default: 1; "
+             "a trace, --reference-stepping or the RTL MXU run on 1)"),
+    cl::init(1), cl::value_desc("N"), cl::cat(category));
 static cl::opt<int64_t> traceEvents("trace-events-per-track",
                                     cl::desc("Event budget per trace track before intervals are "
                                              "merged more coarsely"),
@@ -142,6 +148,7 @@ int main(int argc, char** argv) {
   a.quiet = quiet;
   a.referenceStepping = referenceStepping;
   a.quantum = quantum;
+  a.hostThreads = hostThreads;
   a.traceEventsPerTrack = traceEvents;
   a.check = check;
   if (topOps < 0) {
