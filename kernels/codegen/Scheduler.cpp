@@ -475,8 +475,11 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
         // Near the limit, new values come in program order only, so registers go
         // to the values the next instructions need (a pop the next round's mm
         // waits for), not to far-ahead loads.
+        // (At most half the class: the 8 mask registers would otherwise be
+        // all reserved, and every compare would wait for the one before it.)
         const auto& w = unscheduledWriters[size_t(c)];
-        if (live[size_t(c)] + grow > limit[size_t(c)] - kReserve && !w.empty() && i > *w.begin())
+        const int reserve = std::min(kReserve, limit[size_t(c)] / 2);
+        if (live[size_t(c)] + grow > limit[size_t(c)] - reserve && !w.empty() && i > *w.begin())
           tooMany = true;
       }
       if (tooMany && !force) {

@@ -56,7 +56,12 @@ OnlineSoftmax::OnlineSoftmax(const std::vector<Ref>& r, int64_t rows_, int64_t c
 // interleaves (a store of more rows is a loop whose iterations each wait out the
 // whole latency chain; putting all slabs of a 120-row or larger block in one
 // basic block made codegen's list scheduler run without finishing).
-void OnlineSoftmax::forSlabs(const std::function<void(Scalar r0, int64_t n)>& fn) const {
+void OnlineSoftmax::forSlabs(const std::function<void(Scalar r0, int64_t n)>& fn,
+                            bool straight) const {
+  if (straight) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 8) fn(Scalar(r0), std::min<int64_t>(8, rows - r0));
+    return;
+  }
   constexpr int64_t kGroupRows = 8 * kSlabsPerIteration;
   int64_t groups = rows / kGroupRows;
   auto group = [&](Scalar base) {
@@ -79,6 +84,14 @@ void OnlineSoftmax::init() const {
 void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreOf, const Array& v,
                            bool scoreOnce) const {
   s.store(dot(q, k, {false, true}));
+  // Up to 1024 key columns (8 score vregs per slab) the slab keeps its scores and
+  // weights in registers: each score is scaled (and masked) once, and p goes to
+  // VMEM only as the bf16 MXU operand pb.
+  if (cols <= 1024) {
+    forSlabs([&](Scalar r0, int64_t n) { slabInVregs(scoreOf, r0, n); }, straightSlabs());
+    acc.store(acc.load() + dot(pb.load(), v));
+    return;
+  }
   ScoreFn score = scoreOf;
   if (scoreOnce) {
     forSlabs([&](Scalar r0, int64_t n) {
@@ -108,6 +121,36 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
       acc.store(ds(r0, n), ds(c0, w), rowsOf(acc, c0, w) * rowsOf(alpha, 0, w));
   });
   acc.store(acc.load() + dot(pb.load(), v));
+}
+
+// The same operations in the same order as the VMEM form below update's
+// register branch (bit for bit: max folds m then the windows in column order,
+// the row sum folds the p windows in column order before the lane tree), with
+// the scores, the weights p, the row max and alpha in vector registers.
+void OnlineSoftmax::slabInVregs(const ScoreFn& score, Scalar r0, int64_t n) const {
+  auto rowsOf = [&](const Ref& r, int64_t c0, int64_t w) { return r.load(ds(r0, n), ds(c0, w)); };
+  std::vector<Array> win;
+  Array folded;
+  for (auto [c0, w] : laneWindows(cols)) {
+    win.push_back(in_vregs(score(rowsOf(s, c0, w), r0, c0)));
+    folded = folded.valid() ? maximum(folded, win.back()) : maximum(rowsOf(m, 0, w), win.back());
+  }
+  Array mNext = max_vregs(folded);
+  Array alphaV = in_vregs(exp(rowsOf(m, 0, 128) - mNext));
+  // acc windows narrower than a vreg (head_dim < 128) take alpha at their width.
+  Array alphaD = d >= 128 ? alphaV : in_vregs(exp(rowsOf(m, 0, d) - mNext));
+  Array psum;
+  std::vector<Array> pw;
+  for (const Array& x : win) {
+    pw.push_back(in_vregs(exp(x - mNext)));
+    psum = psum.valid() ? psum + pw.back() : pw.back();
+  }
+  l.store(ds(r0, n), ds(0, 128), alphaV * rowsOf(l, 0, 128) + sum_vregs(psum));
+  m.store(ds(r0, n), ds(0, 128), mNext);
+  size_t i = 0;
+  for (auto [c0, w] : laneWindows(cols)) pb.store(ds(r0, n), ds(c0, w), pw[i++].astype(BF16));
+  for (auto [c0, w] : laneWindows(d))
+    acc.store(ds(r0, n), ds(c0, w), rowsOf(acc, c0, w) * (d >= 128 ? alphaV : alphaD));
 }
 
 void OnlineSoftmax::finish(const Ref& out) const {
@@ -192,14 +235,21 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     Scalar qi = program_id(1), kv = program_id(2);
     Scalar qStart = qi * bq, kStart = kv * bk;
     when(kv == 0, [&] { sm.init(); });
-    // Scale, then mask keys past seq_k (ragged) and after the query (causal).
     // Scale, then mask keys past seq_k (last block of a ragged sequence) and
     // after the query (blocks crossing the diagonal): the masks cost VPU work
-    // on every score, so blocks that need none get code without them.
+    // on every score, so blocks that need none get code without them. The
+    // causal mask of a whole vreg is one compare: key col0 + lane is visible to
+    // query row0 + sublane iff lane - sublane <= (qStart + row0) - (kStart + col0),
+    // with lane - sublane made once per masked step (in registers).
     auto scoreFn = [=](bool maskRagged, bool maskCausal) {
+      Array diag;
+      if (maskCausal && !maskRagged) diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
       return [=](const Array& raw, Scalar row0, int64_t col0) {
         Array s = raw * scale;
         if (!maskRagged && !maskCausal) return s;
+        if (diag.valid() && raw.rows() == 8 && raw.cols() == 128)
+          return where(diag <= splat(qStart + row0 - (kStart + col0), 1, 1), s,
+                       full(1, 1, OnlineSoftmax::kMaskValue));
         Array col = iota(1, raw.cols(), 1) + splat(kStart + col0, 1, 1);
         Array valid;
         if (maskRagged) valid = col < splat(Scalar(seqK), 1, 1);
@@ -217,8 +267,8 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // zero them, as 0 * NaN would poison the accumulator.
       if (lastRagged)
         vv = where(iota(bk, 1, 0) < splat(Scalar(seqK) - kStart, 1, 1), vv, zeros(1, 1, BF16));
-      // A masked score costs several VPU ops and the softmax reads each score twice:
-      // masked blocks store their scores once, masked.
+      // Wide blocks (the softmax in VMEM) read each score twice: masked blocks
+      // store their scores once, masked.
       sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal);
     };
     auto stepRagged = [&](bool maskCausal) {

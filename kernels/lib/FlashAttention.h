@@ -90,7 +90,11 @@ struct OnlineSoftmax {
 
  private:
   static constexpr int64_t kSlabsPerIteration = 8;
-  void forSlabs(const std::function<void(dsl::Scalar r0, int64_t n)>& fn) const;
+  // straight: every slab in straight-line code (one basic block), no loop.
+  void forSlabs(const std::function<void(dsl::Scalar r0, int64_t n)>& fn,
+                bool straight = false) const;
+  static bool straightSlabs() { return getenv("FA_STRAIGHT") != nullptr; }
+  void slabInVregs(const ScoreFn& score, dsl::Scalar r0, int64_t n) const;
 };
 
 // Plain C++ reference in double precision: the same layout, values as doubles.
