@@ -375,8 +375,8 @@ Array in_vregs(const Array& a, Loc loc) {
   int64_t tiles = (a.rows() + llo::kSublanes - 1) / llo::kSublanes *
                   ((a.cols() + llo::kLanes - 1) / llo::kLanes);
   if (tiles > kMaxVregTiles)
-    fail(loc, fmt::format("in_vregs of {}: {} (8,128) tiles, at most {} stay in registers",
-                          desc(a), tiles, kMaxVregTiles));
+    fail(loc, fmt::format("in_vregs of {}: {} (8,128) tiles, at most {} stay in registers", desc(a),
+                          tiles, kMaxVregTiles));
   if (a.dtype() == BOOL) fail(loc, "in_vregs of a boolean array (use where)");
   return Array(tilesNode(emitTiles(a.node(), /*cse=*/true), a.rows(), a.cols(), a.dtype()));
 }

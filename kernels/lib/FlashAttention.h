@@ -74,7 +74,8 @@ struct OnlineSoftmax {
   // tile), then the online-softmax update with v [cols, d] bf16 (rows of
   // undefined data zeroed by the caller).
   // scoreOnce: apply `score` in one pass over the raw scores, stored back, instead
-  // of wherever they are read (for costly masks).
+  // of wherever they are read (for costly masks; blocks of more than 1024 key
+  // columns only: narrower ones keep a slab's scores in registers).
   void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
               bool scoreOnce = false) const;
   // out = acc / l, cast to the ref's dtype.
@@ -90,11 +91,16 @@ struct OnlineSoftmax {
 
  private:
   static constexpr int64_t kSlabsPerIteration = 8;
-  // straight: every slab in straight-line code (one basic block), no loop.
-  void forSlabs(const std::function<void(dsl::Scalar r0, int64_t n)>& fn,
-                bool straight = false) const;
-  static bool straightSlabs() { return getenv("FA_STRAIGHT") != nullptr; }
-  void slabInVregs(const ScoreFn& score, dsl::Scalar r0, int64_t n) const;
+  // Slabs per iteration of the software-pipelined register loop: 4 keep its
+  // three groups' values (12 carried vregs and the working set) within the
+  // register file; 8 made the scheduler hold values back (+40% cycles).
+  static constexpr int64_t kPipelinedSlabs = 4;
+  void forSlabs(const std::function<void(dsl::Scalar r0, int64_t n)>& fn) const;
+  dsl::Array slabMax(const ScoreFn& score, dsl::Scalar r0, int64_t n) const;
+  std::pair<dsl::Array, dsl::Array> slabRest(const ScoreFn& score, dsl::Scalar r0, int64_t n,
+                                             const dsl::Array& mNext) const;
+  void slabL(dsl::Scalar r0, int64_t n, const dsl::Array& psum, const dsl::Array& alphaV) const;
+  void slabsInVregs(const ScoreFn& score) const;
 };
 
 // Plain C++ reference in double precision: the same layout, values as doubles.
