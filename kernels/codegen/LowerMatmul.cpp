@@ -1,6 +1,7 @@
 // Lowering of the block matmul to MXU sequences. Output tiles are grouped by
-// the result-buffer slots (acc_slots row tiles of 8 rows per group) and the
-// (group, column tile) work items are dealt round-robin to the MXUs. An item
+// the result-buffer slots (acc_slots row tiles of 8 rows per group, fewer
+// when that leaves MXUs idle) and the (group, column tile) work items are
+// dealt round-robin to the MXUs. An item
 // keeps its group's results in the MXU result slots across all K chunks: per
 // chunk it pushes an N x N weight tile (N = mxu.size), latches, and streams the group's LHS
 // tiles (mm for the first chunk, mma after); only at the end are the slots

@@ -55,7 +55,8 @@ std::vector<dsl::ShapeDtype> flashAttentionInputs(int64_t bh, int64_t seqQ, int6
 // `rows` query rows, `cols` key columns per grid step and head_dim `d`:
 // m, l, alpha [rows, 128] f32 (row values replicated over the lanes), acc
 // [rows, d] f32, s and p [rows, cols] f32, pb [rows, cols] bf16 (p for the
-// MXU). cols: at most 128, or a multiple of 128; d: at most 128, or a multiple
+// MXU). Up to 1024 columns alpha and p stay in vector registers (their
+// scratch is unused). cols: at most 128, or a multiple of 128; d: at most 128, or a multiple
 // of 128.
 struct OnlineSoftmax {
   static std::vector<dsl::ScratchSpec> scratch(int64_t rows, int64_t cols, int64_t d);
