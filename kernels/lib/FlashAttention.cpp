@@ -314,15 +314,25 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     // causal mask of a whole vreg is one compare: key col0 + lane is visible to
     // query row0 + sublane iff lane - sublane <= (qStart + row0) - (kStart + col0),
     // with lane - sublane made once per masked step (in registers).
+    // Blocks of 96 rows or more (the pipelined slab loop) hold the scale (and
+    // the mask value) in a register made once per step, not one vector
+    // immediate per score vreg (VALU slots the loop's first exps need); in
+    // smaller blocks the register costs more than the immediates.
+    const bool hoist = bq >= 96;
     auto scoreFn = [=](bool maskRagged, bool maskCausal) {
-      Array diag;
-      if (maskCausal && !maskRagged) diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
+      Array diag, scaleV, maskV;
+      if (hoist) scaleV = in_vregs(full(8, 128, scale));
+      if (maskCausal && !maskRagged) {
+        diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
+        if (hoist) maskV = in_vregs(full(8, 128, OnlineSoftmax::kMaskValue));
+      }
       return [=](const Array& raw, Scalar row0, int64_t col0) {
-        Array s = raw * scale;
+        const bool whole = raw.rows() == 8 && raw.cols() == 128;
+        Array s = whole && hoist ? raw * scaleV : raw * scale;
         if (!maskRagged && !maskCausal) return s;
-        if (diag.valid() && raw.rows() == 8 && raw.cols() == 128)
+        if (diag.valid() && whole)
           return where(diag <= splat(qStart + row0 - (kStart + col0), 1, 1), s,
-                       full(1, 1, OnlineSoftmax::kMaskValue));
+                       hoist ? maskV : full(1, 1, OnlineSoftmax::kMaskValue));
         Array col = iota(1, raw.cols(), 1) + splat(kStart + col0, 1, 1);
         Array valid;
         if (maskRagged) valid = col < splat(Scalar(seqK), 1, 1);
