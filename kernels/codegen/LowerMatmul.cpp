@@ -1,6 +1,7 @@
 // Lowering of the block matmul to MXU sequences. Output tiles are grouped by
-// the result-buffer slots (acc_slots row tiles of 8 rows per group) and the
-// (group, column tile) work items are dealt round-robin to the MXUs. An item
+// the result-buffer slots (acc_slots row tiles of 8 rows per group, fewer
+// when that leaves MXUs idle) and the (group, column tile) work items are
+// dealt round-robin to the MXUs. An item
 // keeps its group's results in the MXU result slots across all K chunks: per
 // chunk it pushes an N x N weight tile (N = mxu.size), latches, and streams the group's LHS
 // tiles (mm for the first chunk, mma after); only at the end are the slots
@@ -221,10 +222,20 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   struct Item {
     int64_t g0, gTiles, j, mxu = 0, slot0 = 0;
   };
-  std::vector<Item> items;
-  for (int64_t g0 = 0; g0 < rowTiles; g0 += slots)
-    for (int64_t j = 0; j < nTiles; ++j) items.push_back({g0, std::min(slots, rowTiles - g0), j});
   const int64_t mxus = t_.mxuCount;
+  // Row groups of `slots` row tiles, or smaller when that leaves MXUs without
+  // an item (a narrow N: flash attention's p x V, N = head_dim = 128 on v5e's
+  // four MXUs, had two items): as many groups as idle MXUs need, each of at
+  // least P row tiles, so its mm stream still covers the weight tile's pushes.
+  int64_t groupTiles = slots;
+  if ((rowTiles + slots - 1) / slots * nTiles < mxus) {
+    int64_t groups = (mxus + nTiles - 1) / nTiles;
+    groupTiles = std::min(slots, std::max(P, (rowTiles + groups - 1) / groups));
+  }
+  std::vector<Item> items;
+  for (int64_t g0 = 0; g0 < rowTiles; g0 += groupTiles)
+    for (int64_t j = 0; j < nTiles; ++j)
+      items.push_back({g0, std::min(groupTiles, rowTiles - g0), j});
   nextSlot_.resize(size_t(mxus), 0);
   // A resident destination keeps the placement its first op chose.
   std::vector<int64_t> key{dstP.region, dst0.isConst ? dst0.c : -1, M, N, K};

@@ -521,8 +521,12 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
         // Near the limit, new values come in program order only, so registers go
         // to the values the next instructions need (a pop the next round's mm
         // waits for), not to far-ahead loads.
+        // Masks keep two registers for the others: all 8 reserved, every
+        // compare waited for the one before it (flash attention's causal mask).
         const auto& w = unscheduledWriters[size_t(c)];
-        if (live[size_t(c)] + grow > limit[size_t(c)] - kReserve && !w.empty() && i > *w.begin())
+        const int reserve =
+            c == int(RegClass::Mask) ? std::min(kReserve, limit[size_t(c)] - 2) : kReserve;
+        if (live[size_t(c)] + grow > limit[size_t(c)] - reserve && !w.empty() && i > *w.begin())
           tooMany = true;
       }
       if (tooMany && !force) {

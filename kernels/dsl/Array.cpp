@@ -369,6 +369,30 @@ Array max(const Array& a, int axis, Loc loc) {
   return Array(reduce(a.node(), llo::Reduce::Max, axis, loc));
 }
 
+Array in_vregs(const Array& a, Loc loc) {
+  need(a, "in_vregs");
+  locate(loc);
+  int64_t tiles = (a.rows() + llo::kSublanes - 1) / llo::kSublanes *
+                  ((a.cols() + llo::kLanes - 1) / llo::kLanes);
+  if (tiles > kMaxVregTiles)
+    fail(loc, fmt::format("in_vregs of {}: {} (8,128) tiles, at most {} stay in registers", desc(a),
+                          tiles, kMaxVregTiles));
+  if (a.dtype() == BOOL) fail(loc, "in_vregs of a boolean array (use where)");
+  return Array(tilesNode(emitTiles(a.node(), /*cse=*/true), a.rows(), a.cols(), a.dtype()));
+}
+
+Array sum_vregs(const Array& a, Loc loc) {
+  need(a, "sum_vregs");
+  locate(loc);
+  return Array(reduce(a.node(), llo::Reduce::Sum, 1, loc, /*inVregs=*/true));
+}
+
+Array max_vregs(const Array& a, Loc loc) {
+  need(a, "max_vregs");
+  locate(loc);
+  return Array(reduce(a.node(), llo::Reduce::Max, 1, loc, /*inVregs=*/true));
+}
+
 Array dot(const Array& a, const Array& b, DotOptions options, Loc loc) {
   need(a, "dot");
   need(b, "dot");

@@ -112,6 +112,19 @@ Array roll_lanes(const Array& a, int64_t shift, int64_t cols);
 Array sum(const Array& a, int axis, Loc loc = Loc::here());
 Array max(const Array& a, int axis, Loc loc = Loc::here());
 
+// Values in vector registers (what a Pallas kernel holds between `x_ref[...]`
+// and a store): in_vregs(a) computes `a` now, tile by tile, into at most
+// kMaxVregTiles registers and returns an array over them, so an array read by
+// several stores is computed once and never goes through VMEM. The registers
+// belong to the block that computed them: use the array in the same `when` /
+// loop body, addressed by whole rows (a window of 8 rows at a run-time offset
+// is one row tile). sum_vregs / max_vregs: sum(a, 1) / max(a, 1) of at most 8
+// rows (the same order), kept in a register instead of a VMEM temporary.
+constexpr int64_t kMaxVregTiles = 16;
+Array in_vregs(const Array& a, Loc loc = Loc::here());
+Array sum_vregs(const Array& a, Loc loc = Loc::here());
+Array max_vregs(const Array& a, Loc loc = Loc::here());
+
 // Matrix product on the MXUs: bf16 x bf16 -> f32 or s8 x s8 -> s32. With
 // transpose_lhs / transpose_rhs the operands are given as (K,M) / (N,K).
 // Accumulation order: see isa/README.md (k order in chunks of the MXU size).

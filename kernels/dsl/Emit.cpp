@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "isa/support/Numerics.h"
@@ -382,15 +383,18 @@ NodePtr materialize(const NodePtr& value, const Loc& loc) {
   return viewOf(tmp, value->rows, value->cols);
 }
 
-std::vector<Value*> emitTiles(const NodePtr& value) {
+std::vector<Value*> emitTiles(const NodePtr& value, bool cse) {
   const ArrayNode& n = *value;
   UnrollIfTiles unroll(value);
   std::vector<Value*> out;
   int64_t colTiles = (n.cols + kLanesI - 1) / kLanesI;
   for (int64_t r = 0; r < n.rows; r += kSublanesI) {
     int valid = int(std::min<int64_t>(kSublanesI, n.rows - r));
-    for (int64_t tj = 0; tj < colTiles; ++tj)
+    for (int64_t tj = 0; tj < colTiles; ++tj) {
+      std::optional<TileCseScope> scope;
+      if (cse) scope.emplace();
       out.push_back(emitTile(value, TileAt{iconst(r), tj, valid, n.rows == 1, n.cols == 1}));
+    }
   }
   return out;
 }
@@ -406,7 +410,7 @@ NodePtr tilesNode(std::vector<Value*> tiles, int64_t rows, int64_t cols, DType d
   return std::make_shared<const ArrayNode>(std::move(v));
 }
 
-NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc) {
+NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, bool inVregs) {
   UnrollIfTiles unroll(a);
   const ArrayNode& n = *a;
   DType d = n.dtype;
@@ -420,16 +424,27 @@ NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc) {
   uint32_t ident = identityBits(kind, d);
   int64_t colTiles = (n.cols + kLanesI - 1) / kLanesI;
   auto lanesOf = [&](int64_t tj) { return std::min<int64_t>(kLanesI, n.cols - tj * kLanesI); };
+  // One row tile reduced over its lanes: column tiles folded in order, then the lane tree.
+  auto laneTile = [&](Value* rowOff, int valid) {
+    Value* acc = nullptr;
+    for (int64_t tj = 0; tj < colTiles; ++tj) {
+      Value* t = emitTile(a, TileAt{rowOff, tj, valid, false, false});
+      t = maskTile(t, kSublanesI, lanesOf(tj), ident);
+      acc = acc ? combine(acc, t) : t;
+    }
+    return b.create(OpKind::VReduceLanes, {acc}, {acc->type}, {int64_t(kind)})->result();
+  };
+  if (axis == 1 && inVregs) {
+    if (n.rows > kSublanesI)
+      fail(loc, fmt::format("a lane reduction kept in registers covers at most {} rows, not {}",
+                            kSublanesI, n.rows));
+    TileCseScope cse;
+    return tilesNode({laneTile(iconst(0), int(n.rows))}, n.rows, 1, d);
+  }
   if (axis == 1) {
     Value* out = allocTemp({n.rows, 1}, d);
     forEachRowTile(n.rows, [&](Value* rowOff, int valid) {
-      Value* acc = nullptr;
-      for (int64_t tj = 0; tj < colTiles; ++tj) {
-        Value* t = emitTile(a, TileAt{rowOff, tj, valid, false, false});
-        t = maskTile(t, kSublanesI, lanesOf(tj), ident);
-        acc = acc ? combine(acc, t) : t;
-      }
-      Value* r = b.create(OpKind::VReduceLanes, {acc}, {acc->type}, {int64_t(kind)})->result();
+      Value* r = laneTile(rowOff, valid);
       std::vector<Value*> ops{r, out, add(iconst(0), rowOff), iconst(0)};
       b.create(OpKind::VStore, ops, {}, {(1 << valid) - 1, kLanesI});
     });

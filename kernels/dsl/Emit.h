@@ -28,12 +28,14 @@ NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc
 // A new VMEM temporary (allocated at the top of the kernel).
 llo::Value* allocTemp(std::vector<int64_t> shape, DType dtype);
 NodePtr viewOf(llo::Value* ref, int64_t rows, int64_t cols, bool laneReplicated = false);
-NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc);
+// inVregs (axis 1, at most 8 rows): the result stays in a register (a Tiles node).
+NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, bool inVregs = false);
 
 // The tiles of `value` as values (row-major over tiles; a 1-row array
 // broadcast to every sublane, a 1-column one to every lane), and the node
 // that presents such tiles as an array again (loop-carried arrays).
-std::vector<llo::Value*> emitTiles(const NodePtr& value);
+// cse: a node read twice within one tile is emitted once (as for stores).
+std::vector<llo::Value*> emitTiles(const NodePtr& value, bool cse = false);
 NodePtr tilesNode(std::vector<llo::Value*> tiles, int64_t rows, int64_t cols, DType dtype);
 
 // Forgets per-trace state (materialized dots); called when a trace starts.

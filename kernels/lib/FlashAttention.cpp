@@ -79,6 +79,14 @@ void OnlineSoftmax::init() const {
 void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreOf, const Array& v,
                            bool scoreOnce) const {
   s.store(dot(q, k, {false, true}));
+  // Up to 1024 key columns (8 score vregs per slab) a slab keeps its scaled (and
+  // masked) scores, weights, row max and alpha in registers: p goes to VMEM only
+  // as the bf16 MXU operand pb, and nothing else is stored twice.
+  if (cols <= 1024) {
+    slabsInVregs(scoreOf);
+    acc.store(acc.load() + dot(pb.load(), v));
+    return;
+  }
   ScoreFn score = scoreOf;
   if (scoreOnce) {
     forSlabs([&](Scalar r0, int64_t n) {
@@ -108,6 +116,114 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
       acc.store(ds(r0, n), ds(c0, w), rowsOf(acc, c0, w) * rowsOf(alpha, 0, w));
   });
   acc.store(acc.load() + dot(pb.load(), v));
+}
+
+// The same operations in the same order as the VMEM form below update's
+// register branch (bit for bit: max folds m then the windows in column order,
+// the row sum folds the p windows in column order before the lane tree), with
+// the scores, the weights p, the row max and alpha in vector registers.
+// slabMax: the slab's new row max (lane-replicated, in a register).
+Array OnlineSoftmax::slabMax(const ScoreFn& score, Scalar r0, int64_t n) const {
+  auto rowsOf = [&](const Ref& r, int64_t c0, int64_t w) { return r.load(ds(r0, n), ds(c0, w)); };
+  Array folded;
+  for (auto [c0, w] : laneWindows(cols)) {
+    Array win = in_vregs(score(rowsOf(s, c0, w), r0, c0));
+    folded = folded.valid() ? maximum(folded, win) : maximum(rowsOf(m, 0, w), win);
+  }
+  return max_vregs(folded);
+}
+
+// slabRest: the weights, m, pb and the rescaled acc of a slab whose new row
+// max slabMax gave (the scores are scaled and masked again: VPU work, no
+// VMEM); returns what slabL needs for l: the weights' column-tile sum (before
+// its lane reduction) and alpha.
+std::pair<Array, Array> OnlineSoftmax::slabRest(const ScoreFn& score, Scalar r0, int64_t n,
+                                                const Array& mNext) const {
+  auto rowsOf = [&](const Ref& r, int64_t c0, int64_t w) { return r.load(ds(r0, n), ds(c0, w)); };
+  Array alphaV = in_vregs(exp(rowsOf(m, 0, 128) - mNext));
+  // acc windows narrower than a vreg (head_dim < 128) take alpha at their width.
+  Array alphaD = d >= 128 ? alphaV : in_vregs(exp(rowsOf(m, 0, d) - mNext));
+  Array psum;
+  std::vector<Array> pw;
+  for (auto [c0, w] : laneWindows(cols)) {
+    pw.push_back(in_vregs(exp(score(rowsOf(s, c0, w), r0, c0) - mNext)));
+    psum = psum.valid() ? psum + pw.back() : pw.back();
+  }
+  m.store(ds(r0, n), ds(0, 128), mNext);
+  size_t i = 0;
+  for (auto [c0, w] : laneWindows(cols)) pb.store(ds(r0, n), ds(c0, w), pw[i++].astype(BF16));
+  for (auto [c0, w] : laneWindows(d))
+    acc.store(ds(r0, n), ds(c0, w), rowsOf(acc, c0, w) * (d >= 128 ? alphaV : alphaD));
+  return {in_vregs(psum), alphaV};
+}
+
+// l = alpha * l + the row sum of the weights.
+void OnlineSoftmax::slabL(Scalar r0, int64_t n, const Array& psum, const Array& alphaV) const {
+  l.store(ds(r0, n), ds(0, 128), alphaV * l.load(ds(r0, n), ds(0, 128)) + sum_vregs(psum));
+}
+
+// The slabs in registers, software-pipelined over groups of kPipelinedSlabs
+// slabs: a loop iteration works on three groups, the row maxes of group i + 1
+// (loads, VPU folds, XLU max reductions), the weights of group i (the EUP's
+// exps, the stores of m, pb and acc) and l of group i - 1 (XLU sum
+// reductions), handing the maxes and the weights' sums and alphas on to the
+// next iteration in registers: the EUP then neither waits for a group's max
+// reductions at the start of an iteration nor its sum reductions at the end.
+void OnlineSoftmax::slabsInVregs(const ScoreFn& score) const {
+  constexpr int64_t kGroupRows = 8 * kPipelinedSlabs;
+  const int64_t groups = rows / kGroupRows;
+  if (groups < 3 || rows % kGroupRows != 0) {
+    forSlabs([&](Scalar r0, int64_t n) {
+      auto [psum, alphaV] = slabRest(score, r0, n, slabMax(score, r0, n));
+      slabL(r0, n, psum, alphaV);
+    });
+    return;
+  }
+  const size_t g = size_t(kPipelinedSlabs);
+  // Carries: [maxes of the next group, sums of this group, alphas of this group].
+  auto maxes = [&](Scalar base, std::vector<Array>& out) {
+    for (size_t j = 0; j < g; ++j) out.push_back(slabMax(score, base + 8 * int64_t(j), 8));
+  };
+  auto rest = [&](Scalar base, const std::vector<Array>& mx, std::vector<Array>& out) {
+    std::vector<Array> sums, alphas;
+    for (size_t j = 0; j < g; ++j) {
+      auto [ps, al] = slabRest(score, base + 8 * int64_t(j), 8, mx[j]);
+      sums.push_back(ps);
+      alphas.push_back(al);
+    }
+    out.insert(out.end(), sums.begin(), sums.end());
+    out.insert(out.end(), alphas.begin(), alphas.end());
+  };
+  auto ls = [&](Scalar base, const std::vector<Array>& c) {
+    for (size_t j = 0; j < g; ++j) slabL(base + 8 * int64_t(j), 8, c[g + j], c[2 * g + j]);
+  };
+  // Iteration i (1 <= i < groups - 1): l of group i - 1, weights of group i, maxes of i + 1.
+  auto iteration = [&](Scalar i, const std::vector<Array>& c) {
+    std::vector<Array> next;
+    std::vector<Array> mx(c.begin(), c.begin() + long(g));
+    ls((i - 1) * kGroupRows, c);
+    std::vector<Array> restOut;
+    rest(i * kGroupRows, mx, restOut);
+    maxes((i + 1) * kGroupRows, next);
+    next.insert(next.end(), restOut.begin(), restOut.end());
+    return next;
+  };
+  std::vector<Array> c;
+  {
+    std::vector<Array> mx0, restOut;
+    maxes(Scalar(0), mx0);
+    rest(Scalar(0), mx0, restOut);
+    maxes(Scalar(kGroupRows), c);
+    c.insert(c.end(), restOut.begin(), restOut.end());
+  }
+  c = fori_loop(1, groups - 1, iteration, c);
+  const int64_t last = (groups - 1) * kGroupRows;
+  ls(Scalar(last - kGroupRows), c);
+  std::vector<Array> mx(c.begin(), c.begin() + long(g)), restOut;
+  rest(Scalar(last), mx, restOut);
+  std::vector<Array> fin(g);  // placeholder maxes: ls reads the sums and alphas only
+  fin.insert(fin.end(), restOut.begin(), restOut.end());
+  ls(Scalar(last), fin);
 }
 
 void OnlineSoftmax::finish(const Ref& out) const {
@@ -192,14 +308,31 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     Scalar qi = program_id(1), kv = program_id(2);
     Scalar qStart = qi * bq, kStart = kv * bk;
     when(kv == 0, [&] { sm.init(); });
-    // Scale, then mask keys past seq_k (ragged) and after the query (causal).
     // Scale, then mask keys past seq_k (last block of a ragged sequence) and
     // after the query (blocks crossing the diagonal): the masks cost VPU work
-    // on every score, so blocks that need none get code without them.
+    // on every score, so blocks that need none get code without them. The
+    // causal mask of a whole vreg is one compare: key col0 + lane is visible to
+    // query row0 + sublane iff lane - sublane <= (qStart + row0) - (kStart + col0),
+    // with lane - sublane made once per masked step (in registers).
+    // Blocks of 96 rows or more (the pipelined slab loop) hold the scale (and
+    // the mask value) in a register made once per step, not one vector
+    // immediate per score vreg (VALU slots the loop's first exps need); in
+    // smaller blocks the register costs more than the immediates.
+    const bool hoist = bq >= 96;
     auto scoreFn = [=](bool maskRagged, bool maskCausal) {
+      Array diag, scaleV, maskV;
+      if (hoist) scaleV = in_vregs(full(8, 128, scale));
+      if (maskCausal && !maskRagged) {
+        diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
+        if (hoist) maskV = in_vregs(full(8, 128, OnlineSoftmax::kMaskValue));
+      }
       return [=](const Array& raw, Scalar row0, int64_t col0) {
-        Array s = raw * scale;
+        const bool whole = raw.rows() == 8 && raw.cols() == 128;
+        Array s = whole && hoist ? raw * scaleV : raw * scale;
         if (!maskRagged && !maskCausal) return s;
+        if (diag.valid() && whole)
+          return where(diag <= splat(qStart + row0 - (kStart + col0), 1, 1), s,
+                       hoist ? maskV : full(1, 1, OnlineSoftmax::kMaskValue));
         Array col = iota(1, raw.cols(), 1) + splat(kStart + col0, 1, 1);
         Array valid;
         if (maskRagged) valid = col < splat(Scalar(seqK), 1, 1);
@@ -217,8 +350,8 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // zero them, as 0 * NaN would poison the accumulator.
       if (lastRagged)
         vv = where(iota(bk, 1, 0) < splat(Scalar(seqK) - kStart, 1, 1), vv, zeros(1, 1, BF16));
-      // A masked score costs several VPU ops and the softmax reads each score twice:
-      // masked blocks store their scores once, masked.
+      // Wide blocks (the softmax in VMEM) read each score twice: masked blocks
+      // store their scores once, masked.
       sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal);
     };
     auto stepRagged = [&](bool maskCausal) {

@@ -55,7 +55,8 @@ std::vector<dsl::ShapeDtype> flashAttentionInputs(int64_t bh, int64_t seqQ, int6
 // `rows` query rows, `cols` key columns per grid step and head_dim `d`:
 // m, l, alpha [rows, 128] f32 (row values replicated over the lanes), acc
 // [rows, d] f32, s and p [rows, cols] f32, pb [rows, cols] bf16 (p for the
-// MXU). cols: at most 128, or a multiple of 128; d: at most 128, or a multiple
+// MXU). Up to 1024 columns alpha and p stay in vector registers (their
+// scratch is unused). cols: at most 128, or a multiple of 128; d: at most 128, or a multiple
 // of 128.
 struct OnlineSoftmax {
   static std::vector<dsl::ScratchSpec> scratch(int64_t rows, int64_t cols, int64_t d);
@@ -74,7 +75,8 @@ struct OnlineSoftmax {
   // tile), then the online-softmax update with v [cols, d] bf16 (rows of
   // undefined data zeroed by the caller).
   // scoreOnce: apply `score` in one pass over the raw scores, stored back, instead
-  // of wherever they are read (for costly masks).
+  // of wherever they are read (for costly masks; blocks of more than 1024 key
+  // columns only: narrower ones keep a slab's scores in registers).
   void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
               bool scoreOnce = false) const;
   // out = acc / l, cast to the ref's dtype.
@@ -90,7 +92,16 @@ struct OnlineSoftmax {
 
  private:
   static constexpr int64_t kSlabsPerIteration = 8;
+  // Slabs per iteration of the software-pipelined register loop: 4 keep its
+  // three groups' values (12 carried vregs and the working set) within the
+  // register file; 8 made the scheduler hold values back (+40% cycles).
+  static constexpr int64_t kPipelinedSlabs = 4;
   void forSlabs(const std::function<void(dsl::Scalar r0, int64_t n)>& fn) const;
+  dsl::Array slabMax(const ScoreFn& score, dsl::Scalar r0, int64_t n) const;
+  std::pair<dsl::Array, dsl::Array> slabRest(const ScoreFn& score, dsl::Scalar r0, int64_t n,
+                                             const dsl::Array& mNext) const;
+  void slabL(dsl::Scalar r0, int64_t n, const dsl::Array& psum, const dsl::Array& alphaV) const;
+  void slabsInVregs(const ScoreFn& score) const;
 };
 
 // Plain C++ reference in double precision: the same layout, values as doubles.

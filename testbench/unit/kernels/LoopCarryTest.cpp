@@ -128,3 +128,68 @@ TEST_CASE("fori_loop carry errors and verification") {
   REQUIRE_FALSE(errs.empty());
   CHECK_THAT(errs[0], Catch::Contains("has another type in the body, the yield or the result"));
 }
+
+namespace {
+
+// One (8, 356) block per grid step (three column tiles, the last 100 columns
+// wide: a masked edge for the reductions); two outputs of the same math, the
+// first with its intermediates in vector registers (in_vregs, max_vregs,
+// sum_vregs), the second through VMEM (max(a, 1), sum(a, 1), stores).
+std::unique_ptr<llo::Kernel> vregValues(bool registersOnly) {
+  CallConfig c;
+  c.name = "vreg_values";
+  c.out_shapes = {{{16, 356}, F32, "out"}};
+  if (!registersOnly) c.out_shapes.push_back({{16, 356}, F32, "ref"});
+  c.grid = {2};
+  auto map = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0}; };
+  c.in_specs = {BlockSpec({8, 356}, map)};
+  c.out_specs = {BlockSpec({8, 356}, map)};
+  if (!registersOnly) c.out_specs.push_back(BlockSpec({8, 356}, map));
+  c.compiler_params.dimension_semantics = {PARALLEL};
+  auto call = pallas_call(
+      [=](const std::vector<Ref>& r) {
+        Array x = r[0].load() * 0.5;
+        Array a = in_vregs(x);
+        Array mx = max_vregs(a);
+        Array e = in_vregs(exp(a - mx));
+        r[1].store(e * reciprocal(sum_vregs(e)) + mx);
+        if (registersOnly) return;
+        Array m2 = max(x, 1);
+        Array e2 = exp(x - m2);
+        r[2].store(e2 * reciprocal(sum(e2, 1)) + m2);
+      },
+      c);
+  return call.trace({{{16, 356}, F32, "x"}});
+}
+
+}  // namespace
+
+TEST_CASE("values in vector registers: the same bits as through VMEM, no temporaries") {
+  // Both forms in one kernel: interpret mode and the simulator agree, and the
+  // register form equals the VMEM form bit for bit.
+  std::vector<HostArray> out = runBoth(*vregValues(false), "v5e");
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].words == out[1].words);
+  // Alone, the register form allocates no VMEM temporary (the reductions and
+  // the shared exp stay in registers) and runs on the simulator.
+  auto k = vregValues(true);
+  CHECK(llo::printKernel(*k).find("alloc") == std::string::npos);
+  runBoth(*k, "v5e");
+  SECTION("on tiny8") { runBoth(*vregValues(false), "tiny8"); }
+}
+
+TEST_CASE("values in vector registers: errors") {
+  CallConfig c;
+  c.name = "bad";
+  c.out_shapes = {{{16, 128}, F32, "out"}};
+  c.grid = {1};
+  auto map = [](const GridIndex&) { return std::vector<Scalar>{0, 0}; };
+  c.in_specs = {BlockSpec({16, 128}, map)};
+  c.out_specs = {BlockSpec({16, 128}, map)};
+  auto tooBig = pallas_call([](Ref x, Ref o) { o.store(x.load() + in_vregs(zeros(64, 384))); }, c);
+  CHECK_THROWS_WITH(tooBig.trace({{{16, 128}, F32, "x"}}),
+                    Catch::Contains("24 (8,128) tiles, at most 16 stay in registers"));
+  auto tallMax = pallas_call([](Ref x, Ref o) { o.store(x.load() + max_vregs(x.load())); }, c);
+  CHECK_THROWS_WITH(tallMax.trace({{{16, 128}, F32, "x"}}),
+                    Catch::Contains("covers at most 8 rows, not 16"));
+}

@@ -190,22 +190,32 @@ TEST_CASE("MXU register pairs get adjacent registers and both halves are hazard-
   CHECK_THAT(joined(checkBlockTiming(popThenLoad, v5e)), !Catch::Contains("v5"));
 }
 
-TEST_CASE("a K-resident v6e matmul block is within 15% of its MXU port bound") {
+TEST_CASE("a K-resident v6e matmul block is within 25% of its MXU port bound") {
   // With N = 256 a weight tile takes 32 pushes (256 cycles of the weight port)
-  // and an item streams min(acc_slots, row tiles) LHS tiles of 8 cycles through
-  // it (512 cycles with v6e's 64 slots), so each K chunk of an item costs the
-  // busier of the two ports: items per MXU x K chunks x max(256, 8 x tiles).
+  // and an item streams its group's LHS tiles of 8 cycles through it, so each
+  // K chunk of an item costs the busier of the two ports: items per MXU x K
+  // chunks x max(256, 8 x tiles). Two column tiles of 64 row tiles (v6e's 64
+  // slots) would be two items for four MXUs: the row groups split to 32 tiles
+  // (LowerMatmul: at least P = 32), four items, and then the bundles' one
+  // matrix-push slot (a push and an mm per MXU every 8 cycles) is as busy as
+  // the ports.
   codegen::TargetInfo t = testing::kernelTarget("v6e");
   const int64_t m = 512, n = 512, k = 4096;
   auto call = lib::matmulCall(m, n, k, BF16, {m, n, k});
   auto kernel = call.trace({{{m, k}, BF16, "x"}, {{k, n}, BF16, "y"}});
   codegen::CompiledKernel ck = codegen::compileKernel(*kernel, t);
-  const int64_t rowTiles = m / 8, group = std::min<int64_t>(t.accSlots, rowTiles);
-  int64_t items = (rowTiles + group - 1) / group * (n / 256);
+  const int64_t rowTiles = m / 8, nTiles = n / 256, pushes = 256 / 8;
+  int64_t group = std::min<int64_t>(t.accSlots, rowTiles);
+  if ((rowTiles + group - 1) / group * nTiles < t.mxuCount) {
+    int64_t groups = (t.mxuCount + nTiles - 1) / nTiles;
+    group = std::min<int64_t>(t.accSlots, std::max(pushes, (rowTiles + groups - 1) / groups));
+  }
+  int64_t items = (rowTiles + group - 1) / group * nTiles;
   int64_t itemsPerMxu = (items + t.mxuCount - 1) / t.mxuCount;
   int64_t bound = itemsPerMxu * (k / 256) * std::max<int64_t>(256, 8 * group);
   INFO("bundles " << ck.stats.bundles << ", MXU port bound " << bound);
   CHECK(t.accSlots == 64);
+  CHECK(group == 32);
   CHECK(ck.stats.bundles >= bound);
-  CHECK(double(ck.stats.bundles) <= 1.15 * double(bound));
+  CHECK(double(ck.stats.bundles) <= 1.25 * double(bound));
 }
