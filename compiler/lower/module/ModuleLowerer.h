@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "compiler/lower/buffers/BufferAssignment.h"
 #include "compiler/lower/collectives/CollectiveLowering.h"
 #include "compiler/lower/control/ControlCode.h"
+#include "compiler/lower/fusion/FusionLowering.h"
 #include "compiler/lower/module/KernelCache.h"
 #include "compiler/lower/module/ModuleLowering.h"
 #include "kernels/codegen/Link.h"
@@ -28,6 +31,13 @@ using Leaves = std::vector<int64_t>;
 
 // The array leaves of a shape, depth-first: (tuple index, shape).
 std::vector<std::pair<std::vector<int64_t>, hlo::Shape>> shapeLeaves(const hlo::Shape& shape);
+
+// An instruction the module walk lowers to one kernel.
+bool isKernelInstruction(const hlo::HloInstruction& inst);
+// The kernel instruction that runs right after order[i] (a kernel), when every
+// instruction between emits no code; else nullptr.
+const hlo::HloInstruction* nextKernelAfter(const std::vector<hlo::HloInstruction*>& order,
+                                           size_t i);
 
 class ModuleLowerer {
  public:
@@ -66,9 +76,21 @@ class ModuleLowerer {
   Leaves resultLeaves(const hlo::HloInstruction& inst, const Region& region) const;
   uint64_t scratchOf(const hlo::HloInstruction& inst, const Region& region) const;
   Leaves lowerConstant(const hlo::HloInstruction& inst, const Region& region, bool entry);
-  // Returns the kernel's tiling decision (LoweredKernel::tiling).
+  // Returns the kernel's tiling decision (LoweredKernel::tiling). `next`: the
+  // kernel instruction that runs right after it (nextKernelAfter), whose first
+  // blocks it may prefetch; `valueOf` gives the leaves of an instruction lowered
+  // so far (empty when not yet).
   std::string lowerKernel(const hlo::HloInstruction& inst, const std::vector<Leaves>& operands,
-                          const Leaves& result);
+                          const Leaves& result, const hlo::HloInstruction* next,
+                          const std::function<Leaves(const hlo::HloInstruction*)>& valueOf);
+  // Cross-kernel prefetch (CrossKernelPrefetch.cpp): the plan for `next`'s
+  // first blocks, issued by a kernel writing `written` whose own region is at
+  // the other end of VMEM from `fromTop`.
+  kernels::codegen::PrefetchPlan planNextKernel(
+      const hlo::HloInstruction& next, const std::vector<kernels::codegen::HbmRange>& written,
+      bool fromTop, const std::function<Leaves(const hlo::HloInstruction*)>& valueOf);
+  // The kernel IR of `inst`: the one planNextKernel lowered, or lowered now.
+  LoweredKernel takeLoweredKernel(const hlo::HloInstruction& inst);
   void lowerDataMovementOp(const hlo::HloInstruction& inst, const std::vector<Leaves>& operands,
                            const Leaves& result);
   void renameAppended(const hlo::HloInstruction& inst, size_t debugBefore, size_t costBefore);
@@ -89,6 +111,15 @@ class ModuleLowerer {
   uint64_t extraTop_ = 0;
   bool useKernelCache_;
   KernelCache kernelCache_;
+  // Cross-kernel prefetch: on; the plan the last kernel issued for `prefetchFor_`
+  // (the kernel lowered next); the next kernel's IR lowered ahead.
+  bool prefetch_;
+  const hlo::HloInstruction* prefetchFor_ = nullptr;
+  kernels::codegen::PrefetchPlan prefetchPlan_;
+  std::string prefetchFrom_;
+  std::string lastPrefetchNote_;  // for recordOp: the kernel just lowered
+  const hlo::HloInstruction* preparedFor_ = nullptr;
+  LoweredKernel prepared_;
 };
 
 }  // namespace tpusim::lower
