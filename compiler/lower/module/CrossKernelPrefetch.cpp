@@ -61,8 +61,8 @@ codegen::PrefetchPlan ModuleLowerer::planNextKernel(
     preparedFor_ = &next;
   }
   const LoweredKernel& lk = prepared_;
-  // Input addresses of operands lowered so far (not the running kernel's
-  // results, nor views of them not yet named: -1, never prefetched).
+  // Input addresses of the operands lowered so far (-1 for views not yet
+  // named: never prefetched).
   std::vector<int64_t> addresses;
   for (int64_t op : lk.inputOperand) {
     int64_t at = -1;

@@ -278,7 +278,9 @@ std::string ModuleLowerer::lowerKernel(
     }
     // The next kernel's region goes to the other end from this kernel's own.
     bool nextFromTop = !(o.prefetched.fromTop && !o.prefetched.empty());
-    o.prefetchNext = planNextKernel(*next, written, nextFromTop, valueOf);
+    // This kernel's own result is known too: the rule on `written` keeps it out.
+    auto known = [&](const HloInstruction* i) { return i == &inst ? result : valueOf(i); };
+    o.prefetchNext = planNextKernel(*next, written, nextFromTop, known);
   }
   codegen::CompiledKernel k;
   auto compileWith = [&](const codegen::CompileOptions& opts) {
