@@ -774,16 +774,22 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   MFunction fn;
   fn.name = k.name;
   MemoryPlan mem(t, o.smemBase);
-  if (!o.prefetched.empty() || !o.prefetchNext.empty()) {
+  if (!o.prefetched.empty() || !o.prefetchNext.empty() || !o.inFlight.empty()) {
     if (o.standalone)
       throw CodegenError(fmt::format(
           "kernel '{}': cross-kernel prefetch needs a linked kernel (standalone = false)", k.name));
-    const bool fromTop = o.prefetched.empty() ? !o.prefetchNext.fromTop : o.prefetched.fromTop;
-    if (!o.prefetchNext.empty() && o.prefetchNext.fromTop == fromTop)
+    if (!o.prefetchNext.empty() && !o.inFlight.empty())
       throw CodegenError(fmt::format(
-          "kernel '{}': the next kernel's prefetch region is at this kernel's own end of VMEM",
+          "kernel '{}': a later kernel's first blocks are in flight; it cannot start the next's",
           k.name));
-    mem.setEnds(fromTop, o.prefetchNext.rows, o.prefetchNext.flags);
+    // The region kept free: the next kernel's, or a later one's already in flight.
+    const PrefetchPlan& region = o.inFlight.empty() ? o.prefetchNext : o.inFlight;
+    const bool fromTop = o.prefetched.empty() ? !region.fromTop : o.prefetched.fromTop;
+    if (!region.empty() && region.fromTop == fromTop)
+      throw CodegenError(fmt::format(
+          "kernel '{}': a later kernel's prefetch region is at this kernel's own end of VMEM",
+          k.name));
+    mem.setEnds(fromTop, region.rows, region.flags);
   }
   std::vector<LoopRange> loops;
   std::vector<isa::DataSegment> data;

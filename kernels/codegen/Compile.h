@@ -61,8 +61,10 @@ struct CompileOptions {
   // this kernel's first blocks that the kernel before it started (its VMEM
   // rows and flags are allocated from the top when prefetched.fromTop).
   // `prefetchNext`: the next kernel's, started by this kernel at the start of
-  // its last grid step; its region is kept free here.
-  PrefetchPlan prefetched, prefetchNext;
+  // its last grid step; its region is kept free here. `inFlight`: the first
+  // blocks of the kernel after the next, started by the kernel before this
+  // one (which is short): only their region is kept free here.
+  PrefetchPlan prefetched, prefetchNext, inFlight;
 };
 
 struct CompiledKernel {

@@ -22,7 +22,7 @@ bool isKernelInstruction(const HloInstruction& inst) {
          isComputeInstruction(inst) && !(isDataMovement(inst) && opc != HloOpcode::Broadcast);
 }
 
-const HloInstruction* nextKernelAfter(const std::vector<HloInstruction*>& order, size_t i) {
+size_t nextKernelAfter(const std::vector<HloInstruction*>& order, size_t i) {
   for (size_t j = i + 1; j < order.size(); ++j) {
     const HloInstruction& n = *order[j];
     HloOpcode opc = n.opcode();
@@ -31,36 +31,60 @@ const HloInstruction* nextKernelAfter(const std::vector<HloInstruction*>& order,
         opc == HloOpcode::GetTupleElement)
       continue;
     if (aliasesOperandBuffer(n)) {
-      if (isSpmdPrimitive(n)) return nullptr;  // an async permute's waits
+      if (isSpmdPrimitive(n)) return order.size();  // an async permute's waits
       continue;
     }
     if (opc == HloOpcode::AfterAll || n.shape().isToken()) continue;
-    return isKernelInstruction(n) ? &n : nullptr;
+    return isKernelInstruction(n) ? j : order.size();
   }
-  return nullptr;
+  return order.size();
 }
 
+namespace {
+
+int64_t arrayBytes(const kernels::llo::ArrayOperand& a) {
+  return kernels::llo::refBytes(
+      kernels::llo::Type::ref(kernels::llo::MemSpace::Hbm, a.dtype, a.shape));
+}
+
+// The HBM ranges a kernel writes: its outputs at `addresses`.
+void addWritten(const kernels::llo::Kernel& k, const std::vector<int64_t>& addresses,
+                std::vector<codegen::HbmRange>* written) {
+  for (size_t j = 0; j < k.outputs.size() && j < addresses.size(); ++j)
+    if (addresses[j] >= 0)
+      written->push_back({addresses[j], addresses[j] + arrayBytes(k.outputs[j])});
+}
+
+// The position of the leaf at `path` among shapeLeaves(shape), or -1.
+int64_t leafAt(const hlo::Shape& shape, const std::vector<int64_t>& path) {
+  auto leaves = shapeLeaves(shape);
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (leaves[i].first == path) return int64_t(i);
+  return -1;
+}
+
+}  // namespace
+
 LoweredKernel ModuleLowerer::takeLoweredKernel(const HloInstruction& inst) {
-  if (preparedFor_ == &inst) {
-    preparedFor_ = nullptr;
-    return std::move(prepared_);
-  }
-  return lowerToKernel(inst, cg_);
+  auto it = prepared_.find(&inst);
+  if (it == prepared_.end()) return lowerToKernel(inst, cg_);
+  LoweredKernel lk = std::move(it->second);
+  prepared_.erase(it);
+  return lk;
 }
 
 codegen::PrefetchPlan ModuleLowerer::planNextKernel(
     const HloInstruction& next, const std::vector<codegen::HbmRange>& written, bool fromTop,
     const std::function<Leaves(const HloInstruction*)>& valueOf) {
-  if (preparedFor_ != &next) {
+  auto it = prepared_.find(&next);
+  if (it == prepared_.end()) {
     try {
-      prepared_ = lowerToKernel(next, cg_);
+      it = prepared_.emplace(&next, lowerToKernel(next, cg_)).first;
     } catch (const CannotLower&) {
-      preparedFor_ = nullptr;
       return {};  // reported when its turn comes
     }
-    preparedFor_ = &next;
   }
-  const LoweredKernel& lk = prepared_;
+  const LoweredKernel& lk = it->second;
   // Input addresses of the operands lowered so far (-1 for views not yet
   // named: never prefetched).
   std::vector<int64_t> addresses;
@@ -74,6 +98,53 @@ codegen::PrefetchPlan ModuleLowerer::planNextKernel(
   }
   // At most half of VMEM: the kernel running meanwhile needs the rest.
   return codegen::planPrefetch(*lk.kernel, cg_, addresses, written, fromTop, cg_.vmemRows() / 2);
+}
+
+ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction& inst,
+                                                            const LoweredKernel& lk,
+                                                            const codegen::CompileOptions& o,
+                                                            const Leaves& result,
+                                                            const KernelNeighbours& after) {
+  PrefetchChoice choice;
+  if (!after.next) return choice;
+  std::vector<codegen::HbmRange> written;
+  addWritten(*lk.kernel, o.outputAddresses, &written);
+  // The next kernel's region goes to the other end from this kernel's own.
+  const bool fromTop = o.prefetched.empty() || !o.prefetched.fromTop;
+  // This kernel's own result is known too: the rule on `written` keeps it out.
+  auto known = [&](const HloInstruction* i) { return i == &inst ? result : after.valueOf(i); };
+  choice.target = after.next;
+  choice.plan = planNextKernel(*after.next, written, fromTop, known);
+  if (!after.afterNext) return choice;
+  // Two ahead, across a short kernel (a norm's rsqrt before a projection):
+  // its own first blocks are few, and while it runs the one after's load.
+  // Short: all its arrays are under a quarter of those first blocks.
+  auto nx = prepared_.find(after.next);
+  if (nx == prepared_.end()) return choice;
+  const kernels::llo::Kernel& between = *nx->second.kernel;
+  int64_t betweenBytes = 0;
+  for (const auto& a : between.inputs) betweenBytes += arrayBytes(a);
+  for (const auto& a : between.outputs) betweenBytes += arrayBytes(a);
+  // What the kernel between writes: its result's buffers.
+  Leaves betweenResult = after.resultOf(after.next);
+  std::vector<int64_t> betweenOut;
+  for (const std::vector<int64_t>& path : nx->second.outputIndex) {
+    int64_t at = leafAt(after.next->shape(), path);
+    betweenOut.push_back(at >= 0 && size_t(at) < betweenResult.size() ? betweenResult[size_t(at)]
+                                                                      : -1);
+    if (betweenOut.back() < 0) return choice;  // unknown: do not look past it
+  }
+  addWritten(between, betweenOut, &written);
+  auto knownBefore = [&](const HloInstruction* i) {
+    return i == after.next ? Leaves{} : known(i);  // its result: written, never prefetched
+  };
+  codegen::PrefetchPlan far = planNextKernel(*after.afterNext, written, fromTop, knownBefore);
+  if (far.hbmBytes > choice.plan.hbmBytes && betweenBytes * 4 < far.hbmBytes) {
+    choice.target = after.afterNext;
+    choice.skipped = after.next;
+    choice.plan = std::move(far);
+  }
+  return choice;
 }
 
 }  // namespace tpusim::lower

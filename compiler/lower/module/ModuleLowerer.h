@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -34,10 +35,18 @@ std::vector<std::pair<std::vector<int64_t>, hlo::Shape>> shapeLeaves(const hlo::
 
 // An instruction the module walk lowers to one kernel.
 bool isKernelInstruction(const hlo::HloInstruction& inst);
-// The kernel instruction that runs right after order[i] (a kernel), when every
-// instruction between emits no code; else nullptr.
-const hlo::HloInstruction* nextKernelAfter(const std::vector<hlo::HloInstruction*>& order,
-                                           size_t i);
+// The position of the kernel instruction that runs right after order[i], when
+// every instruction between emits no code; else order.size().
+size_t nextKernelAfter(const std::vector<hlo::HloInstruction*>& order, size_t i);
+
+// What a kernel may prefetch for: the kernels that run after it (nextKernelAfter),
+// the leaves of the instructions lowered so far (empty when not yet), and the
+// result leaves the buffer assignment gives any instruction.
+struct KernelNeighbours {
+  const hlo::HloInstruction* next = nullptr;
+  const hlo::HloInstruction* afterNext = nullptr;
+  std::function<Leaves(const hlo::HloInstruction*)> valueOf, resultOf;
+};
 
 class ModuleLowerer {
  public:
@@ -76,16 +85,22 @@ class ModuleLowerer {
   Leaves resultLeaves(const hlo::HloInstruction& inst, const Region& region) const;
   uint64_t scratchOf(const hlo::HloInstruction& inst, const Region& region) const;
   Leaves lowerConstant(const hlo::HloInstruction& inst, const Region& region, bool entry);
-  // Returns the kernel's tiling decision (LoweredKernel::tiling). `next`: the
-  // kernel instruction that runs right after it (nextKernelAfter), whose first
-  // blocks it may prefetch; `valueOf` gives the leaves of an instruction lowered
-  // so far (empty when not yet).
+  // Returns the kernel's tiling decision (LoweredKernel::tiling).
   std::string lowerKernel(const hlo::HloInstruction& inst, const std::vector<Leaves>& operands,
-                          const Leaves& result, const hlo::HloInstruction* next,
-                          const std::function<Leaves(const hlo::HloInstruction*)>& valueOf);
-  // Cross-kernel prefetch (CrossKernelPrefetch.cpp): the plan for `next`'s
-  // first blocks, issued by a kernel writing `written` whose own region is at
-  // the other end of VMEM from `fromTop`.
+                          const Leaves& result, const KernelNeighbours& after);
+  // Cross-kernel prefetch (CrossKernelPrefetch.cpp): whose first blocks the
+  // kernel `inst` (options `o`, result `result`) starts: the next kernel's, or
+  // the one after when the next is short and reads less of what may be
+  // prefetched (`skipped`: the short one, which keeps the region free).
+  struct PrefetchChoice {
+    const hlo::HloInstruction* target = nullptr;
+    const hlo::HloInstruction* skipped = nullptr;
+    kernels::codegen::PrefetchPlan plan;
+  };
+  PrefetchChoice choosePrefetch(const hlo::HloInstruction& inst, const LoweredKernel& lk,
+                                const kernels::codegen::CompileOptions& o, const Leaves& result,
+                                const KernelNeighbours& after);
+  // The plan for `next`'s first blocks, issued by a kernel writing `written`.
   kernels::codegen::PrefetchPlan planNextKernel(
       const hlo::HloInstruction& next, const std::vector<kernels::codegen::HbmRange>& written,
       bool fromTop, const std::function<Leaves(const hlo::HloInstruction*)>& valueOf);
@@ -115,11 +130,11 @@ class ModuleLowerer {
   // (the kernel lowered next); the next kernel's IR lowered ahead.
   bool prefetch_;
   const hlo::HloInstruction* prefetchFor_ = nullptr;
+  const hlo::HloInstruction* prefetchSkip_ = nullptr;  // runs before prefetchFor_
   kernels::codegen::PrefetchPlan prefetchPlan_;
   std::string prefetchFrom_;
   std::string lastPrefetchNote_;  // for recordOp: the kernel just lowered
-  const hlo::HloInstruction* preparedFor_ = nullptr;
-  LoweredKernel prepared_;
+  std::map<const hlo::HloInstruction*, LoweredKernel> prepared_;
 };
 
 }  // namespace tpusim::lower

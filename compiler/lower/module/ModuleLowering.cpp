@@ -226,9 +226,9 @@ uint64_t singleAddress(const HloInstruction& inst, const Leaves& leaves, const s
 
 }  // namespace
 
-std::string ModuleLowerer::lowerKernel(
-    const HloInstruction& inst, const std::vector<Leaves>& operands, const Leaves& result,
-    const HloInstruction* next, const std::function<Leaves(const HloInstruction*)>& valueOf) {
+std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
+                                       const std::vector<Leaves>& operands, const Leaves& result,
+                                       const KernelNeighbours& after) {
   LoweredKernel lk = takeLoweredKernel(inst);
   codegen::CompileOptions o;
   for (int64_t op : lk.inputOperand) {
@@ -249,8 +249,10 @@ std::string ModuleLowerer::lowerKernel(
   o.standalone = false;
   o.hloInstruction = inst.name();
   // Cross-kernel prefetch: this kernel's first blocks the kernel before
-  // started, and the next kernel's that this one starts.
+  // started (or a later kernel's, in flight across this short one), and the
+  // next kernel's that this one starts.
   std::string prefetchedNote;
+  const bool between = prefetchSkip_ == &inst;
   if (prefetchFor_ == &inst) {
     o.prefetched = std::move(prefetchPlan_);
     for (const codegen::PrefetchedStream& s : o.prefetched.streams)
@@ -260,27 +262,20 @@ std::string ModuleLowerer::lowerKernel(
                                  o.prefetched.hbmBytes, prefetchFrom_);
     ++out_.kernelsPrefetched;
     out_.prefetchedBytes += o.prefetched.hbmBytes;
+    prefetchFor_ = nullptr;
+    prefetchPlan_ = {};
+  } else if (between) {
+    o.inFlight = prefetchPlan_;
+    prefetchSkip_ = nullptr;
   } else if (prefetchFor_) {
     throw ModuleLoweringError(
         fmt::format("internal: %{} started the first blocks of %{} but %{} runs next",
                     prefetchFrom_, prefetchFor_->name(), inst.name()));
   }
-  prefetchFor_ = nullptr;
-  prefetchPlan_ = {};
-  if (prefetch_ && next) {
-    std::vector<codegen::HbmRange> written;
-    for (size_t j = 0; j < o.outputAddresses.size(); ++j) {
-      const auto& a = lk.kernel->outputs.at(j);
-      written.push_back(
-          {o.outputAddresses[j],
-           o.outputAddresses[j] + kernels::llo::refBytes(kernels::llo::Type::ref(
-                                      kernels::llo::MemSpace::Hbm, a.dtype, a.shape))});
-    }
-    // The next kernel's region goes to the other end from this kernel's own.
-    bool nextFromTop = !(o.prefetched.fromTop && !o.prefetched.empty());
-    // This kernel's own result is known too: the rule on `written` keeps it out.
-    auto known = [&](const HloInstruction* i) { return i == &inst ? result : valueOf(i); };
-    o.prefetchNext = planNextKernel(*next, written, nextFromTop, known);
+  PrefetchChoice choice;
+  if (prefetch_ && !between) {
+    choice = choosePrefetch(inst, lk, o, result, after);
+    o.prefetchNext = choice.plan;
   }
   codegen::CompiledKernel k;
   auto compileWith = [&](const codegen::CompileOptions& opts) {
@@ -301,7 +296,8 @@ std::string ModuleLowerer::lowerKernel(
     throw CannotLower::of(inst, fmt::format("the kernel code generator failed: {}", e.what()));
   }
   if (!o.prefetchNext.empty()) {
-    prefetchFor_ = next;
+    prefetchFor_ = choice.target;
+    prefetchSkip_ = choice.skipped;
     prefetchPlan_ = std::move(o.prefetchNext);
     prefetchFrom_ = inst.name();
   }
@@ -381,6 +377,7 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
   for (size_t at = 0; at < order.size(); ++at) {
     const HloInstruction* inst = order[at];
     const HloInstruction* prefetchPending = prefetchFor_;
+    const HloInstruction* prefetchBetween = prefetchSkip_;
     HloOpcode opc = inst->opcode();
     std::vector<Leaves> operands;
     for (const HloInstruction* op : inst->operands()) operands.push_back(value[op]);
@@ -450,8 +447,16 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
       // A broadcast is cheaper as a kernel (one read, vector stores) than as
       // DMAs; every other op both lowerings take (copy) moves bytes only.
       result = resultLeaves(*inst, region);
-      std::string tiling =
-          lowerKernel(*inst, operands, result, nextKernelAfter(order, at), valueOf);
+      KernelNeighbours after;
+      after.valueOf = valueOf;
+      after.resultOf = [&](const HloInstruction* i) { return resultLeaves(*i, region); };
+      size_t n = nextKernelAfter(order, at);
+      if (n < order.size()) {
+        after.next = order[n];
+        size_t n2 = nextKernelAfter(order, n);
+        if (n2 < order.size()) after.afterNext = order[n2];
+      }
+      std::string tiling = lowerKernel(*inst, operands, result, after);
       recordOp(inst->name(), "kernel", first, tiling);
     } else if (isDataMovement(*inst)) {
       result = resultLeaves(*inst, region);
@@ -488,7 +493,8 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
     value[inst] = std::move(result);
     // The kernel whose first blocks are in flight must run right after the
     // one that started them (nextKernelAfter): nothing else may emit code.
-    if (prefetchPending && prefetchFor_ == prefetchPending && m_.nextBundle() != first)
+    if (prefetchPending && prefetchFor_ == prefetchPending && inst != prefetchBetween &&
+        m_.nextBundle() != first)
       throw ModuleLoweringError(fmt::format(
           "internal: %{} emitted code between %{} and %{}, whose first blocks are in flight",
           inst->name(), prefetchFrom_, prefetchPending->name()));
