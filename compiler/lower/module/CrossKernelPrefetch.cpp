@@ -3,6 +3,8 @@
 // how the two kernels carry it out).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compiler/lower/CannotLower.h"
 #include "compiler/lower/dma/DataMovement.h"
 #include "compiler/lower/module/ModuleLowerer.h"
@@ -106,43 +108,46 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
                                                             const Leaves& result,
                                                             const KernelNeighbours& after) {
   PrefetchChoice choice;
-  if (!after.next) return choice;
+  if (after.kernels.empty()) return choice;
   std::vector<codegen::HbmRange> written;
   addWritten(*lk.kernel, o.outputAddresses, &written);
   // The next kernel's region goes to the other end from this kernel's own.
   const bool fromTop = o.prefetched.empty() || !o.prefetched.fromTop;
   // This kernel's own result is known too: the rule on `written` keeps it out.
   auto known = [&](const HloInstruction* i) { return i == &inst ? result : after.valueOf(i); };
-  choice.target = after.next;
-  choice.plan = planNextKernel(*after.next, written, fromTop, known);
-  if (!after.afterNext) return choice;
-  // Two ahead, across a short kernel (a norm's rsqrt before a projection):
-  // its own first blocks are few, and while it runs the one after's load.
-  // Short: all its arrays are under a quarter of those first blocks.
-  auto nx = prepared_.find(after.next);
-  if (nx == prepared_.end()) return choice;
-  const kernels::llo::Kernel& between = *nx->second.kernel;
+  choice.target = after.kernels[0];
+  choice.plan = planNextKernel(*choice.target, written, fromTop, known);
+  // Further ahead, across short kernels (a norm's reduction, rsqrt and scale
+  // before a projection): their own first blocks are few, and while they run
+  // the later kernel's load. Short: all their arrays together under a
+  // quarter of the later kernel's first blocks. What they write is never
+  // prefetched (their results are not lowered yet: unknown to `known`).
   int64_t betweenBytes = 0;
-  for (const auto& a : between.inputs) betweenBytes += arrayBytes(a);
-  for (const auto& a : between.outputs) betweenBytes += arrayBytes(a);
-  // What the kernel between writes: its result's buffers.
-  Leaves betweenResult = after.resultOf(after.next);
-  std::vector<int64_t> betweenOut;
-  for (const std::vector<int64_t>& path : nx->second.outputIndex) {
-    int64_t at = leafAt(after.next->shape(), path);
-    betweenOut.push_back(at >= 0 && size_t(at) < betweenResult.size() ? betweenResult[size_t(at)]
-                                                                      : -1);
-    if (betweenOut.back() < 0) return choice;  // unknown: do not look past it
-  }
-  addWritten(between, betweenOut, &written);
-  auto knownBefore = [&](const HloInstruction* i) {
-    return i == after.next ? Leaves{} : known(i);  // its result: written, never prefetched
-  };
-  codegen::PrefetchPlan far = planNextKernel(*after.afterNext, written, fromTop, knownBefore);
-  if (far.hbmBytes > choice.plan.hbmBytes && betweenBytes * 4 < far.hbmBytes) {
-    choice.target = after.afterNext;
-    choice.skipped = after.next;
-    choice.plan = std::move(far);
+  for (size_t j = 1; j < after.kernels.size(); ++j) {
+    const HloInstruction* b = after.kernels[j - 1];
+    auto it = prepared_.find(b);
+    if (it == prepared_.end()) break;
+    const kernels::llo::Kernel& between = *it->second.kernel;
+    for (const auto& a : between.inputs) betweenBytes += arrayBytes(a);
+    for (const auto& a : between.outputs) betweenBytes += arrayBytes(a);
+    Leaves res = after.resultOf(b);
+    std::vector<int64_t> out;
+    for (const std::vector<int64_t>& path : it->second.outputIndex) {
+      int64_t at = leafAt(b->shape(), path);
+      out.push_back(at >= 0 && size_t(at) < res.size() ? res[size_t(at)] : -1);
+    }
+    if (std::find(out.begin(), out.end(), -1) != out.end()) break;  // unknown: stop here
+    addWritten(between, out, &written);
+    codegen::PrefetchPlan far = planNextKernel(*after.kernels[j], written, fromTop, known);
+    if (betweenBytes * 4 >= far.hbmBytes) continue;
+    // They must fit beside the region (a widened, double-buffered block is up
+    // to 8 bytes of VMEM per byte of HBM): a kernel between cannot fall back.
+    if (betweenBytes * 8 + far.rows * isa::kVmemRowBytes > cg_.vmemBytes) continue;
+    if (far.hbmBytes > choice.plan.hbmBytes) {
+      choice.target = after.kernels[j];
+      choice.skipped.assign(after.kernels.begin(), after.kernels.begin() + long(j));
+      choice.plan = std::move(far);
+    }
   }
   return choice;
 }

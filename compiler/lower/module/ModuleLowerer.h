@@ -43,8 +43,8 @@ size_t nextKernelAfter(const std::vector<hlo::HloInstruction*>& order, size_t i)
 // the leaves of the instructions lowered so far (empty when not yet), and the
 // result leaves the buffer assignment gives any instruction.
 struct KernelNeighbours {
-  const hlo::HloInstruction* next = nullptr;
-  const hlo::HloInstruction* afterNext = nullptr;
+  static constexpr size_t kMaxAhead = 4;            // the next kernel and up to 3 after it
+  std::vector<const hlo::HloInstruction*> kernels;  // in the order they run
   std::function<Leaves(const hlo::HloInstruction*)> valueOf, resultOf;
 };
 
@@ -90,11 +90,11 @@ class ModuleLowerer {
                           const Leaves& result, const KernelNeighbours& after);
   // Cross-kernel prefetch (CrossKernelPrefetch.cpp): whose first blocks the
   // kernel `inst` (options `o`, result `result`) starts: the next kernel's, or
-  // the one after when the next is short and reads less of what may be
-  // prefetched (`skipped`: the short one, which keeps the region free).
+  // a later one's when the kernels before it are short and read less of what
+  // may be prefetched (`skipped`: the short ones, which keep the region free).
   struct PrefetchChoice {
     const hlo::HloInstruction* target = nullptr;
-    const hlo::HloInstruction* skipped = nullptr;
+    std::vector<const hlo::HloInstruction*> skipped;  // the short kernels before it
     kernels::codegen::PrefetchPlan plan;
   };
   PrefetchChoice choosePrefetch(const hlo::HloInstruction& inst, const LoweredKernel& lk,
@@ -130,7 +130,7 @@ class ModuleLowerer {
   // (the kernel lowered next); the next kernel's IR lowered ahead.
   bool prefetch_;
   const hlo::HloInstruction* prefetchFor_ = nullptr;
-  const hlo::HloInstruction* prefetchSkip_ = nullptr;  // runs before prefetchFor_
+  std::vector<const hlo::HloInstruction*> prefetchSkip_;  // run before prefetchFor_
   kernels::codegen::PrefetchPlan prefetchPlan_;
   std::string prefetchFrom_;
   std::string lastPrefetchNote_;  // for recordOp: the kernel just lowered

@@ -252,7 +252,7 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
   // started (or a later kernel's, in flight across this short one), and the
   // next kernel's that this one starts.
   std::string prefetchedNote;
-  const bool between = prefetchSkip_ == &inst;
+  const bool between = !prefetchSkip_.empty() && prefetchSkip_.front() == &inst;
   if (prefetchFor_ == &inst) {
     o.prefetched = std::move(prefetchPlan_);
     for (const codegen::PrefetchedStream& s : o.prefetched.streams)
@@ -266,7 +266,7 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
     prefetchPlan_ = {};
   } else if (between) {
     o.inFlight = prefetchPlan_;
-    prefetchSkip_ = nullptr;
+    prefetchSkip_.erase(prefetchSkip_.begin());
   } else if (prefetchFor_) {
     throw ModuleLoweringError(
         fmt::format("internal: %{} started the first blocks of %{} but %{} runs next",
@@ -377,7 +377,8 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
   for (size_t at = 0; at < order.size(); ++at) {
     const HloInstruction* inst = order[at];
     const HloInstruction* prefetchPending = prefetchFor_;
-    const HloInstruction* prefetchBetween = prefetchSkip_;
+    const bool prefetchBetween =
+        std::find(prefetchSkip_.begin(), prefetchSkip_.end(), inst) != prefetchSkip_.end();
     HloOpcode opc = inst->opcode();
     std::vector<Leaves> operands;
     for (const HloInstruction* op : inst->operands()) operands.push_back(value[op]);
@@ -450,12 +451,10 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
       KernelNeighbours after;
       after.valueOf = valueOf;
       after.resultOf = [&](const HloInstruction* i) { return resultLeaves(*i, region); };
-      size_t n = nextKernelAfter(order, at);
-      if (n < order.size()) {
-        after.next = order[n];
-        size_t n2 = nextKernelAfter(order, n);
-        if (n2 < order.size()) after.afterNext = order[n2];
-      }
+      for (size_t n = nextKernelAfter(order, at);
+           n < order.size() && after.kernels.size() < KernelNeighbours::kMaxAhead;
+           n = nextKernelAfter(order, n))
+        after.kernels.push_back(order[n]);
       std::string tiling = lowerKernel(*inst, operands, result, after);
       recordOp(inst->name(), "kernel", first, tiling);
     } else if (isDataMovement(*inst)) {
@@ -493,7 +492,7 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
     value[inst] = std::move(result);
     // The kernel whose first blocks are in flight must run right after the
     // one that started them (nextKernelAfter): nothing else may emit code.
-    if (prefetchPending && prefetchFor_ == prefetchPending && inst != prefetchBetween &&
+    if (prefetchPending && prefetchFor_ == prefetchPending && !prefetchBetween &&
         m_.nextBundle() != first)
       throw ModuleLoweringError(fmt::format(
           "internal: %{} emitted code between %{} and %{}, whose first blocks are in flight",
