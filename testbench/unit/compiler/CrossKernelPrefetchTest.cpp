@@ -3,6 +3,8 @@
 // where they land, and what the module compiler makes of a chain of dots.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "compiler/driver/ModuleLoweringPipeline.h"
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/hlo/HloParser.h"
@@ -127,4 +129,36 @@ TEST_CASE("a chain of projections: the weight is prefetched, the activation is n
   CHECK(kernels[1]->prefetched.find("started by %" + kernels[0]->instruction) != std::string::npos);
   // The issuing kernel holds the prefetch's descriptors in its own SMEM.
   CHECK(on.smemWords > off.smemWords);
+}
+
+TEST_CASE("a projection's weight is started across the short norm kernels before it",
+          "[compiler][prefetch]") {
+  const char* src = std::getenv("TPUSIM_SOURCE_DIR");
+  hlo::ParseResult r =
+      hlo::parseHloFile(std::string(src ? src : ".") + "/traces/llama_micro_decode.hlo");
+  INFO(r.error);
+  REQUIRE(r.ok());
+  auto m = std::move(r.modules.at(0));
+  lower::LoweredModule l = driver::compileModule(*m, v5eDesc(), v5e());
+  int across = 0;
+  for (size_t i = 0; i < l.ops.size(); ++i) {
+    const std::string& note = l.ops[i].prefetched;
+    if (note.empty()) continue;
+    REQUIRE(l.ops[i].kind == "kernel");
+    const std::string issuer = note.substr(note.rfind('%') + 1);
+    if (i > 0 && l.ops[i - 1].instruction == issuer) continue;
+    // Started further back: the ops between are kernels that start nothing
+    // and are not prefetched themselves (and no DMA fragment or control code).
+    size_t j = i;
+    while (j > 0 && l.ops[j - 1].instruction != issuer) {
+      --j;
+      INFO(l.ops[j].instruction << " between " << issuer << " and " << l.ops[i].instruction);
+      CHECK(l.ops[j].kind == "kernel");
+      CHECK(l.ops[j].prefetched.empty());
+    }
+    REQUIRE(j > 0);
+    CHECK(i - j <= 3);
+    ++across;
+  }
+  CHECK(across >= 1);
 }
