@@ -195,6 +195,7 @@ CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfi
     lowering.lower.kernelCache = options.kernelCache;
     lowering.lower.verifyKernelCache = options.verifyKernelCache;
     lowering.lower.shareCode = options.shareCode;
+    lowering.lower.crossKernelPrefetch = options.crossKernelPrefetch;
     out.lowered = driver::compileModule(module, views.target, views.codegen, lowering);
     out.lowered.program.signature = entrySignature(module, out.lowered.program);
     out.lowered.program.hasSignature = true;

@@ -43,6 +43,9 @@ struct CompileOptions {
   // lower::LowerOptions::shareCode: repeated kernels stored once, as shared
   // bodies (the same program, a layer count smaller).
   bool shareCode = true;
+  // lower::LowerOptions::crossKernelPrefetch: a kernel starts the next
+  // kernel's first input blocks in its last grid step.
+  bool crossKernelPrefetch = true;
 };
 
 struct CompileResult {

@@ -62,6 +62,8 @@ struct Stream {
   MOperand issue;    // inputs with > 2 buffers: buffer of the last copy started
   MOperand pending;  // copies in flight, see gridLoop
   const llo::Value* bodyArg = nullptr;
+  // Its first block was started by the kernel before (Prefetch.h).
+  const PrefetchedStream* prefetched = nullptr;
 };
 
 class Pipeline {
@@ -101,6 +103,7 @@ class Pipeline {
     }
     hbmIn_ = hbmIn;
     hbmOut_ = hbmOut;
+    placePrefetched();
     size_t arg = 0;
     int loadFlag = -1;
     // Scalar prefetch and SMEM operands: loaded once before the grid.
@@ -160,11 +163,18 @@ class Pipeline {
       s.hbmType = a.hbmType();
       s.blockType = llo::Type::ref(llo::MemSpace::Vmem, a.dtype, m.blockShape);
       s.blockRows = llo::tiledLayout(m.blockShape).totalRows();
-      s.bufRow =
-          mem_.vmem(fmt::format("'{}' blocks {}{} x {} buffers", a.name, isa::dtypeName(a.dtype),
-                                llo::shapeStr(m.blockShape), m.buffers),
-                    m.blockShape, m.buffers);
-      s.flag = mem_.flags(fmt::format("'{}' block copies", a.name), 1);
+      const PrefetchedStream* pre = output ? nullptr : prefetchedStream(int(index));
+      if (pre) {  // placed first (placePrefetched)
+        s.bufRow = pre->bufRow;
+        s.flag = pre->flag;
+        s.prefetched = pre;
+      } else {
+        s.bufRow =
+            mem_.vmem(fmt::format("'{}' blocks {}{} x {} buffers", a.name, isa::dtypeName(a.dtype),
+                                  llo::shapeStr(m.blockShape), m.buffers),
+                      m.blockShape, m.buffers);
+        s.flag = mem_.flags(fmt::format("'{}' block copies", a.name), 1);
+      }
       for (size_t v = 0; v < (size_t(1) << s.raggedDims.size()); ++v) {
         CopyVariant cv;
         cv.window = m.blockShape;
@@ -188,6 +198,11 @@ class Pipeline {
                                     output ? none : hbm, output ? hbm : none));
         s.variants.push_back(std::move(cv));
       }
+      if (pre && (pre->descriptors != int(s.variants.at(size_t(pre->variant)).descWords.size()) ||
+                  pre->rows != s.blockRows * s.buffers))
+        throw CodegenError(fmt::format(
+            "internal: kernel '{}': the prefetch plan of '{}' does not match its pipeline", k_.name,
+            a.name));
       s.bodyArg = v;
       streams_.push_back(std::move(s));
     };
@@ -219,6 +234,48 @@ class Pipeline {
   std::vector<Stream> streams_;
   std::vector<RefPlace> prefetch_;
   std::vector<int64_t> hbmIn_, hbmOut_;
+
+  // The planned stream of input `input` whose first block the kernel before
+  // starts, or nullptr.
+  const PrefetchedStream* prefetchedStream(int input) const {
+    for (const PrefetchedStream& p : o_.prefetched.streams)
+      if (p.input == input) return &p;
+    return nullptr;
+  }
+  // The prefetched streams' buffers and flags are this kernel's first
+  // allocations at its end of VMEM and of the flags, where the plan put them.
+  void placePrefetched() {
+    const PrefetchPlan& p = o_.prefetched;
+    if (p.empty()) return;
+    if (o_.standalone)
+      throw CodegenError(
+          fmt::format("kernel '{}': a standalone kernel cannot be prefetched into", k_.name));
+    for (const PrefetchedStream& s : p.streams) {
+      if (s.input < k_.numScalarPrefetch || s.input >= int(k_.inputs.size()))
+        throw CodegenError(fmt::format("kernel '{}': prefetch plan names input {} of {}", k_.name,
+                                       s.input, k_.inputs.size()));
+      const llo::ArrayOperand& a = k_.inputs[size_t(s.input)];
+      const llo::BlockMapping& m = k_.inMaps[size_t(s.input - k_.numScalarPrefetch)];
+      int64_t row =
+          mem_.vmem(fmt::format("'{}' blocks {}{} x {} buffers (first block prefetched)", a.name,
+                                isa::dtypeName(a.dtype), llo::shapeStr(m.blockShape), m.buffers),
+                    m.blockShape, m.buffers);
+      int flag = mem_.flags(fmt::format("'{}' block copies (prefetched)", a.name), 1);
+      if (row != s.bufRow || flag != s.flag)
+        throw CodegenError(fmt::format(
+            "internal: kernel '{}': '{}' placed at row {} flag {}, the prefetch plan says row {} "
+            "flag {}",
+            k_.name, a.name, row, flag, s.bufRow, s.flag));
+    }
+  }
+  // The next kernel's first blocks: descriptors with absolute addresses in
+  // this kernel's SMEM, one `dma` each.
+  void issueNextKernelBlocks() {
+    for (const PrefetchCopy& c : o_.prefetchNext.copies) {
+      int64_t w = L_.fixedDescriptor(c.desc, "DMA descriptor: the next kernel's first block");
+      L_.emit(Opcode::Dma, {L_.constReg(w), I(c.flag), I(c.queue)});
+    }
+  }
 
   // The input output `out` aliases, or -1.
   int aliasOf(int out) const {
@@ -329,28 +386,9 @@ class Pipeline {
     return any;
   }
 
-  // The copy of a window at the block's origin between HBM and the block
-  // buffer. A VMEM window of more than 128 columns that is not whole column
-  // tiles (an edge block) is split into its whole tiles and a tail.
+  // The copy of a window at the block's origin between HBM and the block buffer.
   static CopyPlan planWindow(const Stream& s, std::vector<int64_t> window) {
-    auto plan = [&](const std::vector<int64_t>& w) {
-      return s.output ? planCopy(s.blockType, s.hbmType, w) : planCopy(s.hbmType, s.blockType, w);
-    };
-    int64_t cols = window.empty() ? 1 : window.back(), tiles = cols / llo::kLanes;
-    if (cols <= llo::kLanes || cols % llo::kLanes == 0) return plan(window);
-    window.back() = tiles * llo::kLanes;
-    CopyPlan whole = plan(window);
-    window.back() = cols % llo::kLanes;
-    CopyPlan tail = plan(window);
-    int64_t vmemOff = tiles * llo::tiledLayout(s.map->blockShape).paddedRows * isa::kVmemRowBytes;
-    int64_t hbmOff = tiles * llo::kLanes * isa::dtypeBytes(s.array->dtype);
-    for (size_t i = 0; i < tail.descriptors.size(); ++i) {
-      whole.descriptors.push_back(tail.descriptors[i]);
-      whole.srcOffset.push_back(tail.srcOffset[i] + (s.output ? vmemOff : hbmOff));
-      whole.dstOffset.push_back(tail.dstOffset[i] + (s.output ? hbmOff : vmemOff));
-    }
-    whole.bytes += tail.bytes;
-    return whole;
+    return planBlockCopy(s.hbmType, s.blockType, s.output, std::move(window));
   }
 
   // Which copy variant block `idx` needs: bit j set when it is the last block
@@ -539,7 +577,19 @@ class Pipeline {
         L_.emit(Opcode::SLi, {s.issue, I(n - 1)});
       }
       std::vector<ScalarVal> ids(rank, ScalarVal{true, 0, {}});
-      for (int j = 0; !s.output && j < std::max(n - 1, 1) && j < steps; ++j) {
+      int j0 = 0;
+      if (s.prefetched) {
+        // Its first block is in flight into buffer 0 already: record it as
+        // issueInput would have (pending = 1 + variant, its index; with more
+        // than two buffers the last one issued is buffer 0).
+        L_.emit(Opcode::SLi, {s.pending, I(s.prefetched->variant + 1)});
+        for (size_t d = 0; d < s.idx.size(); ++d)
+          L_.emit(Opcode::SLi, {s.idx[d], I(s.prefetched->firstBlock.at(d))});
+        if (n > 2) L_.emit(Opcode::SLi, {s.issue, I(0)});
+        ids = advance(ids);
+        j0 = 1;
+      }
+      for (int j = j0; !s.output && j < std::max(n - 1, 1) && j < steps; ++j) {
         issueInput(s, indexMap(s, ids), ScalarVal{true, 1, {}}, j);
         ids = advance(ids);
       }
@@ -626,6 +676,15 @@ class Pipeline {
       for (Stream& s : streams_) arrive(s);
       for (Stream& s : streams_) bindBlock(s);
       for (Stream& s : streams_) prefetch(s);
+    }
+    // The next kernel's first blocks, once this kernel's last input block has
+    // arrived (none is started after this point).
+    if (!o_.prefetchNext.empty()) {
+      if (steps == 1)
+        issueNextKernelBlocks();
+      else
+        when(L_.scalarOp(llo::ScalarBin::Eq, R(step), ScalarVal{true, steps - 1, {}}),
+             [&] { issueNextKernelBlocks(); });
     }
     L_.setGrid(ids, k_.grid);
     L_.lowerOps(k_.body->body, k_.name);
@@ -715,6 +774,23 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   MFunction fn;
   fn.name = k.name;
   MemoryPlan mem(t, o.smemBase);
+  if (!o.prefetched.empty() || !o.prefetchNext.empty() || !o.inFlight.empty()) {
+    if (o.standalone)
+      throw CodegenError(fmt::format(
+          "kernel '{}': cross-kernel prefetch needs a linked kernel (standalone = false)", k.name));
+    if (!o.prefetchNext.empty() && !o.inFlight.empty())
+      throw CodegenError(fmt::format(
+          "kernel '{}': a later kernel's first blocks are in flight; it cannot start the next's",
+          k.name));
+    // The region kept free: the next kernel's, or a later one's already in flight.
+    const PrefetchPlan& region = o.inFlight.empty() ? o.prefetchNext : o.inFlight;
+    const bool fromTop = o.prefetched.empty() ? !region.fromTop : o.prefetched.fromTop;
+    if (!region.empty() && region.fromTop == fromTop)
+      throw CodegenError(fmt::format(
+          "kernel '{}': a later kernel's prefetch region is at this kernel's own end of VMEM",
+          k.name));
+    mem.setEnds(fromTop, region.rows, region.flags);
+  }
   std::vector<LoopRange> loops;
   std::vector<isa::DataSegment> data;
   Pipeline p(k, t, o, smemState, fn, mem, loops, data);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "isa/Program.h"
+#include "kernels/codegen/Prefetch.h"
 #include "kernels/codegen/TargetInfo.h"
 #include "kernels/llo/Ir.h"
 
@@ -56,6 +57,14 @@ struct CompileOptions {
   bool standalone = true;
   // Stored in the kernel's debug-map entry (the HLO instruction it implements).
   std::string hloInstruction;
+  // Cross-kernel prefetch (Prefetch.h), linked kernels only. `prefetched`:
+  // this kernel's first blocks that the kernel before it started (its VMEM
+  // rows and flags are allocated from the top when prefetched.fromTop).
+  // `prefetchNext`: the next kernel's, started by this kernel at the start of
+  // its last grid step; its region is kept free here. `inFlight`: the first
+  // blocks of the kernel after the next, started by the kernel before this
+  // one (which is short): only their region is kept free here.
+  PrefetchPlan prefetched, prefetchNext, inFlight;
 };
 
 struct CompiledKernel {

@@ -164,4 +164,26 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
   return plan;
 }
 
+CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
+                       std::vector<int64_t> window) {
+  auto plan = [&](const std::vector<int64_t>& w) {
+    return toHbm ? planCopy(block, hbm, w) : planCopy(hbm, block, w);
+  };
+  int64_t cols = window.empty() ? 1 : window.back(), tiles = cols / llo::kLanes;
+  if (cols <= llo::kLanes || cols % llo::kLanes == 0) return plan(window);
+  window.back() = tiles * llo::kLanes;
+  CopyPlan whole = plan(window);
+  window.back() = cols % llo::kLanes;
+  CopyPlan tail = plan(window);
+  int64_t vmemOff = tiles * llo::tiledLayout(block.shape).paddedRows * isa::kVmemRowBytes;
+  int64_t hbmOff = tiles * llo::kLanes * isa::dtypeBytes(hbm.dtype);
+  for (size_t i = 0; i < tail.descriptors.size(); ++i) {
+    whole.descriptors.push_back(tail.descriptors[i]);
+    whole.srcOffset.push_back(tail.srcOffset[i] + (toHbm ? vmemOff : hbmOff));
+    whole.dstOffset.push_back(tail.dstOffset[i] + (toHbm ? hbmOff : vmemOff));
+  }
+  whole.bytes += tail.bytes;
+  return whole;
+}
+
 }  // namespace tpusim::kernels::codegen

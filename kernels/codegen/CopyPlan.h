@@ -31,6 +31,14 @@ struct CopyPlan {
 // whole column tiles or end at the ref's last column. Throws CodegenError.
 CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<int64_t>& sizes);
 
+// The copy of a pipeline block's window at the block's origin between an HBM
+// array and its VMEM block buffer (`toHbm`: a write-back). A window of more
+// than 128 columns that is not whole column tiles (an edge block) is split
+// into its whole tiles and a tail. Shared by the grid pipeline and the
+// cross-kernel prefetch planner (Prefetch.h), so both issue the same copies.
+CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
+                       std::vector<int64_t> window);
+
 // Byte offset of a window's first element from the ref's first element, for
 // constant indices (HBM, SMEM) or per unit of each index (strides, in bytes).
 std::vector<int64_t> elementStrides(const llo::Type& ref);

@@ -49,6 +49,17 @@ int64_t Lowerer::descriptorTemplate(isa::DmaDescriptor d, const std::string& wha
   return word;
 }
 
+int64_t Lowerer::fixedDescriptor(const isa::DmaDescriptor& d, const std::string& what) {
+  int64_t word = mem_.smemWords(what, isa::kDmaDescriptorWords);
+  isa::DataSegment seg;
+  seg.space = isa::MemorySpace::Smem;
+  seg.address = uint64_t(word) * 4;
+  for (uint32_t w : d.pack())
+    for (int b = 0; b < 4; ++b) seg.bytes.push_back(uint8_t(w >> (8 * b)));
+  data_.push_back(std::move(seg));
+  return word;
+}
+
 void Lowerer::storeDescriptorAddress(MOperand templ, int word, const ScalarVal& addr,
                                      AddressSpan span, const MemAccess& mem) {
   MOperand low = reg(addr);

@@ -129,6 +129,9 @@ class Lowerer {
   // span crosses a 4 GiB boundary (then it is computed at run time).
   int64_t descriptorTemplate(isa::DmaDescriptor d, const std::string& what, AddressSpan src = {},
                              AddressSpan dst = {});
+  // A complete descriptor (every address final) in an SMEM data segment: its
+  // first word. Nothing is written into it at run time.
+  int64_t fixedDescriptor(const isa::DmaDescriptor& d, const std::string& what);
   // Stores `addr` (a byte address in `span`, computed modulo 2^32) into word
   // `word` (1: source, 3: destination) of the template at SMEM word `templ`,
   // and the high word when `span` crosses a 4 GiB boundary.

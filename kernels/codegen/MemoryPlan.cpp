@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kernels/codegen/RegAlloc.h"
 
 namespace tpusim::kernels::codegen {
@@ -10,6 +12,8 @@ int64_t MemoryPlan::vmem(const std::string& what, const std::vector<int64_t>& sh
   int64_t rows = llo::tiledLayout(shape).totalRows() * copies;
   int64_t at = vmemNext_;
   vmemNext_ += rows;
+  // From the top: clamped at row 0 when VMEM overflows (check() reports it).
+  if (fromTop_) at = std::max<int64_t>(0, t_.vmemRows() - vmemNext_);
   entries_.push_back({"vmem", what, at, rows});
   return at;
 }
@@ -31,22 +35,27 @@ int64_t MemoryPlan::hbm(const std::string& what, int64_t bytes) {
 int MemoryPlan::flags(const std::string& what, int count) {
   int at = flagNext_;
   flagNext_ += count;
+  if (fromTop_) at = std::max(0, t_.syncFlags - flagNext_);
   entries_.push_back({"flags", what, at, count});
   return at;
 }
 
 void MemoryPlan::check() const {
+  std::vector<Entry> entries = entries_;
   auto overflow = [&](const char* space, int64_t used, int64_t limit, const char* unit) {
     if (used <= limit) return;
     std::string msg = fmt::format("the kernel needs {} {} of {} but the target '{}' has {}:", used,
                                   unit, space, t_.name, limit);
-    for (const Entry& e : entries_)
+    for (const Entry& e : entries)
       if (e.space == space) msg += fmt::format("\n  {:>10} {}  {}", e.size, unit, e.what);
     throw CodegenError(msg);
   };
-  overflow("vmem", vmemNext_, t_.vmemRows(), "rows");
+  const std::string kept = "kept free for the next kernel's first blocks";
+  if (reservedRows_ > 0) entries.push_back({"vmem", kept, -1, reservedRows_});
+  if (reservedFlags_ > 0) entries.push_back({"flags", kept, -1, reservedFlags_});
+  overflow("vmem", vmemNext_ + reservedRows_, t_.vmemRows(), "rows");
   overflow("smem", smemNext_, t_.smemBytes / 4, "words");  // the end, smemBase included
-  overflow("flags", flagNext_, t_.syncFlags, "flags");
+  overflow("flags", flagNext_ + reservedFlags_, t_.syncFlags, "flags");
   if (hbmNext_ > t_.hbmBytes)
     throw CodegenError(
         fmt::format("the kernel's arrays need {} bytes of HBM but the target '{}' "

@@ -19,13 +19,22 @@ class MemoryPlan {
   explicit MemoryPlan(const TargetInfo& t, int64_t smemBase = 0)
       : t_(t), smemBase_(smemBase), smemNext_(smemBase) {}
 
+  // Cross-kernel prefetch (Prefetch.h): VMEM rows and flags handed out from
+  // the top down, and rows / flags at the other end kept free for the next
+  // kernel's first blocks (check() counts them as used).
+  void setEnds(bool fromTop, int64_t reservedRows, int reservedFlags) {
+    fromTop_ = fromTop;
+    reservedRows_ = reservedRows;
+    reservedFlags_ = reservedFlags;
+  }
+
   // Each returns the first row / word / byte / flag of the new allocation.
   int64_t vmem(const std::string& what, const std::vector<int64_t>& shape, int copies = 1);
   int64_t smemWords(const std::string& what, int64_t words);
   int64_t hbm(const std::string& what, int64_t bytes);
   int flags(const std::string& what, int count);
 
-  int64_t vmemRowsUsed() const { return vmemNext_; }
+  int64_t vmemRowsUsed() const { return vmemNext_; }               // reserved rows not included
   int64_t smemWordsUsed() const { return smemNext_ - smemBase_; }  // from smemBase
   int flagsUsed() const { return flagNext_; }
   // Throws CodegenError listing every allocation when a space overflows.
@@ -40,6 +49,9 @@ class MemoryPlan {
   int64_t smemBase_ = 0;
   int64_t vmemNext_ = 0, smemNext_ = 0, hbmNext_ = 0;
   int flagNext_ = 0;
+  bool fromTop_ = false;
+  int64_t reservedRows_ = 0;
+  int reservedFlags_ = 0;
   std::vector<Entry> entries_;
 };
 

@@ -288,6 +288,12 @@ codegen::CompiledKernel KernelCache::get(const llo::Kernel& kernel,
   addArrays(kernel.inputs, options.inputAddresses);
   addArrays(kernel.outputs, options.outputAddresses);
   key += fmt::format("|{}|{}", options.inputAddresses.size(), options.outputAddresses.size());
+  // Cross-kernel prefetch: the plans' structure in the key; the next kernel's
+  // source addresses (absolute, in this kernel's SMEM data) are parameters.
+  key += "|" + options.prefetched.key() + "|" + options.prefetchNext.key() + "|" +
+         options.inFlight.key();
+  for (const codegen::PrefetchCopy& c : options.prefetchNext.copies)
+    params.values.push_back(int64_t(c.desc.srcAddr));
   if (key.find('X') != std::string::npos) return compileNow();  // carries: never derived
 
   Entry& e = entries_[key];

@@ -10,6 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "compiler/lower/buffers/BufferAssignment.h"
 #include "compiler/lower/collectives/CollectiveLowering.h"
 #include "compiler/lower/control/ControlCode.h"
+#include "compiler/lower/fusion/FusionLowering.h"
 #include "compiler/lower/module/KernelCache.h"
 #include "compiler/lower/module/ModuleLowering.h"
 #include "kernels/codegen/Link.h"
@@ -28,6 +32,21 @@ using Leaves = std::vector<int64_t>;
 
 // The array leaves of a shape, depth-first: (tuple index, shape).
 std::vector<std::pair<std::vector<int64_t>, hlo::Shape>> shapeLeaves(const hlo::Shape& shape);
+
+// An instruction the module walk lowers to one kernel.
+bool isKernelInstruction(const hlo::HloInstruction& inst);
+// The position of the kernel instruction that runs right after order[i], when
+// every instruction between emits no code; else order.size().
+size_t nextKernelAfter(const std::vector<hlo::HloInstruction*>& order, size_t i);
+
+// What a kernel may prefetch for: the kernels that run after it (nextKernelAfter),
+// the leaves of the instructions lowered so far (empty when not yet), and the
+// result leaves the buffer assignment gives any instruction.
+struct KernelNeighbours {
+  static constexpr size_t kMaxAhead = 4;            // the next kernel and up to 3 after it
+  std::vector<const hlo::HloInstruction*> kernels;  // in the order they run
+  std::function<Leaves(const hlo::HloInstruction*)> valueOf, resultOf;
+};
 
 class ModuleLowerer {
  public:
@@ -68,7 +87,25 @@ class ModuleLowerer {
   Leaves lowerConstant(const hlo::HloInstruction& inst, const Region& region, bool entry);
   // Returns the kernel's tiling decision (LoweredKernel::tiling).
   std::string lowerKernel(const hlo::HloInstruction& inst, const std::vector<Leaves>& operands,
-                          const Leaves& result);
+                          const Leaves& result, const KernelNeighbours& after);
+  // Cross-kernel prefetch (CrossKernelPrefetch.cpp): whose first blocks the
+  // kernel `inst` (options `o`, result `result`) starts: the next kernel's, or
+  // a later one's when the kernels before it are short and read less of what
+  // may be prefetched (`skipped`: the short ones, which keep the region free).
+  struct PrefetchChoice {
+    const hlo::HloInstruction* target = nullptr;
+    std::vector<const hlo::HloInstruction*> skipped;  // the short kernels before it
+    kernels::codegen::PrefetchPlan plan;
+  };
+  PrefetchChoice choosePrefetch(const hlo::HloInstruction& inst, const LoweredKernel& lk,
+                                const kernels::codegen::CompileOptions& o, const Leaves& result,
+                                const KernelNeighbours& after);
+  // The plan for `next`'s first blocks, issued by a kernel writing `written`.
+  kernels::codegen::PrefetchPlan planNextKernel(
+      const hlo::HloInstruction& next, const std::vector<kernels::codegen::HbmRange>& written,
+      bool fromTop, const std::function<Leaves(const hlo::HloInstruction*)>& valueOf);
+  // The kernel IR of `inst`: the one planNextKernel lowered, or lowered now.
+  LoweredKernel takeLoweredKernel(const hlo::HloInstruction& inst);
   void lowerDataMovementOp(const hlo::HloInstruction& inst, const std::vector<Leaves>& operands,
                            const Leaves& result);
   void renameAppended(const hlo::HloInstruction& inst, size_t debugBefore, size_t costBefore);
@@ -89,6 +126,15 @@ class ModuleLowerer {
   uint64_t extraTop_ = 0;
   bool useKernelCache_;
   KernelCache kernelCache_;
+  // Cross-kernel prefetch: on; the plan the last kernel issued for `prefetchFor_`
+  // (the kernel lowered next); the next kernel's IR lowered ahead.
+  bool prefetch_;
+  const hlo::HloInstruction* prefetchFor_ = nullptr;
+  std::vector<const hlo::HloInstruction*> prefetchSkip_;  // run before prefetchFor_
+  kernels::codegen::PrefetchPlan prefetchPlan_;
+  std::string prefetchFrom_;
+  std::string lastPrefetchNote_;  // for recordOp: the kernel just lowered
+  std::map<const hlo::HloInstruction*, LoweredKernel> prepared_;
 };
 
 }  // namespace tpusim::lower

@@ -85,7 +85,8 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
       out_(out),
       control_(m_, cg_),
       useKernelCache_(options.kernelCache),
-      kernelCache_(options.verifyKernelCache) {
+      kernelCache_(options.verifyKernelCache),
+      prefetch_(options.crossKernelPrefetch) {
   m_.program.chip = cg_.name;
   m_.shareCode = options.shareCode;
   try {
@@ -132,7 +133,8 @@ uint64_t ModuleLowerer::allocateExtra(uint64_t bytes) {
 
 void ModuleLowerer::recordOp(const std::string& instruction, const std::string& kind,
                              uint32_t first, const std::string& tiling) {
-  out_.ops.push_back({instruction, kind, first, m_.nextBundle(), tiling});
+  out_.ops.push_back({instruction, kind, first, m_.nextBundle(), tiling, lastPrefetchNote_});
+  lastPrefetchNote_.clear();
 }
 
 Leaves ModuleLowerer::resultLeaves(const HloInstruction& inst, const Region& region) const {
@@ -225,8 +227,9 @@ uint64_t singleAddress(const HloInstruction& inst, const Leaves& leaves, const s
 }  // namespace
 
 std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
-                                       const std::vector<Leaves>& operands, const Leaves& result) {
-  LoweredKernel lk = lowerToKernel(inst, cg_);
+                                       const std::vector<Leaves>& operands, const Leaves& result,
+                                       const KernelNeighbours& after) {
+  LoweredKernel lk = takeLoweredKernel(inst);
   codegen::CompileOptions o;
   for (int64_t op : lk.inputOperand) {
     if (op < 0 || op >= int64_t(operands.size()))
@@ -245,22 +248,64 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
   o.smemBase = m_.nextSmemWord();
   o.standalone = false;
   o.hloInstruction = inst.name();
+  // Cross-kernel prefetch: this kernel's first blocks the kernel before
+  // started (or a later kernel's, in flight across this short one), and the
+  // next kernel's that this one starts.
+  std::string prefetchedNote;
+  const bool between = !prefetchSkip_.empty() && prefetchSkip_.front() == &inst;
+  if (prefetchFor_ == &inst) {
+    o.prefetched = std::move(prefetchPlan_);
+    for (const codegen::PrefetchedStream& s : o.prefetched.streams)
+      prefetchedNote += fmt::format("{}'{}'", prefetchedNote.empty() ? "" : ", ",
+                                    lk.kernel->inputs.at(size_t(s.input)).name);
+    prefetchedNote = fmt::format("first blocks of {} ({} B) started by %{}", prefetchedNote,
+                                 o.prefetched.hbmBytes, prefetchFrom_);
+    ++out_.kernelsPrefetched;
+    out_.prefetchedBytes += o.prefetched.hbmBytes;
+    prefetchFor_ = nullptr;
+    prefetchPlan_ = {};
+  } else if (between) {
+    o.inFlight = prefetchPlan_;
+    prefetchSkip_.erase(prefetchSkip_.begin());
+  } else if (prefetchFor_) {
+    throw ModuleLoweringError(
+        fmt::format("internal: %{} started the first blocks of %{} but %{} runs next",
+                    prefetchFrom_, prefetchFor_->name(), inst.name()));
+  }
+  PrefetchChoice choice;
+  if (prefetch_ && !between) {
+    choice = choosePrefetch(inst, lk, o, result, after);
+    o.prefetchNext = choice.plan;
+  }
   codegen::CompiledKernel k;
+  auto compileWith = [&](const codegen::CompileOptions& opts) {
+    auto compile = [&] { return codegen::compileKernel(*lk.kernel, cg_, opts); };
+    if (useKernelCache_) return kernelCache_.get(*lk.kernel, opts, compile);
+    ++out_.kernelsCompiled;
+    return compile();
+  };
   try {
-    auto compile = [&] { return codegen::compileKernel(*lk.kernel, cg_, o); };
-    if (useKernelCache_) {
-      k = kernelCache_.get(*lk.kernel, o, compile);
-    } else {
-      k = compile();
-      ++out_.kernelsCompiled;
+    try {
+      k = compileWith(o);
+    } catch (const codegen::CodegenError&) {
+      if (o.prefetchNext.empty()) throw;
+      o.prefetchNext = {};  // no room for the next kernel's first blocks
+      k = compileWith(o);
     }
   } catch (const codegen::CodegenError& e) {
     throw CannotLower::of(inst, fmt::format("the kernel code generator failed: {}", e.what()));
+  }
+  if (!o.prefetchNext.empty()) {
+    prefetchFor_ = choice.target;
+    prefetchSkip_ = choice.skipped;
+    prefetchPlan_ = std::move(o.prefetchNext);
+    prefetchFrom_ = inst.name();
   }
   uniquifySymbols(k, m_.program);
   size_t debugBefore = m_.program.debugMap.size(), costBefore = m_.program.costs.size();
   codegen::appendKernel(m_, k);
   renameAppended(inst, debugBefore, costBefore);
+  lastPrefetchNote_ = prefetchedNote;
   return lk.tiling;
 }
 
@@ -324,7 +369,16 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
   Region region{assignment, regionBase};
 
   std::unordered_map<const HloInstruction*, Leaves> value;
-  for (const HloInstruction* inst : loweringOrder(comp)) {
+  auto valueOf = [&](const HloInstruction* i) {
+    auto it = value.find(i);
+    return it == value.end() ? Leaves{} : it->second;
+  };
+  const std::vector<HloInstruction*> order = loweringOrder(comp);
+  for (size_t at = 0; at < order.size(); ++at) {
+    const HloInstruction* inst = order[at];
+    const HloInstruction* prefetchPending = prefetchFor_;
+    const bool prefetchBetween =
+        std::find(prefetchSkip_.begin(), prefetchSkip_.end(), inst) != prefetchSkip_.end();
     HloOpcode opc = inst->opcode();
     std::vector<Leaves> operands;
     for (const HloInstruction* op : inst->operands()) operands.push_back(value[op]);
@@ -394,7 +448,14 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
       // A broadcast is cheaper as a kernel (one read, vector stores) than as
       // DMAs; every other op both lowerings take (copy) moves bytes only.
       result = resultLeaves(*inst, region);
-      std::string tiling = lowerKernel(*inst, operands, result);
+      KernelNeighbours after;
+      after.valueOf = valueOf;
+      after.resultOf = [&](const HloInstruction* i) { return resultLeaves(*i, region); };
+      for (size_t n = nextKernelAfter(order, at);
+           n < order.size() && after.kernels.size() < KernelNeighbours::kMaxAhead;
+           n = nextKernelAfter(order, n))
+        after.kernels.push_back(order[n]);
+      std::string tiling = lowerKernel(*inst, operands, result, after);
       recordOp(inst->name(), "kernel", first, tiling);
     } else if (isDataMovement(*inst)) {
       result = resultLeaves(*inst, region);
@@ -429,7 +490,18 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
           *inst, fmt::format("the back end has no lowering for {}", hlo::opcodeName(opc)));
     }
     value[inst] = std::move(result);
+    // The kernel whose first blocks are in flight must run right after the
+    // one that started them (nextKernelAfter): nothing else may emit code.
+    if (prefetchPending && prefetchFor_ == prefetchPending && !prefetchBetween &&
+        m_.nextBundle() != first)
+      throw ModuleLoweringError(fmt::format(
+          "internal: %{} emitted code between %{} and %{}, whose first blocks are in flight",
+          inst->name(), prefetchFrom_, prefetchPending->name()));
   }
+  if (prefetchFor_)
+    throw ModuleLoweringError(
+        fmt::format("internal: %{} started the first blocks of %{}, which never ran", prefetchFrom_,
+                    prefetchFor_->name()));
   if (!comp.root()) throw ModuleLoweringError(fmt::format("%{} has no root", comp.name()));
   drainAsyncCollectives(control_, spmd_);  // a start whose done is gone
   return value[comp.root()];

@@ -19,7 +19,9 @@
 //        module's own code from compiler/lower/control/ControlCode.h), their
 //        computations lowered recursively in the instruction's scratch region;
 //      - a call that survived inlining is lowered in place the same way;
-//      everything is appended with kernels/codegen/Link.h, then `halt`.
+//      everything is appended with kernels/codegen/Link.h, then `halt`;
+//   4. a kernel followed directly by another kernel starts that kernel's
+//      first input blocks in its last grid step (CrossKernelPrefetch.cpp).
 //
 // HBM convention: every array is dense row-major in its logical shape (what
 // .npy files and the simulator's buffer table hold); layouts written in the
@@ -56,6 +58,8 @@ struct LoweredOp {
   std::string kind;         // "kernel", "dma", "control", "copy"
   uint32_t firstBundle = 0, endBundle = 0;
   std::string tiling;  // kernels: the tiling decision (LoweredKernel::tiling)
+  // Kernels: the first blocks the kernel before started (cross-kernel prefetch).
+  std::string prefetched;
 };
 
 struct LoweredModule {
@@ -68,6 +72,8 @@ struct LoweredModule {
   // Kernels the code generator compiled, and kernels derived from the cache
   // (KernelCache.h) instead.
   int64_t kernelsCompiled = 0, kernelsDerived = 0;
+  // Kernels whose first blocks the kernel before started, and their HBM bytes.
+  int64_t kernelsPrefetched = 0, prefetchedBytes = 0;
   // A human-readable summary: passes, buffers, kernels, bundles, per-op table.
   std::string statsText() const;
 };
@@ -85,6 +91,11 @@ struct LowerOptions {
   // module's `program.code` is flat for the library's users and tests; the
   // driver (tpuc, tpusim IN.hlo) turns it on.
   bool shareCode = false;
+  // Cross-kernel prefetch (kernels/codegen/Prefetch.h): a kernel starts the
+  // first input blocks of the kernel right after it at the start of its last
+  // grid step, for inputs it does not write, when VMEM has room for both.
+  // tpuc --no-cross-kernel-prefetch turns it off.
+  bool crossKernelPrefetch = true;
 };
 
 // Lowers `module`, which the passes have already prepared (fused, layouts

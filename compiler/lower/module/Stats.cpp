@@ -20,6 +20,11 @@ std::string LoweredModule::statsText() const {
       "lowered: {} kernels, {} DMA fragments, {} control-flow instructions (kernels: {} "
       "compiled, {} derived from the kernel cache)\n",
       kinds["kernel"], kinds["dma"], kinds["control"], kernelsCompiled, kernelsDerived);
+  if (kernelsPrefetched > 0)
+    out += fmt::format(
+        "cross-kernel prefetch: {} kernels' first blocks ({} B of HBM) started by the kernel "
+        "before\n",
+        kernelsPrefetched, prefetchedBytes);
   out += fmt::format("code: {} bundles, {} data segments, {} SMEM words\n", isa::codeSize(program),
                      program.data.size(), smemWords);
   if (isa::hasSharedCode(program)) {
@@ -47,8 +52,9 @@ std::string LoweredModule::statsText() const {
   out += fmt::format("cost table: {} entries, {:.4g} FLOPs\n", program.costs.size(), flops);
   out += fmt::format("{:>8} {:>8}  {:<8} {}\n", "bundles", "first", "kind", "instruction");
   for (const LoweredOp& op : ops)
-    out += fmt::format("{:>8} {:>8}  {:<8} {}{}\n", op.endBundle - op.firstBundle, op.firstBundle,
-                       op.kind, op.instruction, op.tiling.empty() ? "" : "  (" + op.tiling + ")");
+    out += fmt::format("{:>8} {:>8}  {:<8} {}{}{}\n", op.endBundle - op.firstBundle, op.firstBundle,
+                       op.kind, op.instruction, op.tiling.empty() ? "" : "  (" + op.tiling + ")",
+                       op.prefetched.empty() ? "" : "  [" + op.prefetched + "]");
   return out;
 }
 

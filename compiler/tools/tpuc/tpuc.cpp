@@ -1,6 +1,7 @@
 // tpuc IN.hlo -o OUT.tpuprog --chip v5e [--chips-dir D] [--passes=...]
 //      [--dump-after-all DIR] [--print-stats] [--module N|NAME]
 //      [--no-kernel-cache] [--verify-kernel-cache] [--no-shared-code]
+//      [--no-cross-kernel-prefetch]
 // tpuc --print-support-table [--chip v5e]
 //
 // Compiles one HLO module into one program for the simulator, its entry
@@ -73,6 +74,12 @@ static cl::opt<bool> NoSharedCode(
     cl::desc("Write every kernel's code in full (by default a kernel that repeats an earlier one "
              "but for a few operands is stored as an instance of its shared body: the same "
              "bundles, a smaller file)"),
+    cl::cat(Cat));
+static cl::opt<bool> NoCrossKernelPrefetch(
+    "no-cross-kernel-prefetch",
+    cl::desc("Run every kernel's prologue after the kernel before it has ended (by default a "
+             "kernel starts the next kernel's first input blocks in its last grid step when it "
+             "does not write them and VMEM has room)"),
     cl::cat(Cat));
 static cl::opt<bool> PrintSupportTable(
     "print-support-table",
@@ -155,6 +162,7 @@ int main(int argc, char** argv) {
   options.kernelCache = !NoKernelCache;
   options.verifyKernelCache = VerifyKernelCache;
   options.shareCode = !NoSharedCode;
+  options.crossKernelPrefetch = !NoCrossKernelPrefetch;
   driver::CompileResult compiled = driver::compileHloFile(Input, chip, options);
   if (!compiled.ok()) {
     fmt::print(stderr, "{}\n", compiled.error);

@@ -1,0 +1,155 @@
+// Cross-kernel prefetch in the module walk: which kernel runs right after a
+// kernel, and the plan for its first blocks (kernels/codegen/Prefetch.h says
+// how the two kernels carry it out).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler/lower/CannotLower.h"
+#include "compiler/lower/dma/DataMovement.h"
+#include "compiler/lower/module/ModuleLowerer.h"
+
+namespace tpusim::lower {
+
+namespace codegen = kernels::codegen;
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+
+// An instruction the module walk lowers to one kernel (ModuleLowering.cpp's
+// branch order: everything checked before the compute branch is excluded).
+bool isKernelInstruction(const HloInstruction& inst) {
+  HloOpcode opc = inst.opcode();
+  return !isSpmdPrimitive(inst) && !aliasesOperandBuffer(inst) && opc != HloOpcode::While &&
+         opc != HloOpcode::Conditional && opc != HloOpcode::Call && !inst.shape().isToken() &&
+         isComputeInstruction(inst) && !(isDataMovement(inst) && opc != HloOpcode::Broadcast);
+}
+
+size_t nextKernelAfter(const std::vector<HloInstruction*>& order, size_t i) {
+  for (size_t j = i + 1; j < order.size(); ++j) {
+    const HloInstruction& n = *order[j];
+    HloOpcode opc = n.opcode();
+    // What emits no code (constants: HBM data segments only).
+    if (opc == HloOpcode::Parameter || opc == HloOpcode::Constant || opc == HloOpcode::Tuple ||
+        opc == HloOpcode::GetTupleElement)
+      continue;
+    if (aliasesOperandBuffer(n)) {
+      if (isSpmdPrimitive(n)) return order.size();  // an async permute's waits
+      continue;
+    }
+    if (opc == HloOpcode::AfterAll || n.shape().isToken()) continue;
+    return isKernelInstruction(n) ? j : order.size();
+  }
+  return order.size();
+}
+
+namespace {
+
+int64_t arrayBytes(const kernels::llo::ArrayOperand& a) {
+  return kernels::llo::refBytes(
+      kernels::llo::Type::ref(kernels::llo::MemSpace::Hbm, a.dtype, a.shape));
+}
+
+// The HBM ranges a kernel writes: its outputs at `addresses`.
+void addWritten(const kernels::llo::Kernel& k, const std::vector<int64_t>& addresses,
+                std::vector<codegen::HbmRange>* written) {
+  for (size_t j = 0; j < k.outputs.size() && j < addresses.size(); ++j)
+    if (addresses[j] >= 0)
+      written->push_back({addresses[j], addresses[j] + arrayBytes(k.outputs[j])});
+}
+
+// The position of the leaf at `path` among shapeLeaves(shape), or -1.
+int64_t leafAt(const hlo::Shape& shape, const std::vector<int64_t>& path) {
+  auto leaves = shapeLeaves(shape);
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (leaves[i].first == path) return int64_t(i);
+  return -1;
+}
+
+}  // namespace
+
+LoweredKernel ModuleLowerer::takeLoweredKernel(const HloInstruction& inst) {
+  auto it = prepared_.find(&inst);
+  if (it == prepared_.end()) return lowerToKernel(inst, cg_);
+  LoweredKernel lk = std::move(it->second);
+  prepared_.erase(it);
+  return lk;
+}
+
+codegen::PrefetchPlan ModuleLowerer::planNextKernel(
+    const HloInstruction& next, const std::vector<codegen::HbmRange>& written, bool fromTop,
+    const std::function<Leaves(const HloInstruction*)>& valueOf) {
+  auto it = prepared_.find(&next);
+  if (it == prepared_.end()) {
+    try {
+      it = prepared_.emplace(&next, lowerToKernel(next, cg_)).first;
+    } catch (const CannotLower&) {
+      return {};  // reported when its turn comes
+    }
+  }
+  const LoweredKernel& lk = it->second;
+  // Input addresses of the operands lowered so far (-1 for views not yet
+  // named: never prefetched).
+  std::vector<int64_t> addresses;
+  for (int64_t op : lk.inputOperand) {
+    int64_t at = -1;
+    if (op >= 0 && op < next.operandCount()) {
+      Leaves l = valueOf(next.operand(op));
+      if (l.size() == 1) at = l[0];
+    }
+    addresses.push_back(at);
+  }
+  // At most half of VMEM: the kernel running meanwhile needs the rest.
+  return codegen::planPrefetch(*lk.kernel, cg_, addresses, written, fromTop, cg_.vmemRows() / 2);
+}
+
+ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction& inst,
+                                                            const LoweredKernel& lk,
+                                                            const codegen::CompileOptions& o,
+                                                            const Leaves& result,
+                                                            const KernelNeighbours& after) {
+  PrefetchChoice choice;
+  if (after.kernels.empty()) return choice;
+  std::vector<codegen::HbmRange> written;
+  addWritten(*lk.kernel, o.outputAddresses, &written);
+  // The next kernel's region goes to the other end from this kernel's own.
+  const bool fromTop = o.prefetched.empty() || !o.prefetched.fromTop;
+  // This kernel's own result is known too: the rule on `written` keeps it out.
+  auto known = [&](const HloInstruction* i) { return i == &inst ? result : after.valueOf(i); };
+  choice.target = after.kernels[0];
+  choice.plan = planNextKernel(*choice.target, written, fromTop, known);
+  // Further ahead, across short kernels (a norm's reduction, rsqrt and scale
+  // before a projection): their own first blocks are few, and while they run
+  // the later kernel's load. Short: all their arrays together under a
+  // quarter of the later kernel's first blocks. What they write is never
+  // prefetched (their results are not lowered yet: unknown to `known`).
+  int64_t betweenBytes = 0;
+  for (size_t j = 1; j < after.kernels.size(); ++j) {
+    const HloInstruction* b = after.kernels[j - 1];
+    auto it = prepared_.find(b);
+    if (it == prepared_.end()) break;
+    const kernels::llo::Kernel& between = *it->second.kernel;
+    for (const auto& a : between.inputs) betweenBytes += arrayBytes(a);
+    for (const auto& a : between.outputs) betweenBytes += arrayBytes(a);
+    Leaves res = after.resultOf(b);
+    std::vector<int64_t> out;
+    for (const std::vector<int64_t>& path : it->second.outputIndex) {
+      int64_t at = leafAt(b->shape(), path);
+      out.push_back(at >= 0 && size_t(at) < res.size() ? res[size_t(at)] : -1);
+    }
+    if (std::find(out.begin(), out.end(), -1) != out.end()) break;  // unknown: stop here
+    addWritten(between, out, &written);
+    codegen::PrefetchPlan far = planNextKernel(*after.kernels[j], written, fromTop, known);
+    if (betweenBytes * 4 >= far.hbmBytes) continue;
+    // They must fit beside the region (a widened, double-buffered block is up
+    // to 8 bytes of VMEM per byte of HBM): a kernel between cannot fall back.
+    if (betweenBytes * 8 + far.rows * isa::kVmemRowBytes > cg_.vmemBytes) continue;
+    if (far.hbmBytes > choice.plan.hbmBytes) {
+      choice.target = after.kernels[j];
+      choice.skipped.assign(after.kernels.begin(), after.kernels.begin() + long(j));
+      choice.plan = std::move(far);
+    }
+  }
+  return choice;
+}
+
+}  // namespace tpusim::lower

@@ -1,0 +1,164 @@
+// Cross-kernel prefetch (kernels/codegen/Prefetch.h, docs/compiler.md): which
+// first blocks a kernel may start for the next one (never a buffer it writes),
+// where they land, and what the module compiler makes of a chain of dots.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include "compiler/driver/ModuleLoweringPipeline.h"
+#include "compiler/hlo/HloComputation.h"
+#include "compiler/hlo/HloParser.h"
+#include "compiler/lower/fusion/FusionLowering.h"
+#include "compiler/lower/module/ModuleLowering.h"
+#include "kernels/codegen/Prefetch.h"
+
+using namespace tpusim;
+namespace codegen = kernels::codegen;
+
+namespace {
+
+std::unique_ptr<hlo::HloModule> parse(const std::string& text) {
+  std::string error;
+  auto m = hlo::parseHloModule(text, &error);
+  INFO(error);
+  REQUIRE(m);
+  return m;
+}
+
+// Two projections in a row: the second reads the first one's result and its
+// own weight.
+const char* kChain = R"(
+HloModule chain
+ENTRY main {
+  x = bf16[256,1024] parameter(0)
+  w1 = bf16[1024,1024] parameter(1)
+  w2 = bf16[1024,1024] parameter(2)
+  d1 = f32[256,1024] dot(x, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  c1 = bf16[256,1024] convert(d1)
+  ROOT d2 = f32[256,1024] dot(c1, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+
+const lower::TargetDescription& v5eDesc() {
+  static lower::TargetDescription t = lower::loadTarget("v5e");
+  return t;
+}
+const codegen::TargetInfo& v5e() {
+  static codegen::TargetInfo t = codegen::TargetInfo::fromChip(v5eDesc().chip);
+  return t;
+}
+
+lower::LoweredModule lowerChain(bool prefetch) {
+  auto m = parse(kChain);
+  driver::ModuleLoweringOptions o;
+  o.lower.crossKernelPrefetch = prefetch;
+  return driver::compileModule(*m, v5eDesc(), v5e(), o);
+}
+
+}  // namespace
+
+TEST_CASE("the prefetch plan never reads what the running kernel writes", "[compiler][prefetch]") {
+  auto m = parse(kChain);
+  const hlo::HloInstruction* d2 = m->entry()->findInstruction("d2");
+  REQUIRE(d2);
+  lower::LoweredKernel lk = lower::lowerToKernel(*d2, v5e());
+  REQUIRE(lk.kernel->inputs.size() == 2);
+  const int64_t lhs = 0x100000, rhs = 0x400000;  // c1 (512 KiB), w2 (2 MiB)
+  const int64_t lhsBytes = 256 * 1024 * 2, all = v5e().vmemRows();
+
+  SECTION("nothing written: both first blocks, at the top, in input order") {
+    codegen::PrefetchPlan p = codegen::planPrefetch(*lk.kernel, v5e(), {lhs, rhs}, {}, true, all);
+    REQUIRE(p.streams.size() == 2);
+    CHECK(p.streams[0].input == 0);
+    CHECK(p.streams[0].bufRow == all - p.streams[0].rows);
+    CHECK(p.streams[0].flag == v5e().syncFlags - 1);
+    CHECK(p.streams[1].bufRow == all - p.rows);
+    CHECK(p.flags == 2);
+    for (const codegen::PrefetchCopy& c : p.copies) {
+      const bool first = c.flag == p.streams[0].flag;
+      const int64_t src = first ? lhs : rhs;
+      CHECK(int64_t(c.desc.srcAddr) >= src);
+      CHECK(c.desc.src == isa::MemorySpace::Hbm);
+      CHECK(c.desc.dst == isa::MemorySpace::Vmem);
+      // Into buffer 0 of the stream: the one its prologue fills first.
+      const codegen::PrefetchedStream& s = p.streams[first ? 0 : 1];
+      CHECK(int64_t(c.desc.dstAddr) >= s.bufRow * isa::kVmemRowBytes);
+      CHECK(int64_t(c.desc.dstAddr) < (s.bufRow + s.rows / 2) * isa::kVmemRowBytes);
+    }
+    codegen::PrefetchPlan bottom =
+        codegen::planPrefetch(*lk.kernel, v5e(), {lhs, rhs}, {}, false, all);
+    CHECK(bottom.streams.at(0).bufRow == 0);
+    CHECK(bottom.streams.at(0).flag == 0);
+    CHECK(bottom.streams.at(1).bufRow == bottom.streams[0].rows);
+  }
+  SECTION("an input the running kernel writes is not prefetched, not even one byte of it") {
+    for (codegen::HbmRange w :
+         {codegen::HbmRange{lhs, lhs + lhsBytes},
+          codegen::HbmRange{lhs + lhsBytes - 1, lhs + lhsBytes}, codegen::HbmRange{0, lhs + 1}}) {
+      codegen::PrefetchPlan p =
+          codegen::planPrefetch(*lk.kernel, v5e(), {lhs, rhs}, {w}, true, all);
+      REQUIRE(p.streams.size() == 1);
+      CHECK(p.streams[0].input == 1);
+      for (const codegen::PrefetchCopy& c : p.copies)
+        CHECK((int64_t(c.desc.srcAddr) >= w.end || int64_t(c.desc.srcAddr) < w.begin));
+    }
+    // A range just past it touches nothing.
+    codegen::PrefetchPlan p = codegen::planPrefetch(
+        *lk.kernel, v5e(), {lhs, rhs}, {{lhs + lhsBytes, lhs + lhsBytes + 64}}, true, all);
+    CHECK(p.streams.size() == 2);
+  }
+  SECTION("an unknown address or no VMEM room: nothing") {
+    CHECK(codegen::planPrefetch(*lk.kernel, v5e(), {-1, -1}, {}, true, all).empty());
+    CHECK(codegen::planPrefetch(*lk.kernel, v5e(), {lhs, rhs}, {}, true, 8).empty());
+  }
+}
+
+TEST_CASE("a chain of projections: the weight is prefetched, the activation is not",
+          "[compiler][prefetch]") {
+  lower::LoweredModule on = lowerChain(true), off = lowerChain(false);
+  CHECK(off.kernelsPrefetched == 0);
+  REQUIRE(on.kernelsPrefetched == 1);
+  CHECK(on.prefetchedBytes == 1024 * 1024 * 2);  // w2's first (and only) block
+  std::vector<const lower::LoweredOp*> kernels;
+  for (const lower::LoweredOp& op : on.ops)
+    if (op.kind == "kernel") kernels.push_back(&op);
+  REQUIRE(kernels.size() == 2);
+  CHECK(kernels[0]->prefetched.empty());
+  // Only w2: the kernel's other input is the first kernel's result.
+  CHECK(kernels[1]->prefetched.find("'w2'") != std::string::npos);
+  CHECK(kernels[1]->prefetched.find(',') == std::string::npos);
+  CHECK(kernels[1]->prefetched.find("started by %" + kernels[0]->instruction) != std::string::npos);
+  // The issuing kernel holds the prefetch's descriptors in its own SMEM.
+  CHECK(on.smemWords > off.smemWords);
+}
+
+TEST_CASE("a projection's weight is started across the short norm kernels before it",
+          "[compiler][prefetch]") {
+  const char* src = std::getenv("TPUSIM_SOURCE_DIR");
+  hlo::ParseResult r =
+      hlo::parseHloFile(std::string(src ? src : ".") + "/traces/llama_micro_decode.hlo");
+  INFO(r.error);
+  REQUIRE(r.ok());
+  auto m = std::move(r.modules.at(0));
+  lower::LoweredModule l = driver::compileModule(*m, v5eDesc(), v5e());
+  int across = 0;
+  for (size_t i = 0; i < l.ops.size(); ++i) {
+    const std::string& note = l.ops[i].prefetched;
+    if (note.empty()) continue;
+    REQUIRE(l.ops[i].kind == "kernel");
+    const std::string issuer = note.substr(note.rfind('%') + 1);
+    if (i > 0 && l.ops[i - 1].instruction == issuer) continue;
+    // Started further back: the ops between are kernels that start nothing
+    // and are not prefetched themselves (and no DMA fragment or control code).
+    size_t j = i;
+    while (j > 0 && l.ops[j - 1].instruction != issuer) {
+      --j;
+      INFO(l.ops[j].instruction << " between " << issuer << " and " << l.ops[i].instruction);
+      CHECK(l.ops[j].kind == "kernel");
+      CHECK(l.ops[j].prefetched.empty());
+    }
+    REQUIRE(j > 0);
+    CHECK(i - j <= 3);
+    ++across;
+  }
+  CHECK(across >= 1);
+}
