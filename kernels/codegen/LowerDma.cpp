@@ -39,14 +39,7 @@ int64_t Lowerer::descriptorTemplate(isa::DmaDescriptor d, const std::string& wha
   // The low words are written at run time; fixed high words go in the template.
   if (!src.crossesSegment()) d.srcAddr = uint64_t(src.begin >> 32) << 32;
   if (!dst.crossesSegment()) d.dstAddr = uint64_t(dst.begin >> 32) << 32;
-  int64_t word = mem_.smemWords(what, isa::kDmaDescriptorWords);
-  isa::DataSegment seg;
-  seg.space = isa::MemorySpace::Smem;
-  seg.address = uint64_t(word) * 4;
-  for (uint32_t w : d.pack())
-    for (int b = 0; b < 4; ++b) seg.bytes.push_back(uint8_t(w >> (8 * b)));
-  data_.push_back(std::move(seg));
-  return word;
+  return fixedDescriptor(d, what);
 }
 
 int64_t Lowerer::fixedDescriptor(const isa::DmaDescriptor& d, const std::string& what) {

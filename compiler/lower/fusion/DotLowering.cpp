@@ -326,41 +326,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
 
   // One batch entry's dot into its accumulator; with several per step, `i`
   // indexes them.
-  auto step = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc) {
-    dsl::Scalar kb = dsl::program_id(3);
-    dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
-    dsl::Array b = rhsR->emit(rhsRoot, identity(rhsRoot->shape().rank()), refs);
-    a = expandTo(a, abm, abk);
-    b = transposed ? expandTo(b, abn, abk) : expandTo(b, abk, abn);
-    if (a.dtype() != mxType) a = a.astype(mxType);
-    if (b.dtype() != mxType) b = b.astype(mxType);
-    dsl::DotOptions opts;
-    opts.transpose_rhs = transposed;
-    if (inPlace) {
-      outR->store(refs[nIn], dsl::dot(a, b, opts));
-    } else if (kBlocks == 1 && kTail == abk) {
-      acc.store(dsl::dot(a, b, opts));
-    } else if (kTail == abk) {
-      acc.store(acc.load() + dsl::dot(a, b, opts));
-    } else {
-      // The last K block holds kTail valid columns of a / rows of b; the rest
-      // is stale VMEM, zeroed on both sides. Only that step pays the masks.
-      dsl::when(kb != kBlocks - 1, [&] { acc.store(acc.load() + dsl::dot(a, b, opts)); });
-      dsl::when(kb == kBlocks - 1, [&] {
-        dsl::Array lim = dsl::splat(dsl::Scalar(kTail), 1, 1);
-        dsl::Array aMasked = dsl::where(dsl::iota(abm, abk, 1) < lim, a, dsl::zeros(1, 1, mxType));
-        dsl::Array bMasked =
-            transposed ? dsl::where(dsl::iota(abn, abk, 1) < lim, b, dsl::zeros(1, 1, mxType))
-                       : dsl::where(dsl::iota(abk, abn, 0) < lim, b, dsl::zeros(1, 1, mxType));
-        acc.store(acc.load() + dsl::dot(aMasked, bMasked, opts));
-      });
-    }
-  };
-  // One batch entry's K step with the results kept in the MXU: the first
-  // starts the slots, the others go on from them, the last (`keep` Store,
-  // masking a partial K block) pops them into the accumulator.
-  // The operands are traced once, before the steps' branches (their index
-  // scalars are shared).
+  // One batch entry's operands as the MXU takes them.
   auto operands = [=](const std::vector<dsl::Ref>& refs) {
     dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
     dsl::Array b = rhsR->emit(rhsRoot, identity(rhsRoot->shape().rank()), refs);
@@ -370,15 +336,44 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     if (b.dtype() != mxType) b = b.astype(mxType);
     return std::make_pair(a, b);
   };
+  // The last K block holds kTail valid columns of a / rows of b; the rest is
+  // stale VMEM, zeroed on both sides.
+  auto maskRaggedK = [=](std::pair<dsl::Array, dsl::Array>& ab) {
+    dsl::Array lim = dsl::splat(dsl::Scalar(kTail), 1, 1);
+    ab.first = dsl::where(dsl::iota(abm, abk, 1) < lim, ab.first, dsl::zeros(1, 1, mxType));
+    ab.second = transposed
+                    ? dsl::where(dsl::iota(abn, abk, 1) < lim, ab.second, dsl::zeros(1, 1, mxType))
+                    : dsl::where(dsl::iota(abk, abn, 0) < lim, ab.second, dsl::zeros(1, 1, mxType));
+  };
+  auto step = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc) {
+    dsl::Scalar kb = dsl::program_id(3);
+    auto [a, b] = operands(refs);
+    dsl::DotOptions opts;
+    opts.transpose_rhs = transposed;
+    if (inPlace) {
+      outR->store(refs[nIn], dsl::dot(a, b, opts));
+    } else if (kBlocks == 1 && kTail == abk) {
+      acc.store(dsl::dot(a, b, opts));
+    } else if (kTail == abk) {
+      acc.store(acc.load() + dsl::dot(a, b, opts));
+    } else {
+      // Only the last K step pays the masks.
+      dsl::when(kb != kBlocks - 1, [&] { acc.store(acc.load() + dsl::dot(a, b, opts)); });
+      dsl::when(kb == kBlocks - 1, [&] {
+        std::pair<dsl::Array, dsl::Array> masked{a, b};
+        maskRaggedK(masked);
+        acc.store(acc.load() + dsl::dot(masked.first, masked.second, opts));
+      });
+    }
+  };
+  // One batch entry's K step with the results kept in the MXU: the first
+  // starts the slots, the others go on from them, the last (`keep` Store,
+  // masking a partial K block) pops them into the accumulator. Its operands
+  // are traced once, before the steps' branches (their index scalars are shared).
   auto residentStep = [=](std::pair<dsl::Array, dsl::Array> ab, const dsl::Ref& acc,
                           dsl::MxuResident keep, bool cont) {
+    if (keep == dsl::MxuResident::Store && kTail != abk) maskRaggedK(ab);
     auto [a, b] = ab;
-    if (keep == dsl::MxuResident::Store && kTail != abk) {
-      dsl::Array lim = dsl::splat(dsl::Scalar(kTail), 1, 1);
-      a = dsl::where(dsl::iota(abm, abk, 1) < lim, a, dsl::zeros(1, 1, mxType));
-      b = transposed ? dsl::where(dsl::iota(abn, abk, 1) < lim, b, dsl::zeros(1, 1, mxType))
-                     : dsl::where(dsl::iota(abk, abn, 0) < lim, b, dsl::zeros(1, 1, mxType));
-    }
     dsl::DotOptions opts;
     opts.transpose_rhs = transposed;
     opts.resident = keep;
