@@ -567,6 +567,21 @@ void ModuleLowerer::lowerEntry() {
   extraTop_ = alignUp(uint64_t(entry_.peakBytes));
   Region region{&entry_, 0};
 
+  // A megacore chip runs the program on both cores, and each ran every
+  // collective in full: a remote DMA signals the same core on the receiver and
+  // no flag joins a chip's two cores, so the cores drift apart at every wait,
+  // and one core's sends (and its in-place updates of the chip's shared HBM)
+  // overwrote buffers the other core was still reading (wrong sums: the ring
+  // reduce-scatter at some sizes, a grid reduce-scatter after a one-shot
+  // all-reduce). With collectives the second core halts at once: core 0 runs
+  // the module, each collective issued once per chip, as on a real chip.
+  std::optional<uint32_t> otherCores;
+  if (target_.cores > 1 && spmd_.reservedFlags > 0) {
+    constexpr int kCoreReg = 2;
+    control_.emit({makeInstruction(isa::Opcode::CoreId, {kCoreReg})});
+    otherCores = control_.branchIfNonZero(kCoreReg);
+  }
+
   // Parameters: the program's inputs, named for `tpusim --input`.
   BufferNames names;
   std::vector<Leaves> params;
@@ -613,6 +628,10 @@ void ModuleLowerer::lowerEntry() {
       table_.push_back(d);
     }
   finishEntry(root, entry->root()->shape(), params);
+  if (otherCores) {
+    control_.drain();
+    control_.patch(*otherCores, m_.nextBundle());  // the final halt
+  }
   try {
     out_.program = codegen::finishModule(m_, table_);
   } catch (const codegen::LinkError& e) {
