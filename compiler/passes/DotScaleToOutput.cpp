@@ -129,19 +129,10 @@ class DotScaleToOutputPass : public HloPass {
  public:
   std::string_view name() const override { return "dot-scale-to-output"; }
   bool run(hlo::HloModule& module) override {
-    bool changed = false;
-    for (const auto& comp : module.computations()) {
-      std::vector<HloInstruction*> dots;
-      for (const auto& inst : comp->instructions())
-        if (inst->opcode() == HloOpcode::Dot) dots.push_back(inst.get());
-      for (HloInstruction* dot : dots)
-        for (int side = 0; side < 2; ++side)
-          if (sinkScale(comp.get(), dot, side)) {
-            changed = true;
-            break;
-          }
-    }
-    return changed;
+    // A sunk scale replaces the dot, so the other side is not tried.
+    return rewriteEach(module, HloOpcode::Dot, [](hlo::HloComputation* comp, HloInstruction* dot) {
+      return sinkScale(comp, dot, 0) || sinkScale(comp, dot, 1);
+    });
   }
 };
 

@@ -68,15 +68,10 @@ struct Stream {
 class Planner {
  public:
   Planner(const GridReduce& g, const target::ChipConfig& chip) : g_(g), chip_(chip) {
-    for (int d : g.gridDims) {
-      int64_t s = 1;
-      for (int e : g.gridDims)
-        if (e > d) s *= g.slice[size_t(e)];
-      stride_[d] = s;
-    }
-    devices_ = 1;
-    for (int d : g.slice) devices_ *= d;
-    for (int64_t id = 0; id < devices_; ++id) coords_.push_back(coordsOf(id, g.slice));
+    GridGeometry geo = gridGeometry(g);
+    stride_ = std::move(geo.stride);
+    devices_ = geo.devices;
+    coords_ = std::move(geo.coords);
     const uint64_t vmem = uint64_t(chip.vmem.bytes);
     slotCap_ = std::min<uint64_t>(kTargetPiece, vmem / (2 * (kSlots + 1)));
     slotCap_ = slotCap_ / 4096 * 4096;
@@ -308,6 +303,20 @@ double gridReduceScatterCycles(const GridReduce& g, const target::ChipConfig& ch
   return chooseGridReduce(g, chip) == GridReduceAlgorithm::LineExchange
              ? lineExchangeReduceCycles(g, chip)
              : Planner(g, chip).totalCycles();
+}
+
+GridGeometry gridGeometry(const GridReduce& g) {
+  GridGeometry geo;
+  for (int d : g.gridDims) {
+    int64_t s = 1;
+    for (int e : g.gridDims)
+      if (e > d) s *= g.slice[size_t(e)];
+    geo.stride[d] = s;
+  }
+  geo.devices = 1;
+  for (int d : g.slice) geo.devices *= d;
+  for (int64_t id = 0; id < geo.devices; ++id) geo.coords.push_back(coordsOf(id, g.slice));
+  return geo;
 }
 
 isa::DmaDescriptor gridChunkDescriptor(const GridReduce& g, const std::map<int, int64_t>& stride,

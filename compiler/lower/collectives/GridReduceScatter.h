@@ -86,6 +86,16 @@ double gridReduceScatterCycles(const GridReduce& g, const target::ChipConfig& ch
 // per (phase, direction).
 int gridReduceScratchBuffers(const GridReduce& g);
 
+// The slice as the grid algorithms walk it: each grid dimension's slot stride
+// (the product of the later grid dimensions' sizes), the device count and
+// every device's coordinates. Shared by the pipelined rings and the line exchange.
+struct GridGeometry {
+  std::map<int, int64_t> stride;
+  int64_t devices = 0;
+  std::vector<std::vector<int>> coords;
+};
+GridGeometry gridGeometry(const GridReduce& g);
+
 // The descriptor of a block of `inner` bytes of each chunk over the `later`
 // grid dimensions (the last one innermost), between a buffer laid out as the
 // operand (a `strided` side: the dimensions' slot strides x g.chunk) and a

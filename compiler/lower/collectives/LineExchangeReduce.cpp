@@ -40,15 +40,10 @@ class ExchangePlan {
  public:
   ExchangePlan(const GridReduce& g, const target::ChipConfig& chip, int subParts)
       : g_(g), chip_(chip), subParts_(subParts) {
-    for (int d : g.gridDims) {
-      int64_t s = 1;
-      for (int e : g.gridDims)
-        if (e > d) s *= g.slice[size_t(e)];
-      stride_[d] = s;
-    }
-    devices_ = 1;
-    for (int d : g.slice) devices_ *= d;
-    for (int64_t id = 0; id < devices_; ++id) coords_.push_back(coordsOf(id, g.slice));
+    GridGeometry geo = gridGeometry(g);
+    stride_ = std::move(geo.stride);
+    devices_ = geo.devices;
+    coords_ = std::move(geo.coords);
     build();
   }
 

@@ -11,19 +11,14 @@
 #include "compiler/lower/fusion/FusionLowering.h"
 #include "compiler/lower/module/ModuleLowering.h"
 #include "kernels/codegen/Prefetch.h"
+#include "testbench/unit/HloTestUtil.h"
 
 using namespace tpusim;
 namespace codegen = kernels::codegen;
 
 namespace {
 
-std::unique_ptr<hlo::HloModule> parse(const std::string& text) {
-  std::string error;
-  auto m = hlo::parseHloModule(text, &error);
-  INFO(error);
-  REQUIRE(m);
-  return m;
-}
+std::unique_ptr<hlo::HloModule> parse(const std::string& text) { return testing::parseHlo(text); }
 
 // Two projections in a row: the second reads the first one's result and its
 // own weight.

@@ -11,18 +11,13 @@
 #include "compiler/lower/buffers/BufferAssignment.h"
 #include "compiler/lower/module/ModuleLowering.h"
 #include "isa/Rules.h"
+#include "testbench/unit/HloTestUtil.h"
 
 using namespace tpusim;
 
 namespace {
 
-std::unique_ptr<hlo::HloModule> parse(const std::string& text) {
-  std::string error;
-  auto m = hlo::parseHloModule(text, &error);
-  INFO(error);
-  REQUIRE(m);
-  return m;
-}
+std::unique_ptr<hlo::HloModule> parse(const std::string& text) { return testing::parseHlo(text); }
 
 const hlo::HloInstruction* find(const hlo::HloModule& m, const std::string& name) {
   for (const auto& c : m.computations())

@@ -12,19 +12,14 @@
 #include "compiler/lower/collectives/CollectiveLowering.h"
 #include "compiler/lower/collectives/SpmdPlan.h"
 #include "isa/target/ChipLoader.h"
+#include "testbench/unit/HloTestUtil.h"
 
 using namespace tpusim;
 using lower::CollectiveAlgorithm;
 
 namespace {
 
-std::unique_ptr<hlo::HloModule> parse(const std::string& text) {
-  std::string error;
-  auto m = hlo::parseHloModule(text, &error);
-  INFO(error);
-  REQUIRE(m);
-  return m;
-}
+std::unique_ptr<hlo::HloModule> parse(const std::string& text) { return testing::parseHlo(text); }
 
 std::vector<int64_t> iota(int64_t n) {
   std::vector<int64_t> v;
