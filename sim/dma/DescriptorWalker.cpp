@@ -10,7 +10,12 @@ DescriptorWalker::DescriptorWalker(const isa::DmaDescriptor& d, uint32_t request
       alignOnSource_(d.src == isa::MemorySpace::Hbm || d.dst != isa::MemorySpace::Hbm),
       srcBase_(d.srcAddr),
       dstBase_(d.dstAddr),
-      alignMask_((requestBytes & (requestBytes - 1)) == 0 ? requestBytes - 1 : 0) {
+      alignMask_((requestBytes & (requestBytes - 1)) == 0 ? requestBytes - 1 : 0),
+      widening_(d.widening()),
+      wideSrc_(d.wideSource()),
+      wideDst_(d.widening() && !d.wideSource()) {
+  elemShift_ = d.elemBytes == 2 ? 1 : 0;
+  elemPow2_ = d.elemBytes == 1 || d.elemBytes == 2;
   done_ = d.innerBytes == 0;
 }
 
@@ -19,16 +24,19 @@ DmaRequestRange DescriptorWalker::next() {
   // Offsets within the element on each side (the wide side of a widening copy
   // advances 4 bytes per dense element of E bytes).
   auto wide = [&](uint64_t denseBytes) {
-    return denseBytes / d_.elemBytes * isa::kDmaWideWordBytes;
+    return (elemPow2_ ? denseBytes >> elemShift_ : denseBytes / d_.elemBytes) *
+           isa::kDmaWideWordBytes;
   };
-  bool wideSrc = d_.wideSource(), wideDst = d_.widening() && !wideSrc;
+  const bool wideSrc = wideSrc_, wideDst = wideDst_;
   DmaRequestRange r;
   r.src = srcBase + (wideSrc ? wide(offset_) : offset_);
   r.dst = dstBase + (wideDst ? wide(offset_) : offset_);
   uint64_t align = alignOnSource_ ? r.src : r.dst;
   uint64_t toBoundary = requestBytes_ - (alignMask_ ? align & alignMask_ : align % requestBytes_);
-  if (d_.widening())  // whole elements only (a request smaller than one element moves one)
-    toBoundary = std::max<uint64_t>(d_.elemBytes, toBoundary - toBoundary % d_.elemBytes);
+  if (widening_)  // whole elements only (a request smaller than one element moves one)
+    toBoundary = std::max<uint64_t>(
+        d_.elemBytes,
+        toBoundary - (elemPow2_ ? toBoundary & (d_.elemBytes - 1u) : toBoundary % d_.elemBytes));
   r.bytes = uint32_t(std::min<uint64_t>(d_.innerBytes - offset_, toBoundary));
   r.srcBytes = wideSrc ? uint32_t(wide(r.bytes)) : r.bytes;
   r.dstBytes = wideDst ? uint32_t(wide(r.bytes)) : r.bytes;

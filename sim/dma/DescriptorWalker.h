@@ -37,6 +37,11 @@ class DescriptorWalker {
   // (a stride added per element rather than three products per request).
   uint64_t srcBase_, dstBase_;
   uint64_t alignMask_;  // requestBytes - 1 when a power of two, else 0
+  // Widening: which side is wide, and log2 of the element size when it is 1
+  // or 2 bytes (DmaDescriptor::validate), so that a request costs no division.
+  bool widening_, wideSrc_, wideDst_;
+  bool elemPow2_ = false;
+  uint32_t elemShift_ = 0;
   bool done_ = false;
 };
 

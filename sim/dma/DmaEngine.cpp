@@ -306,6 +306,16 @@ void DmaEngine::generate(uint64_t cycle) {
       if (!pick) break;
       roundRobin_[size_t(core)] = pickQueue + 1 == queues_ ? 0 : pickQueue + 1;
       startRequest(core, pickQueue, *pick, cycle);
+      // The only queue left to walk: the scan above would pick it again (and
+      // leave the round robin where it is) while its next descriptor is active.
+      if (walkable_[size_t(core)] != 1) continue;
+      const Queue& queueRef = queue(core, pickQueue);
+      while (outstanding_[size_t(core)] < maxOutstanding_ &&
+             queueRef.walkingNumber != queueRef.nextNumber) {
+        if (pick->walker.done()) pick = &descriptor(core, pickQueue, queueRef.walkingNumber);
+        if (pick->activeCycle > cycle) break;
+        startRequest(core, pickQueue, *pick, cycle);
+      }
     }
   }
 }

@@ -164,8 +164,7 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
       s.dataEnd = std::max(s.dataEnd, b.dataEnd);
       // The burst was issued by every member of the group at once.
       s.remaining -= groups_.size(pc);
-      if (s.remaining == 0)
-        addPending(Pending{clocks_.coreAtOrAfterHbm(s.dataEnd), s.sequence, b.request});
+      if (s.remaining == 0) addPending(Pending{coreAtOrAfter(s.dataEnd), s.sequence, b.request});
     }
     if (pcs_[pc].hasWork())
       active_[kept++] = pc;
@@ -186,6 +185,11 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
 void HbmModel::addPending(const Pending& p) {
   // Bursts issue in time order and complete a fixed latency later, so a new
   // completion nearly always goes at or near the end.
+  if (pendingHead_ < pending_.size() && !(pending_.back() > p) &&
+      (pendingHead_ < 64 || 2 * pendingHead_ < pending_.size())) {
+    pending_.push_back(p);  // the common case: last, nothing to drop
+    return;
+  }
   if (pendingHead_ == pending_.size()) {
     pending_.clear();
     pendingHead_ = 0;

@@ -154,10 +154,38 @@ class HbmModel {
   void flushRun();
   void issueRunBurst(uint32_t pc, uint32_t run, uint64_t dataEnd);
   bool mergeIdleLine(uint32_t pc0, uint32_t bursts);
-  // Whether those pseudo-channels are exactly a union of groups (leaders to runLeaders_).
-  bool groupsWithinLine(uint32_t pc0, uint32_t bursts);
-  bool unionOfGroups(uint32_t pc0, uint32_t bursts);
-  std::vector<uint32_t> runLeaders_;  // scratch of flushRun: the groups that take a run's burst
+  // Whether those pseudo-channels are exactly a union of groups (*leaders:
+  // theirs, valid until the groups change).
+  bool groupsWithinLine(uint32_t pc0, uint32_t bursts, const std::vector<uint32_t>** leaders);
+  bool unionOfGroups(uint32_t pc0, uint32_t bursts, std::vector<uint32_t>& leaders);
+  std::vector<uint32_t> runLeaders_;  // scratch of flushRun: the group that takes a run's burst
+  // The location of burst `index`: bursts of one channel line differ only in
+  // their channel (AddressMap::channelLine), so the last line located is
+  // remembered (a stream's line is often located twice in a row: its halves
+  // come in different cycles).
+  BurstLocation locateInLine(uint64_t index) {
+    const uint64_t line = map_.channelLine();
+    if (line < 2) return map_.locate(index * map_.burstBytes());
+    if (index / line != lastLine_) {
+      lastLine_ = index / line;
+      lastLineLoc_ = map_.locate(lastLine_ * line * map_.burstBytes());
+    }
+    BurstLocation loc = lastLineLoc_;
+    loc.channel = uint32_t(index % line);
+    return loc;
+  }
+  uint64_t lastLine_ = ~uint64_t(0);
+  BurstLocation lastLineLoc_;
+  // clocks_.coreAtOrAfterHbm of the last HBM cycle converted (the parts of a
+  // run complete together).
+  uint64_t coreAtOrAfter(uint64_t hbm) {
+    if (hbm != lastHbm_) {
+      lastHbm_ = hbm;
+      lastCore_ = clocks_.coreAtOrAfterHbm(hbm);
+    }
+    return lastCore_;
+  }
+  uint64_t lastHbm_ = ~uint64_t(0), lastCore_ = 0;
   // groupsWithinLine, per first pseudo-channel: its answer and leaders for
   // `bursts` pseudo-channels when the groups had seen `changes` splits and merges.
   struct LineGroups {

@@ -49,15 +49,16 @@ void HbmModel::flushRun() {
   }
   const uint64_t line = map_.channelLine();
   const uint32_t n = uint32_t(runLast_ - runFirst_ + 1);
-  const BurstLocation loc = map_.locate(runFirst_ * map_.burstBytes());
+  const BurstLocation loc = locateInLine(runFirst_);
   PcBurst b;
   const uint32_t pc0 = burstAt(loc, 0, run_[0].request.isWrite, run_[0].arrival, &b);
   int64_t leader = lineLeader(pc0, n);
   if (leader < 0 && mergeIdleLine(pc0, n)) leader = lineLeader(pc0, n);
+  const std::vector<uint32_t>* leaders = &runLeaders_;
   runLeaders_.clear();
   if (leader >= 0) {
     runLeaders_.push_back(uint32_t(leader));
-  } else if (!groupsWithinLine(pc0, n)) {
+  } else if (!groupsWithinLine(pc0, n, &leaders)) {
     // Some group reaches beyond the run's pseudo-channels: one by one (which splits it).
     for (const RunPart& p : run_) submitGrouped(p.slot, p.request, p.arrival);
     run_.clear();
@@ -90,7 +91,7 @@ void HbmModel::flushRun() {
   rec.remaining = n;
   rec.dataEnd = 0;
   b.request = record;
-  for (uint32_t l : runLeaders_) {
+  for (uint32_t l : *leaders) {
     pcs_[l].push(b);  // the same burst for every member
     activate(l);
   }
@@ -108,27 +109,25 @@ uint64_t HbmModel::channelMask(uint32_t leader) {
   return known.mask;
 }
 
-bool HbmModel::groupsWithinLine(uint32_t pc0, uint32_t n) {
+bool HbmModel::groupsWithinLine(uint32_t pc0, uint32_t n, const std::vector<uint32_t>** leaders) {
   // Whether the n pseudo-channels from pc0 (one index, consecutive channels)
-  // are exactly a union of groups; their leaders go to runLeaders_. Then each
+  // are exactly a union of groups; *leaders: theirs. Then each
   // leader takes the run's burst for its members: every pseudo-channel gets
   // the one burst it gets from the requests one by one (all bursts of a line
   // have the same bank and row), and issueRunBurst counts a group's members
   // per part, as for a line that split while its burst waited.
   // Remembered per first pseudo-channel and length until the groups change.
   LineGroups& known = lineUnions_[pc0];
-  if (known.changes == groups_.changes() && known.bursts == n) {
-    runLeaders_ = known.leaders;
-    return known.exact;
-  }
+  *leaders = &known.leaders;
+  if (known.changes == groups_.changes() && known.bursts == n) return known.exact;
   known.changes = groups_.changes();
   known.bursts = n;
-  known.exact = unionOfGroups(pc0, n);
-  known.leaders = runLeaders_;
+  known.leaders.clear();
+  known.exact = unionOfGroups(pc0, n, known.leaders);
   return known.exact;
 }
 
-bool HbmModel::unionOfGroups(uint32_t pc0, uint32_t n) {
+bool HbmModel::unionOfGroups(uint32_t pc0, uint32_t n, std::vector<uint32_t>& leaders) {
   const uint32_t stride = uint32_t(config_.pseudo_channels);
   const uint32_t firstChannel = pc0 / stride, index = pc0 % stride;
   auto within = [&](uint32_t pc) {
@@ -141,7 +140,7 @@ bool HbmModel::unionOfGroups(uint32_t pc0, uint32_t n) {
     if (leader != pc) continue;
     for (uint32_t m : groups_.members(pc))
       if (!within(m)) return false;
-    runLeaders_.push_back(pc);
+    leaders.push_back(pc);
   }
   return true;
 }
@@ -152,6 +151,24 @@ void HbmModel::issueRunBurst(uint32_t pc, uint32_t record, uint64_t dataEnd) {
   // group split while the burst was queued) count the group's members per part.
   const uint32_t members = groups_.size(pc);
   const bool all = members == requests_[record].remaining;
+  if (all) {
+    // The last group to issue it: every part left is done now.
+    for (uint32_t x = requests_[record].nextInRun; x != kNoRequest;) {
+      RequestState& part = requests_[x];
+      const uint32_t next = part.nextInRun;
+      part.dataEnd = std::max(part.dataEnd, dataEnd);
+      part.remaining = 0;
+      part.nextInRun = kNoRequest;
+      addPending(Pending{coreAtOrAfter(part.dataEnd), part.sequence, x});
+      x = next;
+    }
+    RequestState& rec = requests_[record];
+    rec.nextInRun = kNoRequest;
+    rec.remaining = 0;
+    rec.isRun = false;
+    freeRequests_.push_back(record);
+    return;
+  }
   const uint32_t stride = uint32_t(config_.pseudo_channels);
   // The group's channels as a mask (all of one pseudo-channel index), when they fit.
   const bool masked = !all && config_.channels <= 64;
@@ -178,7 +195,7 @@ void HbmModel::issueRunBurst(uint32_t pc, uint32_t record, uint64_t dataEnd) {
       part.remaining -= count;
     }
     if (part.remaining == 0) {
-      addPending(Pending{clocks_.coreAtOrAfterHbm(part.dataEnd), part.sequence, x});
+      addPending(Pending{coreAtOrAfter(part.dataEnd), part.sequence, x});
       requests_[previous].nextInRun = next;  // done: out of the chain
       part.nextInRun = kNoRequest;
     } else {
