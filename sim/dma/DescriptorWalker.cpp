@@ -1,6 +1,7 @@
 #include "sim/dma/DescriptorWalker.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace tpusim::sim::dma {
 
@@ -14,8 +15,9 @@ DescriptorWalker::DescriptorWalker(const isa::DmaDescriptor& d, uint32_t request
       widening_(d.widening()),
       wideSrc_(d.wideSource()),
       wideDst_(d.widening() && !d.wideSource()) {
+  if (widening_ && d.elemBytes != 1 && d.elemBytes != 2)  // DmaDescriptor::validate rejects it
+    throw std::invalid_argument("DescriptorWalker: a widening copy's element size must be 1 or 2");
   elemShift_ = d.elemBytes == 2 ? 1 : 0;
-  elemPow2_ = d.elemBytes == 1 || d.elemBytes == 2;
   done_ = d.innerBytes == 0;
 }
 
@@ -24,8 +26,7 @@ DmaRequestRange DescriptorWalker::next() {
   // Offsets within the element on each side (the wide side of a widening copy
   // advances 4 bytes per dense element of E bytes).
   auto wide = [&](uint64_t denseBytes) {
-    return (elemPow2_ ? denseBytes >> elemShift_ : denseBytes / d_.elemBytes) *
-           isa::kDmaWideWordBytes;
+    return (denseBytes >> elemShift_) * isa::kDmaWideWordBytes;  // / elemBytes * 4
   };
   const bool wideSrc = wideSrc_, wideDst = wideDst_;
   DmaRequestRange r;
@@ -34,9 +35,7 @@ DmaRequestRange DescriptorWalker::next() {
   uint64_t align = alignOnSource_ ? r.src : r.dst;
   uint64_t toBoundary = requestBytes_ - (alignMask_ ? align & alignMask_ : align % requestBytes_);
   if (widening_)  // whole elements only (a request smaller than one element moves one)
-    toBoundary = std::max<uint64_t>(
-        d_.elemBytes,
-        toBoundary - (elemPow2_ ? toBoundary & (d_.elemBytes - 1u) : toBoundary % d_.elemBytes));
+    toBoundary = std::max<uint64_t>(d_.elemBytes, toBoundary & ~uint64_t(d_.elemBytes - 1));
   r.bytes = uint32_t(std::min<uint64_t>(d_.innerBytes - offset_, toBoundary));
   r.srcBytes = wideSrc ? uint32_t(wide(r.bytes)) : r.bytes;
   r.dstBytes = wideDst ? uint32_t(wide(r.bytes)) : r.bytes;

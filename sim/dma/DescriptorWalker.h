@@ -21,6 +21,7 @@ struct DmaRequestRange {
 
 class DescriptorWalker {
  public:
+  // Throws std::invalid_argument for a widening element size other than 1 or 2.
   DescriptorWalker(const isa::DmaDescriptor& d, uint32_t requestBytes);
 
   bool done() const { return done_; }
@@ -37,10 +38,9 @@ class DescriptorWalker {
   // (a stride added per element rather than three products per request).
   uint64_t srcBase_, dstBase_;
   uint64_t alignMask_;  // requestBytes - 1 when a power of two, else 0
-  // Widening: which side is wide, and log2 of the element size when it is 1
-  // or 2 bytes (DmaDescriptor::validate), so that a request costs no division.
+  // Widening: which side is wide, and log2 of the element size (1 or 2
+  // bytes, DmaDescriptor::validate), so that a request costs no division.
   bool widening_, wideSrc_, wideDst_;
-  bool elemPow2_ = false;
   uint32_t elemShift_ = 0;
   bool done_ = false;
 };

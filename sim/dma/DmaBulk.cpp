@@ -32,9 +32,22 @@
 
 namespace tpusim::sim::dma {
 
-DmaEngine::FinishFifo& DmaEngine::finishFifo(isa::MemorySpace dst, int core) {
-  if (dst == isa::MemorySpace::Hbm) return finishes_.back();
-  return finishes_[size_t(core) * 2 + (dst == isa::MemorySpace::Smem ? 1 : 0)];
+void DmaEngine::startWrite(uint32_t slot, uint64_t cycle) {
+  const Request& r = requests_[slot];
+  const Descriptor& d = *r.desc;
+  if (d.d.dst == isa::MemorySpace::Hbm) {
+    hbm_.submit(hbm::HbmRequest{slot | kHbmWriteBit, r.range.dst, r.range.dstBytes, true, cycle});
+  } else {
+    uint64_t end =
+        port(d.d.dst, r.core, true).reserve(cycle, r.range.dstBytes, portRate_, portRateShift_);
+    if (bulk_) {
+      addFinish(finishFifo(d.d.dst, r.core), end, r);
+      releaseSlot(slot);
+      return;
+    }
+    portEvents_.push(
+        Event{end, r.core, r.queue, r.descriptor, r.index, EventKind::WriteDone, slot});
+  }
 }
 
 void DmaEngine::addFinish(FinishFifo& fifo, uint64_t cycle, const Request& r) {

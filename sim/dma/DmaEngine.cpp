@@ -36,14 +36,6 @@ bool DmaEngine::Event::operator>(const Event& o) const {
          std::tie(o.cycle, o.core, o.queue, o.descriptor, o.request, o.kind);
 }
 
-uint64_t DmaEngine::Port::reserve(uint64_t cycle, uint64_t bytes, uint64_t rate) {
-  // Counted in byte slots (cycle * rate + byte), so that several small
-  // requests share one cycle of a wide port.
-  uint64_t start = std::max(cycle * rate, freeByte);
-  freeByte = start + bytes;
-  return (freeByte + rate - 1) / rate;  // the cycle its last byte has moved by
-}
-
 DmaEngine::DmaEngine(const target::ChipConfig& chip, mem::ChipMemory* memory)
     : cores_(int(chip.core.cores)),
       queues_(int(chip.dma.queues)),
@@ -51,6 +43,8 @@ DmaEngine::DmaEngine(const target::ChipConfig& chip, mem::ChipMemory* memory)
       maxOutstanding_(chip.dma.max_outstanding_requests),
       requestBytes_(uint32_t(chip.dma.request_bytes)),
       portRate_(uint64_t(chip.dma.vmem_bytes_per_cycle)),
+      portRateShift_(
+          portRate_ > 0 && (portRate_ & (portRate_ - 1)) == 0 ? __builtin_ctzll(portRate_) : -1),
       lookahead_(uint64_t(std::max<int64_t>(1, chip.dma.issue_latency))),
       syncFlags_(int(chip.core.sync_flags)),
       hbmBytes_(uint64_t(chip.hbm.capacity_bytes)),
@@ -85,11 +79,6 @@ uint64_t DmaEngine::capacity(isa::MemorySpace space) const {
       return smemBytes_;
   }
   return 0;
-}
-
-DmaEngine::Port& DmaEngine::port(isa::MemorySpace space, int core, bool write) {
-  size_t index = size_t(core) * 4 + (space == isa::MemorySpace::Smem ? 2 : 0) + (write ? 1 : 0);
-  return ports_[index];
 }
 
 int DmaEngine::occupancy(const Queue& q, uint64_t cycle) const {
@@ -345,25 +334,9 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
   if (d.d.src == isa::MemorySpace::Hbm) {
     hbm_.submit(hbm::HbmRequest{slot, r.range.src, r.range.srcBytes, false, cycle});
   } else {
-    uint64_t end = port(d.d.src, core, false).reserve(cycle, r.range.srcBytes, portRate_);
+    uint64_t end =
+        port(d.d.src, core, false).reserve(cycle, r.range.srcBytes, portRate_, portRateShift_);
     portEvents_.push(Event{end, core, q, d.number, r.index, EventKind::ReadDone, slot});
-  }
-}
-
-void DmaEngine::startWrite(uint32_t slot, uint64_t cycle) {
-  const Request& r = requests_[slot];
-  const Descriptor& d = *r.desc;
-  if (d.d.dst == isa::MemorySpace::Hbm) {
-    hbm_.submit(hbm::HbmRequest{slot | kHbmWriteBit, r.range.dst, r.range.dstBytes, true, cycle});
-  } else {
-    uint64_t end = port(d.d.dst, r.core, true).reserve(cycle, r.range.dstBytes, portRate_);
-    if (bulk_) {
-      addFinish(finishFifo(d.d.dst, r.core), end, r);
-      releaseSlot(slot);
-      return;
-    }
-    portEvents_.push(
-        Event{end, r.core, r.queue, r.descriptor, r.index, EventKind::WriteDone, slot});
   }
 }
 
@@ -389,11 +362,6 @@ void DmaEngine::copyRequest(const isa::DmaDescriptor& d, int core, const DmaRequ
   else
     mem::copyBytes(memory_->space(d.src, core), range.src, memory_->space(d.dst, core), range.dst,
                    range.bytes);
-}
-
-void DmaEngine::releaseSlot(uint32_t slot) {
-  requests_[slot].live = false;
-  freeSlots_.push_back(slot);
 }
 
 void DmaEngine::reportInOrder(int core, int q, uint64_t cycle, std::vector<DmaCompletion>& done) {

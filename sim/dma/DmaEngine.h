@@ -53,6 +53,7 @@
 // (DmaBulk.cpp; testbench/unit/dma/DmaModelsTest.cpp proves both equal).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <queue>
@@ -138,15 +139,24 @@ class DmaEngine {
   };
   struct Port {
     uint64_t freeByte = 0;  // first free byte slot: cycle * rate + byte within the cycle
-    // Returns the cycle by which `bytes` starting no earlier than `cycle` have moved.
-    uint64_t reserve(uint64_t cycle, uint64_t bytes, uint64_t rate);
+    // Returns the cycle by which `bytes` starting no earlier than `cycle` have
+    // moved. Counted in byte slots (cycle * rate + byte), so that several
+    // small requests share one cycle of a wide port. rateShift: log2(rate)
+    // when rate is a power of two (no division), else -1.
+    uint64_t reserve(uint64_t cycle, uint64_t bytes, uint64_t rate, int rateShift) {
+      freeByte = std::max(cycle * rate, freeByte) + bytes;
+      // The cycle its last byte has moved by.
+      return rateShift >= 0 ? (freeByte + rate - 1) >> rateShift : (freeByte + rate - 1) / rate;
+    }
   };
 
   Queue& queue(int core, int q) { return queues_v_[size_t(core * queues_ + q)]; }
   const Queue& queue(int core, int q) const { return queues_v_[size_t(core * queues_ + q)]; }
   Descriptor& descriptor(int core, int q, uint64_t number);
   int occupancy(const Queue& q, uint64_t cycle) const;
-  Port& port(isa::MemorySpace space, int core, bool write);
+  Port& port(isa::MemorySpace space, int core, bool write) {
+    return ports_[size_t(core) * 4 + (space == isa::MemorySpace::Smem ? 2 : 0) + (write ? 1 : 0)];
+  }
 
   void handle(const Event& e, std::vector<DmaCompletion>& done);
   void generate(uint64_t cycle);
@@ -162,6 +172,7 @@ class DmaEngine {
   int64_t queueDepth_, maxOutstanding_;
   uint32_t requestBytes_;
   uint64_t portRate_;
+  int portRateShift_;  // Port::reserve
   uint64_t lookahead_;
   int syncFlags_;
   uint64_t hbmBytes_, vmemBytes_, smemBytes_;
@@ -210,11 +221,17 @@ class DmaEngine {
   // Per core: VMEM and SMEM write ports (core * 2 + smem); last: HBM writes.
   std::vector<FinishFifo> finishes_;
   std::vector<Finish> finishing_;  // scratch: the entries due at one cycle
-  FinishFifo& finishFifo(isa::MemorySpace dst, int core);
+  FinishFifo& finishFifo(isa::MemorySpace dst, int core) {
+    if (dst == isa::MemorySpace::Hbm) return finishes_.back();
+    return finishes_[size_t(core) * 2 + (dst == isa::MemorySpace::Smem ? 1 : 0)];
+  }
   void addFinish(FinishFifo& fifo, uint64_t cycle, const Request& r);
   uint64_t nextFinishCycle() const;
   void finishDue(uint64_t cycle, std::vector<DmaCompletion>& done);
-  void releaseSlot(uint32_t slot);
+  void releaseSlot(uint32_t slot) {
+    requests_[slot].live = false;
+    freeSlots_.push_back(slot);
+  }
   // The HBM completions of cycle t (in hbmDone_), seen at t + 1.
   void takeHbmCompletions(uint64_t t);
   std::vector<uint32_t> readsDone_;                            // scratch: request slots
