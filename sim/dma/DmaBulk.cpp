@@ -50,21 +50,9 @@ void DmaEngine::startWrite(uint32_t slot, uint64_t cycle) {
   }
 }
 
-void DmaEngine::addFinish(FinishFifo& fifo, uint64_t cycle, const Request& r) {
+void DmaEngine::appendFinish(FinishFifo& fifo, uint64_t cycle, const Request& r) {
   if (!fifo.v.empty() && fifo.v.back().cycle > cycle)
     throw std::logic_error("DmaEngine: finishes out of cycle order");
-  // Timing-only: one entry for consecutive requests of a descriptor due at
-  // the same cycle (their order within it does not matter, see above).
-  if (!memory_ && fifo.head < fifo.v.size()) {
-    Finish& last = fifo.v.back();
-    if (last.cycle == cycle && last.desc == r.desc) {
-      last.firstIndex = std::min(last.firstIndex, r.index);
-      ++last.count;
-      last.srcBytes += r.range.srcBytes;
-      last.dstBytes += r.range.dstBytes;
-      return;
-    }
-  }
   if (fifo.head == fifo.v.size()) {
     fifo.v.clear();
     fifo.head = 0;
@@ -100,7 +88,19 @@ void DmaEngine::takeHbmCompletions(uint64_t t) {
   for (size_t i = 1; i < readsDone_.size(); ++i)
     for (size_t j = i; j > 0 && before(readsDone_[j], readsDone_[j - 1]); --j)
       std::swap(readsDone_[j], readsDone_[j - 1]);
-  for (uint32_t slot : readsDone_) startWrite(slot, t + 1);
+  for (uint32_t slot : readsDone_) {
+    const Request& r = requests_[slot];
+    const isa::MemorySpace dst = r.desc->d.dst;
+    if (dst == isa::MemorySpace::Hbm) {
+      startWrite(slot, t + 1);
+      continue;
+    }
+    // startWrite's port write, inline.
+    const uint64_t end =
+        port(dst, r.core, true).reserve(t + 1, r.range.dstBytes, portRate_, portRateShift_);
+    addFinish(finishFifo(dst, r.core), end, r);
+    releaseSlot(slot);
+  }
 }
 
 uint64_t DmaEngine::nextFinishCycle() const {

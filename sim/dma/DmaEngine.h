@@ -225,7 +225,22 @@ class DmaEngine {
     if (dst == isa::MemorySpace::Hbm) return finishes_.back();
     return finishes_[size_t(core) * 2 + (dst == isa::MemorySpace::Smem ? 1 : 0)];
   }
-  void addFinish(FinishFifo& fifo, uint64_t cycle, const Request& r);
+  void addFinish(FinishFifo& fifo, uint64_t cycle, const Request& r) {
+    // Timing-only: one entry for consecutive requests of a descriptor due at
+    // the same cycle (their order within it does not matter, DmaBulk.cpp).
+    if (!memory_ && fifo.head < fifo.v.size()) {
+      Finish& last = fifo.v.back();
+      if (last.cycle == cycle && last.desc == r.desc) {
+        last.firstIndex = std::min(last.firstIndex, r.index);
+        ++last.count;
+        last.srcBytes += r.range.srcBytes;
+        last.dstBytes += r.range.dstBytes;
+        return;
+      }
+    }
+    appendFinish(fifo, cycle, r);
+  }
+  void appendFinish(FinishFifo& fifo, uint64_t cycle, const Request& r);
   uint64_t nextFinishCycle() const;
   void finishDue(uint64_t cycle, std::vector<DmaCompletion>& done);
   void releaseSlot(uint32_t slot) {

@@ -34,6 +34,9 @@ HbmModel::HbmModel(const target::HbmConfig& config, double coreClockHz)
   classOf_.assign(n, -1);
   seen_.assign(n, ~uint64_t(0));
   lineGroups_.resize(n);
+  auto log2Exact = [](uint64_t v) { return v > 0 && (v & (v - 1)) == 0 ? __builtin_ctzll(v) : -1; };
+  burstShift_ = log2Exact(map_.burstBytes());
+  lineShift_ = log2Exact(map_.channelLine());
   lineUnions_.resize(n);
   channelMasks_.resize(n);
 }
@@ -69,19 +72,18 @@ void HbmModel::submit(const HbmRequest& r) {
                            std::to_string(now_));
   if (r.bytes == 0) throw std::logic_error("HbmModel::submit: request of 0 bytes");
   uint32_t slot = allocateRequest(r);
-  uint64_t arrival = clocks_.hbmAtOrAfterCore(r.arrivalCycle);
+  uint64_t arrival = hbmAtOrAfter(r.arrivalCycle);
   if (outstanding_ == 0) lastProgress_ = std::max(lastProgress_, arrival);
   if (fast_) {
-    const uint64_t burst = map_.burstBytes();
-    const uint64_t first = r.address / burst, last = (r.address + r.bytes - 1) / burst;
+    const uint64_t first = burstOf(r.address), last = burstOf(r.address + r.bytes - 1);
     const uint64_t line = map_.channelLine();
     if (!run_.empty() && runJoins(r, arrival, first, last)) {
-      run_.push_back(RunPart{slot, r, arrival});
+      run_.push_back(RunPart{slot, r, arrival, first, last});
       runLast_ = last;
     } else {
       flushRun();
-      if (line >= 2 && first / line == last / line) {
-        run_.push_back(RunPart{slot, r, arrival});
+      if (line >= 2 && lineOf(first) == lineOf(last)) {
+        run_.push_back(RunPart{slot, r, arrival, first, last});
         runFirst_ = first;
         runLast_ = last;
       } else {

@@ -146,8 +146,31 @@ class HbmModel {
   struct RunPart {
     uint32_t slot;
     HbmRequest request;
-    uint64_t arrival;  // HBM cycle
+    uint64_t arrival;      // HBM cycle
+    uint64_t first, last;  // its burst indices
   };
+  // Burst index of a byte address, channel line of a burst index and the
+  // burst's place in its line, with shifts when the sizes are powers of two
+  // (every preset).
+  uint64_t burstOf(uint64_t address) const {
+    return burstShift_ >= 0 ? address >> burstShift_ : address / map_.burstBytes();
+  }
+  uint64_t lineOf(uint64_t burst) const {
+    return lineShift_ >= 0 ? burst >> lineShift_ : burst / map_.channelLine();
+  }
+  uint64_t inLine(uint64_t burst) const {
+    return lineShift_ >= 0 ? burst & (map_.channelLine() - 1) : burst % map_.channelLine();
+  }
+  int burstShift_ = -1, lineShift_ = -1;
+  // clocks_.hbmAtOrAfterCore of the last core cycle converted (a cycle's requests arrive together).
+  uint64_t hbmAtOrAfter(uint64_t core) {
+    if (core != lastCoreIn_) {
+      lastCoreIn_ = core;
+      lastHbmOut_ = clocks_.hbmAtOrAfterCore(core);
+    }
+    return lastHbmOut_;
+  }
+  uint64_t lastCoreIn_ = ~uint64_t(0), lastHbmOut_ = 0;
   std::vector<RunPart> run_;
   uint64_t runFirst_ = 0, runLast_ = 0;  // burst indices of the run
   bool runJoins(const HbmRequest& r, uint64_t arrival, uint64_t first, uint64_t last) const;
@@ -166,12 +189,12 @@ class HbmModel {
   BurstLocation locateInLine(uint64_t index) {
     const uint64_t line = map_.channelLine();
     if (line < 2) return map_.locate(index * map_.burstBytes());
-    if (index / line != lastLine_) {
-      lastLine_ = index / line;
+    if (lineOf(index) != lastLine_) {
+      lastLine_ = lineOf(index);
       lastLineLoc_ = map_.locate(lastLine_ * line * map_.burstBytes());
     }
     BurstLocation loc = lastLineLoc_;
-    loc.channel = uint32_t(index % line);
+    loc.channel = uint32_t(inLine(index));
     return loc;
   }
   uint64_t lastLine_ = ~uint64_t(0);

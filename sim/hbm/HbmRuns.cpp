@@ -33,11 +33,10 @@ uint32_t bitCount(uint64_t x) {
 bool HbmModel::runJoins(const HbmRequest& r, uint64_t arrival, uint64_t first,
                         uint64_t last) const {
   const RunPart& head = run_.front();
-  const uint64_t line = map_.channelLine();
   // Bursts strictly after the run's (two requests sharing a burst give that
   // pseudo-channel two bursts), and in the same line.
   return r.isWrite == head.request.isWrite && arrival == head.arrival && first == runLast_ + 1 &&
-         last / line == runFirst_ / line;
+         lineOf(last) == lineOf(runFirst_);
 }
 
 void HbmModel::flushRun() {
@@ -47,7 +46,6 @@ void HbmModel::flushRun() {
     run_.clear();
     return;
   }
-  const uint64_t line = map_.channelLine();
   const uint32_t n = uint32_t(runLast_ - runFirst_ + 1);
   const BurstLocation loc = locateInLine(runFirst_);
   PcBurst b;
@@ -73,14 +71,11 @@ void HbmModel::flushRun() {
     record = uint32_t(requests_.size());
     requests_.emplace_back();
   }
-  const uint64_t burst = map_.burstBytes();
   uint32_t previous = record;
   for (const RunPart& p : run_) {
-    const uint64_t first = p.request.address / burst;
-    const uint64_t last = (p.request.address + p.request.bytes - 1) / burst;
     RequestState& s = requests_[p.slot];
-    s.firstChannel = uint32_t(first % line);
-    s.runBursts = uint32_t(last - first + 1);
+    s.firstChannel = uint32_t(inLine(p.first));
+    s.runBursts = uint32_t(p.last - p.first + 1);
     s.remaining = s.runBursts;
     s.nextInRun = kNoRequest;
     requests_[previous].nextInRun = p.slot;
