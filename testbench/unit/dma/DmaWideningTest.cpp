@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "isa/target/ChipLoader.h"
@@ -75,6 +76,10 @@ TEST_CASE("widening requests are cut on the dense side", "[dma][sanitize]") {
   CHECK(e.srcBytes == 112);
   CHECK(descriptorExtent(up, true) == 160);
   CHECK(descriptorExtent(up, false) == 40);
+  // The walker widens by shifts: an element size validate() rejects is refused.
+  auto odd = widening(MemorySpace::Hbm, 0, MemorySpace::Vmem, 4096, 2, 30, 1, 0, 0);
+  odd.elemBytes = 3;
+  CHECK_THROWS_AS(DescriptorWalker(odd, 512), std::invalid_argument);
 }
 
 TEST_CASE("widening copies move the low bytes of each word, both ways", "[dma][sanitize]") {
