@@ -175,14 +175,8 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
   }
   active_.resize(kept);
   if (hbmLimit >= lastProgress_ + kNoProgressLimit) checkProgress(hbmLimit);
-  // The completions before `cycle`, in (cycle, submission) order.
-  size_t end = pendingHead_;
-  while (end < pending_.size() && pending_[end].cycle < cycle) ++end;
-  for (size_t i = pendingHead_ + 1; i < end; ++i)
-    for (size_t j = i; j > pendingHead_ && pending_[j - 1] > pending_[j]; --j)
-      std::swap(pending_[j - 1], pending_[j]);
-  for (; pendingHead_ < end; ++pendingHead_) {
-    const Pending& p = pending_[pendingHead_];
+  while (pendingHead_ < pending_.size() && pending_[pendingHead_].cycle < cycle) {
+    const Pending p = pending_[pendingHead_++];
     done.push_back(HbmCompletion{requests_[p.slot].id, p.cycle});
     freeRequests_.push_back(p.slot);
     --outstanding_;
@@ -191,9 +185,8 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
 }
 
 void HbmModel::addPending(const Pending& p) {
-  // Kept in cycle order only (advanceTo orders the ones of a cycle by
-  // submission when it reports them): bursts issue in time order and complete
-  // a fixed latency later, so a new completion nearly always goes last.
+  // Bursts issue in time order and complete a fixed latency later, so a new
+  // completion nearly always goes at or near the end.
   if (pendingHead_ == pending_.size()) {
     pending_.clear();
     pendingHead_ = 0;
@@ -203,7 +196,7 @@ void HbmModel::addPending(const Pending& p) {
     pendingHead_ = 0;
   }
   size_t at = pending_.size();
-  while (at > pendingHead_ && pending_[at - 1].cycle > p.cycle) --at;
+  while (at > pendingHead_ && pending_[at - 1] > p) --at;
   if (at == pending_.size())
     pending_.push_back(p);
   else

@@ -247,7 +247,7 @@ class HbmModel {
   std::vector<uint8_t> isActive_;
   std::vector<RequestState> requests_;
   std::vector<uint32_t> freeRequests_;
-  // Completions not yet reported, in cycle order: pending_[pendingHead_..].
+  // Completions not yet reported, in (cycle, sequence) order: pending_[pendingHead_..].
   std::vector<Pending> pending_;
   size_t pendingHead_ = 0;
   void addPending(const Pending& p);
