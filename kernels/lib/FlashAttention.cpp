@@ -226,6 +226,69 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score) const {
   ls(Scalar(last), fin);
 }
 
+// The register form's slabs of rows [r0, r0 + n) as straight-line code, in
+// the pipelined loop's order (the row maxes of group i + 1, the weights of
+// group i, l of group i - 1): one basic block with the MXU work around it.
+void OnlineSoftmax::chunkSoftmax(const ScoreFn& score, int64_t r0, int64_t n) const {
+  const int64_t g = kPipelinedSlabs, groups = n / (8 * g);
+  auto rowOf = [&](int64_t grp, int64_t j) { return Scalar(r0 + 8 * (g * grp + j)); };
+  const size_t ng = size_t(groups);
+  std::vector<std::vector<Array>> mx(ng), sums(ng), alphas(ng);
+  auto maxes = [&](int64_t grp) {
+    for (int64_t j = 0; j < g; ++j) mx[size_t(grp)].push_back(slabMax(score, rowOf(grp, j), 8));
+  };
+  auto ls = [&](int64_t grp) {
+    for (int64_t j = 0; j < g; ++j)
+      slabL(rowOf(grp, j), 8, sums[size_t(grp)][size_t(j)], alphas[size_t(grp)][size_t(j)]);
+  };
+  maxes(0);
+  for (int64_t grp = 0; grp < groups; ++grp) {
+    if (grp + 1 < groups) maxes(grp + 1);
+    for (int64_t j = 0; j < g; ++j) {
+      auto [ps, al] = slabRest(score, rowOf(grp, j), 8, mx[size_t(grp)][size_t(j)]);
+      sums[size_t(grp)].push_back(ps);
+      alphas[size_t(grp)].push_back(al);
+    }
+    if (grp >= 1) ls(grp - 1);
+  }
+  ls(groups - 1);
+}
+
+void OnlineSoftmax::updateChunked(const Ref& q, const Ref& k, const ScoreFn& score,
+                                  const std::function<Array(int64_t, int64_t)>& vRows,
+                                  int64_t chunk, int64_t kSplit) const {
+  const int64_t nc = rows / chunk;
+  Array kAll = k.load();
+  auto scores = [&](int64_t c) {
+    s.store(ds(c * chunk, chunk), ds(0, cols),
+            dot(q.load(ds(c * chunk, chunk), ds(0, d)), kAll, {false, true}));
+  };
+  // acc += p x V, one dot per kSplit keys (into the unused p scratch, part x
+  // at columns 128x), summed in k order (the MXU's order), slab by slab: a
+  // store of more rows would be a loop of its own (a basic block).
+  auto pv = [&](int64_t c) {
+    const int64_t r0 = c * chunk, parts = cdiv(cols, kSplit);
+    for (int64_t x = 0; x < parts; ++x) {
+      const int64_t k0 = x * kSplit, w = std::min(kSplit, cols - k0);
+      p.store(ds(r0, chunk), ds(128 * x, d), dot(pb.load(ds(r0, chunk), ds(k0, w)), vRows(k0, w)));
+    }
+    for (int64_t r = r0; r < r0 + chunk; r += 8) {
+      Array sum = p.load(ds(r, 8), ds(0, d));
+      for (int64_t x = 1; x < parts; ++x) sum = sum + p.load(ds(r, 8), ds(128 * x, d));
+      acc.store(ds(r, 8), ds(0, d), acc.load(ds(r, 8), ds(0, d)) + sum);
+    }
+  };
+  // One basic block: a one-trip loop per chunk (its own block) needed more
+  // than the 32 scalar registers.
+  scores(0);
+  for (int64_t c = 0; c < nc; ++c) {
+    if (c + 1 < nc) scores(c + 1);
+    chunkSoftmax(score, c * chunk, chunk);
+    if (c >= 1) pv(c - 1);
+  }
+  pv(nc - 1);
+}
+
 void OnlineSoftmax::finish(const Ref& out) const {
   forSlabs([&](Scalar r0, int64_t n) {
     for (auto [c0, w] : laneWindows(d)) {
@@ -319,6 +382,12 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     // immediate per score vreg (VALU slots the loop's first exps need); in
     // smaller blocks the register costs more than the immediates.
     const bool hoist = bq >= 96;
+    // The MXU phases overlapped with the softmax (updateChunked): chunks of
+    // 128 rows (or the MXU size) keep every MXU's LHS stream as long as its
+    // weight tile's pushes; needs the MXU size for p x V's K split.
+    const int64_t chunk = std::max<int64_t>(128, prm.mxuSize);
+    const bool chunked =
+        prm.overlap && prm.mxuSize >= 128 && d <= 128 && OnlineSoftmax::chunkedFits(bq, bk, chunk);
     auto scoreFn = [=](bool maskRagged, bool maskCausal) {
       Array diag, scaleV, maskV;
       if (hoist) scaleV = in_vregs(full(8, 128, scale));
@@ -345,6 +414,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       };
     };
     auto step = [&](bool lastRagged, bool maskCausal) {
+      // Masked blocks keep update: their per-slab mask scalars, unrolled
+      // over a whole step, can need more than the 32 scalar registers.
+      if (chunked && !lastRagged && !maskCausal) {
+        auto vRows = [&](int64_t k0, int64_t w) { return v.load(ds(k0, w), ds(0, d)); };
+        sm.updateChunked(q, k, scoreFn(false, false), vRows, chunk, prm.mxuSize);
+        return;
+      }
       Array vv = v.load();
       // Rows past seq_k in the last block are undefined (NaN in interpret mode):
       // zero them, as 0 * NaN would poison the accumulator.
@@ -425,7 +501,9 @@ KernelEntry flashAttentionEntry() {
               {"causal", "false", "mask keys after the query position"},
               {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"},
               {"out_dtype", "bf16", "output dtype: bf16 or f32"},
-              {"groups", "1", "q heads per k/v head (grouped-query attention; divides bh)"}};
+              {"groups", "1", "q heads per k/v head (grouped-query attention; divides bh)"},
+              {"overlap", "false",
+               "overlap the MXU phases with the softmax (block_q of 256+; slower so far)"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -436,6 +514,8 @@ KernelEntry flashAttentionEntry() {
     fp.smScale = p.real("sm_scale");
     fp.outType = p.dtype("out_dtype", {BF16, F32});
     fp.groups = p.integer("groups", 1);
+    fp.overlap = p.flag("overlap");
+    fp.mxuSize = p.target().mxuSize;
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),
