@@ -82,7 +82,8 @@ struct OnlineSoftmax {
   // undefined data zeroed by the caller).
   // scoreOnce: apply `score` in one pass over the raw scores, stored back, instead
   // of wherever they are read (for costly masks; blocks of more than 1024 key
-  // columns only: narrower ones keep a slab's scores in registers).
+  // columns only: narrower ones keep a slab's scores in registers, and
+  // scoreOnce, the mark of a costly mask, unrolls their slab loop less).
   void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
               bool scoreOnce = false) const;
   // update's register form with the MXU phases overlapped: the step's rows go
@@ -123,7 +124,8 @@ struct OnlineSoftmax {
   std::pair<dsl::Array, dsl::Array> slabRest(const ScoreFn& score, dsl::Scalar r0, int64_t n,
                                              const dsl::Array& mNext) const;
   void slabL(dsl::Scalar r0, int64_t n, const dsl::Array& psum, const dsl::Array& alphaV) const;
-  void slabsInVregs(const ScoreFn& score) const;
+  // masked: `score` masks (its per-slab scalars limit the loop's unrolling).
+  void slabsInVregs(const ScoreFn& score, bool masked) const;
   void chunkSoftmax(const ScoreFn& score, int64_t r0, int64_t rows) const;
 };
 
