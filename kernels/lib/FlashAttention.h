@@ -87,7 +87,7 @@ struct OnlineSoftmax {
   void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
               bool scoreOnce = false) const;
   // update's register form with the MXU phases overlapped: the step's rows go
-  // in chunks of `chunk` rows (a multiple of 8 slabs), and one basic block
+  // in chunks of `chunk` rows (a multiple of 32), and one basic block
   // holds the scores of chunk c + 1 (on the MXUs), the softmax of chunk c
   // (the EUP) and p x V of chunk c - 1 (on the MXUs), so the scheduler runs
   // them side by side. p x V is one dot per `kSplit` keys (the MXU size: one
@@ -95,6 +95,8 @@ struct OnlineSoftmax {
   // is the MXU's own accumulation order, so the output bits equal update's.
   // vRows(k0, w): rows [k0, k0 + w) of v.
   // Needs cols <= 1024 and rows a multiple of chunk, at least two chunks.
+  // Slower than update so far (the list scheduler does not keep the EUP busy
+  // in so large a block: docs/performance.md, branch `flashov`): opt-in.
   void updateChunked(const dsl::Ref& q, const dsl::Ref& k, const ScoreFn& score,
                      const std::function<dsl::Array(int64_t k0, int64_t w)>& vRows, int64_t chunk,
                      int64_t kSplit) const;
