@@ -83,7 +83,7 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
   // masked) scores, weights, row max and alpha in registers: p goes to VMEM only
   // as the bf16 MXU operand pb, and nothing else is stored twice.
   if (cols <= 1024) {
-    slabsInVregs(scoreOf);
+    slabsInVregs(scoreOf, scoreOnce);
     acc.store(acc.load() + dot(pb.load(), v));
     return;
   }
@@ -169,7 +169,7 @@ void OnlineSoftmax::slabL(Scalar r0, int64_t n, const Array& psum, const Array& 
 // reductions), handing the maxes and the weights' sums and alphas on to the
 // next iteration in registers: the EUP then neither waits for a group's max
 // reductions at the start of an iteration nor its sum reductions at the end.
-void OnlineSoftmax::slabsInVregs(const ScoreFn& score) const {
+void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
   constexpr int64_t kGroupRows = 8 * kPipelinedSlabs;
   const int64_t groups = rows / kGroupRows;
   if (groups < 3 || rows % kGroupRows != 0) {
@@ -216,7 +216,39 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score) const {
     maxes(Scalar(kGroupRows), c);
     c.insert(c.end(), restOut.begin(), restOut.end());
   }
-  c = fori_loop(1, groups - 1, iteration, c);
+  // The first iterations go straight after the score dot, in its basic
+  // block: their slabs' scores pop with the dot's first round of items, and
+  // the slabs fill the rest of the dot's drain (263 cycles of result latency
+  // and the second round's pops) instead of waiting for the loop. Blocks of
+  // 256+ keys, unmasked steps: 3 iterations (seq 2048 -6.4%, causal -3.5%; 1:
+  // -3.9%, 7: -7.2% with 4x the code); with one 128-key window the dot's drain
+  // is short and they cost more than they save (+0.5 to +10%); in masked steps
+  // (causal -1.5% more) their per-slab mask scalars can exceed the 32 scalar
+  // registers (block_q 640).
+  const int64_t head = cols >= 256 && !masked ? std::min<int64_t>(3, groups - 2) : 0;
+  for (int64_t i = 1; i < 1 + head; ++i) c = iteration(Scalar(i), c);
+  // Unmasked steps run two iterations per trip: the scheduler overlaps the
+  // first one's tail (the last exps' results converted and stored, ~19
+  // bundles) with the second one's head (loads, scale and subtract before the
+  // first exp), which the end of a trip drains (seq 2048: 57,094 cycles
+  // against 61,126; 3 or 4 per trip 61,766 / 59,494). Masked steps keep one:
+  // with two, causal seq 2048 took 47,754 cycles instead of 42,464 (twice the
+  // per-slab mask scalars; with three they exceed the 32 scalar registers).
+  const int64_t unroll = masked ? 1 : 2, trips = (groups - 2 - head) / unroll;
+  if (unroll == 1) {
+    if (groups - 2 - head > 0) c = fori_loop(1 + head, groups - 1, iteration, c);
+  } else {
+    if (trips > 0)
+      c = fori_loop(
+          0, trips,
+          [&](Scalar t, const std::vector<Array>& in) {
+            std::vector<Array> cur = in;
+            for (int64_t u = 0; u < unroll; ++u) cur = iteration(t * unroll + (1 + head + u), cur);
+            return cur;
+          },
+          c);
+    for (int64_t i = 1 + head + trips * unroll; i < groups - 1; ++i) c = iteration(Scalar(i), c);
+  }
   const int64_t last = (groups - 1) * kGroupRows;
   ls(Scalar(last - kGroupRows), c);
   std::vector<Array> mx(c.begin(), c.begin() + long(g)), restOut;
@@ -224,6 +256,69 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score) const {
   std::vector<Array> fin(g);  // placeholder maxes: ls reads the sums and alphas only
   fin.insert(fin.end(), restOut.begin(), restOut.end());
   ls(Scalar(last), fin);
+}
+
+// The register form's slabs of rows [r0, r0 + n) as straight-line code, in
+// the pipelined loop's order (the row maxes of group i + 1, the weights of
+// group i, l of group i - 1): one basic block with the MXU work around it.
+void OnlineSoftmax::chunkSoftmax(const ScoreFn& score, int64_t r0, int64_t n) const {
+  const int64_t g = kPipelinedSlabs, groups = n / (8 * g);
+  auto rowOf = [&](int64_t grp, int64_t j) { return Scalar(r0 + 8 * (g * grp + j)); };
+  const size_t ng = size_t(groups);
+  std::vector<std::vector<Array>> mx(ng), sums(ng), alphas(ng);
+  auto maxes = [&](int64_t grp) {
+    for (int64_t j = 0; j < g; ++j) mx[size_t(grp)].push_back(slabMax(score, rowOf(grp, j), 8));
+  };
+  auto ls = [&](int64_t grp) {
+    for (int64_t j = 0; j < g; ++j)
+      slabL(rowOf(grp, j), 8, sums[size_t(grp)][size_t(j)], alphas[size_t(grp)][size_t(j)]);
+  };
+  maxes(0);
+  for (int64_t grp = 0; grp < groups; ++grp) {
+    if (grp + 1 < groups) maxes(grp + 1);
+    for (int64_t j = 0; j < g; ++j) {
+      auto [ps, al] = slabRest(score, rowOf(grp, j), 8, mx[size_t(grp)][size_t(j)]);
+      sums[size_t(grp)].push_back(ps);
+      alphas[size_t(grp)].push_back(al);
+    }
+    if (grp >= 1) ls(grp - 1);
+  }
+  ls(groups - 1);
+}
+
+void OnlineSoftmax::updateChunked(const Ref& q, const Ref& k, const ScoreFn& score,
+                                  const std::function<Array(int64_t, int64_t)>& vRows,
+                                  int64_t chunk, int64_t kSplit) const {
+  const int64_t nc = rows / chunk;
+  Array kAll = k.load();
+  auto scores = [&](int64_t c) {
+    s.store(ds(c * chunk, chunk), ds(0, cols),
+            dot(q.load(ds(c * chunk, chunk), ds(0, d)), kAll, {false, true}));
+  };
+  // acc += p x V, one dot per kSplit keys (into the unused p scratch, part x
+  // at columns 128x), summed in k order (the MXU's order), slab by slab: a
+  // store of more rows would be a loop of its own (a basic block).
+  auto pv = [&](int64_t c) {
+    const int64_t r0 = c * chunk, parts = cdiv(cols, kSplit);
+    for (int64_t x = 0; x < parts; ++x) {
+      const int64_t k0 = x * kSplit, w = std::min(kSplit, cols - k0);
+      p.store(ds(r0, chunk), ds(128 * x, d), dot(pb.load(ds(r0, chunk), ds(k0, w)), vRows(k0, w)));
+    }
+    for (int64_t r = r0; r < r0 + chunk; r += 8) {
+      Array sum = p.load(ds(r, 8), ds(0, d));
+      for (int64_t x = 1; x < parts; ++x) sum = sum + p.load(ds(r, 8), ds(128 * x, d));
+      acc.store(ds(r, 8), ds(0, d), acc.load(ds(r, 8), ds(0, d)) + sum);
+    }
+  };
+  // One basic block: a one-trip loop per chunk (its own block) needed more
+  // than the 32 scalar registers.
+  scores(0);
+  for (int64_t c = 0; c < nc; ++c) {
+    if (c + 1 < nc) scores(c + 1);
+    chunkSoftmax(score, c * chunk, chunk);
+    if (c >= 1) pv(c - 1);
+  }
+  pv(nc - 1);
 }
 
 void OnlineSoftmax::finish(const Ref& out) const {
@@ -319,17 +414,32 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     // immediate per score vreg (VALU slots the loop's first exps need); in
     // smaller blocks the register costs more than the immediates.
     const bool hoist = bq >= 96;
+    // The MXU phases overlapped with the softmax (updateChunked): chunks of
+    // 128 rows (or the MXU size) keep every MXU's LHS stream as long as its
+    // weight tile's pushes; needs the MXU size for p x V's K split.
+    const int64_t chunk = std::max<int64_t>(128, prm.mxuSize);
+    const bool chunked =
+        prm.overlap && prm.mxuSize >= 128 && d <= 128 && OnlineSoftmax::chunkedFits(bq, bk, chunk);
     auto scoreFn = [=](bool maskRagged, bool maskCausal) {
       Array diag, scaleV, maskV;
+      std::vector<Array> diagC;
       if (hoist) scaleV = in_vregs(full(8, 128, scale));
       if (maskCausal && !maskRagged) {
         diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
+        // Up to 4 windows, lane - sublane + col0 per window too (made once per
+        // step): one scalar per slab instead of one per score vreg (-1.1%).
+        if (hoist && bk <= 512)
+          for (int64_t c0 = 0; c0 < bk; c0 += 128)
+            diagC.push_back(c0 == 0 ? diag : in_vregs(diag + splat(Scalar(c0), 1, 1)));
         if (hoist) maskV = in_vregs(full(8, 128, OnlineSoftmax::kMaskValue));
       }
       return [=](const Array& raw, Scalar row0, int64_t col0) {
         const bool whole = raw.rows() == 8 && raw.cols() == 128;
         Array s = whole && hoist ? raw * scaleV : raw * scale;
         if (!maskRagged && !maskCausal) return s;
+        if (diag.valid() && whole && !diagC.empty())
+          return where(diagC[size_t(col0 / 128)] <= splat(qStart + row0 - kStart, 1, 1), s,
+                       hoist ? maskV : full(1, 1, OnlineSoftmax::kMaskValue));
         if (diag.valid() && whole)
           return where(diag <= splat(qStart + row0 - (kStart + col0), 1, 1), s,
                        hoist ? maskV : full(1, 1, OnlineSoftmax::kMaskValue));
@@ -345,6 +455,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       };
     };
     auto step = [&](bool lastRagged, bool maskCausal) {
+      // Masked blocks keep update: their per-slab mask scalars, unrolled
+      // over a whole step, can need more than the 32 scalar registers.
+      if (chunked && !lastRagged && !maskCausal) {
+        auto vRows = [&](int64_t k0, int64_t w) { return v.load(ds(k0, w), ds(0, d)); };
+        sm.updateChunked(q, k, scoreFn(false, false), vRows, chunk, prm.mxuSize);
+        return;
+      }
       Array vv = v.load();
       // Rows past seq_k in the last block are undefined (NaN in interpret mode):
       // zero them, as 0 * NaN would poison the accumulator.
@@ -425,7 +542,9 @@ KernelEntry flashAttentionEntry() {
               {"causal", "false", "mask keys after the query position"},
               {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"},
               {"out_dtype", "bf16", "output dtype: bf16 or f32"},
-              {"groups", "1", "q heads per k/v head (grouped-query attention; divides bh)"}};
+              {"groups", "1", "q heads per k/v head (grouped-query attention; divides bh)"},
+              {"overlap", "false",
+               "overlap the MXU phases with the softmax (block_q of 256+; slower so far)"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -436,6 +555,8 @@ KernelEntry flashAttentionEntry() {
     fp.smScale = p.real("sm_scale");
     fp.outType = p.dtype("out_dtype", {BF16, F32});
     fp.groups = p.integer("groups", 1);
+    fp.overlap = p.flag("overlap");
+    fp.mxuSize = p.target().mxuSize;
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),

@@ -39,6 +39,12 @@ struct FlashAttentionParams {
   llo::DType outType = llo::DType::Bf16;
   int64_t vmemLimitBytes = 0;  // 0: the DSL default (16 MiB)
   int64_t groups = 1;          // q heads per K/V head (divides bh)
+  // Overlap the MXU phases with the softmax (OnlineSoftmax::updateChunked)
+  // where the blocks allow it; needs mxuSize (the target's mxu.size: p x V's
+  // K split must be the MXU's own chunks for the same output bits; 0 =
+  // unknown, no overlap).
+  bool overlap = false;
+  int64_t mxuSize = 0;
 };
 
 // Throws dsl::Error for an unsupported head_dim (64 or 128 ... any multiple of 8
@@ -76,9 +82,28 @@ struct OnlineSoftmax {
   // undefined data zeroed by the caller).
   // scoreOnce: apply `score` in one pass over the raw scores, stored back, instead
   // of wherever they are read (for costly masks; blocks of more than 1024 key
-  // columns only: narrower ones keep a slab's scores in registers).
+  // columns only: narrower ones keep a slab's scores in registers, and
+  // scoreOnce, the mark of a costly mask, unrolls their slab loop less).
   void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
               bool scoreOnce = false) const;
+  // update's register form with the MXU phases overlapped: the step's rows go
+  // in chunks of `chunk` rows (a multiple of 32), and one basic block
+  // holds the scores of chunk c + 1 (on the MXUs), the softmax of chunk c
+  // (the EUP) and p x V of chunk c - 1 (on the MXUs), so the scheduler runs
+  // them side by side. p x V is one dot per `kSplit` keys (the MXU size: one
+  // K chunk each, on different MXUs), their results added in k order, which
+  // is the MXU's own accumulation order, so the output bits equal update's.
+  // vRows(k0, w): rows [k0, k0 + w) of v.
+  // Needs cols <= 1024 and rows a multiple of chunk, at least two chunks.
+  // Slower than update so far (the list scheduler does not keep the EUP busy
+  // in so large a block: docs/performance.md, branch `flashov`): opt-in.
+  void updateChunked(const dsl::Ref& q, const dsl::Ref& k, const ScoreFn& score,
+                     const std::function<dsl::Array(int64_t k0, int64_t w)>& vRows, int64_t chunk,
+                     int64_t kSplit) const;
+  static bool chunkedFits(int64_t rows, int64_t cols, int64_t chunk) {
+    return cols <= 1024 && chunk % (8 * kPipelinedSlabs) == 0 && rows % chunk == 0 &&
+           rows / chunk >= 2;
+  }
   // out = acc / l, cast to the ref's dtype.
   void finish(const dsl::Ref& out) const;
 
@@ -101,7 +126,9 @@ struct OnlineSoftmax {
   std::pair<dsl::Array, dsl::Array> slabRest(const ScoreFn& score, dsl::Scalar r0, int64_t n,
                                              const dsl::Array& mNext) const;
   void slabL(dsl::Scalar r0, int64_t n, const dsl::Array& psum, const dsl::Array& alphaV) const;
-  void slabsInVregs(const ScoreFn& score) const;
+  // masked: `score` masks (its per-slab scalars limit the loop's unrolling).
+  void slabsInVregs(const ScoreFn& score, bool masked) const;
+  void chunkSoftmax(const ScoreFn& score, int64_t r0, int64_t rows) const;
 };
 
 // Plain C++ reference in double precision: the same layout, values as doubles.

@@ -53,6 +53,8 @@ struct FlashCase {
   int64_t bh, seqQ, seqK, d, bq, bk;
   bool causal;
   DType out;
+  bool overlap = false;  // FlashAttentionParams::overlap (with mxuSize 128)
+  int64_t groups = 1;
 };
 
 InterpretResult runFlash(const FlashCase& c, uint64_t seed = 3, bool shuffle = true) {
@@ -64,22 +66,26 @@ InterpretResult runFlash(const FlashCase& c, uint64_t seed = 3, bool shuffle = t
   p.blockK = c.bk;
   p.causal = c.causal;
   p.outType = c.out;
+  p.overlap = c.overlap;
+  p.mxuSize = 128;
+  p.groups = c.groups;
+  const int64_t kvh = c.bh / c.groups;
   auto q = randomBf16(size_t(c.bh * c.seqQ * c.d), seed);
-  auto k = randomBf16(size_t(c.bh * c.seqK * c.d), seed + 1);
-  auto v = randomBf16(size_t(c.bh * c.seqK * c.d), seed + 2);
+  auto k = randomBf16(size_t(kvh * c.seqK * c.d), seed + 1);
+  auto v = randomBf16(size_t(kvh * c.seqK * c.d), seed + 2);
   auto kernel = lib::flashAttentionCall(c.bh, c.seqQ, c.seqK, c.d, p)
-                    .trace(lib::flashAttentionInputs(c.bh, c.seqQ, c.seqK, c.d));
+                    .trace(lib::flashAttentionInputs(c.bh, c.seqQ, c.seqK, c.d, c.groups));
   InterpretOptions o;
   o.seed = seed;
   o.shuffleParallel = shuffle;
   auto res = interpret(*kernel,
                        {HostArray::fromFloats({c.bh, c.seqQ, c.d}, BF16, q),
-                        HostArray::fromFloats({c.bh, c.seqK, c.d}, BF16, k),
-                        HostArray::fromFloats({c.bh, c.seqK, c.d}, BF16, v)},
+                        HostArray::fromFloats({kvh, c.seqK, c.d}, BF16, k),
+                        HostArray::fromFloats({kvh, c.seqK, c.d}, BF16, v)},
                        o);
   REQUIRE(res.races.empty());
   auto want = lib::flashAttentionReference(asDoubles(q), asDoubles(k), asDoubles(v), c.bh, c.seqQ,
-                                           c.seqK, c.d, c.causal);
+                                           c.seqK, c.d, c.causal, 0, c.groups);
   double err = worstError(res.outputs[0], want);
   INFO("max abs error " << err);
   CHECK(err <= tolerance(c.out));
@@ -119,6 +125,25 @@ TEST_CASE("causal flash attention skips the copies of blocks above the diagonal"
   auto full = runFlash({1, 384, 384, 64, 128, 128, false, F32}, 3, /*shuffle=*/false);
   CHECK(full.blockCopiesIn == 3 + 9 + 9);
   CHECK(full.gridSteps == causal.gridSteps);
+}
+
+TEST_CASE("flash attention's overlapped MXU phases give the same output bits") {
+  // updateChunked: several kv blocks (the chunks' scores, softmax and split
+  // p x V interleaved in one block; the diagonal and ragged blocks keep
+  // update), causal and not, GQA, head_dim 64 (p x V parts narrower than a
+  // vreg), f32 and bf16 outputs. Any change in the order of the additions or a
+  // chunk reading another chunk's rows shows up in the bits.
+  const FlashCase cases[] = {
+      {1, 1024, 1024, 128, 512, 512, true, F32},  // a full block below the diagonal
+      {4, 512, 768, 64, 256, 256, false, BF16, false, 2},
+      {2, 384, 640, 128, 384, 256, false, F32, false, 2},  // 3 chunks, ragged last kv block
+  };
+  for (FlashCase c : cases) {
+    InterpretResult base = runFlash(c);
+    c.overlap = true;
+    InterpretResult over = runFlash(c);
+    CHECK(over.outputs[0].words == base.outputs[0].words);
+  }
 }
 
 TEST_CASE("flash attention parameter errors are clear") {
