@@ -74,7 +74,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // its push (sign-extend, s32 -> f32 -> bf16, all exact), so int8 weights
   // cross VMEM once and are never stored back as bf16.
   bool widenRhs = !s8 && views[2].ref->type.dtype == llo::DType::S8;
-  const bool packed = s8 && t_.int8Rate >= 2;
+  // K <= N fits one unpacked chunk: packing would only add its vpack ops.
+  const bool packed = s8 && t_.int8Rate >= 2 && K > t_.mxuSize;
   auto origin = [&](const llo::ViewRange& v) {
     std::vector<ScalarVal> idx;
     for (const llo::Value* i : v.indices) idx.push_back(scalar(i));
