@@ -308,8 +308,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   auto wpushOne = [&](const Item& it, int mxu, int64_t kc, int64_t p) {
     std::vector<MOperand> row;
     if (!transRhs) {
-      // Weight rows S*kc + 8p of column tile j; rows >= K stay zero (not
-      // loaded, or not pushed). Lanes past N only reach unstored columns.
+      // Weight rows D*kc + q*S + 8p of column tile j (part q); rows >= K stay
+      // zero (not loaded, or not pushed). Lanes past N only reach unstored columns.
       int64_t n0 = it.j * S;
       std::vector<MOperand> hi;
       for (int64_t q = 0; q < (packed ? 2 : 1); ++q) {
