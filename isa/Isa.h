@@ -182,6 +182,19 @@ constexpr const LatencyInfo& latencyInfo(LatencyClass c) {
 }
 constexpr const OpcodeInfo& opcodeInfo(Opcode op) { return kOpcodeTable[static_cast<int>(op)]; }
 
+// The MXU command classes (isa/README.md, "MXU"), every dtype.
+constexpr bool isMxuWeightPushT(Opcode op) {
+  return op == Opcode::MxuWPushTBf16 || op == Opcode::MxuWPushTS8 || op == Opcode::MxuWPushTS8x2;
+}
+constexpr bool isMxuWeightPush(Opcode op) {
+  return isMxuWeightPushT(op) || op == Opcode::MxuWPushBf16 || op == Opcode::MxuWPushS8 ||
+         op == Opcode::MxuWPushS8x2;
+}
+constexpr bool isMxuMatmul(Opcode op) {
+  return op == Opcode::MxuMmBf16 || op == Opcode::MxuMmaBf16 || op == Opcode::MxuMmS8 ||
+         op == Opcode::MxuMmaS8 || op == Opcode::MxuMmS8x2 || op == Opcode::MxuMmaS8x2;
+}
+
 // Bits an operand occupies in a slot field.
 constexpr int operandBits(OperandKind k) { return operandInfo(k).bits; }
 

@@ -4,8 +4,8 @@
 #
 #   scripts/bench_roofline.sh [--build-dir DIR] [--out DIR] [--quick] [ROW ...]
 #
-# ROW: tiny prefill decode decode-int8 v6e-matmul flash hbm tpuc-matmul (default:
-# all). --quick skips the slow parts (the 7B prefill and the 8192^3 HLO dot, each
+# ROW: tiny prefill decode decode-int8 decode-int8-aqt v6e-matmul flash hbm tpuc-matmul
+# (default: all). --quick skips the slow parts (the 7B prefill and the 8192^3 HLO dot, each
 # minutes of host time). Outputs (stats, profiles, programs) stay in --out
 # (default bench-roofline-out/). All rows run on v5e in timing mode unless named.
 #
@@ -14,6 +14,8 @@
 #   7B prefill         simulated time / (HLO FLOPs / MXU peak)
 #   7B decode (bf16)   simulated time / (weight bytes / HBM peak)
 #   7B decode int8     the same with the s8 weights and their scales; also against bf16's time
+#   7B decode int8 aqt the same weights, activations quantized per row in the HLO (s8 x s8 dots
+#                      on the MXU's packed int8 mode, tpu-tracegen --int8-activations)
 #   v6e matmul 4096^3  the library matmul (tpu-kernel, default blocks: tpuc's tiling model,
 #                      2048x1024x4096 on v6e): MXU utilization
 #   flash attention    head_dim 128, one head, blocks (512, 512): useful FLOPs (4 S^2 d,
@@ -33,12 +35,12 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     -*) echo "bench_roofline.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) rows+=("$1"); shift ;;
   esac
 done
-[[ ${#rows[@]} -gt 0 ]] || rows=(tiny prefill decode decode-int8 v6e-matmul flash hbm tpuc-matmul)
+[[ ${#rows[@]} -gt 0 ]] || rows=(tiny prefill decode decode-int8 decode-int8-aqt v6e-matmul flash hbm tpuc-matmul)
 for tool in tpuc tpusim tpu-kernel tpu-objdump tpusim-hbm-bench; do
   [[ -x "$build/bin/$tool" ]] || { echo "bench_roofline.sh: no $build/bin/$tool (build it)" >&2; exit 1; }
 done
@@ -109,6 +111,12 @@ for r in "${rows[@]}"; do
       read -r t f w mp hp < <(run_hlo "$src/traces/llama2_7b_layer_decode_2048_int8.hlo" decode_7b_int8 v5e)
       bf=$(cat "$out/decode_bf16_seconds" 2>/dev/null || echo 0)
       row "7B layer decode 2048 int8 vs its HBM bound" \
+        "$($py -c "t,w,hp,bf=$t,$w,$hp,$bf; b=w/hp; print('%.2fx (%.3f ms; bound %.3f ms%s)'%(t/b,t*1e3,b*1e3, '; bf16 %.3f ms'%(bf*1e3) if bf else ''))")" \
+        "<= 1.3x, faster than bf16" ;;
+    decode-int8-aqt)
+      read -r t f w mp hp < <(run_hlo "$src/traces/llama2_7b_layer_decode_2048_int8_aqt.hlo" decode_7b_int8_aqt v5e)
+      bf=$(cat "$out/decode_bf16_seconds" 2>/dev/null || echo 0)
+      row "7B layer decode 2048 int8, int8 activations (AQT) vs its HBM bound" \
         "$($py -c "t,w,hp,bf=$t,$w,$hp,$bf; b=w/hp; print('%.2fx (%.3f ms; bound %.3f ms%s)'%(t/b,t*1e3,b*1e3, '; bf16 %.3f ms'%(bf*1e3) if bf else ''))")" \
         "<= 1.3x, faster than bf16" ;;
     v6e-matmul)

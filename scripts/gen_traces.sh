@@ -33,6 +33,7 @@ traces=(
   "llama2_7b_layer_prefill_2048.hlo|--preset=llama2-7b --layers-only --n-layers=1 --seq=2048"
   "llama2_7b_layer_decode_2048.hlo|--preset=llama2-7b --layers-only --n-layers=1 --phase=decode --kv-len=2048"
   "llama2_7b_layer_decode_2048_int8.hlo|--preset=llama2-7b --layers-only --n-layers=1 --phase=decode --kv-len=2048 --dtype=int8"
+  "llama2_7b_layer_decode_2048_int8_aqt.hlo|--preset=llama2-7b --layers-only --n-layers=1 --phase=decode --kv-len=2048 --dtype=int8 --int8-activations"
   "llama2_7b_decode_2048.hlo|--preset=llama2-7b --phase=decode --kv-len=2048"
   "llama2_7b_decode_2048_int8.hlo|--preset=llama2-7b --phase=decode --kv-len=2048 --dtype=int8"
   "llama2_7b_prefill_2048.hlo|--preset=llama2-7b --seq=2048"

@@ -28,6 +28,7 @@ module mxu #(
     // LHS port: mm / mma of 8 rows into slot l_slot
     input  logic              l_valid,
     input  logic              l_bf16,    // 1: bf16 x bf16 -> f32, 0: int8 x int8 -> s32
+    input  logic              l_s8x2,    // with l_bf16 = 0: packed int8, two K elements per value
     input  logic              l_acc,     // 1: mma (add to the slot)
     input  logic [SW-1:0]     l_slot,
     input  logic [8*N*16-1:0] l_data,
@@ -100,7 +101,7 @@ module mxu #(
   end
 
   // ------------------------------------------------------------------- LHS port
-  logic l_bf16_q, l_acc_q;
+  logic l_bf16_q, l_s8x2_q, l_acc_q;
   logic [SW-1:0] l_slot_q;
   logic [8*N*16-1:0] l_buf;
 
@@ -114,6 +115,7 @@ module mxu #(
     if (l_fire) begin
       l_buf <= l_data;
       l_bf16_q <= l_bf16;
+      l_s8x2_q <= l_s8x2;
       l_acc_q <= l_acc;
       l_slot_q <= l_slot;
     end
@@ -124,6 +126,7 @@ module mxu #(
   wire [2:0] in_j = l_fire ? 3'd0 : l_j;
   wire [N*16-1:0] in_row = l_fire ? l_data[0+:N*16] : l_buf[in_j*N*16+:N*16];
   wire in_bf16 = l_fire ? l_bf16 : l_bf16_q;
+  wire in_s8x2 = l_fire ? l_s8x2 : l_s8x2_q;
   wire in_acc = l_fire ? l_acc : l_acc_q;
   wire [SW-1:0] in_slot = l_fire ? l_slot : l_slot_q;
 
@@ -132,7 +135,8 @@ module mxu #(
   logic [N*32-1:0] col_sums;
   mxu_array #(.N(N)) array (
       .clk, .rst,
-      .in_valid(in_valid), .in_latch(latch_fire), .in_bf16(in_bf16), .in_row(in_row),
+      .in_valid(in_valid), .in_latch(latch_fire), .in_bf16(in_bf16), .in_s8x2(in_s8x2),
+      .in_row(in_row),
       .we(we_now), .trans(trans_now), .widx(widx_now), .wrow(wrow_now),
       .out_valid(m_col_valid), .out_sum(col_sums));
 

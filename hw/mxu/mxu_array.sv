@@ -34,6 +34,7 @@ module mxu_array #(
     input  logic            in_valid,
     input  logic            in_latch,
     input  logic            in_bf16,
+    input  logic            in_s8x2,   // with in_bf16 = 0: packed int8 (two K elements per value)
     input  logic [N*16-1:0] in_row,
     // the staging write of this cycle: row widx (or column widx if transposed)
     input  logic            we,
@@ -47,10 +48,10 @@ module mxu_array #(
   import mxu_fp_pkg::*;
 
   // LHS skew: row k uses stages 0..k-1
-  logic        sk_v[N][N], sk_l[N][N], sk_b[N][N];
+  logic        sk_v[N][N], sk_l[N][N], sk_b[N][N], sk_p[N][N];
   logic [15:0] sk_a[N][N];
   // PE registers: the LHS value passed right, the partial sum passed down
-  logic        a_v[N][N], a_l[N][N], a_b[N][N];
+  logic        a_v[N][N], a_l[N][N], a_b[N][N], a_p[N][N];
   logic [15:0] a_d[N][N];
   logic [31:0] ps[N][N];
   logic [15:0] w_stage[N][N], w_pend[N][N], w_act[N][N];
@@ -60,7 +61,7 @@ module mxu_array #(
 
   always_ff @(posedge clk) begin : step
     /* verilator lint_off BLKSEQ */
-    logic        rv, rl, rb, iv, il, ib;
+    logic        rv, rl, rb, rp, iv, il, ib, ik;
     logic [15:0] ra, ia;
     logic [31:0] ip;
     logic [N*32-1:0] sums;
@@ -81,11 +82,13 @@ module mxu_array #(
         rv = in_valid;
         rl = in_latch;
         rb = in_bf16;
+        rp = in_s8x2;
         ra = in_row[15:0];
       end else begin
         rv = sk_v[k][k-1];
         rl = sk_l[k][k-1];
         rb = sk_b[k][k-1];
+        rp = sk_p[k][k-1];
         ra = sk_a[k][k-1];
       end
       // the PEs of row k, right to left (each reads its left neighbour's old
@@ -95,18 +98,21 @@ module mxu_array #(
           iv = rv;
           il = rl;
           ib = rb;
+          ik = rp;
           ia = ra;
         end else begin
           iv = a_v[k][n-1];
           il = a_l[k][n-1];
           ib = a_b[k][n-1];
+          ik = a_p[k][n-1];
           ia = a_d[k][n-1];
         end
         ip = (k == 0) ? 32'd0 : ps[k-1][n];
         if (iv) begin
           // PE(k, n): the arithmetic runs only for a valid row
-          ps[k][n] = pe_mac(ib, ip, ia, w_act[k][n]);
+          ps[k][n] = pe_mac(ib, ik, ip, ia, w_act[k][n]);
           a_b[k][n] = ib;
+          a_p[k][n] = ik;
           a_d[k][n] = ia;
         end
         a_v[k][n] = !rst && iv;
@@ -129,6 +135,7 @@ module mxu_array #(
       for (int d = k - 1; d >= 1; d--) begin
         if (sk_v[k][d-1]) begin
           sk_b[k][d] = sk_b[k][d-1];
+          sk_p[k][d] = sk_p[k][d-1];
           sk_a[k][d] = sk_a[k][d-1];
         end
         sk_v[k][d] = !rst && sk_v[k][d-1];
@@ -137,6 +144,7 @@ module mxu_array #(
       if (k > 0) begin
         if (in_valid) begin
           sk_b[k][0] = in_bf16;
+          sk_p[k][0] = in_s8x2;
           sk_a[k][0] = in_row[k*16+:16];
         end
         sk_v[k][0] = !rst && in_valid;

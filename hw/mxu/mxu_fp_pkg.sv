@@ -154,10 +154,15 @@ package mxu_fp_pkg;
   endfunction
 
   // What one PE adds to the partial sum coming down its column: a * w in the
-  // row's dtype (bf16 -> f32, or int8 -> s32 wrapping).
-  function automatic logic [31:0] pe_mac(input logic bf16, input logic [31:0] psum,
-                                         input logic [15:0] a, input logic [15:0] w);
-    return bf16 ? fadd_f32(psum, fmul_bf16(a, w)) : mac_s8(psum, a[7:0], w[7:0]);
+  // row's dtype (bf16 -> f32, or int8 -> s32 wrapping); packed int8 (s8x2)
+  // multiplies both byte pairs, low by low and high by high (K elements k and
+  // k + N of the tile), with two 8x8 multipliers and one more adder.
+  function automatic logic [31:0] pe_mac(input logic bf16, input logic s8x2,
+                                         input logic [31:0] psum, input logic [15:0] a,
+                                         input logic [15:0] w);
+    if (bf16) return fadd_f32(psum, fmul_bf16(a, w));
+    if (s8x2) return mac_s8(mac_s8(psum, a[7:0], w[7:0]), a[15:8], w[15:8]);
+    return mac_s8(psum, a[7:0], w[7:0]);
   endfunction
 
 endpackage

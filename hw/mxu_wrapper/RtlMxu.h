@@ -46,7 +46,10 @@ class RtlMxu final : public sim::MxuUnit {
   static_assert(SLOTS >= 2 && SLOTS <= isa::kMaxAccSlots, "RTL result-buffer size");
 
  public:
-  RtlMxu(int slots, bool functional) : slots_(slots), functional_(functional), rules_(N) {
+  // packedInt8: the preset's MXU has the packed int8 mode (the RTL always has
+  // it; the shared rules fault on it where the preset has not).
+  RtlMxu(int slots, bool functional, bool packedInt8 = false)
+      : slots_(slots), functional_(functional), rules_(N, packedInt8) {
     if (slots < 1 || slots > SLOTS)
       throw MxuPanic(
           fmt::format("RtlMxu: {} result slots, but the RTL model was built with {} (1..{}; "
@@ -97,7 +100,7 @@ class RtlMxu final : public sim::MxuUnit {
     return waitReady(kW | kL, [&] { presentWeight(kOpLatch, {}); });
   }
   uint64_t matmulReadyAt() override {
-    return waitReady(kL, [&] { presentLhs({}, true, false, 0); });
+    return waitReady(kL, [&] { presentLhs({}, MxuDtype::Bf16, false, 0); });
   }
   uint64_t popReadyAt(int slot) override {
     checkSlot(slot);
@@ -125,8 +128,7 @@ class RtlMxu final : public sim::MxuUnit {
   MxuStatus matmul(uint64_t cycle, VregIn lhs, MxuDtype dtype, int slot, bool accumulate) override {
     checkSlot(slot);
     if (std::string f = rules_.checkMatmul(dtype); !f.empty()) return {f};
-    issue(cycle, kL, accumulate ? "mma" : "mm",
-          [&] { presentLhs(lhs, dtype == MxuDtype::Bf16, accumulate, slot); });
+    issue(cycle, kL, accumulate ? "mma" : "mm", [&] { presentLhs(lhs, dtype, accumulate, slot); });
     mmSlot_ = slot;
     ++stats_.matmuls;
     stats_.rowsStreamed += 8;
@@ -195,9 +197,10 @@ class RtlMxu final : public sim::MxuUnit {
     top_->w_op = op;
     loadRows(top_->w_data, rows);
   }
-  void presentLhs(VregIn lhs, bool bf16, bool acc, int slot) {
+  void presentLhs(VregIn lhs, MxuDtype dtype, bool acc, int slot) {
     top_->l_valid = 1;
-    top_->l_bf16 = bf16;
+    top_->l_bf16 = dtype == MxuDtype::Bf16;
+    top_->l_s8x2 = dtype == MxuDtype::S8x2;
     top_->l_acc = acc;
     top_->l_slot = slot;
     loadRows(top_->l_data, lhs);

@@ -25,9 +25,10 @@ struct MxuConfig {
     v.field("acc_slots", acc_slots, "count", "result-buffer slots a0.. per MXU (8 x N f32 each)", 1,
             isa::kMaxAccSlots);
     v.field("int8_rate", int8_rate, "ratio",
-            "int8 ops per bf16 FLOP at peak (2 where int8 is marketed at twice the bf16 peak); "
-            "used for peak and roofline numbers",
-            1, 4);
+            "int8 ops per bf16 FLOP at peak (2 where int8 is marketed at twice the bf16 peak): "
+            "2 gives the MXU the packed int8 mode (mxu.*.s8x2, two int8 per 16-bit value along "
+            "K), 1 runs int8 at the bf16 rate only",
+            1, 2);
   }
 
   void check(ConfigProblems& p) const {

@@ -99,11 +99,9 @@ std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundle
       }
       // MXU rules.
       Opcode op = in.op;
-      bool wpush = op == Opcode::MxuWPushBf16 || op == Opcode::MxuWPushS8 ||
-                   op == Opcode::MxuWPushTBf16 || op == Opcode::MxuWPushTS8;
-      bool wpushT = op == Opcode::MxuWPushTBf16 || op == Opcode::MxuWPushTS8;
-      bool mm = op == Opcode::MxuMmBf16 || op == Opcode::MxuMmaBf16 || op == Opcode::MxuMmS8 ||
-                op == Opcode::MxuMmaS8;
+      bool wpush = isa::isMxuWeightPush(op);
+      bool wpushT = isa::isMxuWeightPushT(op);
+      bool mm = isa::isMxuMatmul(op);
       if (wpush || mm || op == Opcode::MxuLatch) {
         MxuTiming& m = unit(int(in.operands[0]));
         if (wpush) {

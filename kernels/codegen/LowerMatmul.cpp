@@ -18,6 +18,12 @@
 // the pops of a round come after the round's last chunk and before the next
 // round's first mm on that MXU (program order per MXU).
 //
+// Packed int8 (s8 x s8 on an MXU with mxu.int8_rate 2): a K chunk is 2N deep;
+// each weight row and LHS tile is `vpack.b8` of its two K parts, [0, N) in the
+// low byte and [N, 2N) in the high byte (isa/README.md, "MXU", packed int8),
+// and streams through the s8x2 ops: half the chunks, pushes and mms. The s32
+// sums are exact, so the result equals the unpacked one bit for bit.
+//
 // Resident matmuls (ints[6]: 1 keep, 2 keep and store) leave their results
 // in the MXU result slots across grid steps: the K blocks of a dot whose
 // items fit the slots (every item its own window of slots) accumulate there,
@@ -68,6 +74,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // its push (sign-extend, s32 -> f32 -> bf16, all exact), so int8 weights
   // cross VMEM once and are never stored back as bf16.
   bool widenRhs = !s8 && views[2].ref->type.dtype == llo::DType::S8;
+  // K <= N fits one unpacked chunk: packing would only add its vpack ops.
+  const bool packed = s8 && t_.int8Rate >= 2 && K > t_.mxuSize;
   auto origin = [&](const llo::ViewRange& v) {
     std::vector<ScalarVal> idx;
     for (const llo::Value* i : v.indices) idx.push_back(scalar(i));
@@ -127,14 +135,16 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   const int halves = S > llo::kLanes ? 2 : 1;
   const int64_t L = std::min<int64_t>(S, llo::kLanes);
   const int64_t P = (S + 7) / 8;  // weight pushes of a full tile
-  int64_t kRem = K % S;           // valid K of a partial last chunk (0 = none)
-  int64_t kChunks = (K + S - 1) / S, nTiles = (N + S - 1) / S, rowTiles = (M + 7) / 8;
+  // K depth of a chunk: 2N when packed, in two parts of N (q = 0: low bytes).
+  const int64_t D = packed ? 2 * S : S;
+  int64_t kRem = K % S;  // valid K of a partial last part (0 = none)
+  int64_t kChunks = (K + D - 1) / D, nTiles = (N + S - 1) / S, rowTiles = (M + 7) / 8;
   int64_t slots = t_.accSlots;
   auto tileOf = [&](int64_t start, int h) { return (start + h * llo::kLanes) / llo::kLanes; };
   auto laneOf = [&](int64_t start) { return start % llo::kLanes; };
-  // Valid K of chunk kc in half h (0 = the half is all padding).
-  auto validK = [&](int64_t kc, int h) {
-    int64_t v = (kRem && kc == kChunks - 1) ? kRem : S;
+  // Valid K of part q of chunk kc in half h (0 = the half is all padding).
+  auto validK = [&](int64_t kc, int h, int64_t q = 0) {
+    int64_t v = std::clamp<int64_t>(K - (D * kc + q * S), 0, S);
     return std::clamp<int64_t>(v - h * llo::kLanes, 0, L);
   };
   // Lanes >= kRem % L of the partial half of the last chunk's LHS (and of
@@ -208,10 +218,27 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     }
     emit(mi);
   };
-  Opcode wpush = transRhs ? (s8 ? Opcode::MxuWPushTS8 : Opcode::MxuWPushTBf16)
-                          : (s8 ? Opcode::MxuWPushS8 : Opcode::MxuWPushBf16);
-  Opcode mm = s8 ? Opcode::MxuMmS8 : Opcode::MxuMmBf16;
-  Opcode mma = s8 ? Opcode::MxuMmaS8 : Opcode::MxuMmaBf16;
+  // The packed operand of a row from its two K parts (hi empty: all padding).
+  auto pack = [&](std::vector<MOperand> lo, const std::vector<MOperand>& hi) {
+    for (size_t h = 0; h < lo.size(); ++h) {
+      MOperand b = h < hi.size() ? hi[h] : MOperand(), d = fn_.newReg(RegClass::Vector);
+      if (h >= hi.size()) {
+        b = fn_.newReg(RegClass::Vector);
+        emit(Opcode::VXor, {b, lo[h], lo[h]});
+      }
+      emit(Opcode::VPackB8, {d, lo[h], b});
+      lo[h] = d;
+    }
+    return lo;
+  };
+  Opcode wpush = transRhs ? (packed ? Opcode::MxuWPushTS8x2
+                             : s8   ? Opcode::MxuWPushTS8
+                                    : Opcode::MxuWPushTBf16)
+                          : (packed ? Opcode::MxuWPushS8x2
+                             : s8   ? Opcode::MxuWPushS8
+                                    : Opcode::MxuWPushBf16);
+  Opcode mm = packed ? Opcode::MxuMmS8x2 : s8 ? Opcode::MxuMmS8 : Opcode::MxuMmBf16;
+  Opcode mma = packed ? Opcode::MxuMmaS8x2 : s8 ? Opcode::MxuMmaS8 : Opcode::MxuMmaBf16;
   // Work items (group of row tiles, column tile), dealt round-robin to the
   // MXUs from the one after the previous matmul's last item (nextMxu_). An
   // item takes the next window of gTiles slots of its MXU's ring (nextSlot_),
@@ -281,23 +308,33 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   auto wpushOne = [&](const Item& it, int mxu, int64_t kc, int64_t p) {
     std::vector<MOperand> row;
     if (!transRhs) {
-      // Weight rows S*kc + 8p of column tile j; rows >= K stay zero (not
-      // loaded, or not pushed). Lanes past N only reach unstored columns.
-      int64_t rows = validK(kc, 0) + validK(kc, 1);
-      int64_t valid = std::min<int64_t>(8, rows - p * 8);
+      // Weight rows D*kc + q*S + 8p of column tile j (part q); rows >= K stay
+      // zero (not loaded, or not pushed). Lanes past N only reach unstored columns.
       int64_t n0 = it.j * S;
-      for (int h = 0; h < halves; ++h) {
-        int64_t cols = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
-        rowHalf(row, rhsP, rhs0, rhsRows, tileOf(n0, h), kc * S + p * 8, (1 << valid) - 1,
-                laneOf(n0), cols, false, widenRhs);
+      std::vector<MOperand> hi;
+      for (int64_t q = 0; q < (packed ? 2 : 1); ++q) {
+        int64_t rows = validK(kc, 0, q) + validK(kc, 1, q);
+        int64_t valid = std::min<int64_t>(8, rows - p * 8);
+        if (valid <= 0) continue;  // a high part past K: zero
+        for (int h = 0; h < halves; ++h) {
+          int64_t cols = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
+          rowHalf(q ? hi : row, rhsP, rhs0, rhsRows, tileOf(n0, h), kc * D + q * S + p * 8,
+                  (1 << valid) - 1, laneOf(n0), cols, false, widenRhs);
+        }
       }
+      if (packed) row = pack(row, hi);
     } else {
       // rhs is (N, K): rows n = S*j + 8p, lanes = k of chunk kc.
       int64_t valid = std::min<int64_t>(8, validN(it.j) - p * 8);
-      int64_t k0 = kc * S;
-      for (int h = 0; h < halves; ++h)
-        rowHalf(row, rhsP, rhs0, rhsRows, tileOf(k0, h), it.j * S + p * 8, (1 << valid) - 1,
-                laneOf(k0), validK(kc, h), true, widenRhs);
+      std::vector<MOperand> hi;
+      for (int64_t q = 0; q < (packed ? 2 : 1); ++q) {
+        int64_t k0 = kc * D + q * S;
+        if (validK(kc, 0, q) == 0) continue;  // a high part past K: zero
+        for (int h = 0; h < halves; ++h)
+          rowHalf(q ? hi : row, rhsP, rhs0, rhsRows, tileOf(k0, h), it.j * S + p * 8,
+                  (1 << valid) - 1, laneOf(k0), validK(kc, h, q), true, widenRhs);
+      }
+      if (packed) row = pack(row, hi);
     }
     emitRow(wpush, {I(mxu), MOperand()}, 1, row);
   };
@@ -316,10 +353,15 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     std::vector<MOperand>& row = halves == 2 ? recentLhs[{rt, kc}] : own;
     if (row.empty()) {
       int64_t valid = std::min<int64_t>(8, M - rt * 8);
-      int64_t k0 = kc * S;
-      for (int h = 0; h < halves; ++h)
-        rowHalf(row, lhsP, lhs0, lhsRows, tileOf(k0, h), rt * 8, (1 << valid) - 1, laneOf(k0),
-                validK(kc, h), true);
+      std::vector<MOperand> lo, hi;
+      for (int64_t q = 0; q < (packed ? 2 : 1); ++q) {
+        int64_t k0 = kc * D + q * S;
+        if (validK(kc, 0, q) == 0) continue;  // a high part past K: zero
+        for (int h = 0; h < halves; ++h)
+          rowHalf(q ? hi : lo, lhsP, lhs0, lhsRows, tileOf(k0, h), rt * 8, (1 << valid) - 1,
+                  laneOf(k0), validK(kc, h, q), true);
+      }
+      row = packed ? pack(lo, hi) : lo;
     }
     emitRow(kc == 0 && !chain ? mm : mma, {I(mxu), MOperand(), I(it.slot0 + i)}, 1, row);
   };

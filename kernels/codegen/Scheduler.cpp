@@ -26,15 +26,9 @@ struct Edge {
   int distance;
 };
 
-bool isWPush(Opcode op) {
-  return op == Opcode::MxuWPushBf16 || op == Opcode::MxuWPushTBf16 || op == Opcode::MxuWPushS8 ||
-         op == Opcode::MxuWPushTS8;
-}
-bool isWPushT(Opcode op) { return op == Opcode::MxuWPushTBf16 || op == Opcode::MxuWPushTS8; }
-bool isMm(Opcode op) {
-  return op == Opcode::MxuMmBf16 || op == Opcode::MxuMmaBf16 || op == Opcode::MxuMmS8 ||
-         op == Opcode::MxuMmaS8;
-}
+bool isWPush(Opcode op) { return isa::isMxuWeightPush(op); }
+bool isWPushT(Opcode op) { return isa::isMxuWeightPushT(op); }
+bool isMm(Opcode op) { return isa::isMxuMatmul(op); }
 bool isBranch(Opcode op) {
   return op == Opcode::Jmp || op == Opcode::BrNz || op == Opcode::BrZ || op == Opcode::Loop;
 }

@@ -90,6 +90,7 @@ TargetInfo TargetInfo::fromChip(const target::ChipConfig& chip) {
   t.mxuCount = int(chip.mxu.count);
   t.mxuSize = int(chip.mxu.size);
   t.accSlots = int(chip.mxu.acc_slots);
+  t.int8Rate = int(chip.mxu.int8_rate);
   t.transcendentalInterval = int(chip.vpu.transcendental_interval);
   t.xluCount = int(chip.xlu.count);
   t.xluPermuteInterval = int(chip.xlu.permute_interval);

@@ -33,6 +33,7 @@ struct TargetInfo {
   int vmemBanks = 16;
   // mxu.*
   int mxuCount = 4, mxuSize = 128, accSlots = 16;
+  int int8Rate = 1;  // 2: the MXU's packed int8 mode (s8x2) exists
   // vpu.* / xlu.*
   int transcendentalInterval = 4;
   int xluCount = 1, xluPermuteInterval = 8, xluReduceInterval = 8;

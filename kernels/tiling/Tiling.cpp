@@ -14,6 +14,7 @@ TilingTarget TilingTarget::from(const kernels::codegen::TargetInfo& t) {
   out.mxuSize = t.mxuSize;
   out.mxuCount = t.mxuCount;
   out.accSlots = t.accSlots;
+  out.int8Rate = t.int8Rate;
   out.hbmBytesPerCycle = t.hbmBytesPerCycle;
   out.hbmInterleaveBytes = t.hbmInterleaveBytes;
   return out;
@@ -212,7 +213,9 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   const double inf = std::numeric_limits<double>::infinity();
   const int64_t mxu = std::max<int64_t>(target.mxuSize, 8);
   const int64_t drain = 7 + 2 * mxu, fill = 8 * cdiv(mxu, 8);
-  const int64_t pushes = cdiv(bm, 8) * cdiv(bn, mxu) * cdiv(bk, mxu);
+  // K depth of one weight tile: 2N for s8 x s8 in the packed int8 mode.
+  const int64_t depth = target.int8Rate >= 2 && lhsInBytes == 1 && rhsInBytes == 1 ? 2 * mxu : mxu;
+  const int64_t pushes = cdiv(bm, 8) * cdiv(bn, mxu) * cdiv(bk, depth);
   if (pushes > kMaxDotPushesPerStep) return inf;
   const int64_t mBlocks = cdiv(m, bm), nBlocks = cdiv(n, bn), kBlocks = cdiv(k, bk);
   // Double-buffered operand and output blocks, the accumulator (when K is
@@ -242,7 +245,7 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // round-robin to the MXUs, each through every K chunk: the busiest MXU takes
   // ceil(items / MXUs) of them (8 items on 4 MXUs: 2 each; 29: 8 on one).
   const int64_t mxus = std::max<int64_t>(target.mxuCount, 1);
-  const int64_t colTiles = cdiv(bn, mxu), chunks = cdiv(bk, mxu);
+  const int64_t colTiles = cdiv(bn, mxu), chunks = cdiv(bk, depth);
   double itemCycles = 0;
   int64_t items = 0;
   for (int64_t g = 0; g < rowTiles; g += slots) {

@@ -26,6 +26,11 @@ MxuDtype dtypeOf(Opcode op) {
     case Opcode::MxuMmS8:
     case Opcode::MxuMmaS8:
       return MxuDtype::S8;
+    case Opcode::MxuWPushS8x2:
+    case Opcode::MxuWPushTS8x2:
+    case Opcode::MxuMmS8x2:
+    case Opcode::MxuMmaS8x2:
+      return MxuDtype::S8x2;
     default:
       return MxuDtype::Bf16;
   }
@@ -383,8 +388,11 @@ void TensorCore::executeMxu(const DecodedOp& op, int64_t t) {
     case Opcode::MxuWPushBf16:
     case Opcode::MxuWPushS8:
     case Opcode::MxuWPushTBf16:
-    case Opcode::MxuWPushTS8: {
-      bool transposed = op.op == Opcode::MxuWPushTBf16 || op.op == Opcode::MxuWPushTS8;
+    case Opcode::MxuWPushTS8:
+    case Opcode::MxuWPushS8x2:
+    case Opcode::MxuWPushTS8x2: {
+      bool transposed = op.op == Opcode::MxuWPushTBf16 || op.op == Opcode::MxuWPushTS8 ||
+                        op.op == Opcode::MxuWPushTS8x2;
       st = mxu.weightPush(uint64_t(t), in, transposed, dtypeOf(op.op));
       stats_.mxuWeightBusy[m] += isa::kSublanes;
       what = "wpush";
@@ -397,15 +405,23 @@ void TensorCore::executeMxu(const DecodedOp& op, int64_t t) {
     case Opcode::MxuMmBf16:
     case Opcode::MxuMmaBf16:
     case Opcode::MxuMmS8:
-    case Opcode::MxuMmaS8: {
-      bool acc = op.op == Opcode::MxuMmaBf16 || op.op == Opcode::MxuMmaS8;
-      st = mxu.matmul(uint64_t(t), in, dtypeOf(op.op), int(op.unit2), acc);
-      int64_t macs = int64_t(isa::kSublanes) * mxu.size() * mxu.size();
+    case Opcode::MxuMmaS8:
+    case Opcode::MxuMmS8x2:
+    case Opcode::MxuMmaS8x2: {
+      bool acc =
+          op.op == Opcode::MxuMmaBf16 || op.op == Opcode::MxuMmaS8 || op.op == Opcode::MxuMmaS8x2;
+      const MxuDtype dtype = dtypeOf(op.op);
+      st = mxu.matmul(uint64_t(t), in, dtype, int(op.unit2), acc);
+      // mxuMacs counts the array's MAC slots (mxu_utilization, at most 100%);
+      // a packed int8 row is 2N deep, so the op's FLOPs count both MACs of
+      // each slot (its ops against the preset's int8 peak, int8_rate x bf16).
+      const int64_t macs = int64_t(isa::kSublanes) * mxu.size() * mxu.size();
+      const double ops = 2.0 * double(macs) * (dtype == MxuDtype::S8x2 ? 2.0 : 1.0);
       stats_.mxuLhsBusy[m] += isa::kSublanes;
       stats_.mxuMacs[m] += macs;
       OpStats& os = stats_.ops[currentOp()];
-      os.flops += 2.0 * double(macs);
-      os.mxuFlops += 2.0 * double(macs);
+      os.flops += ops;
+      os.mxuFlops += ops;
       what = "mm";
       break;
     }

@@ -246,10 +246,12 @@ bool TensorCore::opBlock(const DecodedOp& op, int64_t c, Block* block) {
       switch (op.op) {
         case Opcode::MxuWPushBf16:
         case Opcode::MxuWPushS8:
+        case Opcode::MxuWPushS8x2:
           at = m.weightPushReadyAt(false);
           break;
         case Opcode::MxuWPushTBf16:
         case Opcode::MxuWPushTS8:
+        case Opcode::MxuWPushTS8x2:
           at = m.weightPushReadyAt(true);
           break;
         case Opcode::MxuLatch:

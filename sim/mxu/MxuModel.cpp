@@ -16,11 +16,11 @@ constexpr int kRows = isa::kSublanes;  // LHS rows per mm, result rows per slot
 
 }  // namespace
 
-MxuModel::MxuModel(int n, int slots, bool functional)
+MxuModel::MxuModel(int n, int slots, bool functional, bool packedInt8)
     : n_(n),
       slots_(slots),
       functional_(functional),
-      rules_(n),
+      rules_(n, packedInt8),
       lastIssue_(0),
       lastPush_(kNever),
       lastLatch_(kNever),
@@ -38,10 +38,15 @@ MxuModel::MxuModel(int n, int slots, bool functional)
     active_.assign(size_t(n) * n, 0);
     activeF32_.assign(size_t(n) * n, 0.0f);
     activeS32_.assign(size_t(n) * n, 0);
+    if (packedInt8) activeHiS32_.assign(size_t(n) * n, 0);
     rowF32_.resize(n);
     outF32_.resize(n);
     rowS32_.resize(n);
     outS32_.resize(n);
+    if (packedInt8) {
+      rowHiS32_.resize(n);
+      outHiS32_.resize(n);
+    }
   }
 }
 
@@ -128,6 +133,7 @@ void MxuModel::prepareActive() {
   for (size_t i = 0; i < active_.size(); ++i) {
     activeF32_[i] = bf16BitsToF32(active_[i]);
     activeS32_[i] = int8_t(uint8_t(active_[i]));
+    if (!activeHiS32_.empty()) activeHiS32_[i] = int8_t(uint8_t(active_[i] >> 8));
   }
 }
 
@@ -156,6 +162,13 @@ MxuStatus MxuModel::matmul(uint64_t cycle, VregIn lhs, MxuDtype dtype, int slot,
       } else {
         for (int k = 0; k < n_; ++k) rowS32_[k] = int8_t(uint8_t(lane(lhs, j, k)));
         mxuRowS32(rowS32_.data(), activeS32_.data(), outS32_.data(), n_);
+        if (dtype == MxuDtype::S8x2) {
+          // The high bytes: K elements N..2N-1 of the tile (s32 sums wrap, so
+          // the order of the two halves does not matter).
+          for (int k = 0; k < n_; ++k) rowHiS32_[k] = int8_t(uint8_t(lane(lhs, j, k) >> 8));
+          mxuRowS32(rowHiS32_.data(), activeHiS32_.data(), outHiS32_.data(), n_);
+          for (int c = 0; c < n_; ++c) outS32_[c] += outHiS32_[c];
+        }
         for (int c = 0; c < n_; ++c) out[c] = accumulate ? out[c] + outS32_[c] : outS32_[c];
       }
     }

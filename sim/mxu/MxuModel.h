@@ -13,7 +13,8 @@ namespace tpusim::sim {
 
 class MxuModel final : public MxuUnit {
  public:
-  MxuModel(int n, int slots, bool functional);
+  // packedInt8: the packed int8 mode (s8x2) exists (mxu.int8_rate 2).
+  MxuModel(int n, int slots, bool functional, bool packedInt8 = false);
 
   int size() const override { return n_; }
   int slots() const override { return slots_; }
@@ -67,9 +68,11 @@ class MxuModel final : public MxuUnit {
 
   std::vector<uint16_t> staging_, active_;  // raw 16-bit weights, [k][n]
   std::vector<float> activeF32_;            // active weights as f32 (bf16 view)
-  std::vector<int32_t> activeS32_;          // active weights as s32 (int8 view)
+  std::vector<int32_t> activeS32_;          // active weights as s32 (int8 view, low byte)
+  std::vector<int32_t> activeHiS32_;        // the high byte as s32 (packed int8 view)
   std::vector<float> rowF32_, outF32_;
-  std::vector<int32_t> rowS32_;
+  std::vector<int32_t> rowS32_, rowHiS32_;
+  std::vector<uint32_t> outHiS32_;
   std::vector<uint32_t> outS32_;
 };
 

@@ -46,7 +46,7 @@ std::unique_ptr<MxuUnit> makeMxu(const target::MxuConfig& config, MxuModelKind k
                                  bool functional, std::string* error) {
   const int n = int(config.size);
   if (kind == MxuModelKind::Model)
-    return std::make_unique<MxuModel>(n, int(config.acc_slots), functional);
+    return std::make_unique<MxuModel>(n, int(config.acc_slots), functional, config.int8_rate >= 2);
   auto it = rtlFactories().find(n);
   if (it != rtlFactories().end()) {
     if (config.acc_slots <= it->second.slots) return it->second.factory(config, functional);

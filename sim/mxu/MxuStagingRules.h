@@ -12,7 +12,8 @@ namespace tpusim::sim {
 
 class MxuStagingRules {
  public:
-  explicit MxuStagingRules(int n) : n_(n) {}
+  // packedInt8: the MXU has the packed int8 mode (mxu.int8_rate 2).
+  MxuStagingRules(int n, bool packedInt8) : n_(n), packedInt8_(packedInt8) {}
 
   static int pushesPerTile(int n) { return (n + 7) / 8; }
 
@@ -31,7 +32,10 @@ class MxuStagingRules {
   std::optional<MxuDtype> activeDtype() const { return active_; }
 
  private:
+  std::string checkPacked(MxuDtype dtype, const char* what) const;
+
   int n_;
+  bool packedInt8_;
   int pushes_ = 0;
   std::optional<MxuDtype> staging_;
   std::optional<MxuDtype> active_;

@@ -36,7 +36,10 @@ struct MxuConfig;
 
 namespace tpusim::sim {
 
-enum class MxuDtype : uint8_t { Bf16, S8 };
+// S8x2: packed int8, each 16-bit value holds K elements k (low byte) and k + N
+// (high byte) of a 2N-deep K tile: twice the MACs per mm, at the s8 timing
+// (isa/README.md, "MXU", packed int8).
+enum class MxuDtype : uint8_t { Bf16, S8, S8x2 };
 const char* mxuDtypeName(MxuDtype d);
 
 // Which implementation stands behind MxuUnit: the fast C++ model or the RTL.

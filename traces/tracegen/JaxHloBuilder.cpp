@@ -76,6 +76,10 @@ std::string primitiveOf(HloOpcode op) {
       return "div";
     case HloOpcode::Maximum:
       return "max";
+    case HloOpcode::Abs:
+      return "abs";
+    case HloOpcode::RoundNearestEven:
+      return "round";
     case HloOpcode::Exp:
       return "exp";
     case HloOpcode::Rsqrt:

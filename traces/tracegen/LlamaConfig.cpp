@@ -26,6 +26,8 @@ std::string weightTypeName(WeightType w) {
 
 std::vector<std::string> validate(const LlamaConfig& c) {
   std::vector<std::string> errors;
+  if (c.int8Activations && c.weights != WeightType::Int8)
+    errors.push_back("--int8-activations needs --dtype=int8 (s8 weights with column scales)");
   // Dimensions only become shapes in text, but a shape beyond 2^24 per
   // dimension is certainly a typo, and keeps every product inside int64.
   constexpr int64_t kMax = int64_t{1} << 24;
@@ -53,6 +55,8 @@ std::vector<std::string> validate(const LlamaConfig& c) {
     if (c.weights == WeightType::Int8)
       errors.push_back(
           "--phase=train trains bf16 (mixed precision) or f32 weights, not --dtype=int8");
+    if (c.int8Activations)
+      errors.push_back("--int8-activations applies to inference (prefill, decode) only");
     if (c.layersOnly) errors.push_back("--phase=train needs the whole model (no --layers-only)");
     if (c.nKvHeads != c.nHeads)
       errors.push_back(fmt::format(

@@ -43,6 +43,11 @@ struct LlamaConfig {
   // hidden state after the last layer (no embedding, final norm or vocabulary
   // projection; vocab is unused).
   bool layersOnly = false;
+  // Int8 only (AQT-style, as the v5e inference workload runs): each
+  // projection's input is quantized per row to s8 (scale = max |x| / 127),
+  // the dot is s8 x s8 -> s32, and the result is rescaled by the row's and
+  // the column's scale; otherwise the s8 weights are dequantized to bf16.
+  bool int8Activations = false;
   double normEps = 1e-5;
   double ropeTheta = 10000.0;
   // Train only: optax.adamw's hyper-parameters (b1, b2, eps are optax's defaults).

@@ -216,17 +216,17 @@ class LlamaGraph {
     return b_.binary(HloOpcode::Multiply, narrowed, b_.broadcast(weight, dims, {last}));
   }
 
-  // x[..., K] @ W[K, N]; an int8 W is converted and scaled per column first.
+  // x[..., K] @ W[K, N]; an int8 W is dequantized per column first (or x quantized: below).
   I project(I x, const Weight& w, PrimitiveType resultType) {
     I matrix = w.w;
-    if (w.scale) {
+    if (w.scale && !c_.int8Activations) {
       const Dims dims = w.w->shape().dims;
       I widened = b_.convert(w.w, act_);
       matrix = b_.binary(HloOpcode::Multiply, widened, b_.broadcast(w.scale, dims, {1}));
     }
-    DotDimensionNumbers dn;
-    dn.lhsContracting = {x->shape().rank() - 1};
-    dn.rhsContracting = {0};
+    if (w.scale && c_.int8Activations) return quantizedProject(x, w, resultType);
+    const int64_t last = x->shape().rank() - 1;
+    DotDimensionNumbers dn{{}, {last}, {}, {0}};
     return b_.dot(x, matrix, dn, resultType);
   }
 
@@ -330,6 +330,33 @@ class LlamaGraph {
   // The row-parallel projections' partial sums, summed over the tp devices
   // (defined last: the traces record the source lines of the code above).
   I allReduce(I partial) { return c_.tp > 1 ? b_.psum(partial, c_.tp) : partial; }
+
+  // x @ W with int8 activations, AQT-style (defined last, as allReduce): each
+  // row of x scaled by 127 / max |x| and rounded to s8 (|x| 127 / max |x| <=
+  // 127 rounds into range: no clamp), the dot in s32, the result times the
+  // row's scale (max |x| / 127) and the column's. An all-zero row gets
+  // max |x| = 1e-30: its values quantize to 0 either way.
+  I quantizedProject(I x, const Weight& w, PrimitiveType resultType) {
+    const int64_t last = x->shape().rank() - 1;
+    const Dims dims = x->shape().dims;
+    const Dims rowDims(dims.begin(), dims.end() - 1);
+    std::vector<int64_t> keep;
+    for (int64_t d = 0; d < last; ++d) keep.push_back(d);
+    I xf = b_.convert(x, F32);
+    I amax = b_.reduce(b_.unary(HloOpcode::Abs, xf), {last}, JaxHloBuilder::Reducer::Max);
+    amax = b_.binary(HloOpcode::Maximum, amax, b_.splat(F32, 1e-30, rowDims));
+    I inv = b_.binary(HloOpcode::Divide, b_.splat(F32, 127.0, rowDims), amax);
+    I scaled = b_.binary(HloOpcode::Multiply, xf, b_.broadcast(inv, dims, keep));
+    I q = b_.convert(b_.unary(HloOpcode::RoundNearestEven, scaled), PrimitiveType::S8);
+    DotDimensionNumbers dn{{}, {last}, {}, {0}};
+    I acc = b_.convert(b_.dot(q, w.w, dn, S32), F32);
+    const Dims outDims = acc->shape().dims;
+    I rowScale = b_.binary(HloOpcode::Divide, amax, b_.splat(F32, 127.0, rowDims));
+    I out = b_.binary(HloOpcode::Multiply, acc, b_.broadcast(rowScale, outDims, keep));
+    I colScale = b_.convert(w.scale, F32);
+    out = b_.binary(HloOpcode::Multiply, out, b_.broadcast(colScale, outDims, {last}));
+    return b_.convert(out, resultType);
+  }
 
   const LlamaConfig& c_;
   JaxHloBuilder b_;

@@ -91,6 +91,12 @@ static cl::opt<bool> LayersOnly("layers-only",
                                 cl::desc("Only the decoder layers: hidden state in and out, no "
                                          "embedding, final norm or vocabulary projection"),
                                 cl::cat(Cat));
+static cl::opt<bool> Int8Activations(
+    "int8-activations",
+    cl::desc("With --dtype=int8: quantize each projection's input per row to s8 (AQT-style, "
+             "scale = max |x| / 127) and run s8 x s8 -> s32 dots rescaled by the row and column "
+             "scales, instead of dequantizing the weights"),
+    cl::cat(Cat));
 static cl::opt<double> NormEps("norm-eps", cl::desc("RMSNorm epsilon"), cl::cat(Cat));
 static cl::opt<double> RopeTheta("rope-theta", cl::desc("Rotary embedding base"), cl::cat(Cat));
 static cl::opt<std::string> Output("o", cl::desc("Output file (default: stdout)"),
@@ -150,6 +156,7 @@ int main(int argc, char** argv) {
   applyOption(c.weightDecay, WeightDecay);
   c.embedding = EmbeddingOpt;
   c.layersOnly = LayersOnly;
+  c.int8Activations = Int8Activations;
   applyOption(c.normEps, NormEps);
   applyOption(c.ropeTheta, RopeTheta);
   applyOption(c.tp, Tp);

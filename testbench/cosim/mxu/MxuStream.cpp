@@ -84,8 +84,16 @@ MxuStream randomMxuStream(int n, uint64_t seed, const StreamShape& shape) {
     }
     return index;
   };
-  auto other = [](MxuDtype d) { return d == MxuDtype::Bf16 ? MxuDtype::S8 : MxuDtype::Bf16; };
-  auto randomDtype = [&] { return rng() % 2 ? MxuDtype::Bf16 : MxuDtype::S8; };
+  // A dtype that faults against d: another one, or s8x2 where the MXU has no packed mode.
+  auto other = [&](MxuDtype d) {
+    if (!shape.packedInt8 && rng() % 2) return MxuDtype::S8x2;
+    const MxuDtype all[3] = {MxuDtype::Bf16, MxuDtype::S8, MxuDtype::S8x2};
+    const int kinds = shape.packedInt8 ? 3 : 2;
+    return all[(int(d) + 1 + int(rng() % uint64_t(kinds - 1))) % kinds];
+  };
+  auto randomDtype = [&] {
+    return MxuDtype(rng() % (shape.packedInt8 ? 3 : 2));  // Bf16, S8[, S8x2]
+  };
 
   int pushes = 0;
   // dtype of the staging / active weights (none before the first wpush / latch)

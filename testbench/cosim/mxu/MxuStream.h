@@ -37,6 +37,7 @@ struct StreamShape {
   int slots = 16;
   bool specialValues = false;  // bf16 subnormals, infinities, NaN, huge/tiny exponents
   bool faults = false;         // occasionally a staging overflow or dtype mismatch
+  bool packedInt8 = true;      // s8x2 commands are legal (mxu.int8_rate 2); else only as faults
 };
 
 MxuStream randomMxuStream(int n, uint64_t seed, const StreamShape& shape);

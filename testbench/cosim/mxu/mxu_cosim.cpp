@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
     shape.slots = int(config.acc_slots);
     shape.specialValues = seed % 3 == 0;  // a third of the streams: subnormals, inf, NaN
     shape.faults = seed % 5 == 0;
+    // Most streams on an MXU with the packed int8 mode (v5e's), every seventh without.
+    shape.packedInt8 = seed % 7 != 0;
+    config.int8_rate = shape.packedInt8 ? 2 : 1;
     cosim::MxuStream stream = cosim::randomMxuStream(optSize, seed, shape);
     auto model = sim::makeMxu(config, sim::MxuModelKind::Model, true, &error);
     auto rtl = sim::makeMxu(config, sim::MxuModelKind::Rtl, true, &error);

@@ -48,6 +48,7 @@ std::vector<Projection> projections() {
       {"codegen.mxuCount", {"mxu.count"}, [](I i, D) { return i.mxuCount; }},
       {"codegen.mxuSize", {"mxu.size"}, [](I i, D) { return i.mxuSize; }},
       {"codegen.accSlots", {"mxu.acc_slots"}, [](I i, D) { return i.accSlots; }},
+      {"codegen.int8Rate", {"mxu.int8_rate"}, [](I i, D) { return i.int8Rate; }},
       {"codegen.transcendentalInterval",
        {"vpu.transcendental_interval"},
        [](I i, D) { return i.transcendentalInterval; }},

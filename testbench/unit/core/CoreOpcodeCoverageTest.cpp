@@ -17,6 +17,7 @@ namespace {
 
 std::string operandText(const isa::OpcodeInfo& info, OperandKind kind, int bundle) {
   bool s8 = info.mnemonic.find("s8") != std::string_view::npos;
+  bool s8x2 = info.mnemonic.find("s8x2") != std::string_view::npos;
   switch (kind) {
     case OperandKind::SDst:
     case OperandKind::SRw:
@@ -34,7 +35,7 @@ std::string operandText(const isa::OpcodeInfo& info, OperandKind kind, int bundl
     case OperandKind::Flag:
       return "f1";
     case OperandKind::Mxu:
-      return s8 ? "mxu1" : "mxu0";  // keep bf16 and int8 weights apart
+      return s8x2 ? "mxu2" : s8 ? "mxu1" : "mxu0";  // keep the weight dtypes apart
     case OperandKind::Acc:
       return "a0";
     case OperandKind::Queue:

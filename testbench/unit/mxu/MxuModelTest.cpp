@@ -212,6 +212,60 @@ TEST_CASE("MXU numerics equal the spec's formula: bf16 and int8, mm and mma, tra
       }
 }
 
+TEST_CASE("MXU packed int8 (s8x2): a 2N-deep K tile, low bytes K 0..N-1, high bytes N..2N-1") {
+  std::mt19937_64 rng(17);
+  for (int n : {4, 8, 16, 128, 256})
+    for (bool transposed : {false, true}) {
+      INFO("N = " << n << " transposed " << transposed);
+      MxuModel m(n, 16, true, true);
+      // W is 2N x N, A is 8 x 2N, both int8; packed: value (k, c) holds k and k + N.
+      Matrix w = randomMatrix(rng, 2 * n, n, MxuDtype::S8);
+      Matrix a1 = randomMatrix(rng, 8, 2 * n, MxuDtype::S8);
+      Matrix a2 = randomMatrix(rng, 8, 2 * n, MxuDtype::S8);
+      Matrix wp(size_t(n) * n), ap1(size_t(8) * n), ap2(size_t(8) * n);
+      for (int k = 0; k < n; ++k)
+        for (int c = 0; c < n; ++c)
+          wp[size_t(k) * n + c] = uint16_t(w[size_t(k) * n + c] | w[size_t(k + n) * n + c] << 8);
+      for (int j = 0; j < 8; ++j)
+        for (int k = 0; k < n; ++k) {
+          ap1[size_t(j) * n + k] =
+              uint16_t(a1[size_t(j) * 2 * n + k] | a1[size_t(j) * 2 * n + k + n] << 8);
+          ap2[size_t(j) * n + k] =
+              uint16_t(a2[size_t(j) * 2 * n + k] | a2[size_t(j) * 2 * n + k + n] << 8);
+        }
+      loadWeights(m, wp, MxuDtype::S8x2, transposed, rng);
+      auto v1 = toVregs(ap1, n, 0, rng), v2 = toVregs(ap2, n, 0, rng);
+      mm(m, v1, MxuDtype::S8x2, 3, false);
+      const uint64_t ready = mm(m, v2, MxuDtype::S8x2, 3, true);
+      // a1 x W + a2 x W, the plain int8 dot over all 2N values of K
+      std::vector<uint32_t> want(size_t(8) * n, 0);
+      for (const Matrix* a : {&a1, &a2})
+        for (int j = 0; j < 8; ++j)
+          for (int c = 0; c < n; ++c)
+            for (int k = 0; k < 2 * n; ++k)
+              want[size_t(j) * n + c] += uint32_t(int8_t(uint8_t((*a)[size_t(j) * 2 * n + k])) *
+                                                  int8_t(uint8_t(w[size_t(k) * n + c])));
+      REQUIRE(popSlot(m, 3, n, ready) == want);
+      REQUIRE(m.stats().matmuls == 2);  // at the s8 timing: one mm per 8 rows
+    }
+}
+
+TEST_CASE("MXU packed int8 is a fault on an MXU without it (mxu.int8_rate 1)") {
+  MxuModel m(16, 16, false);  // packedInt8 = false
+  VregIn none;
+  MxuStatus st = m.weightPush(0, none, false, MxuDtype::S8x2);
+  REQUIRE(st.fault.find("no packed int8 mode") != std::string::npos);
+  st = m.matmul(0, none, MxuDtype::S8x2, 0, false);
+  REQUIRE(st.fault.find("mm.s8x2") != std::string::npos);
+  REQUIRE(m.stats().pushes == 0);
+  REQUIRE(m.stats().matmuls == 0);
+  MxuModel p(16, 16, false, true);
+  REQUIRE(p.weightPush(0, none, false, MxuDtype::S8x2).ok());
+  REQUIRE(p.latch(p.latchReadyAt()).ok());
+  st = p.matmul(p.matmulReadyAt(), none, MxuDtype::S8, 0, false);
+  REQUIRE(st.fault.find("mm.s8 against active s8x2 weights") != std::string::npos);
+}
+
 TEST_CASE("MXU weights loaded behind running mms do not disturb them; latch clears staging") {
   const int n = 16;
   std::mt19937_64 rng(5);
@@ -285,7 +339,7 @@ TEST_CASE("MXU timing-only mode gives the same cycles as functional mode") {
       cosim::StreamShape shape;
       shape.faults = true;
       cosim::MxuStream s = cosim::randomMxuStream(n, seed, shape);
-      MxuModel f(n, 16, true), t(n, 16, false);
+      MxuModel f(n, 16, true, true), t(n, 16, false, true);
       cosim::MxuRunRecord a = cosim::runMxuStream(f, s), b = cosim::runMxuStream(t, s);
       REQUIRE(a.issueCycle == b.issueCycle);
       REQUIRE(a.readyAt == b.readyAt);
