@@ -4,10 +4,11 @@
 // device, and interpret mode meets the kernels' references.
 #include <catch2/catch.hpp>
 
+#include "SimRun.h"
 #include "kernels/dsl/HostArrayIo.h"
+#include "kernels/lib/Collectives.h"
 #include "kernels/lib/Registry.h"
 #include "sim/system/System.h"
-#include "SimRun.h"
 
 using namespace tpusim;
 using namespace tpusim::kernels;
@@ -71,19 +72,46 @@ int64_t checkOnSystem(const std::string& kernel, std::map<std::string, std::stri
 
 TEST_CASE("ring_all_reduce on 2, 4 and 8 chips equals interpret mode bit for bit") {
   CHECK(checkOnSystem("ring_all_reduce", {{"devices", "2"}, {"rows", "32"}}, "1x2") > 0);
-  CHECK(checkOnSystem("ring_all_reduce", {{"devices", "4"}, {"rows", "64"}, {"cols", "384"}},
+  // Rings in device-id order (multi-hop steps) and of one-hop steps, one way and both ways.
+  CHECK(
+      checkOnSystem("ring_all_reduce",
+                    {{"devices", "4"}, {"rows", "64"}, {"cols", "384"}, {"bidirectional", "false"}},
+                    "2x2") > 0);
+  CHECK(checkOnSystem("ring_all_reduce", {{"devices", "4"}, {"rows", "64"}, {"topology", "2x2"}},
                       "2x2") > 0);
   CHECK(checkOnSystem("ring_all_reduce", {{"devices", "8"}, {"rows", "128"}}, "2x4") > 0);
+  int64_t oneWay = checkOnSystem("ring_all_reduce",
+                                 {{"devices", "8"},
+                                  {"rows", "256"},
+                                  {"cols", "512"},
+                                  {"topology", "2x4"},
+                                  {"bidirectional", "false"}},
+                                 "2x4");
+  int64_t bothWays = checkOnSystem(
+      "ring_all_reduce", {{"devices", "8"}, {"rows", "256"}, {"cols", "512"}, {"topology", "2x4"}},
+      "2x4");
+  CHECK(bothWays < oneWay);
 }
 
 TEST_CASE("all_gather_matmul on 2, 4 and 8 chips equals interpret mode bit for bit") {
   CHECK(checkOnSystem("all_gather_matmul", {{"devices", "2"}}, "1x2") > 0);
   CHECK(checkOnSystem("all_gather_matmul", {{"devices", "4"}, {"m", "64"}, {"k", "384"}}, "2x2") >
         0);
-  CHECK(checkOnSystem("all_gather_matmul", {{"devices", "8"}, {"n", "128"}}, "2x4") > 0);
+  CHECK(checkOnSystem("all_gather_matmul", {{"devices", "8"}, {"n", "128"}, {"topology", "2x4"}},
+                      "2x4") > 0);
   // The serial schedule computes the same and takes longer.
-  int64_t overlapped = checkOnSystem("all_gather_matmul", {{"devices", "4"}}, "2x2");
-  int64_t serial =
-      checkOnSystem("all_gather_matmul", {{"devices", "4"}, {"overlap", "false"}}, "2x2");
+  int64_t overlapped =
+      checkOnSystem("all_gather_matmul", {{"devices", "4"}, {"topology", "2x2"}}, "2x2");
+  int64_t serial = checkOnSystem(
+      "all_gather_matmul", {{"devices", "4"}, {"topology", "2x2"}, {"schedule", "serial"}}, "2x2");
   CHECK(overlapped < serial);
+}
+
+TEST_CASE("ring orders of one-hop steps") {
+  CHECK(lib::ringOrder(8, "2x4") == std::vector<int>{0, 1, 2, 3, 7, 6, 5, 4});
+  CHECK(lib::ringOrder(4, "2x2") == std::vector<int>{0, 1, 3, 2});
+  CHECK(lib::ringOrder(6, "3x2") == std::vector<int>{0, 2, 4, 5, 3, 1});
+  CHECK(lib::ringOrder(4, "1x4") == std::vector<int>{0, 1, 2, 3});
+  CHECK(lib::ringOrder(9, "3x3") == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8});  // none exists
+  CHECK_THROWS_WITH(lib::ringOrder(8, "2x2"), Catch::Contains("has 4 chips, the kernel 8"));
 }
