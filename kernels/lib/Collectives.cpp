@@ -246,6 +246,7 @@ std::vector<int> orderParam(const Params& p, int n) {
 KernelEntry ringAllReduceEntry() {
   KernelEntry e;
   e.name = "ring_all_reduce";
+  e.spmd = true;
   e.description =
       "SPMD: out = sum over devices of x (f32), a ring reduce-scatter then all-gather over ICI";
   e.params = {
@@ -278,6 +279,7 @@ KernelEntry ringAllReduceEntry() {
 KernelEntry allGatherMatmulEntry() {
   KernelEntry e;
   e.name = "all_gather_matmul";
+  e.spmd = true;
   e.description =
       "SPMD collective matmul: out = all_gather(x) @ y (bf16 -> f32), the next shard's remote "
       "copy overlapping the current shard's matmul";

@@ -117,6 +117,9 @@ struct KernelEntry {
   std::string description;  // one line
   std::vector<ParamSpec> params;
   std::function<LibraryKernel(const Params&)> build;
+  // Runs on several chips at once (remote copies): not a single-device custom
+  // call, so the reference evaluator does not offer it.
+  bool spmd = false;
 };
 
 // Every registered kernel, in registration order.
