@@ -115,3 +115,42 @@ TEST_CASE("ring orders of one-hop steps") {
   CHECK(lib::ringOrder(9, "3x3") == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8});  // none exists
   CHECK_THROWS_WITH(lib::ringOrder(8, "2x2"), Catch::Contains("has 4 chips, the kernel 8"));
 }
+
+TEST_CASE("a DSL kernel whose wait no chip satisfies is the simulator's deadlock fault too") {
+  // Device 0 waits for a signal device 1 never sends: interpret mode and the
+  // machine both report it (naming the device / chip and the semaphore / flag).
+  dsl::CallConfig c;
+  c.name = "stuck";
+  c.out_shapes = {{{8, 128}, llo::DType::F32, "out"}};
+  c.grid = {1};
+  auto whole = dsl::BlockSpec({8, 128}, [](const dsl::GridIndex&) {
+    return std::vector<dsl::Scalar>{0, 0};
+  });
+  c.in_specs = {whole};
+  c.out_specs = {whole};
+  c.scratch = {dsl::SemaphoreType::REGULAR({1})};
+  auto k = dsl::pallas_call(
+               [](dsl::Ref x, dsl::Ref o, dsl::Ref sem) {
+                 dsl::when(dsl::device_id() == 0, [&] { dsl::semaphore_wait(sem.at(0)); });
+                 o.store(x.load());
+               },
+               c)
+               .trace({{{8, 128}, llo::DType::F32, "x"}});
+  std::mt19937_64 rng(3);
+  std::vector<std::vector<dsl::HostArray>> in(2);
+  for (auto& d : in) d.push_back(dsl::randomArray({8, 128}, llo::DType::F32, rng));
+  CHECK_THROWS_WITH(dsl::interpretDevices(*k, in),
+                    Catch::Contains("device 0: waits for semaphore scratch0[0]") &&
+                        Catch::Contains("device 1: finished"));
+  codegen::TargetInfo target = testing::kernelTarget("v5e");
+  codegen::CompiledKernel compiled = codegen::compileKernel(*k, target);
+  target::ChipConfig cfg = target::loadChip(testing::kernelChipsDir() + "/v5e.json");
+  sim::SimOptions o;
+  o.functional = true;
+  o.dmaFactory = sim::makeChipDma;
+  sim::SystemSimulation s(cfg, compiled.program, o, sim::ici::Torus::parse("1x2", cfg.ici));
+  for (int d = 0; d < 2; ++d) s.setInput("x", dsl::toNpy(in[size_t(d)][0]), "x", d);
+  sim::SystemResult r = s.run();
+  REQUIRE(r.fault);
+  CHECK_THAT(r.fault->report(), Catch::Contains("deadlock"));
+}
