@@ -150,7 +150,7 @@ void registerLibraryCallsForEvaluation() {
   static std::once_flag once;
   std::call_once(once, [] {
     for (const kernels::lib::KernelEntry& e : kernels::lib::registeredKernels())
-      hlo::eval::registerCustomCall("tpu." + e.name, runLibraryCall);
+      if (!e.spmd) hlo::eval::registerCustomCall("tpu." + e.name, runLibraryCall);
   });
 }
 

@@ -94,14 +94,13 @@ static ScalarVal windowAddress(Lowerer& L, const RefPlace& p, const std::vector<
   return a;
 }
 
-void Lowerer::lowerDma(const llo::Op& op) {
-  auto views = llo::opViews(op);
-  const RefPlace& src = place(views[0].ref);
-  const RefPlace& dst = place(views[1].ref);
-  const RefPlace& sem = place(views[2].ref);
+// The sync flag of a semaphore view (its index must be a constant: flags are
+// named in the instruction).
+int Lowerer::semaphoreFlag(const llo::Op& op, const llo::ViewRange& v) {
+  const RefPlace& sem = place(v.ref);
   ScalarVal semIdx{true, 0, {}};
-  for (size_t d = 0; d < views[2].indices.size(); ++d)
-    semIdx = add(mulImm(semIdx, sem.type.shape[d]), scalar(views[2].indices[d]));
+  for (size_t d = 0; d < v.indices.size(); ++d)
+    semIdx = add(mulImm(semIdx, sem.type.shape[d]), scalar(v.indices[d]));
   if (!semIdx.isConst) {
     std::string text = llo::printOp(op);
     throw CodegenError(
@@ -109,7 +108,15 @@ void Lowerer::lowerDma(const llo::Op& op) {
                     "a compile-time constant (sync flags are named in the instruction)",
                     op.loc.file, op.loc.line, text.substr(0, text.find('\n'))));
   }
-  int flag = sem.flagBase + int(semIdx.c);
+  return sem.flagBase + int(semIdx.c);
+}
+
+void Lowerer::lowerDma(const llo::Op& op) {
+  auto views = llo::opViews(op);
+  const RefPlace& src = place(views[0].ref);
+  const RefPlace& dst = place(views[1].ref);
+  const bool remote = op.kind == llo::OpKind::RemoteDmaStart;
+  int flag = semaphoreFlag(op, views[2]);
   CopyPlan plan;
   try {
     plan = planCopy(src.type, dst.type, op.ints);
@@ -125,7 +132,20 @@ void Lowerer::lowerDma(const llo::Op& op) {
   for (const llo::Value* v : views[1].indices) di.push_back(scalar(v));
   ScalarVal srcAddr = windowAddress(*this, src, si), dstAddr = windowAddress(*this, dst, di);
   const AddressSpan srcSpan = hbmSpan(src), dstSpan = hbmSpan(dst);
+  // A remote copy: dma.remote to the device in a register; the receive flag
+  // is the same flag number on the target, which runs the same program.
+  MOperand device;
+  int recvFlag = -1;
+  if (remote) {
+    device = reg(scalar(llo::remoteDevice(op)));
+    recvFlag = semaphoreFlag(op, views[3]);
+  }
   for (size_t i = 0; i < plan.descriptors.size(); ++i) {
+    if (remote && plan.descriptors[i].widening())
+      throw CodegenError(fmt::format(
+          "{}:{}: error: a remote copy cannot use the widening DMA (bf16 / int8 between HBM and "
+          "VMEM); copy within one memory space",
+          op.loc.file, op.loc.line));
     int64_t word =
         descriptorTemplate(plan.descriptors[i],
                            fmt::format("DMA descriptor (line {})", op.loc.line), srcSpan, dstSpan);
@@ -133,8 +153,22 @@ void Lowerer::lowerDma(const llo::Op& op) {
     MemAccess mem{MemAccess::Space::Smem, -2, true, -1, 0};
     storeDescriptorAddress(base, 1, addImm(srcAddr, plan.srcOffset[i]), srcSpan, mem);
     storeDescriptorAddress(base, 3, addImm(dstAddr, plan.dstOffset[i]), dstSpan, mem);
-    emit(Opcode::Dma, {base, I(flag), I(int64_t(i % t_.dmaQueues))});
+    MOperand queue = I(int64_t(i % t_.dmaQueues));
+    if (remote)
+      emit(Opcode::DmaRemote, {base, device, I(flag), I(recvFlag), queue});
+    else
+      emit(Opcode::Dma, {base, I(flag), queue});
   }
+}
+
+void Lowerer::lowerSemaphore(const llo::Op& op) {
+  auto views = llo::opViews(op);
+  int flag = semaphoreFlag(op, views[0]);
+  int64_t amount = op.ints[0];
+  if (op.kind == llo::OpKind::SemWait) return emit(Opcode::SyncWait, {I(flag), I(amount)});
+  if (const llo::Value* d = llo::remoteDevice(op))
+    return emit(Opcode::SyncRemote, {reg(scalar(d)), I(flag), I(amount)});
+  emit(Opcode::SyncSignal, {I(flag), I(amount)});
 }
 
 }  // namespace tpusim::kernels::codegen

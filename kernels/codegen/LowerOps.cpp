@@ -739,7 +739,17 @@ void Lowerer::lowerOp(const llo::Op& op) {
       return lowerMatmul(op);
     case OpKind::DmaStart:
     case OpKind::DmaWait:
+    case OpKind::RemoteDmaStart:
       return lowerDma(op);
+    case OpKind::SemSignal:
+    case OpKind::SemWait:
+      return lowerSemaphore(op);
+    case OpKind::DeviceId:
+    case OpKind::NumDevices: {
+      MOperand d = fn_.newReg(RegClass::Scalar);
+      emit(op.kind == OpKind::DeviceId ? Opcode::ChipId : Opcode::ChipCount, {d});
+      return bindScalar(op.result(), ScalarVal::inReg(d, true));
+    }
     case OpKind::For:
       return lowerFor(op);
     case OpKind::If:

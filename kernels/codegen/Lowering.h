@@ -121,7 +121,9 @@ class Lowerer {
 
   // --- parts in their own files
   void lowerMatmul(const llo::Op& op);
-  void lowerDma(const llo::Op& op);
+  void lowerDma(const llo::Op& op);  // also RemoteDmaStart
+  void lowerSemaphore(const llo::Op& op);
+  int semaphoreFlag(const llo::Op& op, const llo::ViewRange& sem);
   // A DMA descriptor template in SMEM (static fields); returns its word address.
   // Descriptor addresses are 64-bit and scalar registers 32-bit: the run-time
   // address computation gives the low word (storeDescriptorAddress), and the

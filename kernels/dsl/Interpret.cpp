@@ -6,6 +6,7 @@
 #include <random>
 
 #include "isa/support/Numerics.h"
+#include "kernels/dsl/GridRunner.h"
 
 namespace tpusim::kernels::dsl {
 
@@ -75,7 +76,7 @@ struct Pipelined {
   int64_t ownerStep = 0;  // the grid step whose output block the buffer holds
 };
 
-class GridRun {
+class GridRun : public GridRunner {
  public:
   // The elements of a strided view in its own row-major order, from its buffer.
   static std::vector<uint32_t> gatherView(const std::vector<uint32_t>& buffer,
@@ -153,10 +154,22 @@ class GridRun {
     }
     for (size_t i = 0; i < k.outMaps.size(); ++i)
       addMapped(k.outMaps[i], k.outputs[i], hbmOut_[i].get(), true);
-    for (const llo::Type& t : k.scratch) scratch_.push_back(Buffer::make("scratch", t));
+    for (size_t i = 0; i < k.scratch.size(); ++i)
+      scratch_.push_back(Buffer::make(fmt::format("scratch{}", i), k.scratch[i]));
   }
 
-  InterpretResult run() {
+  void setDeviceLink(llo::DeviceLink* link) override { interp_.setDeviceLink(link); }
+
+  std::vector<Buffer*> buffers() override {
+    std::vector<Buffer*> all;
+    for (auto* list : {&hbmIn_, &hbmOut_, &prefetch_, &scratch_, &smemWhole_})
+      for (auto& b : *list) all.push_back(b.get());
+    for (auto& p : mapped_)
+      if (p.vmem) all.push_back(p.vmem.get());
+    return all;
+  }
+
+  InterpretResult run() override {
     InterpretResult res;
     std::vector<std::vector<int64_t>> order = gridOrder();
     for (size_t step = 0; step < order.size(); ++step) {
@@ -342,6 +355,12 @@ InterpretResult interpret(const llo::Kernel& kernel, const std::vector<HostArray
                           const InterpretOptions& options) {
   GridRun run(kernel, inputs, options);
   return run.run();
+}
+
+std::unique_ptr<GridRunner> makeGridRunner(const llo::Kernel& kernel,
+                                           const std::vector<HostArray>& inputs,
+                                           const InterpretOptions& options) {
+  return std::make_unique<GridRun>(kernel, inputs, options);
 }
 
 }  // namespace tpusim::kernels::dsl

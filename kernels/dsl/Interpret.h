@@ -49,4 +49,17 @@ struct InterpretResult {
 InterpretResult interpret(const llo::Kernel& kernel, const std::vector<HostArray>& inputs,
                           const InterpretOptions& options = {});
 
+// An SPMD kernel on inputs.size() devices (inputs[d]: device d's inputs), each
+// its own grid run with its own buffers, interleaved deterministically: device
+// 0 runs until it waits for a semaphore that does not hold enough yet, then the
+// next device (in id order, round the ring) that can run does, and so on.
+// Remote copies complete at once into the target device's buffer and count on
+// both semaphores. When every device left waits for a semaphore no device can
+// signal any more, the run stops with an llo::InterpretError naming each waiting
+// device, semaphore, value held, value wanted and DSL line. Returns one result
+// per device.
+std::vector<InterpretResult> interpretDevices(const llo::Kernel& kernel,
+                                              const std::vector<std::vector<HostArray>>& inputs,
+                                              const InterpretOptions& options = {});
+
 }  // namespace tpusim::kernels::dsl

@@ -76,6 +76,17 @@ inline ScratchSpec SMEM(std::vector<int64_t> shape, DType dtype = S32) {
   return {std::move(shape), dtype, MemSpace::Smem};
 }
 inline ScratchSpec Semaphores(int64_t n) { return {{n}, S32, MemSpace::Semaphore}; }
+// Pallas pltpu.SemaphoreType: DMA semaphores count copies (send / receive of
+// remote copies, async copies), REGULAR ones semaphore_signal / _wait, BARRIER
+// one semaphore for a barrier between devices. All are sync flags on the
+// machine, zero when the kernel starts; the kinds say what a kernel means.
+struct SemaphoreType {
+  static ScratchSpec DMA(std::vector<int64_t> shape = {1}) {
+    return {std::move(shape), S32, MemSpace::Semaphore};
+  }
+  static ScratchSpec REGULAR(std::vector<int64_t> shape = {1}) { return DMA(std::move(shape)); }
+  static ScratchSpec BARRIER() { return DMA({1}); }
+};
 
 struct CompilerParams {
   std::vector<DimSemantics> dimension_semantics;  // empty: all arbitrary

@@ -205,34 +205,142 @@ AsyncCopy make_async_copy(Window src, Window dst, Ref sem) {
   return AsyncCopy(std::move(src), std::move(dst), std::move(sem));
 }
 
+namespace {
+
+// Appends a window's ref and indices to `ops` and its sizes (1 for a fixed
+// leading index) to `sizes`.
+void appendWindow(const Window& w, std::vector<llo::Value*>& ops, std::vector<int64_t>& sizes,
+                  const Loc& loc) {
+  if (int(w.slices.size()) != w.ref.rank())
+    fail(loc, fmt::format("a window of {} needs {} slices, {} given", w.ref.value()->type.str(),
+                          w.ref.rank(), w.slices.size()));
+  ops.push_back(w.ref.value());
+  for (const Scalar& s : w.ref.leadIndices()) {
+    ops.push_back(s.value());
+    sizes.push_back(1);
+  }
+  for (const Slice& s : w.slices) {
+    ops.push_back(s.start.value());
+    sizes.push_back(s.size);
+  }
+}
+
+void appendSemaphore(const Ref& sem, std::vector<llo::Value*>& ops, const Loc& loc,
+                     const char* what) {
+  if (!sem.value() || sem.space() != MemSpace::Semaphore || sem.rank() != 0)
+    fail(loc,
+         fmt::format("{} needs one semaphore (a semaphore ref indexed down to one element)", what));
+  ops.push_back(sem.value());
+  for (const Scalar& s : sem.leadIndices()) ops.push_back(s.value());
+}
+
+// The copy's views and sizes; the windows must have one shape.
+std::vector<int64_t> appendCopy(const Window& src, const Window& dst, std::vector<llo::Value*>& ops,
+                                const Loc& loc, const char* what) {
+  std::vector<int64_t> sizes, dstSizes;
+  appendWindow(src, ops, sizes, loc);
+  appendWindow(dst, ops, dstSizes, loc);
+  if (sizes != dstSizes)
+    fail(loc, fmt::format("{} of a {} window into a {} window", what, llo::shapeStr(sizes),
+                          llo::shapeStr(dstSizes)));
+  return sizes;
+}
+
+}  // namespace
+
 void AsyncCopy::emit(OpKind kind, const Loc& loc) const {
   locate(loc);
-  auto fullView = [&](const Window& w, std::vector<llo::Value*>& ops, std::vector<int64_t>* sizes) {
-    if (int(w.slices.size()) != w.ref.rank())
-      fail(loc, fmt::format("a window of {} needs {} slices, {} given", w.ref.value()->type.str(),
-                            w.ref.rank(), w.slices.size()));
-    ops.push_back(w.ref.value());
-    for (const Scalar& s : w.ref.leadIndices()) {
-      ops.push_back(s.value());
-      if (sizes) sizes->push_back(1);
-    }
-    for (const Slice& s : w.slices) {
-      ops.push_back(s.start.value());
-      if (sizes) sizes->push_back(s.size);
-    }
-  };
   std::vector<llo::Value*> ops;
-  std::vector<int64_t> sizes, dstSizes;
-  fullView(src_, ops, &sizes);
-  fullView(dst_, ops, &dstSizes);
-  if (sizes != dstSizes)
-    fail(loc, fmt::format("async copy of a {} window into a {} window", llo::shapeStr(sizes),
-                          llo::shapeStr(dstSizes)));
-  if (sem_.space() != MemSpace::Semaphore || sem_.rank() != 0)
-    fail(loc, "an async copy needs one semaphore (a semaphore ref indexed down to one element)");
-  ops.push_back(sem_.value());
-  for (const Scalar& s : sem_.leadIndices()) ops.push_back(s.value());
+  std::vector<int64_t> sizes = appendCopy(src_, dst_, ops, loc, "async copy");
+  appendSemaphore(sem_, ops, loc, "an async copy");
   builder().create(kind, ops, {}, sizes);
+}
+
+RemoteCopy::RemoteCopy(Window src, Window dst, Ref send_sem, Ref recv_sem, Scalar device_id,
+                       Loc loc)
+    : src_(std::move(src)),
+      dst_(std::move(dst)),
+      send_(std::move(send_sem)),
+      recv_(std::move(recv_sem)),
+      device_(device_id) {
+  auto space = [&](const Ref& r, const char* side) {
+    if (r.space() != MemSpace::Hbm && r.space() != MemSpace::Vmem)
+      fail(loc, fmt::format("a remote copy's {} must be in HBM or VMEM, not {}", side,
+                            r.value()->type.str()));
+  };
+  space(src_.ref, "source");
+  space(dst_.ref, "destination");
+  // The ICI DMA moves bytes as they are: HBM holds bf16 / int8 densely, VMEM
+  // one element per word, so such a copy would need the widening DMA.
+  if (src_.ref.space() != dst_.ref.space() && isa::dtypeBytes(src_.ref.dtype()) < 4)
+    fail(loc, fmt::format("a remote copy of {} between HBM and VMEM would need the widening DMA, "
+                          "which remote copies do not have: copy within one memory space",
+                          isa::dtypeName(src_.ref.dtype())));
+  if (src_.ref.dtype() != dst_.ref.dtype())
+    fail(loc, "a remote copy's source and destination dtypes differ");
+}
+
+void RemoteCopy::start(Loc loc) const {
+  locate(loc);
+  std::vector<llo::Value*> ops{device_.value()};
+  std::vector<int64_t> sizes = appendCopy(src_, dst_, ops, loc, "remote copy");
+  appendSemaphore(send_, ops, loc, "a remote copy's send side");
+  appendSemaphore(recv_, ops, loc, "a remote copy's receive side");
+  builder().create(OpKind::RemoteDmaStart, ops, {}, sizes);
+}
+
+// A wait on either semaphore is the local copy's wait: the code generator
+// waits for as many completions as the copy has descriptors on both ends.
+void RemoteCopy::wait(const Ref& sem, const Loc& loc) const {
+  locate(loc);
+  std::vector<llo::Value*> ops;
+  std::vector<int64_t> sizes = appendCopy(src_, dst_, ops, loc, "remote copy");
+  appendSemaphore(sem, ops, loc, "a remote copy's wait");
+  builder().create(OpKind::DmaWait, ops, {}, sizes);
+}
+
+void RemoteCopy::wait_send(Loc loc) const { wait(send_, loc); }
+void RemoteCopy::wait_recv(Loc loc) const { wait(recv_, loc); }
+
+RemoteCopy make_async_remote_copy(Window src, Window dst, Ref send_sem, Ref recv_sem,
+                                  Scalar device_id, Loc loc) {
+  return RemoteCopy(std::move(src), std::move(dst), std::move(send_sem), std::move(recv_sem),
+                    device_id, loc);
+}
+RemoteCopy make_async_remote_copy(const Ref& src, const Ref& dst, Ref send_sem, Ref recv_sem,
+                                  Scalar device_id, Loc loc) {
+  return RemoteCopy(src.window(), dst.window(), std::move(send_sem), std::move(recv_sem), device_id,
+                    loc);
+}
+
+namespace {
+void signalOp(const Ref& sem, int64_t inc, const Scalar* device, const Loc& loc) {
+  locate(loc);
+  if (inc < 0 || inc > 0xFFFF)
+    fail(loc, fmt::format("semaphore_signal by {}: the amount is a constant in 0 .. 65535 (the "
+                          "machine's sync.signal / sync.remote immediate)",
+                          inc));
+  std::vector<llo::Value*> ops;
+  if (device) ops.push_back(device->value());
+  appendSemaphore(sem, ops, loc, "semaphore_signal");
+  builder().create(OpKind::SemSignal, ops, {}, {inc, device ? 1 : 0});
+}
+}  // namespace
+
+void semaphore_signal(const Ref& sem, int64_t inc, Loc loc) { signalOp(sem, inc, nullptr, loc); }
+void semaphore_signal(const Ref& sem, int64_t inc, Scalar device_id, Loc loc) {
+  signalOp(sem, inc, &device_id, loc);
+}
+
+void semaphore_wait(const Ref& sem, int64_t value, Loc loc) {
+  locate(loc);
+  if (value < 0 || value > 0xFFFF)
+    fail(loc, fmt::format("semaphore_wait for {}: the value is a constant in 0 .. 65535 (the "
+                          "machine's sync.wait immediate)",
+                          value));
+  std::vector<llo::Value*> ops;
+  appendSemaphore(sem, ops, loc, "semaphore_wait");
+  builder().create(OpKind::SemWait, ops, {}, {value});
 }
 
 void AsyncCopy::start(Loc loc) const { emit(OpKind::DmaStart, loc); }

@@ -79,6 +79,51 @@ class AsyncCopy {
 };
 AsyncCopy make_async_copy(Window src, Window dst, Ref sem);
 
+// A copy from this device's `src` window to the `dst` window of the same ref on
+// device `device_id` (Pallas pltpu.make_async_remote_copy): HBM or VMEM on
+// either side, no dtype conversion (bf16 / int8 only between refs of one space).
+// start() issues it; when its last byte has left, `send_sem` here counts it
+// (wait_send(): the source may be reused); when it has arrived, `recv_sem` on
+// the target counts it (the target's wait_recv()). Every device runs the same
+// kernel, so the target waits with the same copy's wait_recv(). Semaphores are
+// indexed down to one element (sem.at(i)); the device may not be this one.
+class RemoteCopy {
+ public:
+  RemoteCopy(Window src, Window dst, Ref send_sem, Ref recv_sem, Scalar device_id, Loc loc);
+  void start(Loc loc = Loc::here()) const;
+  void wait_send(Loc loc = Loc::here()) const;
+  void wait_recv(Loc loc = Loc::here()) const;
+
+ private:
+  void wait(const Ref& sem, const Loc& loc) const;
+  Window src_, dst_;
+  Ref send_, recv_;
+  Scalar device_;
+};
+RemoteCopy make_async_remote_copy(Window src, Window dst, Ref send_sem, Ref recv_sem,
+                                  Scalar device_id, Loc loc = Loc::here());
+// The same on whole refs.
+RemoteCopy make_async_remote_copy(const Ref& src, const Ref& dst, Ref send_sem, Ref recv_sem,
+                                  Scalar device_id, Loc loc = Loc::here());
+// The brief name of it: remote_copy(src, dst, send_sem, recv_sem, device_id).
+inline RemoteCopy remote_copy(Window src, Window dst, Ref send_sem, Ref recv_sem, Scalar device_id,
+                              Loc loc = Loc::here()) {
+  return make_async_remote_copy(std::move(src), std::move(dst), std::move(send_sem),
+                                std::move(recv_sem), device_id, loc);
+}
+inline RemoteCopy remote_copy(const Ref& src, const Ref& dst, Ref send_sem, Ref recv_sem,
+                              Scalar device_id, Loc loc = Loc::here()) {
+  return make_async_remote_copy(src, dst, std::move(send_sem), std::move(recv_sem), device_id, loc);
+}
+
+// Semaphores (pltpu.semaphore_signal / semaphore_wait): add `inc` (a constant,
+// 0 .. 65535) to `sem` here, or to the same semaphore on another device; wait
+// until `sem` holds at least `value`, then subtract it. A barrier: signal each
+// peer's barrier semaphore once, then wait for as many signals.
+void semaphore_signal(const Ref& sem, int64_t inc = 1, Loc loc = Loc::here());
+void semaphore_signal(const Ref& sem, int64_t inc, Scalar device_id, Loc loc = Loc::here());
+void semaphore_wait(const Ref& sem, int64_t value = 1, Loc loc = Loc::here());
+
 // Structured control flow traced into the kernel IR.
 void when(Scalar cond, const std::function<void()>& then, Loc loc = Loc::here());
 void when_else(Scalar cond, const std::function<void()>& then,

@@ -99,4 +99,15 @@ Scalar num_programs(int axis, Loc loc) {
                     ->result());
 }
 
+Scalar device_id(Loc loc) {
+  locate(loc);
+  return Scalar(
+      builder("device_id").create(llo::OpKind::DeviceId, {}, {llo::Type::scalar()})->result());
+}
+Scalar num_devices(Loc loc) {
+  locate(loc);
+  return Scalar(
+      builder("num_devices").create(llo::OpKind::NumDevices, {}, {llo::Type::scalar()})->result());
+}
+
 }  // namespace tpusim::kernels::dsl

@@ -43,4 +43,10 @@ Scalar select(Scalar cond, Scalar a, Scalar b);
 Scalar program_id(int axis, Loc loc = Loc::here());
 Scalar num_programs(int axis, Loc loc = Loc::here());
 
+// SPMD kernels: this chip's device id (0 .. num_devices() - 1, row-major over
+// the topology as XLA numbers devices) and the number of chips; 0 and 1 alone
+// (Pallas `lax.axis_index` / the mesh size).
+Scalar device_id(Loc loc = Loc::here());
+Scalar num_devices(Loc loc = Loc::here());
+
 }  // namespace tpusim::kernels::dsl

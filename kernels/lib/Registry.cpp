@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "kernels/dsl/HostArrayIo.h"
+#include "kernels/lib/Collectives.h"
 #include "kernels/lib/DecodeAttention.h"
 #include "kernels/lib/FlashAttention.h"
 #include "kernels/lib/LayerNorm.h"
@@ -73,8 +74,10 @@ KernelEntry softmaxEntry() {
 
 // The registry: one line per kernel (see Registry.h for why it is explicit).
 std::vector<KernelEntry> makeRegistry() {
-  return {matmulEntry(), softmaxEntry(),        rmsNormEntry(),         layerNormEntry(),
-          swiGluEntry(), flashAttentionEntry(), decodeAttentionEntry(), pagedAttentionEntry()};
+  return {matmulEntry(),          softmaxEntry(),        rmsNormEntry(),
+          layerNormEntry(),       swiGluEntry(),         flashAttentionEntry(),
+          decodeAttentionEntry(), pagedAttentionEntry(), ringAllReduceEntry(),
+          allGatherMatmulEntry()};
 }
 
 std::string kernelNames() {
@@ -181,6 +184,23 @@ std::vector<dsl::HostArray> LibraryKernel::sampleInputs(std::mt19937_64& rng) co
   for (size_t i = in.size(); i < inputs.size(); ++i)
     in.push_back(dsl::randomArray(inputs[i].shape, inputs[i].dtype, rng));
   return in;
+}
+
+std::vector<std::vector<dsl::HostArray>> LibraryKernel::sampleDeviceInputs(
+    std::mt19937_64& rng) const {
+  std::vector<std::vector<dsl::HostArray>> all;
+  for (int d = 0; d < devices; ++d) all.push_back(sampleInputs(rng));
+  return all;
+}
+
+std::vector<dsl::InterpretResult> interpretLibraryKernel(
+    const LibraryKernel& lk, const llo::Kernel& kernel,
+    const std::vector<std::vector<dsl::HostArray>>& inputs, const dsl::InterpretOptions& options) {
+  if (int(inputs.size()) != lk.devices)
+    throw RegistryError(fmt::format("error: kernel '{}' runs on {} devices, inputs for {} given",
+                                    kernel.name, lk.devices, inputs.size()));
+  if (lk.devices == 1) return {dsl::interpret(kernel, inputs[0], options)};
+  return dsl::interpretDevices(kernel, inputs, options);
 }
 
 ErrorReport compareWithReference(const std::vector<std::vector<double>>& got,

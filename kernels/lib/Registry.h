@@ -87,8 +87,14 @@ struct LibraryKernel {
       : call(std::move(c)), inputs(std::move(in)), reference(std::move(ref)), tolerance(tol) {}
   dsl::PallasCall call;
   std::vector<dsl::ShapeDtype> inputs;  // named: the names are the .npy / tpusim buffer names
-  Reference reference;                  // empty when the kernel has none
+  // An SPMD kernel's reference takes every device's inputs, device after
+  // device (device 0's inputs, then device 1's, ...), and returns every
+  // device's outputs in the same order.
+  Reference reference;  // empty when the kernel has none
   Tolerance tolerance;
+  // Chips the kernel runs on (SPMD kernels: interpret with
+  // dsl::interpretDevices, simulate with tpusim --topology); 1 otherwise.
+  int devices = 1;
   // Seeded inputs for a run; empty: uniform random values per input
   // (dsl::randomArray). Kernels whose inputs must be valid (lengths, page tables) set it.
   std::function<std::vector<dsl::HostArray>(std::mt19937_64&)> makeInputs = nullptr;
@@ -96,13 +102,24 @@ struct LibraryKernel {
   // Seeded inputs: makeInputs when set, else uniform random values per input
   // (dsl::randomArray: floats in [-2, 2), ints in [-128, 127]).
   std::vector<dsl::HostArray> sampleInputs(std::mt19937_64& rng) const;
+  // Seeded inputs of every device (sampleInputs per device, device 0 first).
+  std::vector<std::vector<dsl::HostArray>> sampleDeviceInputs(std::mt19937_64& rng) const;
 };
+
+// Interpret mode of a library kernel on every device's inputs (one device:
+// dsl::interpret; several: dsl::interpretDevices).
+std::vector<dsl::InterpretResult> interpretLibraryKernel(
+    const LibraryKernel& lk, const llo::Kernel& kernel,
+    const std::vector<std::vector<dsl::HostArray>>& inputs, const dsl::InterpretOptions& options);
 
 struct KernelEntry {
   std::string name;
   std::string description;  // one line
   std::vector<ParamSpec> params;
   std::function<LibraryKernel(const Params&)> build;
+  // Runs on several chips at once (remote copies): not a single-device custom
+  // call, so the reference evaluator does not offer it.
+  bool spmd = false;
 };
 
 // Every registered kernel, in registration order.

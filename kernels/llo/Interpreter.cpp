@@ -56,8 +56,8 @@ struct RtValue {
 
 class Run {
  public:
-  Run(const InterpOptions& o, const GridContext& g, int64_t& counter)
-      : opt_(o), grid_(g), counter_(counter) {}
+  Run(const InterpOptions& o, const GridContext& g, int64_t& counter, DeviceLink* link)
+      : opt_(o), grid_(g), counter_(counter), link_(link) {}
 
   std::vector<int32_t> function(const Function& fn, const std::vector<Arg>& args) {
     if (args.size() != fn.body.args.size())
@@ -83,6 +83,7 @@ class Run {
   const InterpOptions& opt_;
   const GridContext& grid_;
   int64_t& counter_;
+  DeviceLink* link_;
   std::unordered_map<const Value*, RtValue> env_;
   std::vector<std::unique_ptr<Buffer>> temps_;
   std::vector<int32_t> returned_;
@@ -283,25 +284,66 @@ class Run {
       }
   }
 
-  void dma(const Op& op) {
-    auto views = opViews(op);
-    Buffer* sem = B(views[2].ref);
-    std::vector<int64_t> semIdx;
-    for (Value* i : views[2].indices) semIdx.push_back(S(i));
-    if (!sem->inBounds(semIdx)) fail(op, "semaphore index out of bounds");
+  // Flat index of a semaphore view, checked.
+  int64_t semIndex(const Op& op, const ViewRange& v) {
+    Buffer* sem = B(v.ref);
+    std::vector<int64_t> idx;
+    for (Value* i : v.indices) idx.push_back(S(i));
+    if (!sem->inBounds(idx))
+      fail(op, fmt::format("semaphore index {} outside {}", shapeStr(idx), sem->type.str()));
     int64_t flat = 0;
-    for (size_t d = 0; d < semIdx.size(); ++d) flat = flat * sem->type.shape[d] + semIdx[d];
-    if (op.kind == OpKind::DmaWait) {
-      if (sem->semaphores[flat] < 1)
-        fail(op, "waits for a DMA that was never started (this would deadlock on the machine)");
-      --sem->semaphores[flat];
-      return;
+    for (size_t d = 0; d < idx.size(); ++d) flat = flat * sem->type.shape[d] + idx[d];
+    return flat;
+  }
+
+  // Waits until `sem[flat]` >= value and subtracts it. Alone, a wait nothing
+  // can satisfy any more is an error; with other devices they may signal it.
+  void semWait(const Op& op, Buffer* sem, int64_t flat, int64_t value, const char* what) {
+    if (sem->semaphores[flat] < value) {
+      if (!link_)
+        fail(op, fmt::format("{} (this would deadlock on the machine: semaphore {}[{}] holds {}, "
+                             "the wait needs {})",
+                             what, sem->name, flat, sem->semaphores[flat], value));
+      std::string where = op.loc.known() ? fmt::format(" at {}:{}", op.loc.file, op.loc.line) : "";
+      link_->block(sem, flat, value, fmt::format("{}[{}]{}", sem->name, flat, where));
     }
-    Buffer* src = B(views[0].ref);
-    Buffer* dst = B(views[1].ref);
+    sem->semaphores[flat] -= value;
+  }
+
+  // The device operand of a remote op: another device of the run.
+  int remoteTarget(const Op& op) {
+    int32_t d = S(remoteDevice(op));
+    if (!link_)
+      fail(op,
+           "a remote copy or signal needs several devices (dsl::interpretDevices); this "
+           "kernel runs alone");
+    if (d < 0 || d >= link_->deviceCount())
+      fail(op,
+           fmt::format("device {} does not exist (devices 0..{})", d, link_->deviceCount() - 1));
+    if (d == link_->deviceId())
+      fail(op, fmt::format("device {} targets itself: a remote copy or signal goes to another "
+                           "device (the machine's dma.remote / sync.remote fault on their own "
+                           "chip); use a local copy or a signal without device",
+                           d));
+    return d;
+  }
+
+  Buffer* peerOf(const Op& op, Buffer* local, int device) {
+    Buffer* b = link_->peer(local, device);
+    if (!b)
+      fail(op, fmt::format("'{}' is no kernel operand or scratch buffer: remote copies and "
+                           "signals reach only those on another device",
+                           local->name));
+    return b;
+  }
+
+  // Copies the window `sizes` at src's view indices to dst's (dst may be another
+  // device's buffer of the same type).
+  void copyWindow(const Op& op, const ViewRange& sv, const ViewRange& dv, Buffer* src,
+                  Buffer* dst) {
     std::vector<int64_t> s0, d0;
-    for (Value* i : views[0].indices) s0.push_back(S(i));
-    for (Value* i : views[1].indices) d0.push_back(S(i));
+    for (Value* i : sv.indices) s0.push_back(S(i));
+    for (Value* i : dv.indices) d0.push_back(S(i));
     const std::vector<int64_t>& sizes = op.ints;
     std::vector<int64_t> sl = s0, dl = d0;
     for (size_t d = 0; d < sizes.size(); ++d) {
@@ -334,7 +376,39 @@ class Run {
       while (d >= 0 && ++i[d] == sizes[d]) i[d--] = 0;
       if (d < 0) break;
     }
+  }
+
+  void dma(const Op& op) {
+    auto views = opViews(op);
+    Buffer* sem = B(views[2].ref);
+    int64_t flat = semIndex(op, views[2]);
+    if (op.kind == OpKind::DmaWait)
+      return semWait(op, sem, flat, 1, "waits for a DMA that was never started");
+    copyWindow(op, views[0], views[1], B(views[0].ref), B(views[1].ref));
     ++sem->semaphores[flat];
+  }
+
+  // A remote copy completes at once: the data lands in the same buffer of the
+  // target device, its receive semaphore and this device's send semaphore count it.
+  void remoteDma(const Op& op) {
+    auto views = opViews(op);
+    int device = remoteTarget(op);
+    Buffer* send = B(views[2].ref);
+    Buffer* recv = peerOf(op, B(views[3].ref), device);
+    int64_t sendIdx = semIndex(op, views[2]), recvIdx = semIndex(op, views[3]);
+    copyWindow(op, views[0], views[1], B(views[0].ref), peerOf(op, B(views[1].ref), device));
+    ++send->semaphores[sendIdx];
+    ++recv->semaphores[recvIdx];
+  }
+
+  void semaphoreOp(const Op& op) {
+    auto views = opViews(op);
+    Buffer* sem = B(views[0].ref);
+    int64_t flat = semIndex(op, views[0]);
+    if (op.kind == OpKind::SemWait)
+      return semWait(op, sem, flat, op.ints[0], "waits for a semaphore nothing signals");
+    if (remoteDevice(op)) sem = peerOf(op, sem, remoteTarget(op));
+    sem->semaphores[flat] += op.ints[0];
   }
 
   void exec(const Op& op) {
@@ -426,6 +500,15 @@ class Run {
       case OpKind::DmaStart:
       case OpKind::DmaWait:
         return dma(op);
+      case OpKind::RemoteDmaStart:
+        return remoteDma(op);
+      case OpKind::SemSignal:
+      case OpKind::SemWait:
+        return semaphoreOp(op);
+      case OpKind::DeviceId:
+        return setS(op.result(), link_ ? link_->deviceId() : 0);
+      case OpKind::NumDevices:
+        return setS(op.result(), link_ ? link_->deviceCount() : 1);
       case OpKind::For: {
         int64_t lo = S(o[0]), hi = S(o[1]), step = op.ints[0];
         const auto& args = op.regions[0].args;
@@ -463,7 +546,7 @@ class Run {
 
 std::vector<int32_t> Interpreter::run(const Function& fn, const std::vector<Arg>& args,
                                       const GridContext& grid) {
-  Run r(options_, grid, opsExecuted_);
+  Run r(options_, grid, opsExecuted_, link_);
   return r.function(fn, args);
 }
 

@@ -40,6 +40,25 @@ struct Buffer {
   bool inBounds(const std::vector<int64_t>& index) const;
 };
 
+// What a kernel on one device of a multi-device run sees of the others
+// (dsl::interpretDevices implements it). Without one, the kernel runs alone:
+// device 0 of 1, remote copies and signals are errors, and a wait its own
+// copies cannot satisfy is an error at once.
+class DeviceLink {
+ public:
+  virtual ~DeviceLink() = default;
+  virtual int deviceId() const = 0;
+  virtual int deviceCount() const = 0;
+  // The buffer of device `device` that corresponds to `local` (the same
+  // kernel operand or scratch), or null when `local` is none of those.
+  virtual Buffer* peer(Buffer* local, int device) = 0;
+  // Returns once semaphore element `index` of `sem` holds at least `value`
+  // (other devices run meanwhile); the caller then subtracts. Throws
+  // InterpretError when no device can ever signal it (a deadlock). `what`
+  // names the wait for the report.
+  virtual void block(Buffer* sem, int64_t index, int64_t value, const std::string& what) = 0;
+};
+
 struct InterpOptions {
   int mxuSize = 128;  // chunk length of the MXU's k-order accumulation
 };
@@ -61,6 +80,7 @@ struct Arg {
 class Interpreter {
  public:
   explicit Interpreter(InterpOptions options = {}) : options_(options) {}
+  void setDeviceLink(DeviceLink* link) { link_ = link; }
   // Runs `fn`; returns the scalars of its `return` (index maps), if any.
   std::vector<int32_t> run(const Function& fn, const std::vector<Arg>& args,
                            const GridContext& grid);
@@ -69,6 +89,7 @@ class Interpreter {
 
  private:
   InterpOptions options_;
+  DeviceLink* link_ = nullptr;
   int64_t opsExecuted_ = 0;
 };
 

@@ -57,9 +57,16 @@ Value* Function::addArg(Type t, std::string hint) {
   return v;
 }
 
+Value* remoteDevice(const Op& op) {
+  bool remote = op.kind == OpKind::RemoteDmaStart ||
+                (op.kind == OpKind::SemSignal && op.ints.size() > 1 && op.ints[1] == 1);
+  return remote && !op.operands.empty() ? op.operands[0] : nullptr;
+}
+
 std::vector<ViewRange> opViews(const Op& op) {
   std::vector<ViewRange> views;
-  size_t i = 0;
+  // A remote copy or signal names its device before its views.
+  size_t i = remoteDevice(op) ? 1 : 0;
   while (i < op.operands.size()) {
     Value* ref = op.operands[i++];
     ViewRange v{ref, {}};

@@ -103,8 +103,11 @@ struct ViewRange {
   Value* ref;
   std::vector<Value*> indices;
 };
-// For Matmul / DmaStart / DmaWait: the three views in operand order.
+// For Matmul / DmaStart / DmaWait: the three views in operand order;
+// RemoteDmaStart: src, dst, send sem, recv sem; SemSignal / SemWait: the sem.
 std::vector<ViewRange> opViews(const Op& op);
+// The device operand of a RemoteDmaStart or a remote SemSignal, else null.
+Value* remoteDevice(const Op& op);
 
 // How one array operand of a kernel is presented to the body (Pallas BlockSpec).
 struct BlockMapping {

@@ -46,6 +46,10 @@ std::string body(const Op& op) {
       return fmt::format("program_id {}", I(0));
     case OpKind::NumPrograms:
       return fmt::format("num_programs {}", I(0));
+    case OpKind::DeviceId:
+      return "device_id";
+    case OpKind::NumDevices:
+      return "num_devices";
     case OpKind::SLoad:
       return fmt::format("sload {}[{}]", val(o[0]), valList(o, 1));
     case OpKind::SStore:
@@ -108,6 +112,20 @@ std::string body(const Op& op) {
       return fmt::format("{} {} -> {} sizes={} sem={}", opKindName(op.kind), viewStr(v[0]),
                          viewStr(v[1]), intList(op.ints), viewStr(v[2]));
     }
+    case OpKind::RemoteDmaStart: {
+      auto v = opViews(op);
+      return fmt::format("remote_dma_start {} -> device {} {} sizes={} send={} recv={}",
+                         viewStr(v[0]), val(o[0]), viewStr(v[1]), intList(op.ints), viewStr(v[2]),
+                         viewStr(v[3]));
+    }
+    case OpKind::SemSignal: {
+      auto v = opViews(op);
+      return I(1) == 1
+                 ? fmt::format("sem_signal {} += {} on device {}", viewStr(v[0]), I(0), val(o[0]))
+                 : fmt::format("sem_signal {} += {}", viewStr(v[0]), I(0));
+    }
+    case OpKind::SemWait:
+      return fmt::format("sem_wait {} >= {}", viewStr(opViews(op)[0]), I(0));
     case OpKind::For: {
       std::string s = fmt::format("for {} = {} to {} step {}", val(op.regions[0].args[0]),
                                   val(o[0]), val(o[1]), I(0));

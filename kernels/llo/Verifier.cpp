@@ -132,6 +132,10 @@ class Checker {
       case OpKind::NumPrograms:
         if (I(0) < 0) fail(op, "negative grid axis");
         break;
+      case OpKind::DeviceId:
+      case OpKind::NumDevices:
+        expectCount(op, 0);
+        break;
       case OpKind::SLoad:
         if (view(op, 0, {MemSpace::Smem}, &next) && next != op.operands.size())
           fail(op, "extra operands");
@@ -247,6 +251,13 @@ class Checker {
       case OpKind::DmaWait:
         checkDma(op);
         break;
+      case OpKind::RemoteDmaStart:
+        checkRemoteDma(op);
+        break;
+      case OpKind::SemSignal:
+      case OpKind::SemWait:
+        checkSemaphoreOp(op);
+        break;
       case OpKind::For:
         if (op.operands.size() >= 2 && isScalar(op, 0, "lower bound") &&
             isScalar(op, 1, "upper bound")) {
@@ -361,14 +372,29 @@ class Checker {
       if (t->rank() < 2) fail(op, "matmul operands need rank >= 2");
   }
 
-  void checkDma(const Op& op) {
-    std::initializer_list<MemSpace> mem = {MemSpace::Hbm, MemSpace::Vmem, MemSpace::Smem};
-    size_t a = 0, b = 0, c = 0;
-    if (!view(op, 0, mem, &a) || !view(op, a, mem, &b) || !view(op, b, {MemSpace::Semaphore}, &c))
+  // device, src view, dst view (HBM or VMEM), send and recv semaphores.
+  void checkRemoteDma(const Op& op) {
+    std::initializer_list<MemSpace> mem = {MemSpace::Hbm, MemSpace::Vmem};
+    size_t a = 0, b = 0, c = 0, d = 0;
+    if (op.operands.empty() || !isScalar(op, 0, "the device") || !view(op, 1, mem, &a) ||
+        !view(op, a, mem, &b) || !view(op, b, {MemSpace::Semaphore}, &c) ||
+        !view(op, c, {MemSpace::Semaphore}, &d))
       return;
-    if (c != op.operands.size()) return fail(op, "extra operands");
-    const Type& src = op.operands[0]->type;
-    const Type& dst = op.operands[a]->type;
+    if (d != op.operands.size()) return fail(op, "extra operands");
+    checkCopySizes(op, op.operands[1]->type, op.operands[a]->type);
+  }
+
+  void checkSemaphoreOp(const Op& op) {
+    auto I = [&](size_t i) { return i < op.ints.size() ? op.ints[i] : int64_t(0); };
+    bool remote = op.kind == OpKind::SemSignal && I(1) == 1;
+    size_t next = 0, first = remote ? 1 : 0;
+    if (remote && (op.operands.empty() || !isScalar(op, 0, "the device"))) return;
+    if (!view(op, first, {MemSpace::Semaphore}, &next)) return;
+    if (next != op.operands.size()) return fail(op, "extra operands");
+    if (op.ints.empty() || I(0) < 0 || I(0) > 0xFFFF) fail(op, "needs an amount in 0 .. 65535");
+  }
+
+  void checkCopySizes(const Op& op, const Type& src, const Type& dst) {
     if (src.dtype != dst.dtype) fail(op, "source and destination dtypes differ");
     if (src.rank() != dst.rank()) fail(op, "source and destination ranks differ");
     if (static_cast<int>(op.ints.size()) != src.rank())
@@ -378,6 +404,15 @@ class Checker {
       if (n <= 0 || n > src.shape[d] || (d < dst.rank() && n > dst.shape[d]))
         fail(op, fmt::format("copy size {} in dimension {} does not fit both refs", n, d));
     }
+  }
+
+  void checkDma(const Op& op) {
+    std::initializer_list<MemSpace> mem = {MemSpace::Hbm, MemSpace::Vmem, MemSpace::Smem};
+    size_t a = 0, b = 0, c = 0;
+    if (!view(op, 0, mem, &a) || !view(op, a, mem, &b) || !view(op, b, {MemSpace::Semaphore}, &c))
+      return;
+    if (c != op.operands.size()) return fail(op, "extra operands");
+    checkCopySizes(op, op.operands[0]->type, op.operands[a]->type);
   }
 };
 

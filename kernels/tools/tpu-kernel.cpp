@@ -136,9 +136,13 @@ bool checkAgainstReference(const llo::Kernel& kernel, const lib::LibraryKernel& 
       "(tolerance {:.3g}): {}\n",
       kernel.name, r.maxAbs, r.maxRel, lk.tolerance.rel, r.pass ? "ok" : "FAIL");
   if (!r.pass && r.worstIndex >= 0)
-    fmt::print("{}: worst element: output '{}' index {}: got {}, want {}\n", kernel.name,
-               kernel.outputs[r.worstOutput].name, r.worstIndex,
-               got[r.worstOutput][size_t(r.worstIndex)], want[r.worstOutput][size_t(r.worstIndex)]);
+    fmt::print("{}: worst element: output '{}'{} index {}: got {}, want {}\n", kernel.name,
+               kernel.outputs[r.worstOutput % kernel.outputs.size()].name,
+               lk.devices == 1
+                   ? std::string()
+                   : fmt::format(" of device {}", r.worstOutput / kernel.outputs.size()),
+               r.worstIndex, got[r.worstOutput][size_t(r.worstIndex)],
+               want[r.worstOutput][size_t(r.worstIndex)]);
   return r.pass;
 }
 
@@ -162,6 +166,11 @@ int main(int argc, char** argv) {
     lib::LibraryKernel lk = lib::buildKernel(entry.name, paramValues(entry), &target);
     std::unique_ptr<llo::Kernel> kernel = lk.trace();
     if (optDumpIr) fmt::print("{}", llo::printKernel(*kernel));
+    const int devices = lk.devices;
+    // An SPMD kernel's files are NAME.dD.npy per device, as tpusim --output-dir names them.
+    auto fileName = [&](const std::string& name, int device) {
+      return devices == 1 ? name + ".npy" : fmt::format("{}.d{}.npy", name, device);
+    };
     {
       support::RunFiles files;
       const std::string& chip = optChip.getValue();
@@ -170,29 +179,40 @@ int main(int argc, char** argv) {
         files.input("the --chip file", chip);
       files.output("-o", optOutput);
       std::vector<std::string> names;
-      for (const auto& in : kernel->inputs) names.push_back(in.name + ".npy");
-      for (const auto& out : kernel->outputs) names.push_back(out.name + ".npy");
+      for (int d = 0; d < devices; ++d) {
+        for (const auto& in : kernel->inputs) names.push_back(fileName(in.name, d));
+        for (const auto& out : kernel->outputs) names.push_back(fileName(out.name, d));
+      }
       files.outputsIn("--interpret-dir", optInterpretDir, names);
       if (std::string clash = files.clash(); !clash.empty())
         throw lib::RegistryError("error: " + clash);
     }
     if (!optInterpretDir.empty() || optCheck) {
       std::mt19937_64 rng(optSeed);
-      std::vector<dsl::HostArray> inputs = lk.sampleInputs(rng);
+      std::vector<std::vector<dsl::HostArray>> inputs = lk.sampleDeviceInputs(rng);
       dsl::InterpretOptions io;
       io.mxuSize = target.mxuSize;
       io.seed = optSeed;
-      dsl::InterpretResult r = dsl::interpret(*kernel, inputs, io);
-      for (const std::string& race : r.races) fmt::print(stderr, "tpu-kernel: {}\n", race);
-      if (optCheck) checked = checkAgainstReference(*kernel, lk, inputs, r.outputs);
+      std::vector<dsl::InterpretResult> r = lib::interpretLibraryKernel(lk, *kernel, inputs, io);
+      std::vector<dsl::HostArray> allIn, allOut;
+      for (int d = 0; d < devices; ++d) {
+        for (const std::string& race : r[size_t(d)].races)
+          fmt::print(stderr, "tpu-kernel: {}{}\n",
+                     devices == 1 ? "" : fmt::format("device {}: ", d), race);
+        allIn.insert(allIn.end(), inputs[size_t(d)].begin(), inputs[size_t(d)].end());
+        allOut.insert(allOut.end(), r[size_t(d)].outputs.begin(), r[size_t(d)].outputs.end());
+      }
+      if (optCheck) checked = checkAgainstReference(*kernel, lk, allIn, allOut);
       if (!optInterpretDir.empty()) {
         ::mkdir(optInterpretDir.c_str(), 0777);
-        for (size_t i = 0; i < inputs.size(); ++i)
-          npy::write(optInterpretDir + "/" + kernel->inputs[i].name + ".npy",
-                     dsl::toNpy(inputs[i]));
-        for (size_t i = 0; i < r.outputs.size(); ++i)
-          npy::write(optInterpretDir + "/" + kernel->outputs[i].name + ".npy",
-                     dsl::toNpy(r.outputs[i]));
+        for (int d = 0; d < devices; ++d) {
+          for (size_t i = 0; i < inputs[size_t(d)].size(); ++i)
+            npy::write(optInterpretDir + "/" + fileName(kernel->inputs[i].name, d),
+                       dsl::toNpy(inputs[size_t(d)][i]));
+          for (size_t i = 0; i < r[size_t(d)].outputs.size(); ++i)
+            npy::write(optInterpretDir + "/" + fileName(kernel->outputs[i].name, d),
+                       dsl::toNpy(r[size_t(d)].outputs[i]));
+        }
       }
     }
     if (!optOutput.empty() || optDumpMachine || optStats) {

@@ -96,7 +96,15 @@ kernels::lib::LibraryKernel buildLibraryCallKernel(const hlo::HloInstruction& ca
     std::map<std::string, std::string> known;
     for (const auto& spec : entry.params)
       if (params.count(spec.name)) known[spec.name] = params[spec.name];
-    return kernels::lib::buildKernel(name, known);
+    kernels::lib::LibraryKernel lk = kernels::lib::buildKernel(name, known);
+    // A collective kernel talks to the other chips itself; tpuc does not place
+    // such kernels in an SPMD module yet (docs/compiler.md, "Not yet").
+    if (lk.devices > 1)
+      throw LibraryCallError(fmt::format(
+          "custom-call target \"{}\": an SPMD library kernel (remote copies over {} chips) "
+          "cannot be called from HLO yet",
+          target, lk.devices));
+    return lk;
   } catch (const kernels::lib::RegistryError& e) {
     throw LibraryCallError(fmt::format("custom-call target \"{}\": {}", target, e.what()));
   } catch (const kernels::dsl::Error& e) {

@@ -293,4 +293,12 @@ ENTRY %e {
   CHECK_THROWS_WITH(
       lower::lowerToKernel(*bad->entry()->root(), v5e()),
       Catch::Contains("operand 1 is f32[128] but the library kernel reads f32[1,256]"));
+  // An SPMD library kernel (remote copies) is not callable from HLO yet.
+  auto spmd = parse(R"(HloModule t
+ENTRY %e {
+  %x = f32[64,256] parameter(0)
+  ROOT %r = f32[64,256] custom-call(%x), custom_call_target="tpu.ring_all_reduce"
+})");
+  CHECK_THROWS_WITH(lower::lowerToKernel(*spmd->entry()->root(), v5e()),
+                    Catch::Contains("an SPMD library kernel (remote copies over 2 chips)"));
 }

@@ -22,19 +22,23 @@ namespace {
 lib::ErrorReport runAgainstReference(const lib::LibraryKernel& lk, uint64_t seed) {
   auto kernel = lk.trace();
   std::mt19937_64 rng(seed);
-  std::vector<dsl::HostArray> inputs = lk.sampleInputs(rng);
+  // SPMD kernels run on every device; their reference takes every device's
+  // inputs and gives every device's outputs.
+  std::vector<std::vector<dsl::HostArray>> inputs = lk.sampleDeviceInputs(rng);
   dsl::InterpretOptions o;
   o.seed = seed;
-  dsl::InterpretResult r = dsl::interpret(*kernel, inputs, o);
-  REQUIRE(r.races.empty());
+  std::vector<dsl::InterpretResult> r = lib::interpretLibraryKernel(lk, *kernel, inputs, o);
   auto doubles = [](const dsl::HostArray& a) {
     std::vector<double> v(size_t(a.size()));
     for (int64_t i = 0; i < a.size(); ++i) v[size_t(i)] = dsl::valueAt(a, i);
     return v;
   };
   std::vector<std::vector<double>> in, got;
-  for (const auto& a : inputs) in.push_back(doubles(a));
-  for (const auto& a : r.outputs) got.push_back(doubles(a));
+  for (size_t d = 0; d < inputs.size(); ++d) {
+    REQUIRE(r[d].races.empty());
+    for (const auto& a : inputs[d]) in.push_back(doubles(a));
+    for (const auto& a : r[d].outputs) got.push_back(doubles(a));
+  }
   return lib::compareWithReference(got, lk.reference(in), lk.tolerance);
 }
 
