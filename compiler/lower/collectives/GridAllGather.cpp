@@ -234,12 +234,10 @@ struct GridEmission {
     return v;
   }
 
-  void begin(ControlCode& code) {
-    const std::vector<Stream>& streams = plan.streams();
+  // This chip's own chunk into its slot (a local DMA, waited for before the
+  // first block that holds it, or at the end).
+  void copyOwnChunk(ControlCode& code) {
     const int64_t devices = plan.devices();
-    code.emit({makeInstruction(Opcode::ChipId, {kId})});
-
-    // This chip's own chunk into its slot (a local DMA, waited for at the end).
     {
       isa::DmaDescriptor d;
       d.src = isa::MemorySpace::Hbm;
@@ -255,6 +253,16 @@ struct GridEmission {
       code.emit({makeInstruction(Opcode::SSt, {kVal, kAddr, 3})});
       code.emit({makeInstruction(Opcode::Dma, {kAddr, flags.local, kQueue})});
     }
+  }
+
+  // `async`: the own chunk's copy waits for the rest (in the work between
+  // the parts it would take HBM bandwidth from that work, not from the
+  // transfers, which do not use HBM here).
+  void begin(ControlCode& code, bool async) {
+    const std::vector<Stream>& streams = plan.streams();
+    const int64_t devices = plan.devices();
+    code.emit({makeInstruction(Opcode::ChipId, {kId})});
+    if (!async) copyOwnChunk(code);
 
     // Neighbour tables per (dimension, direction).
     for (int d : g.gridDims)
@@ -322,7 +330,10 @@ struct GridEmission {
   void finish(ControlCode& code, bool resumed) {
     const std::vector<Stream>& streams = plan.streams();
     // Work between the parts used the registers: chip.id again.
-    if (resumed) code.emit({makeInstruction(Opcode::ChipId, {kId})});
+    if (resumed) {
+      code.emit({makeInstruction(Opcode::ChipId, {kId})});
+      copyOwnChunk(code);
+    }
     for (; next < actions.size(); ++next) {
       auto [t, i, k] = actions[next];
       emitAction(code, i, k);
@@ -342,7 +353,7 @@ struct GridEmission {
 void emitGridAllGather(ControlCode& code, const GridGather& g, const target::ChipConfig& chip,
                        const GridGatherFlags& flags) {
   GridEmission e(code, g, chip, flags);
-  e.begin(code);
+  e.begin(code, false);
   e.finish(code, false);
 }
 
@@ -350,7 +361,7 @@ std::function<void(ControlCode&)> beginGridAllGather(ControlCode& code, const Gr
                                                      const target::ChipConfig& chip,
                                                      const GridGatherFlags& flags) {
   auto e = std::make_shared<GridEmission>(code, g, chip, flags);
-  e->begin(code);
+  e->begin(code, true);
   return [e](ControlCode& c) { e->finish(c, true); };
 }
 
