@@ -239,12 +239,30 @@ class Expander {
   }
   HloInstruction* permute(HloInstruction* x,
                           const std::vector<std::pair<int64_t, int64_t>>& pairs) {
+    if (async_)
+      return asyncPair(x, pairs, lower::kPermuteStartTarget, ".permute-start", ".permute-done");
     HloInstruction* p = add(HloOpcode::CollectivePermute, base() + ".permute", x->shape(), {x});
+    setPairs(p, pairs);
+    return p;
+  }
+  void setPairs(HloInstruction* i, const std::vector<std::pair<int64_t, int64_t>>& pairs) {
     hlo::AttrValue v;
     v.kind = hlo::AttrValue::Kind::IntListList;
     for (auto [s, t] : pairs) v.lists.push_back({s, t});
-    p->setGeneric("source_target_pairs", v);
-    return p;
+    i->setGeneric("source_target_pairs", v);
+  }
+  // The async primitives of a (ring) permute in an async pair's expansion:
+  // the work the scheduler puts between them overlaps the step's transfer.
+  HloInstruction* asyncPair(HloInstruction* x,
+                            const std::vector<std::pair<int64_t, int64_t>>& pairs,
+                            std::string_view startTarget, const char* startName,
+                            const char* doneName) {
+    HloInstruction* s = add(HloOpcode::CustomCall, base() + startName, x->shape(), {x});
+    s->attrs().customCallTarget = std::string(startTarget);
+    setPairs(s, pairs);
+    HloInstruction* d = add(HloOpcode::CustomCall, base() + doneName, x->shape(), {s, x});
+    d->attrs().customCallTarget = std::string(lower::kPermuteDoneTarget);
+    return d;
   }
   // x[r0:r1, c0:c1] of a rank-2 x.
   HloInstruction* slice2(HloInstruction* x, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
@@ -266,12 +284,12 @@ class Expander {
   // (lower::kRingPermuteTarget).
   HloInstruction* ringPermute(HloInstruction* x,
                               const std::vector<std::pair<int64_t, int64_t>>& pairs) {
+    if (async_)
+      return asyncPair(x, pairs, lower::kRingPermuteStartTarget, ".ring-permute-start",
+                       ".ring-permute-done");
     HloInstruction* p = add(HloOpcode::CustomCall, base() + ".ring-permute", x->shape(), {x});
     p->attrs().customCallTarget = std::string(lower::kRingPermuteTarget);
-    hlo::AttrValue v;
-    v.kind = hlo::AttrValue::Kind::IntListList;
-    for (auto [s, t] : pairs) v.lists.push_back({s, t});
-    p->setGeneric("source_target_pairs", v);
+    setPairs(p, pairs);
     return p;
   }
   std::vector<int64_t> positions(const DeviceGroups& groups) {

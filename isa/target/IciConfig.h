@@ -7,6 +7,7 @@
 // `build/bin/tpusim-config --doc > docs/presets.md`.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@ struct IciConfig {
   std::string topology = "2d_torus";
   std::string pod_shape = "16x16";
   int64_t wrap_multiple = 16;
+  double ingress_bytes_per_second = 8.192e11;
+  int64_t buffer_bytes = 98304;
 
   template <class V>
   void visit(V& v) {
@@ -37,6 +40,23 @@ struct IciConfig {
             "a slice dimension has wraparound links when its size is a multiple of this (a whole "
             "torus dimension, or whole cubes joined by optical switches)",
             1, 1024);
+    v.field("ingress_bytes_per_second", ingress_bytes_per_second, "B/s",
+            "rate at which a chip writes the bytes arriving over all its links into its HBM or "
+            "VMEM; a receiver slower than its incoming flows backs them up to their senders",
+            1, 1e14);
+    v.field("buffer_bytes", buffer_bytes, "bytes",
+            "input buffer of one link's receiving port: credit-based flow control lets a link "
+            "carry at most this many bytes per credit round trip (2 x latency_cycles)",
+            1, int64_t(1) << 40);
+  }
+
+  // One link's sustained rate in bytes per core cycle: its bandwidth, or less
+  // when the input buffer cannot cover the credit round trip.
+  double linkBytesPerCycle(double clockHz) const {
+    double rate = link_bytes_per_second / clockHz;
+    if (latency_cycles > 0)
+      rate = std::min(rate, double(buffer_bytes) / double(2 * latency_cycles));
+    return rate;
   }
 
   // pod_shape as numbers; empty when it is malformed.

@@ -13,8 +13,14 @@ constexpr double kDrained = 1e-6;
 }  // namespace
 
 FlowNetwork::FlowNetwork(int numLinks, double bytesPerCycle)
-    : capacity_(bytesPerCycle), links_(size_t(numLinks)), loads_(size_t(numLinks), 0.0) {
-  if (!(bytesPerCycle > 0)) throw std::logic_error("FlowNetwork: link capacity must be > 0");
+    : FlowNetwork(std::vector<double>(size_t(numLinks), bytesPerCycle)) {}
+
+FlowNetwork::FlowNetwork(std::vector<double> bytesPerCycle)
+    : capacities_(std::move(bytesPerCycle)),
+      links_(capacities_.size()),
+      loads_(capacities_.size(), 0.0) {
+  for (double c : capacities_)
+    if (!(c > 0)) throw std::logic_error("FlowNetwork: link capacity must be > 0");
 }
 
 int64_t FlowNetwork::add(int64_t now, std::vector<int> links, double bytes) {
@@ -73,7 +79,7 @@ void FlowNetwork::recomputeRates() {
   ++rateUpdates_;
   // Progressive filling: repeatedly find the link whose remaining capacity,
   // shared by its unfixed flows, is smallest; fix those flows at that share.
-  std::vector<double> left(links_.size(), capacity_);
+  std::vector<double> left = capacities_;
   std::vector<int> unfixed(links_.size(), 0);
   std::map<int64_t, bool> fixed;
   for (auto& [id, f] : flows_) {
@@ -94,10 +100,13 @@ void FlowNetwork::recomputeRates() {
       }
     }
     if (bottleneck < 0) {
-      // Flows without links (a zero-hop transfer) are not limited by any link.
+      // Flows without links (a zero-hop transfer) are not limited by any
+      // link: they move at the fastest link's rate.
+      double fastest = 1;
+      for (double c : capacities_) fastest = std::max(fastest, c);
       for (auto& [id, f] : flows_)
         if (!fixed[id]) {
-          f.rate = capacity_;
+          f.rate = fastest;
           fixed[id] = true;
           --remainingFlows;
         }
@@ -107,7 +116,7 @@ void FlowNetwork::recomputeRates() {
       if (fixed[id]) continue;
       if (!std::binary_search(f.links.begin(), f.links.end(), bottleneck)) continue;
       // Rounding may leave a link a hair below its exact share; never stop a flow.
-      f.rate = std::max(share, capacity_ * 1e-9);
+      f.rate = std::max(share, capacities_[size_t(bottleneck)] * 1e-9);
       fixed[id] = true;
       --remainingFlows;
       for (int l : f.links) {

@@ -1,5 +1,8 @@
 // The ICI link model without SystemC: flows of bytes over paths of links,
-// each link with one capacity (bytes per core cycle, one way). Flows that
+// each link with a capacity (bytes per core cycle, one way). A "link" is any
+// resource a flow's bytes pass through: the fabric adds one per chip for the
+// rate at which the receiver absorbs what arrives, so a receiver slower than
+// its incoming links holds their flows down (back-pressure). Flows that
 // share a link share it max-min fairly (progressive filling: every flow gets
 // the same share of its tightest link, and what a flow limited elsewhere
 // leaves is shared by the others). Rates change only when a flow starts or
@@ -27,6 +30,8 @@ struct LinkStats {
 class FlowNetwork {
  public:
   FlowNetwork(int numLinks, double bytesPerCycle);
+  // One capacity per link (each > 0).
+  explicit FlowNetwork(std::vector<double> bytesPerCycle);
 
   // Starts a flow of `bytes` over `links` at cycle `now` (>= every earlier
   // call's cycle); returns its id (0, 1, 2, ... in call order).
@@ -45,7 +50,7 @@ class FlowNetwork {
   int64_t finishCycle(int64_t id) const;
   const LinkStats& linkStats(int link) const { return links_[size_t(link)]; }
   int numLinks() const { return int(links_.size()); }
-  double capacity() const { return capacity_; }
+  double capacity(int link) const { return capacities_[size_t(link)]; }
   int64_t rateUpdates() const { return rateUpdates_; }
   // Per link, the sum of its flows' rates (bytes per cycle) since the last change.
   const std::vector<double>& linkLoads() const { return loads_; }
@@ -59,7 +64,7 @@ class FlowNetwork {
   };
   void recomputeRates();
 
-  double capacity_;
+  std::vector<double> capacities_;
   int64_t now_ = 0;
   int64_t nextId_ = 0;
   int64_t rateUpdates_ = 0;

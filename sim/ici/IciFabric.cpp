@@ -1,8 +1,21 @@
 #include "sim/ici/IciFabric.h"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 
 namespace tpusim::sim::ici {
+namespace {
+
+// The network's resources: every link slot at its sustained rate, then one
+// per chip for the rate at which it absorbs arriving bytes.
+std::vector<double> capacities(const Torus& torus, const target::IciConfig& ici, double clockHz) {
+  std::vector<double> c(size_t(torus.numLinkSlots()), ici.linkBytesPerCycle(clockHz));
+  c.resize(c.size() + size_t(torus.numChips()), ici.ingress_bytes_per_second / clockHz);
+  return c;
+}
+
+}  // namespace
 
 IciFabric::IciFabric(sc_core::sc_module_name name, Torus torus, const target::IciConfig& ici,
                      double clockHz)
@@ -10,20 +23,22 @@ IciFabric::IciFabric(sc_core::sc_module_name name, Torus torus, const target::Ic
       torus_(std::move(torus)),
       hopLatency_(ici.latency_cycles),
       clock_(clockHz),
-      network_(torus_.numLinkSlots(), ici.link_bytes_per_second / clockHz),
+      network_(capacities(torus_, ici, clockHz)),
       clockHz_(clockHz),
-      linkTracks_(size_t(torus_.numLinkSlots()), -1),
-      tracedLoads_(size_t(torus_.numLinkSlots()), 0.0) {
+      linkTracks_(size_t(network_.numLinks()), -1),
+      tracedLoads_(size_t(network_.numLinks()), 0.0) {
   SC_THREAD(run);
 }
 
 int64_t IciFabric::send(int src, int dst, uint64_t bytes, int64_t cycle) {
   std::vector<int> path = torus_.route(src, dst);
   if (path.empty()) throw std::logic_error("IciFabric::send: a transfer to its own chip");
+  const int hops = int(path.size());
+  path.push_back(ingress(dst));
   int64_t id = nextId_++;
   int64_t flow = network_.add(cycle, path, double(bytes));
   if (flow >= int64_t(flowIds_.size())) flowIds_.resize(size_t(flow) + 1, {-1, 0});
-  flowIds_[size_t(flow)] = {id, int(path.size())};
+  flowIds_[size_t(flow)] = {id, hops};
   ++transfers_;
   traceLoads(cycle);
   work_.notify(sc_core::SC_ZERO_TIME);
@@ -44,7 +59,11 @@ void IciFabric::traceLoads(int64_t cycle) {
   for (size_t l = 0; l < loads.size(); ++l) {
     if (loads[l] == tracedLoads_[l]) continue;
     if (linkTracks_[l] < 0)
-      linkTracks_[l] = trace_->track("ici", torus_.linkName(int(l)) + " GB/s");
+      linkTracks_[l] = trace_->track(
+          "ici", (int(l) < torus_.numLinkSlots()
+                      ? torus_.linkName(int(l))
+                      : fmt::format("chip{} ingress", int(l) - torus_.numLinkSlots())) +
+                     " GB/s");
     trace_->counter(linkTracks_[l], cycle, loads[l] * clockHz_ / 1e9);
     tracedLoads_[l] = loads[l];
   }

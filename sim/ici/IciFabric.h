@@ -3,9 +3,16 @@
 // message arrives. A transfer's last byte leaves the source when its flow
 // finishes (the rates of the flows sharing its links decide when) and
 // arrives hops x ici.latency_cycles later; a flag signal (a message of no
-// size) arrives after the hop latency alone. What a transfer carries is the
-// caller's business: the fabric reports ids and cycles through callbacks,
-// which run in SystemC context at exactly those cycles.
+// size) arrives after the hop latency alone.
+//
+// Flow control, in the steady state (no event per packet): a flow crosses
+// its links and then its destination's ingress (ici.ingress_bytes_per_second,
+// shared by every flow into that chip), and moves at the rate of the tightest
+// of them, so a receiver that cannot absorb what its links bring backs the
+// senders up (their last byte leaves later); a link carries at most
+// ici.buffer_bytes per credit round trip (IciConfig::linkBytesPerCycle). What a transfer carries is
+// the caller's business: the fabric reports ids and cycles through callbacks, which run in SystemC
+// context at exactly those cycles.
 #pragma once
 
 #include <systemc>
@@ -45,7 +52,11 @@ class IciFabric : public sc_core::sc_module {
 
   const Torus& torus() const { return torus_; }
   int hops(int src, int dst) const { return int(torus_.route(src, dst).size()); }
-  double bytesPerCycle() const { return network_.capacity(); }
+  // One link's sustained rate (bytes per core cycle).
+  double bytesPerCycle() const { return network_.capacity(0); }
+  // The network resource of chip `chip`'s ingress (its stats: bytes received).
+  int ingress(int chip) const { return torus_.numLinkSlots() + chip; }
+  double ingressBytesPerCycle() const { return network_.capacity(ingress(0)); }
   const FlowNetwork& network() const { return network_; }
   int64_t transfers() const { return transfers_; }
   int64_t signals() const { return signals_; }

@@ -163,7 +163,7 @@ HloInstruction* JaxHloBuilder::add(std::unique_ptr<HloInstruction> inst,
 }
 
 HloInstruction* JaxHloBuilder::parameter(PrimitiveType t, std::vector<int64_t> dims,
-                                         const std::string& argName) {
+                                         const std::string& argName, const std::string& sharding) {
   int64_t number = static_cast<int64_t>(params_.size());
   auto inst = HloInstruction::create(HloOpcode::Parameter, nextName(fmt::format("Arg_{}", number)),
                                      arrayShape(t, dims));
@@ -175,6 +175,7 @@ HloInstruction* JaxHloBuilder::parameter(PrimitiveType t, std::vector<int64_t> d
     escaped += c;
   }
   inst->attrs().metadata.opName = escaped;
+  if (!sharding.empty()) inst->attrs().sharding = sharding;
   HloInstruction* p = entry_->addInstruction(std::move(inst));
   params_.push_back(p);
   return p;

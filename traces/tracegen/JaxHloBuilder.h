@@ -44,8 +44,11 @@ class JaxHloBuilder {
   };
 
   // An entry parameter, numbered in call order; `argName` (e.g. "params['wq']")
-  // becomes its metadata op_name, as JAX records argument names.
-  HloInstruction* parameter(PrimitiveType t, std::vector<int64_t> dims, const std::string& argName);
+  // becomes its metadata op_name, as JAX records argument names; a non-empty
+  // `sharding` (e.g. "{devices=[1,2]<=[2]}") its sharding= attribute, as an
+  // SPMD-partitioned dump has it.
+  HloInstruction* parameter(PrimitiveType t, std::vector<int64_t> dims, const std::string& argName,
+                            const std::string& sharding = "");
   HloInstruction* constant(PrimitiveType t, double value);
   // A scalar constant broadcast to `dims` (JAX's implicit broadcast of a Python scalar).
   HloInstruction* splat(PrimitiveType t, double value, const std::vector<int64_t>& dims,

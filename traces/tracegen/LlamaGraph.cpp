@@ -95,7 +95,7 @@ class LlamaGraph {
  private:
   I param(PrimitiveType t, Dims dims, const std::string& name) {
     trace_.parameterNames.push_back(name);
-    return b_.parameter(t, std::move(dims), name);
+    return b_.parameter(t, dims, name, sharding(dims, name));
   }
 
   Weight weight(const std::string& name, int64_t rows, int64_t cols) {
@@ -373,6 +373,37 @@ class LlamaGraph {
   // Data parallelism: every device runs this module on its share of the batch (no
   // collective at inference). Kept below the graph code: the traces record source lines.
   void setDataParallel() { b_.setPartitions(c_.dp); }
+
+  // A parameter's sharding= as JAX's SPMD-partitioned dumps have it (the
+  // iota tile assignment over the partitions): --tp splits the
+  // column-parallel weights (wq, wk, wv, w1, w3: columns) and their scales,
+  // the row-parallel ones (wo, w2: rows) and the KV caches (heads); --dp the
+  // batch of the inputs and caches; the rest is replicated. None on one device.
+  std::string sharding(const Dims& dims, const std::string& name) const {
+    const int64_t n = std::max(c_.tp, c_.dp);
+    if (n == 1) return "";
+    auto tiled = [&](size_t dim) {
+      std::vector<int64_t> tiles(dims.size(), 1);
+      tiles[dim] = n;
+      return fmt::format("{{devices=[{}]<=[{}]}}", fmt::join(tiles, ","), n);
+    };
+    auto endsWith = [&](const char* w) {
+      const std::string s = std::string("['") + w + "']";
+      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
+    const bool cache = name.rfind("cache[", 0) == 0;
+    if (c_.dp > 1)
+      return !dims.empty() && (cache || name == "x" || name == "tokens") ? tiled(0)
+                                                                         : "{replicated}";
+    if (cache) return tiled(2);
+    for (const char* w : {"wq", "wk", "wv", "w1", "w3"})
+      if (endsWith(w)) return tiled(1);
+    for (const char* w : {"wq_scale", "wk_scale", "wv_scale", "w1_scale", "w3_scale"})
+      if (endsWith(w)) return tiled(0);
+    for (const char* w : {"wo", "w2"})
+      if (endsWith(w)) return tiled(0);
+    return "{replicated}";
+  }
 };
 
 }  // namespace

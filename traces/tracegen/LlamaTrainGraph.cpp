@@ -170,7 +170,7 @@ class LlamaTrainGraph {
  private:
   I param(PrimitiveType t, Dims dims, const std::string& name) {
     trace_.parameterNames.push_back(name);
-    return b_.parameter(t, std::move(dims), name);
+    return b_.parameter(t, dims, name, sharding(dims, name));
   }
 
   // The parameter tree in jax.tree_util order: dict keys sorted, list items in order.
@@ -606,6 +606,17 @@ class LlamaTrainGraph {
     for (Param& p : params_)
       if (p.grad) p.grad = b_.psum(p.grad, c_.dp, "dp");
     return b_.psum(loss, c_.dp, "dp");
+  }
+
+  // A parameter's sharding= as JAX's SPMD-partitioned dumps have it: with
+  // --dp the tokens' batch is split over the devices (the iota tile
+  // assignment), the parameters and optimizer state are replicated.
+  std::string sharding(const Dims& dims, const std::string& name) const {
+    if (c_.dp == 1) return "";
+    if (name != "tokens" || dims.empty()) return "{replicated}";
+    std::vector<int64_t> tiles(dims.size(), 1);
+    tiles[0] = c_.dp;
+    return fmt::format("{{devices=[{}]<=[{}]}}", fmt::join(tiles, ","), c_.dp);
   }
 
   const LlamaConfig& c_;

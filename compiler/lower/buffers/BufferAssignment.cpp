@@ -181,19 +181,19 @@ void updateInPlace(const HloComputation& comp, const std::vector<HloInstruction*
 // Assigns one computation. For the entry, parameters and constants get
 // program-long buffers; for a called computation (`nested`), parameters alias
 // the caller's buffers and take nothing here.
-Result assign(const HloComputation& comp, bool nested, int depth);
+Result assign(const HloComputation& comp, bool nested, int depth, const target::ChipConfig* chip);
 
-int64_t nestedPeak(const HloInstruction& inst, int depth) {
+int64_t nestedPeak(const HloInstruction& inst, int depth, const target::ChipConfig* chip) {
   int64_t peak = 0;
   if (depth > 32) return 0;  // recursion through calls is not valid HLO; stop instead of looping
   for (const HloComputation* c : inst.calledComputations())
-    if (c) peak = std::max(peak, assign(*c, true, depth + 1).peak);
+    if (c) peak = std::max(peak, assign(*c, true, depth + 1, chip).peak);
   return peak;
 }
 
-Result assign(const HloComputation& comp, bool nested, int depth) {
+Result assign(const HloComputation& comp, bool nested, int depth, const target::ChipConfig* chip) {
   Result r;
-  std::vector<HloInstruction*> order = loweringOrder(comp);
+  std::vector<HloInstruction*> order = loweringOrder(comp, chip);
   for (const HloInstruction* i : order) r.schedule.push_back(i);
   const int64_t last = std::max<int64_t>(0, static_cast<int64_t>(order.size()) - 1);
 
@@ -270,7 +270,7 @@ Result assign(const HloComputation& comp, bool nested, int depth) {
       ids = newBuffers(inst, step, HbmBuffer::Kind::Temporary);
     }
     if (callsComputations(*inst)) {
-      int64_t scratch = nestedPeak(*inst, depth);
+      int64_t scratch = nestedPeak(*inst, depth, chip);
       if (scratch > 0) {
         HbmBuffer b;
         b.id = static_cast<int64_t>(r.buffers.size());
@@ -465,7 +465,7 @@ BufferAssignment assignOne(const hlo::HloComputation* comp, bool nested,
   a.chipName = target.name;
   a.hbmCapacity = target.hbmBytes;
   if (!comp) return a;
-  Result r = assign(*comp, nested, 0);
+  Result r = assign(*comp, nested, 0, &target.chip);
   a.schedule = std::move(r.schedule);
   a.buffers = std::move(r.buffers);
   a.peakBytes = r.peak;

@@ -1,8 +1,11 @@
 #include "compiler/lower/buffers/LoweringOrder.h"
 
+#include "compiler/lower/buffers/ShapeBytes.h"
+
 #include <algorithm>
 #include <functional>
 #include <queue>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -19,7 +22,8 @@ bool isCustomCall(const HloInstruction* i, const char* target) {
 }
 
 bool isAsyncStart(const HloInstruction* i) {
-  return isCustomCall(i, "tpusim$permute-start") || isCustomCall(i, "tpusim$all-gather-start");
+  return isCustomCall(i, "tpusim$permute-start") || isCustomCall(i, "tpusim$all-gather-start") ||
+         isCustomCall(i, "tpusim$ring-permute-start");
 }
 
 bool isAsyncDone(const HloInstruction* i) {
@@ -27,13 +31,38 @@ bool isAsyncDone(const HloInstruction* i) {
          i->operandCount() == 2 && isAsyncStart(i->operand(0));
 }
 
+// Estimated cycles: an async start's transfer, other work's HBM traffic.
+double transferCycles(const HloInstruction* start, const target::ChipConfig& chip) {
+  const double bytes = double(shapeBytes(start->shape()));
+  return bytes / chip.ici.linkBytesPerCycle(chip.core.clock_hz) + double(chip.ici.latency_cycles);
+}
+double workCycles(const HloInstruction* i, const target::ChipConfig& chip) {
+  switch (i->opcode()) {  // no code of their own
+    case HloOpcode::Parameter:
+    case HloOpcode::Constant:
+    case HloOpcode::Reshape:
+    case HloOpcode::Bitcast:
+    case HloOpcode::Tuple:
+    case HloOpcode::GetTupleElement:
+      return 0;
+    default:
+      break;
+  }
+  double bytes = i->shape().isArray() ? double(shapeBytes(i->shape())) : 0;
+  for (const HloInstruction* op : i->operands())
+    if (op->shape().isArray()) bytes += double(shapeBytes(op->shape()));
+  return bytes / (chip.hbmPeakBytesPerSecond() / chip.core.clock_hz);
+}
+
 }  // namespace
 
-std::vector<HloInstruction*> loweringOrder(const hlo::HloComputation& comp) {
+std::vector<HloInstruction*> loweringOrder(const hlo::HloComputation& comp,
+                                           const target::ChipConfig* chip) {
   std::vector<HloInstruction*> order = comp.postOrder();
-  bool async = false;
-  for (HloInstruction* i : order) async |= isAsyncDone(i);
-  if (!async) return order;
+  int pairs = 0;
+  for (HloInstruction* i : order) pairs += isAsyncDone(i);
+  if (pairs == 0) return order;
+  const bool spread = chip && pairs > 1;
   // A list schedule over the post order: a ready start first, then the
   // earliest ready instruction of the post order that is not a done, a done
   // only when nothing else is ready. Without pairs it is the post order.
@@ -53,16 +82,55 @@ std::vector<HloInstruction*> loweringOrder(const hlo::HloComputation& comp) {
   // (class, position): class 0 a start, 1 other work, 2 a done.
   using Key = std::pair<int, size_t>;
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> ready;
+  std::set<size_t> heldDones;  // spreading: the ready dones (below)
   auto push = [&](HloInstruction* i) {
-    ready.push({isAsyncStart(i) ? 0 : isAsyncDone(i) ? 2 : 1, position[i]});
+    if (spread && isAsyncDone(i))
+      heldDones.insert(position[i]);
+    else
+      ready.push({isAsyncStart(i) ? 0 : isAsyncDone(i) ? 2 : 1, position[i]});
   };
+  // Only a done some later start needs is worth lowering early (the last
+  // pair's waits for the transfer whatever the estimate says).
+  std::unordered_map<const HloInstruction*, bool> feedsStart;
+  for (size_t k = order.size(); k-- > 0;)
+    for (HloInstruction* u : users[order[k]])
+      if (isAsyncStart(u) || feedsStart[u]) feedsStart[order[k]] = true;
   for (HloInstruction* i : order)
     if (waiting[i] == 0) push(i);
+  // Spreading: per pair in flight, the transfer left to cover; its done,
+  // once ready, waits aside (by position) until that is covered (and a later
+  // start needs it) or nothing but dones is left. Starts go first, then
+  // covered dones, then work.
+  std::unordered_map<const HloInstruction*, double> uncovered;  // start -> cycles
   std::vector<HloInstruction*> out;
-  while (!ready.empty()) {
-    HloInstruction* i = order[ready.top().second];
-    ready.pop();
+  while (!ready.empty() || !heldDones.empty()) {
+    HloInstruction* i = nullptr;
+    if (ready.empty() || ready.top().first != 0)
+      for (size_t k : heldDones)
+        if (feedsStart[order[k]] && uncovered[order[k]->operand(0)] <= 0) {
+          i = order[k];
+          heldDones.erase(k);
+          break;
+        }
+    if (!i && !ready.empty()) {
+      i = order[ready.top().second];
+      ready.pop();
+    }
+    if (!i) {  // only dones left: the earliest
+      i = order[*heldDones.begin()];
+      heldDones.erase(heldDones.begin());
+    }
     out.push_back(i);
+    if (spread) {
+      if (isAsyncStart(i)) {
+        uncovered[i] = transferCycles(i, *chip);
+      } else if (isAsyncDone(i)) {
+        uncovered.erase(i->operand(0));
+      } else {
+        const double w = workCycles(i, *chip);
+        for (auto& [start, left] : uncovered) left -= w;
+      }
+    }
     for (HloInstruction* u : users[i])
       if (--waiting[u] == 0) push(u);
   }

@@ -5,14 +5,23 @@
 // operand is ready and every done only when no other work is, so the
 // independent work lands between them and overlaps the transfer
 // (compiler/lower/collectives/CollectiveLowering.h).
+//
+// With several pairs (an async ring's steps) and a chip, the work is spread
+// over their windows: a done whose transfer the work scheduled since its
+// start covers (estimates: bytes over one link plus a hop, against the work's
+// HBM bytes over the HBM bandwidth) goes before further work, so the next
+// step starts and the rest of the work overlaps it. Buffer assignment and
+// lowering must pass the same chip.
 #pragma once
 
 #include <vector>
 
 #include "compiler/hlo/HloComputation.h"
+#include "isa/target/ChipConfig.h"
 
 namespace tpusim::lower {
 
-std::vector<hlo::HloInstruction*> loweringOrder(const hlo::HloComputation& comp);
+std::vector<hlo::HloInstruction*> loweringOrder(const hlo::HloComputation& comp,
+                                                const target::ChipConfig* chip = nullptr);
 
 }  // namespace tpusim::lower

@@ -33,9 +33,34 @@ struct Flags {
   int barrier, arrived, sent, ready, copied, ringReady, firstStream;
 };
 
+// The flags of the async slots after the first sit below the base flags,
+// the grid's stream flags below them.
+int slotFlagCount(const SpmdLowering& spmd) { return kAsyncSlotFlags * (spmd.asyncSlots - 1); }
+int gridStreamFlags(const SpmdLowering& spmd) {
+  return spmd.reservedFlags - kSpmdBaseFlags - slotFlagCount(spmd);
+}
+
 Flags flagsOf(const SpmdLowering& spmd) {
-  return {spmd.syncFlags - 1, spmd.syncFlags - 2, spmd.syncFlags - 3, spmd.syncFlags - 4,
-          spmd.syncFlags - 5, spmd.syncFlags - 6, spmd.syncFlags - 7};
+  return {spmd.syncFlags - 1,
+          spmd.syncFlags - 2,
+          spmd.syncFlags - 3,
+          spmd.syncFlags - 4,
+          spmd.syncFlags - 5,
+          spmd.syncFlags - 6,
+          spmd.syncFlags - 7 - slotFlagCount(spmd)};
+}
+
+// The flags an async pair on `slot` sends, receives, copies and hand-shakes
+// on: slot 0 the base ones (which synchronous collectives use too: they wait
+// for every pair first), the others their own.
+struct SlotFlags {
+  int sent, arrived, copied, ringReady;
+};
+SlotFlags slotFlags(const SpmdLowering& spmd, int slot) {
+  const Flags f = flagsOf(spmd);
+  if (slot == 0) return {f.sent, f.arrived, f.copied, f.ringReady};
+  const int top = spmd.syncFlags - 7 - kAsyncSlotFlags * (slot - 1);
+  return {top, top - 1, top - 2, top - 3};
 }
 
 // reg = table[chip.id] (kId holds chip.id).
@@ -90,10 +115,10 @@ std::vector<std::pair<int64_t, int64_t>> sourceTargetPairs(const HloInstruction&
 // The barrier, then the sends (no wait); zeros where no pair targets this
 // device. Returns the pending waits.
 SpmdLowering::Pending startPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand,
-                                   uint64_t result, const SpmdLowering& spmd) {
+                                   uint64_t result, const SpmdLowering& spmd, int slot) {
   std::vector<std::pair<int64_t, int64_t>> pairs = sourceTargetPairs(inst, spmd);
   const uint64_t bytes = uint64_t(shapeBytes(inst.shape()));
-  const Flags f = flagsOf(spmd);
+  const SlotFlags f = slotFlags(spmd, slot);
   std::vector<uint32_t> target(size_t(spmd.devices), 0xFFFFFFFFu);
   std::vector<uint32_t> hasSource(size_t(spmd.devices), 0);
   for (auto [s, t] : pairs) {
@@ -103,6 +128,7 @@ SpmdLowering::Pending startPermute(ControlCode& code, const HloInstruction& inst
   std::vector<isa::DmaDescriptor> descs = ControlCode::hbmCopyDescriptors(operand, result, bytes);
   int64_t descWord = code.descriptorWords(descs, "remote DMA descriptors of %" + inst.name());
   SpmdLowering::Pending p;
+  p.slot = slot;
   p.targetWord = code.smemWords(target, "permute targets of %" + inst.name());
   p.sourceWord = code.smemWords(hasSource, "permute sources of %" + inst.name());
   p.sends = p.arrivals = int64_t(descs.size());
@@ -129,7 +155,8 @@ SpmdLowering::Pending startPermute(ControlCode& code, const HloInstruction& inst
 
 // The sends have left and the data has arrived (on the devices the tables select).
 void finishPending(ControlCode& code, const SpmdLowering::Pending& p, const SpmdLowering& spmd) {
-  const Flags f = flagsOf(spmd);
+  if (p.rest) p.rest(code);
+  const SlotFlags f = slotFlags(spmd, p.slot);
   code.emit({makeInstruction(Opcode::ChipId, {kId})});
   auto waitWhere = [&](int64_t tableWord, bool skipOnNone, int flag, int64_t count) {
     if (count == 0) return;
@@ -155,11 +182,13 @@ void finishPending(ControlCode& code, const SpmdLowering::Pending& p, const Spmd
 
 void lowerPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand, uint64_t result,
                   const SpmdLowering& spmd) {
-  finishPending(code, startPermute(code, inst, operand, result, spmd), spmd);
+  finishPending(code, startPermute(code, inst, operand, result, spmd, 0), spmd);
 }
 
-void lowerRingPermute(ControlCode& code, const HloInstruction& inst, uint64_t operand,
-                      uint64_t result, const SpmdLowering& spmd) {
+// The handshake, then the sends (no wait); returns the pending waits.
+SpmdLowering::Pending startRingPermute(ControlCode& code, const HloInstruction& inst,
+                                       uint64_t operand, uint64_t result, const SpmdLowering& spmd,
+                                       int slot) {
   std::vector<std::pair<int64_t, int64_t>> pairs = sourceTargetPairs(inst, spmd);
   std::vector<uint32_t> target(size_t(spmd.devices), 0xFFFFFFFFu), source = target;
   for (auto [s, t] : pairs) {
@@ -172,7 +201,7 @@ void lowerRingPermute(ControlCode& code, const HloInstruction& inst, uint64_t op
                                               "are not a ring",
                                               d));
   const uint64_t row = uint64_t(shapeBytes(inst.shape())) / 2;
-  const Flags f = flagsOf(spmd);
+  const SlotFlags f = slotFlags(spmd, slot);
   std::vector<isa::DmaDescriptor> descs = ControlCode::hbmCopyDescriptors(operand, result, row);
   std::vector<isa::DmaDescriptor> back =
       ControlCode::hbmCopyDescriptors(operand + row, result + row, row);
@@ -194,8 +223,10 @@ void lowerRingPermute(ControlCode& code, const HloInstruction& inst, uint64_t op
     code.emit({makeInstruction(Opcode::DmaRemote,
                                {kAddr, i < perRow ? kVal : kPeer, f.sent, f.arrived, kQueue})});
   }
-  code.emit({makeInstruction(Opcode::SyncWait, {f.sent, int64_t(descs.size())})});
-  code.emit({makeInstruction(Opcode::SyncWait, {f.arrived, int64_t(descs.size())})});
+  SpmdLowering::Pending p;
+  p.slot = slot;
+  p.sends = p.arrivals = int64_t(descs.size());
+  return p;
 }
 
 // The collective's replica groups; a malformed list is the user's error, named by the op.
@@ -213,7 +244,7 @@ DeviceGroups groupsOrFail(const HloInstruction& inst, const SpmdLowering& spmd) 
 // rings).
 SpmdLowering::Pending startAllGather(ControlCode& code, const HloInstruction& inst,
                                      uint64_t operand, uint64_t result, const SpmdLowering& spmd,
-                                     bool async) {
+                                     bool async, int slot) {
   DeviceGroups groups = groupsOrFail(inst, spmd);
   const int64_t n = int64_t(groups[0].size());
   const uint64_t chunk = uint64_t(shapeBytes(inst.operand(0)->shape()));
@@ -228,10 +259,18 @@ SpmdLowering::Pending startAllGather(ControlCode& code, const HloInstruction& in
       GridGather g{groups, spmd.slice, *dims, chunk, operand, result};
       double oneShot = oneShotGatherCycles(chunk, groups, spmd.slice, *spmd.chip);
       const int streams = 2 * int(dims->size() * dims->size());
-      if (streams <= spmd.reservedFlags - kSpmdBaseFlags && gridAllGatherFits(g) &&
+      if (streams <= gridStreamFlags(spmd) && gridAllGatherFits(g) &&
           gridAllGatherCycles(g, *spmd.chip) < oneShot) {
-        emitGridAllGather(code, g, *spmd.chip, {f.ready, f.sent, kLocalFlag, f.firstStream});
-        return {};
+        if (!async) {
+          emitGridAllGather(code, g, *spmd.chip, {f.ready, f.sent, kLocalFlag, f.firstStream});
+          return {};
+        }
+        const SlotFlags sf = slotFlags(spmd, slot);
+        SpmdLowering::Pending p;
+        p.slot = slot;
+        p.rest =
+            beginGridAllGather(code, g, *spmd.chip, {f.ready, sf.sent, sf.copied, f.firstStream});
+        return p;
       }
     }
   }
@@ -245,6 +284,7 @@ SpmdLowering::Pending startAllGather(ControlCode& code, const HloInstruction& in
     descs.insert(descs.end(), d.begin(), d.end());
   }
   int64_t descWord = code.descriptorWords(descs, "all-gather DMA descriptors of %" + inst.name());
+  const SlotFlags sf = slotFlags(spmd, async ? slot : 0);
   // Per device: its slot's first descriptor word, then its k-th peer.
   std::vector<uint32_t> slotDesc(size_t(spmd.devices));
   std::vector<std::vector<uint32_t>> peer(size_t(n), std::vector<uint32_t>(size_t(spmd.devices)));
@@ -268,12 +308,12 @@ SpmdLowering::Pending startAllGather(ControlCode& code, const HloInstruction& in
     for (size_t i = 0; i < perSlot; ++i) {
       code.emit(
           {makeInstruction(Opcode::SAddI, {kAddr, kVal, int64_t(i * isa::kDmaDescriptorWords)})});
-      code.emit({makeInstruction(Opcode::DmaRemote, {kAddr, kPeer, f.sent, f.arrived, kQueue})});
+      code.emit({makeInstruction(Opcode::DmaRemote, {kAddr, kPeer, sf.sent, sf.arrived, kQueue})});
     }
   }
   // The own slot is a local copy; async, on a flag of the collectives' own
   // (the kernels between the start and the done use the kernel flags).
-  const int copyFlag = async ? f.copied : kLocalFlag;
+  const int copyFlag = async ? sf.copied : kLocalFlag;
   for (size_t i = 0; i < perSlot; ++i) {
     code.emit(
         {makeInstruction(Opcode::SAddI, {kAddr, kVal, int64_t(i * isa::kDmaDescriptorWords)})});
@@ -282,6 +322,7 @@ SpmdLowering::Pending startAllGather(ControlCode& code, const HloInstruction& in
   const int64_t remote = (n - 1) * int64_t(perSlot);
   SpmdLowering::Pending p;
   if (async) {
+    p.slot = slot;
     p.sends = p.arrivals = remote;
     p.copies = int64_t(perSlot);
     return p;
@@ -309,7 +350,7 @@ void lowerGridReduceScatter(ControlCode& code, const HloInstruction& inst, uint6
     throw CannotLower::of(inst, fmt::format("the operand is not {} shares", groups[0].size()));
   if (!gridReduceScatterFits(g, *spmd.chip))
     throw CannotLower::of(inst, "the plan does not fit (type, op, sizes or addresses)");
-  if (2 * int(dims->size() * dims->size()) > spmd.reservedFlags - kSpmdBaseFlags)
+  if (2 * int(dims->size() * dims->size()) > gridStreamFlags(spmd))
     throw CannotLower::of(inst, "internal: the grid's stream flags are not reserved");
   std::vector<uint64_t> scratch;
   for (int i = 0; i < gridReduceScratchBuffers(g); ++i)
@@ -348,8 +389,9 @@ bool isSpmdPrimitive(const HloInstruction& inst) {
                inst.shape().dims[0] == 1 && inst.operand(0)->shape().isArray() &&
                inst.operand(0)->shape().rank() == 2;
       return target == "tpusim$device-id" ||
-             (target == kRingPermuteTarget && inst.operandCount() == 1 && inst.shape().isArray() &&
-              inst.shape().rank() >= 1 && inst.shape().dims[0] == 2);
+             ((target == kRingPermuteTarget || target == kRingPermuteStartTarget) &&
+              inst.operandCount() == 1 && inst.shape().isArray() && inst.shape().rank() >= 1 &&
+              inst.shape().dims[0] == 2);
     }
     case HloOpcode::CollectivePermute:
       return inst.operandCount() == 1 && inst.shape().isArray();
@@ -362,9 +404,33 @@ bool isSpmdPrimitive(const HloInstruction& inst) {
 }
 
 void drainAsyncCollectives(ControlCode& code, SpmdLowering& spmd) {
-  if (spmd.pending.sends == 0 && spmd.pending.arrivals == 0 && spmd.pending.copies == 0) return;
-  finishPending(code, spmd.pending, spmd);
-  spmd.pending = {};
+  for (const SpmdLowering::Pending& p : spmd.pending) finishPending(code, p, spmd);
+  spmd.pending.clear();
+}
+
+void finishAsyncCollective(ControlCode& code, SpmdLowering& spmd, const HloInstruction* start) {
+  for (auto it = spmd.pending.begin(); it != spmd.pending.end(); ++it)
+    if (it->start == start) {
+      finishPending(code, *it, spmd);
+      spmd.pending.erase(it);
+      return;
+    }
+}
+
+int spmdAsyncSlots(const hlo::HloModule& module) {
+  int most = 1;
+  for (const auto& comp : module.computations()) {
+    int starts = 0;
+    for (const auto& inst : comp->instructions()) {
+      const std::string target = inst->attrs().customCallTarget.value_or("");
+      const HloOpcode op = inst->opcode();
+      starts += target == kPermuteStartTarget || target == kRingPermuteStartTarget ||
+                target == kAllGatherStartTarget || op == HloOpcode::CollectivePermuteStart ||
+                op == HloOpcode::AllGatherStart || op == HloOpcode::AllReduceStart;
+    }
+    most = std::max(most, std::min(starts, kMaxAsyncInFlight));
+  }
+  return most;
 }
 
 int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& chip) {
@@ -401,7 +467,9 @@ int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& ch
         // A malformed group list: the op's lowering names it.
       }
     }
-  return any ? kSpmdBaseFlags + 2 * int(gridDims * gridDims) : 0;
+  return any ? kSpmdBaseFlags + kAsyncSlotFlags * (spmdAsyncSlots(module) - 1) +
+                   2 * int(gridDims * gridDims)
+             : 0;
 }
 
 void lowerSpmdPrimitive(ControlCode& code, const HloInstruction& inst,
@@ -416,30 +484,53 @@ void lowerSpmdPrimitive(ControlCode& code, const HloInstruction& inst,
   size_t op = code.openOp(inst.name(), inst.name(), "", 0);
   if (target == kPermuteDoneTarget || target == kAllGatherDoneTarget) {
     // The waits, unless another op drained them.
-    drainAsyncCollectives(code, spmd);
+    finishAsyncCollective(code, spmd, inst.operand(0));
+    code.closeOp(op);
+    return;
+  }
+  const bool start = target == kPermuteStartTarget || target == kRingPermuteStartTarget ||
+                     target == kAllGatherStartTarget;
+  if (start) {
+    // A free slot, else the oldest pair's; an all-gather (it may take the
+    // grid rings) after a grid pair's done.
+    for (auto it = spmd.pending.begin(); it != spmd.pending.end();)
+      if (int(spmd.pending.size()) >= spmd.asyncSlots ||
+          (target == kAllGatherStartTarget && it->rest)) {
+        finishPending(code, *it, spmd);
+        it = spmd.pending.erase(it);
+      } else {
+        ++it;
+      }
+    int slot = 0;
+    while (std::any_of(spmd.pending.begin(), spmd.pending.end(),
+                       [&](const SpmdLowering::Pending& p) { return p.slot == slot; }))
+      ++slot;
+    SpmdLowering::Pending p =
+        target == kPermuteStartTarget ? startPermute(code, inst, operands.at(0), result, spmd, slot)
+        : target == kRingPermuteStartTarget
+            ? startRingPermute(code, inst, operands.at(0), result, spmd, slot)
+            : startAllGather(code, inst, operands.at(0), result, spmd, true, slot);
+    p.start = &inst;
+    if (p.sends > 0 || p.arrivals > 0 || p.copies > 0 || p.rest) spmd.pending.push_back(p);
     code.closeOp(op);
     return;
   }
   if (inst.opcode() != HloOpcode::PartitionId && inst.opcode() != HloOpcode::ReplicaId &&
       target != "tpusim$device-id")
     drainAsyncCollectives(code, spmd);
-  if (target == kPermuteStartTarget || target == kAllGatherStartTarget) {
-    spmd.pending = target == kPermuteStartTarget
-                       ? startPermute(code, inst, operands.at(0), result, spmd)
-                       : startAllGather(code, inst, operands.at(0), result, spmd, true);
-    code.closeOp(op);
-    return;
-  }
   switch (inst.opcode()) {
     case HloOpcode::CollectivePermute:
       lowerPermute(code, inst, operands.at(0), result, spmd);
       break;
     case HloOpcode::AllGather:
-      startAllGather(code, inst, operands.at(0), result, spmd, false);
+      startAllGather(code, inst, operands.at(0), result, spmd, false, 0);
       break;
     case HloOpcode::CustomCall:
       if (target == kRingPermuteTarget) {
-        lowerRingPermute(code, inst, operands.at(0), result, spmd);
+        SpmdLowering::Pending p = startRingPermute(code, inst, operands.at(0), result, spmd, 0);
+        const SlotFlags f = slotFlags(spmd, 0);
+        code.emit({makeInstruction(Opcode::SyncWait, {f.sent, p.sends})});
+        code.emit({makeInstruction(Opcode::SyncWait, {f.arrived, p.arrivals})});
         break;
       }
       if (target == kGridReduceScatterTarget) {

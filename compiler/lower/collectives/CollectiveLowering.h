@@ -49,7 +49,8 @@ namespace tpusim::lower {
 // Flags reserved for the collectives (the top ones of core.sync_flags; the
 // kernels' code generator gets the rest): none without a primitive that
 // synchronizes; else the barrier, arrival, sent, ready, async-copy and
-// ring-ready flags, plus the
+// ring-ready flags, kAsyncSlotFlags per async slot after the first
+// (spmdAsyncSlots), plus the
 // stream flags of the largest grid (2 D^2 for D slice dimensions,
 // GridAllGather.h) an all-gather or grid reduce-scatter of the module can
 // take. compileModule and ModuleLowerer both reserve this many.
@@ -58,21 +59,31 @@ int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& ch
 
 inline constexpr std::string_view kRingPermuteTarget = "tpusim$ring-permute";
 // The async pairs (the spmd-collectives pass makes them from
-// collective-permute-start / -done, and from all-gather-start / -done and
-// all-reduce-start / -done where the exchange is one-shot). The start
-// (operand x, result the destination buffer) runs the barrier and issues the
-// sends; the done (operands: the start, x; its result is the start's buffer)
-// waits for the sends to leave and the data to arrive. Work lowered between
-// the two runs while the transfer is in flight (LoweringOrder.h puts the
-// independent work there). Only one pair is in flight at a time: any other
-// collective, or control flow, waits for it first (drainAsyncCollectives).
-// An all-gather start the estimate gives the grid rings (which need the
-// scalar unit for every block) runs them synchronously; its done waits for
-// nothing.
+// collective-permute-start / -done, and inside the expansion of an
+// all-gather-start / all-reduce-start / reduce-scatter pair: its all-gathers,
+// its ring steps' permutes and ring permutes). The start (operand x, result
+// the destination buffer) runs the barrier (the ring permute: its handshake)
+// and issues the sends; the done (operands: the start, x; its result is the
+// start's buffer; one target for every start) waits for the sends to leave
+// and the data to arrive. Work lowered between the two runs while the
+// transfer is in flight (LoweringOrder.h puts the independent work there).
+// Up to kMaxAsyncInFlight pairs are in flight at once, each on a slot of
+// flags of its own (a start with every slot busy waits for the oldest pair
+// first); any other collective, or control flow, waits for all of them
+// (drainAsyncCollectives). An all-gather start the estimate gives the grid
+// rings sends the first blocks (GridAllGather.h, beginGridAllGather); its
+// done forwards the rest, which needs the scalar unit for every block.
 inline constexpr std::string_view kPermuteStartTarget = "tpusim$permute-start";
+inline constexpr std::string_view kRingPermuteStartTarget = "tpusim$ring-permute-start";
 inline constexpr std::string_view kPermuteDoneTarget = "tpusim$permute-done";
 inline constexpr std::string_view kAllGatherStartTarget = "tpusim$all-gather-start";
 inline constexpr std::string_view kAllGatherDoneTarget = "tpusim$all-gather-done";
+constexpr int kMaxAsyncInFlight = 3;
+// Flags of each async slot after the first (which uses the base flags).
+constexpr int kAsyncSlotFlags = 4;
+// Slots of flags the module's async pairs get (1..kMaxAsyncInFlight; 1 with
+// fewer than two async starts in a computation).
+int spmdAsyncSlots(const hlo::HloModule& module);
 
 // Is `inst` one of the primitives above?
 bool isSpmdPrimitive(const hlo::HloInstruction& inst);
@@ -81,6 +92,7 @@ struct SpmdLowering {
   int64_t devices = 1;
   int syncFlags = 32;     // core.sync_flags
   int reservedFlags = 0;  // spmdReservedFlags: the top ones are the collectives'
+  int asyncSlots = 1;     // spmdAsyncSlots
   // The preset and the slice the module runs on (spmdSlice); without a
   // preset every all-gather is the one-shot exchange.
   const target::ChipConfig* chip = nullptr;
@@ -89,17 +101,25 @@ struct SpmdLowering {
   std::function<uint64_t(uint64_t bytes)> allocateZeros;
   // HBM bytes of the module's own, uninitialized (a collective's scratch).
   std::function<uint64_t(uint64_t bytes)> allocateScratch;
-  // The async collective in flight: the sends to wait for and the arrivals
-  // (none when none is), on the devices whose entry in the SMEM table of
-  // targets / of sources is set (every device when the word is -1), and the
-  // local copies.
+  // The async pairs in flight, oldest first: their start, slot of flags,
+  // the sends to wait for and the arrivals, on the devices whose entry in the
+  // SMEM table of targets / of sources is set (every device when the word is
+  // -1), and the local copies.
   struct Pending {
+    const hlo::HloInstruction* start = nullptr;
+    int slot = 0;
     int64_t targetWord = -1, sourceWord = -1, sends = 0, arrivals = 0, copies = 0;
-  } pending;
+    // A grid all-gather's forwarding and waits (beginGridAllGather), emitted
+    // first; only one grid pair is in flight (they share the stream flags).
+    std::function<void(ControlCode&)> rest;
+  };
+  std::vector<Pending> pending;
 };
 
-// Emits the waits of the async permute in flight, if any.
+// Emits the waits of every async pair in flight.
 void drainAsyncCollectives(ControlCode& code, SpmdLowering& spmd);
+// Emits the waits of the pair `start` began, if it is in flight.
+void finishAsyncCollective(ControlCode& code, SpmdLowering& spmd, const hlo::HloInstruction* start);
 
 // Emits the primitive's code; throws CannotLower for what it cannot lower.
 void lowerSpmdPrimitive(ControlCode& code, const hlo::HloInstruction& inst,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "compiler/lower/collectives/SmemTables.h"
@@ -207,70 +208,99 @@ double gridAllGatherCycles(const GridGather& g, const target::ChipConfig& chip) 
   return Planner(g, chip).totalCycles();
 }
 
-void emitGridAllGather(ControlCode& code, const GridGather& g, const target::ChipConfig& chip,
-                       const GridGatherFlags& flags) {
-  Planner plan(g, chip);
-  SmemTables tables(code);
-  const std::vector<Stream>& streams = plan.streams();
-  const int64_t devices = plan.devices();
-  code.emit({makeInstruction(Opcode::ChipId, {kId})});
+namespace {
 
-  // This chip's own chunk into its slot (a local DMA, waited for at the end).
-  {
-    isa::DmaDescriptor d;
-    d.src = isa::MemorySpace::Hbm;
-    d.dst = isa::MemorySpace::Hbm;
-    d.srcAddr = g.operand;
-    d.innerBytes = uint32_t(g.chunk);
-    int64_t word = code.descriptorWords({d}, "all-gather: own chunk");
-    std::vector<uint32_t> slot;
-    for (int64_t dev = 0; dev < devices; ++dev)
-      slot.push_back(uint32_t(g.result + uint64_t(plan.slotOf(dev)) * g.chunk));
-    tables.load(slot, kVal, "all-gather: own slot");
-    code.emit({makeInstruction(Opcode::SLi, {kAddr, word})});
-    code.emit({makeInstruction(Opcode::SSt, {kVal, kAddr, 3})});
-    code.emit({makeInstruction(Opcode::Dma, {kAddr, flags.local, kQueue})});
-  }
-
-  // Neighbour tables per (dimension, direction).
+// The emission's state, kept from the beginning to the rest (an async
+// start's done): the plan, the tables, the actions and how far they went.
+struct GridEmission {
+  GridEmission(ControlCode& code, const GridGather& gather, const target::ChipConfig& chip,
+               const GridGatherFlags& f)
+      : g(gather), plan(g, chip), tables(code), flags(f) {}
+  GridGather g;
+  Planner plan;
+  SmemTables tables;
+  GridGatherFlags flags;
   std::map<std::pair<int, int>, std::vector<uint32_t>> peers;
-  for (int d : g.gridDims)
-    for (int dir : {1, -1}) {
-      std::vector<uint32_t> p;
-      for (int64_t dev = 0; dev < devices; ++dev) p.push_back(plan.neighbour(d, dir, dev));
-      peers[{d, dir}] = p;
-    }
-  // Ready: tell each neighbour (it sends into this chip's result), wait for each.
-  for (auto& [key, p] : peers)
-    tables.forDevicesWith(p, kPeer, "all-gather neighbours", [&] {
-      code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, flags.ready, 1})});
-    });
-  for (auto& [key, p] : peers)
-    tables.forDevicesWith(p, kPeer, "all-gather neighbours", [&] {
-      code.emit({makeInstruction(Opcode::SyncWait, {flags.ready, 1})});
-    });
-
-  // The actions (stream, step) in the order of their estimated start, the
-  // same on every chip: every block a chip waits for was sent by an action
-  // its neighbour runs earlier in the order, so no chip waits in a cycle.
   std::vector<int64_t> descWord;
-  for (const Stream& s : streams)
-    descWord.push_back(code.descriptorWords({plan.descriptor(s)}, "all-gather stream"));
   std::vector<std::tuple<double, int, int64_t>> actions;
-  for (size_t i = 0; i < streams.size(); ++i)
-    for (int64_t k = 0; k < plan.size(streams[i].dim); ++k)
-      actions.emplace_back(streams[i].start + double(k) * streams[i].stepCycles, int(i), k);
-  std::stable_sort(actions.begin(), actions.end());
+  size_t next = 0;  // the first action not emitted yet
+  bool ownChunkCopied = false;
+
   // dst[stream][k]: the block address a device sends, kNone if it sends nothing.
-  auto sendTable = [&](const Stream& s, int64_t k) {
+  std::vector<uint32_t> sendTable(const Stream& s, int64_t k) const {
     std::vector<uint32_t> v;
-    for (int64_t dev = 0; dev < devices; ++dev)
+    for (int64_t dev = 0; dev < plan.devices(); ++dev)
       v.push_back(k < plan.sends(s, dev) ? uint32_t(plan.blockAddress(s, dev, k)) : kNone);
     return v;
-  };
-  bool ownChunkCopied = false;
-  for (auto& [t, i, k] : actions) {
-    const Stream& s = streams[size_t(i)];
+  }
+
+  // This chip's own chunk into its slot (a local DMA, waited for before the
+  // first block that holds it, or at the end).
+  void copyOwnChunk(ControlCode& code) {
+    const int64_t devices = plan.devices();
+    {
+      isa::DmaDescriptor d;
+      d.src = isa::MemorySpace::Hbm;
+      d.dst = isa::MemorySpace::Hbm;
+      d.srcAddr = g.operand;
+      d.innerBytes = uint32_t(g.chunk);
+      int64_t word = code.descriptorWords({d}, "all-gather: own chunk");
+      std::vector<uint32_t> slot;
+      for (int64_t dev = 0; dev < devices; ++dev)
+        slot.push_back(uint32_t(g.result + uint64_t(plan.slotOf(dev)) * g.chunk));
+      tables.load(slot, kVal, "all-gather: own slot");
+      code.emit({makeInstruction(Opcode::SLi, {kAddr, word})});
+      code.emit({makeInstruction(Opcode::SSt, {kVal, kAddr, 3})});
+      code.emit({makeInstruction(Opcode::Dma, {kAddr, flags.local, kQueue})});
+    }
+  }
+
+  // `async`: the own chunk's copy waits for the rest (in the work between
+  // the parts it would take HBM bandwidth from that work, not from the
+  // transfers, which do not use HBM here).
+  void begin(ControlCode& code, bool async) {
+    const std::vector<Stream>& streams = plan.streams();
+    const int64_t devices = plan.devices();
+    code.emit({makeInstruction(Opcode::ChipId, {kId})});
+    if (!async) copyOwnChunk(code);
+
+    // Neighbour tables per (dimension, direction).
+    for (int d : g.gridDims)
+      for (int dir : {1, -1}) {
+        std::vector<uint32_t> p;
+        for (int64_t dev = 0; dev < devices; ++dev) p.push_back(plan.neighbour(d, dir, dev));
+        peers[{d, dir}] = p;
+      }
+    // Ready: tell each neighbour (it sends into this chip's result), wait for each.
+    for (auto& [key, p] : peers)
+      tables.forDevicesWith(p, kPeer, "all-gather neighbours", [&] {
+        code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, flags.ready, 1})});
+      });
+    for (auto& [key, p] : peers)
+      tables.forDevicesWith(p, kPeer, "all-gather neighbours", [&] {
+        code.emit({makeInstruction(Opcode::SyncWait, {flags.ready, 1})});
+      });
+
+    // The actions (stream, step) in the order of their estimated start, the
+    // same on every chip: every block a chip waits for was sent by an action
+    // its neighbour runs earlier in the order, so no chip waits in a cycle.
+    for (const Stream& s : streams)
+      descWord.push_back(code.descriptorWords({plan.descriptor(s)}, "all-gather stream"));
+    for (size_t i = 0; i < streams.size(); ++i)
+      for (int64_t k = 0; k < plan.size(streams[i].dim); ++k)
+        actions.emplace_back(streams[i].start + double(k) * streams[i].stepCycles, int(i), k);
+    std::stable_sort(actions.begin(), actions.end());
+    // The first sends (this chip's chunk, phase 0) wait for nothing.
+    while (next < actions.size()) {
+      auto [t, i, k] = actions[next];
+      if (streams[size_t(i)].phase != 0 || k != 0) break;
+      emitAction(code, i, k);
+      ++next;
+    }
+  }
+
+  void emitAction(ControlCode& code, int i, int64_t k) {
+    const Stream& s = plan.streams()[size_t(i)];
     const int flag = flags.firstStream - i;
     if (s.phase > 0 && !ownChunkCopied) {  // later blocks hold this chip's chunk
       code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
@@ -278,7 +308,7 @@ void emitGridAllGather(ControlCode& code, const GridGather& g, const target::Chi
     }
     if (k >= 1) {
       std::vector<uint32_t> wait;
-      for (int64_t dev = 0; dev < devices; ++dev)
+      for (int64_t dev = 0; dev < plan.devices(); ++dev)
         wait.push_back(k <= plan.arrivals(s, dev) ? 1u : kNone);
       tables.forDevicesWith(wait, kVal, "all-gather arrivals", [&] {
         code.emit({makeInstruction(Opcode::SyncWait, {flag, 1})});
@@ -296,13 +326,43 @@ void emitGridAllGather(ControlCode& code, const GridGather& g, const target::Chi
       code.emit({makeInstruction(Opcode::DmaRemote, {kAddr, kPeer, flags.sent, flag, kQueue})});
     });
   }
-  // Every send has left (one count per send, as many as this chip made).
-  for (size_t i = 0; i < streams.size(); ++i)
-    for (int64_t k = 0; k < plan.size(streams[i].dim); ++k)
-      tables.forDevicesWith(sendTable(streams[i], k), kVal, "all-gather blocks", [&] {
-        code.emit({makeInstruction(Opcode::SyncWait, {flags.sent, 1})});
-      });
-  if (!ownChunkCopied) code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
+
+  void finish(ControlCode& code, bool resumed) {
+    const std::vector<Stream>& streams = plan.streams();
+    // Work between the parts used the registers: chip.id again.
+    if (resumed) {
+      code.emit({makeInstruction(Opcode::ChipId, {kId})});
+      copyOwnChunk(code);
+    }
+    for (; next < actions.size(); ++next) {
+      auto [t, i, k] = actions[next];
+      emitAction(code, i, k);
+    }
+    // Every send has left (one count per send, as many as this chip made).
+    for (size_t i = 0; i < streams.size(); ++i)
+      for (int64_t k = 0; k < plan.size(streams[i].dim); ++k)
+        tables.forDevicesWith(sendTable(streams[i], k), kVal, "all-gather blocks", [&] {
+          code.emit({makeInstruction(Opcode::SyncWait, {flags.sent, 1})});
+        });
+    if (!ownChunkCopied) code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
+  }
+};
+
+}  // namespace
+
+void emitGridAllGather(ControlCode& code, const GridGather& g, const target::ChipConfig& chip,
+                       const GridGatherFlags& flags) {
+  GridEmission e(code, g, chip, flags);
+  e.begin(code, false);
+  e.finish(code, false);
+}
+
+std::function<void(ControlCode&)> beginGridAllGather(ControlCode& code, const GridGather& g,
+                                                     const target::ChipConfig& chip,
+                                                     const GridGatherFlags& flags) {
+  auto e = std::make_shared<GridEmission>(code, g, chip, flags);
+  e->begin(code, true);
+  return [e](ControlCode& c) { e->finish(c, true); };
 }
 
 }  // namespace tpusim::lower

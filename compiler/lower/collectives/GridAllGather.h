@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -62,5 +63,15 @@ double gridAllGatherCycles(const GridGather& g, const target::ChipConfig& chip);
 
 void emitGridAllGather(ControlCode& code, const GridGather& g, const target::ChipConfig& chip,
                        const GridGatherFlags& flags);
+
+// The same in two parts, for an async start: emits the handshake and the
+// first sends (nothing that waits for another chip's blocks), and returns
+// what emits the rest (at the done: it reloads chip.id, as the work between
+// the parts uses the registers, copies the own chunk, forwards the blocks).
+// The first blocks' transfers overlap that work; the forwarding needs the
+// scalar unit.
+std::function<void(ControlCode&)> beginGridAllGather(ControlCode& code, const GridGather& g,
+                                                     const target::ChipConfig& chip,
+                                                     const GridGatherFlags& flags);
 
 }  // namespace tpusim::lower

@@ -47,8 +47,11 @@ int64_t spmdDeviceCount(const hlo::HloModule& module) {
         "module '{}' has replica_count={} and num_partitions={}: SPMD programs with both "
         "replicas and partitions are not supported (one of them must be 1)",
         module.name(), module.replicaCount(), module.numPartitions()));
-  return std::max(
-      {int64_t{1}, module.replicaCount(), module.numPartitions(), devicesNamed(module)});
+  // The header's count when it has one (an id beyond it is the collective's
+  // error); else the devices the collectives name.
+  const int64_t declared = std::max(module.replicaCount(), module.numPartitions());
+  if (declared > 1) return declared;
+  return std::max(int64_t{1}, devicesNamed(module));
 }
 
 DeviceGroups collectiveGroups(const HloInstruction& inst, int64_t devices) {

@@ -26,8 +26,10 @@ namespace tpusim::lower {
 
 using DeviceGroups = std::vector<std::vector<int64_t>>;
 
-// Devices a module runs on (1: not SPMD). Throws std::invalid_argument for a
-// module with replica_count > 1 and num_partitions > 1.
+// Devices a module runs on (1: not SPMD): its replica_count or
+// num_partitions, else (neither above 1) the most any collective names. Throws
+// std::invalid_argument for a module with replica_count > 1 and
+// num_partitions > 1.
 int64_t spmdDeviceCount(const hlo::HloModule& module);
 
 // The groups of a collective over `devices`: replica_groups expanded (list or

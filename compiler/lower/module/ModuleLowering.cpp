@@ -98,6 +98,7 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
   // kernels core.sync_flags - spmdReservedFlags).
   spmd_.syncFlags = int(target.chip.core.sync_flags);
   spmd_.reservedFlags = spmdReservedFlags(module, target.chip);
+  spmd_.asyncSlots = spmdAsyncSlots(module);
   if (spmd_.devices > 1) {
     try {
       spmd_.slice = spmdSlice(spmd_.devices, target.chip.ici);
@@ -373,7 +374,7 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
     auto it = value.find(i);
     return it == value.end() ? Leaves{} : it->second;
   };
-  const std::vector<HloInstruction*> order = loweringOrder(comp);
+  const std::vector<HloInstruction*> order = loweringOrder(comp, &target_.chip);
   for (size_t at = 0; at < order.size(); ++at) {
     const HloInstruction* inst = order[at];
     const HloInstruction* prefetchPending = prefetchFor_;
@@ -405,9 +406,9 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
       result.assign(operands[0].begin() + start, operands[0].begin() + start + n);
     } else if (aliasesOperandBuffer(*inst)) {
       result = operands[0];
-      if (isSpmdPrimitive(*inst)) {  // an async permute's done: its waits
+      if (isSpmdPrimitive(*inst)) {  // an async pair's done: its waits
         size_t op = control_.openOp(inst->name(), inst->name(), "", 0);
-        drainAsyncCollectives(control_, spmd_);
+        finishAsyncCollective(control_, spmd_, inst->operand(0));
         control_.closeOp(op);
         recordOp(inst->name(), "collective", first);
       }

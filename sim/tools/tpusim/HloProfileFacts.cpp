@@ -35,6 +35,7 @@ std::string collectiveOfCustomCall(const hlo::HloInstruction& inst) {
       {"tpusim$permute-start", "collective-permute-start"},
       {"tpusim$permute-done", "collective-permute-done"},
       {"tpusim$ring-permute", "collective-permute"},
+      {"tpusim$ring-permute-start", "collective-permute-start"},
       {"tpusim$all-gather-start", "all-gather-start"},
       {"tpusim$all-gather-done", "all-gather-done"},
       {"tpusim$grid-reduce-scatter", "reduce-scatter"}};

@@ -163,3 +163,57 @@ ENTRY e {
   CHECK(at("a") < at("o"));
   CHECK(names.size() == 9);
 }
+
+TEST_CASE("with several async pairs and a chip, the work is spread over their windows", "[spmd]") {
+  // Two chained pairs (a ring's steps): s1 -> d1 -> s2 -> d2, and four
+  // independent kernels. Without a chip every kernel lands in s1's window;
+  // with v5e's estimates (32 KiB over one link: about 1.1k + 1.5k cycles of
+  // hop; each 1 MiB kernel about 3.8k cycles of HBM) the first kernel covers
+  // s1's transfer, so d1 and s2 follow it and the others overlap s2.
+  auto m = parse(R"(HloModule m, num_partitions=2
+ENTRY e {
+  x = f32[8192] parameter(0)
+  y = f32[262144] parameter(1)
+  s1 = f32[8192] custom-call(x), custom_call_target="tpusim$permute-start", source_target_pairs={{0,1},{1,0}}
+  d1 = f32[8192] custom-call(s1, x), custom_call_target="tpusim$permute-done"
+  s2 = f32[8192] custom-call(d1), custom_call_target="tpusim$permute-start", source_target_pairs={{0,1},{1,0}}
+  d2 = f32[8192] custom-call(s2, d1), custom_call_target="tpusim$permute-done"
+  e1 = f32[262144] exponential(y)
+  t1 = f32[262144] tanh(e1)
+  e2 = f32[262144] exponential(t1)
+  t2 = f32[262144] tanh(e2)
+  ROOT o = (f32[8192], f32[262144]) tuple(d2, t2)
+})");
+  auto positions = [&](const target::ChipConfig* chip) {
+    std::map<std::string, size_t> at;
+    std::vector<hlo::HloInstruction*> order = lower::loweringOrder(*m->entry(), chip);
+    for (size_t k = 0; k < order.size(); ++k) at[order[k]->name()] = k;
+    return at;
+  };
+  auto plain = positions(nullptr);
+  CHECK(plain.at("t2") < plain.at("d1"));
+  const target::ChipConfig v5e = target::loadChip("v5e");
+  auto spread = positions(&v5e);
+  CHECK(spread.at("s1") < spread.at("e1"));
+  CHECK(spread.at("e1") < spread.at("d1"));
+  CHECK(spread.at("d1") < spread.at("s2"));
+  CHECK(spread.at("s2") < spread.at("t1"));
+  CHECK(spread.at("t2") < spread.at("d2"));
+  // Deterministic.
+  CHECK(positions(&v5e) == spread);
+}
+
+TEST_CASE("async slots: one per start in a computation, at most kMaxAsyncInFlight", "[spmd]") {
+  auto two = parse(R"(HloModule m, num_partitions=2
+ENTRY e {
+  x = f32[8] parameter(0)
+  s1 = f32[8] custom-call(x), custom_call_target="tpusim$permute-start", source_target_pairs={{0,1},{1,0}}
+  s2 = f32[8] custom-call(x), custom_call_target="tpusim$permute-start", source_target_pairs={{0,1},{1,0}}
+  d1 = f32[8] custom-call(s1, x), custom_call_target="tpusim$permute-done"
+  d2 = f32[8] custom-call(s2, x), custom_call_target="tpusim$permute-done"
+  ROOT o = (f32[8], f32[8]) tuple(d1, d2)
+})");
+  CHECK(lower::spmdAsyncSlots(*two) == 2);
+  const target::ChipConfig v5e = target::loadChip("v5e");
+  CHECK(lower::spmdReservedFlags(*two, v5e) == lower::kSpmdBaseFlags + lower::kAsyncSlotFlags);
+}

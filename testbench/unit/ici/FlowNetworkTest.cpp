@@ -91,3 +91,22 @@ TEST_CASE("the same calls give the same cycles", "[ici][flow]") {
   };
   CHECK(run() == run());
 }
+
+TEST_CASE("a slower resource on the path holds every flow through it down", "[ici][flow]") {
+  // Links 0 and 1 at 30 B/cycle lead into resource 2 (a receiver's ingress)
+  // that absorbs 20 B/cycle: the two flows share it, 10 B/cycle each.
+  FlowNetwork net(std::vector<double>{30.0, 30.0, 20.0});
+  CHECK(net.capacity(2) == 20.0);
+  int64_t a = net.add(0, {0, 2}, 3000);
+  CHECK(net.rate(a) == 20.0);  // alone: the receiver's rate, below the link's
+  int64_t b = net.add(0, {1, 2}, 3000);
+  CHECK(net.rate(a) == 10.0);
+  CHECK(net.rate(b) == 10.0);
+  CHECK(net.finishCycle(a) == 300);
+  // A third flow on link 0 to elsewhere takes what the receiver leaves.
+  int64_t c = net.add(0, {0}, 3000);
+  CHECK(net.rate(c) == 20.0);
+  CHECK(net.finishCycle(c) == 150);
+  CHECK(net.takeFinished(300).size() == 3);
+  CHECK(net.linkStats(2).bytes == Approx(6000));
+}

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -32,16 +33,22 @@ isa::Program assemble(const std::string& text, const std::string& file = "test.s
   return p;
 }
 
-sim::SystemResult runSystem(const std::string& preset, const std::string& topology,
+sim::SystemResult runSystem(const target::ChipConfig& chip, const std::string& topology,
                             const isa::Program& p, bool functional = true,
-                            const std::map<int, npy::Array>& xs = {}) {
-  target::ChipConfig chip = target::loadChip(preset);
+                            const std::map<int, npy::Array>& xs = {}, int hostThreads = 1) {
   sim::SimOptions o;
   o.functional = functional;
   o.dmaFactory = sim::makeChipDma;
+  o.hostThreads = hostThreads;
   sim::SystemSimulation s(chip, p, o, sim::ici::Torus::parse(topology, chip.ici));
   for (const auto& [device, array] : xs) s.setInput("x", array, "x", device);
   return s.run();
+}
+
+sim::SystemResult runSystem(const std::string& preset, const std::string& topology,
+                            const isa::Program& p, bool functional = true,
+                            const std::map<int, npy::Array>& xs = {}) {
+  return runSystem(target::loadChip(preset), topology, p, functional, xs);
 }
 
 // Device d sends `bytes` (HBM to HBM) to sends[d] (or nobody: -1), waits
@@ -144,6 +151,64 @@ TEST_CASE("two flows on one link take twice as long", "[system][timing]") {
   CHECK(cyclesOf(shared, 0) == cyclesOf(shared, 1));
   for (const auto& l : shared.links)
     if (l.chip == 1 && l.to == 2) CHECK(l.bytes == Approx(9000));
+}
+
+TEST_CASE("a receiver that cannot absorb its links' bytes backs the senders up",
+          "[system][timing]") {
+  // 1x3 line: devices 0 and 2 send 4500 bytes each to device 1, over two
+  // different links at 45 B/cycle (100 cycles alone).
+  target::ChipConfig chip = target::loadChip("tiny8");
+  const double link = chip.ici.link_bytes_per_second / chip.core.clock_hz;
+  REQUIRE(link == 45.0);
+  REQUIRE(chip.ici.linkBytesPerCycle(chip.core.clock_hz) == 45.0);
+  // The preset's receiver takes every link at full rate.
+  REQUIRE(chip.ici.ingress_bytes_per_second >= chip.iciPeakBytesPerSecond());
+  isa::Program p = pointToPoint({1, -1, 1}, {0, 2, 0}, 4500);
+  auto free = runSystem(chip, "1x3", p, false);
+  REQUIRE(free.halted);
+  CHECK(cyclesOf(free, 0) == cyclesOf(free, 2));
+  for (double absorbs : {45.0, 67.5}) {
+    INFO(absorbs << " B/cycle");
+    target::ChipConfig slow = chip;
+    slow.ici.ingress_bytes_per_second = absorbs * chip.core.clock_hz;
+    // Each sender gets half of what the receiver absorbs: 4500 / (absorbs / 2)
+    // cycles instead of 100, rounded up to a whole cycle.
+    const int64_t backedUp = int64_t(std::ceil(4500 / (absorbs / 2))) - 100;
+    for (bool functional : {false, true}) {
+      auto r = runSystem(slow, "1x3", p, functional);
+      REQUIRE(r.halted);
+      CHECK(cyclesOf(r, 0) - cyclesOf(free, 0) == backedUp);
+      CHECK(cyclesOf(r, 2) - cyclesOf(free, 2) == backedUp);
+      CHECK(cyclesOf(r, 1) - cyclesOf(free, 1) == backedUp);
+    }
+    // Identical cycles on 2 host threads.
+    auto threaded = runSystem(slow, "1x3", p, false, {}, 2);
+    auto single = runSystem(slow, "1x3", p, false, {}, 1);
+    for (int d = 0; d < 3; ++d) CHECK(cyclesOf(threaded, d) == cyclesOf(single, d));
+  }
+  // One sender alone is not held back by a receiver that absorbs a whole link.
+  target::ChipConfig oneLink = chip;
+  oneLink.ici.ingress_bytes_per_second = link * chip.core.clock_hz;
+  isa::Program alone = pointToPoint({1, -1, -1}, {0, 1, 0}, 4500);
+  CHECK(cyclesOf(runSystem(oneLink, "1x3", alone, false), 0) ==
+        cyclesOf(runSystem(chip, "1x3", alone, false), 0));
+}
+
+TEST_CASE("an input buffer smaller than the credit round trip slows a link", "[system][timing]") {
+  // Credit-based flow control: a link carries at most buffer_bytes per round
+  // trip of 2 x latency_cycles. tiny8: 2 x 1000 cycles; 45000 bytes of buffer
+  // give 22.5 B/cycle, half the link: 4500 bytes take 200 cycles, not 100.
+  target::ChipConfig chip = target::loadChip("tiny8");
+  REQUIRE(chip.ici.latency_cycles == 1000);
+  REQUIRE(double(chip.ici.buffer_bytes) >= 2 * 1000 * 45.0);  // the preset covers it
+  target::ChipConfig small = chip;
+  small.ici.buffer_bytes = 45000;
+  CHECK(small.ici.linkBytesPerCycle(chip.core.clock_hz) == 22.5);
+  isa::Program p = pointToPoint({1, -1, -1}, {0, 1, 0}, 4500);
+  auto full = runSystem(chip, "1x3", p, false);
+  auto slowed = runSystem(small, "1x3", p, false);
+  CHECK(cyclesOf(slowed, 0) - cyclesOf(full, 0) == 100);
+  CHECK(cyclesOf(slowed, 1) - cyclesOf(full, 1) == 100);
 }
 
 TEST_CASE("wraparound only where the slice spans the torus dimension", "[system][timing]") {
