@@ -112,7 +112,14 @@ Value* emitTileUncached(const NodePtr& np, const TileAt& at);
 
 Value* emitTile(const NodePtr& np, const TileAt& at) {
   if (!tileCse || np->kind == Kind::Dot) return emitTileUncached(np, at);
-  TileKey key{np.get(), at.rowOff, at.colTile, at.validRows, at.bcastRows, at.bcastCols};
+  // A tile broadcast along the lanes (rows) is the same for every column (row)
+  // tile: a per-row value read once per row tile, not once per column tile.
+  TileKey key{np.get(),
+              at.bcastRows ? nullptr : at.rowOff,
+              at.bcastCols ? 0 : at.colTile,
+              at.validRows,
+              at.bcastRows,
+              at.bcastCols};
   auto it = tileCse->find(key);
   if (it != tileCse->end()) return it->second;
   Value* v = emitTileUncached(np, at);
@@ -365,8 +372,8 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
   forEachRowTile(
       dst.rows,
       [&](Value* rowOff, int valid) {
+        TileCseScope cse;  // one row tile: its column tiles share the lane-broadcast tiles
         for (int64_t tj = 0; tj < colTiles; ++tj) {
-          TileCseScope cse;
           TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
           Value* t = emitTile(value, at);
           storeTile(t, dst, rowOff, tj, valid, std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
@@ -433,6 +440,7 @@ NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, boo
   auto lanesOf = [&](int64_t tj) { return std::min<int64_t>(kLanesI, n.cols - tj * kLanesI); };
   // One row tile reduced over its lanes: column tiles folded in order, then the lane tree.
   auto laneTile = [&](Value* rowOff, int valid) {
+    TileCseScope cse;
     Value* acc = nullptr;
     for (int64_t tj = 0; tj < colTiles; ++tj) {
       Value* t = emitTile(a, TileAt{rowOff, tj, valid, false, false});
