@@ -72,6 +72,33 @@ bool contractingMostMinor(int64_t rank, const std::vector<int64_t>& contracting)
   return true;
 }
 
+// Elements a transpose of `s` by `perm` moves through the transpose unit: all of
+// them when the most minor non-unit dim changes place (an element-wise transpose),
+// none when only major dims move (a strided DMA, or read in place).
+int64_t minorTransposeElements(const Shape& s, const std::vector<int64_t>& perm) {
+  int64_t minor = -1, placed = -1;
+  for (int64_t d = 0; d < s.rank(); ++d)
+    if (s.dims[static_cast<size_t>(d)] != 1) minor = d;
+  for (int64_t d : perm)
+    if (s.dims[static_cast<size_t>(d)] != 1) placed = d;
+  return minor == placed ? 0 : s.elementCount();
+}
+
+// The arrangement of a dot operand as the RHS: [batch, free, contracting] (the MXU's
+// transposed weight load) when the contracting dims are the most minor, else
+// [batch, contracting, free].
+std::vector<int64_t> rhsPerm(const Shape& s, const std::vector<int64_t>& batch,
+                             const std::vector<int64_t>& contracting,
+                             const std::vector<int64_t>& free, bool* transposed) {
+  *transposed = contractingMostMinor(s.rank(), contracting);
+  std::vector<int64_t> perm = batch;
+  const auto& first = *transposed ? free : contracting;
+  const auto& second = *transposed ? contracting : free;
+  perm.insert(perm.end(), first.begin(), first.end());
+  perm.insert(perm.end(), second.begin(), second.end());
+  return perm;
+}
+
 bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
   if (dot->operandCount() != 2 || isCanonical(*dot)) return false;
   HloInstruction* lhs = dot->operand(0);
@@ -89,33 +116,60 @@ bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
   std::vector<int64_t> lperm = d.lhsBatch;
   lperm.insert(lperm.end(), lfree.begin(), lfree.end());
   lperm.insert(lperm.end(), d.lhsContracting.begin(), d.lhsContracting.end());
-  const bool rhsTransposed = contractingMostMinor(rs.rank(), d.rhsContracting);
-  std::vector<int64_t> rperm = d.rhsBatch;
-  if (rhsTransposed) {
-    rperm.insert(rperm.end(), rfree.begin(), rfree.end());
-    rperm.insert(rperm.end(), d.rhsContracting.begin(), d.rhsContracting.end());
-  } else {
-    rperm.insert(rperm.end(), d.rhsContracting.begin(), d.rhsContracting.end());
-    rperm.insert(rperm.end(), rfree.begin(), rfree.end());
-  }
+  bool rhsTransposed = false;
+  std::vector<int64_t> rperm = rhsPerm(rs, d.rhsBatch, d.rhsContracting, rfree, &rhsTransposed);
 
-  HloInstruction* l = arrange(comp, lhs, lperm, {b, m, k});
-  HloInstruction* r =
-      arrange(comp, rhs, rperm,
-              rhsTransposed ? std::vector<int64_t>{b, n, k} : std::vector<int64_t>{b, k, n});
+  // The same product with the operands swapped, out^T = R^T L^T: R as the LHS
+  // [B, N, K], L as the RHS, and the [B, N, M] result transposed back. When
+  // both operands contract over their major dims (a weight gradient x^T dy
+  // over batch and sequence), one of them goes through the transpose unit
+  // either way: the swap moves the smaller one, plus the (small) result.
+  std::vector<int64_t> sperm = d.rhsBatch;
+  sperm.insert(sperm.end(), rfree.begin(), rfree.end());
+  sperm.insert(sperm.end(), d.rhsContracting.begin(), d.rhsContracting.end());
+  bool swappedRhsTransposed = false;
+  std::vector<int64_t> tperm =
+      rhsPerm(ls, d.lhsBatch, d.lhsContracting, lfree, &swappedRhsTransposed);
+  const int64_t direct = minorTransposeElements(ls, lperm) + minorTransposeElements(rs, rperm);
+  const int64_t swapped =
+      minorTransposeElements(rs, sperm) + minorTransposeElements(ls, tperm) +
+      minorTransposeElements(Shape::array(dot->shape().type, {b, n, m}), {0, 2, 1});
+  const bool swap = swapped < direct;
+
+  HloInstruction* l;
+  HloInstruction* r;
+  if (swap) {
+    l = arrange(comp, rhs, sperm, {b, n, k});
+    r = arrange(
+        comp, lhs, tperm,
+        swappedRhsTransposed ? std::vector<int64_t>{b, m, k} : std::vector<int64_t>{b, k, m});
+  } else {
+    l = arrange(comp, lhs, lperm, {b, m, k});
+    r = arrange(comp, rhs, rperm,
+                rhsTransposed ? std::vector<int64_t>{b, n, k} : std::vector<int64_t>{b, k, n});
+  }
+  const bool transposedLoad = swap ? swappedRhsTransposed : rhsTransposed;
   HloInstruction* nd = addNew(comp, HloOpcode::Dot, dot->name() + ".canonical",
-                              Shape::array(dot->shape().type, {b, m, n}), {l, r});
+                              Shape::array(dot->shape().type, swap ? std::vector<int64_t>{b, n, m}
+                                                                   : std::vector<int64_t>{b, m, n}),
+                              {l, r});
   nd->attrs().dot.lhsBatch = {0};
   nd->attrs().dot.lhsContracting = {2};
   nd->attrs().dot.rhsBatch = {0};
-  nd->attrs().dot.rhsContracting = {rhsTransposed ? 2 : 1};
+  nd->attrs().dot.rhsContracting = {transposedLoad ? 2 : 1};
   nd->attrs().metadata = dot->attrs().metadata;
   nd->attrs().generic = dot->attrs().generic;  // precision_config etc.
   HloInstruction* result = nd;
-  if (dot->shape().dims != nd->shape().dims) {
+  if (swap) {
+    result = addNew(comp, HloOpcode::Transpose, dot->name() + ".swapped",
+                    Shape::array(dot->shape().type, {b, m, n}), {nd});
+    result->attrs().dimensions = {0, 2, 1};
+    result->attrs().metadata = dot->attrs().metadata;
+  }
+  if (dot->shape().dims != result->shape().dims) {
     Shape out = Shape::array(dot->shape().type, dot->shape().dims);
     out.layout = dot->shape().layout;
-    result = addNew(comp, HloOpcode::Reshape, dot->name() + ".reshape", out, {nd});
+    result = addNew(comp, HloOpcode::Reshape, dot->name() + ".reshape", out, {result});
   }
   dot->replaceAllUsesWith(result);
   comp->removeInstruction(dot);

@@ -1,6 +1,7 @@
 // pad: the result is first filled with the padding value, then the operand's
 // elements are moved to their places (edge padding, interior padding and
-// negative padding, which crops, all reduce to one strided move).
+// negative padding, which crops, all reduce to one strided move). With edge
+// padding only, just the padded slabs are filled, alongside the move.
 //
 // The fill: a pattern of up to 512 bytes of the value sits in SMEM (in the
 // data segment when the value is a constant, else DMA'd from HBM element by
@@ -9,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/lower/dma/DmaLowering.h"
@@ -53,10 +56,19 @@ uint32_t replicate(uint32_t bits, int64_t elemBytes) {
   return bits;
 }
 
-void fillResult(DmaOp& op, int64_t total) {
+// A block of the result to fill: `bytes` contiguous bytes at `offset`, repeated over `outer`.
+struct FillRegion {
+  int64_t offset = 0, bytes = 0;
+  std::vector<MoveAxis> outer;
+};
+
+void fillRegions(DmaOp& op, const std::vector<FillRegion>& regions) {
   DmaFragment& f = op.frag;
   int64_t e = op.elemBytes();
-  int64_t pattern = std::min(kPatternBytes, total);
+  int64_t largest = 0;
+  for (const FillRegion& r : regions) largest = std::max(largest, r.bytes);
+  int64_t pattern = std::min(kPatternBytes, largest);
+  if (pattern == 0) return;
   int64_t word = f.allocSmem((pattern + 3) / 4);
   uint64_t smemAddr = uint64_t(word) * 4;
   if (auto bits = constantBits(*op.instr.operand(1))) {
@@ -78,19 +90,54 @@ void fillResult(DmaOp& op, int64_t total) {
     op.info.hbmRead += uint64_t(e);
     f.waitAll();
   }
-  Move fill;
-  fill.run = pattern;
-  fill.axes = {MoveAxis{total / pattern, 0, pattern}};
-  emitMove(op, fill, smemAddr, op.resultAddress, std::nullopt, std::nullopt, false,
-           MoveSpaces{isa::MemorySpace::Smem, isa::MemorySpace::Hbm});
-  if (int64_t rest = total % pattern) {
-    Move tail;
-    tail.run = rest;
-    tail.dstOffset = total - rest;
-    emitMove(op, tail, smemAddr, op.resultAddress, std::nullopt, std::nullopt, false,
-             MoveSpaces{isa::MemorySpace::Smem, isa::MemorySpace::Hbm});
+  const MoveSpaces spaces{isa::MemorySpace::Smem, isa::MemorySpace::Hbm};
+  for (const FillRegion& r : regions) {
+    if (r.bytes == 0) continue;
+    int64_t repeats = 1;
+    for (const MoveAxis& a : r.outer) repeats *= a.count;
+    if (repeats == 0) continue;
+    if (int64_t full = r.bytes / pattern) {
+      Move fill;
+      fill.run = pattern;
+      fill.axes = r.outer;
+      fill.axes.push_back(MoveAxis{full, 0, pattern});
+      fill.dstOffset = r.offset;
+      emitMove(op, fill, smemAddr, op.resultAddress, std::nullopt, std::nullopt, false, spaces);
+    }
+    if (int64_t rest = r.bytes % pattern) {
+      Move tail;
+      tail.run = rest;
+      tail.axes = r.outer;
+      tail.dstOffset = r.offset + r.bytes - rest;
+      emitMove(op, tail, smemAddr, op.resultAddress, std::nullopt, std::nullopt, false, spaces);
+    }
+    op.info.hbmWritten += uint64_t(r.bytes * repeats);
   }
-  op.info.hbmWritten += uint64_t(total);
+}
+
+// Edge padding only (no interior padding, no cropping): the padded slabs of
+// each dim, between the operand's rows in the dims before it. The operand's
+// elements land elsewhere, so the fills and the move need not wait for each
+// other, and the result is written once (a whole fill first wrote it twice).
+std::optional<std::vector<FillRegion>> edgeRegions(const std::vector<int64_t>& in,
+                                                   const std::vector<int64_t>& out,
+                                                   const std::vector<hlo::PaddingDim>& padding,
+                                                   int64_t e) {
+  std::vector<int64_t> d = rowMajorStrides(out);
+  for (const hlo::PaddingDim& p : padding)
+    if (p.interior != 0 || p.low < 0 || p.high < 0) return std::nullopt;
+  std::vector<FillRegion> regions;
+  std::vector<MoveAxis> outer;
+  int64_t base = 0;  // the operand's first element in the dims so far
+  for (size_t i = 0; i < in.size(); ++i) {
+    const hlo::PaddingDim& p = padding[i];
+    int64_t slab = d[i] * e;
+    if (p.low > 0) regions.push_back({base, p.low * slab, outer});
+    if (p.high > 0) regions.push_back({base + (p.low + in[i]) * slab, p.high * slab, outer});
+    outer.push_back(MoveAxis{in[i], 0, slab});
+    base += p.low * slab;
+  }
+  return regions;
 }
 
 }  // namespace
@@ -120,8 +167,12 @@ void lowerPad(DmaOp& op) {
   int64_t total = op.resultShape().elementCount() * e;
   if (total == 0) return;
   if (!coversResult) {
-    fillResult(op, total);
-    op.frag.waitAll();  // the fill lands before the operand's elements
+    if (auto regions = edgeRegions(in, out, padding, e)) {
+      fillRegions(op, *regions);
+    } else {
+      fillRegions(op, {FillRegion{0, total, {}}});
+      op.frag.waitAll();  // the fill lands before the operand's elements
+    }
   }
   Move m = elementMove(e, axes, 0, 0);
   m.srcOffset += srcStart * e;

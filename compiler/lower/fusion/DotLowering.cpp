@@ -28,6 +28,9 @@ namespace {
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 constexpr int64_t kBatchedDotDepth = 2048;
+// The largest batch block chosen for small entries, and the MXU pushes its
+// unrolled entries may trace (one entry of 256 x 256 x 128 is 32 pushes).
+constexpr int64_t kMaxBatchBlock = 16, kMaxBatchedPushes = 1024;
 
 enum Role : char { kBatch = 'B', kFree = 'F', kContract = 'K' };
 
@@ -231,29 +234,55 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // K block writes its output block in place: no accumulator scratch, no
   // copy out.
   const dsl::DType outType = dslType(g, *root, root->shape().type);
-  const bool plain = root == hero && memoryType(outType) == accType && bb == 1;
-  TilingTarget shared = t;
-  shared.dotEpilogue = !plain;
   // Most of VMEM only for a dot of plain inputs whose epilogue at most
   // converts the result: an epilogue's own inputs (a residual, a bias) take
   // VMEM blocks the model does not count.
   const bool bareOutput =
       root == hero || (root->opcode() == HloOpcode::Convert && root->operand(0) == hero);
-  shared.dotOperandsAreInputs = bareOutput && isInputView(g, lhs) && isInputView(g, rhsRoot);
-  shared.vmemBytes = t.vmemBytes / bb;
-  shared.dotBatchBlock = bb;
-  shared.dotRhsTransposed = transposed;
-  // The step's entries are adjacent in each row of an in-place operand, so its
-  // DMA reads runs of bb entries whatever the block's other dims.
-  shared.dotLhsRunBytes = bb * entryRun[0];
-  shared.dotRhsRunBytes = bb * entryRun[1];
-  // Each batch entry's dot is traced separately; K blocks of at most 2048 keep
-  // the unrolled entries within the code generator's scalar registers (the 7B
-  // decode's p x V: 16 heads x 2048 positions; 4096 is untested).
-  if (bb > 1) shared.maxDotDepth = kBatchedDotDepth;
-  DotBlocking blk = chooseDotBlocks(B, M, N, K, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt),
-                                    inBytes(ot), shared);
-  if (bb > 1) blk.why += fmt::format("; {} batch entries per step (in-place strided operand)", bb);
+  auto blocking = [&](int64_t entries, TilingTarget& shared) {
+    shared = t;
+    shared.dotEpilogue = !(root == hero && memoryType(outType) == accType && entries == 1);
+    shared.dotOperandsAreInputs = bareOutput && isInputView(g, lhs) && isInputView(g, rhsRoot);
+    shared.vmemBytes = t.vmemBytes / entries;
+    shared.dotBatchBlock = entries;
+    shared.dotRhsTransposed = transposed;
+    // The step's entries are adjacent in each row of an in-place operand, so its
+    // DMA reads runs of bb entries whatever the block's other dims.
+    shared.dotLhsRunBytes = entries * entryRun[0];
+    shared.dotRhsRunBytes = entries * entryRun[1];
+    // Each batch entry's dot is traced separately; K blocks of at most 2048 keep
+    // the unrolled entries within the code generator's scalar registers (the 7B
+    // decode's p x V: 16 heads x 2048 positions; 4096 is untested).
+    if (entries > 1) shared.maxDotDepth = kBatchedDotDepth;
+    return chooseDotBlocks(B, M, N, K, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt),
+                           inBytes(ot), shared);
+  };
+  TilingTarget shared;
+  DotBlocking blk = blocking(bb, shared);
+  // Small entries (an attention head's S x S scores: one weight tile each)
+  // keep one MXU busy per step and leave the step's DMA and the MXU fill and
+  // drain exposed: a step of several entries deals their tiles to every MXU
+  // and moves more bytes per step. The tiler prices each batch block; a
+  // larger one must save a tenth (the model is coarse), and the unrolled
+  // entries stay within the pushes one step may trace.
+  const int64_t mxuTile = std::max<int64_t>(t.mxuSize, 8);
+  auto pushes = [&](const DotBlocking& d, int64_t entries) {
+    return entries * cdiv(std::min(d.bm, M), 8) * cdiv(std::min(d.bn, N), mxuTile) *
+           cdiv(std::min(d.bk, K), mxuTile);
+  };
+  for (int64_t more = 2 * bb; more <= kMaxBatchBlock && B % more == 0; more *= 2) {
+    TilingTarget s;
+    DotBlocking d = blocking(more, s);
+    if (pushes(d, more) > kMaxBatchedPushes || !(d.estimatedCycles < 0.9 * blk.estimatedCycles))
+      continue;
+    blk = d;
+    shared = s;
+    bb = more;
+  }
+  const bool plain = !shared.dotEpilogue;
+  if (bb > 1)
+    blk.why += fmt::format("; {} batch entries per step{}", bb,
+                           entryRun[0] + entryRun[1] > 0 ? " (in-place strided operand)" : "");
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
   const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;
   const bool inPlace = plain && kBlocks == 1 && kTail == std::min(bk, K);

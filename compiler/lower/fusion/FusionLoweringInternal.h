@@ -105,6 +105,14 @@ class Region {
   // eight; when its lanes are a multiple of 1024 and no iota reads them, split
   // them into rows of 128 lanes (the same dense bytes). True if it did.
   bool splitLanes();
+  // A column axis merged from several dims and wider than `maxLanes` (a
+  // broadcast along the leading dim stopped it from merging with the rows:
+  // [B] x [S * D] for a [S, D] operand added to every batch entry) gives
+  // blocks of short rows a whole column axis apart, whose DMA runs land on
+  // the same few HBM channels. Its trailing dims of at least one lane tile
+  // become the lanes, the others the rows, and the rows a leading axis
+  // ([B] x [S] x [D]): every block is then one contiguous run. True if it did.
+  bool splitWideCols(int64_t maxLanes);
   // Drops leading axes of size 1 (they only add a unit dim to every array;
   // the code generator handles rank-2 blocks best). Call after setting blocks.
   void dropUnitLeadAxes();

@@ -14,6 +14,8 @@ namespace tpusim::lower::detail {
 namespace {
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int hbmBytes(dsl::DType t) { return isa::dtypeBytes(t); }
+// The widest lane axis a loop kernel keeps whole (the tiler's largest block width).
+constexpr int64_t kWideColLanes = 1024;
 }  // namespace
 
 LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
@@ -34,7 +36,7 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
   r->allowLaneShuffles();
   for (const HloInstruction* e : roots) r->analyze(e, rootEmb);
   r->formAxes();
-  r->splitLanes();
+  if (!r->splitWideCols(kWideColLanes)) r->splitLanes();
   auto& axes = r->axes();
   const size_t n = axes.size();
   std::vector<dsl::DType> outTypes;

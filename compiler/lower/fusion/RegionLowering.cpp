@@ -388,6 +388,30 @@ void Region::formGroupAxes(const std::vector<std::vector<int>>& groups, const st
   }
 }
 
+bool Region::splitWideCols(int64_t maxLanes) {
+  const size_t n = axes_.size();
+  Axis& col = axes_[n - 1];
+  if (axes_[n - 2].dims.empty() || col.dims.size() < 2 || col.size <= maxLanes) return false;
+  // The shortest run of trailing dims of at least one lane tile becomes the lanes.
+  size_t first = col.dims.size();
+  int64_t lanes = 1;
+  while (first > 1 && lanes < 128) lanes *= dims_[static_cast<size_t>(col.dims[--first])];
+  if (lanes % 128 != 0 || lanes > maxLanes) return false;
+  Axis row;
+  row.dims.assign(col.dims.begin(), col.dims.begin() + static_cast<std::ptrdiff_t>(first));
+  row.size = col.size / lanes;
+  col.dims.erase(col.dims.begin(), col.dims.begin() + static_cast<std::ptrdiff_t>(first));
+  col.size = lanes;
+  axes_.insert(axes_.end() - 1, row);
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    axes_[a].role = a + 2 == axes_.size()   ? AxisRole::Row
+                    : a + 1 == axes_.size() ? AxisRole::Col
+                                            : AxisRole::Lead;
+    axes_[a].block = axes_[a].role == AxisRole::Lead ? 1 : axes_[a].size;
+  }
+  return true;
+}
+
 bool Region::splitLanes() {
   const size_t n = axes_.size();
   Axis& row = axes_[n - 2];

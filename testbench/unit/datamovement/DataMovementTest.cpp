@@ -118,6 +118,13 @@ TEST_CASE("pad fills with the padding value, interior and negative padding", "[d
   // A result larger than the 512-byte fill pattern, with a tail.
   runOp(module("  p = f32[30,30] parameter(0)\n  v = f32[] constant(-2)",
                "f32[33,31] pad(p, v), padding=2_1x0_1"));
+  // Edge padding only: just the padded slabs are filled, beside the operand's rows.
+  runOp(module("  p = f32[3,5,7] parameter(0)\n  v = f32[] constant(4)",
+               "f32[6,6,10] pad(p, v), padding=1_2x0_1x3_0"));
+  runOp(module("  p = bf16[4,130] parameter(0)\n  v = bf16[] parameter(1)",
+               "bf16[5,300] pad(p, v), padding=0_1x70_100"));
+  runOp(module("  p = s8[2,3,9] parameter(0)\n  v = s8[] constant(7)",
+               "s8[2,5,9] pad(p, v), padding=0_0x2_0x0_0"));
 }
 
 TEST_CASE("dynamic-slice clamps its run-time start indices", "[dma]") {
