@@ -86,7 +86,8 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
       control_(m_, cg_),
       useKernelCache_(options.kernelCache),
       kernelCache_(options.verifyKernelCache),
-      prefetch_(options.crossKernelPrefetch) {
+      prefetch_(options.crossKernelPrefetch),
+      deferWriteBack_(options.deferWriteBack) {
   m_.program.chip = cg_.name;
   m_.shareCode = options.shareCode;
   try {
@@ -218,6 +219,11 @@ void uniquifySymbols(codegen::CompiledKernel& k, const isa::Program& module) {
   }
 }
 
+int64_t kernelArrayBytes(const kernels::llo::ArrayOperand& a) {
+  return kernels::llo::refBytes(
+      kernels::llo::Type::ref(kernels::llo::MemSpace::Hbm, a.dtype, a.shape));
+}
+
 uint64_t singleAddress(const HloInstruction& inst, const Leaves& leaves, const std::string& what) {
   if (leaves.size() != 1 || leaves[0] < 0)
     throw CannotLower::of(inst, fmt::format("{} is not a single array in HBM", what));
@@ -272,6 +278,32 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
         fmt::format("internal: %{} started the first blocks of %{} but %{} runs next",
                     prefetchFrom_, prefetchFor_->name(), inst.name()));
   }
+  // Deferred write-back: the kernel before's last write-backs; this kernel
+  // waits for them at its start when it reads or writes their bytes.
+  if (drainFor_ == &inst) {
+    o.drainBefore = std::move(drainPlan_);
+    auto touches = [&](int64_t at, int64_t bytes) {
+      for (const codegen::HbmRange& r : drainRanges_)
+        if (at < r.end && r.begin < at + bytes) return true;
+      return false;
+    };
+    for (size_t i = 0; i < lk.kernel->inputs.size(); ++i)
+      if (touches(o.inputAddresses[i], kernelArrayBytes(lk.kernel->inputs[i])))
+        o.drainBefore.atStart = true;
+    for (size_t i = 0; i < lk.kernel->outputs.size(); ++i)
+      if (touches(o.outputAddresses[i], kernelArrayBytes(lk.kernel->outputs[i])))
+        o.drainBefore.atStart = true;
+    drainFor_ = nullptr;
+    drainPlan_ = {};
+    drainRanges_.clear();
+  } else if (drainFor_) {
+    throw ModuleLoweringError(
+        fmt::format("internal: %{} left write-backs in flight for %{} but %{} runs next",
+                    drainFrom_, drainFor_->name(), inst.name()));
+  }
+  // Only a kernel followed directly by another defers (nextKernelAfter):
+  // nothing else runs between them.
+  o.deferWriteBack = deferWriteBack_ && !after.kernels.empty();
   PrefetchChoice choice;
   if (prefetch_ && !between) {
     choice = choosePrefetch(inst, lk, o, result, after);
@@ -294,6 +326,15 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
     }
   } catch (const codegen::CodegenError& e) {
     throw CannotLower::of(inst, fmt::format("the kernel code generator failed: {}", e.what()));
+  }
+  if (!k.pendingWriteBacks.empty()) {
+    drainFor_ = after.kernels.at(0);
+    drainFrom_ = inst.name();
+    drainPlan_.copies = k.pendingWriteBacks;
+    for (const codegen::PendingWriteBack& c : k.pendingWriteBacks) {
+      const int64_t at = o.outputAddresses.at(size_t(c.output));
+      drainRanges_.push_back({at, at + kernelArrayBytes(lk.kernel->outputs.at(size_t(c.output)))});
+    }
   }
   if (!o.prefetchNext.empty()) {
     prefetchFor_ = choice.target;
@@ -377,6 +418,7 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
   for (size_t at = 0; at < order.size(); ++at) {
     const HloInstruction* inst = order[at];
     const HloInstruction* prefetchPending = prefetchFor_;
+    const HloInstruction* drainPending = drainFor_;
     const bool prefetchBetween =
         std::find(prefetchSkip_.begin(), prefetchSkip_.end(), inst) != prefetchSkip_.end();
     HloOpcode opc = inst->opcode();
@@ -490,6 +532,11 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
           *inst, fmt::format("the back end has no lowering for {}", hlo::opcodeName(opc)));
     }
     value[inst] = std::move(result);
+    // The kernel that waits for the write-backs in flight must run next.
+    if (drainPending && drainFor_ == drainPending && m_.nextBundle() != first)
+      throw ModuleLoweringError(fmt::format(
+          "internal: %{} emitted code between %{} and %{}, which waits for its write-backs",
+          inst->name(), drainFrom_, drainPending->name()));
     // The kernel whose first blocks are in flight must run right after the
     // one that started them (nextKernelAfter): nothing else may emit code.
     if (prefetchPending && prefetchFor_ == prefetchPending && !prefetchBetween &&
@@ -502,6 +549,10 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
     throw ModuleLoweringError(
         fmt::format("internal: %{} started the first blocks of %{}, which never ran", prefetchFrom_,
                     prefetchFor_->name()));
+  if (drainFor_)
+    throw ModuleLoweringError(
+        fmt::format("internal: %{} left write-backs in flight for %{}, which never ran", drainFrom_,
+                    drainFor_->name()));
   if (!comp.root()) throw ModuleLoweringError(fmt::format("%{} has no root", comp.name()));
   drainAsyncCollectives(control_, spmd_);  // a start whose done is gone
   return value[comp.root()];

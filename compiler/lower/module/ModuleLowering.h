@@ -96,6 +96,11 @@ struct LowerOptions {
   // grid step, for inputs it does not write, when VMEM has room for both.
   // tpuc --no-cross-kernel-prefetch turns it off.
   bool crossKernelPrefetch = true;
+  // Deferred write-back (kernels/codegen/Drain.h): a kernel followed directly
+  // by another does not wait for its last write-backs; the next kernel waits
+  // for them at its start when it reads or writes those outputs, else at its
+  // end. tpuc --no-deferred-write-back turns it off.
+  bool deferWriteBack = true;
 };
 
 // Lowers `module`, which the passes have already prepared (fused, layouts
