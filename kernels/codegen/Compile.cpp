@@ -331,6 +331,22 @@ class Pipeline {
     return int(s.variants.at(v).descWords.size());
   }
 
+  // The DMA queue of a stream's copies: its flag's. An output of a kernel that
+  // starts the next kernel's first blocks takes the queue with the fewest of
+  // their bytes: descriptors of one queue complete in order, so a last
+  // write-back behind a 2 MiB weight block would wait for all of it.
+  int64_t queueOf(const Stream& s) const {
+    const int64_t own = s.flag % t_.dmaQueues;
+    if (!s.output || o_.prefetchNext.empty()) return own;
+    std::vector<uint64_t> bytes(size_t(t_.dmaQueues), 0);
+    for (const PrefetchCopy& c : o_.prefetchNext.copies)
+      bytes.at(size_t(c.queue)) += c.desc.totalBytes();
+    int64_t best = own;
+    for (int64_t q = 0; q < t_.dmaQueues; ++q)
+      if (bytes[size_t(q)] < bytes[size_t(best)]) best = q;
+    return best;
+  }
+
   // The input output `out` aliases, or -1.
   int aliasOf(int out) const {
     for (const auto& [in, o] : k_.aliases)
@@ -477,7 +493,7 @@ class Pipeline {
                                   s.output ? none : hbmSpan, mem);
         L_.storeDescriptorAddress(base, 3, L_.addImm(dst, cv.plan.dstOffset[i]),
                                   s.output ? hbmSpan : none, mem);
-        L_.emit(Opcode::Dma, {base, I(s.flag), I(int64_t(s.flag % t_.dmaQueues))});
+        L_.emit(Opcode::Dma, {base, I(s.flag), I(queueOf(s))});
       }
     };
     if (s.variants.size() == 1) {

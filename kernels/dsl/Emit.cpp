@@ -108,9 +108,44 @@ struct TileCseScope {
   ~TileCseScope() { tileCse = saved; }
 };
 
+// Lane-broadcast tiles (a [rows, 1] operand of a [rows, cols] store: a
+// norm's per-row scale) are the same for every column tile of a row tile:
+// emitStore shares them across its column tiles, so a row's broadcast (an
+// XLU lane permute) is emitted once, not once per column tile. Not for a
+// node reading the ref being stored (the later column tiles would see the
+// stores of the earlier ones).
+thread_local std::map<TileKey, Value*>* rowCse = nullptr;
+thread_local const Value* rowCseDst = nullptr;
+
+bool readsRef(const ArrayNode& n, const Value* ref) {
+  if (n.kind == Kind::View && n.ref == ref) return true;
+  if (n.kind == Kind::Dot || n.kind == Kind::Tiles) return true;  // not followed: do not share
+  for (const NodePtr& a : n.args)
+    if (readsRef(*a, ref)) return true;
+  return false;
+}
+
+// Emission that is not one store's column tiles (a reduction, a dot, a tile
+// list) shares nothing with the store it is part of.
+struct NoRowCse {
+  std::map<TileKey, Value*>* saved = rowCse;
+  NoRowCse() { rowCse = nullptr; }
+  ~NoRowCse() { rowCse = saved; }
+};
+
 Value* emitTileUncached(const NodePtr& np, const TileAt& at);
 
 Value* emitTile(const NodePtr& np, const TileAt& at) {
+  if (rowCse && at.bcastCols && np->kind != Kind::Dot) {
+    TileKey key{np.get(), at.rowOff, 0, at.validRows, at.bcastRows, true};
+    auto it = rowCse->find(key);
+    if (it != rowCse->end()) return it->second;
+    if (!readsRef(*np, rowCseDst)) {
+      Value* v = emitTileUncached(np, at);
+      (*rowCse)[key] = v;
+      return v;
+    }
+  }
   if (!tileCse || np->kind == Kind::Dot) return emitTileUncached(np, at);
   TileKey key{np.get(), at.rowOff, at.colTile, at.validRows, at.bcastRows, at.bcastCols};
   auto it = tileCse->find(key);
@@ -270,6 +305,7 @@ NodePtr widenedS8View(const NodePtr& v) {
 }
 
 NodePtr emitDot(const NodePtr& np) {
+  NoRowCse noRow;
   const ArrayNode& n = *np;
   auto key = std::make_pair(np.get(), builder().block());
   auto it = dotCache().find(key);
@@ -358,12 +394,19 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
   forEachRowTile(
       dst.rows,
       [&](Value* rowOff, int valid) {
+        std::map<TileKey, Value*> shared;
+        std::map<TileKey, Value*>* savedRow = rowCse;
+        const Value* savedDst = rowCseDst;
+        rowCse = &shared;
+        rowCseDst = dst.ref;
         for (int64_t tj = 0; tj < colTiles; ++tj) {
           TileCseScope cse;
           TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
           Value* t = emitTile(value, at);
           storeTile(t, dst, rowOff, tj, valid, std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
         }
+        rowCse = savedRow;
+        rowCseDst = savedDst;
       },
       rowUnrollFor(colTiles));
 }
@@ -384,6 +427,7 @@ NodePtr materialize(const NodePtr& value, const Loc& loc) {
 }
 
 std::vector<Value*> emitTiles(const NodePtr& value, bool cse) {
+  NoRowCse noRow;
   const ArrayNode& n = *value;
   UnrollIfTiles unroll(value);
   std::vector<Value*> out;
@@ -411,6 +455,7 @@ NodePtr tilesNode(std::vector<Value*> tiles, int64_t rows, int64_t cols, DType d
 }
 
 NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, bool inVregs) {
+  NoRowCse noRow;
   UnrollIfTiles unroll(a);
   const ArrayNode& n = *a;
   DType d = n.dtype;
