@@ -753,7 +753,8 @@ class Pipeline {
       // The kernel before's write-backs first when they hold rows or flags
       // of the region (drained_ then holds for the epilogue: the last step
       // always runs this).
-      const bool drainFirst = !drained_ && prefetchRegionOverlapsDrain();
+      const bool drainFirst =
+          !drained_ && (o_.drainBefore.beforePrefetch || prefetchRegionOverlapsDrain());
       auto issue = [&] {
         if (drainFirst) drainBefore();
         issueNextKernelBlocks();

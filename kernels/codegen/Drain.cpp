@@ -5,7 +5,7 @@
 namespace tpusim::kernels::codegen {
 
 std::string DrainPlan::key() const {
-  std::string k = atStart ? "drainS" : "drain";
+  std::string k = atStart ? "drainS" : beforePrefetch ? "drainP" : "drain";
   for (const PendingWriteBack& c : copies)
     k += fmt::format(";{}f{}n{}@{}+{}", c.output, c.flag, c.count, c.row, c.rows);
   return k;

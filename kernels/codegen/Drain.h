@@ -15,7 +15,8 @@
 //    (`atStart`, the caller's decision: only it knows the addresses), or when
 //    its own VMEM rows or flags overlap the pending ones;
 //  - before it starts the kernel after it's first blocks (Prefetch.h), when
-//    that region overlaps the pending rows or flags;
+//    that region overlaps the pending rows or flags, or some of those blocks
+//    are of the pending outputs (`beforePrefetch`, the caller's decision);
 //  - otherwise at its end, after its own write-backs.
 // The pending rows and flags are within the kernel before's allocation, and
 // kernels alternate allocation ends along a prefetch chain, so the next
@@ -39,6 +40,8 @@ struct PendingWriteBack {
 struct DrainPlan {
   std::vector<PendingWriteBack> copies;
   bool atStart = false;  // wait before anything else (the kernel touches those outputs)
+  // Wait before starting the kernel after it's first blocks (some read those outputs).
+  bool beforePrefetch = false;
   bool empty() const { return copies.empty(); }
   // The plan as text (the kernel cache's key).
   std::string key() const;

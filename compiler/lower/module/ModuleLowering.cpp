@@ -280,7 +280,9 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
   }
   // Deferred write-back: the kernel before's last write-backs; this kernel
   // waits for them at its start when it reads or writes their bytes.
+  std::vector<codegen::HbmRange> inFlightWrites;
   if (drainFor_ == &inst) {
+    inFlightWrites = drainRanges_;
     o.drainBefore = std::move(drainPlan_);
     auto touches = [&](int64_t at, int64_t bytes) {
       for (const codegen::HbmRange& r : drainRanges_)
@@ -308,6 +310,16 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
   if (prefetch_ && !between) {
     choice = choosePrefetch(inst, lk, o, result, after);
     o.prefetchNext = choice.plan;
+    // A block the kernel before still writes back (deferred) is started
+    // only after its write-back: the drain comes before the prefetch.
+    for (const codegen::PrefetchCopy& c : o.prefetchNext.copies) {
+      const isa::DmaDescriptor& d = c.desc;
+      int64_t end = int64_t(d.srcAddr) + int64_t(d.innerBytes);
+      for (size_t i = 0; i < d.counts.size(); ++i)
+        end += int64_t(d.counts[i] - 1) * int64_t(d.srcStrides[i]);
+      for (const codegen::HbmRange& r : inFlightWrites)
+        if (int64_t(d.srcAddr) < r.end && r.begin < end) o.drainBefore.beforePrefetch = true;
+    }
   }
   codegen::CompiledKernel k;
   auto compileWith = [&](const codegen::CompileOptions& opts) {
