@@ -90,12 +90,13 @@ class Pipeline {
   const std::vector<int64_t>& hbmIn() const { return hbmIn_; }
   const std::vector<int64_t>& hbmOut() const { return hbmOut_; }
   const std::vector<PendingWriteBack>& pendingWriteBacks() const { return pending_; }
+  DrainAt drainedAt() const { return drainedAt_; }
 
   void build() {
     const auto& args = k_.body->body.args;
     L_.setDebug(L_.debugFor(k_.loc, k_.name));
     L_.emit(Opcode::Mark, {I(0)});
-    if (drainAtStart_) drainBefore();
+    if (drainAtStart_ && !o_.drainBefore.empty()) drainBefore(DrainAt::Start);
     // HBM arrays: the caller's buffer assignment, or placed here.
     std::vector<int64_t> hbmIn, hbmOut;
     if (o_.inputAddresses.empty() && o_.outputAddresses.empty()) {
@@ -242,6 +243,7 @@ class Pipeline {
   bool smemState_ = false;
   bool drainAtStart_ = false;
   bool drained_ = false;  // the waits for drainBefore are emitted
+  DrainAt drainedAt_ = DrainAt::None;
   std::vector<PendingWriteBack> pending_;
   int stateRegion_ = -1;
   Lowerer L_;
@@ -293,10 +295,11 @@ class Pipeline {
   }
 
   // Waits for the kernel before's write-backs still in flight (Drain.h).
-  void drainBefore() {
+  void drainBefore(DrainAt at) {
     for (const PendingWriteBack& c : o_.drainBefore.copies)
       L_.emit(Opcode::SyncWait, {I(c.flag), I(c.count)});
     drained_ = true;
+    drainedAt_ = at;
   }
   // Whether the next kernel's prefetch region (rows and flags at the other
   // end) overlaps a pending write-back of the kernel before: its first blocks
@@ -756,7 +759,7 @@ class Pipeline {
       const bool drainFirst =
           !drained_ && (o_.drainBefore.beforePrefetch || prefetchRegionOverlapsDrain());
       auto issue = [&] {
-        if (drainFirst) drainBefore();
+        if (drainFirst) drainBefore(DrainAt::BeforePrefetch);
         issueNextKernelBlocks();
       };
       if (steps == 1)
@@ -798,7 +801,7 @@ class Pipeline {
         when(f, [&] { waitCopy(s, f); });
       }
     }
-    if (!drained_ && !o_.drainBefore.empty()) drainBefore();
+    if (!drained_ && !o_.drainBefore.empty()) drainBefore(DrainAt::End);
     // A linked kernel falls through to the next one; every DMA it started has
     // been waited for (but the write-backs it defers, which the next kernel
     // waits for), so its flags are back at zero and its outputs in HBM.
@@ -1022,6 +1025,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   out.smemWords = mem.smemWordsUsed();
   out.standalone = o.standalone;
   out.pendingWriteBacks = p.pendingWriteBacks();
+  out.drainedAt = p.drainedAt();
   out.machineText = printMachineCode(fn, bundles, starts, first);
   return out;
 }

@@ -86,6 +86,8 @@ struct CompiledKernel {
   // With CompileOptions::deferWriteBack: the write-backs still in flight
   // when the kernel ends (the next kernel's CompileOptions::drainBefore).
   std::vector<PendingWriteBack> pendingWriteBacks;
+  // With CompileOptions::drainBefore: where it waits for them.
+  DrainAt drainedAt = DrainAt::None;
 };
 
 // Throws CodegenError (unsupported construct, out of registers / VMEM / SMEM /

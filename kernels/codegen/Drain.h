@@ -37,6 +37,10 @@ struct PendingWriteBack {
   int64_t row = 0, rows = 0;  // VMEM rows of the stream's block buffers
 };
 
+// Where a kernel waits for the write-backs the kernel before deferred.
+enum class DrainAt { None, Start, BeforePrefetch, End };
+const char* drainAtName(DrainAt a);  // "at its start", ..., "at its end"
+
 struct DrainPlan {
   std::vector<PendingWriteBack> copies;
   bool atStart = false;  // wait before anything else (the kernel touches those outputs)

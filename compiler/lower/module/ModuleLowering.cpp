@@ -339,7 +339,14 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
   } catch (const codegen::CodegenError& e) {
     throw CannotLower::of(inst, fmt::format("the kernel code generator failed: {}", e.what()));
   }
+  if (!o.drainBefore.empty()) {
+    prefetchedNote +=
+        fmt::format("{}waits for %{}'s last write-back {}", prefetchedNote.empty() ? "" : "; ",
+                    drainFrom_, codegen::drainAtName(k.drainedAt));
+    out_.drainedAtEnd += k.drainedAt == codegen::DrainAt::End;
+  }
   if (!k.pendingWriteBacks.empty()) {
+    ++out_.kernelsDeferred;
     drainFor_ = after.kernels.at(0);
     drainFrom_ = inst.name();
     drainPlan_.copies = k.pendingWriteBacks;

@@ -74,6 +74,9 @@ struct LoweredModule {
   int64_t kernelsCompiled = 0, kernelsDerived = 0;
   // Kernels whose first blocks the kernel before started, and their HBM bytes.
   int64_t kernelsPrefetched = 0, prefetchedBytes = 0;
+  // Deferred write-back: kernels that left their last write-backs to the next
+  // one, and how many of those waited at their end (not at their start).
+  int64_t kernelsDeferred = 0, drainedAtEnd = 0;
   // A human-readable summary: passes, buffers, kernels, bundles, per-op table.
   std::string statsText() const;
 };

@@ -25,6 +25,11 @@ std::string LoweredModule::statsText() const {
         "cross-kernel prefetch: {} kernels' first blocks ({} B of HBM) started by the kernel "
         "before\n",
         kernelsPrefetched, prefetchedBytes);
+  if (kernelsDeferred > 0)
+    out += fmt::format(
+        "deferred write-back: {} kernels' last write-backs waited for by the next kernel ({} at "
+        "its end)\n",
+        kernelsDeferred, drainedAtEnd);
   out += fmt::format("code: {} bundles, {} data segments, {} SMEM words\n", isa::codeSize(program),
                      program.data.size(), smemWords);
   if (isa::hasSharedCode(program)) {
