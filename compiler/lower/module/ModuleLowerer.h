@@ -142,6 +142,7 @@ class ModuleLowerer {
   kernels::codegen::DrainPlan drainPlan_;
   std::vector<kernels::codegen::HbmRange> drainRanges_;
   std::string drainFrom_;
+  std::string lastDrainNote_;  // for recordOp: the kernel just lowered
 };
 
 }  // namespace tpusim::lower

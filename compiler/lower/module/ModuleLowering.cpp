@@ -134,8 +134,10 @@ uint64_t ModuleLowerer::allocateExtra(uint64_t bytes) {
 
 void ModuleLowerer::recordOp(const std::string& instruction, const std::string& kind,
                              uint32_t first, const std::string& tiling) {
-  out_.ops.push_back({instruction, kind, first, m_.nextBundle(), tiling, lastPrefetchNote_});
+  out_.ops.push_back(
+      {instruction, kind, first, m_.nextBundle(), tiling, lastPrefetchNote_, lastDrainNote_});
   lastPrefetchNote_.clear();
+  lastDrainNote_.clear();
 }
 
 Leaves ModuleLowerer::resultLeaves(const HloInstruction& inst, const Region& region) const {
@@ -340,9 +342,8 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
     throw CannotLower::of(inst, fmt::format("the kernel code generator failed: {}", e.what()));
   }
   if (!o.drainBefore.empty()) {
-    prefetchedNote +=
-        fmt::format("{}waits for %{}'s last write-back {}", prefetchedNote.empty() ? "" : "; ",
-                    drainFrom_, codegen::drainAtName(k.drainedAt));
+    lastDrainNote_ = fmt::format("waits for %{}'s last write-back {}", drainFrom_,
+                                 codegen::drainAtName(k.drainedAt));
     out_.drainedAtEnd += k.drainedAt == codegen::DrainAt::End;
   }
   if (!k.pendingWriteBacks.empty()) {

@@ -60,6 +60,8 @@ struct LoweredOp {
   std::string tiling;  // kernels: the tiling decision (LoweredKernel::tiling)
   // Kernels: the first blocks the kernel before started (cross-kernel prefetch).
   std::string prefetched;
+  // Kernels: where it waits for the kernel before's deferred write-backs.
+  std::string drained;
 };
 
 struct LoweredModule {

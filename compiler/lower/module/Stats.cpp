@@ -57,9 +57,11 @@ std::string LoweredModule::statsText() const {
   out += fmt::format("cost table: {} entries, {:.4g} FLOPs\n", program.costs.size(), flops);
   out += fmt::format("{:>8} {:>8}  {:<8} {}\n", "bundles", "first", "kind", "instruction");
   for (const LoweredOp& op : ops)
-    out += fmt::format("{:>8} {:>8}  {:<8} {}{}{}\n", op.endBundle - op.firstBundle, op.firstBundle,
-                       op.kind, op.instruction, op.tiling.empty() ? "" : "  (" + op.tiling + ")",
-                       op.prefetched.empty() ? "" : "  [" + op.prefetched + "]");
+    out +=
+        fmt::format("{:>8} {:>8}  {:<8} {}{}{}{}\n", op.endBundle - op.firstBundle, op.firstBundle,
+                    op.kind, op.instruction, op.tiling.empty() ? "" : "  (" + op.tiling + ")",
+                    op.prefetched.empty() ? "" : "  [" + op.prefetched + "]",
+                    op.drained.empty() ? "" : "  [" + op.drained + "]");
   return out;
 }
 
