@@ -46,6 +46,9 @@ struct CompileOptions {
   // lower::LowerOptions::crossKernelPrefetch: a kernel starts the next
   // kernel's first input blocks in its last grid step.
   bool crossKernelPrefetch = true;
+  // lower::LowerOptions::deferWriteBack: the next kernel waits for a
+  // kernel's last write-backs (at its start only when it touches them).
+  bool deferWriteBack = true;
 };
 
 struct CompileResult {

@@ -43,6 +43,7 @@ struct Stream {
   const llo::ArrayOperand* array = nullptr;
   const llo::BlockMapping* map = nullptr;
   bool output = false;
+  int index = 0;  // into kernel.inputs or kernel.outputs
   int64_t hbmBase = 0;
   // The whole array in HBM: where the address of any of its blocks lies.
   AddressSpan hbmSpan() const { return {hbmBase, hbmBase + llo::refBytes(hbmType)}; }
@@ -71,20 +72,31 @@ class Pipeline {
   // `smemState`: keep each stream's pipeline state (buffer, copies in flight,
   // last block index) in SMEM between the parts of a grid step, so no scalar
   // register holds it across the body (used when the registers run out).
+  // `drainAtStart`: wait for the kernel before's write-backs (drainBefore)
+  // first, even when the caller did not ask (its rows or flags are ours).
   Pipeline(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o, bool smemState,
-           MFunction& fn, MemoryPlan& mem, std::vector<LoopRange>& loops,
+           bool drainAtStart, MFunction& fn, MemoryPlan& mem, std::vector<LoopRange>& loops,
            std::vector<isa::DataSegment>& data)
-      : k_(k), t_(t), o_(o), smemState_(smemState), L_(fn, mem, t, loops, data), mem_(mem) {}
+      : k_(k),
+        t_(t),
+        o_(o),
+        smemState_(smemState),
+        drainAtStart_(drainAtStart || o.drainBefore.atStart),
+        L_(fn, mem, t, loops, data),
+        mem_(mem) {}
 
   double flopsPerStep() const { return L_.bodyFlops; }
   std::vector<Stream>& streams() { return streams_; }
   const std::vector<int64_t>& hbmIn() const { return hbmIn_; }
   const std::vector<int64_t>& hbmOut() const { return hbmOut_; }
+  const std::vector<PendingWriteBack>& pendingWriteBacks() const { return pending_; }
+  DrainAt drainedAt() const { return drainedAt_; }
 
   void build() {
     const auto& args = k_.body->body.args;
     L_.setDebug(L_.debugFor(k_.loc, k_.name));
     L_.emit(Opcode::Mark, {I(0)});
+    if (drainAtStart_ && !o_.drainBefore.empty()) drainBefore(DrainAt::Start);
     // HBM arrays: the caller's buffer assignment, or placed here.
     std::vector<int64_t> hbmIn, hbmOut;
     if (o_.inputAddresses.empty() && o_.outputAddresses.empty()) {
@@ -153,6 +165,7 @@ class Pipeline {
                         "supports 1 to {} buffers per block",
                         m.loc.file, m.loc.line, a.name, m.buffers, kMaxBuffers));
       Stream s;
+      s.index = int(index);
       s.buffers = m.buffers;
       for (size_t d = 0; d < a.shape.size(); ++d)
         if (a.shape[d] % m.blockShape[d] != 0) s.raggedDims.push_back(d);
@@ -228,6 +241,10 @@ class Pipeline {
   const TargetInfo& t_;
   const CompileOptions& o_;
   bool smemState_ = false;
+  bool drainAtStart_ = false;
+  bool drained_ = false;  // the waits for drainBefore are emitted
+  DrainAt drainedAt_ = DrainAt::None;
+  std::vector<PendingWriteBack> pending_;
   int stateRegion_ = -1;
   Lowerer L_;
   MemoryPlan& mem_;
@@ -275,6 +292,62 @@ class Pipeline {
       int64_t w = L_.fixedDescriptor(c.desc, "DMA descriptor: the next kernel's first block");
       L_.emit(Opcode::Dma, {L_.constReg(w), I(c.flag), I(c.queue)});
     }
+  }
+
+  // Waits for the kernel before's write-backs still in flight (Drain.h).
+  void drainBefore(DrainAt at) {
+    for (const PendingWriteBack& c : o_.drainBefore.copies)
+      L_.emit(Opcode::SyncWait, {I(c.flag), I(c.count)});
+    drained_ = true;
+    drainedAt_ = at;
+  }
+  // Whether the next kernel's prefetch region (rows and flags at the other
+  // end) overlaps a pending write-back of the kernel before: its first blocks
+  // may be started only once that write-back has read its rows and counted.
+  bool prefetchRegionOverlapsDrain() const {
+    const PrefetchPlan& r = o_.prefetchNext;
+    if (r.empty()) return false;
+    const int64_t vr = t_.vmemRows();
+    const int64_t r0 = r.fromTop ? vr - r.rows : 0, r1 = r.fromTop ? vr : r.rows;
+    const int f0 = r.fromTop ? t_.syncFlags - r.flags : 0, f1 = r.fromTop ? t_.syncFlags : r.flags;
+    for (const PendingWriteBack& c : o_.drainBefore.copies)
+      if ((c.row < r1 && r0 < c.row + c.rows) || (c.flag >= f0 && c.flag < f1)) return true;
+    return false;
+  }
+  // The descriptors of output stream s's last write-back (the block at the
+  // last grid point), or -1 when it is not known before the run.
+  int lastWriteBackCount(const Stream& s) const {
+    if (k_.numScalarPrefetch > 0 || k_.gridPoints() < 1) return -1;
+    std::vector<llo::Arg> args;
+    std::vector<int64_t> ids;
+    for (int64_t g : k_.grid) {
+      ids.push_back(g - 1);
+      args.push_back(llo::Arg::ofScalar(int32_t(g - 1)));
+    }
+    llo::Interpreter interp;
+    std::vector<int32_t> idx = interp.run(*s.map->indexMap, args, llo::GridContext{k_.grid, ids});
+    size_t v = 0;
+    for (size_t j = 0; j < s.raggedDims.size(); ++j) {
+      size_t d = s.raggedDims[j];
+      if (idx.at(d) == s.array->shape[d] / s.map->blockShape[d]) v |= size_t(1) << j;
+    }
+    return int(s.variants.at(v).descWords.size());
+  }
+
+  // The DMA queue of a stream's copies: its flag's. An output of a kernel that
+  // starts the next kernel's first blocks takes the queue with the fewest of
+  // their bytes: descriptors of one queue complete in order, so a last
+  // write-back behind a 2 MiB weight block would wait for all of it.
+  int64_t queueOf(const Stream& s) const {
+    const int64_t own = s.flag % t_.dmaQueues;
+    if (!s.output || o_.prefetchNext.empty()) return own;
+    std::vector<uint64_t> bytes(size_t(t_.dmaQueues), 0);
+    for (const PrefetchCopy& c : o_.prefetchNext.copies)
+      bytes.at(size_t(c.queue)) += c.desc.totalBytes();
+    int64_t best = own;
+    for (int64_t q = 0; q < t_.dmaQueues; ++q)
+      if (bytes[size_t(q)] < bytes[size_t(best)]) best = q;
+    return best;
   }
 
   // The input output `out` aliases, or -1.
@@ -423,7 +496,7 @@ class Pipeline {
                                   s.output ? none : hbmSpan, mem);
         L_.storeDescriptorAddress(base, 3, L_.addImm(dst, cv.plan.dstOffset[i]),
                                   s.output ? hbmSpan : none, mem);
-        L_.emit(Opcode::Dma, {base, I(s.flag), I(int64_t(s.flag % t_.dmaQueues))});
+        L_.emit(Opcode::Dma, {base, I(s.flag), I(queueOf(s))});
       }
     };
     if (s.variants.size() == 1) {
@@ -680,11 +753,20 @@ class Pipeline {
     // The next kernel's first blocks, once this kernel's last input block has
     // arrived (none is started after this point).
     if (!o_.prefetchNext.empty()) {
-      if (steps == 1)
+      // The kernel before's write-backs first when they hold rows or flags
+      // of the region (drained_ then holds for the epilogue: the last step
+      // always runs this).
+      const bool drainFirst =
+          !drained_ && (o_.drainBefore.beforePrefetch || prefetchRegionOverlapsDrain());
+      auto issue = [&] {
+        if (drainFirst) drainBefore(DrainAt::BeforePrefetch);
         issueNextKernelBlocks();
+      };
+      if (steps == 1)
+        issue();
       else
-        when(L_.scalarOp(llo::ScalarBin::Eq, R(step), ScalarVal{true, steps - 1, {}}),
-             [&] { issueNextKernelBlocks(); });
+        when(L_.scalarOp(llo::ScalarBin::Eq, R(step), ScalarVal{true, steps - 1, {}}), issue);
+      if (drainFirst) drained_ = true;
     }
     L_.setGrid(ids, k_.grid);
     L_.lowerOps(k_.body->body, k_.name);
@@ -705,6 +787,13 @@ class Pipeline {
     L_.newBlock("epilogue");
     for (Stream& s : streams_) {
       if (!s.output) continue;
+      // Deferred (Drain.h): the last write-back of a double-buffered output
+      // stays in flight; the next kernel waits for its count on the flag.
+      const int count = o_.deferWriteBack && s.buffers == 2 ? lastWriteBackCount(s) : -1;
+      if (count > 0) {
+        pending_.push_back({s.index, s.flag, count, s.bufRow, s.blockRows * s.buffers});
+        continue;
+      }
       loadState(s);
       for (int k = 0; k + 1 < s.buffers; ++k) {
         ScalarVal f = s.buffers == 2 ? R(s.pending) : field(s.pending, k);
@@ -712,8 +801,10 @@ class Pipeline {
         when(f, [&] { waitCopy(s, f); });
       }
     }
+    if (!drained_ && !o_.drainBefore.empty()) drainBefore(DrainAt::End);
     // A linked kernel falls through to the next one; every DMA it started has
-    // been waited for, so its flags are back at zero and its outputs in HBM.
+    // been waited for (but the write-backs it defers, which the next kernel
+    // waits for), so its flags are back at zero and its outputs in HBM.
     if (o_.standalone) L_.emit(Opcode::Halt, {});
   }
 
@@ -752,7 +843,7 @@ uint64_t blockFingerprint(const MBlock& b) {
 }
 
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState);
+                           bool smemState, bool drainAtStart = false);
 }  // namespace
 
 CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o) {
@@ -769,8 +860,30 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t, const Co
 }
 
 namespace {
+// Whether a kernel's own VMEM rows or flags (allocated from one end of each)
+// overlap the kernel before's write-backs still in flight.
+bool ownMemoryOverlapsDrain(const MemoryPlan& mem, const TargetInfo& t, const DrainPlan& d) {
+  const int64_t used = mem.vmemRowsUsed();
+  const int64_t r0 = mem.fromTop() ? t.vmemRows() - used : 0;
+  const int64_t r1 = mem.fromTop() ? t.vmemRows() : used;
+  const int f0 = mem.fromTop() ? t.syncFlags - mem.flagsUsed() : 0;
+  const int f1 = mem.fromTop() ? t.syncFlags : mem.flagsUsed();
+  for (const PendingWriteBack& c : d.copies)
+    if ((c.row < r1 && r0 < c.row + c.rows) || (c.flag >= f0 && c.flag < f1)) return true;
+  return false;
+}
+
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState) {
+                           bool smemState, bool drainAtStart) {
+  if (o.standalone && (o.deferWriteBack || !o.drainBefore.empty()))
+    throw CodegenError(fmt::format(
+        "kernel '{}': deferred write-backs need linked kernels (standalone = false)", k.name));
+  // The kernel before's write-backs in flight hold rows or flags this kernel
+  // uses: wait for them first.
+  auto overlapsDrain = [&](const MemoryPlan& mem) {
+    return !drainAtStart && !o.drainBefore.atStart && !o.drainBefore.empty() &&
+           ownMemoryOverlapsDrain(mem, t, o.drainBefore);
+  };
   MFunction fn;
   fn.name = k.name;
   MemoryPlan mem(t, o.smemBase);
@@ -793,9 +906,10 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   }
   std::vector<LoopRange> loops;
   std::vector<isa::DataSegment> data;
-  Pipeline p(k, t, o, smemState, fn, mem, loops, data);
+  Pipeline p(k, t, o, smemState, drainAtStart, fn, mem, loops, data);
   p.build();
   mem.check();
+  if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, true);
   for (MBlock& b : fn.blocks) b.mxuCarry = fn.mxuCarry;
   CompiledKernel out;
   std::vector<BlockSchedule> schedules;
@@ -823,6 +937,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
       out.stats.spills += 1;
       out.stats.spillInstructions += spillRegister(fn, e.cls, e.spillCandidate, mem);
       mem.check();
+      if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, true);
     }
   }
   std::vector<uint32_t> starts;
@@ -909,6 +1024,8 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   out.smemBase = o.smemBase;
   out.smemWords = mem.smemWordsUsed();
   out.standalone = o.standalone;
+  out.pendingWriteBacks = p.pendingWriteBacks();
+  out.drainedAt = p.drainedAt();
   out.machineText = printMachineCode(fn, bundles, starts, first);
   return out;
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "isa/Program.h"
+#include "kernels/codegen/Drain.h"
 #include "kernels/codegen/Prefetch.h"
 #include "kernels/codegen/TargetInfo.h"
 #include "kernels/llo/Ir.h"
@@ -65,6 +66,12 @@ struct CompileOptions {
   // blocks of the kernel after the next, started by the kernel before this
   // one (which is short): only their region is kept free here.
   PrefetchPlan prefetched, prefetchNext, inFlight;
+  // Deferred write-back (Drain.h), linked kernels only. `deferWriteBack`:
+  // leave the last write-back of each double-buffered output in flight at
+  // the end (CompiledKernel::pendingWriteBacks); the caller must pass them to
+  // the kernel run next as its `drainBefore`, which waits for them.
+  bool deferWriteBack = false;
+  DrainPlan drainBefore;
 };
 
 struct CompiledKernel {
@@ -76,6 +83,11 @@ struct CompiledKernel {
   uint32_t firstBundle = 0;
   int64_t smemBase = 0, smemWords = 0;
   bool standalone = true;
+  // With CompileOptions::deferWriteBack: the write-backs still in flight
+  // when the kernel ends (the next kernel's CompileOptions::drainBefore).
+  std::vector<PendingWriteBack> pendingWriteBacks;
+  // With CompileOptions::drainBefore: where it waits for them.
+  DrainAt drainedAt = DrainAt::None;
 };
 
 // Throws CodegenError (unsupported construct, out of registers / VMEM / SMEM /

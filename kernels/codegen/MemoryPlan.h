@@ -37,6 +37,7 @@ class MemoryPlan {
   int64_t vmemRowsUsed() const { return vmemNext_; }               // reserved rows not included
   int64_t smemWordsUsed() const { return smemNext_ - smemBase_; }  // from smemBase
   int flagsUsed() const { return flagNext_; }
+  bool fromTop() const { return fromTop_; }  // rows and flags handed out from the top down
   // Throws CodegenError listing every allocation when a space overflows.
   void check() const;
 

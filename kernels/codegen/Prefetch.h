@@ -17,9 +17,11 @@
 // the next into the bottom), so each keeps one contiguous allocation.
 //
 // Only blocks the kernel before does not write may be prefetched: an input
-// whose HBM bytes overlap none of `written` (the previous kernel's outputs).
+// whose HBM bytes overlap none of `written` (the previous kernel's outputs;
+// blocks of outputs whose write-backs the kernel before it deferred are
+// started after that kernel waited for them: Drain.h).
 // Everything older has completed: a linked kernel waits for every DMA of its
-// own before it ends (Link.h).
+// own before it ends, or the kernel after it does (Link.h, Drain.h).
 #pragma once
 
 #include <cstdint>

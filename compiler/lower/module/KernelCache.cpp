@@ -291,7 +291,8 @@ codegen::CompiledKernel KernelCache::get(const llo::Kernel& kernel,
   // Cross-kernel prefetch: the plans' structure in the key; the next kernel's
   // source addresses (absolute, in this kernel's SMEM data) are parameters.
   key += "|" + options.prefetched.key() + "|" + options.prefetchNext.key() + "|" +
-         options.inFlight.key();
+         options.inFlight.key() + "|" + (options.deferWriteBack ? "defer" : "") +
+         options.drainBefore.key();
   for (const codegen::PrefetchCopy& c : options.prefetchNext.copies)
     params.values.push_back(int64_t(c.desc.srcAddr));
   if (key.find('X') != std::string::npos) return compileNow();  // carries: never derived

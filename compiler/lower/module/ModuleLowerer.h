@@ -135,6 +135,14 @@ class ModuleLowerer {
   std::string prefetchFrom_;
   std::string lastPrefetchNote_;  // for recordOp: the kernel just lowered
   std::map<const hlo::HloInstruction*, LoweredKernel> prepared_;
+  // Deferred write-back: on; the write-backs the last kernel left in flight
+  // for `drainFor_` (the kernel lowered next) and the HBM ranges they write.
+  bool deferWriteBack_;
+  const hlo::HloInstruction* drainFor_ = nullptr;
+  kernels::codegen::DrainPlan drainPlan_;
+  std::vector<kernels::codegen::HbmRange> drainRanges_;
+  std::string drainFrom_;
+  std::string lastDrainNote_;  // for recordOp: the kernel just lowered
 };
 
 }  // namespace tpusim::lower

@@ -86,7 +86,8 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
       control_(m_, cg_),
       useKernelCache_(options.kernelCache),
       kernelCache_(options.verifyKernelCache),
-      prefetch_(options.crossKernelPrefetch) {
+      prefetch_(options.crossKernelPrefetch),
+      deferWriteBack_(options.deferWriteBack) {
   m_.program.chip = cg_.name;
   m_.shareCode = options.shareCode;
   try {
@@ -134,8 +135,10 @@ uint64_t ModuleLowerer::allocateExtra(uint64_t bytes) {
 
 void ModuleLowerer::recordOp(const std::string& instruction, const std::string& kind,
                              uint32_t first, const std::string& tiling) {
-  out_.ops.push_back({instruction, kind, first, m_.nextBundle(), tiling, lastPrefetchNote_});
+  out_.ops.push_back(
+      {instruction, kind, first, m_.nextBundle(), tiling, lastPrefetchNote_, lastDrainNote_});
   lastPrefetchNote_.clear();
+  lastDrainNote_.clear();
 }
 
 Leaves ModuleLowerer::resultLeaves(const HloInstruction& inst, const Region& region) const {
@@ -219,6 +222,11 @@ void uniquifySymbols(codegen::CompiledKernel& k, const isa::Program& module) {
   }
 }
 
+int64_t kernelArrayBytes(const kernels::llo::ArrayOperand& a) {
+  return kernels::llo::refBytes(
+      kernels::llo::Type::ref(kernels::llo::MemSpace::Hbm, a.dtype, a.shape));
+}
+
 uint64_t singleAddress(const HloInstruction& inst, const Leaves& leaves, const std::string& what) {
   if (leaves.size() != 1 || leaves[0] < 0)
     throw CannotLower::of(inst, fmt::format("{} is not a single array in HBM", what));
@@ -273,10 +281,48 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
         fmt::format("internal: %{} started the first blocks of %{} but %{} runs next",
                     prefetchFrom_, prefetchFor_->name(), inst.name()));
   }
+  // Deferred write-back: the kernel before's last write-backs; this kernel
+  // waits for them at its start when it reads or writes their bytes.
+  std::vector<codegen::HbmRange> inFlightWrites;
+  if (drainFor_ == &inst) {
+    inFlightWrites = drainRanges_;
+    o.drainBefore = std::move(drainPlan_);
+    auto touches = [&](int64_t at, int64_t bytes) {
+      for (const codegen::HbmRange& r : drainRanges_)
+        if (at < r.end && r.begin < at + bytes) return true;
+      return false;
+    };
+    for (size_t i = 0; i < lk.kernel->inputs.size(); ++i)
+      if (touches(o.inputAddresses[i], kernelArrayBytes(lk.kernel->inputs[i])))
+        o.drainBefore.atStart = true;
+    for (size_t i = 0; i < lk.kernel->outputs.size(); ++i)
+      if (touches(o.outputAddresses[i], kernelArrayBytes(lk.kernel->outputs[i])))
+        o.drainBefore.atStart = true;
+    drainFor_ = nullptr;
+    drainPlan_ = {};
+    drainRanges_.clear();
+  } else if (drainFor_) {
+    throw ModuleLoweringError(
+        fmt::format("internal: %{} left write-backs in flight for %{} but %{} runs next",
+                    drainFrom_, drainFor_->name(), inst.name()));
+  }
+  // Only a kernel followed directly by another defers (nextKernelAfter):
+  // nothing else runs between them.
+  o.deferWriteBack = deferWriteBack_ && !after.kernels.empty();
   PrefetchChoice choice;
   if (prefetch_ && !between) {
     choice = choosePrefetch(inst, lk, o, result, after);
     o.prefetchNext = choice.plan;
+    // A block the kernel before still writes back (deferred) is started
+    // only after its write-back: the drain comes before the prefetch.
+    for (const codegen::PrefetchCopy& c : o.prefetchNext.copies) {
+      const isa::DmaDescriptor& d = c.desc;
+      int64_t end = int64_t(d.srcAddr) + int64_t(d.innerBytes);
+      for (size_t i = 0; i < d.counts.size(); ++i)
+        end += int64_t(d.counts[i] - 1) * int64_t(d.srcStrides[i]);
+      for (const codegen::HbmRange& r : inFlightWrites)
+        if (int64_t(d.srcAddr) < r.end && r.begin < end) o.drainBefore.beforePrefetch = true;
+    }
   }
   codegen::CompiledKernel k;
   auto compileWith = [&](const codegen::CompileOptions& opts) {
@@ -295,6 +341,21 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
     }
   } catch (const codegen::CodegenError& e) {
     throw CannotLower::of(inst, fmt::format("the kernel code generator failed: {}", e.what()));
+  }
+  if (!o.drainBefore.empty()) {
+    lastDrainNote_ = fmt::format("waits for %{}'s last write-back {}", drainFrom_,
+                                 codegen::drainAtName(k.drainedAt));
+    out_.drainedAtEnd += k.drainedAt == codegen::DrainAt::End;
+  }
+  if (!k.pendingWriteBacks.empty()) {
+    ++out_.kernelsDeferred;
+    drainFor_ = after.kernels.at(0);
+    drainFrom_ = inst.name();
+    drainPlan_.copies = k.pendingWriteBacks;
+    for (const codegen::PendingWriteBack& c : k.pendingWriteBacks) {
+      const int64_t at = o.outputAddresses.at(size_t(c.output));
+      drainRanges_.push_back({at, at + kernelArrayBytes(lk.kernel->outputs.at(size_t(c.output)))});
+    }
   }
   if (!o.prefetchNext.empty()) {
     prefetchFor_ = choice.target;
@@ -378,6 +439,7 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
   for (size_t at = 0; at < order.size(); ++at) {
     const HloInstruction* inst = order[at];
     const HloInstruction* prefetchPending = prefetchFor_;
+    const HloInstruction* drainPending = drainFor_;
     const bool prefetchBetween =
         std::find(prefetchSkip_.begin(), prefetchSkip_.end(), inst) != prefetchSkip_.end();
     HloOpcode opc = inst->opcode();
@@ -491,6 +553,11 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
           *inst, fmt::format("the back end has no lowering for {}", hlo::opcodeName(opc)));
     }
     value[inst] = std::move(result);
+    // The kernel that waits for the write-backs in flight must run next.
+    if (drainPending && drainFor_ == drainPending && m_.nextBundle() != first)
+      throw ModuleLoweringError(fmt::format(
+          "internal: %{} emitted code between %{} and %{}, which waits for its write-backs",
+          inst->name(), drainFrom_, drainPending->name()));
     // The kernel whose first blocks are in flight must run right after the
     // one that started them (nextKernelAfter): nothing else may emit code.
     if (prefetchPending && prefetchFor_ == prefetchPending && !prefetchBetween &&
@@ -503,6 +570,10 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
     throw ModuleLoweringError(
         fmt::format("internal: %{} started the first blocks of %{}, which never ran", prefetchFrom_,
                     prefetchFor_->name()));
+  if (drainFor_)
+    throw ModuleLoweringError(
+        fmt::format("internal: %{} left write-backs in flight for %{}, which never ran", drainFrom_,
+                    drainFor_->name()));
   if (!comp.root()) throw ModuleLoweringError(fmt::format("%{} has no root", comp.name()));
   drainAsyncCollectives(control_, spmd_);  // a start whose done is gone
   return value[comp.root()];

@@ -60,6 +60,8 @@ struct LoweredOp {
   std::string tiling;  // kernels: the tiling decision (LoweredKernel::tiling)
   // Kernels: the first blocks the kernel before started (cross-kernel prefetch).
   std::string prefetched;
+  // Kernels: where it waits for the kernel before's deferred write-backs.
+  std::string drained;
 };
 
 struct LoweredModule {
@@ -74,6 +76,9 @@ struct LoweredModule {
   int64_t kernelsCompiled = 0, kernelsDerived = 0;
   // Kernels whose first blocks the kernel before started, and their HBM bytes.
   int64_t kernelsPrefetched = 0, prefetchedBytes = 0;
+  // Deferred write-back: kernels that left their last write-backs to the next
+  // one, and how many of those waited at their end (not at their start).
+  int64_t kernelsDeferred = 0, drainedAtEnd = 0;
   // A human-readable summary: passes, buffers, kernels, bundles, per-op table.
   std::string statsText() const;
 };
@@ -96,6 +101,11 @@ struct LowerOptions {
   // grid step, for inputs it does not write, when VMEM has room for both.
   // tpuc --no-cross-kernel-prefetch turns it off.
   bool crossKernelPrefetch = true;
+  // Deferred write-back (kernels/codegen/Drain.h): a kernel followed directly
+  // by another does not wait for its last write-backs; the next kernel waits
+  // for them at its start when it reads or writes those outputs, else at its
+  // end. tpuc --no-deferred-write-back turns it off.
+  bool deferWriteBack = true;
 };
 
 // Lowers `module`, which the passes have already prepared (fused, layouts

@@ -25,6 +25,11 @@ std::string LoweredModule::statsText() const {
         "cross-kernel prefetch: {} kernels' first blocks ({} B of HBM) started by the kernel "
         "before\n",
         kernelsPrefetched, prefetchedBytes);
+  if (kernelsDeferred > 0)
+    out += fmt::format(
+        "deferred write-back: {} kernels' last write-backs waited for by the next kernel ({} at "
+        "its end)\n",
+        kernelsDeferred, drainedAtEnd);
   out += fmt::format("code: {} bundles, {} data segments, {} SMEM words\n", isa::codeSize(program),
                      program.data.size(), smemWords);
   if (isa::hasSharedCode(program)) {
@@ -52,9 +57,11 @@ std::string LoweredModule::statsText() const {
   out += fmt::format("cost table: {} entries, {:.4g} FLOPs\n", program.costs.size(), flops);
   out += fmt::format("{:>8} {:>8}  {:<8} {}\n", "bundles", "first", "kind", "instruction");
   for (const LoweredOp& op : ops)
-    out += fmt::format("{:>8} {:>8}  {:<8} {}{}{}\n", op.endBundle - op.firstBundle, op.firstBundle,
-                       op.kind, op.instruction, op.tiling.empty() ? "" : "  (" + op.tiling + ")",
-                       op.prefetched.empty() ? "" : "  [" + op.prefetched + "]");
+    out +=
+        fmt::format("{:>8} {:>8}  {:<8} {}{}{}{}\n", op.endBundle - op.firstBundle, op.firstBundle,
+                    op.kind, op.instruction, op.tiling.empty() ? "" : "  (" + op.tiling + ")",
+                    op.prefetched.empty() ? "" : "  [" + op.prefetched + "]",
+                    op.drained.empty() ? "" : "  [" + op.drained + "]");
   return out;
 }
 

@@ -1,7 +1,7 @@
 // tpuc IN.hlo -o OUT.tpuprog --chip v5e [--chips-dir D] [--passes=...]
 //      [--dump-after-all DIR] [--print-stats] [--module N|NAME]
 //      [--no-kernel-cache] [--verify-kernel-cache] [--no-shared-code]
-//      [--no-cross-kernel-prefetch]
+//      [--no-cross-kernel-prefetch] [--no-deferred-write-back]
 // tpuc --print-support-table [--chip v5e]
 //
 // Compiles one HLO module into one program for the simulator, its entry
@@ -80,6 +80,12 @@ static cl::opt<bool> NoCrossKernelPrefetch(
     cl::desc("Run every kernel's prologue after the kernel before it has ended (by default a "
              "kernel starts the next kernel's first input blocks in its last grid step when it "
              "does not write them and VMEM has room)"),
+    cl::cat(Cat));
+static cl::opt<bool> NoDeferredWriteBack(
+    "no-deferred-write-back",
+    cl::desc("Make every kernel wait for its last output write-backs before the next kernel "
+             "starts (by default the next kernel waits for them: at its start when it reads or "
+             "writes those outputs, else at its end)"),
     cl::cat(Cat));
 static cl::opt<bool> PrintSupportTable(
     "print-support-table",
@@ -163,6 +169,7 @@ int main(int argc, char** argv) {
   options.verifyKernelCache = VerifyKernelCache;
   options.shareCode = !NoSharedCode;
   options.crossKernelPrefetch = !NoCrossKernelPrefetch;
+  options.deferWriteBack = !NoDeferredWriteBack;
   driver::CompileResult compiled = driver::compileHloFile(Input, chip, options);
   if (!compiled.ok()) {
     fmt::print(stderr, "{}\n", compiled.error);
