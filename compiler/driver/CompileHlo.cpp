@@ -33,26 +33,53 @@ struct ChipViews {
 
 // Where each instruction of the input was (line in the HLO file), by name:
 // the passes make new instructions (fusions) whose members keep the names.
-std::map<std::string, int> sourceLines(const hlo::HloModule& m) {
-  std::map<std::string, int> lines;
+// Names need only be unique within one computation (a reducer's `%s` and an
+// entry's `%s` may both exist), so every place a name occurs is kept.
+struct SourcePlace {
+  std::string opcode;
+  bool inEntry = false;
+  int line = 0;
+};
+using SourceLines = std::multimap<std::string, SourcePlace>;
+
+SourceLines sourceLines(const hlo::HloModule& m) {
+  SourceLines lines;
   for (const auto& c : m.computations())
     for (const auto& i : c->instructions())
-      if (i->sourceLine() > 0) lines.emplace(i->name(), i->sourceLine());
+      if (i->sourceLine() > 0)
+        lines.emplace(i->name(), SourcePlace{std::string(hlo::opcodeName(i->opcode())),
+                                             c.get() == m.entry(), i->sourceLine()});
   return lines;
 }
 
+// The line of `name` where it occurs once; among several, the one with the
+// failing op's opcode, then the one in the entry computation.
+int lineOfName(const SourceLines& lines, const std::string& name, const std::string& opcode) {
+  int best = 0, bestScore = -1;
+  auto [from, to] = lines.equal_range(name);
+  for (auto it = from; it != to; ++it) {
+    int score = (it->second.opcode == opcode ? 2 : 0) + (it->second.inEntry ? 1 : 0);
+    if (score > bestScore) best = it->second.line, bestScore = score;
+  }
+  return best;
+}
+
 // The input line of `name`, or of its fused root (then another fused member).
-int sourceLineOf(const hlo::HloModule& m, const std::map<std::string, int>& lines,
-                 const std::string& name) {
-  if (auto it = lines.find(name); it != lines.end()) return it->second;
+int sourceLineOf(const hlo::HloModule& m, const SourceLines& lines, const std::string& name,
+                 const std::string& opcode) {
+  if (int line = lineOfName(lines, name, opcode)) return line;
   for (const auto& c : m.computations())
     if (const hlo::HloInstruction* i = c->findInstruction(name))
       for (const hlo::HloComputation* called : i->calledComputations()) {
         if (!called) continue;
         if (called->root())
-          if (auto it = lines.find(called->root()->name()); it != lines.end()) return it->second;
+          if (int line = lineOfName(lines, called->root()->name(),
+                                    std::string(hlo::opcodeName(called->root()->opcode()))))
+            return line;
         for (const auto& member : called->instructions())
-          if (auto it = lines.find(member->name()); it != lines.end()) return it->second;
+          if (int line = lineOfName(lines, member->name(),
+                                    std::string(hlo::opcodeName(member->opcode()))))
+            return line;
       }
   return 0;
 }
@@ -185,7 +212,7 @@ CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfi
     out.error = v.message();
     return out;
   }
-  const std::map<std::string, int> lines = sourceLines(module);
+  const SourceLines lines = sourceLines(module);
   try {
     rejectZeroSizeArrays(module);
     ChipViews views(chip);
@@ -203,7 +230,7 @@ CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfi
     out.lowered.program.signature.devices = lower::spmdDeviceCount(module);
     out.module = std::move(parsed.modules[chosen]);
   } catch (const lower::CannotLower& e) {
-    int line = sourceLineOf(module, lines, e.instruction());
+    int line = sourceLineOf(module, lines, e.instruction(), e.opcode());
     std::string where = line > 0 ? fmt::format("{}:{}", hloPath, line) : hloPath;
     out.error = fmt::format("{}: error: {}", where, e.what());
   } catch (const lower::TargetError& e) {
