@@ -77,8 +77,8 @@ int sourceLineOf(const hlo::HloModule& m, const SourceLines& lines, const std::s
                                     std::string(hlo::opcodeName(called->root()->opcode()))))
             return line;
         for (const auto& member : called->instructions())
-          if (int line = lineOfName(lines, member->name(),
-                                    std::string(hlo::opcodeName(member->opcode()))))
+          if (int line =
+                  lineOfName(lines, member->name(), std::string(hlo::opcodeName(member->opcode()))))
             return line;
       }
   return 0;
