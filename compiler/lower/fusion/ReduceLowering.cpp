@@ -171,6 +171,10 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
   auto axisReduced = [&](size_t a) {
     return !axes[a].dims.empty() && reducedDim[static_cast<size_t>(axes[a].dims[0])];
   };
+  // A reduction of one long row (a decode step's [1, n] activation): its
+  // lanes split into rows of 128 as a loop kernel's do, so each vreg holds
+  // eight sublanes of the row instead of one; both axes then reduce.
+  if (axisReduced(n - 1)) r->splitLanes();
   const bool rowsReduced = axisReduced(n - 2), colsReduced = axisReduced(n - 1);
 
   std::vector<BlockUse> uses;
