@@ -144,9 +144,10 @@ class MultiOutputFusionPass : public HloPass {
         if (group.size() < 2) continue;
         for (HloInstruction* m : group) used.insert(m);
         // Tuple elements in program order (the reduces' and outputs' users read them so).
-        std::sort(group.begin(), group.end(), [&](const HloInstruction* x, const HloInstruction* y) {
-          return position.at(x) < position.at(y);
-        });
+        std::sort(group.begin(), group.end(),
+                  [&](const HloInstruction* x, const HloInstruction* y) {
+                    return position.at(x) < position.at(y);
+                  });
         merge(comp, group);
         changed = true;
       }
