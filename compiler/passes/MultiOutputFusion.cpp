@@ -15,6 +15,17 @@
 //     computed as mean((x - mean)^2) stays a second kernel).
 // A group holds at most kMaxOutputs reduces (each adds an accumulator to the
 // kernel's VMEM).
+//
+// kLoop fusions join by the same rules (an operand of their element count in
+// common, no dependence either way):
+//   - into a reduce group when their shape is the reduces' input shape: the
+//     kernel stores them per block as it walks the input (an AQT-quantized
+//     dot's input x * scale and its row max |x * scale| are one walk);
+//   - else with each other when they have one shape: one kernel computes
+//     every output from one load of each leaf block (the scalar kernels of
+//     per-row scales, 127 / max and max / 127, become one launch).
+// Their bodies must be what a reduce kernel's region computes: element-wise
+// ops, broadcasts and unit-dim views (no lane shuffle or strided transpose).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -46,6 +57,20 @@ const HloInstruction* reduceOf(const HloInstruction& inst) {
   for (const auto& i : body->instructions())
     if (isMatmulHero(*i)) return nullptr;
   return body->root();
+}
+
+// A kLoop fusion that may join a group: one array output, nothing but
+// element-wise work, broadcasts, constants, iotas and unit-dim views.
+bool isMergeableLoop(const HloInstruction& inst) {
+  if (inst.opcode() != HloOpcode::Fusion || !inst.shape().isArray()) return false;
+  const HloComputation* body = inst.calledComputation("calls");
+  if (!body || !body->root() || !body->root()->shape().isArray()) return false;
+  for (const auto& i : body->instructions()) {
+    HloOpcode op = i->opcode();
+    if (op == HloOpcode::Parameter || op == HloOpcode::Constant) continue;
+    if (!isLoopFusible(*i) || isLaneShuffle(*i) || isMajorDimsTranspose(*i)) return false;
+  }
+  return true;
 }
 
 struct Key {
@@ -85,33 +110,56 @@ class MultiOutputFusionPass : public HloPass {
  private:
   bool runOn(HloComputation& comp) {
     std::map<Key, std::vector<HloInstruction*>> byKey;
+    std::map<std::vector<int64_t>, std::vector<HloInstruction*>> loopsByDims;
+    std::unordered_map<const HloInstruction*, size_t> position;
     for (HloInstruction* inst : comp.postOrder()) {
-      const HloInstruction* red = reduceOf(*inst);
-      if (!red) continue;
-      byKey[Key{red->operand(0)->shape().dims, red->dimensions()}].push_back(inst);
+      position[inst] = position.size();
+      if (const HloInstruction* red = reduceOf(*inst)) {
+        byKey[Key{red->operand(0)->shape().dims, red->dimensions()}].push_back(inst);
+      } else if (isMergeableLoop(*inst)) {
+        loopsByDims[inst->shape().dims].push_back(inst);
+      }
     }
+    std::unordered_set<const HloInstruction*> used;
     bool changed = false;
-    for (auto& [key, cands] : byKey) {
+    auto formGroups = [&](std::vector<HloInstruction*> cands, const std::vector<int64_t>& dims,
+                          bool seedIsReduce) {
+      std::sort(cands.begin(), cands.end(), [&](const HloInstruction* a, const HloInstruction* b) {
+        return position.at(a) < position.at(b);
+      });
       int64_t inputElements = 1;
-      for (int64_t d : key.inputDims) inputElements *= d;
-      std::vector<bool> used(cands.size(), false);
+      for (int64_t d : dims) inputElements *= d;
       for (size_t a = 0; a < cands.size(); ++a) {
-        if (used[a]) continue;
+        if (used.count(cands[a]) || (seedIsReduce && !reduceOf(*cands[a]))) continue;
         std::vector<HloInstruction*> group{cands[a]};
-        for (size_t b = a + 1; b < cands.size() && group.size() < kMaxOutputs; ++b) {
-          if (used[b] || !sharesInput(group, cands[b], inputElements)) continue;
+        for (size_t b = 0; b < cands.size() && group.size() < kMaxOutputs; ++b) {
+          if (b == a || used.count(cands[b]) || !sharesInput(group, cands[b], inputElements))
+            continue;
           bool independent = true;
           for (HloInstruction* m : group)
             independent &= !reaches(cands[b], m) && !reaches(m, cands[b]);
           if (!independent) continue;
           group.push_back(cands[b]);
-          used[b] = true;
         }
         if (group.size() < 2) continue;
+        for (HloInstruction* m : group) used.insert(m);
+        // Tuple elements in program order (the reduces' and outputs' users read them so).
+        std::sort(group.begin(), group.end(),
+                  [&](const HloInstruction* x, const HloInstruction* y) {
+                    return position.at(x) < position.at(y);
+                  });
         merge(comp, group);
         changed = true;
       }
+    };
+    for (auto& [key, reduces] : byKey) {
+      std::vector<HloInstruction*> cands = reduces;
+      auto loops = loopsByDims.find(key.inputDims);
+      if (loops != loopsByDims.end())
+        cands.insert(cands.end(), loops->second.begin(), loops->second.end());
+      formGroups(cands, key.inputDims, true);
     }
+    for (auto& [dims, loops] : loopsByDims) formGroups(loops, dims, false);
     return changed;
   }
 
@@ -176,7 +224,9 @@ class MultiOutputFusionPass : public HloPass {
     fusion->attrs().calls.push_back(hlo::CalledComputations{"calls", {bodyPtr}, false});
     hlo::AttrValue kind;
     kind.kind = hlo::AttrValue::Kind::Ident;
-    kind.s = "kInput";
+    bool anyReduce = false;
+    for (const HloInstruction* m : group) anyReduce |= reduceOf(*m) != nullptr;
+    kind.s = anyReduce ? "kInput" : "kLoop";
     fusion->setGeneric("kind", kind);
     HloInstruction* f = comp.addInstruction(std::move(fusion));
     f->setSourceLine(group.front()->sourceLine());

@@ -102,8 +102,9 @@ class Region {
   // the region in that message.
   void formGroupAxes(const std::vector<std::vector<int>>& groups, const std::string& what);
   // A space with a single row (a vector, or [1, n]) uses one sublane of
-  // eight; when its lanes are a multiple of 1024 and no iota reads them, split
-  // them into rows of 128 lanes (the same dense bytes). True if it did.
+  // eight; when its lanes are at least 1024, a multiple of 128, and no iota
+  // reads them, split them into rows of 128 lanes (the same dense bytes; the
+  // last sublane tile may be partial, as 11008 = 86 x 128). True if it did.
   bool splitLanes();
   // A column axis merged from several dims and wider than `maxLanes` (a
   // broadcast along the leading dim stopped it from merging with the rows:

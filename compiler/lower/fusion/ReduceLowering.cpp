@@ -171,25 +171,36 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
   auto axisReduced = [&](size_t a) {
     return !axes[a].dims.empty() && reducedDim[static_cast<size_t>(axes[a].dims[0])];
   };
-  const bool rowsReduced = axisReduced(n - 2), colsReduced = axisReduced(n - 1);
 
-  std::vector<BlockUse> uses;
-  for (const LeafUse& u : r->leafUses())
-    uses.push_back(
-        r->blockUse(u.emb, hbmBytes(memoryType(dslType(g, *u.leaf, u.leaf->shape().type)))));
-  for (size_t k = 0; k < roots.size(); ++k) {
-    if (reds[k].red) {
-      uses.push_back(r->blockUse(outEmb, hbmBytes(reds[k].outType)));
-      uses.push_back(r->blockUse(outEmb, 4, 1));  // the accumulator
-    } else {
+  auto blockUses = [&] {
+    std::vector<BlockUse> uses;
+    for (const LeafUse& u : r->leafUses())
       uses.push_back(
-          r->blockUse(inEmb, hbmBytes(memoryType(dslType(g, *roots[k], roots[k]->shape().type)))));
+          r->blockUse(u.emb, hbmBytes(memoryType(dslType(g, *u.leaf, u.leaf->shape().type)))));
+    for (size_t k = 0; k < roots.size(); ++k) {
+      if (reds[k].red) {
+        uses.push_back(r->blockUse(outEmb, hbmBytes(reds[k].outType)));
+        uses.push_back(r->blockUse(outEmb, 4, 1));  // the accumulator
+      } else {
+        uses.push_back(r->blockUse(
+            inEmb, hbmBytes(memoryType(dslType(g, *roots[k], roots[k]->shape().type)))));
+      }
     }
-  }
+    return uses;
+  };
   int64_t planes = 1;
   for (size_t a = 0; a + 2 < n; ++a) planes *= axes[a].size;
-  LoopBlock b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, rowsReduced, colsReduced, uses,
-                                t, planes);
+  LoopBlock b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, axisReduced(n - 2),
+                                axisReduced(n - 1), blockUses(), t, planes);
+  // A reduction of one row that takes several steps (1x1024 blocks of a
+  // [1, 4096] activation; 11008 = 2^8 x 43 even 43 steps of 1x256, two vregs
+  // each) splits its lanes into rows of 128 as a loop kernel's do: eight
+  // sublanes a vreg instead of one, fewer steps, both axes reduced. A row
+  // one step covers stays whole (the split would only add the sublane
+  // rotate tree: +38 cycles for a [1, 1024] RMSNorm sum on v5e).
+  if (planes == 1 && axisReduced(n - 1) && b.cols < axes[n - 1].size && r->splitLanes())
+    b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, true, true, blockUses(), t, planes);
+  const bool rowsReduced = axisReduced(n - 2), colsReduced = axisReduced(n - 1);
   axes[n - 2].block = b.rows;
   axes[n - 1].block = b.cols;
 

@@ -416,7 +416,7 @@ bool Region::splitLanes() {
   const size_t n = axes_.size();
   Axis& row = axes_[n - 2];
   Axis& col = axes_[n - 1];
-  if (!row.dims.empty() || col.dims.empty() || col.size % 1024 != 0) return false;
+  if (!row.dims.empty() || col.dims.empty() || col.size < 1024 || col.size % 128 != 0) return false;
   for (int d : iotaDims_)
     if (std::find(col.dims.begin(), col.dims.end(), d) != col.dims.end()) return false;
   row.dims = col.dims;
