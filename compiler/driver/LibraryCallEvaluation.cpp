@@ -90,6 +90,15 @@ Literal fromHostArray(const kernels::dsl::HostArray& h, ElemType type,
   return lit;
 }
 
+// The evaluator has no chip: library calls are built for the default target
+// (TargetInfo::defaults(), 128x128 MXUs) and interpreted with its MXU size, so
+// they compute what tpuc's code computes on such a chip (v5e). On a chip with
+// other MXUs the compiled call accumulates its dots in that chip's order.
+const kernels::codegen::TargetInfo& evaluationTarget() {
+  static const kernels::codegen::TargetInfo target = kernels::codegen::TargetInfo::defaults();
+  return target;
+}
+
 Literal runLibraryCall(const hlo::HloInstruction& call, const std::vector<const Literal*>& args) {
   const std::string target = call.attrs().customCallTarget.value_or("");
   auto fail = [&](const std::string& why) -> EvalError {
@@ -97,7 +106,7 @@ Literal runLibraryCall(const hlo::HloInstruction& call, const std::vector<const 
   };
   std::unique_ptr<kernels::llo::Kernel> kernel;
   try {
-    kernel = lower::buildLibraryCallKernel(call).trace();
+    kernel = lower::buildLibraryCallKernel(call, evaluationTarget()).trace();
   } catch (const lower::LibraryCallError& e) {
     throw EvalError(e.what());
   } catch (const kernels::dsl::Error& e) {
@@ -121,7 +130,9 @@ Literal runLibraryCall(const hlo::HloInstruction& call, const std::vector<const 
   }
   kernels::dsl::InterpretResult run;
   try {
-    run = kernels::dsl::interpret(*kernel, inputs);
+    kernels::dsl::InterpretOptions options;
+    options.mxuSize = evaluationTarget().mxuSize;
+    run = kernels::dsl::interpret(*kernel, inputs, options);
   } catch (const kernels::llo::InterpretError& e) {
     throw fail(fmt::format("interpret mode: {}", e.what()));
   }

@@ -3,7 +3,9 @@
 // kernel tpuc compiles for it in interpret mode (kernels/dsl/Interpret.h),
 // whose numerics are the machine's. So a module that `flash-attention` or a
 // user rewrote into library calls still evaluates (`tpu-opt --passes=...
-// --evaluate`, `tpusim --check` on such a module).
+// --evaluate`, `tpusim --check` on such a module). The evaluator has no chip:
+// calls are built and interpreted for TargetInfo::defaults() (128x128 MXUs, as
+// v5e), so on a chip with other MXUs a compiled call may differ in rounding.
 #pragma once
 
 namespace tpusim::driver {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 namespace tpusim::kernels::lib {
 
@@ -22,6 +23,25 @@ std::vector<std::pair<int64_t, int64_t>> laneWindows(int64_t n) {
 }
 
 bool widthOk(int64_t n) { return n >= 1 && (n <= 128 || n % 128 == 0); }
+
+// floor(n / c) for 0 <= n <= maxN on the scalar unit, which divides by powers
+// of two only: n * m / 2^s with m = ceil(2^s / c) and the least s with
+// maxN * c <= 2^s. Exact: write n = q c + r (0 <= r < c) and e = m c - 2^s
+// (0 <= e < c); then n m / 2^s = q + (r + n e / 2^s) / c, and n e < maxN c <=
+// 2^s, so r + n e / 2^s < r + 1 <= c and the floor is q. n m must fit the
+// 32-bit scalar (checked).
+Scalar floorDivBounded(Scalar n, int64_t c, int64_t maxN) {
+  if ((c & (c - 1)) == 0) return c == 1 ? n : n / c;
+  int s = 0;
+  while ((int64_t(1) << s) < maxN * c) ++s;
+  const int64_t m = ((int64_t(1) << s) + c - 1) / c;
+  if (maxN * m > std::numeric_limits<int32_t>::max())
+    throw Error(fmt::format(
+        "error: flash attention: the causal block map divides up to {} by {}, too large for "
+        "the scalar unit's multiply-and-shift",
+        maxN, c));
+  return n * m / (int64_t(1) << s);
+}
 
 }  // namespace
 
@@ -382,12 +402,15 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
   auto qMap = [](const GridIndex& g) { return std::vector<Scalar>{g[0], g[1], 0}; };
   // Causal: kv blocks above the diagonal map to the last block the q block
   // needs, so the pipeline sees an unchanged index and skips their copies.
+  // That block, (i bq + bq - 1) / bk for q block i, is (a (i + 1) - 1) / c
+  // with bq = G a, bk = G c, G = gcd(bq, bk) (floor((G x - 1) / (G c)) =
+  // floor(floor((G x - 1) / G) / c) = floor((x - 1) / c)): with i < nq the
+  // dividend is small, so a block_k like 384 (c = 3) divides by
+  // multiply-and-shift (floorDivBounded; the bound covers i = nq too).
+  const int64_t gqk = std::gcd(bq, bk), qa = bq / gqk, kc = bk / gqk;
   auto kvMap = [=](const GridIndex& g) {
     Scalar kv = g[2];
-    if (causal) {
-      Scalar last = bq % bk == 0 ? g[1] * (bq / bk) + (bq / bk - 1) : (g[1] * bq + (bq - 1)) / bk;
-      kv = min(kv, last);
-    }
+    if (causal) kv = min(kv, floorDivBounded(g[1] * qa + (qa - 1), kc, qa * (nq + 1) - 1));
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, kv, 0};
   };
   c.in_specs = {BlockSpec({1, bq, d}, qMap), BlockSpec({1, bk, d}, kvMap),

@@ -93,7 +93,7 @@ LoweredKernel lowerToKernel(const HloInstruction& inst,
     checkLayout(g, inst, inst.shape(), "the result");
     for (int64_t k = 0; k < inst.operandCount(); ++k)
       checkLayout(g, inst, inst.operand(k)->shape(), "an operand");
-    return detail::lowerLibraryCall(g);
+    return detail::lowerLibraryCall(g, target);
   }
   const hlo::HloComputation* fused =
       inst.opcode() == HloOpcode::Fusion ? inst.calledComputation("calls") : nullptr;

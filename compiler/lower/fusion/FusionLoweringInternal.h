@@ -259,6 +259,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t);     // Dot
 bool hasDot(const ComputeGraph& g);                                       // DotLowering.cpp
 // custom_call_target="tpu.NAME" (LibraryCallLowering.cpp).
 bool isLibraryCall(const HloInstruction& inst);
-LoweredKernel lowerLibraryCall(const ComputeGraph& g);
+// Built for `chip` (the chip the module is compiled for).
+LoweredKernel lowerLibraryCall(const ComputeGraph& g, const kernels::codegen::TargetInfo& chip);
 
 }  // namespace tpusim::lower::detail

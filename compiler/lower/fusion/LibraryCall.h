@@ -9,6 +9,7 @@
 #include <string>
 
 #include "compiler/hlo/HloInstruction.h"
+#include "kernels/codegen/TargetInfo.h"
 #include "kernels/lib/Registry.h"
 
 namespace tpusim::lower {
@@ -22,8 +23,12 @@ class LibraryCallError : public std::runtime_error {
 
 // custom_call_target="tpu.NAME".
 bool isLibraryCallTarget(const std::string& target);
-// Builds the kernel `call` names, for the default target (the lowering's chip
-// does not change a library kernel's numerics). Throws LibraryCallError.
-kernels::lib::LibraryKernel buildLibraryCallKernel(const hlo::HloInstruction& call);
+// Builds the kernel `call` names for `chip`, the chip it runs on: blocks
+// left to "auto" (matmul) and MXU-sized splits (flash attention's overlapped
+// p x V) are chosen for it. Interpret such a kernel with the chip's MXU size
+// (dsl::InterpretOptions::mxuSize) for the chip's accumulation order. Throws
+// LibraryCallError.
+kernels::lib::LibraryKernel buildLibraryCallKernel(const hlo::HloInstruction& call,
+                                                   const kernels::codegen::TargetInfo& chip);
 
 }  // namespace tpusim::lower

@@ -71,7 +71,8 @@ bool isLibraryCallTarget(const std::string& target) {
   return target.rfind(detail::kPrefix, 0) == 0;
 }
 
-kernels::lib::LibraryKernel buildLibraryCallKernel(const hlo::HloInstruction& call) {
+kernels::lib::LibraryKernel buildLibraryCallKernel(const hlo::HloInstruction& call,
+                                                   const kernels::codegen::TargetInfo& chip) {
   const std::string target = call.attrs().customCallTarget.value_or("");
   if (!isLibraryCallTarget(target))
     throw LibraryCallError(
@@ -96,7 +97,7 @@ kernels::lib::LibraryKernel buildLibraryCallKernel(const hlo::HloInstruction& ca
     std::map<std::string, std::string> known;
     for (const auto& spec : entry.params)
       if (params.count(spec.name)) known[spec.name] = params[spec.name];
-    kernels::lib::LibraryKernel lk = kernels::lib::buildKernel(name, known);
+    kernels::lib::LibraryKernel lk = kernels::lib::buildKernel(name, known, &chip);
     // A collective kernel talks to the other chips itself; tpuc does not place
     // such kernels in an SPMD module yet (docs/compiler.md, "Not yet").
     if (lk.devices > 1)
@@ -120,12 +121,12 @@ bool isLibraryCall(const HloInstruction& inst) {
   return isLibraryCallTarget(*inst.attrs().customCallTarget);
 }
 
-LoweredKernel lowerLibraryCall(const ComputeGraph& g) {
+LoweredKernel lowerLibraryCall(const ComputeGraph& g, const kernels::codegen::TargetInfo& chip) {
   const HloInstruction& call = *g.inst;
   const std::string target = *call.attrs().customCallTarget;
   std::optional<kernels::lib::LibraryKernel> lk;
   try {
-    lk.emplace(buildLibraryCallKernel(call));
+    lk.emplace(buildLibraryCallKernel(call, chip));
   } catch (const LibraryCallError& e) {
     g.fail(call, e.what());
   }

@@ -6,6 +6,9 @@
 
 #include <random>
 
+#include "kernels/lib/Registry.h"
+#include "kernels/llo/Printer.h"
+
 using namespace lowertest;
 
 namespace {
@@ -301,4 +304,31 @@ ENTRY %e {
 })");
   CHECK_THROWS_WITH(lower::lowerToKernel(*spmd->entry()->root(), v5e()),
                     Catch::Contains("an SPMD library kernel (remote copies over 2 chips)"));
+}
+
+TEST_CASE("a library call is built for the chip it is compiled for", "[lowering]") {
+  // The overlapped flash form splits p x V per MXU: two 256-key dots per
+  // 512-key block on v6e's 256x256 MXUs, four 128-key dots on the default's.
+  auto m = parse(R"(HloModule t
+ENTRY %e {
+  %q = bf16[1,1024,128] parameter(0)
+  %k = bf16[1,1024,128] parameter(1)
+  %v = bf16[1,1024,128] parameter(2)
+  ROOT %o = f32[1,1024,128] custom-call(%q, %k, %v), custom_call_target="tpu.flash_attention", backend_config="{\"block_q\": 512, \"block_k\": 512, \"overlap\": true}"
+})");
+  const kernels::codegen::TargetInfo v6e = kernels::codegen::loadTargetByName("v6e", chipsDir());
+  REQUIRE(v6e.mxuSize == 256);
+  lower::LoweredKernel lowered = lower::lowerToKernel(*m->entry()->root(), v6e);
+  const std::map<std::string, std::string> params{
+      {"bh", "1"},        {"seq_q", "1024"},  {"seq_k", "1024"},    {"head_dim", "128"},
+      {"block_q", "512"}, {"block_k", "512"}, {"out_dtype", "f32"}, {"overlap", "true"}};
+  auto text = [&](const kernels::codegen::TargetInfo* t) {
+    auto k = kernels::lib::buildKernel("flash_attention", params, t).trace();
+    k->name = lowered.kernel->name;
+    k->loc = lowered.kernel->loc;
+    return kernels::llo::printKernel(*k);
+  };
+  const std::string forV6e = text(&v6e), forDefault = text(nullptr);
+  CHECK(forV6e != forDefault);
+  CHECK(kernels::llo::printKernel(*lowered.kernel) == forV6e);
 }

@@ -127,6 +127,14 @@ TEST_CASE("causal flash attention skips the copies of blocks above the diagonal"
   CHECK(full.gridSteps == causal.gridSteps);
 }
 
+TEST_CASE("causal flash attention with block_k 384 (not a power of two) maps kv blocks exactly") {
+  // 512 % 384 != 0: q block i needs kv blocks 0 .. (512 i + 511) / 384 = 1, 2, 3
+  // (a multiply-and-shift on the scalar unit). Copies: k and v 2 + 3 + 4 each.
+  auto r = runFlash({1, 1536, 1536, 128, 512, 384, true, F32}, 3, /*shuffle=*/false);
+  CHECK(r.blockCopiesIn == 3 + 9 + 9);
+  runFlash({2, 1000, 1100, 64, 512, 384, true, BF16});  // ragged q and kv blocks
+}
+
 TEST_CASE("flash attention's overlapped MXU phases give the same output bits") {
   // updateChunked: several kv blocks (the chunks' scores, softmax and split
   // p x V interleaved in one block; the diagonal and ragged blocks keep
