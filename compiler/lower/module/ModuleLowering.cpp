@@ -646,7 +646,7 @@ void ModuleLowerer::lowerEntry() {
   // behind (thousands of cycles over a module), and core 0 then wrote a later
   // temporary into a buffer whose region the buffer assignment reuses while
   // core 1 was still reading its old value; core 1 wrote the wrong result
-  // last (v4: 9 of 17 outputs of the tiny prefill, megacore-reuse.test). A
+  // last (v4: 9 of 17 outputs of the tiny prefill, lit check/megacore-reuse). A
   // collective's remote DMA signals the same core on the receiver, so each
   // collective run on both cores raced the same way. Until kernels are split
   // over core.id (design.md, "Megacore work split") one core runs the module,
