@@ -639,16 +639,20 @@ void ModuleLowerer::lowerEntry() {
   extraTop_ = alignUp(uint64_t(entry_.peakBytes));
   Region region{&entry_, 0};
 
-  // A megacore chip runs the program on both cores, and each ran every
-  // collective in full: a remote DMA signals the same core on the receiver and
-  // no flag joins a chip's two cores, so the cores drift apart at every wait,
-  // and one core's sends (and its in-place updates of the chip's shared HBM)
-  // overwrote buffers the other core was still reading (wrong sums: the ring
-  // reduce-scatter at some sizes, a grid reduce-scatter after a one-shot
-  // all-reduce). With collectives the second core halts at once: core 0 runs
-  // the module, each collective issued once per chip, as on a real chip.
+  // A megacore chip runs the program on core 0; the second core halts at
+  // once. The compiler does not split kernels over the cores, so both cores
+  // ran the whole program on the chip's shared HBM, and nothing orders one
+  // core's accesses after the other's: HBM arbitration lets core 1 fall
+  // behind (thousands of cycles over a module), and core 0 then wrote a later
+  // temporary into a buffer whose region the buffer assignment reuses while
+  // core 1 was still reading its old value; core 1 wrote the wrong result
+  // last (v4: 9 of 17 outputs of the tiny prefill, lit check/megacore-reuse). A
+  // collective's remote DMA signals the same core on the receiver, so each
+  // collective run on both cores raced the same way. Until kernels are split
+  // over core.id (design.md, "Megacore work split") one core runs the module,
+  // each collective issued once per chip, as on a real chip.
   std::optional<uint32_t> otherCores;
-  if (target_.cores > 1 && spmd_.reservedFlags > 0) {
+  if (target_.cores > 1) {
     constexpr int kCoreReg = 2;
     control_.emit({makeInstruction(isa::Opcode::CoreId, {kCoreReg})});
     otherCores = control_.branchIfNonZero(kCoreReg);
