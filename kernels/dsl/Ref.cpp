@@ -314,12 +314,18 @@ RemoteCopy make_async_remote_copy(const Ref& src, const Ref& dst, Ref send_sem, 
 }
 
 namespace {
+// Semaphore amounts are the sync instructions' 16-bit immediates.
+void requireSyncImmediate(int64_t v, const Loc& loc, const char* call, const char* what,
+                          const char* immediate) {
+  if (v < 0 || v > 0xFFFF)
+    fail(loc, fmt::format("{} {}: {} is a constant in 0 .. 65535 (the machine's {})", call, v, what,
+                          immediate));
+}
+
 void signalOp(const Ref& sem, int64_t inc, const Scalar* device, const Loc& loc) {
   locate(loc);
-  if (inc < 0 || inc > 0xFFFF)
-    fail(loc, fmt::format("semaphore_signal by {}: the amount is a constant in 0 .. 65535 (the "
-                          "machine's sync.signal / sync.remote immediate)",
-                          inc));
+  requireSyncImmediate(inc, loc, "semaphore_signal by", "the amount",
+                       "sync.signal / sync.remote immediate");
   std::vector<llo::Value*> ops;
   if (device) ops.push_back(device->value());
   appendSemaphore(sem, ops, loc, "semaphore_signal");
@@ -334,10 +340,7 @@ void semaphore_signal(const Ref& sem, int64_t inc, Scalar device_id, Loc loc) {
 
 void semaphore_wait(const Ref& sem, int64_t value, Loc loc) {
   locate(loc);
-  if (value < 0 || value > 0xFFFF)
-    fail(loc, fmt::format("semaphore_wait for {}: the value is a constant in 0 .. 65535 (the "
-                          "machine's sync.wait immediate)",
-                          value));
+  requireSyncImmediate(value, loc, "semaphore_wait for", "the value", "sync.wait immediate");
   std::vector<llo::Value*> ops;
   appendSemaphore(sem, ops, loc, "semaphore_wait");
   builder().create(OpKind::SemWait, ops, {}, {value});

@@ -220,7 +220,7 @@ struct GridEmission {
   Planner plan;
   SmemTables tables;
   GridGatherFlags flags;
-  std::map<std::pair<int, int>, std::vector<uint32_t>> peers;
+  NeighbourTables peers;
   std::vector<int64_t> descWord;
   std::vector<std::tuple<double, int, int64_t>> actions;
   size_t next = 0;  // the first action not emitted yet
@@ -264,22 +264,10 @@ struct GridEmission {
     code.emit({makeInstruction(Opcode::ChipId, {kId})});
     if (!async) copyOwnChunk(code);
 
-    // Neighbour tables per (dimension, direction).
-    for (int d : g.gridDims)
-      for (int dir : {1, -1}) {
-        std::vector<uint32_t> p;
-        for (int64_t dev = 0; dev < devices; ++dev) p.push_back(plan.neighbour(d, dir, dev));
-        peers[{d, dir}] = p;
-      }
-    // Ready: tell each neighbour (it sends into this chip's result), wait for each.
-    for (auto& [key, p] : peers)
-      tables.forDevicesWith(p, kPeer, "all-gather neighbours", [&] {
-        code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, flags.ready, 1})});
-      });
-    for (auto& [key, p] : peers)
-      tables.forDevicesWith(p, kPeer, "all-gather neighbours", [&] {
-        code.emit({makeInstruction(Opcode::SyncWait, {flags.ready, 1})});
-      });
+    peers = neighbourTables(g.gridDims, devices, [&](int d, int dir, int64_t dev) {
+      return plan.neighbour(d, dir, dev);
+    });
+    emitNeighbourReady(code, tables, peers, kPeer, flags.ready, "all-gather neighbours");
 
     // The actions (stream, step) in the order of their estimated start, the
     // same on every chip: every block a chip waits for was sent by an action

@@ -370,21 +370,10 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target:
   code.emit({makeInstruction(Opcode::ChipId, {kId})});
 
   // Neighbour tables per (dimension, direction); ready as in the grid all-gather.
-  std::map<std::pair<int, int>, std::vector<uint32_t>> peers;
-  for (int d : g.gridDims)
-    for (int dir : {1, -1}) {
-      std::vector<uint32_t> p;
-      for (int64_t dev = 0; dev < devices; ++dev) p.push_back(plan.neighbour(d, dir, dev));
-      peers[{d, dir}] = p;
-    }
-  for (auto& [key, p] : peers)
-    tables.forDevicesWith(p, kPeer, "reduce-scatter neighbours", [&] {
-      code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, flags.ready, 1})});
-    });
-  for (auto& [key, p] : peers)
-    tables.forDevicesWith(p, kPeer, "reduce-scatter neighbours", [&] {
-      code.emit({makeInstruction(Opcode::SyncWait, {flags.ready, 1})});
-    });
+  const NeighbourTables peers =
+      neighbourTables(g.gridDims, devices,
+                      [&](int d, int dir, int64_t dev) { return plan.neighbour(d, dir, dev); });
+  emitNeighbourReady(code, tables, peers, kPeer, flags.ready, "reduce-scatter neighbours");
 
   // Descriptors per stream: own -> VMEM own rows, landing -> slot, slot ->
   // the neighbour's landing, own (HBM) -> the neighbour's landing, slot ->

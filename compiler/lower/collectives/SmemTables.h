@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/lower/control/ControlCode.h"
@@ -60,5 +61,36 @@ class SmemTables {
   ControlCode& code_;
   std::map<std::vector<uint32_t>, int64_t> words_;
 };
+
+// The grid algorithms' neighbours: per (slice dimension, direction +1 / -1),
+// each device's neighbour (kNoDevice where it has none).
+using NeighbourTables = std::map<std::pair<int, int>, std::vector<uint32_t>>;
+
+template <typename NeighbourOf>  // uint32_t(int dim, int dir, int64_t dev)
+NeighbourTables neighbourTables(const std::vector<int>& dims, int64_t devices,
+                                NeighbourOf neighbour) {
+  NeighbourTables peers;
+  for (int d : dims)
+    for (int dir : {1, -1}) {
+      std::vector<uint32_t> p;
+      for (int64_t dev = 0; dev < devices; ++dev) p.push_back(neighbour(d, dir, dev));
+      peers[{d, dir}] = p;
+    }
+  return peers;
+}
+
+// The grid algorithms' start: each chip tells each neighbour it is ready (the
+// neighbour sends into this chip's buffers), then waits until each has told it.
+inline void emitNeighbourReady(ControlCode& code, SmemTables& tables, const NeighbourTables& peers,
+                               int peerReg, int readyFlag, const std::string& what) {
+  for (const auto& [key, p] : peers)
+    tables.forDevicesWith(p, peerReg, what, [&] {
+      code.emit({makeInstruction(isa::Opcode::SyncRemote, {peerReg, readyFlag, 1})});
+    });
+  for (const auto& [key, p] : peers)
+    tables.forDevicesWith(p, peerReg, what, [&] {
+      code.emit({makeInstruction(isa::Opcode::SyncWait, {readyFlag, 1})});
+    });
+}
 
 }  // namespace tpusim::lower
