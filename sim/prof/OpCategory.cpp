@@ -72,7 +72,9 @@ Category categoryOfName(const std::string& name, bool usedMxu) {
       numeric &= std::isdigit(static_cast<unsigned char>(prefix[i])) != 0;
     if (numeric) prefix = prefix.substr(0, dot);
   }
-  if (prefix == "fusion") return usedMxu ? Category::MatmulFusion : Category::LoopFusion;
+  // Fusions the passes make carry the prefix too ("fusion.multi_output.2").
+  if (prefix == "fusion" || name.rfind("fusion.", 0) == 0)
+    return usedMxu ? Category::MatmulFusion : Category::LoopFusion;
   static const std::set<std::string> kKnown = {"dot",           "convolution",
                                                "reduce",        "reduce-window",
                                                "dynamic-slice", "dynamic-update-slice",

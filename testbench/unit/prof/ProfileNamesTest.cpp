@@ -37,6 +37,8 @@ TEST_CASE("XProf categories from opcodes and fusion members", "[prof]") {
   CHECK(categoryOfName("dot.3", true) == Category::MatmulFusion);
   CHECK(categoryOfName("transpose.1", false) == Category::DataFormatting);
   CHECK(categoryOfName("fusion.7", false) == Category::LoopFusion);
+  CHECK(categoryOfName("fusion.multi_output", false) == Category::LoopFusion);
+  CHECK(categoryOfName("fusion.multi_output.2", true) == Category::MatmulFusion);
   CHECK(categoryOfName("flash_attention", true) == Category::MatmulFusion);
   CHECK(categoryOfName("rms_norm", false) == Category::LibraryKernel);
   CHECK(categoryOfName("(no op)", false) == Category::Other);
