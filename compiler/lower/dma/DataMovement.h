@@ -39,9 +39,10 @@
 // it rewrites are always rewritten before use, so a fragment may run any
 // number of times (inside a while loop). It uses sync flags 0 .. queues-1,
 // SMEM [smemBase, smemBase + smemWords) and VMEM from byte 0 (free between
-// kernels). On a megacore chip both cores run it, as they run kernels: every
-// phase of a multi-phase move ends with a write of the final bytes, so the
-// result is right whatever the interleaving.
+// kernels). On a megacore chip a compiled module runs on core 0 only
+// (ModuleLowering.cpp); a fragment still keeps every phase of a multi-phase
+// move ending with a write of the final bytes, so it would stay right under
+// any interleaving of two cores.
 #pragma once
 
 #include <cstdint>
