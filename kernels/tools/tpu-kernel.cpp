@@ -226,6 +226,14 @@ int main(int argc, char** argv) {
             c.stats.vectorRegs, c.stats.maskRegs, c.stats.vmemRows, c.stats.smemWords,
             c.stats.flags, c.program.costs[0].flops);
       if (!optOutput.empty()) {
+        // A multi-chip kernel says how many devices it was built for, so
+        // tpusim picks that slice (or refuses a --topology of another size)
+        // instead of faulting at the first remote DMA.
+        if (devices > 1) {
+          c.program.hasSignature = true;
+          c.program.signature.module = kernel->name;
+          c.program.signature.devices = devices;
+        }
         std::string error;
         if (!isa::writeProgramFile(c.program, optOutput, &error)) {
           fmt::print(stderr, "tpu-kernel: error: {}\n", error);

@@ -395,9 +395,9 @@ int run(const TpusimArgs& a) {
       }
     } else if (int64_t n = ici::Torus::parse(system.topology, chip.ici).numChips(); n != devices) {
       throw UserError(fmt::format(
-          "--topology {} has {} chips, but {} was compiled for {} devices (num_partitions, "
-          "replica_count or the device ids of its collectives); give a topology of {} chips or "
-          "leave --topology out",
+          "--topology {} has {} chips, but {} was compiled for {} devices (an SPMD module's "
+          "num_partitions, replica_count or collective device ids; a multi-chip library "
+          "kernel's devices); give a topology of {} chips or leave --topology out",
           system.topology, n, a.program, devices, devices));
     }
   }
