@@ -80,6 +80,13 @@ struct Pair {
     minGroups = std::min(minGroups, fast.simulatedPseudoChannels());
     return a;
   }
+  // Runs both models until every request in `owner` (id -> stream) completed.
+  void drain(std::map<uint64_t, size_t>& owner, uint64_t& now) {
+    while (!owner.empty()) {
+      now = std::max(now + 1, nextEventCycle() + 1);
+      for (const HbmCompletion& done : advanceTo(now)) owner.erase(done.id);
+    }
+  }
   void compareStats() {
     std::vector<HbmChannelStats> a = detailed.channelStats(), b = fast.channelStats();
     REQUIRE(a.size() == b.size());
@@ -490,19 +497,13 @@ TEST_CASE("runs over a line whose pseudo-channels are several groups agree", "[h
         now = std::max(now + 1, std::min(p.nextEventCycle(), now + 1 + rng() % 3));
         for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
         if (rng() % 300 == 0) {  // drain and idle: the groups merge again
-          while (!owner.empty()) {
-            now = std::max(now + 1, p.nextEventCycle() + 1);
-            for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
-          }
+          p.drain(owner, now);
           now += rng() % 2000;
           p.advanceTo(now);
           p.compareStats();
         }
       }
-      while (!owner.empty()) {
-        now = std::max(now + 1, p.nextEventCycle() + 1);
-        for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
-      }
+      p.drain(owner, now);
       p.compareStats();
     }
 }
@@ -567,19 +568,13 @@ TEST_CASE("oldest-hit column picks and per-bank row bounds agree under bank-grou
         now = std::max(now + 1, std::min(p.nextEventCycle(), now + 1 + rng() % 3));
         for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
         if (rng() % 400 == 0) {  // drain and idle
-          while (!owner.empty()) {
-            now = std::max(now + 1, p.nextEventCycle() + 1);
-            for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
-          }
+          p.drain(owner, now);
           now += rng() % 3000;
           p.advanceTo(now);
           p.compareStats();
         }
       }
-      while (!owner.empty()) {
-        now = std::max(now + 1, p.nextEventCycle() + 1);
-        for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
-      }
+      p.drain(owner, now);
       p.compareStats();
     }
 }

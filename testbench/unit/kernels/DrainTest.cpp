@@ -11,6 +11,7 @@
 #include "kernels/codegen/Link.h"
 #include "kernels/dsl/Interpret.h"
 #include "kernels/lib/Softmax.h"
+#include "testbench/unit/kernels/ScaledAddKernel.h"
 #include "testbench/unit/kernels/SimRun.h"
 
 using namespace tpusim;
@@ -27,29 +28,11 @@ constexpr int64_t kBytes = kRows * kCols * 4;
 // whose requests the next kernel's reads can overtake).
 // `reversed`: the blocks from the last one down.
 PallasCall scaledAdd(const std::string& name, int64_t rows, bool reversed = false) {
-  const int64_t last = kRows / rows - 1;
-  auto map = [=](const GridIndex& g) {
-    return std::vector<Scalar>{reversed ? Scalar(last) - g[0] : g[0], 0};
-  };
-  CallConfig c;
-  c.name = name;
-  c.out_shapes = {{{kRows, kCols}, F32, "out"}};
-  c.grid = {kRows / rows};
-  c.in_specs = {BlockSpec({rows, kCols}, map), BlockSpec({rows, kCols}, map)};
-  c.out_specs = {BlockSpec({rows, kCols}, map)};
-  c.compiler_params.dimension_semantics = {PARALLEL};
-  return pallas_call([](Ref x, Ref y, Ref o) { o.store(x.load() * 1.5 + y.load()); }, c);
+  return testing::scaledAddCall(name, kRows, kCols, rows, reversed);
 }
 
 isa::BufferDesc buffer(const std::string& name, uint64_t address, isa::BufferRole role) {
-  isa::BufferDesc b;
-  b.name = name;
-  b.shape = {kRows, kCols};
-  b.dtype = isa::DType::F32;
-  b.address = address;
-  b.sizeBytes = uint64_t(kBytes);
-  b.role = role;
-  return b;
+  return testing::f32ArrayBuffer(name, kRows, kCols, address, role);
 }
 
 CompileOptions linked(Module& m, std::vector<int64_t> in, std::vector<int64_t> out) {

@@ -9,6 +9,7 @@
 #include "kernels/codegen/Link.h"
 #include "kernels/dsl/Interpret.h"
 #include "kernels/lib/Softmax.h"
+#include "testbench/unit/kernels/ScaledAddKernel.h"
 #include "testbench/unit/kernels/SimRun.h"
 
 using namespace tpusim;
@@ -20,27 +21,10 @@ namespace {
 
 constexpr int64_t kRows = 64, kCols = 256;
 
-PallasCall scaledAdd() {
-  auto map = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0}; };
-  CallConfig c;
-  c.name = "scaled_add";
-  c.out_shapes = {{{kRows, kCols}, F32, "out"}};
-  c.grid = {kRows / 32};
-  c.in_specs = {BlockSpec({32, kCols}, map), BlockSpec({32, kCols}, map)};
-  c.out_specs = {BlockSpec({32, kCols}, map)};
-  c.compiler_params.dimension_semantics = {PARALLEL};
-  return pallas_call([](Ref x, Ref y, Ref o) { o.store(x.load() * 1.5 + y.load()); }, c);
-}
+PallasCall scaledAdd() { return testing::scaledAddCall("scaled_add", kRows, kCols, 32); }
 
 isa::BufferDesc buffer(const std::string& name, uint64_t address, isa::BufferRole role) {
-  isa::BufferDesc b;
-  b.name = name;
-  b.shape = {kRows, kCols};
-  b.dtype = isa::DType::F32;
-  b.address = address;
-  b.sizeBytes = uint64_t(kRows * kCols * 4);
-  b.role = role;
-  return b;
+  return testing::f32ArrayBuffer(name, kRows, kCols, address, role);
 }
 
 struct Pair {
