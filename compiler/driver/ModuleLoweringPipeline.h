@@ -45,9 +45,7 @@ struct ModuleLoweringOptions {
   lower::LowerOptions lower;  // the kernel cache
 };
 
-// "spmd-collectives,inline,dot-scale-to-output,flash-attention,dot-precision-split,
-// dot-canonicalize,
-// int64-to-pairs,algsimp,constant-folding,cse,dce,fusion,multi-output-fusion,dce".
+// The default pipeline, comma-separated (`tpuc --help` prints it).
 std::string defaultLoweringPasses();
 
 // First the input's layouts are dropped (compiler/lower/module/Layouts.h); when the

@@ -16,6 +16,7 @@
 #include <llvm/Support/Path.h>
 
 #include "compiler/driver/CompileHlo.h"
+#include "compiler/driver/ModuleLoweringPipeline.h"
 #include "compiler/driver/SupportTable.h"
 #include "compiler/lower/TargetDescription.h"
 #include "isa/ProgramFile.h"
@@ -40,15 +41,12 @@ static cl::list<std::string> Overrides(
     cl::value_desc("section.field=value"), cl::cat(Cat));
 static cl::opt<std::string> ChipsDir("chips-dir", cl::desc("Directory of chip presets"),
                                      cl::value_desc("DIR"), cl::cat(Cat));
-static cl::opt<std::string> Passes(
-    "passes",
-    cl::desc("Passes to run before lowering, comma-separated "
-             "(default: "
-             "spmd-collectives,inline,dot-scale-to-output,flash-attention,dot-precision-split,"
-             "dot-canonicalize,rng-bit-generator-expander,sort-expander,int64-to-pairs,algsimp,"
-             "constant-folding,"
-             "cse,dce,fusion,multi-output-fusion,dce)"),
-    cl::value_desc("p1,p2,..."), cl::cat(Cat));
+// The help names the default pipeline from the one place that defines it.
+static const std::string kPassesHelp =
+    "Passes to run before lowering, comma-separated (default: " + driver::defaultLoweringPasses() +
+    ")";
+static cl::opt<std::string> Passes("passes", cl::desc(kPassesHelp), cl::value_desc("p1,p2,..."),
+                                   cl::cat(Cat));
 static cl::opt<std::string> DumpDir("dump-after-all",
                                     cl::desc("Write the module after each pass to DIR"),
                                     cl::value_desc("DIR"), cl::cat(Cat));
