@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <system_error>
@@ -25,6 +26,36 @@ std::string defaultLoweringPasses() {
          "constant-folding,cse,dce,fusion,multi-output-fusion,dce";
 }
 
+static std::vector<std::string> splitCommas(const std::string& list) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > start) names.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return names;
+}
+
+std::string pipelineWithout(const std::string& passes, const std::string& skip,
+                            std::string* error) {
+  std::vector<std::string> names = splitCommas(passes.empty() ? defaultLoweringPasses() : passes);
+  for (const std::string& gone : splitCommas(skip)) {
+    auto end = std::remove(names.begin(), names.end(), gone);
+    if (end == names.end()) {
+      *error = fmt::format("--skip-passes: '{}' is not in the pipeline ({})", gone,
+                           passes.empty() ? defaultLoweringPasses() : passes);
+      return "";
+    }
+    names.erase(end, names.end());
+  }
+  std::string list;
+  for (const std::string& name : names) list += (list.empty() ? "" : ",") + name;
+  if (list.empty()) *error = "--skip-passes: no pass would be left to run";
+  return list;
+}
+
 std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::string& passes,
                                            const target::ChipConfig& chip,
                                            const std::string& dumpDir) {
@@ -45,15 +76,7 @@ std::vector<std::string> runLoweringPasses(hlo::HloModule& module, const std::st
   // Fusions of the input were made for another back end: ours decides again.
   if (("," + list + ",").find(",fusion,") != std::string::npos) lower::unfuseInputFusions(module);
   if (!pipeline.run(module, &error)) throw ModuleLoweringError(error);
-  std::vector<std::string> names;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    if (comma > start) names.push_back(list.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return names;
+  return splitCommas(list);
 }
 
 lower::LoweredModule compileModule(hlo::HloModule& module, const lower::TargetDescription& target,

@@ -48,6 +48,11 @@ struct ModuleLoweringOptions {
 // The default pipeline, comma-separated (`tpuc --help` prints it).
 std::string defaultLoweringPasses();
 
+// `passes` ("" = the default pipeline) without every occurrence of each comma-separated name in
+// `skip`. Sets `error` and returns "" when a skipped name is not in the pipeline (a typo would
+// otherwise compile with the pass still in).
+std::string pipelineWithout(const std::string& passes, const std::string& skip, std::string* error);
+
 // First the input's layouts are dropped (compiler/lower/module/Layouts.h); when the
 // list has `fusion`, fusions already in the input are inlined
 // (compiler/lower/module/Unfuse.h). Runs `passes` (comma-separated; "" = the default) for

@@ -47,6 +47,11 @@ static const std::string kPassesHelp =
     ")";
 static cl::opt<std::string> Passes("passes", cl::desc(kPassesHelp), cl::value_desc("p1,p2,..."),
                                    cl::cat(Cat));
+static cl::opt<std::string> SkipPasses(
+    "skip-passes",
+    cl::desc("Passes to leave out of the pipeline (--passes, else the default), comma-separated; "
+             "each must be in it"),
+    cl::value_desc("p1,p2,..."), cl::cat(Cat));
 static cl::opt<std::string> DumpDir("dump-after-all",
                                     cl::desc("Write the module after each pass to DIR"),
                                     cl::value_desc("DIR"), cl::cat(Cat));
@@ -162,6 +167,11 @@ int main(int argc, char** argv) {
   driver::CompileOptions options;
   options.module = ModuleChoice;
   options.passes = Passes;
+  if (!SkipPasses.empty()) {
+    std::string error;
+    options.passes = driver::pipelineWithout(Passes, SkipPasses, &error);
+    if (!error.empty()) return fail("error: " + error);
+  }
   options.dumpDir = DumpDir;
   options.kernelCache = !NoKernelCache;
   options.verifyKernelCache = VerifyKernelCache;
