@@ -89,6 +89,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // Weights the DMA already packed (PairPack.h): the word at row D*kc + r is
   // the s8x2 value of rows r and S + r of chunk kc, pushed as loaded.
   const bool prepacked = packed && !transRhs && rhsP.pairRows == t_.mxuSize;
+  if (rhsP.pairRows && !prepacked)
+    fail("internal: a paired weight block read by a matmul that does not push it packed");
   if (prepacked) {
     const llo::Value* row = views[2].indices.at(0);
     if (!row->def || row->def->kind != llo::OpKind::SConst ||
