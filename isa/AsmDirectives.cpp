@@ -366,8 +366,9 @@ void AsmParser::dataContinuation(int lineNo, const Token& d, const std::vector<A
 }
 
 void AsmParser::dmaDirective(int lineNo, const std::vector<Arg>& args) {
-  if (!checkKeys(lineNo, ".dma_descriptor", args, 1,
-                 {"src", "dst", "inner", "counts", "src_strides", "dst_strides", "chip", "elem"}))
+  if (!checkKeys(
+          lineNo, ".dma_descriptor", args, 1,
+          {"src", "dst", "inner", "counts", "src_strides", "dst_strides", "chip", "elem", "pair"}))
     return;
   int64_t word;
   if (!argInt(lineNo, args[0], "the SMEM word address", 0, INT64_MAX / 4, &word)) return;
@@ -421,6 +422,10 @@ void AsmParser::dmaDirective(int lineNo, const std::vector<Arg>& args) {
   if (const Arg* a = find(args, "elem")) {
     if (!argInt(lineNo, *a, "elem", 1, 2, &v)) return;
     desc.elemBytes = uint8_t(v);
+  }
+  if (const Arg* a = find(args, "pair")) {
+    if (!argInt(lineNo, *a, "pair", 1, UINT32_MAX, &v)) return;
+    desc.pairOffset = uint32_t(v);
   }
   std::string invalid;
   if (!desc.validate(&invalid)) {

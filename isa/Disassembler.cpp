@@ -100,6 +100,7 @@ bool printAsDescriptor(const DataSegment& seg, std::string* out) {
       list(d.dstStrides.data(), n));
   if (d.dstChip != kDmaLocalChip) *out += fmt::format(", chip={}", d.dstChip);
   if (d.widening()) *out += fmt::format(", elem={}", d.elemBytes);
+  if (d.paired()) *out += fmt::format(", pair={}", d.pairOffset);
   *out += "\n";
   return true;
 }

@@ -26,7 +26,7 @@ bool memorySpaceFromName(const std::string& name, MemorySpace* out) {
 std::array<uint32_t, kDmaDescriptorWords> DmaDescriptor::pack() const {
   std::array<uint32_t, kDmaDescriptorWords> w{};
   w[0] = uint32_t(src) | uint32_t(dst) << 4 | uint32_t(numDims - 1) << 8 |
-         uint32_t(elemBytes & 3) << 10 | uint32_t(dstChip) << 16;
+         uint32_t(elemBytes & 3) << 10 | (paired() ? kDmaPairBit : 0) | uint32_t(dstChip) << 16;
   w[1] = uint32_t(srcAddr);
   w[2] = uint32_t(srcAddr >> 32);
   w[3] = uint32_t(dstAddr);
@@ -37,6 +37,7 @@ std::array<uint32_t, kDmaDescriptorWords> DmaDescriptor::pack() const {
     w[9 + i] = srcStrides[i];
     w[12 + i] = dstStrides[i];
   }
+  w[15] = pairOffset;
   return w;
 }
 
@@ -46,8 +47,8 @@ bool DmaDescriptor::unpack(const uint32_t* w, DmaDescriptor* d, std::string* err
     *error = "invalid memory space in DMA descriptor word 0";
     return false;
   }
-  if ((w[0] >> 12) & 0xF) {
-    *error = "reserved bits 12-15 of DMA descriptor word 0 are not zero";
+  if ((w[0] >> 13) & 0x7) {
+    *error = "reserved bits 13-15 of DMA descriptor word 0 are not zero";
     return false;
   }
   d->src = MemorySpace(srcSpace);
@@ -76,14 +77,37 @@ bool DmaDescriptor::unpack(const uint32_t* w, DmaDescriptor* d, std::string* err
       return false;
     }
   }
-  if (w[15] != 0) {
-    *error = "reserved DMA descriptor word 15 is not zero";
+  const bool pair = (w[0] & kDmaPairBit) != 0;
+  if (!pair && w[15] != 0) {
+    *error = "reserved DMA descriptor word 15 is not zero (word 0 bit 12, the pair mode, is clear)";
     return false;
   }
+  if (pair && w[15] == 0) {
+    *error = "paired DMA descriptor (word 0 bit 12) has a pair offset (word 15) of 0";
+    return false;
+  }
+  d->pairOffset = w[15];
   return d->validate(error);
 }
 
 bool DmaDescriptor::validate(std::string* error) const {
+  if (paired()) {
+    auto fail = [&](std::string message) {
+      *error = "paired DMA descriptor (pair offset " + std::to_string(pairOffset) +
+               " bytes, word 0 bit 12 and word 15): " + message;
+      return false;
+    };
+    if (!widening())
+      return fail(
+          "the pair mode packs dense elements into 32-bit words, so it needs the "
+          "widening mode (word 0 bits 10-11, elem=1 or 2)");
+    if (src != MemorySpace::Hbm || dst == MemorySpace::Hbm)
+      return fail(std::string("it packs on the way from hbm into vmem or smem, but it copies ") +
+                  memorySpaceName(src) + " -> " + memorySpaceName(dst));
+    if (elemBytes <= 2 && pairOffset % elemBytes)
+      return fail("the pair offset is not a multiple of the element size " +
+                  std::to_string(elemBytes));
+  }
   if (!widening()) return true;
   auto fail = [&](std::string message) {
     *error = "widening DMA descriptor (element size " + std::to_string(elemBytes) +

@@ -12,6 +12,7 @@
 #include "kernels/codegen/CopyPlan.h"
 #include "kernels/codegen/HazardCheck.h"
 #include "kernels/codegen/Lowering.h"
+#include "kernels/codegen/PairPack.h"
 #include "kernels/codegen/Spill.h"
 #include "kernels/llo/Interpreter.h"
 
@@ -49,6 +50,7 @@ struct Stream {
   AddressSpan hbmSpan() const { return {hbmBase, hbmBase + llo::refBytes(hbmType)}; }
   int64_t stateWord = -1;  // SMEM words of the state when it lives there
   llo::Type hbmType, blockType;
+  int64_t pairRows = 0;  // an input block copied in the paired s8x2 layout (PairPack.h)
   int64_t bufRow = 0, blockRows = 0;
   int flag = 0;
   // Dimensions whose last block sticks out of the array (Pallas pads them);
@@ -176,6 +178,7 @@ class Pipeline {
       s.hbmType = a.hbmType();
       s.blockType = llo::Type::ref(llo::MemSpace::Vmem, a.dtype, m.blockShape);
       s.blockRows = llo::tiledLayout(m.blockShape).totalRows();
+      if (!output) s.pairRows = pairedRows(k_, int(index), t_);
       const PrefetchedStream* pre = output ? nullptr : prefetchedStream(int(index));
       if (pre) {  // placed first (placePrefetched)
         s.bufRow = pre->bufRow;
@@ -461,7 +464,7 @@ class Pipeline {
 
   // The copy of a window at the block's origin between HBM and the block buffer.
   static CopyPlan planWindow(const Stream& s, std::vector<int64_t> window) {
-    return planBlockCopy(s.hbmType, s.blockType, s.output, std::move(window));
+    return planBlockCopy(s.hbmType, s.blockType, s.output, std::move(window), s.pairRows);
   }
 
   // Which copy variant block `idx` needs: bit j set when it is the last block
@@ -701,6 +704,7 @@ class Pipeline {
       // slot * rows in a register, the buffer's first row as the place's offset.
       ScalarVal row = L_.add(ScalarVal::constant(s.bufRow), L_.mulImm(R(s.slot), s.blockRows));
       RefPlace p{s.bodyArg->type, !row.isConst, row.c, row.reg, L_.newRegion()};
+      p.pairRows = s.pairRows;
       L_.bindRef(s.bodyArg, p);
     };
     auto prefetch = [&](Stream& s) {  // inputs with n >= 2: the block n - 1 steps ahead

@@ -164,8 +164,70 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
   return plan;
 }
 
+namespace {
+
+// Appends `part`'s descriptors at extra source / destination byte offsets.
+void append(CopyPlan& to, const CopyPlan& part, int64_t src, int64_t dst) {
+  for (size_t i = 0; i < part.descriptors.size(); ++i) {
+    to.descriptors.push_back(part.descriptors[i]);
+    to.srcOffset.push_back(part.srcOffset[i] + src);
+    to.dstOffset.push_back(part.dstOffset[i] + dst);
+  }
+  to.bytes += part.bytes;
+}
+
+CopyPlan planPairedCopy(const llo::Type& hbm, const llo::Type& block,
+                        const std::vector<int64_t>& window, int64_t S) {
+  const int64_t rowSrc = elementStrides(hbm).at(0), rowDst = isa::kVmemRowBytes;
+  const int64_t rows = window.at(0), chunks = rows / (2 * S), tail = rows % (2 * S);
+  auto rowsPlan = [&](int64_t n, bool pair) {
+    std::vector<int64_t> w = window;
+    w[0] = n;
+    CopyPlan p = planBlockCopy(hbm, block, false, w);
+    if (pair) {
+      for (isa::DmaDescriptor& d : p.descriptors) d.pairOffset = uint32_t(S * rowSrc);
+      p.bytes *= 2;
+    }
+    return p;
+  };
+  CopyPlan out;
+  if (chunks > 0) {
+    CopyPlan c = rowsPlan(S, true);
+    // One more counted dimension for the chunks when the chunk's copy is one
+    // descriptor with a dimension to spare; else one copy per chunk.
+    isa::DmaDescriptor& d = c.descriptors[0];
+    if (chunks > 1 && c.descriptors.size() == 1 && d.numDims < isa::kDmaMaxDims &&
+        2 * S * rowSrc <= int64_t(UINT32_MAX)) {
+      int k = d.numDims - 1;
+      d.counts[size_t(k)] = uint32_t(chunks);
+      d.srcStrides[size_t(k)] = uint32_t(2 * S * rowSrc);
+      d.dstStrides[size_t(k)] = uint32_t(2 * S * rowDst);
+      ++d.numDims;
+      c.bytes *= chunks;
+      append(out, c, 0, 0);
+    } else {
+      for (int64_t i = 0; i < chunks; ++i) append(out, c, i * 2 * S * rowSrc, i * 2 * S * rowDst);
+    }
+  }
+  // A partial last chunk: its first tail - S rows have a partner, the rest up
+  // to S do not (the widening mode zeroes their high byte).
+  const int64_t r0 = chunks * 2 * S, paired = std::max<int64_t>(0, tail - S);
+  const int64_t single = std::min(S, tail) - paired;
+  if (paired > 0) append(out, rowsPlan(paired, true), r0 * rowSrc, r0 * rowDst);
+  if (single > 0)
+    append(out, rowsPlan(single, false), (r0 + paired) * rowSrc, (r0 + paired) * rowDst);
+  return out;
+}
+
+}  // namespace
+
 CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
-                       std::vector<int64_t> window) {
+                       std::vector<int64_t> window, int64_t pairRows) {
+  if (pairRows > 0) {
+    if (toHbm || hbm.dtype != llo::DType::S8 || window.size() != 2)
+      throw CodegenError("internal: a paired block copy is an s8 rank-2 input");
+    return planPairedCopy(hbm, block, window, pairRows);
+  }
   auto plan = [&](const std::vector<int64_t>& w) {
     return toHbm ? planCopy(block, hbm, w) : planCopy(hbm, block, w);
   };

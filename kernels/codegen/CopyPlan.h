@@ -36,8 +36,11 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
 // than 128 columns that is not whole column tiles (an edge block) is split
 // into its whole tiles and a tail. Shared by the grid pipeline and the
 // cross-kernel prefetch planner (Prefetch.h), so both issue the same copies.
+// pairRows = S > 0 (an input, PairPack.h): rows c * 2S + r and c * 2S + S + r
+// of the window go into one word at block row c * 2S + r (the DMA's pair
+// mode); rows of a last, partial chunk without a partner keep a zero high byte.
 CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
-                       std::vector<int64_t> window);
+                       std::vector<int64_t> window, int64_t pairRows = 0);
 
 // Byte offset of a window's first element from the ref's first element, for
 // constant indices (HBM, SMEM) or per unit of each index (strides, in bytes).

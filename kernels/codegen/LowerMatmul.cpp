@@ -22,7 +22,9 @@
 // each weight row and LHS tile is `vpack.b8` of its two K parts, [0, N) in the
 // low byte and [N, 2N) in the high byte (isa/README.md, "MXU", packed int8),
 // and streams through the s8x2 ops: half the chunks, pushes and mms. The s32
-// sums are exact, so the result equals the unpacked one bit for bit.
+// sums are exact, so the result equals the unpacked one bit for bit. A weight
+// block the DMA copied paired (PairPack.h) is already in that form: its rows
+// are pushed as loaded.
 //
 // Resident matmuls (ints[6]: 1 keep, 2 keep and store) leave their results
 // in the MXU result slots across grid steps: the K blocks of a dot whose
@@ -84,6 +86,17 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   const RefPlace& dstP = place(views[0].ref);
   const RefPlace& lhsP = place(views[1].ref);
   const RefPlace& rhsP = place(views[2].ref);
+  // Weights the DMA already packed (PairPack.h): the word at row D*kc + r is
+  // the s8x2 value of rows r and S + r of chunk kc, pushed as loaded.
+  const bool prepacked = packed && !transRhs && rhsP.pairRows == t_.mxuSize;
+  if (rhsP.pairRows && !prepacked)
+    fail("internal: a paired weight block read by a matmul that does not push it packed");
+  if (prepacked) {
+    const llo::Value* row = views[2].indices.at(0);
+    if (!row->def || row->def->kind != llo::OpKind::SConst ||
+        row->def->ints.at(0) % (2 * t_.mxuSize))
+      fail("internal: a paired weight block read from a row that is not a chunk's first");
+  }
   ScalarVal dst0 = origin(views[0]), lhs0 = origin(views[1]), rhs0 = origin(views[2]);
   int64_t dstRows = llo::tiledLayout(dstP.type.shape).paddedRows;
   int64_t lhsRows = llo::tiledLayout(lhsP.type.shape).paddedRows;
@@ -312,7 +325,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       // zero (not loaded, or not pushed). Lanes past N only reach unstored columns.
       int64_t n0 = it.j * S;
       std::vector<MOperand> hi;
-      for (int64_t q = 0; q < (packed ? 2 : 1); ++q) {
+      for (int64_t q = 0; q < (packed && !prepacked ? 2 : 1); ++q) {
         int64_t rows = validK(kc, 0, q) + validK(kc, 1, q);
         int64_t valid = std::min<int64_t>(8, rows - p * 8);
         if (valid <= 0) continue;  // a high part past K: zero
@@ -322,7 +335,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
                   (1 << valid) - 1, laneOf(n0), cols, false, widenRhs);
         }
       }
-      if (packed) row = pack(row, hi);
+      if (packed && !prepacked) row = pack(row, hi);
     } else {
       // rhs is (N, K): rows n = S*j + 8p, lanes = k of chunk kc.
       int64_t valid = std::min<int64_t>(8, validN(it.j) - p * 8);

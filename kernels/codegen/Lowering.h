@@ -21,10 +21,11 @@ namespace tpusim::kernels::codegen {
 struct RefPlace {
   llo::Type type;
   bool dynamic = false;
-  int64_t base = 0;   // the address when !dynamic; added to baseReg when dynamic
-  MOperand baseReg;   // when dynamic (non-negative: an address)
-  int region = -1;    // memory-ordering region
-  int flagBase = -1;  // semaphore refs: first sync flag
+  int64_t base = 0;      // the address when !dynamic; added to baseReg when dynamic
+  MOperand baseReg;      // when dynamic (non-negative: an address)
+  int region = -1;       // memory-ordering region
+  int flagBase = -1;     // semaphore refs: first sync flag
+  int64_t pairRows = 0;  // S: an s8 block in the DMA's paired (s8x2) layout (PairPack.h)
 };
 
 // The bytes a DMA address can point into: an HBM array's [begin, end). VMEM

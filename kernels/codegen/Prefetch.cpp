@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "kernels/codegen/CopyPlan.h"
+#include "kernels/codegen/PairPack.h"
 #include "kernels/llo/Interpreter.h"
 
 namespace tpusim::kernels::codegen {
@@ -69,7 +70,7 @@ PrefetchPlan planPrefetch(const llo::Kernel& next, const TargetInfo& t,
       }
       ++bit;
     }
-    CopyPlan cp = planBlockCopy(hbm, block, false, window);
+    CopyPlan cp = planBlockCopy(hbm, block, false, window, pairedRows(next, input, t));
     std::vector<int64_t> strides = elementStrides(hbm);
     int64_t src = base;
     for (size_t d = 0; d < idx.size(); ++d) src += idx[d] * map.blockShape[d] * strides[d];

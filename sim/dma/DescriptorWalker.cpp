@@ -14,7 +14,8 @@ DescriptorWalker::DescriptorWalker(const isa::DmaDescriptor& d, uint32_t request
       alignMask_((requestBytes & (requestBytes - 1)) == 0 ? requestBytes - 1 : 0),
       widening_(d.widening()),
       wideSrc_(d.wideSource()),
-      wideDst_(d.widening() && !d.wideSource()) {
+      wideDst_(d.widening() && !d.wideSource()),
+      paired_(d.paired()) {
   if (widening_ && d.elemBytes != 1 && d.elemBytes != 2)  // DmaDescriptor::validate rejects it
     throw std::invalid_argument("DescriptorWalker: a widening copy's element size must be 1 or 2");
   elemShift_ = d.elemBytes == 2 ? 1 : 0;
@@ -38,6 +39,7 @@ DmaRequestRange DescriptorWalker::next() {
     toBoundary = std::max<uint64_t>(d_.elemBytes, toBoundary & ~uint64_t(d_.elemBytes - 1));
   r.bytes = uint32_t(std::min<uint64_t>(d_.innerBytes - offset_, toBoundary));
   r.srcBytes = wideSrc ? uint32_t(wide(r.bytes)) : r.bytes;
+  if (paired_) r.srcBytes *= 2;  // the runs at src and src + pair offset
   r.dstBytes = wideDst ? uint32_t(wide(r.bytes)) : r.bytes;
   offset_ += r.bytes;
   if (offset_ == d_.innerBytes) {
@@ -63,6 +65,7 @@ unsigned __int128 descriptorExtent(const isa::DmaDescriptor& d, bool source) {
   unsigned __int128 extent = d.innerBytesOn(source);
   for (int i = 0; i < 3; ++i)
     extent += (unsigned __int128)(d.counts[i] == 0 ? 0 : d.counts[i] - 1) * strides[i];
+  if (source) extent += d.pairOffset;  // a pair's high elements (0 unless paired)
   return extent;
 }
 

@@ -4,7 +4,9 @@
 // source if it is HBM, else the destination), so requests map onto whole
 // HBM bursts whenever the data allows it. A request never spans two elements.
 // Widening copies (DmaDescriptor.h) are cut on the dense (HBM) side; the wide
-// side of a request covers 4 / E times as many bytes.
+// side of a request covers 4 / E times as many bytes. A paired copy's request
+// reads two dense runs of `bytes`, at src and src + the pair offset (srcBytes
+// counts both).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +17,8 @@ namespace tpusim::sim::dma {
 
 struct DmaRequestRange {
   uint64_t src = 0, dst = 0;
-  uint32_t bytes = 0;                   // on the dense side (both sides of a plain copy)
+  uint32_t bytes = 0;                   // on the dense side (both sides of a plain copy; one
+                                        // run of a paired copy)
   uint32_t srcBytes = 0, dstBytes = 0;  // read from the source, written to the destination
 };
 
@@ -40,7 +43,7 @@ class DescriptorWalker {
   uint64_t alignMask_;  // requestBytes - 1 when a power of two, else 0
   // Widening: which side is wide, and log2 of the element size (1 or 2
   // bytes, DmaDescriptor::validate), so that a request costs no division.
-  bool widening_, wideSrc_, wideDst_;
+  bool widening_, wideSrc_, wideDst_, paired_;
   uint32_t elemShift_ = 0;
   bool done_ = false;
 };

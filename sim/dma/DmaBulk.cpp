@@ -66,13 +66,14 @@ void DmaEngine::takeHbmCompletions(uint64_t t) {
   readsDone_.clear();
   for (const hbm::HbmCompletion& c : hbmDone_) {
     if (c.cycle != t) throw std::logic_error("DmaEngine: an HBM completion out of its cycle");
-    const uint32_t slot = uint32_t(c.id & ~kHbmWriteBit);
-    const Request& r = requests_[slot];
+    const uint32_t slot = uint32_t(c.id & ~(kHbmWriteBit | kHbmPairBit));
+    Request& r = requests_[slot];
     if (c.id & kHbmWriteBit) {
       addFinish(finishes_.back(), t + 1, r);
       releaseSlot(slot);
     } else if (batch) {
-      readsDone_.push_back(slot);
+      // A paired request's first run: wait for the other (DmaEngine::handle).
+      if (--requests_[slot].readsLeft == 0) readsDone_.push_back(slot);
     } else {
       hbmEvents_.push(
           Event{t + 1, r.core, r.queue, r.descriptor, r.index, EventKind::ReadDone, slot});

@@ -14,18 +14,24 @@ constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
 // One request of a widening copy (DmaDescriptor.h): dense E-byte elements to
 // the low bytes of 32-bit words (upper bytes zero), or the low bytes back.
+// A paired copy's word takes the element at src + pair offset in its next E bytes.
 void copyWidening(const isa::DmaDescriptor& d, const mem::SparseMemory& src, mem::SparseMemory& dst,
                   const DmaRequestRange& r) {
   std::vector<uint8_t> in(r.srcBytes), out(r.dstBytes, 0);
-  src.read(r.src, in.data(), in.size());
+  const bool pair = d.paired();
+  const uint32_t run = pair ? r.bytes : r.srcBytes;
+  src.read(r.src, in.data(), run);
+  if (pair) src.read(r.src + d.pairOffset, in.data() + run, run);
   const uint32_t e = d.elemBytes, w = isa::kDmaWideWordBytes, n = r.bytes / e;
   bool widen = !d.wideSource();
   for (uint32_t i = 0; i < n; ++i)
     for (uint32_t b = 0; b < e; ++b) {
-      if (widen)
+      if (widen) {
         out[i * w + b] = in[i * e + b];
-      else
+        if (pair) out[i * w + e + b] = in[run + i * e + b];
+      } else {
         out[i * e + b] = in[i * w + b];
+      }
     }
   dst.write(r.dst, out.data(), out.size());
 }
@@ -241,7 +247,7 @@ void DmaEngine::advanceTo(uint64_t cycle, std::vector<DmaCompletion>& done) {
         hbmDone_.clear();
       }
       for (const hbm::HbmCompletion& c : hbmDone_) {
-        uint32_t slot = uint32_t(c.id & ~kHbmWriteBit);
+        uint32_t slot = uint32_t(c.id & ~(kHbmWriteBit | kHbmPairBit));
         const Request& r = requests_[slot];
         // The engine sees an HBM completion one cycle later.
         hbmEvents_.push(Event{c.cycle + 1, r.core, r.queue, r.descriptor, r.index,
@@ -266,7 +272,8 @@ void DmaEngine::handle(const Event& e, std::vector<DmaCompletion>& done) {
     case EventKind::Activate:
       break;  // generate() picks the descriptor up in this cycle
     case EventKind::ReadDone:
-      startWrite(e.slot, e.cycle);
+      // A paired request writes once both of its runs have arrived.
+      if (--requests_[e.slot].readsLeft == 0) startWrite(e.slot, e.cycle);
       break;
     case EventKind::WriteDone:
       finishRequest(e.slot, e.cycle, done);
@@ -331,7 +338,13 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
   }
   r.live = true;
   ++outstanding_[size_t(core)];
-  if (d.d.src == isa::MemorySpace::Hbm) {
+  r.readsLeft = 1;
+  if (d.d.paired()) {  // two runs of r.range.bytes (DescriptorWalker.h)
+    r.readsLeft = 2;
+    hbm_.submit(hbm::HbmRequest{slot, r.range.src, r.range.bytes, false, cycle});
+    hbm_.submit(hbm::HbmRequest{slot | kHbmPairBit, r.range.src + d.d.pairOffset, r.range.bytes,
+                                false, cycle});
+  } else if (d.d.src == isa::MemorySpace::Hbm) {
     hbm_.submit(hbm::HbmRequest{slot, r.range.src, r.range.srcBytes, false, cycle});
   } else {
     uint64_t end =

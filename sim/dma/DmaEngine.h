@@ -25,6 +25,9 @@
 //    each side moves: the HBM request carries the dense bytes, the VMEM/SMEM
 //    port the widened words (4 / E times as many bytes); the relayout itself
 //    is free (done in the engine's data path as bytes stream through);
+//  - a paired copy (DmaDescriptor.h, pair mode) reads two dense runs per
+//    request, each an HBM request; the write starts when both have arrived
+//    and moves one widened word per pair (half the port bytes per element);
 //  - the request completes when its write has finished; its slot is reusable
 //    in the same cycle (a port write) or the next one (an HBM write);
 //  - the descriptor completes when all its requests have, and not before the
@@ -127,6 +130,7 @@ class DmaEngine {
     Descriptor* desc = nullptr;
     DmaRequestRange range;
     bool live = false;
+    uint8_t readsLeft = 1;  // HBM reads not yet arrived (2 for a paired copy's two runs)
   };
   enum class EventKind : uint8_t { Activate, ReadDone, WriteDone };
   struct Event {
@@ -251,6 +255,7 @@ class DmaEngine {
   void takeHbmCompletions(uint64_t t);
   std::vector<uint32_t> readsDone_;                            // scratch: request slots
   static constexpr uint64_t kHbmWriteBit = uint64_t(1) << 63;  // HBM request id: slot | phase
+  static constexpr uint64_t kHbmPairBit = uint64_t(1) << 62;   // | a pair's second run
   std::vector<DmaCoreStats> stats_;
   uint64_t pendingDescriptors_ = 0;
   uint64_t now_ = 0;

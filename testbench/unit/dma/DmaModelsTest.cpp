@@ -52,6 +52,9 @@ isa::DmaDescriptor randomDescriptor(const target::ChipConfig& c, std::mt19937_64
   const bool oneHbm = (d.src == MemorySpace::Hbm) != (d.dst == MemorySpace::Hbm);
   if (oneHbm && pick(4) == 0) d.elemBytes = uint8_t(1 + pick(2));
   const uint32_t e = d.widening() ? d.elemBytes : 1;
+  // Half the widening copies into VMEM/SMEM pair two runs per word (pair mode).
+  if (d.widening() && d.src == MemorySpace::Hbm && pick(2) == 0)
+    d.pairOffset = uint32_t(pick(2) == 0 ? (1 + pick(64)) * 512 : (1 + pick(4096)) * e);
   static const uint32_t kInner[] = {256, 256, 512, 128, 32, 1024, 2048, 4};
   d.innerBytes = pick(3) == 0 ? uint32_t(1 + pick(1500)) : kInner[pick(std::size(kInner))];
   d.innerBytes = std::max(e, d.innerBytes / e * e);

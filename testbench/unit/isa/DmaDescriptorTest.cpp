@@ -1,5 +1,5 @@
 // The DMA descriptor's encoding (isa/DmaDescriptor.h): pack/unpack round trips
-// of plain and widening descriptors, and every malformed form unpack rejects.
+// of plain, widening and paired descriptors, and every malformed form unpack rejects.
 #include <catch2/catch.hpp>
 
 #include "isa/DmaDescriptor.h"
@@ -78,8 +78,8 @@ TEST_CASE("malformed widening descriptors are rejected with the reason", "[isa][
   w[0] |= 3u << 10;
   CHECK_THAT(unpackError(w), Catch::Contains("element size must be 1 or 2"));
   w = good.pack();
-  w[0] |= 1u << 12;
-  CHECK_THAT(unpackError(w), Catch::Contains("reserved bits 12-15"));
+  w[0] |= 1u << 13;
+  CHECK_THAT(unpackError(w), Catch::Contains("reserved bits 13-15"));
   DmaDescriptor d = good;
   d.src = MemorySpace::Vmem;
   CHECK_THAT(unpackError(d.pack()),
@@ -113,4 +113,39 @@ TEST_CASE("malformed widening descriptors are rejected with the reason", "[isa][
   d.srcAddr = 1;
   d.innerBytes = 3;
   CHECK(d.validate(&error));
+}
+
+TEST_CASE("paired descriptors: encoding, byte counts and their rules", "[isa][sanitize]") {
+  DmaDescriptor d = widening(MemorySpace::Hbm, MemorySpace::Vmem, 1);
+  d.pairOffset = 128 * 2048;  // rows k and k + 128 of a 2048-wide int8 array
+  auto w = d.pack();
+  CHECK((w[0] & kDmaPairBit) != 0);
+  CHECK(w[15] == 128u * 2048);
+  DmaDescriptor back;
+  std::string error;
+  REQUIRE(DmaDescriptor::unpack(w.data(), &back, &error));
+  CHECK(back.pairOffset == d.pairOffset);
+  CHECK(back.pack() == w);
+  // Both runs are read; one word per pair is written.
+  CHECK(d.totalBytes() == 2 * 128 * 24);
+  CHECK(d.sideBytes(true) == 2 * 128 * 24);
+  CHECK(d.sideBytes(false) == 512 * 24);
+  // Word 15 is the pair offset only with bit 12; each without the other is malformed.
+  w = d.pack();
+  w[0] &= ~kDmaPairBit;
+  CHECK_THAT(unpackError(w), Catch::Contains("reserved DMA descriptor word 15"));
+  w = d.pack();
+  w[15] = 0;
+  CHECK_THAT(unpackError(w), Catch::Contains("pair offset (word 15) of 0"));
+  DmaDescriptor p = d;
+  p.elemBytes = 0;
+  CHECK_THAT(unpackError(p.pack()), Catch::Contains("needs the widening mode"));
+  p = widening(MemorySpace::Vmem, MemorySpace::Hbm, 1);
+  p.pairOffset = 512;
+  CHECK_THAT(unpackError(p.pack()), Catch::Contains("vmem -> hbm"));
+  p = widening(MemorySpace::Hbm, MemorySpace::Smem, 2);
+  p.pairOffset = 513;
+  CHECK_THAT(unpackError(p.pack()), Catch::Contains("not a multiple of the element size 2"));
+  p.pairOffset = 514;
+  CHECK(p.validate(&error));
 }

@@ -314,6 +314,45 @@ TEST_CASE("copy plans: rows merge into one run, bf16/int8 through the widening D
                     Catch::Contains("must cover whole 128-lane tiles"));
 }
 
+TEST_CASE("paired block copies: s8x2 weight rows packed by the DMA") {
+  using tpusim::kernels::llo::DType;
+  using tpusim::kernels::llo::MemSpace;
+  using tpusim::kernels::llo::Type;
+  // A (600, 256) s8 block of a (1200, 256) array, S = 128: two whole chunks of
+  // 256 rows (one descriptor, a chunk dimension), then 88 rows: none has a partner.
+  Type hbm = Type::ref(MemSpace::Hbm, DType::S8, {1200, 256});
+  Type block = Type::ref(MemSpace::Vmem, DType::S8, {600, 256});
+  CopyPlan p = planBlockCopy(hbm, block, false, {600, 256}, 128);
+  REQUIRE(p.descriptors.size() == 2);
+  const auto& d = p.descriptors[0];
+  CHECK(d.pairOffset == 128 * 256);  // rows k and k + 128
+  CHECK(d.numDims == 4);
+  CHECK(d.counts[1] == 128);  // rows of a chunk's low part
+  CHECK(d.counts[2] == 2);    // chunks
+  CHECK(d.srcStrides[2] == 256 * 256);
+  CHECK(d.dstStrides[2] == 256 * 512);
+  CHECK_FALSE(p.descriptors[1].paired());
+  CHECK(p.descriptors[1].counts[1] == 88);
+  CHECK(p.srcOffset[1] == 512 * 256);
+  CHECK(p.dstOffset[1] == 512 * 512);
+  CHECK(p.bytes == 600 * 256);  // every weight once, paired or not
+  std::string error;
+  for (const auto& x : p.descriptors) CHECK(x.validate(&error));
+  // 400 rows: one chunk, then 144 rows of which the first 16 have a partner.
+  CopyPlan q = planBlockCopy(hbm, block, false, {400, 256}, 128);
+  REQUIRE(q.descriptors.size() == 3);
+  CHECK(q.descriptors[1].paired());
+  CHECK(q.descriptors[1].counts[1] == 16);
+  CHECK(q.srcOffset[1] == 256 * 256);
+  CHECK_FALSE(q.descriptors[2].paired());
+  CHECK(q.descriptors[2].counts[1] == 112);
+  CHECK(q.srcOffset[2] == 272 * 256);
+  CHECK(q.bytes == 400 * 256);
+  // Only inputs.
+  CHECK_THROWS_WITH(planBlockCopy(hbm, block, true, {600, 256}, 128),
+                    Catch::Contains("paired block copy"));
+}
+
 TEST_CASE("a strided HBM view is copied in address order") {
   using tpusim::isa::DType;
   using tpusim::kernels::llo::MemSpace;

@@ -1,0 +1,49 @@
+#include "kernels/codegen/PairPack.h"
+
+#include "kernels/codegen/CopyPlan.h"
+
+namespace tpusim::kernels::codegen {
+
+namespace {
+
+// Whether every use of `ref` in `b` (and its regions) is the right-hand side
+// of a matmul LowerMatmul packs, at a constant row that is a multiple of 2S;
+// `uses` counts them.
+bool onlyPackedRhs(const llo::Block& b, const llo::Value* ref, int64_t S, int* uses) {
+  for (const auto& op : b.ops) {
+    for (const llo::Block& r : op->regions)
+      if (!onlyPackedRhs(r, ref, S, uses)) return false;
+    bool used = false;
+    for (const llo::Value* v : op->operands) used |= v == ref;
+    if (!used) continue;
+    if (op->kind != llo::OpKind::Matmul) return false;
+    auto views = llo::opViews(*op);
+    if (views[0].ref == ref || views[1].ref == ref || views[2].ref != ref) return false;
+    const bool s8 = views[1].ref->type.dtype == llo::DType::S8;
+    if (!s8 || op->ints[4] != 0 || op->ints[2] <= S) return false;  // LowerMatmul's `packed`
+    const llo::Value* row = views[2].indices.at(0);
+    if (!row->def || row->def->kind != llo::OpKind::SConst || row->def->ints.at(0) % (2 * S))
+      return false;
+    ++*uses;
+  }
+  return true;
+}
+
+}  // namespace
+
+int64_t pairedRows(const llo::Kernel& k, int input, const TargetInfo& t) {
+  const int64_t S = t.mxuSize;
+  if (t.int8Rate < 2 || input < k.numScalarPrefetch || !k.body) return 0;
+  const llo::ArrayOperand& a = k.inputs.at(size_t(input));
+  const llo::BlockMapping& m = k.inMaps.at(size_t(input - k.numScalarPrefetch));
+  if (a.dtype != llo::DType::S8 || m.space != llo::MemSpace::Vmem || m.blockShape.size() != 2)
+    return 0;
+  // The pair offset (S rows of the HBM array) is a 32-bit descriptor word.
+  const int64_t offset = S * elementStrides(a.hbmType()).at(0);
+  if (offset <= 0 || offset > int64_t(UINT32_MAX)) return 0;
+  const llo::Value* arg = k.body->body.args.at(size_t(input));
+  int uses = 0;
+  return onlyPackedRhs(k.body->body, arg, S, &uses) && uses > 0 ? S : 0;
+}
+
+}  // namespace tpusim::kernels::codegen

@@ -1,0 +1,28 @@
+// Which pipeline input blocks the DMA lays out in the packed int8 (s8x2)
+// weight layout: word (c * 2S + r, n) of the VMEM block holds rows c * 2S + r
+// (low byte) and c * 2S + S + r (high byte) of the block, S = mxu.size; the
+// rows c * 2S + S + r hold nothing the kernel reads. That is the value
+// `mxu.wpush.s8x2` pushes, so the matmul loads it and pushes it with no
+// `vpack.b8`, and the DMA's VMEM port moves 2 bytes per weight instead of 4
+// (isa/README.md, DMA "pair mode").
+//
+// The rule (no shape or name cases): an s8 input of a rank-2 VMEM block that
+// the body reads only as the right-hand side of s8 x s8, untransposed matmuls
+// deeper than one MXU tile (LowerMatmul's packed form, mxu.int8_rate 2),
+// each starting at a constant row that is a multiple of 2S. Interpret mode
+// does not see the layout (it is the code generator's), so results are
+// unchanged bit for bit.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/codegen/TargetInfo.h"
+#include "kernels/llo/Ir.h"
+
+namespace tpusim::kernels::codegen {
+
+// S (the rows per half chunk) when input `input` of `k` (an index into
+// k.inputs) is moved paired, else 0.
+int64_t pairedRows(const llo::Kernel& k, int input, const TargetInfo& t);
+
+}  // namespace tpusim::kernels::codegen
