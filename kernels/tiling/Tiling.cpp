@@ -38,6 +38,11 @@ namespace {
 constexpr int64_t kMaxDotRows = 4096, kMaxDotCols = 4096, kMaxDotDepth = 8192;
 constexpr int64_t kFineDotRows = 512;
 constexpr int64_t kMaxDotPushesPerStep = 16384, kMaxLoopLanes = 1024;
+// A reduced lane dim up to this wide is one block when its divisors within
+// kMaxLoopLanes are all below half of it (2176 = 17 x 128: 128-lane steps,
+// 17 of them per row block, where 2177 already took the whole row): a decode
+// step's softmax then costs about the same at every cache length.
+constexpr int64_t kMaxExactLoopLanes = 4096;
 // Cycles per 8x128 result tile and grid step beyond the MXU stream: its pop,
 // the accumulator's load / add / store and the epilogue (fitted to the
 // library matmul on v5e, 4.5 to 8 cycles per tile over its block sweep).
@@ -144,7 +149,11 @@ LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exact
   const int64_t budget = target.vmemBudget();
   LoopBlock best;
   bool found = false;
-  for (int64_t bc : candidates(cols, 128, kMaxLoopLanes, exactCols)) {
+  std::vector<int64_t> colBlocks = candidates(cols, 128, kMaxLoopLanes, exactCols);
+  if (exactCols && cols > kMaxLoopLanes && cols <= kMaxExactLoopLanes &&
+      colBlocks.front() < kMaxLoopLanes / 2)
+    colBlocks.insert(colBlocks.begin(), cols);
+  for (int64_t bc : colBlocks) {
     int64_t rowLimit = std::max<int64_t>(8, wantElems / std::max<int64_t>(bc, 1));
     for (int64_t br : candidates(rows, 8, rowLimit, exactRows)) {
       if (workingSet(br, bc, uses) > budget) continue;
