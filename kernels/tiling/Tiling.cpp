@@ -208,12 +208,11 @@ bool dotResultsFitMxu(int64_t batch, int64_t bm, int64_t bn, const TilingTarget&
   return cdiv(items, std::max<int64_t>(target.mxuCount, 1)) * rowTiles <= slots;
 }
 
-int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, bool maskedTail,
-                     int lhsInBytes, int rhsInBytes) {
+int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, int lhsInBytes,
+                     int rhsInBytes) {
   return 2 * (tiledBytes(bm, bk) + tiledBytes(bk, bn) + tiledBytes(bm, bn)) +
-         (accumulator ? tiledBytes(bm, bn) : 0) +
-         (lhsInBytes == 4 || maskedTail ? tiledBytes(bm, bk) : 0) +
-         (rhsInBytes == 4 || maskedTail ? tiledBytes(bk, bn) : 0);
+         (accumulator ? tiledBytes(bm, bn) : 0) + (lhsInBytes == 4 ? tiledBytes(bm, bk) : 0) +
+         (rhsInBytes == 4 ? tiledBytes(bk, bn) : 0);
 }
 
 double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn,
@@ -232,9 +231,7 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // cast into before the dot, and the masked operand copies of a partial
   // last K block.
   const bool accumulator = kBlocks > 1 || target.dotEpilogue;
-  const bool maskedTail = k % std::min(bk, k) != 0;
-  if (dotVmemBytes(bm, bn, bk, accumulator, maskedTail, lhsInBytes, rhsInBytes) >
-      target.dotVmemBudget())
+  if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes) > target.dotVmemBudget())
     return inf;
   // A step of bb batch entries: bb times the MXU work and bytes, one
   // fill and drain (the entries' matmuls overlap on the MXUs).
@@ -352,8 +349,7 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
       st.steps >= 3 && st.rhsChangesEveryStep && st.dmaCycles > kDeepDmaMargin * st.mxuCycles) {
     const int64_t bm = std::min(best.bm, m), bn = std::min(best.bn, n), bk = std::min(best.bk, k);
     const bool accumulator = cdiv(k, best.bk) > 1 || target.dotEpilogue;
-    if (dotVmemBytes(bm, bn, bk, accumulator, k % bk != 0, lhsInBytes, rhsInBytes) +
-            tiledBytes(bk, bn) <=
+    if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes) + tiledBytes(bk, bn) <=
         target.dotVmemBudget())
       best.rhsBuffers = 3;
   }

@@ -303,12 +303,11 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   };
   const int64_t branchCopies =
       (readAsIs(lhs) ? 0 : copyBytes(bm, bk)) + (readAsIs(rhsRoot) ? 0 : copyBytes(bk, bn));
-  const bool resident = kBlocks > 1 &&
-                        dotResultsFitMxu(bb, std::min(bm, M), std::min(bn, N), shared) &&
-                        dotVmemBytes(bm, bn, bk, true, kTail != bk, hbmBytesOf(g, lhs, lt),
-                                     hbmBytesOf(g, rhsRoot, rt)) +
-                                (std::min<int64_t>(kBlocks, 3) - 1) * branchCopies <=
-                            shared.dotVmemBudget();
+  const bool resident =
+      kBlocks > 1 && dotResultsFitMxu(bb, std::min(bm, M), std::min(bn, N), shared) &&
+      dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt)) +
+              (std::min<int64_t>(kBlocks, 3) - 1) * branchCopies <=
+          shared.dotVmemBudget();
 
   // Axis blocks and grid ids: B -> 0, M -> 1, N -> 2, K -> 3.
   auto set = [](Axis& a, int64_t block, int grid) {
