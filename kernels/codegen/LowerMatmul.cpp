@@ -277,8 +277,9 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     for (int64_t j = 0; j < nTiles; ++j)
       items.push_back({g0, std::min(groupTiles, rowTiles - g0), j});
   nextSlot_.resize(size_t(mxus), 0);
-  // A resident destination keeps the placement its first op chose.
-  std::vector<int64_t> key{dstP.region, dst0.isConst ? dst0.c : -1, M, N, K};
+  // A resident destination keeps the placement its first op chose (the items
+  // depend on M and N only; a ragged last K step has a shorter K).
+  std::vector<int64_t> key{dstP.region, dst0.isConst ? dst0.c : -1, M, N};
   auto placed = resident ? residentItems_.find(key) : residentItems_.end();
   const bool reused = placed != residentItems_.end();
   if (reused) {

@@ -74,17 +74,13 @@ PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType, Matmul
           // them, the others go on from them); the last pops them into o. In
           // interpret mode o holds the running value.
           Scalar kb = program_id(2);
-          auto step = [&](MxuResident keep, bool cont, bool masked) {
+          auto step = [&](MxuResident keep, bool cont, bool clipped) {
             DotOptions opt;
             opt.resident = keep;
             opt.continue_in_mxu = cont;
-            Array xs = x.load(), ys = y.load();
-            if (masked) {  // the last K block's padding, as below
-              Array lim = splat(Scalar(kTail), 1, 1);
-              xs = where(iota(bm, bk, 1) < lim, xs, zeros(1, 1, inType));
-              ys = where(iota(bk, bn, 0) < lim, ys, zeros(1, 1, inType));
-            }
-            o.store(dot(xs, ys, opt));
+            // The last K block read clipped to its valid part, as below.
+            int64_t kv = clipped ? kTail : bk;
+            o.store(dot(x.load(ds(0, bm), ds(0, kv)), y.load(ds(0, kv), ds(0, bn)), opt));
           };
           when(kb == 0, [&] { step(MxuResident::Keep, false, false); });
           if (kBlocks > 2)
@@ -99,14 +95,13 @@ PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType, Matmul
       acc.store(acc.load() + dot(x.load(), y.load()));
     } else {
       // The last K block holds kTail valid columns of x / rows of y; the rest is
-      // padding (undefined), so it is replaced by zeros on both sides. Only the
-      // last step pays for the masks.
+      // padding (undefined), so the last step reads only the valid part (the
+      // MXU lowering pushes a K that is not a multiple of its tile, with no
+      // masks over the blocks).
       when(kb != kBlocks - 1, [&] { acc.store(acc.load() + dot(x.load(), y.load())); });
       when(kb == kBlocks - 1, [&] {
-        Array lim = splat(Scalar(kTail), 1, 1);
-        Array xs = where(iota(bm, bk, 1) < lim, x.load(), zeros(1, 1, inType));
-        Array ys = where(iota(bk, bn, 0) < lim, y.load(), zeros(1, 1, inType));
-        acc.store(acc.load() + dot(xs, ys));
+        acc.store(acc.load() +
+                  dot(x.load(ds(0, bm), ds(0, kTail)), y.load(ds(0, kTail), ds(0, bn))));
       });
     }
     when(kb == kBlocks - 1, [&] { o.store(acc.load()); });

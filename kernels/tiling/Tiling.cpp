@@ -38,6 +38,11 @@ namespace {
 constexpr int64_t kMaxDotRows = 4096, kMaxDotCols = 4096, kMaxDotDepth = 8192;
 constexpr int64_t kFineDotRows = 512;
 constexpr int64_t kMaxDotPushesPerStep = 16384, kMaxLoopLanes = 1024;
+// A reduced lane dim up to this wide is one block when its divisors within
+// kMaxLoopLanes are all below half of it (2176 = 17 x 128: 128-lane steps,
+// 17 of them per row block, where 2177 already took the whole row): a decode
+// step's softmax then costs about the same at every cache length.
+constexpr int64_t kMaxExactLoopLanes = 4096;
 // Cycles per 8x128 result tile and grid step beyond the MXU stream: its pop,
 // the accumulator's load / add / store and the epilogue (fitted to the
 // library matmul on v5e, 4.5 to 8 cycles per tile over its block sweep).
@@ -144,7 +149,11 @@ LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exact
   const int64_t budget = target.vmemBudget();
   LoopBlock best;
   bool found = false;
-  for (int64_t bc : candidates(cols, 128, kMaxLoopLanes, exactCols)) {
+  std::vector<int64_t> colBlocks = candidates(cols, 128, kMaxLoopLanes, exactCols);
+  if (exactCols && cols > kMaxLoopLanes && cols <= kMaxExactLoopLanes &&
+      colBlocks.front() < kMaxLoopLanes / 2)
+    colBlocks.insert(colBlocks.begin(), cols);
+  for (int64_t bc : colBlocks) {
     int64_t rowLimit = std::max<int64_t>(8, wantElems / std::max<int64_t>(bc, 1));
     for (int64_t br : candidates(rows, 8, rowLimit, exactRows)) {
       if (workingSet(br, bc, uses) > budget) continue;
@@ -199,12 +208,11 @@ bool dotResultsFitMxu(int64_t batch, int64_t bm, int64_t bn, const TilingTarget&
   return cdiv(items, std::max<int64_t>(target.mxuCount, 1)) * rowTiles <= slots;
 }
 
-int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, bool maskedTail,
-                     int lhsInBytes, int rhsInBytes) {
+int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, int lhsInBytes,
+                     int rhsInBytes) {
   return 2 * (tiledBytes(bm, bk) + tiledBytes(bk, bn) + tiledBytes(bm, bn)) +
-         (accumulator ? tiledBytes(bm, bn) : 0) +
-         (lhsInBytes == 4 || maskedTail ? tiledBytes(bm, bk) : 0) +
-         (rhsInBytes == 4 || maskedTail ? tiledBytes(bk, bn) : 0);
+         (accumulator ? tiledBytes(bm, bn) : 0) + (lhsInBytes == 4 ? tiledBytes(bm, bk) : 0) +
+         (rhsInBytes == 4 ? tiledBytes(bk, bn) : 0);
 }
 
 double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn,
@@ -223,9 +231,7 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // cast into before the dot, and the masked operand copies of a partial
   // last K block.
   const bool accumulator = kBlocks > 1 || target.dotEpilogue;
-  const bool maskedTail = k % std::min(bk, k) != 0;
-  if (dotVmemBytes(bm, bn, bk, accumulator, maskedTail, lhsInBytes, rhsInBytes) >
-      target.dotVmemBudget())
+  if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes) > target.dotVmemBudget())
     return inf;
   // A step of bb batch entries: bb times the MXU work and bytes, one
   // fill and drain (the entries' matmuls overlap on the MXUs).
@@ -343,8 +349,7 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
       st.steps >= 3 && st.rhsChangesEveryStep && st.dmaCycles > kDeepDmaMargin * st.mxuCycles) {
     const int64_t bm = std::min(best.bm, m), bn = std::min(best.bn, n), bk = std::min(best.bk, k);
     const bool accumulator = cdiv(k, best.bk) > 1 || target.dotEpilogue;
-    if (dotVmemBytes(bm, bn, bk, accumulator, k % bk != 0, lhsInBytes, rhsInBytes) +
-            tiledBytes(bk, bn) <=
+    if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes) + tiledBytes(bk, bn) <=
         target.dotVmemBudget())
       best.rhsBuffers = 3;
   }

@@ -147,11 +147,11 @@ bool dotResultsFitMxu(int64_t batch, int64_t bm, int64_t bn, const TilingTarget&
 
 // VMEM bytes of a dot's blocks: double-buffered operand and output blocks (one
 // 32-bit word per element, as the code generator lays them out: bf16 is not
-// packed in VMEM), the accumulator when there is one, the bf16 copies of
-// f32 (4-byte) operands, and the masked copies of both operand blocks when K
-// has a partial last block.
-int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, bool maskedTail,
-                     int lhsInBytes, int rhsInBytes);
+// packed in VMEM), the accumulator when there is one and the bf16 copies of
+// f32 (4-byte) operands. A partial last K block takes no copies: it is read
+// clipped to its valid part.
+int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, int lhsInBytes,
+                     int rhsInBytes);
 
 // The model's cycles for a dot with blocks (bm, bn, bk), or infinity when the
 // blocks break a cap (VMEM, MXU pushes per step): grid steps x (max(MXU

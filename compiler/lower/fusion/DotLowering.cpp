@@ -7,7 +7,7 @@
 // The operands are computed per block from their prologue (converts,
 // broadcasts, element-wise producers) and cast to bf16 (f32 dots: XLA's
 // DEFAULT precision on TPU, bf16 multiplies with f32 accumulation) or s8
-// (s8 x s8 -> s32). A ragged last K block is masked to zero on both sides. An
+// (s8 x s8 -> s32). A ragged last K block is read clipped to its valid part. An
 // RHS given as [batch, N, K] (or as a transpose of such a value, which
 // dot-canonicalize makes of Q.K^T) uses the MXU's transposed weight load.
 #include <fmt/format.h>
@@ -303,12 +303,11 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   };
   const int64_t branchCopies =
       (readAsIs(lhs) ? 0 : copyBytes(bm, bk)) + (readAsIs(rhsRoot) ? 0 : copyBytes(bk, bn));
-  const bool resident = kBlocks > 1 &&
-                        dotResultsFitMxu(bb, std::min(bm, M), std::min(bn, N), shared) &&
-                        dotVmemBytes(bm, bn, bk, true, kTail != bk, hbmBytesOf(g, lhs, lt),
-                                     hbmBytesOf(g, rhsRoot, rt)) +
-                                (std::min<int64_t>(kBlocks, 3) - 1) * branchCopies <=
-                            shared.dotVmemBudget();
+  const bool resident =
+      kBlocks > 1 && dotResultsFitMxu(bb, std::min(bm, M), std::min(bn, N), shared) &&
+      dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt)) +
+              (std::min<int64_t>(kBlocks, 3) - 1) * branchCopies <=
+          shared.dotVmemBudget();
 
   // Axis blocks and grid ids: B -> 0, M -> 1, N -> 2, K -> 3.
   auto set = [](Axis& a, int64_t block, int grid) {
@@ -353,55 +352,48 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const size_t nIn = plan.inputs.size();
   const dsl::DType heroType = ot;
 
-  // One batch entry's dot into its accumulator; with several per step, `i`
-  // indexes them.
-  // One batch entry's operands as the MXU takes them.
-  auto operands = [=](const std::vector<dsl::Ref>& refs) {
+  // One batch entry's operands as the MXU takes them, over the first `k`
+  // columns of a / rows of b: the whole block, or at a ragged last K block its
+  // kTail valid ones (the rest is stale VMEM). The MXU lowering takes a K that
+  // is not a multiple of its tile (rows past K are not pushed, LHS lanes past
+  // K are zeroed), so nothing is masked and the block costs what its valid part
+  // does, which keeps a dot's time smooth in K.
+  auto operands = [=](const std::vector<dsl::Ref>& refs, int64_t k) {
+    const bool clip = k != abk;
+    if (clip) {
+      lhsR->clipBlock(0, k);
+      rhsR->clipBlock(transposed ? 0 : k, transposed ? k : 0);
+    }
     dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
     dsl::Array b = rhsR->emit(rhsRoot, identity(rhsRoot->shape().rank()), refs);
-    a = expandTo(a, abm, abk);
-    b = transposed ? expandTo(b, abn, abk) : expandTo(b, abk, abn);
+    a = expandTo(a, abm, k);
+    b = transposed ? expandTo(b, abn, k) : expandTo(b, k, abn);
     if (a.dtype() != mxType) a = a.astype(mxType);
     if (b.dtype() != mxType) b = b.astype(mxType);
+    if (clip) {
+      lhsR->clipBlock(0, 0);
+      rhsR->clipBlock(0, 0);
+    }
     return std::make_pair(a, b);
   };
-  // The last K block holds kTail valid columns of a / rows of b; the rest is
-  // stale VMEM, zeroed on both sides.
-  auto maskRaggedK = [=](std::pair<dsl::Array, dsl::Array>& ab) {
-    dsl::Array lim = dsl::splat(dsl::Scalar(kTail), 1, 1);
-    ab.first = dsl::where(dsl::iota(abm, abk, 1) < lim, ab.first, dsl::zeros(1, 1, mxType));
-    ab.second = transposed
-                    ? dsl::where(dsl::iota(abn, abk, 1) < lim, ab.second, dsl::zeros(1, 1, mxType))
-                    : dsl::where(dsl::iota(abk, abn, 0) < lim, ab.second, dsl::zeros(1, 1, mxType));
-  };
-  auto step = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc) {
-    dsl::Scalar kb = dsl::program_id(3);
-    auto [a, b] = operands(refs);
+  // One batch entry's K step into its accumulator (`last`: the last K block,
+  // clipped to kTail).
+  auto step = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc, bool last) {
+    auto [a, b] = operands(refs, last ? kTail : abk);
     dsl::DotOptions opts;
     opts.transpose_rhs = transposed;
-    if (inPlace) {
+    if (inPlace)
       outR->store(refs[nIn], dsl::dot(a, b, opts));
-    } else if (kBlocks == 1 && kTail == abk) {
+    else if (kBlocks == 1)
       acc.store(dsl::dot(a, b, opts));
-    } else if (kTail == abk) {
+    else
       acc.store(acc.load() + dsl::dot(a, b, opts));
-    } else {
-      // Only the last K step pays the masks.
-      dsl::when(kb != kBlocks - 1, [&] { acc.store(acc.load() + dsl::dot(a, b, opts)); });
-      dsl::when(kb == kBlocks - 1, [&] {
-        std::pair<dsl::Array, dsl::Array> masked{a, b};
-        maskRaggedK(masked);
-        acc.store(acc.load() + dsl::dot(masked.first, masked.second, opts));
-      });
-    }
   };
   // One batch entry's K step with the results kept in the MXU: the first
-  // starts the slots, the others go on from them, the last (`keep` Store,
-  // masking a partial K block) pops them into the accumulator. Its operands
-  // are traced once, before the steps' branches (their index scalars are shared).
+  // starts the slots, the others go on from them, the last (`keep` Store)
+  // pops them into the accumulator.
   auto residentStep = [=](std::pair<dsl::Array, dsl::Array> ab, const dsl::Ref& acc,
                           dsl::MxuResident keep, bool cont) {
-    if (keep == dsl::MxuResident::Store && kTail != abk) maskRaggedK(ab);
     auto [a, b] = ab;
     dsl::DotOptions opts;
     opts.transpose_rhs = transposed;
@@ -416,7 +408,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     outR->store(refs[nIn], outR->emit(root, rootEmb, refs, &h));
   };
   return finishKernel(g, plan, [=](const std::vector<dsl::Ref>& refs) {
-    if (inPlace) return step(refs, refs[nIn]);  // the dot is stored into the output
+    if (inPlace) return step(refs, refs[nIn], false);  // the dot is stored into the output
     const dsl::Ref& acc = refs[nIn + 1];
     // Unrolled over the batch entries of a step: constant batch indices fold
     // into the addresses. Every entry's dot comes before the epilogues, and
@@ -432,12 +424,15 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       }
     };
     auto finish = [&] { forEachEntry([&](const dsl::Ref& a) { epilogue(refs, a); }); };
+    const bool ragged = kTail != abk;
     if (resident) {
       dsl::Scalar kb = dsl::program_id(3);
+      // The full blocks' operands are traced once, before the steps' branches
+      // (their index scalars are shared); a ragged last block traces its own.
       std::vector<std::pair<dsl::Array, dsl::Array>> ops;
       std::vector<dsl::Ref> accs;
       forEachEntry([&](const dsl::Ref& a) {
-        ops.push_back(operands(refs));
+        ops.push_back(operands(refs, abk));
         accs.push_back(a);
       });
       auto steps = [&](dsl::MxuResident keep, bool cont) {
@@ -447,7 +442,12 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       if (kBlocks > 2)
         dsl::when(kb > 0 && kb < kBlocks - 1, [&] { steps(dsl::MxuResident::Keep, true); });
       dsl::when(kb == kBlocks - 1, [&] {
-        steps(dsl::MxuResident::Store, true);
+        if (ragged)
+          forEachEntry([&](const dsl::Ref& a) {
+            residentStep(operands(refs, kTail), a, dsl::MxuResident::Store, true);
+          });
+        else
+          steps(dsl::MxuResident::Store, true);
         finish();
       });
       return;
@@ -458,7 +458,19 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       dsl::when(dsl::program_id(3) == 0, [&] {
         forEachEntry([&](const dsl::Ref& a) { a.store(dsl::zeros(abm, abn, accType)); });
       });
-    forEachEntry([&](const dsl::Ref& a) { step(refs, a); });
+    if (ragged) {
+      // The ragged last block is a branch of its own, with the epilogue; the
+      // batch entries' matmuls stay together in each branch's basic block.
+      dsl::Scalar kb = dsl::program_id(3);
+      dsl::when(kb != kBlocks - 1,
+                [&] { forEachEntry([&](const dsl::Ref& a) { step(refs, a, false); }); });
+      dsl::when(kb == kBlocks - 1, [&] {
+        forEachEntry([&](const dsl::Ref& a) { step(refs, a, true); });
+        finish();
+      });
+      return;
+    }
+    forEachEntry([&](const dsl::Ref& a) { step(refs, a, false); });
     if (kBlocks == 1)
       finish();
     else

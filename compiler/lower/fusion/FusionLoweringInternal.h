@@ -159,6 +159,17 @@ class Region {
     memo_.clear();  // values traced for another index (or scope) must not be reused
     loads_.clear();
   }
+  // Clips the 2-D block to its first `rows` rows and `cols` columns (0: the
+  // whole block) while emitting: leaves load that window of their block and
+  // iotas count that far. A dot's ragged last K block is read this way (only
+  // its valid part, so nothing stale needs masking). Leaves broadcast along a
+  // clipped axis are unaffected.
+  void clipBlock(int64_t rows, int64_t cols) {
+    clipRows_ = rows;
+    clipCols_ = cols;
+    memo_.clear();  // values traced at another clip (or in another scope)
+    loads_.clear();
+  }
   const ComputeGraph& graph() const { return *g_; }
   // Where analyze met the stop value (its embedding), if it did.
   bool sawStop() const { return sawStop_; }
@@ -196,6 +207,9 @@ class Region {
   // (a long chain of word arithmetic reuses its values, so walking it as a
   // tree would take exponential time).
   std::set<std::pair<const HloInstruction*, Embedding>> analyzed_;
+  int64_t clipRows_ = 0, clipCols_ = 0;  // clipBlock (0: none)
+  // The extent of a Row or Col axis's block under clipBlock.
+  int64_t blockExtent(const Axis& ax) const;
   int leadAxis_ = -1;
   std::optional<dsl::Scalar> leadIndex_;  // set while tracing the lead loop
   // `ref` with every leading axis fixed (the lead loop's index, or 0).

@@ -525,7 +525,21 @@ dsl::Ref Region::plane(const dsl::Ref& ref) const {
   return r;
 }
 
-dsl::Array Region::load(const dsl::Ref& ref) const { return plane(ref).load(); }
+dsl::Array Region::load(const dsl::Ref& ref) const {
+  dsl::Ref r = plane(ref);
+  if (!clipRows_ && !clipCols_) return r.load();
+  std::vector<int64_t> s = r.shape();
+  int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
+  // A leaf with one row (column) there is broadcast along that axis.
+  if (clipRows_ && rows > 1) rows = std::min(rows, clipRows_);
+  if (clipCols_ && cols > 1) cols = std::min(cols, clipCols_);
+  return r.load(dsl::ds(dsl::Scalar(0), rows), dsl::ds(dsl::Scalar(0), cols));
+}
+
+int64_t Region::blockExtent(const Axis& ax) const {
+  int64_t clip = ax.role == AxisRole::Row ? clipRows_ : ax.role == AxisRole::Col ? clipCols_ : 0;
+  return clip ? std::min(clip, ax.block) : ax.block;
+}
 
 void Region::store(const dsl::Ref& ref, const dsl::Array& value) const {
   dsl::Ref r = plane(ref);
@@ -589,9 +603,9 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
         dsl::Scalar base =
             ax.grid >= 0 ? dsl::program_id(ax.grid) * dsl::Scalar(ax.block) : dsl::Scalar(0);
         if (ax.role == AxisRole::Row)
-          idx = dsl::iota(ax.block, 1, 0) + dsl::splat(base, 1, 1);
+          idx = dsl::iota(blockExtent(ax), 1, 0) + dsl::splat(base, 1, 1);
         else if (ax.role == AxisRole::Col)
-          idx = dsl::iota(1, ax.block, 1) + dsl::splat(base, 1, 1);
+          idx = dsl::iota(1, blockExtent(ax), 1) + dsl::splat(base, 1, 1);
         else
           idx = dsl::splat(base, 1, 1);
         if (ax.role == AxisRole::Col && shift != 0)

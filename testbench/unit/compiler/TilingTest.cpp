@@ -37,7 +37,7 @@ TilingTarget v6eLike() {
 }
 
 // VMEM of a dot kernel's blocks with an accumulator (bf16 operands, K divided).
-int64_t dotVmem(const DotBlocking& b) { return dotVmemBytes(b.bm, b.bn, b.bk, true, false, 2, 2); }
+int64_t dotVmem(const DotBlocking& b) { return dotVmemBytes(b.bm, b.bn, b.bk, true, 2, 2); }
 
 }  // namespace
 
@@ -68,14 +68,14 @@ TEST_CASE("a v6e 4096^3 plain dot keeps K whole in 2048 x 1024 blocks") {
   CHECK(b.bk == 4096);  // K not split: no accumulator load / add / store
   CHECK(b.bm == 2048);
   CHECK(b.bn == 1024);
-  int64_t vmem = dotVmemBytes(b.bm, b.bn, b.bk, false, false, 2, 2);
+  int64_t vmem = dotVmemBytes(b.bm, b.bn, b.bk, false, 2, 2);
   CHECK(vmem <= t.dotVmemBudget());
   CHECK(vmem > t.vmemBudget());  // it needs more than half of VMEM
   // With fused operands (VMEM temporaries the model does not count) the same
   // dot keeps half of VMEM for them.
   t.dotOperandsAreInputs = false;
   DotBlocking h = chooseDotBlocks(1, 4096, 4096, 4096, 2, 2, 4, t);
-  CHECK(dotVmemBytes(h.bm, h.bn, h.bk, false, false, 2, 2) <= t.vmemBudget());
+  CHECK(dotVmemBytes(h.bm, h.bn, h.bk, false, 2, 2) <= t.vmemBudget());
   CHECK(h.estimatedCycles > b.estimatedCycles);
 }
 
@@ -88,12 +88,11 @@ TEST_CASE("dot VMEM is priced as the code generator lays blocks out") {
   };
   for (auto [bm, bn, bk] : {std::array<int64_t, 3>{2048, 1024, 4096}, {100, 200, 300}}) {
     int64_t blocks = 2 * (layoutBytes(bm, bk) + layoutBytes(bk, bn) + layoutBytes(bm, bn));
-    CHECK(dotVmemBytes(bm, bn, bk, false, false, 2, 2) == blocks);
-    CHECK(dotVmemBytes(bm, bn, bk, false, false, 1, 1) == blocks);
-    CHECK(dotVmemBytes(bm, bn, bk, true, false, 2, 2) == blocks + layoutBytes(bm, bn));
-    // A partial last K block masks copies of both operand blocks.
-    CHECK(dotVmemBytes(bm, bn, bk, false, true, 2, 2) ==
-          blocks + layoutBytes(bm, bk) + layoutBytes(bk, bn));
+    CHECK(dotVmemBytes(bm, bn, bk, false, 2, 2) == blocks);
+    CHECK(dotVmemBytes(bm, bn, bk, false, 1, 1) == blocks);
+    CHECK(dotVmemBytes(bm, bn, bk, true, 2, 2) == blocks + layoutBytes(bm, bn));
+    // f32 operands are cast into bf16 copies of their blocks.
+    CHECK(dotVmemBytes(bm, bn, bk, false, 4, 2) == blocks + layoutBytes(bm, bk));
   }
 }
 
@@ -153,6 +152,18 @@ TEST_CASE("loop blocks move enough bytes per step to hide the step overhead") {
   // A reduced dim is divided exactly (padding would enter the result).
   LoopBlock r = chooseLoopBlock(65536, 2000, false, true, uses, t);
   CHECK(2000 % r.cols == 0);
+}
+
+TEST_CASE("a reduced lane dim with only small divisors is one block") {
+  TilingTarget t = v5eLike();
+  // A decode step's softmax sum over [heads, cache length] (f32 in, f32 out
+  // per head): 2176 = 17 x 128 would walk 17 steps of 128 lanes per row
+  // block; it takes the whole row as 2177 (no divisor) does, so the kernel's
+  // time follows the length. A length with a wide divisor keeps it.
+  std::vector<BlockUse> uses = {{true, true, 2, 4}, {true, false, 2, 4}};
+  CHECK(chooseLoopBlock(32, 2176, false, true, uses, t).cols == 2176);
+  CHECK(chooseLoopBlock(32, 2177, false, true, uses, t).cols == 2177);
+  CHECK(chooseLoopBlock(32, 2304, false, true, uses, t).cols == 768);
 }
 
 TEST_CASE("small whole planes take several leading-axis planes per step") {
