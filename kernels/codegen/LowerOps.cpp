@@ -737,6 +737,8 @@ void Lowerer::lowerOp(const llo::Op& op) {
     }
     case OpKind::Matmul:
       return lowerMatmul(op);
+    case OpKind::MxuLatch:
+      return lowerMxuLatch(op);
     case OpKind::DmaStart:
     case OpKind::DmaWait:
     case OpKind::RemoteDmaStart:

@@ -97,11 +97,23 @@ void OnlineSoftmax::init() const {
 }
 
 void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreOf, const Array& v,
-                           bool scoreOnce) const {
+                           bool scoreOnce, int64_t pvLag) const {
   s.store(dot(q, k, {false, true}));
   // Up to 1024 key columns (8 score vregs per slab) a slab keeps its scaled (and
   // masked) scores, weights, row max and alpha in registers: p goes to VMEM only
   // as the bf16 MXU operand pb, and nothing else is stored twice.
+  if (cols <= 1024 && pvLag > 0 && !scoreOnce) {
+    // V stays latched on the MXUs (chunk c on MXU c) while the slab loop
+    // streams p through it: its pushes overlap the score dot's drain.
+    mxu_latch(v);
+    auto pv = [&](Scalar r0, int64_t n) {
+      acc.store(ds(r0, n), ds(0, d),
+                acc.load(ds(r0, n), ds(0, d)) +
+                    dot(pb.load(ds(r0, n), ds(0, cols)), v, {.latched = true}));
+    };
+    slabsInVregs(scoreOf, false, pv, pvLag);
+    return;
+  }
   if (cols <= 1024) {
     slabsInVregs(scoreOf, scoreOnce);
     acc.store(acc.load() + dot(pb.load(), v));
@@ -189,7 +201,8 @@ void OnlineSoftmax::slabL(Scalar r0, int64_t n, const Array& psum, const Array& 
 // reductions), handing the maxes and the weights' sums and alphas on to the
 // next iteration in registers: the EUP then neither waits for a group's max
 // reductions at the start of an iteration nor its sum reductions at the end.
-void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
+void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& pv,
+                                 int64_t pvLag) const {
   constexpr int64_t kGroupRows = 8 * kPipelinedSlabs;
   const int64_t groups = rows / kGroupRows;
   if (groups < 3 || rows % kGroupRows != 0) {
@@ -197,6 +210,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
       auto [psum, alphaV] = slabRest(score, r0, n, slabMax(score, r0, n));
       slabL(r0, n, psum, alphaV);
     });
+    if (pv) pv(Scalar(0), rows);
     return;
   }
   const size_t g = size_t(kPipelinedSlabs);
@@ -217,10 +231,16 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
   auto ls = [&](Scalar base, const std::vector<Array>& c) {
     for (size_t j = 0; j < g; ++j) slabL(base + 8 * int64_t(j), 8, c[g + j], c[2 * g + j]);
   };
-  // Iteration i (1 <= i < groups - 1): l of group i - 1, weights of group i, maxes of i + 1.
+  // Iteration i (1 <= i < groups - 1): l of group i - 1, weights of group i, maxes of i + 1
+  // (and in the loop, with pv, p x V of group i - pvLag).
+  bool inLoop = false;
   auto iteration = [&](Scalar i, const std::vector<Array>& c) {
     std::vector<Array> next;
     std::vector<Array> mx(c.begin(), c.begin() + long(g));
+    // i * 32 - 32 lag, not (i - lag) * 32: the rows then share the base
+    // register of the softmax's own rows of the iteration, so the scheduler
+    // sees that they differ.
+    if (pv && inLoop) pv(i * kGroupRows - pvLag * kGroupRows, kGroupRows);
     ls((i - 1) * kGroupRows, c);
     std::vector<Array> restOut;
     rest(i * kGroupRows, mx, restOut);
@@ -255,6 +275,16 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
   // with two, causal seq 2048 took 47,754 cycles instead of 42,464 (twice the
   // per-slab mask scalars; with three they exceed the 32 scalar registers).
   const int64_t unroll = masked ? 1 : 2, trips = (groups - 2 - head) / unroll;
+  // The loop's iterations 1 + head .. groups - 2 add p x V of groups
+  // 1 + head - pvLag .. groups - 2 - pvLag (those that exist); the rest follow the loop.
+  const int64_t pvLo = std::max<int64_t>(0, 1 + head - pvLag);
+  const int64_t pvHi = std::max<int64_t>(pvLo, groups - 1 - pvLag);
+  if (pv && (1 + head - pvLag < 0 || pvLag < 1))
+    throw Error(
+        fmt::format("error: online softmax: p x V {} groups behind the slab loop's first "
+                    "iteration ({}) is outside the block",
+                    pvLag, 1 + head));
+  inLoop = true;
   if (unroll == 1) {
     if (groups - 2 - head > 0) c = fori_loop(1 + head, groups - 1, iteration, c);
   } else {
@@ -276,6 +306,10 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
   std::vector<Array> fin(g);  // placeholder maxes: ls reads the sums and alphas only
   fin.insert(fin.end(), restOut.begin(), restOut.end());
   ls(Scalar(last), fin);
+  if (pv) {
+    if (pvLo > 0) pv(Scalar(0), pvLo * kGroupRows);
+    pv(Scalar(pvHi * kGroupRows), rows - pvHi * kGroupRows);
+  }
 }
 
 // The register form's slabs of rows [r0, r0 + n) as straight-line code, in
@@ -492,7 +526,11 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         vv = where(iota(bk, 1, 0) < splat(Scalar(seqK) - kStart, 1, 1), vv, zeros(1, 1, BF16));
       // Wide blocks (the softmax in VMEM) read each score twice: masked blocks
       // store their scores once, masked.
-      sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal);
+      // p x V in the slab loop: V latched (whole K chunks, one per MXU).
+      const bool latch = prm.pvLag > 0 && prm.mxuSize == 128 && d <= 128 && !lastRagged &&
+                         !maskCausal && bk % 128 == 0 && bk / 128 <= prm.mxuCount;
+      sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal,
+                latch ? prm.pvLag : 0);
     };
     auto stepRagged = [&](bool maskCausal) {
       if (raggedK)
@@ -567,7 +605,10 @@ KernelEntry flashAttentionEntry() {
               {"out_dtype", "bf16", "output dtype: bf16 or f32"},
               {"groups", "1", "q heads per k/v head (grouped-query attention; divides bh)"},
               {"overlap", "false",
-               "overlap the MXU phases with the softmax (block_q of 256+; slower so far)"}};
+               "overlap the MXU phases with the softmax (block_q of 256+; slower so far)"},
+              {"pv_lag", "0",
+               "p x V inside the slab loop on V latched on the MXUs, this many groups of 32 "
+               "rows behind the softmax (0: after the loop)"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -580,6 +621,8 @@ KernelEntry flashAttentionEntry() {
     fp.groups = p.integer("groups", 1);
     fp.overlap = p.flag("overlap");
     fp.mxuSize = p.target().mxuSize;
+    fp.mxuCount = p.target().mxuCount;
+    fp.pvLag = p.integer("pv_lag", 0);
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),

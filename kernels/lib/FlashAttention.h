@@ -45,6 +45,12 @@ struct FlashAttentionParams {
   // unknown, no overlap).
   bool overlap = false;
   int64_t mxuSize = 0;
+  // p x V inside the slab loop (OnlineSoftmax::update's pvLag): V latched on
+  // the MXUs once per step (chunk c on MXU c), each pipelined iteration
+  // streams the weights of the group pvLag groups back through it; 0 = p x V
+  // after the loop. Needs mxuCount (the target's mxu.count) and mxuSize 128.
+  int64_t pvLag = 0;
+  int64_t mxuCount = 0;
 };
 
 // Throws dsl::Error for an unsupported head_dim (64 or 128 ... any multiple of 8
@@ -84,8 +90,14 @@ struct OnlineSoftmax {
   // of wherever they are read (for costly masks; blocks of more than 1024 key
   // columns only: narrower ones keep a slab's scores in registers, and
   // scoreOnce, the mark of a costly mask, unrolls their slab loop less).
+  // pvLag > 0 (unmasked steps of the register form, v a plain view of
+  // `cols` rows, cols / 128 <= the MXUs): v is latched on the MXUs after the
+  // score dot (dsl::mxu_latch) and each iteration of the pipelined slab loop
+  // adds p x V of the group pvLag groups before its own to acc with a latched
+  // dot (mm and pops in the iteration, the sum in k order: the same bits as
+  // the dot after the loop); the groups the loop does not reach follow it.
   void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
-              bool scoreOnce = false) const;
+              bool scoreOnce = false, int64_t pvLag = 0) const;
   // update's register form with the MXU phases overlapped: the step's rows go
   // in chunks of `chunk` rows (a multiple of 32), and one basic block
   // holds the scores of chunk c + 1 (on the MXUs), the softmax of chunk c
@@ -127,7 +139,10 @@ struct OnlineSoftmax {
                                              const dsl::Array& mNext) const;
   void slabL(dsl::Scalar r0, int64_t n, const dsl::Array& psum, const dsl::Array& alphaV) const;
   // masked: `score` masks (its per-slab scalars limit the loop's unrolling).
-  void slabsInVregs(const ScoreFn& score, bool masked) const;
+  // pv(r0, n): p x V of rows [r0, r0 + n) added to acc (null: none in the loop).
+  using PvFn = std::function<void(dsl::Scalar r0, int64_t n)>;
+  void slabsInVregs(const ScoreFn& score, bool masked, const PvFn& pv = nullptr,
+                    int64_t pvLag = 0) const;
   void chunkSoftmax(const ScoreFn& score, int64_t r0, int64_t rows) const;
 };
 

@@ -247,6 +247,9 @@ class Checker {
       case OpKind::Matmul:
         checkMatmul(op);
         break;
+      case OpKind::MxuLatch:
+        checkMxuLatch(op);
+        break;
       case OpKind::DmaStart:
       case OpKind::DmaWait:
         checkDma(op);
@@ -344,9 +347,13 @@ class Checker {
       return;
     end = c;
     if (end != op.operands.size()) return fail(op, "extra operands");
-    if (op.ints.size() != 6 && op.ints.size() != 7)
-      return fail(op, "needs M, N, K, transposes, accumulate and optionally resident");
-    const int64_t resident = op.ints.size() == 7 ? op.ints[6] : 0;
+    if (op.ints.size() < 6 || op.ints.size() > 8)
+      return fail(op, "needs M, N, K, transposes, accumulate and optionally resident and latched");
+    const int64_t resident = op.ints.size() >= 7 ? op.ints[6] : 0;
+    const int64_t latched = op.ints.size() == 8 ? op.ints[7] : 0;
+    if (latched < 0 || latched > 1) fail(op, "latched must be 0 or 1");
+    if (latched && (resident != 0 || op.ints[5] == 2 || op.ints[3] || op.ints[4]))
+      fail(op, "a latched matmul neither transposes nor keeps its results in the MXU");
     if (op.ints[5] < 0 || op.ints[5] > 2) fail(op, "accumulate must be 0, 1 or 2");
     if (resident < 0 || resident > 2) fail(op, "resident must be 0, 1 or 2");
     // Going on from an MXU result slot needs the results kept there.
@@ -370,6 +377,17 @@ class Checker {
       if (op.ints[i] <= 0) fail(op, "M, N and K must be positive");
     for (const Type* t : {&dst, &lhs, &rhs})
       if (t->rank() < 2) fail(op, "matmul operands need rank >= 2");
+  }
+
+  // The weights a latched matmul reads: one VMEM view, bf16, K x N.
+  void checkMxuLatch(const Op& op) {
+    size_t a = 0;
+    if (!view(op, 0, {MemSpace::Vmem}, &a)) return;
+    if (a != op.operands.size()) return fail(op, "extra operands");
+    if (op.ints.size() != 2 || op.ints[0] <= 0 || op.ints[1] <= 0)
+      return fail(op, "needs positive K and N");
+    if (op.operands[0]->type.dtype != DType::Bf16) fail(op, "latched weights must be bf16");
+    if (op.operands[0]->type.rank() < 2) fail(op, "the weights need rank >= 2");
   }
 
   // device, src view, dst view (HBM or VMEM), send and recv semaphores.
