@@ -97,12 +97,12 @@ void OnlineSoftmax::init() const {
 }
 
 void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreOf, const Array& v,
-                           bool scoreOnce, int64_t pvLag) const {
+                           bool scoreOnce, bool latchV, int64_t pvLag) const {
   s.store(dot(q, k, {false, true}));
   // Up to 1024 key columns (8 score vregs per slab) a slab keeps its scaled (and
   // masked) scores, weights, row max and alpha in registers: p goes to VMEM only
   // as the bf16 MXU operand pb, and nothing else is stored twice.
-  if (cols <= 1024 && pvLag > 0 && !scoreOnce) {
+  if (cols <= 1024 && latchV && !scoreOnce) {
     // V stays latched on the MXUs (chunk c on MXU c) while the slab loop
     // streams p through it: its pushes overlap the score dot's drain.
     mxu_latch(v);
@@ -279,12 +279,12 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // 1 + head - pvLag .. groups - 2 - pvLag (those that exist); the rest follow the loop.
   const int64_t pvLo = std::max<int64_t>(0, 1 + head - pvLag);
   const int64_t pvHi = std::max<int64_t>(pvLo, groups - 1 - pvLag);
-  if (pv && (1 + head - pvLag < 0 || pvLag < 1))
+  if (pv && pvLag > 0 && 1 + head - pvLag < 0)
     throw Error(
         fmt::format("error: online softmax: p x V {} groups behind the slab loop's first "
                     "iteration ({}) is outside the block",
                     pvLag, 1 + head));
-  inLoop = true;
+  inLoop = pvLag > 0;
   if (unroll == 1) {
     if (groups - 2 - head > 0) c = fori_loop(1 + head, groups - 1, iteration, c);
   } else {
@@ -307,6 +307,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   fin.insert(fin.end(), restOut.begin(), restOut.end());
   ls(Scalar(last), fin);
   if (pv) {
+    if (!inLoop) return pv(Scalar(0), rows);
     if (pvLo > 0) pv(Scalar(0), pvLo * kGroupRows);
     pv(Scalar(pvHi * kGroupRows), rows - pvHi * kGroupRows);
   }
@@ -526,11 +527,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         vv = where(iota(bk, 1, 0) < splat(Scalar(seqK) - kStart, 1, 1), vv, zeros(1, 1, BF16));
       // Wide blocks (the softmax in VMEM) read each score twice: masked blocks
       // store their scores once, masked.
-      // p x V in the slab loop: V latched (whole K chunks, one per MXU).
-      const bool latch = prm.pvLag > 0 && prm.mxuSize == 128 && d <= 128 && !lastRagged &&
-                         !maskCausal && bk % 128 == 0 && bk / 128 <= prm.mxuCount;
+      // V latched on the MXUs for p x V, K chunk c on MXU c: only where the
+      // chunks fill every MXU (block_k = mxu.count x 128), else the plain
+      // dot's row groups keep more MXUs busy.
+      const bool latch = prm.latchV && prm.mxuSize == 128 && d <= 128 && !lastRagged &&
+                         !maskCausal && bk == 128 * prm.mxuCount;
       sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal,
-                latch ? prm.pvLag : 0);
+                latch, prm.pvLag);
     };
     auto stepRagged = [&](bool maskCausal) {
       if (raggedK)
@@ -606,9 +609,12 @@ KernelEntry flashAttentionEntry() {
               {"groups", "1", "q heads per k/v head (grouped-query attention; divides bh)"},
               {"overlap", "false",
                "overlap the MXU phases with the softmax (block_q of 256+; slower so far)"},
+              {"latch_v", "true",
+               "unmasked steps latch V on the MXUs once (K chunk c on MXU c) and stream p "
+               "through it (mxu.size 128, block_k = mxu.count x 128, head_dim <= 128)"},
               {"pv_lag", "0",
-               "p x V inside the slab loop on V latched on the MXUs, this many groups of 32 "
-               "rows behind the softmax (0: after the loop)"}};
+               "with latch_v, p x V inside the slab loop, this many groups of 32 rows behind "
+               "the softmax (0: after the loop; slower so far)"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -622,6 +628,7 @@ KernelEntry flashAttentionEntry() {
     fp.overlap = p.flag("overlap");
     fp.mxuSize = p.target().mxuSize;
     fp.mxuCount = p.target().mxuCount;
+    fp.latchV = p.flag("latch_v");
     fp.pvLag = p.integer("pv_lag", 0);
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;

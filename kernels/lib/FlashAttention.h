@@ -45,10 +45,15 @@ struct FlashAttentionParams {
   // unknown, no overlap).
   bool overlap = false;
   int64_t mxuSize = 0;
-  // p x V inside the slab loop (OnlineSoftmax::update's pvLag): V latched on
-  // the MXUs once per step (chunk c on MXU c), each pipelined iteration
-  // streams the weights of the group pvLag groups back through it; 0 = p x V
-  // after the loop. Needs mxuCount (the target's mxu.count) and mxuSize 128.
+  // V latched on the MXUs once per unmasked step (K chunk c on MXU c; its
+  // pushes overlap the score dot) and p x V as dots through it
+  // (dsl::mxu_latch, DotOptions::latched): no V pushes after the slab loop.
+  // Only where block_k = mxu.count x 128 (mxuSize 128, mxuCount the target's
+  // mxu.count): every MXU then holds one chunk.
+  // pvLag > 0: p x V inside the slab loop, each pipelined iteration adding
+  // that of the group pvLag groups back (slower so far: its mms' result
+  // latency then lengthens every trip of the loop).
+  bool latchV = false;
   int64_t pvLag = 0;
   int64_t mxuCount = 0;
 };
@@ -90,14 +95,14 @@ struct OnlineSoftmax {
   // of wherever they are read (for costly masks; blocks of more than 1024 key
   // columns only: narrower ones keep a slab's scores in registers, and
   // scoreOnce, the mark of a costly mask, unrolls their slab loop less).
-  // pvLag > 0 (unmasked steps of the register form, v a plain view of
-  // `cols` rows, cols / 128 <= the MXUs): v is latched on the MXUs after the
-  // score dot (dsl::mxu_latch) and each iteration of the pipelined slab loop
-  // adds p x V of the group pvLag groups before its own to acc with a latched
-  // dot (mm and pops in the iteration, the sum in k order: the same bits as
-  // the dot after the loop); the groups the loop does not reach follow it.
+  // latchV (the register form, v a plain view of `cols` rows, cols / 128 <=
+  // the MXUs, mxu.size 128): v is latched on the MXUs after the score dot
+  // (dsl::mxu_latch) and p x V streams through it (a latched dot: the same
+  // bits as the plain dot). pvLag > 0: each iteration of the pipelined slab
+  // loop adds p x V of the group pvLag groups before its own to acc (mms and
+  // pops within the iteration); the groups the loop does not reach follow it.
   void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
-              bool scoreOnce = false, int64_t pvLag = 0) const;
+              bool scoreOnce = false, bool latchV = false, int64_t pvLag = 0) const;
   // update's register form with the MXU phases overlapped: the step's rows go
   // in chunks of `chunk` rows (a multiple of 32), and one basic block
   // holds the scores of chunk c + 1 (on the MXUs), the softmax of chunk c
