@@ -77,6 +77,56 @@ void Lowerer::lowerMxuLatch(const llo::Op& op) {
   latched_ = {K, N};
 }
 
+// Pops row tile rt's chunk results (slot slot0[c] + i of MXU c), adds them in
+// k order, adds the old destination tile when accumulating, and stores.
+void Lowerer::popSumStore(const RefPlace& dstP, const ScalarVal& dst0, int64_t M, int64_t N,
+                          int64_t chunks, int64_t rt, const std::vector<int64_t>& slot0, int64_t i,
+                          bool accumulate) {
+  const int64_t valid = std::min<int64_t>(8, M - rt * 8);
+  MOperand sum;
+  for (int64_t c = 0; c < chunks; ++c) {
+    MOperand r = fn_.newReg(RegClass::Vector);
+    emit(Opcode::MxuPop, {r, I(c), I(slot0[size_t(c)] + i)});
+    if (c == 0) {
+      sum = r;
+      continue;
+    }
+    MOperand s = fn_.newReg(RegClass::Vector);
+    emit(Opcode::VAddF32, {s, sum, r});
+    sum = s;
+  }
+  if (accumulate) {
+    MOperand s = fn_.newReg(RegClass::Vector);
+    emit(Opcode::VAddF32, {s, loadTile(dstP, dst0, rt * 8, 0xFF), sum});
+    sum = s;
+  }
+  // Lanes past N are products with the weight tile's padding lanes:
+  // columns the destination does not have (stored only for N = 128).
+  MOperand b;
+  int64_t o;
+  ScalarVal at = addImm(dst0, rt * 8);
+  baseAndOffset(at, &b, &o);
+  MInstr st;
+  if (N == llo::kLanes) {
+    st = makeInstr(Opcode::VSt, {sum, b, I(o), I(1), I((1 << valid) - 1)});
+  } else {
+    MOperand iota = fn_.newReg(RegClass::Vector), lim = fn_.newReg(RegClass::Vector);
+    MOperand iotaS = fn_.newReg(RegClass::Vector), limS = fn_.newReg(RegClass::Vector);
+    MOperand m = fn_.newReg(RegClass::Mask), m2 = fn_.newReg(RegClass::Mask);
+    MOperand ms = fn_.newReg(RegClass::Mask);
+    emit(Opcode::VIotaLane, {iota});
+    emit(Opcode::VImm, {lim, I(N)});
+    emit(Opcode::VCmpLtS32, {m, iota, lim});
+    emit(Opcode::VIotaSub, {iotaS});
+    emit(Opcode::VImm, {limS, I(valid)});
+    emit(Opcode::VCmpLtS32, {m2, iotaS, limS});
+    emit(Opcode::MAnd, {ms, m, m2});
+    st = makeInstr(Opcode::VStM, {sum, b, I(o), ms});
+  }
+  st.mem = {MemAccess::Space::Vmem, dstP.region, true, at.isConst ? at.c : -1, 8};
+  emit(st);
+}
+
 void Lowerer::lowerMatmulLatched(const llo::Op& op) {
   const int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2];
   const bool accumulate = op.ints[5] == 1;
@@ -115,53 +165,78 @@ void Lowerer::lowerMatmulLatched(const llo::Op& op) {
         emit(Opcode::MxuMmBf16, {I(c), loadTile(lhsP, lhs0, c * lhsRows + rt * 8, (1 << valid) - 1),
                                  I(slot0[size_t(c)] + i)});
     }
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t rt = g0 + i, valid = std::min<int64_t>(8, M - rt * 8);
-      MOperand sum;
-      for (int64_t c = 0; c < chunks; ++c) {
-        MOperand r = fn_.newReg(RegClass::Vector);
-        emit(Opcode::MxuPop, {r, I(c), I(slot0[size_t(c)] + i)});
-        if (c == 0) {
-          sum = r;
-          continue;
-        }
-        MOperand s = fn_.newReg(RegClass::Vector);
-        emit(Opcode::VAddF32, {s, sum, r});
-        sum = s;
-      }
-      if (accumulate) {
-        MOperand s = fn_.newReg(RegClass::Vector);
-        emit(Opcode::VAddF32, {s, loadTile(dstP, dst0, rt * 8, 0xFF), sum});
-        sum = s;
-      }
-      // Lanes past N are products with the weight tile's padding lanes:
-      // columns the destination does not have (stored only for N = 128).
-      MOperand b;
-      int64_t o;
-      ScalarVal at = addImm(dst0, rt * 8);
-      baseAndOffset(at, &b, &o);
-      MInstr st;
-      if (N == llo::kLanes) {
-        st = makeInstr(Opcode::VSt, {sum, b, I(o), I(1), I((1 << valid) - 1)});
-      } else {
-        MOperand iota = fn_.newReg(RegClass::Vector), lim = fn_.newReg(RegClass::Vector);
-        MOperand iotaS = fn_.newReg(RegClass::Vector), limS = fn_.newReg(RegClass::Vector);
-        MOperand m = fn_.newReg(RegClass::Mask), m2 = fn_.newReg(RegClass::Mask);
-        MOperand ms = fn_.newReg(RegClass::Mask);
-        emit(Opcode::VIotaLane, {iota});
-        emit(Opcode::VImm, {lim, I(N)});
-        emit(Opcode::VCmpLtS32, {m, iota, lim});
-        emit(Opcode::VIotaSub, {iotaS});
-        emit(Opcode::VImm, {limS, I(valid)});
-        emit(Opcode::VCmpLtS32, {m2, iotaS, limS});
-        emit(Opcode::MAnd, {ms, m, m2});
-        st = makeInstr(Opcode::VStM, {sum, b, I(o), ms});
-      }
-      st.mem = {MemAccess::Space::Vmem, dstP.region, true, at.isConst ? at.c : -1, 8};
-      emit(st);
-    }
+    for (int64_t i = 0; i < n; ++i)
+      popSumStore(dstP, dst0, M, N, chunks, g0 + i, slot0, i, accumulate);
   }
   bodyFlops += 2.0 * double(M) * double(N) * double(K);
+}
+
+// Slot set k of a split latched matmul: slots [k R, (k + 1) R) of every MXU
+// (R = its row tiles), the same on each MXU for its chunk.
+std::vector<int64_t> Lowerer::slotSet(const llo::Op& op, int64_t M, int64_t chunks) {
+  const int64_t R = (M + 7) / 8, set = op.ints[3];
+  if ((set + 1) * R > t_.accSlots) {
+    std::string text = llo::printOp(op);
+    throw CodegenError(fmt::format(
+        "{}:{}: error: cannot compile '{}': slot set {} of {} row tiles needs slots up to {}, "
+        "the MXU has {}",
+        op.loc.file, op.loc.line, text.substr(0, text.find('\n')), set, R, (set + 1) * R,
+        t_.accSlots));
+  }
+  return std::vector<int64_t>(static_cast<size_t>(chunks), set * R);
+}
+
+void Lowerer::lowerMxuStart(const llo::Op& op) {
+  const int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2], set = op.ints[3];
+  checkLatchable(op, K, N);
+  if (latched_ != std::pair<int64_t, int64_t>{K, N}) {
+    std::string text = llo::printOp(op);
+    throw CodegenError(fmt::format(
+        "{}:{}: error: cannot compile '{}': no {}x{} weights latched before it (mxu_latch, "
+        "with no other matmul in between)",
+        op.loc.file, op.loc.line, text.substr(0, text.find('\n')), K, N));
+  }
+  const int64_t chunks = K / t_.mxuSize;
+  std::vector<int64_t> slot0 = slotSet(op, M, chunks);
+  auto views = llo::opViews(op);
+  const RefPlace& lhsP = place(views[0].ref);
+  const int64_t lhsRows = llo::tiledLayout(lhsP.type.shape).paddedRows;
+  ScalarVal lhs0 = viewOrigin(views[0]);
+  for (int64_t rt = 0; rt < (M + 7) / 8; ++rt) {
+    const int64_t valid = std::min<int64_t>(8, M - rt * 8);
+    for (int64_t c = 0; c < chunks; ++c)
+      emit(Opcode::MxuMmBf16, {I(c), loadTile(lhsP, lhs0, c * lhsRows + rt * 8, (1 << valid) - 1),
+                               I(slot0[size_t(c)] + rt)});
+  }
+  // A finish of this set earlier in this block pops the previous iteration's
+  // results: the block is a loop body that hands them across its back edge.
+  auto f = finishedIn_.find(set);
+  auto st = startedIn_.find(set);
+  if (f != finishedIn_.end() && f->second == cur_ &&
+      (st == startedIn_.end() || st->second != cur_)) {
+    fn_.blocks[size_t(cur_)].mxuLoop = true;
+    fn_.blocks[size_t(cur_)].mxuEntry = false;
+  }
+  startedIn_[set] = cur_;
+  bodyFlops += 2.0 * double(M) * double(N) * double(K);
+}
+
+void Lowerer::lowerMxuFinish(const llo::Op& op) {
+  const int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2], set = op.ints[3];
+  checkLatchable(op, K, N);
+  const int64_t chunks = K / t_.mxuSize;
+  std::vector<int64_t> slot0 = slotSet(op, M, chunks);
+  auto views = llo::opViews(op);
+  const RefPlace& dstP = place(views[0].ref);
+  ScalarVal dst0 = viewOrigin(views[0]);
+  for (int64_t rt = 0; rt < (M + 7) / 8; ++rt)
+    popSumStore(dstP, dst0, M, N, chunks, rt, slot0, rt, op.ints[4] == 1);
+  // Results an mm of another block left: this block waits for them on entry
+  // (unless it turns out to be the loop body that started them, above).
+  auto st = startedIn_.find(set);
+  if ((st == startedIn_.end() || st->second != cur_) && !fn_.blocks[size_t(cur_)].mxuLoop)
+    fn_.blocks[size_t(cur_)].mxuEntry = true;
+  finishedIn_[set] = cur_;
 }
 
 }  // namespace tpusim::kernels::codegen

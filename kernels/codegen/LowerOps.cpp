@@ -739,6 +739,10 @@ void Lowerer::lowerOp(const llo::Op& op) {
       return lowerMatmul(op);
     case OpKind::MxuLatch:
       return lowerMxuLatch(op);
+    case OpKind::MxuStart:
+      return lowerMxuStart(op);
+    case OpKind::MxuFinish:
+      return lowerMxuFinish(op);
     case OpKind::DmaStart:
     case OpKind::DmaWait:
     case OpKind::RemoteDmaStart:

@@ -123,6 +123,8 @@ class Lowerer {
   void lowerMatmul(const llo::Op& op);
   void lowerMxuLatch(const llo::Op& op);  // LowerMatmulLatched.cpp
   void lowerMatmulLatched(const llo::Op& op);
+  void lowerMxuStart(const llo::Op& op);
+  void lowerMxuFinish(const llo::Op& op);
   void lowerDma(const llo::Op& op);  // also RemoteDmaStart
   void lowerSemaphore(const llo::Op& op);
   int semaphoreFlag(const llo::Op& op, const llo::ViewRange& sem);
@@ -189,6 +191,12 @@ class Lowerer {
   void checkLatchable(const llo::Op& op, int64_t K, int64_t N) const;
   MOperand loadTile(const RefPlace& p, const ScalarVal& origin, int64_t off, int64_t sublanes);
   ScalarVal viewOrigin(const llo::ViewRange& v);
+  void popSumStore(const RefPlace& dstP, const ScalarVal& dst0, int64_t M, int64_t N,
+                   int64_t chunks, int64_t rt, const std::vector<int64_t>& slot0, int64_t i,
+                   bool accumulate);
+  std::vector<int64_t> slotSet(const llo::Op& op, int64_t M, int64_t chunks);
+  // Per slot set of split latched matmuls: the block of its last mxu_start / mxu_finish.
+  std::map<int64_t, int> startedIn_, finishedIn_;
 
   void lowerFor(const llo::Op& op);
   MOperand carryReg(const llo::Value* v);

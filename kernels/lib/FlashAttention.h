@@ -55,6 +55,11 @@ struct FlashAttentionParams {
   // latency then lengthens every trip of the loop).
   bool latchV = false;
   int64_t pvLag = 0;
+  // pvCarry > 0: p x V in the slab loop with pvCarry iterations per trip,
+  // each starting its group's p x V in its own slot set (dsl::mxu_start) at
+  // its end and popping the set's previous results (dsl::mxu_finish) one
+  // trip later, across the loop's back edge.
+  int64_t pvCarry = 0;
   int64_t mxuCount = 0;
 };
 
@@ -102,7 +107,8 @@ struct OnlineSoftmax {
   // loop adds p x V of the group pvLag groups before its own to acc (mms and
   // pops within the iteration); the groups the loop does not reach follow it.
   void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
-              bool scoreOnce = false, bool latchV = false, int64_t pvLag = 0) const;
+              bool scoreOnce = false, bool latchV = false, int64_t pvLag = 0,
+              int64_t pvCarry = 0) const;
   // update's register form with the MXU phases overlapped: the step's rows go
   // in chunks of `chunk` rows (a multiple of 32), and one basic block
   // holds the scores of chunk c + 1 (on the MXUs), the softmax of chunk c
@@ -146,8 +152,8 @@ struct OnlineSoftmax {
   // masked: `score` masks (its per-slab scalars limit the loop's unrolling).
   // pv(r0, n): p x V of rows [r0, r0 + n) added to acc (null: none in the loop).
   using PvFn = std::function<void(dsl::Scalar r0, int64_t n)>;
-  void slabsInVregs(const ScoreFn& score, bool masked, const PvFn& pv = nullptr,
-                    int64_t pvLag = 0) const;
+  void slabsInVregs(const ScoreFn& score, bool masked, const PvFn& pv = nullptr, int64_t pvLag = 0,
+                    int64_t pvCarry = 0) const;
   void chunkSoftmax(const ScoreFn& score, int64_t r0, int64_t rows) const;
 };
 

@@ -107,6 +107,12 @@ std::string body(const Op& op) {
                                      : "",
                          I(7) == 1 ? " latched" : "");
     }
+    case OpKind::MxuStart:
+      return fmt::format("mxu_start {} M={} N={} K={} set={}", viewStr(opViews(op)[0]), I(0), I(1),
+                         I(2), I(3));
+    case OpKind::MxuFinish:
+      return fmt::format("mxu_finish {} M={} N={} K={} set={}{}", viewStr(opViews(op)[0]), I(0),
+                         I(1), I(2), I(3), I(4) ? " accumulate" : "");
     case OpKind::MxuLatch:
       return fmt::format("mxu_latch {} K={} N={}", viewStr(opViews(op)[0]), I(0), I(1));
     case OpKind::DmaStart:

@@ -250,6 +250,10 @@ class Checker {
       case OpKind::MxuLatch:
         checkMxuLatch(op);
         break;
+      case OpKind::MxuStart:
+      case OpKind::MxuFinish:
+        checkMxuSplit(op);
+        break;
       case OpKind::DmaStart:
       case OpKind::DmaWait:
         checkDma(op);
@@ -388,6 +392,24 @@ class Checker {
       return fail(op, "needs positive K and N");
     if (op.operands[0]->type.dtype != DType::Bf16) fail(op, "latched weights must be bf16");
     if (op.operands[0]->type.rank() < 2) fail(op, "the weights need rank >= 2");
+  }
+
+  // A latched matmul split in time: mxu_start's lhs (bf16) or mxu_finish's dst (f32).
+  void checkMxuSplit(const Op& op) {
+    size_t a = 0;
+    if (!view(op, 0, {MemSpace::Vmem}, &a)) return;
+    if (a != op.operands.size()) return fail(op, "extra operands");
+    const bool finish = op.kind == OpKind::MxuFinish;
+    if (op.ints.size() != (finish ? 5u : 4u))
+      return fail(op, finish ? "needs M, N, K, set and accumulate" : "needs M, N, K and set");
+    for (size_t i = 0; i < 3; ++i)
+      if (op.ints[i] <= 0) fail(op, "M, N and K must be positive");
+    if (op.ints[3] < 0) fail(op, "the slot set must be >= 0");
+    if (finish && (op.ints[4] < 0 || op.ints[4] > 1)) fail(op, "accumulate must be 0 or 1");
+    const Type& t = op.operands[0]->type;
+    if (t.dtype != (finish ? DType::F32 : DType::Bf16))
+      fail(op, finish ? "mxu_finish stores f32" : "mxu_start streams bf16");
+    if (t.rank() < 2) fail(op, "the view needs rank >= 2");
   }
 
   // device, src view, dst view (HBM or VMEM), send and recv semaphores.
