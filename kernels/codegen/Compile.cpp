@@ -914,7 +914,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   p.build();
   mem.check();
   if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, true);
-  for (MBlock& b : fn.blocks) b.mxuCarry = fn.mxuCarry;
+  for (MBlock& b : fn.blocks) b.mxuCarry = b.mxuCarry || fn.mxuCarry;
   CompiledKernel out;
   std::vector<BlockSchedule> schedules;
   std::array<int, 3> used{};
@@ -949,7 +949,9 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   // Every block must be free of hazards the machine would stall on.
   for (size_t b = 0; b < fn.blocks.size(); ++b) {
     std::vector<isa::Bundle> blk(bundles.begin() + starts[b], bundles.begin() + starts[b + 1]);
-    auto problems = checkBlockTiming(blk, t, fn.blocks[b].mxuCarry);
+    const MBlock& mb = fn.blocks[b];
+    auto problems = mb.mxuLoop && !mb.mxuCarry ? checkLoopBlockTiming(blk, t)
+                                               : checkBlockTiming(blk, t, mb.mxuCarry, mb.mxuEntry);
     if (!problems.empty())
       throw CodegenError(fmt::format("internal: block {} of '{}' has a hazard: {}",
                                      fn.blocks[b].label, k.name, problems[0]));

@@ -21,8 +21,13 @@ bool isBranch(Opcode op) {
 
 }  // namespace
 
-std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundles,
-                                          const TargetInfo& t, bool mxuCarry) {
+namespace {
+
+// carryIn: MXU work of an earlier block may be in flight on entry; carryOut:
+// results may stay in the slots (and ports busy) at the end.
+std::vector<std::string> checkTiming(const std::vector<isa::Bundle>& bundles, const TargetInfo& t,
+                                     bool carryIn, bool carryOut) {
+  const bool mxuCarry = carryIn;
   std::vector<std::string> problems;
   std::map<std::pair<int, int64_t>, int64_t> ready;  // (class, reg) -> cycle the value is readable
   std::map<int, MxuTiming> mxu;
@@ -150,19 +155,37 @@ std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundle
                       key.first == int(isa::OperandClass::VectorReg) ? "vector" : "scalar/mask",
                       when, endOfBlock));
   for (auto& [unit, m] : mxu)
-    if (mxuCarry && std::max(m.weightFree, m.lhsFree) > endOfBlock)
+    if (carryOut && std::max(m.weightFree, m.lhsFree) > endOfBlock)
       problems.push_back(
           fmt::format("end of block: an mxu{} port is busy until bundle {}, after "
                       "the block ends at {}",
                       unit, std::max(m.weightFree, m.lhsFree), endOfBlock));
   for (auto& [unit, m] : mxu)
     for (auto& [slot, when] : m.slotReady)
-      if (when > endOfBlock && !mxuCarry)
+      if (when > endOfBlock && !carryOut)
         problems.push_back(
             fmt::format("end of block: mxu{} slot a{} is ready only at bundle {}, "
                         "after the block ends at {}",
                         unit, slot, when, endOfBlock));
   return problems;
+}
+
+}  // namespace
+
+std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundles,
+                                          const TargetInfo& t, bool mxuCarry, bool mxuEntry) {
+  return checkTiming(bundles, t, mxuCarry || mxuEntry, mxuCarry);
+}
+
+std::vector<std::string> checkLoopBlockTiming(const std::vector<isa::Bundle>& bundles,
+                                              const TargetInfo& t) {
+  // The first copy's branch (if any) would sit before the last bundle.
+  std::vector<isa::Bundle> twice = bundles;
+  for (isa::Bundle& b : twice)
+    for (isa::Instruction& in : b.slots)
+      if (!in.empty() && isBranch(in.op)) in = isa::Instruction{};
+  twice.insert(twice.end(), bundles.begin(), bundles.end());
+  return checkTiming(twice, t, false, true);
 }
 
 }  // namespace tpusim::kernels::codegen

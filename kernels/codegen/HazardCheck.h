@@ -20,7 +20,13 @@ namespace tpusim::kernels::codegen {
 // `mxuCarry` (MBlock::mxuCarry): MXU work of an earlier block may be in
 // flight on entry (any MXU latched and mm'd into any slot in the cycle before)
 // and results may stay in the slots at the end.
+// `mxuEntry` (MBlock::mxuEntry): only the entry half of mxuCarry.
 std::vector<std::string> checkBlockTiming(const std::vector<isa::Bundle>& bundles,
-                                          const TargetInfo& target, bool mxuCarry = false);
+                                          const TargetInfo& target, bool mxuCarry = false,
+                                          bool mxuEntry = false);
+// A loop body whose iterations hand MXU results on to the next (MBlock::mxuLoop):
+// two iterations back to back, entered drained; results may stay in the slots.
+std::vector<std::string> checkLoopBlockTiming(const std::vector<isa::Bundle>& bundles,
+                                              const TargetInfo& target);
 
 }  // namespace tpusim::kernels::codegen

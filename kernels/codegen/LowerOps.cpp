@@ -737,6 +737,12 @@ void Lowerer::lowerOp(const llo::Op& op) {
     }
     case OpKind::Matmul:
       return lowerMatmul(op);
+    case OpKind::MxuLatch:
+      return lowerMxuLatch(op);
+    case OpKind::MxuStart:
+      return lowerMxuStart(op);
+    case OpKind::MxuFinish:
+      return lowerMxuFinish(op);
     case OpKind::DmaStart:
     case OpKind::DmaWait:
     case OpKind::RemoteDmaStart:

@@ -122,6 +122,10 @@ class Lowerer {
 
   // --- parts in their own files
   void lowerMatmul(const llo::Op& op);
+  void lowerMxuLatch(const llo::Op& op);  // LowerMatmulLatched.cpp
+  void lowerMatmulLatched(const llo::Op& op);
+  void lowerMxuStart(const llo::Op& op);
+  void lowerMxuFinish(const llo::Op& op);
   void lowerDma(const llo::Op& op);  // also RemoteDmaStart
   void lowerSemaphore(const llo::Op& op);
   int semaphoreFlag(const llo::Op& op, const llo::ViewRange& sem);
@@ -181,6 +185,19 @@ class Lowerer {
   // Resident matmuls (results kept in the MXU across grid steps): per
   // destination (region, row, M, N, K), each item's (MXU, first slot).
   std::map<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>> residentItems_;
+
+  // The (K, N) of the weights mxu_latch left on the MXUs ({0, 0}: none, or
+  // another matmul pushed its own since), in program order.
+  std::pair<int64_t, int64_t> latched_{0, 0};
+  void checkLatchable(const llo::Op& op, int64_t K, int64_t N) const;
+  MOperand loadTile(const RefPlace& p, const ScalarVal& origin, int64_t off, int64_t sublanes);
+  ScalarVal viewOrigin(const llo::ViewRange& v);
+  void popSumStore(const RefPlace& dstP, const ScalarVal& dst0, int64_t M, int64_t N,
+                   int64_t chunks, int64_t rt, const std::vector<int64_t>& slot0, int64_t i,
+                   bool accumulate);
+  std::vector<int64_t> slotSet(const llo::Op& op, int64_t M, int64_t chunks);
+  // Per slot set of split latched matmuls: the block of its last mxu_start / mxu_finish.
+  std::map<int64_t, int> startedIn_, finishedIn_;
 
   void lowerFor(const llo::Op& op);
   MOperand carryReg(const llo::Value* v);

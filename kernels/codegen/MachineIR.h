@@ -85,6 +85,17 @@ struct MBlock {
   // any MXU may have latched and mm'd in the cycle before (isa/README.md,
   // "MXU": a latch or transposed push waits N cycles, a pop of a slot 2N + 7).
   bool mxuCarry = false;
+  // Only the entry half of mxuCarry: the block pops results an earlier block
+  // left in the MXU (dsl::mxu_finish after a loop of mxu_starts) and drains
+  // its own MXU work before it ends.
+  bool mxuEntry = false;
+  // A loop body that pops (mxu_finish) the results its previous iteration
+  // left in the MXU (mxu_start after the finish of the same slot set): its
+  // mms of such slots end the block after their LHS port, and the block is
+  // long enough that a pop of iteration i + 1 comes 2N + 7 cycles after the
+  // mm of iteration i. Its first iteration's pops read slots the block before
+  // filled and drained (that block is not mxuCarry).
+  bool mxuLoop = false;
 };
 
 struct DebugLoc {

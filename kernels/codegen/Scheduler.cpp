@@ -300,7 +300,61 @@ bool banksConflict(const VmemRange& ra, const MInstr& a, const VmemRange& rb, co
 
 }  // namespace
 
+namespace {
+
+// The (MXU, slot)s an mxuLoop block pops before it mms them (results of its
+// previous iteration): per slot, the first such pop and the last mm.
+struct CarriedSlot {
+  int firstPop = -1, lastMm = -1;
+};
+std::map<std::pair<int, int>, CarriedSlot> carriedSlots(const MBlock& block) {
+  std::map<std::pair<int, int>, CarriedSlot> out;
+  if (!block.mxuLoop) return out;
+  std::set<std::pair<int, int>> mmSeen;
+  for (int i = 0; i < int(block.instrs.size()); ++i) {
+    const MInstr& mi = block.instrs[size_t(i)];
+    if (!isMxuOp(mi.op) || !(isMm(mi.op) || mi.op == Opcode::MxuPop)) continue;
+    std::pair<int, int> key{mxuIndex(mi), accSlot(mi)};
+    if (mi.op == Opcode::MxuPop && !mmSeen.count(key) && !out.count(key)) out[key].firstPop = i;
+    if (isMm(mi.op)) {
+      mmSeen.insert(key);
+      if (auto it = out.find(key); it != out.end()) it->second.lastMm = i;
+    }
+  }
+  for (auto it = out.begin(); it != out.end();) it = it->second.lastMm < 0 ? out.erase(it) : ++it;
+  return out;
+}
+
+BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
+                           const std::vector<int>& minEntry);
+
+}  // namespace
+
+// An mxuLoop block is scheduled, then again with each carried pop held back
+// to where the block's length would have it (the last mm of its slot plus
+// the result latency, minus the length), so that the pops sit late and the
+// mms early; the shortest schedule wins.
 BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
+  auto carried = carriedSlots(block);
+  BlockSchedule best = scheduleOnce(block, t, {});
+  if (carried.empty()) return best;
+  const int latency = 7 + 2 * t.mxuSize;
+  BlockSchedule cur = best;
+  std::vector<int> minEntry(block.instrs.size(), 0);
+  for (int round = 0; round < 3; ++round) {
+    for (auto& [key, c] : carried)
+      minEntry[size_t(c.firstPop)] = std::max(minEntry[size_t(c.firstPop)],
+                                              cur.cycle[size_t(c.lastMm)] + latency - cur.length);
+    cur = scheduleOnce(block, t, minEntry);
+    if (cur.length < best.length) best = cur;
+  }
+  return best;
+}
+
+namespace {
+
+BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
+                           const std::vector<int>& minEntry) {
   const auto& ins = block.instrs;
   int n = int(ins.size());
   BlockSchedule s;
@@ -313,14 +367,17 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
   // does not pop only holds its LHS port: its result is popped in a later
   // block, which allows for it on entry (below).
   std::vector<int> tail(n), entry(n, 0);
+  if (!minEntry.empty()) entry = minEntry;
   for (int i = 0; i < n; ++i) tail[i] = tailOf(ins[i], t);
-  if (block.mxuCarry) {
+  if (block.mxuCarry || block.mxuLoop) {
     std::set<std::pair<int, int>> poppedLater;  // (MXU, slot)
     for (int i = n - 1; i >= 0; --i) {
       if (ins[i].op == Opcode::MxuPop) poppedLater.insert({mxuIndex(ins[i]), accSlot(ins[i])});
       if (isMm(ins[i].op) && !poppedLater.count({mxuIndex(ins[i]), accSlot(ins[i])}))
         tail[i] = std::max(resultLatency(ins[i], t), 8);
     }
+  }
+  if (block.mxuCarry || block.mxuEntry) {
     // On entry any MXU may have latched and mm'd into any slot in the cycle
     // before: until its first latch here, a latch or transposed push waits
     // N cycles, and a pop of a slot not mm'd here 2N + 7.
@@ -330,10 +387,12 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
       const MInstr& mi = ins[i];
       if (!isMxuOp(mi.op)) continue;
       int u = mxuIndex(mi);
-      if ((mi.op == Opcode::MxuLatch || isWPushT(mi.op)) && !latched.count(u)) entry[i] = t.mxuSize;
+      if ((mi.op == Opcode::MxuLatch || isWPushT(mi.op)) && !latched.count(u))
+        entry[i] = std::max(entry[i], t.mxuSize);
       if (mi.op == Opcode::MxuLatch) latched.insert(u);
       if (isMm(mi.op)) mmHere.insert({u, accSlot(mi)});
-      if (mi.op == Opcode::MxuPop && !mmHere.count({u, accSlot(mi)})) entry[i] = 7 + 2 * t.mxuSize;
+      if (mi.op == Opcode::MxuPop && !mmHere.count({u, accSlot(mi)}))
+        entry[i] = std::max(entry[i], 7 + 2 * t.mxuSize);
     }
   }
   // The MXUs' weight pushes share one matrix-push slot per bundle. Started in
@@ -611,6 +670,11 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
     if (idle > 1000000) throw std::logic_error("scheduler: no progress in block " + block.label);
     ++cycle;
   }
+  // A loop body's next iteration pops what its mms leave in flight: the
+  // block lasts until the first such pop of the next iteration is ready.
+  for (auto& [key, c] : carriedSlots(block))
+    drain = std::max(drain,
+                     s.cycle[size_t(c.lastMm)] + 7 + 2 * t.mxuSize - s.cycle[size_t(c.firstPop)]);
   // A final branch must not leave before the block's results land: delay it.
   const MInstr& last = ins[n - 1];
   if (isBranch(last.op)) {
@@ -622,5 +686,7 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
   }
   return s;
 }
+
+}  // namespace
 
 }  // namespace tpusim::kernels::codegen

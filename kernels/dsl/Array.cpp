@@ -407,10 +407,22 @@ Array dot(const Array& a, const Array& b, DotOptions options, Loc loc) {
   if (k != kb)
     fail(loc, fmt::format("dot of {} and {}: contracting dimensions differ ({} vs {})", desc(a),
                           desc(b), k, kb));
+  if (options.latched && (a.dtype() != BF16 || options.transpose_lhs || options.transpose_rhs ||
+                          options.resident != MxuResident::None || options.continue_in_mxu))
+    fail(loc, fmt::format("dot of {} and {}: a latched dot is bf16, not transposed and not "
+                          "kept in the MXU",
+                          desc(a), desc(b)));
   ArrayNode node = nodeOf(Kind::Dot, m, n, a.dtype() == BF16 ? F32 : S32, 0, {a.node(), b.node()});
   node.dot = options;
   node.loc = loc;
   return make(std::move(node));
+}
+
+void mxu_latch(const Array& w, Loc loc) {
+  need(w, "mxu_latch");
+  if (w.dtype() != BF16)
+    fail(loc, fmt::format("mxu_latch of {}: the latched weights must be bf16", desc(w)));
+  emitMxuLatch(w.node(), loc);
 }
 
 }  // namespace tpusim::kernels::dsl

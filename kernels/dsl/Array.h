@@ -136,12 +136,24 @@ Array max_vregs(const Array& a, Loc loc = Loc::here());
 // only after a Store step. Only as `ref.store(dot(...))`.
 enum class MxuResident { None, Keep, Store };
 
+//
+// Weights kept on the MXUs (bf16, not transposed): mxu_latch(w) pushes K chunk
+// c (mxu.size rows) of the K x N weights onto MXU c and latches it, once; a
+// dot with `latched` then streams its LHS through those weights with no
+// pushes (so a loop can issue small dots against weights latched before it)
+// and adds the chunks' results in k order on the VPU, the MXU's own order.
+// The latched weights last until the next dot without `latched` (or the grid
+// step's end): interpret mode reads them from its model of the MXUs, so a
+// dot between mxu_latch and a latched dot is an error there. Needs N <=
+// mxu.size = 128 lanes and K <= mxu.count x mxu.size (codegen checks).
 struct DotOptions {
   bool transpose_lhs = false;
   bool transpose_rhs = false;
   MxuResident resident = MxuResident::None;
   bool continue_in_mxu = false;
+  bool latched = false;
 };
 Array dot(const Array& a, const Array& b, DotOptions options = {}, Loc loc = Loc::here());
+void mxu_latch(const Array& w, Loc loc = Loc::here());
 
 }  // namespace tpusim::kernels::dsl

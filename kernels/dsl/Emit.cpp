@@ -304,8 +304,9 @@ NodePtr emitDot(const NodePtr& np) {
   for (Value* i : viewIndices(lhs, lhs.row0, lhs.col0)) ops.push_back(i);
   ops.push_back(rhs.ref);
   for (Value* i : viewIndices(rhs, rhs.row0, rhs.col0)) ops.push_back(i);
-  builder().create(OpKind::Matmul, ops, {},
-                   {n.rows, n.cols, k, n.dot.transpose_lhs, n.dot.transpose_rhs, 0});
+  std::vector<int64_t> ints{n.rows, n.cols, k, n.dot.transpose_lhs, n.dot.transpose_rhs, 0};
+  if (n.dot.latched) ints.insert(ints.end(), {0, 1});
+  builder().create(OpKind::Matmul, ops, {}, ints);
   NodePtr v = viewOf(out, n.rows, n.cols);
   dotCache()[key] = v;
   return v;
@@ -386,6 +387,14 @@ NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc
   if (lhs->dtype == DType::Bf16)
     if (NodePtr w = widenedS8View(rhs)) return w;
   return materialize(rhs, loc);
+}
+
+void emitMxuLatch(const NodePtr& w, const Loc& loc) {
+  NodePtr v = materialize(w, loc);
+  locate(loc);
+  std::vector<Value*> ops{v->ref};
+  for (Value* i : viewIndices(*v, v->row0, v->col0)) ops.push_back(i);
+  builder().create(OpKind::MxuLatch, ops, {}, {v->rows, v->cols});
 }
 
 NodePtr materialize(const NodePtr& value, const Loc& loc) {

@@ -25,6 +25,8 @@ NodePtr materialize(const NodePtr& value, const Loc& loc);
 // bf16 stay the s8 view (the matmul widens them in registers); anything else
 // is materialized.
 NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc);
+// mxu_latch: the weights' view (materialized if need be) as an MxuLatch op.
+void emitMxuLatch(const NodePtr& w, const Loc& loc);
 // A new VMEM temporary (allocated at the top of the kernel).
 llo::Value* allocTemp(std::vector<int64_t> shape, DType dtype);
 NodePtr viewOf(llo::Value* ref, int64_t rows, int64_t cols, bool laneReplicated = false);

@@ -121,6 +121,7 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
     ints[5] = rhs.dot.continue_in_mxu ? 2 : 0;
     ints.push_back(rhs.dot.resident == MxuResident::Keep ? 1 : 2);
   }
+  if (rhs.dot.latched) ints.insert(ints.end(), {0, 1});
   builder().create(OpKind::Matmul, ops, {}, ints);
   return true;
 }
@@ -442,6 +443,30 @@ std::vector<Array> fori_loop(
     builder().create(llo::OpKind::Yield, yielded, {});
   });
   return arrays(op->results);
+}
+
+void mxu_start(const Array& x, int64_t n, int64_t set, Loc loc) {
+  locate(loc);
+  if (!x.valid() || x.dtype() != BF16)
+    fail(loc, "mxu_start streams a bf16 array through the latched weights");
+  NodePtr v = materialize(x.node(), loc);
+  std::vector<llo::Value*> ops{v->ref};
+  for (llo::Value* i : v->lead) ops.push_back(i);
+  ops.push_back(v->row0);
+  ops.push_back(v->col0);
+  builder().create(OpKind::MxuStart, ops, {}, {v->rows, n, v->cols, set});
+}
+
+void mxu_finish(const Ref& dst, Slice rows, Slice cols, int64_t k, int64_t set, bool accumulate,
+                Loc loc) {
+  locate(loc);
+  RefWindow w = windowOf(dst, rows, cols, loc);
+  if (dst.dtype() != F32) fail(loc, "mxu_finish stores f32 results");
+  std::vector<llo::Value*> ops{w.ref};
+  for (llo::Value* i : w.lead) ops.push_back(i);
+  ops.push_back(w.row0);
+  ops.push_back(w.col0);
+  builder().create(OpKind::MxuFinish, ops, {}, {w.rows, w.cols, k, set, int64_t(accumulate)});
 }
 
 }  // namespace tpusim::kernels::dsl

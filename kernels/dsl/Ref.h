@@ -145,4 +145,16 @@ std::vector<Array> fori_loop(
     const std::function<std::vector<Array>(Scalar, const std::vector<Array>&)>& body,
     const std::vector<Array>& init, Loc loc = Loc::here());
 
+// A latched dot split in time (software pipelining across loop iterations):
+// mxu_start streams x [M, K] through the weights mxu_latch left (K x n) into
+// result slot set `set` of the MXUs (slots set x M/8 ...) and returns at
+// once; mxu_finish pops that set into dst[rows, cols] (M x n; accumulate:
+// adds to it), the chunks summed in k order: a plain dot's bits. No other
+// dot may run between them (interpret mode checks); a finish in a loop body
+// before the start of the same set pops the previous iteration's results,
+// and the code generator keeps the body long enough for them.
+void mxu_start(const Array& x, int64_t n, int64_t set, Loc loc = Loc::here());
+void mxu_finish(const Ref& dst, Slice rows, Slice cols, int64_t k, int64_t set, bool accumulate,
+                Loc loc = Loc::here());
+
 }  // namespace tpusim::kernels::dsl

@@ -97,11 +97,23 @@ void OnlineSoftmax::init() const {
 }
 
 void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreOf, const Array& v,
-                           bool scoreOnce) const {
+                           bool scoreOnce, bool latchV, int64_t pvLag, int64_t pvCarry) const {
   s.store(dot(q, k, {false, true}));
   // Up to 1024 key columns (8 score vregs per slab) a slab keeps its scaled (and
   // masked) scores, weights, row max and alpha in registers: p goes to VMEM only
   // as the bf16 MXU operand pb, and nothing else is stored twice.
+  if (cols <= 1024 && latchV && !scoreOnce) {
+    // V stays latched on the MXUs (chunk c on MXU c) while the slab loop
+    // streams p through it: its pushes overlap the score dot's drain.
+    mxu_latch(v);
+    auto pv = [&](Scalar r0, int64_t n) {
+      acc.store(ds(r0, n), ds(0, d),
+                acc.load(ds(r0, n), ds(0, d)) +
+                    dot(pb.load(ds(r0, n), ds(0, cols)), v, {.latched = true}));
+    };
+    slabsInVregs(scoreOf, false, pv, pvLag, pvCarry);
+    return;
+  }
   if (cols <= 1024) {
     slabsInVregs(scoreOf, scoreOnce);
     acc.store(acc.load() + dot(pb.load(), v));
@@ -189,7 +201,8 @@ void OnlineSoftmax::slabL(Scalar r0, int64_t n, const Array& psum, const Array& 
 // reductions), handing the maxes and the weights' sums and alphas on to the
 // next iteration in registers: the EUP then neither waits for a group's max
 // reductions at the start of an iteration nor its sum reductions at the end.
-void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
+void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& pv, int64_t pvLag,
+                                 int64_t pvCarry) const {
   constexpr int64_t kGroupRows = 8 * kPipelinedSlabs;
   const int64_t groups = rows / kGroupRows;
   if (groups < 3 || rows % kGroupRows != 0) {
@@ -197,6 +210,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
       auto [psum, alphaV] = slabRest(score, r0, n, slabMax(score, r0, n));
       slabL(r0, n, psum, alphaV);
     });
+    if (pv) pv(Scalar(0), rows);
     return;
   }
   const size_t g = size_t(kPipelinedSlabs);
@@ -217,14 +231,32 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
   auto ls = [&](Scalar base, const std::vector<Array>& c) {
     for (size_t j = 0; j < g; ++j) slabL(base + 8 * int64_t(j), 8, c[g + j], c[2 * g + j]);
   };
-  // Iteration i (1 <= i < groups - 1): l of group i - 1, weights of group i, maxes of i + 1.
+  // Iteration i (1 <= i < groups - 1): l of group i - 1, weights of group i, maxes of i + 1
+  // (and in the loop, with pv, p x V of group i - pvLag).
+  bool inLoop = false;
+  // pvCarry: the loop's iteration at place u of a trip pops slot set u (the
+  // p x V of the group pvCarry iterations back, started one trip before) and
+  // starts the set with its own group's p x V at its end.
+  int64_t carryPlace = -1;
   auto iteration = [&](Scalar i, const std::vector<Array>& c) {
     std::vector<Array> next;
     std::vector<Array> mx(c.begin(), c.begin() + long(g));
+    // i * 32 - 32 lag, not (i - lag) * 32: the rows then share the base
+    // register of the softmax's own rows of the iteration, so the scheduler
+    // sees that they differ.
+    if (pv && inLoop) pv(i * kGroupRows - pvLag * kGroupRows, kGroupRows);
     ls((i - 1) * kGroupRows, c);
     std::vector<Array> restOut;
     rest(i * kGroupRows, mx, restOut);
     maxes((i + 1) * kGroupRows, next);
+    // The pops last in program order: held back to the loop's result latency,
+    // as the oldest instructions they would keep the registers the list
+    // scheduler reserves for the oldest from everything else.
+    if (carryPlace >= 0) {
+      mxu_finish(acc, ds(i * kGroupRows - pvCarry * kGroupRows, kGroupRows), ds(0, d), cols,
+                 carryPlace, true);
+      mxu_start(pb.load(ds(i * kGroupRows, kGroupRows), ds(0, cols)), d, carryPlace);
+    }
     next.insert(next.end(), restOut.begin(), restOut.end());
     return next;
   };
@@ -254,7 +286,24 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
   // against 61,126; 3 or 4 per trip 61,766 / 59,494). Masked steps keep one:
   // with two, causal seq 2048 took 47,754 cycles instead of 42,464 (twice the
   // per-slab mask scalars; with three they exceed the 32 scalar registers).
-  const int64_t unroll = masked ? 1 : 2, trips = (groups - 2 - head) / unroll;
+  const bool carry = pv && pvCarry > 0 && !masked && head + 1 >= pvCarry;
+  const int64_t unroll = carry ? pvCarry : masked ? 1 : 2, trips = (groups - 2 - head) / unroll;
+  // The loop's iterations 1 + head .. groups - 2 add p x V of groups
+  // 1 + head - pvLag .. groups - 2 - pvLag (those that exist); the rest follow the loop.
+  const int64_t pvLo = std::max<int64_t>(0, 1 + head - pvLag);
+  const int64_t pvHi = std::max<int64_t>(pvLo, groups - 1 - pvLag);
+  if (pv && pvLag > 0 && 1 + head - pvLag < 0)
+    throw Error(
+        fmt::format("error: online softmax: p x V {} groups behind the slab loop's first "
+                    "iteration ({}) is outside the block",
+                    pvLag, 1 + head));
+  inLoop = pvLag > 0 && !carry;
+  // Carry: the groups before the loop's first iteration start the slot sets
+  // the first trip pops.
+  const int64_t first = 1 + head;
+  if (carry)
+    for (int64_t u = 0; u < unroll; ++u)
+      mxu_start(pb.load(ds((first - unroll + u) * kGroupRows, kGroupRows), ds(0, cols)), d, u);
   if (unroll == 1) {
     if (groups - 2 - head > 0) c = fori_loop(1 + head, groups - 1, iteration, c);
   } else {
@@ -263,7 +312,11 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
           0, trips,
           [&](Scalar t, const std::vector<Array>& in) {
             std::vector<Array> cur = in;
-            for (int64_t u = 0; u < unroll; ++u) cur = iteration(t * unroll + (1 + head + u), cur);
+            for (int64_t u = 0; u < unroll; ++u) {
+              carryPlace = carry ? u : -1;
+              cur = iteration(t * unroll + (1 + head + u), cur);
+            }
+            carryPlace = -1;
             return cur;
           },
           c);
@@ -276,6 +329,19 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked) const {
   std::vector<Array> fin(g);  // placeholder maxes: ls reads the sums and alphas only
   fin.insert(fin.end(), restOut.begin(), restOut.end());
   ls(Scalar(last), fin);
+  if (carry) {
+    // The last trip's slot sets, then the groups after the loop.
+    const int64_t done = first + trips * unroll;
+    for (int64_t u = 0; u < unroll; ++u)
+      mxu_finish(acc, ds((done - unroll + u) * kGroupRows, kGroupRows), ds(0, d), cols, u, true);
+    if (first > unroll) pv(Scalar(0), (first - unroll) * kGroupRows);
+    return pv(Scalar(done * kGroupRows), rows - done * kGroupRows);
+  }
+  if (pv) {
+    if (!inLoop) return pv(Scalar(0), rows);
+    if (pvLo > 0) pv(Scalar(0), pvLo * kGroupRows);
+    pv(Scalar(pvHi * kGroupRows), rows - pvHi * kGroupRows);
+  }
 }
 
 // The register form's slabs of rows [r0, r0 + n) as straight-line code, in
@@ -492,7 +558,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         vv = where(iota(bk, 1, 0) < splat(Scalar(seqK) - kStart, 1, 1), vv, zeros(1, 1, BF16));
       // Wide blocks (the softmax in VMEM) read each score twice: masked blocks
       // store their scores once, masked.
-      sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal);
+      // V latched on the MXUs for p x V, K chunk c on MXU c: only where the
+      // chunks fill every MXU (block_k = mxu.count x 128), else the plain
+      // dot's row groups keep more MXUs busy.
+      const bool latch = prm.latchV && prm.mxuSize == 128 && d <= 128 && !lastRagged &&
+                         !maskCausal && bk == 128 * prm.mxuCount;
+      sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal,
+                latch, prm.pvLag, prm.pvCarry);
     };
     auto stepRagged = [&](bool maskCausal) {
       if (raggedK)
@@ -567,7 +639,16 @@ KernelEntry flashAttentionEntry() {
               {"out_dtype", "bf16", "output dtype: bf16 or f32"},
               {"groups", "1", "q heads per k/v head (grouped-query attention; divides bh)"},
               {"overlap", "false",
-               "overlap the MXU phases with the softmax (block_q of 256+; slower so far)"}};
+               "overlap the MXU phases with the softmax (block_q of 256+; slower so far)"},
+              {"latch_v", "true",
+               "unmasked steps latch V on the MXUs once (K chunk c on MXU c) and stream p "
+               "through it (mxu.size 128, block_k = mxu.count x 128, head_dim <= 128)"},
+              {"pv_lag", "0",
+               "with latch_v, p x V inside the slab loop, this many groups of 32 rows behind "
+               "the softmax (0: after the loop; slower so far)"},
+              {"pv_carry", "0",
+               "with latch_v, p x V inside the slab loop, started at the end of an iteration "
+               "and popped one trip later: this many iterations per trip (0: off)"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -580,6 +661,10 @@ KernelEntry flashAttentionEntry() {
     fp.groups = p.integer("groups", 1);
     fp.overlap = p.flag("overlap");
     fp.mxuSize = p.target().mxuSize;
+    fp.mxuCount = p.target().mxuCount;
+    fp.latchV = p.flag("latch_v");
+    fp.pvLag = p.integer("pv_lag", 0);
+    fp.pvCarry = p.integer("pv_carry", 0);
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),

@@ -45,6 +45,22 @@ struct FlashAttentionParams {
   // unknown, no overlap).
   bool overlap = false;
   int64_t mxuSize = 0;
+  // V latched on the MXUs once per unmasked step (K chunk c on MXU c; its
+  // pushes overlap the score dot) and p x V as dots through it
+  // (dsl::mxu_latch, DotOptions::latched): no V pushes after the slab loop.
+  // Only where block_k = mxu.count x 128 (mxuSize 128, mxuCount the target's
+  // mxu.count): every MXU then holds one chunk.
+  // pvLag > 0: p x V inside the slab loop, each pipelined iteration adding
+  // that of the group pvLag groups back (slower so far: its mms' result
+  // latency then lengthens every trip of the loop).
+  bool latchV = false;
+  int64_t pvLag = 0;
+  // pvCarry > 0: p x V in the slab loop with pvCarry iterations per trip,
+  // each starting its group's p x V in its own slot set (dsl::mxu_start) at
+  // its end and popping the set's previous results (dsl::mxu_finish) one
+  // trip later, across the loop's back edge.
+  int64_t pvCarry = 0;
+  int64_t mxuCount = 0;
 };
 
 // Throws dsl::Error for an unsupported head_dim (64 or 128 ... any multiple of 8
@@ -84,8 +100,15 @@ struct OnlineSoftmax {
   // of wherever they are read (for costly masks; blocks of more than 1024 key
   // columns only: narrower ones keep a slab's scores in registers, and
   // scoreOnce, the mark of a costly mask, unrolls their slab loop less).
+  // latchV (the register form, v a plain view of `cols` rows, cols / 128 <=
+  // the MXUs, mxu.size 128): v is latched on the MXUs after the score dot
+  // (dsl::mxu_latch) and p x V streams through it (a latched dot: the same
+  // bits as the plain dot). pvLag > 0: each iteration of the pipelined slab
+  // loop adds p x V of the group pvLag groups before its own to acc (mms and
+  // pops within the iteration); the groups the loop does not reach follow it.
   void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
-              bool scoreOnce = false) const;
+              bool scoreOnce = false, bool latchV = false, int64_t pvLag = 0,
+              int64_t pvCarry = 0) const;
   // update's register form with the MXU phases overlapped: the step's rows go
   // in chunks of `chunk` rows (a multiple of 32), and one basic block
   // holds the scores of chunk c + 1 (on the MXUs), the softmax of chunk c
@@ -127,7 +150,10 @@ struct OnlineSoftmax {
                                              const dsl::Array& mNext) const;
   void slabL(dsl::Scalar r0, int64_t n, const dsl::Array& psum, const dsl::Array& alphaV) const;
   // masked: `score` masks (its per-slab scalars limit the loop's unrolling).
-  void slabsInVregs(const ScoreFn& score, bool masked) const;
+  // pv(r0, n): p x V of rows [r0, r0 + n) added to acc (null: none in the loop).
+  using PvFn = std::function<void(dsl::Scalar r0, int64_t n)>;
+  void slabsInVregs(const ScoreFn& score, bool masked, const PvFn& pv = nullptr, int64_t pvLag = 0,
+                    int64_t pvCarry = 0) const;
   void chunkSoftmax(const ScoreFn& score, int64_t r0, int64_t rows) const;
 };
 

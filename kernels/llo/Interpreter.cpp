@@ -244,14 +244,84 @@ class Run {
     return Window{buf, base};
   }
 
+  // The weights mxu_latch left on the MXUs (K chunk c on MXU c), K x N
+  // row-major; a matmul that pushes its own weights replaces them.
+  struct Latched {
+    bool valid = false;
+    int64_t K = 0, N = 0;
+    std::vector<uint32_t> w;
+  } latched_;
+
+  void mxuLatch(const Op& op) {
+    int64_t K = op.ints[0], N = op.ints[1];
+    Window rhs = window(op, opViews(op)[0], K, N, "latched weights");
+    latched_ = {true, K, N, std::vector<uint32_t>(size_t(K * N))};
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n) latched_.w[size_t(k * N + n)] = rhs.at(k, n);
+  }
+
+  // Results of mxu_start waiting in the MXUs' slot sets for their mxu_finish.
+  struct Pending {
+    int64_t M = 0, N = 0, K = 0;
+    std::vector<uint32_t> out;
+  };
+  std::map<int64_t, Pending> pending_;
+
+  void mxuStart(const Op& op) {
+    int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2], set = op.ints[3];
+    if (!latched_.valid || latched_.K != K || latched_.N != N)
+      fail(op, fmt::format("no {}x{} weights latched (mxu_latch, with no other matmul after it in "
+                           "this grid step)",
+                           K, N));
+    if (pending_.count(set))
+      fail(op, fmt::format("slot set {} still holds results no mxu_finish has taken", set));
+    Window lhs = window(op, opViews(op)[0], M, K, "lhs");
+    Pending p{M, N, K, std::vector<uint32_t>(size_t(M * N))};
+    std::vector<uint32_t> a(K), b(K);
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t k = 0; k < K; ++k) b[k] = latched_.w[size_t(k * N + n)];
+      for (int64_t m = 0; m < M; ++m) {
+        for (int64_t k = 0; k < K; ++k) a[k] = lhs.at(m, k);
+        p.out[size_t(m * N + n)] = mxuDotBf16(a.data(), b.data(), K, opt_.mxuSize);
+      }
+    }
+    pending_[set] = std::move(p);
+  }
+
+  void mxuFinish(const Op& op) {
+    int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2], set = op.ints[3];
+    auto it = pending_.find(set);
+    if (it == pending_.end() || it->second.M != M || it->second.N != N || it->second.K != K)
+      fail(op, fmt::format("slot set {} holds no {}x{}x{} mxu_start results", set, M, N, K));
+    Window dst = window(op, opViews(op)[0], M, N, "destination");
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        uint32_t& d = dst.at(m, n);
+        uint32_t r = it->second.out[size_t(m * N + n)];
+        d = op.ints[4] ? f32ResultBits(floatOf(d) + floatOf(r)) : r;
+      }
+    pending_.erase(it);
+  }
+
   void matmul(const Op& op) {
     auto views = opViews(op);
     int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2];
     bool tl = op.ints[3], tr = op.ints[4];
     const int64_t accumulate = op.ints[5];
+    const bool fromLatch = op.ints.size() > 7 && op.ints[7] == 1;
     Window dst = window(op, views[0], M, N, "destination");
     Window lhs = tl ? window(op, views[1], K, M, "lhs") : window(op, views[1], M, K, "lhs");
     Window rhs = tr ? window(op, views[2], N, K, "rhs") : window(op, views[2], K, N, "rhs");
+    if (fromLatch && (!latched_.valid || latched_.K != K || latched_.N != N))
+      fail(op, latched_.valid ? fmt::format("the latched weights are {}x{}, the matmul needs {}x{}",
+                                            latched_.K, latched_.N, K, N)
+                              : std::string("no weights latched (mxu_latch, with no other matmul "
+                                            "after it in this grid step)"));
+    if (!pending_.empty())
+      fail(op, fmt::format("a matmul while slot set {} holds mxu_start results (it would reuse "
+                           "their result slots)",
+                           pending_.begin()->first));
+    if (!fromLatch) latched_.valid = false;
     bool bf16 = lhs.buf->type.dtype == DType::Bf16;
     // s8 weights of a bf16 matmul are widened to bf16 as they are read (exact).
     bool widen = bf16 && rhs.buf->type.dtype == DType::S8;
@@ -259,7 +329,7 @@ class Run {
     std::vector<uint32_t> out(size_t(M * N));
     for (int64_t n = 0; n < N; ++n) {
       for (int64_t k = 0; k < K; ++k) {
-        b[k] = tr ? rhs.at(n, k) : rhs.at(k, n);
+        b[k] = fromLatch ? latched_.w[size_t(k * N + n)] : tr ? rhs.at(n, k) : rhs.at(k, n);
         if (widen) b[k] = tpusim::f32ToBf16Bits(float(s8WordToS32(b[k])));
       }
       for (int64_t m = 0; m < M; ++m) {
@@ -497,6 +567,12 @@ class Run {
       }
       case OpKind::Matmul:
         return matmul(op);
+      case OpKind::MxuLatch:
+        return mxuLatch(op);
+      case OpKind::MxuStart:
+        return mxuStart(op);
+      case OpKind::MxuFinish:
+        return mxuFinish(op);
       case OpKind::DmaStart:
       case OpKind::DmaWait:
         return dma(op);

@@ -96,16 +96,25 @@ std::string body(const Op& op) {
       return "alloc";
     case OpKind::Matmul: {
       auto v = opViews(op);
-      return fmt::format("matmul {} = {} x {} M={} N={} K={}{}{}{}{}", viewStr(v[0]), viewStr(v[1]),
-                         viewStr(v[2]), I(0), I(1), I(2), I(3) ? " lhs^T" : "",
+      return fmt::format("matmul {} = {} x {} M={} N={} K={}{}{}{}{}{}", viewStr(v[0]),
+                         viewStr(v[1]), viewStr(v[2]), I(0), I(1), I(2), I(3) ? " lhs^T" : "",
                          I(4) ? " rhs^T" : "",
                          I(5) == 1   ? " accumulate"
                          : I(5) == 2 ? " continue"
                                      : "",
                          I(6) == 1   ? " resident"
                          : I(6) == 2 ? " resident-store"
-                                     : "");
+                                     : "",
+                         I(7) == 1 ? " latched" : "");
     }
+    case OpKind::MxuStart:
+      return fmt::format("mxu_start {} M={} N={} K={} set={}", viewStr(opViews(op)[0]), I(0), I(1),
+                         I(2), I(3));
+    case OpKind::MxuFinish:
+      return fmt::format("mxu_finish {} M={} N={} K={} set={}{}", viewStr(opViews(op)[0]), I(0),
+                         I(1), I(2), I(3), I(4) ? " accumulate" : "");
+    case OpKind::MxuLatch:
+      return fmt::format("mxu_latch {} K={} N={}", viewStr(opViews(op)[0]), I(0), I(1));
     case OpKind::DmaStart:
     case OpKind::DmaWait: {
       auto v = opViews(op);

@@ -247,6 +247,13 @@ class Checker {
       case OpKind::Matmul:
         checkMatmul(op);
         break;
+      case OpKind::MxuLatch:
+        checkMxuLatch(op);
+        break;
+      case OpKind::MxuStart:
+      case OpKind::MxuFinish:
+        checkMxuSplit(op);
+        break;
       case OpKind::DmaStart:
       case OpKind::DmaWait:
         checkDma(op);
@@ -344,9 +351,13 @@ class Checker {
       return;
     end = c;
     if (end != op.operands.size()) return fail(op, "extra operands");
-    if (op.ints.size() != 6 && op.ints.size() != 7)
-      return fail(op, "needs M, N, K, transposes, accumulate and optionally resident");
-    const int64_t resident = op.ints.size() == 7 ? op.ints[6] : 0;
+    if (op.ints.size() < 6 || op.ints.size() > 8)
+      return fail(op, "needs M, N, K, transposes, accumulate and optionally resident and latched");
+    const int64_t resident = op.ints.size() >= 7 ? op.ints[6] : 0;
+    const int64_t latched = op.ints.size() == 8 ? op.ints[7] : 0;
+    if (latched < 0 || latched > 1) fail(op, "latched must be 0 or 1");
+    if (latched && (resident != 0 || op.ints[5] == 2 || op.ints[3] || op.ints[4]))
+      fail(op, "a latched matmul neither transposes nor keeps its results in the MXU");
     if (op.ints[5] < 0 || op.ints[5] > 2) fail(op, "accumulate must be 0, 1 or 2");
     if (resident < 0 || resident > 2) fail(op, "resident must be 0, 1 or 2");
     // Going on from an MXU result slot needs the results kept there.
@@ -370,6 +381,35 @@ class Checker {
       if (op.ints[i] <= 0) fail(op, "M, N and K must be positive");
     for (const Type* t : {&dst, &lhs, &rhs})
       if (t->rank() < 2) fail(op, "matmul operands need rank >= 2");
+  }
+
+  // The weights a latched matmul reads: one VMEM view, bf16, K x N.
+  void checkMxuLatch(const Op& op) {
+    size_t a = 0;
+    if (!view(op, 0, {MemSpace::Vmem}, &a)) return;
+    if (a != op.operands.size()) return fail(op, "extra operands");
+    if (op.ints.size() != 2 || op.ints[0] <= 0 || op.ints[1] <= 0)
+      return fail(op, "needs positive K and N");
+    if (op.operands[0]->type.dtype != DType::Bf16) fail(op, "latched weights must be bf16");
+    if (op.operands[0]->type.rank() < 2) fail(op, "the weights need rank >= 2");
+  }
+
+  // A latched matmul split in time: mxu_start's lhs (bf16) or mxu_finish's dst (f32).
+  void checkMxuSplit(const Op& op) {
+    size_t a = 0;
+    if (!view(op, 0, {MemSpace::Vmem}, &a)) return;
+    if (a != op.operands.size()) return fail(op, "extra operands");
+    const bool finish = op.kind == OpKind::MxuFinish;
+    if (op.ints.size() != (finish ? 5u : 4u))
+      return fail(op, finish ? "needs M, N, K, set and accumulate" : "needs M, N, K and set");
+    for (size_t i = 0; i < 3; ++i)
+      if (op.ints[i] <= 0) fail(op, "M, N and K must be positive");
+    if (op.ints[3] < 0) fail(op, "the slot set must be >= 0");
+    if (finish && (op.ints[4] < 0 || op.ints[4] > 1)) fail(op, "accumulate must be 0 or 1");
+    const Type& t = op.operands[0]->type;
+    if (t.dtype != (finish ? DType::F32 : DType::Bf16))
+      fail(op, finish ? "mxu_finish stores f32" : "mxu_start streams bf16");
+    if (t.rank() < 2) fail(op, "the view needs rank >= 2");
   }
 
   // device, src view, dst view (HBM or VMEM), send and recv semaphores.
