@@ -59,6 +59,9 @@ struct Stream {
   // Loop-carried registers.
   std::vector<MOperand> idx;  // block index held in the current slot
   int buffers = 2;
+  // Its block copies come in parts that the body waits for one by one
+  // (CopyPlan::partRowEnd, Lowerer::Arrival); 1: the step waits for the block.
+  int64_t parts = 1;
   MOperand slot;     // buffer of the current block
   MOperand issue;    // inputs with > 2 buffers: buffer of the last copy started
   MOperand pending;  // copies in flight, see gridLoop
@@ -176,6 +179,8 @@ class Pipeline {
       s.hbmType = a.hbmType();
       s.blockType = llo::Type::ref(llo::MemSpace::Vmem, a.dtype, m.blockShape);
       s.blockRows = llo::tiledLayout(m.blockShape).totalRows();
+      if (!output)
+        s.parts = arrivalParts(s.hbmType, m.blockShape, m.buffers, t_.dmaQueueDepth);
       const PrefetchedStream* pre = output ? nullptr : prefetchedStream(int(index));
       if (pre) {  // placed first (placePrefetched)
         s.bufRow = pre->bufRow;
@@ -461,7 +466,7 @@ class Pipeline {
 
   // The copy of a window at the block's origin between HBM and the block buffer.
   static CopyPlan planWindow(const Stream& s, std::vector<int64_t> window) {
-    return planBlockCopy(s.hbmType, s.blockType, s.output, std::move(window));
+    return planBlockCopy(s.hbmType, s.blockType, s.output, std::move(window), s.parts);
   }
 
   // Which copy variant block `idx` needs: bit j set when it is the last block
@@ -688,10 +693,20 @@ class Pipeline {
       if (s.output) return;
       ScalarVal arrived = s.buffers <= 2 ? R(s.pending) : field(s.pending, 0);
       if (!arrived.isConst) arrived = R(L_.reg(arrived));
-      when(arrived, [&] {
-        if (s.buffers > 1) bump(s.slot, s.buffers);
-        waitCopy(s, arrived);
-      });
+      if (s.parts > 1) {
+        // The body waits for the parts (expectArrivals); a step that keeps its
+        // block signals their count itself, so those waits pass at once.
+        when(arrived, [&] { bump(s.slot, s.buffers); });
+        when(L_.scalarOp(llo::ScalarBin::Eq, arrived, ScalarVal{true, 0, {}}), [&] {
+          L_.emit(Opcode::SyncSignal,
+                  {I(s.flag), I(int64_t(s.variants.at(0).descWords.size()))});
+        });
+      } else {
+        when(arrived, [&] {
+          if (s.buffers > 1) bump(s.slot, s.buffers);
+          waitCopy(s, arrived);
+        });
+      }
       if (s.buffers <= 2)
         L_.emit(Opcode::SLi, {s.pending, I(0)});
       else
@@ -769,7 +784,9 @@ class Pipeline {
       if (drainFirst) drained_ = true;
     }
     L_.setGrid(ids, k_.grid);
+    expectArrivals();
     L_.lowerOps(k_.body->body, k_.name);
+    L_.awaitArrivals();
     L_.setDebug(L_.debugFor(k_.loc, k_.name));
     if (smemState_) next = advance(ids);  // nothing of the pipeline lives across the body
     for (Stream& s : streams_) {
@@ -808,6 +825,20 @@ class Pipeline {
     if (o_.standalone) L_.emit(Opcode::Halt, {});
   }
 
+  // The input blocks that arrive in parts, for the body to wait for.
+  void expectArrivals() {
+    for (const Stream& s : streams_) {
+      if (s.parts <= 1) continue;
+      const CopyPlan& plan = s.variants.at(0).plan;
+      Lowerer::Arrival a;
+      a.flag = s.flag;
+      a.region = L_.place(s.bodyArg).region;
+      a.rowEnd = plan.partRowEnd;
+      a.descriptors = plan.partDescriptors;
+      L_.expectArrival(s.bodyArg, std::move(a));
+    }
+  }
+
   // An output write-back of block `idx` from the current buffer, after waiting
   // for the write-back n - 1 before it (the oldest in the FIFO).
   ScalarVal startCopyAfterWait(Stream& s, const std::vector<ScalarVal>& idx) {
@@ -838,6 +869,7 @@ uint64_t blockFingerprint(const MBlock& b) {
     mix(uint64_t(mi.pairHi.kind) << 8 | uint64_t(mi.pairHi.value));
     mix(uint64_t(mi.mem.space) << 32 | uint64_t(uint32_t(mi.mem.region)));
     mix(uint64_t(mi.mem.write) << 40 | uint64_t(mi.mem.row) << 8 | uint64_t(mi.mem.rows));
+    mix(uint64_t(uint32_t(mi.waitRegion)));
   }
   return h;
 }

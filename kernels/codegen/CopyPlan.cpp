@@ -164,8 +164,40 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
   return plan;
 }
 
+int64_t arrivalParts(const llo::Type& hbm, const std::vector<int64_t>& block, int buffers,
+                     int queueDepth) {
+  if (block.size() != 2 || hbm.shape.size() != 2 || buffers != 2) return 1;
+  for (size_t d = 0; d < 2; ++d)
+    if (hbm.shape[d] % block[d] != 0) return 1;
+  const int64_t bytes = block[0] * block[1] * isa::dtypeBytes(hbm.dtype);
+  int64_t parts = std::min<int64_t>({kMaxArrivalParts, queueDepth / 2, block[0] / 8,
+                                     bytes / kMinArrivalPartBytes});
+  return std::max<int64_t>(parts, 1);
+}
+
 CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
-                       std::vector<int64_t> window) {
+                       std::vector<int64_t> window, int64_t parts) {
+  if (parts > 1) {
+    // Row ranges of whole (8-row) tiles, each its own descriptors, in order.
+    if (toHbm || window.size() != 2 || window != block.shape)
+      throw CodegenError("internal: only whole 2-D input blocks are copied in parts");
+    const int64_t rows = window[0], step = (rows / parts + 7) / 8 * 8;
+    const int64_t hbmRow = elementStrides(hbm)[0];
+    CopyPlan all;
+    for (int64_t r0 = 0; r0 < rows; r0 += step) {
+      const int64_t r1 = std::min(rows, r0 + step);
+      CopyPlan p = planBlockCopy(hbm, block, false, {r1 - r0, window[1]});
+      for (size_t i = 0; i < p.descriptors.size(); ++i) {
+        all.descriptors.push_back(p.descriptors[i]);
+        all.srcOffset.push_back(p.srcOffset[i] + r0 * hbmRow);
+        all.dstOffset.push_back(p.dstOffset[i] + r0 * isa::kVmemRowBytes);
+      }
+      all.bytes += p.bytes;
+      all.partRowEnd.push_back(r1);
+      all.partDescriptors.push_back(int64_t(p.descriptors.size()));
+    }
+    return all;
+  }
   auto plan = [&](const std::vector<int64_t>& w) {
     return toHbm ? planCopy(block, hbm, w) : planCopy(hbm, block, w);
   };

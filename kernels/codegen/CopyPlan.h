@@ -24,6 +24,10 @@ struct CopyPlan {
   std::vector<isa::DmaDescriptor> descriptors;
   std::vector<int64_t> srcOffset, dstOffset;
   int64_t bytes = 0;  // bytes the copy moves on the HBM (dense) side; VMEM/SMEM bytes for others
+  // A block copy in parts (planBlockCopy with parts > 1): part c is
+  // partDescriptors[c] consecutive descriptors and holds the block's rows
+  // [partRowEnd[c - 1], partRowEnd[c]) (first dimension). Empty: one part.
+  std::vector<int64_t> partRowEnd, partDescriptors;
 };
 
 // `sizes` is the window (one size per dim of both refs, same rank). VMEM
@@ -37,7 +41,20 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
 // into its whole tiles and a tail. Shared by the grid pipeline and the
 // cross-kernel prefetch planner (Prefetch.h), so both issue the same copies.
 CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
-                       std::vector<int64_t> window);
+                       std::vector<int64_t> window, int64_t parts = 1);
+
+// How many parts (row ranges, in order on one DMA queue) the copy of an input
+// block is split into, so that the kernel body can start on the first rows
+// while the rest is in flight (chunked arrival, Lowerer::Arrival): large
+// 2-D double-buffered blocks whose edge blocks are all full (one copy
+// variant), at most half the queue's depth per block (the next block's parts
+// are issued while the current one's may still be queued), parts of at least
+// kMinArrivalPartBytes. 1: one part. Shared by the grid pipeline and the
+// cross-kernel prefetch planner, which must split alike.
+constexpr int64_t kMaxArrivalParts = 4;
+constexpr int64_t kMinArrivalPartBytes = int64_t(512) << 10;
+int64_t arrivalParts(const llo::Type& hbm, const std::vector<int64_t>& block, int buffers,
+                     int queueDepth);
 
 // Byte offset of a window's first element from the ref's first element, for
 // constant indices (HBM, SMEM) or per unit of each index (strides, in bytes).
