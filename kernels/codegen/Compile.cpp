@@ -180,7 +180,7 @@ class Pipeline {
       s.blockType = llo::Type::ref(llo::MemSpace::Vmem, a.dtype, m.blockShape);
       s.blockRows = llo::tiledLayout(m.blockShape).totalRows();
       if (!output)
-        s.parts = arrivalParts(s.hbmType, m.blockShape, m.buffers, t_.dmaQueueDepth);
+        s.parts = arrivalParts(k_, m, s.hbmType, t_.dmaQueueDepth);
       const PrefetchedStream* pre = output ? nullptr : prefetchedStream(int(index));
       if (pre) {  // placed first (placePrefetched)
         s.bufRow = pre->bufRow;
@@ -248,6 +248,7 @@ class Pipeline {
   bool smemState_ = false;
   bool drainAtStart_ = false;
   bool drained_ = false;  // the waits for drainBefore are emitted
+  bool inLoop_ = false;   // emitting the grid loop (queueOf)
   DrainAt drainedAt_ = DrainAt::None;
   std::vector<PendingWriteBack> pending_;
   int stateRegion_ = -1;
@@ -343,8 +344,18 @@ class Pipeline {
   // starts the next kernel's first blocks takes the queue with the fewest of
   // their bytes: descriptors of one queue complete in order, so a last
   // write-back behind a 2 MiB weight block would wait for all of it.
+  //
+  // In the grid loop, an input whose blocks arrive whole goes behind the
+  // parts of a stream whose blocks arrive in parts (chunked arrival): it is
+  // waited for whole before its next copy starts, so the queue does not
+  // matter for its flag, and behind the parts its next block does not take
+  // HBM from the parts the body waits for (a step after a large LHS block
+  // changed), as when the step waited for the whole block first.
   int64_t queueOf(const Stream& s) const {
     const int64_t own = s.flag % t_.dmaQueues;
+    if (!s.output && inLoop_ && s.parts <= 1)
+      for (const Stream& p : streams_)
+        if (p.parts > 1) return p.flag % t_.dmaQueues;
     if (!s.output || o_.prefetchNext.empty()) return own;
     std::vector<uint64_t> bytes(size_t(t_.dmaQueues), 0);
     for (const PrefetchCopy& c : o_.prefetchNext.copies)
@@ -679,6 +690,7 @@ class Pipeline {
     }
     MOperand count = reg();
     L_.emit(Opcode::SLi, {count, I(steps)});
+    inLoop_ = true;
     int loopStart = L_.newBlock("step");
     std::vector<ScalarVal> ids;
     for (const MOperand& r : g) ids.push_back(R(r, true));  // grid indices count from 0
@@ -763,7 +775,12 @@ class Pipeline {
     } else {
       for (Stream& s : streams_) arrive(s);
       for (Stream& s : streams_) bindBlock(s);
-      for (Stream& s : streams_) prefetch(s);
+      // Blocks that arrive whole first: on a shared queue (queueOf) they then
+      // go ahead of the next parts.
+      for (Stream& s : streams_)
+        if (s.parts <= 1) prefetch(s);
+      for (Stream& s : streams_)
+        if (s.parts > 1) prefetch(s);
     }
     // The next kernel's first blocks, once this kernel's last input block has
     // arrived (none is started after this point).

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/codegen/RegAlloc.h"
+#include "kernels/llo/Interpreter.h"
 
 namespace tpusim::kernels::codegen {
 
@@ -164,15 +165,35 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
   return plan;
 }
 
-int64_t arrivalParts(const llo::Type& hbm, const std::vector<int64_t>& block, int buffers,
+int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo::Type& hbm,
                      int queueDepth) {
-  if (block.size() != 2 || hbm.shape.size() != 2 || buffers != 2) return 1;
+  const std::vector<int64_t>& block = m.blockShape;
+  if (block.size() != 2 || hbm.shape.size() != 2 || m.buffers != 2 || k.numScalarPrefetch > 0)
+    return 1;
   for (size_t d = 0; d < 2; ++d)
     if (hbm.shape[d] % block[d] != 0) return 1;
   const int64_t bytes = block[0] * block[1] * isa::dtypeBytes(hbm.dtype);
-  int64_t parts = std::min<int64_t>({kMaxArrivalParts, queueDepth / 2, block[0] / 8,
-                                     bytes / kMinArrivalPartBytes});
-  return std::max<int64_t>(parts, 1);
+  const int64_t parts = std::min<int64_t>(
+      {kMaxArrivalParts, queueDepth / 2, block[0] / 8, bytes / kMinArrivalPartBytes});
+  const int64_t steps = k.gridPoints();
+  constexpr int64_t kMaxStepsWalked = int64_t(1) << 16;
+  if (parts <= 1 || steps < 2 || steps > kMaxStepsWalked) return 1;
+  // Whether some step keeps the block of the step before.
+  llo::Interpreter interp;
+  std::vector<int64_t> ids(k.grid.size(), 0);
+  std::vector<int32_t> prev;
+  for (int64_t step = 0; step < steps; ++step) {
+    std::vector<llo::Arg> args;
+    for (int64_t id : ids) args.push_back(llo::Arg::ofScalar(int32_t(id)));
+    std::vector<int32_t> idx = interp.run(*m.indexMap, args, llo::GridContext{k.grid, ids});
+    if (step > 0 && idx == prev) return parts;
+    prev = std::move(idx);
+    for (size_t d = ids.size(); d-- > 0;) {
+      if (++ids[d] < k.grid[d]) break;
+      ids[d] = 0;
+    }
+  }
+  return 1;
 }
 
 CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,

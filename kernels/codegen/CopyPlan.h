@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "isa/DmaDescriptor.h"
+#include "kernels/llo/Ir.h"
 #include "kernels/llo/Types.h"
 
 namespace tpusim::kernels::codegen {
@@ -43,17 +44,23 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
 CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
                        std::vector<int64_t> window, int64_t parts = 1);
 
-// How many parts (row ranges, in order on one DMA queue) the copy of an input
-// block is split into, so that the kernel body can start on the first rows
-// while the rest is in flight (chunked arrival, Lowerer::Arrival): large
-// 2-D double-buffered blocks whose edge blocks are all full (one copy
-// variant), at most half the queue's depth per block (the next block's parts
-// are issued while the current one's may still be queued), parts of at least
-// kMinArrivalPartBytes. 1: one part. Shared by the grid pipeline and the
-// cross-kernel prefetch planner, which must split alike.
+// How many parts (row ranges, in order on one DMA queue) the copies of an
+// input stream's blocks are split into, so that the kernel body can start on
+// the first rows while the rest is in flight (chunked arrival,
+// Lowerer::Arrival). Only blocks that stay for several grid steps (an LHS
+// block kept across a row of N blocks) arrive in such bursts: a block that
+// changes every step is started a whole step ahead and is usually in when
+// the step starts, and were it split, the next blocks (started before the
+// body) would take HBM from the parts still in flight. Also: 2-D
+// double-buffered blocks whose edge blocks are all full (one copy variant),
+// at most half the queue's depth per block (the next block's parts are issued
+// while the current one's may still be queued), parts of at least
+// kMinArrivalPartBytes, index maps that do not read SMEM. 1: one part. Shared
+// by the grid pipeline and the cross-kernel prefetch planner, which must
+// split alike.
 constexpr int64_t kMaxArrivalParts = 4;
 constexpr int64_t kMinArrivalPartBytes = int64_t(512) << 10;
-int64_t arrivalParts(const llo::Type& hbm, const std::vector<int64_t>& block, int buffers,
+int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo::Type& hbm,
                      int queueDepth);
 
 // Byte offset of a window's first element from the ref's first element, for
