@@ -179,8 +179,7 @@ class Pipeline {
       s.hbmType = a.hbmType();
       s.blockType = llo::Type::ref(llo::MemSpace::Vmem, a.dtype, m.blockShape);
       s.blockRows = llo::tiledLayout(m.blockShape).totalRows();
-      if (!output)
-        s.parts = arrivalParts(k_, m, s.hbmType, t_.dmaQueueDepth);
+      if (!output) s.parts = arrivalParts(k_, m, s.hbmType, t_.dmaQueueDepth);
       const PrefetchedStream* pre = output ? nullptr : prefetchedStream(int(index));
       if (pre) {  // placed first (placePrefetched)
         s.bufRow = pre->bufRow;
@@ -710,8 +709,7 @@ class Pipeline {
         // block signals their count itself, so those waits pass at once.
         when(arrived, [&] { bump(s.slot, s.buffers); });
         when(L_.scalarOp(llo::ScalarBin::Eq, arrived, ScalarVal{true, 0, {}}), [&] {
-          L_.emit(Opcode::SyncSignal,
-                  {I(s.flag), I(int64_t(s.variants.at(0).descWords.size()))});
+          L_.emit(Opcode::SyncSignal, {I(s.flag), I(int64_t(s.variants.at(0).descWords.size()))});
         });
       } else {
         when(arrived, [&] {

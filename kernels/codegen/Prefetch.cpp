@@ -69,8 +69,8 @@ PrefetchPlan planPrefetch(const llo::Kernel& next, const TargetInfo& t,
       }
       ++bit;
     }
-    CopyPlan cp = planBlockCopy(hbm, block, false, window,
-                                arrivalParts(next, map, hbm, t.dmaQueueDepth));
+    CopyPlan cp =
+        planBlockCopy(hbm, block, false, window, arrivalParts(next, map, hbm, t.dmaQueueDepth));
     std::vector<int64_t> strides = elementStrides(hbm);
     int64_t src = base;
     for (size_t d = 0; d < idx.size(); ++d) src += idx[d] * map.blockShape[d] * strides[d];
