@@ -61,6 +61,9 @@ struct Stream {
   // Loop-carried registers.
   std::vector<MOperand> idx;  // block index held in the current slot
   int buffers = 2;
+  // Its block copies come in parts that the body waits for one by one
+  // (CopyPlan::partRowEnd, Lowerer::Arrival); 1: the step waits for the block.
+  int64_t parts = 1;
   MOperand slot;     // buffer of the current block
   MOperand issue;    // inputs with > 2 buffers: buffer of the last copy started
   MOperand pending;  // copies in flight, see gridLoop
@@ -178,7 +181,10 @@ class Pipeline {
       s.hbmType = a.hbmType();
       s.blockType = llo::Type::ref(llo::MemSpace::Vmem, a.dtype, m.blockShape);
       s.blockRows = llo::tiledLayout(m.blockShape).totalRows();
+      // A paired s8 weight block (PairPack.h) arrives whole; the prefetch planner
+      // decides alike (Prefetch.cpp).
       if (!output) s.pairRows = pairedRows(k_, int(index), t_);
+      if (!output && !s.pairRows) s.parts = arrivalParts(k_, m, s.hbmType, t_.dmaQueueDepth);
       const PrefetchedStream* pre = output ? nullptr : prefetchedStream(int(index));
       if (pre) {  // placed first (placePrefetched)
         s.bufRow = pre->bufRow;
@@ -246,6 +252,7 @@ class Pipeline {
   bool smemState_ = false;
   bool drainAtStart_ = false;
   bool drained_ = false;  // the waits for drainBefore are emitted
+  bool inLoop_ = false;   // emitting the grid loop (queueOf)
   DrainAt drainedAt_ = DrainAt::None;
   std::vector<PendingWriteBack> pending_;
   int stateRegion_ = -1;
@@ -341,8 +348,18 @@ class Pipeline {
   // starts the next kernel's first blocks takes the queue with the fewest of
   // their bytes: descriptors of one queue complete in order, so a last
   // write-back behind a 2 MiB weight block would wait for all of it.
+  //
+  // In the grid loop, an input whose blocks arrive whole goes behind the
+  // parts of a stream whose blocks arrive in parts (chunked arrival): it is
+  // waited for whole before its next copy starts, so the queue does not
+  // matter for its flag, and behind the parts its next block does not take
+  // HBM from the parts the body waits for (a step after a large LHS block
+  // changed), as when the step waited for the whole block first.
   int64_t queueOf(const Stream& s) const {
     const int64_t own = s.flag % t_.dmaQueues;
+    if (!s.output && inLoop_ && s.parts <= 1)
+      for (const Stream& p : streams_)
+        if (p.parts > 1) return p.flag % t_.dmaQueues;
     if (!s.output || o_.prefetchNext.empty()) return own;
     std::vector<uint64_t> bytes(size_t(t_.dmaQueues), 0);
     for (const PrefetchCopy& c : o_.prefetchNext.copies)
@@ -464,7 +481,7 @@ class Pipeline {
 
   // The copy of a window at the block's origin between HBM and the block buffer.
   static CopyPlan planWindow(const Stream& s, std::vector<int64_t> window) {
-    return planBlockCopy(s.hbmType, s.blockType, s.output, std::move(window), s.pairRows);
+    return planBlockCopy(s.hbmType, s.blockType, s.output, std::move(window), s.pairRows, s.parts);
   }
 
   // Which copy variant block `idx` needs: bit j set when it is the last block
@@ -677,6 +694,7 @@ class Pipeline {
     }
     MOperand count = reg();
     L_.emit(Opcode::SLi, {count, I(steps)});
+    inLoop_ = true;
     int loopStart = L_.newBlock("step");
     std::vector<ScalarVal> ids;
     for (const MOperand& r : g) ids.push_back(R(r, true));  // grid indices count from 0
@@ -691,10 +709,19 @@ class Pipeline {
       if (s.output) return;
       ScalarVal arrived = s.buffers <= 2 ? R(s.pending) : field(s.pending, 0);
       if (!arrived.isConst) arrived = R(L_.reg(arrived));
-      when(arrived, [&] {
-        if (s.buffers > 1) bump(s.slot, s.buffers);
-        waitCopy(s, arrived);
-      });
+      if (s.parts > 1) {
+        // The body waits for the parts (expectArrivals); a step that keeps its
+        // block signals their count itself, so those waits pass at once.
+        when(arrived, [&] { bump(s.slot, s.buffers); });
+        when(L_.scalarOp(llo::ScalarBin::Eq, arrived, ScalarVal{true, 0, {}}), [&] {
+          L_.emit(Opcode::SyncSignal, {I(s.flag), I(int64_t(s.variants.at(0).descWords.size()))});
+        });
+      } else {
+        when(arrived, [&] {
+          if (s.buffers > 1) bump(s.slot, s.buffers);
+          waitCopy(s, arrived);
+        });
+      }
       if (s.buffers <= 2)
         L_.emit(Opcode::SLi, {s.pending, I(0)});
       else
@@ -752,7 +779,12 @@ class Pipeline {
     } else {
       for (Stream& s : streams_) arrive(s);
       for (Stream& s : streams_) bindBlock(s);
-      for (Stream& s : streams_) prefetch(s);
+      // Blocks that arrive whole first: on a shared queue (queueOf) they then
+      // go ahead of the next parts.
+      for (Stream& s : streams_)
+        if (s.parts <= 1) prefetch(s);
+      for (Stream& s : streams_)
+        if (s.parts > 1) prefetch(s);
     }
     // The next kernel's first blocks, once this kernel's last input block has
     // arrived (none is started after this point).
@@ -773,7 +805,9 @@ class Pipeline {
       if (drainFirst) drained_ = true;
     }
     L_.setGrid(ids, k_.grid);
+    expectArrivals();
     L_.lowerOps(k_.body->body, k_.name);
+    L_.awaitArrivals();
     L_.setDebug(L_.debugFor(k_.loc, k_.name));
     if (smemState_) next = advance(ids);  // nothing of the pipeline lives across the body
     for (Stream& s : streams_) {
@@ -812,6 +846,20 @@ class Pipeline {
     if (o_.standalone) L_.emit(Opcode::Halt, {});
   }
 
+  // The input blocks that arrive in parts, for the body to wait for.
+  void expectArrivals() {
+    for (const Stream& s : streams_) {
+      if (s.parts <= 1) continue;
+      const CopyPlan& plan = s.variants.at(0).plan;
+      Lowerer::Arrival a;
+      a.flag = s.flag;
+      a.region = L_.place(s.bodyArg).region;
+      a.rowEnd = plan.partRowEnd;
+      a.descriptors = plan.partDescriptors;
+      L_.expectArrival(s.bodyArg, std::move(a));
+    }
+  }
+
   // An output write-back of block `idx` from the current buffer, after waiting
   // for the write-back n - 1 before it (the oldest in the FIFO).
   ScalarVal startCopyAfterWait(Stream& s, const std::vector<ScalarVal>& idx) {
@@ -842,6 +890,7 @@ uint64_t blockFingerprint(const MBlock& b) {
     mix(uint64_t(mi.pairHi.kind) << 8 | uint64_t(mi.pairHi.value));
     mix(uint64_t(mi.mem.space) << 32 | uint64_t(uint32_t(mi.mem.region)));
     mix(uint64_t(mi.mem.write) << 40 | uint64_t(mi.mem.row) << 8 | uint64_t(mi.mem.rows));
+    mix(uint64_t(uint32_t(mi.waitRegion)));
   }
   return h;
 }

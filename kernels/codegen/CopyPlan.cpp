@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/codegen/RegAlloc.h"
+#include "kernels/llo/Interpreter.h"
 
 namespace tpusim::kernels::codegen {
 
@@ -221,12 +222,64 @@ CopyPlan planPairedCopy(const llo::Type& hbm, const llo::Type& block,
 
 }  // namespace
 
+int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo::Type& hbm,
+                     int queueDepth) {
+  const std::vector<int64_t>& block = m.blockShape;
+  if (block.size() != 2 || hbm.shape.size() != 2 || m.buffers != 2 || k.numScalarPrefetch > 0)
+    return 1;
+  for (size_t d = 0; d < 2; ++d)
+    if (hbm.shape[d] % block[d] != 0) return 1;
+  const int64_t bytes = block[0] * block[1] * isa::dtypeBytes(hbm.dtype);
+  const int64_t parts = std::min<int64_t>(
+      {kMaxArrivalParts, queueDepth / 2, block[0] / 8, bytes / kMinArrivalPartBytes});
+  const int64_t steps = k.gridPoints();
+  constexpr int64_t kMaxStepsWalked = int64_t(1) << 16;
+  if (parts <= 1 || steps < 2 || steps > kMaxStepsWalked) return 1;
+  // Whether some step keeps the block of the step before.
+  llo::Interpreter interp;
+  std::vector<int64_t> ids(k.grid.size(), 0);
+  std::vector<int32_t> prev;
+  for (int64_t step = 0; step < steps; ++step) {
+    std::vector<llo::Arg> args;
+    for (int64_t id : ids) args.push_back(llo::Arg::ofScalar(int32_t(id)));
+    std::vector<int32_t> idx = interp.run(*m.indexMap, args, llo::GridContext{k.grid, ids});
+    if (step > 0 && idx == prev) return parts;
+    prev = std::move(idx);
+    for (size_t d = ids.size(); d-- > 0;) {
+      if (++ids[d] < k.grid[d]) break;
+      ids[d] = 0;
+    }
+  }
+  return 1;
+}
+
 CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
-                       std::vector<int64_t> window, int64_t pairRows) {
+                       std::vector<int64_t> window, int64_t pairRows, int64_t parts) {
   if (pairRows > 0) {
-    if (toHbm || hbm.dtype != llo::DType::S8 || window.size() != 2)
-      throw CodegenError("internal: a paired block copy is an s8 rank-2 input");
+    if (toHbm || hbm.dtype != llo::DType::S8 || window.size() != 2 || parts > 1)
+      throw CodegenError("internal: a paired block copy is an s8 rank-2 input in one part");
     return planPairedCopy(hbm, block, window, pairRows);
+  }
+  if (parts > 1) {
+    // Row ranges of whole (8-row) tiles, each its own descriptors, in order.
+    if (toHbm || window.size() != 2 || window != block.shape)
+      throw CodegenError("internal: only whole 2-D input blocks are copied in parts");
+    const int64_t rows = window[0], step = (rows / parts + 7) / 8 * 8;
+    const int64_t hbmRow = elementStrides(hbm)[0];
+    CopyPlan all;
+    for (int64_t r0 = 0; r0 < rows; r0 += step) {
+      const int64_t r1 = std::min(rows, r0 + step);
+      CopyPlan p = planBlockCopy(hbm, block, false, {r1 - r0, window[1]});
+      for (size_t i = 0; i < p.descriptors.size(); ++i) {
+        all.descriptors.push_back(p.descriptors[i]);
+        all.srcOffset.push_back(p.srcOffset[i] + r0 * hbmRow);
+        all.dstOffset.push_back(p.dstOffset[i] + r0 * isa::kVmemRowBytes);
+      }
+      all.bytes += p.bytes;
+      all.partRowEnd.push_back(r1);
+      all.partDescriptors.push_back(int64_t(p.descriptors.size()));
+    }
+    return all;
   }
   auto plan = [&](const std::vector<int64_t>& w) {
     return toHbm ? planCopy(block, hbm, w) : planCopy(hbm, block, w);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "isa/DmaDescriptor.h"
+#include "kernels/llo/Ir.h"
 #include "kernels/llo/Types.h"
 
 namespace tpusim::kernels::codegen {
@@ -24,6 +25,10 @@ struct CopyPlan {
   std::vector<isa::DmaDescriptor> descriptors;
   std::vector<int64_t> srcOffset, dstOffset;
   int64_t bytes = 0;  // bytes the copy moves on the HBM (dense) side; VMEM/SMEM bytes for others
+  // A block copy in parts (planBlockCopy with parts > 1): part c is
+  // partDescriptors[c] consecutive descriptors and holds the block's rows
+  // [partRowEnd[c - 1], partRowEnd[c]) (first dimension). Empty: one part.
+  std::vector<int64_t> partRowEnd, partDescriptors;
 };
 
 // `sizes` is the window (one size per dim of both refs, same rank). VMEM
@@ -40,7 +45,26 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
 // of the window go into one word at block row c * 2S + r (the DMA's pair
 // mode); rows of a last, partial chunk without a partner keep a zero high byte.
 CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
-                       std::vector<int64_t> window, int64_t pairRows = 0);
+                       std::vector<int64_t> window, int64_t pairRows = 0, int64_t parts = 1);
+
+// How many parts (row ranges, in order on one DMA queue) the copies of an
+// input stream's blocks are split into, so that the kernel body can start on
+// the first rows while the rest is in flight (chunked arrival,
+// Lowerer::Arrival). Only blocks that stay for several grid steps (an LHS
+// block kept across a row of N blocks) arrive in such bursts: a block that
+// changes every step is started a whole step ahead and is usually in when
+// the step starts, and were it split, the next blocks (started before the
+// body) would take HBM from the parts still in flight. Also: 2-D
+// double-buffered blocks whose edge blocks are all full (one copy variant),
+// at most half the queue's depth per block (the next block's parts are issued
+// while the current one's may still be queued), parts of at least
+// kMinArrivalPartBytes, index maps that do not read SMEM. 1: one part. Shared
+// by the grid pipeline and the cross-kernel prefetch planner, which must
+// split alike.
+constexpr int64_t kMaxArrivalParts = 4;
+constexpr int64_t kMinArrivalPartBytes = int64_t(512) << 10;
+int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo::Type& hbm,
+                     int queueDepth);
 
 // Byte offset of a window's first element from the ref's first element, for
 // constant indices (HBM, SMEM) or per unit of each index (strides, in bytes).

@@ -38,6 +38,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "kernels/codegen/Lowering.h"
@@ -99,6 +100,20 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         row->def->ints.at(0) % (2 * t_.mxuSize))
       fail("internal: a paired weight block read from a row that is not a chunk's first");
   }
+  // Input blocks that arrive in parts (Lowerer::Arrival): the first read of
+  // each part waits for it, so the MXUs start on the first rows of the LHS and
+  // the first K rows of the weights while the rest is still in flight.
+  auto firstRow = [&](const llo::ViewRange& v) -> int64_t {
+    if (v.ref->type.shape.size() != 2 || v.indices.empty()) return -1;
+    ScalarVal r = scalar(v.indices[0]);
+    return r.isConst ? r.c : -1;
+  };
+  constexpr int64_t kAll = std::numeric_limits<int64_t>::max();
+  const int64_t lhsRow0 = firstRow(views[1]), rhsRow0 = transRhs ? -1 : firstRow(views[2]);
+  auto awaitOperand = [&](const llo::ViewRange& v, int64_t row0, int64_t rows) {
+    awaitRows(v.ref, row0 < 0 ? kAll : row0 + rows);
+  };
+  awaitRows(views[0].ref, kAll);  // a destination that is read (accumulating)
   ScalarVal dst0 = origin(views[0]), lhs0 = origin(views[1]), rhs0 = origin(views[2]);
   int64_t dstRows = llo::tiledLayout(dstP.type.shape).paddedRows;
   int64_t lhsRows = llo::tiledLayout(lhsP.type.shape).paddedRows;
@@ -323,6 +338,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   };
   auto wpushOne = [&](const Item& it, int mxu, int64_t kc, int64_t p) {
     std::vector<MOperand> row;
+    awaitOperand(views[2], rhsRow0, std::min(K, (kc + 1) * D));
     if (!transRhs) {
       // Weight rows D*kc + q*S + 8p of column tile j (part q); rows >= K stay
       // zero (not loaded, or not pushed). Lanes past N only reach unstored columns.
@@ -369,6 +385,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     std::vector<MOperand>& row = halves == 2 ? recentLhs[{rt, kc}] : own;
     if (row.empty()) {
       int64_t valid = std::min<int64_t>(8, M - rt * 8);
+      awaitOperand(views[1], lhsRow0, rt * 8 + valid);
       std::vector<MOperand> lo, hi;
       for (int64_t q = 0; q < (packed ? 2 : 1); ++q) {
         int64_t k0 = kc * D + q * S;

@@ -1,6 +1,8 @@
 // Lowering of scalar, tile and control-flow ops (see Lowering.h).
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "isa/support/Numerics.h"
 #include "kernels/codegen/Lowering.h"
 #include "kernels/llo/Printer.h"
@@ -677,8 +679,41 @@ void Lowerer::lowerIf(const llo::Op& op) {
   if (elseStart >= 0) fn_.blocks[thenEnd].instrs.back().ops[0] = MOperand::block(end);
 }
 
+void Lowerer::awaitRows(const llo::Value* ref, int64_t rowEnd) {
+  auto it = arrivals_.find(ref);
+  if (it == arrivals_.end()) return;
+  Arrival& a = it->second;
+  int64_t count = 0;
+  while (a.done < a.rowEnd.size() && (a.done == 0 || a.rowEnd[a.done - 1] < rowEnd))
+    count += a.descriptors[a.done++];
+  if (count > 0) {
+    MInstr mi = makeInstr(Opcode::SyncWait, {I(a.flag), I(count)});
+    mi.waitRegion = a.region;
+    emit(mi);
+  }
+  if (a.done == a.rowEnd.size()) arrivals_.erase(it);
+}
+
+void Lowerer::awaitArrivals() {
+  while (!arrivals_.empty())
+    awaitRows(arrivals_.begin()->first, std::numeric_limits<int64_t>::max());
+}
+
 void Lowerer::lowerOp(const llo::Op& op) {
   const auto& o = op.operands;
+  // Parts of input blocks still arriving: only scalar ops and the matmul
+  // (which waits per part) may run before them.
+  if (!arrivals_.empty()) switch (op.kind) {
+      case OpKind::SConst:
+      case OpKind::SBinary:
+      case OpKind::SSelect:
+      case OpKind::ProgramId:
+      case OpKind::NumPrograms:
+      case OpKind::Matmul:
+        break;
+      default:
+        awaitArrivals();
+    }
   switch (op.kind) {
     case OpKind::SConst:
       return bindScalar(op.result(), ScalarVal{true, op.ints[0], {}});

@@ -117,6 +117,25 @@ class Lowerer {
   void lowerOps(const llo::Block& b, const std::string& kernelName);
   void lowerOp(const llo::Op& op);
 
+  // Input blocks that arrive in parts (chunked arrival, CopyPlan.h): the
+  // pipeline registers the block's ref before the body instead of waiting for
+  // the whole block; the body waits for the parts it reads before their first
+  // read (awaitRows, from the matmul lowering), and for all that is left before
+  // any other op that touches memory or branches, and at its end
+  // (awaitArrivals), so every wait runs once per step whatever the body does.
+  struct Arrival {
+    int flag = 0;
+    int region = -1;                   // the block ref's memory region
+    std::vector<int64_t> rowEnd;       // part c holds rows [rowEnd[c - 1], rowEnd[c])
+    std::vector<int64_t> descriptors;  // copies of part c (each adds 1 to the flag)
+    size_t done = 0;                   // parts waited for so far
+  };
+  void expectArrival(const llo::Value* ref, Arrival a) { arrivals_[ref] = std::move(a); }
+  // Waits for the parts holding rows [0, rowEnd) of the block (its first
+  // dimension), if `ref` is one that arrives in parts.
+  void awaitRows(const llo::Value* ref, int64_t rowEnd);
+  void awaitArrivals();
+
   // VMEM row address of (lead..., row, col) in a ref; `col` a multiple of 128.
   ScalarVal vmemRow(const RefPlace& r, const std::vector<ScalarVal>& idx);
 
@@ -185,6 +204,7 @@ class Lowerer {
   // Resident matmuls (results kept in the MXU across grid steps): per
   // destination (region, row, M, N, K), each item's (MXU, first slot).
   std::map<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>> residentItems_;
+  std::map<const llo::Value*, Arrival> arrivals_;
 
   // The (K, N) of the weights mxu_latch left on the MXUs ({0, 0}: none, or
   // another matmul pushed its own since), in program order.

@@ -35,6 +35,7 @@ bool regClassOf(isa::OperandKind k, RegClass* out) {
 }
 
 bool MInstr::barrier() const {
+  if (waitRegion >= 0) return false;
   switch (op) {
     case isa::Opcode::Dma:
     case isa::Opcode::DmaRemote:

@@ -52,8 +52,13 @@ struct MInstr {
   // Set (a Vector register) only on those ops when N = 256; the register
   // allocator gives it the physical register after the vector operand's.
   MOperand pairHi;
+  // A chunk wait (Lowerer::awaitRows): a sync.wait for the first parts of an
+  // input block, which orders only the accesses of that block's memory region
+  // after it (and stays after the instructions emitted before it); -1 for
+  // every other instruction.
+  int waitRegion = -1;
   // Misc-slot ops that synchronise with DMA (sync.wait, dma, fence, halt) are
-  // barriers: nothing is moved across them.
+  // barriers: nothing is moved across them (but chunk waits, above).
   bool barrier() const;
   const isa::OpcodeInfo& info() const { return isa::opcodeInfo(op); }
   // The operand `pairHi` extends (the instruction's vector register operand), or -1.

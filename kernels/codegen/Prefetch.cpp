@@ -70,7 +70,10 @@ PrefetchPlan planPrefetch(const llo::Kernel& next, const TargetInfo& t,
       }
       ++bit;
     }
-    CopyPlan cp = planBlockCopy(hbm, block, false, window, pairedRows(next, input, t));
+    // As the grid pipeline (Compile.cpp): a paired block arrives whole.
+    const int64_t pairRows = pairedRows(next, input, t);
+    CopyPlan cp = planBlockCopy(hbm, block, false, window, pairRows,
+                                pairRows ? 1 : arrivalParts(next, map, hbm, t.dmaQueueDepth));
     std::vector<int64_t> strides = elementStrides(hbm);
     int64_t src = base;
     for (size_t d = 0; d < idx.size(); ++d) src += idx[d] * map.blockShape[d] * strides[d];

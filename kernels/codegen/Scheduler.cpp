@@ -100,6 +100,13 @@ class DagBuilder {
     std::unordered_map<int, std::vector<int>> readers;  // reg -> readers since the last write
     int lastBarrier = -1;
     std::vector<int> sinceBarrier;
+    // Chunk waits (MInstr::waitRegion): per region, the last one and the
+    // accesses since it.
+    std::set<int> waited;
+    for (const MInstr& mi : ins)
+      if (mi.waitRegion >= 0) waited.insert(mi.waitRegion);
+    std::map<int, int> regionWait;
+    std::map<int, std::vector<int>> regionAccesses;
     struct MxuState {
       int lastWPush = -1, lastMm = -1, lastLatch = -1, lastPop = -1;
       std::map<int, int> lastMmToSlot, lastPopOfSlot;
@@ -134,8 +141,23 @@ class DagBuilder {
       forEachReg(mi, [&](const MOperand& o, isa::Access acc) {
         if (acc == isa::Access::Read) readers[regKey(o)].push_back(j);
       });
-      // Barriers: everything before completes, nothing after moves above.
-      if (mi.barrier()) {
+      // A chunk wait stays after the accesses of its region emitted before it
+      // (the reads of the parts before: so it stalls no earlier than the
+      // first read of its part would) and before the later ones; other work
+      // moves across it.
+      if (mi.mem.space == MemAccess::Space::Vmem && waited.count(mi.mem.region)) {
+        auto w = regionWait.find(mi.mem.region);
+        if (w != regionWait.end()) edge(w->second, j, 1);
+        regionAccesses[mi.mem.region].push_back(j);
+      }
+      if (mi.waitRegion >= 0) {
+        for (int i : regionAccesses[mi.waitRegion]) edge(i, j, 0);
+        regionAccesses[mi.waitRegion].clear();
+        if (lastBarrier >= 0) edge(lastBarrier, j, 1);
+        sinceBarrier.push_back(j);
+        regionWait[mi.waitRegion] = j;
+      } else if (mi.barrier()) {
+        // Barriers: everything before completes, nothing after moves above.
         for (int i : sinceBarrier) edge(i, j, std::max(1, resultLatency(ins[i], t_)));
         if (lastBarrier >= 0) edge(lastBarrier, j, 1);
         sinceBarrier.clear();

@@ -38,15 +38,23 @@ PallasCall matmulCall(int64_t m, int64_t n, int64_t k, llo::DType inType, Matmul
   c.name = fmt::format("matmul_{}_{}x{}x{}", isa::dtypeName(inType), m, n, k);
   c.out_shapes = {{{m, n}, accType, "out"}};
   c.grid = {cdiv(m, bm), cdiv(n, bn), kBlocks};
+  // With one K block, odd rows of x blocks walk the N blocks backwards (a
+  // serpentine order): the step that starts a new x block keeps the y block
+  // of the step before, so it moves only the x block on top of its write-back.
+  const int64_t nBlocks = cdiv(n, bn);
+  auto col = [=](const GridIndex& g) -> Scalar {
+    if (kBlocks > 1 || nBlocks == 1) return g[1];
+    return g[1] + g[0] % Scalar(2) * (Scalar(nBlocks - 1) - g[1] - g[1]);
+  };
   c.in_specs = {BlockSpec({bm, bk},
                           [](const GridIndex& g) {
                             return std::vector<Scalar>{g[0], g[2]};
                           }),
-                BlockSpec({bk, bn}, [](const GridIndex& g) {
-                  return std::vector<Scalar>{g[2], g[1]};
+                BlockSpec({bk, bn}, [=](const GridIndex& g) {
+                  return std::vector<Scalar>{g[2], col(g)};
                 })};
-  c.out_specs = {BlockSpec({bm, bn}, [](const GridIndex& g) {
-    return std::vector<Scalar>{g[0], g[1]};
+  c.out_specs = {BlockSpec({bm, bn}, [=](const GridIndex& g) {
+    return std::vector<Scalar>{g[0], col(g)};
   })};
   // One K block: the dot accumulates straight into the output block (no
   // scratch accumulator to copy out).

@@ -330,6 +330,14 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   lhsR->dropUnitLeadAxes();
   rhsR->dropUnitLeadAxes();
   outR->dropUnitLeadAxes();
+  // One K block: odd rows of LHS blocks walk the N blocks backwards
+  // (serpentine), so the step that starts a new LHS block keeps its RHS block
+  // (the pipeline skips an unchanged block's copy).
+  const int64_t mBlocks = cdiv(M, bm), nBlocks = cdiv(N, bn);
+  if (kBlocks == 1 && B / bb == 1 && mBlocks > 1 && nBlocks > 1) {
+    rhsR->setSerpentine(2, 1, nBlocks);
+    outR->setSerpentine(2, 1, nBlocks);
+  }
 
   KernelPlan plan;
   plan.target = &t;

@@ -133,6 +133,11 @@ class Region {
   std::vector<int64_t> arrayShape(const Embedding& emb) const;
   // Block shape and index map of such an array (Row/Col blocks, grid ids).
   dsl::BlockSpec blockSpec(const Embedding& emb) const;
+  // Serpentine order (DotLowering): the block index along grid axis `axis`
+  // (of `extent` blocks) runs backwards when grid axis `parity`'s index is
+  // odd, in index maps and iotas alike.
+  void setSerpentine(int axis, int parity, int64_t extent) { serpentine_ = {axis, parity, extent}; }
+
   // The same for a leaf use: in a shuffled region a leaf's last dim may be
   // narrower or wider than the space's (a slice's operand, a concatenate's).
   std::vector<int64_t> leafArrayShape(const LeafUse& u) const;
@@ -212,6 +217,13 @@ class Region {
   int64_t blockExtent(const Axis& ax) const;
   int leadAxis_ = -1;
   std::optional<dsl::Scalar> leadIndex_;  // set while tracing the lead loop
+  struct Serpentine {
+    int axis = -1, parity = -1;
+    int64_t extent = 0;
+  } serpentine_;
+  // The block index of grid axis g, given the grid's program ids.
+  static dsl::Scalar serpentineIndex(const Serpentine& sp,
+                                     const std::function<dsl::Scalar(int)>& id, int g);
   // `ref` with every leading axis fixed (the lead loop's index, or 0).
   dsl::Ref plane(const dsl::Ref& ref) const;
 };

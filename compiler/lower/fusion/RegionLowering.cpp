@@ -500,11 +500,20 @@ dsl::BlockSpec Region::blockSpec(const Embedding& emb) const {
     block.push_back(m ? axes_[a].block : 1);
     grid.push_back(m ? axes_[a].grid : -1);
   }
-  return dsl::BlockSpec(block, [grid](const dsl::GridIndex& gi) {
+  const Serpentine sp = serpentine_;
+  return dsl::BlockSpec(block, [grid, sp](const dsl::GridIndex& gi) {
+    auto id = [&](int g) { return gi[static_cast<size_t>(g)]; };
     std::vector<dsl::Scalar> idx;
-    for (int g : grid) idx.push_back(g >= 0 ? gi[static_cast<size_t>(g)] : dsl::Scalar(0));
+    for (int g : grid) idx.push_back(g >= 0 ? serpentineIndex(sp, id, g) : dsl::Scalar(0));
     return idx;
   });
+}
+
+dsl::Scalar Region::serpentineIndex(const Serpentine& sp, const std::function<dsl::Scalar(int)>& id,
+                                    int g) {
+  if (g != sp.axis) return id(g);
+  dsl::Scalar i = id(g);
+  return i + id(sp.parity) % dsl::Scalar(2) * (dsl::Scalar(sp.extent - 1) - i - i);
 }
 
 BlockUse Region::blockUse(const Embedding& emb, int hbmBytes, int buffers) const {
@@ -600,8 +609,10 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
       if (sd >= 0) {
         int a = axisOf(sd);
         const Axis& ax = axes_[static_cast<size_t>(a)];
-        dsl::Scalar base =
-            ax.grid >= 0 ? dsl::program_id(ax.grid) * dsl::Scalar(ax.block) : dsl::Scalar(0);
+        auto id = [](int gr) { return dsl::program_id(gr); };
+        dsl::Scalar base = ax.grid >= 0
+                               ? serpentineIndex(serpentine_, id, ax.grid) * dsl::Scalar(ax.block)
+                               : dsl::Scalar(0);
         if (ax.role == AxisRole::Row)
           idx = dsl::iota(blockExtent(ax), 1, 0) + dsl::splat(base, 1, 1);
         else if (ax.role == AxisRole::Col)
