@@ -115,6 +115,7 @@ int Lowerer::newBlock(const std::string& label) {
 
 void Lowerer::emit(MInstr mi) {
   mi.debug = debug_;
+  mi.overlap = overlap_;
   // A write to a register the value-numbering table names makes its entries stale.
   if (!pureRegs_.empty())
     forEachReg(mi, [&](const MOperand& r, isa::Access a) {
@@ -678,6 +679,12 @@ void Lowerer::lowerIf(const llo::Op& op) {
 }
 
 void Lowerer::lowerOp(const llo::Op& op) {
+  struct OverlapScope {
+    bool& flag;
+    bool saved;
+    ~OverlapScope() { flag = saved; }
+  } overlapScope{overlap_, overlap_};
+  overlap_ = op.overlap;
   const auto& o = op.operands;
   switch (op.kind) {
     case OpKind::SConst:

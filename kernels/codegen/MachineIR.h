@@ -52,6 +52,9 @@ struct MInstr {
   // Set (a Vector register) only on those ops when N = 256; the register
   // allocator gives it the physical register after the vector operand's.
   MOperand pairHi;
+  // Lowered from an llo::Op marked overlap: the scheduler's lookahead does
+  // not count it (it floats into the MXU work that follows).
+  bool overlap = false;
   // Misc-slot ops that synchronise with DMA (sync.wait, dma, fence, halt) are
   // barriers: nothing is moved across them.
   bool barrier() const;

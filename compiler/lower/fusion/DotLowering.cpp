@@ -374,11 +374,16 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
                     ? dsl::where(dsl::iota(abn, abk, 1) < lim, ab.second, dsl::zeros(1, 1, mxType))
                     : dsl::where(dsl::iota(abk, abn, 0) < lim, ab.second, dsl::zeros(1, 1, mxType));
   };
+  // A computed LHS (a norm's scale, SwiGLU's product) is stored by columns
+  // in the matmul's block: the MXU starts after its first K chunk's column
+  // and the rest of the VPU work overlaps the MXU.
+  const bool lhsByColumns = !readAsIs(lhs);
   auto step = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc) {
     dsl::Scalar kb = dsl::program_id(3);
     auto [a, b] = operands(refs);
     dsl::DotOptions opts;
     opts.transpose_rhs = transposed;
+    opts.lhs_by_columns = lhsByColumns;
     if (inPlace) {
       outR->store(refs[nIn], dsl::dot(a, b, opts));
     } else if (kBlocks == 1 && kTail == abk) {
