@@ -475,12 +475,11 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
   // Overlap instructions (a dot's computed LHS, MInstr::overlap) neither
   // count as the oldest nor wait for the lookahead: the matmul after them
   // starts as soon as its first K chunk's column is stored, and they fill
-  // the slots its MXU stream leaves (their height puts the first columns
-  // first).
-  // Overlap instructions become candidates at most kOverlapLookahead places
-  // ahead of the oldest unscheduled one of them (a few tiles in flight): the
-  // MXU stream keeps registers for its weights, and the candidates of a slot
-  // kind (kWindow) are not all far-ahead loads of the prologue.
+  // the slots its MXU stream leaves. They have a lookahead of their own:
+  // candidates at most kOverlapLookahead places ahead of the oldest
+  // unscheduled one of them (a few tiles in flight), so the MXU stream keeps
+  // registers for its weights and the candidates of a slot kind (kWindow) are
+  // not all far-ahead loads of the prologue.
   constexpr int kOverlapLookahead = 96;
   int oldestOverlap = 0;
   std::priority_queue<int, std::vector<int>, std::greater<int>> deferredOverlap;

@@ -78,13 +78,13 @@ bool readsRef(const ArrayNode& n, const llo::Value* ref) {
   return false;
 }
 
-// `ref[...] += dot(a, b)` accumulates on the MXU path straight into the ref;
-// `ref[...] = dot(a, b)` writes it there (the result slots are popped into
-// the ref: no zero fill, no load and add per result tile).
 // The largest LHS (in (8,128) tiles) stored by columns: its stores are
 // unrolled (a 256 x 2048 block is 512 tiles).
 constexpr int64_t kMaxColumnOrderLhsTiles = 1024;
 
+// `ref[...] += dot(a, b)` accumulates on the MXU path straight into the ref;
+// `ref[...] = dot(a, b)` writes it there (the result slots are popped into
+// the ref: no zero fill, no load and add per result tile).
 bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
   const ArrayNode& v = *value;
   const bool accumulate =
