@@ -117,6 +117,7 @@ int Lowerer::newBlock(const std::string& label) {
 
 void Lowerer::emit(MInstr mi) {
   mi.debug = debug_;
+  mi.overlap = overlap_;
   // A write to a register the value-numbering table names makes its entries stale.
   if (!pureRegs_.empty())
     forEachReg(mi, [&](const MOperand& r, isa::Access a) {
@@ -700,6 +701,12 @@ void Lowerer::awaitArrivals() {
 }
 
 void Lowerer::lowerOp(const llo::Op& op) {
+  struct OverlapScope {
+    bool& flag;
+    bool saved;
+    ~OverlapScope() { flag = saved; }
+  } overlapScope{overlap_, overlap_};
+  overlap_ = op.overlap;
   const auto& o = op.operands;
   // Parts of input blocks still arriving: only scalar ops and the matmul
   // (which waits per part) may run before them.

@@ -180,6 +180,7 @@ class Lowerer {
   std::vector<isa::DataSegment>& data_;
   int cur_ = 0;
   int debug_ = -1;
+  bool overlap_ = false;  // the op being lowered is llo::Op::overlap
   int nextRegion_ = 0;
   std::map<const llo::Value*, RefPlace> refs_;
   std::map<const llo::Value*, ScalarVal> scalars_;

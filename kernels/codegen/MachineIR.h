@@ -57,6 +57,9 @@ struct MInstr {
   // after it (and stays after the instructions emitted before it); -1 for
   // every other instruction.
   int waitRegion = -1;
+  // Lowered from an llo::Op marked overlap: the scheduler's lookahead does
+  // not count it (it floats into the MXU work that follows).
+  bool overlap = false;
   // Misc-slot ops that synchronise with DMA (sync.wait, dma, fence, halt) are
   // barriers: nothing is moved across them (but chunk waits, above).
   bool barrier() const;

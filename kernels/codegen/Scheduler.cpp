@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <queue>
 #include <set>
@@ -444,6 +445,11 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   // Priority: the critical path, then program order.
   std::vector<int> rank(n);
   for (int i = 0; i < n; ++i) rank[i] = -height[i];
+  // Overlap instructions (a dot's computed LHS) go first, in program order
+  // (column by column): the matmul's K chunks wait for them, and the MXU
+  // stream takes the slots they leave.
+  for (int i = 0; i < n; ++i)
+    if (ins[i].overlap) rank[i] = std::numeric_limits<int>::min() / 2 + i;
   // Registers as dense ids; per id the reads not yet scheduled. The halves of
   // an MXU register pair share one id of weight 2: the allocator holds both
   // registers from the pair's first definition to its last read.
@@ -547,8 +553,29 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   std::priority_queue<int, std::vector<int>, std::greater<int>> deferred;
   std::set<int> availAll;
   int oldest = 0;
+  // Overlap instructions (a dot's computed LHS, MInstr::overlap) neither
+  // count as the oldest nor wait for the lookahead: the matmul after them
+  // starts as soon as its first K chunk's column is stored, and they fill
+  // the slots its MXU stream leaves. They have a lookahead of their own:
+  // candidates at most kOverlapLookahead places ahead of the oldest
+  // unscheduled one of them (a few tiles in flight), so the MXU stream keeps
+  // registers for its weights and the candidates of a slot kind (kWindow) are
+  // not all far-ahead loads of the prologue.
+  constexpr int kOverlapLookahead = 96;
+  int oldestOverlap = 0;
+  std::priority_queue<int, std::vector<int>, std::greater<int>> deferredOverlap;
+  auto advanceOldest = [&] {
+    while (oldest < n && (s.cycle[oldest] >= 0 || ins[oldest].overlap)) ++oldest;
+    while (oldestOverlap < n && (s.cycle[oldestOverlap] >= 0 || !ins[oldestOverlap].overlap))
+      ++oldestOverlap;
+  };
+  advanceOldest();
   auto makeAvail = [&](int i) {
-    if (i > oldest + kLookahead) {
+    if (ins[i].overlap && i > oldestOverlap + kOverlapLookahead) {
+      deferredOverlap.push(i);
+      return;
+    }
+    if (i > oldest + kLookahead && !ins[i].overlap) {
       deferred.push(i);
       return;
     }
@@ -566,6 +593,13 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     while (!waiting.empty() && waiting.top().first <= cycle) {
       makeAvail(waiting.top().second);
       waiting.pop();
+    }
+    if (availAll.empty() && waiting.empty() && !deferredOverlap.empty()) {
+      int i = deferredOverlap.top();  // defensive: never stall on the window
+      deferredOverlap.pop();
+      avail[size_t(ins[i].info().slot)].insert({rank[i], i});
+      availAll.insert(i);
+      continue;
     }
     if (availAll.empty()) {
       if (waiting.empty())
@@ -591,7 +625,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         // A new value is made at most kGrowLookahead places ahead of the oldest
         // unscheduled instruction: far-ahead loads would hold registers for
         // thousands of cycles (an accumulator tile loaded long before its pop).
-        if (i > oldest + kGrowLookahead && !force) return false;
+        if (i > oldest + kGrowLookahead && !force && !mi.overlap) return false;
         if (live[size_t(c)] + grow > limit[size_t(c)]) tooMany = true;
         // Near the limit, new values come in program order only, so registers go
         // to the values the next instructions need (a pop the next round's mm
@@ -682,7 +716,12 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         if (--npred[e.to] == 0) waiting.push({earliest[e.to], e.to});
       }
     }
-    while (oldest < n && s.cycle[oldest] >= 0) ++oldest;
+    advanceOldest();
+    while (!deferredOverlap.empty() && deferredOverlap.top() <= oldestOverlap + kOverlapLookahead) {
+      int i = deferredOverlap.top();
+      deferredOverlap.pop();
+      makeAvail(i);
+    }
     while (!deferred.empty() && deferred.top() <= oldest + kLookahead) {
       int i = deferred.top();
       deferred.pop();

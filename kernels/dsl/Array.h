@@ -152,6 +152,15 @@ struct DotOptions {
   MxuResident resident = MxuResident::None;
   bool continue_in_mxu = false;
   bool latched = false;
+  // lhs_by_columns: an LHS that must be computed into VMEM first (a fused
+  // prologue, not a plain view) is stored unrolled, column tile by column
+  // tile (the order in which the MXU's K chunks read it), in the matmul's
+  // basic block: the matmul's first K chunk waits for its column only and the
+  // scheduler overlaps the rest of the VPU work with the MXU work, instead of
+  // the whole prologue (a loop) preceding the MXU. Only for
+  // `ref.store(dot(...))` / `ref += dot(...)` without a transposed LHS or
+  // resident results; the numbers are the same.
+  bool lhs_by_columns = false;
 };
 Array dot(const Array& a, const Array& b, DotOptions options = {}, Loc loc = Loc::here());
 void mxu_latch(const Array& w, Loc loc = Loc::here());

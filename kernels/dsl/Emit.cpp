@@ -383,6 +383,32 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
       rowUnrollFor(colTiles));
 }
 
+void emitStoreByColumns(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
+  locate(loc);
+  const ArrayNode& v = *value;
+  if (v.dtype != dst.ref->type.dtype)
+    fail(loc, "internal: emitStoreByColumns into a ref of another type");
+  const int64_t colTiles = (dst.cols + kLanesI - 1) / kLanesI;
+  std::vector<Value*> rowOffs;
+  for (int64_t r = 0; r < dst.rows; r += kSublanesI) rowOffs.push_back(iconst(r));
+  // A lane-broadcast tile (a per-row scale) is emitted again for every column
+  // tile: held across the columns, each row tile's would take a register for
+  // the whole store.
+  struct OverlapScope {
+    bool saved = builder().overlap();
+    OverlapScope() { builder().setOverlap(true); }
+    ~OverlapScope() { builder().setOverlap(saved); }
+  } overlap;
+  for (int64_t tj = 0; tj < colTiles; ++tj)
+    for (size_t i = 0; i < rowOffs.size(); ++i) {
+      int valid = int(std::min<int64_t>(kSublanesI, dst.rows - int64_t(i) * kSublanesI));
+      TileCseScope cse;
+      TileAt at{rowOffs[i], tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
+      Value* t = emitTile(value, at);
+      storeTile(t, dst, rowOffs[i], tj, valid, std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
+    }
+}
+
 NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc) {
   if (lhs->dtype == DType::Bf16)
     if (NodePtr w = widenedS8View(rhs)) return w;

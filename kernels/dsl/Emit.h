@@ -19,6 +19,9 @@ struct RefWindow {
 
 // Emits the tile loop that stores `value` (broadcast to the window) into `dst`.
 void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc);
+// Stores `value` into `dst` unrolled (straight-line code the scheduler can
+// interleave with what follows), column tile by column tile.
+void emitStoreByColumns(const RefWindow& dst, const NodePtr& value, const Loc& loc);
 // A View node of `value`, emitting it into a VMEM temporary when it is not one.
 NodePtr materialize(const NodePtr& value, const Loc& loc);
 // The RHS of a dot whose LHS `lhs` is materialized: int8 weights widened to

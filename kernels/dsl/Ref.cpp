@@ -78,6 +78,10 @@ bool readsRef(const ArrayNode& n, const llo::Value* ref) {
   return false;
 }
 
+// The largest LHS (in (8,128) tiles) stored by columns: its stores are
+// unrolled (a 256 x 2048 block is 512 tiles).
+constexpr int64_t kMaxColumnOrderLhsTiles = 1024;
+
 // `ref[...] += dot(a, b)` accumulates on the MXU path straight into the ref;
 // `ref[...] = dot(a, b)` writes it there (the result slots are popped into
 // the ref: no zero fill, no load and add per result tile).
@@ -102,7 +106,27 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
   // stored while other tiles are still read.
   if (!accumulate && (readsRef(*rhs.args[0], w.ref) || readsRef(*rhs.args[1], w.ref))) return false;
   locate(rhs.loc);
-  NodePtr a = materialize(rhs.args[0], loc);
+  // A computed LHS stored column tile by column tile right before its
+  // matmul (DotOptions::lhs_by_columns).
+  const NodePtr& lhsValue = rhs.args[0];
+  const bool computed = !(lhsValue->kind == ArrayNode::Kind::View && !lhsValue->laneReplicated) &&
+                        lhsValue->kind != ArrayNode::Kind::Dot;
+  const bool byColumns =
+      rhs.dot.lhs_by_columns && !resident && !rhs.dot.transpose_lhs && computed &&
+      (lhsValue->rows + 7) / 8 * ((lhsValue->cols + 127) / 128) <= kMaxColumnOrderLhsTiles;
+  NodePtr a;
+  if (byColumns) {
+    RefWindow tmp;
+    tmp.ref = allocTemp({lhsValue->rows, lhsValue->cols}, lhsValue->dtype);
+    tmp.row0 = Scalar(int64_t(0)).value();
+    tmp.col0 = tmp.row0;
+    tmp.rows = lhsValue->rows;
+    tmp.cols = lhsValue->cols;
+    emitStoreByColumns(tmp, lhsValue, loc);
+    a = viewOf(tmp.ref, tmp.rows, tmp.cols);
+  } else {
+    a = materialize(lhsValue, loc);
+  }
   NodePtr b = materializeDotRhs(a, rhs.args[1], loc);
   int64_t k = rhs.dot.transpose_lhs ? a->rows : a->cols;
   std::vector<llo::Value*> ops{w.ref};

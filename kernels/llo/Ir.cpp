@@ -91,6 +91,7 @@ Op* Builder::create(OpKind kind, std::vector<Value*> operands, std::vector<Type>
   op->ints = std::move(ints);
   op->dtype = dtype;
   op->loc = loc_;
+  op->overlap = overlap_;
   for (Type& t : resultTypes) {
     Value* v = fn_->newValue(std::move(t));
     v->def = op.get();

@@ -84,6 +84,11 @@ struct Op {
   DType dtype = DType::S32;   // VConst/VSplat/VCast: element type of the result
   std::vector<Block> regions;
   SourceLoc loc;
+  // VPU work a later MXU matmul of its block may overlap (a dot's computed
+  // LHS, DotOptions::lhs_by_columns): the scheduler does not hold the
+  // matmul back behind it (codegen/Scheduler.cpp). Not printed: the DSL sets
+  // it the same way for the same IR.
+  bool overlap = false;
 
   Value* result() const { return results.empty() ? nullptr : results[0]; }
 };
@@ -158,6 +163,9 @@ class Builder {
   void setBlock(Block* b) { block_ = b; }
   void setLoc(SourceLoc loc) { loc_ = std::move(loc); }
   const SourceLoc& loc() const { return loc_; }
+  // Ops created while set are marked Op::overlap.
+  void setOverlap(bool on) { overlap_ = on; }
+  bool overlap() const { return overlap_; }
 
   // Creates an op with the given result types (values are made here).
   Op* create(OpKind kind, std::vector<Value*> operands, std::vector<Type> resultTypes,
@@ -184,6 +192,7 @@ class Builder {
   Function* fn_;
   Block* block_;
   SourceLoc loc_;
+  bool overlap_ = false;
 };
 
 }  // namespace tpusim::kernels::llo

@@ -384,12 +384,17 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     }
     return std::make_pair(a, b);
   };
+  // A computed LHS (a norm's scale, SwiGLU's product) is stored by columns
+  // in the matmul's block: the MXU starts after its first K chunk's column
+  // and the rest of the VPU work overlaps the MXU.
+  const bool lhsByColumns = !readAsIs(lhs);
   // One batch entry's K step into its accumulator (`last`: the last K block,
   // clipped to kTail).
   auto step = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc, bool last) {
     auto [a, b] = operands(refs, last ? kTail : abk);
     dsl::DotOptions opts;
     opts.transpose_rhs = transposed;
+    opts.lhs_by_columns = lhsByColumns;
     if (inPlace)
       outR->store(refs[nIn], dsl::dot(a, b, opts));
     else if (kBlocks == 1)

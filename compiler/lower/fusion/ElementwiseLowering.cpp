@@ -1,6 +1,6 @@
 // Element-wise HLO ops as kernel-DSL array expressions. Ops the VPU has
 // (add ... rsqrt, compare, select, converts, bitwise ops, shifts) map one to
-// one; logistic = 1 / (1 + exp(-x)), expm1 / log1p with a short series near 0
+// one; logistic = 0.5 + 0.5 tanh(x / 2), expm1 / log1p with a short series near 0
 // and sign are composed here; the longer expansions (rounding, trigonometry,
 // power, remainder, atan2, erf, cbrt, integer division, popcnt, clz, u32
 // compares and converts) are in ElementwiseMath.h. u32 values live in s32
@@ -269,8 +269,12 @@ Array emitOnWords(const ComputeGraph& g, const HloInstruction& inst,
         return dsl::rsqrt(a);
       case HloOpcode::Logistic: {
         needFloat();
+        // 1 / (1 + exp(-x)) would take two EUP ops (exp, reciprocal) a
+        // vreg; 0.5 + 0.5 tanh(x / 2), the same function, takes one (XLA's
+        // LogisticExpansionType::kTanh): SwiGLU's sigmoid runs at the EUP's
+        // issue interval.
         Array x = inF32(a);
-        return back(dsl::reciprocal(1.0 + dsl::exp(-x)), at);
+        return back(0.5 + dsl::tanh(x * 0.5) * 0.5, at);
       }
       case HloOpcode::Expm1: {
         needFloat();
