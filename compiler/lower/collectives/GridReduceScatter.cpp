@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "compiler/lower/collectives/GridAllGather.h"
+#include "compiler/lower/collectives/HamiltonianRing.h"
 #include "compiler/lower/collectives/LineExchangeReduce.h"
 #include "compiler/lower/collectives/SmemTables.h"
 #include "compiler/lower/collectives/VectorCombine.h"
@@ -118,7 +119,7 @@ class Planner {
   // Byte address, in a buffer laid out as the operand (members x chunk), of
   // piece q of the block of target t along s.dim at device dev.
   uint64_t blockAddress(uint64_t base, const Stream& s, int64_t dev, int t, int q) const {
-    int64_t slot = int64_t(t) * stride_.at(s.dim);
+    int64_t slot = g_.ringOrder.empty() ? int64_t(t) * stride_.at(s.dim) : g_.ringOrder[size_t(t)];
     for (int e : s.earlier) slot += coord(dev, e) * stride_.at(e);
     return base + uint64_t(slot) * g_.chunk + s.offset + uint64_t(q) * s.pieceBytes;
   }
@@ -136,9 +137,11 @@ class Planner {
     int n = size(dim);
     c[size_t(dim)] += dir;
     if (c[size_t(dim)] < 0 || c[size_t(dim)] >= n) {
+      if (!g_.ringOrder.empty()) return uint32_t(g_.ringOrder[size_t((c[size_t(dim)] + n) % n)]);
       if (!sliceWraps(n, chip_.ici)) return kNoDevice;
       c[size_t(dim)] = (c[size_t(dim)] + n) % n;
     }
+    if (!g_.ringOrder.empty()) return uint32_t(g_.ringOrder[size_t(c[size_t(dim)])]);
     return uint32_t(deviceAt(c, g_.slice));
   }
 
@@ -173,7 +176,7 @@ class Planner {
         std::vector<int> later;
         for (int q = p + 1; q < parts; ++q) later.push_back(g_.gridDims[size_t((j + q) % parts)]);
         std::sort(later.begin(), later.end());
-        bool ring = sliceWraps(size(dim), chip_.ici);
+        bool ring = sliceWraps(size(dim), chip_.ici) || !g_.ringOrder.empty();
         uint64_t half = lo + (hi - lo) / elem / 2 * elem;
         int64_t blockChunks = 1;
         for (int e : later) blockChunks *= size(e);
@@ -280,7 +283,9 @@ bool ringsFit(const GridReduce& g, const target::ChipConfig& chip) {
 
 }  // namespace
 
-GridReduceAlgorithm chooseGridReduce(const GridReduce& g, const target::ChipConfig& chip) {
+namespace {
+
+GridReduceAlgorithm chooseGridOrExchange(const GridReduce& g, const target::ChipConfig& chip) {
   const bool rings = ringsFit(g, chip), exchange = lineExchangeReduceFits(g, chip);
   if (!exchange) return GridReduceAlgorithm::Rings;
   if (!rings) return GridReduceAlgorithm::LineExchange;
@@ -295,12 +300,47 @@ GridReduceAlgorithm chooseGridReduce(const GridReduce& g, const target::ChipConf
              : GridReduceAlgorithm::Rings;
 }
 
+// The Hamiltonian ring's plan, if it fits and its estimate beats the grid's.
+// The grid rings' own estimate charges each part's phases as if they had
+// their links alone, so it is taken at least as the busiest link's share
+// of the data (the parts share the longer dimension's end links).
+std::optional<GridReduce> hamiltonianRing(const GridReduce& g, const target::ChipConfig& chip) {
+  std::vector<int> order = hamiltonianCycle(g.slice, g.gridDims, chip.ici);
+  if (order.empty()) return std::nullopt;
+  const int n = int(order.size());
+  if (ringBusiestLinkShare(n) >= 0.97 * gridBusiestLinkShare(g.slice, g.gridDims, chip.ici))
+    return std::nullopt;
+  GridReduce r = g;
+  r.slice = {n};
+  r.gridDims = {0};
+  r.ringOrder = std::move(order);
+  if (!ringsFit(r, chip)) return std::nullopt;
+  const double bw = chip.ici.link_bytes_per_second / chip.core.clock_hz;
+  const double v = double(n) * double(g.chunk);
+  if (ringsFit(g, chip) || lineExchangeReduceFits(g, chip)) {
+    double grid = chooseGridOrExchange(g, chip) == GridReduceAlgorithm::LineExchange
+                      ? lineExchangeReduceCycles(g, chip)
+                      : Planner(g, chip).totalCycles();
+    grid = std::max(grid, gridBusiestLinkShare(g.slice, g.gridDims, chip.ici) * v / bw);
+    if (Planner(r, chip).totalCycles() >= grid) return std::nullopt;
+  }
+  return r;
+}
+
+}  // namespace
+
+GridReduceAlgorithm chooseGridReduce(const GridReduce& g, const target::ChipConfig& chip) {
+  if (hamiltonianRing(g, chip)) return GridReduceAlgorithm::HamiltonianRing;
+  return chooseGridOrExchange(g, chip);
+}
+
 bool gridReduceScatterFits(const GridReduce& g, const target::ChipConfig& chip) {
-  return ringsFit(g, chip) || lineExchangeReduceFits(g, chip);
+  return ringsFit(g, chip) || lineExchangeReduceFits(g, chip) || hamiltonianRing(g, chip);
 }
 
 double gridReduceScatterCycles(const GridReduce& g, const target::ChipConfig& chip) {
-  return chooseGridReduce(g, chip) == GridReduceAlgorithm::LineExchange
+  if (auto r = hamiltonianRing(g, chip)) return Planner(*r, chip).totalCycles();
+  return chooseGridOrExchange(g, chip) == GridReduceAlgorithm::LineExchange
              ? lineExchangeReduceCycles(g, chip)
              : Planner(g, chip).totalCycles();
 }
@@ -316,6 +356,7 @@ GridGeometry gridGeometry(const GridReduce& g) {
   geo.devices = 1;
   for (int d : g.slice) geo.devices *= d;
   for (int64_t id = 0; id < geo.devices; ++id) geo.coords.push_back(coordsOf(id, g.slice));
+  for (size_t p = 0; p < g.ringOrder.size(); ++p) geo.coords[size_t(g.ringOrder[p])] = {int(p)};
   return geo;
 }
 
@@ -344,12 +385,15 @@ isa::DmaDescriptor gridChunkDescriptor(const GridReduce& g, const std::map<int, 
   return d;
 }
 
-void emitGridReduceScatter(ControlCode& code, const GridReduce& g, const target::ChipConfig& chip,
-                           const std::vector<uint64_t>& scratch, const GridReduceFlags& flags) {
-  if (chooseGridReduce(g, chip) == GridReduceAlgorithm::LineExchange) {
-    emitLineExchangeReduce(code, g, chip, scratch, flags);
+void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
+                           const target::ChipConfig& chip, const std::vector<uint64_t>& scratch,
+                           const GridReduceFlags& flags) {
+  const std::optional<GridReduce> ring = hamiltonianRing(grid, chip);
+  if (!ring && chooseGridOrExchange(grid, chip) == GridReduceAlgorithm::LineExchange) {
+    emitLineExchangeReduce(code, grid, chip, scratch, flags);
     return;
   }
+  const GridReduce& g = ring ? *ring : grid;
   Planner plan(g, chip);
   SmemTables tables(code);
   CombineLoop combine(code, chip, g.type, g.op);
