@@ -224,8 +224,8 @@ GridGather planned(const GridGather& g, const target::ChipConfig& chip) {
   r.gridDims = {0};
   r.ringOrder = std::move(order);
   const double bw = chip.ici.link_bytes_per_second / chip.core.clock_hz;
-  const double grid = std::max(Planner(g, chip).totalCycles(),
-                               gridShare * double(n) * double(g.chunk) / bw);
+  const double grid =
+      std::max(Planner(g, chip).totalCycles(), gridShare * double(n) * double(g.chunk) / bw);
   return Planner(r, chip).totalCycles() < grid ? r : g;
 }
 
