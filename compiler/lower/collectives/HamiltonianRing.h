@@ -10,7 +10,8 @@
 // 5/16), while a ring of all n chips, half of the data each way round,
 // loads every link (n - 1) / 2n of V (2x4: 7/16) and is one hop per step
 // when one side is even. On square slices both are equal (2x2: 3/8, 4x4:
-// 15/32), so those keep the grid.
+// 15/32): there the reduce-scatter keeps the grid, the all-gather takes the
+// ring where its estimate is lower (its phases do not wait for each other).
 #pragma once
 
 #include <vector>
