@@ -218,22 +218,13 @@ namespace {
 // the grid's phases run one after the other (v5e 2x2, 16 MiB: 285,646 ->
 // 215,815 cycles; 4x4: 306,450 -> 286,504).
 GridGather planned(const GridGather& g, const target::ChipConfig& chip) {
-  std::vector<int> order = hamiltonianCycle(g.slice, g.gridDims, chip.ici);
-  if (order.empty() || !g.ringOrder.empty()) return g;
-  const int n = int(order.size());
-  const double gridShare = gridBusiestLinkShare(g.slice, g.gridDims, chip.ici);
-  if (ringBusiestLinkShare(n) > 1.0001 * gridShare) return g;
-  GridGather r = g;
-  r.slice = {n};
-  r.gridDims = {0};
-  r.ringOrder = std::move(order);
-  const double bw = chip.ici.link_bytes_per_second / chip.core.clock_hz;
-  const double grid =
-      std::max(Planner(g, chip).totalCycles(), gridShare * double(n) * double(g.chunk) / bw);
+  std::optional<RingView<GridGather>> v = hamiltonianView(g, chip);
+  if (!v || v->ringShare > 1.0001 * v->gridShare) return g;
   // Equal shares and small chunks: per-step costs the estimates leave out
   // decide (tiny8 2x2, 1-cycle hops, 2 KiB chunks: the ring 0.3% slower).
-  if (ringBusiestLinkShare(n) >= 0.97 * gridShare && g.chunk < (64 << 10)) return g;
-  return Planner(r, chip).totalCycles() < grid ? r : g;
+  if (v->ringShare >= 0.97 * v->gridShare && g.chunk < (64 << 10)) return g;
+  const double grid = std::max(Planner(g, chip).totalCycles(), v->gridLinkCycles);
+  return Planner(v->ring, chip).totalCycles() < grid ? v->ring : g;
 }
 
 }  // namespace

@@ -325,29 +325,19 @@ GridReduceAlgorithm chooseGridOrExchange(const GridReduce& g, const target::Chip
 // (v5e 2x4, 1 MiB: the rings' own estimate 33,786 cycles, this 46,652,
 // tpusim 50,339; the Hamiltonian ring 38,662 estimated, 27,746 in tpusim).
 std::optional<GridReduce> hamiltonianRing(const GridReduce& g, const target::ChipConfig& chip) {
-  std::vector<int> order = hamiltonianCycle(g.slice, g.gridDims, chip.ici);
-  if (order.empty()) return std::nullopt;
-  const int n = int(order.size());
-  const double gridShare = gridBusiestLinkShare(g.slice, g.gridDims, chip.ici);
-  if (ringBusiestLinkShare(n) >= 0.97 * gridShare) return std::nullopt;
-  GridReduce r = g;
-  r.slice = {n};
-  r.gridDims = {0};
-  r.ringOrder = std::move(order);
-  if (!ringsFit(r, chip)) return std::nullopt;
+  std::optional<RingView<GridReduce>> v = hamiltonianView(g, chip);
+  if (!v || v->ringShare >= 0.97 * v->gridShare || !ringsFit(v->ring, chip)) return std::nullopt;
   if (ringsFit(g, chip) || lineExchangeReduceFits(g, chip)) {
     double grid = 0;
     if (chooseGridOrExchange(g, chip) == GridReduceAlgorithm::LineExchange) {
       grid = lineExchangeReduceCycles(g, chip);
     } else {
       const Planner plan(g, chip);
-      const double bw = chip.ici.link_bytes_per_second / chip.core.clock_hz;
-      grid = std::max({plan.totalCycles(), plan.busiestDimensionCycles(),
-                       gridShare * double(n) * double(g.chunk) / bw});
+      grid = std::max({plan.totalCycles(), plan.busiestDimensionCycles(), v->gridLinkCycles});
     }
-    if (Planner(r, chip).totalCycles() >= 0.95 * grid) return std::nullopt;
+    if (Planner(v->ring, chip).totalCycles() >= 0.95 * grid) return std::nullopt;
   }
-  return r;
+  return v->ring;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 // ring where its estimate is lower (its phases do not wait for each other).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "isa/target/ChipConfig.h"
@@ -36,5 +37,29 @@ double gridBusiestLinkShare(const std::vector<int>& slice, const std::vector<int
 
 // The same for one bidirectional ring of n chips: (n - 1) / 2n.
 double ringBusiestLinkShare(int n);
+
+// A grid primitive's plan (GridGather or GridReduce) as that ring: slice
+// {n}, gridDims {0}, ringOrder the cycle; with both algorithms' busiest link
+// shares and the cycles the grid's share takes over one link. nullopt
+// without a cycle.
+template <typename Grid>
+struct RingView {
+  Grid ring;
+  double ringShare = 0, gridShare = 0, gridLinkCycles = 0;
+};
+template <typename Grid>
+std::optional<RingView<Grid>> hamiltonianView(const Grid& g, const target::ChipConfig& chip) {
+  std::vector<int> order = hamiltonianCycle(g.slice, g.gridDims, chip.ici);
+  if (order.empty() || !g.ringOrder.empty()) return std::nullopt;
+  const int n = int(order.size());
+  RingView<Grid> v{g, ringBusiestLinkShare(n), gridBusiestLinkShare(g.slice, g.gridDims, chip.ici),
+                   0};
+  v.gridLinkCycles = v.gridShare * double(n) * double(g.chunk) /
+                     (chip.ici.link_bytes_per_second / chip.core.clock_hz);
+  v.ring.slice = {n};
+  v.ring.gridDims = {0};
+  v.ring.ringOrder = std::move(order);
+  return v;
+}
 
 }  // namespace tpusim::lower
