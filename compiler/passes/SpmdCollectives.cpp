@@ -354,11 +354,11 @@ class Expander {
     std::optional<std::vector<int>> dims = lower::gridGatherDims(groups, slice_);
     if (!dims) return std::nullopt;
     const uint64_t share = uint64_t(lower::shapeBytes(Shape::array(type, {elements / n})));
-    lower::GridReduce g{groups, slice_, *dims, share, 0, 0, type, op};
+    lower::GridReduce g{groups, slice_, *dims, share, 0, 0, type, op, {}};
     if (!lower::gridReduceScatterFits(g, chip_)) return std::nullopt;
     double cycles = lower::gridReduceScatterCycles(g, chip_);
     if (gather) {
-      lower::GridGather gg{groups, slice_, *dims, share, 0, 0};
+      lower::GridGather gg{groups, slice_, *dims, share, 0, 0, {}};
       double oneShot = lower::oneShotGatherCycles(share, groups, slice_, chip_);
       cycles += n > 2 && lower::gridAllGatherFits(gg)
                     ? std::min(oneShot, lower::gridAllGatherCycles(gg, chip_))

@@ -256,7 +256,7 @@ SpmdLowering::Pending startAllGather(ControlCode& code, const HloInstruction& in
   // exchange.
   if (spmd.chip && n > 2) {
     if (std::optional<std::vector<int>> dims = gridGatherDims(groups, spmd.slice)) {
-      GridGather g{groups, spmd.slice, *dims, chunk, operand, result};
+      GridGather g{groups, spmd.slice, *dims, chunk, operand, result, {}};
       double oneShot = oneShotGatherCycles(chunk, groups, spmd.slice, *spmd.chip);
       const int streams = 2 * int(dims->size() * dims->size());
       if (streams <= gridStreamFlags(spmd) && gridAllGatherFits(g) &&
@@ -344,8 +344,8 @@ void lowerGridReduceScatter(ControlCode& code, const HloInstruction& inst, uint6
   if (!spmd.chip) throw CannotLower::of(inst, "needs the slice of a preset's torus");
   std::optional<std::vector<int>> dims = gridGatherDims(groups, spmd.slice);
   if (!dims) throw CannotLower::of(inst, "the groups are not sub-grids of the slice");
-  GridReduce g{groups, spmd.slice,        *dims, uint64_t(shapeBytes(inst.shape())), operand,
-               result, inst.shape().type, *op};
+  const uint64_t share = uint64_t(shapeBytes(inst.shape()));
+  GridReduce g{groups, spmd.slice, *dims, share, operand, result, inst.shape().type, *op, {}};
   if (uint64_t(shapeBytes(inst.operand(0)->shape())) != g.chunk * uint64_t(groups[0].size()))
     throw CannotLower::of(inst, fmt::format("the operand is not {} shares", groups[0].size()));
   if (!gridReduceScatterFits(g, *spmd.chip))

@@ -47,6 +47,11 @@ struct GridGather {
   std::vector<int> gridDims;  // slice dimensions the groups span (gridGatherDims)
   uint64_t chunk = 0;         // bytes per member
   uint64_t operand = 0, result = 0;
+  // Set: one ring over the members in this order (slots, a Hamiltonian cycle:
+  // HamiltonianRing.h); slice is then {members} and gridDims {0}, and a
+  // device's coordinate is its position in the ring. The functions below
+  // take it themselves where it beats the grid.
+  std::vector<int> ringOrder;
 };
 
 // The slice dimensions every group spans when each group is a whole sub-grid

@@ -61,14 +61,20 @@ struct GridReduce {
   uint64_t operand = 0, result = 0;
   hlo::PrimitiveType type = hlo::PrimitiveType::F32;
   hlo::HloOpcode op = hlo::HloOpcode::Add;
+  // Set: one ring over the members in this order (slots, a Hamiltonian cycle:
+  // HamiltonianRing.h); slice is then {members} and gridDims {0}, and a
+  // device's coordinate is its position in the ring.
+  std::vector<int> ringOrder;
 };
 
 // Is (type, op) combined by the vector code here?
 bool gridReduceSupports(hlo::PrimitiveType type, hlo::HloOpcode op);
 
-// The two algorithms of the primitive: the pipelined rings above, or the
-// direct exchange along each line for mid sizes (LineExchangeReduce.h).
-enum class GridReduceAlgorithm { Rings, LineExchange };
+// The algorithms of the primitive: the pipelined rings above, the direct
+// exchange along each line for mid sizes (LineExchangeReduce.h), or the
+// rings' code on one ring over a Hamiltonian cycle of a 2-D slice
+// (HamiltonianRing.h).
+enum class GridReduceAlgorithm { Rings, LineExchange, HamiltonianRing };
 
 // The one with the lower estimate of those that fit.
 GridReduceAlgorithm chooseGridReduce(const GridReduce& g, const target::ChipConfig& chip);

@@ -6,6 +6,7 @@
 
 #include "compiler/lower/collectives/GridAllGather.h"
 #include "compiler/lower/collectives/GridReduceScatter.h"
+#include "compiler/lower/collectives/HamiltonianRing.h"
 #include "compiler/lower/collectives/LineExchangeReduce.h"
 #include "isa/target/ChipLoader.h"
 
@@ -100,7 +101,7 @@ TEST_CASE("grid reduce-scatter: the line exchange where it wins", "[spmd]") {
   CHECK(choice({4, 4}, 16 << 20) == rings);
   CHECK(choice({2, 4}, 8 << 10) == rings);
   CHECK(choice({2, 4}, 512 << 10) == exchange);
-  CHECK(choice({2, 4}, 16 << 20) == rings);
+  CHECK(choice({2, 4}, 16 << 20) == GridReduceAlgorithm::HamiltonianRing);
   CHECK(choice({4}, 32 << 10) == rings);
   CHECK(choice({4}, 128 << 10) == exchange);
   CHECK(choice({4}, 1 << 20) == rings);
@@ -113,4 +114,47 @@ TEST_CASE("grid reduce-scatter: the line exchange where it wins", "[spmd]") {
   CHECK(cycles >= 9.0 * double(v5e.ici.latency_cycles));
   CHECK(cycles == Approx(25431).epsilon(0.05));
   CHECK(gridReduceScatterCycles(g, v5e) == cycles);
+}
+
+TEST_CASE("grid collectives: one ring over a Hamiltonian cycle of a non-square slice", "[spmd]") {
+  // Measured on v5e 2x4 (docs/performance.md, branch tpucring): the grid
+  // rings load the 4-chip lines' end links with 9/16 of V, the ring of all 8
+  // chips every link with 7/16; reduce-scatter of 1 MiB 50,339 -> 27,746
+  // cycles, 16 MiB 427,788 -> 286,619; below 1 MiB the grid keeps its fewer hops.
+  target::ChipConfig v5e = target::loadChip("v5e");
+  const target::IciConfig& ici = v5e.ici;
+  std::vector<int> order = hamiltonianCycle({2, 4}, {0, 1}, ici);
+  CHECK(order == std::vector<int>{0, 1, 2, 3, 7, 6, 5, 4});
+  CHECK(hamiltonianCycle({4, 2}, {0, 1}, ici).size() == 8);
+  CHECK(hamiltonianCycle({3, 3}, {0, 1}, ici).empty());    // both sides odd
+  CHECK(hamiltonianCycle({2, 4}, {1}, ici).empty());       // row groups: the grid's line
+  CHECK(hamiltonianCycle({16, 16}, {0, 1}, ici).empty());  // wraps: the grid's rings
+  CHECK(gridBusiestLinkShare({2, 4}, {0, 1}, ici) == Approx(9.0 / 16));
+  CHECK(ringBusiestLinkShare(8) == Approx(7.0 / 16));
+  // Square slices: both the same, so they keep the grid.
+  CHECK(gridBusiestLinkShare({2, 2}, {0, 1}, ici) == Approx(ringBusiestLinkShare(4)));
+  CHECK(gridBusiestLinkShare({4, 4}, {0, 1}, ici) == Approx(ringBusiestLinkShare(16)));
+  auto choice = [&](std::vector<int> slice, uint64_t operand) {
+    int64_t n = 1;
+    for (int d : slice) n *= d;
+    return chooseGridReduce(
+        everyDevice(slice, operand / uint64_t(n), hlo::PrimitiveType::F32, hlo::HloOpcode::Add),
+        v5e);
+  };
+  const auto ring = GridReduceAlgorithm::HamiltonianRing;
+  CHECK(choice({2, 4}, 256 << 10) != ring);
+  CHECK(choice({2, 4}, 1 << 20) == ring);
+  CHECK(choice({2, 4}, 4 << 20) == ring);
+  CHECK(choice({2, 2}, 16 << 20) == GridReduceAlgorithm::Rings);
+  CHECK(choice({4, 4}, 16 << 20) == GridReduceAlgorithm::Rings);
+  // Its estimate is the ring's: 7 one-hop steps each way, at least 7/16 of V
+  // over one link and 7 hop latencies.
+  GridReduce g = everyDevice({2, 4}, 2 << 20, hlo::PrimitiveType::F32, hlo::HloOpcode::Add);
+  const double link = 16.0 * (1 << 20) / (ici.link_bytes_per_second / v5e.core.clock_hz);
+  CHECK(gridReduceScatterCycles(g, v5e) >= 7.0 / 16 * link + 7.0 * double(ici.latency_cycles));
+  CHECK(gridReduceScatterCycles(g, v5e) <= 0.6 * link);
+  // The all-gather takes it too where it wins, and its estimate then beats
+  // the 9/16 of V the grid's busiest link carries.
+  GridGather ag{g.groups, g.slice, g.gridDims, 2 << 20, 0, 16 << 20, {}};
+  CHECK(gridAllGatherCycles(ag, v5e) < 9.0 / 16 * link);
 }
