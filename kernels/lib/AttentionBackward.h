@@ -14,9 +14,9 @@
 //
 // Layout: q, dO [bh, seq_q, head_dim], k, v [bh, seq_k, head_dim], bf16
 // (bh = batch * heads); outputs dq [bh, seq_q, head_dim], dk and dv [bh, seq_k,
-// head_dim] in `outType`. Grid (bh): each step holds one head's whole
-// [seq_q, seq_k] score arrays of its heads (no online softmax), so seq_q x seq_k
-// is bounded (kMaxScores).
+// head_dim] in `outType`. Grid (bh / heads_per_step): each step holds its
+// heads' whole [seq_q, seq_k] score arrays (no online softmax), so seq_q x seq_k
+// is bounded (kAttentionBackwardMaxScores).
 //
 // Rounding follows the trace: scores from bf16 operands with f32 accumulation,
 // the softmax in f32, P rounded to bf16 for the dv dot, dP rounded to `dpType`
@@ -36,11 +36,15 @@ struct AttentionBackwardParams {
   llo::DType dpType = llo::DType::Bf16;
   llo::DType outType = llo::DType::Bf16;
   int64_t vmemLimitBytes = 0;  // 0: the DSL default
+  int64_t headsPerStep = 1;    // divides bh
 };
 
-// Scores per step the kernel takes at most (seq_q x seq_k): 6 bytes of VMEM
-// scratch per score plus the reductions' temporaries.
-constexpr int64_t kAttentionBackwardMaxScores = int64_t(1024) * 1024;
+// VMEM bytes one head of a grid step takes (an upper bound: scratch and blocks).
+int64_t attentionBackwardVmemPerHead(int64_t seqQ, int64_t seqK, int64_t headDim);
+
+// Scores per head the kernel takes at most (seq_q x seq_k): eight [seq_q,
+// seq_k] scratch arrays (8 MiB at the bound) must fit the smallest VMEM (v4, 16 MiB).
+constexpr int64_t kAttentionBackwardMaxScores = int64_t(512) * 512;
 
 // Throws dsl::Error for a head_dim the MXU form does not take (a multiple of 8
 // up to 128, or a multiple of 128), seq_k not a multiple of 128 (or below 128),
