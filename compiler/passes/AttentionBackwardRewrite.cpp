@@ -145,8 +145,7 @@ std::optional<Backward> matchBackward(HloInstruction* p) {
     HloInstruction* other = otherFactor(u, p);
     HloInstruction* red = soleUser(u);
     if (other && other != p && other->shape().sameDims(sh) &&
-        other->shape().type == PrimitiveType::F32 && red &&
-        isRowReduce(red, HloOpcode::Add, 0.0)) {
+        other->shape().type == PrimitiveType::F32 && red && isRowReduce(red, HloOpcode::Add, 0.0)) {
       mulRow = u;
       dP = other;
       rowsum = red;
@@ -204,8 +203,7 @@ std::optional<Backward> matchBackward(HloInstruction* p) {
     m.chain.push_back(dP);
     if (dpDot->userCount() != 1) return std::nullopt;
   }
-  if (!isBatchedDot(dpDot, nb, -1, nb + 1) || !isMxuFloat(dpDot->shape().type))
-    return std::nullopt;
+  if (!isBatchedDot(dpDot, nb, -1, nb + 1) || !isMxuFloat(dpDot->shape().type)) return std::nullopt;
   m.dpType = dpDot->shape().type;
   m.chain.push_back(dpDot);
   m.dO = dpDot->operand(0);
@@ -240,8 +238,8 @@ std::optional<Backward> matchBackward(HloInstruction* p) {
 
 HloInstruction* element(hlo::HloComputation* comp, HloInstruction* tuple, int64_t i,
                         const Shape& shape) {
-  HloInstruction* g = addNew(comp, HloOpcode::GetTupleElement, tuple->name() + ".element", shape,
-                             {tuple});
+  HloInstruction* g =
+      addNew(comp, HloOpcode::GetTupleElement, tuple->name() + ".element", shape, {tuple});
   hlo::AttrValue index;
   index.kind = hlo::AttrValue::Kind::Int;
   index.i = i;
@@ -263,8 +261,7 @@ bool rewrite(hlo::HloComputation* comp, HloInstruction* p) {
   call->attrs().customCallTarget = "tpu.attention_backward";
   std::string json = fmt::format(
       R"({{"causal": {}, "sm_scale": {}, "ds_scale": {}, "dp_dtype": "{}"}})", m->fwd.causal,
-      m->fwd.scale, m->dsScale,
-      m->dpType == PrimitiveType::BF16 ? "bf16" : "f32");
+      m->fwd.scale, m->dsScale, m->dpType == PrimitiveType::BF16 ? "bf16" : "f32");
   std::string escaped;
   for (char ch : json) escaped += ch == '"' ? std::string("\\\"") : std::string(1, ch);
   call->attrs().backendConfig = hlo::BackendConfig{hlo::BackendConfig::Kind::String, escaped};

@@ -95,7 +95,6 @@ HloInstruction* asBf16(hlo::HloComputation* comp, HloInstruction* x, const std::
   return c;
 }
 
-
 std::optional<double> causalSelectFill(const HloInstruction* sel, int64_t r) {
   if (!is(sel, HloOpcode::Select)) return std::nullopt;
   const HloInstruction* pred = sel->operand(0);

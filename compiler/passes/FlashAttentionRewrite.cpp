@@ -52,9 +52,10 @@
 
 #include "compiler/hlo/DotPrecision.h"
 #include "compiler/hlo/HloModule.h"
-#include "compiler/passes/PassRegistry.h"
 #include "compiler/passes/AttentionPattern.h"
+#include "compiler/passes/PassRegistry.h"
 #include "compiler/passes/PassUtil.h"
+#include "kernels/lib/AttentionBackward.h"
 
 namespace tpusim::passes {
 namespace {
@@ -82,7 +83,8 @@ std::optional<Match> matchAttention(HloInstruction* out) {
   HloInstruction* pv = out->operand(0);
   m.v = out->operand(1);
   const int64_t rv = m.v->shape().rank(), nb = rv - 2;
-  if (nb < 0 || !isMxuFloat(m.v->shape().type) || !isBatchedDot(out, nb, -1, nb)) return std::nullopt;
+  if (nb < 0 || !isMxuFloat(m.v->shape().type) || !isBatchedDot(out, nb, -1, nb))
+    return std::nullopt;
   m.chain.push_back(out);
   HloInstruction* p = pv;
   if (is(pv, HloOpcode::Convert)) {
@@ -186,16 +188,29 @@ bool rewrite(hlo::HloComputation* comp, HloInstruction* out, std::set<HloInstruc
   const std::string base = out->name();
   std::vector<HloInstruction*> ops{asBf16(comp, m->q, base + ".q"), asBf16(comp, m->k, base + ".k"),
                                    asBf16(comp, m->v, base + ".v")};
-  HloInstruction* call = addNew(comp, HloOpcode::CustomCall, base + ".flash",
-                                Shape::array(out->shape().type, out->shape().dims), ops);
-  call->attrs().customCallTarget = "tpu.flash_attention";
+  // One K/V head per query head and one head's scores small enough for VMEM:
+  // the whole-row kernel (kernels/lib/AttentionBackward.h), which needs no
+  // online rescaling and runs several heads per grid step (v6e, 8 causal
+  // heads of 256 x 256 x 128: 15,575 cycles against flash's 25,124; v5e
+  // 15,808 against 18,269).
+  const Shape &qs = m->q->shape(), &ks = m->k->shape();
+  const int64_t sq = qs.dims[qs.dims.size() - 2], sk = ks.dims[ks.dims.size() - 2];
+  const bool wholeRows = m->groups == 1 && sk % 128 == 0 && sq % 8 == 0 &&
+                         sq * sk <= kernels::lib::kAttentionBackwardMaxScores;
+  HloInstruction* call =
+      addNew(comp, HloOpcode::CustomCall, base + (wholeRows ? ".attention" : ".flash"),
+             Shape::array(out->shape().type, out->shape().dims), ops);
+  call->attrs().customCallTarget = wholeRows ? "tpu.attention_forward" : "tpu.flash_attention";
   // Blocks of 512 x 512 (the kernel shrinks them to shorter sequences): the per-step
   // online-softmax overhead is paid per block, and on v5e the causal 2048 x 2048 head_dim
   // 128 head takes 234.7k cycles with 128 x 128 blocks, 116.3k with 256, 83.6k with 512 and
   // 111.2k with 1024 x 512 (docs/performance.md).
-  std::string json = fmt::format(
-      R"({{"causal": {}, "sm_scale": {}{}, "block_q": {}, "block_k": {}}})", m->causal, m->scale,
-      m->groups > 1 ? fmt::format(R"(, "groups": {})", m->groups) : "", kBlock, kBlock);
+  std::string json =
+      wholeRows ? fmt::format(R"({{"causal": {}, "sm_scale": {}}})", m->causal, m->scale)
+                : fmt::format(R"({{"causal": {}, "sm_scale": {}{}, "block_q": {}, "block_k": {}}})",
+                              m->causal, m->scale,
+                              m->groups > 1 ? fmt::format(R"(, "groups": {})", m->groups) : "",
+                              kBlock, kBlock);
   std::string escaped;
   for (char ch : json) escaped += ch == '"' ? std::string("\\\"") : std::string(1, ch);
   call->attrs().backendConfig = hlo::BackendConfig{hlo::BackendConfig::Kind::String, escaped};

@@ -7,6 +7,8 @@
 #include <functional>
 #include <limits>
 
+#include "kernels/lib/FlashAttention.h"
+
 namespace tpusim::kernels::lib {
 
 using namespace dsl;
@@ -48,6 +50,76 @@ void forGroups(int64_t rows, const std::function<void(const std::vector<Scalar>&
   if (!rest.empty()) fn(rest);
 }
 
+void checkSizes(const char* kind, int64_t bh, int64_t sq, int64_t sk, int64_t d,
+                const AttentionBackwardParams& prm) {
+  if (bh < 1 || sq < 1 || sk < 1)
+    throw Error(fmt::format("error: {} needs positive sizes, not bh={} seq_q={} seq_k={}", kind, bh,
+                            sq, sk));
+  if (!((d % 8 == 0 && d <= 128) || d % 128 == 0))
+    throw Error(
+        fmt::format("error: {} head_dim {} is not supported (a multiple of 8 up to 128, or "
+                    "a multiple of 128)",
+                    kind, d));
+  if (sk % 128 != 0 || sq % 8 != 0)
+    throw Error(fmt::format(
+        "error: {} needs seq_k a multiple of 128 and seq_q a multiple of 8, not {} and {}", kind,
+        sk, sq));
+  if (sq * sk > kAttentionBackwardMaxScores)
+    throw Error(fmt::format("error: {} holds one head's {} x {} scores in VMEM; at most {} scores",
+                            kind, sq, sk, kAttentionBackwardMaxScores));
+  for (DType t : {prm.outType, prm.dpType})
+    if (t != BF16 && t != F32)
+      throw Error(
+          fmt::format("error: {} dtypes must be bf16 or f32, not {}", kind, isa::dtypeName(t)));
+  if (prm.headsPerStep < 1 || bh % prm.headsPerStep != 0)
+    throw Error(
+        fmt::format("error: {} heads per step {} must divide bh {}", kind, prm.headsPerStep, bh));
+}
+
+// dst = src cast to dst's dtype, rows x cols, by groups of slabs (loads first).
+void castRows(const Ref& dst, const Ref& src, int64_t rows, int64_t cols) {
+  forGroups(rows, [&](const std::vector<Scalar>& slabs) {
+    std::vector<Array> vals;
+    for (const Scalar& r0 : slabs)
+      for (int64_t c0 = 0; c0 < cols; c0 += 128)
+        vals.push_back(in_vregs(
+            src.load(ds_(r0, 8), ds_(c0, std::min<int64_t>(128, cols - c0))).astype(dst.dtype())));
+    size_t i = 0;
+    for (const Scalar& r0 : slabs)
+      for (int64_t c0 = 0; c0 < cols; c0 += 128)
+        dst.store(ds_(r0, 8), ds_(c0, std::min<int64_t>(128, cols - c0)), vals[i++]);
+  });
+}
+
+// The softmax of one slab of 8 score rows (all `cols` keys, in registers):
+// x = the scaled raw scores, masked where key c0 + lane is after query r0 +
+// sublane (`diag` = lane - sublane; null: no mask), e = exp(x - rowmax(x)),
+// inv = 1 / rowsum(e); P = e * inv, the division as the VPU does it.
+struct SlabSoftmax {
+  std::vector<Array> e;  // per 128-key window
+  Array inv;
+};
+SlabSoftmax slabSoftmax(const Ref& s, Scalar r0, int64_t cols, double scale, const Array* diag) {
+  std::vector<Array> x;
+  Array folded, esum;
+  for (int64_t c0 = 0; c0 < cols; c0 += 128) {
+    Array raw = s.load(ds_(r0, 8), ds_(c0, 128)) * scale;
+    if (diag)
+      raw = where(*diag <= splat(r0 - c0, 1, 1), raw,
+                  full(1, 1, double(std::numeric_limits<float>::lowest())));
+    x.push_back(in_vregs(raw));
+    folded = folded.valid() ? maximum(folded, x.back()) : x.back();
+  }
+  const Array rowMax = max_vregs(folded);
+  SlabSoftmax out;
+  for (const Array& xw : x) {
+    out.e.push_back(in_vregs(exp(xw - rowMax)));
+    esum = esum.valid() ? esum + out.e.back() : out.e.back();
+  }
+  out.inv = in_vregs(full(1, 1, 1.0) / sum_vregs(esum));
+  return out;
+}
+
 }  // namespace
 
 std::vector<ShapeDtype> attentionBackwardInputs(int64_t bh, int64_t seqQ, int64_t seqK,
@@ -66,27 +138,7 @@ int64_t attentionBackwardVmemPerHead(int64_t sq, int64_t sk, int64_t d) {
 
 PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
                                  const AttentionBackwardParams& prm) {
-  if (bh < 1 || sq < 1 || sk < 1)
-    throw Error(fmt::format(
-        "error: attention backward needs positive sizes, not bh={} seq_q={} seq_k={}", bh, sq, sk));
-  if (!((d % 8 == 0 && d <= 128) || d % 128 == 0))
-    throw Error(fmt::format(
-        "error: attention backward head_dim {} is not supported (a multiple of 8 up to 128, or "
-        "a multiple of 128)",
-        d));
-  if (sk % 128 != 0 || sq % 8 != 0)
-    throw Error(fmt::format(
-        "error: attention backward needs seq_k a multiple of 128 and seq_q a multiple of 8, "
-        "not {} and {}",
-        sk, sq));
-  if (sq * sk > kAttentionBackwardMaxScores)
-    throw Error(fmt::format(
-        "error: attention backward holds one head's {} x {} scores in VMEM; at most {} scores", sq,
-        sk, kAttentionBackwardMaxScores));
-  for (DType t : {prm.outType, prm.dpType})
-    if (t != BF16 && t != F32)
-      throw Error(fmt::format("error: attention backward dtypes must be bf16 or f32, not {}",
-                              isa::dtypeName(t)));
+  checkSizes("attention backward", bh, sq, sk, d, prm);
   const double scale = prm.smScale != 0 ? prm.smScale : 1.0 / std::sqrt(double(d));
   const double dsScale = prm.dsScale != 0 ? prm.dsScale : scale;
   const bool causal = prm.causal;
@@ -97,9 +149,6 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
   // heads of 256 x 256 x 128: 6.35k cycles per head with one, 4.85k with two,
   // 4.3k with four).
   const int64_t hs = prm.headsPerStep;
-  if (hs < 1 || bh % hs != 0)
-    throw Error(fmt::format("error: attention backward heads per step {} must divide bh {}", hs,
-                            bh));
   CallConfig c;
   c.name = fmt::format("attention_backward{}_{}x{}x{}x{}", causal ? "_causal" : "", bh, sq, sk, d);
   c.out_shapes = {{{bh, sq, d}, prm.outType, "dq"},
@@ -143,20 +192,6 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     auto each = [&](const std::function<void(const Head&)>& fn) {
       for (const Head& h : heads) fn(h);
     };
-    // dst = src cast to dst's dtype, rows x cols, by groups of slabs (loads first).
-    auto cast = [&](const Ref& dst, const Ref& src, int64_t rows, int64_t cols) {
-      forGroups(rows, [&](const std::vector<Scalar>& slabs) {
-        std::vector<Array> vals;
-        for (const Scalar& r0 : slabs)
-          for (int64_t c0 = 0; c0 < cols; c0 += 128)
-            vals.push_back(in_vregs(src.load(ds_(r0, 8), ds_(c0, std::min<int64_t>(128, cols - c0)))
-                                        .astype(dst.dtype())));
-        size_t i = 0;
-        for (const Scalar& r0 : slabs)
-          for (int64_t c0 = 0; c0 < cols; c0 += 128)
-            dst.store(ds_(r0, 8), ds_(c0, std::min<int64_t>(128, cols - c0)), vals[i++]);
-      });
-    };
     each([&](const Head& h) {
       h.s.store(dot(h.q.load(), h.k.load(), {false, true}));
       h.dp.store(dot(h.dO.load(), h.v.load(), {false, true}));
@@ -180,34 +215,23 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     // bf16 go to VMEM.
     each([&](const Head& h) {
       forSlabs(sq, [&](Scalar r0) {
-        auto masked = [&](const Array& x, int64_t c0, double fill) {
-          return causal ? where(diag <= splat(r0 - c0, 1, 1), x, full(1, 1, fill)) : x;
-        };
-        std::vector<Array> x, e, dPw;
-        Array folded, esum, prod;
-        for (int64_t c0 = 0; c0 < sk; c0 += 128) {
-          x.push_back(in_vregs(masked(h.s.load(ds_(r0, 8), ds_(c0, 128)) * scale, c0,
-                                      std::numeric_limits<float>::lowest())));
-          folded = folded.valid() ? maximum(folded, x.back()) : x.back();
-        }
-        const Array rowMax = max_vregs(folded);
-        for (size_t w = 0; w < x.size(); ++w) {
-          const int64_t c0 = int64_t(w) * 128;
-          e.push_back(in_vregs(exp(x[w] - rowMax)));
-          esum = esum.valid() ? esum + e.back() : e.back();
-          Array raw = h.dp.load(ds_(r0, 8), ds_(c0, 128));
+        const SlabSoftmax sm = slabSoftmax(h.s, r0, sk, scale, causal ? &diag : nullptr);
+        std::vector<Array> dPw;
+        Array prod;
+        for (size_t w = 0; w < sm.e.size(); ++w) {
+          Array raw = h.dp.load(ds_(r0, 8), ds_(int64_t(w) * 128, 128));
           dPw.push_back(prm.dpType == F32 ? raw : raw.astype(prm.dpType).astype(F32));
-          Array term = dPw.back() * e.back();
+          Array term = dPw.back() * sm.e[w];
           prod = prod.valid() ? prod + term : term;
         }
-        const Array inv = in_vregs(full(1, 1, 1.0) / sum_vregs(esum));
-        const Array rowSum = in_vregs(sum_vregs(in_vregs(prod)) * inv);
-        for (size_t w = 0; w < x.size(); ++w) {
+        const Array rowSum = in_vregs(sum_vregs(in_vregs(prod)) * sm.inv);
+        for (size_t w = 0; w < sm.e.size(); ++w) {
           const int64_t c0 = int64_t(w) * 128;
-          const Array p = in_vregs(e[w] * inv);
+          const Array p = in_vregs(sm.e[w] * sm.inv);
           h.pb.store(ds_(r0, 8), ds_(c0, 128), p.astype(BF16));
-          Array dS = masked(p * (dPw[w] - rowSum), c0, 0.0) * dsScale;
-          h.ds.store(ds_(r0, 8), ds_(c0, 128), dS.astype(BF16));
+          Array dS = p * (dPw[w] - rowSum);
+          if (causal) dS = where(diag <= splat(r0 - c0, 1, 1), dS, full(1, 1, 0.0));
+          h.ds.store(ds_(r0, 8), ds_(c0, 128), (dS * dsScale).astype(BF16));
         }
       });
     });
@@ -220,8 +244,8 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
       (f32Out ? h.dq : h.dqf).store(dot(h.ds.load(), h.k.load()));
     });
     each([&](const Head& h) {
-      cast(h.pT, h.pTf, sk, sq);
-      cast(h.dsT, h.dsTf, sk, sq);
+      castRows(h.pT, h.pTf, sk, sq);
+      castRows(h.dsT, h.dsTf, sk, sq);
     });
     each([&](const Head& h) {
       (f32Out ? h.dv : h.dvf).store(dot(h.pT.load(), h.dO.load()));
@@ -229,10 +253,55 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     });
     if (!f32Out)
       each([&](const Head& h) {
-        cast(h.dq, h.dqf, sq, d);
-        cast(h.dv, h.dvf, sk, d);
-        cast(h.dk, h.dkf, sk, d);
+        castRows(h.dq, h.dqf, sq, d);
+        castRows(h.dv, h.dvf, sk, d);
+        castRows(h.dk, h.dkf, sk, d);
       });
+  };
+  return pallas_call(body, c);
+}
+
+PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
+                                const AttentionBackwardParams& prm) {
+  checkSizes("attention forward", bh, sq, sk, d, prm);
+  const double scale = prm.smScale != 0 ? prm.smScale : 1.0 / std::sqrt(double(d));
+  const bool causal = prm.causal;
+  const int64_t hs = prm.headsPerStep;
+  CallConfig c;
+  c.name = fmt::format("attention_forward{}_{}x{}x{}x{}", causal ? "_causal" : "", bh, sq, sk, d);
+  c.out_shapes = {{{bh, sq, d}, prm.outType, "out"}};
+  c.grid = {bh / hs};
+  auto map = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0, 0}; };
+  c.in_specs = {BlockSpec({hs, sq, d}, map), BlockSpec({hs, sk, d}, map),
+                BlockSpec({hs, sk, d}, map)};
+  c.out_specs = {BlockSpec({hs, sq, d}, map)};
+  // Per head: the scores (f32), P (bf16, for the MXU), the output before its cast.
+  for (int64_t h = 0; h < hs; ++h)
+    for (const ScratchSpec& sp : {VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16), VMEM({sq, d}, F32)})
+      c.scratch.push_back(sp);
+  c.compiler_params.dimension_semantics = {PARALLEL};
+  c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
+  auto body = [=](const std::vector<Ref>& r) {
+    struct Head {
+      Ref q, k, v, o, s, pb, of;
+    };
+    std::vector<Head> heads;
+    for (int64_t h = 0; h < hs; ++h) {
+      const size_t b = 4 + 3 * size_t(h);
+      heads.push_back({r[0].at(h), r[1].at(h), r[2].at(h), r[3].at(h), r[b], r[b + 1], r[b + 2]});
+    }
+    for (const Head& h : heads) h.s.store(dot(h.q.load(), h.k.load(), {false, true}));
+    const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
+    for (const Head& h : heads)
+      forSlabs(sq, [&](Scalar r0) {
+        const SlabSoftmax sm = slabSoftmax(h.s, r0, sk, scale, causal ? &diag : nullptr);
+        for (size_t w = 0; w < sm.e.size(); ++w)
+          h.pb.store(ds_(r0, 8), ds_(int64_t(w) * 128, 128), (sm.e[w] * sm.inv).astype(BF16));
+      });
+    const bool f32Out = prm.outType == F32;
+    for (const Head& h : heads) (f32Out ? h.o : h.of).store(dot(h.pb.load(), h.v.load()));
+    if (!f32Out)
+      for (const Head& h : heads) castRows(h.o, h.of, sq, d);
   };
   return pallas_call(body, c);
 }
@@ -280,38 +349,76 @@ std::vector<std::vector<double>> attentionBackwardReference(
   return {dq, dk, dv};
 }
 
+namespace {
+
+// The parameters both entries share; heads per step auto: the most heads (4,
+// 2, 1) dividing bh whose VMEM fits half the limit.
+AttentionBackwardParams commonParams(const Params& p, int64_t bh, int64_t sq, int64_t sk,
+                                     int64_t d) {
+  AttentionBackwardParams ap;
+  ap.causal = p.flag("causal");
+  ap.smScale = p.real("sm_scale");
+  ap.outType = p.dtype("out_dtype", {BF16, F32});
+  const int64_t vmem = std::min<int64_t>(int64_t(96) << 20, p.target().vmemBytes);
+  ap.vmemLimitBytes = vmem;
+  ap.headsPerStep = p.integer("heads_per_step", 0);
+  for (int64_t h = 4; ap.headsPerStep == 0; h /= 2)
+    if (h == 1 || (bh % h == 0 && h * attentionBackwardVmemPerHead(sq, sk, d) <= vmem / 2))
+      ap.headsPerStep = h;
+  return ap;
+}
+
+std::vector<ParamSpec> commonSpecs() {
+  return {{"bh", "2", "batch * heads"},
+          {"seq_q", "256", "query sequence length (a multiple of 8)"},
+          {"seq_k", "256", "key/value sequence length (a multiple of 128)"},
+          {"head_dim", "128", "head dimension"},
+          {"causal", "false", "mask keys after the query position"},
+          {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"},
+          {"out_dtype", "bf16", "output dtype: bf16 or f32"},
+          {"heads_per_step", "0", "heads per grid step (divides bh); 0 = auto (4, 2 or 1)"}};
+}
+
+}  // namespace
+
+KernelEntry attentionForwardEntry() {
+  KernelEntry e;
+  e.name = "attention_forward";
+  e.description =
+      "softmax(q k^T * scale) v over q [bh, seq_q, d], k, v [bh, seq_k, d] bf16 (whole score "
+      "rows in VMEM, several heads per step)";
+  e.params = commonSpecs();
+  e.build = [](const Params& p) {
+    const int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
+    const int64_t d = p.integer("head_dim", 1);
+    const AttentionBackwardParams ap = commonParams(p, bh, sq, sk, d);
+    LibraryKernel lk{
+        attentionForwardCall(bh, sq, sk, d, ap), flashAttentionInputs(bh, sq, sk, d), {}, {}};
+    lk.reference = [=](const std::vector<std::vector<double>>& in) {
+      return std::vector<std::vector<double>>{flashAttentionReference(
+          in.at(0), in.at(1), in.at(2), bh, sq, sk, d, ap.causal, ap.smScale)};
+    };
+    lk.tolerance = ap.outType == BF16 ? Tolerance{3e-2, 0.2} : Tolerance{2e-2, 0.2};
+    return lk;
+  };
+  return e;
+}
+
 KernelEntry attentionBackwardEntry() {
   KernelEntry e;
   e.name = "attention_backward";
   e.description =
       "dq, dk, dv of softmax(q k^T * scale) v given do, q, do [bh, seq_q, d], k, v [bh, seq_k, "
       "d] bf16 (whole score rows in VMEM)";
-  e.params = {{"bh", "2", "batch * heads"},
-              {"seq_q", "256", "query sequence length (a multiple of 8)"},
-              {"seq_k", "256", "key/value sequence length (a multiple of 128)"},
-              {"head_dim", "128", "head dimension"},
-              {"causal", "false", "mask keys after the query position"},
-              {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"},
-              {"ds_scale", "0", "scale of the scores' gradient; 0 = sm_scale"},
-              {"dp_dtype", "bf16", "dtype dP = do v^T is rounded to: bf16 or f32"},
-              {"out_dtype", "bf16", "dq, dk, dv dtype: bf16 or f32"},
-              {"heads_per_step", "0", "heads per grid step (divides bh); 0 = auto (4, 2 or 1)"}};
+  e.params = commonSpecs();
+  e.params.push_back({"ds_scale", "0", "scale of the scores' gradient; 0 = sm_scale"});
+  e.params.push_back({"dp_dtype", "bf16", "dtype dP = do v^T is rounded to: bf16 or f32"});
   e.build = [](const Params& p) {
     const int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     const int64_t d = p.integer("head_dim", 1);
-    AttentionBackwardParams ap;
-    ap.causal = p.flag("causal");
-    ap.smScale = p.real("sm_scale");
+    AttentionBackwardParams ap = commonParams(p, bh, sq, sk, d);
     ap.dsScale = p.real("ds_scale");
     ap.dpType = p.dtype("dp_dtype", {BF16, F32});
-    ap.outType = p.dtype("out_dtype", {BF16, F32});
-    const int64_t vmem = std::min<int64_t>(int64_t(96) << 20, p.target().vmemBytes);
-    ap.vmemLimitBytes = vmem;
-    ap.headsPerStep = p.integer("heads_per_step", 0);
-    // Auto: the most heads (4, 2, 1) dividing bh whose VMEM fits half the limit.
-    for (int64_t h = 4; ap.headsPerStep == 0; h /= 2)
-      if (h == 1 || (bh % h == 0 && h * attentionBackwardVmemPerHead(sq, sk, d) <= vmem / 2))
-        ap.headsPerStep = h;
     LibraryKernel lk{
         attentionBackwardCall(bh, sq, sk, d, ap), attentionBackwardInputs(bh, sq, sk, d), {}, {}};
     lk.reference = [=](const std::vector<std::vector<double>>& in) {

@@ -78,7 +78,7 @@ std::vector<KernelEntry> makeRegistry() {
   return {matmulEntry(),          softmaxEntry(),          rmsNormEntry(),
           layerNormEntry(),       swiGluEntry(),           flashAttentionEntry(),
           decodeAttentionEntry(), pagedAttentionEntry(),   ringAllReduceEntry(),
-          allGatherMatmulEntry(), attentionBackwardEntry()};
+          allGatherMatmulEntry(), attentionForwardEntry(), attentionBackwardEntry()};
 }
 
 std::string kernelNames() {

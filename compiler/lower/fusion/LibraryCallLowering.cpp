@@ -51,7 +51,8 @@ std::map<std::string, std::string> shapeParams(const std::string& kernel,
          {"k", s(dimFromEnd(x, 1))},
          {"n", s(dimFromEnd(y, 1))},
          {"dtype", dtype}};
-  } else if (kernel == "flash_attention" && call.operandCount() == 3) {
+  } else if ((kernel == "flash_attention" || kernel == "attention_forward") &&
+             call.operandCount() == 3) {
     const hlo::Shape& k = call.operand(1)->shape();
     p = {{"bh", s(leading(x, 2))},
          {"seq_q", s(dimFromEnd(x, 2))},
