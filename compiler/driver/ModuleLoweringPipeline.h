@@ -3,6 +3,11 @@
 //   dot-scale-to-output  a dequantization scale (convert(int) * broadcast(scale) off the
 //                     contracted dims) moves to the dot's result: the kernel then widens
 //                     int8 weights on their way to the MXU instead of scaling each one;
+//   attention-backward  the gradient of softmax attention (dq, dk, dv from the
+//                     probabilities, dP, dS) becomes a call of the library's fused
+//                     attention backward kernel, which recomputes the probabilities;
+//                     first, so their backward users are gone when flash-attention
+//                     looks at the forward;
 //   flash-attention   the materialized attention (scores dot, scale, causal mask,
 //                     softmax, second dot) becomes a call of the library's flash
 //                     attention kernel, so the scores never reach HBM; before the

@@ -52,89 +52,19 @@
 
 #include "compiler/hlo/DotPrecision.h"
 #include "compiler/hlo/HloModule.h"
+#include "compiler/passes/AttentionPattern.h"
 #include "compiler/passes/PassRegistry.h"
 #include "compiler/passes/PassUtil.h"
+#include "kernels/lib/AttentionBackward.h"
 
 namespace tpusim::passes {
 namespace {
 
+using namespace attention;
 using hlo::HloInstruction;
 using hlo::HloOpcode;
 using hlo::PrimitiveType;
 using hlo::Shape;
-
-std::vector<int64_t> iotaVec(int64_t from, int64_t to) {
-  std::vector<int64_t> v;
-  for (int64_t i = from; i < to; ++i) v.push_back(i);
-  return v;
-}
-
-bool is(const HloInstruction* i, HloOpcode op) { return i && i->opcode() == op; }
-
-// The users of `i` are exactly `users` (as a set).
-bool usedOnlyBy(const HloInstruction* i, std::vector<const HloInstruction*> users) {
-  if (i->userCount() != static_cast<int64_t>(users.size())) return false;
-  for (const HloInstruction* u : i->users())
-    if (std::find(users.begin(), users.end(), u) == users.end()) return false;
-  return true;
-}
-
-// reduce(x, init) over the last dim with a region `op` of its two parameters.
-bool isRowReduce(const HloInstruction* r, HloOpcode op, double init) {
-  if (!is(r, HloOpcode::Reduce) || r->operandCount() != 2) return false;
-  const HloInstruction* x = r->operand(0);
-  if (r->dimensions() != std::vector<int64_t>{x->shape().rank() - 1}) return false;
-  auto v = splatValue(r->operand(1));
-  if (!v || !(*v == init)) return false;
-  const hlo::HloComputation* f = r->toApply();
-  const HloInstruction* root = f ? f->root() : nullptr;
-  return root && root->opcode() == op && root->operandCount() == 2 &&
-         is(root->operand(0), HloOpcode::Parameter) && is(root->operand(1), HloOpcode::Parameter) &&
-         root->operand(0) != root->operand(1);
-}
-
-// broadcast(row value) back over the last dim of `full`.
-const HloInstruction* rowBroadcastOf(const HloInstruction* b, const Shape& full) {
-  if (!is(b, HloOpcode::Broadcast) || !b->shape().sameDims(full)) return nullptr;
-  if (b->dimensions() != iotaVec(0, full.rank() - 1)) return nullptr;
-  return b->operand(0);
-}
-
-// The dimension an s32 index array counts along: iota(dim) of a rank-2 shape,
-// or a broadcast of a 1-D iota; -1 otherwise.
-int64_t indexDim(const HloInstruction* i) {
-  if (!hlo::isIntegralType(i->shape().type) || i->shape().rank() != 2) return -1;
-  if (is(i, HloOpcode::Iota)) return i->intAttr("iota_dimension").value_or(-1);
-  if (is(i, HloOpcode::Broadcast) && is(i->operand(0), HloOpcode::Iota) &&
-      i->operand(0)->shape().rank() == 1 && i->dimensions().size() == 1)
-    return i->dimensions()[0];
-  return -1;
-}
-
-// pred[Sq, Sk] that is true where row >= col.
-bool isCausalPredicate(const HloInstruction* c) {
-  if (!is(c, HloOpcode::Compare) || !c->attrs().direction) return false;
-  int64_t a = indexDim(c->operand(0)), b = indexDim(c->operand(1));
-  auto dir = *c->attrs().direction;
-  using D = hlo::ComparisonDirection;
-  return (a == 0 && b == 1 && dir == D::GE) || (a == 1 && b == 0 && dir == D::LE);
-}
-
-bool isDefaultPrecision(const HloInstruction& dot) {
-  return hlo::mxuDotPasses(dot) == hlo::DotPasses::One;
-}
-
-bool isMxuFloat(PrimitiveType t) { return t == PrimitiveType::BF16 || t == PrimitiveType::F32; }
-
-// dot whose batch dims are the first `nb` of both operands, contracting
-// lhs's last dim with rhs dim `rhsContract`.
-bool isBatchedDot(const HloInstruction* d, int64_t nb, int64_t rhsContract) {
-  if (!is(d, HloOpcode::Dot)) return false;
-  const auto& dn = d->attrs().dot;
-  return dn.lhsBatch == iotaVec(0, nb) && dn.rhsBatch == iotaVec(0, nb) &&
-         dn.lhsContracting == std::vector<int64_t>{d->operand(0)->shape().rank() - 1} &&
-         dn.rhsContracting == std::vector<int64_t>{rhsContract} && isDefaultPrecision(*d);
-}
 
 constexpr int64_t kMinKeys = 128;
 
@@ -153,7 +83,8 @@ std::optional<Match> matchAttention(HloInstruction* out) {
   HloInstruction* pv = out->operand(0);
   m.v = out->operand(1);
   const int64_t rv = m.v->shape().rank(), nb = rv - 2;
-  if (nb < 0 || !isMxuFloat(m.v->shape().type) || !isBatchedDot(out, nb, nb)) return std::nullopt;
+  if (nb < 0 || !isMxuFloat(m.v->shape().type) || !isBatchedDot(out, nb, -1, nb))
+    return std::nullopt;
   m.chain.push_back(out);
   HloInstruction* p = pv;
   if (is(pv, HloOpcode::Convert)) {
@@ -217,7 +148,7 @@ std::optional<Match> matchAttention(HloInstruction* out) {
   }
   // The scores dot: q [B..., G..., Sq, D] x k [B..., Sk, D] -> f32 [B..., G..., Sq, Sk].
   if (raw->shape().type != PrimitiveType::F32 || (raw != x && raw->userCount() != 1) ||
-      !isBatchedDot(raw, nb, nb + 1))
+      !isBatchedDot(raw, nb, -1, nb + 1))
     return std::nullopt;
   m.q = raw->operand(0);
   m.k = raw->operand(1);
@@ -250,14 +181,6 @@ std::optional<Match> matchAttention(HloInstruction* out) {
 
 constexpr int64_t kBlock = 512;
 
-HloInstruction* asBf16(hlo::HloComputation* comp, HloInstruction* x, const std::string& base) {
-  if (x->shape().type == PrimitiveType::BF16) return x;
-  HloInstruction* c = addNew(comp, HloOpcode::Convert, base,
-                             Shape::array(PrimitiveType::BF16, x->shape().dims), {x});
-  c->attrs().metadata = x->attrs().metadata;
-  return c;
-}
-
 // Replaces the pattern ending in `out`; the instructions it removed are added to `removed`.
 bool rewrite(hlo::HloComputation* comp, HloInstruction* out, std::set<HloInstruction*>& removed) {
   std::optional<Match> m = matchAttention(out);
@@ -265,16 +188,29 @@ bool rewrite(hlo::HloComputation* comp, HloInstruction* out, std::set<HloInstruc
   const std::string base = out->name();
   std::vector<HloInstruction*> ops{asBf16(comp, m->q, base + ".q"), asBf16(comp, m->k, base + ".k"),
                                    asBf16(comp, m->v, base + ".v")};
-  HloInstruction* call = addNew(comp, HloOpcode::CustomCall, base + ".flash",
-                                Shape::array(out->shape().type, out->shape().dims), ops);
-  call->attrs().customCallTarget = "tpu.flash_attention";
+  // One K/V head per query head and one head's scores small enough for VMEM:
+  // the whole-row kernel (kernels/lib/AttentionBackward.h), which needs no
+  // online rescaling and runs several heads per grid step (v6e, 8 causal
+  // heads of 256 x 256 x 128: 15,575 cycles against flash's 25,124; v5e
+  // 15,808 against 18,269).
+  const Shape &qs = m->q->shape(), &ks = m->k->shape();
+  const int64_t sq = qs.dims[qs.dims.size() - 2], sk = ks.dims[ks.dims.size() - 2];
+  const bool wholeRows = m->groups == 1 && sk % 128 == 0 && sq % 8 == 0 &&
+                         sq * sk <= kernels::lib::kAttentionBackwardMaxScores;
+  HloInstruction* call =
+      addNew(comp, HloOpcode::CustomCall, base + (wholeRows ? ".attention" : ".flash"),
+             Shape::array(out->shape().type, out->shape().dims), ops);
+  call->attrs().customCallTarget = wholeRows ? "tpu.attention_forward" : "tpu.flash_attention";
   // Blocks of 512 x 512 (the kernel shrinks them to shorter sequences): the per-step
   // online-softmax overhead is paid per block, and on v5e the causal 2048 x 2048 head_dim
   // 128 head takes 234.7k cycles with 128 x 128 blocks, 116.3k with 256, 83.6k with 512 and
   // 111.2k with 1024 x 512 (docs/performance.md).
-  std::string json = fmt::format(
-      R"({{"causal": {}, "sm_scale": {}{}, "block_q": {}, "block_k": {}}})", m->causal, m->scale,
-      m->groups > 1 ? fmt::format(R"(, "groups": {})", m->groups) : "", kBlock, kBlock);
+  std::string json =
+      wholeRows ? fmt::format(R"({{"causal": {}, "sm_scale": {}}})", m->causal, m->scale)
+                : fmt::format(R"({{"causal": {}, "sm_scale": {}{}, "block_q": {}, "block_k": {}}})",
+                              m->causal, m->scale,
+                              m->groups > 1 ? fmt::format(R"(, "groups": {})", m->groups) : "",
+                              kBlock, kBlock);
   std::string escaped;
   for (char ch : json) escaped += ch == '"' ? std::string("\\\"") : std::string(1, ch);
   call->attrs().backendConfig = hlo::BackendConfig{hlo::BackendConfig::Kind::String, escaped};

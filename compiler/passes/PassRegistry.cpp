@@ -25,6 +25,7 @@ const Entry kPasses[] = {
     {"spmd-collectives", createSpmdCollectivesPass},
     {"dot-precision-split", createDotPrecisionSplitPass},
     {"dot-scale-to-output", createDotScaleToOutputPass},
+    {"attention-backward", createAttentionBackwardPass},
     {"flash-attention", createFlashAttentionPass},
 };
 

@@ -30,6 +30,9 @@ std::unique_ptr<HloPass> createDotScaleToOutputPass();
 // flash-attention (FlashAttentionRewrite.cpp): materialized causal attention ->
 // tpu.flash_attention.
 std::unique_ptr<HloPass> createFlashAttentionPass();
+// attention-backward (AttentionBackwardRewrite.cpp): the materialized gradient of
+// softmax attention -> custom-call tpu.attention_backward (dq, dk, dv).
+std::unique_ptr<HloPass> createAttentionBackwardPass();
 std::unique_ptr<HloPass> createCallInlinerPass();
 // layout-assignment and fusion (fusion reads the chip from passOptions(), PassOptions.h).
 std::unique_ptr<HloPass> createLayoutAssignmentPass();

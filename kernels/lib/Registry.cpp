@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "kernels/dsl/HostArrayIo.h"
+#include "kernels/lib/AttentionBackward.h"
 #include "kernels/lib/Collectives.h"
 #include "kernels/lib/DecodeAttention.h"
 #include "kernels/lib/FlashAttention.h"
@@ -74,10 +75,10 @@ KernelEntry softmaxEntry() {
 
 // The registry: one line per kernel (see Registry.h for why it is explicit).
 std::vector<KernelEntry> makeRegistry() {
-  return {matmulEntry(),          softmaxEntry(),        rmsNormEntry(),
-          layerNormEntry(),       swiGluEntry(),         flashAttentionEntry(),
-          decodeAttentionEntry(), pagedAttentionEntry(), ringAllReduceEntry(),
-          allGatherMatmulEntry()};
+  return {matmulEntry(),          softmaxEntry(),          rmsNormEntry(),
+          layerNormEntry(),       swiGluEntry(),           flashAttentionEntry(),
+          decodeAttentionEntry(), pagedAttentionEntry(),   ringAllReduceEntry(),
+          allGatherMatmulEntry(), attentionForwardEntry(), attentionBackwardEntry()};
 }
 
 std::string kernelNames() {

@@ -1,7 +1,7 @@
 // Custom-calls to library kernels: custom_call_target="tpu.NAME" calls the
 // kernel NAME of kernels/lib/Registry.h. Its parameters come from the operand
 // shapes (rows / cols / dtype of a norm or softmax, m / n / k of a matmul,
-// bh / seq_q / seq_k / head_dim of flash attention), then from the call's
+// bh / seq_q / seq_k / head_dim of flash attention and its backward), then from the call's
 // backend_config when it is a JSON object (e.g. {"eps": 1e-5, "causal": true}),
 // which also sets anything the shapes do not give. The kernel's arrays are
 // views of the operands: each must have the operand's element type and count.
@@ -51,7 +51,8 @@ std::map<std::string, std::string> shapeParams(const std::string& kernel,
          {"k", s(dimFromEnd(x, 1))},
          {"n", s(dimFromEnd(y, 1))},
          {"dtype", dtype}};
-  } else if (kernel == "flash_attention" && call.operandCount() == 3) {
+  } else if ((kernel == "flash_attention" || kernel == "attention_forward") &&
+             call.operandCount() == 3) {
     const hlo::Shape& k = call.operand(1)->shape();
     p = {{"bh", s(leading(x, 2))},
          {"seq_q", s(dimFromEnd(x, 2))},
@@ -59,6 +60,14 @@ std::map<std::string, std::string> shapeParams(const std::string& kernel,
          {"head_dim", s(dimFromEnd(x, 1))}};
     if (call.shape().isArray())
       p["out_dtype"] = std::string(hlo::primitiveTypeName(call.shape().type));
+  } else if (kernel == "attention_backward" && call.operandCount() == 4 && call.shape().isTuple() &&
+             !call.shape().tupleShapes.empty()) {
+    const hlo::Shape& k = call.operand(1)->shape();
+    p = {{"bh", s(leading(x, 2))},
+         {"seq_q", s(dimFromEnd(x, 2))},
+         {"seq_k", s(dimFromEnd(k, 2))},
+         {"head_dim", s(dimFromEnd(x, 1))},
+         {"out_dtype", std::string(hlo::primitiveTypeName(call.shape().tupleShapes[0].type))}};
   }
   return p;
 }

@@ -1,0 +1,436 @@
+#include "kernels/lib/AttentionBackward.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "kernels/lib/FlashAttention.h"
+
+namespace tpusim::kernels::lib {
+
+using namespace dsl;
+
+namespace {
+
+// Slices, named apart from the kernel's dS scratch `ds`.
+Slice ds_(Scalar start, int64_t size) { return dsl::ds(start, size); }
+
+// fn(r0) for every slab of 8 rows of `rows` (a multiple of 8): 8 slabs per
+// iteration of a counted loop, so each iteration is one basic block whose
+// independent slabs the scheduler interleaves (a store of all rows at once is a
+// loop whose iterations each wait out the whole latency chain).
+void forSlabs(int64_t rows, const std::function<void(Scalar r0)>& fn) {
+  constexpr int64_t kGroup = 64;
+  const int64_t groups = rows / kGroup;
+  auto group = [&](Scalar base) {
+    for (int64_t j = 0; j < kGroup; j += 8) fn(base + j);
+  };
+  if (groups == 1) group(0);
+  if (groups > 1) fori_loop(0, groups, [&](Scalar i) { group(i * kGroup); });
+  for (int64_t r0 = groups * kGroup; r0 < rows; r0 += 8) fn(Scalar(r0));
+}
+
+// fn(slabs) per group of up to 8 slabs (the first rows of each), so a group
+// can load all its slabs before it stores any.
+void forGroups(int64_t rows, const std::function<void(const std::vector<Scalar>&)>& fn) {
+  constexpr int64_t kGroup = 64;
+  const int64_t groups = rows / kGroup;
+  auto group = [&](Scalar base) {
+    std::vector<Scalar> slabs;
+    for (int64_t j = 0; j < kGroup; j += 8) slabs.push_back(base + j);
+    fn(slabs);
+  };
+  if (groups == 1) group(0);
+  if (groups > 1) fori_loop(0, groups, [&](Scalar i) { group(i * kGroup); });
+  std::vector<Scalar> rest;
+  for (int64_t r0 = groups * kGroup; r0 < rows; r0 += 8) rest.push_back(Scalar(r0));
+  if (!rest.empty()) fn(rest);
+}
+
+void checkSizes(const char* kind, int64_t bh, int64_t sq, int64_t sk, int64_t d,
+                const AttentionBackwardParams& prm) {
+  if (bh < 1 || sq < 1 || sk < 1)
+    throw Error(fmt::format("error: {} needs positive sizes, not bh={} seq_q={} seq_k={}", kind, bh,
+                            sq, sk));
+  if (!((d % 8 == 0 && d <= 128) || d % 128 == 0))
+    throw Error(
+        fmt::format("error: {} head_dim {} is not supported (a multiple of 8 up to 128, or "
+                    "a multiple of 128)",
+                    kind, d));
+  if (sk % 128 != 0 || sq % 8 != 0)
+    throw Error(fmt::format(
+        "error: {} needs seq_k a multiple of 128 and seq_q a multiple of 8, not {} and {}", kind,
+        sk, sq));
+  if (sq * sk > kAttentionBackwardMaxScores)
+    throw Error(fmt::format("error: {} holds one head's {} x {} scores in VMEM; at most {} scores",
+                            kind, sq, sk, kAttentionBackwardMaxScores));
+  for (DType t : {prm.outType, prm.dpType})
+    if (t != BF16 && t != F32)
+      throw Error(
+          fmt::format("error: {} dtypes must be bf16 or f32, not {}", kind, isa::dtypeName(t)));
+  if (prm.headsPerStep < 1 || bh % prm.headsPerStep != 0)
+    throw Error(
+        fmt::format("error: {} heads per step {} must divide bh {}", kind, prm.headsPerStep, bh));
+}
+
+// dst = src cast to dst's dtype, rows x cols, by groups of slabs (loads first).
+void castRows(const Ref& dst, const Ref& src, int64_t rows, int64_t cols) {
+  forGroups(rows, [&](const std::vector<Scalar>& slabs) {
+    std::vector<Array> vals;
+    for (const Scalar& r0 : slabs)
+      for (int64_t c0 = 0; c0 < cols; c0 += 128)
+        vals.push_back(in_vregs(
+            src.load(ds_(r0, 8), ds_(c0, std::min<int64_t>(128, cols - c0))).astype(dst.dtype())));
+    size_t i = 0;
+    for (const Scalar& r0 : slabs)
+      for (int64_t c0 = 0; c0 < cols; c0 += 128)
+        dst.store(ds_(r0, 8), ds_(c0, std::min<int64_t>(128, cols - c0)), vals[i++]);
+  });
+}
+
+// The softmax of one slab of 8 score rows (all `cols` keys, in registers):
+// x = the scaled raw scores, masked where key c0 + lane is after query r0 +
+// sublane (`diag` = lane - sublane; null: no mask), e = exp(x - rowmax(x)),
+// inv = 1 / rowsum(e); P = e * inv, the division as the VPU does it.
+struct SlabSoftmax {
+  std::vector<Array> e;  // per 128-key window
+  Array inv;
+};
+SlabSoftmax slabSoftmax(const Ref& s, Scalar r0, int64_t cols, double scale, const Array* diag) {
+  std::vector<Array> x;
+  Array folded, esum;
+  for (int64_t c0 = 0; c0 < cols; c0 += 128) {
+    Array raw = s.load(ds_(r0, 8), ds_(c0, 128)) * scale;
+    if (diag)
+      raw = where(*diag <= splat(r0 - c0, 1, 1), raw,
+                  full(1, 1, double(std::numeric_limits<float>::lowest())));
+    x.push_back(in_vregs(raw));
+    folded = folded.valid() ? maximum(folded, x.back()) : x.back();
+  }
+  const Array rowMax = max_vregs(folded);
+  SlabSoftmax out;
+  for (const Array& xw : x) {
+    out.e.push_back(in_vregs(exp(xw - rowMax)));
+    esum = esum.valid() ? esum + out.e.back() : out.e.back();
+  }
+  out.inv = in_vregs(full(1, 1, 1.0) / sum_vregs(esum));
+  return out;
+}
+
+}  // namespace
+
+std::vector<ShapeDtype> attentionBackwardInputs(int64_t bh, int64_t seqQ, int64_t seqK,
+                                                int64_t headDim) {
+  return {{{bh, seqQ, headDim}, BF16, "q"},
+          {{bh, seqK, headDim}, BF16, "k"},
+          {{bh, seqK, headDim}, BF16, "v"},
+          {{bh, seqQ, headDim}, BF16, "do"}};
+}
+
+int64_t attentionBackwardVmemPerHead(int64_t sq, int64_t sk, int64_t d) {
+  // Eight [seq, seq] scratch arrays, dq / dk / dv in f32, the seven blocks
+  // double-buffered; every element counted as a 32-bit word.
+  return 4 * (8 * sq * sk + (sq + 2 * sk) * d + 2 * (3 * sq + 4 * sk) * d);
+}
+
+PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
+                                 const AttentionBackwardParams& prm) {
+  checkSizes("attention backward", bh, sq, sk, d, prm);
+  const double scale = prm.smScale != 0 ? prm.smScale : 1.0 / std::sqrt(double(d));
+  const double dsScale = prm.dsScale != 0 ? prm.dsScale : scale;
+  const bool causal = prm.causal;
+
+  // Heads per grid step: each phase of one head (a dot, the softmax slabs, a
+  // cast) waits for the phase before it; with several heads the phases
+  // alternate, and one head's work fills the other's waits (v6e, 8 causal
+  // heads of 256 x 256 x 128: 6.35k cycles per head with one, 4.85k with two,
+  // 4.3k with four).
+  const int64_t hs = prm.headsPerStep;
+  CallConfig c;
+  c.name = fmt::format("attention_backward{}_{}x{}x{}x{}", causal ? "_causal" : "", bh, sq, sk, d);
+  c.out_shapes = {{{bh, sq, d}, prm.outType, "dq"},
+                  {{bh, sk, d}, prm.outType, "dk"},
+                  {{bh, sk, d}, prm.outType, "dv"}};
+  c.grid = {bh / hs};
+  auto map = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0, 0}; };
+  c.in_specs = {BlockSpec({hs, sq, d}, map), BlockSpec({hs, sk, d}, map),
+                BlockSpec({hs, sk, d}, map), BlockSpec({hs, sq, d}, map)};
+  c.out_specs = {BlockSpec({hs, sq, d}, map), BlockSpec({hs, sk, d}, map),
+                 BlockSpec({hs, sk, d}, map)};
+  // Per head: scores and dP (f32, as the MXU leaves them), P and dS (bf16, for
+  // the MXU), the transposes P^T and dS^T [seq_k, seq_q] (f32, then bf16), and
+  // dq / dk / dv before their cast (a dot is stored as it is: inside an
+  // element-wise expression, a cast, it would be re-emitted per row tile). Then
+  // the identity [seq_k, seq_k] the transposes are made with.
+  constexpr size_t kPerHead = 11;
+  for (int64_t h = 0; h < hs; ++h)
+    for (const ScratchSpec& sp :
+         {VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16), VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16),
+          VMEM({sk, sq}, F32), VMEM({sk, sq}, F32), VMEM({sk, sq}, BF16), VMEM({sk, sq}, BF16),
+          VMEM({sq, d}, F32), VMEM({sk, d}, F32), VMEM({sk, d}, F32)})
+      c.scratch.push_back(sp);
+  c.scratch.push_back(VMEM({sk, sk}, BF16));
+  c.compiler_params.dimension_semantics = {PARALLEL};
+  c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
+
+  auto body = [=](const std::vector<Ref>& r) {
+    struct Head {
+      Ref q, k, v, dO, dq, dk, dv;
+      Ref s, pb, dp, ds, pTf, dsTf, pT, dsT, dqf, dkf, dvf;
+    };
+    std::vector<Head> heads;
+    for (int64_t h = 0; h < hs; ++h) {
+      const size_t b = 7 + kPerHead * size_t(h);
+      heads.push_back({r[0].at(h), r[1].at(h), r[2].at(h), r[3].at(h), r[4].at(h), r[5].at(h),
+                       r[6].at(h), r[b], r[b + 1], r[b + 2], r[b + 3], r[b + 4], r[b + 5], r[b + 6],
+                       r[b + 7], r[b + 8], r[b + 9], r[b + 10]});
+    }
+    Ref eye = r[7 + kPerHead * size_t(hs)];
+    auto each = [&](const std::function<void(const Head&)>& fn) {
+      for (const Head& h : heads) fn(h);
+    };
+    each([&](const Head& h) {
+      h.s.store(dot(h.q.load(), h.k.load(), {false, true}));
+      h.dp.store(dot(h.dO.load(), h.v.load(), {false, true}));
+    });
+    // lane - sublane, made once per step: key c0 + lane is visible from query
+    // r0 + sublane iff lane - sublane <= r0 - c0, one compare per score vreg.
+    const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
+    // The MXU takes no transposed LHS: P^T and dS^T are I x^T (exact: one
+    // product per output, bf16 in and out). Made per step (while the first dots
+    // run): with parallel grid semantics no step is known to run first on its core.
+    forSlabs(sk, [&](Scalar r0) {
+      for (int64_t c0 = 0; c0 < sk; c0 += 128)
+        eye.store(
+            ds_(r0, 8), ds_(c0, 128),
+            where(diag == splat(r0 - c0, 1, 1), full(1, 1, 1.0), full(1, 1, 0.0)).astype(BF16));
+    });
+    // Per slab of 8 query rows, in registers: the forward's P = e / l, e =
+    // exp(x - rowmax(x)), l = rowsum(e), x the scaled, masked scores; then dS =
+    // P * (dP - rowsum(dP * P)), masked and scaled, with rowsum(dP * P) taken
+    // as rowsum(dP * e) / l so both row sums run side by side. Only P and dS in
+    // bf16 go to VMEM.
+    each([&](const Head& h) {
+      forSlabs(sq, [&](Scalar r0) {
+        const SlabSoftmax sm = slabSoftmax(h.s, r0, sk, scale, causal ? &diag : nullptr);
+        std::vector<Array> dPw;
+        Array prod;
+        for (size_t w = 0; w < sm.e.size(); ++w) {
+          Array raw = h.dp.load(ds_(r0, 8), ds_(int64_t(w) * 128, 128));
+          dPw.push_back(prm.dpType == F32 ? raw : raw.astype(prm.dpType).astype(F32));
+          Array term = dPw.back() * sm.e[w];
+          prod = prod.valid() ? prod + term : term;
+        }
+        const Array rowSum = in_vregs(sum_vregs(in_vregs(prod)) * sm.inv);
+        for (size_t w = 0; w < sm.e.size(); ++w) {
+          const int64_t c0 = int64_t(w) * 128;
+          const Array p = in_vregs(sm.e[w] * sm.inv);
+          h.pb.store(ds_(r0, 8), ds_(c0, 128), p.astype(BF16));
+          Array dS = p * (dPw[w] - rowSum);
+          if (causal) dS = where(diag <= splat(r0 - c0, 1, 1), dS, full(1, 1, 0.0));
+          h.ds.store(ds_(r0, 8), ds_(c0, 128), (dS * dsScale).astype(BF16));
+        }
+      });
+    });
+    // dv = P^T dO, dk = dS^T q, dq = dS k: the dots that do not depend on each
+    // other first, their casts after them.
+    const bool f32Out = prm.outType == F32;
+    each([&](const Head& h) {
+      h.pTf.store(dot(eye.load(), h.pb.load(), {false, true}));
+      h.dsTf.store(dot(eye.load(), h.ds.load(), {false, true}));
+      (f32Out ? h.dq : h.dqf).store(dot(h.ds.load(), h.k.load()));
+    });
+    each([&](const Head& h) {
+      castRows(h.pT, h.pTf, sk, sq);
+      castRows(h.dsT, h.dsTf, sk, sq);
+    });
+    each([&](const Head& h) {
+      (f32Out ? h.dv : h.dvf).store(dot(h.pT.load(), h.dO.load()));
+      (f32Out ? h.dk : h.dkf).store(dot(h.dsT.load(), h.q.load()));
+    });
+    if (!f32Out)
+      each([&](const Head& h) {
+        castRows(h.dq, h.dqf, sq, d);
+        castRows(h.dv, h.dvf, sk, d);
+        castRows(h.dk, h.dkf, sk, d);
+      });
+  };
+  return pallas_call(body, c);
+}
+
+PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
+                                const AttentionBackwardParams& prm) {
+  checkSizes("attention forward", bh, sq, sk, d, prm);
+  const double scale = prm.smScale != 0 ? prm.smScale : 1.0 / std::sqrt(double(d));
+  const bool causal = prm.causal;
+  const int64_t hs = prm.headsPerStep;
+  CallConfig c;
+  c.name = fmt::format("attention_forward{}_{}x{}x{}x{}", causal ? "_causal" : "", bh, sq, sk, d);
+  c.out_shapes = {{{bh, sq, d}, prm.outType, "out"}};
+  c.grid = {bh / hs};
+  auto map = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0, 0}; };
+  c.in_specs = {BlockSpec({hs, sq, d}, map), BlockSpec({hs, sk, d}, map),
+                BlockSpec({hs, sk, d}, map)};
+  c.out_specs = {BlockSpec({hs, sq, d}, map)};
+  // Per head: the scores (f32), P (bf16, for the MXU), the output before its cast.
+  for (int64_t h = 0; h < hs; ++h)
+    for (const ScratchSpec& sp : {VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16), VMEM({sq, d}, F32)})
+      c.scratch.push_back(sp);
+  c.compiler_params.dimension_semantics = {PARALLEL};
+  c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
+  auto body = [=](const std::vector<Ref>& r) {
+    struct Head {
+      Ref q, k, v, o, s, pb, of;
+    };
+    std::vector<Head> heads;
+    for (int64_t h = 0; h < hs; ++h) {
+      const size_t b = 4 + 3 * size_t(h);
+      heads.push_back({r[0].at(h), r[1].at(h), r[2].at(h), r[3].at(h), r[b], r[b + 1], r[b + 2]});
+    }
+    for (const Head& h : heads) h.s.store(dot(h.q.load(), h.k.load(), {false, true}));
+    const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
+    for (const Head& h : heads)
+      forSlabs(sq, [&](Scalar r0) {
+        const SlabSoftmax sm = slabSoftmax(h.s, r0, sk, scale, causal ? &diag : nullptr);
+        for (size_t w = 0; w < sm.e.size(); ++w)
+          h.pb.store(ds_(r0, 8), ds_(int64_t(w) * 128, 128), (sm.e[w] * sm.inv).astype(BF16));
+      });
+    const bool f32Out = prm.outType == F32;
+    for (const Head& h : heads) (f32Out ? h.o : h.of).store(dot(h.pb.load(), h.v.load()));
+    if (!f32Out)
+      for (const Head& h : heads) castRows(h.o, h.of, sq, d);
+  };
+  return pallas_call(body, c);
+}
+
+std::vector<std::vector<double>> attentionBackwardReference(
+    const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+    const std::vector<double>& dO, int64_t bh, int64_t sq, int64_t sk, int64_t d, bool causal,
+    double smScale, double dsScale) {
+  const double scale = smScale != 0 ? smScale : 1.0 / std::sqrt(double(d));
+  if (dsScale == 0) dsScale = scale;
+  std::vector<double> dq(size_t(bh * sq * d)), dk(size_t(bh * sk * d)), dv(size_t(bh * sk * d));
+  std::vector<double> p(static_cast<size_t>(sk)), dp(static_cast<size_t>(sk));
+  for (int64_t h = 0; h < bh; ++h) {
+    const double* qh = &q[size_t(h * sq * d)];
+    const double* kh = &k[size_t(h * sk * d)];
+    const double* vh = &v[size_t(h * sk * d)];
+    const double* oh = &dO[size_t(h * sq * d)];
+    for (int64_t i = 0; i < sq; ++i) {
+      const int64_t n = causal ? std::min(sk, i + 1) : sk;
+      double mx = -std::numeric_limits<double>::infinity(), total = 0, rs = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t t = 0; t < d; ++t) acc += qh[i * d + t] * kh[j * d + t];
+        p[size_t(j)] = acc * scale;
+        mx = std::max(mx, p[size_t(j)]);
+      }
+      for (int64_t j = 0; j < n; ++j) total += (p[size_t(j)] = std::exp(p[size_t(j)] - mx));
+      for (int64_t j = 0; j < n; ++j) {
+        p[size_t(j)] /= total;
+        double acc = 0;
+        for (int64_t t = 0; t < d; ++t) acc += oh[i * d + t] * vh[j * d + t];
+        dp[size_t(j)] = acc;
+        rs += acc * p[size_t(j)];
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        const double ds = p[size_t(j)] * (dp[size_t(j)] - rs) * dsScale;
+        for (int64_t t = 0; t < d; ++t) {
+          dv[size_t((h * sk + j) * d + t)] += p[size_t(j)] * oh[i * d + t];
+          dq[size_t((h * sq + i) * d + t)] += ds * kh[j * d + t];
+          dk[size_t((h * sk + j) * d + t)] += ds * qh[i * d + t];
+        }
+      }
+    }
+  }
+  return {dq, dk, dv};
+}
+
+namespace {
+
+// The parameters both entries share; heads per step auto: the most heads (4,
+// 2, 1) dividing bh whose VMEM fits half the limit.
+AttentionBackwardParams commonParams(const Params& p, int64_t bh, int64_t sq, int64_t sk,
+                                     int64_t d) {
+  AttentionBackwardParams ap;
+  ap.causal = p.flag("causal");
+  ap.smScale = p.real("sm_scale");
+  ap.outType = p.dtype("out_dtype", {BF16, F32});
+  const int64_t vmem = std::min<int64_t>(int64_t(96) << 20, p.target().vmemBytes);
+  ap.vmemLimitBytes = vmem;
+  ap.headsPerStep = p.integer("heads_per_step", 0);
+  for (int64_t h = 4; ap.headsPerStep == 0; h /= 2)
+    if (h == 1 || (bh % h == 0 && h * attentionBackwardVmemPerHead(sq, sk, d) <= vmem / 2))
+      ap.headsPerStep = h;
+  return ap;
+}
+
+std::vector<ParamSpec> commonSpecs() {
+  return {{"bh", "2", "batch * heads"},
+          {"seq_q", "256", "query sequence length (a multiple of 8)"},
+          {"seq_k", "256", "key/value sequence length (a multiple of 128)"},
+          {"head_dim", "128", "head dimension"},
+          {"causal", "false", "mask keys after the query position"},
+          {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"},
+          {"out_dtype", "bf16", "output dtype: bf16 or f32"},
+          {"heads_per_step", "0", "heads per grid step (divides bh); 0 = auto (4, 2 or 1)"}};
+}
+
+}  // namespace
+
+KernelEntry attentionForwardEntry() {
+  KernelEntry e;
+  e.name = "attention_forward";
+  e.description =
+      "softmax(q k^T * scale) v over q [bh, seq_q, d], k, v [bh, seq_k, d] bf16 (whole score "
+      "rows in VMEM, several heads per step)";
+  e.params = commonSpecs();
+  e.build = [](const Params& p) {
+    const int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
+    const int64_t d = p.integer("head_dim", 1);
+    const AttentionBackwardParams ap = commonParams(p, bh, sq, sk, d);
+    LibraryKernel lk{
+        attentionForwardCall(bh, sq, sk, d, ap), flashAttentionInputs(bh, sq, sk, d), {}, {}};
+    lk.reference = [=](const std::vector<std::vector<double>>& in) {
+      return std::vector<std::vector<double>>{flashAttentionReference(
+          in.at(0), in.at(1), in.at(2), bh, sq, sk, d, ap.causal, ap.smScale)};
+    };
+    lk.tolerance = ap.outType == BF16 ? Tolerance{3e-2, 0.2} : Tolerance{2e-2, 0.2};
+    return lk;
+  };
+  return e;
+}
+
+KernelEntry attentionBackwardEntry() {
+  KernelEntry e;
+  e.name = "attention_backward";
+  e.description =
+      "dq, dk, dv of softmax(q k^T * scale) v given do, q, do [bh, seq_q, d], k, v [bh, seq_k, "
+      "d] bf16 (whole score rows in VMEM)";
+  e.params = commonSpecs();
+  e.params.push_back({"ds_scale", "0", "scale of the scores' gradient; 0 = sm_scale"});
+  e.params.push_back({"dp_dtype", "bf16", "dtype dP = do v^T is rounded to: bf16 or f32"});
+  e.build = [](const Params& p) {
+    const int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
+    const int64_t d = p.integer("head_dim", 1);
+    AttentionBackwardParams ap = commonParams(p, bh, sq, sk, d);
+    ap.dsScale = p.real("ds_scale");
+    ap.dpType = p.dtype("dp_dtype", {BF16, F32});
+    LibraryKernel lk{
+        attentionBackwardCall(bh, sq, sk, d, ap), attentionBackwardInputs(bh, sq, sk, d), {}, {}};
+    lk.reference = [=](const std::vector<std::vector<double>>& in) {
+      return attentionBackwardReference(in.at(0), in.at(1), in.at(2), in.at(3), bh, sq, sk, d,
+                                        ap.causal, ap.smScale, ap.dsScale);
+    };
+    // P, dP and dS are rounded to bf16 on their way to the MXU (2^-9 relative
+    // each); gradients are sums of such products of |x| < 2.
+    lk.tolerance = ap.outType == BF16 ? Tolerance{3e-2, 0.2} : Tolerance{2e-2, 0.2};
+    return lk;
+  };
+  return e;
+}
+
+}  // namespace tpusim::kernels::lib

@@ -1,0 +1,80 @@
+// The backward pass of (causal) softmax attention over whole sequences, fused:
+// given q, k, v and the output's gradient dO it recomputes the probabilities
+//
+//   P = softmax(mask(q k^T * sm_scale))                    (rows: queries)
+//
+// and returns dq, dk and dv as autodiff writes them:
+//
+//   dv = P^T dO,  dP = dO v^T,  dS = P * (dP - rowsum(dP * P)) (0 where masked) * ds_scale,
+//   dq = dS k,    dk = dS^T q
+//
+// with P, dP and dS kept in VMEM: the materialized form writes and reads each
+// [seq_q, seq_k] f32 array through HBM several times (the training step's
+// attention backward, compiler pass `attention-backward`).
+//
+// Layout: q, dO [bh, seq_q, head_dim], k, v [bh, seq_k, head_dim], bf16
+// (bh = batch * heads); outputs dq [bh, seq_q, head_dim], dk and dv [bh, seq_k,
+// head_dim] in `outType`. Grid (bh / heads_per_step): each step holds its
+// heads' whole [seq_q, seq_k] score arrays (no online softmax), so seq_q x seq_k
+// is bounded (kAttentionBackwardMaxScores).
+//
+// Rounding follows the trace: scores from bf16 operands with f32 accumulation,
+// the softmax in f32, P rounded to bf16 for the dv dot, dP rounded to `dpType`
+// (the dO.v^T dot's result type) before the softmax backward, dS rounded to
+// bf16 for the dq and dk dots. Only the row sums' order differs.
+#pragma once
+
+#include "kernels/dsl/PallasCall.h"
+#include "kernels/lib/Registry.h"
+
+namespace tpusim::kernels::lib {
+
+struct AttentionBackwardParams {
+  bool causal = false;
+  double smScale = 0;  // 0: 1 / sqrt(head_dim)
+  double dsScale = 0;  // 0: sm_scale (the chain rule through the scores' scale)
+  llo::DType dpType = llo::DType::Bf16;
+  llo::DType outType = llo::DType::Bf16;
+  int64_t vmemLimitBytes = 0;  // 0: the DSL default
+  int64_t headsPerStep = 1;    // divides bh
+};
+
+// VMEM bytes one head of a grid step takes (an upper bound: scratch and blocks).
+int64_t attentionBackwardVmemPerHead(int64_t seqQ, int64_t seqK, int64_t headDim);
+
+// Scores per head the kernel takes at most (seq_q x seq_k): eight [seq_q,
+// seq_k] scratch arrays (8 MiB at the bound) must fit the smallest VMEM (v4, 16 MiB).
+constexpr int64_t kAttentionBackwardMaxScores = int64_t(512) * 512;
+
+// Throws dsl::Error for a head_dim the MXU form does not take (a multiple of 8
+// up to 128, or a multiple of 128), seq_k not a multiple of 128 (or below 128),
+// seq_q not a multiple of 8, more than kAttentionBackwardMaxScores scores, or
+// output / dP dtypes other than bf16 and f32.
+dsl::PallasCall attentionBackwardCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t headDim,
+                                      const AttentionBackwardParams& params = {});
+
+// The kernel's inputs (q, k, v, do), for PallasCall::trace.
+std::vector<dsl::ShapeDtype> attentionBackwardInputs(int64_t bh, int64_t seqQ, int64_t seqK,
+                                                     int64_t headDim);
+
+// Plain C++ reference in double precision (no rounding): dq, dk, dv.
+std::vector<std::vector<double>> attentionBackwardReference(
+    const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+    const std::vector<double>& dO, int64_t bh, int64_t seqQ, int64_t seqK, int64_t headDim,
+    bool causal, double smScale, double dsScale);
+
+// The forward over whole rows, for the same sizes: out = P v (P rounded to
+// bf16 for the MXU, as the materialized trace does), in `outType`, with
+// heads_per_step heads per grid step (dpType and dsScale unused). At 256 x 256
+// x 128 it takes fewer cycles than the online-softmax flash kernel, whose
+// single kv block pays the online rescaling for nothing.
+dsl::PallasCall attentionForwardCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t headDim,
+                                     const AttentionBackwardParams& params = {});
+
+// Registry entry "attention_forward" (custom call tpu.attention_forward).
+KernelEntry attentionForwardEntry();
+
+// Registry entry "attention_backward" (tpu-kernel, custom call tpu.attention_backward).
+KernelEntry attentionBackwardEntry();
+
+}  // namespace tpusim::kernels::lib
