@@ -227,6 +227,9 @@ class HbmModel {
   uint64_t channelMask(uint32_t leader);
   void splitUneven(uint32_t leader);
   void mergeIdle(uint32_t cls);
+  // Merges into part_[0] each of part_[1..] (idle leaders, caught up to now
+  // first) with the same future; whether any merged.
+  bool mergeIdleLeaders();
 
   // One burst of the request being submitted (fast model), by pseudo-channel.
   struct Touch {

@@ -9,6 +9,8 @@ namespace tpusim::sim::hbm {
 PseudoChannel::PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans)
     : t_(timing), skipQuietRowScans_(skipQuietRowScans) {
   banks_.resize(t_.banks);
+  for (size_t i = 0; i < banks_.size(); ++i)
+    banks_[i].group = uint32_t(i / size_t(t_.banksPerGroup));
   busyBanks_.assign((size_t(t_.banks) + 63) / 64, 0);
   hitBanks_ = rowBanks_ = busyBanks_;
   colReadyGroup_.assign(t_.bankGroups, 0);
@@ -159,7 +161,7 @@ void PseudoChannel::advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issue
       // meanwhile (the slot it freed) wake it earlier only when they could
       // lead to a command before that.
       if (skipQuietRowScans_ && !rowUsed) {
-        wakeAt_ = std::min(next, columnBound());
+        wakeAt_ = std::min(next, nextColumnBound());
         if (admits && int64_t(inbox_[inboxHead_].arrival) < wakeAt_ && !admissionsQuiet())
           wakeAt_ = int64_t(inbox_[inboxHead_].arrival);
       }

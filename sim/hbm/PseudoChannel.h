@@ -104,7 +104,8 @@ class PseudoChannel {
     int64_t readyPre = 0;  // tRAS after ACT, tRTP after RD, tWR after write data
     int64_t readyCol = 0;  // tRCD after ACT
     int32_t head = -1, tail = -1;
-    uint32_t hits = 0;  // queued entries for the open row
+    uint32_t hits = 0;   // queued entries for the open row
+    uint32_t group = 0;  // its bank group (bank / banks_per_group)
   };
 
   // One scheduling decision at time_; returns true when a command issued
@@ -116,6 +117,22 @@ class PseudoChannel {
   int64_t columnBound() const {
     return std::max(colReady_, std::min(std::max(readReady_, busFree_ - t_.tCL),
                                         std::max(writeReady_, busFree_ - t_.tCWL)));
+  }
+  // No column command can issue before this: columnBound(), and not before
+  // the first bank with row hits is ready for one (tRCD, bank-group tCCD_L),
+  // so that the step after a column command is not one that finds the other
+  // hits waiting for their bank (a lower bound: starved banks count too).
+  int64_t nextColumnBound() const {
+    const int64_t shared = columnBound();
+    int64_t banksAt = kNever;
+    for (size_t w = 0; w < hitBanks_.size(); ++w)
+      for (uint64_t m = hitBanks_[w]; m != 0; m &= m - 1) {
+        const Bank& b = banks_[w * 64 + size_t(__builtin_ctzll(m))];
+        const int64_t at = std::max(b.readyCol, colReadyGroup_[b.group]);
+        if (at <= shared) return shared;  // it cannot be later
+        banksAt = std::min(banksAt, at);
+      }
+    return banksAt == kNever ? shared : banksAt;
   }
   bool stepColumn(std::vector<IssuedBurst>& issued, int64_t* next);
   // The slot of the oldest row hit the column scheduler may serve, when it is
