@@ -127,7 +127,9 @@ void PseudoChannel::admitArrivals() {
       slots_[size_t(b.tail)].next = slot;
     }
     b.tail = slot;
-    const bool firstHit = b.open && b.row == e.burst.row && b.hits++ == 0;
+    const bool hit = b.open && b.row == e.burst.row;
+    const bool firstHit = hit && b.hits++ == 0;
+    b.writeHits += hit && e.burst.write;
     // The masks read the head, the open row, the hit count's sign and the
     // refresh flag: behind others, only a first hit changes them.
     if (newOldest || firstHit) syncBank(e.burst.bank);
@@ -332,6 +334,14 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
         *next = std::min(*next, std::max(bankAt, std::min(readAt, writeAt)));
         continue;
       }
+      // Only hits of the kind that is not ready (a bank streaming reads and
+      // writes to one row): what the walk below finds, without walking. (The
+      // fast model; the detailed one walks, so the equality tests check this.)
+      if (skipQuietRowScans_ && !(readOk && b.hits > b.writeHits) &&
+          !(writeOk && b.writeHits > 0)) {
+        *next = std::min(*next, std::max(bankAt, readOk ? writeAt : readAt));
+        continue;
+      }
       int32_t previous = -1;
       bool found = false;
       for (int32_t i = head; i >= 0; previous = i, i = slots_[size_t(i)].next) {
@@ -478,6 +488,7 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   (e.older >= 0 ? slots_[size_t(e.older)].younger : oldest_) = e.younger;
   (e.younger >= 0 ? slots_[size_t(e.younger)].older : youngest_) = e.older;
   --b.hits;
+  b.writeHits -= e.burst.write;
   syncBank(e.burst.bank);
   // The bank was open on e's row, so the last row scan skipped it; its next
   // oldest burst (if any) now decides its row command. (The command only
@@ -501,9 +512,12 @@ void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {
   lastActs_.back() = now;
   ++actCount_;
   ++stats_.activates;
-  b.hits = 0;
+  b.hits = b.writeHits = 0;
   for (int32_t i = b.head; i >= 0; i = slots_[size_t(i)].next)
-    if (slots_[size_t(i)].burst.row == row) ++b.hits;
+    if (slots_[size_t(i)].burst.row == row) {
+      ++b.hits;
+      b.writeHits += slots_[size_t(i)].burst.write;
+    }
   syncBank(bank);
 }
 
@@ -511,7 +525,7 @@ void PseudoChannel::precharge(uint32_t bank) {
   Bank& b = banks_[bank];
   rowQuietUntil_ = 0;
   b.open = false;
-  b.hits = 0;
+  b.hits = b.writeHits = 0;
   syncBank(bank);
   b.readyAct = std::max(b.readyAct, int64_t(time_) + t_.tRP);
   ++stats_.precharges;

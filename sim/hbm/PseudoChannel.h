@@ -104,8 +104,9 @@ class PseudoChannel {
     int64_t readyPre = 0;  // tRAS after ACT, tRTP after RD, tWR after write data
     int64_t readyCol = 0;  // tRCD after ACT
     int32_t head = -1, tail = -1;
-    uint32_t hits = 0;   // queued entries for the open row
-    uint32_t group = 0;  // its bank group (bank / banks_per_group)
+    uint32_t hits = 0;       // queued entries for the open row
+    uint32_t writeHits = 0;  // those of them that are writes
+    uint32_t group = 0;      // its bank group (bank / banks_per_group)
   };
 
   // One scheduling decision at time_; returns true when a command issued
