@@ -163,12 +163,21 @@ void PseudoChannel::advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issue
       // meanwhile (the slot it freed) wake it earlier only when they could
       // lead to a command before that.
       if (skipQuietRowScans_ && !rowUsed) {
-        wakeAt_ = std::min(next, nextColumnBound());
+        const int64_t shared = columnBound();
+        int64_t bound = shared;
+        if (boundBanks_) {
+          bound = banksColumnBound(shared);
+          boundBanks_ = bound > shared;
+        }
+        wakeAt_ = std::min(next, bound);
+        columnWake_ = true;
         if (admits && int64_t(inbox_[inboxHead_].arrival) < wakeAt_ && !admissionsQuiet())
           wakeAt_ = int64_t(inbox_[inboxHead_].arrival);
       }
       ++time_;
     } else {
+      if (columnWake_) boundBanks_ = true;  // the wake after a column command was too early
+      columnWake_ = false;
       if (admits) next = std::min<int64_t>(next, int64_t(inbox_[inboxHead_].arrival));
       wakeAt_ = std::max<int64_t>(next, int64_t(time_) + 1);
       time_ = std::min<uint64_t>(uint64_t(wakeAt_), limit);

@@ -119,12 +119,12 @@ class PseudoChannel {
     return std::max(colReady_, std::min(std::max(readReady_, busFree_ - t_.tCL),
                                         std::max(writeReady_, busFree_ - t_.tCWL)));
   }
-  // No column command can issue before this: columnBound(), and not before
-  // the first bank with row hits is ready for one (tRCD, bank-group tCCD_L),
-  // so that the step after a column command is not one that finds the other
-  // hits waiting for their bank (a lower bound: starved banks count too).
-  int64_t nextColumnBound() const {
-    const int64_t shared = columnBound();
+  // No column command can issue before this: `shared` (columnBound()), and
+  // not before the first bank with row hits is ready for one (tRCD,
+  // bank-group tCCD_L), so that the step after a column command is not one
+  // that finds the other hits waiting for their bank (a lower bound: starved
+  // banks count too).
+  int64_t banksColumnBound(int64_t shared) const {
     int64_t banksAt = kNever;
     for (size_t w = 0; w < hitBanks_.size(); ++w)
       for (uint64_t m = hitBanks_[w]; m != 0; m &= m - 1) {
@@ -220,6 +220,11 @@ class PseudoChannel {
   // (kNever: no bank wants a row command): the result of its last scan, kept
   // until something that scan read changes (0 then).
   int64_t rowQuietUntil_ = 0;
+  // After a column command the fast model wakes at columnBound(), or at
+  // banksColumnBound() while that pays: from a step there that issued
+  // nothing (columnWake_: the wake was set after a column command) until it
+  // last found no later cycle. Either is a lower bound: only the cost differs.
+  bool boundBanks_ = false, columnWake_ = false;
   HbmChannelStats stats_;
 };
 
