@@ -122,6 +122,7 @@ void PseudoChannel::admitArrivals() {
     const bool newOldest = b.tail < 0;
     if (newOldest) {
       b.head = slot;
+      b.headAge = e.age;
       busyBanks_[e.burst.bank / 64] |= uint64_t(1) << (e.burst.bank % 64);
     } else {
       slots_[size_t(b.tail)].next = slot;
@@ -334,10 +335,10 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
       // Every entry of the bank is younger than the best hit so far: none
       // can win. (Its bound on *next is not needed either: a column command
       // issues, and the next one waits for columnBound(), which bounds it.)
-      if (slots_[size_t(head)].age > bestAge) continue;
+      if (b.headAge > bestAge) continue;
       if (starved(b)) continue;  // open, with hits, no refresh due: hitBanks_
       // Every hit of a bank shares its tRCD and bank-group tCCD_L constraints.
-      int64_t bankAt = std::max(b.readyCol, colReadyGroup_[slots_[size_t(head)].burst.bankGroup]);
+      int64_t bankAt = std::max(b.readyCol, colReadyGroup_[b.group]);
       bool readOk = std::max(bankAt, readAt) <= now, writeOk = std::max(bankAt, writeAt) <= now;
       if (!readOk && !writeOk) {
         *next = std::min(*next, std::max(bankAt, std::min(readAt, writeAt)));
@@ -411,8 +412,7 @@ bool PseudoChannel::stepRow(int64_t* next) {
       const size_t bi = w * 64 + size_t(__builtin_ctzll(m));
       const Bank& b = banks_[bi];
       // Queued entries, no refresh due, the oldest not served by the open row: rowBanks_.
-      const Entry& h = slots_[size_t(b.head)];
-      if (h.age > bestAge) continue;
+      if (b.headAge > bestAge) continue;
       if (b.open) {
         if (b.hits > 0 && !starved(b)) continue;  // let the row hits drain first
         if (b.readyPre > now) {
@@ -421,7 +421,7 @@ bool PseudoChannel::stepRow(int64_t* next) {
         }
         bestIsPre = true;
       } else {
-        int64_t t = earliestActivate(uint32_t(bi), h.burst.bankGroup);
+        int64_t t = earliestActivate(uint32_t(bi), b.group);
         if (t > now) {
           rowNext = std::min(rowNext, t);
           continue;
@@ -429,7 +429,7 @@ bool PseudoChannel::stepRow(int64_t* next) {
         bestIsPre = false;
       }
       bestBank = int(bi);
-      bestAge = h.age;
+      bestAge = b.headAge;
     }
   *next = std::min(*next, rowNext);
   if (bestBank < 0) {
@@ -487,7 +487,10 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   // Unlink.
   if (previous < 0) {
     b.head = e.next;
-    if (b.head < 0) busyBanks_[e.burst.bank / 64] &= ~(uint64_t(1) << (e.burst.bank % 64));
+    if (b.head < 0)
+      busyBanks_[e.burst.bank / 64] &= ~(uint64_t(1) << (e.burst.bank % 64));
+    else
+      b.headAge = slots_[size_t(b.head)].age;
   } else {
     // An older burst for another row was passed, and the bank has a hit less.
     slots_[size_t(previous)].next = e.next;

@@ -37,7 +37,8 @@ namespace tpusim::sim::hbm {
 
 struct PcBurst {
   uint32_t request = 0;              // the owning request's slot in HbmModel
-  uint32_t bankGroup = 0, bank = 0;  // bank: index within the pseudo-channel
+  uint32_t bankGroup = 0, bank = 0;  // bank: index within the pseudo-channel, in bank group
+                                     // bank / banks_per_group
   uint32_t row = 0;
   bool write = false;
   uint64_t arrival = 0;  // HBM cycle at which the scheduler may see it
@@ -107,6 +108,9 @@ class PseudoChannel {
     uint32_t hits = 0;       // queued entries for the open row
     uint32_t writeHits = 0;  // those of them that are writes
     uint32_t group = 0;      // its bank group (bank / banks_per_group)
+    // The head entry's age (when head >= 0), so that the scans compare ages
+    // without loading the entry (a cache miss per bank and scan).
+    uint64_t headAge = 0;
   };
 
   // One scheduling decision at time_; returns true when a command issued
