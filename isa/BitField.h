@@ -7,17 +7,27 @@
 namespace tpusim::isa::bits {
 
 inline uint64_t get(const uint8_t* bytes, int pos, int width) {
-  // Byte at a time: the decoder runs this for every field of every bundle.
+  // Whole bytes (the decoder runs this for every field of every bundle): the
+  // 1-9 bytes the field touches, little-endian, shifted down. width <= 64.
+  if (width <= 0) return 0;
+  const uint8_t* p = bytes + (pos >> 3);
+  const int shift = pos & 7, n = (shift + width + 7) >> 3;
   uint64_t v = 0;
-  int done = 0;
-  while (done < width) {
-    int b = pos + done, shift = b & 7, take = 8 - shift;
-    if (take > width - done) take = width - done;
-    uint64_t chunk = (uint64_t(bytes[b >> 3]) >> shift) & ((1u << take) - 1);
-    v |= chunk << done;
-    done += take;
-  }
-  return v;
+  for (int i = 0; i < n && i < 8; ++i) v |= uint64_t(p[i]) << (8 * i);
+  v >>= shift;
+  if (n > 8) v |= uint64_t(p[8]) << (64 - shift);  // shift > 0 here
+  return width >= 64 ? v : v & ((uint64_t(1) << width) - 1);
+}
+
+// Whether bits [pos, pos + width) are all zero, a byte at a time.
+inline bool allZero(const uint8_t* bytes, int pos, int width) {
+  if (width <= 0) return true;
+  const int first = pos >> 3, last = (pos + width - 1) >> 3;
+  if (first == last) return get(bytes, pos, width) == 0;
+  uint8_t any = uint8_t(bytes[first] >> (pos & 7));
+  for (int i = first + 1; i < last; ++i) any |= bytes[i];
+  const int tail = ((pos + width - 1) & 7) + 1;  // bits of the last byte in the range
+  return (any | (bytes[last] & ((1u << tail) - 1))) == 0;
 }
 
 inline void set(uint8_t* bytes, int pos, int width, uint64_t value) {

@@ -13,13 +13,6 @@ bool fail(std::string* error, std::string message) {
   return false;
 }
 
-bool allZero(const uint8_t* bytes, int pos, int width) {
-  for (int done = 0; done < width; done += 64) {
-    int n = width - done < 64 ? width - done : 64;
-    if (bits::get(bytes, pos + done, n) != 0) return false;
-  }
-  return true;
-}
 }  // namespace
 
 bool tryDecode(const uint8_t* bytes, Bundle* out, std::string* error) {
@@ -34,7 +27,7 @@ bool tryDecode(const uint8_t* bytes, Bundle* out, std::string* error) {
     int pos = slot.bitStart;
     int slotOpcode = int(bits::get(bytes, pos, kOpcodeFieldBits));
     if (slotOpcode == 0) {
-      if (!allZero(bytes, pos, slot.bits))
+      if (!bits::allZero(bytes, pos, slot.bits))
         return fail(error, fmt::format("slot {} is empty (opcode 0) but its operand bits are not "
                                        "zero",
                                        slotInstanceName(s)));
@@ -84,7 +77,7 @@ bool tryDecode(const uint8_t* bytes, Bundle* out, std::string* error) {
       }
     }
     int end = slot.bitStart + slot.bits;
-    if (!allZero(bytes, pos, end - pos))
+    if (!bits::allZero(bytes, pos, end - pos))
       return fail(
           error,
           fmt::format("slot {}: '{}' leaves bits {}..{} of the slot unused, but they "
@@ -98,7 +91,7 @@ bool tryDecode(const uint8_t* bytes, Bundle* out, std::string* error) {
       return fail(error, fmt::format("shared immediate {} is not used by any slot but holds 0x{:x}",
                                      i, imms[i]));
   int padStart = kImmFieldsBitStart + kNumSharedImms * kImmFieldBits;
-  if (!allZero(bytes, padStart, kBundleBits - padStart))
+  if (!bits::allZero(bytes, padStart, kBundleBits - padStart))
     return fail(error, fmt::format("padding bits {}..{} of the bundle are not zero", padStart,
                                    kBundleBits - 1));
   *out = b;

@@ -58,17 +58,6 @@ bool isFlop(Opcode op) {
 
 }  // namespace
 
-bool TensorCore::vmemRow(const DecodedOp& op, int sublane, int64_t* row) const {
-  int64_t base = int64_t(sregs_[op.ssrc[0]]) + op.imm[0];
-  if (op.op == Opcode::VStM) {
-    *row = base + sublane;
-    return true;
-  }
-  if (!((op.imm[2] >> sublane) & 1)) return false;
-  *row = base + sublane * op.imm[1];
-  return true;
-}
-
 int64_t TensorCore::execute(const DecodedBundle& b, int64_t t) {
   numSWrites_ = numVWrites_ = numMWrites_ = numTaintedWrites_ = 0;
   int64_t nextPc = pc_ + 1;

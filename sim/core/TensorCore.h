@@ -138,7 +138,17 @@ class TensorCore : public sc_core::sc_module {
   void finishRun(int64_t haltCycle);
 
   // The VMEM row sublane `sublane` of a load/store touches; false if masked off.
-  bool vmemRow(const DecodedOp& op, int sublane, int64_t* row) const;
+  // (Inline: the hazard check and the load and store run it per sublane.)
+  bool vmemRow(const DecodedOp& op, int sublane, int64_t* row) const {
+    int64_t base = int64_t(sregs_[op.ssrc[0]]) + op.imm[0];
+    if (op.op == isa::Opcode::VStM) {
+      *row = base + sublane;
+      return true;
+    }
+    if (!((op.imm[2] >> sublane) & 1)) return false;
+    *row = base + sublane * op.imm[1];
+    return true;
+  }
   int currentOp() const;
 
   int id_;

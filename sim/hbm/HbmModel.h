@@ -30,8 +30,9 @@
 // its leader (PcGroups.h). A request that treats members differently splits
 // the group first; idle groups whose futures are the same
 // (PseudoChannel::sameFutureAs) merge again. A request within one channel
-// line (AddressMap::channelLine) to exactly one group is located once and
-// becomes one burst for its leader. Consecutive requests with the same
+// line (AddressMap::channelLine) to exactly one group, or to several whole
+// groups, is located once and becomes one burst for each leader.
+// Consecutive requests with the same
 // direction and arrival whose bursts follow each other within one channel
 // line (a DMA descriptor cut into requests smaller than a line) are held
 // back until the next call that is not such a request, then handed over as
@@ -227,6 +228,9 @@ class HbmModel {
   uint64_t channelMask(uint32_t leader);
   void splitUneven(uint32_t leader);
   void mergeIdle(uint32_t cls);
+  // Merges into part_[0] each of part_[1..] (idle leaders, caught up to now
+  // first) with the same future; whether any merged.
+  bool mergeIdleLeaders();
 
   // One burst of the request being submitted (fast model), by pseudo-channel.
   struct Touch {

@@ -112,14 +112,30 @@ bool HbmModel::submitChannelLine(uint32_t slot, const HbmRequest& r, uint64_t ar
   const uint64_t line = map_.channelLine();
   if (line < 2 || first / line != last / line) return false;
   const uint32_t n = uint32_t(last - first + 1);
-  BurstLocation loc = map_.locate(first * map_.burstBytes());
   PcBurst b;
-  const uint32_t pc0 = burstAt(loc, slot, r.isWrite, arrival, &b);
+  const uint32_t pc0 = burstAt(locateInLine(first), slot, r.isWrite, arrival, &b);
   const int64_t leader = lineLeader(pc0, n);
-  if (leader < 0) return false;
-  pcs_[uint32_t(leader)].push(b);  // the same burst for every member
-  requests_[slot].remaining += n;
-  activate(uint32_t(leader));
+  if (leader >= 0) {
+    pcs_[uint32_t(leader)].push(b);  // the same burst for every member
+    requests_[slot].remaining += n;
+    activate(uint32_t(leader));
+    return true;
+  }
+  // Several whole groups (a line whose parts came in different cycles): the
+  // general path would split none of them, merge the idle ones with the same
+  // future (mergeIdle) and push the burst to each leader, in this order.
+  const std::vector<uint32_t>* leaders;
+  if (!groupsWithinLine(pc0, n, &leaders)) return false;
+  part_.clear();
+  for (uint32_t l : *leaders)
+    if (!pcs_[l].hasWork()) part_.push_back(l);
+  if (part_.size() >= 2 && mergeIdleLeaders() && !groupsWithinLine(pc0, n, &leaders))
+    throw std::logic_error("HbmModel: a merge left a line's groups");
+  for (uint32_t l : *leaders) {
+    pcs_[l].push(b);
+    requests_[slot].remaining += groups_.size(l);
+    activate(l);
+  }
   return true;
 }
 
@@ -161,7 +177,10 @@ void HbmModel::mergeIdle(uint32_t cls) {
   part_.clear();
   for (const TouchedPc& t : touched_)
     if (t.cls == cls && groups_.isLeader(t.pc) && !pcs_[t.pc].hasWork()) part_.push_back(t.pc);
-  if (part_.size() < 2) return;
+  if (part_.size() >= 2) mergeIdleLeaders();
+}
+
+bool HbmModel::mergeIdleLeaders() {
   // Idle pseudo-channels lag behind; bring them to now (only refreshes happen).
   const uint64_t hbmNow = clocks_.hbmAtOrAfterCore(now_);
   for (uint32_t pc : part_) {
@@ -169,8 +188,13 @@ void HbmModel::mergeIdle(uint32_t cls) {
     pcs_[pc].advance(hbmNow, issued_);
     if (!issued_.empty()) throw std::logic_error("HbmModel: an idle pseudo-channel issued a burst");
   }
+  bool merged = false;
   for (size_t i = 1; i < part_.size(); ++i)
-    if (pcs_[part_[0]].sameFutureAs(pcs_[part_[i]])) groups_.merge(part_[0], part_[i], pcs_);
+    if (pcs_[part_[0]].sameFutureAs(pcs_[part_[i]])) {
+      groups_.merge(part_[0], part_[i], pcs_);
+      merged = true;
+    }
+  return merged;
 }
 
 }  // namespace tpusim::sim::hbm

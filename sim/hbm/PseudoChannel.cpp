@@ -9,6 +9,8 @@ namespace tpusim::sim::hbm {
 PseudoChannel::PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans)
     : t_(timing), skipQuietRowScans_(skipQuietRowScans) {
   banks_.resize(t_.banks);
+  for (size_t i = 0; i < banks_.size(); ++i)
+    banks_[i].group = uint32_t(i / size_t(t_.banksPerGroup));
   busyBanks_.assign((size_t(t_.banks) + 63) / 64, 0);
   hitBanks_ = rowBanks_ = busyBanks_;
   colReadyGroup_.assign(t_.bankGroups, 0);
@@ -120,12 +122,15 @@ void PseudoChannel::admitArrivals() {
     const bool newOldest = b.tail < 0;
     if (newOldest) {
       b.head = slot;
+      b.headAge = e.age;
       busyBanks_[e.burst.bank / 64] |= uint64_t(1) << (e.burst.bank % 64);
     } else {
       slots_[size_t(b.tail)].next = slot;
     }
     b.tail = slot;
-    const bool firstHit = b.open && b.row == e.burst.row && b.hits++ == 0;
+    const bool hit = b.open && b.row == e.burst.row;
+    const bool firstHit = hit && b.hits++ == 0;
+    b.writeHits += hit && e.burst.write;
     // The masks read the head, the open row, the hit count's sign and the
     // refresh flag: behind others, only a first hit changes them.
     if (newOldest || firstHit) syncBank(e.burst.bank);
@@ -159,12 +164,21 @@ void PseudoChannel::advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issue
       // meanwhile (the slot it freed) wake it earlier only when they could
       // lead to a command before that.
       if (skipQuietRowScans_ && !rowUsed) {
-        wakeAt_ = std::min(next, columnBound());
+        const int64_t shared = columnBound();
+        int64_t bound = shared;
+        if (boundBanks_) {
+          bound = banksColumnBound(shared);
+          boundBanks_ = bound > shared;
+        }
+        wakeAt_ = std::min(next, bound);
+        columnWake_ = true;
         if (admits && int64_t(inbox_[inboxHead_].arrival) < wakeAt_ && !admissionsQuiet())
           wakeAt_ = int64_t(inbox_[inboxHead_].arrival);
       }
       ++time_;
     } else {
+      if (columnWake_) boundBanks_ = true;  // the wake after a column command was too early
+      columnWake_ = false;
       if (admits) next = std::min<int64_t>(next, int64_t(inbox_[inboxHead_].arrival));
       wakeAt_ = std::max<int64_t>(next, int64_t(time_) + 1);
       time_ = std::min<uint64_t>(uint64_t(wakeAt_), limit);
@@ -321,13 +335,21 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
       // Every entry of the bank is younger than the best hit so far: none
       // can win. (Its bound on *next is not needed either: a column command
       // issues, and the next one waits for columnBound(), which bounds it.)
-      if (slots_[size_t(head)].age > bestAge) continue;
+      if (b.headAge > bestAge) continue;
       if (starved(b)) continue;  // open, with hits, no refresh due: hitBanks_
       // Every hit of a bank shares its tRCD and bank-group tCCD_L constraints.
-      int64_t bankAt = std::max(b.readyCol, colReadyGroup_[slots_[size_t(head)].burst.bankGroup]);
+      int64_t bankAt = std::max(b.readyCol, colReadyGroup_[b.group]);
       bool readOk = std::max(bankAt, readAt) <= now, writeOk = std::max(bankAt, writeAt) <= now;
       if (!readOk && !writeOk) {
         *next = std::min(*next, std::max(bankAt, std::min(readAt, writeAt)));
+        continue;
+      }
+      // Only hits of the kind that is not ready (a bank streaming reads and
+      // writes to one row): what the walk below finds, without walking. (The
+      // fast model; the detailed one walks, so the equality tests check this.)
+      if (skipQuietRowScans_ && !(readOk && b.hits > b.writeHits) &&
+          !(writeOk && b.writeHits > 0)) {
+        *next = std::min(*next, std::max(bankAt, readOk ? writeAt : readAt));
         continue;
       }
       int32_t previous = -1;
@@ -390,8 +412,7 @@ bool PseudoChannel::stepRow(int64_t* next) {
       const size_t bi = w * 64 + size_t(__builtin_ctzll(m));
       const Bank& b = banks_[bi];
       // Queued entries, no refresh due, the oldest not served by the open row: rowBanks_.
-      const Entry& h = slots_[size_t(b.head)];
-      if (h.age > bestAge) continue;
+      if (b.headAge > bestAge) continue;
       if (b.open) {
         if (b.hits > 0 && !starved(b)) continue;  // let the row hits drain first
         if (b.readyPre > now) {
@@ -400,7 +421,7 @@ bool PseudoChannel::stepRow(int64_t* next) {
         }
         bestIsPre = true;
       } else {
-        int64_t t = earliestActivate(uint32_t(bi), h.burst.bankGroup);
+        int64_t t = earliestActivate(uint32_t(bi), b.group);
         if (t > now) {
           rowNext = std::min(rowNext, t);
           continue;
@@ -408,7 +429,7 @@ bool PseudoChannel::stepRow(int64_t* next) {
         bestIsPre = false;
       }
       bestBank = int(bi);
-      bestAge = h.age;
+      bestAge = b.headAge;
     }
   *next = std::min(*next, rowNext);
   if (bestBank < 0) {
@@ -466,7 +487,10 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   // Unlink.
   if (previous < 0) {
     b.head = e.next;
-    if (b.head < 0) busyBanks_[e.burst.bank / 64] &= ~(uint64_t(1) << (e.burst.bank % 64));
+    if (b.head < 0)
+      busyBanks_[e.burst.bank / 64] &= ~(uint64_t(1) << (e.burst.bank % 64));
+    else
+      b.headAge = slots_[size_t(b.head)].age;
   } else {
     // An older burst for another row was passed, and the bank has a hit less.
     slots_[size_t(previous)].next = e.next;
@@ -476,6 +500,7 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
   (e.older >= 0 ? slots_[size_t(e.older)].younger : oldest_) = e.younger;
   (e.younger >= 0 ? slots_[size_t(e.younger)].older : youngest_) = e.older;
   --b.hits;
+  b.writeHits -= e.burst.write;
   syncBank(e.burst.bank);
   // The bank was open on e's row, so the last row scan skipped it; its next
   // oldest burst (if any) now decides its row command. (The command only
@@ -499,9 +524,12 @@ void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {
   lastActs_.back() = now;
   ++actCount_;
   ++stats_.activates;
-  b.hits = 0;
+  b.hits = b.writeHits = 0;
   for (int32_t i = b.head; i >= 0; i = slots_[size_t(i)].next)
-    if (slots_[size_t(i)].burst.row == row) ++b.hits;
+    if (slots_[size_t(i)].burst.row == row) {
+      ++b.hits;
+      b.writeHits += slots_[size_t(i)].burst.write;
+    }
   syncBank(bank);
 }
 
@@ -509,7 +537,7 @@ void PseudoChannel::precharge(uint32_t bank) {
   Bank& b = banks_[bank];
   rowQuietUntil_ = 0;
   b.open = false;
-  b.hits = 0;
+  b.hits = b.writeHits = 0;
   syncBank(bank);
   b.readyAct = std::max(b.readyAct, int64_t(time_) + t_.tRP);
   ++stats_.precharges;

@@ -37,7 +37,8 @@ namespace tpusim::sim::hbm {
 
 struct PcBurst {
   uint32_t request = 0;              // the owning request's slot in HbmModel
-  uint32_t bankGroup = 0, bank = 0;  // bank: index within the pseudo-channel
+  uint32_t bankGroup = 0, bank = 0;  // bank: index within the pseudo-channel, in bank group
+                                     // bank / banks_per_group
   uint32_t row = 0;
   bool write = false;
   uint64_t arrival = 0;  // HBM cycle at which the scheduler may see it
@@ -104,7 +105,12 @@ class PseudoChannel {
     int64_t readyPre = 0;  // tRAS after ACT, tRTP after RD, tWR after write data
     int64_t readyCol = 0;  // tRCD after ACT
     int32_t head = -1, tail = -1;
-    uint32_t hits = 0;  // queued entries for the open row
+    uint32_t hits = 0;       // queued entries for the open row
+    uint32_t writeHits = 0;  // those of them that are writes
+    uint32_t group = 0;      // its bank group (bank / banks_per_group)
+    // The head entry's age (when head >= 0), so that the scans compare ages
+    // without loading the entry (a cache miss per bank and scan).
+    uint64_t headAge = 0;
   };
 
   // One scheduling decision at time_; returns true when a command issued
@@ -116,6 +122,22 @@ class PseudoChannel {
   int64_t columnBound() const {
     return std::max(colReady_, std::min(std::max(readReady_, busFree_ - t_.tCL),
                                         std::max(writeReady_, busFree_ - t_.tCWL)));
+  }
+  // No column command can issue before this: `shared` (columnBound()), and
+  // not before the first bank with row hits is ready for one (tRCD,
+  // bank-group tCCD_L), so that the step after a column command is not one
+  // that finds the other hits waiting for their bank (a lower bound: starved
+  // banks count too).
+  int64_t banksColumnBound(int64_t shared) const {
+    int64_t banksAt = kNever;
+    for (size_t w = 0; w < hitBanks_.size(); ++w)
+      for (uint64_t m = hitBanks_[w]; m != 0; m &= m - 1) {
+        const Bank& b = banks_[w * 64 + size_t(__builtin_ctzll(m))];
+        const int64_t at = std::max(b.readyCol, colReadyGroup_[b.group]);
+        if (at <= shared) return shared;  // it cannot be later
+        banksAt = std::min(banksAt, at);
+      }
+    return banksAt == kNever ? shared : banksAt;
   }
   bool stepColumn(std::vector<IssuedBurst>& issued, int64_t* next);
   // The slot of the oldest row hit the column scheduler may serve, when it is
@@ -202,6 +224,11 @@ class PseudoChannel {
   // (kNever: no bank wants a row command): the result of its last scan, kept
   // until something that scan read changes (0 then).
   int64_t rowQuietUntil_ = 0;
+  // After a column command the fast model wakes at columnBound(), or at
+  // banksColumnBound() while that pays: from a step there that issued
+  // nothing (columnWake_: the wake was set after a column command) until it
+  // last found no later cycle. Either is a lower bound: only the cost differs.
+  bool boundBanks_ = false, columnWake_ = false;
   HbmChannelStats stats_;
 };
 
