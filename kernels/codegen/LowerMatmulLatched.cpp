@@ -127,17 +127,20 @@ void Lowerer::popSumStore(const RefPlace& dstP, const ScalarVal& dst0, int64_t M
   emit(st);
 }
 
+void Lowerer::checkLatched(const llo::Op& op, int64_t K, int64_t N) const {
+  checkLatchable(op, K, N);
+  if (latched_ == std::pair<int64_t, int64_t>{K, N}) return;
+  std::string text = llo::printOp(op);
+  throw CodegenError(fmt::format(
+      "{}:{}: error: cannot compile '{}': no {}x{} weights latched before it (mxu_latch, "
+      "with no other matmul in between)",
+      op.loc.file, op.loc.line, text.substr(0, text.find('\n')), K, N));
+}
+
 void Lowerer::lowerMatmulLatched(const llo::Op& op) {
   const int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2];
   const bool accumulate = op.ints[5] == 1;
-  checkLatchable(op, K, N);
-  if (latched_ != std::pair<int64_t, int64_t>{K, N}) {
-    std::string text = llo::printOp(op);
-    throw CodegenError(fmt::format(
-        "{}:{}: error: cannot compile '{}': no {}x{} weights latched before it (mxu_latch, "
-        "with no other matmul in between)",
-        op.loc.file, op.loc.line, text.substr(0, text.find('\n')), K, N));
-  }
+  checkLatched(op, K, N);
   auto views = llo::opViews(op);
   const RefPlace& dstP = place(views[0].ref);
   const RefPlace& lhsP = place(views[1].ref);
@@ -188,14 +191,7 @@ std::vector<int64_t> Lowerer::slotSet(const llo::Op& op, int64_t M, int64_t chun
 
 void Lowerer::lowerMxuStart(const llo::Op& op) {
   const int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2], set = op.ints[3];
-  checkLatchable(op, K, N);
-  if (latched_ != std::pair<int64_t, int64_t>{K, N}) {
-    std::string text = llo::printOp(op);
-    throw CodegenError(fmt::format(
-        "{}:{}: error: cannot compile '{}': no {}x{} weights latched before it (mxu_latch, "
-        "with no other matmul in between)",
-        op.loc.file, op.loc.line, text.substr(0, text.find('\n')), K, N));
-  }
+  checkLatched(op, K, N);
   const int64_t chunks = K / t_.mxuSize;
   std::vector<int64_t> slot0 = slotSet(op, M, chunks);
   auto views = llo::opViews(op);

@@ -211,6 +211,8 @@ class Lowerer {
   // another matmul pushed its own since), in program order.
   std::pair<int64_t, int64_t> latched_{0, 0};
   void checkLatchable(const llo::Op& op, int64_t K, int64_t N) const;
+  // checkLatchable, and a K x N weight set latched by the last mxu_latch.
+  void checkLatched(const llo::Op& op, int64_t K, int64_t N) const;
   MOperand loadTile(const RefPlace& p, const ScalarVal& origin, int64_t off, int64_t sublanes);
   ScalarVal viewOrigin(const llo::ViewRange& v);
   void popSumStore(const RefPlace& dstP, const ScalarVal& dst0, int64_t M, int64_t N,

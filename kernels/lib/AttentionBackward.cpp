@@ -408,7 +408,7 @@ KernelEntry attentionBackwardEntry() {
   KernelEntry e;
   e.name = "attention_backward";
   e.description =
-      "dq, dk, dv of softmax(q k^T * scale) v given do, q, do [bh, seq_q, d], k, v [bh, seq_k, "
+      "dq, dk, dv of softmax(q k^T * scale) v given q, do [bh, seq_q, d], k, v [bh, seq_k, "
       "d] bf16 (whole score rows in VMEM)";
   e.params = commonSpecs();
   e.params.push_back({"ds_scale", "0", "scale of the scores' gradient; 0 = sm_scale"});

@@ -53,13 +53,13 @@ TEST_CASE("a block copied in parts moves the same bytes, a row range per part") 
   const llo::Type hbm = llo::Type::ref(llo::MemSpace::Hbm, llo::DType::Bf16, {4096, 4096});
   const llo::Type block = llo::Type::ref(llo::MemSpace::Vmem, llo::DType::Bf16, {2048, 4096});
   CopyPlan whole = planBlockCopy(hbm, block, false, {2048, 4096});
-  CopyPlan parts = planBlockCopy(hbm, block, false, {2048, 4096}, 4);
+  CopyPlan parts = planBlockCopy(hbm, block, false, {2048, 4096}, /*pairRows=*/0, /*parts=*/4);
   CHECK(parts.bytes == whole.bytes);
   CHECK(parts.partRowEnd == std::vector<int64_t>{512, 1024, 1536, 2048});
   REQUIRE(parts.descriptors.size() == 4);
   CHECK(parts.srcOffset[1] == 512 * 4096 * 2);            // dense bf16 rows in HBM
   CHECK(parts.dstOffset[1] == 512 * isa::kVmemRowBytes);  // row 512 of each column tile
-  CHECK_THROWS_AS(planBlockCopy(hbm, block, true, {2048, 4096}, 4), CodegenError);
+  CHECK_THROWS_AS(planBlockCopy(hbm, block, true, {2048, 4096}, 0, 4), CodegenError);
 }
 
 TEST_CASE("a chunk wait orders only its region's accesses") {
