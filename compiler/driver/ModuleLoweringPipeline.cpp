@@ -20,7 +20,8 @@ namespace tpusim::driver {
 using lower::ModuleLoweringError;
 
 std::string defaultLoweringPasses() {
-  return "spmd-collectives,inline,dot-scale-to-output,attention-backward,flash-attention,dot-precision-split,"
+  return "spmd-collectives,inline,dot-scale-to-output,attention-backward,flash-attention,dot-"
+         "precision-split,"
          "dot-canonicalize,"
          "rng-bit-generator-expander,sort-expander,int64-to-pairs,algsimp,"
          "constant-folding,cse,dce,fusion,multi-output-fusion,dce";

@@ -1,11 +1,10 @@
 // Tiled matmul: out[M,N] = x[M,K] @ y[K,N], bf16 x bf16 -> f32 or s8 x s8 -> s32,
 // for any M, N, K (edge blocks are clipped; a partial last K block is read
-// clipped to its valid part, so padding never reaches the sum). Grid (M/bm, N/bn, K/bk), K innermost and
-// "arbitrary", accumulating in an f32/s32 VMEM scratch (with one K block the
-// dot writes the output block directly; with `resident` blocks the K steps
-// accumulate in the MXU result slots and the last writes the output block). The VMEM limit is what
-// the blocks need (at least 16 MiB). Default blocks come from the tiling model tpuc uses for its
-// dots (chooseMatmulBlocks).
+// clipped to its valid part, so padding never reaches the sum). Grid (M/bm, N/bn, K/bk), K
+// innermost and "arbitrary", accumulating in an f32/s32 VMEM scratch (with one K block the dot
+// writes the output block directly; with `resident` blocks the K steps accumulate in the MXU result
+// slots and the last writes the output block). The VMEM limit is what the blocks need (at least 16
+// MiB). Default blocks come from the tiling model tpuc uses for its dots (chooseMatmulBlocks).
 #pragma once
 
 #include "kernels/codegen/TargetInfo.h"
