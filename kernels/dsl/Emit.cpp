@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "isa/support/Numerics.h"
@@ -78,12 +80,44 @@ Value* emitView(const ArrayNode& v, const TileAt& at) {
   return t;
 }
 
-std::map<std::pair<const ArrayNode*, llo::Block*>, NodePtr>& dotCache() {
-  static thread_local std::map<std::pair<const ArrayNode*, llo::Block*>, NodePtr> cache;
+// Dots already emitted, with the block each result was computed in. A result
+// is reusable in that block and in every block nested in it (a loop body, a
+// branch): `enclosingBlocks` holds the blocks inBlock has entered from.
+std::map<const ArrayNode*, std::vector<std::pair<llo::Block*, NodePtr>>>& dotCache() {
+  static thread_local std::map<const ArrayNode*, std::vector<std::pair<llo::Block*, NodePtr>>>
+      cache;
   return cache;
+}
+thread_local std::vector<llo::Block*> enclosingBlocks;
+
+NodePtr cachedDot(const ArrayNode* node) {
+  auto it = dotCache().find(node);
+  if (it == dotCache().end()) return nullptr;
+  llo::Block* cur = builder().block();
+  for (const auto& [block, view] : it->second)
+    if (block == cur ||
+        std::find(enclosingBlocks.begin(), enclosingBlocks.end(), block) != enclosingBlocks.end())
+      return view;
+  return nullptr;
 }
 
 NodePtr emitDot(const NodePtr& n);
+
+// The dots an element-wise expression reads (`dot(...).astype(...)`, `dot(...) +
+// b`) are computed once, before the expression's row-tile loop: emitted from a
+// tile, a dot would land in the loop body and run again for every row tile.
+void emitDotsOf(const NodePtr& n, std::set<const ArrayNode*>& seen) {
+  if (!seen.insert(n.get()).second) return;
+  if (n->kind == Kind::Dot) {
+    emitDot(n);  // its operands are materialized by emitDot itself
+    return;
+  }
+  for (const NodePtr& a : n->args) emitDotsOf(a, seen);
+}
+void emitDotsOf(const NodePtr& n) {
+  std::set<const ArrayNode*> seen;
+  emitDotsOf(n, seen);
+}
 
 // Tiles already emitted for the tile being computed (one (8,128) tile of a
 // store, a reduction or a tile list): a node an expression reads twice (an
@@ -285,9 +319,7 @@ NodePtr widenedS8View(const NodePtr& v) {
 
 NodePtr emitDot(const NodePtr& np) {
   const ArrayNode& n = *np;
-  auto key = std::make_pair(np.get(), builder().block());
-  auto it = dotCache().find(key);
-  if (it != dotCache().end()) return it->second;
+  if (NodePtr cached = cachedDot(np.get())) return cached;
   locate(n.loc);
   if (n.dot.resident != MxuResident::None || n.dot.continue_in_mxu)
     fail(n.loc,
@@ -308,24 +340,30 @@ NodePtr emitDot(const NodePtr& np) {
   if (n.dot.latched) ints.insert(ints.end(), {0, 1});
   builder().create(OpKind::Matmul, ops, {}, ints);
   NodePtr v = viewOf(out, n.rows, n.cols);
-  dotCache()[key] = v;
+  dotCache()[np.get()].push_back({builder().block(), v});
   return v;
 }
 
 }  // namespace
 
-void clearTraceCaches() { dotCache().clear(); }
+void clearTraceCaches() {
+  dotCache().clear();
+  enclosingBlocks.clear();
+}
 
 void inBlock(llo::Block* block, const std::function<void()>& fn) {
   llo::Builder& b = builder();
   llo::Block* saved = b.block();
   b.setBlock(block);
+  enclosingBlocks.push_back(saved);
   try {
     fn();
   } catch (...) {
+    enclosingBlocks.pop_back();
     b.setBlock(saved);
     throw;
   }
+  enclosingBlocks.pop_back();
   b.setBlock(saved);
 }
 
@@ -370,6 +408,7 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
                           dst.cols));
   int64_t colTiles = (dst.cols + kLanesI - 1) / kLanesI;
   UnrollIfTiles unroll(value);
+  emitDotsOf(value);
   forEachRowTile(
       dst.rows,
       [&](Value* rowOff, int valid) {
@@ -394,6 +433,7 @@ void emitStoreByColumns(const RefWindow& dst, const NodePtr& value, const Loc& l
   // A lane-broadcast tile (a per-row scale) is emitted again for every column
   // tile: held across the columns, each row tile's would take a register for
   // the whole store.
+  emitDotsOf(value);  // a dot inside the LHS expression is no overlapped VPU work
   struct OverlapScope {
     bool saved = builder().overlap();
     OverlapScope() { builder().setOverlap(true); }
@@ -466,6 +506,7 @@ NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, boo
   if (d != DType::F32 && d != DType::S32)
     fail(loc,
          fmt::format("reductions need f32 or s32 arrays, not {} (use astype)", isa::dtypeName(d)));
+  emitDotsOf(a);
   llo::Builder& b = builder();
   auto combine = [&](Value* x, Value* y) {
     return b.vbin(kind == llo::Reduce::Sum ? llo::VecBin::Add : llo::VecBin::Max, x, y);

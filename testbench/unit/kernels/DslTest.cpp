@@ -142,3 +142,31 @@ TEST_CASE("o = dot(x, y) becomes one matmul writing the ref, unless o is an oper
   std::string text2 = llo::printKernel(*aliased.trace({{{128, 128}, BF16}, {{128, 128}, BF16}}));
   CHECK(text2.find("alloc") != std::string::npos);
 }
+
+TEST_CASE("a dot read by an element-wise expression runs once before its row-tile loop") {
+  // `dot(...).astype(...)` and a row sum of a dot: the dot was emitted from the
+  // first tile the loop computed, so it sat in the loop body and ran again for
+  // every row tile (5x slower in the attention backward kernel).
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  auto cast =
+      pallas_call([](Ref x, Ref y, Ref o) { o.store(dot(x.load(), y.load()).astype(BF16)); },
+                  {{{256, 256}, BF16}}, {1}, {BlockSpec(), BlockSpec()}, {BlockSpec()});
+  std::string text = llo::printKernel(*cast.trace({{{256, 64}, BF16}, {{64, 256}, BF16}}));
+  INFO(text);
+  CHECK(count(text, "M=256 N=256 K=64") == 1);
+  REQUIRE(text.find("for %") != std::string::npos);
+  CHECK(text.find("M=256 N=256 K=64") < text.find("for %"));
+
+  auto rowSum =
+      pallas_call([](Ref x, Ref y, Ref o) { o.store(sum(dot(x.load(), y.load()) * 2.0f, 1)); },
+                  {{{256, 1}, F32}}, {1}, {BlockSpec(), BlockSpec()}, {BlockSpec()});
+  std::string text2 = llo::printKernel(*rowSum.trace({{{256, 64}, BF16}, {{64, 256}, BF16}}));
+  INFO(text2);
+  CHECK(count(text2, "M=256 N=256 K=64") == 1);
+  REQUIRE(text2.find("for %") != std::string::npos);
+  CHECK(text2.find("M=256 N=256 K=64") < text2.find("for %"));
+}
