@@ -294,9 +294,11 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // 1: -3.9%; with V latched after them and 1 / l in the step, 5 against 3:
   // seq 2048 -0.9%, block_q 256 -2.0%; 4 and 6-7 do less); with one 128-key
   // window the dot's drain is short and they cost more than they save (+0.5
-  // to +10%); in masked steps (causal -1.5% more) their per-slab mask
+  // to +10%). Masked steps of up to 512 rows: 1 (causal 2048 -0.6%, 8192
+  // -0.4%; 2 and 3 do less at 8192); in larger ones their per-slab mask
   // scalars can exceed the 32 scalar registers (block_q 640).
-  const int64_t head = cols >= 256 && !masked ? std::min<int64_t>(5, groups - 2) : 0;
+  const int64_t head =
+      cols < 256 || (masked && rows > 512) ? 0 : std::min<int64_t>(masked ? 1 : 5, groups - 2);
   for (int64_t i = 1; i < 1 + head; ++i) c = iteration(Scalar(i), c);
   if (beforeLoop) beforeLoop();
   // Unmasked steps run two iterations per trip: the scheduler overlaps the
