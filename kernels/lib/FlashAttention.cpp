@@ -104,19 +104,23 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
   // as the bf16 MXU operand pb, and nothing else is stored twice.
   if (cols <= 1024 && latchV && !scoreOnce) {
     // V stays latched on the MXUs (chunk c on MXU c) while the slab loop
-    // streams p through it: its pushes overlap the score dot's drain.
-    mxu_latch(v);
+    // streams p through it: its pushes overlap the score dot's drain. Emitted
+    // after the loop's first iterations (in the score dot's block): its loads
+    // in front of them kept their slabs further from the dot's pops in
+    // program order, past the scheduler's lookahead for new values.
     auto pv = [&](Scalar r0, int64_t n) {
       acc.store(ds(r0, n), ds(0, d),
                 acc.load(ds(r0, n), ds(0, d)) +
                     dot(pb.load(ds(r0, n), ds(0, cols)), v, {.latched = true}));
     };
-    slabsInVregs(scoreOf, false, pv, pvLag, pvCarry);
+    slabsInVregs(scoreOf, false, pv, pvLag, pvCarry, [&] { mxu_latch(v); });
+    reciprocalL();
     return;
   }
   if (cols <= 1024) {
     slabsInVregs(scoreOf, scoreOnce);
     acc.store(acc.load() + dot(pb.load(), v));
+    reciprocalL();
     return;
   }
   ScoreFn score = scoreOf;
@@ -148,6 +152,19 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
       acc.store(ds(r0, n), ds(c0, w), rowsOf(acc, c0, w) * rowsOf(alpha, 0, w));
   });
   acc.store(acc.load() + dot(pb.load(), v));
+  reciprocalL();
+}
+
+// alpha = 1 / l for finish (rcpInUpdate): straight-line after the step's
+// last dot up to 1024 rows, so the scheduler overlaps the EUP's reciprocals
+// with its drain.
+void OnlineSoftmax::reciprocalL() const {
+  if (!rcpInUpdate) return;
+  auto slab = [&](Scalar r0, int64_t n) {
+    alpha.store(ds(r0, n), ds(0, 128), reciprocal(l.load(ds(r0, n), ds(0, 128))));
+  };
+  if (rows > 1024) return forSlabs(slab);
+  for (int64_t r0 = 0; r0 < rows; r0 += 8) slab(Scalar(r0), std::min<int64_t>(8, rows - r0));
 }
 
 // The same operations in the same order as the VMEM form below update's
@@ -202,7 +219,7 @@ void OnlineSoftmax::slabL(Scalar r0, int64_t n, const Array& psum, const Array& 
 // next iteration in registers: the EUP then neither waits for a group's max
 // reductions at the start of an iteration nor its sum reductions at the end.
 void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& pv, int64_t pvLag,
-                                 int64_t pvCarry) const {
+                                 int64_t pvCarry, const std::function<void()>& beforeLoop) const {
   constexpr int64_t kGroupRows = 8 * kPipelinedSlabs;
   const int64_t groups = rows / kGroupRows;
   if (groups < 3 || rows % kGroupRows != 0) {
@@ -210,6 +227,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
       auto [psum, alphaV] = slabRest(score, r0, n, slabMax(score, r0, n));
       slabL(r0, n, psum, alphaV);
     });
+    if (beforeLoop) beforeLoop();
     if (pv) pv(Scalar(0), rows);
     return;
   }
@@ -272,13 +290,17 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // block: their slabs' scores pop with the dot's first round of items, and
   // the slabs fill the rest of the dot's drain (263 cycles of result latency
   // and the second round's pops) instead of waiting for the loop. Blocks of
-  // 256+ keys, unmasked steps: 3 iterations (seq 2048 -6.4%, causal -3.5%; 1:
-  // -3.9%, 7: -7.2% with 4x the code); with one 128-key window the dot's drain
-  // is short and they cost more than they save (+0.5 to +10%); in masked steps
-  // (causal -1.5% more) their per-slab mask scalars can exceed the 32 scalar
-  // registers (block_q 640).
-  const int64_t head = cols >= 256 && !masked ? std::min<int64_t>(3, groups - 2) : 0;
+  // 256+ keys, unmasked steps: 5 iterations (3: seq 2048 -6.4%, causal -3.5%;
+  // 1: -3.9%; with V latched after them and 1 / l in the step, 5 against 3:
+  // seq 2048 -0.9%, block_q 256 -2.0%; 4 and 6-7 do less); with one 128-key
+  // window the dot's drain is short and they cost more than they save (+0.5
+  // to +10%). Masked steps of up to 512 rows: 1 (causal 2048 -0.6%, 8192
+  // -0.4%; 2 and 3 do less at 8192); in larger ones their per-slab mask
+  // scalars can exceed the 32 scalar registers (block_q 640).
+  const int64_t head =
+      cols < 256 || (masked && rows > 512) ? 0 : std::min<int64_t>(masked ? 1 : 5, groups - 2);
   for (int64_t i = 1; i < 1 + head; ++i) c = iteration(Scalar(i), c);
+  if (beforeLoop) beforeLoop();
   // Unmasked steps run two iterations per trip: the scheduler overlaps the
   // first one's tail (the last exps' results converted and stored, ~19
   // bundles) with the second one's head (loads, scale and subtract before the
@@ -405,12 +427,15 @@ void OnlineSoftmax::updateChunked(const Ref& q, const Ref& k, const ScoreFn& sco
     if (c >= 1) pv(c - 1);
   }
   pv(nc - 1);
+  reciprocalL();
 }
 
 void OnlineSoftmax::finish(const Ref& out) const {
   forSlabs([&](Scalar r0, int64_t n) {
     for (auto [c0, w] : laneWindows(d)) {
-      Array o = acc.load(ds(r0, n), ds(c0, w)) * reciprocal(l.load(ds(r0, n), ds(0, w)));
+      Array o =
+          acc.load(ds(r0, n), ds(c0, w)) *
+          (rcpInUpdate ? alpha.load(ds(r0, n), ds(0, w)) : reciprocal(l.load(ds(r0, n), ds(0, w))));
       out.store(ds(r0, n), ds(c0, w), o.astype(out.dtype()));
     }
   });
@@ -489,6 +514,9 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
   auto body = [=](const std::vector<Ref>& r) {
     Ref q = r[0].at(0), k = r[1].at(0), v = r[2].at(0), o = r[3].at(0);
     OnlineSoftmax sm(std::vector<Ref>(r.begin() + 4, r.end()), bq, bk, d);
+    // Not causal: there the last step of a q block is mostly a masked one,
+    // whose reciprocals the plain p x V hides less (causal 2048 +0.1%).
+    sm.rcpInUpdate = prm.rcpInUpdate && !causal;
     Scalar qi = program_id(1), kv = program_id(2);
     Scalar qStart = qi * bq, kStart = kv * bk;
     when(kv == 0, [&] { sm.init(); });
@@ -648,7 +676,10 @@ KernelEntry flashAttentionEntry() {
                "the softmax (0: after the loop; slower so far)"},
               {"pv_carry", "0",
                "with latch_v, p x V inside the slab loop, started at the end of an iteration "
-               "and popped one trip later: this many iterations per trip (0: off)"}};
+               "and popped one trip later: this many iterations per trip (0: off)"},
+              {"rcp_in_update", "true",
+               "1 / l at the end of every step (where the EUP idles) instead of in the "
+               "output pass"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -665,6 +696,7 @@ KernelEntry flashAttentionEntry() {
     fp.latchV = p.flag("latch_v");
     fp.pvLag = p.integer("pv_lag", 0);
     fp.pvCarry = p.integer("pv_carry", 0);
+    fp.rcpInUpdate = p.flag("rcp_in_update");
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),

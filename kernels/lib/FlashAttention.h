@@ -61,6 +61,9 @@ struct FlashAttentionParams {
   // trip later, across the loop's back edge.
   int64_t pvCarry = 0;
   int64_t mxuCount = 0;
+  // 1 / l computed at the end of every step where the EUP idles (the p x V
+  // drain) rather than in the last step's finish (OnlineSoftmax::rcpInUpdate).
+  bool rcpInUpdate = true;
 };
 
 // Throws dsl::Error for an unsupported head_dim (64 or 128 ... any multiple of 8
@@ -127,8 +130,13 @@ struct OnlineSoftmax {
     return cols <= 1024 && chunk % (8 * kPipelinedSlabs) == 0 && rows % chunk == 0 &&
            rows / chunk >= 2;
   }
-  // out = acc / l, cast to the ref's dtype.
+  // out = acc / l, cast to the ref's dtype (acc * alpha with rcpInUpdate).
   void finish(const dsl::Ref& out) const;
+  // Every update (and updateChunked) ends with alpha = 1 / l, and finish
+  // multiplies acc by alpha: the reciprocals run in the step's last basic
+  // block, where the EUP idles while p x V drains, instead of in finish's
+  // loop, which they bound (the same bits: finish's product is unchanged).
+  bool rcpInUpdate = false;
 
   // A large finite negative (as Pallas's DEFAULT_MASK_VALUE): a row whose
   // columns are all masked gets exp(0) weights that a later rescale removes,
@@ -152,8 +160,11 @@ struct OnlineSoftmax {
   // masked: `score` masks (its per-slab scalars limit the loop's unrolling).
   // pv(r0, n): p x V of rows [r0, r0 + n) added to acc (null: none in the loop).
   using PvFn = std::function<void(dsl::Scalar r0, int64_t n)>;
+  // beforeLoop: emitted after the loop's first iterations (those in the score
+  // dot's block), before the loop.
   void slabsInVregs(const ScoreFn& score, bool masked, const PvFn& pv = nullptr, int64_t pvLag = 0,
-                    int64_t pvCarry = 0) const;
+                    int64_t pvCarry = 0, const std::function<void()>& beforeLoop = nullptr) const;
+  void reciprocalL() const;
   void chunkSoftmax(const ScoreFn& score, int64_t r0, int64_t rows) const;
 };
 

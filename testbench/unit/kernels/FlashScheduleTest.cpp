@@ -70,3 +70,39 @@ TEST_CASE("flash attention's unmasked slab loop overlaps two iterations per trip
   CHECK(unmasked.bundles >= 40 * 4);
   CHECK(unmasked.bundles < 2 * masked.bundles);
 }
+
+// rcp_in_update: 1 / l is made at the end of every step (where the EUP idles
+// while p x V drains), so the output pass after the last step (the loop with
+// the output stores) has no reciprocal; without it, that loop makes them.
+TEST_CASE("flash attention's reciprocals of l leave the output pass") {
+  codegen::TargetInfo t = testing::kernelTarget("v5e");
+  auto rcpsInOutputLoop = [&](bool rcpInUpdate) {
+    lib::FlashAttentionParams p;
+    p.blockQ = p.blockK = 512;
+    p.rcpInUpdate = rcpInUpdate;
+    auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
+                      .trace(lib::flashAttentionInputs(1, 1024, 1024, 128));
+    codegen::CompiledKernel ck = codegen::compileKernel(*kernel, t);
+    // The last loop of the kernel is finish's.
+    std::istringstream in(ck.machineText);
+    std::string line;
+    std::vector<std::string> loopText;
+    bool inLoop = false;
+    while (std::getline(in, line)) {
+      if (std::regex_search(line, std::regex(R"(^[a-z]+\d+:)"))) {
+        inLoop = line.rfind("loop", 0) == 0;
+        if (inLoop) loopText.push_back("");
+        continue;
+      }
+      if (inLoop) loopText.back() += line + "\n";
+    }
+    REQUIRE(!loopText.empty());
+    const std::string& out = loopText.back();
+    CHECK(out.find("vst") != std::string::npos);
+    int n = 0;
+    for (size_t at = out.find("vrcp"); at != std::string::npos; at = out.find("vrcp", at + 1)) ++n;
+    return n;
+  };
+  CHECK(rcpsInOutputLoop(true) == 0);
+  CHECK(rcpsInOutputLoop(false) > 0);
+}
