@@ -36,6 +36,12 @@
 //  - every intermediate used only inside the pattern (else the scores would
 //    be materialized anyway for the other user).
 //
+// The projections' layout: when the whole-row kernel is chosen and q, k, v
+// are transpose(x, {0,2,1,3}) of bf16 x [B, S, H, D] (head_dim a multiple of
+// 128), the call reads the x's ("heads": H) and returns [B, S, H, D],
+// transposed back here (algsimp cancels it against JAX's transpose before the
+// o projection): no transpose goes through HBM.
+//
 // Rounding: the kernel computes the same scores (bf16 operands, f32
 // accumulation), rounds p to bf16 unnormalized and divides by the row sum at
 // the end, where the materialized form divides first and then rounds. Both
@@ -186,8 +192,6 @@ bool rewrite(hlo::HloComputation* comp, HloInstruction* out, std::set<HloInstruc
   std::optional<Match> m = matchAttention(out);
   if (!m) return false;
   const std::string base = out->name();
-  std::vector<HloInstruction*> ops{asBf16(comp, m->q, base + ".q"), asBf16(comp, m->k, base + ".k"),
-                                   asBf16(comp, m->v, base + ".v")};
   // One K/V head per query head and one head's scores small enough for VMEM:
   // the whole-row kernel (kernels/lib/AttentionBackward.h), which needs no
   // online rescaling and runs several heads per grid step (v6e, 8 causal
@@ -197,25 +201,64 @@ bool rewrite(hlo::HloComputation* comp, HloInstruction* out, std::set<HloInstruc
   const int64_t sq = qs.dims[qs.dims.size() - 2], sk = ks.dims[ks.dims.size() - 2];
   const bool wholeRows = m->groups == 1 && sk % 128 == 0 && sq % 8 == 0 &&
                          sq * sk <= kernels::lib::kAttentionBackwardMaxScores;
-  HloInstruction* call =
-      addNew(comp, HloOpcode::CustomCall, base + (wholeRows ? ".attention" : ".flash"),
-             Shape::array(out->shape().type, out->shape().dims), ops);
+  // The projections' layout: q, k and v each transpose(x, {0,2,1,3}) of a bf16
+  // x [B, S, H, D] (what JAX writes after the projections' reshape): the
+  // whole-row kernel reads x in place (its `heads` layout, head_dim a
+  // multiple of 128) and writes [B, S, H, D], transposed back here, which
+  // cancels the transpose JAX writes before the o projection (algsimp). The
+  // three transposes and the one after were HBM round trips (~9.5k cycles of
+  // the tiny prefill's 116k per layer on v5e).
+  auto headsMajor = [&](HloInstruction* t) -> HloInstruction* {
+    if (t->opcode() != HloOpcode::Transpose || t->shape().rank() != 4 ||
+        t->dimensions() != std::vector<int64_t>{0, 2, 1, 3} ||
+        t->operand(0)->shape().type != PrimitiveType::BF16)
+      return nullptr;
+    return t->operand(0);
+  };
+  const Shape& os = out->shape();
+  int64_t heads = 0;
+  std::vector<HloInstruction*> ops;
+  if (wholeRows && os.rank() == 4 && os.dims[3] % 128 == 0 && headsMajor(m->q) &&
+      headsMajor(m->k) && headsMajor(m->v)) {
+    heads = os.dims[1];
+    ops = {headsMajor(m->q), headsMajor(m->k), headsMajor(m->v)};
+  } else {
+    ops = {asBf16(comp, m->q, base + ".q"), asBf16(comp, m->k, base + ".k"),
+           asBf16(comp, m->v, base + ".v")};
+  }
+  HloInstruction* call = addNew(
+      comp, HloOpcode::CustomCall, base + (wholeRows ? ".attention" : ".flash"),
+      Shape::array(os.type,
+                   heads > 0 ? std::vector<int64_t>{os.dims[0], os.dims[2], os.dims[1], os.dims[3]}
+                             : os.dims),
+      ops);
   call->attrs().customCallTarget = wholeRows ? "tpu.attention_forward" : "tpu.flash_attention";
   // Blocks of 512 x 512 (the kernel shrinks them to shorter sequences): the per-step
   // online-softmax overhead is paid per block, and on v5e the causal 2048 x 2048 head_dim
   // 128 head takes 234.7k cycles with 128 x 128 blocks, 116.3k with 256, 83.6k with 512 and
   // 111.2k with 1024 x 512 (docs/performance.md).
   std::string json =
-      wholeRows ? fmt::format(R"({{"causal": {}, "sm_scale": {}}})", m->causal, m->scale)
-                : fmt::format(R"({{"causal": {}, "sm_scale": {}{}, "block_q": {}, "block_k": {}}})",
-                              m->causal, m->scale,
-                              m->groups > 1 ? fmt::format(R"(, "groups": {})", m->groups) : "",
-                              kBlock, kBlock);
+      wholeRows && heads > 0
+          ? fmt::format(
+                R"({{"causal": {}, "sm_scale": {}, "heads": {}, "bh": {}, "seq_q": {}, "seq_k": {}, "head_dim": {}}})",
+                m->causal, m->scale, heads, os.dims[0] * heads, sq, sk, os.dims[3])
+      : wholeRows
+          ? fmt::format(R"({{"causal": {}, "sm_scale": {}}})", m->causal, m->scale)
+          : fmt::format(R"({{"causal": {}, "sm_scale": {}{}, "block_q": {}, "block_k": {}}})",
+                        m->causal, m->scale,
+                        m->groups > 1 ? fmt::format(R"(, "groups": {})", m->groups) : "", kBlock,
+                        kBlock);
   std::string escaped;
   for (char ch : json) escaped += ch == '"' ? std::string("\\\"") : std::string(1, ch);
   call->attrs().backendConfig = hlo::BackendConfig{hlo::BackendConfig::Kind::String, escaped};
   call->attrs().metadata = out->attrs().metadata;
-  out->replaceAllUsesWith(call);
+  HloInstruction* result = call;
+  if (heads > 0) {
+    result = addNew(comp, HloOpcode::Transpose, base + ".heads", os, {call});
+    result->attrs().dimensions = {0, 2, 1, 3};
+    result->attrs().metadata = out->attrs().metadata;
+  }
+  out->replaceAllUsesWith(result);
   // The pattern is dead now (every intermediate had its users inside it); so may be
   // the mask's and scale's inputs, which dce removes.
   for (HloInstruction* i : m->chain)

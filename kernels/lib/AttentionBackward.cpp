@@ -77,7 +77,7 @@ void checkSizes(const char* kind, int64_t bh, int64_t sq, int64_t sk, int64_t d,
 }
 
 // dst = src cast to dst's dtype, rows x cols, by groups of slabs (loads first).
-void castRows(const Ref& dst, const Ref& src, int64_t rows, int64_t cols) {
+void castRows(const Ref& dst, const Ref& src, int64_t rows, int64_t cols, int64_t dstCol0 = 0) {
   forGroups(rows, [&](const std::vector<Scalar>& slabs) {
     std::vector<Array> vals;
     for (const Scalar& r0 : slabs)
@@ -87,7 +87,7 @@ void castRows(const Ref& dst, const Ref& src, int64_t rows, int64_t cols) {
     size_t i = 0;
     for (const Scalar& r0 : slabs)
       for (int64_t c0 = 0; c0 < cols; c0 += 128)
-        dst.store(ds_(r0, 8), ds_(c0, std::min<int64_t>(128, cols - c0)), vals[i++]);
+        dst.store(ds_(r0, 8), ds_(dstCol0 + c0, std::min<int64_t>(128, cols - c0)), vals[i++]);
   });
 }
 
@@ -266,15 +266,37 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
   checkSizes("attention forward", bh, sq, sk, d, prm);
   const double scale = prm.smScale != 0 ? prm.smScale : 1.0 / std::sqrt(double(d));
   const bool causal = prm.causal;
-  const int64_t hs = prm.headsPerStep;
+  const int64_t hs = prm.headsPerStep, nh = prm.heads;
+  const bool seqMajor = nh > 0;
+  if (seqMajor && d % 128 != 0)
+    throw Error(fmt::format(
+        "error: attention forward with heads={} needs head_dim a multiple of 128, not {}", nh, d));
+  if (seqMajor && (nh % hs != 0 || bh % nh != 0))
+    throw Error(fmt::format(
+        "error: attention forward with heads={} needs heads dividing bh {} and heads_per_step {} "
+        "dividing heads",
+        nh, bh, hs));
   CallConfig c;
-  c.name = fmt::format("attention_forward{}_{}x{}x{}x{}", causal ? "_causal" : "", bh, sq, sk, d);
-  c.out_shapes = {{{bh, sq, d}, prm.outType, "out"}};
+  c.name = fmt::format("attention_forward{}_{}x{}x{}x{}{}", causal ? "_causal" : "", bh, sq, sk, d,
+                       seqMajor ? fmt::format("_sh{}", nh) : "");
   c.grid = {bh / hs};
-  auto map = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0, 0}; };
-  c.in_specs = {BlockSpec({hs, sq, d}, map), BlockSpec({hs, sk, d}, map),
-                BlockSpec({hs, sk, d}, map)};
-  c.out_specs = {BlockSpec({hs, sq, d}, map)};
+  if (seqMajor) {
+    // Step g: batch g / (heads / hs), column block g % (heads / hs) of hs heads.
+    const int64_t perBatch = nh / hs;
+    c.out_shapes = {{{bh / nh, sq, nh * d}, prm.outType, "out"}};
+    auto map = [=](const GridIndex& g) {
+      return std::vector<Scalar>{g[0] / perBatch, 0, g[0] - (g[0] / perBatch) * perBatch};
+    };
+    c.in_specs = {BlockSpec({1, sq, hs * d}, map), BlockSpec({1, sk, hs * d}, map),
+                  BlockSpec({1, sk, hs * d}, map)};
+    c.out_specs = {BlockSpec({1, sq, hs * d}, map)};
+  } else {
+    c.out_shapes = {{{bh, sq, d}, prm.outType, "out"}};
+    auto map = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0, 0}; };
+    c.in_specs = {BlockSpec({hs, sq, d}, map), BlockSpec({hs, sk, d}, map),
+                  BlockSpec({hs, sk, d}, map)};
+    c.out_specs = {BlockSpec({hs, sq, d}, map)};
+  }
   // Per head: the scores (f32), P (bf16, for the MXU), the output before its cast.
   for (int64_t h = 0; h < hs; ++h)
     for (const ScratchSpec& sp : {VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16), VMEM({sq, d}, F32)})
@@ -282,15 +304,23 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
   c.compiler_params.dimension_semantics = {PARALLEL};
   c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
   auto body = [=](const std::vector<Ref>& r) {
+    // Seq-major: every head of the step is a column window of one block.
     struct Head {
       Ref q, k, v, o, s, pb, of;
+      int64_t col = 0;
+      Array load(const Ref& x, int64_t rows, int64_t d) const {
+        return col < 0 ? x.load() : x.load(ds_(0, rows), ds_(col, d));
+      }
     };
     std::vector<Head> heads;
     for (int64_t h = 0; h < hs; ++h) {
       const size_t b = 4 + 3 * size_t(h);
-      heads.push_back({r[0].at(h), r[1].at(h), r[2].at(h), r[3].at(h), r[b], r[b + 1], r[b + 2]});
+      const Scalar at = seqMajor ? Scalar(0) : Scalar(h);
+      heads.push_back({r[0].at(at), r[1].at(at), r[2].at(at), r[3].at(at), r[b], r[b + 1], r[b + 2],
+                       seqMajor ? h * d : -1});
     }
-    for (const Head& h : heads) h.s.store(dot(h.q.load(), h.k.load(), {false, true}));
+    for (const Head& h : heads)
+      h.s.store(dot(h.load(h.q, sq, d), h.load(h.k, sk, d), {false, true}));
     const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
     for (const Head& h : heads)
       forSlabs(sq, [&](Scalar r0) {
@@ -299,9 +329,17 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
           h.pb.store(ds_(r0, 8), ds_(int64_t(w) * 128, 128), (sm.e[w] * sm.inv).astype(BF16));
       });
     const bool f32Out = prm.outType == F32;
-    for (const Head& h : heads) (f32Out ? h.o : h.of).store(dot(h.pb.load(), h.v.load()));
+    for (const Head& h : heads) {
+      Array o = dot(h.pb.load(), h.load(h.v, sk, d));
+      if (!f32Out)
+        h.of.store(o);
+      else if (h.col < 0)
+        h.o.store(o);
+      else
+        h.o.store(ds_(0, sq), ds_(h.col, d), o);
+    }
     if (!f32Out)
-      for (const Head& h : heads) castRows(h.o, h.of, sq, d);
+      for (const Head& h : heads) castRows(h.o, h.of, sq, d, std::max<int64_t>(0, h.col));
   };
   return pallas_call(body, c);
 }
@@ -353,8 +391,8 @@ namespace {
 
 // The parameters both entries share; heads per step auto: the most heads (4,
 // 2, 1) dividing bh whose VMEM fits half the limit.
-AttentionBackwardParams commonParams(const Params& p, int64_t bh, int64_t sq, int64_t sk,
-                                     int64_t d) {
+AttentionBackwardParams commonParams(const Params& p, int64_t bh, int64_t sq, int64_t sk, int64_t d,
+                                     int64_t nh = 0) {
   AttentionBackwardParams ap;
   ap.causal = p.flag("causal");
   ap.smScale = p.real("sm_scale");
@@ -363,7 +401,8 @@ AttentionBackwardParams commonParams(const Params& p, int64_t bh, int64_t sq, in
   ap.vmemLimitBytes = vmem;
   ap.headsPerStep = p.integer("heads_per_step", 0);
   for (int64_t h = 4; ap.headsPerStep == 0; h /= 2)
-    if (h == 1 || (bh % h == 0 && h * attentionBackwardVmemPerHead(sq, sk, d) <= vmem / 2))
+    if (h == 1 || (bh % h == 0 && (nh <= 0 || nh % h == 0) &&
+                   h * attentionBackwardVmemPerHead(sq, sk, d) <= vmem / 2))
       ap.headsPerStep = h;
   return ap;
 }
@@ -381,6 +420,15 @@ std::vector<ParamSpec> commonSpecs() {
 
 }  // namespace
 
+std::vector<ShapeDtype> attentionForwardInputs(int64_t bh, int64_t sq, int64_t sk, int64_t d,
+                                               int64_t heads) {
+  if (heads <= 0) return flashAttentionInputs(bh, sq, sk, d);
+  const int64_t b = bh / heads;
+  return {{{b, sq, heads * d}, BF16, "q"},
+          {{b, sk, heads * d}, BF16, "k"},
+          {{b, sk, heads * d}, BF16, "v"}};
+}
+
 KernelEntry attentionForwardEntry() {
   KernelEntry e;
   e.name = "attention_forward";
@@ -388,15 +436,37 @@ KernelEntry attentionForwardEntry() {
       "softmax(q k^T * scale) v over q [bh, seq_q, d], k, v [bh, seq_k, d] bf16 (whole score "
       "rows in VMEM, several heads per step)";
   e.params = commonSpecs();
+  e.params.push_back({"heads", "0",
+                      "> 0: q, k, v, out as [bh / heads, seq, heads * head_dim] (batch, seq, "
+                      "heads, head_dim: no transposes); 0: [bh, seq, head_dim]"});
   e.build = [](const Params& p) {
     const int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     const int64_t d = p.integer("head_dim", 1);
-    const AttentionBackwardParams ap = commonParams(p, bh, sq, sk, d);
+    const int64_t nh = p.integer("heads", 0);
+    AttentionBackwardParams ap = commonParams(p, bh, sq, sk, d, nh);
+    ap.heads = nh;
     LibraryKernel lk{
-        attentionForwardCall(bh, sq, sk, d, ap), flashAttentionInputs(bh, sq, sk, d), {}, {}};
+        attentionForwardCall(bh, sq, sk, d, ap), attentionForwardInputs(bh, sq, sk, d, nh), {}, {}};
+    // [bh / nh, seq, nh, d] <-> [bh, seq, d] (toHeads false: back).
+    auto permute = [=](const std::vector<double>& x, int64_t seq, bool toHeads) {
+      if (nh <= 0) return x;
+      std::vector<double> y(x.size());
+      for (int64_t b = 0; b < bh / nh; ++b)
+        for (int64_t h = 0; h < nh; ++h)
+          for (int64_t i = 0; i < seq; ++i)
+            for (int64_t t = 0; t < d; ++t) {
+              const size_t sm = size_t(((b * seq + i) * nh + h) * d + t);
+              const size_t hm = size_t(((b * nh + h) * seq + i) * d + t);
+              (toHeads ? y[hm] : y[sm]) = toHeads ? x[sm] : x[hm];
+            }
+      return y;
+    };
     lk.reference = [=](const std::vector<std::vector<double>>& in) {
-      return std::vector<std::vector<double>>{flashAttentionReference(
-          in.at(0), in.at(1), in.at(2), bh, sq, sk, d, ap.causal, ap.smScale)};
+      return std::vector<std::vector<double>>{
+          permute(flashAttentionReference(permute(in.at(0), sq, true), permute(in.at(1), sk, true),
+                                          permute(in.at(2), sk, true), bh, sq, sk, d, ap.causal,
+                                          ap.smScale),
+                  sq, false)};
     };
     lk.tolerance = ap.outType == BF16 ? Tolerance{3e-2, 0.2} : Tolerance{2e-2, 0.2};
     return lk;

@@ -37,6 +37,12 @@ struct AttentionBackwardParams {
   llo::DType outType = llo::DType::Bf16;
   int64_t vmemLimitBytes = 0;  // 0: the DSL default
   int64_t headsPerStep = 1;    // divides bh
+  // Forward only. > 0: q, k, v and the output in the projections' layout
+  // [bh / heads, seq, heads * head_dim] (a [batch, seq, heads, head_dim]
+  // array: the same bytes), head h of a batch in columns [h d, (h + 1) d),
+  // so the transposes to [batch, heads, seq, head_dim] and back are not made
+  // (head_dim a multiple of 128; heads_per_step divides heads).
+  int64_t heads = 0;
 };
 
 // VMEM bytes one head of a grid step takes (an upper bound: scratch and blocks).
@@ -70,6 +76,11 @@ std::vector<std::vector<double>> attentionBackwardReference(
 // single kv block pays the online rescaling for nothing.
 dsl::PallasCall attentionForwardCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t headDim,
                                      const AttentionBackwardParams& params = {});
+
+// The forward's inputs (q, k, v) in either layout (`heads` > 0: [bh / heads,
+// seq, heads * head_dim]).
+std::vector<dsl::ShapeDtype> attentionForwardInputs(int64_t bh, int64_t seqQ, int64_t seqK,
+                                                    int64_t headDim, int64_t heads);
 
 // Registry entry "attention_forward" (custom call tpu.attention_forward).
 KernelEntry attentionForwardEntry();

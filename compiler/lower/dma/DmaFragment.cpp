@@ -28,7 +28,31 @@ constexpr int kIndexRegion = -3;
 DmaFragment::DmaFragment(const kernels::codegen::TargetInfo& target,
                          const kernels::codegen::CompileOptions& placement)
     : target_(target), placement_(placement) {
-  queues_ = std::max(1, std::min(target.dmaQueues, target.syncFlags));
+  // A kernel's prefetch region in flight across this fragment
+  // (CompileOptions::inFlight, docs/compiler.md "Cross-kernel prefetch"): its
+  // VMEM rows and flags are kept free, and its DMA queues avoided while two
+  // others remain (descriptors of one queue complete in order, so a transpose
+  // behind a 2 MiB weight block would wait for all of it).
+  const kernels::codegen::PrefetchPlan& region = placement.inFlight;
+  std::vector<int> busy;
+  for (const kernels::codegen::PrefetchCopy& c : region.copies) busy.push_back(c.queue);
+  for (int q = 0; q < std::max(1, target.dmaQueues); ++q)
+    if (std::find(busy.begin(), busy.end(), q) == busy.end()) queueMap_.push_back(q);
+  if (queueMap_.size() < 2) {
+    queueMap_.clear();
+    for (int q = 0; q < std::max(1, target.dmaQueues); ++q) queueMap_.push_back(q);
+  }
+  int freeFlags = target.syncFlags;
+  if (!region.empty()) {
+    freeFlags -= region.flags;
+    if (!region.fromTop) {
+      flagBase_ = region.flags;
+      vmemBase_ = region.rows * isa::kVmemRowBytes;
+    }
+  }
+  queues_ = std::max(1, std::min(int(queueMap_.size()), freeFlags));
+  if (freeFlags < 1)
+    throw CodegenError("internal: no sync flag left beside the prefetch region in flight");
   pending_.assign(size_t(queues_), 0);
   newBlock("entry");
   emit(Opcode::Mark, {I(0)});
@@ -157,14 +181,14 @@ int DmaFragment::takeQueue() {
 void DmaFragment::dmaStatic(const isa::DmaDescriptor& d) {
   int64_t word = addDescriptor(d);
   int q = takeQueue();
-  emit(Opcode::Dma, {constant(word), I(q), I(q)});
+  emit(Opcode::Dma, {constant(word), I(flagOf(q)), I(queueOf(q))});
   pending_[size_t(q)] += multiplier_;
 }
 
 void DmaFragment::dmaOn(const isa::DmaDescriptor& d, int queue) {
   int64_t word = addDescriptor(d);
   queue %= queues_;
-  emit(Opcode::Dma, {constant(word), I(queue), I(queue)});
+  emit(Opcode::Dma, {constant(word), I(flagOf(queue)), I(queueOf(queue))});
   pending_[size_t(queue)] += multiplier_;
 }
 
@@ -180,7 +204,7 @@ void DmaFragment::waitOldest(int queue) {
   // previous iteration's): the count only has to be positive here.
   if (pending_[size_t(queue)] < 1)
     throw CodegenError("internal: waiting for a DMA that was not issued");
-  emit(Opcode::SyncWait, {I(queue), I(1)});
+  emit(Opcode::SyncWait, {I(flagOf(queue)), I(1)});
   pending_[size_t(queue)] -= multiplier_;  // once per iteration of the enclosing loops
 }
 
@@ -210,7 +234,7 @@ void DmaFragment::dmaAt(int64_t word, const RuntimeAddress& src, const RuntimeAd
   writeAddress(templ, 1, src);
   writeAddress(templ, 3, dst);
   queue %= queues_;
-  emit(Opcode::Dma, {templ, I(queue), I(queue)});
+  emit(Opcode::Dma, {templ, I(flagOf(queue)), I(queueOf(queue))});
   pending_[size_t(queue)] += multiplier_;
 }
 
@@ -218,7 +242,7 @@ void DmaFragment::waitAll() {
   for (int q = 0; q < queues_; ++q) {
     if (pending_[size_t(q)] < 0) throw CodegenError("internal: more DMA waits than DMAs");
     for (int64_t left = pending_[size_t(q)]; left > 0; left -= kMaxWait)
-      emit(Opcode::SyncWait, {I(q), I(std::min(left, kMaxWait))});
+      emit(Opcode::SyncWait, {I(flagOf(q)), I(std::min(left, kMaxWait))});
     pending_[size_t(q)] = 0;
   }
 }

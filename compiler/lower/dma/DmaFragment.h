@@ -6,7 +6,10 @@
 // What a fragment owns: SMEM words [smemBase, smemBase + smemWords) (DMA
 // descriptor templates, loaded as one data segment, and staging words for
 // run-time indices), sync flag q for DMA queue q, and VMEM from byte 0 for
-// staging buffers (every kernel's VMEM is free between kernels). It starts with
+// staging buffers (every kernel's VMEM is free between kernels). When the
+// kernel before started a later kernel's first blocks across the fragment
+// (placement.inFlight), the fragment's flags and VMEM start past that region
+// when it is at the bottom, and its queues avoid the region's. It starts with
 // `mark 0` and ends with a `sync.wait` for every DMA it issued, so its flags
 // are back at zero and its writes are in HBM when the next fragment starts.
 #pragma once
@@ -55,7 +58,10 @@ class DmaFragment {
               const kernels::codegen::CompileOptions& placement);
 
   const kernels::codegen::TargetInfo& target() const { return target_; }
+  // The fragment's queues, numbered 0 .. queues()-1 (each with a flag of its own).
   int queues() const { return queues_; }
+  // First VMEM byte the fragment may use; it uses at most half of VMEM from there.
+  int64_t vmemBase() const { return vmemBase_; }
 
   // ---- scalar code (32-bit, wrapping)
   MOperand constant(int64_t value);  // sli
@@ -135,6 +141,12 @@ class DmaFragment {
   const kernels::codegen::TargetInfo& target_;
   kernels::codegen::CompileOptions placement_;
   int queues_ = 1;
+  // The fragment's queue q runs on DMA queue queueMap_[q] with flag flagBase_ + q.
+  std::vector<int> queueMap_;
+  int flagBase_ = 0;
+  int64_t vmemBase_ = 0;
+  int flagOf(int q) const { return flagBase_ + q; }
+  int queueOf(int q) const { return queueMap_[size_t(q)]; }
   kernels::codegen::MFunction fn_;
   std::vector<kernels::codegen::LoopRange> loops_;
   std::vector<uint32_t> smemImage_;  // words from placement.smemBase

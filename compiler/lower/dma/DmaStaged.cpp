@@ -74,7 +74,7 @@ bool tryStagedMove(DmaOp& op, const Move& move, uint64_t srcBase, uint64_t dstBa
     s = normalize(s);
     DescriptorSplit split = splitForDescriptors(s);
     if (split.descriptors() != 1) return std::vector<isa::DmaDescriptor>{};
-    isa::DmaDescriptor d = makeDescriptor(split, uint64_t(buffer) * uint64_t(bufBytes),
+    isa::DmaDescriptor d = makeDescriptor(split, uint64_t(f.vmemBase() + buffer * bufBytes),
                                           dstBase + uint64_t(s.dstOffset), isa::MemorySpace::Vmem,
                                           isa::MemorySpace::Hbm);
     return std::vector<isa::DmaDescriptor>{d};
@@ -87,7 +87,7 @@ bool tryStagedMove(DmaOp& op, const Move& move, uint64_t srcBase, uint64_t dstBa
     d.src = isa::MemorySpace::Hbm;
     d.dst = isa::MemorySpace::Vmem;
     d.srcAddr = srcBase + uint64_t(m.srcOffset + first * a.src);
-    d.dstAddr = uint64_t(b % kBuffers) * uint64_t(bufBytes);
+    d.dstAddr = uint64_t(f.vmemBase() + (b % kBuffers) * bufBytes);
     d.innerBytes = uint32_t(rows * a.src);
     f.dmaOn(d, 0);  // queue 0 reads, queues 1.. write
   };

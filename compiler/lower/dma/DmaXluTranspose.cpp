@@ -132,7 +132,9 @@ bool tryXluTranspose(DmaOp& op) {
   if (!fits) return false;
   int64_t stripStep = tall * kTile * opStrides[r] * e;  // source bytes between strips
   int64_t stripBytes = tall * kTile * cols * e, strips = batch * (rows / kTile / tall);
-  auto aRow0 = [&](int b) { return int64_t(b) * (aRows + oRows); };
+  // Rows from the fragment's VMEM base (past a prefetch region in flight).
+  const int64_t row0 = f.vmemBase() / isa::kVmemRowBytes;
+  auto aRow0 = [&](int b) { return row0 + int64_t(b) * (aRows + oRows); };
   auto oRow0 = [&](int b) { return aRow0(b) + aRows; };
 
   // Strip in: tall x 128 rows of C elements, HBM -> VMEM rows (pitch apart).

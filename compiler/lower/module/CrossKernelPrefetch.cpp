@@ -7,6 +7,7 @@
 
 #include "compiler/lower/CannotLower.h"
 #include "compiler/lower/dma/DataMovement.h"
+#include "compiler/lower/module/Costs.h"
 #include "compiler/lower/module/ModuleLowerer.h"
 
 namespace tpusim::lower {
@@ -24,7 +25,18 @@ bool isKernelInstruction(const HloInstruction& inst) {
          isComputeInstruction(inst) && !(isDataMovement(inst) && opc != HloOpcode::Broadcast);
 }
 
-size_t nextKernelAfter(const std::vector<HloInstruction*>& order, size_t i) {
+// A DMA fragment a prefetch may cross (ModuleLowering.cpp's branch order: the
+// data movement that is not a kernel): it keeps the region in flight free
+// (DmaFragment.h). Not a scatter, whose table may take all of VMEM.
+bool isCrossableFragment(const HloInstruction& inst) {
+  HloOpcode opc = inst.opcode();
+  return !isSpmdPrimitive(inst) && !aliasesOperandBuffer(inst) && opc != HloOpcode::While &&
+         opc != HloOpcode::Conditional && opc != HloOpcode::Call && !inst.shape().isToken() &&
+         isDataMovement(inst) && opc != HloOpcode::Broadcast && opc != HloOpcode::Scatter;
+}
+
+size_t nextKernelAfter(const std::vector<HloInstruction*>& order, size_t i,
+                       std::vector<const HloInstruction*>* fragments) {
   for (size_t j = i + 1; j < order.size(); ++j) {
     const HloInstruction& n = *order[j];
     HloOpcode opc = n.opcode();
@@ -37,6 +49,10 @@ size_t nextKernelAfter(const std::vector<HloInstruction*>& order, size_t i) {
       continue;
     }
     if (opc == HloOpcode::AfterAll || n.shape().isToken()) continue;
+    if (fragments && isCrossableFragment(n)) {
+      fragments->push_back(&n);
+      continue;
+    }
     return isKernelInstruction(n) ? j : order.size();
   }
   return order.size();
@@ -115,8 +131,40 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
   const bool fromTop = o.prefetched.empty() || !o.prefetched.fromTop;
   // This kernel's own result is known too: the rule on `written` keeps it out.
   auto known = [&](const HloInstruction* i) { return i == &inst ? result : after.valueOf(i); };
+  // DMA fragments before a kernel: what they write is never prefetched, and
+  // they keep the region's flags free beside their own (one per DMA queue).
+  auto addFragments = [&](size_t j, int64_t* bytes) {
+    for (const HloInstruction* f : after.fragmentsBefore.at(j)) {
+      for (int64_t at : after.resultOf(f))
+        if (at >= 0) {
+          const int64_t n = int64_t(denseBytes(f->shape()));
+          written.push_back({at, at + n});
+          if (bytes) *bytes += 2 * n;  // read and written once
+        }
+    }
+  };
+  auto fragmentsUpTo = [&](size_t j) {
+    for (size_t i = 0; i <= j; ++i)
+      if (!after.fragmentsBefore.at(i).empty()) return true;
+    return false;
+  };
+  auto flagsFit = [&](const codegen::PrefetchPlan& plan, size_t j) {
+    return !fragmentsUpTo(j) || plan.flags + cg_.dmaQueues <= cg_.syncFlags;
+  };
+  // The kernels and fragments that run before kernels[j], in order.
+  auto runBefore = [&](size_t j) {
+    std::vector<const HloInstruction*> run;
+    for (size_t i = 0; i <= j; ++i) {
+      run.insert(run.end(), after.fragmentsBefore.at(i).begin(), after.fragmentsBefore.at(i).end());
+      if (i < j) run.push_back(after.kernels[i]);
+    }
+    return run;
+  };
+  addFragments(0, nullptr);
   choice.target = after.kernels[0];
   choice.plan = planNextKernel(*choice.target, written, fromTop, known);
+  if (!flagsFit(choice.plan, 0)) choice.plan = {};
+  choice.skipped = runBefore(0);
   // Further ahead, across short kernels (a norm's reduction, rsqrt and scale
   // before a projection): their own first blocks are few, and while they run
   // the later kernel's load. Short: all their arrays together under a
@@ -140,14 +188,16 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
     }
     if (std::find(out.begin(), out.end(), -1) != out.end()) break;  // unknown: stop here
     addWritten(between, out, &written);
+    addFragments(j, &betweenBytes);
     codegen::PrefetchPlan far = planNextKernel(*after.kernels[j], written, fromTop, known);
+    if (!flagsFit(far, j)) continue;
     if (betweenBytes * 3 >= far.hbmBytes) continue;
     // They must fit beside the region (a widened, double-buffered block is up
     // to 8 bytes of VMEM per byte of HBM): a kernel between cannot fall back.
     if (betweenBytes * 8 + far.rows * isa::kVmemRowBytes > cg_.vmemBytes) continue;
     if (far.hbmBytes > choice.plan.hbmBytes) {
       choice.target = after.kernels[j];
-      choice.skipped.assign(after.kernels.begin(), after.kernels.begin() + long(j));
+      choice.skipped = runBefore(j);
       choice.plan = std::move(far);
     }
   }

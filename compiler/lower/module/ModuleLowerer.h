@@ -36,8 +36,11 @@ std::vector<std::pair<std::vector<int64_t>, hlo::Shape>> shapeLeaves(const hlo::
 // An instruction the module walk lowers to one kernel.
 bool isKernelInstruction(const hlo::HloInstruction& inst);
 // The position of the kernel instruction that runs right after order[i], when
-// every instruction between emits no code; else order.size().
-size_t nextKernelAfter(const std::vector<hlo::HloInstruction*>& order, size_t i);
+// every instruction between emits no code; else order.size(). With
+// `fragments`, DMA fragments a prefetch may cross (not a scatter) are skipped
+// too and appended to it in order.
+size_t nextKernelAfter(const std::vector<hlo::HloInstruction*>& order, size_t i,
+                       std::vector<const hlo::HloInstruction*>* fragments = nullptr);
 
 // What a kernel may prefetch for: the kernels that run after it (nextKernelAfter),
 // the leaves of the instructions lowered so far (empty when not yet), and the
@@ -45,6 +48,10 @@ size_t nextKernelAfter(const std::vector<hlo::HloInstruction*>& order, size_t i)
 struct KernelNeighbours {
   static constexpr size_t kMaxAhead = 4;            // the next kernel and up to 3 after it
   std::vector<const hlo::HloInstruction*> kernels;  // in the order they run
+  // The DMA fragments that run just before kernels[j] (after kernels[j-1], or
+  // after this kernel for j = 0): a prefetch crosses them, a deferred
+  // write-back does not.
+  std::vector<std::vector<const hlo::HloInstruction*>> fragmentsBefore;
   std::function<Leaves(const hlo::HloInstruction*)> valueOf, resultOf;
 };
 

@@ -308,7 +308,8 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
   }
   // Only a kernel followed directly by another defers (nextKernelAfter):
   // nothing else runs between them.
-  o.deferWriteBack = deferWriteBack_ && !after.kernels.empty();
+  o.deferWriteBack =
+      deferWriteBack_ && !after.kernels.empty() && after.fragmentsBefore.at(0).empty();
   PrefetchChoice choice;
   if (prefetch_ && !between) {
     choice = choosePrefetch(inst, lk, o, result, after);
@@ -382,6 +383,12 @@ void ModuleLowerer::lowerDataMovementOp(const HloInstruction& inst,
   p.smemBase = m_.nextSmemWord();
   p.standalone = false;
   p.hloInstruction = inst.name();
+  // A later kernel's first blocks in flight across this fragment: it keeps
+  // their VMEM rows, flags and queues free (DmaFragment.h).
+  if (!prefetchSkip_.empty() && prefetchSkip_.front() == &inst) {
+    p.inFlight = prefetchPlan_;
+    prefetchSkip_.erase(prefetchSkip_.begin());
+  }
   codegen::CompiledKernel k;
   try {
     k = lowerDataMovement(inst, addresses, out, cg_, p);
@@ -514,10 +521,14 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
       KernelNeighbours after;
       after.valueOf = valueOf;
       after.resultOf = [&](const HloInstruction* i) { return resultLeaves(*i, region); };
-      for (size_t n = nextKernelAfter(order, at);
+      std::vector<const HloInstruction*> fragments;
+      for (size_t n = nextKernelAfter(order, at, &fragments);
            n < order.size() && after.kernels.size() < KernelNeighbours::kMaxAhead;
-           n = nextKernelAfter(order, n))
+           n = nextKernelAfter(order, n, &fragments)) {
         after.kernels.push_back(order[n]);
+        after.fragmentsBefore.push_back(std::move(fragments));
+        fragments.clear();
+      }
       std::string tiling = lowerKernel(*inst, operands, result, after);
       recordOp(inst->name(), "kernel", first, tiling);
     } else if (isDataMovement(*inst)) {

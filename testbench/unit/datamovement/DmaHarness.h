@@ -87,6 +87,8 @@ struct RunOptions {
   bool inPlace = false;             // the result lives in operand 0's buffer
   int repeat = 1;                   // runs of the fragment (a loop around it, as inside a while)
   std::map<int64_t, Literal> args;  // parameter values (others random)
+  // A kernel's prefetch region the fragment must keep free (none issued here).
+  kernels::codegen::PrefetchPlan inFlight;
 };
 
 struct RunOutcome {
@@ -202,6 +204,7 @@ inline RunOutcome runInstruction(const hlo::HloInstruction& root,
   placement.firstBundle = m.nextBundle();
   placement.smemBase = m.nextSmemWord();
   placement.standalone = false;
+  placement.inFlight = o.inFlight;
   out.fragment = lower::lowerDataMovement(root, addrs, result, codegenTarget(o.preset), placement);
   kernels::codegen::appendKernel(m, out.fragment);
   if (o.repeat > 1) appendRepeatLoop(m, placement.firstBundle, o.repeat);
