@@ -321,3 +321,63 @@ TEST_CASE("fusion is deterministic", "[fusion]") {
   CHECK(ra.report() == rb.report());
   CHECK(ra.fusions.size() >= 10);
 }
+
+TEST_CASE("sibling dots of one LHS meet in one kernel with their combiner", "[fusion]") {
+  // SwiGLU: silu(x.w1) * (x.w3); q/k-like siblings whose results go their own
+  // ways (a reshape, another dot) stay apart.
+  auto m = module(R"(
+ENTRY main {
+  x = bf16[256,512]{1,0} parameter(0)
+  w1 = bf16[512,1024]{1,0} parameter(1)
+  w3 = bf16[512,1024]{1,0} parameter(2)
+  w2 = bf16[1024,512]{1,0} parameter(3)
+  g = bf16[256,1024]{1,0} dot(x, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  u = bf16[256,1024]{1,0} dot(x, w3), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s = bf16[256,1024]{1,0} logistic(g)
+  gs = bf16[256,1024]{1,0} multiply(g, s)
+  h = bf16[256,1024]{1,0} multiply(gs, u)
+  ROOT d = bf16[256,512]{1,0} dot(h, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  auto original = m->clone();
+  passes::FusionResult result;
+  passes::FusionConfig on;
+  on.target = chip("v5e");
+  on.siblingDots = true;
+  passes::createFusionPass(on, &result)->run(*m);
+  requireVerifies(*m);
+  CHECK(entryFusions(*m) == std::vector<std::string>{"fusion:kOutput", "fusion.1:kOutput"});
+  const hlo::HloComputation* b = body(*m, "fusion");
+  CHECK(countOpcode(*b, hlo::HloOpcode::Dot) == 2);
+  CHECK(b->root()->name() == "h");
+  CHECK(m->entry()->findInstruction("fusion")->operandCount() == 3);  // x, w1, w3
+  CHECK(countOpcode(*body(*m, "fusion.1"), hlo::HloOpcode::Dot) == 1);
+  CHECK(refusedWith(result, "h", "belongs to the sibling-dot kernel of %h"));
+  requireSameValues(*m, *original);
+
+  // Off (the default): each dot its own kernel, the combiner in the down
+  // projection's prologue.
+  auto off = original->clone();
+  fuse(*off, chip("v5e"));
+  CHECK(entryFusions(*off).size() == 3);
+}
+
+TEST_CASE("sibling dots whose results escape separately stay apart", "[fusion]") {
+  auto m = module(R"(
+ENTRY main {
+  x = bf16[256,512]{1,0} parameter(0)
+  w1 = bf16[512,1024]{1,0} parameter(1)
+  w3 = bf16[512,1024]{1,0} parameter(2)
+  g = bf16[256,1024]{1,0} dot(x, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  u = bf16[256,1024]{1,0} dot(x, w3), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s = bf16[256,1024]{1,0} logistic(g)
+  h = bf16[256,1024]{1,0} multiply(s, u)
+  ROOT t = (bf16[256,1024]{1,0}, bf16[256,1024]{1,0}) tuple(h, g)
+})");
+  passes::FusionConfig on;
+  on.target = chip("v5e");
+  on.siblingDots = true;
+  passes::createFusionPass(on)->run(*m);
+  for (const auto& i : m->entry()->instructions())
+    if (i->opcode() == hlo::HloOpcode::Fusion)
+      CHECK(countOpcode(*i->calledComputation("calls"), hlo::HloOpcode::Dot) <= 1);
+}
