@@ -406,19 +406,26 @@ class FusionPass : public HloPass {
       } else if (inCone(value, hero->operand(0)) || inCone(value, hero->operand(1))) {
         reuse = kNeverDuplicate;  // a convolution's window re-reads every input element
       }
-      if (reuse > 0 &&
-          (reuse >= kNeverDuplicate ||
-           (weight * (reuse - 1) > config_.maxDuplication &&
-            !recomputeBeatsHbmRoundTrip(*p, weight, reuse - 1, otherUses(p, g.current()) > 0,
-                                        config_.target)))) {
+      // A sibling-dot kernel (SiblingDots.h) spends its VALU slots on the
+      // combiner epilogue and issues twice the MXU work per step: its
+      // operand producers are held to the duplication limit alone (measured:
+      // the 7B prefill's RMS norm scale recomputed for each of 43 column
+      // blocks made the pair's kernel 33% slower than with the scale in HBM).
+      const bool siblings = g.body && countDots(*g.body) > 1;
+      if (reuse > 0 && (reuse >= kNeverDuplicate ||
+                        (weight * (reuse - 1) > config_.maxDuplication &&
+                         (siblings || !recomputeBeatsHbmRoundTrip(*p, weight, reuse - 1,
+                                                                  otherUses(p, g.current()) > 0,
+                                                                  config_.target))))) {
         *why = reuse >= kNeverDuplicate
                    ? fmt::format("would be recomputed for every output tile of %{}", hero->name())
                    : fmt::format(
                          "would be recomputed for each of the {} output tiles of %{} that read "
-                         "it: cost {} (weight {} x {}) > limit {}, and more VALU cycles than "
-                         "its HBM round trip",
+                         "it: cost {} (weight {} x {}) > limit {}{}",
                          reuse, hero->name(), weight * (reuse - 1), weight, reuse - 1,
-                         config_.maxDuplication);
+                         config_.maxDuplication,
+                         siblings ? " (a sibling-dot kernel's limit)"
+                                  : ", and more VALU cycles than its HBM round trip");
         return false;
       }
     }
@@ -503,6 +510,12 @@ class FusionPass : public HloPass {
         for (const HloInstruction* v : u->users()) stack.push_back(v);
     }
     return true;
+  }
+
+  static int64_t countDots(const HloComputation& body) {
+    int64_t n = 0;
+    for (const auto& i : body.instructions()) n += i->opcode() == HloOpcode::Dot ? 1 : 0;
+    return n;
   }
 
   // Is `value` `root` or one of the instructions `root` is computed from?

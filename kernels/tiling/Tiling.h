@@ -22,6 +22,9 @@
 // wins: larger blocks
 // re-read less from HBM and amortize the fill and drain, until VMEM or the caps
 // stop them.
+// Sibling dots (one LHS block, an RHS block per dot: TilingTarget::dotRhsCount)
+// are priced as one step doing every dot's MXU work and weight DMA, with one
+// fill and drain and one output block.
 // Blocks divide the array or equal it whenever such a block exists (the code
 // generator's edge blocks are new); a reduced or contracted dim must be
 // divided exactly, or is masked (dots, as kernels/lib/Matmul.cpp does).

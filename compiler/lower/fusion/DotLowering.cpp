@@ -10,6 +10,10 @@
 // (s8 x s8 -> s32). A ragged last K block is read clipped to its valid part. An
 // RHS given as [batch, N, K] (or as a transpose of such a value, which
 // dot-canonicalize makes of Q.K^T) uses the MXU's transposed weight load.
+// Sibling dots (compiler/passes/SiblingDots.h: one LHS value, RHS operands of
+// one shape) run in one kernel: the LHS block is traced once, each step runs
+// every dot into its own accumulator, and the epilogue reads each result
+// rounded to its dot's type.
 #include <fmt/format.h>
 
 #include <algorithm>
