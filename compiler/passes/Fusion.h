@@ -47,6 +47,9 @@ struct FusionConfig {
   // element-wise ops compiles in O(n^2); with it, in O(n). Real fusions are
   // far smaller (XLA bounds fusion size for the same reason).
   int64_t maxInstructions = 256;
+  // Sibling dots and their combiner as one kernel (SiblingDots.h; off by
+  // default, PassOptions::fusionSiblingDots).
+  bool siblingDots = false;
 };
 
 struct FusionDecision {
@@ -54,7 +57,8 @@ struct FusionDecision {
   std::string producer, producerOpcode;  // the instruction considered
   std::string consumer;                  // the fusion (or instruction) it would join
   std::string root;                      // that fusion's root instruction
-  std::string reason;                    // why it was refused ("" when fused)
+  // Why it was refused; when fused "", or what made it fuse (sibling dots).
+  std::string reason;
 };
 
 struct FusionSummary {

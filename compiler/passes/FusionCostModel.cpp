@@ -102,9 +102,21 @@ VmemEstimate estimateFusionVmem(const hlo::HloComputation& body,
   if (hero && hero->opcode() == HloOpcode::Dot && hero->operandCount() == 2) {
     DotBlocks b = dotBlocks(*hero, target);
     const int64_t bm = b.bm, bn = b.bn, bk = b.bk;
-    e.block = fmt::format("bm={} bn={} bk={}", bm, bn, bk);
-    auto lhsCone = cone(hero->operand(0));
-    auto rhsCone = cone(hero->operand(1));
+    // Sibling dots (SiblingDots.h) share the LHS: an RHS block and an
+    // accumulator each.
+    std::vector<const HloInstruction*> dots;
+    for (const auto& i : body.instructions())
+      if (i->opcode() == HloOpcode::Dot && i->operandCount() == 2) dots.push_back(i.get());
+    e.block = fmt::format("bm={} bn={} bk={}{}", bm, bn, bk,
+                          dots.size() > 1 ? fmt::format(", {} sibling dots", dots.size()) : "");
+    std::unordered_set<const HloInstruction*> lhsCone, rhsCone;
+    for (const HloInstruction* d : dots) {
+      for (const HloInstruction* i : cone(d->operand(0))) lhsCone.insert(i);
+      for (const HloInstruction* i : cone(d->operand(1))) rhsCone.insert(i);
+    }
+    auto isDot = [&](const HloInstruction* i) {
+      return std::find(dots.begin(), dots.end(), i) != dots.end();
+    };
     auto blockOf = [&](const HloInstruction* i) {
       if (lhsCone.count(i)) return valueBlock(i->shape(), bm * bk);
       if (rhsCone.count(i)) return valueBlock(i->shape(), bk * bn);
@@ -115,10 +127,10 @@ VmemEstimate estimateFusionVmem(const hlo::HloComputation& body,
         e.inputBytes += 2 * blockOf(i.get());
       else if (i.get() == root)
         e.outputBytes += 2 * valueBlock(i->shape(), bm * bn);
-      else if (!isFreeView(*i) && i.get() != hero)
+      else if (!isFreeView(*i) && !isDot(i.get()))
         e.intermediateBytes += blockOf(i.get());
     }
-    e.accumulatorBytes = bm * bn * 4;
+    e.accumulatorBytes = static_cast<int64_t>(dots.size()) * bm * bn * 4;
   } else {
     // The index space the kernel walks: the reduce's input, else the output.
     const Shape& space = hero && hero->opcode() == HloOpcode::Reduce

@@ -13,7 +13,8 @@
 //   kOutput for a dot [M,K]x[K,N]: bm x bk LHS, bk x bn RHS and a bm x bn f32
 //           accumulator with bm, bn, bk up to max(128, 4 x MXU size) (rounded to
 //           8 / 128 / 128), halved until LHS + RHS + accumulator fit VMEM/8;
-//           values feeding the dot take its LHS or RHS block, the epilogue bm x bn.
+//           values feeding the dot take its LHS or RHS block, the epilogue bm x bn;
+//           sibling dots (SiblingDots.h) add an RHS block and an accumulator each.
 // A value smaller than its block (a broadcast operand, a reduced result) counts
 // its own padded size instead.
 // Working set = 2 x every input block (double-buffered HBM->VMEM copies)

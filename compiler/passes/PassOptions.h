@@ -23,6 +23,10 @@ struct PassOptions {
   // The fusion cost model's limits (Fusion.h: FusionConfig).
   int64_t fusionMaxDuplication = 3;
   double fusionVmemFraction = 1.0;
+  // Sibling dots sharing an LHS fused with their element-wise combiner
+  // (SiblingDots.h; tpuc --sibling-dots). Off by default: measured slower on
+  // the tiny prefill (docs/performance.md, branch `swiglu`).
+  bool fusionSiblingDots = false;
 };
 
 // The process-wide options (tools set them once at start-up).

@@ -209,10 +209,11 @@ bool dotResultsFitMxu(int64_t batch, int64_t bm, int64_t bn, const TilingTarget&
 }
 
 int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, int lhsInBytes,
-                     int rhsInBytes) {
-  return 2 * (tiledBytes(bm, bk) + tiledBytes(bk, bn) + tiledBytes(bm, bn)) +
-         (accumulator ? tiledBytes(bm, bn) : 0) + (lhsInBytes == 4 ? tiledBytes(bm, bk) : 0) +
-         (rhsInBytes == 4 ? tiledBytes(bk, bn) : 0);
+                     int rhsInBytes, int64_t rhsCount) {
+  const int64_t r = std::max<int64_t>(rhsCount, 1);
+  return 2 * (tiledBytes(bm, bk) + r * tiledBytes(bk, bn) + tiledBytes(bm, bn)) +
+         (accumulator ? r * tiledBytes(bm, bn) : 0) + (lhsInBytes == 4 ? tiledBytes(bm, bk) : 0) +
+         (rhsInBytes == 4 ? r * tiledBytes(bk, bn) : 0);
 }
 
 double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn,
@@ -223,7 +224,8 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   const int64_t drain = 7 + 2 * mxu, fill = 8 * cdiv(mxu, 8);
   // K depth of one weight tile: 2N for s8 x s8 in the packed int8 mode.
   const int64_t depth = target.int8Rate >= 2 && lhsInBytes == 1 && rhsInBytes == 1 ? 2 * mxu : mxu;
-  const int64_t pushes = cdiv(bm, 8) * cdiv(bn, mxu) * cdiv(bk, depth);
+  const int64_t rhsCount = std::max<int64_t>(target.dotRhsCount, 1);
+  const int64_t pushes = rhsCount * cdiv(bm, 8) * cdiv(bn, mxu) * cdiv(bk, depth);
   if (pushes > kMaxDotPushesPerStep) return inf;
   const int64_t mBlocks = cdiv(m, bm), nBlocks = cdiv(n, bn), kBlocks = cdiv(k, bk);
   // Double-buffered operand and output blocks, the accumulator (when K is
@@ -231,7 +233,8 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // cast into before the dot, and the masked operand copies of a partial
   // last K block.
   const bool accumulator = kBlocks > 1 || target.dotEpilogue;
-  if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes) > target.dotVmemBudget())
+  if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes, rhsCount) >
+      target.dotVmemBudget())
     return inf;
   // A step of bb batch entries: bb times the MXU work and bytes, one
   // fill and drain (the entries' matmuls overlap on the MXUs).
@@ -259,8 +262,10 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
                   double(std::max<int64_t>(push, 8 * std::min(slots, rowTiles - g)));
     items += colTiles;
   }
-  items *= int64_t(bb);
-  const double mxuCycles = bb * itemCycles / double(items) * double(cdiv(items, mxus));
+  // Sibling dots are more items of the same step, as batch entries are.
+  const double reps = bb * double(rhsCount);
+  items *= int64_t(reps);
+  const double mxuCycles = reps * itemCycles / double(items) * double(cdiv(items, mxus));
   // A block row is one contiguous run in HBM; short runs (a narrow RHS
   // block of a wide matrix) reach a fraction of the peak.
   const int64_t line = target.hbmInterleaveBytes;
@@ -272,7 +277,7 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   const double lhsBlockCycles =
       bb * double(bm * bk) * lhsInBytes / lhsEff / target.hbmBytesPerCycle;
   const double rhsBlockCycles =
-      bb * double(bk * bn) * rhsInBytes / rhsEff / target.hbmBytesPerCycle;
+      reps * double(bk * bn) * rhsInBytes / rhsEff / target.hbmBytesPerCycle;
   // The pipeline skips a copy whose block index did not change: with one K
   // block the RHS stays for the whole dot when N is one block too (amortized
   // over the M blocks, as a batched dot reloads it per entry), and the LHS
@@ -288,7 +293,7 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // Steps after the first that load a new LHS block.
   const double lhsSteps =
       kBlocks > 1 || nBlocks == 1 ? steps - 1 : double(batch) / bb * double(mBlocks) - 1;
-  const double tileCycles = bb * kDotCyclesPerResultTile * double(cdiv(bm, 8) * cdiv(bn, 128));
+  const double tileCycles = reps * kDotCyclesPerResultTile * double(cdiv(bm, 8) * cdiv(bn, 128));
   // The pipeline overlaps a step's DMAs with the previous step's MXU work,
   // except the first step's input blocks (nothing to hide them behind) and
   // the last output block's write-back: the kernel's prologue and drain,
@@ -300,8 +305,8 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // (dotResultsFitMxu) the K steps accumulate there: only the last step of an
   // output block fills, drains and pops, and the others cost the larger of
   // their MXU work and their DMA.
-  const bool resident = kBlocks > 1 && dotResultsFitMxu(target.dotBatchBlock, std::min(bm, m),
-                                                        std::min(bn, n), target);
+  const bool resident = kBlocks > 1 && dotResultsFitMxu(target.dotBatchBlock * rhsCount,
+                                                        std::min(bm, m), std::min(bn, n), target);
   const double once = tileCycles + fill + drain;
   const double perStep = resident ? 0.0 : once;
   const double outputBlocks = steps / double(kBlocks);
@@ -349,14 +354,19 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
       st.steps >= 3 && st.rhsChangesEveryStep && st.dmaCycles > kDeepDmaMargin * st.mxuCycles) {
     const int64_t bm = std::min(best.bm, m), bn = std::min(best.bn, n), bk = std::min(best.bk, k);
     const bool accumulator = cdiv(k, best.bk) > 1 || target.dotEpilogue;
-    if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes) + tiledBytes(bk, bn) <=
+    const int64_t rhsCount = std::max<int64_t>(target.dotRhsCount, 1);
+    if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes, rhsCount) +
+            rhsCount * tiledBytes(bk, bn) <=
         target.dotVmemBudget())
       best.rhsBuffers = 3;
   }
   best.estimatedCycles = bestCost;
-  best.why = fmt::format("bm={} bn={} bk={} for [{}] {}x{}x{}: about {:.0f} cycles{}", best.bm,
-                         best.bn, best.bk, batch, m, n, k, bestCost,
-                         best.rhsBuffers > 2 ? "; 3 RHS buffers (DMA-bound steps)" : "");
+  best.why = fmt::format("bm={} bn={} bk={} for [{}] {}x{}x{}{}: about {:.0f} cycles{}", best.bm,
+                         best.bn, best.bk, batch, m, n, k,
+                         target.dotRhsCount > 1
+                             ? fmt::format(" ({} sibling dots sharing the LHS)", target.dotRhsCount)
+                             : "",
+                         bestCost, best.rhsBuffers > 2 ? "; 3 RHS buffers (DMA-bound steps)" : "");
   return best;
 }
 

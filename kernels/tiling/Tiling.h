@@ -22,6 +22,9 @@
 // wins: larger blocks
 // re-read less from HBM and amortize the fill and drain, until VMEM or the caps
 // stop them.
+// Sibling dots (one LHS block, an RHS block per dot: TilingTarget::dotRhsCount)
+// are priced as one step doing every dot's MXU work and weight DMA, with one
+// fill and drain and one output block.
 // Blocks divide the array or equal it whenever such a block exists (the code
 // generator's edge blocks are new); a reduced or contracted dim must be
 // divided exactly, or is masked (dots, as kernels/lib/Matmul.cpp does).
@@ -59,6 +62,11 @@ struct TilingTarget {
   // (an epilogue reads it); false: only when K is split (a plain dot writes
   // its output block in place, as the library matmul does).
   bool dotEpilogue = true;
+  // Sibling dots sharing the LHS block (the gate and up projections of a
+  // SwiGLU FFN, compiler/passes/SiblingDots.h): each adds an RHS block, an
+  // accumulator, its MXU work and its result tiles per step; the LHS block,
+  // the output block and the step's MXU fill and drain are shared.
+  int64_t dotRhsCount = 1;
   // VMEM one kernel's blocks may take (the rest is headroom for the code
   // generator's temporaries and spills).
   int64_t vmemBudget() const { return vmemBytes / 2; }
@@ -150,8 +158,10 @@ bool dotResultsFitMxu(int64_t batch, int64_t bm, int64_t bn, const TilingTarget&
 // packed in VMEM), the accumulator when there is one and the bf16 copies of
 // f32 (4-byte) operands. A partial last K block takes no copies: it is read
 // clipped to its valid part.
+// `rhsCount` sibling dots (TilingTarget::dotRhsCount) share the LHS and
+// output blocks and have an RHS block and an accumulator each.
 int64_t dotVmemBytes(int64_t bm, int64_t bn, int64_t bk, bool accumulator, int lhsInBytes,
-                     int rhsInBytes);
+                     int rhsInBytes, int64_t rhsCount = 1);
 
 // The model's cycles for a dot with blocks (bm, bn, bk), or infinity when the
 // blocks break a cap (VMEM, MXU pushes per step): grid steps x (max(MXU

@@ -10,6 +10,10 @@
 // (s8 x s8 -> s32). A ragged last K block is read clipped to its valid part. An
 // RHS given as [batch, N, K] (or as a transpose of such a value, which
 // dot-canonicalize makes of Q.K^T) uses the MXU's transposed weight load.
+// Sibling dots (compiler/passes/SiblingDots.h: one LHS value, RHS operands of
+// one shape) run in one kernel: the LHS block is traced once, each step runs
+// every dot into its own accumulator, and the epilogue reads each result
+// rounded to its dot's type.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -75,7 +79,7 @@ std::vector<std::vector<int>> groupsOf(const std::vector<char>& roles, const std
   return g;
 }
 
-const HloInstruction* findDot(const ComputeGraph& g) {
+std::vector<const HloInstruction*> findDots(const ComputeGraph& g) {
   std::vector<const HloInstruction*> stack{g.root}, found;
   std::set<const HloInstruction*> seen;
   while (!stack.empty()) {
@@ -85,7 +89,33 @@ const HloInstruction* findDot(const ComputeGraph& g) {
     if (i->opcode() == HloOpcode::Dot) found.push_back(i);
     for (const HloInstruction* o : i->operands()) stack.push_back(o);
   }
-  if (found.size() > 1) g.fail(*found[1], "a kernel holds one dot");
+  // Sibling dots (compiler/passes/SiblingDots.h) share one LHS value and
+  // differ only in their RHS: one LHS block feeds every one of them.
+  // In the body's instruction order (the RHS inputs follow it).
+  if (found.size() > 1 && g.root->parent()) {
+    std::vector<const HloInstruction*> ordered;
+    for (const auto& i : g.root->parent()->instructions())
+      if (std::find(found.begin(), found.end(), i.get()) != found.end()) ordered.push_back(i.get());
+    if (ordered.size() == found.size()) found = ordered;
+  }
+  for (size_t k = 1; k < found.size(); ++k) {
+    const HloInstruction* a = found[0];
+    const HloInstruction* b = found[k];
+    const auto& da = a->attrs().dot;
+    const auto& db = b->attrs().dot;
+    if (a->operand(0) != b->operand(0) || !(a->shape() == b->shape()) ||
+        !(a->operand(1)->shape() == b->operand(1)->shape()) || da.lhsBatch != db.lhsBatch ||
+        da.rhsBatch != db.rhsBatch || da.lhsContracting != db.lhsContracting ||
+        da.rhsContracting != db.rhsContracting)
+      g.fail(*b, fmt::format("a kernel holds one dot, or sibling dots of one LHS value with the "
+                             "same shapes and dimensions (not so %{} and %{})",
+                             a->name(), b->name()));
+  }
+  return found;
+}
+
+const HloInstruction* findDot(const ComputeGraph& g) {
+  std::vector<const HloInstruction*> found = findDots(g);
   return found.empty() ? nullptr : found[0];
 }
 
@@ -106,8 +136,11 @@ int hbmBytesOf(const ComputeGraph& g, const HloInstruction* operand, dsl::DType 
 bool hasDot(const ComputeGraph& g) { return findDot(g) != nullptr; }
 
 LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
-  const HloInstruction* hero = findDot(g);
-  if (!hero) g.fail(*g.root, "internal: no dot");
+  const std::vector<const HloInstruction*> heroes = findDots(g);
+  if (heroes.empty()) g.fail(*g.root, "internal: no dot");
+  const HloInstruction* hero = heroes[0];
+  // Sibling dots: one LHS, an RHS each (checked alike by findDots).
+  const size_t nRhs = heroes.size();
   const hlo::DotDimensionNumbers& dn = hero->attrs().dot;
   const HloInstruction* lhs = hero->operand(0);
   const HloInstruction* rhs = hero->operand(1);
@@ -123,33 +156,48 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
 
   // The RHS: [batch, contracting, free], [batch, free, contracting] (transposed
   // weights), or a fused transpose of the latter.
-  const HloInstruction* rhsRoot = rhs;
-  std::vector<char> rroles = rolesOf(rr, dn.rhsBatch, dn.rhsContracting);
-  bool transposed = false;
-  if (!inOrder(rroles, "BKF")) {
-    if (inOrder(rroles, "BFK")) {
-      transposed = true;
-    } else if (!g.isLeaf(rhs) && rhs->opcode() == HloOpcode::Transpose) {
-      const auto& perm = rhs->dimensions();
+  struct RhsView {
+    const HloInstruction* root;
+    std::vector<char> roles;
+    bool transposed;
+  };
+  auto rhsView = [&](const HloInstruction* h) {
+    const HloInstruction* r = h->operand(1);
+    RhsView v{r, rolesOf(rr, dn.rhsBatch, dn.rhsContracting), false};
+    if (inOrder(v.roles, "BKF")) return v;
+    if (inOrder(v.roles, "BFK")) {
+      v.transposed = true;
+    } else if (!g.isLeaf(r) && r->opcode() == HloOpcode::Transpose) {
+      const auto& perm = r->dimensions();
       std::vector<char> xroles(static_cast<size_t>(rr), kFree);
-      for (size_t i = 0; i < perm.size(); ++i) xroles[static_cast<size_t>(perm[i])] = rroles[i];
+      for (size_t i = 0; i < perm.size(); ++i) xroles[static_cast<size_t>(perm[i])] = v.roles[i];
       // The transpose must keep the batch and contracting dims in their order.
       std::vector<int64_t> xb, xk;
       for (size_t i = 0; i < perm.size(); ++i) {
-        if (rroles[i] == kBatch) xb.push_back(perm[i]);
-        if (rroles[i] == kContract) xk.push_back(perm[i]);
+        if (v.roles[i] == kBatch) xb.push_back(perm[i]);
+        if (v.roles[i] == kContract) xk.push_back(perm[i]);
       }
       if (inOrder(xroles, "BFK") && increasing(xb) && increasing(xk)) {
-        rhsRoot = rhs->operand(0);
-        rroles = xroles;
-        transposed = true;
+        v.root = r->operand(0);
+        v.roles = xroles;
+        v.transposed = true;
       }
     }
-    if (!transposed)
-      g.fail(*hero,
+    if (!v.transposed)
+      g.fail(*h,
              "the RHS is not laid out [batch, contracting, free] or [batch, free, "
              "contracting] (run dot-canonicalize)");
+    return v;
+  };
+  std::vector<RhsView> rhsViews;
+  for (const HloInstruction* h : heroes) {
+    rhsViews.push_back(rhsView(h));
+    if (rhsViews.back().transposed != rhsViews[0].transposed)
+      g.fail(*h, "sibling dots' RHS operands are laid out differently (one transposed)");
   }
+  const HloInstruction* rhsRoot = rhsViews[0].root;
+  const std::vector<char> rroles = rhsViews[0].roles;
+  const bool transposed = rhsViews[0].transposed;
 
   // Element types: bf16 x bf16 (f32, f16 and bf16 operands) -> f32, s8 x s8 -> s32.
   dsl::DType lt = dslType(g, *lhs, lhs->shape().type), rt = dslType(g, *rhs, rhs->shape().type);
@@ -173,14 +221,21 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   lhsR->analyze(lhs, identity(lr));
   lhsR->formGroupAxes(groupsOf(lroles, "BFK"), fmt::format("the LHS of %{}", hero->name()));
   const std::string rpat = transposed ? "BFK" : "BKF";
-  auto rhsR = std::make_shared<Region>(g, rhsRoot->shape().dims);
-  rhsR->analyze(rhsRoot, identity(rhsRoot->shape().rank()));
-  rhsR->formGroupAxes(groupsOf(rroles, rpat), fmt::format("the RHS of %{}", hero->name()));
+  std::vector<std::shared_ptr<Region>> rhsRs;
+  for (size_t k = 0; k < nRhs; ++k) {
+    const HloInstruction* r = rhsViews[k].root;
+    auto region = std::make_shared<Region>(g, r->shape().dims);
+    region->analyze(r, identity(r->shape().rank()));
+    region->formGroupAxes(groupsOf(rhsViews[k].roles, rpat),
+                          fmt::format("the RHS of %{}", heroes[k]->name()));
+    rhsRs.push_back(region);
+  }
+  std::shared_ptr<Region> rhsR = rhsRs[0];
 
   const HloInstruction* root = g.root;
   const Embedding rootEmb = identity(root->shape().rank());
   auto outR = std::make_shared<Region>(g, root->shape().dims);
-  outR->analyze(root, rootEmb, hero);
+  outR->analyze(root, rootEmb, heroes);
   if (!outR->sawStop()) g.fail(*root, "internal: the dot is not reached from the root");
   // The hero's dims are [batch..., lhs free..., rhs free...] (XLA's order).
   const int64_t nb = static_cast<int64_t>(dn.lhsBatch.size());
@@ -246,6 +301,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     shared.vmemBytes = t.vmemBytes / entries;
     shared.dotBatchBlock = entries;
     shared.dotRhsTransposed = transposed;
+    shared.dotRhsCount = static_cast<int64_t>(nRhs);
     // The step's entries are adjacent in each row of an in-place operand, so its
     // DMA reads runs of bb entries whatever the block's other dims.
     shared.dotLhsRunBytes = entries * entryRun[0];
@@ -267,8 +323,8 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // entries stay within the pushes one step may trace.
   const int64_t mxuTile = std::max<int64_t>(t.mxuSize, 8);
   auto pushes = [&](const DotBlocking& d, int64_t entries) {
-    return entries * cdiv(std::min(d.bm, M), 8) * cdiv(std::min(d.bn, N), mxuTile) *
-           cdiv(std::min(d.bk, K), mxuTile);
+    return entries * static_cast<int64_t>(nRhs) * cdiv(std::min(d.bm, M), 8) *
+           cdiv(std::min(d.bn, N), mxuTile) * cdiv(std::min(d.bk, K), mxuTile);
   };
   for (int64_t more = 2 * bb; more <= kMaxBatchBlock && B % more == 0; more *= 2) {
     TilingTarget s;
@@ -301,13 +357,15 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   auto copyBytes = [](int64_t rows, int64_t cols) {  // one 32-bit word per element
     return cdiv(rows, 8) * 8 * cdiv(cols, 128) * 128 * 4;
   };
-  const int64_t branchCopies =
-      (readAsIs(lhs) ? 0 : copyBytes(bm, bk)) + (readAsIs(rhsRoot) ? 0 : copyBytes(bk, bn));
-  const bool resident =
-      kBlocks > 1 && dotResultsFitMxu(bb, std::min(bm, M), std::min(bn, N), shared) &&
-      dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt)) +
-              (std::min<int64_t>(kBlocks, 3) - 1) * branchCopies <=
-          shared.dotVmemBudget();
+  int64_t branchCopies = readAsIs(lhs) ? 0 : copyBytes(bm, bk);
+  for (const RhsView& v : rhsViews) branchCopies += readAsIs(v.root) ? 0 : copyBytes(bk, bn);
+  const int64_t resultSets = bb * static_cast<int64_t>(nRhs);
+  const bool resident = kBlocks > 1 &&
+                        dotResultsFitMxu(resultSets, std::min(bm, M), std::min(bn, N), shared) &&
+                        dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt),
+                                     hbmBytesOf(g, rhsRoot, rt), static_cast<int64_t>(nRhs)) +
+                                (std::min<int64_t>(kBlocks, 3) - 1) * branchCopies <=
+                            shared.dotVmemBudget();
 
   // Axis blocks and grid ids: B -> 0, M -> 1, N -> 2, K -> 3.
   auto set = [](Axis& a, int64_t block, int grid) {
@@ -318,24 +376,26 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   lhsR->axes()[0].block = bb;
   set(lhsR->axes()[1], bm, 1);
   set(lhsR->axes()[2], bk, 3);
-  set(rhsR->axes()[0], 1, 0);
-  rhsR->axes()[0].block = bb;
-  set(rhsR->axes()[1], transposed ? bn : bk, transposed ? 2 : 3);
-  set(rhsR->axes()[2], transposed ? bk : bn, transposed ? 3 : 2);
+  for (auto& r : rhsRs) {
+    set(r->axes()[0], 1, 0);
+    r->axes()[0].block = bb;
+    set(r->axes()[1], transposed ? bn : bk, transposed ? 2 : 3);
+    set(r->axes()[2], transposed ? bk : bn, transposed ? 3 : 2);
+  }
   set(outR->axes()[0], 1, 0);
   outR->axes()[0].block = bb;
   set(outR->axes()[1], bm, 1);
   set(outR->axes()[2], bn, 2);
 
   lhsR->dropUnitLeadAxes();
-  rhsR->dropUnitLeadAxes();
+  for (auto& r : rhsRs) r->dropUnitLeadAxes();
   outR->dropUnitLeadAxes();
   // One K block: odd rows of LHS blocks walk the N blocks backwards
   // (serpentine), so the step that starts a new LHS block keeps its RHS block
   // (the pipeline skips an unchanged block's copy).
   const int64_t mBlocks = cdiv(M, bm), nBlocks = cdiv(N, bn);
   if (kBlocks == 1 && B / bb == 1 && mBlocks > 1 && nBlocks > 1) {
-    rhsR->setSerpentine(2, 1, nBlocks);
+    for (auto& r : rhsRs) r->setSerpentine(2, 1, nBlocks);
     outR->setSerpentine(2, 1, nBlocks);
   }
 
@@ -347,16 +407,18 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
                                                      dsl::ARBITRARY};
   addLeafInputs(*lhsR, plan);
   const size_t rhsFirst = plan.config.in_specs.size();
-  addLeafInputs(*rhsR, plan);
+  for (auto& r : rhsRs) addLeafInputs(*r, plan);
   for (size_t i = rhsFirst; i < plan.config.in_specs.size(); ++i)
     plan.config.in_specs[i].buffers = blk.rhsBuffers;
   addLeafInputs(*outR, plan);
   plan.config.out_shapes = {dsl::ShapeDtype(outR->arrayShape(rootEmb), memoryType(outType), "out")};
   plan.config.out_specs = {outR->blockSpec(rootEmb)};
   const int64_t abm = std::min(bm, M), abn = std::min(bn, N), abk = std::min(bk, K);
+  // One accumulator per sibling dot.
   if (!inPlace)
-    plan.config.scratch = {bb > 1 ? dsl::VMEM({bb, abm, abn}, accType)
-                                  : dsl::VMEM({abm, abn}, accType)};
+    for (size_t k = 0; k < nRhs; ++k)
+      plan.config.scratch.push_back(bb > 1 ? dsl::VMEM({bb, abm, abn}, accType)
+                                           : dsl::VMEM({abm, abn}, accType));
   const size_t nIn = plan.inputs.size();
   const dsl::DType heroType = ot;
 
@@ -366,23 +428,29 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // is not a multiple of its tile (rows past K are not pushed, LHS lanes past
   // K are zeroed), so nothing is masked and the block costs what its valid part
   // does, which keeps a dot's time smooth in K.
+  // Sibling dots: the LHS once, then each RHS (pairs of the same a).
   auto operands = [=](const std::vector<dsl::Ref>& refs, int64_t k) {
     const bool clip = k != abk;
     if (clip) {
       lhsR->clipBlock(0, k);
-      rhsR->clipBlock(transposed ? 0 : k, transposed ? k : 0);
+      for (auto& r : rhsRs) r->clipBlock(transposed ? 0 : k, transposed ? k : 0);
     }
     dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
-    dsl::Array b = rhsR->emit(rhsRoot, identity(rhsRoot->shape().rank()), refs);
     a = expandTo(a, abm, k);
-    b = transposed ? expandTo(b, abn, k) : expandTo(b, k, abn);
     if (a.dtype() != mxType) a = a.astype(mxType);
-    if (b.dtype() != mxType) b = b.astype(mxType);
+    std::vector<std::pair<dsl::Array, dsl::Array>> out;
+    for (size_t s = 0; s < nRhs; ++s) {
+      const HloInstruction* r = rhsViews[s].root;
+      dsl::Array b = rhsRs[s]->emit(r, identity(r->shape().rank()), refs);
+      b = transposed ? expandTo(b, abn, k) : expandTo(b, k, abn);
+      if (b.dtype() != mxType) b = b.astype(mxType);
+      out.emplace_back(a, b);
+    }
     if (clip) {
       lhsR->clipBlock(0, 0);
-      rhsR->clipBlock(0, 0);
+      for (auto& r : rhsRs) r->clipBlock(0, 0);
     }
-    return std::make_pair(a, b);
+    return out;
   };
   // A computed LHS (a norm's scale, SwiGLU's product) is stored by columns
   // in the matmul's block: the MXU starts after its first K chunk's column
@@ -390,17 +458,21 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const bool lhsByColumns = !readAsIs(lhs);
   // One batch entry's K step into its accumulator (`last`: the last K block,
   // clipped to kTail).
-  auto step = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc, bool last) {
-    auto [a, b] = operands(refs, last ? kTail : abk);
-    dsl::DotOptions opts;
-    opts.transpose_rhs = transposed;
-    opts.lhs_by_columns = lhsByColumns;
-    if (inPlace)
-      outR->store(refs[nIn], dsl::dot(a, b, opts));
-    else if (kBlocks == 1)
-      acc.store(dsl::dot(a, b, opts));
-    else
-      acc.store(acc.load() + dsl::dot(a, b, opts));
+  using Accs = std::vector<dsl::Ref>;  // one per sibling dot
+  auto step = [=](const std::vector<dsl::Ref>& refs, const Accs& accs, bool last) {
+    auto ops = operands(refs, last ? kTail : abk);
+    for (size_t s = 0; s < ops.size(); ++s) {
+      auto [a, b] = ops[s];
+      dsl::DotOptions opts;
+      opts.transpose_rhs = transposed;
+      opts.lhs_by_columns = lhsByColumns;
+      if (inPlace)
+        outR->store(refs[nIn], dsl::dot(a, b, opts));
+      else if (kBlocks == 1)
+        accs[s].store(dsl::dot(a, b, opts));
+      else
+        accs[s].store(accs[s].load() + dsl::dot(a, b, opts));
+    }
   };
   // One batch entry's K step with the results kept in the MXU: the first
   // starts the slots, the others go on from them, the last (`keep` Store)
@@ -415,28 +487,37 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     acc.store(dsl::dot(a, b, opts));
   };
   // The element-wise epilogue of one batch entry, at the last K block.
-  auto epilogue = [=](const std::vector<dsl::Ref>& refs, const dsl::Ref& acc) {
-    dsl::Array h = acc.load();
-    if (h.dtype() != heroType) h = h.astype(heroType);
-    outR->store(refs[nIn], outR->emit(root, rootEmb, refs, &h));
+  // Each sibling's result is rounded to its dot's type, as the HLO rounds it.
+  auto epilogue = [=](const std::vector<dsl::Ref>& refs, const Accs& accs) {
+    std::vector<dsl::Array> h;
+    for (const dsl::Ref& acc : accs) {
+      h.push_back(acc.load());
+      if (h.back().dtype() != heroType) h.back() = h.back().astype(heroType);
+    }
+    outR->store(refs[nIn], outR->emit(root, rootEmb, refs, h.data()));
   };
   return finishKernel(g, plan, [=](const std::vector<dsl::Ref>& refs) {
-    if (inPlace) return step(refs, refs[nIn], false);  // the dot is stored into the output
-    const dsl::Ref& acc = refs[nIn + 1];
+    if (inPlace) return step(refs, {refs[nIn]}, false);  // the dot is stored into the output
+    const Accs accRefs(refs.begin() + static_cast<std::ptrdiff_t>(nIn + 1),
+                       refs.begin() + static_cast<std::ptrdiff_t>(nIn + 1 + nRhs));
     // Unrolled over the batch entries of a step: constant batch indices fold
     // into the addresses. Every entry's dot comes before the epilogues, and
     // with one K block the epilogues need no branch, so the entries' matmuls
     // sit in one basic block, where the scheduler overlaps one entry's MXU
     // drain with the next ones' weight pushes (their work items go to the
     // following MXUs and result slots: LowerMatmul.cpp).
-    auto forEachEntry = [&](const std::function<void(const dsl::Ref&)>& fn) {
-      if (bb == 1) return fn(acc);
+    auto forEachEntry = [&](const std::function<void(const Accs&)>& fn) {
+      if (bb == 1) return fn(accRefs);
       for (int64_t i = 0; i < bb; ++i) {
-        for (Region* r : {lhsR.get(), rhsR.get(), outR.get()}) r->setLeadLoop(0, dsl::Scalar(i));
-        fn(acc.at(dsl::Scalar(i)));
+        lhsR->setLeadLoop(0, dsl::Scalar(i));
+        outR->setLeadLoop(0, dsl::Scalar(i));
+        for (auto& r : rhsRs) r->setLeadLoop(0, dsl::Scalar(i));
+        Accs at;
+        for (const dsl::Ref& a : accRefs) at.push_back(a.at(dsl::Scalar(i)));
+        fn(at);
       }
     };
-    auto finish = [&] { forEachEntry([&](const dsl::Ref& a) { epilogue(refs, a); }); };
+    auto finish = [&] { forEachEntry([&](const Accs& a) { epilogue(refs, a); }); };
     const bool ragged = kTail != abk;
     if (resident) {
       dsl::Scalar kb = dsl::program_id(3);
@@ -444,9 +525,10 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       // (their index scalars are shared); a ragged last block traces its own.
       std::vector<std::pair<dsl::Array, dsl::Array>> ops;
       std::vector<dsl::Ref> accs;
-      forEachEntry([&](const dsl::Ref& a) {
-        ops.push_back(operands(refs, abk));
-        accs.push_back(a);
+      forEachEntry([&](const Accs& a) {
+        auto o = operands(refs, abk);
+        ops.insert(ops.end(), o.begin(), o.end());
+        accs.insert(accs.end(), a.begin(), a.end());
       });
       auto steps = [&](dsl::MxuResident keep, bool cont) {
         for (size_t i = 0; i < ops.size(); ++i) residentStep(ops[i], accs[i], keep, cont);
@@ -456,8 +538,10 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         dsl::when(kb > 0 && kb < kBlocks - 1, [&] { steps(dsl::MxuResident::Keep, true); });
       dsl::when(kb == kBlocks - 1, [&] {
         if (ragged)
-          forEachEntry([&](const dsl::Ref& a) {
-            residentStep(operands(refs, kTail), a, dsl::MxuResident::Store, true);
+          forEachEntry([&](const Accs& a) {
+            auto o = operands(refs, kTail);
+            for (size_t s = 0; s < o.size(); ++s)
+              residentStep(o[s], a[s], dsl::MxuResident::Store, true);
           });
         else
           steps(dsl::MxuResident::Store, true);
@@ -469,21 +553,23 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     // add per result tile); several: zeroed at the first, accumulated at each.
     if (kBlocks > 1)
       dsl::when(dsl::program_id(3) == 0, [&] {
-        forEachEntry([&](const dsl::Ref& a) { a.store(dsl::zeros(abm, abn, accType)); });
+        forEachEntry([&](const Accs& as) {
+          for (const dsl::Ref& a : as) a.store(dsl::zeros(abm, abn, accType));
+        });
       });
     if (ragged) {
       // The ragged last block is a branch of its own, with the epilogue; the
       // batch entries' matmuls stay together in each branch's basic block.
       dsl::Scalar kb = dsl::program_id(3);
       dsl::when(kb != kBlocks - 1,
-                [&] { forEachEntry([&](const dsl::Ref& a) { step(refs, a, false); }); });
+                [&] { forEachEntry([&](const Accs& a) { step(refs, a, false); }); });
       dsl::when(kb == kBlocks - 1, [&] {
-        forEachEntry([&](const dsl::Ref& a) { step(refs, a, true); });
+        forEachEntry([&](const Accs& a) { step(refs, a, true); });
         finish();
       });
       return;
     }
-    forEachEntry([&](const dsl::Ref& a) { step(refs, a, false); });
+    forEachEntry([&](const Accs& a) { step(refs, a, false); });
     if (kBlocks == 1)
       finish();
     else

@@ -15,6 +15,7 @@
 // leaf varies, else 1): a view of its dense row-major bytes, so no copy.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -90,6 +91,9 @@ class Region {
   // hero seen from its epilogue). Throws CannotLower for unsupported members.
   void analyze(const HloInstruction* inst, const Embedding& emb,
                const HloInstruction* stop = nullptr);
+  // The same with several stop values (sibling dots' results, one embedding).
+  void analyze(const HloInstruction* inst, const Embedding& emb,
+               const std::vector<const HloInstruction*>& stops);
   // Space dims that one value varies along (a reduce's kept dims, a group).
   void constrain(std::vector<int> mappedDims) { masks_.push_back(std::move(mappedDims)); }
   // A boundary no axis may cross (between role groups of a dot's space).
@@ -146,7 +150,8 @@ class Region {
   BlockUse blockUse(const Embedding& emb, int hbmBytes, int buffers = 2) const;
 
   // Emits `inst` at `emb` as a DSL array (tracing). `refs` are the kernel's
-  // input refs; `hero` stands for the stop value (a dot's accumulator);
+  // input refs; `hero` stands for the stop value (a dot's accumulator; with
+  // several stops, hero[k] for the k-th);
   // `shift` is the lane shift (allowLaneShuffles), 0 outside shuffled regions.
   dsl::Array emit(const HloInstruction* inst, const Embedding& emb,
                   const std::vector<dsl::Ref>& refs, const dsl::Array* hero = nullptr,
@@ -200,7 +205,10 @@ class Region {
   std::vector<int> iotaDims_;
   std::vector<LeafUse> leaves_;
   std::vector<Axis> axes_;
-  const HloInstruction* stop_ = nullptr;
+  std::vector<const HloInstruction*> stops_;
+  bool isStop(const HloInstruction* i) const {
+    return std::find(stops_.begin(), stops_.end(), i) != stops_.end();
+  }
   bool sawStop_ = false;
   Embedding stopEmb_;
   std::map<std::tuple<const HloInstruction*, Embedding, int64_t>, dsl::Array> memo_;

@@ -143,12 +143,21 @@ Embedding operandEmbedding(const ComputeGraph& g, const HloInstruction& inst, in
   }
 }
 
+void Region::analyze(const HloInstruction* inst, const Embedding& emb,
+                     const std::vector<const HloInstruction*>& stops) {
+  stops_ = stops;
+  analyze(inst, emb);
+}
+
 void Region::analyze(const HloInstruction* inst, const Embedding& emb, const HloInstruction* stop) {
-  if (stop) stop_ = stop;
-  if (inst == stop_) {
+  if (stop) stops_ = {stop};
+  if (isStop(inst)) {
     Embedding e = normalized(inst->shape(), emb);
     if (sawStop_ && e != stopEmb_)
-      g_->fail(*inst, "the dot's result is used with two different shapes in its epilogue");
+      g_->fail(*inst, stops_.size() > 1
+                          ? "the sibling dots' results are used with different shapes in their "
+                            "epilogue"
+                          : "the dot's result is used with two different shapes in its epilogue");
     sawStop_ = true;
     stopEmb_ = e;
     return;
@@ -242,7 +251,7 @@ bool Region::cheapToRecompute(const HloInstruction* inst) const {
   while (!stack.empty()) {
     const HloInstruction* i = stack.back();
     stack.pop_back();
-    if (!seen.insert(i).second || g_->isLeaf(i) || i == stop_) continue;
+    if (!seen.insert(i).second || g_->isLeaf(i) || isStop(i)) continue;
     HloOpcode op = i->opcode();
     if (op == HloOpcode::Constant || op == HloOpcode::Iota) continue;
     if (hlo::isElementwise(op)) {
@@ -260,7 +269,7 @@ bool Region::shiftIsModular(const HloInstruction* inst) {
   auto it = modular_.find(inst);
   if (it != modular_.end()) return it->second;
   bool m = true;
-  if (!g_->isLeaf(inst) && inst != stop_) {
+  if (!g_->isLeaf(inst) && !isStop(inst)) {
     HloOpcode op = inst->opcode();
     if (op == HloOpcode::Concatenate || op == HloOpcode::Iota) m = false;
     for (int64_t k = 0; m && k < inst->operandCount(); ++k) m = shiftIsModular(inst->operand(k));
@@ -572,7 +581,7 @@ dsl::Array Region::emit(const HloInstruction* inst, const Embedding& emb,
   dsl::Array a = emitUncached(inst, e, refs, hero, shift);
   // A computed value read by several users is stored once (see materialized),
   // unless recomputing it per use costs less than that store and the loads.
-  bool computes = hlo::isElementwise(inst->opcode()) && inst != stop_ && !g_->isLeaf(inst);
+  bool computes = hlo::isElementwise(inst->opcode()) && !isStop(inst) && !g_->isLeaf(inst);
   if (computes && inst->userCount() > 1 && !cheapToRecompute(inst)) a = materialized(a);
   memo_[key] = a;
   return a;
@@ -582,10 +591,11 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
                                 const std::vector<dsl::Ref>& refs, const dsl::Array* hero,
                                 int64_t shift) {
   const ComputeGraph& g = *g_;
-  if (inst == stop_) {
+  if (isStop(inst)) {
     if (!hero) g.fail(*inst, "internal: no value for the kernel's hero");
     if (shift != 0) g.fail(*inst, "internal: a lane-shifted use of the kernel's hero");
-    return *hero;
+    size_t k = static_cast<size_t>(std::find(stops_.begin(), stops_.end(), inst) - stops_.begin());
+    return hero[k];
   }
   if (g.isLeaf(inst)) {
     // One load node per leaf use, whatever its shifts (one load per tile).

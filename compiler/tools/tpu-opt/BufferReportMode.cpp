@@ -68,6 +68,13 @@ cl::opt<double> VmemFraction(
       passes::passOptions().fusionVmemFraction = v;
     }));
 
+cl::opt<bool> SiblingDots(
+    "fusion-sibling-dots",
+    cl::desc("Fusion: sibling dots (one LHS, results combined element-wise) as one kernel "
+             "(default false)"),
+    cl::init(false), cl::cat(TargetCat),
+    cl::cb<void, bool>([](bool on) { passes::passOptions().fusionSiblingDots = on; }));
+
 cl::opt<bool> BufferReport("buffer-report",
                            cl::desc("Print the HBM buffer assignment of each module (after the "
                                     "passes) instead of the module"),

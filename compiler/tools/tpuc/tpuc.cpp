@@ -19,6 +19,7 @@
 #include "compiler/driver/ModuleLoweringPipeline.h"
 #include "compiler/driver/SupportTable.h"
 #include "compiler/lower/TargetDescription.h"
+#include "compiler/passes/PassOptions.h"
 #include "isa/ProgramFile.h"
 #include "isa/support/ParseCommandLine.h"
 #include "isa/support/RunFiles.h"
@@ -83,6 +84,12 @@ static cl::opt<bool> NoCrossKernelPrefetch(
     cl::desc("Run every kernel's prologue after the kernel before it has ended (by default a "
              "kernel starts the next kernel's first input blocks in its last grid step when it "
              "does not write them and VMEM has room)"),
+    cl::cat(Cat));
+static cl::opt<bool> SiblingDots(
+    "sibling-dots",
+    cl::desc("Compile sibling dots (one LHS, results combined element-wise: a SwiGLU FFN's gate "
+             "and up projections) as one kernel that runs both and applies the combination as "
+             "its epilogue, where the tiling model prices it cheaper (by default a kernel each)"),
     cl::cat(Cat));
 static cl::opt<bool> NoDeferredWriteBack(
     "no-deferred-write-back",
@@ -178,6 +185,7 @@ int main(int argc, char** argv) {
   options.shareCode = !NoSharedCode;
   options.crossKernelPrefetch = !NoCrossKernelPrefetch;
   options.deferWriteBack = !NoDeferredWriteBack;
+  passes::passOptions().fusionSiblingDots = SiblingDots;
   driver::CompileResult compiled = driver::compileHloFile(Input, chip, options);
   if (!compiled.ok()) {
     fmt::print(stderr, "{}\n", compiled.error);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <llvm/Support/CommandLine.h>
 
+#include "compiler/passes/PassOptions.h"
 #include "isa/support/ParseCommandLine.h"
 #include "sim/tools/tpusim/TpusimDriver.h"
 
@@ -85,6 +86,12 @@ static cl::opt<bool> check("check",
                                     "reference evaluator (tpu-opt) on the same inputs, compare "
                                     "every output, exit 1 on a mismatch"),
                            cl::cat(category));
+static cl::opt<bool> siblingDots(
+    "sibling-dots",
+    cl::desc("For an .hlo module: compile sibling dots (one LHS, results combined element-wise) "
+             "as one kernel, as tpuc --sibling-dots"),
+    cl::cat(category),
+    cl::cb<void, bool>([](bool on) { tpusim::passes::passOptions().fusionSiblingDots = on; }));
 static cl::opt<double> checkRtol("check-rtol",
                                  cl::desc("Relative tolerance of --check for f32/bf16 outputs "
                                           "(default 2e-2 for f32, 3e-2 for bf16; 0: exact)"),

@@ -187,3 +187,21 @@ TEST_CASE("small whole planes take several leading-axis planes per step") {
   LoopBlock whole{512, 1024, ""};  // 4 MiB of HBM traffic per step
   CHECK(chooseLeadBlock(64, whole, big, t) == 1);
 }
+
+TEST_CASE("sibling dots are priced with an RHS block and an accumulator each") {
+  // The tiny prefill's gate and up projections: [256, 1024] x [1024, 2048], bf16.
+  TilingTarget one = v5eLike(), two = v5eLike();
+  two.dotRhsCount = 2;
+  CHECK(dotVmemBytes(256, 512, 512, true, 2, 2, 2) ==
+        dotVmemBytes(256, 512, 512, true, 2, 2) + 2 * 512 * 512 * 4 + 256 * 512 * 4);
+  // At the same blocks, the pair costs more than one dot (twice the MXU work
+  // and weight bytes) and less than two (one LHS block, one fill and drain,
+  // one output block).
+  const double single = dotBlockCost(1, 256, 2048, 1024, 256, 512, 1024, 2, 2, 2, one);
+  const double pair = dotBlockCost(1, 256, 2048, 1024, 256, 512, 1024, 2, 2, 2, two);
+  CHECK(pair > single);
+  CHECK(pair < 2 * single);
+  DotBlocking b = chooseDotBlocks(1, 256, 2048, 1024, 2, 2, 2, two);
+  CHECK(dotVmemBytes(b.bm, b.bn, b.bk, true, 2, 2, 2) <= two.dotVmemBudget());
+  CHECK(b.why.find("2 sibling dots") != std::string::npos);
+}

@@ -321,3 +321,94 @@ TEST_CASE("fusion is deterministic", "[fusion]") {
   CHECK(ra.report() == rb.report());
   CHECK(ra.fusions.size() >= 10);
 }
+
+TEST_CASE("sibling dots of one LHS meet in one kernel with their combiner", "[fusion]") {
+  // SwiGLU: silu(x.w1) * (x.w3); q/k-like siblings whose results go their own
+  // ways (a reshape, another dot) stay apart.
+  auto m = module(R"(
+ENTRY main {
+  x = bf16[256,512]{1,0} parameter(0)
+  w1 = bf16[512,1024]{1,0} parameter(1)
+  w3 = bf16[512,1024]{1,0} parameter(2)
+  w2 = bf16[1024,512]{1,0} parameter(3)
+  g = bf16[256,1024]{1,0} dot(x, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  u = bf16[256,1024]{1,0} dot(x, w3), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s = bf16[256,1024]{1,0} logistic(g)
+  gs = bf16[256,1024]{1,0} multiply(g, s)
+  h = bf16[256,1024]{1,0} multiply(gs, u)
+  ROOT d = bf16[256,512]{1,0} dot(h, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  auto original = m->clone();
+  passes::FusionResult result;
+  passes::FusionConfig on;
+  on.target = chip("v5e");
+  on.siblingDots = true;
+  passes::createFusionPass(on, &result)->run(*m);
+  requireVerifies(*m);
+  // The pair and its combiner; the down projection reads h (nothing left to fuse into it).
+  CHECK(entryFusions(*m) == std::vector<std::string>{"fusion:kOutput"});
+  const hlo::HloComputation* b = body(*m, "fusion");
+  CHECK(countOpcode(*b, hlo::HloOpcode::Dot) == 2);
+  CHECK(b->root()->name() == "h");
+  CHECK(m->entry()->findInstruction("fusion")->operandCount() == 3);  // x, w1, w3
+  CHECK(m->entry()->root()->opcode() == hlo::HloOpcode::Dot);
+  CHECK(refusedWith(result, "h", "belongs to the sibling-dot kernel of %h"));
+  requireSameValues(*m, *original);
+
+  // Off (the default): each dot its own kernel, the combiner in the down
+  // projection's prologue.
+  auto off = original->clone();
+  fuse(*off, chip("v5e"));
+  CHECK(entryFusions(*off) == std::vector<std::string>{"fusion:kOutput"});
+  CHECK(countOpcode(*off->entry(), hlo::HloOpcode::Dot) == 2);
+  CHECK(countOpcode(*body(*off, "fusion"), hlo::HloOpcode::Logistic) == 1);
+}
+
+TEST_CASE("sibling dots whose results escape separately stay apart", "[fusion]") {
+  auto m = module(R"(
+ENTRY main {
+  x = bf16[256,512]{1,0} parameter(0)
+  w1 = bf16[512,1024]{1,0} parameter(1)
+  w3 = bf16[512,1024]{1,0} parameter(2)
+  g = bf16[256,1024]{1,0} dot(x, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  u = bf16[256,1024]{1,0} dot(x, w3), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s = bf16[256,1024]{1,0} logistic(g)
+  h = bf16[256,1024]{1,0} multiply(s, u)
+  ROOT t = (bf16[256,1024]{1,0}, bf16[256,1024]{1,0}) tuple(h, g)
+})");
+  passes::FusionConfig on;
+  on.target = chip("v5e");
+  on.siblingDots = true;
+  passes::createFusionPass(on)->run(*m);
+  for (const auto& i : m->entry()->instructions())
+    if (i->opcode() == hlo::HloOpcode::Fusion)
+      CHECK(countOpcode(*i->calledComputation("calls"), hlo::HloOpcode::Dot) <= 1);
+}
+
+TEST_CASE("a sibling-dot kernel's LHS producers are held to the duplication limit", "[fusion]") {
+  // 8 column blocks of 512 re-read the scaled LHS: 7 extra copies of the
+  // multiply exceed the limit; a single dot would take it (its VALU work
+  // beats the HBM round trip), the sibling kernel does not.
+  auto m = module(R"(
+ENTRY main {
+  x = bf16[256,512]{1,0} parameter(0)
+  s = bf16[256,512]{1,0} parameter(1)
+  w1 = bf16[512,4096]{1,0} parameter(2)
+  w3 = bf16[512,4096]{1,0} parameter(3)
+  xs = bf16[256,512]{1,0} multiply(x, s)
+  g = bf16[256,4096]{1,0} dot(xs, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  u = bf16[256,4096]{1,0} dot(xs, w3), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT h = bf16[256,4096]{1,0} multiply(g, u)
+})");
+  auto original = m->clone();
+  passes::FusionResult result;
+  passes::FusionConfig on;
+  on.target = chip("v5e");
+  on.siblingDots = true;
+  passes::createFusionPass(on, &result)->run(*m);
+  requireVerifies(*m);
+  CHECK(refusedWith(result, "xs", "(a sibling-dot kernel's limit)"));
+  CHECK(countOpcode(*body(*m, "fusion"), hlo::HloOpcode::Dot) == 2);
+  CHECK(m->entry()->findInstruction("xs"));
+  requireSameValues(*m, *original);
+}
