@@ -238,7 +238,8 @@ void AsmParser::chipDirective(int lineNo, const Token& d, const std::vector<Arg>
 }
 
 void AsmParser::bufferDirective(int lineNo, const std::vector<Arg>& args) {
-  if (!checkKeys(lineNo, ".buffer", args, 1, {"shape", "dtype", "space", "addr", "role", "size"}))
+  if (!checkKeys(lineNo, ".buffer", args, 1,
+                 {"shape", "dtype", "space", "addr", "role", "size", "pair_rows"}))
     return;
   BufferDesc buf;
   if (!argName(lineNo, args[0], "the buffer name", &buf.name)) return;
@@ -290,6 +291,14 @@ void AsmParser::bufferDirective(int lineNo, const std::vector<Arg>& args) {
   if (buf.address > UINT64_MAX - buf.sizeBytes) {
     error(lineNo, addr->column, "the buffer's end address overflows 64 bits");
     return;
+  }
+  if (const Arg* pair = find(args, "pair_rows")) {
+    if (!argInt(lineNo, *pair, "pair_rows", 1, 1 << 16, &v)) return;
+    buf.pairRows = uint32_t(v);
+    if (std::string why; !pairLayoutValid(buf, &why)) {
+      error(lineNo, pair->column, why);
+      return;
+    }
   }
   for (const BufferDesc& other : prog_.buffers) {
     if (other.name == buf.name) {

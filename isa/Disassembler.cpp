@@ -130,6 +130,7 @@ void printBuffer(const BufferDesc& b, std::string* out) {
   uint64_t bytes = uint64_t(dtypeBytes(b.dtype));
   for (int64_t d : b.shape) bytes *= uint64_t(d);
   if (bytes != b.sizeBytes) *out += fmt::format(", size={}", b.sizeBytes);
+  if (b.pairRows) *out += fmt::format(", pair_rows={}", b.pairRows);
   *out += "\n";
 }
 

@@ -37,8 +37,26 @@ struct BufferDesc {
   uint64_t address = 0;  // bytes (VMEM: byte address = row * 512)
   uint64_t sizeBytes = 0;
   BufferRole role = BufferRole::Scratch;
-  // Layout in memory: "row-major" (dense, C order) is the only one for now.
+  // Layout in memory: dense row-major (C order) when pairRows is 0. pairRows
+  // = S > 0 (an s8 [K, N] HBM input, K a multiple of 2S, N of 128): the
+  // packed, tiled int8 weight layout `mxu.wpush.s8x2` reads, as the chip
+  // keeps int8 weights in tiles. Rows go in chunks of 2S, each chunk's
+  // columns in tiles of 128, chunk after chunk, tile after tile; a tile is S
+  // rows of 128 16-bit pairs, pair (r, l) of tile t in chunk c holding element
+  // (2Sc + r, 128t + l) in its low byte and (2Sc + S + r, 128t + l) in its
+  // high byte. A DMA widening 16-bit elements (no pair mode) then delivers a
+  // paired weight block as one sequential HBM stream per chunk. The bytes are
+  // the dense array's, reordered: the host converts (packBuffer / unpackBuffer).
+  uint32_t pairRows = 0;
 };
+constexpr uint64_t kPairLayoutLanes = 128;  // columns per tile of the packed layout
+
+// Whether `b` may have the packed layout its pairRows names; on false sets *why.
+bool pairLayoutValid(const BufferDesc& b, std::string* why);
+// Dense row-major bytes of `b` in its memory layout, and back (identity for
+// pairRows 0). The sizes are the shape's dense bytes.
+std::vector<uint8_t> packBuffer(const BufferDesc& b, const std::vector<uint8_t>& dense);
+std::vector<uint8_t> unpackBuffer(const BufferDesc& b, const std::vector<uint8_t>& stored);
 
 // Buffers must not overlap, except an input and an output with the same space,
 // address and size: an input the caller donated to the output the program

@@ -178,7 +178,7 @@ void writeSection(Writer& w, uint32_t type, const Program& p) {
         w.u8(uint8_t(b.space));
         w.u8(uint8_t(b.role));
         w.u8(uint8_t(b.shape.size()));
-        w.u32(0);
+        w.u32(b.pairRows);  // the memory layout (0: row-major)
         w.u64(b.address);
         w.u64(b.sizeBytes);
         for (int64_t d : b.shape) w.u64(uint64_t(d));

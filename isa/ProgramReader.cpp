@@ -263,7 +263,7 @@ bool readBuffers(Cursor& c, Program* p, Loaded&) {
     b.name = c.str("a buffer name");
     uint8_t dtype = c.u8("a buffer dtype"), space = c.u8("a buffer memory space");
     uint8_t role = c.u8("a buffer role"), rank = c.u8("a buffer rank");
-    c.u32("reserved");
+    b.pairRows = c.u32("a buffer layout");
     b.address = c.u64("a buffer address");
     b.sizeBytes = c.u64("a buffer size");
     if (c.failed()) return false;
@@ -295,6 +295,7 @@ bool readBuffers(Cursor& c, Program* p, Loaded&) {
                                 b.sizeBytes, bytes));
     if (b.address > UINT64_MAX - b.sizeBytes)
       return c.fail(what + ": address + size overflows 64 bits");
+    if (std::string why; !pairLayoutValid(b, &why)) return c.fail(what + ": " + why);
   }
   if (c.failed()) return false;
   if (std::string clash = overlappingBuffers(p->buffers); !clash.empty()) return c.fail(clash);

@@ -224,6 +224,7 @@ CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfi
     lowering.lower.shareCode = options.shareCode;
     lowering.lower.crossKernelPrefetch = options.crossKernelPrefetch;
     lowering.lower.deferWriteBack = options.deferWriteBack;
+    lowering.lower.packedWeights = options.packedWeights;
     out.lowered = driver::compileModule(module, views.target, views.codegen, lowering);
     out.lowered.program.signature = entrySignature(module, out.lowered.program);
     out.lowered.program.hasSignature = true;

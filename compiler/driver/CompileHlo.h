@@ -49,6 +49,9 @@ struct CompileOptions {
   // lower::LowerOptions::deferWriteBack: the next kernel waits for a
   // kernel's last write-backs (at its start only when it touches them).
   bool deferWriteBack = true;
+  // lower::LowerOptions::packedWeights: s8 parameters read only as paired MXU
+  // weights stored in the packed s8x2 HBM layout.
+  bool packedWeights = true;
 };
 
 struct CompileResult {

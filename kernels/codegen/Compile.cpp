@@ -347,7 +347,8 @@ class Pipeline {
   // The DMA queue of a stream's copies: its flag's. An output of a kernel that
   // starts the next kernel's first blocks takes the queue with the fewest of
   // their bytes: descriptors of one queue complete in order, so a last
-  // write-back behind a 2 MiB weight block would wait for all of it.
+  // write-back behind a 2 MiB weight block would wait for all of it. Alike
+  // every stream of a kernel run while a later kernel's blocks are in flight.
   //
   // In the grid loop, an input whose blocks arrive whole goes behind the
   // parts of a stream whose blocks arrive in parts (chunked arrival): it is
@@ -360,9 +361,16 @@ class Pipeline {
     if (!s.output && inLoop_ && s.parts <= 1)
       for (const Stream& p : streams_)
         if (p.parts > 1) return p.flag % t_.dmaQueues;
-    if (!s.output || o_.prefetchNext.empty()) return own;
+    const bool next = s.output && !o_.prefetchNext.empty();
+    if (!next && o_.inFlight.empty()) return own;
     std::vector<uint64_t> bytes(size_t(t_.dmaQueues), 0);
-    for (const PrefetchCopy& c : o_.prefetchNext.copies)
+    if (next)
+      for (const PrefetchCopy& c : o_.prefetchNext.copies)
+        bytes.at(size_t(c.queue)) += c.desc.totalBytes();
+    // A later kernel's first blocks, started before this (short) kernel, are
+    // still in flight: its own copies take the queue with the fewest of their
+    // bytes, or a 4 KiB input would wait behind a 2 MiB weight block.
+    for (const PrefetchCopy& c : o_.inFlight.copies)
       bytes.at(size_t(c.queue)) += c.desc.totalBytes();
     int64_t best = own;
     for (int64_t q = 0; q < t_.dmaQueues; ++q)
@@ -481,7 +489,8 @@ class Pipeline {
 
   // The copy of a window at the block's origin between HBM and the block buffer.
   static CopyPlan planWindow(const Stream& s, std::vector<int64_t> window) {
-    return planBlockCopy(s.hbmType, s.blockType, s.output, std::move(window), s.pairRows, s.parts);
+    return planBlockCopy(s.hbmType, s.blockType, s.output, std::move(window), s.pairRows, s.parts,
+                         !s.output && s.array->pairRows > 0);
   }
 
   // Which copy variant block `idx` needs: bit j set when it is the last block
@@ -500,7 +509,7 @@ class Pipeline {
   // Starts the copy of block `idx` into / out of buffer `slot` of a stream;
   // returns the value for `pending` (1 + the variant started).
   ScalarVal startCopy(Stream& s, const std::vector<ScalarVal>& idx, const ScalarVal& slot) {
-    std::vector<int64_t> strides = elementStrides(s.hbmType);
+    std::vector<int64_t> strides = s.output ? elementStrides(s.hbmType) : hbmStrides(*s.array);
     ScalarVal hbm{true, s.hbmBase, {}};
     for (size_t d = 0; d < idx.size(); ++d)
       hbm = L_.add(hbm, L_.mulImm(idx[d], s.map->blockShape[d] * strides[d]));

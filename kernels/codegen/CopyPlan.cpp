@@ -67,6 +67,13 @@ Side sideOf(const llo::Type& t) {
 
 std::vector<int64_t> elementStrides(const llo::Type& ref) { return sideOf(ref).strides; }
 
+std::vector<int64_t> hbmStrides(const llo::ArrayOperand& a) {
+  if (!a.pairRows) return elementStrides(a.hbmType());
+  // Chunk-aligned rows: row r's chunk starts at byte r * N, as dense; a
+  // tile-aligned column c's tile at c * 2S (S rows of 16-bit pairs per lane).
+  return {a.shape.at(1), 2 * a.pairRows};
+}
+
 CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<int64_t>& sizes) {
   size_t n = sizes.size();
   if (src.rank() != int(n) || dst.rank() != int(n))
@@ -177,10 +184,40 @@ void append(CopyPlan& to, const CopyPlan& part, int64_t src, int64_t dst) {
   to.bytes += part.bytes;
 }
 
+// The packed s8x2 HBM layout (isa::BufferDesc::pairRows): each chunk of 2S
+// rows is its column tiles in order, each tile S rows of 128 16-bit pairs. A
+// window of whole chunks and tiles is then one sequential run per chunk: one
+// descriptor widening 16-bit elements (no pair mode; each word is the pair),
+// rows innermost, then tiles, then chunks.
+CopyPlan planPackedCopy(const llo::Type& hbm, const llo::Type& block,
+                        const std::vector<int64_t>& window, int64_t S) {
+  const int64_t rows = window.at(0), cols = window.at(1), n = hbm.shape.at(1);
+  constexpr int64_t kPair = 2, lanes = llo::kLanes;
+  if (rows % (2 * S) || cols % lanes || n % lanes || 2 * S * n > int64_t(UINT32_MAX))
+    throw CodegenError("internal: a packed s8x2 block copy covers whole chunks and column tiles");
+  const int64_t tileStride = llo::tiledLayout(block.shape).paddedRows * isa::kVmemRowBytes;
+  isa::DmaDescriptor d;
+  d.src = isa::MemorySpace::Hbm;
+  d.dst = isa::MemorySpace::Vmem;
+  d.numDims = 4;
+  d.elemBytes = kPair;
+  d.innerBytes = uint32_t(lanes * kPair);
+  d.counts = {uint32_t(S), uint32_t(cols / lanes), uint32_t(rows / (2 * S))};
+  d.srcStrides = {uint32_t(lanes * kPair), uint32_t(S * lanes * kPair), uint32_t(2 * S * n)};
+  d.dstStrides = {uint32_t(isa::kVmemRowBytes), uint32_t(tileStride),
+                  uint32_t(2 * S * isa::kVmemRowBytes)};
+  CopyPlan out;
+  out.descriptors.push_back(d);
+  out.srcOffset.push_back(0);
+  out.dstOffset.push_back(0);
+  out.bytes = rows * cols;
+  return out;
+}
+
 CopyPlan planPairedCopy(const llo::Type& hbm, const llo::Type& block,
                         const std::vector<int64_t>& window, int64_t S) {
-  const int64_t rowSrc = elementStrides(hbm).at(0), rowDst = isa::kVmemRowBytes;
   const int64_t rows = window.at(0), chunks = rows / (2 * S), tail = rows % (2 * S);
+  const int64_t rowSrc = elementStrides(hbm).at(0), rowDst = isa::kVmemRowBytes;
   auto rowsPlan = [&](int64_t n, bool pair) {
     std::vector<int64_t> w = window;
     w[0] = n;
@@ -254,12 +291,16 @@ int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo
 }
 
 CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
-                       std::vector<int64_t> window, int64_t pairRows, int64_t parts) {
+                       std::vector<int64_t> window, int64_t pairRows, int64_t parts,
+                       bool packedHbm) {
   if (pairRows > 0) {
-    if (toHbm || hbm.dtype != llo::DType::S8 || window.size() != 2 || parts > 1)
+    if (toHbm || hbm.dtype != llo::DType::S8 || window.size() != 2 || parts > 1 ||
+        (packedHbm && !hbm.strides.empty()))
       throw CodegenError("internal: a paired block copy is an s8 rank-2 input in one part");
-    return planPairedCopy(hbm, block, window, pairRows);
+    return packedHbm ? planPackedCopy(hbm, block, window, pairRows)
+                     : planPairedCopy(hbm, block, window, pairRows);
   }
+  if (packedHbm) throw CodegenError("internal: a packed s8x2 array is copied paired");
   if (parts > 1) {
     // Row ranges of whole (8-row) tiles, each its own descriptors, in order.
     if (toHbm || window.size() != 2 || window != block.shape)

@@ -44,8 +44,12 @@ CopyPlan planCopy(const llo::Type& src, const llo::Type& dst, const std::vector<
 // pairRows = S > 0 (an input, PairPack.h): rows c * 2S + r and c * 2S + S + r
 // of the window go into one word at block row c * 2S + r (the DMA's pair
 // mode); rows of a last, partial chunk without a partner keep a zero high byte.
+// packedHbm: the array is stored in the packed s8x2 layout with S = pairRows
+// (llo::ArrayOperand::pairRows): each chunk is one sequential 16-bit widening
+// copy, no pair mode; the window must be whole chunks at a chunk-aligned row.
 CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
-                       std::vector<int64_t> window, int64_t pairRows = 0, int64_t parts = 1);
+                       std::vector<int64_t> window, int64_t pairRows = 0, int64_t parts = 1,
+                       bool packedHbm = false);
 
 // How many parts (row ranges, in order on one DMA queue) the copies of an
 // input stream's blocks are split into, so that the kernel body can start on
@@ -69,5 +73,9 @@ int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo
 // Byte offset of a window's first element from the ref's first element, for
 // constant indices (HBM, SMEM) or per unit of each index (strides, in bytes).
 std::vector<int64_t> elementStrides(const llo::Type& ref);
+// Byte offset per unit of each index of an input array's window origin in its
+// HBM layout: elementStrides of its type, or for the packed s8x2 layout
+// (ArrayOperand::pairRows) those of chunk-aligned rows and 16-bit columns.
+std::vector<int64_t> hbmStrides(const llo::ArrayOperand& a);
 
 }  // namespace tpusim::kernels::codegen

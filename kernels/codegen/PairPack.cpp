@@ -1,6 +1,10 @@
 #include "kernels/codegen/PairPack.h"
 
+#include <fmt/format.h>
+
+#include "isa/Program.h"
 #include "kernels/codegen/CopyPlan.h"
+#include "kernels/codegen/RegAlloc.h"
 
 namespace tpusim::kernels::codegen {
 
@@ -29,9 +33,8 @@ bool onlyPackedRhs(const llo::Block& b, const llo::Value* ref, int64_t S, int* u
   return true;
 }
 
-}  // namespace
-
-int64_t pairedRows(const llo::Kernel& k, int input, const TargetInfo& t) {
+// The rule above, for the array as the body reads it (whatever its layout).
+int64_t ruleRows(const llo::Kernel& k, int input, const TargetInfo& t) {
   const int64_t S = t.mxuSize;
   if (t.int8Rate < 2 || input < k.numScalarPrefetch || !k.body) return 0;
   const llo::ArrayOperand& a = k.inputs.at(size_t(input));
@@ -44,6 +47,37 @@ int64_t pairedRows(const llo::Kernel& k, int input, const TargetInfo& t) {
   const llo::Value* arg = k.body->body.args.at(size_t(input));
   int uses = 0;
   return onlyPackedRhs(k.body->body, arg, S, &uses) && uses > 0 ? S : 0;
+}
+
+}  // namespace
+
+bool packedLayoutFits(const llo::Kernel& k, int input, const TargetInfo& t) {
+  const int64_t S = t.mxuSize;
+  if (input < k.numScalarPrefetch || input >= int64_t(k.inputs.size())) return false;
+  const llo::ArrayOperand& a = k.inputs.at(size_t(input));
+  const llo::BlockMapping& m = k.inMaps.at(size_t(input - k.numScalarPrefetch));
+  if (!a.strides.empty() || a.shape.size() != 2 || a.shape[0] % (2 * S) ||
+      a.shape[1] % int64_t(isa::kPairLayoutLanes) || m.blockShape.size() != 2 ||
+      m.blockShape[0] % (2 * S) || m.blockShape[1] % int64_t(isa::kPairLayoutLanes) ||
+      int64_t(isa::kPairLayoutLanes) != llo::kLanes)
+    return false;
+  return ruleRows(k, input, t) == S;
+}
+
+int64_t pairedRows(const llo::Kernel& k, int input, const TargetInfo& t) {
+  const int64_t S = t.mxuSize;
+  const int64_t packed = input < int64_t(k.inputs.size()) ? k.inputs.at(size_t(input)).pairRows : 0;
+  if (packed) {
+    // Stored packed (tpuc's layout choice, packedLayoutFits): the body must
+    // read it paired, in blocks of whole chunks, or the bytes mean nothing.
+    if (!packedLayoutFits(k, input, t) || packed != S)
+      throw CodegenError(fmt::format(
+          "input '{}' is stored in the packed s8x2 layout (pair rows {}), but kernel '{}' "
+          "does not read it as paired s8 weights in blocks of whole {}-row chunks",
+          k.inputs.at(size_t(input)).name, packed, k.name, 2 * S));
+    return S;
+  }
+  return ruleRows(k, input, t);
 }
 
 }  // namespace tpusim::kernels::codegen

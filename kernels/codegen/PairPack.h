@@ -22,7 +22,16 @@
 namespace tpusim::kernels::codegen {
 
 // S (the rows per half chunk) when input `input` of `k` (an index into
-// k.inputs) is moved paired, else 0.
+// k.inputs) is moved paired, else 0. An input stored in the packed s8x2 HBM
+// layout (ArrayOperand::pairRows) is always paired: CodegenError when the
+// body does not read it so (packedLayoutFits).
 int64_t pairedRows(const llo::Kernel& k, int input, const TargetInfo& t);
+
+// Whether `k` can read input `input` from the packed s8x2 HBM layout
+// (isa::BufferDesc::pairRows = S): the rule above holds for it, it is a
+// whole rank-2 array (no strided view) and its rows and block rows are
+// multiples of 2S, so every block copy is whole chunks. tpuc stores an entry
+// parameter packed only when every kernel that reads it passes this.
+bool packedLayoutFits(const llo::Kernel& k, int input, const TargetInfo& t);
 
 }  // namespace tpusim::kernels::codegen

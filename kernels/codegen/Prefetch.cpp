@@ -72,9 +72,10 @@ PrefetchPlan planPrefetch(const llo::Kernel& next, const TargetInfo& t,
     }
     // As the grid pipeline (Compile.cpp): a paired block arrives whole.
     const int64_t pairRows = pairedRows(next, input, t);
-    CopyPlan cp = planBlockCopy(hbm, block, false, window, pairRows,
-                                pairRows ? 1 : arrivalParts(next, map, hbm, t.dmaQueueDepth));
-    std::vector<int64_t> strides = elementStrides(hbm);
+    CopyPlan cp =
+        planBlockCopy(hbm, block, false, window, pairRows,
+                      pairRows ? 1 : arrivalParts(next, map, hbm, t.dmaQueueDepth), a.pairRows > 0);
+    std::vector<int64_t> strides = hbmStrides(a);
     int64_t src = base;
     for (size_t d = 0; d < idx.size(); ++d) src += idx[d] * map.blockShape[d] * strides[d];
     const int64_t dst = s.bufRow * isa::kVmemRowBytes;  // buffer 0: the prologue's first

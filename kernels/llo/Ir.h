@@ -130,6 +130,10 @@ struct ArrayOperand {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;  // inputs only: a strided view of its buffer (llo::Type::strides)
+  // Inputs only: S > 0 when the buffer is in the packed s8x2 HBM layout
+  // (isa::BufferDesc::pairRows; tpuc's choice); the body must read it as
+  // PairPack.h's paired weights with blocks of whole 2S-row chunks.
+  int64_t pairRows = 0;
 
   Type hbmType() const { return Type::ref(MemSpace::Hbm, dtype, shape, strides); }
   // The shape of the buffer behind the array: `shape` with a strided view's

@@ -147,7 +147,9 @@ std::vector<uint8_t> randomBytes(const isa::BufferDesc& buffer, uint64_t seed, R
 }
 
 void storeBuffer(mem::ChipMemory& memory, const isa::BufferDesc& buffer,
-                 const std::vector<uint8_t>& bytes) {
+                 const std::vector<uint8_t>& dense) {
+  // A buffer in the packed int8 weight layout holds the dense bytes reordered.
+  const std::vector<uint8_t> bytes = isa::packBuffer(buffer, dense);
   if (auto f = spaceOf(memory, buffer).write(buffer.address, bytes.data(), bytes.size()))
     throw std::runtime_error(
         fmt::format("buffer '{}' does not fit in memory: {}", buffer.name, f->describe()));
@@ -158,6 +160,7 @@ npy::Array loadBuffer(mem::ChipMemory& memory, const isa::BufferDesc& buffer) {
   if (auto f = spaceOf(memory, buffer).read(buffer.address, a.data.data(), a.data.size()))
     throw std::runtime_error(
         fmt::format("buffer '{}' cannot be read back: {}", buffer.name, f->describe()));
+  if (buffer.pairRows) a.data = isa::unpackBuffer(buffer, a.data);
   return a;
 }
 

@@ -37,10 +37,11 @@ bool parseRandomInputs(const std::string& name, RandomInputs* out);
 // Seeded random contents for `buffer`.
 std::vector<uint8_t> randomBytes(const isa::BufferDesc& buffer, uint64_t seed,
                                  RandomInputs kind = RandomInputs::Uniform);
-// Writes `bytes` into the buffer's memory (core 0's VMEM/SMEM for those spaces).
+// Writes `bytes` (dense row-major) into the buffer's memory (core 0's VMEM/SMEM
+// for those spaces), in the buffer's layout (isa::BufferDesc::pairRows).
 void storeBuffer(mem::ChipMemory& memory, const isa::BufferDesc& buffer,
                  const std::vector<uint8_t>& bytes);
-// Reads the buffer back as an .npy array.
+// Reads the buffer back as a (dense row-major) .npy array.
 npy::Array loadBuffer(mem::ChipMemory& memory, const isa::BufferDesc& buffer);
 
 }  // namespace tpusim::sim

@@ -282,6 +282,7 @@ codegen::CompiledKernel KernelCache::get(const llo::Kernel& kernel,
           llo::refBytes(llo::Type::ref(llo::MemSpace::Hbm, arrays[i].dtype, arrays[i].shape));
       bool crosses = bytes > 0 && hi32(addresses[i]) != hi32(addresses[i] + bytes - 1);
       key += crosses ? 'X' : '.';
+      if (arrays[i].pairRows) key += fmt::format("p{}", arrays[i].pairRows);  // packed s8x2 layout
       params.values.push_back(addresses[i]);
     }
   };

@@ -142,6 +142,11 @@ class ModuleLowerer {
   std::string prefetchFrom_;
   std::string lastPrefetchNote_;  // for recordOp: the kernel just lowered
   std::map<const hlo::HloInstruction*, LoweredKernel> prepared_;
+  // Packed int8 weights (PackedLayouts.cpp): on; the entry parameters stored
+  // in the packed s8x2 layout, with their pair rows.
+  bool packedWeights_;
+  std::map<const hlo::HloInstruction*, int64_t> packedParams_;
+  void choosePackedLayouts();
   // Deferred write-back: on; the write-backs the last kernel left in flight
   // for `drainFor_` (the kernel lowered next) and the HBM ranges they write.
   bool deferWriteBack_;

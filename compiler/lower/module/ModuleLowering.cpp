@@ -87,7 +87,8 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
       useKernelCache_(options.kernelCache),
       kernelCache_(options.verifyKernelCache),
       prefetch_(options.crossKernelPrefetch),
-      deferWriteBack_(options.deferWriteBack) {
+      deferWriteBack_(options.deferWriteBack),
+      packedWeights_(options.packedWeights) {
   m_.program.chip = cg_.name;
   m_.shareCode = options.shareCode;
   try {
@@ -669,6 +670,7 @@ void ModuleLowerer::lowerEntry() {
     otherCores = control_.branchIfNonZero(kCoreReg);
   }
 
+  if (packedWeights_) choosePackedLayouts();
   // Parameters: the program's inputs, named for `tpusim --input`.
   BufferNames names;
   std::vector<Leaves> params;
@@ -694,6 +696,8 @@ void ModuleLowerer::lowerEntry() {
       b.address = uint64_t(at[i]);
       b.sizeBytes = denseBytes(s);
       b.role = isa::BufferRole::Input;
+      if (auto it = packedParams_.find(p); it != packedParams_.end() && leaves.size() == 1)
+        b.pairRows = uint32_t(it->second);
       table_.push_back(b);
     }
     params.push_back(at);

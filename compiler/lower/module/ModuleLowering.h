@@ -106,6 +106,12 @@ struct LowerOptions {
   // for them at its start when it reads or writes those outputs, else at its
   // end. tpuc --no-deferred-write-back turns it off.
   bool deferWriteBack = true;
+  // Packed int8 weights in HBM (PackedLayouts.cpp): an s8 entry parameter
+  // that every kernel reading it reads only as paired MXU weights
+  // (kernels/codegen/PairPack.h) is stored in the chip's packed s8x2 layout
+  // (isa::BufferDesc::pairRows), so a paired block is one sequential HBM
+  // stream. tpuc --no-packed-weights keeps every parameter row-major.
+  bool packedWeights = true;
 };
 
 // Lowers `module`, which the passes have already prepared (fused, layouts

@@ -1,7 +1,7 @@
 // tpuc IN.hlo -o OUT.tpuprog --chip v5e [--chips-dir D] [--passes=...]
 //      [--dump-after-all DIR] [--print-stats] [--module N|NAME]
 //      [--no-kernel-cache] [--verify-kernel-cache] [--no-shared-code]
-//      [--no-cross-kernel-prefetch] [--no-deferred-write-back]
+//      [--no-cross-kernel-prefetch] [--no-deferred-write-back] [--no-packed-weights]
 // tpuc --print-support-table [--chip v5e]
 //
 // Compiles one HLO module into one program for the simulator, its entry
@@ -90,6 +90,12 @@ static cl::opt<bool> SiblingDots(
     cl::desc("Compile sibling dots (one LHS, results combined element-wise: a SwiGLU FFN's gate "
              "and up projections) as one kernel that runs both and applies the combination as "
              "its epilogue, where the tiling model prices it cheaper (by default a kernel each)"),
+    cl::cat(Cat));
+static cl::opt<bool> NoPackedWeights(
+    "no-packed-weights",
+    cl::desc("Store every parameter row-major in HBM (by default an s8 parameter that the "
+             "kernels read only as packed int8 MXU weights is stored in the chip's packed s8x2 "
+             "layout, which the host I/O converts to and from)"),
     cl::cat(Cat));
 static cl::opt<bool> NoDeferredWriteBack(
     "no-deferred-write-back",
@@ -184,6 +190,7 @@ int main(int argc, char** argv) {
   options.verifyKernelCache = VerifyKernelCache;
   options.shareCode = !NoSharedCode;
   options.crossKernelPrefetch = !NoCrossKernelPrefetch;
+  options.packedWeights = !NoPackedWeights;
   options.deferWriteBack = !NoDeferredWriteBack;
   passes::passOptions().fusionSiblingDots = SiblingDots;
   driver::CompileResult compiled = driver::compileHloFile(Input, chip, options);
