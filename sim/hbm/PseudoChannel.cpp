@@ -164,10 +164,12 @@ void PseudoChannel::advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issue
       // meanwhile (the slot it freed) wake it earlier only when they could
       // lead to a command before that.
       if (skipQuietRowScans_ && !rowUsed) {
-        const int64_t shared = columnBound();
+        const int64_t readAt = std::max({colReady_, readReady_, busFree_ - t_.tCL});
+        const int64_t writeAt = std::max({colReady_, writeReady_, busFree_ - t_.tCWL});
+        const int64_t shared = std::min(readAt, writeAt);  // columnBound()
         int64_t bound = shared;
         if (boundBanks_) {
-          bound = banksColumnBound(shared);
+          bound = banksColumnBound(readAt, writeAt);
           boundBanks_ = bound > shared;
         }
         wakeAt_ = std::min(next, bound);
