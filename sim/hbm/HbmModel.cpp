@@ -78,12 +78,12 @@ void HbmModel::submit(const HbmRequest& r) {
     const uint64_t first = burstOf(r.address), last = burstOf(r.address + r.bytes - 1);
     const uint64_t line = map_.channelLine();
     if (!run_.empty() && runJoins(r, arrival, first, last)) {
-      run_.push_back(RunPart{slot, r, arrival, first, last});
+      addRunPart(slot, r, arrival, first, last);
       runLast_ = last;
     } else {
       flushRun();
       if (line >= 2 && lineOf(first) == lineOf(last)) {
-        run_.push_back(RunPart{slot, r, arrival, first, last});
+        addRunPart(slot, r, arrival, first, last);
         runFirst_ = first;
         runLast_ = last;
       } else {
@@ -103,6 +103,22 @@ void HbmModel::submit(const HbmRequest& r) {
     }
   }
   ++outstanding_;
+}
+
+void HbmModel::addRunPart(uint32_t slot, const HbmRequest& r, uint64_t arrival, uint64_t first,
+                          uint64_t last) {
+  // Field by field: `r` was just built on the caller's stack, and copying it
+  // (or a whole RunPart) with 16-byte loads stalls on store forwarding.
+  RunPart& p = run_.emplace_back();
+  p.slot = slot;
+  p.request.id = r.id;
+  p.request.address = r.address;
+  p.request.bytes = r.bytes;
+  p.request.isWrite = r.isWrite;
+  p.request.arrivalCycle = r.arrivalCycle;
+  p.arrival = arrival;
+  p.first = first;
+  p.last = last;
 }
 
 uint32_t HbmModel::burstAt(const BurstLocation& loc, uint32_t slot, bool write, uint64_t arrival,
