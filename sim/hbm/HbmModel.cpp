@@ -105,22 +105,6 @@ void HbmModel::submit(const HbmRequest& r) {
   ++outstanding_;
 }
 
-void HbmModel::addRunPart(uint32_t slot, const HbmRequest& r, uint64_t arrival, uint64_t first,
-                          uint64_t last) {
-  // Field by field: `r` was just built on the caller's stack, and copying it
-  // (or a whole RunPart) with 16-byte loads stalls on store forwarding.
-  RunPart& p = run_.emplace_back();
-  p.slot = slot;
-  p.request.id = r.id;
-  p.request.address = r.address;
-  p.request.bytes = r.bytes;
-  p.request.isWrite = r.isWrite;
-  p.request.arrivalCycle = r.arrivalCycle;
-  p.arrival = arrival;
-  p.first = first;
-  p.last = last;
-}
-
 uint32_t HbmModel::burstAt(const BurstLocation& loc, uint32_t slot, bool write, uint64_t arrival,
                            PcBurst* out) const {
   out->request = slot;

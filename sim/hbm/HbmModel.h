@@ -172,9 +172,40 @@ class HbmModel {
     return lastHbmOut_;
   }
   uint64_t lastCoreIn_ = ~uint64_t(0), lastHbmOut_ = 0;
-  std::vector<RunPart> run_;
+  // The run's parts: a vector that keeps its elements when cleared, so that
+  // adding one writes its fields once (addRunPart) rather than zeroing a new
+  // element first.
+  struct RunParts {
+    std::vector<RunPart> parts;
+    size_t count = 0;
+    bool empty() const { return count == 0; }
+    size_t size() const { return count; }
+    void clear() { count = 0; }
+    const RunPart& operator[](size_t i) const { return parts[i]; }
+    const RunPart& front() const { return parts[0]; }
+    const RunPart* begin() const { return parts.data(); }
+    const RunPart* end() const { return parts.data() + count; }
+    RunPart& add() {
+      if (count == parts.size()) parts.emplace_back();
+      return parts[count++];
+    }
+  };
+  RunParts run_;
   void addRunPart(uint32_t slot, const HbmRequest& r, uint64_t arrival, uint64_t first,
-                  uint64_t last);
+                  uint64_t last) {
+    // Field by field: `r` was just built on the caller's stack, and copying it
+    // (or a whole RunPart) with 16-byte loads stalls on store forwarding.
+    RunPart& p = run_.add();
+    p.slot = slot;
+    p.request.id = r.id;
+    p.request.address = r.address;
+    p.request.bytes = r.bytes;
+    p.request.isWrite = r.isWrite;
+    p.request.arrivalCycle = r.arrivalCycle;
+    p.arrival = arrival;
+    p.first = first;
+    p.last = last;
+  }
   uint64_t runFirst_ = 0, runLast_ = 0;  // burst indices of the run
   bool runJoins(const HbmRequest& r, uint64_t arrival, uint64_t first, uint64_t last) const;
   void flushRun();
