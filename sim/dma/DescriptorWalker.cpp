@@ -22,7 +22,7 @@ DescriptorWalker::DescriptorWalker(const isa::DmaDescriptor& d, uint32_t request
   done_ = d.innerBytes == 0;
 }
 
-DmaRequestRange DescriptorWalker::next() {
+void DescriptorWalker::next(DmaRequestRange* out) {
   const uint64_t srcBase = srcBase_, dstBase = dstBase_;
   // Offsets within the element on each side (the wide side of a widening copy
   // advances 4 bytes per dense element of E bytes).
@@ -30,18 +30,21 @@ DmaRequestRange DescriptorWalker::next() {
     return (denseBytes >> elemShift_) * isa::kDmaWideWordBytes;  // / elemBytes * 4
   };
   const bool wideSrc = wideSrc_, wideDst = wideDst_;
-  DmaRequestRange r;
-  r.src = srcBase + (wideSrc ? wide(offset_) : offset_);
-  r.dst = dstBase + (wideDst ? wide(offset_) : offset_);
-  uint64_t align = alignOnSource_ ? r.src : r.dst;
+  const uint64_t src = srcBase + (wideSrc ? wide(offset_) : offset_);
+  const uint64_t dst = dstBase + (wideDst ? wide(offset_) : offset_);
+  uint64_t align = alignOnSource_ ? src : dst;
   uint64_t toBoundary = requestBytes_ - (alignMask_ ? align & alignMask_ : align % requestBytes_);
   if (widening_)  // whole elements only (a request smaller than one element moves one)
     toBoundary = std::max<uint64_t>(d_.elemBytes, toBoundary & ~uint64_t(d_.elemBytes - 1));
-  r.bytes = uint32_t(std::min<uint64_t>(d_.innerBytes - offset_, toBoundary));
-  r.srcBytes = wideSrc ? uint32_t(wide(r.bytes)) : r.bytes;
-  if (paired_) r.srcBytes *= 2;  // the runs at src and src + pair offset
-  r.dstBytes = wideDst ? uint32_t(wide(r.bytes)) : r.bytes;
-  offset_ += r.bytes;
+  const uint32_t bytes = uint32_t(std::min<uint64_t>(d_.innerBytes - offset_, toBoundary));
+  uint32_t srcBytes = wideSrc ? uint32_t(wide(bytes)) : bytes;
+  if (paired_) srcBytes *= 2;  // the runs at src and src + pair offset
+  out->src = src;
+  out->dst = dst;
+  out->bytes = bytes;
+  out->srcBytes = srcBytes;
+  out->dstBytes = wideDst ? uint32_t(wide(bytes)) : bytes;
+  offset_ += bytes;
   if (offset_ == d_.innerBytes) {
     offset_ = 0;
     if (++i1_ < d_.counts[0]) {
@@ -57,7 +60,6 @@ DmaRequestRange DescriptorWalker::next() {
       dstBase_ = d_.dstAddr + uint64_t(i2_) * d_.dstStrides[1] + uint64_t(i3_) * d_.dstStrides[2];
     }
   }
-  return r;
 }
 
 unsigned __int128 descriptorExtent(const isa::DmaDescriptor& d, bool source) {

@@ -331,7 +331,7 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
   r.descriptor = d.number;
   r.desc = &d;
   r.index = d.requests++;
-  r.range = d.walker.next();
+  d.walker.next(&r.range);
   if (d.walker.done()) {
     Queue& queueRef = queue(core, q);
     if (++queueRef.walkingNumber == queueRef.nextNumber) --walkable_[size_t(core)];

@@ -56,7 +56,7 @@ AddressMap::AddressMap(const target::HbmConfig& c) : burstBytes_(uint64_t(c.burs
   }
 }
 
-BurstLocation AddressMap::locate(uint64_t byteAddress) const {
+void AddressMap::locate(uint64_t byteAddress, BurstLocation* out) const {
   std::array<uint64_t, 6> value{};
   if (powerOfTwo_) {
     uint64_t index = byteAddress >> burstShift_;
@@ -69,7 +69,7 @@ BurstLocation AddressMap::locate(uint64_t byteAddress) const {
       index /= radix_[d];
     }
   }
-  BurstLocation loc;
+  BurstLocation& loc = *out;
   loc.channel = uint32_t(value[Ch]);
   loc.pseudoChannel = uint32_t(value[Pc]);
   loc.bankGroup = uint32_t(value[Bg]);
@@ -77,7 +77,6 @@ BurstLocation AddressMap::locate(uint64_t byteAddress) const {
   loc.row = uint32_t(value[Ro]);
   loc.column = uint32_t(value[Co]);
   if (hashBanks_) permuteBanks(loc);
-  return loc;
 }
 
 }  // namespace tpusim::sim::hbm

@@ -36,7 +36,13 @@ class AddressMap {
   // Throws std::invalid_argument naming the field when the mapping is malformed.
   explicit AddressMap(const target::HbmConfig& config);
 
-  BurstLocation locate(uint64_t byteAddress) const;
+  BurstLocation locate(uint64_t byteAddress) const {
+    BurstLocation loc;
+    locate(byteAddress, &loc);
+    return loc;
+  }
+  // The same, written into *out field by field.
+  void locate(uint64_t byteAddress, BurstLocation* out) const;
   // The inverse: the byte address of the first byte of that burst.
   uint64_t compose(const BurstLocation& location) const;
   uint64_t burstBytes() const { return burstBytes_; }

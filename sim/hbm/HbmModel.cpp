@@ -78,12 +78,12 @@ void HbmModel::submit(const HbmRequest& r) {
     const uint64_t first = burstOf(r.address), last = burstOf(r.address + r.bytes - 1);
     const uint64_t line = map_.channelLine();
     if (!run_.empty() && runJoins(r, arrival, first, last)) {
-      run_.push_back(RunPart{slot, r, arrival, first, last});
+      addRunPart(slot, r, arrival, first, last);
       runLast_ = last;
     } else {
       flushRun();
       if (line >= 2 && lineOf(first) == lineOf(last)) {
-        run_.push_back(RunPart{slot, r, arrival, first, last});
+        addRunPart(slot, r, arrival, first, last);
         runFirst_ = first;
         runLast_ = last;
       } else {

@@ -172,7 +172,40 @@ class HbmModel {
     return lastHbmOut_;
   }
   uint64_t lastCoreIn_ = ~uint64_t(0), lastHbmOut_ = 0;
-  std::vector<RunPart> run_;
+  // The run's parts: a vector that keeps its elements when cleared, so that
+  // adding one writes its fields once (addRunPart) rather than zeroing a new
+  // element first.
+  struct RunParts {
+    std::vector<RunPart> parts;
+    size_t count = 0;
+    bool empty() const { return count == 0; }
+    size_t size() const { return count; }
+    void clear() { count = 0; }
+    const RunPart& operator[](size_t i) const { return parts[i]; }
+    const RunPart& front() const { return parts[0]; }
+    const RunPart* begin() const { return parts.data(); }
+    const RunPart* end() const { return parts.data() + count; }
+    RunPart& add() {
+      if (count == parts.size()) parts.emplace_back();
+      return parts[count++];
+    }
+  };
+  RunParts run_;
+  void addRunPart(uint32_t slot, const HbmRequest& r, uint64_t arrival, uint64_t first,
+                  uint64_t last) {
+    // Field by field: `r` was just built on the caller's stack, and copying it
+    // (or a whole RunPart) with 16-byte loads stalls on store forwarding.
+    RunPart& p = run_.add();
+    p.slot = slot;
+    p.request.id = r.id;
+    p.request.address = r.address;
+    p.request.bytes = r.bytes;
+    p.request.isWrite = r.isWrite;
+    p.request.arrivalCycle = r.arrivalCycle;
+    p.arrival = arrival;
+    p.first = first;
+    p.last = last;
+  }
   uint64_t runFirst_ = 0, runLast_ = 0;  // burst indices of the run
   bool runJoins(const HbmRequest& r, uint64_t arrival, uint64_t first, uint64_t last) const;
   void flushRun();
@@ -187,16 +220,22 @@ class HbmModel {
   // their channel (AddressMap::channelLine), so the last line located is
   // remembered (a stream's line is often located twice in a row: its halves
   // come in different cycles).
-  BurstLocation locateInLine(uint64_t index) {
+  // (A reference, valid until the next call, and no whole-struct copies: a
+  // location just written field by field and copied with 16-byte loads stalls
+  // on store forwarding.)
+  const BurstLocation& locateInLine(uint64_t index) {
     const uint64_t line = map_.channelLine();
-    if (line < 2) return map_.locate(index * map_.burstBytes());
+    if (line < 2) {
+      lastLine_ = ~uint64_t(0);
+      map_.locate(index * map_.burstBytes(), &lastLineLoc_);
+      return lastLineLoc_;
+    }
     if (lineOf(index) != lastLine_) {
       lastLine_ = lineOf(index);
-      lastLineLoc_ = map_.locate(lastLine_ * line * map_.burstBytes());
+      map_.locate(lastLine_ * line * map_.burstBytes(), &lastLineLoc_);
     }
-    BurstLocation loc = lastLineLoc_;
-    loc.channel = uint32_t(inLine(index));
-    return loc;
+    lastLineLoc_.channel = uint32_t(inLine(index));
+    return lastLineLoc_;
   }
   uint64_t lastLine_ = ~uint64_t(0);
   BurstLocation lastLineLoc_;

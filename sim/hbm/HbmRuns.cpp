@@ -47,7 +47,7 @@ void HbmModel::flushRun() {
     return;
   }
   const uint32_t n = uint32_t(runLast_ - runFirst_ + 1);
-  const BurstLocation loc = locateInLine(runFirst_);
+  const BurstLocation& loc = locateInLine(runFirst_);
   PcBurst b;
   const uint32_t pc0 = burstAt(loc, 0, run_[0].request.isWrite, run_[0].arrival, &b);
   int64_t leader = lineLeader(pc0, n);

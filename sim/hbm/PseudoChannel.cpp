@@ -111,9 +111,16 @@ void PseudoChannel::admitArrivals() {
   while (inboxHead_ < inbox_.size() && inbox_[inboxHead_].arrival <= time_ && !freeSlots_.empty()) {
     int32_t slot = freeSlots_.back();
     freeSlots_.pop_back();
+    // Field by field: a whole Entry built on the stack and copied in stalls
+    // on store forwarding (its 16-byte loads read several smaller stores),
+    // the costliest instruction of the step in `perf annotate`.
     Entry& e = slots_[size_t(slot)];
-    e = Entry{inbox_[inboxHead_++]};
+    e.burst = inbox_[inboxHead_++];
     e.age = nextAge_++;
+    e.bypassed = 0;
+    e.next = -1;
+    e.younger = -1;
+    e.kind = Hit;
     e.older = youngest_;
     (youngest_ >= 0 ? slots_[size_t(youngest_)].younger : oldest_) = slot;
     youngest_ = slot;
@@ -164,10 +171,12 @@ void PseudoChannel::advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issue
       // meanwhile (the slot it freed) wake it earlier only when they could
       // lead to a command before that.
       if (skipQuietRowScans_ && !rowUsed) {
-        const int64_t shared = columnBound();
+        const int64_t readAt = std::max({colReady_, readReady_, busFree_ - t_.tCL});
+        const int64_t writeAt = std::max({colReady_, writeReady_, busFree_ - t_.tCWL});
+        const int64_t shared = std::min(readAt, writeAt);  // columnBound()
         int64_t bound = shared;
         if (boundBanks_) {
-          bound = banksColumnBound(shared);
+          bound = banksColumnBound(readAt, writeAt);
           boundBanks_ = bound > shared;
         }
         wakeAt_ = std::min(next, bound);
@@ -483,7 +492,9 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
     Entry& o = slots_[size_t(i)];
     if (o.burst.row != e.burst.row) ++o.bypassed;
   }
-  issued.push_back(IssuedBurst{e.burst.request, uint64_t(dataEnd)});
+  IssuedBurst& out = issued.emplace_back();  // in place: see admitArrivals
+  out.request = e.burst.request;
+  out.dataEnd = uint64_t(dataEnd);
   // Unlink.
   if (previous < 0) {
     b.head = e.next;

@@ -123,17 +123,21 @@ class PseudoChannel {
     return std::max(colReady_, std::min(std::max(readReady_, busFree_ - t_.tCL),
                                         std::max(writeReady_, busFree_ - t_.tCWL)));
   }
-  // No column command can issue before this: `shared` (columnBound()), and
-  // not before the first bank with row hits is ready for one (tRCD,
-  // bank-group tCCD_L), so that the step after a column command is not one
-  // that finds the other hits waiting for their bank (a lower bound: starved
-  // banks count too).
-  int64_t banksColumnBound(int64_t shared) const {
+  // No column command can issue before this: not before the first bank with
+  // row hits is ready for one (tRCD, bank-group tCCD_L) and for the kind of
+  // its hits (readAt / writeAt: tCCD_S, tWTR, turnaround, bus; a bank
+  // streaming reads waits for the write-to-read turnaround even when writes
+  // could go now), so that the step after a column command is not one that
+  // finds the other hits waiting (a lower bound: starved banks count too).
+  // Never below min(readAt, writeAt), i.e. columnBound().
+  int64_t banksColumnBound(int64_t readAt, int64_t writeAt) const {
+    const int64_t shared = std::min(readAt, writeAt);
     int64_t banksAt = kNever;
     for (size_t w = 0; w < hitBanks_.size(); ++w)
       for (uint64_t m = hitBanks_[w]; m != 0; m &= m - 1) {
         const Bank& b = banks_[w * 64 + size_t(__builtin_ctzll(m))];
-        const int64_t at = std::max(b.readyCol, colReadyGroup_[b.group]);
+        const int64_t kindAt = b.writeHits == 0 ? readAt : b.writeHits == b.hits ? writeAt : shared;
+        const int64_t at = std::max({b.readyCol, colReadyGroup_[b.group], kindAt});
         if (at <= shared) return shared;  // it cannot be later
         banksAt = std::min(banksAt, at);
       }

@@ -578,3 +578,76 @@ TEST_CASE("oldest-hit column picks and per-bank row bounds agree under bank-grou
       p.compareStats();
     }
 }
+
+TEST_CASE("the bank-readiness wake agrees when banks wait for the read/write turnaround",
+          "[hbm][sanitize]") {
+  // After a column command the fast model may sleep until the first bank
+  // with row hits is ready for one of the kind it holds
+  // (PseudoChannel::banksColumnBound: a bank of reads waits for the
+  // write-to-read turnaround even when writes could go). Here banks of one
+  // pseudo-channel index hold only reads, only writes, or both to one open
+  // row, so after each command one kind waits for tWTR or the read-to-write
+  // turnaround while the other may go; tWTR and tCL are stretched in some
+  // variants so that the turnaround, not tCCD, binds.
+  for (const char* name : {"v5e", "v6e"})
+    for (int variant = 0; variant < 4; ++variant) {
+      target::ChipConfig chip = target::loadChip(name);
+      target::HbmConfig c = chip.hbm;
+      c.address_mapping = "ro-ba-co-bg-pc-ch";
+      c.address_hash = "none";  // addresses below name banks by the plain digits
+      c.queue_depth = std::array<int64_t, 4>{64, 16, 4, 32}[size_t(variant)];
+      c.starvation_limit = std::array<int64_t, 4>{16, 4, 1, 8}[size_t(variant)];
+      c.refresh = variant == 3 ? "all_bank" : "per_bank";
+      c.tREFI = 2000;
+      c.tRFC = std::min<int64_t>(c.tRFC, 300);
+      c.tRFCsb = std::min<int64_t>(c.tRFCsb, 120);
+      if (variant == 1) c.tWTR = 40;          // reads wait long after writes
+      if (variant == 2) c.tCL = c.tCWL + 30;  // writes wait long after reads (tRTW)
+      INFO(name << " variant " << variant);
+      Pair p(c, chip.core.clock_hz);
+      const uint64_t cols = uint64_t(c.columnsPerRow());
+      auto address = [&](uint64_t row, uint64_t bank, uint64_t col, uint64_t bankGroup) {
+        uint64_t index =
+            (((row * uint64_t(c.banks_per_group) + bank) * cols + col) * uint64_t(c.bank_groups) +
+             bankGroup) *
+            uint64_t(c.pseudo_channels * c.channels);
+        return index * uint64_t(c.burst_bytes);
+      };
+      std::mt19937_64 rng(uint64_t(variant) * 131 + uint64_t(name[1]) + 7);
+      // kind: 0 reads, 1 writes, 2 both (to the same row of the same bank).
+      struct Walk {
+        uint64_t row, bank, col, bankGroup;
+        int kind;
+      };
+      std::vector<Walk> walks;
+      for (uint64_t s = 0; s < 6; ++s)
+        walks.push_back(Walk{rng() % 2, s % 3, rng() % cols, (s / 3) % 2, int(s % 3)});
+      std::map<uint64_t, size_t> owner;
+      uint64_t now = 0, id = 0;
+      const size_t window = 12 + size_t(variant) * 16;
+      for (int cycle = 0; cycle < 3000; ++cycle) {
+        for (int k = 0, n = int(rng() % 5); k < n && owner.size() < window; ++k) {
+          const size_t s = size_t(rng() % walks.size());
+          Walk& w = walks[s];
+          const bool write = w.kind == 2 ? rng() % 2 == 0 : w.kind == 1;
+          const uint32_t bytes = uint32_t(c.burst_bytes) * uint32_t(1 + rng() % 4);
+          p.submit(HbmRequest{id, address(w.row, w.bank, w.col, w.bankGroup), bytes, write,
+                              now + (rng() % 5 == 0 ? rng() % 20 : 0)});
+          owner[id++] = s;
+          w.col = (w.col + 1) % cols;
+          if (rng() % 40 == 0) w.row = (w.row + 1) % 3;  // a conflict in its bank
+          if (rng() % 60 == 0) w.kind = int(rng() % 3);
+        }
+        now = std::max(now + 1, std::min(p.nextEventCycle(), now + 1 + rng() % 3));
+        for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
+        if (rng() % 500 == 0) {  // drain and idle
+          p.drain(owner, now);
+          now += rng() % 3000;
+          p.advanceTo(now);
+          p.compareStats();
+        }
+      }
+      p.drain(owner, now);
+      p.compareStats();
+    }
+}
