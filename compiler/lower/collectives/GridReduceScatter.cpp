@@ -183,9 +183,18 @@ class Planner {
     const double bw = chip_.ici.link_bytes_per_second / chip_.core.clock_hz;
     const double lat = double(chip_.ici.latency_cycles);
     ok_ = g_.chunk % elem == 0 && elems >= uint64_t(2 * parts);
+    // Parts (and a ring's halves) start on multiples of 2 x kMaxPieces
+    // elements where the chunk allows it, so that a stream's bytes split into
+    // any power-of-two count of pieces; an exact third of a power of two
+    // splits into at most 2 (v4 4x4x4, 16 MiB: pieces too large for a VMEM
+    // slot, so the rings did not fit and the line exchange ran instead).
+    const uint64_t unit = elems >= uint64_t(parts) * 8 * kMaxPieces ? 2 * kMaxPieces : 1;
+    auto boundary = [&](int j) {
+      return j == parts ? elems : elems * uint64_t(j) / uint64_t(parts) / unit * unit;
+    };
     for (int j = 0; j < parts; ++j) {
-      uint64_t lo = elems * uint64_t(j) / uint64_t(parts) * elem;
-      uint64_t hi = elems * uint64_t(j + 1) / uint64_t(parts) * elem;
+      uint64_t lo = boundary(j) * elem;
+      uint64_t hi = boundary(j + 1) * elem;
       double start = 0;
       std::vector<int> earlier;
       for (int p = 0; p < parts; ++p) {
