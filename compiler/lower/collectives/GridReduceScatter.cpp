@@ -74,7 +74,7 @@ class Planner {
     devices_ = geo.devices;
     coords_ = std::move(geo.coords);
     const uint64_t vmem = uint64_t(chip.vmem.bytes);
-    slotCap_ = std::min<uint64_t>(kTargetPiece, vmem / (2 * (kSlots + 1)));
+    slotCap_ = std::min<uint64_t>(kTargetPiece, vmem / (2 * (kSlots + 2)));
     slotCap_ = slotCap_ / 4096 * 4096;
     buildStreams();
   }
@@ -183,9 +183,18 @@ class Planner {
     const double bw = chip_.ici.link_bytes_per_second / chip_.core.clock_hz;
     const double lat = double(chip_.ici.latency_cycles);
     ok_ = g_.chunk % elem == 0 && elems >= uint64_t(2 * parts);
+    // Parts (and a ring's halves) start on multiples of 2 x kMaxPieces
+    // elements where the chunk allows it, so that a stream's bytes split into
+    // any power-of-two count of pieces; an exact third of a power of two
+    // splits into at most 2 (v4 4x4x4, 16 MiB: pieces too large for a VMEM
+    // slot, so the rings did not fit and the line exchange ran instead).
+    const uint64_t unit = elems >= uint64_t(parts) * 8 * kMaxPieces ? 2 * kMaxPieces : 1;
+    auto boundary = [&](int j) {
+      return j == parts ? elems : elems * uint64_t(j) / uint64_t(parts) / unit * unit;
+    };
     for (int j = 0; j < parts; ++j) {
-      uint64_t lo = elems * uint64_t(j) / uint64_t(parts) * elem;
-      uint64_t hi = elems * uint64_t(j + 1) / uint64_t(parts) * elem;
+      uint64_t lo = boundary(j) * elem;
+      uint64_t hi = boundary(j + 1) * elem;
       double start = 0;
       std::vector<int> earlier;
       for (int p = 0; p < parts; ++p) {
@@ -251,7 +260,7 @@ class Planner {
         earlier.push_back(dim);
       }
     }
-    if (slotBytes_ * uint64_t(kSlots + 1) + uint64_t(bankShift()) * 512 >
+    if (slotBytes_ * uint64_t(kSlots + 2) + uint64_t(bankShift()) * 512 >
         uint64_t(chip_.vmem.bytes))
       ok_ = false;
   }
@@ -418,11 +427,14 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     return scratch.at(size_t(1 + 2 * s.phase + (s.dir > 0 ? 0 : 1)));
   };
   const uint64_t slotBytes = plan.slotBytes();
-  const int64_t ownRow = 0;
-  // Slots after the own rows, shifted by half the banks so that a slot's rows
-  // and the own rows of the same vregs sit in different banks.
+  // Two own buffers (one is loaded while the other is combined), then the
+  // slots, shifted by half the banks so that a slot's rows and the own rows
+  // of the same vregs sit in different banks.
+  auto ownRow = [&](int64_t buffer) {
+    return int64_t((uint64_t(buffer) * slotBytes) / isa::kVmemRowBytes);
+  };
   auto slotRow = [&](int64_t slot) {
-    return plan.bankShift() + int64_t((uint64_t(slot + 1) * slotBytes) / isa::kVmemRowBytes);
+    return plan.bankShift() + int64_t((uint64_t(slot + 2) * slotBytes) / isa::kVmemRowBytes);
   };
   code.emit({makeInstruction(Opcode::ChipId, {kId})});
 
@@ -472,9 +484,49 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
   }
   std::stable_sort(actions.begin(), actions.end());
 
+  // What every device does in each action, worked out first: an action's
+  // own pieces are loaded while the VMEM action before it runs.
+  struct ActionPlan {
+    std::vector<Role> roles;
+    std::vector<uint32_t> own, arrived, dest, sendTo;
+    bool usesVmem = false, sends = false;
+  };
+  auto isCombine = [](Role r) { return r == Role::CombineSend || r == Role::Final; };
+  auto isSend = [](Role r) { return r == Role::SendOwn || r == Role::CombineSend; };
   // A line's two final combines of a (part, phase) on a chip: the first adds
   // the phase's source, the second what the first wrote.
   std::map<std::tuple<int, int, int, int64_t>, int> finalsSeen;  // (part, phase, piece, dev)
+  std::vector<ActionPlan> plans;
+  for (auto& [t, i, x] : actions) {
+    const Stream& s = streams[size_t(i)];
+    const bool lastPhase = s.phase == phases - 1;
+    const uint64_t src = s.phase == 0 ? g.operand : work;
+    ActionPlan a;
+    a.own.assign(size_t(devices), kNoDevice);
+    a.arrived = a.dest = a.sendTo = a.own;
+    for (int64_t dev = 0; dev < devices; ++dev) {
+      std::optional<std::pair<int64_t, int>> kq = plan.stepOf(s, dev, x);
+      auto [r, tg] = kq ? plan.role(s, dev, kq->first) : std::make_pair(Role::None, 0);
+      a.roles.push_back(r);
+      a.usesVmem |= isCombine(r);
+      a.sends |= isSend(r);
+      if (r == Role::None) continue;
+      const int q = kq->second;
+      uint64_t destAddr = lastPhase ? g.result + s.offset + uint64_t(q) * s.pieceBytes
+                                    : plan.blockAddress(work, s, dev, tg, q);
+      uint64_t ownAddr = plan.blockAddress(src, s, dev, tg, q);
+      if (r == Role::Final && !s.ring) {
+        int& seen = finalsSeen[{s.part, s.phase, q, dev}];
+        if (seen++ > 0) ownAddr = destAddr;
+      }
+      a.own[size_t(dev)] = uint32_t(ownAddr);
+      a.dest[size_t(dev)] = uint32_t(destAddr);
+      if (isCombine(r))
+        a.arrived[size_t(dev)] = uint32_t(plan.blockAddress(landing(s), s, dev, tg, q));
+      if (isSend(r)) a.sendTo[size_t(dev)] = uint32_t(plan.blockAddress(landing(s), s, dev, tg, q));
+    }
+    plans.push_back(std::move(a));
+  }
 
   int64_t vmemActions = 0;  // actions that combined in VMEM so far (slot = index mod kSlots)
   int epoch = 0;
@@ -486,39 +538,41 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     code.emit({makeInstruction(Opcode::SLi, {kSrc, word})});
     code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, field})});
   };
+  auto maskOf = [&](const ActionPlan& a, auto pred) {
+    std::vector<bool> on;
+    for (int64_t dev = 0; dev < devices; ++dev) on.push_back(pred(a.roles[size_t(dev)]));
+    return maskTable(on);
+  };
+  // The load of action k's own pieces into own buffer `buffer` (VMEM action
+  // number mod 2) on the combining devices; it counts on flags.local, which
+  // the action's wait for its loads takes with the arrived piece's load.
+  auto loadOwn = [&](size_t k, int64_t buffer) {
+    const ActionPlan& a = plans[k];
+    const Words& w = words[size_t(std::get<1>(actions[k]))];
+    tables.forDevicesWith(maskOf(a, isCombine), kVal, "reduce-scatter combines", [&] {
+      setAddr(w.loadOwn, 1, a.own, "reduce-scatter own pieces");
+      code.emit({makeInstruction(Opcode::SLi, {kVal, ownRow(buffer) * isa::kVmemRowBytes}),
+                 makeInstruction(Opcode::SLi, {kSrc, w.loadOwn})});
+      code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 3})});
+      code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[0]})});
+    });
+  };
+  auto nextVmem = [&](size_t k) {
+    while (k < plans.size() && !plans[k].usesVmem) ++k;
+    return k;
+  };
+  if (size_t first = nextVmem(0); first < plans.size()) loadOwn(first, 0);
 
-  for (auto& [t, i, x] : actions) {
+  for (size_t k = 0; k < actions.size(); ++k) {
+    const auto& [t, i, x] = actions[k];
     const Stream& s = streams[size_t(i)];
     const Words& w = words[size_t(i)];
+    const ActionPlan& a = plans[k];
     const int flag = flags.firstStream - i;
-    const bool lastPhase = s.phase == phases - 1;
-    const uint64_t src = s.phase == 0 ? g.operand : work;
-    std::vector<Role> roles;
-    std::vector<int> targets, pieceOf;
-    for (int64_t dev = 0; dev < devices; ++dev) {
-      std::optional<std::pair<int64_t, int>> kq = plan.stepOf(s, dev, x);
-      auto [r, tg] = kq ? plan.role(s, dev, kq->first) : std::make_pair(Role::None, 0);
-      roles.push_back(r);
-      targets.push_back(tg);
-      pieceOf.push_back(kq ? kq->second : 0);
-    }
-    auto any = [&](auto pred) {
-      for (int64_t dev = 0; dev < devices; ++dev)
-        if (pred(roles[size_t(dev)])) return true;
-      return false;
-    };
-    auto mask = [&](auto pred) {
-      std::vector<bool> on;
-      for (int64_t dev = 0; dev < devices; ++dev) on.push_back(pred(roles[size_t(dev)]));
-      return maskTable(on);
-    };
-    auto isCombine = [](Role r) { return r == Role::CombineSend || r == Role::Final; };
-    auto isSend = [](Role r) { return r == Role::SendOwn || r == Role::CombineSend; };
-    const bool usesVmem = any(isCombine);
-    const bool sends = any(isSend);
+    auto mask = [&](auto pred) { return maskOf(a, pred); };
     // Epochs of kSlots / 2 VMEM actions: before a slot is reused, every send
     // of the epoch that used it last has left (its parity's flag counts them).
-    if (usesVmem) {
+    if (a.usesVmem) {
       int e = int(vmemActions / epochActions);
       while (epoch < e) {
         ++epoch;
@@ -529,53 +583,29 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       }
     }
     const int64_t slot = vmemActions % kSlots;
+    const int64_t own = ownRow(vmemActions % 2);
     const int sentFlag = flags.sent[epoch % 2];
 
-    // Own contribution per device (a line's second final reads the first's result).
-    std::vector<uint32_t> own(size_t(devices), kNoDevice), arrived = own, dest = own, sendTo = own;
-    for (int64_t dev = 0; dev < devices; ++dev) {
-      Role r = roles[size_t(dev)];
-      if (r == Role::None) continue;
-      const int tg = targets[size_t(dev)], q = pieceOf[size_t(dev)];
-      uint64_t destAddr = lastPhase ? g.result + s.offset + uint64_t(q) * s.pieceBytes
-                                    : plan.blockAddress(work, s, dev, tg, q);
-      uint64_t ownAddr = plan.blockAddress(src, s, dev, tg, q);
-      if (r == Role::Final && !s.ring) {
-        int& seen = finalsSeen[{s.part, s.phase, q, dev}];
-        if (seen++ > 0) ownAddr = destAddr;
-      }
-      own[size_t(dev)] = uint32_t(ownAddr);
-      dest[size_t(dev)] = uint32_t(destAddr);
-      if (isCombine(r))
-        arrived[size_t(dev)] = uint32_t(plan.blockAddress(landing(s), s, dev, tg, q));
-      if (isSend(r)) sendTo[size_t(dev)] = uint32_t(plan.blockAddress(landing(s), s, dev, tg, q));
-    }
-
-    if (usesVmem) {
+    if (a.usesVmem) {
       tables.forDevicesWith(mask(isCombine), kVal, "reduce-scatter combines", [&] {
         code.emit({makeInstruction(Opcode::SyncWait, {flag, 1})});
-        setAddr(w.loadOwn, 1, own, "reduce-scatter own pieces");
-        code.emit({makeInstruction(Opcode::SLi, {kVal, ownRow * isa::kVmemRowBytes}),
-                   makeInstruction(Opcode::SLi, {kSrc, w.loadOwn})});
-        code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 3})});
-        code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[0]})});
-        setAddr(w.loadArrived, 1, arrived, "reduce-scatter arrived pieces");
+        setAddr(w.loadArrived, 1, a.arrived, "reduce-scatter arrived pieces");
         code.emit({makeInstruction(Opcode::SLi, {kVal, slotRow(slot) * isa::kVmemRowBytes}),
                    makeInstruction(Opcode::SLi, {kSrc, w.loadArrived})});
         code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 3})});
         code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[1]})});
         code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 2})});
-        code.emit({makeInstruction(Opcode::SLi, {kOwnRow, ownRow}),
+        code.emit({makeInstruction(Opcode::SLi, {kOwnRow, own}),
                    makeInstruction(Opcode::SLi, {kSlotRow, slotRow(slot)})});
         const int64_t vregs =
             int64_t((plan.pieceTotal(s) + 8 * isa::kVmemRowBytes - 1) / (8 * isa::kVmemRowBytes));
-        combine.emit(vregs, ownRow, slotRow(slot));
+        combine.emit(vregs, own, slotRow(slot));
       });
     }
     // Sends: the combined piece from its slot, or this chip's own piece.
     tables.forDevicesWith(
         mask([](Role r) { return r == Role::CombineSend; }), kVal, "reduce-scatter sends", [&] {
-          setAddr(w.sendSlot, 3, sendTo, "reduce-scatter sent pieces");
+          setAddr(w.sendSlot, 3, a.sendTo, "reduce-scatter sent pieces");
           code.emit({makeInstruction(Opcode::SLi, {kVal, slotRow(slot) * isa::kVmemRowBytes}),
                      makeInstruction(Opcode::SLi, {kSrc, w.sendSlot})});
           code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 1})});
@@ -585,15 +615,15 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
         });
     tables.forDevicesWith(
         mask([](Role r) { return r == Role::SendOwn; }), kVal, "reduce-scatter sends", [&] {
-          setAddr(w.sendOwn, 1, own, "reduce-scatter own pieces");
-          setAddr(w.sendOwn, 3, sendTo, "reduce-scatter sent pieces");
+          setAddr(w.sendOwn, 1, a.own, "reduce-scatter own pieces");
+          setAddr(w.sendOwn, 3, a.sendTo, "reduce-scatter sent pieces");
           tables.load(peers.at({s.dim, s.dir}), kPeer, "reduce-scatter neighbours");
           code.emit({makeInstruction(Opcode::SLi, {kSrc, w.sendOwn})});
           code.emit({makeInstruction(
               Opcode::DmaRemote, {kSrc, kPeer, sentFlag, flag, kSendQueues[s.dir > 0 ? 0 : 1]})});
         });
     // Every chip counts one send per sending action (its own, or a local signal).
-    if (sends) {
+    if (a.sends) {
       tables.forDevicesWith(mask([&](Role r) { return !isSend(r); }), kVal,
                             "reduce-scatter non-senders", [&] {
                               code.emit({makeInstruction(Opcode::SyncSignal, {sentFlag, 1})});
@@ -603,14 +633,19 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     // Finals: the reduced piece to the phase's destination.
     tables.forDevicesWith(
         mask([](Role r) { return r == Role::Final; }), kVal, "reduce-scatter finals", [&] {
-          setAddr(w.store, 3, dest, "reduce-scatter reduced pieces");
+          setAddr(w.store, 3, a.dest, "reduce-scatter reduced pieces");
           code.emit({makeInstruction(Opcode::SLi, {kVal, slotRow(slot) * isa::kVmemRowBytes}),
                      makeInstruction(Opcode::SLi, {kSrc, w.store})});
           code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 1})});
           code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[0]})});
           code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
         });
-    if (usesVmem) ++vmemActions;
+    if (a.usesVmem) {
+      ++vmemActions;
+      // The next VMEM action's own pieces, into the other own buffer, after
+      // this action's final store (a line's second final reads it) and wait.
+      if (size_t next = nextVmem(k + 1); next < plans.size()) loadOwn(next, vmemActions % 2);
+    }
   }
   // Every send has left.
   for (int e = std::max(0, epoch - 1); e <= epoch; ++e)

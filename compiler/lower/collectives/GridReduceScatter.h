@@ -14,10 +14,11 @@
 //    it on); along a line every partial sum flows from both ends towards its
 //    owner (the left and right sums meet there);
 //  - a step's block is cut into pieces of at most a few hundred KiB; each
-//    piece is combined on the VPU the moment it has arrived (this chip's
-//    contribution and the arrived partial sum DMAed into VMEM, a vector loop,
-//    the sum sent to the neighbour straight from VMEM) while the next pieces
-//    are on the wire;
+//    piece is combined on the VPU the moment it has arrived (the arrived
+//    partial sum DMAed into VMEM, this chip's contribution loaded into one of
+//    two own buffers during the previous combine, a vector loop, the sum sent
+//    to the neighbour straight from VMEM) while the next pieces are on the
+//    wire;
 //  - pieces land in per-(phase, direction) HBM buffers of the collective's
 //    own, so no piece waits for its receiver; a chip starts once each
 //    neighbour has signalled that it is ready, as the grid all-gather does.

@@ -158,3 +158,18 @@ TEST_CASE("grid collectives: one ring over a Hamiltonian cycle of a non-square s
   GridGather ag{g.groups, g.slice, g.gridDims, 2 << 20, 0, 16 << 20, {}};
   CHECK(gridAllGatherCycles(ag, v5e) < 9.0 / 16 * link);
 }
+
+TEST_CASE("grid reduce-scatter: rings on a 3-D slice whose share splits into odd thirds",
+          "[spmd]") {
+  // v4 4x4x4 (branch icirs): a share of 2^k f32 elements cut into three
+  // exact parts gave streams whose bytes split into at most 2 pieces, too
+  // large for a VMEM slot, so the rings did not fit and the line exchange ran
+  // (16 MiB: 165,885 cycles; 64 MiB: 2,211,114, 12% of the bound). The parts
+  // now start on multiples of 128 elements.
+  target::ChipConfig v4 = target::loadChip("v4");
+  for (uint64_t operand : {uint64_t(16) << 20, uint64_t(64) << 20}) {
+    GridReduce g =
+        everyDevice({4, 4, 4}, operand / 64, hlo::PrimitiveType::F32, hlo::HloOpcode::Add);
+    CHECK(chooseGridReduce(g, v4) == GridReduceAlgorithm::Rings);
+  }
+}
