@@ -98,7 +98,8 @@ class AlgebraicSimplifierPass : public HloPass {
     };
     HloInstruction* x = narrowed(pad->operand(0), convert->name() + ".operand");
     HloInstruction* c = narrowed(pad->operand(1), convert->name() + ".padding");
-    auto p = pad->cloneWithOperands(pad->name() + "." + std::string(hlo::primitiveTypeName(to)), {x, c});
+    auto p =
+        pad->cloneWithOperands(pad->name() + "." + std::string(hlo::primitiveTypeName(to)), {x, c});
     p->setShape(pad->shape().withType(to));
     return replace(convert, comp->addInstruction(std::move(p)));
   }

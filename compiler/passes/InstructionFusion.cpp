@@ -444,8 +444,9 @@ class FusionPass : public HloPass {
   // of written once and read twice (1 GiB each in the training step's loss).
   bool recomputeHidesUnderHbm(const Growing& g, const HloInstruction* p) const {
     const lower::TargetDescription& t = config_.target;
-    if (!hlo::isElementwise(p->opcode()) || !p->shape().isArray() || t.clockHz <= 0 ||
-        t.hbmBytesPerSecond <= 0)
+    // An output is written anyway: copies would add EUP work and save no write.
+    if (!hlo::isElementwise(p->opcode()) || !p->shape().isArray() || isOutput(p) ||
+        t.clockHz <= 0 || t.hbmBytesPerSecond <= 0)
       return false;
     // Not into a dot's kernel: its bound is the MXU, which this does not price.
     if (g.body ? classifyFusion(*g.body) == FusionKind::Output : isMatmulHero(*g.seed))
@@ -454,7 +455,8 @@ class FusionPass : public HloPass {
       if (!hlo::isElementwise(i->opcode()) || !i->shape().isArray()) return 0;
       int64_t w = recomputeWeight(*i, t);
       if (w <= 1 || w >= kNeverDuplicate) return 0;
-      return static_cast<double>(w) * static_cast<double>((i->shape().elementCount() + 1023) / 1024);
+      return static_cast<double>(w) *
+             static_cast<double>((i->shape().elementCount() + 1023) / 1024);
     };
     double work = eupCycles(p);
     std::vector<const HloInstruction*> operands;
