@@ -396,11 +396,15 @@ class FusionPass : public HloPass {
                            others, hlo::opcodeName(p->opcode()));
         return false;
       }
-      if (weight * others > config_.maxDuplication && !recomputeHidesUnderHbm(g, p)) {
+      if (weight * others > config_.maxDuplication &&
+          !(config_.maxDuplication > 0 &&
+            (weight <= 1 ? newOperandBytes(g, p) <= arrayBytes(p->shape())
+                         : recomputeHidesUnderHbm(g, p)))) {
         *why = fmt::format(
-            "would duplicate it for {} other user(s): cost {} (weight {} x {}) > limit {}, and "
-            "the kernel's transcendental work would outlast its HBM traffic",
-            others, weight * others, weight, others, config_.maxDuplication);
+            "would duplicate it for {} other user(s): cost {} (weight {} x {}) > limit {}, and {}",
+            others, weight * others, weight, others, config_.maxDuplication,
+            weight <= 1 ? "each copy would read more bytes than the result"
+                        : "the kernel's transcendental work would outlast its HBM traffic");
         return false;
       }
       // Copied into several consumers, the producer makes each read its
