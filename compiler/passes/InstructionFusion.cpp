@@ -449,8 +449,10 @@ class FusionPass : public HloPass {
   bool recomputeHidesUnderHbm(const Growing& g, const HloInstruction* p) const {
     const lower::TargetDescription& t = config_.target;
     // An output is written anyway: copies would add EUP work and save no write.
+    // Below one (8, 128) tile (AdamW's scalar bias corrections) the read saved
+    // is a few bytes, and the copy's EUP latency lands in every grid step.
     if (!hlo::isElementwise(p->opcode()) || !p->shape().isArray() || isOutput(p) ||
-        t.clockHz <= 0 || t.hbmBytesPerSecond <= 0)
+        p->shape().elementCount() < 8 * 128 || t.clockHz <= 0 || t.hbmBytesPerSecond <= 0)
       return false;
     // Not into a dot's kernel: its bound is the MXU, which this does not price.
     if (g.body ? classifyFusion(*g.body) == FusionKind::Output : isMatmulHero(*g.seed))
