@@ -5,7 +5,12 @@
 //   broadcast(x) with x's own shape and identity dims -> x
 //   broadcast(broadcast of a scalar constant)        -> broadcast of the scalar
 //   convert(x) to x's type -> x;  convert(convert(x)) where the inner one is
-//   exact (a widening) -> convert(x) (x itself when the types match).
+//   exact (a widening) -> convert(x) (x itself when the types match);
+//   convert(pad(x, c)) to a type no wider, the pad used only there
+//   -> pad(convert(x), convert(c)): the convert then fuses into x's producer
+//   and the pad moves the narrower type (the training step's logits gradient,
+//   padded in f32 then converted to bf16: two passes over 1 GiB become one
+//   pass over 0.5 GiB).
 // "0" and "1" are constants whose elements all have that value, or broadcasts
 // of them. Instructions left unused are removed.
 #include "compiler/passes/PassRegistry.h"
@@ -81,6 +86,24 @@ class AlgebraicSimplifierPass : public HloPass {
     return true;
   }
 
+  // convert(pad(x, c)) -> pad(convert(x), convert(c)), named after the convert.
+  static bool convertBeforePad(hlo::HloComputation* comp, HloInstruction* convert,
+                               HloInstruction* pad) {
+    PrimitiveType to = convert->shape().type;
+    auto narrowed = [&](HloInstruction* v, const std::string& name) {
+      auto c = HloInstruction::create(HloOpcode::Convert, name, v->shape().withType(to), {v});
+      c->attrs().metadata = convert->attrs().metadata;
+      c->setSourceLine(convert->sourceLine());
+      return comp->addInstruction(std::move(c));
+    };
+    HloInstruction* x = narrowed(pad->operand(0), convert->name() + ".operand");
+    HloInstruction* c = narrowed(pad->operand(1), convert->name() + ".padding");
+    auto p =
+        pad->cloneWithOperands(pad->name() + "." + std::string(hlo::primitiveTypeName(to)), {x, c});
+    p->setShape(pad->shape().withType(to));
+    return replace(convert, comp->addInstruction(std::move(p)));
+  }
+
   bool simplify(hlo::HloComputation* comp, HloInstruction* inst) {
     if (inst->userCount() == 0 && comp->root() != inst) return false;
     switch (inst->opcode()) {
@@ -145,6 +168,9 @@ class AlgebraicSimplifierPass : public HloPass {
           inst->replaceOperand(0, src);
           return true;
         }
+        if (x->opcode() == HloOpcode::Pad && x->userCount() == 1 && x->operandCount() == 2 &&
+            hlo::bitWidth(inst->shape().type) <= hlo::bitWidth(x->shape().type))
+          return convertBeforePad(comp, inst, x);
         return false;
       }
       default:

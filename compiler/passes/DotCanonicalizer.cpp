@@ -9,6 +9,12 @@
 // dim] with whole rows of `dim` per DMA run, not an element-wise transpose).
 // B, M, K or N is 1 where the original has no such dimensions. Identity
 // transposes and reshapes are not emitted; dots already in this form are kept.
+//
+// First, a slice that is a dot's only user and cuts only the dot's LHS free
+// dims becomes a slice of the LHS: slice(dot(x, w)) -> dot(slice(x), w), which
+// is exact (each output element is the same sum). The training step's loss
+// drops the last position's logits (f32[256,255,4096] of [256,256,4096]): a
+// 1 GiB copy becomes a 128 MiB bf16 copy of the dot's input.
 #include <algorithm>
 #include <climits>
 
@@ -176,11 +182,57 @@ bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
   return true;
 }
 
+// slice(dot(x, w)) -> dot(slice(x), w) where the slice keeps the batch and
+// RHS free dims whole (the dot's output is [batch..., LHS free..., RHS free...]).
+bool sliceBeforeDot(hlo::HloComputation* comp, HloInstruction* slice) {
+  HloInstruction* dot = slice->operandCount() == 1 ? slice->operand(0) : nullptr;
+  if (!dot || dot->opcode() != HloOpcode::Dot || dot->userCount() != 1 ||
+      dot->operandCount() != 2 || !slice->attrs().slice || !dot->shape().isArray() ||
+      (comp->root() == dot))
+    return false;
+  HloInstruction* lhs = dot->operand(0);
+  const Shape& ls = lhs->shape();
+  const auto& d = dot->attrs().dot;
+  auto lfree = freeDims(ls, d.lhsBatch, d.lhsContracting);
+  const auto& cut = *slice->attrs().slice;
+  const size_t nb = d.lhsBatch.size();
+  if (cut.size() != dot->shape().dims.size()) return false;
+  std::vector<hlo::SliceDim> lcut;
+  for (int64_t i = 0; i < ls.rank(); ++i) lcut.push_back({0, ls.dims[i], 1});
+  bool cutsSomething = false;
+  for (size_t i = 0; i < cut.size(); ++i) {
+    const hlo::SliceDim& c = cut[i];
+    bool whole = c.start == 0 && c.limit == dot->shape().dims[i] && c.stride == 1;
+    if (i >= nb && i < nb + lfree.size()) {
+      lcut[lfree[i - nb]] = c;
+      cutsSomething |= !whole;
+    } else if (!whole) {
+      return false;
+    }
+  }
+  if (!cutsSomething) return false;
+  std::vector<int64_t> sliced = ls.dims;
+  for (size_t i = 0; i < lfree.size(); ++i) sliced[lfree[i]] = slice->shape().dims[nb + i];
+  HloInstruction* ns =
+      addNew(comp, HloOpcode::Slice, lhs->name() + ".slice", Shape::array(ls.type, sliced), {lhs});
+  ns->attrs().slice = lcut;
+  ns->attrs().metadata = slice->attrs().metadata;
+  auto nd = dot->cloneWithOperands(dot->name() + ".sliced", {ns, dot->operand(1)});
+  nd->setShape(slice->shape());
+  HloInstruction* added = comp->addInstruction(std::move(nd));
+  slice->replaceAllUsesWith(added);
+  if (comp->root() == slice) comp->setRoot(added);
+  return true;
+}
+
 class DotCanonicalizerPass : public HloPass {
  public:
   std::string_view name() const override { return "dot-canonicalize"; }
   bool run(hlo::HloModule& module) override {
-    return rewriteEach(module, HloOpcode::Dot, canonicalize);
+    bool sliced = rewriteEach(module, HloOpcode::Slice, sliceBeforeDot);
+    if (sliced)
+      for (const auto& comp : module.computations()) comp->removeDeadInstructions();
+    return rewriteEach(module, HloOpcode::Dot, canonicalize) || sliced;
   }
 };
 

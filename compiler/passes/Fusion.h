@@ -20,7 +20,11 @@
 //     through a broadcast that would recompute it per output element;
 //   - a producer with users outside the fusion is duplicated only if
 //     weight x (number of other users) <= maxDuplication (default 3: an add may
-//     go into 4 fusions, an exp into one only, a dot or reduce is never copied);
+//     go into 4 fusions, an exp into one only, a dot or reduce is never copied),
+//     or (maxDuplication > 0) where the copy costs no HBM time: a cheap op
+//     (weight <= 1) whose operands are no more bytes than its result (a
+//     bf16 -> f32 convert), or an expensive one whose EUP work, with the
+//     kernel's, stays within the kernel's HBM cycles plus the read it saves;
 //   - the fusion's VMEM working set (FusionCostModel.h) must fit
 //     vmemFraction x the chip's VMEM;
 //   - a fusion holds at most maxInstructions instructions (compile time).

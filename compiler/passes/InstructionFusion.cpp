@@ -457,10 +457,15 @@ class FusionPass : public HloPass {
                            others, hlo::opcodeName(p->opcode()));
         return false;
       }
-      if (weight * others > config_.maxDuplication) {
+      if (weight * others > config_.maxDuplication &&
+          !(config_.maxDuplication > 0 &&
+            (weight <= 1 ? newOperandBytes(g, p) <= arrayBytes(p->shape())
+                         : recomputeHidesUnderHbm(g, p)))) {
         *why = fmt::format(
-            "would duplicate it for {} other user(s): cost {} (weight {} x {}) > limit {}", others,
-            weight * others, weight, others, config_.maxDuplication);
+            "would duplicate it for {} other user(s): cost {} (weight {} x {}) > limit {}, and {}",
+            others, weight * others, weight, others, config_.maxDuplication,
+            weight <= 1 ? "each copy would read more bytes than the result"
+                        : "the kernel's transcendental work would outlast its HBM traffic");
         return false;
       }
       // Copied into several consumers, the producer makes each read its
@@ -491,6 +496,52 @@ class FusionPass : public HloPass {
       return false;
     }
     return true;
+  }
+
+  // May an expensive element-wise producer (exp, logistic, divide) be copied
+  // into this consumer although other users keep its result? The copy costs
+  // EUP / VALU cycles and saves reading the result from HBM. The kernel's
+  // expensive element-wise ops (weight x f32 vregs of 1024 elements) run
+  // beside its DMAs: the copy pays while they take at most the cycles of the
+  // bytes the kernel still reads and writes plus those of the read it saves
+  // (and once every user has a copy, the producer's own write goes too). A
+  // softmax's exp is then recomputed by the sum and by the gradient instead
+  // of written once and read twice (1 GiB each in the training step's loss).
+  bool recomputeHidesUnderHbm(const Growing& g, const HloInstruction* p) const {
+    const lower::TargetDescription& t = config_.target;
+    // An output is written anyway: copies would add EUP work and save no write.
+    // Below one (8, 128) tile (AdamW's scalar bias corrections) the read saved
+    // is a few bytes, and the copy's EUP latency lands in every grid step.
+    if (!hlo::isElementwise(p->opcode()) || !p->shape().isArray() || isOutput(p) ||
+        p->shape().elementCount() < 8 * 128 || t.clockHz <= 0 || t.hbmBytesPerSecond <= 0)
+      return false;
+    // Not into a dot's kernel: its bound is the MXU, which this does not price.
+    if (g.body ? classifyFusion(*g.body) == FusionKind::Output : isMatmulHero(*g.seed))
+      return false;
+    auto eupCycles = [&](const HloInstruction* i) -> double {
+      if (!hlo::isElementwise(i->opcode()) || !i->shape().isArray()) return 0;
+      int64_t w = recomputeWeight(*i, t);
+      if (w <= 1 || w >= kNeverDuplicate) return 0;
+      return static_cast<double>(w) *
+             static_cast<double>((i->shape().elementCount() + 1023) / 1024);
+    };
+    double work = eupCycles(p);
+    std::vector<const HloInstruction*> operands;
+    if (g.body) {
+      for (const auto& i : g.body->instructions())
+        if (i->opcode() != HloOpcode::Parameter) work += eupCycles(i.get());
+      operands.assign(g.fusion->operands().begin(), g.fusion->operands().end());
+    } else {
+      work += eupCycles(g.seed);
+      operands.assign(g.seed->operands().begin(), g.seed->operands().end());
+    }
+    operands.erase(std::remove(operands.begin(), operands.end(), p), operands.end());
+    for (const HloInstruction* o : p->operands())
+      if (std::find(operands.begin(), operands.end(), o) == operands.end()) operands.push_back(o);
+    int64_t bytes = arrayBytes(g.current()->shape());
+    for (const HloInstruction* o : operands) bytes += readBytes(o);
+    const double bytesPerCycle = t.hbmBytesPerSecond / t.clockHz;
+    return work <= static_cast<double>(bytes + arrayBytes(p->shape())) / bytesPerCycle;
   }
 
   // Are all values from `uses` up to the fused root element-wise or lane

@@ -18,7 +18,8 @@
 //
 // kLoop fusions join by the same rules (an operand of their element count in
 // common, no dependence either way):
-//   - into a reduce group when their shape is the reduces' input shape: the
+//   - into a reduce group when their shape is the reduces' input shape and
+//     the reduces keep some dims (not to a scalar): the
 //     kernel stores them per block as it walks the input (an AQT-quantized
 //     dot's input x * scale and its row max |x * scale| are one walk);
 //   - else with each other when they have one shape: one kernel computes
@@ -26,6 +27,8 @@
 //     per-row scales, 127 / max and max / 127, become one launch).
 // Their bodies must be what a reduce kernel's region computes: element-wise
 // ops, broadcasts and unit-dim views (no lane shuffle or strided transpose).
+// An element-wise op left unfused counts as a loop fusion of one (SwiGLU's
+// backward: dy * silu(g) beside the gate's gradient, both reading dy).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -62,6 +65,10 @@ const HloInstruction* reduceOf(const HloInstruction& inst) {
 // A kLoop fusion that may join a group: one array output, nothing but
 // element-wise work, broadcasts, constants, iotas and unit-dim views.
 bool isMergeableLoop(const HloInstruction& inst) {
+  // An element-wise op that `fusion` left alone (nothing to pull in: its
+  // operands are shared or are other kernels' results) is a loop fusion of one.
+  if (hlo::isElementwise(inst.opcode()) && inst.shape().isArray() && inst.operandCount() > 0)
+    return true;
   if (inst.opcode() != HloOpcode::Fusion || !inst.shape().isArray()) return false;
   const HloComputation* body = inst.calledComputation("calls");
   if (!body || !body->root() || !body->root()->shape().isArray()) return false;
@@ -155,8 +162,16 @@ class MultiOutputFusionPass : public HloPass {
     for (auto& [key, reduces] : byKey) {
       std::vector<HloInstruction*> cands = reduces;
       auto loops = loopsByDims.find(key.inputDims);
-      if (loops != loopsByDims.end())
-        cands.insert(cands.end(), loops->second.begin(), loops->second.end());
+      // Loop fusions join reduces that keep some dims; a kernel that reduces
+      // to a scalar and stores a loop output per block ran slower than the
+      // two apart (measured on the training step: the loss's sum beside the
+      // logits' gradient, 4.8 M -> 5.9 M cycles). A lone element-wise op
+      // joins only other loops (the position embedding's batch sum with a
+      // convert beside it: 1.1 M -> 2.5 M).
+      bool toScalar = key.dims.size() == key.inputDims.size();
+      if (loops != loopsByDims.end() && !toScalar)
+        for (HloInstruction* l : loops->second)
+          if (l->opcode() == HloOpcode::Fusion) cands.push_back(l);
       formGroups(cands, key.inputDims, true);
     }
     for (auto& [dims, loops] : loopsByDims) formGroups(loops, dims, false);

@@ -163,7 +163,8 @@ ENTRY main {
   CHECK(countOpcode(*loop, hlo::HloOpcode::Multiply) == 0);
 }
 
-TEST_CASE("cheap producers are duplicated up to the limit, expensive ones are not", "[fusion]") {
+TEST_CASE("cheap producers are duplicated up to the limit, expensive ones where HBM hides them",
+          "[fusion]") {
   const std::string text = R"(
 ENTRY main {
   p = f32[8,128]{1,0} parameter(0)
@@ -182,10 +183,40 @@ ENTRY main {
   // The add went into both of its consumers' fusions and is gone from the entry.
   CHECK_FALSE(m->entry()->findInstruction("s"));
   CHECK(countOpcode(*m->entry(), hlo::HloOpcode::Add) == 0);
-  // exp (weight 4 on v5e) would cost 4 > 3 to copy: it stays, computed once.
-  CHECK(m->entry()->findInstruction("e"));
-  CHECK(refusedWith(result, "e", "cost 4 (weight 4 x 1) > limit 3"));
+  // exp (weight 4 on v5e) costs 4 > 3 to copy, but its consumers are bound by
+  // HBM: its EUP work hides under their DMAs, so each computes it and its
+  // result is never written.
+  CHECK_FALSE(m->entry()->findInstruction("e"));
+  CHECK(countOpcode(*m->entry(), hlo::HloOpcode::Exp) == 0);
   requireSameValues(*m, *original);
+
+  // Where a consumer's transcendental work would outlast its HBM traffic
+  // (each of its consumers a chain of tanh), the exp stays, computed once.
+  auto heavy = module(R"(
+ENTRY main {
+  p = f32[8,128]{1,0} parameter(0)
+  e = f32[8,128]{1,0} exponential(p)
+  a1 = f32[8,128]{1,0} tanh(e)
+  a2 = f32[8,128]{1,0} tanh(a1)
+  a3 = f32[8,128]{1,0} tanh(a2)
+  a4 = f32[8,128]{1,0} tanh(a3)
+  a5 = f32[8,128]{1,0} tanh(a4)
+  a6 = f32[8,128]{1,0} tanh(a5)
+  a7 = f32[8,128]{1,0} tanh(a6)
+  a8 = f32[8,128]{1,0} tanh(a7)
+  b1 = f32[8,128]{1,0} tanh(e)
+  b2 = f32[8,128]{1,0} tanh(b1)
+  b3 = f32[8,128]{1,0} tanh(b2)
+  b4 = f32[8,128]{1,0} tanh(b3)
+  b5 = f32[8,128]{1,0} tanh(b4)
+  b6 = f32[8,128]{1,0} tanh(b5)
+  b7 = f32[8,128]{1,0} tanh(b6)
+  b8 = f32[8,128]{1,0} tanh(b7)
+  ROOT t = (f32[8,128]{1,0}, f32[8,128]{1,0}) tuple(a8, b8)
+})");
+  auto r3 = fuse(*heavy, chip("v5e"));
+  CHECK(heavy->entry()->findInstruction("e"));
+  CHECK(refusedWith(r3, "e", "cost 4 (weight 4 x 1) > limit 3, and the kernel's transcendental"));
 
   auto strict = module(text);
   auto r2 = fuse(*strict, chip("v5e"), /*maxDuplication=*/0);
