@@ -151,9 +151,8 @@ bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
   std::vector<int64_t> kperm = lb;
   kperm.insert(kperm.end(), lk.begin(), lk.end());
   kperm.insert(kperm.end(), lf.begin(), lf.end());
-  const bool lhsTransposed =
-      minorTransposeElements(lsrc->shape(), swap ? sperm : lperm) > 0 &&
-      minorTransposeElements(lsrc->shape(), kperm) == 0;
+  const bool lhsTransposed = minorTransposeElements(lsrc->shape(), swap ? sperm : lperm) > 0 &&
+                             minorTransposeElements(lsrc->shape(), kperm) == 0;
   const int64_t lm = swap ? n : m;
   HloInstruction* l;
   HloInstruction* r;
@@ -162,9 +161,9 @@ bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
     r = swap ? arrange(comp, lhs, tperm,
                        swappedRhsTransposed ? std::vector<int64_t>{b, m, k}
                                             : std::vector<int64_t>{b, k, m})
-             : arrange(comp, rhs, rperm,
-                       rhsTransposed ? std::vector<int64_t>{b, n, k}
-                                     : std::vector<int64_t>{b, k, n});
+             : arrange(
+                   comp, rhs, rperm,
+                   rhsTransposed ? std::vector<int64_t>{b, n, k} : std::vector<int64_t>{b, k, n});
   } else if (swap) {
     l = arrange(comp, rhs, sperm, {b, n, k});
     r = arrange(

@@ -524,8 +524,25 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     int64_t kc;
   };
   std::vector<std::vector<Tile>> stream(static_cast<size_t>(mxus));
-  for (size_t it = 0; it < items.size(); ++it)
-    for (int64_t kc = 0; kc < kChunks; ++kc) stream[size_t(items[it].mxu)].push_back({it, kc});
+  // With a transposed LHS an MXU's items go through the K chunks together
+  // (chunk by chunk, each item in its own slots) when their slot windows do
+  // not overlap: the transposes of a chunk's LHS blocks then feed every item
+  // at once, instead of the first item waiting for the whole block's
+  // transposes and the others running after them.
+  bool kcMajor = transLhs && !resident;
+  for (size_t a = 0; a < items.size() && kcMajor; ++a)
+    for (size_t b = a + 1; b < items.size(); ++b)
+      if (items[a].mxu == items[b].mxu && items[a].slot0 < items[b].slot0 + items[b].gTiles &&
+          items[b].slot0 < items[a].slot0 + items[a].gTiles)
+        kcMajor = false;
+  if (kcMajor) {
+    for (int64_t kc = 0; kc < kChunks; ++kc)
+      for (size_t it = 0; it < items.size(); ++it)
+        stream[size_t(items[it].mxu)].push_back({it, kc});
+  } else {
+    for (size_t it = 0; it < items.size(); ++it)
+      for (int64_t kc = 0; kc < kChunks; ++kc) stream[size_t(items[it].mxu)].push_back({it, kc});
+  }
   size_t length = 0;
   for (const auto& s : stream) length = std::max(length, s.size());
   // Software-pipelined emission, the MXUs interleaved op by op: while tile t
@@ -551,7 +568,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         const Tile& cur = stream[m][t];
         const Item& it = items[cur.item];
         // Resident items each hold their own slots: nothing to pop here.
-        if (!resident && cur.kc == 0 && t > 0 && i < items[stream[m][t - 1].item].gTiles)
+        if (!resident && !kcMajor && cur.kc == 0 && t > 0 &&
+            i < items[stream[m][t - 1].item].gTiles)
           popTile(items[stream[m][t - 1].item], int(m), i);
         if (i < it.gTiles) mmOne(it, int(m), cur.kc, i);
         if (t + 1 < stream[m].size()) {
@@ -574,6 +592,14 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
           if (t < stream[m].size() && stream[m][t].kc == kChunks - 1 &&
               i < items[stream[m][t].item].gTiles)
             popTile(items[stream[m][t].item], int(m), i);
+  } else if (kcMajor) {
+    // Every item's slots (the last chunk's tiles, one per item).
+    for (int64_t i = 0; i < slots; ++i)
+      for (size_t m = 0; m < size_t(mxus); ++m)
+        for (size_t t = 0; t < stream[m].size(); ++t) {
+          const Item& it = items[stream[m][t].item];
+          if (stream[m][t].kc == kChunks - 1 && i < it.gTiles) popTile(it, int(m), i);
+        }
   } else if (!resident) {
     for (int64_t i = 0; i < slots; ++i)
       for (size_t m = 0; m < size_t(mxus); ++m)

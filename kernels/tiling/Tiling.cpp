@@ -265,10 +265,17 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   items *= int64_t(bb);
   double mxuCycles = bb * itemCycles / double(items) * double(cdiv(items, mxus));
   // A transposed LHS block: the transpose unit works beside the MXUs, so a
-  // step takes the longer of the two.
-  if (target.dotLhsTransposed)
-    mxuCycles = std::max(mxuCycles, bb * double(cdiv(bm, 128) * cdiv(bk, 128)) *
-                                        double(target.transposeBlockCycles));
+  // step takes the longer of the two when an MXU's items go through the K
+  // chunks together (their result slots apart: LowerMatmul.cpp); else its
+  // first item waits for the transposes and the others follow.
+  if (target.dotLhsTransposed) {
+    const double transposes =
+        bb * double(cdiv(bm, 128) * cdiv(bk, 128)) * double(target.transposeBlockCycles);
+    const int64_t perMxu = cdiv(items, mxus);
+    const bool together = perMxu * std::min(rowTiles, slots) <= slots;
+    mxuCycles = together ? std::max(mxuCycles, transposes)
+                         : transposes + mxuCycles * double(perMxu - 1) / double(perMxu);
+  }
   // A block row is one contiguous run in HBM; short runs (a narrow RHS
   // block of a wide matrix) reach a fraction of the peak.
   const int64_t line = target.hbmInterleaveBytes;

@@ -315,7 +315,8 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const int64_t branchCopies =
       (readAsIs(lhs) ? 0 : copyBytes(bm, bk)) + (readAsIs(rhsRoot) ? 0 : copyBytes(bk, bn));
   const bool resident =
-      kBlocks > 1 && !lhsTransposed && dotResultsFitMxu(bb, std::min(bm, M), std::min(bn, N), shared) &&
+      kBlocks > 1 && !lhsTransposed &&
+      dotResultsFitMxu(bb, std::min(bm, M), std::min(bn, N), shared) &&
       dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt)) +
               (std::min<int64_t>(kBlocks, 3) - 1) * branchCopies <=
           shared.dotVmemBudget();

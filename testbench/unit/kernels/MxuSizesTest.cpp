@@ -90,10 +90,13 @@ void checkTransposedLhs(const std::string& chip, int64_t m, int64_t n, int64_t k
 TEST_CASE("transposed LHS (the transpose unit): matmuls equal interpret mode") {
   // Whole 128 blocks; ragged M, N, K (a block with rows past K pushed as
   // zeros, rows of the transpose past M not stored); several blocks per K
-  // chunk and per row group; both operands transposed; s8.
+  // chunk and per row group; an MXU's items chunk by chunk; both operands
+  // transposed; s8.
   checkTransposedLhs("v6e", 256, 256, 256, BF16);
   checkTransposedLhs("v6e", 100, 300, 300, BF16);
   checkTransposedLhs("v6e", 520, 256, 384, BF16);
+  // Two items per MXU in disjoint result slots: they go through the K chunks together.
+  checkTransposedLhs("v6e", 256, 2048, 512, BF16);
   checkTransposedLhs("v6e", 64, 512, 400, BF16, true);
   checkTransposedLhs("v6e", 72, 130, 200, S8);
   checkTransposedLhs("v5e", 136, 128, 260, BF16);
