@@ -260,3 +260,21 @@ TEST_CASE("a K-resident v6e matmul block is within 25% of its MXU port bound") {
   CHECK(ck.stats.bundles >= bound);
   CHECK(double(ck.stats.bundles) <= 1.25 * double(bound));
 }
+
+TEST_CASE("the hazard check times the transpose unit apart from the XLUs") {
+  using namespace codegen;
+  using isa::Opcode;
+  TargetInfo t = testing::kernelTarget("v6e");
+  // Two pushes a cycle apart: the unit is held 8 cycles (xlu.transpose_push_interval);
+  // a rotate beside the second push uses an XLU, which is free.
+  std::vector<isa::Bundle> code(2);
+  code[0].slot(isa::SlotKind::Xlu, 0).op = Opcode::XluTrPush;
+  code[1].slot(isa::SlotKind::Xlu, 0).op = Opcode::XluTrPush;
+  std::string all;
+  for (const auto& p : checkBlockTiming(code, t)) all += p + "\n";
+  CHECK_THAT(all, Catch::Contains("transpose unit busy until 8"));
+  std::vector<isa::Bundle> spaced(9);
+  spaced[0].slot(isa::SlotKind::Xlu, 0).op = Opcode::XluTrPush;
+  spaced[8].slot(isa::SlotKind::Xlu, 0).op = Opcode::XluTrPush;
+  CHECK(checkBlockTiming(spaced, t).empty());
+}
