@@ -103,6 +103,25 @@ std::vector<int64_t> rhsPerm(const Shape& s, const std::vector<int64_t>& batch,
   return perm;
 }
 
+// Does another dot transpose `x` the way `dot` would (the same batch and
+// contracting dims of x), or an earlier canonicalization's transpose by
+// `perm` already do? One transpose through HBM then serves them all (cse
+// merges them), where each kernel would transpose its own copy.
+bool transposeShared(const HloInstruction* dot, const HloInstruction* x,
+                     const std::vector<int64_t>& batch, const std::vector<int64_t>& contracting,
+                     const std::vector<int64_t>& perm) {
+  for (const HloInstruction* u : x->users()) {
+    if (u == dot) continue;
+    if (u->opcode() == HloOpcode::Transpose && u->dimensions() == perm) return true;
+    if (u->opcode() != HloOpcode::Dot || u->operandCount() != 2) continue;
+    const auto& d = u->attrs().dot;
+    if ((u->operand(0) == x && d.lhsBatch == batch && d.lhsContracting == contracting) ||
+        (u->operand(1) == x && d.rhsBatch == batch && d.rhsContracting == contracting))
+      return true;
+  }
+  return false;
+}
+
 bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
   if (dot->operandCount() != 2 || isCanonical(*dot)) return false;
   HloInstruction* lhs = dot->operand(0);
@@ -143,7 +162,9 @@ bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
   // An LHS whose contracting dims are its major ones (after the batch) is
   // given to the kernel as [B, K, M] (lhs_contracting_dims={1}): the dot's
   // kernel transposes it block by block on the transpose unit, beside the
-  // MXU work, instead of a transpose through HBM before the dot.
+  // MXU work, instead of a transpose through HBM before the dot; unless
+  // other dots need the same transpose (x^T of the q, k and v weight
+  // gradients), which one transpose fragment then serves.
   const HloInstruction* lsrc = swap ? rhs : lhs;
   const std::vector<int64_t>& lb = swap ? d.rhsBatch : d.lhsBatch;
   const std::vector<int64_t>& lk = swap ? d.rhsContracting : d.lhsContracting;
@@ -152,7 +173,8 @@ bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
   kperm.insert(kperm.end(), lk.begin(), lk.end());
   kperm.insert(kperm.end(), lf.begin(), lf.end());
   const bool lhsTransposed = minorTransposeElements(lsrc->shape(), swap ? sperm : lperm) > 0 &&
-                             minorTransposeElements(lsrc->shape(), kperm) == 0;
+                             minorTransposeElements(lsrc->shape(), kperm) == 0 &&
+                             !transposeShared(dot, lsrc, lb, lk, swap ? sperm : lperm);
   const int64_t lm = swap ? n : m;
   HloInstruction* l;
   HloInstruction* r;
