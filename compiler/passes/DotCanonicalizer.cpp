@@ -7,6 +7,9 @@
 // [B, N, K] (rhs_contracting_dims={2}): the MXU loads such weights transposed,
 // so only major dims move (a [seq, heads, dim] K cache becomes [heads, seq,
 // dim] with whole rows of `dim` per DMA run, not an element-wise transpose).
+// An LHS that contracts over its major dims (a weight gradient's x^T) is
+// L = [B, K, M] instead (lhs_contracting_dims={1}), which the kernel
+// transposes in VMEM.
 // B, M, K or N is 1 where the original has no such dimensions. Identity
 // transposes and reshapes are not emitted; dots already in this form are kept.
 //
@@ -66,7 +69,8 @@ bool isCanonical(const HloInstruction& dot) {
   const auto& d = dot.attrs().dot;
   return dot.operand(0)->shape().rank() == 3 && dot.operand(1)->shape().rank() == 3 &&
          d.lhsBatch == std::vector<int64_t>{0} && d.rhsBatch == std::vector<int64_t>{0} &&
-         d.lhsContracting == std::vector<int64_t>{2} &&
+         (d.lhsContracting == std::vector<int64_t>{2} ||
+          d.lhsContracting == std::vector<int64_t>{1}) &&
          (d.rhsContracting == std::vector<int64_t>{1} ||
           d.rhsContracting == std::vector<int64_t>{2});
 }
@@ -103,6 +107,25 @@ std::vector<int64_t> rhsPerm(const Shape& s, const std::vector<int64_t>& batch,
   perm.insert(perm.end(), first.begin(), first.end());
   perm.insert(perm.end(), second.begin(), second.end());
   return perm;
+}
+
+// Does another dot transpose `x` the way `dot` would (the same batch and
+// contracting dims of x), or an earlier canonicalization's transpose by
+// `perm` already do? One transpose through HBM then serves them all (cse
+// merges them), where each kernel would transpose its own copy.
+bool transposeShared(const HloInstruction* dot, const HloInstruction* x,
+                     const std::vector<int64_t>& batch, const std::vector<int64_t>& contracting,
+                     const std::vector<int64_t>& perm) {
+  for (const HloInstruction* u : x->users()) {
+    if (u == dot) continue;
+    if (u->opcode() == HloOpcode::Transpose && u->dimensions() == perm) return true;
+    if (u->opcode() != HloOpcode::Dot || u->operandCount() != 2) continue;
+    const auto& d = u->attrs().dot;
+    if ((u->operand(0) == x && d.lhsBatch == batch && d.lhsContracting == contracting) ||
+        (u->operand(1) == x && d.rhsBatch == batch && d.rhsContracting == contracting))
+      return true;
+  }
+  return false;
 }
 
 bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
@@ -142,9 +165,34 @@ bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
       minorTransposeElements(Shape::array(dot->shape().type, {b, n, m}), {0, 2, 1});
   const bool swap = swapped < direct;
 
+  // An LHS whose contracting dims are its major ones (after the batch) is
+  // given to the kernel as [B, K, M] (lhs_contracting_dims={1}): the dot's
+  // kernel transposes it block by block on the transpose unit, beside the
+  // MXU work, instead of a transpose through HBM before the dot; unless
+  // other dots need the same transpose (x^T of the q, k and v weight
+  // gradients), which one transpose fragment then serves.
+  const HloInstruction* lsrc = swap ? rhs : lhs;
+  const std::vector<int64_t>& lb = swap ? d.rhsBatch : d.lhsBatch;
+  const std::vector<int64_t>& lk = swap ? d.rhsContracting : d.lhsContracting;
+  const std::vector<int64_t> lf = swap ? rfree : lfree;
+  std::vector<int64_t> kperm = lb;
+  kperm.insert(kperm.end(), lk.begin(), lk.end());
+  kperm.insert(kperm.end(), lf.begin(), lf.end());
+  const bool lhsTransposed = minorTransposeElements(lsrc->shape(), swap ? sperm : lperm) > 0 &&
+                             minorTransposeElements(lsrc->shape(), kperm) == 0 &&
+                             !transposeShared(dot, lsrc, lb, lk, swap ? sperm : lperm);
+  const int64_t lm = swap ? n : m;
   HloInstruction* l;
   HloInstruction* r;
-  if (swap) {
+  if (lhsTransposed) {
+    l = arrange(comp, const_cast<HloInstruction*>(lsrc), kperm, {b, k, lm});
+    r = swap ? arrange(comp, lhs, tperm,
+                       swappedRhsTransposed ? std::vector<int64_t>{b, m, k}
+                                            : std::vector<int64_t>{b, k, m})
+             : arrange(
+                   comp, rhs, rperm,
+                   rhsTransposed ? std::vector<int64_t>{b, n, k} : std::vector<int64_t>{b, k, n});
+  } else if (swap) {
     l = arrange(comp, rhs, sperm, {b, n, k});
     r = arrange(
         comp, lhs, tperm,
@@ -160,7 +208,7 @@ bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
                                                                    : std::vector<int64_t>{b, m, n}),
                               {l, r});
   nd->attrs().dot.lhsBatch = {0};
-  nd->attrs().dot.lhsContracting = {2};
+  nd->attrs().dot.lhsContracting = {lhsTransposed ? 1 : 2};
   nd->attrs().dot.rhsBatch = {0};
   nd->attrs().dot.rhsContracting = {transposedLoad ? 2 : 1};
   nd->attrs().metadata = dot->attrs().metadata;

@@ -38,7 +38,7 @@ std::vector<std::string> checkTiming(const std::vector<isa::Bundle>& bundles, co
     return it->second;
   };
   std::vector<int64_t> xluFree(std::max(1, t.xluCount), 0);
-  int64_t eupFree = 0;
+  int64_t eupFree = 0, transposeFree = 0;
   int64_t endOfBlock = int64_t(bundles.size());
   auto report = [&](int64_t cycle, const isa::Instruction& in, const std::string& what) {
     problems.push_back(fmt::format("bundle {}: {}: {}", cycle, in.info().mnemonic, what));
@@ -84,7 +84,12 @@ std::vector<std::string> checkTiming(const std::vector<isa::Bundle>& bundles, co
         }
       }
       // Units.
-      if (info.slot == isa::SlotKind::Xlu) {
+      if (in.op == Opcode::XluTrPush || in.op == Opcode::XluTrPop) {
+        if (transposeFree > c)
+          report(c, in, fmt::format("transpose unit busy until {}", transposeFree));
+        transposeFree =
+            c + (in.op == Opcode::XluTrPush ? t.transposePushInterval : t.transposePopInterval);
+      } else if (info.slot == isa::SlotKind::Xlu) {
         int pick = -1;
         for (int x = 0; x < int(xluFree.size()); ++x)
           if (xluFree[x] <= c) {

@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "kernels/codegen/Lowering.h"
 #include "kernels/llo/Printer.h"
@@ -73,7 +74,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       (S > llo::kLanes && S != 2 * llo::kLanes))
     fail(fmt::format("MXUs of size {} are not supported (only 256 and powers of two from 8 to 128)",
                      S));
-  if (transLhs) fail("a transposed LHS (needs the XLU transpose) is not supported yet");
+  if (transLhs && resident)
+    fail("a transposed LHS with results kept in the MXU across grid steps is not supported");
   bool s8 = views[1].ref->type.dtype == llo::DType::S8;
   // bf16 x s8: each weight vreg is widened in registers between its load and
   // its push (sign-extend, s32 -> f32 -> bf16, all exact), so int8 weights
@@ -87,7 +89,16 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     return vmemRow(place(v.ref), idx);
   };
   const RefPlace& dstP = place(views[0].ref);
-  const RefPlace& lhsP = place(views[1].ref);
+  // A transposed LHS (K x M) is read from its transpose, made in a VMEM
+  // temporary (M x K) by the transpose unit (transposeBlock below).
+  RefPlace lhsT;
+  if (transLhs) {
+    lhsT.type = llo::Type::ref(llo::MemSpace::Vmem, views[1].ref->type.dtype, {M, K});
+    lhsT.base = mem_.vmem(fmt::format("transposed LHS {} (line {})", lhsT.type.str(), op.loc.line),
+                          lhsT.type.shape);
+    lhsT.region = newRegion();
+  }
+  const RefPlace& lhsP = transLhs ? lhsT : place(views[1].ref);
   const RefPlace& rhsP = place(views[2].ref);
   // Weights the DMA already packed (PairPack.h): the word at row D*kc + r is
   // the s8x2 value of rows r and S + r of chunk kc, pushed as loaded.
@@ -114,7 +125,9 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     awaitRows(v.ref, row0 < 0 ? kAll : row0 + rows);
   };
   awaitRows(views[0].ref, kAll);  // a destination that is read (accumulating)
-  ScalarVal dst0 = origin(views[0]), lhs0 = origin(views[1]), rhs0 = origin(views[2]);
+  ScalarVal dst0 = origin(views[0]), rhs0 = origin(views[2]);
+  ScalarVal lhs0 = transLhs ? placeBase(lhsT) : origin(views[1]);
+  ScalarVal lhsIn0 = transLhs ? origin(views[1]) : ScalarVal{};
   int64_t dstRows = llo::tiledLayout(dstP.type.shape).paddedRows;
   int64_t lhsRows = llo::tiledLayout(lhsP.type.shape).paddedRows;
   int64_t rhsRows = llo::tiledLayout(rhsP.type.shape).paddedRows;
@@ -123,6 +136,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   dst0 = baseOf(dst0);
   lhs0 = baseOf(lhs0);
   rhs0 = baseOf(rhs0);
+  if (transLhs) lhsIn0 = baseOf(lhsIn0);
   // Rows beyond the 16-bit offset of a vld/vst are reached from one extra base
   // register per 32 Ki-row window (made once), not one per access.
   constexpr int64_t kWindow = 32768;
@@ -155,6 +169,49 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     mi.mem = {MemAccess::Space::Vmem, p.region, false, base.isConst ? base.c + off : -1, 8};
     emit(mi);
     return d;
+  };
+  // Block (mt, kt) of the transposed LHS: rows [128 mt, +128) x columns
+  // [128 kt, +128) of the temporary, from rows [128 kt, +128) of column tile mt
+  // of the K x M LHS, in 16 pushes and 16 pops of the transpose unit (pop q:
+  // rows 8q..8q+7 of the block's transpose; isa/README.md, "Transpose unit").
+  // Emitted just before the first mm that reads it, so the transposes of later
+  // blocks overlap the MXU work on earlier ones. Rows of the LHS past K are
+  // pushed as zeros (the K-chunk masks zero those lanes anyway); rows of the
+  // temporary past its padded M are not stored.
+  std::set<std::pair<int64_t, int64_t>> transposedBlocks;
+  const RefPlace& lhsIn = place(views[1].ref);
+  const int64_t lhsInRows = llo::tiledLayout(lhsIn.type.shape).paddedRows;
+  auto transposeBlock = [&](int64_t mt, int64_t kt) {
+    if (!transposedBlocks.insert({mt, kt}).second) return;
+    awaitOperand(views[1], lhsRow0, std::min(K, (kt + 1) * llo::kLanes));
+    MOperand zeroRows;
+    for (int64_t p = 0; p < 16; ++p) {
+      int64_t k = kt * llo::kLanes + 8 * p;
+      MOperand v;
+      if (k >= K) {
+        if (zeroRows.kind == MOperand::Kind::None) {
+          zeroRows = fn_.newReg(RegClass::Vector);
+          emit(Opcode::VImm, {zeroRows, I(0)});
+        }
+        v = zeroRows;
+      } else {
+        v = load(lhsIn, lhsIn0, mt * lhsInRows + k, (1 << std::min<int64_t>(8, K - k)) - 1);
+      }
+      emit(Opcode::XluTrPush, {v});
+    }
+    for (int64_t q = 0; q < 16; ++q) {
+      MOperand v = fn_.newReg(RegClass::Vector);
+      emit(Opcode::XluTrPop, {v});
+      int64_t m = mt * llo::kLanes + 8 * q;
+      if (m >= lhsRows) continue;
+      MOperand b;
+      int64_t o;
+      int64_t off = kt * lhsRows + m;
+      at(lhs0, off, &b, &o);
+      MInstr st = makeInstr(Opcode::VSt, {v, b, I(o), I(1), I(255)});
+      st.mem = {MemAccess::Space::Vmem, lhsT.region, true, lhs0.c + off, 8};
+      emit(st);
+    }
   };
   // Geometry (isa/README.md, "MXU", row mapping). An MXU row of S values is
   // `halves` vregs of `L` lanes: for S = 256 the pair (va, va + 1) of two
@@ -385,7 +442,15 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     std::vector<MOperand>& row = halves == 2 ? recentLhs[{rt, kc}] : own;
     if (row.empty()) {
       int64_t valid = std::min<int64_t>(8, M - rt * 8);
-      awaitOperand(views[1], lhsRow0, rt * 8 + valid);
+      if (transLhs) {
+        for (int64_t q = 0; q < (packed ? 2 : 1); ++q)
+          for (int h = 0; h < halves; ++h) {
+            int64_t k0 = kc * D + q * S + h * llo::kLanes;
+            if (k0 < K) transposeBlock(rt * 8 / llo::kLanes, k0 / llo::kLanes);
+          }
+      } else {
+        awaitOperand(views[1], lhsRow0, rt * 8 + valid);
+      }
       std::vector<MOperand> lo, hi;
       for (int64_t q = 0; q < (packed ? 2 : 1); ++q) {
         int64_t k0 = kc * D + q * S;
@@ -459,8 +524,25 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     int64_t kc;
   };
   std::vector<std::vector<Tile>> stream(static_cast<size_t>(mxus));
-  for (size_t it = 0; it < items.size(); ++it)
-    for (int64_t kc = 0; kc < kChunks; ++kc) stream[size_t(items[it].mxu)].push_back({it, kc});
+  // With a transposed LHS an MXU's items go through the K chunks together
+  // (chunk by chunk, each item in its own slots) when their slot windows do
+  // not overlap: the transposes of a chunk's LHS blocks then feed every item
+  // at once, instead of the first item waiting for the whole block's
+  // transposes and the others running after them.
+  bool kcMajor = transLhs && !resident;
+  for (size_t a = 0; a < items.size() && kcMajor; ++a)
+    for (size_t b = a + 1; b < items.size(); ++b)
+      if (items[a].mxu == items[b].mxu && items[a].slot0 < items[b].slot0 + items[b].gTiles &&
+          items[b].slot0 < items[a].slot0 + items[a].gTiles)
+        kcMajor = false;
+  if (kcMajor) {
+    for (int64_t kc = 0; kc < kChunks; ++kc)
+      for (size_t it = 0; it < items.size(); ++it)
+        stream[size_t(items[it].mxu)].push_back({it, kc});
+  } else {
+    for (size_t it = 0; it < items.size(); ++it)
+      for (int64_t kc = 0; kc < kChunks; ++kc) stream[size_t(items[it].mxu)].push_back({it, kc});
+  }
   size_t length = 0;
   for (const auto& s : stream) length = std::max(length, s.size());
   // Software-pipelined emission, the MXUs interleaved op by op: while tile t
@@ -486,7 +568,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         const Tile& cur = stream[m][t];
         const Item& it = items[cur.item];
         // Resident items each hold their own slots: nothing to pop here.
-        if (!resident && cur.kc == 0 && t > 0 && i < items[stream[m][t - 1].item].gTiles)
+        if (!resident && !kcMajor && cur.kc == 0 && t > 0 &&
+            i < items[stream[m][t - 1].item].gTiles)
           popTile(items[stream[m][t - 1].item], int(m), i);
         if (i < it.gTiles) mmOne(it, int(m), cur.kc, i);
         if (t + 1 < stream[m].size()) {
@@ -509,6 +592,14 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
           if (t < stream[m].size() && stream[m][t].kc == kChunks - 1 &&
               i < items[stream[m][t].item].gTiles)
             popTile(items[stream[m][t].item], int(m), i);
+  } else if (kcMajor) {
+    // Every item's slots (the last chunk's tiles, one per item).
+    for (int64_t i = 0; i < slots; ++i)
+      for (size_t m = 0; m < size_t(mxus); ++m)
+        for (size_t t = 0; t < stream[m].size(); ++t) {
+          const Item& it = items[stream[m][t].item];
+          if (stream[m][t].kc == kChunks - 1 && i < it.gTiles) popTile(it, int(m), i);
+        }
   } else if (!resident) {
     for (int64_t i = 0; i < slots; ++i)
       for (size_t m = 0; m < size_t(mxus); ++m)

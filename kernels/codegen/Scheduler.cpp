@@ -49,7 +49,11 @@ int regKey(const MOperand& o) {
 
 // Cycles a non-pipelined unit stays busy, and which unit (-1 = none).
 enum class Unit { None, Xlu, Eup };
+bool isTranspose(Opcode op) { return op == Opcode::XluTrPush || op == Opcode::XluTrPop; }
 Unit unitOf(const MInstr& mi) {
+  // The transpose unit is not one of the XLUs: its ops are chained in program
+  // order (DagBuilder), which also spaces them by its intervals.
+  if (isTranspose(mi.op)) return Unit::None;
   if (mi.info().slot == SlotKind::Xlu) return Unit::Xlu;
   if (mi.info().latency == isa::LatencyClass::VectorTrans) return Unit::Eup;
   return Unit::None;
@@ -113,8 +117,16 @@ class DagBuilder {
       std::map<int, int> lastMmToSlot, lastPopOfSlot;
     };
     std::map<int, MxuState> mxu;
+    int lastTranspose = -1;  // the transpose unit's block is state: its ops keep their order
     for (int j = 0; j < int(ins.size()); ++j) {
       const MInstr& mi = ins[j];
+      if (isTranspose(mi.op)) {
+        if (lastTranspose >= 0)
+          edge(lastTranspose, j,
+               ins[lastTranspose].op == Opcode::XluTrPush ? t_.transposePushInterval
+                                                          : t_.transposePopInterval);
+        lastTranspose = j;
+      }
       // Memory order first: the address uses the base register as it is now.
       if (mi.mem.space != MemAccess::Space::None) {
         range_[j] = rangeOf(mi, lastWriter);

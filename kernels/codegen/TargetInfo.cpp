@@ -95,6 +95,8 @@ TargetInfo TargetInfo::fromChip(const target::ChipConfig& chip) {
   t.xluCount = int(chip.xlu.count);
   t.xluPermuteInterval = int(chip.xlu.permute_interval);
   t.xluReduceInterval = int(chip.xlu.reduce_interval);
+  t.transposePushInterval = int(chip.xlu.transpose_push_interval);
+  t.transposePopInterval = int(chip.xlu.transpose_pop_interval);
   t.dmaQueues = int(chip.dma.queues);
   t.dmaQueueDepth = int(chip.dma.queue_depth);
   t.hbmBytes = chip.hbm.capacity_bytes;

@@ -37,6 +37,8 @@ struct TargetInfo {
   // vpu.* / xlu.*
   int transcendentalInterval = 4;
   int xluCount = 1, xluPermuteInterval = 8, xluReduceInterval = 8;
+  // The transpose unit (one per core, beside the XLUs): cycles a push / pop holds it.
+  int transposePushInterval = 8, transposePopInterval = 8;
   // dma.*
   int dmaQueues = 4, dmaQueueDepth = 8;
   // hbm.*: capacity (where arrays may be placed) and peak bandwidth / core

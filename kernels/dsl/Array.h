@@ -126,7 +126,10 @@ Array sum_vregs(const Array& a, Loc loc = Loc::here());
 Array max_vregs(const Array& a, Loc loc = Loc::here());
 
 // Matrix product on the MXUs: bf16 x bf16 -> f32 or s8 x s8 -> s32. With
-// transpose_lhs / transpose_rhs the operands are given as (K,M) / (N,K).
+// transpose_lhs / transpose_rhs the operands are given as (K,M) / (N,K): a
+// transposed RHS is the MXU's transposed weight load, a transposed LHS goes
+// through the transpose unit into VMEM beside the MXU work (not with resident
+// results).
 // Accumulation order: see isa/README.md (k order in chunks of the MXU size).
 // A dot whose results stay in the MXU result slots across grid steps (the K
 // blocks of a matmul): Keep leaves them there (no pops, so the step does not

@@ -17,6 +17,7 @@ TilingTarget TilingTarget::from(const kernels::codegen::TargetInfo& t) {
   out.int8Rate = t.int8Rate;
   out.hbmBytesPerCycle = t.hbmBytesPerCycle;
   out.hbmInterleaveBytes = t.hbmInterleaveBytes;
+  out.transposeBlockCycles = 16 * int64_t(t.transposePushInterval + t.transposePopInterval);
   return out;
 }
 
@@ -203,7 +204,7 @@ int64_t chooseLeadBlock(int64_t leadSize, LoopBlock& plane, const std::vector<Bl
 bool dotResultsFitMxu(int64_t batch, int64_t bm, int64_t bn, const TilingTarget& target) {
   const int64_t mxu = std::max<int64_t>(target.mxuSize, 8);
   const int64_t rowTiles = cdiv(bm, 8), slots = std::max<int64_t>(target.accSlots, 1);
-  if (rowTiles > slots) return false;
+  if (rowTiles > slots || target.dotLhsTransposed) return false;
   const int64_t items = std::max<int64_t>(batch, 1) * cdiv(bn, mxu);
   return cdiv(items, std::max<int64_t>(target.mxuCount, 1)) * rowTiles <= slots;
 }
@@ -233,7 +234,8 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // cast into before the dot, and the masked operand copies of a partial
   // last K block.
   const bool accumulator = kBlocks > 1 || target.dotEpilogue;
-  if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes, rhsCount) >
+  if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes, rhsCount) +
+          (target.dotLhsTransposed ? tiledBytes(bm, bk) : 0) >
       target.dotVmemBudget())
     return inf;
   // A step of bb batch entries: bb times the MXU work and bytes, one
@@ -265,7 +267,19 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // Sibling dots are more items of the same step, as batch entries are.
   const double reps = bb * double(rhsCount);
   items *= int64_t(reps);
-  const double mxuCycles = reps * itemCycles / double(items) * double(cdiv(items, mxus));
+  double mxuCycles = reps * itemCycles / double(items) * double(cdiv(items, mxus));
+  // A transposed LHS block (one for all sibling dots): the transpose unit works beside the MXUs, so
+  // a step takes the longer of the two when an MXU's items go through the K chunks together (their
+  // result slots apart: LowerMatmul.cpp); else its first item waits for the transposes and the
+  // others follow.
+  if (target.dotLhsTransposed) {
+    const double transposes =
+        bb * double(cdiv(bm, 128) * cdiv(bk, 128)) * double(target.transposeBlockCycles);
+    const int64_t perMxu = cdiv(items, mxus);
+    const bool together = perMxu * std::min(rowTiles, slots) <= slots;
+    mxuCycles = together ? std::max(mxuCycles, transposes)
+                         : transposes + mxuCycles * double(perMxu - 1) / double(perMxu);
+  }
   // A block row is one contiguous run in HBM; short runs (a narrow RHS
   // block of a wide matrix) reach a fraction of the peak.
   const int64_t line = target.hbmInterleaveBytes;

@@ -52,6 +52,11 @@ struct TilingTarget {
   // The RHS is [N, K] (pushed with the MXU's transposed weight load, which
   // waits N cycles after the previous latch).
   bool dotRhsTransposed = false;
+  // The LHS is [K, M]: each step's LHS block goes through the transpose unit
+  // (one 128 x 128 block per transposeBlockCycles) into a VMEM temporary, and
+  // its results do not stay in the MXU across K steps.
+  bool dotLhsTransposed = false;
+  int64_t transposeBlockCycles = 256;
   // > 0: the contiguous bytes of each run an operand's block DMA reads (an
   // operand read in place through strides), instead of its block row.
   int64_t dotLhsRunBytes = 0, dotRhsRunBytes = 0;

@@ -9,7 +9,9 @@
 // DEFAULT precision on TPU, bf16 multiplies with f32 accumulation) or s8
 // (s8 x s8 -> s32). A ragged last K block is read clipped to its valid part. An
 // RHS given as [batch, N, K] (or as a transpose of such a value, which
-// dot-canonicalize makes of Q.K^T) uses the MXU's transposed weight load.
+// dot-canonicalize makes of Q.K^T) uses the MXU's transposed weight load; an
+// LHS given as [batch, K, M] (a weight gradient's x^T) goes through the
+// transpose unit block by block inside the kernel.
 // Sibling dots (compiler/passes/SiblingDots.h: one LHS value, RHS operands of
 // one shape) run in one kernel: the LHS block is traced once, each step runs
 // every dot into its own accumulator, and the epilogue reads each result
@@ -151,8 +153,13 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
            "batch and contracting dimensions must be listed in increasing order "
            "(run dot-canonicalize)");
   std::vector<char> lroles = rolesOf(lr, dn.lhsBatch, dn.lhsContracting);
-  if (!inOrder(lroles, "BFK"))
-    g.fail(*hero, "the LHS is not laid out [batch, free, contracting] (run dot-canonicalize)");
+  // The LHS: [batch, free, contracting], or [batch, contracting, free] (a
+  // transposed LHS: each block goes through the transpose unit in the kernel).
+  const bool lhsTransposed = !inOrder(lroles, "BFK") && inOrder(lroles, "BKF");
+  if (!inOrder(lroles, "BFK") && !lhsTransposed)
+    g.fail(*hero,
+           "the LHS is not laid out [batch, free, contracting] or [batch, contracting, free] "
+           "(run dot-canonicalize)");
 
   // The RHS: [batch, contracting, free], [batch, free, contracting] (transposed
   // weights), or a fused transpose of the latter.
@@ -219,7 +226,8 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // Regions: LHS [B, M, K], RHS [B, K, N] or [B, N, K], output [B, M, N].
   auto lhsR = std::make_shared<Region>(g, lhs->shape().dims);
   lhsR->analyze(lhs, identity(lr));
-  lhsR->formGroupAxes(groupsOf(lroles, "BFK"), fmt::format("the LHS of %{}", hero->name()));
+  lhsR->formGroupAxes(groupsOf(lroles, lhsTransposed ? "BKF" : "BFK"),
+                      fmt::format("the LHS of %{}", hero->name()));
   const std::string rpat = transposed ? "BFK" : "BKF";
   std::vector<std::shared_ptr<Region>> rhsRs;
   for (size_t k = 0; k < nRhs; ++k) {
@@ -260,7 +268,9 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       g.fail(*root, fmt::format("the epilogue reorders the dimensions of %{}", hero->name()));
   outR->formGroupAxes(outGroups, fmt::format("the epilogue of %{}", hero->name()));
 
-  const int64_t B = lhsR->axes()[0].size, M = lhsR->axes()[1].size, K = lhsR->axes()[2].size;
+  const int lhsM = lhsTransposed ? 2 : 1, lhsK = lhsTransposed ? 1 : 2;  // the LHS's axes
+  const int64_t B = lhsR->axes()[0].size, M = lhsR->axes()[size_t(lhsM)].size,
+                K = lhsR->axes()[size_t(lhsK)].size;
   const int64_t N = outR->axes()[2].size;
   auto inBytes = [&](dsl::DType d) { return isa::dtypeBytes(d); };
   // An operand read in place whose batch entries interleave within its rows
@@ -302,6 +312,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     shared.dotBatchBlock = entries;
     shared.dotRhsTransposed = transposed;
     shared.dotRhsCount = static_cast<int64_t>(nRhs);
+    shared.dotLhsTransposed = lhsTransposed;
     // The step's entries are adjacent in each row of an in-place operand, so its
     // DMA reads runs of bb entries whatever the block's other dims.
     shared.dotLhsRunBytes = entries * entryRun[0];
@@ -360,7 +371,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   int64_t branchCopies = readAsIs(lhs) ? 0 : copyBytes(bm, bk);
   for (const RhsView& v : rhsViews) branchCopies += readAsIs(v.root) ? 0 : copyBytes(bk, bn);
   const int64_t resultSets = bb * static_cast<int64_t>(nRhs);
-  const bool resident = kBlocks > 1 &&
+  const bool resident = kBlocks > 1 && !lhsTransposed &&
                         dotResultsFitMxu(resultSets, std::min(bm, M), std::min(bn, N), shared) &&
                         dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt),
                                      hbmBytesOf(g, rhsRoot, rt), static_cast<int64_t>(nRhs)) +
@@ -374,8 +385,8 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   };
   set(lhsR->axes()[0], 1, 0);
   lhsR->axes()[0].block = bb;
-  set(lhsR->axes()[1], bm, 1);
-  set(lhsR->axes()[2], bk, 3);
+  set(lhsR->axes()[size_t(lhsM)], bm, 1);
+  set(lhsR->axes()[size_t(lhsK)], bk, 3);
   for (auto& r : rhsRs) {
     set(r->axes()[0], 1, 0);
     r->axes()[0].block = bb;
@@ -432,11 +443,11 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   auto operands = [=](const std::vector<dsl::Ref>& refs, int64_t k) {
     const bool clip = k != abk;
     if (clip) {
-      lhsR->clipBlock(0, k);
+      lhsR->clipBlock(lhsTransposed ? k : 0, lhsTransposed ? 0 : k);
       for (auto& r : rhsRs) r->clipBlock(transposed ? 0 : k, transposed ? k : 0);
     }
     dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
-    a = expandTo(a, abm, k);
+    a = lhsTransposed ? expandTo(a, k, abm) : expandTo(a, abm, k);
     if (a.dtype() != mxType) a = a.astype(mxType);
     std::vector<std::pair<dsl::Array, dsl::Array>> out;
     for (size_t s = 0; s < nRhs; ++s) {
@@ -464,6 +475,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     for (size_t s = 0; s < ops.size(); ++s) {
       auto [a, b] = ops[s];
       dsl::DotOptions opts;
+      opts.transpose_lhs = lhsTransposed;
       opts.transpose_rhs = transposed;
       opts.lhs_by_columns = lhsByColumns;
       if (inPlace)
@@ -481,6 +493,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
                           dsl::MxuResident keep, bool cont) {
     auto [a, b] = ab;
     dsl::DotOptions opts;
+    opts.transpose_lhs = lhsTransposed;
     opts.transpose_rhs = transposed;
     opts.resident = keep;
     opts.continue_in_mxu = cont;

@@ -205,3 +205,21 @@ TEST_CASE("sibling dots are priced with an RHS block and an accumulator each") {
   CHECK(dotVmemBytes(b.bm, b.bn, b.bk, true, 2, 2, 2) <= two.dotVmemBudget());
   CHECK(b.why.find("2 sibling dots") != std::string::npos);
 }
+
+TEST_CASE("a transposed-LHS dot is priced at the transpose unit and keeps no results in the MXU") {
+  // The workload's weight gradient dy^T x on v6e: [1024 x 65536] (dy given as
+  // [65536, 1024]) x [65536, 2048]. Each step's LHS block goes through the
+  // transpose unit (256 cycles per 128 x 128 block), which bounds the dot.
+  TilingTarget t = v6eLike();
+  t.dotEpilogue = false;
+  t.dotOperandsAreInputs = true;
+  t.dotLhsTransposed = true;
+  DotBlocking b = chooseDotBlocks(1, 1024, 2048, 65536, 2, 2, 2, t);
+  const double transposes = double(1024 / 128) * (65536 / 128) * 256;  // 1,048,576
+  CHECK(b.estimatedCycles >= transposes);
+  CHECK_FALSE(dotResultsFitMxu(1, 256, 256, t));
+  // Blocks whose results do not fit the slots together pay the transposes and
+  // then the MXU work of the later items: dearer than the MXU-bound estimate.
+  t.dotLhsTransposed = false;
+  CHECK(dotBlockCost(1, 1024, 2048, 65536, b.bm, b.bn, b.bk, 2, 2, 2, t) < b.estimatedCycles);
+}

@@ -4,7 +4,7 @@
 // chunks and column tiles at lane offsets, rotated on the XLU). Shapes cover
 // whole tiles, ragged M/N/K (partial chunks, a chunk whose upper half is all
 // padding, edge column tiles of one half), bf16 and s8, the accumulating and
-// the plain form, and a transposed RHS. Also the register pairs themselves:
+// the plain form, a transposed RHS and a transposed LHS. Also the register pairs themselves:
 // allocation to adjacent registers under pressure and the hazard check of the
 // upper half.
 #include <catch2/catch.hpp>
@@ -61,7 +61,48 @@ void checkTransposedRhs(const std::string& chip, int64_t m, int64_t n, int64_t k
                         uint64_t(m + n + k));
 }
 
+// out = x^T @ y with x given as (K, M): the LHS goes through the transpose
+// unit into VMEM (128 x 128 blocks) before the MXU reads it; `rhsT` also
+// gives y as (N, K).
+void checkTransposedLhs(const std::string& chip, int64_t m, int64_t n, int64_t k, llo::DType dt,
+                        bool rhsT = false) {
+  INFO(chip << " transposed lhs " << isa::dtypeName(dt) << " " << m << "x" << n << "x" << k
+            << (rhsT ? " (rhs transposed too)" : ""));
+  CallConfig c;
+  c.name = "matmul_tn";
+  c.out_shapes = {{{m, n}, dt == BF16 ? F32 : S32, "out"}};
+  c.grid = {1};
+  auto whole = [](const GridIndex&) { return std::vector<Scalar>{0, 0}; };
+  std::vector<int64_t> yShape = rhsT ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+  c.in_specs = {BlockSpec({k, m}, whole), BlockSpec(yShape, whole)};
+  c.out_specs = {BlockSpec({m, n}, whole)};
+  auto call = pallas_call(
+      [rhsT](Ref x, Ref y, Ref o) {
+        o.store(dot(x.load(), y.load(), DotOptions{true, rhsT}));
+      },
+      c);
+  checkAgainstInterpret(*call.trace({{{k, m}, dt, "x"}, {yShape, dt, "y"}}), chip,
+                        uint64_t(m * 5 + n + k));
+}
+
 }  // namespace
+
+TEST_CASE("transposed LHS (the transpose unit): matmuls equal interpret mode") {
+  // Whole 128 blocks; ragged M, N, K (a block with rows past K pushed as
+  // zeros, rows of the transpose past M not stored); several blocks per K
+  // chunk and per row group; an MXU's items chunk by chunk; both operands
+  // transposed; s8.
+  checkTransposedLhs("v6e", 256, 256, 256, BF16);
+  checkTransposedLhs("v6e", 100, 300, 300, BF16);
+  checkTransposedLhs("v6e", 520, 256, 384, BF16);
+  // Two items per MXU in disjoint result slots: they go through the K chunks together.
+  checkTransposedLhs("v6e", 256, 2048, 512, BF16);
+  checkTransposedLhs("v6e", 64, 512, 400, BF16, true);
+  checkTransposedLhs("v6e", 72, 130, 200, S8);
+  checkTransposedLhs("v5e", 136, 128, 260, BF16);
+  checkTransposedLhs("tiny16", 12, 44, 60, BF16);
+  checkTransposedLhs("tiny8", 16, 24, 140, BF16, true);
+}
 
 TEST_CASE("v6e (256x256 MXUs): matmuls equal interpret mode on the simulator") {
   SECTION("whole 256 tiles, one K block (accumulating into the output)") {
@@ -218,4 +259,22 @@ TEST_CASE("a K-resident v6e matmul block is within 25% of its MXU port bound") {
   CHECK(group == 32);
   CHECK(ck.stats.bundles >= bound);
   CHECK(double(ck.stats.bundles) <= 1.25 * double(bound));
+}
+
+TEST_CASE("the hazard check times the transpose unit apart from the XLUs") {
+  using namespace codegen;
+  using isa::Opcode;
+  TargetInfo t = testing::kernelTarget("v6e");
+  // Two pushes a cycle apart: the unit is held 8 cycles (xlu.transpose_push_interval);
+  // a rotate beside the second push uses an XLU, which is free.
+  std::vector<isa::Bundle> code(2);
+  code[0].slot(isa::SlotKind::Xlu, 0).op = Opcode::XluTrPush;
+  code[1].slot(isa::SlotKind::Xlu, 0).op = Opcode::XluTrPush;
+  std::string all;
+  for (const auto& p : checkBlockTiming(code, t)) all += p + "\n";
+  CHECK_THAT(all, Catch::Contains("transpose unit busy until 8"));
+  std::vector<isa::Bundle> spaced(9);
+  spaced[0].slot(isa::SlotKind::Xlu, 0).op = Opcode::XluTrPush;
+  spaced[8].slot(isa::SlotKind::Xlu, 0).op = Opcode::XluTrPush;
+  CHECK(checkBlockTiming(spaced, t).empty());
 }
