@@ -87,8 +87,8 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
       useKernelCache_(options.kernelCache),
       kernelCache_(options.verifyKernelCache),
       prefetch_(options.crossKernelPrefetch),
-      deferWriteBack_(options.deferWriteBack),
-      packedWeights_(options.packedWeights) {
+      packedWeights_(options.packedWeights),
+      deferWriteBack_(options.deferWriteBack) {
   m_.program.chip = cg_.name;
   m_.shareCode = options.shareCode;
   try {
