@@ -41,6 +41,7 @@
 #include "compiler/passes/FusionRules.h"
 #include "compiler/passes/HloPass.h"
 #include "compiler/passes/PassRegistry.h"
+#include "compiler/passes/PassUtil.h"
 
 namespace tpusim::passes {
 namespace {
@@ -86,20 +87,6 @@ struct Key {
     return std::tie(inputDims, dims) < std::tie(o.inputDims, o.dims);
   }
 };
-
-// Is `target` among the transitive operands of `from`?
-bool reaches(const HloInstruction* from, const HloInstruction* target) {
-  std::unordered_set<const HloInstruction*> seen;
-  std::vector<const HloInstruction*> stack(from->operands().begin(), from->operands().end());
-  while (!stack.empty()) {
-    const HloInstruction* i = stack.back();
-    stack.pop_back();
-    if (i == target) return true;
-    if (!seen.insert(i).second) continue;
-    for (const HloInstruction* op : i->operands()) stack.push_back(op);
-  }
-  return false;
-}
 
 class MultiOutputFusionPass : public HloPass {
  public:

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unordered_set>
+#include <vector>
+
 #include "compiler/hlo/HloModule.h"
 
 namespace tpusim::passes {
@@ -57,6 +60,19 @@ bool rewriteEach(hlo::HloModule& module, hlo::HloOpcode op,
     for (hlo::HloInstruction* inst : matches) changed |= rewrite(comp, inst);
   }
   return changed;
+}
+
+bool reaches(const hlo::HloInstruction* from, const hlo::HloInstruction* target) {
+  std::unordered_set<const hlo::HloInstruction*> seen;
+  std::vector<const hlo::HloInstruction*> stack(from->operands().begin(), from->operands().end());
+  while (!stack.empty()) {
+    const hlo::HloInstruction* i = stack.back();
+    stack.pop_back();
+    if (i == target) return true;
+    if (!seen.insert(i).second) continue;
+    for (const hlo::HloInstruction* op : i->operands()) stack.push_back(op);
+  }
+  return false;
 }
 
 }  // namespace tpusim::passes

@@ -24,6 +24,9 @@ hlo::HloInstruction* addNew(hlo::HloComputation* comp, hlo::HloOpcode op, const 
 bool rewriteEach(hlo::HloModule& module, hlo::HloOpcode op,
                  const std::function<bool(hlo::HloComputation*, hlo::HloInstruction*)>& rewrite);
 
+// Is `target` among the transitive operands of `from` (not `from` itself)?
+bool reaches(const hlo::HloInstruction* from, const hlo::HloInstruction* target);
+
 // Rewrites the module's entry_computation_layout header (if it has one) to the
 // entry's current parameter and root shapes; true if the text changed.
 bool rewriteEntryComputationLayout(hlo::HloModule& module);

@@ -11,6 +11,7 @@
 #include "compiler/lower/buffers/ShapeBytes.h"
 #include "compiler/passes/FusionCostModel.h"
 #include "compiler/passes/FusionRules.h"
+#include "compiler/passes/PassUtil.h"
 #include "kernels/tiling/Tiling.h"
 
 namespace tpusim::passes {
@@ -38,20 +39,6 @@ bool sameDims(const hlo::DotDimensionNumbers& a, const hlo::DotDimensionNumbers&
 bool areSiblings(const HloInstruction& a, const HloInstruction& b) {
   return a.operand(0) == b.operand(0) && a.shape() == b.shape() &&
          a.operand(1)->shape() == b.operand(1)->shape() && sameDims(a.attrs().dot, b.attrs().dot);
-}
-
-// Is `target` among the transitive operands of `from` (or `from` itself)?
-bool dependsOn(const HloInstruction* from, const HloInstruction* target) {
-  std::unordered_set<const HloInstruction*> seen;
-  std::vector<const HloInstruction*> stack{from};
-  while (!stack.empty()) {
-    const HloInstruction* i = stack.back();
-    stack.pop_back();
-    if (i == target) return true;
-    if (!seen.insert(i).second) continue;
-    for (const HloInstruction* op : i->operands()) stack.push_back(op);
-  }
-  return false;
 }
 
 // The combiner of dots a and b (members in program order, root last), or
@@ -98,7 +85,7 @@ std::vector<HloInstruction*> growCombiner(
   for (HloInstruction* m : members) {
     if (m != members.back() && escapes(m)) return {};
     for (const HloInstruction* o : m->operands())
-      if (o != a && o != b && !in.count(o) && (dependsOn(o, a) || dependsOn(o, b))) return {};
+      if (o != a && o != b && !in.count(o) && (reaches(o, a) || reaches(o, b))) return {};
   }
   return members;
 }
