@@ -169,7 +169,9 @@ void PseudoChannel::advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issue
       // tCCD_S / the bus: no command before those (the fast model; the
       // detailed one steps the next cycle and finds that out). Bursts let in
       // meanwhile (the slot it freed) wake it earlier only when they could
-      // lead to a command before that.
+      // lead to a command before that. A step that also issued a row command
+      // sets no such wake, so an empty step after it says nothing about one.
+      columnWake_ = false;
       if (skipQuietRowScans_ && !rowUsed) {
         const int64_t readAt = std::max({colReady_, readReady_, busFree_ - t_.tCL});
         const int64_t writeAt = std::max({colReady_, writeReady_, busFree_ - t_.tCWL});
