@@ -149,7 +149,16 @@ MxuStatus MxuModel::matmul(uint64_t cycle, VregIn lhs, MxuDtype dtype, int slot,
   if (functional_) {
     requireVregs(lhs, n_, "mm");
     const std::vector<uint32_t>& prior = s.pending.empty() ? s.committed : s.pending.back().values;
-    result = accumulate ? prior : std::vector<uint32_t>(size_t(kRows) * n_, 0);
+    // A slot's values are 8 x N words per mm: reuse the buffers pops retire
+    // instead of a heap allocation per mm.
+    if (!spare_.empty()) {
+      result = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    if (accumulate)
+      result.assign(prior.begin(), prior.end());
+    else
+      result.assign(size_t(kRows) * n_, 0);
     for (int j = 0; j < kRows; ++j) {
       uint32_t* out = &result[size_t(j) * n_];
       if (dtype == MxuDtype::Bf16) {
@@ -202,7 +211,8 @@ MxuStatus MxuModel::pop(uint64_t cycle, int slot, VregOut out) {
   checkReady("pop", cycle, std::max({now(), lastPop_ + 1, slotReady}));
   if (functional_) {
     while (!s.pending.empty() && s.pending.front().issue < t) {
-      s.committed = std::move(s.pending.front().values);
+      s.committed.swap(s.pending.front().values);
+      spare_.push_back(std::move(s.pending.front().values));
       s.pending.pop_front();
     }
     if (!out.lo || (n_ > isa::kLanes && !out.hi))

@@ -65,6 +65,7 @@ class MxuModel final : public MxuUnit {
   int64_t lastIssue_;
   int64_t lastPush_, lastLatch_, lastMm_, lastPop_;
   std::vector<Slot> slotState_;
+  std::vector<std::vector<uint32_t>> spare_;  // retired slot buffers, reused by mm
 
   std::vector<uint16_t> staging_, active_;  // raw 16-bit weights, [k][n]
   std::vector<float> activeF32_;            // active weights as f32 (bf16 view)
