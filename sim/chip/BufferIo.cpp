@@ -9,6 +9,8 @@
 #include <stdexcept>
 
 #include "isa/support/Numerics.h"
+#include "sim/chip/Mt64Blocks.h"
+#include "sim/chip/UniformWords.h"
 
 namespace tpusim::sim {
 namespace {
@@ -112,24 +114,24 @@ void fillElements(std::vector<uint8_t>& out, size_t n, Draw draw) {
   }
 }
 
-// std::uniform_real_distribution<float>(lo, hi) on a 64-bit engine, written
-// out: libstdc++ draws once, scales by 2^-64, clamps below 1 and maps with
-// (x * (hi - lo)) + lo. The same operations in the same order, so the same
-// floats as before; inlined into the fill loop.
-struct UniformFloat {
-  float lo, hi;
-  float operator()(std::mt19937_64& rng) const {
-    static_assert(std::mt19937_64::min() == 0 && std::mt19937_64::max() == ~uint64_t(0));
-    float x = float(rng()) * 0x1p-64f;
-    if (x >= 1.0f) x = std::nextafter(1.0f, 0.0f);
-    return (x * (hi - lo)) + lo;
+// Float elements take exactly one 64-bit word each (what
+// std::uniform_real_distribution<float> draws from a 64-bit engine), so whole
+// blocks of words convert at once (UniformWords.h).
+template <typename Bits, typename Convert>
+void fillFloats(std::vector<uint8_t>& out, size_t n, Mt64Blocks& rng, Convert convert) {
+  Bits* p = reinterpret_cast<Bits*>(out.data());  // out holds n elements of Bits
+  for (size_t i = 0; i < n;) {
+    size_t count = 0;
+    const uint64_t* words = rng.take(n - i, &count);
+    convert(words, p + i, count);
+    i += count;
   }
-};
+}
 
 }  // namespace
 
 std::vector<uint8_t> randomBytes(const isa::BufferDesc& buffer, uint64_t seed, RandomInputs kind) {
-  std::mt19937_64 rng(seed ^ nameHash(buffer.name));
+  Mt64Blocks rng(seed ^ nameHash(buffer.name));  // the std::mt19937_64 sequence
   size_t n = size_t(elementsOf(buffer));
   std::vector<uint8_t> out(n * size_t(isa::dtypeBytes(buffer.dtype)));
   float bound = 1.0f;
@@ -138,17 +140,24 @@ std::vector<uint8_t> randomBytes(const isa::BufferDesc& buffer, uint64_t seed, R
     for (size_t d = 0; d + 1 < buffer.shape.size(); ++d) fanIn *= double(buffer.shape[d]);
     bound = float(std::sqrt(3.0 / std::max(fanIn, 1.0)));
   }
-  const UniformFloat real{-bound, bound};
   std::uniform_int_distribution<int> small(-8, 8), unsignedSmall(0, 15), bit(0, 1);
   switch (buffer.dtype) {
     case DType::F32:
-      fillElements<uint32_t>(out, n, [&] { return bitsOf(real(rng)); });
+      fillFloats<uint32_t>(out, n, rng, [&](const uint64_t* w, uint32_t* o, size_t count) {
+        uniformF32Bits(w, o, count, -bound, bound);
+      });
       break;
     case DType::Bf16:
-      fillElements<uint16_t>(out, n, [&] { return f32ToBf16Bits(real(rng)); });
+      fillFloats<uint16_t>(out, n, rng, [&](const uint64_t* w, uint16_t* o, size_t count) {
+        uniformBf16Bits(w, o, count, -bound, bound);
+      });
       break;
     case DType::F16:
-      fillElements<uint16_t>(out, n, [&] { return f32ToF16Bits(real(rng)); });
+      fillFloats<uint16_t>(out, n, rng, [&](const uint64_t* w, uint16_t* o, size_t count) {
+        std::vector<uint32_t> f32(count);
+        uniformF32Bits(w, f32.data(), count, -bound, bound);
+        for (size_t j = 0; j < count; ++j) o[j] = f32ToF16Bits(floatOf(f32[j]));
+      });
       break;
     case DType::S64:  // sign-extended into both words
       fillElements<uint64_t>(out, n, [&] { return uint64_t(int64_t(small(rng))); });

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "isa/support/Numerics.h"
 #include "sim/mxu/MxuRowKernels.h"
@@ -41,6 +42,8 @@ MxuModel::MxuModel(int n, int slots, bool functional, bool packedInt8)
     if (packedInt8) activeHiS32_.assign(size_t(n) * n, 0);
     rowF32_.resize(n);
     outF32_.resize(n);
+    terms_.resize(n);
+    weightRowFinite_.assign(size_t(n), 1);
     rowS32_.resize(n);
     outS32_.resize(n);
     if (packedInt8) {
@@ -135,6 +138,13 @@ void MxuModel::prepareActive() {
     activeS32_[i] = int8_t(uint8_t(active_[i]));
     if (!activeHiS32_.empty()) activeHiS32_[i] = int8_t(uint8_t(active_[i] >> 8));
   }
+  // A zero LHS element times a finite weight adds +-0: the sum does not move
+  // (MxuRowKernels.h). Against inf or NaN it makes NaN, so such rows always count.
+  for (int k = 0; k < n_; ++k) {
+    bool finite = true;
+    for (int c = 0; c < n_; ++c) finite &= std::isfinite(activeF32_[size_t(k) * n_ + c]);
+    weightRowFinite_[size_t(k)] = finite;
+  }
 }
 
 MxuStatus MxuModel::matmul(uint64_t cycle, VregIn lhs, MxuDtype dtype, int slot, bool accumulate) {
@@ -162,20 +172,37 @@ MxuStatus MxuModel::matmul(uint64_t cycle, VregIn lhs, MxuDtype dtype, int slot,
     for (int j = 0; j < kRows; ++j) {
       uint32_t* out = &result[size_t(j) * n_];
       if (dtype == MxuDtype::Bf16) {
-        for (int k = 0; k < n_; ++k) rowF32_[k] = bf16BitsToF32(uint16_t(lane(lhs, j, k)));
-        mxuRowF32(rowF32_.data(), activeF32_.data(), outF32_.data(), n_);
+        int count = 0;
+        for (int k = 0; k < n_; ++k) {
+          rowF32_[k] = bf16BitsToF32(uint16_t(lane(lhs, j, k)));
+          terms_[size_t(count)] = k;
+          count += rowF32_[k] != 0.0f || !weightRowFinite_[size_t(k)];
+        }
+        mxuRowF32(rowF32_.data(), activeF32_.data(), outF32_.data(), n_, terms_.data(), count);
         for (int c = 0; c < n_; ++c) {
           float r = accumulate ? floatOf(out[c]) + outF32_[c] : outF32_[c];
           out[c] = bitsOf(canonicalizeNan(r));
         }
       } else {
-        for (int k = 0; k < n_; ++k) rowS32_[k] = int8_t(uint8_t(lane(lhs, j, k)));
-        mxuRowS32(rowS32_.data(), activeS32_.data(), outS32_.data(), n_);
+        // Integer sums: a zero term never changes them.
+        int count = 0;
+        for (int k = 0; k < n_; ++k) {
+          rowS32_[k] = int8_t(uint8_t(lane(lhs, j, k)));
+          terms_[size_t(count)] = k;
+          count += rowS32_[k] != 0;
+        }
+        mxuRowS32(rowS32_.data(), activeS32_.data(), outS32_.data(), n_, terms_.data(), count);
         if (dtype == MxuDtype::S8x2) {
           // The high bytes: K elements N..2N-1 of the tile (s32 sums wrap, so
           // the order of the two halves does not matter).
-          for (int k = 0; k < n_; ++k) rowHiS32_[k] = int8_t(uint8_t(lane(lhs, j, k) >> 8));
-          mxuRowS32(rowHiS32_.data(), activeHiS32_.data(), outHiS32_.data(), n_);
+          int hiCount = 0;
+          for (int k = 0; k < n_; ++k) {
+            rowHiS32_[k] = int8_t(uint8_t(lane(lhs, j, k) >> 8));
+            terms_[size_t(hiCount)] = k;
+            hiCount += rowHiS32_[k] != 0;
+          }
+          mxuRowS32(rowHiS32_.data(), activeHiS32_.data(), outHiS32_.data(), n_, terms_.data(),
+                    hiCount);
           for (int c = 0; c < n_; ++c) outS32_[c] += outHiS32_[c];
         }
         for (int c = 0; c < n_; ++c) out[c] = accumulate ? out[c] + outS32_[c] : outS32_[c];

@@ -71,6 +71,8 @@ class MxuModel final : public MxuUnit {
   std::vector<float> activeF32_;            // active weights as f32 (bf16 view)
   std::vector<int32_t> activeS32_;          // active weights as s32 (int8 view, low byte)
   std::vector<int32_t> activeHiS32_;        // the high byte as s32 (packed int8 view)
+  std::vector<uint8_t> weightRowFinite_;    // per K row: no inf/NaN in the active weights
+  std::vector<int> terms_;                  // K indices one LHS row adds (MxuRowKernels.h)
   std::vector<float> rowF32_, outF32_;
   std::vector<int32_t> rowS32_, rowHiS32_;
   std::vector<uint32_t> outHiS32_;

@@ -8,8 +8,12 @@
 
 namespace tpusim::sim {
 
-// w is K x N row-major (K = N), a has N values, r receives N values.
-void mxuRowF32(const float* a, const float* w, float* r, int n);
-void mxuRowS32(const int32_t* a, const int32_t* w, uint32_t* r, int n);
+// w is K x N row-major (K = N), a has N values, r receives N values; only the
+// terms k = ks[0] < ks[1] < ... < ks[count-1] are added, in that order. The
+// caller leaves out terms that cannot change the sum (MxuModel: a zero a[k]
+// against a finite weight row; the running f32 sum starts at +0 and so is
+// never -0, and x + (+-0) == x for every other x).
+void mxuRowF32(const float* a, const float* w, float* r, int n, const int* ks, int count);
+void mxuRowS32(const int32_t* a, const int32_t* w, uint32_t* r, int n, const int* ks, int count);
 
 }  // namespace tpusim::sim
