@@ -133,11 +133,13 @@ MxuStatus MxuModel::latch(uint64_t cycle) {
 void MxuModel::prepareActive() {
   active_.swap(staging_);
   std::fill(staging_.begin(), staging_.end(), 0);
-  for (size_t i = 0; i < active_.size(); ++i) {
-    activeF32_[i] = bf16BitsToF32(active_[i]);
-    activeS32_[i] = int8_t(uint8_t(active_[i]));
-    if (!activeHiS32_.empty()) activeHiS32_[i] = int8_t(uint8_t(active_[i] >> 8));
-  }
+  // The f32 and s32 views are built by the first mm that reads them: a latch
+  // serves one dtype, and in decode-shaped work a single mm.
+  f32View_ = s32View_ = false;
+}
+
+void MxuModel::buildF32View() {
+  for (size_t i = 0; i < active_.size(); ++i) activeF32_[i] = bf16BitsToF32(active_[i]);
   // A zero LHS element times a finite weight adds +-0: the sum does not move
   // (MxuRowKernels.h). Against inf or NaN it makes NaN, so such rows always count.
   for (int k = 0; k < n_; ++k) {
@@ -145,6 +147,15 @@ void MxuModel::prepareActive() {
     for (int c = 0; c < n_; ++c) finite &= std::isfinite(activeF32_[size_t(k) * n_ + c]);
     weightRowFinite_[size_t(k)] = finite;
   }
+  f32View_ = true;
+}
+
+void MxuModel::buildS32View() {
+  for (size_t i = 0; i < active_.size(); ++i) {
+    activeS32_[i] = int8_t(uint8_t(active_[i]));
+    if (!activeHiS32_.empty()) activeHiS32_[i] = int8_t(uint8_t(active_[i] >> 8));
+  }
+  s32View_ = true;
 }
 
 MxuStatus MxuModel::matmul(uint64_t cycle, VregIn lhs, MxuDtype dtype, int slot, bool accumulate) {
@@ -158,6 +169,8 @@ MxuStatus MxuModel::matmul(uint64_t cycle, VregIn lhs, MxuDtype dtype, int slot,
   std::vector<uint32_t> result;
   if (functional_) {
     requireVregs(lhs, n_, "mm");
+    if (dtype == MxuDtype::Bf16 && !f32View_) buildF32View();
+    if (dtype != MxuDtype::Bf16 && !s32View_) buildS32View();
     const std::vector<uint32_t>& prior = s.pending.empty() ? s.committed : s.pending.back().values;
     // A slot's values are 8 x N words per mm: reuse the buffers pops retire
     // instead of a heap allocation per mm.

@@ -54,6 +54,8 @@ class MxuModel final : public MxuUnit {
   void noteIssue(uint64_t cycle);
   uint32_t lane(VregIn v, int sublane, int element) const;
   void prepareActive();
+  void buildF32View();
+  void buildS32View();
   void computeRows(VregIn lhs, MxuDtype dtype, std::vector<uint32_t>& result);
 
   int n_, slots_;
@@ -71,6 +73,7 @@ class MxuModel final : public MxuUnit {
   std::vector<float> activeF32_;            // active weights as f32 (bf16 view)
   std::vector<int32_t> activeS32_;          // active weights as s32 (int8 view, low byte)
   std::vector<int32_t> activeHiS32_;        // the high byte as s32 (packed int8 view)
+  bool f32View_ = false, s32View_ = false;  // the views below match active_
   std::vector<uint8_t> weightRowFinite_;    // per K row: no inf/NaN in the active weights
   std::vector<int> terms_;                  // K indices one LHS row adds (MxuRowKernels.h)
   std::vector<float> rowF32_, outF32_;
