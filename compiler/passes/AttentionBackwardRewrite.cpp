@@ -35,6 +35,7 @@
 // rounding (docs/compiler.md, "The attention backward").
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -252,23 +253,56 @@ bool rewrite(hlo::HloComputation* comp, HloInstruction* p) {
   std::optional<Backward> m = matchBackward(p);
   if (!m) return false;
   const std::string base = m->dq->name();
-  std::vector<HloInstruction*> ops{
-      asBf16(comp, m->fwd.q, base + ".q"), asBf16(comp, m->fwd.k, base + ".k"),
-      asBf16(comp, m->v, base + ".v"), asBf16(comp, m->dO, base + ".do")};
-  const Shape shape = Shape::tuple({m->dq->shape(), m->dk->shape(), m->dv->shape()});
+  // The projections' layout: q, k, v and dO each transpose(x, {0,2,1,3}) of a
+  // bf16 x [B, S, H, D] (JAX's reshape after the projections, and the
+  // gradient arriving from the o projection): the kernel reads every x in
+  // place (its `heads` layout, head_dim a multiple of 128) and writes dq, dk
+  // and dv as [B, S, H, D], transposed back here, which cancels the
+  // transposes JAX writes before the projections' gradient dots (algsimp).
+  // The seven transposes were HBM round trips (2.2 M cycles per layer of the
+  // tiny training step on v6e).
+  std::vector<HloInstruction*> ops{m->fwd.q, m->fwd.k, m->v, m->dO};
+  const Shape& qs = m->fwd.q->shape();
+  int64_t heads = 0;
+  if (qs.rank() == 4 && qs.dims[3] % 128 == 0 &&
+      std::all_of(ops.begin(), ops.end(), [](HloInstruction* x) { return headsMajorSource(x); })) {
+    heads = qs.dims[1];
+    for (HloInstruction*& x : ops) x = headsMajorSource(x);
+  } else {
+    ops = {asBf16(comp, m->fwd.q, base + ".q"), asBf16(comp, m->fwd.k, base + ".k"),
+           asBf16(comp, m->v, base + ".v"), asBf16(comp, m->dO, base + ".do")};
+  }
+  // [B, H, S, D] -> [B, S, H, D] where the kernel writes x's layout.
+  auto callShape = [&](const Shape& s) {
+    return heads > 0 ? Shape::array(s.type, {s.dims[0], s.dims[2], s.dims[1], s.dims[3]}) : s;
+  };
+  const Shape shape = Shape::tuple(
+      {callShape(m->dq->shape()), callShape(m->dk->shape()), callShape(m->dv->shape())});
   HloInstruction* call =
       addNew(comp, HloOpcode::CustomCall, base + ".attention_backward", shape, ops);
   call->attrs().customCallTarget = "tpu.attention_backward";
   std::string json = fmt::format(
-      R"({{"causal": {}, "sm_scale": {}, "ds_scale": {}, "dp_dtype": "{}"}})", m->fwd.causal,
-      m->fwd.scale, m->dsScale, m->dpType == PrimitiveType::BF16 ? "bf16" : "f32");
+      R"({{"causal": {}, "sm_scale": {}, "ds_scale": {}, "dp_dtype": "{}"{}}})", m->fwd.causal,
+      m->fwd.scale, m->dsScale, m->dpType == PrimitiveType::BF16 ? "bf16" : "f32",
+      heads > 0 ? fmt::format(
+                      R"(, "heads": {}, "bh": {}, "seq_q": {}, "seq_k": {}, "head_dim": {})", heads,
+                      qs.dims[0] * heads, qs.dims[2], m->fwd.k->shape().dims[2], qs.dims[3])
+                : "");
   std::string escaped;
   for (char ch : json) escaped += ch == '"' ? std::string("\\\"") : std::string(1, ch);
   call->attrs().backendConfig = hlo::BackendConfig{hlo::BackendConfig::Kind::String, escaped};
   call->attrs().metadata = m->dq->attrs().metadata;
-  m->dq->replaceAllUsesWith(element(comp, call, 0, m->dq->shape()));
-  m->dk->replaceAllUsesWith(element(comp, call, 1, m->dk->shape()));
-  m->dv->replaceAllUsesWith(element(comp, call, 2, m->dv->shape()));
+  HloInstruction* grads[] = {m->dq, m->dk, m->dv};
+  for (int64_t i = 0; i < 3; ++i) {
+    HloInstruction* g = grads[i];
+    HloInstruction* result = element(comp, call, i, shape.tupleShapes[size_t(i)]);
+    if (heads > 0) {
+      result = addNew(comp, HloOpcode::Transpose, result->name() + ".heads", g->shape(), {result});
+      result->attrs().dimensions = {0, 2, 1, 3};
+      result->attrs().metadata = g->attrs().metadata;
+    }
+    g->replaceAllUsesWith(result);
+  }
   for (HloInstruction* i : m->chain) comp->removeInstruction(i);
   return true;
 }

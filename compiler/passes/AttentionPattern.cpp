@@ -95,6 +95,14 @@ HloInstruction* asBf16(hlo::HloComputation* comp, HloInstruction* x, const std::
   return c;
 }
 
+HloInstruction* headsMajorSource(HloInstruction* t) {
+  if (t->opcode() != HloOpcode::Transpose || t->shape().rank() != 4 ||
+      t->dimensions() != std::vector<int64_t>{0, 2, 1, 3} ||
+      t->operand(0)->shape().type != PrimitiveType::BF16)
+    return nullptr;
+  return t->operand(0);
+}
+
 std::optional<double> causalSelectFill(const HloInstruction* sel, int64_t r) {
   if (!is(sel, HloOpcode::Select)) return std::nullopt;
   const HloInstruction* pred = sel->operand(0);

@@ -46,4 +46,10 @@ bool isBatchedDot(const hlo::HloInstruction* d, int64_t nb, int64_t lhsContract,
 hlo::HloInstruction* asBf16(hlo::HloComputation* comp, hlo::HloInstruction* x,
                             const std::string& base);
 
+// x if `t` is transpose(x, {0, 2, 1, 3}) of a bf16 x [B, S, H, D] (what JAX
+// writes after the projections' reshape, and for the gradients arriving
+// from them), else null: the whole-row attention kernels read and write x's
+// layout in place (their `heads` parameter).
+hlo::HloInstruction* headsMajorSource(hlo::HloInstruction* t);
+
 }  // namespace tpusim::passes::attention

@@ -208,13 +208,7 @@ bool rewrite(hlo::HloComputation* comp, HloInstruction* out, std::set<HloInstruc
   // cancels the transpose JAX writes before the o projection (algsimp). The
   // three transposes and the one after were HBM round trips (~9.5k cycles of
   // the tiny prefill's 116k per layer on v5e).
-  auto headsMajor = [&](HloInstruction* t) -> HloInstruction* {
-    if (t->opcode() != HloOpcode::Transpose || t->shape().rank() != 4 ||
-        t->dimensions() != std::vector<int64_t>{0, 2, 1, 3} ||
-        t->operand(0)->shape().type != PrimitiveType::BF16)
-      return nullptr;
-    return t->operand(0);
-  };
+  auto headsMajor = headsMajorSource;
   const Shape& os = out->shape();
   int64_t heads = 0;
   std::vector<HloInstruction*> ops;

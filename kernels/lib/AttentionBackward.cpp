@@ -22,7 +22,18 @@ Slice ds_(Scalar start, int64_t size) { return dsl::ds(start, size); }
 // iteration of a counted loop, so each iteration is one basic block whose
 // independent slabs the scheduler interleaves (a store of all rows at once is a
 // loop whose iterations each wait out the whole latency chain).
-void forSlabs(int64_t rows, const std::function<void(Scalar r0)>& fn) {
+//
+// straight: every slab in the current basic block, no loop, for short
+// load-store work (the identity, the casts): it then shares its block with the
+// dots around it, and the scheduler fits it into the slots their MXU streams
+// leave (v6e, 64 causal heads of 256 x 256 x 128: the backward 248.0k ->
+// 230.3k cycles, the forward 103.4k -> 99.2k). Not for the softmax slabs:
+// straight, their XLU-bound chains crowd out the dots' issue (248k -> 328k).
+void forSlabs(int64_t rows, const std::function<void(Scalar r0)>& fn, bool straight = false) {
+  if (straight) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 8) fn(Scalar(r0));
+    return;
+  }
   constexpr int64_t kGroup = 64;
   const int64_t groups = rows / kGroup;
   auto group = [&](Scalar base) {
@@ -34,8 +45,18 @@ void forSlabs(int64_t rows, const std::function<void(Scalar r0)>& fn) {
 }
 
 // fn(slabs) per group of up to 8 slabs (the first rows of each), so a group
-// can load all its slabs before it stores any.
-void forGroups(int64_t rows, const std::function<void(const std::vector<Scalar>&)>& fn) {
+// can load all its slabs before it stores any; straight as for forSlabs.
+void forGroups(int64_t rows, const std::function<void(const std::vector<Scalar>&)>& fn,
+               bool straight = false) {
+  if (straight) {
+    for (int64_t g = 0; g < rows; g += 64) {
+      std::vector<Scalar> slabs;
+      for (int64_t r0 = g; r0 < std::min<int64_t>(rows, g + 64); r0 += 8)
+        slabs.push_back(Scalar(r0));
+      fn(slabs);
+    }
+    return;
+  }
   constexpr int64_t kGroup = 64;
   const int64_t groups = rows / kGroup;
   auto group = [&](Scalar base) {
@@ -76,19 +97,38 @@ void checkSizes(const char* kind, int64_t bh, int64_t sq, int64_t sk, int64_t d,
         fmt::format("error: {} heads per step {} must divide bh {}", kind, prm.headsPerStep, bh));
 }
 
-// dst = src cast to dst's dtype, rows x cols, by groups of slabs (loads first).
-void castRows(const Ref& dst, const Ref& src, int64_t rows, int64_t cols, int64_t dstCol0 = 0) {
-  forGroups(rows, [&](const std::vector<Scalar>& slabs) {
-    std::vector<Array> vals;
-    for (const Scalar& r0 : slabs)
-      for (int64_t c0 = 0; c0 < cols; c0 += 128)
-        vals.push_back(in_vregs(
-            src.load(ds_(r0, 8), ds_(c0, std::min<int64_t>(128, cols - c0))).astype(dst.dtype())));
-    size_t i = 0;
-    for (const Scalar& r0 : slabs)
-      for (int64_t c0 = 0; c0 < cols; c0 += 128)
-        dst.store(ds_(r0, 8), ds_(dstCol0 + c0, std::min<int64_t>(128, cols - c0)), vals[i++]);
-  });
+// The projections' layout (`heads` > 0): whole heads of 128-lane columns, in
+// steps that stay within one batch entry.
+void checkSeqMajor(const char* kind, int64_t bh, int64_t d, const AttentionBackwardParams& prm) {
+  const int64_t nh = prm.heads, hs = prm.headsPerStep;
+  if (nh <= 0) return;
+  if (d % 128 != 0)
+    throw Error(fmt::format("error: {} with heads={} needs head_dim a multiple of 128, not {}",
+                            kind, nh, d));
+  if (nh % hs != 0 || bh % nh != 0)
+    throw Error(fmt::format(
+        "error: {} with heads={} needs heads dividing bh {} and heads_per_step {} dividing heads",
+        kind, nh, bh, hs));
+}
+
+// dst = src cast to dst's dtype, rows x cols, by groups of slabs (loads
+// first); straight: no loop (forSlabs).
+void castRows(const Ref& dst, const Ref& src, int64_t rows, int64_t cols, int64_t dstCol0 = 0,
+              bool straight = false) {
+  forGroups(
+      rows,
+      [&](const std::vector<Scalar>& slabs) {
+        std::vector<Array> vals;
+        for (const Scalar& r0 : slabs)
+          for (int64_t c0 = 0; c0 < cols; c0 += 128)
+            vals.push_back(in_vregs(src.load(ds_(r0, 8), ds_(c0, std::min<int64_t>(128, cols - c0)))
+                                        .astype(dst.dtype())));
+        size_t i = 0;
+        for (const Scalar& r0 : slabs)
+          for (int64_t c0 = 0; c0 < cols; c0 += 128)
+            dst.store(ds_(r0, 8), ds_(dstCol0 + c0, std::min<int64_t>(128, cols - c0)), vals[i++]);
+      },
+      straight);
 }
 
 // The softmax of one slab of 8 score rows (all `cols` keys, in registers):
@@ -123,7 +163,12 @@ SlabSoftmax slabSoftmax(const Ref& s, Scalar r0, int64_t cols, double scale, con
 }  // namespace
 
 std::vector<ShapeDtype> attentionBackwardInputs(int64_t bh, int64_t seqQ, int64_t seqK,
-                                                int64_t headDim) {
+                                                int64_t headDim, int64_t heads) {
+  if (heads > 0)
+    return {{{bh / heads, seqQ, heads * headDim}, BF16, "q"},
+            {{bh / heads, seqK, heads * headDim}, BF16, "k"},
+            {{bh / heads, seqK, heads * headDim}, BF16, "v"},
+            {{bh / heads, seqQ, heads * headDim}, BF16, "do"}};
   return {{{bh, seqQ, headDim}, BF16, "q"},
           {{bh, seqK, headDim}, BF16, "k"},
           {{bh, seqK, headDim}, BF16, "v"},
@@ -147,19 +192,37 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
   // cast) waits for the phase before it; with several heads the phases
   // alternate, and one head's work fills the other's waits (v6e, 8 causal
   // heads of 256 x 256 x 128: 6.35k cycles per head with one, 4.85k with two,
-  // 4.3k with four).
-  const int64_t hs = prm.headsPerStep;
+  // 4.3k with four; 64 heads: 4.17k with four, 3.87k with eight).
+  const int64_t hs = prm.headsPerStep, nh = prm.heads;
+  const bool seqMajor = nh > 0;
+  checkSeqMajor("attention backward", bh, d, prm);
   CallConfig c;
-  c.name = fmt::format("attention_backward{}_{}x{}x{}x{}", causal ? "_causal" : "", bh, sq, sk, d);
-  c.out_shapes = {{{bh, sq, d}, prm.outType, "dq"},
-                  {{bh, sk, d}, prm.outType, "dk"},
-                  {{bh, sk, d}, prm.outType, "dv"}};
+  c.name = fmt::format("attention_backward{}_{}x{}x{}x{}{}", causal ? "_causal" : "", bh, sq, sk, d,
+                       seqMajor ? fmt::format("_sh{}", nh) : "");
   c.grid = {bh / hs};
-  auto map = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0, 0}; };
-  c.in_specs = {BlockSpec({hs, sq, d}, map), BlockSpec({hs, sk, d}, map),
-                BlockSpec({hs, sk, d}, map), BlockSpec({hs, sq, d}, map)};
-  c.out_specs = {BlockSpec({hs, sq, d}, map), BlockSpec({hs, sk, d}, map),
-                 BlockSpec({hs, sk, d}, map)};
+  if (seqMajor) {
+    // Step g: batch g / (heads / hs), column block g % (heads / hs) of hs heads.
+    const int64_t perBatch = nh / hs;
+    c.out_shapes = {{{bh / nh, sq, nh * d}, prm.outType, "dq"},
+                    {{bh / nh, sk, nh * d}, prm.outType, "dk"},
+                    {{bh / nh, sk, nh * d}, prm.outType, "dv"}};
+    auto map = [=](const GridIndex& g) {
+      return std::vector<Scalar>{g[0] / perBatch, 0, g[0] - (g[0] / perBatch) * perBatch};
+    };
+    c.in_specs = {BlockSpec({1, sq, hs * d}, map), BlockSpec({1, sk, hs * d}, map),
+                  BlockSpec({1, sk, hs * d}, map), BlockSpec({1, sq, hs * d}, map)};
+    c.out_specs = {BlockSpec({1, sq, hs * d}, map), BlockSpec({1, sk, hs * d}, map),
+                   BlockSpec({1, sk, hs * d}, map)};
+  } else {
+    c.out_shapes = {{{bh, sq, d}, prm.outType, "dq"},
+                    {{bh, sk, d}, prm.outType, "dk"},
+                    {{bh, sk, d}, prm.outType, "dv"}};
+    auto map = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0, 0}; };
+    c.in_specs = {BlockSpec({hs, sq, d}, map), BlockSpec({hs, sk, d}, map),
+                  BlockSpec({hs, sk, d}, map), BlockSpec({hs, sq, d}, map)};
+    c.out_specs = {BlockSpec({hs, sq, d}, map), BlockSpec({hs, sk, d}, map),
+                   BlockSpec({hs, sk, d}, map)};
+  }
   // Per head: scores and dP (f32, as the MXU leaves them), P and dS (bf16, for
   // the MXU), the transposes P^T and dS^T [seq_k, seq_q] (f32, then bf16), and
   // dq / dk / dv before their cast (a dot is stored as it is: inside an
@@ -177,24 +240,47 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
   c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
 
   auto body = [=](const std::vector<Ref>& r) {
+    // Seq-major: every head of the step is a column window of one block (col >= 0).
     struct Head {
       Ref q, k, v, dO, dq, dk, dv;
       Ref s, pb, dp, ds, pTf, dsTf, pT, dsT, dqf, dkf, dvf;
+      int64_t col = -1, dim = 0;
+      Array load(const Ref& x, int64_t rows) const {
+        return col < 0 ? x.load() : x.load(ds_(0, rows), ds_(col, dim));
+      }
     };
     std::vector<Head> heads;
     for (int64_t h = 0; h < hs; ++h) {
       const size_t b = 7 + kPerHead * size_t(h);
-      heads.push_back({r[0].at(h), r[1].at(h), r[2].at(h), r[3].at(h), r[4].at(h), r[5].at(h),
-                       r[6].at(h), r[b], r[b + 1], r[b + 2], r[b + 3], r[b + 4], r[b + 5], r[b + 6],
-                       r[b + 7], r[b + 8], r[b + 9], r[b + 10]});
+      const Scalar at = seqMajor ? Scalar(0) : Scalar(h);
+      heads.push_back({r[0].at(at),
+                       r[1].at(at),
+                       r[2].at(at),
+                       r[3].at(at),
+                       r[4].at(at),
+                       r[5].at(at),
+                       r[6].at(at),
+                       r[b],
+                       r[b + 1],
+                       r[b + 2],
+                       r[b + 3],
+                       r[b + 4],
+                       r[b + 5],
+                       r[b + 6],
+                       r[b + 7],
+                       r[b + 8],
+                       r[b + 9],
+                       r[b + 10],
+                       seqMajor ? h * d : -1,
+                       d});
     }
     Ref eye = r[7 + kPerHead * size_t(hs)];
     auto each = [&](const std::function<void(const Head&)>& fn) {
       for (const Head& h : heads) fn(h);
     };
     each([&](const Head& h) {
-      h.s.store(dot(h.q.load(), h.k.load(), {false, true}));
-      h.dp.store(dot(h.dO.load(), h.v.load(), {false, true}));
+      h.s.store(dot(h.load(h.q, sq), h.load(h.k, sk), {false, true}));
+      h.dp.store(dot(h.load(h.dO, sq), h.load(h.v, sk), {false, true}));
     });
     // lane - sublane, made once per step: key c0 + lane is visible from query
     // r0 + sublane iff lane - sublane <= r0 - c0, one compare per score vreg.
@@ -202,12 +288,15 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     // The MXU takes no transposed LHS: P^T and dS^T are I x^T (exact: one
     // product per output, bf16 in and out). Made per step (while the first dots
     // run): with parallel grid semantics no step is known to run first on its core.
-    forSlabs(sk, [&](Scalar r0) {
-      for (int64_t c0 = 0; c0 < sk; c0 += 128)
-        eye.store(
-            ds_(r0, 8), ds_(c0, 128),
-            where(diag == splat(r0 - c0, 1, 1), full(1, 1, 1.0), full(1, 1, 0.0)).astype(BF16));
-    });
+    forSlabs(
+        sk,
+        [&](Scalar r0) {
+          for (int64_t c0 = 0; c0 < sk; c0 += 128)
+            eye.store(
+                ds_(r0, 8), ds_(c0, 128),
+                where(diag == splat(r0 - c0, 1, 1), full(1, 1, 1.0), full(1, 1, 0.0)).astype(BF16));
+        },
+        true);
     // Per slab of 8 query rows, in registers: the forward's P = e / l, e =
     // exp(x - rowmax(x)), l = rowsum(e), x the scaled, masked scores; then dS =
     // P * (dP - rowsum(dP * P)), masked and scaled, with rowsum(dP * P) taken
@@ -238,24 +327,36 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     // dv = P^T dO, dk = dS^T q, dq = dS k: the dots that do not depend on each
     // other first, their casts after them.
     const bool f32Out = prm.outType == F32;
+    // An output dot: straight to the f32 output (its column window), or to
+    // the f32 scratch the cast reads.
+    auto store = [&](const Head& h, const Ref& out, const Ref& scratch, int64_t rows,
+                     const Array& value) {
+      if (!f32Out)
+        scratch.store(value);
+      else if (h.col < 0)
+        out.store(value);
+      else
+        out.store(ds_(0, rows), ds_(h.col, d), value);
+    };
     each([&](const Head& h) {
       h.pTf.store(dot(eye.load(), h.pb.load(), {false, true}));
       h.dsTf.store(dot(eye.load(), h.ds.load(), {false, true}));
-      (f32Out ? h.dq : h.dqf).store(dot(h.ds.load(), h.k.load()));
+      store(h, h.dq, h.dqf, sq, dot(h.ds.load(), h.load(h.k, sk)));
     });
     each([&](const Head& h) {
-      castRows(h.pT, h.pTf, sk, sq);
-      castRows(h.dsT, h.dsTf, sk, sq);
+      castRows(h.pT, h.pTf, sk, sq, 0, true);
+      castRows(h.dsT, h.dsTf, sk, sq, 0, true);
     });
     each([&](const Head& h) {
-      (f32Out ? h.dv : h.dvf).store(dot(h.pT.load(), h.dO.load()));
-      (f32Out ? h.dk : h.dkf).store(dot(h.dsT.load(), h.q.load()));
+      store(h, h.dv, h.dvf, sk, dot(h.pT.load(), h.load(h.dO, sq)));
+      store(h, h.dk, h.dkf, sk, dot(h.dsT.load(), h.load(h.q, sq)));
     });
     if (!f32Out)
       each([&](const Head& h) {
-        castRows(h.dq, h.dqf, sq, d);
-        castRows(h.dv, h.dvf, sk, d);
-        castRows(h.dk, h.dkf, sk, d);
+        const int64_t col = std::max<int64_t>(0, h.col);
+        castRows(h.dq, h.dqf, sq, d, col, true);
+        castRows(h.dv, h.dvf, sk, d, col, true);
+        castRows(h.dk, h.dkf, sk, d, col, true);
       });
   };
   return pallas_call(body, c);
@@ -268,14 +369,7 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
   const bool causal = prm.causal;
   const int64_t hs = prm.headsPerStep, nh = prm.heads;
   const bool seqMajor = nh > 0;
-  if (seqMajor && d % 128 != 0)
-    throw Error(fmt::format(
-        "error: attention forward with heads={} needs head_dim a multiple of 128, not {}", nh, d));
-  if (seqMajor && (nh % hs != 0 || bh % nh != 0))
-    throw Error(fmt::format(
-        "error: attention forward with heads={} needs heads dividing bh {} and heads_per_step {} "
-        "dividing heads",
-        nh, bh, hs));
+  checkSeqMajor("attention forward", bh, d, prm);
   CallConfig c;
   c.name = fmt::format("attention_forward{}_{}x{}x{}x{}{}", causal ? "_causal" : "", bh, sq, sk, d,
                        seqMajor ? fmt::format("_sh{}", nh) : "");
@@ -339,7 +433,7 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
         h.o.store(ds_(0, sq), ds_(h.col, d), o);
     }
     if (!f32Out)
-      for (const Head& h : heads) castRows(h.o, h.of, sq, d, std::max<int64_t>(0, h.col));
+      for (const Head& h : heads) castRows(h.o, h.of, sq, d, std::max<int64_t>(0, h.col), true);
   };
   return pallas_call(body, c);
 }
@@ -389,8 +483,11 @@ std::vector<std::vector<double>> attentionBackwardReference(
 
 namespace {
 
-// The parameters both entries share; heads per step auto: the most heads (4,
-// 2, 1) dividing bh whose VMEM fits half the limit.
+// The parameters both entries share; heads per step auto: the most heads (8,
+// 4, 2, 1) dividing bh whose VMEM fits half the limit. Each step's phases
+// alternate between its heads, so more heads fill more of each other's waits
+// (64 causal heads of 256 x 256 x 128, 8 heads against 4: v6e backward -7.0%,
+// forward -10.3%; v5e -2.3%, -2.7%).
 AttentionBackwardParams commonParams(const Params& p, int64_t bh, int64_t sq, int64_t sk, int64_t d,
                                      int64_t nh = 0) {
   AttentionBackwardParams ap;
@@ -400,11 +497,33 @@ AttentionBackwardParams commonParams(const Params& p, int64_t bh, int64_t sq, in
   const int64_t vmem = std::min<int64_t>(int64_t(96) << 20, p.target().vmemBytes);
   ap.vmemLimitBytes = vmem;
   ap.headsPerStep = p.integer("heads_per_step", 0);
-  for (int64_t h = 4; ap.headsPerStep == 0; h /= 2)
+  for (int64_t h = 8; ap.headsPerStep == 0; h /= 2)
     if (h == 1 || (bh % h == 0 && (nh <= 0 || nh % h == 0) &&
                    h * attentionBackwardVmemPerHead(sq, sk, d) <= vmem / 2))
       ap.headsPerStep = h;
   return ap;
+}
+
+// [bh / nh, seq, nh, d] <-> [bh, seq, d] (toHeads false: back; nh <= 0: x).
+std::vector<double> permuteHeads(const std::vector<double>& x, int64_t bh, int64_t nh, int64_t seq,
+                                 int64_t d, bool toHeads) {
+  if (nh <= 0) return x;
+  std::vector<double> y(x.size());
+  for (int64_t b = 0; b < bh / nh; ++b)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t i = 0; i < seq; ++i)
+        for (int64_t t = 0; t < d; ++t) {
+          const size_t sm = size_t(((b * seq + i) * nh + h) * d + t);
+          const size_t hm = size_t(((b * nh + h) * seq + i) * d + t);
+          (toHeads ? y[hm] : y[sm]) = toHeads ? x[sm] : x[hm];
+        }
+  return y;
+}
+
+ParamSpec headsSpec() {
+  return {"heads", "0",
+          "> 0: every array as [bh / heads, seq, heads * head_dim] (batch, seq, heads, head_dim: "
+          "no transposes); 0: [bh, seq, head_dim]"};
 }
 
 std::vector<ParamSpec> commonSpecs() {
@@ -415,7 +534,7 @@ std::vector<ParamSpec> commonSpecs() {
           {"causal", "false", "mask keys after the query position"},
           {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"},
           {"out_dtype", "bf16", "output dtype: bf16 or f32"},
-          {"heads_per_step", "0", "heads per grid step (divides bh); 0 = auto (4, 2 or 1)"}};
+          {"heads_per_step", "0", "heads per grid step (divides bh); 0 = auto (8, 4, 2 or 1)"}};
 }
 
 }  // namespace
@@ -436,9 +555,7 @@ KernelEntry attentionForwardEntry() {
       "softmax(q k^T * scale) v over q [bh, seq_q, d], k, v [bh, seq_k, d] bf16 (whole score "
       "rows in VMEM, several heads per step)";
   e.params = commonSpecs();
-  e.params.push_back({"heads", "0",
-                      "> 0: q, k, v, out as [bh / heads, seq, heads * head_dim] (batch, seq, "
-                      "heads, head_dim: no transposes); 0: [bh, seq, head_dim]"});
+  e.params.push_back(headsSpec());
   e.build = [](const Params& p) {
     const int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     const int64_t d = p.integer("head_dim", 1);
@@ -447,19 +564,8 @@ KernelEntry attentionForwardEntry() {
     ap.heads = nh;
     LibraryKernel lk{
         attentionForwardCall(bh, sq, sk, d, ap), attentionForwardInputs(bh, sq, sk, d, nh), {}, {}};
-    // [bh / nh, seq, nh, d] <-> [bh, seq, d] (toHeads false: back).
     auto permute = [=](const std::vector<double>& x, int64_t seq, bool toHeads) {
-      if (nh <= 0) return x;
-      std::vector<double> y(x.size());
-      for (int64_t b = 0; b < bh / nh; ++b)
-        for (int64_t h = 0; h < nh; ++h)
-          for (int64_t i = 0; i < seq; ++i)
-            for (int64_t t = 0; t < d; ++t) {
-              const size_t sm = size_t(((b * seq + i) * nh + h) * d + t);
-              const size_t hm = size_t(((b * nh + h) * seq + i) * d + t);
-              (toHeads ? y[hm] : y[sm]) = toHeads ? x[sm] : x[hm];
-            }
-      return y;
+      return permuteHeads(x, bh, nh, seq, d, toHeads);
     };
     lk.reference = [=](const std::vector<std::vector<double>>& in) {
       return std::vector<std::vector<double>>{
@@ -483,17 +589,30 @@ KernelEntry attentionBackwardEntry() {
   e.params = commonSpecs();
   e.params.push_back({"ds_scale", "0", "scale of the scores' gradient; 0 = sm_scale"});
   e.params.push_back({"dp_dtype", "bf16", "dtype dP = do v^T is rounded to: bf16 or f32"});
+  e.params.push_back(headsSpec());
   e.build = [](const Params& p) {
     const int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     const int64_t d = p.integer("head_dim", 1);
-    AttentionBackwardParams ap = commonParams(p, bh, sq, sk, d);
+    const int64_t nh = p.integer("heads", 0);
+    AttentionBackwardParams ap = commonParams(p, bh, sq, sk, d, nh);
     ap.dsScale = p.real("ds_scale");
     ap.dpType = p.dtype("dp_dtype", {BF16, F32});
-    LibraryKernel lk{
-        attentionBackwardCall(bh, sq, sk, d, ap), attentionBackwardInputs(bh, sq, sk, d), {}, {}};
+    ap.heads = nh;
+    LibraryKernel lk{attentionBackwardCall(bh, sq, sk, d, ap),
+                     attentionBackwardInputs(bh, sq, sk, d, nh),
+                     {},
+                     {}};
     lk.reference = [=](const std::vector<std::vector<double>>& in) {
-      return attentionBackwardReference(in.at(0), in.at(1), in.at(2), in.at(3), bh, sq, sk, d,
-                                        ap.causal, ap.smScale, ap.dsScale);
+      auto heads = [&](size_t i, int64_t seq) {
+        return permuteHeads(in.at(i), bh, nh, seq, d, true);
+      };
+      std::vector<std::vector<double>> out =
+          attentionBackwardReference(heads(0, sq), heads(1, sk), heads(2, sk), heads(3, sq), bh, sq,
+                                     sk, d, ap.causal, ap.smScale, ap.dsScale);
+      const int64_t seqs[] = {sq, sk, sk};
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = permuteHeads(out[i], bh, nh, seqs[i], d, false);
+      return out;
     };
     // P, dP and dS are rounded to bf16 on their way to the MXU (2^-9 relative
     // each); gradients are sums of such products of |x| < 2.

@@ -37,11 +37,12 @@ struct AttentionBackwardParams {
   llo::DType outType = llo::DType::Bf16;
   int64_t vmemLimitBytes = 0;  // 0: the DSL default
   int64_t headsPerStep = 1;    // divides bh
-  // Forward only. > 0: q, k, v and the output in the projections' layout
-  // [bh / heads, seq, heads * head_dim] (a [batch, seq, heads, head_dim]
-  // array: the same bytes), head h of a batch in columns [h d, (h + 1) d),
-  // so the transposes to [batch, heads, seq, head_dim] and back are not made
-  // (head_dim a multiple of 128; heads_per_step divides heads).
+  // > 0: every input and output (forward: q, k, v, out; backward: q, k, v,
+  // dO, dq, dk, dv) in the projections' layout [bh / heads, seq, heads *
+  // head_dim] (a [batch, seq, heads, head_dim] array: the same bytes), head h
+  // of a batch in columns [h d, (h + 1) d), so the transposes to [batch,
+  // heads, seq, head_dim] and back are not made (head_dim a multiple of 128;
+  // heads_per_step divides heads).
   int64_t heads = 0;
 };
 
@@ -59,9 +60,10 @@ constexpr int64_t kAttentionBackwardMaxScores = int64_t(512) * 512;
 dsl::PallasCall attentionBackwardCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t headDim,
                                       const AttentionBackwardParams& params = {});
 
-// The kernel's inputs (q, k, v, do), for PallasCall::trace.
+// The kernel's inputs (q, k, v, do), for PallasCall::trace, in either layout
+// (`heads` > 0: [bh / heads, seq, heads * head_dim]).
 std::vector<dsl::ShapeDtype> attentionBackwardInputs(int64_t bh, int64_t seqQ, int64_t seqK,
-                                                     int64_t headDim);
+                                                     int64_t headDim, int64_t heads = 0);
 
 // Plain C++ reference in double precision (no rounding): dq, dk, dv.
 std::vector<std::vector<double>> attentionBackwardReference(
