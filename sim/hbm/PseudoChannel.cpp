@@ -433,13 +433,13 @@ bool PseudoChannel::stepColumnIndexed(int64_t readAt, int64_t writeAt,
 }
 
 int32_t PseudoChannel::oldestReadyHit(int64_t readAt, int64_t writeAt) const {
-  // The scan's pick is the oldest ready row hit of a bank it visits
-  // (hitBanks_: open, with hits, no refresh due; not starved): each bank's
-  // oldest hit of a kind is as ready as its younger ones. So the first entry
-  // in age order that is such a hit and ready now is the pick; the entries
-  // before it are bursts waiting for a row or hits that must wait (tCCD_L,
-  // tRCD, the turnaround). The walk gives up after a few entries.
-  constexpr int kWalk = 8;
+  // The first entry in age order that is a row hit of a bank the scan visits
+  // (hitBanks_: open, with hits, no refresh due; not starved) is the oldest
+  // hit of all, and the first of its bank's list for the open row (the older
+  // entries of its bank are for other rows). Ready now, it is the scan's
+  // pick; not ready, a younger hit may be, and the scan decides. The walk
+  // gives up after a few entries that are not hits (bursts waiting for a row).
+  constexpr int kWalk = 4;
   const int64_t now = int64_t(time_);
   int32_t i = oldest_;
   for (int n = 0; i >= 0 && n < kWalk; ++n, i = slots_[size_t(i)].younger) {
@@ -449,7 +449,7 @@ int32_t PseudoChannel::oldestReadyHit(int64_t readAt, int64_t writeAt) const {
     const Bank& b = banks_[bank];
     if (e.burst.row != b.row || starved(b)) continue;
     const int64_t bankAt = std::max(b.readyCol, colReadyGroup_[e.burst.bankGroup]);
-    if (std::max(bankAt, e.burst.write ? writeAt : readAt) <= now) return i;
+    return std::max(bankAt, e.burst.write ? writeAt : readAt) <= now ? i : -1;
   }
   return -1;
 }
