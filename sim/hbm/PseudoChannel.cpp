@@ -138,7 +138,6 @@ void PseudoChannel::admitArrivals() {
     const bool hit = b.open && b.row == e.burst.row;
     const bool firstHit = hit && b.hits++ == 0;
     b.writeHits += hit && e.burst.write;
-    if (hit) linkHit(b, slot);
     // The masks read the head, the open row, the hit count's sign and the
     // refresh flag: behind others, only a first hit changes them.
     if (newOldest || firstHit) syncBank(e.burst.bank);
@@ -342,12 +341,14 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
   if (skipQuietRowScans_) {
     const int32_t pick = oldestReadyHit(readAt, writeAt);
     if (pick >= 0) {
-      issueColumn(pick, issued);
+      const Bank& b = banks_[slots_[size_t(pick)].burst.bank];
+      int32_t previous = -1;  // older entries of its bank are for other rows: few
+      for (int32_t i = b.head; i != pick; i = slots_[size_t(i)].next) previous = i;
+      issueColumn(pick, previous, issued);
       return true;
     }
-    return stepColumnIndexed(readAt, writeAt, issued, next);
   }
-  int32_t best = -1;
+  int32_t best = -1, bestPrevious = -1;
   uint64_t bestAge = ~uint64_t(0);
   for (size_t w = 0; w < hitBanks_.size(); ++w)
     for (uint64_t m = hitBanks_[w]; m != 0; m &= m - 1) {
@@ -373,13 +374,15 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
         *next = std::min(*next, std::max(bankAt, readOk ? writeAt : readAt));
         continue;
       }
+      int32_t previous = -1;
       bool found = false;
-      for (int32_t i = head; i >= 0; i = slots_[size_t(i)].next) {
+      for (int32_t i = head; i >= 0; previous = i, i = slots_[size_t(i)].next) {
         const Entry& e = slots_[size_t(i)];
         if (e.burst.row != b.row || !(e.burst.write ? writeOk : readOk)) continue;
         found = true;
         if (e.age < bestAge) {
           best = i;
+          bestPrevious = previous;
           bestAge = e.age;
         }
         break;  // the younger hits of this bank are younger than this one
@@ -388,47 +391,7 @@ bool PseudoChannel::stepColumn(std::vector<IssuedBurst>& issued, int64_t* next) 
       if (!found) *next = std::min(*next, std::max(bankAt, readOk ? writeAt : readAt));
     }
   if (best < 0) return false;
-  issueColumn(best, issued);
-  return true;
-}
-
-bool PseudoChannel::stepColumnIndexed(int64_t readAt, int64_t writeAt,
-                                      std::vector<IssuedBurst>& issued, int64_t* next) {
-  const int64_t now = int64_t(time_);
-  int32_t best = -1;
-  uint64_t bestAge = kNoAge;
-  int64_t bound = kNever;
-  for (size_t w = 0; w < hitBanks_.size(); ++w)
-    for (uint64_t m = hitBanks_[w]; m != 0; m &= m - 1) {
-      const Bank& b = banks_[w * 64 + size_t(__builtin_ctzll(m))];
-      const uint64_t oldestHit = std::min(b.hitAge[0], b.hitAge[1]);
-      // Every hit of the bank is younger than the best so far: none can win
-      // (and a column command issues, so its bound is not needed either).
-      if (oldestHit > bestAge) continue;
-      // Starved only when the head is not a hit (then it is older than them).
-      if (b.headAge != oldestHit && starved(b)) continue;
-      const int64_t bankAt = std::max(b.readyCol, colReadyGroup_[b.group]);
-      const bool readOk = std::max(bankAt, readAt) <= now;
-      const bool writeOk = std::max(bankAt, writeAt) <= now;
-      const uint64_t readAge = readOk ? b.hitAge[0] : kNoAge;
-      const uint64_t writeAge = writeOk ? b.hitAge[1] : kNoAge;
-      if (readAge == kNoAge && writeAge == kNoAge) {
-        // No hit of a ready kind: not before the bank and a kind it holds are.
-        const int64_t kindAt = b.hitHead[1] < 0   ? readAt
-                               : b.hitHead[0] < 0 ? writeAt
-                                                  : std::min(readAt, writeAt);
-        bound = std::min(bound, std::max(bankAt, kindAt));
-        continue;
-      }
-      if (readAge < writeAge) {
-        if (readAge < bestAge) best = b.hitHead[0], bestAge = readAge;
-      } else if (writeAge < bestAge) {
-        best = b.hitHead[1], bestAge = writeAge;
-      }
-    }
-  *next = std::min(*next, bound);
-  if (best < 0) return false;
-  issueColumn(best, issued);
+  issueColumn(best, bestPrevious, issued);
   return true;
 }
 
@@ -513,7 +476,7 @@ int64_t PseudoChannel::earliestActivate(uint32_t bank, uint32_t group) const {
   return t;
 }
 
-void PseudoChannel::issueColumn(int32_t slot, std::vector<IssuedBurst>& issued) {
+void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<IssuedBurst>& issued) {
   int64_t now = int64_t(time_);
   Entry& e = slots_[size_t(slot)];
   Bank& b = banks_[e.burst.bank];
@@ -538,19 +501,9 @@ void PseudoChannel::issueColumn(int32_t slot, std::vector<IssuedBurst>& issued) 
   (e.kind == Hit ? stats_.rowHits : e.kind == Miss ? stats_.rowMisses : stats_.rowConflicts) += 1;
   // The older entries of this bank (those before it in the list) for another
   // row have been passed once more.
-  int32_t previous = -1;
-  for (int32_t i = b.head; i != slot; previous = i, i = slots_[size_t(i)].next) {
+  for (int32_t i = b.head; i != slot; i = slots_[size_t(i)].next) {
     Entry& o = slots_[size_t(i)];
     if (o.burst.row != e.burst.row) ++o.bypassed;
-  }
-  // It is its kind's oldest hit in the bank (both schedulers pick that one).
-  const size_t k = e.burst.write;
-  b.hitHead[k] = e.nextHit;
-  if (e.nextHit < 0) {
-    b.hitTail[k] = -1;
-    b.hitAge[k] = kNoAge;
-  } else {
-    b.hitAge[k] = slots_[size_t(e.nextHit)].age;
   }
   IssuedBurst& out = issued.emplace_back();  // in place: see admitArrivals
   out.request = e.burst.request;
@@ -596,12 +549,10 @@ void PseudoChannel::activate(uint32_t bank, uint32_t group, uint32_t row) {
   ++actCount_;
   ++stats_.activates;
   b.hits = b.writeHits = 0;
-  clearHits(b);
   for (int32_t i = b.head; i >= 0; i = slots_[size_t(i)].next)
     if (slots_[size_t(i)].burst.row == row) {
       ++b.hits;
       b.writeHits += slots_[size_t(i)].burst.write;
-      linkHit(b, i);
     }
   syncBank(bank);
 }
@@ -611,7 +562,6 @@ void PseudoChannel::precharge(uint32_t bank) {
   rowQuietUntil_ = 0;
   b.open = false;
   b.hits = b.writeHits = 0;
-  clearHits(b);
   syncBank(bank);
   b.readyAct = std::max(b.readyAct, int64_t(time_) + t_.tRP);
   ++stats_.precharges;

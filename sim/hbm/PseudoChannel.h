@@ -84,7 +84,6 @@ class PseudoChannel {
 
  private:
   enum Kind : uint8_t { Hit, Miss, Conflict };
-  static constexpr uint64_t kNoAge = ~uint64_t(0);
   // A queued burst. Queue entries live in a fixed slab; each bank keeps its
   // entries in a singly linked list in age order, so that scheduling costs
   // O(banks) per cycle rather than O(queue entries).
@@ -96,9 +95,6 @@ class PseudoChannel {
     // Neighbours in the queue's age order (all banks): the fast model's
     // column pick looks at the oldest entries first (oldestReadyHit).
     int32_t older = -1, younger = -1;
-    // The next younger row hit of the same kind in the same bank, while this
-    // entry is a hit of its bank's open row (Bank::hitHead).
-    int32_t nextHit = -1;
     Kind kind = Hit;
   };
   struct Bank {
@@ -115,12 +111,6 @@ class PseudoChannel {
     // The head entry's age (when head >= 0), so that the scans compare ages
     // without loading the entry (a cache miss per bank and scan).
     uint64_t headAge = 0;
-    // Its row hits of each kind (0 reads, 1 writes) in age order, linked by
-    // Entry::nextHit, and the oldest one's age (kNoAge: none): the column
-    // command of a bank is always its oldest hit of a ready kind, so the fast
-    // model's column scan reads these instead of walking the bank's list.
-    std::array<int32_t, 2> hitHead{-1, -1}, hitTail{-1, -1};
-    std::array<uint64_t, 2> hitAge{kNoAge, kNoAge};
   };
 
   // One scheduling decision at time_; returns true when a command issued
@@ -154,27 +144,6 @@ class PseudoChannel {
     return banksAt == kNever ? shared : banksAt;
   }
   bool stepColumn(std::vector<IssuedBurst>& issued, int64_t* next);
-  // stepColumn's scan in the fast model: the same pick and bound from the
-  // banks' oldest hits per kind (Bank::hitHead), without walking their lists.
-  bool stepColumnIndexed(int64_t readAt, int64_t writeAt, std::vector<IssuedBurst>& issued,
-                         int64_t* next);
-  // Appends a row hit of the bank's open row to its kind's list; clears them.
-  void linkHit(Bank& b, int32_t slot) {
-    Entry& e = slots_[size_t(slot)];
-    const size_t k = e.burst.write;
-    e.nextHit = -1;
-    if (b.hitTail[k] >= 0) {
-      slots_[size_t(b.hitTail[k])].nextHit = slot;
-    } else {
-      b.hitHead[k] = slot;
-      b.hitAge[k] = e.age;
-    }
-    b.hitTail[k] = slot;
-  }
-  static void clearHits(Bank& b) {
-    b.hitHead = b.hitTail = {-1, -1};
-    b.hitAge = {kNoAge, kNoAge};
-  }
   // The slot of the oldest row hit the column scheduler may serve, when it is
   // also ready now (and so what stepColumn's scan would pick), else -1.
   int32_t oldestReadyHit(int64_t readAt, int64_t writeAt) const;
@@ -207,8 +176,7 @@ class PseudoChannel {
     if (b.row == h.burst.row || (b.hits > 0 && !starved(b))) return kNever;
     return b.readyPre;
   }
-  // Issues the column command of `slot`, the oldest hit of its kind in its bank.
-  void issueColumn(int32_t slot, std::vector<IssuedBurst>& issued);
+  void issueColumn(int32_t slot, int32_t previous, std::vector<IssuedBurst>& issued);
   // What stepRow's scan reports as its next when no bank can issue now: the
   // earliest cycle of any bank's row command (kNever: none wants one).
   int64_t rowScanBound() const {

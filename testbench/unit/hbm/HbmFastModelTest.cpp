@@ -652,17 +652,17 @@ TEST_CASE("the bank-readiness wake agrees when banks wait for the read/write tur
     }
 }
 
-TEST_CASE("the per-bank index of the oldest hit of each kind agrees with the detailed scan",
+TEST_CASE("column picks agree when banks mix reads and writes to one row behind other rows",
           "[hbm][sanitize]") {
-  // The fast model's column scan reads each bank's oldest row hit of each
-  // kind (PseudoChannel::stepColumnIndexed, kept on admission, column
-  // commands, ACT and PRE) where the detailed one walks the bank's queue.
-  // Here four banks in two bank groups of one pseudo-channel index each hold
-  // reads and writes mixed at random to their open row, behind older bursts
-  // for other rows: an ACT finds several queued hits of both kinds to index,
-  // the oldest hit of one kind often waits for the turnaround or tCCD_L while
-  // a younger hit of the other kind, or of another bank, goes, and heads
-  // for other rows starve (limits 1-16) while hits queue behind them. In
+  // The fast model's column pick (the oldest-hit shortcut, the scan that
+  // skips a bank holding only hits of a kind that is not ready) against the
+  // detailed model's walk of every bank's queue. Here four banks in two bank
+  // groups of one pseudo-channel index each hold reads and writes mixed at
+  // random to their open row, behind older bursts for other rows: an ACT
+  // finds several queued hits of both kinds, the oldest hit of one kind
+  // often waits for the turnaround or tCCD_L while a younger hit of the
+  // other kind, or of another bank, goes, and heads for other rows starve
+  // (limits 1-16) while hits queue behind them. In
   // variants 5 and 6 rows change every few bursts, so that a step often
   // issues a row and a column command and the next row command (an ACT
   // after tRRD, another bank's PRE) follows within a few cycles: the wake
