@@ -160,6 +160,7 @@ void PseudoChannel::advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issue
     }
     int64_t next = kNever;
     bool rowUsed = false;
+    const size_t issuedBefore = issued.size();
     const bool used = step(issued, &next, &rowUsed);
     // A burst that waits only for queue space gets in when a column command frees one.
     const bool admits = inboxHead_ < inbox_.size() && !freeSlots_.empty();
@@ -169,10 +170,20 @@ void PseudoChannel::advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issue
       // tCCD_S / the bus: no command before those (the fast model; the
       // detailed one steps the next cycle and finds that out). Bursts let in
       // meanwhile (the slot it freed) wake it earlier only when they could
-      // lead to a command before that. A step that also issued a row command
-      // sets no such wake, so an empty step after it says nothing about one.
+      // lead to a command before that. After a row and a column command the
+      // row scan's bound changed: it is taken now (rowScanBound: what the
+      // scan of the next step would keep), with the refresh's, and the wake
+      // set the same way (the next cycle when a row command can go then or a
+      // refresh is under way). A row command alone sets no wake.
       columnWake_ = false;
-      if (skipQuietRowScans_ && !rowUsed) {
+      int64_t others = next;  // no command but a column one before this
+      const bool both = rowUsed && issued.size() > issuedBefore;
+      if (skipQuietRowScans_ && both) {
+        rowQuietUntil_ = rowScanBound();
+        others = t_.refresh == RefreshMode::None ? rowQuietUntil_
+                                                 : std::min(rowQuietUntil_, refreshDueAt());
+      }
+      if (skipQuietRowScans_ && (!rowUsed || both)) {
         const int64_t readAt = std::max({colReady_, readReady_, busFree_ - t_.tCL});
         const int64_t writeAt = std::max({colReady_, writeReady_, busFree_ - t_.tCWL});
         const int64_t shared = std::min(readAt, writeAt);  // columnBound()
@@ -181,7 +192,7 @@ void PseudoChannel::advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issue
           bound = banksColumnBound(readAt, writeAt);
           boundBanks_ = bound > shared;
         }
-        wakeAt_ = std::min(next, bound);
+        wakeAt_ = std::min(others, bound);
         columnWake_ = true;
         if (admits && int64_t(inbox_[inboxHead_].arrival) < wakeAt_ && !admissionsQuiet())
           wakeAt_ = int64_t(inbox_[inboxHead_].arrival);

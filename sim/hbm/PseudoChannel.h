@@ -177,6 +177,15 @@ class PseudoChannel {
     return b.readyPre;
   }
   void issueColumn(int32_t slot, int32_t previous, std::vector<IssuedBurst>& issued);
+  // What stepRow's scan reports as its next when no bank can issue now: the
+  // earliest cycle of any bank's row command (kNever: none wants one).
+  int64_t rowScanBound() const {
+    int64_t at = kNever;
+    for (size_t w = 0; w < rowBanks_.size(); ++w)
+      for (uint64_t m = rowBanks_[w]; m != 0; m &= m - 1)
+        at = std::min(at, rowCommandBound(uint32_t(w * 64 + size_t(__builtin_ctzll(m)))));
+    return at;
+  }
   void activate(uint32_t bank, uint32_t group, uint32_t row);
   void precharge(uint32_t bank);
   void refresh(uint32_t bank);  // all banks when bank == kAllBanks

@@ -651,3 +651,82 @@ TEST_CASE("the bank-readiness wake agrees when banks wait for the read/write tur
       p.compareStats();
     }
 }
+
+TEST_CASE("column picks agree when banks mix reads and writes to one row behind other rows",
+          "[hbm][sanitize]") {
+  // The fast model's column pick (the oldest-hit shortcut, the scan that
+  // skips a bank holding only hits of a kind that is not ready) against the
+  // detailed model's walk of every bank's queue. Here four banks in two bank
+  // groups of one pseudo-channel index each hold reads and writes mixed at
+  // random to their open row, behind older bursts for other rows: an ACT
+  // finds several queued hits of both kinds, the oldest hit of one kind
+  // often waits for the turnaround or tCCD_L while a younger hit of the
+  // other kind, or of another bank, goes, and heads for other rows starve
+  // (limits 1-16) while hits queue behind them. In
+  // variants 5 and 6 rows change every few bursts, so that a step often
+  // issues a row and a column command and the next row command (an ACT
+  // after tRRD, another bank's PRE) follows within a few cycles: the wake
+  // set after such a step (PseudoChannel::rowScanBound) must not pass it.
+  for (const char* name : {"v5e", "v6e"})
+    for (int variant = 0; variant < 7; ++variant) {
+      target::ChipConfig chip = target::loadChip(name);
+      target::HbmConfig c = chip.hbm;
+      c.address_mapping = "ro-ba-co-bg-pc-ch";
+      c.address_hash = "none";  // addresses below name banks by the plain digits
+      c.queue_depth = std::array<int64_t, 7>{64, 12, 4, 32, 24, 16, 48}[size_t(variant)];
+      c.starvation_limit = std::array<int64_t, 7>{16, 3, 1, 6, 2, 1, 4}[size_t(variant)];
+      c.refresh = variant == 3 ? "all_bank" : variant == 5 ? "none" : "per_bank";
+      c.tREFI = 2500;
+      c.tRFC = std::min<int64_t>(c.tRFC, 300);
+      c.tRFCsb = std::min<int64_t>(c.tRFCsb, 120);
+      if (variant == 1) c.tWTR = 30;                // reads wait long after writes
+      if (variant == 2) c.tCL = c.tCWL + 20;        // writes wait long after reads (tRTW)
+      if (variant == 4) c.tCCD_L = 9, c.tRCD = 40;  // the bank and its group bind
+      if (variant == 6) c.tRRD_S = c.tRRD_L = 2, c.tRP = 6, c.tRAS = 30;  // rows turn fast
+      const uint64_t rowChange = variant >= 5 ? 3 : 12;
+      INFO(name << " variant " << variant);
+      Pair p(c, chip.core.clock_hz);
+      const uint64_t cols = uint64_t(c.columnsPerRow());
+      auto address = [&](uint64_t row, uint64_t bank, uint64_t col, uint64_t bankGroup) {
+        uint64_t index =
+            (((row * uint64_t(c.banks_per_group) + bank) * cols + col) * uint64_t(c.bank_groups) +
+             bankGroup) *
+            uint64_t(c.pseudo_channels * c.channels);
+        return index * uint64_t(c.burst_bytes);
+      };
+      std::mt19937_64 rng(uint64_t(variant) * 173 + uint64_t(name[1]) + 3);
+      struct Walk {
+        uint64_t row, bank, col, bankGroup;
+      };
+      std::vector<Walk> walks;
+      for (uint64_t s = 0; s < 4; ++s) walks.push_back(Walk{rng() % 3, s % 2, rng() % cols, s / 2});
+      if (variant >= 5)  // two more banks in each group
+        for (uint64_t s = 0; s < 4; ++s)
+          walks.push_back(Walk{rng() % 3, 2 + s % 2, rng() % cols, s / 2});
+      std::map<uint64_t, size_t> owner;
+      uint64_t now = 0, id = 0;
+      const size_t window = 16 + size_t(variant) * 12;
+      for (int cycle = 0; cycle < 4000; ++cycle) {
+        for (int k = 0, n = int(rng() % 6); k < n && owner.size() < window; ++k) {
+          const size_t s = size_t(rng() % walks.size());
+          Walk& w = walks[s];
+          const uint32_t bytes = uint32_t(c.burst_bytes) * uint32_t(1 + rng() % 3);
+          p.submit(HbmRequest{id, address(w.row, w.bank, w.col, w.bankGroup), bytes, rng() % 2 == 0,
+                              now + (rng() % 6 == 0 ? rng() % 25 : 0)});
+          owner[id++] = s;
+          w.col = (w.col + 1) % cols;
+          if (rng() % rowChange == 0) w.row = (w.row + 1 + rng() % 2) % 3;  // a conflict
+        }
+        now = std::max(now + 1, std::min(p.nextEventCycle(), now + 1 + rng() % 3));
+        for (const HbmCompletion& done : p.advanceTo(now)) owner.erase(done.id);
+        if (rng() % 500 == 0) {  // drain and idle
+          p.drain(owner, now);
+          now += rng() % 3000;
+          p.advanceTo(now);
+          p.compareStats();
+        }
+      }
+      p.drain(owner, now);
+      p.compareStats();
+    }
+}
