@@ -199,8 +199,10 @@ HloInstruction* rewriteRotateHalf(hlo::HloComputation* comp, HloInstruction* con
   HloInstruction* cos = b.table(m->a, false, s, n + ".cos");
   HloInstruction* sin = b.table(m->b, true, s, n + ".sin");
   HloInstruction* rot = b.concat(m->hi, m->lo, n + ".rotated");
-  HloInstruction* xc = b.add(HloOpcode::Multiply, n + ".xcos", s, {m->x, cos});
-  HloInstruction* rs = b.add(HloOpcode::Multiply, n + ".rotsin", s, {rot, sin});
+  // Tables first: every site then reads its operands in one order (the
+  // tables, shared, come before x in any walk), so the layers' kernels match.
+  HloInstruction* xc = b.add(HloOpcode::Multiply, n + ".xcos", s, {cos, m->x});
+  HloInstruction* rs = b.add(HloOpcode::Multiply, n + ".rotsin", s, {sin, rot});
   return b.add(HloOpcode::Add, n + ".rope", s, {xc, rs});
 }
 
