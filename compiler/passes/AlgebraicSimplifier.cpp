@@ -11,10 +11,15 @@
 //   and the pad moves the narrower type (the training step's logits gradient,
 //   padded in f32 then converted to bf16: two passes over 1 GiB become one
 //   pass over 0.5 GiB).
+//   concat(lo * A - hi * B, hi * A + lo * B), lo / hi the halves of x's last
+//   dimension (the rotary embedding) -> x * concat(A, A) + concat(hi, lo) *
+//   concat(-B, B), bit for bit (RotateHalf.cpp)
+//   concat(f(x), f(x)) for a unary element-wise f -> f(concat(x, x))
 // "0" and "1" are constants whose elements all have that value, or broadcasts
 // of them. Instructions left unused are removed.
 #include "compiler/passes/PassRegistry.h"
 #include "compiler/passes/PassUtil.h"
+#include "compiler/passes/RotateHalf.h"
 
 namespace tpusim::passes {
 namespace {
@@ -172,6 +177,11 @@ class AlgebraicSimplifierPass : public HloPass {
             hlo::bitWidth(inst->shape().type) <= hlo::bitWidth(x->shape().type))
           return convertBeforePad(comp, inst, x);
         return false;
+      }
+      case HloOpcode::Concatenate: {
+        HloInstruction* r = rewriteRotateHalf(comp, inst);
+        if (!r) r = hoistRepeatedUnary(comp, inst);
+        return r && replace(inst, r);
       }
       default:
         return false;

@@ -333,6 +333,18 @@ class FusionPass : public HloPass {
         return false;
       }
     }
+    // Element-wise work on a lane slice / concatenate stays with it in a loop
+    // fusion: in a dot's fusion it would leave the shuffle alone, a kernel of
+    // data movement only (decode's q rotary embedding, rotate-half form: its
+    // halves' slices and concatenate became three kernels).
+    if (hero && isMatmulHero(*hero) && hlo::isElementwise(p->opcode()))
+      for (const HloInstruction* o : p->operands())
+        if (isLaneShuffle(*o)) {
+          *why = fmt::format(
+              "%{} reads the lane {} %{}, which fuses only into a loop fusion: they stay together",
+              p->name(), hlo::opcodeName(o->opcode()), o->name());
+          return false;
+        }
     // A transpose of major dims is read in place by a dot kernel's strided
     // DMA: as a dot operand its own operand stays in HBM. In a loop fusion
     // (no hero) it only permutes the index space: the leaves below it are

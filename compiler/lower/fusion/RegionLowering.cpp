@@ -658,8 +658,13 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
         return emit(op, normalized(op->shape(), emb), refs, hero, shift + at[k]);
       };
       dsl::Array r = part(n - 1);
-      for (size_t k = n - 1; k-- > 0;)
-        r = dsl::where(lane < dsl::full(1, 1, double(shift + at[k + 1]), dsl::S32), part(k), r);
+      for (size_t k = n - 1; k-- > 0;) {
+        dsl::Array p = part(k);
+        // The same node on both sides (x's halves swapped: one rotation of
+        // x) needs no select, nor its lane mask.
+        if (p.node() != r.node())
+          r = dsl::where(lane < dsl::full(1, 1, double(shift + at[k + 1]), dsl::S32), p, r);
+      }
       return r;
     }
     default:
