@@ -29,6 +29,7 @@ namespace {
 constexpr int kId = kTableId, kPeer = 3, kVal = 8, kSrc = 9;  // VectorCombine.h: 10-12
 constexpr int kLoadQueues[2] = {0, 1};        // the two loads of a piece run side by side
 constexpr int kSendQueues[2] = {2, 3};        // sends (per direction) never hold up the loads
+constexpr int kAheadBuffers = 4;              // own buffers where own loads run ahead (below)
 constexpr int kSlots = 8;                     // VMEM slots a sent piece stays in until it has left
 constexpr uint64_t kTargetPiece = 256 << 10;  // the largest piece (of all its chunks)
 constexpr int kMaxPieces = 64;
@@ -375,12 +376,6 @@ CreditPlan planCredits(const Planner& plan, const GridReduce& g, const target::C
     c.rows[i] = rows;
     row += slots * rows;
   }
-  if (getenv("ICICREDIT_DEBUG"))
-    for (size_t i = 0; i < n; ++i)
-      fprintf(stderr, "stream %zu phase %d dir %d pieces %d piece %llu direct %d R %d rows %lld\n", i,
-              streams[i].phase, streams[i].dir, streams[i].pieces,
-              (unsigned long long)plan.pieceTotal(streams[i]), int(c.direct[i]), c.slots[i],
-              (long long)c.rows[i]);
 
   // Credits per (receiver, flow key): the receiver's combines of direct
   // streams in order; a sender waits cumulatively for those up to the one
@@ -586,14 +581,32 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     return scratch.at(size_t(1 + 2 * s.phase + (s.dir > 0 ? 0 : 1)));
   };
   const uint64_t slotBytes = plan.slotBytes();
-  // Two own buffers (one is loaded while the other is combined), then the
-  // slots, shifted by half the banks so that a slot's rows and the own rows
-  // of the same vregs sit in different banks.
+  // Own buffers, loaded ahead of their combines: two (one is loaded while the
+  // other is combined), or kAheadBuffers where the landing slots' credit flags
+  // bring a flag of their own for the loads (a combine that no longer loads
+  // its arrived piece would otherwise wait for its own piece's load, issued
+  // one action before) and every stream is a ring (on a line a second final
+  // reads what the first stored, so its load cannot be issued early).
+  const bool allRings =
+      std::all_of(streams.begin(), streams.end(), [](const Stream& s) { return s.ring; });
+  const int ownBuffers =
+      flags.firstCredit >= 0 && allRings &&
+              slotBytes * uint64_t(kSlots + kAheadBuffers) + uint64_t(plan.bankShift()) * 512 <=
+                  uint64_t(chip.vmem.bytes)
+          ? kAheadBuffers
+          : 2;
+  const int ownFlag = ownBuffers > 2
+                          ? flags.firstCredit - gridReduceCreditFlags(g.gridDims.size()) + 1
+                          : flags.local;
+  const int storeQueue = ownBuffers > 2 ? kLoadQueues[1] : kLoadQueues[0];
+  // Then the slots, shifted by half the banks so that a slot's rows and the
+  // own rows of the same vregs sit in different banks.
   auto ownRow = [&](int64_t buffer) {
     return int64_t((uint64_t(buffer) * slotBytes) / isa::kVmemRowBytes);
   };
   auto slotRow = [&](int64_t slot) {
-    return plan.bankShift() + int64_t((uint64_t(slot + 2) * slotBytes) / isa::kVmemRowBytes);
+    return plan.bankShift() +
+           int64_t((uint64_t(slot + ownBuffers) * slotBytes) / isa::kVmemRowBytes);
   };
   code.emit({makeInstruction(Opcode::ChipId, {kId})});
 
@@ -712,14 +725,27 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       code.emit({makeInstruction(Opcode::SLi, {kVal, ownRow(buffer) * isa::kVmemRowBytes}),
                  makeInstruction(Opcode::SLi, {kSrc, w.loadOwn})});
       code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 3})});
-      code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[0]})});
+      code.emit({makeInstruction(Opcode::Dma, {kSrc, ownFlag, kLoadQueues[0]})});
     });
   };
   auto nextVmem = [&](size_t k) {
     while (k < plans.size() && !plans[k].usesVmem) ++k;
     return k;
   };
-  if (size_t first = nextVmem(0); first < plans.size()) loadOwn(first, 0);
+  // The first ownBuffers - 1 VMEM actions' own pieces; VMEM action j's go
+  // into buffer j mod ownBuffers.
+  size_t loadedUpTo = 0;  // the actions before it have had their own loads issued
+  int64_t loads = 0;
+  auto loadAhead = [&](int64_t upTo) {  // issue loads for VMEM actions < upTo
+    while (loads < upTo) {
+      size_t next = nextVmem(loadedUpTo);
+      if (next >= plans.size()) return;
+      loadOwn(next, loads % ownBuffers);
+      loadedUpTo = next + 1;
+      ++loads;
+    }
+  };
+  loadAhead(ownBuffers - 1);
 
   for (size_t k = 0; k < actions.size(); ++k) {
     const auto& [t, i, x] = actions[k];
@@ -741,7 +767,7 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       }
     }
     const int64_t slot = vmemActions % kSlots;
-    const int64_t own = ownRow(vmemActions % 2);
+    const int64_t own = ownRow(vmemActions % ownBuffers);
     const int sentFlag = flags.sent[epoch % 2];
 
     const bool direct = credits.direct[size_t(i)];
@@ -754,7 +780,7 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       // own piece into the out slot, then hand the landing slot back.
       tables.forDevicesWith(mask(isCombine), kVal, "reduce-scatter combines", [&] {
         code.emit({makeInstruction(Opcode::SyncWait, {flag, 1})});
-        code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
+        code.emit({makeInstruction(Opcode::SyncWait, {ownFlag, 1})});
         tables.load(credits.landingRow[k], kSlotRow, "reduce-scatter landing slots");
         code.emit({makeInstruction(Opcode::SLi, {kOwnRow, own})});
         const int64_t vregs =
@@ -772,7 +798,12 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
                    makeInstruction(Opcode::SLi, {kSrc, w.loadArrived})});
         code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 3})});
         code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[1]})});
-        code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 2})});
+        if (ownFlag == flags.local) {
+          code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 2})});
+        } else {
+          code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
+          code.emit({makeInstruction(Opcode::SyncWait, {ownFlag, 1})});
+        }
         code.emit({makeInstruction(Opcode::SLi, {kOwnRow, own}),
                    makeInstruction(Opcode::SLi, {kSlotRow, slotRow(slot)})});
         const int64_t vregs =
@@ -833,14 +864,15 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
           code.emit({makeInstruction(Opcode::SLi, {kVal, slotRow(slot) * isa::kVmemRowBytes}),
                      makeInstruction(Opcode::SLi, {kSrc, w.store})});
           code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 1})});
-          code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[0]})});
+          code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, storeQueue})});
           code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
         });
     if (a.usesVmem) {
       ++vmemActions;
-      // The next VMEM action's own pieces, into the other own buffer, after
-      // this action's final store (a line's second final reads it) and wait.
-      if (size_t next = nextVmem(k + 1); next < plans.size()) loadOwn(next, vmemActions % 2);
+      // The own pieces of the VMEM action ownBuffers - 1 ahead, into the
+      // buffer this one used, after its final store (with two buffers: a
+      // line's second final reads what the first stored) and wait.
+      loadAhead(vmemActions + ownBuffers - 1);
     }
   }
   // Every send has left.

@@ -72,9 +72,10 @@ struct GridReduceFlags {
   int firstCredit = -1;
 };
 
-// Credit flags the rings need for their VMEM landing slots (2 per grid
-// dimension: one per direction of the flow).
-inline int gridReduceCreditFlags(size_t gridDims) { return 2 * int(gridDims); }
+// Flags the rings need for their VMEM landing slots: a credit flag per grid
+// dimension and direction of the flow, and one counting the own pieces'
+// loads (issued several actions ahead; firstCredit - 2 x gridDims).
+inline int gridReduceCreditFlags(size_t gridDims) { return 2 * int(gridDims) + 1; }
 
 struct GridReduce {
   DeviceGroups groups;
