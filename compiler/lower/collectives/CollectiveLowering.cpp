@@ -362,6 +362,11 @@ void lowerGridReduceScatter(ControlCode& code, const HloInstruction& inst, uint6
   flags.sent[1] = f.arrived;  // free: every other collective has finished
   flags.local = kLocalFlag;
   flags.firstStream = f.firstStream;
+  // The landing slots' credits sit below the stream flags (spmdReservedFlags
+  // reserves them with a grid reduce-scatter); without them pieces land in HBM.
+  const int streamFlags = 2 * int(dims->size() * dims->size());
+  if (streamFlags + gridReduceCreditFlags(dims->size()) <= gridStreamFlags(spmd))
+    flags.firstCredit = f.firstStream - streamFlags;
   emitGridReduceScatter(code, g, *spmd.chip, scratch, flags);
 }
 
@@ -448,7 +453,7 @@ int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& ch
     // No slice: every all-gather is the one-shot exchange.
   }
   bool any = false;
-  size_t gridDims = 0;
+  size_t gridDims = 0, reduceDims = 0;
   for (const auto& comp : module.computations())
     for (const auto& inst : comp->instructions()) {
       const std::string target = inst->attrs().customCallTarget.value_or("");
@@ -461,14 +466,17 @@ int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& ch
       if (!grid || slice.empty()) continue;
       try {
         if (std::optional<std::vector<int>> dims =
-                gridGatherDims(collectiveGroups(*inst, devices), slice))
+                gridGatherDims(collectiveGroups(*inst, devices), slice)) {
           gridDims = std::max(gridDims, dims->size());
+          if (target == kGridReduceScatterTarget) reduceDims = std::max(reduceDims, dims->size());
+        }
       } catch (const std::invalid_argument&) {
         // A malformed group list: the op's lowering names it.
       }
     }
   return any ? kSpmdBaseFlags + kAsyncSlotFlags * (spmdAsyncSlots(module) - 1) +
-                   2 * int(gridDims * gridDims)
+                   2 * int(gridDims * gridDims) +
+                   (reduceDims > 0 ? gridReduceCreditFlags(reduceDims) : 0)
              : 0;
 }
 

@@ -29,6 +29,7 @@ namespace {
 constexpr int kId = kTableId, kPeer = 3, kVal = 8, kSrc = 9;  // VectorCombine.h: 10-12
 constexpr int kLoadQueues[2] = {0, 1};        // the two loads of a piece run side by side
 constexpr int kSendQueues[2] = {2, 3};        // sends (per direction) never hold up the loads
+constexpr int kAheadBuffers = 4;              // own buffers where own loads run ahead (below)
 constexpr int kSlots = 8;                     // VMEM slots a sent piece stays in until it has left
 constexpr uint64_t kTargetPiece = 256 << 10;  // the largest piece (of all its chunks)
 constexpr int kMaxPieces = 64;
@@ -281,6 +282,159 @@ std::vector<uint32_t> maskTable(const std::vector<bool>& on) {
   return v;
 }
 
+bool isCombine(Role r) { return r == Role::CombineSend || r == Role::Final; }
+bool isSend(Role r) { return r == Role::SendOwn || r == Role::CombineSend; }
+
+// What every device does in one action.
+struct ActionPlan {
+  std::vector<Role> roles;
+  std::vector<uint32_t> own, arrived, dest, sendTo;
+  bool usesVmem = false, sends = false;
+};
+
+// The VMEM landing slots and their credits (GridReduceScatter.h).
+struct CreditPlan {
+  std::vector<bool> direct;    // per stream: lands in VMEM
+  std::vector<int> slots;      // per stream: R
+  std::vector<int64_t> first;  // per stream: the first slot's row
+  std::vector<int64_t> rows;   // per stream: rows per slot
+  // Per action, per device (kNoDevice / 0 where nothing): the VMEM row the
+  // arrival combined here sits in, the receiver's row a send goes to, the
+  // credits to wait for before the send, the device a credit goes back to
+  // after the combine.
+  std::vector<std::vector<uint32_t>> landingRow, sendRow, creditTo;
+  std::vector<std::vector<int64_t>> wait;
+};
+
+CreditPlan planCredits(const Planner& plan, const GridReduce& g, const target::ChipConfig& chip,
+                       const std::vector<std::tuple<double, int, int64_t>>& actions,
+                       const std::vector<ActionPlan>& plans, int64_t freeRow,
+                       const GridReduceFlags& flags) {
+  const std::vector<Stream>& streams = plan.streams();
+  const int64_t devices = plan.devices();
+  CreditPlan c;
+  const size_t n = streams.size();
+  c.direct.assign(n, false);
+  c.slots.assign(n, 0);
+  c.first.assign(n, 0);
+  c.rows.assign(n, 0);
+  const std::vector<uint32_t> none(size_t(devices), kNoDevice);
+  c.landingRow.assign(actions.size(), none);
+  c.sendRow = c.creditTo = c.landingRow;
+  c.wait.assign(actions.size(), std::vector<int64_t>(size_t(devices), 0));
+  if (flags.firstCredit < 0) return c;
+
+  // Per (stream, device): the actions combining an arrival, and the sends
+  // (action, receiver), in the order every chip runs them.
+  std::map<std::pair<int, int64_t>, std::vector<size_t>> combines;
+  std::map<std::pair<int, int64_t>, std::vector<std::pair<size_t, int64_t>>> sends;
+  for (size_t k = 0; k < actions.size(); ++k) {
+    const int i = std::get<1>(actions[k]);
+    const Stream& s = streams[size_t(i)];
+    for (int64_t dev = 0; dev < devices; ++dev) {
+      const Role r = plans[k].roles[size_t(dev)];
+      if (isCombine(r)) combines[{i, dev}].push_back(k);
+      if (isSend(r)) sends[{i, dev}].push_back({k, int64_t(plan.neighbour(s.dim, s.dir, dev))});
+    }
+  }
+  // R per stream: the least for which the credit of arrival n - R comes from
+  // an action strictly before the one sending arrival n, plus one of slack.
+  std::vector<int> need(n, 0);
+  std::vector<bool> consistent(n, true);
+  for (auto& [key, list] : sends) {
+    const int i = key.first;
+    for (size_t m = 0; m < list.size(); ++m) {
+      const auto& [k, to] = list[m];
+      auto it = combines.find({i, to});
+      if (to < 0 || to >= devices || it == combines.end() || it->second.size() != list.size()) {
+        consistent[size_t(i)] = false;
+        break;
+      }
+      int r = std::max(need[size_t(i)], 1);
+      while (size_t(r) <= m && it->second[m - size_t(r)] >= k) ++r;
+      need[size_t(i)] = r;
+    }
+  }
+  // VMEM: the streams phase by phase while their slots fit.
+  const int64_t rowBytes = isa::kVmemRowBytes;
+  const int64_t align = std::max<int64_t>(4096, int64_t(chip.vmem.banks) * rowBytes) / rowBytes;
+  const int64_t vmemRows = int64_t(chip.vmem.bytes) / rowBytes;
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return streams[a].phase < streams[b].phase; });
+  int64_t row = freeRow;
+  for (size_t i : order) {
+    if (!consistent[i] || need[i] == 0) continue;
+    const int64_t rows =
+        (int64_t(plan.pieceTotal(streams[i])) + rowBytes * align - 1) / (rowBytes * align) * align;
+    const int slots = need[i] + 1;
+    if (row + slots * rows > vmemRows) continue;
+    c.direct[i] = true;
+    c.slots[i] = slots;
+    c.first[i] = row;
+    c.rows[i] = rows;
+    row += slots * rows;
+  }
+
+  // Credits per (receiver, flow key): the receiver's combines of direct
+  // streams in order; a sender waits cumulatively for those up to the one
+  // freeing its slot.
+  auto keyOf = [&](const Stream& s) {
+    const auto pos = std::find(g.gridDims.begin(), g.gridDims.end(), s.dim) - g.gridDims.begin();
+    return int(2 * pos + (s.dir > 0 ? 0 : 1));
+  };
+  std::map<std::pair<int64_t, int>, std::vector<size_t>> signals;  // (receiver, key) -> actions
+  std::map<std::pair<int, int64_t>, int64_t> arrivalNumber;        // (stream, device) -> next
+  for (size_t k = 0; k < actions.size(); ++k) {
+    const int i = std::get<1>(actions[k]);
+    if (!c.direct[size_t(i)]) continue;
+    const Stream& s = streams[size_t(i)];
+    for (int64_t dev = 0; dev < devices; ++dev) {
+      if (!isCombine(plans[k].roles[size_t(dev)])) continue;
+      const int64_t a = arrivalNumber[{i, dev}]++;
+      c.landingRow[k][size_t(dev)] =
+          uint32_t(c.first[size_t(i)] + (a % c.slots[size_t(i)]) * c.rows[size_t(i)]);
+      c.creditTo[k][size_t(dev)] = plan.neighbour(s.dim, -s.dir, dev);
+      signals[{dev, keyOf(s)}].push_back(k);
+    }
+  }
+  std::map<std::pair<int64_t, int>, int64_t> waited;  // (sender, key) -> credits taken
+  std::map<std::pair<int64_t, int>, int64_t> needed;  // (receiver, key) -> credits sent
+  // The waits in action order (cumulative per sender and key).
+  std::map<std::pair<int, int64_t>, int64_t> sendNumber;  // (stream, device) -> next
+  for (size_t k = 0; k < actions.size(); ++k) {
+    const int i = std::get<1>(actions[k]);
+    if (!c.direct[size_t(i)]) continue;
+    const Stream& s = streams[size_t(i)];
+    const int key = keyOf(s);
+    const int64_t R = c.slots[size_t(i)];
+    for (int64_t dev = 0; dev < devices; ++dev) {
+      if (!isSend(plans[k].roles[size_t(dev)])) continue;
+      const int64_t m = sendNumber[{i, dev}]++;
+      const int64_t to = int64_t(plan.neighbour(s.dim, s.dir, dev));
+      c.sendRow[k][size_t(dev)] = uint32_t(c.first[size_t(i)] + (m % R) * c.rows[size_t(i)]);
+      if (m < R) continue;
+      const size_t freed = combines.at({i, to})[size_t(m - R)];
+      if (freed >= k) throw std::logic_error("reduce-scatter: a credit from a later action");
+      const std::vector<size_t>& sig = signals.at({to, key});
+      const int64_t count = int64_t(std::upper_bound(sig.begin(), sig.end(), freed) - sig.begin());
+      int64_t& w = waited[{dev, key}];
+      if (count > w) {
+        c.wait[k][size_t(dev)] = count - w;
+        w = count;
+      }
+      int64_t& nd = needed[{to, key}];
+      nd = std::max(nd, count);
+    }
+  }
+  // A receiver sends only the credits some sender waits for (flags end at 0).
+  for (auto& [key, sig] : signals)
+    for (size_t j = 0; j < sig.size(); ++j)
+      if (int64_t(j) >= needed[key]) c.creditTo[sig[j]][size_t(key.first)] = kNoDevice;
+  return c;
+}
+
 }  // namespace
 
 bool gridReduceSupports(PrimitiveType type, HloOpcode op) {
@@ -427,14 +581,32 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     return scratch.at(size_t(1 + 2 * s.phase + (s.dir > 0 ? 0 : 1)));
   };
   const uint64_t slotBytes = plan.slotBytes();
-  // Two own buffers (one is loaded while the other is combined), then the
-  // slots, shifted by half the banks so that a slot's rows and the own rows
-  // of the same vregs sit in different banks.
+  // Own buffers, loaded ahead of their combines: two (one is loaded while the
+  // other is combined), or kAheadBuffers where the landing slots' credit flags
+  // bring a flag of their own for the loads (a combine that no longer loads
+  // its arrived piece would otherwise wait for its own piece's load, issued
+  // one action before) and every stream is a ring (on a line a second final
+  // reads what the first stored, so its load cannot be issued early).
+  const bool allRings =
+      std::all_of(streams.begin(), streams.end(), [](const Stream& s) { return s.ring; });
+  const int ownBuffers =
+      flags.firstCredit >= 0 && allRings &&
+              slotBytes * uint64_t(kSlots + kAheadBuffers) + uint64_t(plan.bankShift()) * 512 <=
+                  uint64_t(chip.vmem.bytes)
+          ? kAheadBuffers
+          : 2;
+  const int ownFlag = ownBuffers > 2
+                          ? flags.firstCredit - gridReduceCreditFlags(g.gridDims.size()) + 1
+                          : flags.local;
+  const int storeQueue = ownBuffers > 2 ? kLoadQueues[1] : kLoadQueues[0];
+  // Then the slots, shifted by half the banks so that a slot's rows and the
+  // own rows of the same vregs sit in different banks.
   auto ownRow = [&](int64_t buffer) {
     return int64_t((uint64_t(buffer) * slotBytes) / isa::kVmemRowBytes);
   };
   auto slotRow = [&](int64_t slot) {
-    return plan.bankShift() + int64_t((uint64_t(slot + 2) * slotBytes) / isa::kVmemRowBytes);
+    return plan.bankShift() +
+           int64_t((uint64_t(slot + ownBuffers) * slotBytes) / isa::kVmemRowBytes);
   };
   code.emit({makeInstruction(Opcode::ChipId, {kId})});
 
@@ -443,35 +615,6 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       neighbourTables(g.gridDims, devices,
                       [&](int d, int dir, int64_t dev) { return plan.neighbour(d, dir, dev); });
   emitNeighbourReady(code, tables, peers, kPeer, flags.ready, "reduce-scatter neighbours");
-
-  // Descriptors per stream: own -> VMEM own rows, landing -> slot, slot ->
-  // the neighbour's landing, own (HBM) -> the neighbour's landing, slot ->
-  // the phase's destination (strided, or the result).
-  struct Words {
-    int64_t loadOwn, loadArrived, sendSlot, sendOwn, store;
-  };
-  std::vector<Words> words;
-  for (const Stream& s : streams) {
-    using isa::MemorySpace;
-    const bool last = s.phase == phases - 1;
-    Words w;
-    w.loadOwn = code.descriptorWords(
-        {plan.pieceDescriptor(s, MemorySpace::Hbm, MemorySpace::Vmem, true, false)},
-        "reduce-scatter: own piece");
-    w.loadArrived = code.descriptorWords(
-        {plan.pieceDescriptor(s, MemorySpace::Hbm, MemorySpace::Vmem, true, false)},
-        "reduce-scatter: arrived piece");
-    w.sendSlot = code.descriptorWords(
-        {plan.pieceDescriptor(s, MemorySpace::Vmem, MemorySpace::Hbm, false, true)},
-        "reduce-scatter: sent piece");
-    w.sendOwn = code.descriptorWords(
-        {plan.pieceDescriptor(s, MemorySpace::Hbm, MemorySpace::Hbm, true, true)},
-        "reduce-scatter: own piece sent");
-    w.store = code.descriptorWords(
-        {plan.pieceDescriptor(s, MemorySpace::Vmem, MemorySpace::Hbm, false, !last)},
-        "reduce-scatter: reduced piece");
-    words.push_back(w);
-  }
 
   // The actions (stream, step, piece) in the order of their estimated start,
   // the same on every chip: a piece a chip waits for was sent by an action
@@ -486,13 +629,6 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
 
   // What every device does in each action, worked out first: an action's
   // own pieces are loaded while the VMEM action before it runs.
-  struct ActionPlan {
-    std::vector<Role> roles;
-    std::vector<uint32_t> own, arrived, dest, sendTo;
-    bool usesVmem = false, sends = false;
-  };
-  auto isCombine = [](Role r) { return r == Role::CombineSend || r == Role::Final; };
-  auto isSend = [](Role r) { return r == Role::SendOwn || r == Role::CombineSend; };
   // A line's two final combines of a (part, phase) on a chip: the first adds
   // the phase's source, the second what the first wrote.
   std::map<std::tuple<int, int, int, int64_t>, int> finalsSeen;  // (part, phase, piece, dev)
@@ -527,6 +663,41 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     }
     plans.push_back(std::move(a));
   }
+  const CreditPlan credits = planCredits(plan, g, chip, actions, plans, slotRow(kSlots), flags);
+
+  // Descriptors per stream: own -> VMEM own rows, landing -> slot, slot ->
+  // the neighbour's landing, own (HBM) -> the neighbour's landing, slot ->
+  // the phase's destination (strided, or the result). A stream landing in
+  // VMEM sends dense pieces into the neighbour's VMEM and loads none.
+  struct Words {
+    int64_t loadOwn, loadArrived = -1, sendSlot, sendOwn, store;
+  };
+  std::vector<Words> words;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    using isa::MemorySpace;
+    const Stream& s = streams[i];
+    const bool last = s.phase == phases - 1;
+    const bool direct = credits.direct[i];
+    const MemorySpace landsIn = direct ? MemorySpace::Vmem : MemorySpace::Hbm;
+    Words w;
+    w.loadOwn = code.descriptorWords(
+        {plan.pieceDescriptor(s, MemorySpace::Hbm, MemorySpace::Vmem, true, false)},
+        "reduce-scatter: own piece");
+    if (!direct)
+      w.loadArrived = code.descriptorWords(
+          {plan.pieceDescriptor(s, MemorySpace::Hbm, MemorySpace::Vmem, true, false)},
+          "reduce-scatter: arrived piece");
+    w.sendSlot =
+        code.descriptorWords({plan.pieceDescriptor(s, MemorySpace::Vmem, landsIn, false, !direct)},
+                             "reduce-scatter: sent piece");
+    w.sendOwn =
+        code.descriptorWords({plan.pieceDescriptor(s, MemorySpace::Hbm, landsIn, true, !direct)},
+                             "reduce-scatter: own piece sent");
+    w.store = code.descriptorWords(
+        {plan.pieceDescriptor(s, MemorySpace::Vmem, MemorySpace::Hbm, false, !last)},
+        "reduce-scatter: reduced piece");
+    words.push_back(w);
+  }
 
   int64_t vmemActions = 0;  // actions that combined in VMEM so far (slot = index mod kSlots)
   int epoch = 0;
@@ -554,14 +725,27 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       code.emit({makeInstruction(Opcode::SLi, {kVal, ownRow(buffer) * isa::kVmemRowBytes}),
                  makeInstruction(Opcode::SLi, {kSrc, w.loadOwn})});
       code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 3})});
-      code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[0]})});
+      code.emit({makeInstruction(Opcode::Dma, {kSrc, ownFlag, kLoadQueues[0]})});
     });
   };
   auto nextVmem = [&](size_t k) {
     while (k < plans.size() && !plans[k].usesVmem) ++k;
     return k;
   };
-  if (size_t first = nextVmem(0); first < plans.size()) loadOwn(first, 0);
+  // The first ownBuffers - 1 VMEM actions' own pieces; VMEM action j's go
+  // into buffer j mod ownBuffers.
+  size_t loadedUpTo = 0;  // the actions before it have had their own loads issued
+  int64_t loads = 0;
+  auto loadAhead = [&](int64_t upTo) {  // issue loads for VMEM actions < upTo
+    while (loads < upTo) {
+      size_t next = nextVmem(loadedUpTo);
+      if (next >= plans.size()) return;
+      loadOwn(next, loads % ownBuffers);
+      loadedUpTo = next + 1;
+      ++loads;
+    }
+  };
+  loadAhead(ownBuffers - 1);
 
   for (size_t k = 0; k < actions.size(); ++k) {
     const auto& [t, i, x] = actions[k];
@@ -583,10 +767,30 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       }
     }
     const int64_t slot = vmemActions % kSlots;
-    const int64_t own = ownRow(vmemActions % 2);
+    const int64_t own = ownRow(vmemActions % ownBuffers);
     const int sentFlag = flags.sent[epoch % 2];
 
-    if (a.usesVmem) {
+    const bool direct = credits.direct[size_t(i)];
+    const int creditFlag =
+        flags.firstCredit -
+        int(2 * (std::find(g.gridDims.begin(), g.gridDims.end(), s.dim) - g.gridDims.begin()) +
+            (s.dir > 0 ? 0 : 1));
+    if (a.usesVmem && direct) {
+      // The arrived piece is in its VMEM landing slot: combine it with the
+      // own piece into the out slot, then hand the landing slot back.
+      tables.forDevicesWith(mask(isCombine), kVal, "reduce-scatter combines", [&] {
+        code.emit({makeInstruction(Opcode::SyncWait, {flag, 1})});
+        code.emit({makeInstruction(Opcode::SyncWait, {ownFlag, 1})});
+        tables.load(credits.landingRow[k], kSlotRow, "reduce-scatter landing slots");
+        code.emit({makeInstruction(Opcode::SLi, {kOwnRow, own})});
+        const int64_t vregs =
+            int64_t((plan.pieceTotal(s) + 8 * isa::kVmemRowBytes - 1) / (8 * isa::kVmemRowBytes));
+        combine.emit(vregs, own, int64_t(credits.first[size_t(i)]), slotRow(slot) - own);
+      });
+      tables.forDevicesWith(credits.creditTo[k], kPeer, "reduce-scatter credits", [&] {
+        code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, creditFlag, 1})});
+      });
+    } else if (a.usesVmem) {
       tables.forDevicesWith(mask(isCombine), kVal, "reduce-scatter combines", [&] {
         code.emit({makeInstruction(Opcode::SyncWait, {flag, 1})});
         setAddr(w.loadArrived, 1, a.arrived, "reduce-scatter arrived pieces");
@@ -594,7 +798,12 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
                    makeInstruction(Opcode::SLi, {kSrc, w.loadArrived})});
         code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 3})});
         code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[1]})});
-        code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 2})});
+        if (ownFlag == flags.local) {
+          code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 2})});
+        } else {
+          code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
+          code.emit({makeInstruction(Opcode::SyncWait, {ownFlag, 1})});
+        }
         code.emit({makeInstruction(Opcode::SLi, {kOwnRow, own}),
                    makeInstruction(Opcode::SLi, {kSlotRow, slotRow(slot)})});
         const int64_t vregs =
@@ -602,10 +811,28 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
         combine.emit(vregs, own, slotRow(slot));
       });
     }
+    // A send into a VMEM landing slot waits for the credit of the piece that
+    // slot held R arrivals ago; grouped by count (the same code on every chip).
+    std::vector<uint32_t> sendTo = a.sendTo;
+    if (direct) {
+      std::set<int64_t> counts;
+      for (int64_t dev = 0; dev < devices; ++dev) {
+        if (credits.wait[k][size_t(dev)] > 0) counts.insert(credits.wait[k][size_t(dev)]);
+        if (isSend(a.roles[size_t(dev)]))
+          sendTo[size_t(dev)] = credits.sendRow[k][size_t(dev)] * uint32_t(isa::kVmemRowBytes);
+      }
+      for (int64_t c : counts) {
+        std::vector<bool> on;
+        for (int64_t dev = 0; dev < devices; ++dev) on.push_back(credits.wait[k][size_t(dev)] == c);
+        tables.forDevicesWith(maskTable(on), kVal, "reduce-scatter credit waits", [&] {
+          code.emit({makeInstruction(Opcode::SyncWait, {creditFlag, c})});
+        });
+      }
+    }
     // Sends: the combined piece from its slot, or this chip's own piece.
     tables.forDevicesWith(
         mask([](Role r) { return r == Role::CombineSend; }), kVal, "reduce-scatter sends", [&] {
-          setAddr(w.sendSlot, 3, a.sendTo, "reduce-scatter sent pieces");
+          setAddr(w.sendSlot, 3, sendTo, "reduce-scatter sent pieces");
           code.emit({makeInstruction(Opcode::SLi, {kVal, slotRow(slot) * isa::kVmemRowBytes}),
                      makeInstruction(Opcode::SLi, {kSrc, w.sendSlot})});
           code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 1})});
@@ -616,7 +843,7 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     tables.forDevicesWith(
         mask([](Role r) { return r == Role::SendOwn; }), kVal, "reduce-scatter sends", [&] {
           setAddr(w.sendOwn, 1, a.own, "reduce-scatter own pieces");
-          setAddr(w.sendOwn, 3, a.sendTo, "reduce-scatter sent pieces");
+          setAddr(w.sendOwn, 3, sendTo, "reduce-scatter sent pieces");
           tables.load(peers.at({s.dim, s.dir}), kPeer, "reduce-scatter neighbours");
           code.emit({makeInstruction(Opcode::SLi, {kSrc, w.sendOwn})});
           code.emit({makeInstruction(
@@ -637,14 +864,15 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
           code.emit({makeInstruction(Opcode::SLi, {kVal, slotRow(slot) * isa::kVmemRowBytes}),
                      makeInstruction(Opcode::SLi, {kSrc, w.store})});
           code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 1})});
-          code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[0]})});
+          code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, storeQueue})});
           code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
         });
     if (a.usesVmem) {
       ++vmemActions;
-      // The next VMEM action's own pieces, into the other own buffer, after
-      // this action's final store (a line's second final reads it) and wait.
-      if (size_t next = nextVmem(k + 1); next < plans.size()) loadOwn(next, vmemActions % 2);
+      // The own pieces of the VMEM action ownBuffers - 1 ahead, into the
+      // buffer this one used, after its final store (with two buffers: a
+      // line's second final reads what the first stored) and wait.
+      loadAhead(vmemActions + ownBuffers - 1);
     }
   }
   // Every send has left.

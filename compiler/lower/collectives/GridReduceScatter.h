@@ -19,9 +19,22 @@
 //    two own buffers during the previous combine, a vector loop, the sum sent
 //    to the neighbour straight from VMEM) while the next pieces are on the
 //    wire;
-//  - pieces land in per-(phase, direction) HBM buffers of the collective's
-//    own, so no piece waits for its receiver; a chip starts once each
-//    neighbour has signalled that it is ready, as the grid all-gather does.
+//  - a partial sum is sent straight into a landing slot in its receiver's
+//    VMEM (each stream has R slots there, a piece's slot its arrival number
+//    mod R), so the combine reads it from VMEM and only this chip's
+//    contribution is loaded from HBM (loading both, each byte received was
+//    loaded twice: on v4 4x4x4 six links need ~514 B/cycle of loads). The
+//    receiver returns a credit (sync.remote to the sender, a flag per
+//    dimension and direction, counted cumulatively) once its combine has
+//    read a slot; the sender waits for the credit of arrival n - R before it
+//    sends arrival n. R is the least count for which that credit comes from
+//    an action strictly earlier in the order every chip follows (plus one
+//    of slack), so every wait is for an earlier action: deadlock-free by
+//    construction. Streams whose slots do not fit VMEM (phase by phase,
+//    first come) land in per-(phase, direction) HBM buffers of the
+//    collective's own instead, as before;
+//  - a chip starts once each neighbour has signalled that it is ready, as
+//    the grid all-gather does.
 //
 // The groups must be whole sub-grids of the slice (gridGatherDims); element
 // types f32, bf16 (combined in f32, rounded to bf16 after every step, as the
@@ -52,7 +65,17 @@ struct GridReduceFlags {
   int sent[2] = {0, 0};  // sends of even / odd epochs of VMEM slots
   int local = 0;
   int firstStream = 0;  // firstStream - i for stream i (GridAllGather.h's kGridGatherStreamFlags)
+  // Credits of the VMEM landing slots: firstCredit - (2 x grid dimension
+  // index + (direction < 0)) per (dimension, direction) of the partial sums'
+  // flow (gridReduceCreditFlags of them); -1: none reserved, every piece
+  // lands in HBM.
+  int firstCredit = -1;
 };
+
+// Flags the rings need for their VMEM landing slots: a credit flag per grid
+// dimension and direction of the flow, and one counting the own pieces'
+// loads (issued several actions ahead; firstCredit - 2 x gridDims).
+inline int gridReduceCreditFlags(size_t gridDims) { return 2 * int(gridDims) + 1; }
 
 struct GridReduce {
   DeviceGroups groups;

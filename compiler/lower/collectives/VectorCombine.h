@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "compiler/hlo/HloOpcode.h"
@@ -33,10 +35,17 @@ class CombineLoop {
       : code_(code), target_(kernels::codegen::TargetInfo::fromChip(chip)), type_(type), op_(op) {}
 
   // Emits the combine of `vregs` vregs; own / slot rows in kOwnRow / kSlotRow
-  // (`ownRow` and `slotRow`: their values, for the VMEM banks).
-  void emit(int64_t vregs, int64_t ownRow, int64_t slotRow) {
+  // (`ownRow` and `slotRow`: their values, for the VMEM banks). With
+  // `dstFromOwn`, the result goes to the rows kOwnRow + dstFromOwn instead of
+  // the slot's (the slot is a landing slot its sender refills once this
+  // combine has read it; an immediate offset, so no third row register).
+  void emit(int64_t vregs, int64_t ownRow, int64_t slotRow,
+            std::optional<int64_t> dstFromOwn = std::nullopt) {
     ownBank_ = ownRow;
     slotBank_ = slotRow;
+    dstFromOwn_ = dstFromOwn;
+    if (dstFromOwn && (*dstFromOwn < -32768 || *dstFromOwn + 8 * kCombineUnroll > 32767))
+      throw std::logic_error("combine: the result rows are out of a vst offset's reach");
     const int64_t iterations = vregs / kCombineUnroll, rest = vregs % kCombineUnroll;
     if (iterations > 0) {
       code_.emit({makeInstruction(isa::Opcode::SLi, {kCombineCount, iterations})});
@@ -124,9 +133,15 @@ class CombineLoop {
         v(aluOp(), a, {a, b}, {});
       }
       Op st;
-      st.in = makeInstruction(isa::Opcode::VSt, {result, kSlotRow, int64_t(8 * u), 1, 0xFF});
+      if (dstFromOwn_) {
+        st.in = makeInstruction(isa::Opcode::VSt,
+                                {result, kOwnRow, *dstFromOwn_ + int64_t(8 * u), 1, 0xFF});
+        st.row = ownBank_ + *dstFromOwn_ + 8 * u;
+      } else {
+        st.in = makeInstruction(isa::Opcode::VSt, {result, kSlotRow, int64_t(8 * u), 1, 0xFF});
+        st.row = slotBank_ + 8 * u;
+      }
       st.reads = {result};
-      st.row = slotBank_ + 8 * u;
       ops.push_back(st);
     }
     // In-order placement: each op at the first cycle (not before the
@@ -166,6 +181,7 @@ class CombineLoop {
   ControlCode& code_;
   kernels::codegen::TargetInfo target_;
   int64_t ownBank_ = 0, slotBank_ = 0;
+  std::optional<int64_t> dstFromOwn_;
   hlo::PrimitiveType type_;
   hlo::HloOpcode op_;
 };
