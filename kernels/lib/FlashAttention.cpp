@@ -22,6 +22,10 @@ std::vector<std::pair<int64_t, int64_t>> laneWindows(int64_t n) {
   return w;
 }
 
+// The causal mask's lane - sublane + col0 of a key column past seq_k in a
+// ragged block: above any query row, so the column is masked for every row.
+constexpr double kPastSeqK = double(1 << 30);
+
 bool widthOk(int64_t n) { return n >= 1 && (n <= 128 || n % 128 == 0); }
 
 // floor(n / c) for 0 <= n <= maxN on the scalar unit, which divides by powers
@@ -541,13 +545,26 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       Array diag, scaleV, maskV;
       std::vector<Array> diagC;
       if (hoist) scaleV = in_vregs(full(8, 128, scale));
-      if (maskCausal && !maskRagged) {
+      // Both masks (the diagonal block of a ragged last kv block): the
+      // ragged one folds into the per-window diagonals, made once per step.
+      const bool foldRagged = maskRagged && maskCausal && hoist && bk <= 512;
+      if (maskCausal && (!maskRagged || foldRagged)) {
         diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
         // Up to 4 windows, lane - sublane + col0 per window too (made once per
         // step): one scalar per slab instead of one per score vreg (-1.1%).
+        // Ragged: a column at or past seq_k gets kPastSeqK instead, which no
+        // row passes (rows are < 2^30), so the one compare applies both
+        // masks; one scalar per score vreg for the two separate masks needed
+        // more than the 32 scalar registers (seq_q 1000, seq_k 1300, blocks
+        // 256, causal).
         if (hoist && bk <= 512)
-          for (int64_t c0 = 0; c0 < bk; c0 += 128)
-            diagC.push_back(c0 == 0 ? diag : in_vregs(diag + splat(Scalar(c0), 1, 1)));
+          for (int64_t c0 = 0; c0 < bk; c0 += 128) {
+            Array dc = c0 == 0 ? diag : diag + splat(Scalar(c0), 1, 1);
+            if (foldRagged)
+              dc = where(iota(8, 128, 1) < splat(Scalar(seqK) - kStart - c0, 1, 1), dc,
+                         full(8, 128, kPastSeqK, S32));
+            diagC.push_back(c0 == 0 && !foldRagged ? diag : in_vregs(dc));
+          }
         if (hoist) maskV = in_vregs(full(8, 128, OnlineSoftmax::kMaskValue));
       }
       return [=](const Array& raw, Scalar row0, int64_t col0) {
