@@ -298,11 +298,15 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // 1: -3.9%; with V latched after them and 1 / l in the step, 5 against 3:
   // seq 2048 -0.9%, block_q 256 -2.0%; 4 and 6-7 do less); with one 128-key
   // window the dot's drain is short and they cost more than they save (+0.5
-  // to +10%). Masked steps of up to 512 rows: 3 with V latched there too
-  // (causal 2048 -0.8% against 1; 5: +3.7%); in larger ones their per-slab
-  // mask scalars can exceed the 32 scalar registers (block_q 640).
-  const int64_t head =
-      cols < 256 || (masked && rows > 512) ? 0 : std::min<int64_t>(masked ? 3 : 5, groups - 2);
+  // to +10%). Masked steps of up to 512 rows: 3 with V latched there (causal
+  // 2048 -0.8% against 1; 5: +3.7%), else 1 (3 in the diagonal step of a
+  // ragged last kv block, blocks 256, head_dim 64, needed more than the 32
+  // scalar registers); in larger ones their per-slab mask scalars can
+  // exceed the 32 scalar registers (block_q 640).
+  const int64_t maskedHead = latch ? 3 : 1;
+  const int64_t head = cols < 256 || (masked && rows > 512)
+                           ? 0
+                           : std::min<int64_t>(masked ? maskedHead : 5, groups - 2);
   // V's latch after the first 3 of them (seq 2048 -0.6%; after 1, 2, 4 or
   // all 5: +1.4%, +3.2%, +0.1%, +0.6%): its pushes then overlap the rest of
   // the score dot's drain, and its loads still come after the first slabs.
@@ -553,9 +557,9 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       Array diag, scaleV, maskV;
       std::vector<Array> diagC;
       if (hoist) scaleV = in_vregs(full(8, 128, scale));
-      // Both masks (the diagonal block of a ragged last kv block): the
-      // ragged one folds into the per-window diagonals, made once per step.
-      const bool foldRagged = maskRagged && maskCausal && hoist && bk <= 512;
+      // A ragged last kv block (causal or not): the ragged mask folds into
+      // the per-window diagonals, made once per step.
+      const bool foldRagged = maskRagged && hoist && bk <= 512;
       if (maskCausal && (!maskRagged || foldRagged)) {
         diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
         // Up to 4 windows, lane - sublane + col0 per window too (made once per
@@ -575,6 +579,18 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
           }
         if (hoist) maskV = in_vregs(full(8, 128, OnlineSoftmax::kMaskValue));
       }
+      // Not causal: every row sees a valid column (the diagonal -2^30 is at
+      // most any qStart + row0 - kStart) and no other; per score vreg the
+      // generic mask needed more than the 32 scalar registers too (seq_q
+      // 1000, seq_k 1300, blocks 256 x 512, causal: its step below the
+      // diagonal).
+      if (foldRagged && !maskCausal) {
+        for (int64_t c0 = 0; c0 < bk; c0 += 128)
+          diagC.push_back(
+              in_vregs(where(iota(8, 128, 1) < splat(Scalar(seqK) - kStart - c0, 1, 1),
+                             full(8, 128, -kPastSeqK, S32), full(8, 128, kPastSeqK, S32))));
+        maskV = in_vregs(full(8, 128, OnlineSoftmax::kMaskValue));
+      }
       // A slab's row bound qStart + row0 - kStart, broadcast once and shared
       // by its windows (consecutive calls with the same row0: the max reads,
       // then the weights' reads of one slab) instead of a vbcast per compare
@@ -585,7 +601,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         const bool whole = raw.rows() == 8 && raw.cols() == 128;
         Array s = whole && hoist ? raw * scaleV : raw * scale;
         if (!maskRagged && !maskCausal) return s;
-        if (diag.valid() && whole && !diagC.empty()) {
+        if (whole && !diagC.empty()) {
           if (bound->first != row0.value())
             *bound = {row0.value(), in_vregs(splat(qStart + row0 - kStart, 8, 128))};
           return where(diagC[size_t(col0 / 128)] <= bound->second, s, maskV);
