@@ -22,6 +22,10 @@ std::vector<std::pair<int64_t, int64_t>> laneWindows(int64_t n) {
   return w;
 }
 
+// The causal mask's lane - sublane + col0 of a key column past seq_k in a
+// ragged block: above any query row, so the column is masked for every row.
+constexpr double kPastSeqK = double(1 << 30);
+
 bool widthOk(int64_t n) { return n >= 1 && (n <= 128 || n % 128 == 0); }
 
 // floor(n / c) for 0 <= n <= maxN on the scalar unit, which divides by powers
@@ -102,10 +106,10 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
   // Up to 1024 key columns (8 score vregs per slab) a slab keeps its scaled (and
   // masked) scores, weights, row max and alpha in registers: p goes to VMEM only
   // as the bf16 MXU operand pb, and nothing else is stored twice.
-  if (cols <= 1024 && latchV && !scoreOnce) {
+  if (cols <= 1024 && latchV) {
     // V stays latched on the MXUs (chunk c on MXU c) while the slab loop
     // streams p through it: its pushes overlap the score dot's drain. Emitted
-    // after the loop's first iterations (in the score dot's block): its loads
+    // among the loop's first iterations (in the score dot's block): its loads
     // in front of them kept their slabs further from the dot's pops in
     // program order, past the scheduler's lookahead for new values.
     auto pv = [&](Scalar r0, int64_t n) {
@@ -113,7 +117,7 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
                 acc.load(ds(r0, n), ds(0, d)) +
                     dot(pb.load(ds(r0, n), ds(0, cols)), v, {.latched = true}));
     };
-    slabsInVregs(scoreOf, false, pv, pvLag, pvCarry, [&] { mxu_latch(v); });
+    slabsInVregs(scoreOf, scoreOnce, pv, pvLag, pvCarry, [&] { mxu_latch(v); });
     reciprocalL();
     return;
   }
@@ -219,7 +223,7 @@ void OnlineSoftmax::slabL(Scalar r0, int64_t n, const Array& psum, const Array& 
 // next iteration in registers: the EUP then neither waits for a group's max
 // reductions at the start of an iteration nor its sum reductions at the end.
 void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& pv, int64_t pvLag,
-                                 int64_t pvCarry, const std::function<void()>& beforeLoop) const {
+                                 int64_t pvCarry, const std::function<void()>& latch) const {
   constexpr int64_t kGroupRows = 8 * kPipelinedSlabs;
   const int64_t groups = rows / kGroupRows;
   if (groups < 3 || rows % kGroupRows != 0) {
@@ -227,7 +231,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
       auto [psum, alphaV] = slabRest(score, r0, n, slabMax(score, r0, n));
       slabL(r0, n, psum, alphaV);
     });
-    if (beforeLoop) beforeLoop();
+    if (latch) latch();
     if (pv) pv(Scalar(0), rows);
     return;
   }
@@ -294,13 +298,24 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // 1: -3.9%; with V latched after them and 1 / l in the step, 5 against 3:
   // seq 2048 -0.9%, block_q 256 -2.0%; 4 and 6-7 do less); with one 128-key
   // window the dot's drain is short and they cost more than they save (+0.5
-  // to +10%). Masked steps of up to 512 rows: 1 (causal 2048 -0.6%, 8192
-  // -0.4%; 2 and 3 do less at 8192); in larger ones their per-slab mask
-  // scalars can exceed the 32 scalar registers (block_q 640).
-  const int64_t head =
-      cols < 256 || (masked && rows > 512) ? 0 : std::min<int64_t>(masked ? 1 : 5, groups - 2);
-  for (int64_t i = 1; i < 1 + head; ++i) c = iteration(Scalar(i), c);
-  if (beforeLoop) beforeLoop();
+  // to +10%). Masked steps of up to 512 rows: 3 with V latched there (causal
+  // 2048 -0.8% against 1; 5: +3.7%), else 1 (3 in the diagonal step of a
+  // ragged last kv block, blocks 256, head_dim 64, needed more than the 32
+  // scalar registers); in larger ones their per-slab mask scalars can
+  // exceed the 32 scalar registers (block_q 640).
+  const int64_t maskedHead = latch ? 3 : 1;
+  const int64_t head = cols < 256 || (masked && rows > 512)
+                           ? 0
+                           : std::min<int64_t>(masked ? maskedHead : 5, groups - 2);
+  // V's latch after the first 3 of them (seq 2048 -0.6%; after 1, 2, 4 or
+  // all 5: +1.4%, +3.2%, +0.1%, +0.6%): its pushes then overlap the rest of
+  // the score dot's drain, and its loads still come after the first slabs.
+  const int64_t latchAt = std::min<int64_t>(head, kLatchAfter);
+  if (latch && latchAt == 0) latch();
+  for (int64_t i = 1; i < 1 + head; ++i) {
+    c = iteration(Scalar(i), c);
+    if (latch && i == latchAt) latch();
+  }
   // Unmasked steps run two iterations per trip: the scheduler overlaps the
   // first one's tail (the last exps' results converted and stored, ~19
   // bundles) with the second one's head (loads, scale and subtract before the
@@ -514,9 +529,10 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
   auto body = [=](const std::vector<Ref>& r) {
     Ref q = r[0].at(0), k = r[1].at(0), v = r[2].at(0), o = r[3].at(0);
     OnlineSoftmax sm(std::vector<Ref>(r.begin() + 4, r.end()), bq, bk, d);
-    // Not causal: there the last step of a q block is mostly a masked one,
-    // whose reciprocals the plain p x V hides less (causal 2048 +0.1%).
-    sm.rcpInUpdate = prm.rcpInUpdate && !causal;
+    // Causal too: the last step of a q block is a masked one, whose p x V
+    // now streams through latched V as well (causal 2048 -1.0%; +0.1% when
+    // masked steps pushed V after the slab loop).
+    sm.rcpInUpdate = prm.rcpInUpdate;
     Scalar qi = program_id(1), kv = program_id(2);
     Scalar qStart = qi * bq, kStart = kv * bk;
     when(kv == 0, [&] { sm.init(); });
@@ -541,22 +557,55 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       Array diag, scaleV, maskV;
       std::vector<Array> diagC;
       if (hoist) scaleV = in_vregs(full(8, 128, scale));
-      if (maskCausal && !maskRagged) {
+      // A ragged last kv block (causal or not): the ragged mask folds into
+      // the per-window diagonals, made once per step.
+      const bool foldRagged = maskRagged && hoist && bk <= 512;
+      if (maskCausal && (!maskRagged || foldRagged)) {
         diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
         // Up to 4 windows, lane - sublane + col0 per window too (made once per
         // step): one scalar per slab instead of one per score vreg (-1.1%).
+        // Ragged: a column at or past seq_k gets kPastSeqK instead, which no
+        // row passes (rows are < 2^30), so the one compare applies both
+        // masks; one scalar per score vreg for the two separate masks needed
+        // more than the 32 scalar registers (seq_q 1000, seq_k 1300, blocks
+        // 256, causal).
         if (hoist && bk <= 512)
-          for (int64_t c0 = 0; c0 < bk; c0 += 128)
-            diagC.push_back(c0 == 0 ? diag : in_vregs(diag + splat(Scalar(c0), 1, 1)));
+          for (int64_t c0 = 0; c0 < bk; c0 += 128) {
+            Array dc = c0 == 0 ? diag : diag + splat(Scalar(c0), 1, 1);
+            if (foldRagged)
+              dc = where(iota(8, 128, 1) < splat(Scalar(seqK) - kStart - c0, 1, 1), dc,
+                         full(8, 128, kPastSeqK, S32));
+            diagC.push_back(c0 == 0 && !foldRagged ? diag : in_vregs(dc));
+          }
         if (hoist) maskV = in_vregs(full(8, 128, OnlineSoftmax::kMaskValue));
       }
+      // Not causal: every row sees a valid column (the diagonal -2^30 is at
+      // most any qStart + row0 - kStart) and no other; per score vreg the
+      // generic mask needed more than the 32 scalar registers too (seq_q
+      // 1000, seq_k 1300, blocks 256 x 512, causal: its step below the
+      // diagonal).
+      if (foldRagged && !maskCausal) {
+        for (int64_t c0 = 0; c0 < bk; c0 += 128)
+          diagC.push_back(
+              in_vregs(where(iota(8, 128, 1) < splat(Scalar(seqK) - kStart - c0, 1, 1),
+                             full(8, 128, -kPastSeqK, S32), full(8, 128, kPastSeqK, S32))));
+        maskV = in_vregs(full(8, 128, OnlineSoftmax::kMaskValue));
+      }
+      // A slab's row bound qStart + row0 - kStart, broadcast once and shared
+      // by its windows (consecutive calls with the same row0: the max reads,
+      // then the weights' reads of one slab) instead of a vbcast per compare
+      // (32 per masked loop iteration; causal 2048 -1.2% with V latched in
+      // masked steps).
+      auto bound = std::make_shared<std::pair<llo::Value*, Array>>(nullptr, Array());
       return [=](const Array& raw, Scalar row0, int64_t col0) {
         const bool whole = raw.rows() == 8 && raw.cols() == 128;
         Array s = whole && hoist ? raw * scaleV : raw * scale;
         if (!maskRagged && !maskCausal) return s;
-        if (diag.valid() && whole && !diagC.empty())
-          return where(diagC[size_t(col0 / 128)] <= splat(qStart + row0 - kStart, 1, 1), s,
-                       hoist ? maskV : full(1, 1, OnlineSoftmax::kMaskValue));
+        if (whole && !diagC.empty()) {
+          if (bound->first != row0.value())
+            *bound = {row0.value(), in_vregs(splat(qStart + row0 - kStart, 8, 128))};
+          return where(diagC[size_t(col0 / 128)] <= bound->second, s, maskV);
+        }
         if (diag.valid() && whole)
           return where(diag <= splat(qStart + row0 - (kStart + col0), 1, 1), s,
                        hoist ? maskV : full(1, 1, OnlineSoftmax::kMaskValue));
@@ -588,11 +637,12 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // store their scores once, masked.
       // V latched on the MXUs for p x V, K chunk c on MXU c: only where the
       // chunks fill every MXU (block_k = mxu.count x 128), else the plain
-      // dot's row groups keep more MXUs busy.
-      const bool latch = prm.latchV && prm.mxuSize == 128 && d <= 128 && !lastRagged &&
-                         !maskCausal && bk == 128 * prm.mxuCount;
+      // dot's row groups keep more MXUs busy. The diagonal (masked) steps
+      // too, without the experimental in-loop p x V (pv_lag, pv_carry).
+      const bool latch =
+          prm.latchV && prm.mxuSize == 128 && d <= 128 && !lastRagged && bk == 128 * prm.mxuCount;
       sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal,
-                latch, prm.pvLag, prm.pvCarry);
+                latch, maskCausal ? 0 : prm.pvLag, maskCausal ? 0 : prm.pvCarry);
     };
     auto stepRagged = [&](bool maskCausal) {
       if (raggedK)

@@ -104,9 +104,9 @@ struct OnlineSoftmax {
   // columns only: narrower ones keep a slab's scores in registers, and
   // scoreOnce, the mark of a costly mask, unrolls their slab loop less).
   // latchV (the register form, v a plain view of `cols` rows, cols / 128 <=
-  // the MXUs, mxu.size 128): v is latched on the MXUs after the score dot
-  // (dsl::mxu_latch) and p x V streams through it (a latched dot: the same
-  // bits as the plain dot). pvLag > 0: each iteration of the pipelined slab
+  // the MXUs, mxu.size 128; masked steps too): v is latched on the MXUs
+  // after the score dot (dsl::mxu_latch) and p x V streams through it (a
+  // latched dot: the same bits as the plain dot). pvLag > 0: each iteration of the pipelined slab
   // loop adds p x V of the group pvLag groups before its own to acc (mms and
   // pops within the iteration); the groups the loop does not reach follow it.
   void update(const dsl::Array& q, const dsl::Array& k, const ScoreFn& score, const dsl::Array& v,
@@ -160,10 +160,11 @@ struct OnlineSoftmax {
   // masked: `score` masks (its per-slab scalars limit the loop's unrolling).
   // pv(r0, n): p x V of rows [r0, r0 + n) added to acc (null: none in the loop).
   using PvFn = std::function<void(dsl::Scalar r0, int64_t n)>;
-  // beforeLoop: emitted after the loop's first iterations (those in the score
-  // dot's block), before the loop.
+  // latch: emitted after the first kLatchAfter of the loop's iterations in
+  // the score dot's block (after all of them if fewer), before the loop.
   void slabsInVregs(const ScoreFn& score, bool masked, const PvFn& pv = nullptr, int64_t pvLag = 0,
-                    int64_t pvCarry = 0, const std::function<void()>& beforeLoop = nullptr) const;
+                    int64_t pvCarry = 0, const std::function<void()>& latch = nullptr) const;
+  static constexpr int64_t kLatchAfter = 3;
   void reciprocalL() const;
   void chunkSoftmax(const ScoreFn& score, int64_t r0, int64_t rows) const;
 };

@@ -48,7 +48,71 @@ std::vector<LoopBlock> slabLoops(const std::string& machineText) {
   return withExps;
 }
 
+struct Block {
+  std::string kind;  // the label without its number: loop, latch, exit, then, ...
+  std::string text;
+};
+
+std::vector<Block> blocks(const std::string& machineText) {
+  std::vector<Block> out;
+  std::regex label(R"(^([a-z]+)\d+:)");
+  std::istringstream in(machineText);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, label)) {
+      out.push_back({m[1], ""});
+      continue;
+    }
+    if (!out.empty()) out.back().text += line + "\n";
+  }
+  return out;
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Causal 1024 x 1024 with blocks of 512 as tpu-kernel builds it for v5e
+// (V latched where block_k = 4 x 128): one step below the diagonal, two on it.
+codegen::CompiledKernel causalKernel(const codegen::TargetInfo& t) {
+  lib::FlashAttentionParams p;
+  p.blockQ = p.blockK = 512;
+  p.causal = true;
+  p.latchV = true;
+  p.mxuSize = 128;
+  p.mxuCount = 4;
+  auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
+                    .trace(lib::flashAttentionInputs(1, 1024, 1024, 128));
+  return codegen::compileKernel(*kernel, t);
+}
+
 }  // namespace
+
+// The diagonal steps stream p x V through V latched during the score dot, as
+// the steps below it do: after either step's slab loop no weight is pushed.
+// And their causal mask broadcasts a slab's row bound once for its 4 windows'
+// compares of both reads (2 per slab, 8 per one-iteration trip), not per
+// compare (32).
+TEST_CASE("causal flash attention's diagonal steps latch V and share the row bound") {
+  codegen::TargetInfo t = testing::kernelTarget("v5e");
+  codegen::CompiledKernel ck = causalKernel(t);
+  std::vector<Block> bs = blocks(ck.machineText);
+  int slabLoops = 0;
+  for (size_t b = 0; b + 2 < bs.size(); ++b) {
+    if (bs[b].kind != "loop" || count(bs[b].text, "vexp") == 0) continue;
+    ++slabLoops;
+    INFO("slab loop " << slabLoops);
+    CHECK(bs[b + 1].kind == "latch");
+    CHECK(bs[b + 2].kind == "exit");
+    CHECK(count(bs[b + 2].text, "mxu.wpush") == 0);
+    CHECK(count(bs[b + 2].text, "mxu.mm") > 0);
+    if (count(bs[b].text, "vexp") == 20) CHECK(count(bs[b].text, "vbcast") == 8);
+  }
+  CHECK(slabLoops == 2);
+}
 
 TEST_CASE("flash attention's unmasked slab loop overlaps two iterations per trip") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
@@ -76,10 +140,11 @@ TEST_CASE("flash attention's unmasked slab loop overlaps two iterations per trip
 // the output stores) has no reciprocal; without it, that loop makes them.
 TEST_CASE("flash attention's reciprocals of l leave the output pass") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
-  auto rcpsInOutputLoop = [&](bool rcpInUpdate) {
+  auto rcpsInOutputLoop = [&](bool rcpInUpdate, bool causal = false) {
     lib::FlashAttentionParams p;
     p.blockQ = p.blockK = 512;
     p.rcpInUpdate = rcpInUpdate;
+    p.causal = causal;
     auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
                       .trace(lib::flashAttentionInputs(1, 1024, 1024, 128));
     codegen::CompiledKernel ck = codegen::compileKernel(*kernel, t);
@@ -105,4 +170,7 @@ TEST_CASE("flash attention's reciprocals of l leave the output pass") {
   };
   CHECK(rcpsInOutputLoop(true) == 0);
   CHECK(rcpsInOutputLoop(false) > 0);
+  // Causal too (the last step of a q block is a diagonal one).
+  CHECK(rcpsInOutputLoop(true, true) == 0);
+  CHECK(rcpsInOutputLoop(false, true) > 0);
 }
