@@ -19,7 +19,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <set>
@@ -133,13 +132,6 @@ int hbmBytesOf(const ComputeGraph& g, const HloInstruction* operand, dsl::DType 
     i = i->operand(0);
   if (!g.isLeaf(i)) return isa::dtypeBytes(operandType);
   return isa::dtypeBytes(memoryType(dslType(g, *i, i->shape().type)));
-}
-
-// Which dot kernels pipeline their epilogue (TPUSIM_PIPE, experiment).
-bool pipelineEpilogue(size_t nRhs) {
-  const char* e = std::getenv("TPUSIM_PIPE");
-  int mode = e ? std::atoi(e) : 1;
-  return mode == 2 || (mode == 1 && nRhs > 1);
 }
 
 }  // namespace
@@ -426,7 +418,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const bool cacheLhs = !readAsIs(lhs);
   const int64_t lhsCacheBytes = cacheLhs ? copyBytes(bm, bk) : 0;
   const bool pipelined =
-      pipelineEpilogue(nRhs) && kBlocks == 1 && !inPlace && bb == 1 && nBlocks > 1 &&
+      nRhs > 1 && kBlocks == 1 && !inPlace && bb == 1 && nBlocks > 1 &&
       !lhsTransposed && root != hero &&
       dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt),
                    static_cast<int64_t>(nRhs)) +
