@@ -411,19 +411,18 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // one step behind, and the accumulators alternate between two sets by the
   // step's parity. Costs a second set of accumulators in VMEM.
   const int64_t mBlocks = cdiv(M, bm), nBlocks = cdiv(N, bn);
-  const int64_t accBytes =
-      static_cast<int64_t>(nRhs) * cdiv(std::min(bm, M), 8) * 8 * cdiv(std::min(bn, N), 128) * 128 * 4;
+  const int64_t accBytes = static_cast<int64_t>(nRhs) * cdiv(std::min(bm, M), 8) * 8 *
+                           cdiv(std::min(bn, N), 128) * 128 * 4;
   // A computed LHS (a norm's scale) is the same for every step of a row: the
   // row's first step stores it (bf16) for the others.
   const bool cacheLhs = !readAsIs(lhs);
   const int64_t lhsCacheBytes = cacheLhs ? copyBytes(bm, bk) : 0;
-  const bool pipelined =
-      nRhs > 1 && kBlocks == 1 && !inPlace && bb == 1 && nBlocks > 1 &&
-      !lhsTransposed && root != hero &&
-      dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt),
-                   static_cast<int64_t>(nRhs)) +
-              accBytes + lhsCacheBytes + 2 * branchCopies <=
-          shared.dotVmemBudget();
+  const bool pipelined = nRhs > 1 && kBlocks == 1 && !inPlace && bb == 1 && nBlocks > 1 &&
+                         !lhsTransposed && root != hero &&
+                         dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt),
+                                      hbmBytesOf(g, rhsRoot, rt), static_cast<int64_t>(nRhs)) +
+                                 accBytes + lhsCacheBytes + 2 * branchCopies <=
+                             shared.dotVmemBudget();
   if (pipelined) {
     for (auto& r : rhsRs) r->setLag(2, 0, nBlocks);
     outR->setLag(2, 1, nBlocks);
