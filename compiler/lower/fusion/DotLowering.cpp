@@ -409,7 +409,9 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // alone; the operands' block indices clamp to the last block there (the
   // pipeline skips an unchanged block's copy), the epilogue's arrays trail
   // one step behind, and the accumulators alternate between two sets by the
-  // step's parity. Costs a second set of accumulators in VMEM.
+  // step's parity. Costs a second set of accumulators in VMEM. Sibling-dot
+  // kernels only: their SwiGLU epilogue is what was exposed (ordinary dot
+  // kernels of the measured models have none of this shape).
   const int64_t mBlocks = cdiv(M, bm), nBlocks = cdiv(N, bn);
   const int64_t accBytes = static_cast<int64_t>(nRhs) * cdiv(std::min(bm, M), 8) * 8 *
                            cdiv(std::min(bn, N), 128) * 128 * 4;
