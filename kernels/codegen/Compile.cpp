@@ -796,7 +796,8 @@ class Pipeline {
         if (s.parts > 1) prefetch(s);
     }
     // The next kernel's first blocks, once this kernel's last input block has
-    // arrived (none is started after this point).
+    // been started (none is started after this point): at the last step, or
+    // earlier when the last steps start none (Kernel::tailStepsWithoutInputs).
     if (!o_.prefetchNext.empty()) {
       // The kernel before's write-backs first when they hold rows or flags
       // of the region (drained_ then holds for the epilogue: the last step
@@ -807,10 +808,11 @@ class Pipeline {
         if (drainFirst) drainBefore(DrainAt::BeforePrefetch);
         issueNextKernelBlocks();
       };
+      const int64_t at = std::max<int64_t>(0, steps - 1 - k_.tailStepsWithoutInputs);
       if (steps == 1)
         issue();
       else
-        when(L_.scalarOp(llo::ScalarBin::Eq, R(step), ScalarVal{true, steps - 1, {}}), issue);
+        when(L_.scalarOp(llo::ScalarBin::Eq, R(step), ScalarVal{true, at, {}}), issue);
       if (drainFirst) drained_ = true;
     }
     L_.setGrid(ids, k_.grid);

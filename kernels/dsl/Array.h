@@ -168,4 +168,22 @@ struct DotOptions {
 Array dot(const Array& a, const Array& b, DotOptions options = {}, Loc loc = Loc::here());
 void mxu_latch(const Array& w, Loc loc = Loc::here());
 
+// While alive, the element-wise work traced is VPU work an MXU matmul traced
+// before it in the same basic block may hide: its ops are marked
+// llo::Op::overlap (the scheduler lets them fill the bundle slots the MXU
+// stream leaves instead of holding the stream back) and its row tiles are
+// unrolled (a row loop would end the basic block). A dot kernel's epilogue of
+// the previous output block runs this way under the next block's matmul
+// (compiler/lower/fusion/DotLowering.cpp). Nests; the numbers are the same.
+class OverlapWithMxu {
+ public:
+  OverlapWithMxu();
+  ~OverlapWithMxu();
+  OverlapWithMxu(const OverlapWithMxu&) = delete;
+  OverlapWithMxu& operator=(const OverlapWithMxu&) = delete;
+
+ private:
+  bool saved_;
+};
+
 }  // namespace tpusim::kernels::dsl

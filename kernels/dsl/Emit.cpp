@@ -449,6 +449,16 @@ void emitStoreByColumns(const RefWindow& dst, const NodePtr& value, const Loc& l
     }
 }
 
+OverlapWithMxu::OverlapWithMxu() : saved_(builder().overlap()) {
+  builder().setOverlap(true);
+  ++unrollRowTiles;
+}
+
+OverlapWithMxu::~OverlapWithMxu() {
+  --unrollRowTiles;
+  builder().setOverlap(saved_);
+}
+
 NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc) {
   if (lhs->dtype == DType::Bf16)
     if (NodePtr w = widenedS8View(rhs)) return w;

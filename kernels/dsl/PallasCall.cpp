@@ -110,6 +110,7 @@ std::unique_ptr<llo::Kernel> PallasCall::trace(const std::vector<ShapeDtype>& in
       fail(loc_, fmt::format("{}: grid {} has a non-positive dimension", callName,
                              llo::shapeStr(c.grid)));
   k->semantics = c.compiler_params.dimension_semantics;
+  k->tailStepsWithoutInputs = c.compiler_params.tail_steps_without_inputs;
   if (k->semantics.empty()) k->semantics.assign(c.grid.size(), DimSemantics::Arbitrary);
   if (k->semantics.size() != c.grid.size())
     fail(loc_, fmt::format("{}: {} dimension semantics for a {}-dimensional grid", callName,

@@ -93,6 +93,10 @@ struct CompilerParams {
   // VMEM the kernel may use (blocks x buffers + scratch + temporaries); 0 = 16 MiB,
   // the smallest VMEM of the presets. The code generator checks the target's VMEM too.
   int64_t vmem_limit_bytes = 0;
+  // The last grid steps that start no input block (a pipelined epilogue's
+  // extra step, whose operand blocks stay): the next kernel's first blocks
+  // (cross-kernel prefetch) start this many steps before the last step.
+  int64_t tail_steps_without_inputs = 0;
 };
 
 using KernelBody = std::function<void(const std::vector<Ref>&)>;

@@ -148,7 +148,8 @@ struct Kernel {
   SourceLoc loc;
   std::vector<int64_t> grid;
   std::vector<DimSemantics> semantics;
-  int numScalarPrefetch = 0;  // the first inputs; they are also index-map arguments
+  int numScalarPrefetch = 0;           // the first inputs; they are also index-map arguments
+  int64_t tailStepsWithoutInputs = 0;  // dsl::CompilerParams::tail_steps_without_inputs
   std::vector<ArrayOperand> inputs, outputs;
   std::vector<BlockMapping> inMaps, outMaps;  // inMaps covers the non-prefetch inputs
   std::vector<Type> scratch;

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "compiler/hlo/HloComputation.h"
@@ -398,13 +399,44 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   set(outR->axes()[1], bm, 1);
   set(outR->axes()[2], bn, 2);
 
+  // The pipelined epilogue: with one K block the epilogue of output block n
+  // runs at grid step n + 1, traced after block n + 1's matmul in its basic
+  // block and marked as work the MXU stream may hide (dsl::OverlapWithMxu),
+  // so the VPU work of an element-wise epilogue (SwiGLU over sibling dots'
+  // results: loads, roundings, the sigmoid, the products) fills the bundle
+  // slots the MXU pushes leave instead of following them. Each row of N
+  // blocks takes one grid step more, which runs the last block's epilogue
+  // alone; the operands' block indices clamp to the last block there (the
+  // pipeline skips an unchanged block's copy), the epilogue's arrays trail
+  // one step behind, and the accumulators alternate between two sets by the
+  // step's parity. Costs a second set of accumulators in VMEM. Sibling-dot
+  // kernels only: their SwiGLU epilogue is what was exposed (ordinary dot
+  // kernels of the measured models have none of this shape).
+  const int64_t mBlocks = cdiv(M, bm), nBlocks = cdiv(N, bn);
+  const int64_t accBytes = static_cast<int64_t>(nRhs) * cdiv(std::min(bm, M), 8) * 8 *
+                           cdiv(std::min(bn, N), 128) * 128 * 4;
+  // A computed LHS (a norm's scale) is the same for every step of a row: the
+  // row's first step stores it (bf16) for the others.
+  const bool cacheLhs = !readAsIs(lhs);
+  const int64_t lhsCacheBytes = cacheLhs ? copyBytes(bm, bk) : 0;
+  const bool pipelined = nRhs > 1 && kBlocks == 1 && !inPlace && bb == 1 && nBlocks > 1 &&
+                         !lhsTransposed && root != hero &&
+                         dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt),
+                                      hbmBytesOf(g, rhsRoot, rt), static_cast<int64_t>(nRhs)) +
+                                 accBytes + lhsCacheBytes + 2 * branchCopies <=
+                             shared.dotVmemBudget();
+  if (pipelined) {
+    for (auto& r : rhsRs) r->setLag(2, 0, nBlocks);
+    outR->setLag(2, 1, nBlocks);
+    blk.why += "; epilogue pipelined (one step behind)";
+  }
+
   lhsR->dropUnitLeadAxes();
   for (auto& r : rhsRs) r->dropUnitLeadAxes();
   outR->dropUnitLeadAxes();
   // One K block: odd rows of LHS blocks walk the N blocks backwards
   // (serpentine), so the step that starts a new LHS block keeps its RHS block
   // (the pipeline skips an unchanged block's copy).
-  const int64_t mBlocks = cdiv(M, bm), nBlocks = cdiv(N, bn);
   if (kBlocks == 1 && B / bb == 1 && mBlocks > 1 && nBlocks > 1) {
     for (auto& r : rhsRs) r->setSerpentine(2, 1, nBlocks);
     outR->setSerpentine(2, 1, nBlocks);
@@ -413,9 +445,13 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   KernelPlan plan;
   plan.target = &t;
   plan.tiling = blk.why;
-  plan.config.grid = {B / bb, cdiv(M, bm), cdiv(N, bn), kBlocks};
-  plan.config.compiler_params.dimension_semantics = {dsl::PARALLEL, dsl::PARALLEL, dsl::PARALLEL,
-                                                     dsl::ARBITRARY};
+  plan.config.grid = {B / bb, mBlocks, nBlocks + (pipelined ? 1 : 0), kBlocks};
+  // A pipelined epilogue carries a row's accumulators from step to step: its
+  // N axis is sequential (the last block's epilogue runs alone at the row's
+  // extra step, which starts no input block).
+  plan.config.compiler_params.dimension_semantics = {
+      dsl::PARALLEL, dsl::PARALLEL, pipelined ? dsl::ARBITRARY : dsl::PARALLEL, dsl::ARBITRARY};
+  if (pipelined) plan.config.compiler_params.tail_steps_without_inputs = 1;
   addLeafInputs(*lhsR, plan);
   const size_t rhsFirst = plan.config.in_specs.size();
   for (auto& r : rhsRs) addLeafInputs(*r, plan);
@@ -427,9 +463,10 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const int64_t abm = std::min(bm, M), abn = std::min(bn, N), abk = std::min(bk, K);
   // One accumulator per sibling dot.
   if (!inPlace)
-    for (size_t k = 0; k < nRhs; ++k)
+    for (size_t k = 0; k < nRhs * (pipelined ? 2 : 1); ++k)
       plan.config.scratch.push_back(bb > 1 ? dsl::VMEM({bb, abm, abn}, accType)
                                            : dsl::VMEM({abm, abn}, accType));
+  if (pipelined && cacheLhs) plan.config.scratch.push_back(dsl::VMEM({abm, abk}, mxType));
   const size_t nIn = plan.inputs.size();
   const dsl::DType heroType = ot;
 
@@ -440,13 +477,15 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // K are zeroed), so nothing is masked and the block costs what its valid part
   // does, which keeps a dot's time smooth in K.
   // Sibling dots: the LHS once, then each RHS (pairs of the same a).
-  auto operands = [=](const std::vector<dsl::Ref>& refs, int64_t k) {
+  // `lhsAs`: the LHS given (a block cached in VMEM), not traced.
+  auto operands = [=](const std::vector<dsl::Ref>& refs, int64_t k,
+                      std::optional<dsl::Array> lhsAs = std::nullopt) {
     const bool clip = k != abk;
     if (clip) {
       lhsR->clipBlock(lhsTransposed ? k : 0, lhsTransposed ? 0 : k);
       for (auto& r : rhsRs) r->clipBlock(transposed ? 0 : k, transposed ? k : 0);
     }
-    dsl::Array a = lhsR->emit(lhs, identity(lr), refs);
+    dsl::Array a = lhsAs ? *lhsAs : lhsR->emit(lhs, identity(lr), refs);
     a = lhsTransposed ? expandTo(a, k, abm) : expandTo(a, abm, k);
     if (a.dtype() != mxType) a = a.astype(mxType);
     std::vector<std::pair<dsl::Array, dsl::Array>> out;
@@ -531,6 +570,55 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       }
     };
     auto finish = [&] { forEachEntry([&](const Accs& a) { epilogue(refs, a); }); };
+    if (pipelined) {
+      const Accs other(refs.begin() + static_cast<std::ptrdiff_t>(nIn + 1 + nRhs),
+                       refs.begin() + static_cast<std::ptrdiff_t>(nIn + 1 + 2 * nRhs));
+      const Accs* sets[2] = {&accRefs, &other};
+      // Each branch traces its own values (a value traced in one branch
+      // cannot be used in another).
+      auto fresh = [&] {
+        lhsR->clipBlock(0, 0);
+        for (auto& r : rhsRs) r->clipBlock(0, 0);
+        outR->clipBlock(0, 0);
+      };
+      // The dots of one step into `accs`, the LHS from the row's cache.
+      auto dots = [&](const Accs& accs, bool first) {
+        std::vector<std::pair<dsl::Array, dsl::Array>> ops;
+        if (cacheLhs) {
+          const dsl::Ref& cache = refs[nIn + 1 + 2 * nRhs];
+          if (first) cache.store(operands(refs, abk)[0].first);
+          ops = operands(refs, abk, cache.load());
+        } else {
+          ops = operands(refs, abk);
+        }
+        for (size_t s = 0; s < ops.size(); ++s) {
+          dsl::DotOptions opts;
+          opts.transpose_rhs = transposed;
+          accs[s].store(dsl::dot(ops[s].first, ops[s].second, opts));
+        }
+      };
+      dsl::Scalar n = dsl::program_id(2);
+      dsl::when(n == 0, [&] {
+        fresh();
+        dots(accRefs, true);
+      });
+      for (int parity = 1; parity >= 0; --parity) {
+        if (parity == 0 && nBlocks <= 2) continue;  // no even step but 0 has an epilogue
+        dsl::Scalar odd = n % dsl::Scalar(2) == dsl::Scalar(1);
+        dsl::when((parity ? odd : n > 0 && n % dsl::Scalar(2) == dsl::Scalar(0)) && n < nBlocks,
+                  [&] {
+                    fresh();
+                    dots(*sets[parity], false);
+                    dsl::OverlapWithMxu hidden;
+                    epilogue(refs, *sets[1 - parity]);
+                  });
+      }
+      dsl::when(n == nBlocks, [&] {
+        fresh();
+        epilogue(refs, *sets[(nBlocks - 1) % 2]);
+      });
+      return;
+    }
     const bool ragged = kTail != abk;
     if (resident) {
       dsl::Scalar kb = dsl::program_id(3);

@@ -140,7 +140,21 @@ class Region {
   // Serpentine order (DotLowering): the block index along grid axis `axis`
   // (of `extent` blocks) runs backwards when grid axis `parity`'s index is
   // odd, in index maps and iotas alike.
-  void setSerpentine(int axis, int parity, int64_t extent) { serpentine_ = {axis, parity, extent}; }
+  void setSerpentine(int axis, int parity, int64_t extent) {
+    serpentine_.axis = axis;
+    serpentine_.parity = parity;
+    serpentine_.extent = extent;
+  }
+  // Lag (DotLowering's pipelined epilogue): the block index along grid axis
+  // `axis` is its program id minus `lag`, clamped to [0, extent - 1] (before
+  // the serpentine order), in index maps and iotas alike: with one grid step
+  // more than blocks, the operands clamp (lag 0) and the epilogue's arrays
+  // trail one step behind (lag 1).
+  void setLag(int axis, int64_t lag, int64_t extent) {
+    serpentine_.lagAxis = axis;
+    serpentine_.lag = lag;
+    serpentine_.lagExtent = extent;
+  }
 
   // The same for a leaf use: in a shuffled region a leaf's last dim may be
   // narrower or wider than the space's (a slice's operand, a concatenate's).
@@ -228,6 +242,8 @@ class Region {
   struct Serpentine {
     int axis = -1, parity = -1;
     int64_t extent = 0;
+    int lagAxis = -1;
+    int64_t lag = 0, lagExtent = 0;
   } serpentine_;
   // The block index of grid axis g, given the grid's program ids.
   static dsl::Scalar serpentineIndex(const Serpentine& sp,

@@ -520,8 +520,10 @@ dsl::BlockSpec Region::blockSpec(const Embedding& emb) const {
 
 dsl::Scalar Region::serpentineIndex(const Serpentine& sp, const std::function<dsl::Scalar(int)>& id,
                                     int g) {
-  if (g != sp.axis) return id(g);
   dsl::Scalar i = id(g);
+  if (g == sp.lagAxis)
+    i = dsl::max(dsl::min(i - dsl::Scalar(sp.lag), dsl::Scalar(sp.lagExtent - 1)), dsl::Scalar(0));
+  if (g != sp.axis) return i;
   return i + id(sp.parity) % dsl::Scalar(2) * (dsl::Scalar(sp.extent - 1) - i - i);
 }
 
