@@ -465,6 +465,29 @@ class FusionPass : public HloPass {
         return false;
       }
     }
+    // An f32 -> bf16 convert in a dot's operand prologue is redone for every
+    // grid step that reads the block: kept apart when that costs more than
+    // converting once through HBM (prologueConvertBeatsHbmRoundTrip).
+    if (hero && hero->opcode() == HloOpcode::Dot && p->opcode() == HloOpcode::Convert &&
+        p->shape().type == hlo::PrimitiveType::BF16 &&
+        p->operand(0)->shape().type == hlo::PrimitiveType::F32) {
+      const HloInstruction* value = p;
+      if (g.body) {
+        const auto& ops = g.fusion->operands();
+        value = g.body->parameter(std::find(ops.begin(), ops.end(), p) - ops.begin());
+      }
+      DotBlocks b = dotBlocks(*hero, config_.target);
+      int64_t copies = 0;
+      if (inCone(value, hero->operand(0))) copies = std::max(copies, b.lhsReuse());
+      if (inCone(value, hero->operand(1))) copies = std::max(copies, b.rhsReuse());
+      if (copies > 1 && !prologueConvertBeatsHbmRoundTrip(*p, copies, config_.target)) {
+        *why = fmt::format(
+            "would be converted again in each of the {} grid steps of %{} that read it: more "
+            "store cycles than converting once through HBM",
+            copies, hero->name());
+        return false;
+      }
+    }
     if (weight > 1)
       for (const HloInstruction* u : uses)
         if (u->opcode() == HloOpcode::Broadcast &&
