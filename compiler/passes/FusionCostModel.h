@@ -66,7 +66,8 @@ bool recomputeBeatsHbmRoundTrip(const hlo::HloInstruction& producer, int64_t wei
 // steps that read the block: a weight block once per M block, even when the
 // pipeline keeps the f32 block itself); kept as its own kernel, it converts
 // once, writes the bf16 array and the dot reads that instead of the f32 one.
-// True when the prologue is the cheaper (the copies are few: decode, small M).
+// True when the prologue is the cheaper (the copies are few, or small: decode,
+// small M); the kernel of its own is priced at least 1000 cycles.
 // The mixed-precision training step's f32 master weights: 64 copies of a
 // 1024 x 2048 weight (~2,300 cycles each on v6e) against ~9,000 cycles.
 bool prologueConvertBeatsHbmRoundTrip(const hlo::HloInstruction& convert, int64_t copies,
