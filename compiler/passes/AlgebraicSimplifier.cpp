@@ -15,6 +15,12 @@
 //   dimension (the rotary embedding) -> x * concat(A, A) + concat(hi, lo) *
 //   concat(-B, B), bit for bit (RotateHalf.cpp)
 //   concat(f(x), f(x)) for a unary element-wise f -> f(concat(x, x))
+//   op(reshape(a), reshape(b), ...) -> reshape(op(a, b, ...)) for an
+//   element-wise op whose operands are all reshapes of one shape, each used
+//   only there: dot-canonicalize leaves a reshape after every dot it
+//   flattens, and a reshape is a fusion barrier, so the sum of two dots
+//   (the backward FFN's two input gradients) was a kernel of its own; on the
+//   dots' shape it joins a dot's epilogue.
 // "0" and "1" are constants whose elements all have that value, or broadcasts
 // of them. Instructions left unused are removed.
 #include "compiler/passes/PassRegistry.h"
@@ -109,8 +115,37 @@ class AlgebraicSimplifierPass : public HloPass {
     return replace(convert, comp->addInstruction(std::move(p)));
   }
 
+  // op(reshape(a), reshape(b), ...) -> reshape(op(a, b, ...)), named after op.
+  static bool elementwiseBeforeReshape(hlo::HloComputation* comp, HloInstruction* inst) {
+    if (!hlo::isElementwise(inst->opcode()) || inst->operandCount() < 2 || !inst->shape().isArray())
+      return false;
+    const hlo::Shape* from = nullptr;
+    std::vector<HloInstruction*> sources;
+    for (HloInstruction* o : inst->operands()) {
+      if (o->opcode() != HloOpcode::Reshape || o->operandCount() != 1 || o->userCount() != 1 ||
+          !o->operand(0)->shape().isArray())
+        return false;
+      const hlo::Shape& s = o->operand(0)->shape();
+      if (from && !from->sameDims(s)) return false;
+      from = &s;
+      sources.push_back(o->operand(0));
+    }
+    if (!from || from->sameDims(inst->shape())) return false;
+    hlo::Shape moved = hlo::Shape::array(inst->shape().type, from->dims);
+    moved.layout = from->layout;
+    auto op = inst->cloneWithOperands(inst->name() + ".unreshaped", sources);
+    op->setShape(moved);
+    HloInstruction* opInst = comp->addInstruction(std::move(op));
+    auto back = HloInstruction::create(HloOpcode::Reshape, inst->name() + ".reshape", inst->shape(),
+                                       {opInst});
+    back->attrs().metadata = inst->attrs().metadata;
+    back->setSourceLine(inst->sourceLine());
+    return replace(inst, comp->addInstruction(std::move(back)));
+  }
+
   bool simplify(hlo::HloComputation* comp, HloInstruction* inst) {
     if (inst->userCount() == 0 && comp->root() != inst) return false;
+    if (elementwiseBeforeReshape(comp, inst)) return true;
     switch (inst->opcode()) {
       case HloOpcode::Add:
         return (isValue(inst->operand(1), 0) && replace(inst, inst->operand(0))) ||

@@ -6,6 +6,7 @@
 
 #include "compiler/hlo/HloPrinter.h"
 #include "compiler/passes/PassRegistry.h"
+#include "compiler/passes/PassUtil.h"
 
 namespace tpusim::passes {
 namespace {
@@ -29,23 +30,37 @@ class CsePass : public HloPass {
   std::string_view name() const override { return "cse"; }
   bool run(hlo::HloModule& module) override {
     bool changed = false;
-    for (const auto& comp : module.computations()) {
-      std::unordered_map<std::string, HloInstruction*> seen;
-      for (HloInstruction* inst : comp->postOrder()) {
-        if (inst->opcode() == HloOpcode::Parameter || inst->hasSideEffect()) continue;
-        if (inst->literal() && inst->literal()->elided) continue;
-        auto [it, fresh] = seen.emplace(keyOf(*inst), inst);
-        if (fresh) continue;
-        inst->replaceAllUsesWith(it->second);
-        changed = true;
-      }
-      if (changed) comp->removeDeadInstructions();
-    }
+    for (const auto& comp : module.computations()) changed |= cseComputation(*comp);
     return changed;
   }
 };
 
 }  // namespace
+
+bool cseComputation(hlo::HloComputation& comp) {
+  bool changed = false;
+  std::unordered_map<std::string, HloInstruction*> seen;
+  for (HloInstruction* inst : comp.postOrder()) {
+    if (inst->opcode() == HloOpcode::Parameter || inst->hasSideEffect()) continue;
+    if (inst->literal() && inst->literal()->elided) continue;
+    auto [it, fresh] = seen.emplace(keyOf(*inst), inst);
+    if (fresh) continue;
+    inst->replaceAllUsesWith(it->second);
+    changed = true;
+  }
+  if (changed) comp.removeDeadInstructions();
+  return changed;
+}
+
+bool cseFusedComputations(hlo::HloModule& module) {
+  bool changed = false;
+  for (const auto& comp : module.computations())
+    for (const auto& inst : comp->instructions())
+      if (inst->opcode() == HloOpcode::Fusion)
+        for (hlo::HloComputation* body : inst->calledComputations())
+          if (body) changed |= cseComputation(*body);
+  return changed;
+}
 
 std::unique_ptr<HloPass> createCsePass() { return std::make_unique<CsePass>(); }
 

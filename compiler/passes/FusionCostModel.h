@@ -60,6 +60,19 @@ DotBlocks dotBlocks(const hlo::HloInstruction& dot, const lower::TargetDescripti
 bool recomputeBeatsHbmRoundTrip(const hlo::HloInstruction& producer, int64_t weight, int64_t copies,
                                 bool resultStaysInHbm, const lower::TargetDescription& target);
 
+// A convert to bf16 of an f32 dot operand, fused as the dot's prologue, is
+// made per grid step into a VMEM copy of the operand block (a load, a convert
+// and a store per vreg: bound by the store slots), `copies` times in all (the
+// steps that read the block: a weight block once per M block, even when the
+// pipeline keeps the f32 block itself); kept as its own kernel, it converts
+// once, writes the bf16 array and the dot reads that instead of the f32 one.
+// True when the prologue is the cheaper (the copies are few, or small: decode,
+// small M); the kernel of its own is priced at least 1000 cycles.
+// The mixed-precision training step's f32 master weights: 64 copies of a
+// 1024 x 2048 weight (~2,300 cycles each on v6e) against ~9,000 cycles.
+bool prologueConvertBeatsHbmRoundTrip(const hlo::HloInstruction& convert, int64_t copies,
+                                      const lower::TargetDescription& target);
+
 VmemEstimate estimateFusionVmem(const hlo::HloComputation& body,
                                 const lower::TargetDescription& target);
 

@@ -13,6 +13,7 @@
 #include "compiler/passes/FusionRules.h"
 #include "compiler/passes/PassOptions.h"
 #include "compiler/passes/PassRegistry.h"
+#include "compiler/passes/PassUtil.h"
 #include "compiler/passes/SiblingDots.h"
 
 namespace tpusim::passes {
@@ -43,6 +44,7 @@ class FusionPass : public HloPass {
     for (HloComputation* comp : fusionTargets(module))
       for (HloInstruction* d : std::vector<HloInstruction*>(dead_.begin(), dead_.end()))
         if (d->parent() == comp && comp->removeInstruction(d)) dead_.erase(d);
+    cseFusedComputations(module);
     renameInProgramOrder(module);
     summarize();
     if (external_) *external_ = result_;
@@ -215,7 +217,12 @@ class FusionPass : public HloPass {
   }
 
   // Bytes of p's operands the fusion does not read yet (what fusing p adds).
-  int64_t newOperandBytes(const Growing& g, const HloInstruction* p) const {
+  // `lookThrough`: an element-wise operand that only p reads follows p into
+  // the kernel (the fusion takes it next), so its own operands are what the
+  // kernel reads: the sigmoid inside silu(g) = g * logistic(g) reads g, which
+  // g * ... reads anyway, so a copy of silu(g) reads one array, not two.
+  int64_t newOperandBytes(const Growing& g, const HloInstruction* p,
+                          bool lookThrough = false) const {
     std::vector<const HloInstruction*> have;
     if (g.body)
       have.assign(g.fusion->operands().begin(), g.fusion->operands().end());
@@ -223,10 +230,39 @@ class FusionPass : public HloPass {
       have.assign(g.seed->operands().begin(), g.seed->operands().end());
     int64_t bytes = 0;
     std::set<const HloInstruction*> counted;
-    for (const HloInstruction* o : p->operands())
-      if (std::find(have.begin(), have.end(), o) == have.end() && counted.insert(o).second)
-        bytes += readBytes(o);
+    std::vector<std::pair<const HloInstruction*, int>> stack;
+    for (const HloInstruction* o : p->operands()) stack.push_back({o, 0});
+    while (!stack.empty()) {
+      auto [o, depth] = stack.back();
+      stack.pop_back();
+      if (std::find(have.begin(), have.end(), o) != have.end() || !counted.insert(o).second)
+        continue;
+      if (lookThrough && depth < kLookThroughDepth && followsIntoKernel(o, p)) {
+        for (const HloInstruction* oo : o->operands()) stack.push_back({oo, depth + 1});
+        continue;
+      }
+      bytes += readBytes(o);
+    }
     return bytes;
+  }
+
+  // Element-wise operand chains newOperandBytes looks through (a bound on the
+  // walk; silu needs one).
+  static constexpr int kLookThroughDepth = 4;
+
+  // Does o, an operand of p (or of such an operand), join p's kernel once p
+  // does? Element-wise, fusible and read by nothing else. A chain of single
+  // users all ends at p.
+  static bool followsIntoKernel(const HloInstruction* o, const HloInstruction* p) {
+    if (!hlo::isElementwise(o->opcode()) || !o->shape().isArray() || isOutput(o) ||
+        !isFusibleProducer(*o) || o->userCount() != 1)
+      return false;
+    const HloInstruction* u = o->users().front();
+    while (u != p) {
+      if (!hlo::isElementwise(u->opcode()) || u->userCount() != 1) return false;
+      u = u->users().front();
+    }
+    return true;
   }
 
   // Does p read a value computed in the module (not a parameter or a constant)
@@ -441,6 +477,29 @@ class FusionPass : public HloPass {
         return false;
       }
     }
+    // An f32 -> bf16 convert in a dot's operand prologue is redone for every
+    // grid step that reads the block: kept apart when that costs more than
+    // converting once through HBM (prologueConvertBeatsHbmRoundTrip).
+    if (hero && hero->opcode() == HloOpcode::Dot && p->opcode() == HloOpcode::Convert &&
+        p->shape().type == hlo::PrimitiveType::BF16 &&
+        p->operand(0)->shape().type == hlo::PrimitiveType::F32) {
+      const HloInstruction* value = p;
+      if (g.body) {
+        const auto& ops = g.fusion->operands();
+        value = g.body->parameter(std::find(ops.begin(), ops.end(), p) - ops.begin());
+      }
+      DotBlocks b = dotBlocks(*hero, config_.target);
+      int64_t copies = 0;
+      if (inCone(value, hero->operand(0))) copies = std::max(copies, b.lhsReuse());
+      if (inCone(value, hero->operand(1))) copies = std::max(copies, b.rhsReuse());
+      if (copies > 1 && !prologueConvertBeatsHbmRoundTrip(*p, copies, config_.target)) {
+        *why = fmt::format(
+            "would be converted again in each of the {} grid steps of %{} that read it: more "
+            "store cycles than converting once through HBM",
+            copies, hero->name());
+        return false;
+      }
+    }
     if (weight > 1)
       for (const HloInstruction* u : uses)
         if (u->opcode() == HloOpcode::Broadcast &&
@@ -486,7 +545,7 @@ class FusionPass : public HloPass {
       // fused layer after layer, had layer 7's kernels read 16 arrays
       // instead of one), so then much more bytes is refused; a small vector
       // beside one array (a normalizing scale) is not much more.
-      int64_t operandBytes = newOperandBytes(g, p), resultBytes = arrayBytes(p->shape());
+      int64_t operandBytes = newOperandBytes(g, p, true), resultBytes = arrayBytes(p->shape());
       if (readsSharedComputedValue(p) && operandBytes > resultBytes + resultBytes / 4) {
         *why = fmt::format(
             "its result stays in HBM for {} other user(s), and fused the kernel would read {} "

@@ -97,7 +97,10 @@ class MultiOutputFusionPass : public HloPass {
     names_ = std::make_unique<NameTable>(module);
     bool changed = false;
     for (HloComputation* comp : fusionTargets(module)) changed |= runOn(*comp);
-    if (changed) module.removeUnreachableComputations();
+    if (changed) {
+      module.removeUnreachableComputations();
+      cseFusedComputations(module);
+    }
     return changed;
   }
 

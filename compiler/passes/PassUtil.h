@@ -31,4 +31,13 @@ bool reaches(const hlo::HloInstruction* from, const hlo::HloInstruction* target)
 // entry's current parameter and root shapes; true if the text changed.
 bool rewriteEntryComputationLayout(hlo::HloModule& module);
 
+// Common-subexpression elimination of one computation (the `cse` pass's rule,
+// Cse.cpp); true if it merged anything.
+bool cseComputation(hlo::HloComputation& comp);
+// The same over the body of every fusion: a producer copied into several
+// members of one fusion (or the members of fusions merged by
+// multi-output-fusion) would otherwise be computed once per copy in the
+// kernel (the SwiGLU backward computed its sigmoid three times).
+bool cseFusedComputations(hlo::HloModule& module);
+
 }  // namespace tpusim::passes

@@ -89,6 +89,11 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     return vmemRow(place(v.ref), idx);
   };
   const RefPlace& dstP = place(views[0].ref);
+  // A bf16 destination of a plain matmul (llo verifier): each popped row is
+  // rounded to bf16 before its store.
+  const bool roundDst = dstP.type.dtype == llo::DType::Bf16;
+  if (roundDst && (accumulate || chain || resident))
+    fail("internal: a bf16 destination of an accumulating or resident matmul");
   // A transposed LHS (K x M) is read from its transpose, made in a VMEM
   // temporary (M x K) by the transpose unit (transposeBlock below).
   RefPlace lhsT;
@@ -478,6 +483,11 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       int64_t first = laneOf(n0);
       MOperand r = rotate(row[size_t(h)], first);
       int64_t off = tileOf(n0, h) * dstRows + rt * 8;
+      if (roundDst) {  // a bf16 destination: rounded on the way (no f32 copy, no second pass)
+        MOperand c = fn_.newReg(RegClass::Vector);
+        emit(Opcode::VCvtBf16F32, {c, r});
+        r = c;
+      }
       if (accumulate) {
         MOperand old = load(dstP, dst0, off, 0xFF), sum = fn_.newReg(RegClass::Vector);
         emit(s8 ? Opcode::VAddS32 : Opcode::VAddF32, {sum, old, r});

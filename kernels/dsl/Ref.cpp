@@ -85,15 +85,21 @@ constexpr int64_t kMaxColumnOrderLhsTiles = 1024;
 // `ref[...] += dot(a, b)` accumulates on the MXU path straight into the ref;
 // `ref[...] = dot(a, b)` writes it there (the result slots are popped into
 // the ref: no zero fill, no load and add per result tile).
+// `ref[...] = dot(a, b).astype(bf16)` into a bf16 ref: each result row is
+// rounded as it is popped (no f32 copy and no second pass over it).
 bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
   const ArrayNode& v = *value;
   const bool accumulate =
       v.kind == ArrayNode::Kind::Binary && llo::VecBin(v.op) == llo::VecBin::Add;
   if (accumulate && !viewsWindow(*v.args[0], w)) return false;
-  if (!accumulate && v.kind != ArrayNode::Kind::Dot) return false;
-  const ArrayNode& rhs = accumulate ? *v.args[1] : v;
+  const bool rounded = v.kind == ArrayNode::Kind::Cast && v.op == 0 && v.dtype == DType::Bf16 &&
+                       w.ref->type.dtype == llo::DType::Bf16 && v.args.size() == 1 &&
+                       v.args[0]->kind == ArrayNode::Kind::Dot && v.args[0]->dtype == DType::F32 &&
+                       v.args[0]->dot.resident == MxuResident::None && !v.args[0]->dot.latched;
+  if (!accumulate && !rounded && v.kind != ArrayNode::Kind::Dot) return false;
+  const ArrayNode& rhs = accumulate ? *v.args[1] : rounded ? *v.args[0] : v;
   if (rhs.kind != ArrayNode::Kind::Dot || rhs.rows != w.rows || rhs.cols != w.cols ||
-      rhs.dtype != w.ref->type.dtype)
+      (rhs.dtype != w.ref->type.dtype && !rounded))
     return false;
   const bool resident = rhs.dot.resident != MxuResident::None;
   if (resident && accumulate)

@@ -350,6 +350,8 @@ class Run {
         uint32_t r = out[m * N + n];
         if (accumulate == 1 || (accumulate == 2 && !bf16))
           r = bf16 ? f32ResultBits(floatOf(d) + floatOf(r)) : d + r;
+        // A bf16 destination: the f32 result rounded (vcvt.bf16.f32 on the pop).
+        if (dst.buf->type.dtype == DType::Bf16) r = tpusim::f32ToBf16Bits(floatOf(r));
         d = r;
       }
   }

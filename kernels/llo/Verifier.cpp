@@ -371,8 +371,12 @@ class Checker {
     // bf16 x s8: int8 weights widened to bf16 on their way to the MXU.
     bool widen = lhs.dtype == DType::Bf16 && rhs.dtype == DType::S8;
     if (lhs.dtype != rhs.dtype && !widen) fail(op, "lhs and rhs dtypes differ");
-    if (lhs.dtype == DType::Bf16 && dst.dtype != DType::F32)
-      fail(op, "bf16 matmul accumulates into f32");
+    // A bf16 destination takes the f32 results rounded as they are popped: a
+    // plain matmul's only (no accumulating, no results kept in the MXU).
+    const bool roundedDst =
+        dst.dtype == DType::Bf16 && op.ints[5] == 0 && resident == 0 && !latched;
+    if (lhs.dtype == DType::Bf16 && dst.dtype != DType::F32 && !roundedDst)
+      fail(op, "bf16 matmul accumulates into f32 (or, plain, rounds into bf16)");
     else if (lhs.dtype == DType::S8 && dst.dtype != DType::S32)
       fail(op, "int8 matmul accumulates into s32");
     else if (lhs.dtype != DType::Bf16 && lhs.dtype != DType::S8)

@@ -296,18 +296,27 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       bb = std::max(bb, want);
     }
   }
-  // A plain dot (no epilogue, the output in the accumulator's type) with one
-  // K block writes its output block in place: no accumulator scratch, no
-  // copy out.
   const dsl::DType outType = dslType(g, *root, root->shape().type);
   // Most of VMEM only for a dot of plain inputs whose epilogue at most
   // converts the result: an epilogue's own inputs (a residual, a bias) take
   // VMEM blocks the model does not count.
+  const dsl::DType heroOutType = ot;
   const bool bareOutput =
       root == hero || (root->opcode() == HloOpcode::Convert && root->operand(0) == hero);
+  // A plain dot (no epilogue, the output in the accumulator's type) with one
+  // K block writes its output block in place; so does a bf16 dot of bf16
+  // operands, its results rounded to bf16 as they leave the MXU (no f32
+  // accumulator and no second pass to convert it).
+  auto plainOutput = [&](int64_t entries) {
+    return root == hero && memoryType(outType) == accType && entries == 1;
+  };
+  auto roundedOutput = [&](int64_t entries) {
+    return root == hero && entries == 1 && nRhs == 1 && accType == dsl::F32 &&
+           memoryType(outType) == dsl::BF16 && heroOutType == dsl::BF16;
+  };
   auto blocking = [&](int64_t entries, TilingTarget& shared) {
     shared = t;
-    shared.dotEpilogue = !(root == hero && memoryType(outType) == accType && entries == 1);
+    shared.dotEpilogue = !(plainOutput(entries) || roundedOutput(entries));
     shared.dotOperandsAreInputs = bareOutput && isInputView(g, lhs) && isInputView(g, rhsRoot);
     shared.vmemBytes = t.vmemBytes / entries;
     shared.dotBatchBlock = entries;
@@ -354,6 +363,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
   const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;
   const bool inPlace = plain && kBlocks == 1 && kTail == std::min(bk, K);
+  const bool roundOut = inPlace && roundedOutput(bb);
   // Several K blocks whose results fit the MXU result slots accumulate there
   // across the K steps (no VMEM accumulator traffic, no MXU drain per step);
   // the last step pops them into the accumulator for the epilogue.
@@ -517,7 +527,9 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       opts.transpose_lhs = lhsTransposed;
       opts.transpose_rhs = transposed;
       opts.lhs_by_columns = lhsByColumns;
-      if (inPlace)
+      if (inPlace && roundOut)
+        outR->store(refs[nIn], dsl::dot(a, b, opts).astype(dsl::BF16));
+      else if (inPlace)
         outR->store(refs[nIn], dsl::dot(a, b, opts));
       else if (kBlocks == 1)
         accs[s].store(dsl::dot(a, b, opts));

@@ -236,3 +236,25 @@ TEST_CASE("scalar prefetch drives the index map; async copies from HBM with sema
   auto r2 = interpret(*k2, {HostArray::fromFloats({16, 128}, F32, ys)});
   for (int i = 0; i < 8 * 128; ++i) REQUIRE(r2.outputs[0].floatAt(i) == ys[8 * 128 + i] + 1.0f);
 }
+
+TEST_CASE("a dot rounded into a bf16 ref equals the f32 dot rounded afterwards") {
+  const int64_t M = 64, N = 256, K = 384;
+  auto bf16Inputs = [&](uint64_t seed, int64_t n) {
+    auto v = randomFloats(size_t(n), seed);
+    for (float& x : v) x = roundToBf16(x);
+    return v;
+  };
+  auto xs = bf16Inputs(1, M * K), ys = bf16Inputs(2, K * N);
+  std::vector<HostArray> in{HostArray::fromFloats({M, K}, BF16, xs),
+                            HostArray::fromFloats({K, N}, BF16, ys)};
+  auto f32 = pallas_call([](Ref x, Ref y, Ref o) { o.store(dot(x.load(), y.load())); },
+                         {{{M, N}, F32}}, {1}, {BlockSpec(), BlockSpec()}, {BlockSpec()});
+  auto rounded =
+      pallas_call([](Ref x, Ref y, Ref o) { o.store(dot(x.load(), y.load()).astype(BF16)); },
+                  {{{M, N}, BF16}}, {1}, {BlockSpec(), BlockSpec()}, {BlockSpec()});
+  std::vector<ShapeDtype> specs{{{M, K}, BF16}, {{K, N}, BF16}};
+  auto want = interpret(*f32.trace(specs), in, seeded(1));
+  auto got = interpret(*rounded.trace(specs), in, seeded(1));
+  for (int64_t i = 0; i < M * N; ++i)
+    REQUIRE(bitsOf(got.outputs[0].floatAt(i)) == bitsOf(roundToBf16(want.outputs[0].floatAt(i))));
+}
