@@ -36,7 +36,7 @@ namespace {
 // docs/performance.md), a depth of 4096, and 4096 rows (beyond 512 in steps
 // of 512, which keeps the search small); an element-wise row of 8 column tiles
 // is unrolled per row tile.
-constexpr int64_t kMaxDotRows = 4096, kMaxDotCols = 4096, kMaxDotDepth = 8192;
+constexpr int64_t kMaxDotRows = 4096, kMaxDotCols = 16384, kMaxDotDepth = 8192;
 constexpr int64_t kFineDotRows = 512;
 constexpr int64_t kMaxDotPushesPerStep = 16384, kMaxLoopLanes = 1024;
 // A reduced lane dim up to this wide is one block when its divisors within
@@ -224,7 +224,8 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   const int64_t mxu = std::max<int64_t>(target.mxuSize, 8);
   const int64_t drain = 7 + 2 * mxu, fill = 8 * cdiv(mxu, 8);
   // K depth of one weight tile: 2N for s8 x s8 in the packed int8 mode.
-  const int64_t depth = target.int8Rate >= 2 && lhsInBytes == 1 && rhsInBytes == 1 ? 2 * mxu : mxu;
+  const bool int8 = target.dotMxuInt8 || (lhsInBytes == 1 && rhsInBytes == 1);
+  const int64_t depth = target.int8Rate >= 2 && int8 ? 2 * mxu : mxu;
   const int64_t rhsCount = std::max<int64_t>(target.dotRhsCount, 1);
   const int64_t pushes = rhsCount * cdiv(bm, 8) * cdiv(bn, mxu) * cdiv(bk, depth);
   if (pushes > kMaxDotPushesPerStep) return inf;
@@ -337,10 +338,15 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
                             int rhsInBytes, int outBytes, const TilingTarget& target) {
   DotBlocking best;
   double bestCost = std::numeric_limits<double>::infinity();
+  // K blocks of whole weight tiles: 2N deep for s8 x s8 in the packed int8
+  // mode, so every block's weights pair (PairPack.h) and may be stored packed.
+  const bool int8 = target.dotMxuInt8 || (lhsInBytes == 1 && rhsInBytes == 1);
+  const int64_t kUnit =
+      target.int8Rate >= 2 && int8 ? std::max<int64_t>(128, 2 * target.mxuSize) : 128;
   for (int64_t bm : dotRowCandidates(m))
     for (int64_t bn : dotCandidates(n, 128, kMaxDotCols))
       for (int64_t bk :
-           dotCandidates(k, 128, target.maxDotDepth > 0 ? target.maxDotDepth : kMaxDotDepth)) {
+           dotCandidates(k, kUnit, target.maxDotDepth > 0 ? target.maxDotDepth : kMaxDotDepth)) {
         double cost =
             dotBlockCost(batch, m, n, k, bm, bn, bk, lhsInBytes, rhsInBytes, outBytes, target);
         if (cost < bestCost * 0.999) {
