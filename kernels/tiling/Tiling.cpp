@@ -35,7 +35,10 @@ namespace {
 // library matmul's best v5e blocks, 512x1024x4096, and v6e's, 2048x1024x4096:
 // docs/performance.md), a depth of 4096, and 4096 rows (beyond 512 in steps
 // of 512, which keeps the search small); an element-wise row of 8 column tiles
-// is unrolled per row tile.
+// is unrolled per row tile. Columns up to 16384: with few rows (a decode's
+// M = 1) the push cap bounds the code, and a whole 11008-wide weight in one N
+// block deals its 86 column tiles 22/22/21/21 to four MXUs, where blocks of at
+// most 4096 columns (29 tiles: 8/7/7/7 per block) kept one MXU busy 1/8 longer.
 constexpr int64_t kMaxDotRows = 4096, kMaxDotCols = 16384, kMaxDotDepth = 8192;
 constexpr int64_t kFineDotRows = 512;
 constexpr int64_t kMaxDotPushesPerStep = 16384, kMaxLoopLanes = 1024;
