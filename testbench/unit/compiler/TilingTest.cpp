@@ -153,6 +153,14 @@ TEST_CASE("an 11008-wide int8 decode weight takes N blocks balanced over the MXU
   CHECK(b.estimatedCycles < dotBlockCost(1, 1, 11008, 4096, 1, 3712, b.bk, 2, 1, 2, t));
 }
 
+TEST_CASE("N blocks past 4096 columns only where they balance the MXUs better") {
+  TilingTarget t = v5eLike();
+  // 14336 = 112 column tiles: 3584-column blocks already give each of 4 MXUs
+  // 7 per block, so the wider block (the model's longer HBM runs) is not taken.
+  DotBlocking b = chooseDotBlocks(1, 1, 14336, 4096, 2, 2, 2, t);
+  CHECK(b.bn <= 4096);
+}
+
 TEST_CASE("s8 x s8 dots take K blocks of whole packed 2N-deep tiles") {
   TilingTarget t = v5eLike();
   t.int8Rate = 2;
