@@ -35,8 +35,15 @@ namespace {
 // library matmul's best v5e blocks, 512x1024x4096, and v6e's, 2048x1024x4096:
 // docs/performance.md), a depth of 4096, and 4096 rows (beyond 512 in steps
 // of 512, which keeps the search small); an element-wise row of 8 column tiles
-// is unrolled per row tile.
-constexpr int64_t kMaxDotRows = 4096, kMaxDotCols = 4096, kMaxDotDepth = 8192;
+// is unrolled per row tile. Columns up to 16384 (kBalancedDotCols): with few
+// rows (a decode's M = 1) the push cap bounds the code, and a whole 11008-wide
+// weight in one N block deals its 86 column tiles 22/22/21/21 to four MXUs,
+// where blocks of at most 4096 columns (29 tiles: 8/7/7/7 per block) kept one
+// MXU busy 1/8 longer.
+constexpr int64_t kMaxDotRows = 4096, kMaxDotCols = 16384, kMaxDotDepth = 8192;
+// N blocks wider than this only where they deal the column tiles more evenly
+// to the MXUs than any narrower block (see chooseDotBlocks).
+constexpr int64_t kBalancedDotCols = 4096;
 constexpr int64_t kFineDotRows = 512;
 constexpr int64_t kMaxDotPushesPerStep = 16384, kMaxLoopLanes = 1024;
 // A reduced lane dim up to this wide is one block when its divisors within
@@ -224,7 +231,8 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   const int64_t mxu = std::max<int64_t>(target.mxuSize, 8);
   const int64_t drain = 7 + 2 * mxu, fill = 8 * cdiv(mxu, 8);
   // K depth of one weight tile: 2N for s8 x s8 in the packed int8 mode.
-  const int64_t depth = target.int8Rate >= 2 && lhsInBytes == 1 && rhsInBytes == 1 ? 2 * mxu : mxu;
+  const bool int8 = target.dotMxuInt8 || (lhsInBytes == 1 && rhsInBytes == 1);
+  const int64_t depth = target.int8Rate >= 2 && int8 ? 2 * mxu : mxu;
   const int64_t rhsCount = std::max<int64_t>(target.dotRhsCount, 1);
   const int64_t pushes = rhsCount * cdiv(bm, 8) * cdiv(bn, mxu) * cdiv(bk, depth);
   if (pushes > kMaxDotPushesPerStep) return inf;
@@ -337,19 +345,42 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
                             int rhsInBytes, int outBytes, const TilingTarget& target) {
   DotBlocking best;
   double bestCost = std::numeric_limits<double>::infinity();
-  for (int64_t bm : dotRowCandidates(m))
-    for (int64_t bn : dotCandidates(n, 128, kMaxDotCols))
-      for (int64_t bk :
-           dotCandidates(k, 128, target.maxDotDepth > 0 ? target.maxDotDepth : kMaxDotDepth)) {
-        double cost =
-            dotBlockCost(batch, m, n, k, bm, bn, bk, lhsInBytes, rhsInBytes, outBytes, target);
-        if (cost < bestCost * 0.999) {
-          bestCost = cost;
-          best.bm = bm;
-          best.bn = bn;
-          best.bk = bk;
+  // K blocks of whole weight tiles: 2N deep for s8 x s8 in the packed int8
+  // mode, so every block's weights pair (PairPack.h) and may be stored packed.
+  const bool int8 = target.dotMxuInt8 || (lhsInBytes == 1 && rhsInBytes == 1);
+  const int64_t kUnit =
+      target.int8Rate >= 2 && int8 ? std::max<int64_t>(128, 2 * target.mxuSize) : 128;
+  // The busiest MXU's column tiles per K chunk over all N blocks (items are
+  // dealt round-robin: dotBlockCost). Blocks wider than kBalancedDotCols are
+  // taken only where they lower it below the best narrower choice: what else
+  // the model credits them with (longer HBM runs past a few KiB) did not hold
+  // (Llama-3-8B's 14336-wide bf16 FFN, 7 tiles per MXU in 3584-column blocks
+  // already: +0.7% in one block).
+  const int64_t mxu = std::max<int64_t>(target.mxuSize, 8);
+  const int64_t mxus = std::max<int64_t>(target.mxuCount, 1);
+  const int64_t reps =
+      std::max<int64_t>(target.dotBatchBlock, 1) * std::max<int64_t>(target.dotRhsCount, 1);
+  auto busiest = [&](int64_t bn) { return cdiv(n, bn) * cdiv(reps * cdiv(bn, mxu), mxus); };
+  for (bool wide : {false, true}) {
+    if (wide && (!std::isfinite(bestCost) || n <= kBalancedDotCols)) break;
+    const int64_t narrowBusiest = wide ? busiest(best.bn) : 0;
+    for (int64_t bm : dotRowCandidates(m))
+      for (int64_t bn : dotCandidates(n, 128, kMaxDotCols)) {
+        if (wide ? bn <= kBalancedDotCols || busiest(bn) >= narrowBusiest : bn > kBalancedDotCols)
+          continue;
+        for (int64_t bk :
+             dotCandidates(k, kUnit, target.maxDotDepth > 0 ? target.maxDotDepth : kMaxDotDepth)) {
+          double cost =
+              dotBlockCost(batch, m, n, k, bm, bn, bk, lhsInBytes, rhsInBytes, outBytes, target);
+          if (cost < bestCost * 0.999) {
+            bestCost = cost;
+            best.bm = bm;
+            best.bn = bn;
+            best.bk = bk;
+          }
         }
       }
+  }
   if (!std::isfinite(bestCost)) {  // nothing fits: the smallest legal blocks
     best.bm = candidates(m, 8, 8, false).back();
     best.bn = candidates(n, 128, 128, false).back();

@@ -42,8 +42,11 @@ namespace tpusim::kernels::tiling {
 struct TilingTarget {
   int64_t vmemBytes = int64_t(16) << 20;
   int64_t mxuSize = 128, mxuCount = 4;
-  int64_t accSlots = 16;          // MXU result slots of 8 rows: the rows one weight tile serves
-  int64_t int8Rate = 1;           // 2: packed int8, an s8 x s8 weight tile is 2N deep
+  int64_t accSlots = 16;  // MXU result slots of 8 rows: the rows one weight tile serves
+  int64_t int8Rate = 1;   // 2: packed int8, an s8 x s8 weight tile is 2N deep
+  // The dot runs s8 x s8 on the MXU though an operand is read wider from HBM
+  // (an LHS quantized in the dot's prologue): its weight tiles are 2N deep too.
+  bool dotMxuInt8 = false;
   double hbmBytesPerCycle = 512;  // HBM peak bandwidth / core clock
   int64_t maxDotDepth = 0;        // a dot's largest K block (0: the tiler's own limit)
   // Batch entries a dot's grid step takes (unrolled, sharing the MXUs; the

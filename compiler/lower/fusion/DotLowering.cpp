@@ -323,6 +323,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     shared.dotRhsTransposed = transposed;
     shared.dotRhsCount = static_cast<int64_t>(nRhs);
     shared.dotLhsTransposed = lhsTransposed;
+    shared.dotMxuInt8 = mxType == dsl::S8;
     // The step's entries are adjacent in each row of an in-place operand, so its
     // DMA reads runs of bb entries whatever the block's other dims.
     shared.dotLhsRunBytes = entries * entryRun[0];

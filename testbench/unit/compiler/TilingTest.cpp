@@ -141,6 +141,42 @@ TEST_CASE("int8 decode weights are priced at one byte and read in long HBM runs"
   CHECK(s8.estimatedCycles < 0.6 * bf16.estimatedCycles);
 }
 
+TEST_CASE("an 11008-wide int8 decode weight takes N blocks balanced over the MXUs") {
+  TilingTarget t = v5eLike();
+  // 86 column tiles: in one block (or two of 43) the busiest of 4 MXUs takes
+  // 22 per K chunk; blocks of at most 4096 columns (29 tiles) dealt it 8 of
+  // each 29, 24 in all.
+  DotBlocking b = chooseDotBlocks(1, 1, 11008, 4096, 2, 1, 2, t);
+  CHECK(b.bn > 4096);
+  const int64_t tiles = (b.bn + 127) / 128, blocks = (11008 + b.bn - 1) / b.bn;
+  CHECK(blocks * ((tiles + 3) / 4) == 22);  // the busiest MXU: 22 tiles per K chunk
+  CHECK(b.estimatedCycles < dotBlockCost(1, 1, 11008, 4096, 1, 3712, b.bk, 2, 1, 2, t));
+}
+
+TEST_CASE("N blocks past 4096 columns only where they balance the MXUs better") {
+  TilingTarget t = v5eLike();
+  // 14336 = 112 column tiles: 3584-column blocks already give each of 4 MXUs
+  // 7 per block, so the wider block (the model's longer HBM runs) is not taken.
+  DotBlocking b = chooseDotBlocks(1, 1, 14336, 4096, 2, 2, 2, t);
+  CHECK(b.bn <= 4096);
+}
+
+TEST_CASE("s8 x s8 dots take K blocks of whole packed 2N-deep tiles") {
+  TilingTarget t = v5eLike();
+  t.int8Rate = 2;
+  // The LHS is quantized in the dot's prologue (read as bf16): the MXU still
+  // runs s8 x s8, so a 128-deep K block would fill half of each packed tile.
+  t.dotMxuInt8 = true;
+  DotBlocking q = chooseDotBlocks(1, 1, 11008, 4096, 2, 1, 2, t);
+  CHECK(q.bk % 256 == 0);
+  CHECK(chooseDotBlocks(1, 1, 11008, 4096, 1, 1, 2, t).bk % 256 == 0);
+  // Priced 2N deep: half the weight pushes of the same block run unpacked.
+  TilingTarget unpacked = t;
+  unpacked.dotMxuInt8 = false;
+  CHECK(dotBlockCost(1, 1, 4096, 4096, 1, 4096, 512, 2, 1, 2, t) <
+        dotBlockCost(1, 1, 4096, 4096, 1, 4096, 512, 2, 1, 2, unpacked));
+}
+
 TEST_CASE("loop blocks move enough bytes per step to hide the step overhead") {
   TilingTarget t = v5eLike();
   // exp(scores - max): one f32 input and one f32 output of [65536, 2048].
