@@ -163,11 +163,9 @@ VmemEstimate estimateFusionVmem(const hlo::HloComputation& body,
   return e;
 }
 
-bool recomputeBeatsHbmRoundTrip(const HloInstruction& producer, int64_t weight, int64_t copies,
-                                bool resultStaysInHbm, const lower::TargetDescription& target) {
-  const Shape& s = producer.shape();
-  if (!s.isArray() || target.clockHz <= 0 || target.hbmBytesPerSecond <= 0) return false;
-  // The VPU computes whole (8, 128) tiles: a [1, K] row (decode) costs 8 rows.
+// Elements the VPU touches for an array of shape s: it computes whole (8, 128)
+// tiles, so a [1, K] row (decode) costs 8 rows.
+static double paddedTileElements(const Shape& s) {
   double tiles = 1;
   for (int64_t d = 0; d < s.rank(); ++d) {
     int64_t n = s.dims[static_cast<size_t>(d)];
@@ -175,6 +173,14 @@ bool recomputeBeatsHbmRoundTrip(const HloInstruction& producer, int64_t weight, 
     if (d == s.rank() - 2) n = roundUp(n, 8);
     tiles *= static_cast<double>(n);
   }
+  return tiles;
+}
+
+bool recomputeBeatsHbmRoundTrip(const HloInstruction& producer, int64_t weight, int64_t copies,
+                                bool resultStaysInHbm, const lower::TargetDescription& target) {
+  const Shape& s = producer.shape();
+  if (!s.isArray() || target.clockHz <= 0 || target.hbmBytesPerSecond <= 0) return false;
+  const double tiles = paddedTileElements(s);
   const double elements = static_cast<double>(s.elementCount());
   const double lanesPerCycle =
       static_cast<double>(std::max<int64_t>(1, target.chip.core.valu_slots)) * 1024.0;
@@ -189,13 +195,7 @@ bool prologueConvertBeatsHbmRoundTrip(const HloInstruction& convert, int64_t cop
                                       const lower::TargetDescription& target) {
   const Shape& s = convert.shape();
   if (!s.isArray() || target.clockHz <= 0 || target.hbmBytesPerSecond <= 0) return true;
-  double tiles = 1;
-  for (int64_t d = 0; d < s.rank(); ++d) {
-    int64_t n = s.dims[static_cast<size_t>(d)];
-    if (d == s.rank() - 1) n = roundUp(n, 128);
-    if (d == s.rank() - 2) n = roundUp(n, 8);
-    tiles *= static_cast<double>(n);
-  }
+  const double tiles = paddedTileElements(s);
   const double storesPerCycle =
       static_cast<double>(std::max<int64_t>(1, target.chip.core.vst_slots)) * 1024.0;
   const double copyCycles = static_cast<double>(copies) * tiles / storesPerCycle;
