@@ -159,6 +159,34 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
   reciprocalL();
 }
 
+void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
+                                   const std::function<ScoreFn()>& makeScore, const Array& v,
+                                   int64_t parts) const {
+  s.store(dot(q, k, {false, true}));
+  // Made after the dot in program order: its hoisted vregs made before it
+  // held registers through it (causal 2048 +19%).
+  const ScoreFn score = makeScore();
+  for (int64_t i = 0; i < parts; ++i) {
+    OnlineSoftmax part = *this;
+    part.rows = rows / parts;
+    part.rowOff = i * part.rows;
+    part.liveCols = (i + 1) * cols / parts;
+    // The first part's iterations fill the score dot's block (5 of its 6:
+    // causal 2048 -3.3% against 3); the later parts' prologues follow the
+    // loop before them, and any iteration there held the scalar registers
+    // the grid's counters need (they spilled: +0.8% at 8192 with 1).
+    part.partHead = i == 0 ? 5 : 0;
+    if (i == 0)
+      part.slabsInVregs(score, true, nullptr, 0, 0, [&] { mxu_latch(v); });
+    else
+      part.slabsInVregs(score, true);
+  }
+  acc.store(ds(0, rows), ds(0, d),
+            acc.load(ds(0, rows), ds(0, d)) +
+                dot(pb.load(ds(0, rows), ds(0, cols)), v, {.latched = true}));
+  reciprocalL();
+}
+
 // alpha = 1 / l for finish (rcpInUpdate): straight-line after the step's
 // last dot up to 1024 rows, so the scheduler overlaps the EUP's reciprocals
 // with its drain.
@@ -179,7 +207,7 @@ void OnlineSoftmax::reciprocalL() const {
 Array OnlineSoftmax::slabMax(const ScoreFn& score, Scalar r0, int64_t n) const {
   auto rowsOf = [&](const Ref& r, int64_t c0, int64_t w) { return r.load(ds(r0, n), ds(c0, w)); };
   Array folded;
-  for (auto [c0, w] : laneWindows(cols)) {
+  for (auto [c0, w] : laneWindows(live())) {
     Array win = in_vregs(score(rowsOf(s, c0, w), r0, c0));
     folded = folded.valid() ? maximum(folded, win) : maximum(rowsOf(m, 0, w), win);
   }
@@ -198,13 +226,15 @@ std::pair<Array, Array> OnlineSoftmax::slabRest(const ScoreFn& score, Scalar r0,
   Array alphaD = d >= 128 ? alphaV : in_vregs(exp(rowsOf(m, 0, d) - mNext));
   Array psum;
   std::vector<Array> pw;
-  for (auto [c0, w] : laneWindows(cols)) {
+  for (auto [c0, w] : laneWindows(live())) {
     pw.push_back(in_vregs(exp(score(rowsOf(s, c0, w), r0, c0) - mNext)));
     psum = psum.valid() ? psum + pw.back() : pw.back();
   }
   m.store(ds(r0, n), ds(0, 128), mNext);
   size_t i = 0;
-  for (auto [c0, w] : laneWindows(cols)) pb.store(ds(r0, n), ds(c0, w), pw[i++].astype(BF16));
+  for (auto [c0, w] : laneWindows(live())) pb.store(ds(r0, n), ds(c0, w), pw[i++].astype(BF16));
+  for (int64_t c0 = live(); c0 < cols; c0 += 128)
+    pb.store(ds(r0, n), ds(c0, 128), zeros(n, 128, BF16));
   for (auto [c0, w] : laneWindows(d))
     acc.store(ds(r0, n), ds(c0, w), rowsOf(acc, c0, w) * (d >= 128 ? alphaV : alphaD));
   return {in_vregs(psum), alphaV};
@@ -227,6 +257,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   constexpr int64_t kGroupRows = 8 * kPipelinedSlabs;
   const int64_t groups = rows / kGroupRows;
   if (groups < 3 || rows % kGroupRows != 0) {
+    if (rowOff > 0) throw Error("error: online softmax: a part of the rows needs 3+ groups");
     forSlabs([&](Scalar r0, int64_t n) {
       auto [psum, alphaV] = slabRest(score, r0, n, slabMax(score, r0, n));
       slabL(r0, n, psum, alphaV);
@@ -237,6 +268,12 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   }
   const size_t g = size_t(kPipelinedSlabs);
   // Carries: [maxes of the next group, sums of this group, alphas of this group].
+  // updateDiagonal's later parts: groups g0 .. g0 + groups - 1 (the
+  // indices shifted, not the bases: a base + rowOff per group cost scalar
+  // registers).
+  if (rowOff % kGroupRows != 0 || (rowOff > 0 && (pv || latch || !masked)))
+    throw Error("error: online softmax: a part of the rows needs whole groups, no p x V");
+  const int64_t g0 = rowOff / kGroupRows;
   auto maxes = [&](Scalar base, std::vector<Array>& out) {
     for (size_t j = 0; j < g; ++j) out.push_back(slabMax(score, base + 8 * int64_t(j), 8));
   };
@@ -285,9 +322,9 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   std::vector<Array> c;
   {
     std::vector<Array> mx0, restOut;
-    maxes(Scalar(0), mx0);
-    rest(Scalar(0), mx0, restOut);
-    maxes(Scalar(kGroupRows), c);
+    maxes(Scalar(rowOff), mx0);
+    rest(Scalar(rowOff), mx0, restOut);
+    maxes(Scalar(rowOff + kGroupRows), c);
     c.insert(c.end(), restOut.begin(), restOut.end());
   }
   // The first iterations go straight after the score dot, in its basic
@@ -303,7 +340,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // ragged last kv block, blocks 256, head_dim 64, needed more than the 32
   // scalar registers); in larger ones their per-slab mask scalars can
   // exceed the 32 scalar registers (block_q 640).
-  const int64_t maskedHead = latch ? 3 : 1;
+  const int64_t maskedHead = partHead >= 0 ? partHead : latch ? 3 : 1;
   const int64_t head = cols < 256 || (masked && rows > 512)
                            ? 0
                            : std::min<int64_t>(masked ? maskedHead : 5, groups - 2);
@@ -313,7 +350,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   const int64_t latchAt = std::min<int64_t>(head, kLatchAfter);
   if (latch && latchAt == 0) latch();
   for (int64_t i = 1; i < 1 + head; ++i) {
-    c = iteration(Scalar(i), c);
+    c = iteration(Scalar(g0 + i), c);
     if (latch && i == latchAt) latch();
   }
   // Unmasked steps run two iterations per trip: the scheduler overlaps the
@@ -342,7 +379,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
     for (int64_t u = 0; u < unroll; ++u)
       mxu_start(pb.load(ds((first - unroll + u) * kGroupRows, kGroupRows), ds(0, cols)), d, u);
   if (unroll == 1) {
-    if (groups - 2 - head > 0) c = fori_loop(1 + head, groups - 1, iteration, c);
+    if (groups - 2 - head > 0) c = fori_loop(g0 + 1 + head, g0 + groups - 1, iteration, c);
   } else {
     if (trips > 0)
       c = fori_loop(
@@ -359,7 +396,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
           c);
     for (int64_t i = 1 + head + trips * unroll; i < groups - 1; ++i) c = iteration(Scalar(i), c);
   }
-  const int64_t last = (groups - 1) * kGroupRows;
+  const int64_t last = rowOff + (groups - 1) * kGroupRows;
   ls(Scalar(last - kGroupRows), c);
   std::vector<Array> mx(c.begin(), c.begin() + long(g)), restOut;
   rest(Scalar(last), mx, restOut);
@@ -553,7 +590,8 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     const int64_t chunk = std::max<int64_t>(128, prm.mxuSize);
     const bool chunked =
         prm.overlap && prm.mxuSize >= 128 && d <= 128 && OnlineSoftmax::chunkedFits(bq, bk, chunk);
-    auto scoreFn = [=](bool maskRagged, bool maskCausal) {
+    // sameStart: the step's first query row is its first key (qStart = kStart).
+    auto scoreFn = [=](bool maskRagged, bool maskCausal, bool sameStart = false) {
       Array diag, scaleV, maskV;
       std::vector<Array> diagC;
       if (hoist) scaleV = in_vregs(full(8, 128, scale));
@@ -602,8 +640,12 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         Array s = whole && hoist ? raw * scaleV : raw * scale;
         if (!maskRagged && !maskCausal) return s;
         if (whole && !diagC.empty()) {
-          if (bound->first != row0.value())
-            *bound = {row0.value(), in_vregs(splat(qStart + row0 - kStart, 8, 128))};
+          if (bound->first != row0.value()) {
+            int64_t r = 0;
+            Array b = sameStart && row0.isConstant(&r) ? full(8, 128, double(r), S32)
+                                                       : splat(qStart + row0 - kStart, 8, 128);
+            *bound = {row0.value(), in_vregs(b)};
+          }
           return where(diagC[size_t(col0 / 128)] <= bound->second, s, maskV);
         }
         if (diag.valid() && whole)
@@ -641,6 +683,17 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // too, without the experimental in-loop p x V (pv_lag, pv_carry).
       const bool latch =
           prm.latchV && prm.mxuSize == 128 && d <= 128 && !lastRagged && bk == 128 * prm.mxuCount;
+      // The diagonal step (block_q = block_k: its first row is its first key)
+      // in parts, each skipping the key windows after all of its rows. The
+      // row bound of a slab at a constant row is then that row, a vector
+      // immediate: a scalar per slab made early by the scheduler made the
+      // grid's counters spill.
+      if (latch && maskCausal && !lastRagged && prm.causalParts > 1 && bq == bk &&
+          OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts)) {
+        sm.updateDiagonal(
+            q.load(), k.load(), [&] { return scoreFn(false, true, true); }, vv, prm.causalParts);
+        return;
+      }
       sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal,
                 latch, maskCausal ? 0 : prm.pvLag, maskCausal ? 0 : prm.pvCarry);
     };
@@ -729,7 +782,10 @@ KernelEntry flashAttentionEntry() {
                "and popped one trip later: this many iterations per trip (0: off)"},
               {"rcp_in_update", "true",
                "1 / l at the end of every step (where the EUP idles) instead of in the "
-               "output pass"}};
+               "output pass"},
+              {"causal_parts", "2",
+               "causal, block_q = block_k, V latched: the diagonal step's rows in this many "
+               "parts, each skipping the key windows after all of its rows (1: off)"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -747,6 +803,7 @@ KernelEntry flashAttentionEntry() {
     fp.pvLag = p.integer("pv_lag", 0);
     fp.pvCarry = p.integer("pv_carry", 0);
     fp.rcpInUpdate = p.flag("rcp_in_update");
+    fp.causalParts = p.integer("causal_parts", 1);
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),

@@ -64,6 +64,10 @@ struct FlashAttentionParams {
   // 1 / l computed at the end of every step where the EUP idles (the p x V
   // drain) rather than in the last step's finish (OnlineSoftmax::rcpInUpdate).
   bool rcpInUpdate = true;
+  // Causal with block_q = block_k and V latched: the diagonal step's rows in
+  // this many parts, each over the keys up to its last row only
+  // (OnlineSoftmax::updateDiagonal; 1: off).
+  int64_t causalParts = 2;
 };
 
 // Throws dsl::Error for an unsupported head_dim (64 or 128 ... any multiple of 8
@@ -126,6 +130,20 @@ struct OnlineSoftmax {
   void updateChunked(const dsl::Ref& q, const dsl::Ref& k, const ScoreFn& score,
                      const std::function<dsl::Array(int64_t k0, int64_t w)>& vRows, int64_t chunk,
                      int64_t kSplit) const;
+  // update's register form with V latched, for a causal diagonal step whose
+  // first query row is its first key (block_q = block_k): the rows in
+  // `parts` parts, part i over the keys [0, (i + 1) cols / parts) only (the
+  // others are after all of its rows: their weights are exp(mask - m) = 0,
+  // so pb gets zeros, and skipping them leaves m's and l's bits as they were).
+  // Each part is its own pipelined slab loop; makeScore makes the step's
+  // ScoreFn (once, after the score dot).
+  void updateDiagonal(const dsl::Array& q, const dsl::Array& k,
+                      const std::function<ScoreFn()>& makeScore, const dsl::Array& v,
+                      int64_t parts) const;
+  static bool diagonalFits(int64_t rows, int64_t cols, int64_t parts) {
+    return parts >= 1 && rows == cols && cols % (128 * parts) == 0 && cols <= 1024 &&
+           (rows / parts) % (8 * kPipelinedSlabs) == 0 && rows / parts >= 8 * kPipelinedSlabs * 3;
+  }
   static bool chunkedFits(int64_t rows, int64_t cols, int64_t chunk) {
     return cols <= 1024 && chunk % (8 * kPipelinedSlabs) == 0 && rows % chunk == 0 &&
            rows / chunk >= 2;
@@ -147,6 +165,12 @@ struct OnlineSoftmax {
   int64_t rows, cols, d;
 
  private:
+  // The register form over part of the step (updateDiagonal): rows
+  // [rowOff, rowOff + rows) and, of each, the key windows [0, liveCols) (0:
+  // all; pb's columns from liveCols on get zeros); partHead: the slab loop's
+  // iterations in the block before it (-1: the usual count).
+  int64_t rowOff = 0, liveCols = 0, partHead = -1;
+  int64_t live() const { return liveCols > 0 ? liveCols : cols; }
   static constexpr int64_t kSlabsPerIteration = 8;
   // Slabs per iteration of the software-pipelined register loop: 4 keep its
   // three groups' values (12 carried vregs and the working set) within the

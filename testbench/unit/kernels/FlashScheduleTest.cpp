@@ -95,23 +95,47 @@ codegen::CompiledKernel causalKernel(const codegen::TargetInfo& t) {
 // the steps below it do: after either step's slab loop no weight is pushed.
 // And their causal mask broadcasts a slab's row bound once for its 4 windows'
 // compares of both reads (2 per slab, 8 per one-iteration trip), not per
-// compare (32).
+// compare (32). The diagonal step runs its rows in two parts (causal_parts
+// 2), each its own slab loop: the first over the step's first 256 keys only
+// (2 windows: 8 exps and 4 alphas per trip), p x V after the second.
 TEST_CASE("causal flash attention's diagonal steps latch V and share the row bound") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
   codegen::CompiledKernel ck = causalKernel(t);
   std::vector<Block> bs = blocks(ck.machineText);
-  int slabLoops = 0;
+  std::vector<int> exps;
+  int withPv = 0;
   for (size_t b = 0; b + 2 < bs.size(); ++b) {
     if (bs[b].kind != "loop" || count(bs[b].text, "vexp") == 0) continue;
-    ++slabLoops;
-    INFO("slab loop " << slabLoops);
+    exps.push_back(count(bs[b].text, "vexp"));
+    INFO("slab loop " << exps.size());
     CHECK(bs[b + 1].kind == "latch");
     CHECK(bs[b + 2].kind == "exit");
     CHECK(count(bs[b + 2].text, "mxu.wpush") == 0);
-    CHECK(count(bs[b + 2].text, "mxu.mm") > 0);
-    if (count(bs[b].text, "vexp") == 20) CHECK(count(bs[b].text, "vbcast") == 8);
+    withPv += count(bs[b + 2].text, "mxu.mm") > 0;
+    if (exps.back() == 20) CHECK(count(bs[b].text, "vbcast") == 8);
   }
-  CHECK(slabLoops == 2);
+  // Unmasked (two iterations per trip), the diagonal's first part, its second.
+  CHECK(exps == std::vector<int>{40, 12, 20});
+  CHECK(withPv == 2);
+}
+
+// With causal_parts 1 the diagonal step is one slab loop over all keys.
+TEST_CASE("causal flash attention's diagonal step in one part") {
+  codegen::TargetInfo t = testing::kernelTarget("v5e");
+  lib::FlashAttentionParams p;
+  p.blockQ = p.blockK = 512;
+  p.causal = true;
+  p.latchV = true;
+  p.mxuSize = 128;
+  p.mxuCount = 4;
+  p.causalParts = 1;
+  auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
+                    .trace(lib::flashAttentionInputs(1, 1024, 1024, 128));
+  std::vector<Block> bs = blocks(codegen::compileKernel(*kernel, t).machineText);
+  std::vector<int> exps;
+  for (const Block& b : bs)
+    if (b.kind == "loop" && count(b.text, "vexp") > 0) exps.push_back(count(b.text, "vexp"));
+  CHECK(exps == std::vector<int>{40, 20});
 }
 
 TEST_CASE("flash attention's unmasked slab loop overlaps two iterations per trip") {
