@@ -94,6 +94,23 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   const bool roundDst = dstP.type.dtype == llo::DType::Bf16;
   if (roundDst && (accumulate || chain || resident))
     fail("internal: a bf16 destination of an accumulating or resident matmul");
+  // The sum epilogue (llo Ops.def): bf16 addends loaded beside each popped
+  // tile and added to its rounded value, so an element-wise `dot + x` needs
+  // no f32 accumulator and no second pass over it.
+  const int64_t sumMode = op.ints.size() > 8 ? op.ints[8] : 0;
+  struct Addend {
+    const llo::ViewRange* view;
+    const RefPlace* place;
+    ScalarVal base;
+    int64_t rows;
+    bool awaited = false;
+  };
+  std::vector<Addend> addends;
+  for (size_t i = 3; i < views.size(); ++i)
+    addends.push_back({&views[i], &place(views[i].ref), origin(views[i]),
+                       llo::tiledLayout(place(views[i].ref).type.shape).paddedRows});
+  if (!addends.empty() && (!roundDst || sumMode < 1 || sumMode > 2))
+    fail("internal: a sum epilogue needs a plain matmul into bf16");
   // A transposed LHS (K x M) is read from its transpose, made in a VMEM
   // temporary (M x K) by the transpose unit (transposeBlock below).
   RefPlace lhsT;
@@ -139,6 +156,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // Base registers once; tiles are constant offsets from them.
   auto baseOf = [&](const ScalarVal& v) { return v.isConst ? v : ScalarVal{false, 0, reg(v)}; };
   dst0 = baseOf(dst0);
+  for (Addend& a : addends) a.base = baseOf(a.base);
   lhs0 = baseOf(lhs0);
   rhs0 = baseOf(rhs0);
   if (transLhs) lhsIn0 = baseOf(lhsIn0);
@@ -487,6 +505,28 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         MOperand c = fn_.newReg(RegClass::Vector);
         emit(Opcode::VCvtBf16F32, {c, r});
         r = c;
+      }
+      if (!addends.empty()) {  // the sum epilogue, each add in f32 and rounded as the DSL's
+        auto widened = [&](MOperand v) {
+          MOperand w = fn_.newReg(RegClass::Vector);
+          emit(Opcode::VCvtF32Bf16, {w, v});
+          return w;
+        };
+        auto addRounded = [&](MOperand x, MOperand y) {
+          MOperand sum = fn_.newReg(RegClass::Vector), c = fn_.newReg(RegClass::Vector);
+          emit(Opcode::VAddF32, {sum, widened(x), widened(y)});
+          emit(Opcode::VCvtBf16F32, {c, sum});
+          return c;
+        };
+        MOperand s;
+        for (size_t i = 0; i < addends.size(); ++i) {
+          Addend& a = addends[i];
+          if (!a.awaited) awaitRows(a.view->ref, kAll);
+          a.awaited = true;
+          MOperand v = load(*a.place, a.base, tileOf(n0, h) * a.rows + rt * 8, 0xFF);
+          s = i == 0 ? v : addRounded(s, v);
+        }
+        r = sumMode == 1 ? addRounded(r, s) : addRounded(s, r);
       }
       if (accumulate) {
         MOperand old = load(dstP, dst0, off, 0xFF), sum = fn_.newReg(RegClass::Vector);
