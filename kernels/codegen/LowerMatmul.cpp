@@ -493,8 +493,34 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     int64_t valid = std::min<int64_t>(8, M - rt * 8);
     std::vector<MOperand> row;
     for (int h = 0; h < halves; ++h) row.push_back(fn_.newReg(RegClass::Vector));
-    emitRow(Opcode::MxuPop, {MOperand(), I(mxu), I(it.slot0 + i)}, 0, row);
     int64_t n0 = it.j * S;
+    // The sum epilogue's addends, summed (f32, widened) before the pop: their
+    // loads and adds need not wait for the MXU.
+    std::vector<MOperand> sums;
+    for (int h = 0; h < halves && !addends.empty(); ++h) {
+      auto widened = [&](MOperand v) {
+        MOperand w = fn_.newReg(RegClass::Vector);
+        emit(Opcode::VCvtF32Bf16, {w, v});
+        return w;
+      };
+      MOperand x;
+      for (size_t a = 0; a < addends.size(); ++a) {
+        Addend& ad = addends[a];
+        if (!ad.awaited) awaitRows(ad.view->ref, kAll);
+        ad.awaited = true;
+        MOperand v = widened(load(*ad.place, ad.base, tileOf(n0, h) * ad.rows + rt * 8, 0xFF));
+        if (a == 0) {
+          x = v;
+          continue;
+        }
+        MOperand sum = fn_.newReg(RegClass::Vector), c = fn_.newReg(RegClass::Vector);
+        emit(Opcode::VAddF32, {sum, x, v});
+        emit(Opcode::VCvtBf16F32, {c, sum});
+        x = widened(c);
+      }
+      sums.push_back(x);
+    }
+    emitRow(Opcode::MxuPop, {MOperand(), I(mxu), I(it.slot0 + i)}, 0, row);
     for (int h = 0; h < halves; ++h) {
       int64_t lanes = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
       if (lanes == 0) continue;
@@ -506,27 +532,15 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         emit(Opcode::VCvtBf16F32, {c, r});
         r = c;
       }
-      if (!addends.empty()) {  // the sum epilogue, each add in f32 and rounded as the DSL's
-        auto widened = [&](MOperand v) {
-          MOperand w = fn_.newReg(RegClass::Vector);
-          emit(Opcode::VCvtF32Bf16, {w, v});
-          return w;
-        };
-        auto addRounded = [&](MOperand x, MOperand y) {
-          MOperand sum = fn_.newReg(RegClass::Vector), c = fn_.newReg(RegClass::Vector);
-          emit(Opcode::VAddF32, {sum, widened(x), widened(y)});
-          emit(Opcode::VCvtBf16F32, {c, sum});
-          return c;
-        };
-        MOperand s;
-        for (size_t i = 0; i < addends.size(); ++i) {
-          Addend& a = addends[i];
-          if (!a.awaited) awaitRows(a.view->ref, kAll);
-          a.awaited = true;
-          MOperand v = load(*a.place, a.base, tileOf(n0, h) * a.rows + rt * 8, 0xFF);
-          s = i == 0 ? v : addRounded(s, v);
-        }
-        r = sumMode == 1 ? addRounded(r, s) : addRounded(s, r);
+      if (!addends.empty()) {  // the sum epilogue's last add, in f32 and rounded
+        MOperand f = fn_.newReg(RegClass::Vector), sum = fn_.newReg(RegClass::Vector);
+        MOperand c = fn_.newReg(RegClass::Vector);
+        emit(Opcode::VCvtF32Bf16, {f, r});
+        const MOperand& x = sums[size_t(h)];
+        emit(Opcode::VAddF32,
+             sumMode == 1 ? std::vector<MOperand>{sum, f, x} : std::vector<MOperand>{sum, x, f});
+        emit(Opcode::VCvtBf16F32, {c, sum});
+        r = c;
       }
       if (accumulate) {
         MOperand old = load(dstP, dst0, off, 0xFF), sum = fn_.newReg(RegClass::Vector);

@@ -337,9 +337,15 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     return root == hero && entries == 1 && nRhs == 1 && accType == dsl::F32 &&
            memoryType(outType) == dsl::BF16 && heroOutType == dsl::BF16;
   };
+  // A sum epilogue applied as the dot is popped (sumEpilogueOnPop) needs no
+  // accumulator either: priced as a plain dot (its addend blocks are in the
+  // VMEM the budget leaves, as other epilogue inputs are).
+  const bool sumShape = nRhs == 1 && accType == dsl::F32 && memoryType(outType) == dsl::BF16 &&
+                        sumEpilogueOnPop(g, root, hero);
   auto blocking = [&](int64_t entries, TilingTarget& shared) {
     shared = t;
-    shared.dotEpilogue = !(plainOutput(entries) || roundedOutput(entries));
+    shared.dotEpilogue =
+        !(plainOutput(entries) || roundedOutput(entries) || (entries == 1 && sumShape));
     shared.dotOperandsAreInputs = bareOutput && isInputView(g, lhs) && isInputView(g, rhsRoot);
     shared.vmemBytes = t.vmemBytes / entries;
     shared.dotBatchBlock = entries;
@@ -386,11 +392,10 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
                            entryRun[0] + entryRun[1] > 0 ? " (in-place strided operand)" : "");
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
   const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;
-  const bool inPlaceDot = plain && kBlocks == 1 && kTail == std::min(bk, K);
+  const bool onePass = kBlocks == 1 && kTail == std::min(bk, K);
+  const bool inPlaceDot = plain && !sumShape && onePass;
   // An element-wise sum epilogue is applied as the dot is popped: in place too.
-  const bool sumOnPop = !plain && kBlocks == 1 && kTail == std::min(bk, K) && bb == 1 &&
-                        nRhs == 1 && accType == dsl::F32 && memoryType(outType) == dsl::BF16 &&
-                        sumEpilogueOnPop(g, root, hero);
+  const bool sumOnPop = plain && sumShape && onePass;
   if (sumOnPop) blk.why += "; epilogue on the pop";
   const bool roundOut = inPlaceDot && roundedOutput(bb);
   const bool inPlace = inPlaceDot || sumOnPop;
