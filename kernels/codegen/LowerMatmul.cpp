@@ -94,6 +94,23 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   const bool roundDst = dstP.type.dtype == llo::DType::Bf16;
   if (roundDst && (accumulate || chain || resident))
     fail("internal: a bf16 destination of an accumulating or resident matmul");
+  // The sum epilogue (llo Ops.def): bf16 addends loaded beside each popped
+  // tile and added to its rounded value, so an element-wise `dot + x` needs
+  // no f32 accumulator and no second pass over it.
+  const int64_t sumMode = op.ints.size() > 8 ? op.ints[8] : 0;
+  struct Addend {
+    const llo::ViewRange* view;
+    const RefPlace* place;
+    ScalarVal base;
+    int64_t rows;
+    bool awaited = false;
+  };
+  std::vector<Addend> addends;
+  for (size_t i = 3; i < views.size(); ++i)
+    addends.push_back({&views[i], &place(views[i].ref), origin(views[i]),
+                       llo::tiledLayout(place(views[i].ref).type.shape).paddedRows});
+  if (!addends.empty() && (!roundDst || sumMode < 1 || sumMode > 2))
+    fail("internal: a sum epilogue needs a plain matmul into bf16");
   // A transposed LHS (K x M) is read from its transpose, made in a VMEM
   // temporary (M x K) by the transpose unit (transposeBlock below).
   RefPlace lhsT;
@@ -139,6 +156,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // Base registers once; tiles are constant offsets from them.
   auto baseOf = [&](const ScalarVal& v) { return v.isConst ? v : ScalarVal{false, 0, reg(v)}; };
   dst0 = baseOf(dst0);
+  for (Addend& a : addends) a.base = baseOf(a.base);
   lhs0 = baseOf(lhs0);
   rhs0 = baseOf(rhs0);
   if (transLhs) lhsIn0 = baseOf(lhsIn0);
@@ -475,8 +493,34 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     int64_t valid = std::min<int64_t>(8, M - rt * 8);
     std::vector<MOperand> row;
     for (int h = 0; h < halves; ++h) row.push_back(fn_.newReg(RegClass::Vector));
-    emitRow(Opcode::MxuPop, {MOperand(), I(mxu), I(it.slot0 + i)}, 0, row);
     int64_t n0 = it.j * S;
+    // The sum epilogue's addends, summed (f32, widened) before the pop: their
+    // loads and adds need not wait for the MXU.
+    std::vector<MOperand> sums;
+    for (int h = 0; h < halves && !addends.empty(); ++h) {
+      auto widened = [&](MOperand v) {
+        MOperand w = fn_.newReg(RegClass::Vector);
+        emit(Opcode::VCvtF32Bf16, {w, v});
+        return w;
+      };
+      MOperand x;
+      for (size_t a = 0; a < addends.size(); ++a) {
+        Addend& ad = addends[a];
+        if (!ad.awaited) awaitRows(ad.view->ref, kAll);
+        ad.awaited = true;
+        MOperand v = widened(load(*ad.place, ad.base, tileOf(n0, h) * ad.rows + rt * 8, 0xFF));
+        if (a == 0) {
+          x = v;
+          continue;
+        }
+        MOperand sum = fn_.newReg(RegClass::Vector), c = fn_.newReg(RegClass::Vector);
+        emit(Opcode::VAddF32, {sum, x, v});
+        emit(Opcode::VCvtBf16F32, {c, sum});
+        x = widened(c);
+      }
+      sums.push_back(x);
+    }
+    emitRow(Opcode::MxuPop, {MOperand(), I(mxu), I(it.slot0 + i)}, 0, row);
     for (int h = 0; h < halves; ++h) {
       int64_t lanes = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
       if (lanes == 0) continue;
@@ -486,6 +530,16 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       if (roundDst) {  // a bf16 destination: rounded on the way (no f32 copy, no second pass)
         MOperand c = fn_.newReg(RegClass::Vector);
         emit(Opcode::VCvtBf16F32, {c, r});
+        r = c;
+      }
+      if (!addends.empty()) {  // the sum epilogue's last add, in f32 and rounded
+        MOperand f = fn_.newReg(RegClass::Vector), sum = fn_.newReg(RegClass::Vector);
+        MOperand c = fn_.newReg(RegClass::Vector);
+        emit(Opcode::VCvtF32Bf16, {f, r});
+        const MOperand& x = sums[size_t(h)];
+        emit(Opcode::VAddF32,
+             sumMode == 1 ? std::vector<MOperand>{sum, f, x} : std::vector<MOperand>{sum, x, f});
+        emit(Opcode::VCvtBf16F32, {c, sum});
         r = c;
       }
       if (accumulate) {

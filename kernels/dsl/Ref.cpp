@@ -82,22 +82,83 @@ bool readsRef(const ArrayNode& n, const llo::Value* ref) {
 // unrolled (a 256 x 2048 block is 512 tiles).
 constexpr int64_t kMaxColumnOrderLhsTiles = 1024;
 
+// `x.astype(to)` of `x` with dtype `from` (a convert, not a bitcast), else null.
+const ArrayNode* castOf(const ArrayNode& v, DType from, DType to) {
+  if (v.kind != ArrayNode::Kind::Cast || v.op != 0 || v.dtype != to || v.args.size() != 1 ||
+      v.args[0]->dtype != from)
+    return nullptr;
+  return v.args[0].get();
+}
+
+// `dot(a, b).astype(bf16)` of a plain f32 dot (rounded as it is popped), else null.
+const ArrayNode* roundedDot(const ArrayNode& v) {
+  const ArrayNode* d = castOf(v, DType::F32, DType::Bf16);
+  if (!d || d->kind != ArrayNode::Kind::Dot || d->dot.resident != MxuResident::None ||
+      d->dot.latched)
+    return nullptr;
+  return d;
+}
+
+// `x + y` of bf16 arrays as the DSL computes it (in f32, rounded): x and y, else false.
+bool bf16Sum(const ArrayNode& v, const ArrayNode** x, const ArrayNode** y) {
+  const ArrayNode* s = castOf(v, DType::F32, DType::Bf16);
+  if (!s || s->kind != ArrayNode::Kind::Binary || llo::VecBin(s->op) != llo::VecBin::Add)
+    return false;
+  *x = castOf(*s->args[0], DType::Bf16, DType::F32);
+  *y = castOf(*s->args[1], DType::Bf16, DType::F32);
+  return *x && *y;
+}
+
+// The addends of a sum epilogue: a bf16 window of another ref at w's origin
+// and shape, or a left fold `s + window` of them (Ops.def, matmul).
+bool addendWindows(const ArrayNode& v, const RefWindow& w, std::vector<const ArrayNode*>* out) {
+  if (v.kind == ArrayNode::Kind::View) {
+    if (v.ref == w.ref || v.dtype != DType::Bf16 || v.rows != w.rows || v.cols != w.cols ||
+        v.laneReplicated || v.lead.size() != w.lead.size() || !sameScalar(v.row0, w.row0) ||
+        !sameScalar(v.col0, w.col0))
+      return false;
+    for (size_t i = 0; i < v.lead.size(); ++i)
+      if (!sameScalar(v.lead[i], w.lead[i])) return false;
+    out->push_back(&v);
+    return true;
+  }
+  const ArrayNode *x, *y;
+  if (!bf16Sum(v, &x, &y) || y->kind != ArrayNode::Kind::View) return false;
+  return addendWindows(*x, w, out) && addendWindows(*y, w, out);
+}
+
 // `ref[...] += dot(a, b)` accumulates on the MXU path straight into the ref;
 // `ref[...] = dot(a, b)` writes it there (the result slots are popped into
 // the ref: no zero fill, no load and add per result tile).
 // `ref[...] = dot(a, b).astype(bf16)` into a bf16 ref: each result row is
-// rounded as it is popped (no f32 copy and no second pass over it).
+// rounded as it is popped (no f32 copy and no second pass over it);
+// `ref[...] = dot(a, b).astype(bf16) + x` (or `x + dot`), x a bf16 window of
+// another ref at the same place or a sum of such, adds x to each rounded tile
+// as it is popped (the matmul's sum epilogue).
 bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
   const ArrayNode& v = *value;
   const bool accumulate =
       v.kind == ArrayNode::Kind::Binary && llo::VecBin(v.op) == llo::VecBin::Add;
   if (accumulate && !viewsWindow(*v.args[0], w)) return false;
-  const bool rounded = v.kind == ArrayNode::Kind::Cast && v.op == 0 && v.dtype == DType::Bf16 &&
-                       w.ref->type.dtype == llo::DType::Bf16 && v.args.size() == 1 &&
-                       v.args[0]->kind == ArrayNode::Kind::Dot && v.args[0]->dtype == DType::F32 &&
-                       v.args[0]->dot.resident == MxuResident::None && !v.args[0]->dot.latched;
+  const bool bf16Out = w.ref->type.dtype == llo::DType::Bf16;
+  const ArrayNode* roundedRhs = bf16Out ? roundedDot(v) : nullptr;
+  // The sum epilogue: 1 the dot first, 2 the addends first.
+  int64_t sumMode = 0;
+  std::vector<const ArrayNode*> addends;
+  const ArrayNode *x, *y;
+  if (bf16Out && !roundedRhs && bf16Sum(v, &x, &y)) {
+    if (const ArrayNode* d = roundedDot(*x); d && addendWindows(*y, w, &addends)) {
+      roundedRhs = d;
+      sumMode = 1;
+    } else if (addends.clear(), (d = roundedDot(*y)) && addendWindows(*x, w, &addends)) {
+      roundedRhs = d;
+      sumMode = 2;
+    }
+    if (!sumMode) return false;
+  }
+  const bool rounded = roundedRhs != nullptr;
   if (!accumulate && !rounded && v.kind != ArrayNode::Kind::Dot) return false;
-  const ArrayNode& rhs = accumulate ? *v.args[1] : rounded ? *v.args[0] : v;
+  const ArrayNode& rhs = accumulate ? *v.args[1] : rounded ? *roundedRhs : v;
   if (rhs.kind != ArrayNode::Kind::Dot || rhs.rows != w.rows || rhs.cols != w.cols ||
       (rhs.dtype != w.ref->type.dtype && !rounded))
     return false;
@@ -152,6 +213,15 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
     ints.push_back(rhs.dot.resident == MxuResident::Keep ? 1 : 2);
   }
   if (rhs.dot.latched) ints.insert(ints.end(), {0, 1});
+  if (sumMode) {
+    ints.insert(ints.end(), {0, 0, sumMode});
+    for (const ArrayNode* a : addends) {
+      ops.push_back(a->ref);
+      for (llo::Value* i : a->lead) ops.push_back(i);
+      ops.push_back(a->row0);
+      ops.push_back(a->col0);
+    }
+  }
   builder().create(OpKind::Matmul, ops, {}, ints);
   return true;
 }

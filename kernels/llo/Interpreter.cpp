@@ -354,6 +354,26 @@ class Run {
         if (dst.buf->type.dtype == DType::Bf16) r = tpusim::f32ToBf16Bits(floatOf(r));
         d = r;
       }
+    // The sum epilogue (Ops.def): the addends folded left, then added to the
+    // rounded dot, each sum in f32 and rounded to bf16 (bf16 bits in the low
+    // 16 bits of a word, as the element-wise bf16 add leaves them).
+    if (views.size() > 3) {
+      std::vector<Window> addends;
+      for (size_t i = 3; i < views.size(); ++i)
+        addends.push_back(window(op, views[i], M, N, "addend"));
+      auto add = [](uint32_t x, uint32_t y) {  // bf16 words: cvt, vadd.f32, cvt
+        float sum = floatOf(f32ResultBits(bf16WordToF32(x) + bf16WordToF32(y)));
+        return tpusim::f32ToBf16Bits(sum);
+      };
+      const bool dotFirst = op.ints.at(8) == 1;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          uint32_t s = addends[0].at(m, n);
+          for (size_t i = 1; i < addends.size(); ++i) s = add(s, addends[i].at(m, n));
+          uint32_t& d = dst.at(m, n);
+          d = dotFirst ? add(d, s) : add(s, d);
+        }
+    }
   }
 
   // Flat index of a semaphore view, checked.

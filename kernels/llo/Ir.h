@@ -108,7 +108,8 @@ struct ViewRange {
   Value* ref;
   std::vector<Value*> indices;
 };
-// For Matmul / DmaStart / DmaWait: the three views in operand order;
+// For Matmul / DmaStart / DmaWait: the views in operand order (a matmul's
+// dst, lhs, rhs, then its sum epilogue's addends);
 // RemoteDmaStart: src, dst, send sem, recv sem; SemSignal / SemWait: the sem.
 std::vector<ViewRange> opViews(const Op& op);
 // The device operand of a RemoteDmaStart or a remote SemSignal, else null.

@@ -28,6 +28,15 @@ std::string viewStr(const ViewRange& v) {
   return fmt::format("{}[{}]", val(v.ref), valList(v.indices));
 }
 
+// A matmul's sum epilogue: " + a1 + a2" after (1) or before (2) the dot.
+std::string addendsStr(const Op& op, const std::vector<ViewRange>& v) {
+  if (v.size() <= 3) return "";
+  std::string s;
+  for (size_t i = 3; i < v.size(); ++i) s += (i == 3 ? "" : " + ") + viewStr(v[i]);
+  return op.ints.size() > 8 && op.ints[8] == 2 ? " then (" + s + ") + dot"
+                                               : " then dot + (" + s + ")";
+}
+
 std::string intList(const std::vector<int64_t>& xs) { return shapeStr(xs); }
 
 void printBlock(const Block& b, int indent, std::string& out);
@@ -96,7 +105,7 @@ std::string body(const Op& op) {
       return "alloc";
     case OpKind::Matmul: {
       auto v = opViews(op);
-      return fmt::format("matmul {} = {} x {} M={} N={} K={}{}{}{}{}{}", viewStr(v[0]),
+      return fmt::format("matmul {} = {} x {} M={} N={} K={}{}{}{}{}{}{}", viewStr(v[0]),
                          viewStr(v[1]), viewStr(v[2]), I(0), I(1), I(2), I(3) ? " lhs^T" : "",
                          I(4) ? " rhs^T" : "",
                          I(5) == 1   ? " accumulate"
@@ -105,7 +114,7 @@ std::string body(const Op& op) {
                          I(6) == 1   ? " resident"
                          : I(6) == 2 ? " resident-store"
                                      : "",
-                         I(7) == 1 ? " latched" : "");
+                         I(7) == 1 ? " latched" : "", addendsStr(op, v));
     }
     case OpKind::MxuStart:
       return fmt::format("mxu_start {} M={} N={} K={} set={}", viewStr(opViews(op)[0]), I(0), I(1),

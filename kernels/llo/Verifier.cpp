@@ -350,11 +350,27 @@ class Checker {
         !view(op, b, {MemSpace::Vmem}, &c))
       return;
     end = c;
-    if (end != op.operands.size()) return fail(op, "extra operands");
-    if (op.ints.size() < 6 || op.ints.size() > 8)
-      return fail(op, "needs M, N, K, transposes, accumulate and optionally resident and latched");
+    // Addend views after the rhs (ints[8], the sum epilogue: see Ir.h).
+    std::vector<size_t> addends;
+    while (end < op.operands.size()) {
+      size_t next = 0;
+      if (!view(op, end, {MemSpace::Vmem}, &next)) return;
+      addends.push_back(end);
+      end = next;
+    }
+    if (op.ints.size() < 6 || op.ints.size() > 9)
+      return fail(op,
+                  "needs M, N, K, transposes, accumulate and optionally resident, latched and "
+                  "the sum epilogue");
     const int64_t resident = op.ints.size() >= 7 ? op.ints[6] : 0;
-    const int64_t latched = op.ints.size() == 8 ? op.ints[7] : 0;
+    const int64_t latched = op.ints.size() >= 8 ? op.ints[7] : 0;
+    const int64_t sumEpilogue = op.ints.size() == 9 ? op.ints[8] : 0;
+    if (sumEpilogue < 0 || sumEpilogue > 2) fail(op, "the sum epilogue must be 0, 1 or 2");
+    if ((sumEpilogue != 0) != !addends.empty())
+      return fail(op, sumEpilogue ? "a sum epilogue needs addend views" : "extra operands");
+    for (size_t at : addends)
+      if (op.operands[at]->type.dtype != DType::Bf16 || op.operands[0]->type.dtype != DType::Bf16)
+        fail(op, "a sum epilogue adds bf16 addends into a bf16 destination");
     if (latched < 0 || latched > 1) fail(op, "latched must be 0 or 1");
     if (latched && (resident != 0 || op.ints[5] == 2 || op.ints[3] || op.ints[4]))
       fail(op, "a latched matmul neither transposes nor keeps its results in the MXU");
@@ -375,6 +391,8 @@ class Checker {
     // plain matmul's only (no accumulating, no results kept in the MXU).
     const bool roundedDst =
         dst.dtype == DType::Bf16 && op.ints[5] == 0 && resident == 0 && !latched;
+    if (sumEpilogue && (!roundedDst || lhs.dtype != DType::Bf16))
+      fail(op, "a sum epilogue is for a plain bf16 matmul rounded into bf16");
     if (lhs.dtype == DType::Bf16 && dst.dtype != DType::F32 && !roundedDst)
       fail(op, "bf16 matmul accumulates into f32 (or, plain, rounds into bf16)");
     else if (lhs.dtype == DType::S8 && dst.dtype != DType::S32)

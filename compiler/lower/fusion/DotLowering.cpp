@@ -68,6 +68,29 @@ bool isInputView(const ComputeGraph& g, const HloInstruction* i) {
   return g.isLeaf(i);
 }
 
+// An epilogue `dot + x` (or `x + dot`) of bf16 values, x an input of the
+// root's shape or a left fold `(... + input) + input` of them: the matmul adds
+// x to each tile as it pops it (llo matmul's sum epilogue), bit for bit the
+// rounding of the two-pass form.
+bool isBf16Add(const HloInstruction* i) {
+  return i->opcode() == HloOpcode::Add && i->shape().type == hlo::PrimitiveType::BF16;
+}
+bool sumOfInputs(const ComputeGraph& g, const HloInstruction* x, const HloInstruction* root) {
+  if (x->shape().type != hlo::PrimitiveType::BF16 || x->shape().dims != root->shape().dims)
+    return false;
+  if (isInputView(g, x)) return true;
+  return !g.isLeaf(x) && isBf16Add(x) && isInputView(g, x->operand(1)) &&
+         x->operand(1)->shape().dims == root->shape().dims && sumOfInputs(g, x->operand(0), root);
+}
+bool sumEpilogueOnPop(const ComputeGraph& g, const HloInstruction* root,
+                      const HloInstruction* hero) {
+  if (g.isLeaf(root) || !isBf16Add(root) || hero->shape().type != hlo::PrimitiveType::BF16)
+    return false;
+  const HloInstruction *a = root->operand(0), *b = root->operand(1);
+  return (a == hero && b != hero && sumOfInputs(g, b, root)) ||
+         (b == hero && a != hero && sumOfInputs(g, a, root));
+}
+
 bool increasing(const std::vector<int64_t>& v) {
   for (size_t i = 1; i < v.size(); ++i)
     if (v[i] <= v[i - 1]) return false;
@@ -314,9 +337,15 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     return root == hero && entries == 1 && nRhs == 1 && accType == dsl::F32 &&
            memoryType(outType) == dsl::BF16 && heroOutType == dsl::BF16;
   };
+  // A sum epilogue applied as the dot is popped (sumEpilogueOnPop) needs no
+  // accumulator either: priced as a plain dot (its addend blocks are in the
+  // VMEM the budget leaves, as other epilogue inputs are).
+  const bool sumShape = nRhs == 1 && accType == dsl::F32 && memoryType(outType) == dsl::BF16 &&
+                        sumEpilogueOnPop(g, root, hero);
   auto blocking = [&](int64_t entries, TilingTarget& shared) {
     shared = t;
-    shared.dotEpilogue = !(plainOutput(entries) || roundedOutput(entries));
+    shared.dotEpilogue =
+        !(plainOutput(entries) || roundedOutput(entries) || (entries == 1 && sumShape));
     shared.dotOperandsAreInputs = bareOutput && isInputView(g, lhs) && isInputView(g, rhsRoot);
     shared.vmemBytes = t.vmemBytes / entries;
     shared.dotBatchBlock = entries;
@@ -363,8 +392,13 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
                            entryRun[0] + entryRun[1] > 0 ? " (in-place strided operand)" : "");
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
   const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;
-  const bool inPlace = plain && kBlocks == 1 && kTail == std::min(bk, K);
-  const bool roundOut = inPlace && roundedOutput(bb);
+  const bool onePass = kBlocks == 1 && kTail == std::min(bk, K);
+  const bool inPlaceDot = plain && !sumShape && onePass;
+  // An element-wise sum epilogue is applied as the dot is popped: in place too.
+  const bool sumOnPop = plain && sumShape && onePass;
+  if (sumOnPop) blk.why += "; epilogue on the pop";
+  const bool roundOut = inPlaceDot && roundedOutput(bb);
+  const bool inPlace = inPlaceDot || sumOnPop;
   // Several K blocks whose results fit the MXU result slots accumulate there
   // across the K steps (no VMEM accumulator traffic, no MXU drain per step);
   // the last step pops them into the accumulator for the epilogue.
@@ -528,7 +562,10 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       opts.transpose_lhs = lhsTransposed;
       opts.transpose_rhs = transposed;
       opts.lhs_by_columns = lhsByColumns;
-      if (inPlace && roundOut)
+      if (sumOnPop) {
+        dsl::Array h = dsl::dot(a, b, opts).astype(dsl::BF16);
+        outR->store(refs[nIn], outR->emit(root, rootEmb, refs, &h));
+      } else if (inPlace && roundOut)
         outR->store(refs[nIn], dsl::dot(a, b, opts).astype(dsl::BF16));
       else if (inPlace)
         outR->store(refs[nIn], dsl::dot(a, b, opts));

@@ -164,6 +164,40 @@ TEST_CASE("o = dot(x, y).astype(bf16) becomes one matmul rounding into the bf16 
   CHECK(text2.find("alloc") != std::string::npos);
 }
 
+TEST_CASE("o = dot(x, y).astype(bf16) + r becomes one matmul adding r as it pops") {
+  // The sum epilogue: r (or a left fold of windows, p + q) is added to each
+  // rounded tile as it is popped, with no f32 temporary and no second pass.
+  auto call = pallas_call(
+      [](Ref x, Ref y, Ref r, Ref o) { o.store(dot(x.load(), y.load()).astype(BF16) + r.load()); },
+      {{{128, 256}, BF16}}, {1}, {BlockSpec(), BlockSpec(), BlockSpec()}, {BlockSpec()});
+  std::vector<ShapeDtype> in{{{128, 64}, BF16}, {{64, 256}, BF16}, {{128, 256}, BF16}};
+  std::string text = llo::printKernel(*call.trace(in));
+  INFO(text);
+  CHECK(text.find("M=128 N=256 K=64 then dot + (") != std::string::npos);
+  CHECK(text.find("alloc") == std::string::npos);
+  CHECK(text.find("for %") == std::string::npos);
+  auto two = pallas_call(
+      [](Ref x, Ref y, Ref p, Ref q, Ref o) {
+        o.store((p.load() + q.load()) + dot(x.load(), y.load()).astype(BF16));
+      },
+      {{{128, 256}, BF16}}, {1}, {BlockSpec(), BlockSpec(), BlockSpec(), BlockSpec()},
+      {BlockSpec()});
+  in.push_back({{128, 256}, BF16});
+  std::string text2 = llo::printKernel(*two.trace(in));
+  INFO(text2);
+  CHECK(text2.find(") + dot") != std::string::npos);
+  CHECK(text2.find("alloc") == std::string::npos);
+  // p + (q + dot) rounds in another order: not a sum epilogue.
+  auto other = pallas_call(
+      [](Ref x, Ref y, Ref p, Ref q, Ref o) {
+        o.store(p.load() + (q.load() + dot(x.load(), y.load()).astype(BF16)));
+      },
+      {{{128, 256}, BF16}}, {1}, {BlockSpec(), BlockSpec(), BlockSpec(), BlockSpec()},
+      {BlockSpec()});
+  std::string text3 = llo::printKernel(*other.trace(in));
+  CHECK(text3.find("then") == std::string::npos);
+}
+
 TEST_CASE("a dot read by an element-wise expression runs once before its row-tile loop") {
   // `dot(...).astype(...)` and a row sum of a dot: the dot was emitted from the
   // first tile the loop computed, so it sat in the loop body and ran again for

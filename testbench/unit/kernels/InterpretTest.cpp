@@ -258,3 +258,34 @@ TEST_CASE("a dot rounded into a bf16 ref equals the f32 dot rounded afterwards")
   for (int64_t i = 0; i < M * N; ++i)
     REQUIRE(bitsOf(got.outputs[0].floatAt(i)) == bitsOf(roundToBf16(want.outputs[0].floatAt(i))));
 }
+
+TEST_CASE("a dot's sum epilogue on the pop equals the rounded dot summed afterwards") {
+  const int64_t M = 64, N = 256, K = 384;
+  auto bf16Inputs = [&](uint64_t seed, int64_t n) {
+    auto v = randomFloats(size_t(n), seed);
+    for (float& x : v) x = roundToBf16(x);
+    return v;
+  };
+  std::vector<HostArray> in{HostArray::fromFloats({M, K}, BF16, bf16Inputs(1, M * K)),
+                            HostArray::fromFloats({K, N}, BF16, bf16Inputs(2, K * N)),
+                            HostArray::fromFloats({M, N}, BF16, bf16Inputs(3, M * N)),
+                            HostArray::fromFloats({M, N}, BF16, bf16Inputs(4, M * N))};
+  const std::vector<BlockSpec> ins(4);
+  // Two passes: the rounded dot stored, then (p + q) + it.
+  auto twoPass = pallas_call(
+      [](Ref x, Ref y, Ref p, Ref q, Ref o) {
+        o.store(dot(x.load(), y.load()).astype(BF16));
+        o.store((p.load() + q.load()) + o.load());
+      },
+      {{{M, N}, BF16}}, {1}, ins, {BlockSpec()});
+  auto onPop = pallas_call(
+      [](Ref x, Ref y, Ref p, Ref q, Ref o) {
+        o.store((p.load() + q.load()) + dot(x.load(), y.load()).astype(BF16));
+      },
+      {{{M, N}, BF16}}, {1}, ins, {BlockSpec()});
+  std::vector<ShapeDtype> specs{{{M, K}, BF16}, {{K, N}, BF16}, {{M, N}, BF16}, {{M, N}, BF16}};
+  auto want = interpret(*twoPass.trace(specs), in, seeded(1));
+  auto got = interpret(*onPop.trace(specs), in, seeded(1));
+  for (int64_t i = 0; i < M * N; ++i)
+    REQUIRE(bitsOf(got.outputs[0].floatAt(i)) == bitsOf(want.outputs[0].floatAt(i)));
+}
