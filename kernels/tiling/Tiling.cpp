@@ -66,7 +66,9 @@ constexpr double kDotCyclesPerResultTile = 6;
 // their runs cover line / stride parts of it (measured: the tiny prefill's
 // 2 KiB-wide blocks of 4 KiB rows on v6e's 8 KiB line load as fast as whole
 // rows). Strides past the line are left alone: each run then opens its own
-// DRAM rows (the 7B FFN's 22016-byte rows in 512-byte runs were slower).
+// DRAM rows (the 7B FFN's 22016-byte rows in 512-byte runs were slower); so
+// are runs of less than a 512-byte request (256-byte runs of 512-byte s8 rows
+// took twice as long as the model's 1 KiB-run choice).
 // kShortRunPenalty per missing byte is fitted to the library matmul on v6e
 // (8 KiB line, 8 KiB rows): 1 KiB runs of y reach ~32% of the peak, 2 KiB
 // runs of y with 4 KiB runs of the output ~63% (docs/performance.md).
@@ -74,7 +76,8 @@ constexpr double kShortRunPenalty = 0.23;
 double runEfficiency(int64_t bytes, int64_t line, int64_t stride = 0) {
   double b = double(std::max<int64_t>(bytes, 1));
   int64_t covered = bytes;
-  if (stride > bytes && stride < line && line % stride == 0) covered = bytes * (line / stride);
+  if (bytes >= 512 && stride > bytes && stride < line && line % stride == 0)
+    covered = bytes * (line / stride);
   const double missing = double(std::max<int64_t>(line - covered, 0));
   return b / (b + 512.0 + kShortRunPenalty * missing * b / double(std::max<int64_t>(covered, 1)));
 }
