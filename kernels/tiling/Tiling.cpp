@@ -59,15 +59,27 @@ constexpr double kDotCyclesPerResultTile = 6;
 // of one 512-byte request pays about as much again in row activations and
 // request overhead, long runs approach the peak. A run shorter than the
 // interleave line (`line`: the bytes that reach every channel, pseudo-channel
-// and bank group) whose neighbours lie a multiple of the line apart (a block
-// of a wide row-major matrix) keeps the same channels busy and leaves the
-// others idle; kShortRunPenalty per missing byte is fitted to the library
-// matmul on v6e (8 KiB line): 1 KiB runs of y reach ~32% of the peak, 2 KiB
+// and bank group) keeps only the channels and bank groups of the bytes of the
+// line it covers busy and leaves the others idle. Runs a multiple of the line
+// apart (a block of a wide row-major matrix) cover `bytes` of it; rows of a
+// fraction of the line (`stride`: 2 KiB rows on a 4 KiB line) tile it, and
+// their runs cover line / stride parts of it (measured: the tiny prefill's
+// 2 KiB-wide blocks of 4 KiB rows on v6e's 8 KiB line load as fast as whole
+// rows). Strides past the line are left alone: each run then opens its own
+// DRAM rows (the 7B FFN's 22016-byte rows in 512-byte runs were slower); so
+// are runs of less than a 512-byte request (256-byte runs of 512-byte s8 rows
+// took twice as long as the model's 1 KiB-run choice).
+// kShortRunPenalty per missing byte is fitted to the library matmul on v6e
+// (8 KiB line, 8 KiB rows): 1 KiB runs of y reach ~32% of the peak, 2 KiB
 // runs of y with 4 KiB runs of the output ~63% (docs/performance.md).
 constexpr double kShortRunPenalty = 0.23;
-double runEfficiency(int64_t bytes, int64_t line) {
+double runEfficiency(int64_t bytes, int64_t line, int64_t stride = 0) {
   double b = double(std::max<int64_t>(bytes, 1));
-  return b / (b + 512.0 + kShortRunPenalty * double(std::max<int64_t>(line - bytes, 0)));
+  int64_t covered = bytes;
+  if (bytes >= 512 && stride > bytes && stride < line && line % stride == 0)
+    covered = bytes * (line / stride);
+  const double missing = double(std::max<int64_t>(line - covered, 0));
+  return b / (b + 512.0 + kShortRunPenalty * missing * b / double(std::max<int64_t>(covered, 1)));
 }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -291,10 +303,16 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // A block row is one contiguous run in HBM; short runs (a narrow RHS
   // block of a wide matrix) reach a fraction of the peak.
   const int64_t line = target.hbmInterleaveBytes;
+  // The weights' rows lie a whole row apart (an RHS read through strides or
+  // transposed: a multiple of the line assumed). Only the RHS: priced so for
+  // the LHS and the output too, the tiny prefill's q / k / v projections took
+  // blocks that ran slower (docs/performance.md, "sibdefault").
+  const bool rhsRows = target.dotRhsRunBytes <= 0 && !target.dotRhsTransposed;
   const double lhsEff = runEfficiency(
       target.dotLhsRunBytes > 0 ? target.dotLhsRunBytes : std::min(bk, k) * lhsInBytes, line);
   const double rhsEff = runEfficiency(
-      target.dotRhsRunBytes > 0 ? target.dotRhsRunBytes : std::min(bn, n) * rhsInBytes, line);
+      target.dotRhsRunBytes > 0 ? target.dotRhsRunBytes : std::min(bn, n) * rhsInBytes, line,
+      rhsRows ? n * rhsInBytes : 0);
   const double outEff = runEfficiency(std::min(bn, n) * outBytes, line);
   const double lhsBlockCycles =
       bb * double(bm * bk) * lhsInBytes / lhsEff / target.hbmBytesPerCycle;
@@ -329,16 +347,29 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // their MXU work and their DMA.
   const bool resident = kBlocks > 1 && dotResultsFitMxu(target.dotBatchBlock * rhsCount,
                                                         std::min(bm, m), std::min(bn, n), target);
-  const double once = tileCycles + fill + drain;
+  // Sibling dots with one K block and several N blocks run output block n's
+  // epilogue at step n + 1 under block n + 1's MXU stream (DotLowering's
+  // pipelined epilogue, when its second set of accumulators fits): a row's
+  // other steps cost the larger of their MXU work and the result tiles, and
+  // each row takes one step more, which runs its last block's tiles alone.
+  const bool pipelined = rhsCount > 1 && kBlocks == 1 && nBlocks > 1 && bb == 1 &&
+                         !target.dotLhsTransposed && target.dotEpilogue &&
+                         dotVmemBytes(bm, bn, bk, true, lhsInBytes, rhsInBytes, rhsCount) +
+                                 rhsCount * tiledBytes(bm, bn) <=
+                             target.dotVmemBudget();
+  const double rows = double(batch) * double(mBlocks);
+  const double once = (pipelined ? 0.0 : tileCycles) + fill + drain;
   const double perStep = resident ? 0.0 : once;
+  const double work = pipelined ? std::max(mxuCycles, tileCycles) : mxuCycles;
+  const double tailSteps = pipelined ? rows * (tileCycles + kStepOverheadCycles) : 0.0;
   const double outputBlocks = steps / double(kBlocks);
   if (step) *step = {steps, mxuCycles, baseDma, !(kBlocks == 1 && nBlocks == 1)};
   const double prologueCycles = lhsBlockCycles + rhsBlockCycles;
   const double drainCycles = bb * double(bm * bn) * outBytes / outEff / target.hbmBytesPerCycle;
   return prologueCycles + mxuCycles + lhsSteps * std::max(mxuCycles, baseDma + lhsBlockCycles) +
-         (steps - 1 - lhsSteps) * std::max(mxuCycles, baseDma) +
+         (steps - 1 - lhsSteps) * std::max(work, baseDma) +
          steps * (perStep + kStepOverheadCycles) + (resident ? outputBlocks * once : 0.0) +
-         drainCycles;
+         tailSteps + drainCycles;
 }
 
 DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int lhsInBytes,
