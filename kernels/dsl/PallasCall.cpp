@@ -110,7 +110,16 @@ std::unique_ptr<llo::Kernel> PallasCall::trace(const std::vector<ShapeDtype>& in
       fail(loc_, fmt::format("{}: grid {} has a non-positive dimension", callName,
                              llo::shapeStr(c.grid)));
   k->semantics = c.compiler_params.dimension_semantics;
-  k->tailStepsWithoutInputs = c.compiler_params.tail_steps_without_inputs;
+  int64_t gridSteps = 1;
+  for (int64_t g : c.grid) gridSteps *= g;
+  const int64_t tail = c.compiler_params.tail_steps_without_inputs;
+  // A count past the first step would place the next kernel's prefetch at a
+  // step that never runs, and that kernel would wait for it forever.
+  if (tail < 0 || (tail > 0 && tail >= gridSteps))
+    fail(loc_, fmt::format("{}: compiler_params.tail_steps_without_inputs = {} must be in "
+                           "[0, {}) for a grid of {} steps",
+                           callName, tail, gridSteps, gridSteps));
+  k->tailStepsWithoutInputs = tail;
   if (k->semantics.empty()) k->semantics.assign(c.grid.size(), DimSemantics::Arbitrary);
   if (k->semantics.size() != c.grid.size())
     fail(loc_, fmt::format("{}: {} dimension semantics for a {}-dimensional grid", callName,

@@ -119,11 +119,12 @@ void fillElements(std::vector<uint8_t>& out, size_t n, Draw draw) {
 // blocks of words convert at once (UniformWords.h).
 template <typename Bits, typename Convert>
 void fillFloats(std::vector<uint8_t>& out, size_t n, Mt64Blocks& rng, Convert convert) {
-  Bits* p = reinterpret_cast<Bits*>(out.data());  // out holds n elements of Bits
+  Bits block[Mt64Blocks::kBlockWords];  // typed scratch: out holds bytes, not Bits objects
   for (size_t i = 0; i < n;) {
     size_t count = 0;
     const uint64_t* words = rng.take(n - i, &count);
-    convert(words, p + i, count);
+    convert(words, block, count);
+    std::memcpy(out.data() + i * sizeof(Bits), block, count * sizeof(Bits));
     i += count;
   }
 }

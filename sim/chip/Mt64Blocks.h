@@ -15,6 +15,7 @@ namespace tpusim::sim {
 class Mt64Blocks {
  public:
   using result_type = uint64_t;
+  static constexpr size_t kBlockWords = 312;  // take() never returns more
   explicit Mt64Blocks(uint64_t seed);
   static constexpr uint64_t min() { return 0; }
   static constexpr uint64_t max() { return ~uint64_t(0); }
@@ -34,7 +35,7 @@ class Mt64Blocks {
   }
 
  private:
-  static constexpr size_t kWords = 312, kShift = 156;
+  static constexpr size_t kWords = kBlockWords, kShift = 156;
   void refill();
 
   uint64_t state_[kWords];

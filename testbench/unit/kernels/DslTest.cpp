@@ -9,7 +9,7 @@ using namespace tpusim::kernels::dsl;
 
 namespace {
 
-PallasCall addCall(std::vector<int64_t> block, int64_t n = 256) {
+PallasCall addCall(std::vector<int64_t> block, int64_t n = 256, CompilerParams params = {}) {
   return pallas_call([](Ref x, Ref y, Ref o) { o.store(x.load() + y.load()); },
                      {{{n, n}, F32, "o"}}, {n / 128, n / 128},
                      {BlockSpec(block,
@@ -20,9 +20,11 @@ PallasCall addCall(std::vector<int64_t> block, int64_t n = 256) {
                                 [](const GridIndex& g) {
                                   return std::vector<Scalar>{g[0], g[1]};
                                 })},
-                     {BlockSpec(block, [](const GridIndex& g) {
-                       return std::vector<Scalar>{g[0], g[1]};
-                     })});
+                     {BlockSpec(block,
+                                [](const GridIndex& g) {
+                                  return std::vector<Scalar>{g[0], g[1]};
+                                })},
+                     {}, params);
 }
 
 }  // namespace
@@ -40,6 +42,23 @@ TEST_CASE("tracing an element-wise kernel builds tile loops with locations") {
   CHECK(text.find("return %") != std::string::npos);  // index maps
   // Every op of the body knows the DSL line that made it.
   for (const auto& op : k->body->body.ops) CHECK(op->loc.file == "DslTest.cpp");
+}
+
+TEST_CASE("a prefetch lead past the grid's steps is an error naming the field") {
+  // A 2 x 2 grid: 4 steps.
+  for (int64_t tail : {int64_t{-1}, int64_t{4}}) {
+    CompilerParams p;
+    p.tail_steps_without_inputs = tail;
+    CHECK_THROWS_WITH(
+        addCall({128, 128}, 256, p).trace({{{256, 256}, F32, "x"}, {{256, 256}, F32, "y"}}),
+        Catch::Contains("tail_steps_without_inputs = " + std::to_string(tail) +
+                        " must be in [0, 4)"));
+  }
+  CompilerParams ok;
+  ok.tail_steps_without_inputs = 3;
+  CHECK(addCall({128, 128}, 256, ok)
+            .trace({{{256, 256}, F32, "x"}, {{256, 256}, F32, "y"}})
+            ->tailStepsWithoutInputs == 3);
 }
 
 TEST_CASE("block shapes must follow the (8,128) rule, naming the spec and shape") {

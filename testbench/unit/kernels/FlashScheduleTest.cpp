@@ -77,13 +77,14 @@ int count(const std::string& text, const std::string& what) {
 
 // Causal 1024 x 1024 with blocks of 512 as tpu-kernel builds it for v5e
 // (V latched where block_k = 4 x 128): one step below the diagonal, two on it.
-codegen::CompiledKernel causalKernel(const codegen::TargetInfo& t) {
+codegen::CompiledKernel causalKernel(const codegen::TargetInfo& t, int causalParts = 2) {
   lib::FlashAttentionParams p;
   p.blockQ = p.blockK = 512;
   p.causal = true;
   p.latchV = true;
   p.mxuSize = 128;
   p.mxuCount = 4;
+  p.causalParts = causalParts;
   auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
                     .trace(lib::flashAttentionInputs(1, 1024, 1024, 128));
   return codegen::compileKernel(*kernel, t);
@@ -122,16 +123,7 @@ TEST_CASE("causal flash attention's diagonal steps latch V and share the row bou
 // With causal_parts 1 the diagonal step is one slab loop over all keys.
 TEST_CASE("causal flash attention's diagonal step in one part") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
-  lib::FlashAttentionParams p;
-  p.blockQ = p.blockK = 512;
-  p.causal = true;
-  p.latchV = true;
-  p.mxuSize = 128;
-  p.mxuCount = 4;
-  p.causalParts = 1;
-  auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
-                    .trace(lib::flashAttentionInputs(1, 1024, 1024, 128));
-  std::vector<Block> bs = blocks(codegen::compileKernel(*kernel, t).machineText);
+  std::vector<Block> bs = blocks(causalKernel(t, 1).machineText);
   std::vector<int> exps;
   for (const Block& b : bs)
     if (b.kind == "loop" && count(b.text, "vexp") > 0) exps.push_back(count(b.text, "vexp"));

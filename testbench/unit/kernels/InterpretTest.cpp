@@ -21,6 +21,13 @@ std::vector<float> randomFloats(size_t n, uint64_t seed) {
   return v;
 }
 
+// Random values already representable in bf16 (inputs of bf16 refs).
+std::vector<float> bf16Inputs(uint64_t seed, int64_t n) {
+  std::vector<float> v = randomFloats(size_t(n), seed);
+  for (float& x : v) x = roundToBf16(x);
+  return v;
+}
+
 InterpretOptions seeded(uint64_t seed) {
   InterpretOptions o;
   o.seed = seed;
@@ -239,11 +246,6 @@ TEST_CASE("scalar prefetch drives the index map; async copies from HBM with sema
 
 TEST_CASE("a dot rounded into a bf16 ref equals the f32 dot rounded afterwards") {
   const int64_t M = 64, N = 256, K = 384;
-  auto bf16Inputs = [&](uint64_t seed, int64_t n) {
-    auto v = randomFloats(size_t(n), seed);
-    for (float& x : v) x = roundToBf16(x);
-    return v;
-  };
   auto xs = bf16Inputs(1, M * K), ys = bf16Inputs(2, K * N);
   std::vector<HostArray> in{HostArray::fromFloats({M, K}, BF16, xs),
                             HostArray::fromFloats({K, N}, BF16, ys)};
@@ -261,11 +263,6 @@ TEST_CASE("a dot rounded into a bf16 ref equals the f32 dot rounded afterwards")
 
 TEST_CASE("a dot's sum epilogue on the pop equals the rounded dot summed afterwards") {
   const int64_t M = 64, N = 256, K = 384;
-  auto bf16Inputs = [&](uint64_t seed, int64_t n) {
-    auto v = randomFloats(size_t(n), seed);
-    for (float& x : v) x = roundToBf16(x);
-    return v;
-  };
   std::vector<HostArray> in{HostArray::fromFloats({M, K}, BF16, bf16Inputs(1, M * K)),
                             HostArray::fromFloats({K, N}, BF16, bf16Inputs(2, K * N)),
                             HostArray::fromFloats({M, N}, BF16, bf16Inputs(3, M * N)),
