@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -137,12 +138,11 @@ std::vector<SiblingDotGroup> findSiblingDotGroups(const hlo::HloComputation& com
         kernels::tiling::TilingTarget sibling = tt;
         sibling.dotEpilogue = true;
         sibling.dotRhsCount = 2;
-        const double oneDot = kernels::tiling::chooseDotBlocks(d.batch, d.m, d.n, d.k, lhsBytes,
-                                                               rhsBytes, outBytes, single)
-                                  .estimatedCycles;
-        const double both = kernels::tiling::chooseDotBlocks(d.batch, d.m, d.n, d.k, lhsBytes,
-                                                             rhsBytes, rootBytes, sibling)
-                                .estimatedCycles;
+        const kernels::tiling::DotBlocking oneBlk = kernels::tiling::chooseDotBlocks(
+            d.batch, d.m, d.n, d.k, lhsBytes, rhsBytes, outBytes, single);
+        const kernels::tiling::DotBlocking bothBlk = kernels::tiling::chooseDotBlocks(
+            d.batch, d.m, d.n, d.k, lhsBytes, rhsBytes, rootBytes, sibling);
+        const double oneDot = oneBlk.estimatedCycles, both = bothBlk.estimatedCycles;
         const double elements = static_cast<double>(a->shape().elementCount());
         const double read = elements / tt.hbmBytesPerCycle;  // cycles per byte of element
         SiblingDotGroup g;
@@ -151,12 +151,50 @@ std::vector<SiblingDotGroup> findSiblingDotGroups(const hlo::HloComputation& com
         g.root = combiner.back();
         g.separateCycles = 2 * oneDot + 2 * read * outBytes;
         g.fusedCycles = both + read * rootBytes;
-        if (!(g.fusedCycles < g.separateCycles) || both <= 0) {
-          if (refusals)
-            refusals->push_back(
-                {{a->name(), b->name()},
-                 fmt::format("one kernel for both costs about {:.0f} cycles, two kernels {:.0f}",
-                             g.fusedCycles, g.separateCycles)});
+        std::string why;
+        if (!(g.fusedCycles < g.separateCycles) || both <= 0)
+          why = fmt::format("one kernel for both costs about {:.0f} cycles, two kernels {:.0f}",
+                            g.fusedCycles, g.separateCycles);
+        // Dots whose steps wait for their weights (a decode's M = 1): both
+        // ways stream the same weights, and what the model adds per step (the
+        // step overhead, the MXU fill and drain) hides under the copies in
+        // flight. The pair then gains only the HBM bytes it does not move:
+        // the second LHS read and the dots' results written and read back,
+        // less the combined result. It loses its first step's weight bytes
+        // beyond the first dot kernel's: the separate kernels load the second
+        // dot's first block under the first one's copies, the pair exposes it
+        // in front of the kernel before it (a short norm).
+        kernels::tiling::DotStep st;
+        kernels::tiling::dotBlockCost(d.batch, d.m, d.n, d.k, oneBlk.bm, oneBlk.bn, oneBlk.bk,
+                                      lhsBytes, rhsBytes, outBytes, single, &st);
+        if (why.empty() && st.dmaCycles > st.mxuCycles) {
+          auto firstRhs = [&](const kernels::tiling::DotBlocking& blk) {
+            return static_cast<double>(std::min(blk.bk, d.k)) *
+                   static_cast<double>(std::min(blk.bn, d.n)) * rhsBytes;
+          };
+          const double lhsElements = static_cast<double>(a->operand(0)->shape().elementCount());
+          const double saved = lhsElements * lhsBytes + 2 * elements * (2 * outBytes - rootBytes);
+          const double exposed = 2 * firstRhs(bothBlk) - firstRhs(oneBlk);
+          if (!(saved > exposed))
+            why = fmt::format(
+                "weight-bound dots: one kernel for both moves {:.0f} fewer HBM bytes and exposes "
+                "{:.0f} more of its first weight blocks",
+                saved, exposed);
+        }
+        // The pair's second RHS block and accumulator take VMEM a single dot's
+        // blocks use. Where the pair fits only by splitting K finer than the
+        // single dot, each extra K step loads, adds and stores both f32
+        // accumulators through VMEM beside the MXU stream, which the model
+        // prices low (the 7B layer prefill on v6e: K in 2 blocks of 2048
+        // against one of 4096, the pair's kernel at 58% MXU busy, +2.5%).
+        const int64_t kOne = (d.k + oneBlk.bk - 1) / oneBlk.bk;
+        const int64_t kBoth = (d.k + bothBlk.bk - 1) / bothBlk.bk;
+        if (why.empty() && kBoth > kOne)
+          why = fmt::format(
+              "one kernel for both fits VMEM only with {} K blocks, a dot kernel with {}", kBoth,
+              kOne);
+        if (!why.empty()) {
+          if (refusals) refusals->push_back({{a->name(), b->name()}, why});
           continue;
         }
         used.insert(a);

@@ -18,7 +18,9 @@
 // fused when the sibling kernel (two RHS blocks and two accumulators per
 // step, TilingTarget::dotRhsCount) plus its consumer's read of the result
 // costs fewer cycles than the two dot kernels plus their consumer's reads of
-// both results.
+// both results; for dots whose steps wait for their weights (M = 1), when it
+// also saves more HBM bytes than the second first weight block it exposes;
+// and not when its blocks fit VMEM only with more K blocks than one dot's.
 #pragma once
 
 #include <string>
