@@ -601,8 +601,9 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
   const int storeQueue = ownBuffers > 2 ? kLoadQueues[1] : kLoadQueues[0];
   // With own loads ahead (rings only) a final's store is not waited for: it
   // counts on its epoch's sent flag like a send, so the slot it reads is not
-  // reused before it has finished, and the first own load of a later phase
-  // of its part drains it (that load may read what it wrote). Waiting for
+  // reused before it has finished, and the first read of the work buffer by
+  // a later phase of its part (an own load, or a step-0 send from HBM)
+  // drains it (that read may be of what it wrote). Waiting for
   // each store took ~550 cycles per final on v4 4x4x4 16 MiB, serially, at
   // the end of every phase (the links idle meanwhile). On a line a second
   // final reads what the first stored, so lines keep the wait.
