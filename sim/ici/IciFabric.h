@@ -60,8 +60,10 @@ class IciFabric : public sc_core::sc_module {
   const FlowNetwork& network() const { return network_; }
   int64_t transfers() const { return transfers_; }
   int64_t signals() const { return signals_; }
-  // Transfers and signals not yet arrived (for deadlock reports).
-  int64_t inFlight() const { return int64_t(flowIds_.size() + arrivals_.size()); }
+  // Transfers and signals not yet arrived (for deadlock reports): the flows
+  // still on their links and what has left but not arrived (flowIds_ is
+  // indexed by flow id and never shrinks, so its size is no count).
+  int64_t inFlight() const { return int64_t(network_.activeFlows()) + int64_t(arrivals_.size()); }
 
  private:
   void run();

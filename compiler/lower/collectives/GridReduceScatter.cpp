@@ -599,6 +599,15 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
                           ? flags.firstCredit - gridReduceCreditFlags(g.gridDims.size()) + 1
                           : flags.local;
   const int storeQueue = ownBuffers > 2 ? kLoadQueues[1] : kLoadQueues[0];
+  // With own loads ahead (rings only) a final's store is not waited for: it
+  // counts on its epoch's sent flag like a send, so the slot it reads is not
+  // reused before it has finished, and the first read of the work buffer by
+  // a later phase of its part (an own load, or a step-0 send from HBM)
+  // drains it (that read may be of what it wrote). Waiting for
+  // each store took ~550 cycles per final on v4 4x4x4 16 MiB, serially, at
+  // the end of every phase (the links idle meanwhile). On a line a second
+  // final reads what the first stored, so lines keep the wait.
+  const bool deferStores = ownBuffers > 2;
   // Then the slots, shifted by half the banks so that a slot's rows and the
   // own rows of the same vregs sit in different banks.
   auto ownRow = [&](int64_t buffer) {
@@ -701,8 +710,27 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
 
   int64_t vmemActions = 0;  // actions that combined in VMEM so far (slot = index mod kSlots)
   int epoch = 0;
-  std::vector<int64_t> epochSends{0};
+  std::vector<int64_t> epochSends{0};  // sends and deferred stores of each epoch, not yet waited
   const int64_t epochActions = kSlots / 2;
+  std::set<std::pair<int, int>> pendingStores;  // (part, phase) of deferred stores not drained
+  // Every send and store counted so far has finished (the epochs before the
+  // last two were waited for when their successors began).
+  auto drain = [&] {
+    for (int e = std::max(0, epoch - 1); e <= epoch; ++e)
+      if (epochSends[size_t(e)] > 0) {
+        code.emit({makeInstruction(Opcode::SyncWait, {flags.sent[e % 2], epochSends[size_t(e)]})});
+        epochSends[size_t(e)] = 0;
+      }
+    pendingStores.clear();
+  };
+  // Before a read of the work buffer by stream s (an own load, or a step-0
+  // send straight from HBM): the stores of its part's earlier phases.
+  auto drainFor = [&](const Stream& s) {
+    if (std::any_of(pendingStores.begin(), pendingStores.end(), [&](const std::pair<int, int>& p) {
+          return p.first == s.part && p.second < s.phase;
+        }))
+      drain();
+  };
   auto setAddr = [&](int64_t word, int field, const std::vector<uint32_t>& values,
                      const std::string& what) {
     tables.load(values, kVal, what);
@@ -719,7 +747,9 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
   // the action's wait for its loads takes with the arrived piece's load.
   auto loadOwn = [&](size_t k, int64_t buffer) {
     const ActionPlan& a = plans[k];
+    const Stream& s = streams[size_t(std::get<1>(actions[k]))];
     const Words& w = words[size_t(std::get<1>(actions[k]))];
+    drainFor(s);
     tables.forDevicesWith(maskOf(a, isCombine), kVal, "reduce-scatter combines", [&] {
       setAddr(w.loadOwn, 1, a.own, "reduce-scatter own pieces");
       code.emit({makeInstruction(Opcode::SLi, {kVal, ownRow(buffer) * isa::kVmemRowBytes}),
@@ -829,6 +859,8 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
         });
       }
     }
+    if (std::any_of(a.roles.begin(), a.roles.end(), [](Role r) { return r == Role::SendOwn; }))
+      drainFor(s);
     // Sends: the combined piece from its slot, or this chip's own piece.
     tables.forDevicesWith(
         mask([](Role r) { return r == Role::CombineSend; }), kVal, "reduce-scatter sends", [&] {
@@ -864,9 +896,24 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
           code.emit({makeInstruction(Opcode::SLi, {kVal, slotRow(slot) * isa::kVmemRowBytes}),
                      makeInstruction(Opcode::SLi, {kSrc, w.store})});
           code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 1})});
-          code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, storeQueue})});
-          code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
+          if (deferStores) {
+            code.emit({makeInstruction(Opcode::Dma, {kSrc, sentFlag, storeQueue})});
+          } else {
+            code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, storeQueue})});
+            code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
+          }
         });
+    const bool finals =
+        std::any_of(a.roles.begin(), a.roles.end(), [](Role r) { return r == Role::Final; });
+    if (deferStores && finals) {
+      // Every chip counts one per action with a final (its store, or a local signal).
+      tables.forDevicesWith(mask([](Role r) { return r != Role::Final; }), kVal,
+                            "reduce-scatter non-finals", [&] {
+                              code.emit({makeInstruction(Opcode::SyncSignal, {sentFlag, 1})});
+                            });
+      ++epochSends[size_t(epoch)];
+      pendingStores.insert({s.part, s.phase});
+    }
     if (a.usesVmem) {
       ++vmemActions;
       // The own pieces of the VMEM action ownBuffers - 1 ahead, into the

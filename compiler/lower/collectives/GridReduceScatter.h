@@ -33,6 +33,9 @@
 //    construction. Streams whose slots do not fit VMEM (phase by phase,
 //    first come) land in per-(phase, direction) HBM buffers of the
 //    collective's own instead, as before;
+//  - on rings with own loads ahead a final's store is not waited for: it
+//    counts on its epoch's sent flag, and a later phase's first read of
+//    the work buffer drains it;
 //  - a chip starts once each neighbour has signalled that it is ready, as
 //    the grid all-gather does.
 //

@@ -300,6 +300,74 @@ done:
   CHECK(r.chips[0].halted);
 }
 
+// The landing-slot protocol of the grid reduce-scatter (compiler/lower/
+// collectives/GridReduceScatter.h) in small: chip 0 sends 4 pieces VMEM ->
+// VMEM into 2 landing slots of chip 1 (arrival n in slot n mod 2, flag f2);
+// chip 1 hands a slot back with a credit (sync.remote to chip 0, flag f5)
+// once it has read it, and chip 0 waits for the credit of arrival n - 2
+// before it sends arrival n. With `credit` false the receiver never returns
+// one.
+isa::Program creditProtocol(bool credit) {
+  std::string s = R"(
+.dma_descriptor 0, src=vmem:0x0, dst=vmem:0x10000, inner=4096
+.dma_descriptor 64, src=vmem:0x0, dst=vmem:0x20000, inner=4096
+    chip.id s1 ;; sli s3, 1
+    br.nz s1, recv
+    sli s0, 0 ;; sli s7, 64
+    dma.remote s0, s3, f1, f2, q0
+    dma.remote s7, s3, f1, f2, q1
+    sync.wait f5, 1
+    dma.remote s0, s3, f1, f2, q0
+    sync.wait f5, 1
+    dma.remote s7, s3, f1, f2, q1
+    sync.wait f1, 4
+    sync.wait f5, 2
+    halt
+recv:
+    sli s6, 4 ;; sli s4, 0
+next:
+    sync.wait f2, 1
+    vld v0, s4, 128, 1, 255
+)";
+  if (credit) s += "    sync.remote s4, f5, 1\n";
+  s += R"(
+    loop s6, next
+    halt
+)";
+  return assemble(s);
+}
+
+TEST_CASE("a receiver that never returns a credit is a deadlock naming chips, flags and values",
+          "[system][fault][throws-in-systemc]") {
+  // With the credits the protocol runs through, in both modes.
+  for (bool functional : {true, false}) {
+    auto ok = runSystem("tiny8", "1x2", creditProtocol(true), functional);
+    INFO((ok.fault ? ok.fault->report() : std::string()));
+    CHECK(ok.halted);
+    CHECK(ok.iciSignals == 4);
+  }
+  // Without them: the sender waits for the first credit, the receiver for
+  // the third arrival; reported (not hung) on 1 and 2 host threads.
+  for (bool functional : {true, false}) {
+    for (int threads : {1, 2}) {
+      INFO("functional " << functional << ", host threads " << threads);
+      auto r = runSystem(target::loadChip("tiny8"), "1x2", creditProtocol(false), functional, {},
+                         threads);
+      REQUIRE(r.fault);
+      CHECK(r.fault->kind == "deadlock");
+      CHECK(!r.halted);
+      CHECK(r.iciSignals == 0);
+      CHECK_THAT(r.fault->message, Catch::Contains("0 ICI message(s) in flight"));
+      CHECK_THAT(r.fault->message, Catch::Contains("chip 0: core 0 waits at bundle 5 (cycle "));
+      CHECK_THAT(r.fault->message,
+                 Catch::Contains("in sync.wait f5, 1: f5 is 0 with 0 local DMA(s) outstanding"));
+      CHECK_THAT(r.fault->message, Catch::Contains("chip 1: core 0 waits at bundle 13 (cycle "));
+      CHECK_THAT(r.fault->message, Catch::Contains("in sync.wait f2, 1: f2 is 0"));
+      CHECK(r.fault->cycle > 0);
+    }
+  }
+}
+
 TEST_CASE("remote DMA to a device that does not exist is a fault",
           "[system][fault][throws-in-systemc]") {
   isa::Program p = assemble(R"(
