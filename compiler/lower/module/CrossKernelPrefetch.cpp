@@ -114,10 +114,18 @@ codegen::PrefetchPlan ModuleLowerer::planNextKernel(
     try {
       LoweredKernel lowered = lowerToKernel(next, cg_, prefetchable);
       lowered.firstBlocksPrefetched = prefetchable;
-      if (it == prepared_.end())
+      if (it == prepared_.end()) {
         it = prepared_.emplace(&next, std::move(lowered)).first;
-      else
-        it->second = std::move(lowered);
+      } else {
+        // The same inputs in other blocks: keep what the module walk set on
+        // them (packed weights' pair rows, PackedLayouts.cpp).
+        auto& was = it->second.kernel->inputs;
+        auto& now = lowered.kernel->inputs;
+        if (was.size() == now.size()) {
+          for (size_t i = 0; i < now.size(); ++i) now[i].pairRows = was[i].pairRows;
+          it->second = std::move(lowered);
+        }
+      }
     } catch (const CannotLower&) {
       return {};  // reported when its turn comes
     }
