@@ -149,7 +149,7 @@ std::vector<int64_t> dotRowCandidates(int64_t m) {
 int64_t smallKernelSteps(double bytes, const TilingTarget& target) {
   double cycles = bytes / std::max(target.hbmBytesPerCycle, 1.0);
   double steps = std::floor(std::sqrt(cycles / double(kStepOverheadCycles)));
-  return std::clamp<int64_t>(static_cast<int64_t>(steps), 1, 8);
+  return std::clamp<int64_t>(static_cast<int64_t>(steps), 1, target.firstBlocksPrefetched ? 2 : 8);
 }
 
 LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exactCols,

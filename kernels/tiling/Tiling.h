@@ -75,6 +75,10 @@ struct TilingTarget {
   // accumulator, its MXU work and its result tiles per step; the LHS block,
   // the output block and the step's MXU fill and drain are shared.
   int64_t dotRhsCount = 1;
+  // The kernel's first blocks load under the kernel before it (cross-kernel
+  // prefetch: none of its inputs is written by that kernel): a small kernel
+  // then keeps at most two steps (smallKernelSteps).
+  bool firstBlocksPrefetched = false;
   // VMEM one kernel's blocks may take (the rest is headroom for the code
   // generator's temporaries and spills).
   int64_t vmemBudget() const { return vmemBytes / 2; }
@@ -127,7 +131,12 @@ LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exact
 // Grid steps for a kernel that moves `bytes` in all: about sqrt(DMA cycles /
 // kStepOverheadCycles), 1 to 8, which balances the exposed first and last
 // blocks (DMA cycles / steps) against the steps' overhead. Large kernels are
-// bounded by the bytes per step instead (many more steps).
+// bounded by the bytes per step instead (many more steps). With its first
+// blocks prefetched (TilingTarget::firstBlocksPrefetched) at most two: the
+// first step's blocks load beside the kernel before it, the second's under the
+// first step, and only the last step's work and write-back are exposed (the
+// tiny prefill's RoPE kernels after the v projection's MXU work, 4 -> 2 steps:
+// 3.5-4.0k -> 2.6-3.0k cycles each).
 int64_t smallKernelSteps(double bytes, const TilingTarget& target);
 
 // When `plane` (a block of the rows x cols plane) is the whole plane and still

@@ -79,8 +79,8 @@ void reject64BitArithmetic(const detail::ComputeGraph& g, const HloInstruction& 
 
 }  // namespace
 
-LoweredKernel lowerToKernel(const HloInstruction& inst,
-                            const kernels::codegen::TargetInfo& target) {
+LoweredKernel lowerToKernel(const HloInstruction& inst, const kernels::codegen::TargetInfo& target,
+                            bool firstBlocksPrefetched) {
   detail::ComputeGraph g;
   g.inst = &inst;
   g.root = &inst;
@@ -119,6 +119,7 @@ LoweredKernel lowerToKernel(const HloInstruction& inst,
     for (int64_t k = 0; k < inst.operandCount(); ++k) g.leafOperand.emplace(inst.operand(k), k);
   }
   TilingTarget t = TilingTarget::from(target);
+  t.firstBlocksPrefetched = firstBlocksPrefetched;
   if (multiOutput) {
     // One loop computing every element of the root tuple (FusionLowering.h).
     for (const HloInstruction* e : g.root->operands())

@@ -53,6 +53,9 @@ struct LoweredKernel {
   // The tiling decision in one line (block shapes and what chose them), for
   // `tpuc --print-stats`; empty for library kernels.
   std::string tiling;
+  // Lowered for a context whose kernel before loads its first blocks
+  // (lowerToKernel's firstBlocksPrefetched).
+  bool firstBlocksPrefetched = false;
 };
 
 // A fusion, an element-wise / convert / compare / select / broadcast / iota /
@@ -60,7 +63,10 @@ struct LoweredKernel {
 bool isComputeInstruction(const hlo::HloInstruction& inst);
 
 // Throws CannotLower for anything it cannot compile (op, dtype, layout, shape).
+// `firstBlocksPrefetched`: the kernel before it loads this kernel's first
+// blocks (cross-kernel prefetch; TilingTarget::firstBlocksPrefetched).
 LoweredKernel lowerToKernel(const hlo::HloInstruction& inst,
-                            const kernels::codegen::TargetInfo& target);
+                            const kernels::codegen::TargetInfo& target,
+                            bool firstBlocksPrefetched = false);
 
 }  // namespace tpusim::lower

@@ -94,10 +94,38 @@ LoweredKernel ModuleLowerer::takeLoweredKernel(const HloInstruction& inst) {
 codegen::PrefetchPlan ModuleLowerer::planNextKernel(
     const HloInstruction& next, const std::vector<codegen::HbmRange>& written, bool fromTop,
     const std::function<Leaves(const HloInstruction*)>& valueOf) {
+  // Its first blocks can load under the kernels before it when every operand
+  // is in HBM already and none of them writes it: a small kernel then keeps
+  // fewer steps (TilingTarget::firstBlocksPrefetched). Lowered for the latest
+  // context that plans it: a kernel chosen as a target is planned no more
+  // before it runs (the kernels between choose nothing).
+  bool prefetchable = true;
+  for (const HloInstruction* o : next.operands()) {
+    while (aliasesOperandBuffer(*o)) o = o->operand(0);  // a view: its operand's bytes
+    Leaves l = valueOf(o);
+    const int64_t at = l.size() == 1 ? l[0] : -1, end = at + int64_t(denseBytes(o->shape()));
+    prefetchable = prefetchable && at >= 0 &&
+                   std::none_of(written.begin(), written.end(), [&](const codegen::HbmRange& w) {
+                     return at < w.end && w.begin < end;
+                   });
+  }
   auto it = prepared_.find(&next);
-  if (it == prepared_.end()) {
+  if (it == prepared_.end() || it->second.firstBlocksPrefetched != prefetchable) {
     try {
-      it = prepared_.emplace(&next, lowerToKernel(next, cg_)).first;
+      LoweredKernel lowered = lowerToKernel(next, cg_, prefetchable);
+      lowered.firstBlocksPrefetched = prefetchable;
+      if (it == prepared_.end()) {
+        it = prepared_.emplace(&next, std::move(lowered)).first;
+      } else {
+        // The same inputs in other blocks: keep what the module walk set on
+        // them (packed weights' pair rows, PackedLayouts.cpp).
+        auto& was = it->second.kernel->inputs;
+        auto& now = lowered.kernel->inputs;
+        if (was.size() == now.size()) {
+          for (size_t i = 0; i < now.size(); ++i) now[i].pairRows = was[i].pairRows;
+          it->second = std::move(lowered);
+        }
+      }
     } catch (const CannotLower&) {
       return {};  // reported when its turn comes
     }

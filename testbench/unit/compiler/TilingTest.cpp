@@ -224,6 +224,25 @@ TEST_CASE("small whole planes take several leading-axis planes per step") {
   CHECK(chooseLeadBlock(64, whole, big, t) == 1);
 }
 
+TEST_CASE("a small kernel whose first blocks are prefetched keeps at most two steps") {
+  TilingTarget t = v5eLike();
+  // The tiny prefill's RoPE of q: x and the output bf16 [256, 8, 128], the
+  // two f32 [256, 128] tables: 1.25 MiB, about 2.4k cycles of HBM traffic.
+  const double bytes = 2.0 * 256 * 1024 * 2 + 2.0 * 256 * 128 * 4;
+  CHECK(smallKernelSteps(bytes, t) == 4);
+  TilingTarget prefetched = t;
+  prefetched.firstBlocksPrefetched = true;
+  CHECK(smallKernelSteps(bytes, prefetched) == 2);
+  // Its planes: 256 positions of [8, 128]; two steps of 128 positions.
+  std::vector<BlockUse> uses = {
+      {true, true, 2, 2, true}, {false, true, 2, 4, true}, {true, true, 2, 2, true}};
+  LoopBlock plane = chooseLoopBlock(8, 128, false, false, uses, prefetched);
+  REQUIRE(plane.rows == 8);
+  CHECK(chooseLeadBlock(256, plane, uses, prefetched) == 128);
+  // A kernel too small for two steps keeps one.
+  CHECK(smallKernelSteps(100.0 * t.hbmBytesPerCycle, prefetched) == 1);
+}
+
 TEST_CASE("sibling dots are priced with an RHS block and an accumulator each") {
   // The tiny prefill's gate and up projections: [256, 1024] x [1024, 2048], bf16.
   TilingTarget one = v5eLike(), two = v5eLike();
