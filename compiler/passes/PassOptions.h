@@ -27,6 +27,12 @@ struct PassOptions {
   // (SiblingDots.h; tpuc --sibling-dots). Off by default: measured slower on
   // the tiny prefill (docs/performance.md, branch `swiglu`).
   bool fusionSiblingDots = false;
+  // dot-scale-to-output also where it changes the rounding (a scale that is
+  // not a constant power of two): floats treated as reals, as XLA's
+  // enable_scalar_multiply_reduction / floats-are-real options. Off by
+  // default: the kernels then scale the int8 weights in registers exactly as
+  // the HLO rounds (docs/compiler.md, "int8 weights").
+  bool reassociateDequantScales = false;
 };
 
 // The process-wide options (tools set them once at start-up).

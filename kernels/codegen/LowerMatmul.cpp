@@ -81,6 +81,11 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // its push (sign-extend, s32 -> f32 -> bf16, all exact), so int8 weights
   // cross VMEM once and are never stored back as bf16.
   bool widenRhs = !s8 && views[2].ref->type.dtype == llo::DType::S8;
+  // Scaled s8 weights (ints[9]): each widened vreg is multiplied in f32 by its
+  // column tile's scales before the bf16 rounding, bf16(f32(w) * f32(s)),
+  // one rounding as the HLO's bf16 multiply of the converted weights does.
+  const bool scaledRhs = llo::matmulScaled(op);
+  if (scaledRhs && !widenRhs) fail("internal: a scaled rhs that is not bf16 x s8");
   // K <= N fits one unpacked chunk: packing would only add its vpack ops.
   const bool packed = s8 && t_.int8Rate >= 2 && K > t_.mxuSize;
   auto origin = [&](const llo::ViewRange& v) {
@@ -106,7 +111,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     bool awaited = false;
   };
   std::vector<Addend> addends;
-  for (size_t i = 3; i < views.size(); ++i)
+  for (size_t i = llo::matmulFirstAddend(op); i < views.size(); ++i)
     addends.push_back({&views[i], &place(views[i].ref), origin(views[i]),
                        llo::tiledLayout(place(views[i].ref).type.shape).paddedRows});
   if (!addends.empty() && (!roundDst || sumMode < 1 || sumMode > 2))
@@ -147,6 +152,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     awaitRows(v.ref, row0 < 0 ? kAll : row0 + rows);
   };
   awaitRows(views[0].ref, kAll);  // a destination that is read (accumulating)
+  if (scaledRhs) awaitRows(views[3].ref, kAll);
   ScalarVal dst0 = origin(views[0]), rhs0 = origin(views[2]);
   ScalarVal lhs0 = transLhs ? placeBase(lhsT) : origin(views[1]);
   ScalarVal lhsIn0 = transLhs ? origin(views[1]) : ScalarVal{};
@@ -160,6 +166,9 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   lhs0 = baseOf(lhs0);
   rhs0 = baseOf(rhs0);
   if (transLhs) lhsIn0 = baseOf(lhsIn0);
+  const RefPlace* scaleP = scaledRhs ? &place(views[3].ref) : nullptr;
+  ScalarVal scale0 = scaledRhs ? baseOf(origin(views[3])) : ScalarVal{};
+  const int64_t scaleRows = scaledRhs ? llo::tiledLayout(scaleP->type.shape).paddedRows : 0;
   // Rows beyond the 16-bit offset of a vld/vst are reached from one extra base
   // register per 32 Ki-row window (made once), not one per access.
   constexpr int64_t kWindow = 32768;
@@ -288,17 +297,40 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // `valid` zeroed when `maskK`. An upper half with nothing valid is zero,
   // made from the lower half (lo ^ lo) so it is defined next to it: the pair
   // holds two registers from its first definition on.
-  auto widen = [&](MOperand v) {
+  auto widen = [&](MOperand v, MOperand scale) {
     MOperand x = fn_.newReg(RegClass::Vector), f = fn_.newReg(RegClass::Vector);
     MOperand h = fn_.newReg(RegClass::Vector);
     emit(Opcode::VUnpackS8, {x, v, I(0)});
     emit(Opcode::VCvtF32S32, {f, x});
+    if (scale.kind != MOperand::Kind::None) {
+      MOperand p = fn_.newReg(RegClass::Vector);
+      emit(Opcode::VMulF32, {p, f, scale});
+      f = p;
+    }
     emit(Opcode::VCvtBf16F32, {h, f});
     return h;
   };
+  // The f32 scales of column tile `tile` of the scale row in every sublane
+  // (a stride-0 load and a convert), once per work item and tile: the item's
+  // pushes of all K chunks share it.
+  std::map<std::pair<int64_t, int64_t>, MOperand> scaleRegs;
+  auto scaleOf = [&](int64_t g0, int64_t tile) {
+    if (!scaledRhs) return MOperand();
+    auto it = scaleRegs.find({g0, tile});
+    if (it != scaleRegs.end()) return it->second;
+    MOperand b, row = fn_.newReg(RegClass::Vector), f = fn_.newReg(RegClass::Vector);
+    int64_t o, off = tile * scaleRows;
+    at(scale0, off, &b, &o);
+    MInstr mi = makeInstr(Opcode::VLd, {row, b, I(o), I(0), I(255)});
+    mi.mem = {MemAccess::Space::Vmem, scaleP->region, false, scale0.isConst ? scale0.c + off : -1,
+              1};
+    emit(mi);
+    emit(Opcode::VCvtF32Bf16, {f, row});
+    return scaleRegs.emplace(std::make_pair(g0, tile), f).first->second;
+  };
   auto rowHalf = [&](std::vector<MOperand>& row, const RefPlace& p, const ScalarVal& base,
                      int64_t tileRows, int64_t tile, int64_t rowOff, int64_t sublanes, int64_t lane,
-                     int64_t valid, bool maskK, bool widenS8 = false) {
+                     int64_t valid, bool maskK, bool widenS8 = false, MOperand scale = MOperand()) {
     if (valid == 0) {
       if (row.empty()) throw CodegenError("internal: an MXU row without valid lanes");
       MOperand z = fn_.newReg(RegClass::Vector);
@@ -307,7 +339,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       return;
     }
     MOperand v = load(p, base, tile * tileRows + rowOff, sublanes);
-    if (widenS8) v = widen(v);
+    if (widenS8) v = widen(v, scale);
     v = rotate(v, llo::kLanes - lane);
     if (maskK && valid < L) {
       MOperand d = fn_.newReg(RegClass::Vector);
@@ -431,7 +463,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         for (int h = 0; h < halves; ++h) {
           int64_t cols = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
           rowHalf(q ? hi : row, rhsP, rhs0, rhsRows, tileOf(n0, h), kc * D + q * S + p * 8,
-                  (1 << valid) - 1, laneOf(n0), cols, false, widenRhs);
+                  (1 << valid) - 1, laneOf(n0), cols, false, widenRhs,
+                  scaleOf(it.g0, tileOf(n0, h)));
         }
       }
       if (packed && !prepacked) row = pack(row, hi);

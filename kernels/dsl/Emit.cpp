@@ -317,6 +317,34 @@ NodePtr widenedS8View(const NodePtr& v) {
   return cur;
 }
 
+// The s8 view under a per-column dequantization of widened int8 weights,
+// bf16(f32(bf16(w)) * f32(s)) with s a bf16 row (the HLO's bf16
+// `convert(w) * broadcast(s)`), or null; *scale is set to the row. The matmul
+// applies it in registers (one f32 multiply before the bf16 rounding, where
+// the HLO rounds), so the scaled weights are not stored to VMEM either.
+NodePtr scaledS8View(const NodePtr& v, NodePtr* scale) {
+  if (v->kind != Kind::Cast || v->op != 0 || v->dtype != DType::Bf16) return nullptr;
+  const ArrayNode& mul = *v->args[0];
+  if (mul.kind != Kind::Binary || mul.op != int(llo::VecBin::Mul) || mul.dtype != DType::F32)
+    return nullptr;
+  for (size_t q = 0; q < 2; ++q) {
+    const NodePtr& w = mul.args[q];
+    const NodePtr& s = mul.args[1 - q];
+    auto wideF32 = [](const NodePtr& x) {
+      return x->kind == Kind::Cast && x->op == 0 && x->dtype == DType::F32;
+    };
+    if (!wideF32(w) || !wideF32(s)) continue;
+    NodePtr view = widenedS8View(w->args[0]);
+    const NodePtr& row = s->args[0];
+    if (!view || row->dtype != DType::Bf16 || row->rows != 1 || row->cols != view->cols ||
+        view->rows != mul.rows || view->cols != mul.cols)
+      continue;
+    *scale = row;
+    return view;
+  }
+  return nullptr;
+}
+
 NodePtr emitDot(const NodePtr& np) {
   const ArrayNode& n = *np;
   if (NodePtr cached = cachedDot(np.get())) return cached;
@@ -326,7 +354,8 @@ NodePtr emitDot(const NodePtr& np) {
          "a dot kept in the MXU (DotOptions::resident) must be stored straight into a ref "
          "(`ref.store(dot(...))`)");
   NodePtr a = materialize(n.args[0], n.loc);
-  NodePtr bb = materializeDotRhs(a, n.args[1], n.loc);
+  NodePtr scale;
+  NodePtr bb = materializeDotRhs(a, n.args[1], n.loc, n.dot.transpose_rhs, &scale);
   const ArrayNode& lhs = *a;
   const ArrayNode& rhs = *bb;
   int64_t k = n.dot.transpose_lhs ? lhs.rows : lhs.cols;
@@ -338,6 +367,7 @@ NodePtr emitDot(const NodePtr& np) {
   for (Value* i : viewIndices(rhs, rhs.row0, rhs.col0)) ops.push_back(i);
   std::vector<int64_t> ints{n.rows, n.cols, k, n.dot.transpose_lhs, n.dot.transpose_rhs, 0};
   if (n.dot.latched) ints.insert(ints.end(), {0, 1});
+  if (scale) appendMatmulScale(scale, &ops, &ints);
   builder().create(OpKind::Matmul, ops, {}, ints);
   NodePtr v = viewOf(out, n.rows, n.cols);
   dotCache()[np.get()].push_back({builder().block(), v});
@@ -459,10 +489,25 @@ OverlapWithMxu::~OverlapWithMxu() {
   builder().setOverlap(saved_);
 }
 
-NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc) {
-  if (lhs->dtype == DType::Bf16)
+NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc, bool transposed,
+                          NodePtr* scale) {
+  if (lhs->dtype == DType::Bf16) {
     if (NodePtr w = widenedS8View(rhs)) return w;
+    NodePtr row;
+    if (!transposed && scale)
+      if (NodePtr w = scaledS8View(rhs, &row)) {
+        *scale = materialize(row, loc);
+        return w;
+      }
+  }
   return materialize(rhs, loc);
+}
+
+void appendMatmulScale(const NodePtr& scale, std::vector<Value*>* ops, std::vector<int64_t>* ints) {
+  ops->push_back(scale->ref);
+  for (Value* i : viewIndices(*scale, scale->row0, scale->col0)) ops->push_back(i);
+  ints->resize(9, 0);
+  ints->push_back(1);
 }
 
 void emitMxuLatch(const NodePtr& w, const Loc& loc) {

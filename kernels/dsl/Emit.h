@@ -26,8 +26,16 @@ void emitStoreByColumns(const RefWindow& dst, const NodePtr& value, const Loc& l
 NodePtr materialize(const NodePtr& value, const Loc& loc);
 // The RHS of a dot whose LHS `lhs` is materialized: int8 weights widened to
 // bf16 stay the s8 view (the matmul widens them in registers); anything else
-// is materialized.
-NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc);
+// is materialized. With `scale`, int8 weights scaled per column in bf16
+// (`bf16(f32(w) * f32(s))`, not transposed) also stay the s8 view and
+// *scale is set to the materialized scale row (the matmul scales them in
+// registers: Ops.def, matmul's scaled rhs).
+NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc,
+                          bool transposed = false, NodePtr* scale = nullptr);
+// Appends a scale row (materializeDotRhs) to a matmul's operands and sets its
+// scaled-rhs flag (ints[9]); call it before any addend is appended.
+void appendMatmulScale(const NodePtr& scale, std::vector<llo::Value*>* ops,
+                       std::vector<int64_t>* ints);
 // mxu_latch: the weights' view (materialized if need be) as an MxuLatch op.
 void emitMxuLatch(const NodePtr& w, const Loc& loc);
 // A new VMEM temporary (allocated at the top of the kernel).

@@ -194,7 +194,8 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
   } else {
     a = materialize(lhsValue, loc);
   }
-  NodePtr b = materializeDotRhs(a, rhs.args[1], loc);
+  NodePtr scale;
+  NodePtr b = materializeDotRhs(a, rhs.args[1], loc, rhs.dot.transpose_rhs, &scale);
   int64_t k = rhs.dot.transpose_lhs ? a->rows : a->cols;
   std::vector<llo::Value*> ops{w.ref};
   for (llo::Value* i : w.lead) ops.push_back(i);
@@ -214,7 +215,11 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
   }
   if (rhs.dot.latched) ints.insert(ints.end(), {0, 1});
   if (sumMode) {
-    ints.insert(ints.end(), {0, 0, sumMode});
+    ints.resize(8, 0);
+    ints.push_back(sumMode);
+  }
+  if (scale) appendMatmulScale(scale, &ops, &ints);
+  if (sumMode) {
     for (const ArrayNode* a : addends) {
       ops.push_back(a->ref);
       for (llo::Value* i : a->lead) ops.push_back(i);

@@ -325,12 +325,21 @@ class Run {
     bool bf16 = lhs.buf->type.dtype == DType::Bf16;
     // s8 weights of a bf16 matmul are widened to bf16 as they are read (exact).
     bool widen = bf16 && rhs.buf->type.dtype == DType::S8;
+    // Scaled s8 weights: bf16(f32(w) * f32(scale[n])), one rounding (the
+    // product of an s8 and a bf16 is exact in f32), as the HLO's bf16
+    // multiply of the converted weights rounds.
+    const bool scaled = matmulScaled(op);
+    Window scale = scaled ? window(op, views[3], 1, N, "scale") : Window{};
     std::vector<uint32_t> a(K), b(K);
     std::vector<uint32_t> out(size_t(M * N));
     for (int64_t n = 0; n < N; ++n) {
+      const float s = scaled ? bf16WordToF32(scale.at(0, n)) : 1.0f;
       for (int64_t k = 0; k < K; ++k) {
         b[k] = fromLatch ? latched_.w[size_t(k * N + n)] : tr ? rhs.at(n, k) : rhs.at(k, n);
-        if (widen) b[k] = tpusim::f32ToBf16Bits(float(s8WordToS32(b[k])));
+        if (widen && scaled)
+          b[k] = tpusim::f32ToBf16Bits(floatOf(f32ResultBits(float(s8WordToS32(b[k])) * s)));
+        else if (widen)
+          b[k] = tpusim::f32ToBf16Bits(float(s8WordToS32(b[k])));
       }
       for (int64_t m = 0; m < M; ++m) {
         for (int64_t k = 0; k < K; ++k) a[k] = tl ? lhs.at(k, m) : lhs.at(m, k);
@@ -357,9 +366,9 @@ class Run {
     // The sum epilogue (Ops.def): the addends folded left, then added to the
     // rounded dot, each sum in f32 and rounded to bf16 (bf16 bits in the low
     // 16 bits of a word, as the element-wise bf16 add leaves them).
-    if (views.size() > 3) {
+    if (views.size() > matmulFirstAddend(op)) {
       std::vector<Window> addends;
-      for (size_t i = 3; i < views.size(); ++i)
+      for (size_t i = matmulFirstAddend(op); i < views.size(); ++i)
         addends.push_back(window(op, views[i], M, N, "addend"));
       auto add = [](uint32_t x, uint32_t y) {  // bf16 words: cvt, vadd.f32, cvt
         float sum = floatOf(f32ResultBits(bf16WordToF32(x) + bf16WordToF32(y)));

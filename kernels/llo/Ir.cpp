@@ -77,6 +77,12 @@ std::vector<ViewRange> opViews(const Op& op) {
   return views;
 }
 
+bool matmulScaled(const Op& op) {
+  return op.kind == OpKind::Matmul && op.ints.size() > 9 && op.ints[9] == 1;
+}
+
+size_t matmulFirstAddend(const Op& op) { return matmulScaled(op) ? 4 : 3; }
+
 int64_t Kernel::gridPoints() const {
   int64_t n = 1;
   for (int64_t g : grid) n *= g;

@@ -109,9 +109,13 @@ struct ViewRange {
   std::vector<Value*> indices;
 };
 // For Matmul / DmaStart / DmaWait: the views in operand order (a matmul's
-// dst, lhs, rhs, then its sum epilogue's addends);
+// dst, lhs, rhs, its scale row if scaled, then its sum epilogue's addends);
 // RemoteDmaStart: src, dst, send sem, recv sem; SemSignal / SemWait: the sem.
 std::vector<ViewRange> opViews(const Op& op);
+// A Matmul whose s8 weights are scaled per column (ints[9], Ops.def): its
+// views[3] is the scale row and the addends start at view 4.
+bool matmulScaled(const Op& op);
+size_t matmulFirstAddend(const Op& op);
 // The device operand of a RemoteDmaStart or a remote SemSignal, else null.
 Value* remoteDevice(const Op& op);
 

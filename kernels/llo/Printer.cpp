@@ -30,9 +30,10 @@ std::string viewStr(const ViewRange& v) {
 
 // A matmul's sum epilogue: " + a1 + a2" after (1) or before (2) the dot.
 std::string addendsStr(const Op& op, const std::vector<ViewRange>& v) {
-  if (v.size() <= 3) return "";
+  const size_t first = matmulFirstAddend(op);
+  if (v.size() <= first) return "";
   std::string s;
-  for (size_t i = 3; i < v.size(); ++i) s += (i == 3 ? "" : " + ") + viewStr(v[i]);
+  for (size_t i = first; i < v.size(); ++i) s += (i == first ? "" : " + ") + viewStr(v[i]);
   return op.ints.size() > 8 && op.ints[8] == 2 ? " then (" + s + ") + dot"
                                                : " then dot + (" + s + ")";
 }
@@ -105,9 +106,10 @@ std::string body(const Op& op) {
       return "alloc";
     case OpKind::Matmul: {
       auto v = opViews(op);
-      return fmt::format("matmul {} = {} x {} M={} N={} K={}{}{}{}{}{}{}", viewStr(v[0]),
-                         viewStr(v[1]), viewStr(v[2]), I(0), I(1), I(2), I(3) ? " lhs^T" : "",
-                         I(4) ? " rhs^T" : "",
+      return fmt::format("matmul {} = {} x {}{} M={} N={} K={}{}{}{}{}{}{}", viewStr(v[0]),
+                         viewStr(v[1]), viewStr(v[2]),
+                         matmulScaled(op) ? " * " + viewStr(v[3]) : std::string(), I(0), I(1), I(2),
+                         I(3) ? " lhs^T" : "", I(4) ? " rhs^T" : "",
                          I(5) == 1   ? " accumulate"
                          : I(5) == 2 ? " continue"
                                      : "",

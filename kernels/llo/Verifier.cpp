@@ -350,7 +350,20 @@ class Checker {
         !view(op, b, {MemSpace::Vmem}, &c))
       return;
     end = c;
-    // Addend views after the rhs (ints[8], the sum epilogue: see Ir.h).
+    if (op.ints.size() < 6 || op.ints.size() > 10)
+      return fail(op,
+                  "needs M, N, K, transposes, accumulate and optionally resident, latched, "
+                  "the sum epilogue and the scaled rhs");
+    const int64_t scaled = op.ints.size() == 10 ? op.ints[9] : 0;
+    if (scaled < 0 || scaled > 1) return fail(op, "scaled rhs must be 0 or 1");
+    // The scale row after the rhs (ints[9]), then addend views (ints[8], the
+    // sum epilogue: see Ir.h).
+    size_t scaleAt = 0;
+    if (scaled) {
+      scaleAt = end;
+      if (end >= op.operands.size()) return fail(op, "a scaled rhs needs a scale view");
+      if (!view(op, end, {MemSpace::Vmem}, &end)) return;
+    }
     std::vector<size_t> addends;
     while (end < op.operands.size()) {
       size_t next = 0;
@@ -358,13 +371,9 @@ class Checker {
       addends.push_back(end);
       end = next;
     }
-    if (op.ints.size() < 6 || op.ints.size() > 9)
-      return fail(op,
-                  "needs M, N, K, transposes, accumulate and optionally resident, latched and "
-                  "the sum epilogue");
     const int64_t resident = op.ints.size() >= 7 ? op.ints[6] : 0;
     const int64_t latched = op.ints.size() >= 8 ? op.ints[7] : 0;
-    const int64_t sumEpilogue = op.ints.size() == 9 ? op.ints[8] : 0;
+    const int64_t sumEpilogue = op.ints.size() >= 9 ? op.ints[8] : 0;
     if (sumEpilogue < 0 || sumEpilogue > 2) fail(op, "the sum epilogue must be 0, 1 or 2");
     if ((sumEpilogue != 0) != !addends.empty())
       return fail(op, sumEpilogue ? "a sum epilogue needs addend views" : "extra operands");
@@ -387,6 +396,9 @@ class Checker {
     // bf16 x s8: int8 weights widened to bf16 on their way to the MXU.
     bool widen = lhs.dtype == DType::Bf16 && rhs.dtype == DType::S8;
     if (lhs.dtype != rhs.dtype && !widen) fail(op, "lhs and rhs dtypes differ");
+    if (scaled &&
+        (!widen || latched || op.ints[4] || op.operands[scaleAt]->type.dtype != DType::Bf16))
+      fail(op, "a scaled rhs is bf16 x s8, not latched or transposed, with a bf16 scale row");
     // A bf16 destination takes the f32 results rounded as they are popped: a
     // plain matmul's only (no accumulating, no results kept in the MXU).
     const bool roundedDst =

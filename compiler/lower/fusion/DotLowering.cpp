@@ -145,14 +145,47 @@ const HloInstruction* findDot(const ComputeGraph& g) {
   return found.empty() ? nullptr : found[0];
 }
 
+// The other operand of a multiply by a broadcast (a dequantization scale), or null.
+const HloInstruction* scaledOperand(const ComputeGraph& g, const HloInstruction* i) {
+  if (g.isLeaf(i) || i->opcode() != HloOpcode::Multiply) return nullptr;
+  for (int q = 0; q < 2; ++q)
+    if (i->operand(q)->opcode() == HloOpcode::Broadcast) return i->operand(1 - q);
+  return nullptr;
+}
+
+// Converted s8 weights times a broadcast scale per output column (the last
+// dim), in bf16: the kernel's matmul reads the s8 block and the scale row as
+// they are and scales each widened weight in registers (Emit.h,
+// materializeDotRhs).
+bool scaledS8Weights(const ComputeGraph& g, const HloInstruction* i) {
+  while (!g.isLeaf(i) && (i->opcode() == HloOpcode::Reshape || i->opcode() == HloOpcode::Bitcast))
+    i = i->operand(0);
+  const HloInstruction* c = scaledOperand(g, i);
+  if (!c || i->shape().type != hlo::PrimitiveType::BF16 || c->opcode() != HloOpcode::Convert ||
+      !isInputView(g, c->operand(0)) ||
+      dslType(g, *c->operand(0), c->operand(0)->shape().type) != dsl::S8)
+    return false;
+  const HloInstruction* b = i->operand(i->operand(0) == c ? 1 : 0);
+  return isInputView(g, b->operand(0)) && b->operand(0)->shape().type == hlo::PrimitiveType::BF16 &&
+         b->dimensions() == std::vector<int64_t>{i->shape().rank() - 1};
+}
+
 // HBM bytes per element of a dot operand: a convert or layout change of one
-// leaf (int8 weights converted in the kernel) reads the leaf's elements.
+// leaf (int8 weights converted in the kernel), also scaled by a broadcast
+// (dequantized), reads the leaf's elements.
 int hbmBytesOf(const ComputeGraph& g, const HloInstruction* operand, dsl::DType operandType) {
   const HloInstruction* i = operand;
-  while (!g.isLeaf(i) && i->operandCount() == 1 &&
-         (i->opcode() == HloOpcode::Convert || i->opcode() == HloOpcode::Reshape ||
-          i->opcode() == HloOpcode::Bitcast || i->opcode() == HloOpcode::Copy))
+  while (!g.isLeaf(i)) {
+    if (const HloInstruction* c = scaledOperand(g, i)) {
+      i = c;
+      continue;
+    }
+    if (i->operandCount() != 1 ||
+        (i->opcode() != HloOpcode::Convert && i->opcode() != HloOpcode::Reshape &&
+         i->opcode() != HloOpcode::Bitcast && i->opcode() != HloOpcode::Copy))
+      break;
     i = i->operand(0);
+  }
   if (!g.isLeaf(i)) return isa::dtypeBytes(operandType);
   return isa::dtypeBytes(memoryType(dslType(g, *i, i->shape().type)));
 }
@@ -405,8 +438,9 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // Each K step's branch materializes its own copy of an operand that is not
   // read as it is (a cast from f32, a fused computation; s8 weights are
   // widened in registers): the extra copies must fit the blocks' VMEM budget.
-  auto readAsIs = [&](const HloInstruction* i) {
+  auto readAsIs = [&](const HloInstruction* i, bool rhsSide) {
     if (isInputView(g, i)) return true;
+    if (rhsSide && mxType == dsl::BF16 && !transposed && scaledS8Weights(g, i)) return true;
     return mxType == dsl::BF16 && i->opcode() == HloOpcode::Convert &&
            isInputView(g, i->operand(0)) &&
            dslType(g, *i->operand(0), i->operand(0)->shape().type) == dsl::S8;
@@ -414,8 +448,8 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   auto copyBytes = [](int64_t rows, int64_t cols) {  // one 32-bit word per element
     return cdiv(rows, 8) * 8 * cdiv(cols, 128) * 128 * 4;
   };
-  int64_t branchCopies = readAsIs(lhs) ? 0 : copyBytes(bm, bk);
-  for (const RhsView& v : rhsViews) branchCopies += readAsIs(v.root) ? 0 : copyBytes(bk, bn);
+  int64_t branchCopies = readAsIs(lhs, false) ? 0 : copyBytes(bm, bk);
+  for (const RhsView& v : rhsViews) branchCopies += readAsIs(v.root, true) ? 0 : copyBytes(bk, bn);
   const int64_t resultSets = bb * static_cast<int64_t>(nRhs);
   const bool resident = kBlocks > 1 && !lhsTransposed &&
                         dotResultsFitMxu(resultSets, std::min(bm, M), std::min(bn, N), shared) &&
@@ -462,7 +496,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
                            cdiv(std::min(bn, N), 128) * 128 * 4;
   // A computed LHS (a norm's scale) is the same for every step of a row: the
   // row's first step stores it (bf16) for the others.
-  const bool cacheLhs = !readAsIs(lhs);
+  const bool cacheLhs = !readAsIs(lhs, false);
   const int64_t lhsCacheBytes = cacheLhs ? copyBytes(bm, bk) : 0;
   const bool pipelined = nRhs > 1 && kBlocks == 1 && !inPlace && bb == 1 && nBlocks > 1 &&
                          !lhsTransposed && root != hero &&
@@ -550,7 +584,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // A computed LHS (a norm's scale, SwiGLU's product) is stored by columns
   // in the matmul's block: the MXU starts after its first K chunk's column
   // and the rest of the VPU work overlaps the MXU.
-  const bool lhsByColumns = !readAsIs(lhs);
+  const bool lhsByColumns = !readAsIs(lhs, false);
   // One batch entry's K step into its accumulator (`last`: the last K block,
   // clipped to kTail).
   using Accs = std::vector<dsl::Ref>;  // one per sibling dot

@@ -75,6 +75,13 @@ cl::opt<bool> SiblingDots(
     cl::init(false), cl::cat(TargetCat),
     cl::cb<void, bool>([](bool on) { passes::passOptions().fusionSiblingDots = on; }));
 
+cl::opt<bool> ReassociateDequantScales(
+    "reassociate-dequant-scales",
+    cl::desc("dot-scale-to-output: move any dequantization scale to the dot's result (floats "
+             "as reals; by default only exact, constant power-of-two scales)"),
+    cl::init(false), cl::cat(TargetCat),
+    cl::cb<void, bool>([](bool on) { passes::passOptions().reassociateDequantScales = on; }));
+
 cl::opt<bool> BufferReport("buffer-report",
                            cl::desc("Print the HBM buffer assignment of each module (after the "
                                     "passes) instead of the module"),

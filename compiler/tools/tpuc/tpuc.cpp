@@ -91,6 +91,14 @@ static cl::opt<bool> SiblingDots(
              "and up projections) as one kernel that runs both and applies the combination as "
              "its epilogue, where the tiling model prices it cheaper (by default a kernel each)"),
     cl::cat(Cat));
+static cl::opt<bool> ReassociateDequantScales(
+    "reassociate-dequant-scales",
+    cl::desc(
+        "Let dot-scale-to-output move any dequantization scale (convert(w) * broadcast(s)) from "
+        "the int8 operand to the dot's result, treating floats as reals: one rounding "
+        "instead of the HLO's per-weight one, so results may differ in their last bits "
+        "(by default only constant power-of-two scales move, which is exact)"),
+    cl::cat(Cat));
 static cl::opt<bool> NoPackedWeights(
     "no-packed-weights",
     cl::desc("Store every parameter row-major in HBM (by default an s8 parameter that the "
@@ -193,6 +201,7 @@ int main(int argc, char** argv) {
   options.packedWeights = !NoPackedWeights;
   options.deferWriteBack = !NoDeferredWriteBack;
   passes::passOptions().fusionSiblingDots = SiblingDots;
+  passes::passOptions().reassociateDequantScales = ReassociateDequantScales;
   driver::CompileResult compiled = driver::compileHloFile(Input, chip, options);
   if (!compiled.ok()) {
     fmt::print(stderr, "{}\n", compiled.error);

@@ -92,6 +92,13 @@ static cl::opt<bool> siblingDots(
              "as one kernel, as tpuc --sibling-dots"),
     cl::cat(category),
     cl::cb<void, bool>([](bool on) { tpusim::passes::passOptions().fusionSiblingDots = on; }));
+static cl::opt<bool> reassociateDequantScales(
+    "reassociate-dequant-scales",
+    cl::desc("For an .hlo module: as tpuc --reassociate-dequant-scales (the int8 dots' "
+             "scale applied to the result: one rounding, not bit-identical to the HLO)"),
+    cl::cat(category), cl::cb<void, bool>([](bool on) {
+      tpusim::passes::passOptions().reassociateDequantScales = on;
+    }));
 static cl::opt<double> checkRtol("check-rtol",
                                  cl::desc("Relative tolerance of --check for f32/bf16 outputs "
                                           "(default 2e-2 for f32, 3e-2 for bf16; 0: exact)"),
