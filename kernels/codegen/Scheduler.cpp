@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "kernels/codegen/FlatLists.h"
+
 namespace tpusim::kernels::codegen {
 
 using isa::Opcode;
@@ -492,35 +494,42 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     if (paired) weight[size_t(it->second)] = 2;
     return it->second;
   };
-  std::vector<std::vector<int>> reads(n), writes(n);
-  for (int i = 0; i < n; ++i)
+  FlatLists<int> reads, writes;
+  for (int i = 0; i < n; ++i) {
+    reads.open();
+    writes.open();
     forEachReg(ins[i], [&](const MOperand& o, isa::Access acc) {
       int id = idFor(o);
       if (acc == isa::Access::Read || acc == isa::Access::ReadWrite) {
-        reads[i].push_back(id);
+        reads.add(id);
         ++remaining[size_t(id)];
       }
+      auto w = writes.last();
       if ((acc == isa::Access::Write || acc == isa::Access::ReadWrite) &&
-          std::find(writes[i].begin(), writes[i].end(), id) == writes[i].end()) {
-        writes[i].push_back(id);
+          std::find(w.begin(), w.end(), id) == w.end()) {
+        writes.add(id);
         definedHere[size_t(id)] = 1;
       }
     });
+  }
   // Per instruction its distinct reads with their use counts, for growth().
   struct Use {
     int id, uses;
   };
-  std::vector<std::vector<Use>> distinctReads(n);
-  for (int i = 0; i < n; ++i)
-    for (size_t a = 0; a < reads[i].size(); ++a) {
-      int k = reads[i][a];
+  FlatLists<Use> distinctReads;
+  for (int i = 0; i < n; ++i) {
+    distinctReads.open();
+    const auto r = reads[size_t(i)];
+    for (size_t a = 0; a < r.size(); ++a) {
+      int k = r[a];
       bool first = true;
-      for (size_t b = 0; b < a; ++b) first &= reads[i][b] != k;
+      for (size_t b = 0; b < a; ++b) first &= r[b] != k;
       if (!first) continue;
       int uses = 0;
-      for (int r : reads[i]) uses += r == k;
-      distinctReads[i].push_back({k, uses});
+      for (int x : r) uses += x == k;
+      distinctReads.add({k, uses});
     }
+  }
   // Register pressure: values defined in this block and still to be read. An
   // instruction whose new values would exceed the register file waits, unless
   // nothing else can make progress.
@@ -549,6 +558,11 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         g[size_t(clsOf[size_t(u.id)])] -= weight[size_t(u.id)];
     return g;
   };
+  // Per slot kind its slots in a bundle; per instruction its slot kind.
+  std::array<int, isa::kNumSlotKinds> slots{};
+  for (size_t k = 0; k < slots.size(); ++k) slots[k] = t.slotsOf(SlotKind(k));
+  std::vector<SlotKind> slotOf(n);
+  for (int i = 0; i < n; ++i) slotOf[size_t(i)] = ins[i].info().slot;
   // Shared immediates each instruction takes in its bundle.
   std::vector<int> immsOf(n, 0);
   for (int i = 0; i < n; ++i)
@@ -631,7 +645,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
       deferred.push(i);
       return;
     }
-    avail[size_t(ins[i].info().slot)].insert({rank[i], i});
+    avail[size_t(slotOf[size_t(i)])].insert({rank[i], i});
     addAvail(i);
   };
   for (int i = 0; i < n; ++i)
@@ -649,7 +663,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     if (availCount == 0 && waiting.empty() && !deferredOverlap.empty()) {
       int i = deferredOverlap.top();  // defensive: never stall on the window
       deferredOverlap.pop();
-      avail[size_t(ins[i].info().slot)].insert({rank[i], i});
+      avail[size_t(slotOf[size_t(i)])].insert({rank[i], i});
       addAvail(i);
       continue;
     }
@@ -667,9 +681,9 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     // Tries instruction i in this bundle; `force` lets a pressure-blocked one go.
     auto tryIssue = [&](int i, bool force) {
       const MInstr& mi = ins[i];
-      SlotKind k = mi.info().slot;
+      SlotKind k = slotOf[size_t(i)];
       if (mi.op == Opcode::Nop) return false;
-      if (used[int(k)] >= t.slotsOf(k)) return false;
+      if (used[int(k)] >= slots[size_t(k)]) return false;
       bool tooMany = false;
       const std::array<int, 3> growNow = growth(i);
       for (int c = 0; c < 3; ++c) {
@@ -712,7 +726,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
       if (u == Unit::Eup && eupFree > cycle) return false;
       if (k == SlotKind::VectorLoad || k == SlotKind::VectorStore) {
         for (int o : memThisCycle)
-          if (ins[o].info().slot == k &&
+          if (slotOf[size_t(o)] == k &&
               banksConflict(dag.range_[o], ins[o], dag.range_[i], mi, t.vmemBanks))
             return false;
         memThisCycle.push_back(i);
@@ -738,8 +752,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     while (true) {
       int best = -1;
       for (size_t k = 0; k < avail.size(); ++k) {
-        if (it[k] == avail[k].end() || tried[k] >= kWindow || used[k] >= t.slotsOf(SlotKind(k)))
-          continue;
+        if (it[k] == avail[k].end() || tried[k] >= kWindow || used[k] >= slots[k]) continue;
         if (best < 0 || *it[k] < *it[size_t(best)]) best = int(k);
       }
       if (best < 0) break;
@@ -754,7 +767,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     // Only register pressure holds everything back: let the oldest one go.
     if (issued.empty() && pressureBlocked >= 0 && waiting.empty()) tryIssue(oldestAvail(), true);
     for (int i : issued) {
-      avail[size_t(ins[i].info().slot)].erase({rank[i], i});
+      avail[size_t(slotOf[size_t(i)])].erase({rank[i], i});
       inAvail[size_t(i)] = 0;
       --availCount;
       issuedBefore[size_t(i)] = 1;
