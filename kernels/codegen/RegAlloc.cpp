@@ -139,19 +139,29 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
   std::array<int, 3> used{};
   // In (class, register) order, then sorted by start: the same order (and so
   // the same allocation and the same first failure) as a map walk would give.
+  // The sort compares (start, register number) packed into one word when
+  // both fit (positions are bundle cycles): the same comparisons, so
+  // std::sort makes the same permutation, on 16-byte elements.
   struct Ordered {
-    int64_t start;
-    int vreg;
+    uint64_t key;
     Interval* in;
   };
   std::vector<Ordered> sorted;
+  bool packs = true;
   for (int c = 0; c < 3; ++c)
     for (Interval& in : iv[size_t(c)])
-      if (in.present && (c != int(RegClass::Vector) || !pairedWith.count(in.vreg)))
-        sorted.push_back({in.start, in.vreg, &in});
-  std::sort(sorted.begin(), sorted.end(), [](const Ordered& a, const Ordered& b) {
-    return a.start != b.start ? a.start < b.start : a.vreg < b.vreg;
-  });
+      if (in.present && (c != int(RegClass::Vector) || !pairedWith.count(in.vreg))) {
+        packs &=
+            in.start >= 0 && in.start < (int64_t(1) << 39) && in.vreg >= 0 && in.vreg < (1 << 24);
+        sorted.push_back({uint64_t(in.start) << 24 | uint64_t(uint32_t(in.vreg) & 0xFFFFFF), &in});
+      }
+  if (packs)
+    std::sort(sorted.begin(), sorted.end(),
+              [](const Ordered& a, const Ordered& b) { return a.key < b.key; });
+  else
+    std::sort(sorted.begin(), sorted.end(), [](const Ordered& a, const Ordered& b) {
+      return a.in->start != b.in->start ? a.in->start < b.in->start : a.in->vreg < b.in->vreg;
+    });
   std::vector<Interval*> order;
   order.reserve(sorted.size());
   for (const Ordered& o : sorted) order.push_back(o.in);
