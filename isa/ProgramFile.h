@@ -62,8 +62,11 @@ struct ProgramReadOptions {
 
 // Serializes `p`. Returns false with *error when the program cannot be
 // written: a bundle that does not encode, or anything the reader would reject
-// (the bytes are read back before they are returned).
-bool serializeProgram(const Program& p, std::vector<uint8_t>* out, std::string* error);
+// (the bytes are read back before they are returned, unless `readBack` is
+// false: for a caller that parses the bytes itself next, which checks the
+// same and reports the same problem under its own name).
+bool serializeProgram(const Program& p, std::vector<uint8_t>* out, std::string* error,
+                      bool readBack = true);
 
 // Parses a .tpuprog image; `name` prefixes error messages ("x.tpuprog: ...").
 bool parseProgram(const uint8_t* data, size_t size, const std::string& name, Program* out,

@@ -1092,7 +1092,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   out.standalone = o.standalone;
   out.pendingWriteBacks = p.pendingWriteBacks();
   out.drainedAt = p.drainedAt();
-  out.machineText = printMachineCode(fn, bundles, starts, first);
+  if (o.printMachineCode) out.machineText = printMachineCode(fn, bundles, starts, first);
   return out;
 }
 

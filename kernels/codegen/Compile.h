@@ -72,6 +72,9 @@ struct CompileOptions {
   // the kernel run next as its `drainBefore`, which waits for them.
   bool deferWriteBack = false;
   DrainPlan drainBefore;
+  // Print the scheduled code into CompiledKernel::machineText (tools and
+  // tests read it; the module lowering does not, and skips the printing).
+  bool printMachineCode = true;
 };
 
 struct CompiledKernel {

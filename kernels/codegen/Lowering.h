@@ -205,7 +205,14 @@ class Lowerer {
   // Resident matmuls (results kept in the MXU across grid steps): per
   // destination (region, row, M, N, K), each item's (MXU, first slot).
   std::map<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>> residentItems_;
-  std::map<const llo::Value*, Arrival> arrivals_;
+  // In value order, not address order: awaitArrivals emits the waits in this
+  // order, and an order by address changed the program from run to run.
+  struct ByValueId {
+    bool operator()(const llo::Value* a, const llo::Value* b) const {
+      return a->id != b->id ? a->id < b->id : a < b;
+    }
+  };
+  std::map<const llo::Value*, Arrival, ByValueId> arrivals_;
 
   // The (K, N) of the weights mxu_latch left on the MXUs ({0, 0}: none, or
   // another matmul pushed its own since), in program order.

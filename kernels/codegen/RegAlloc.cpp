@@ -15,6 +15,15 @@ struct Interval {
   int64_t start = INT64_MAX, end = INT64_MIN;
   int64_t firstDef = INT64_MAX;
   int phys = -1;
+  bool present = false;  // some instruction names the register
+};
+
+// A reference to a virtual register, for the loop rule: its dense key
+// (register number * 3 + class), whether it writes, and its position.
+struct Ref {
+  int key;
+  bool write;
+  int64_t pos;
 };
 
 }  // namespace
@@ -29,13 +38,19 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
   int minLatency = INT32_MAX;
   for (int l : t.latency) minLatency = std::min(minLatency, l);
   int readHold = minLatency >= 1 ? 0 : 1;
-  std::map<std::pair<int, int>, Interval> iv;
-  // Per loop, the first position at which each register is read / written.
-  struct Ref {
-    int64_t pos;
-    bool write;
+  // Intervals indexed by class and virtual register number (registers are
+  // numbered densely per class: MFunction::newReg); a flat list of references
+  // for the loop rule. Maps keyed by (class, register) were most of the
+  // allocator's time, which runs again after every spill.
+  std::array<std::vector<Interval>, 3> iv;
+  for (int c = 0; c < 3; ++c) iv[size_t(c)].resize(size_t(std::max(0, fn.numVirtRegs[size_t(c)])));
+  auto intervalOf = [&](RegClass cls, int64_t vreg) -> Interval& {
+    auto& v = iv[size_t(cls)];
+    if (vreg < 0) throw CodegenError("internal: a negative virtual register");
+    if (size_t(vreg) >= v.size()) v.resize(size_t(vreg) + 1);
+    return v[size_t(vreg)];
   };
-  std::map<std::pair<int, int>, std::vector<Ref>> refs;
+  std::vector<Ref> refs;
   std::map<int, int> pairOf;      // vector vreg -> the upper half it pairs with
   std::map<int, int> pairedWith;  // upper half -> its lower vreg
   for (size_t b = 0; b < fn.blocks.size(); ++b) {
@@ -46,8 +61,8 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
       int lat = t.latencyOf(mi.info().latency);
       forEachReg(mi, [&](const MOperand& o, isa::Access acc) {
         if (o.kind != MOperand::Kind::VirtReg) return;
-        auto key = std::make_pair(int(o.cls), int(o.value));
-        Interval& in = iv[key];
+        Interval& in = intervalOf(o.cls, o.value);
+        in.present = true;
         in.cls = o.cls;
         in.vreg = int(o.value);
         bool reads = acc == isa::Access::Read || acc == isa::Access::ReadWrite;
@@ -58,8 +73,9 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
           in.end = std::max(in.end, pos + std::max(1, lat));
           in.firstDef = std::min(in.firstDef, pos);
         }
-        if (reads) refs[key].push_back({pos, false});
-        if (writes) refs[key].push_back({pos, true});
+        int key = int(o.value) * 3 + int(o.cls);
+        if (reads) refs.push_back({key, false, pos});
+        if (writes) refs.push_back({key, true, pos});
       });
       // An MXU register pair: (lower, upper) virtual registers, each in one pair only.
       if (mi.pairHi.kind == MOperand::Kind::VirtReg) {
@@ -76,42 +92,79 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
       }
     }
   }
+  auto byKey = [&](int key) -> Interval& { return iv[size_t(key % 3)][size_t(key / 3)]; };
   // Loops: a value touched inside and outside, or read inside before its first
   // write inside (carried around the back edge), lives across the whole loop.
-  for (const LoopRange& l : loops) {
-    int64_t ls = blockStart[l.first], le = blockStart[l.last + 1];
-    for (auto& [key, list] : refs) {
+  if (!loops.empty()) {
+    size_t keys = 0;
+    for (const auto& v : iv) keys = std::max(keys, v.size() * 3);
+    struct Seen {
       bool inside = false, outside = false;
       int64_t firstInsideDef = INT64_MAX, firstInsideUse = INT64_MAX;
-      for (const Ref& r : list) {
+    };
+    std::vector<Seen> seen(keys);
+    std::vector<int> touched;
+    for (const LoopRange& l : loops) {
+      int64_t ls = blockStart[l.first], le = blockStart[l.last + 1];
+      touched.clear();
+      for (const Ref& r : refs) {
+        Seen& s = seen[size_t(r.key)];
+        if (!s.inside && !s.outside) touched.push_back(r.key);
         bool in = r.pos >= ls && r.pos < le;
-        (in ? inside : outside) = true;
-        if (in && r.write) firstInsideDef = std::min(firstInsideDef, r.pos);
-        if (in && !r.write) firstInsideUse = std::min(firstInsideUse, r.pos);
+        (in ? s.inside : s.outside) = true;
+        if (in && r.write) s.firstInsideDef = std::min(s.firstInsideDef, r.pos);
+        if (in && !r.write) s.firstInsideUse = std::min(s.firstInsideUse, r.pos);
       }
-      if (inside && (outside || firstInsideUse <= firstInsideDef)) {
-        Interval& in = iv[key];
-        in.start = std::min(in.start, ls);
-        in.end = std::max(in.end, le);
+      for (int key : touched) {
+        Seen& s = seen[size_t(key)];
+        if (s.inside && (s.outside || s.firstInsideUse <= s.firstInsideDef)) {
+          Interval& in = byKey(key);
+          in.start = std::min(in.start, ls);
+          in.end = std::max(in.end, le);
+        }
+        s = Seen{};
       }
     }
   }
   // A pair is allocated as one interval (the union of both halves' intervals)
   // occupying two adjacent physical registers; the upper half follows the lower.
+  auto& vec = iv[size_t(RegClass::Vector)];
   for (auto [lo, hi] : pairOf) {
-    Interval& a = iv.at({int(RegClass::Vector), lo});
-    const Interval& b = iv.at({int(RegClass::Vector), hi});
+    Interval& a = vec.at(size_t(lo));
+    const Interval& b = vec.at(size_t(hi));
     a.start = std::min(a.start, b.start);
     a.end = std::max(a.end, b.end);
   }
   std::array<int, 3> limits{isa::kNumScalarRegs, t.vectorRegs, isa::kNumMaskRegs};
   std::array<int, 3> used{};
+  // In (class, register) order, then sorted by start: the same order (and so
+  // the same allocation and the same first failure) as a map walk would give.
+  // The sort compares (start, register number) packed into one word when
+  // both fit (positions are bundle cycles): the same comparisons, so
+  // std::sort makes the same permutation, on 16-byte elements.
+  struct Ordered {
+    uint64_t key;
+    Interval* in;
+  };
+  std::vector<Ordered> sorted;
+  bool packs = true;
+  for (int c = 0; c < 3; ++c)
+    for (Interval& in : iv[size_t(c)])
+      if (in.present && (c != int(RegClass::Vector) || !pairedWith.count(in.vreg))) {
+        packs &=
+            in.start >= 0 && in.start < (int64_t(1) << 39) && in.vreg >= 0 && in.vreg < (1 << 24);
+        sorted.push_back({uint64_t(in.start) << 24 | uint64_t(uint32_t(in.vreg) & 0xFFFFFF), &in});
+      }
+  if (packs)
+    std::sort(sorted.begin(), sorted.end(),
+              [](const Ordered& a, const Ordered& b) { return a.key < b.key; });
+  else
+    std::sort(sorted.begin(), sorted.end(), [](const Ordered& a, const Ordered& b) {
+      return a.in->start != b.in->start ? a.in->start < b.in->start : a.in->vreg < b.in->vreg;
+    });
   std::vector<Interval*> order;
-  for (auto& [key, in] : iv)
-    if (key.first != int(RegClass::Vector) || !pairedWith.count(key.second)) order.push_back(&in);
-  std::sort(order.begin(), order.end(), [](const Interval* a, const Interval* b) {
-    return a->start != b->start ? a->start < b->start : a->vreg < b->vreg;
-  });
+  order.reserve(sorted.size());
+  for (const Ordered& o : sorted) order.push_back(o.in);
   std::array<std::vector<int64_t>, 3> freeAt;  // per physical register: free from this position
   for (int c = 0; c < 3; ++c) freeAt[c].assign(limits[c], INT64_MIN);
   for (Interval* in : order) {
@@ -168,14 +221,14 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
     }
     for (int w = 0; w < width; ++w) regs[pick + w] = in->end;
     in->phys = pick;
-    if (width == 2) iv.at({int(RegClass::Vector), hiOf->second}).phys = pick + 1;
+    if (width == 2) vec.at(size_t(hiOf->second)).phys = pick + 1;
     used[int(in->cls)] = std::max(used[int(in->cls)], pick + width);
   }
   for (MBlock& blk : fn.blocks)
     for (MInstr& mi : blk.instrs)
       forEachReg(mi, [&](MOperand& o, isa::Access) {
         if (o.kind == MOperand::Kind::VirtReg)
-          o = MOperand::preg(o.cls, iv.at({int(o.cls), int(o.value)}).phys);
+          o = MOperand::preg(o.cls, iv[size_t(o.cls)][size_t(o.value)].phys);
       });
   return used;
 }

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "kernels/codegen/FlatLists.h"
+
 namespace tpusim::kernels::codegen {
 
 using isa::Opcode;
@@ -326,7 +328,13 @@ bool banksConflict(const VmemRange& ra, const MInstr& a, const VmemRange& rb, co
   // Each access reads rows [start, start + rows) from one base; rows from
   // different (or unknown) bases may share banks.
   if (!ra.known || !rb.known || ra.base != rb.base || a.mem.region != b.mem.region) return true;
-  std::vector<int> used(banks, 0);
+  std::array<int, 64> local{};
+  std::vector<int> heap;
+  int* used = local.data();
+  if (banks > int(local.size())) {
+    heap.assign(size_t(banks), 0);
+    used = heap.data();
+  }
   for (auto [r, m] : {std::pair{&ra, &a}, std::pair{&rb, &b}})
     for (int k = 0; k < m->mem.rows; ++k)
       if (++used[size_t(((r->start + k) % banks + banks) % banks)] > 1) return true;
@@ -486,20 +494,42 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     if (paired) weight[size_t(it->second)] = 2;
     return it->second;
   };
-  std::vector<std::vector<int>> reads(n), writes(n);
-  for (int i = 0; i < n; ++i)
+  FlatLists<int> reads, writes;
+  for (int i = 0; i < n; ++i) {
+    reads.open();
+    writes.open();
     forEachReg(ins[i], [&](const MOperand& o, isa::Access acc) {
       int id = idFor(o);
       if (acc == isa::Access::Read || acc == isa::Access::ReadWrite) {
-        reads[i].push_back(id);
+        reads.add(id);
         ++remaining[size_t(id)];
       }
+      auto w = writes.last();
       if ((acc == isa::Access::Write || acc == isa::Access::ReadWrite) &&
-          std::find(writes[i].begin(), writes[i].end(), id) == writes[i].end()) {
-        writes[i].push_back(id);
+          std::find(w.begin(), w.end(), id) == w.end()) {
+        writes.add(id);
         definedHere[size_t(id)] = 1;
       }
     });
+  }
+  // Per instruction its distinct reads with their use counts, for growth().
+  struct Use {
+    int id, uses;
+  };
+  FlatLists<Use> distinctReads;
+  for (int i = 0; i < n; ++i) {
+    distinctReads.open();
+    const auto r = reads[size_t(i)];
+    for (size_t a = 0; a < r.size(); ++a) {
+      int k = r[a];
+      bool first = true;
+      for (size_t b = 0; b < a; ++b) first &= r[b] != k;
+      if (!first) continue;
+      int uses = 0;
+      for (int x : r) uses += x == k;
+      distinctReads.add({k, uses});
+    }
+  }
   // Register pressure: values defined in this block and still to be read. An
   // instruction whose new values would exceed the register file waits, unless
   // nothing else can make progress.
@@ -516,23 +546,30 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
           limit[size_t(clsOf[size_t(k)])] -= weight[size_t(k)];
         }
   }
-  auto netGrowth = [&](int i, int cls) {
-    int g = 0;
+  // The net number of live registers per class issuing i would add: its new
+  // values still to be read, less the values whose last reads it is.
+  auto growth = [&](int i) {
+    std::array<int, 3> g{};
     for (int k : writes[i])
-      if (clsOf[size_t(k)] == cls && !liveNow[size_t(k)] && remaining[size_t(k)] > 0)
-        g += weight[size_t(k)];
-    for (size_t a = 0; a < reads[i].size(); ++a) {
-      int k = reads[i][a];
-      if (clsOf[size_t(k)] != cls || !liveNow[size_t(k)]) continue;
-      bool first = true;
-      for (size_t b = 0; b < a; ++b) first &= reads[i][b] != k;
-      if (!first) continue;
-      int uses = 0;
-      for (int r : reads[i]) uses += r == k;
-      if (remaining[size_t(k)] == uses) g -= weight[size_t(k)];
-    }
+      if (!liveNow[size_t(k)] && remaining[size_t(k)] > 0)
+        g[size_t(clsOf[size_t(k)])] += weight[size_t(k)];
+    for (const Use& u : distinctReads[i])
+      if (liveNow[size_t(u.id)] && remaining[size_t(u.id)] == u.uses)
+        g[size_t(clsOf[size_t(u.id)])] -= weight[size_t(u.id)];
     return g;
   };
+  // Per slot kind its slots in a bundle; per instruction its slot kind.
+  std::array<int, isa::kNumSlotKinds> slots{};
+  for (size_t k = 0; k < slots.size(); ++k) slots[k] = t.slotsOf(SlotKind(k));
+  std::vector<SlotKind> slotOf(n);
+  for (int i = 0; i < n; ++i) slotOf[size_t(i)] = ins[i].info().slot;
+  // Shared immediates each instruction takes in its bundle.
+  std::vector<int> immsOf(n, 0);
+  for (int i = 0; i < n; ++i)
+    for (int q = 0; q < ins[i].info().numOperands; ++q) {
+      isa::OperandClass oc = isa::operandInfo(ins[i].info().operands[q]).cls;
+      if (oc == isa::OperandClass::Imm32 || oc == isa::OperandClass::Target) ++immsOf[size_t(i)];
+    }
   auto writesClass = [&](int i, int cls) {
     for (int k : writes[i])
       if (clsOf[size_t(k)] == cls) return true;
@@ -548,11 +585,15 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   std::array<std::set<Key>, isa::kNumSlotKinds> avail;
   // Per class: unscheduled instructions writing it; the last kReserve registers
   // of a class go only to the oldest of them.
-  std::array<std::set<int>, 3> unscheduledWriters;
+  // (In program order; `writerHead` is the first not yet issued in an
+  // earlier cycle: instructions issued in this cycle still count.)
+  std::array<std::vector<int>, 3> unscheduledWriters;
+  std::array<size_t, 3> writerHead{};
+  std::vector<char> issuedBefore(n, 0);
   constexpr int kReserve = 16;
   for (int i = 0; i < n; ++i)
     for (int c = 0; c < 3; ++c)
-      if (writesClass(i, c)) unscheduledWriters[size_t(c)].insert(i);
+      if (writesClass(i, c)) unscheduledWriters[size_t(c)].push_back(i);
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> waiting;  // (earliest, index)
   std::vector<int> npred = dag.npred_;
   std::vector<int> earliest = entry;
@@ -563,7 +604,20 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   // instructions, e.g. the weight pushes of one MXU's next K chunk.
   constexpr int kLookahead = 1024, kGrowLookahead = 640;
   std::priority_queue<int, std::vector<int>, std::greater<int>> deferred;
-  std::set<int> availAll;
+  // Every available instruction, for the oldest: a min-heap whose entries
+  // leave lazily (inAvail), as each instruction becomes available once.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> availHeap;
+  std::vector<char> inAvail(n, 0);
+  int availCount = 0;
+  auto addAvail = [&](int i) {
+    availHeap.push(i);
+    inAvail[size_t(i)] = 1;
+    ++availCount;
+  };
+  auto oldestAvail = [&] {
+    while (!inAvail[size_t(availHeap.top())]) availHeap.pop();
+    return availHeap.top();
+  };
   int oldest = 0;
   // Overlap instructions (a dot's computed LHS, MInstr::overlap) neither
   // count as the oldest nor wait for the lookahead: the matmul after them
@@ -591,29 +645,29 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
       deferred.push(i);
       return;
     }
-    avail[size_t(ins[i].info().slot)].insert({rank[i], i});
-    availAll.insert(i);
+    avail[size_t(slotOf[size_t(i)])].insert({rank[i], i});
+    addAvail(i);
   };
   for (int i = 0; i < n; ++i)
     if (npred[i] == 0) waiting.push({earliest[i], i});
   std::vector<int> xluFree(std::max(1, t.xluCount), 0);
   int eupFree = 0;
   int done = 0, cycle = 0, lastIssue = 0, drain = 0;
-  std::vector<int> issued;
+  std::vector<int> issued, memThisCycle;
   int idle = 0;
   while (done < n) {
     while (!waiting.empty() && waiting.top().first <= cycle) {
       makeAvail(waiting.top().second);
       waiting.pop();
     }
-    if (availAll.empty() && waiting.empty() && !deferredOverlap.empty()) {
+    if (availCount == 0 && waiting.empty() && !deferredOverlap.empty()) {
       int i = deferredOverlap.top();  // defensive: never stall on the window
       deferredOverlap.pop();
-      avail[size_t(ins[i].info().slot)].insert({rank[i], i});
-      availAll.insert(i);
+      avail[size_t(slotOf[size_t(i)])].insert({rank[i], i});
+      addAvail(i);
       continue;
     }
-    if (availAll.empty()) {
+    if (availCount == 0) {
       if (waiting.empty())
         throw std::logic_error("scheduler: dependence cycle in block " + block.label);
       cycle = waiting.top().first;  // nothing can issue before then
@@ -621,18 +675,19 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     }
     std::array<int, isa::kNumSlotKinds> used{};
     int immsUsed = 0;  // shared 32-bit immediates of the bundle
-    std::vector<int> memThisCycle;
+    memThisCycle.clear();
     issued.clear();
     int pressureBlocked = -1;
     // Tries instruction i in this bundle; `force` lets a pressure-blocked one go.
     auto tryIssue = [&](int i, bool force) {
       const MInstr& mi = ins[i];
-      SlotKind k = mi.info().slot;
+      SlotKind k = slotOf[size_t(i)];
       if (mi.op == Opcode::Nop) return false;
-      if (used[int(k)] >= t.slotsOf(k)) return false;
+      if (used[int(k)] >= slots[size_t(k)]) return false;
       bool tooMany = false;
+      const std::array<int, 3> growNow = growth(i);
       for (int c = 0; c < 3; ++c) {
-        int grow = netGrowth(i, c);
+        int grow = growNow[size_t(c)];
         if (grow <= 0) continue;
         // A new value is made at most kGrowLookahead places ahead of the oldest
         // unscheduled instruction: far-ahead loads would hold registers for
@@ -645,20 +700,17 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         // Masks keep two registers for the others: all 8 reserved, every
         // compare waited for the one before it (flash attention's causal mask).
         const auto& w = unscheduledWriters[size_t(c)];
+        const size_t head = writerHead[size_t(c)];
         const int reserve =
             c == int(RegClass::Mask) ? std::min(kReserve, limit[size_t(c)] - 2) : kReserve;
-        if (live[size_t(c)] + grow > limit[size_t(c)] - reserve && !w.empty() && i > *w.begin())
+        if (live[size_t(c)] + grow > limit[size_t(c)] - reserve && head < w.size() && i > w[head])
           tooMany = true;
       }
       if (tooMany && !force) {
         if (pressureBlocked < 0 || i < pressureBlocked) pressureBlocked = i;
         return false;
       }
-      int imms = 0;
-      for (int q = 0; q < mi.info().numOperands; ++q) {
-        isa::OperandClass oc = isa::operandInfo(mi.info().operands[q]).cls;
-        if (oc == isa::OperandClass::Imm32 || oc == isa::OperandClass::Target) ++imms;
-      }
+      const int imms = immsOf[size_t(i)];
       if (immsUsed + imms > isa::kNumSharedImms) return false;
       if (isBranch(mi.op) && done + int(issued.size()) != n - 1) return false;  // branch goes last
       Unit u = unitOf(mi);
@@ -674,7 +726,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
       if (u == Unit::Eup && eupFree > cycle) return false;
       if (k == SlotKind::VectorLoad || k == SlotKind::VectorStore) {
         for (int o : memThisCycle)
-          if (ins[o].info().slot == k &&
+          if (slotOf[size_t(o)] == k &&
               banksConflict(dag.range_[o], ins[o], dag.range_[i], mi, t.vmemBanks))
             return false;
         memThisCycle.push_back(i);
@@ -685,7 +737,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
       if (u == Unit::Eup) eupFree = cycle + unitInterval(mi, t);
       s.cycle[i] = cycle;
       issued.push_back(i);
-      for (int c = 0; c < 3; ++c) live[size_t(c)] += netGrowth(i, c);
+      for (int c = 0; c < 3; ++c) live[size_t(c)] += growNow[size_t(c)];
       for (int k2 : reads[i])
         if (--remaining[size_t(k2)] == 0) liveNow[size_t(k2)] = 0;
       for (int k2 : writes[i])
@@ -700,8 +752,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     while (true) {
       int best = -1;
       for (size_t k = 0; k < avail.size(); ++k) {
-        if (it[k] == avail[k].end() || tried[k] >= kWindow || used[k] >= t.slotsOf(SlotKind(k)))
-          continue;
+        if (it[k] == avail[k].end() || tried[k] >= kWindow || used[k] >= slots[k]) continue;
         if (best < 0 || *it[k] < *it[size_t(best)]) best = int(k);
       }
       if (best < 0) break;
@@ -711,15 +762,15 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
       tryIssue(i, false);
     }
     // The oldest instruction is always a candidate (the window may not reach it).
-    int first = *availAll.begin();
+    int first = oldestAvail();
     if (s.cycle[first] < 0) tryIssue(first, false);
     // Only register pressure holds everything back: let the oldest one go.
-    if (issued.empty() && pressureBlocked >= 0 && waiting.empty())
-      tryIssue(*availAll.begin(), true);
+    if (issued.empty() && pressureBlocked >= 0 && waiting.empty()) tryIssue(oldestAvail(), true);
     for (int i : issued) {
-      avail[size_t(ins[i].info().slot)].erase({rank[i], i});
-      availAll.erase(i);
-      for (int c = 0; c < 3; ++c) unscheduledWriters[size_t(c)].erase(i);
+      avail[size_t(slotOf[size_t(i)])].erase({rank[i], i});
+      inAvail[size_t(i)] = 0;
+      --availCount;
+      issuedBefore[size_t(i)] = 1;
       ++done;
       lastIssue = std::max(lastIssue, cycle);
       drain = std::max(drain, cycle + tail[i]);
@@ -727,6 +778,11 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         earliest[e.to] = std::max(earliest[e.to], cycle + e.distance);
         if (--npred[e.to] == 0) waiting.push({earliest[e.to], e.to});
       }
+    }
+    for (int c = 0; c < 3; ++c) {
+      const auto& w = unscheduledWriters[size_t(c)];
+      size_t& head = writerHead[size_t(c)];
+      while (head < w.size() && issuedBefore[size_t(w[head])]) ++head;
     }
     advanceOldest();
     while (!deferredOverlap.empty() && deferredOverlap.top() <= oldestOverlap + kOverlapLookahead) {

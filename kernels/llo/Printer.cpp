@@ -7,11 +7,34 @@
 namespace tpusim::kernels::llo {
 namespace {
 
-std::string val(const Value* v) { return v ? fmt::format("%{}", v->id) : "<null>"; }
+// Values are printed for every op of every kernel (the kernel cache's key
+// prints each kernel): appended in place, without a format call per value.
+void appendVal(const Value* v, std::string& s) {
+  if (!v) {
+    s += "<null>";
+    return;
+  }
+  s += '%';
+  s += std::to_string(v->id);
+}
+
+std::string val(const Value* v) {
+  std::string s;
+  appendVal(v, s);
+  return s;
+}
+
+void appendValList(const std::vector<Value*>& vs, std::string& s, size_t from = 0,
+                   size_t to = SIZE_MAX) {
+  for (size_t i = from; i < vs.size() && i < to; ++i) {
+    if (i > from) s += ", ";
+    appendVal(vs[i], s);
+  }
+}
 
 std::string valList(const std::vector<Value*>& vs, size_t from = 0, size_t to = SIZE_MAX) {
   std::string s;
-  for (size_t i = from; i < vs.size() && i < to; ++i) s += (i > from ? ", " : "") + val(vs[i]);
+  appendValList(vs, s, from, to);
   return s;
 }
 
@@ -165,8 +188,11 @@ std::string body(const Op& op) {
 }
 
 void printOpInto(const Op& op, int indent, std::string& out) {
-  out += std::string(indent, ' ');
-  if (!op.results.empty()) out += valList(op.results) + " = ";
+  out.append(size_t(indent), ' ');
+  if (!op.results.empty()) {
+    appendValList(op.results, out);
+    out += " = ";
+  }
   out += body(op);
   if (!op.results.empty() && op.kind != OpKind::SConst && op.kind != OpKind::SBinary)
     out += " : " + op.results[0]->type.str();

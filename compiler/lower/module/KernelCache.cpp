@@ -141,7 +141,10 @@ int64_t hi32(int64_t v) { return int64_t(uint64_t(v) >> 32); }
 
 void appendLocs(const llo::Block& b, std::string& key) {
   for (const auto& op : b.ops) {
-    key += fmt::format("{}:{};", op->loc.file, op->loc.line);
+    key += op->loc.file;  // "file:line;", appended in place (every op of every kernel)
+    key += ':';
+    key += std::to_string(op->loc.line);
+    key += ';';
     for (const llo::Block& r : op->regions) appendLocs(r, key);
   }
 }

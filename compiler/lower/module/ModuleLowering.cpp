@@ -257,6 +257,7 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
   o.firstBundle = m_.nextBundle();
   o.smemBase = m_.nextSmemWord();
   o.standalone = false;
+  o.printMachineCode = false;  // nothing reads it here (a tpuc run's time)
   o.hloInstruction = inst.name();
   // Cross-kernel prefetch: this kernel's first blocks the kernel before
   // started (or a later kernel's, in flight across this short one), and the

@@ -32,7 +32,9 @@ isa::Program compileHlo(const std::string& hloPath, const target::ChipConfig& ch
     return std::runtime_error(
         fmt::format("{}: the compiled program is invalid: {}", hloPath, error));
   };
-  if (!isa::serializeProgram(r.lowered.program, &bytes, &error)) throw invalid();
+  // (Not read back by the writer: parseProgram below checks the same.)
+  if (!isa::serializeProgram(r.lowered.program, &bytes, &error, /*readBack=*/false))
+    throw invalid();
   // The bytes hold the code now: free the compiled copy (8x their size) first.
   std::vector<isa::Bundle>().swap(r.lowered.program.code);
   std::vector<isa::SharedBody>().swap(r.lowered.program.bodies);

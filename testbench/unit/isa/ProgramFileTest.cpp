@@ -239,6 +239,23 @@ TEST_CASE("the writer refuses programs the reader would reject", "[isa][tpuprog]
   CHECK_THAT(error, Catch::Contains("size 10 is smaller than the 4096 bytes"));
 }
 
+TEST_CASE("a write without the read-back gives the same bytes, and the reader still checks",
+          "[isa][tpuprog]") {
+  Program p = sampleProgram();
+  std::vector<uint8_t> checked, unchecked;
+  std::string error;
+  REQUIRE(serializeProgram(p, &checked, &error));
+  REQUIRE(serializeProgram(p, &unchecked, &error, /*readBack=*/false));
+  CHECK(checked == unchecked);
+  // What the read-back would have refused, the caller's own parse refuses.
+  Program bad = p;
+  bad.symbols.push_back({"late", 1000});
+  REQUIRE(serializeProgram(bad, &unchecked, &error, /*readBack=*/false));
+  Program back;
+  CHECK(!parseProgram(unchecked.data(), unchecked.size(), "x", &back, &error));
+  CHECK_THAT(error, Catch::Contains("symbol 'late' names bundle 1000"));
+}
+
 TEST_CASE("header problems are named", "[isa][tpuprog]") {
   std::vector<uint8_t> good = serialize(sampleProgram());
   auto b = good;
