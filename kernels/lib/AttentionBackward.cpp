@@ -49,8 +49,11 @@ void forSlabs(int64_t rows, const std::function<void(Scalar r0)>& fn, bool strai
 // started it only once the one before had drained. 64 causal heads of 256 x
 // 256 x 128, 8 per step, lookahead 0 / 2048 / 4096 / 6144: backward v6e
 // 194.7k / 161.2k / 145.2k / 142.0k cycles, forward 98.8k / 80.0k / 78.9k /
-// 78.9k; v5e backward 248.7k / 238.9k / 239.1k. With two heads per step
-// (v4's VMEM) it does not pay: forward 181.5k -> 244.1k at 4096.
+// 78.9k; v5e backward 248.7k / 238.9k / 239.1k / 238.8k. A longer window
+// makes the register allocator spill scalars, and how many is erratic: in the
+// training step's pipeline the backward took 13.2k / 17.1k / 11.0k bundles per
+// step at 2048 / 4096 / 6144. With two heads per step (v4's VMEM) it does not
+// pay: forward 181.5k -> 244.1k at 4096.
 int64_t scheduleLookahead(const AttentionBackwardParams& prm) {
   if (prm.scheduleLookahead >= 0) return prm.scheduleLookahead;
   return prm.headsPerStep >= 4 ? kAttentionScheduleLookahead : 0;
@@ -470,7 +473,7 @@ std::vector<ParamSpec> commonSpecs() {
           {"heads_per_step", "0", "heads per grid step (divides bh); 0 = auto (8, 4, 2 or 1)"},
           {"schedule_lookahead", "-1",
            "list scheduler lookahead in instructions (0: the compiler's default; -1: auto, "
-           "4096 with 4 or more heads per step)"}};
+           "6144 with 4 or more heads per step)"}};
 }
 
 }  // namespace

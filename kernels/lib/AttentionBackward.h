@@ -31,7 +31,7 @@ namespace tpusim::kernels::lib {
 
 // The kernels' lookahead with 4 or more heads per step (measured: 64 causal
 // heads of 256 x 256 x 128; see AttentionBackward.cpp).
-constexpr int64_t kAttentionScheduleLookahead = 4096;
+constexpr int64_t kAttentionScheduleLookahead = 6144;
 
 struct AttentionBackwardParams {
   bool causal = false;
