@@ -989,7 +989,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
     for (size_t b = 0; b < fn.blocks.size(); ++b) {
       uint64_t f = blockFingerprint(fn.blocks[b]);
       if (spills == 0 || scheduledFingerprint[b] != f) {
-        schedules[b] = scheduleBlock(fn.blocks[b], t);
+        schedules[b] = scheduleBlock(fn.blocks[b], t, int(k.scheduleLookahead));
         scheduledFingerprint[b] = f;
       }
     }

@@ -369,7 +369,7 @@ std::map<std::pair<int, int>, CarriedSlot> carriedSlots(const MBlock& block) {
 }
 
 BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
-                           const std::vector<int>& minEntry);
+                           const std::vector<int>& minEntry, int lookahead);
 
 }  // namespace
 
@@ -377,9 +377,9 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
 // to where the block's length would have it (the last mm of its slot plus
 // the result latency, minus the length), so that the pops sit late and the
 // mms early; the shortest schedule wins.
-BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
+BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t, int lookahead) {
   auto carried = carriedSlots(block);
-  BlockSchedule best = scheduleOnce(block, t, {});
+  BlockSchedule best = scheduleOnce(block, t, {}, lookahead);
   if (carried.empty()) return best;
   const int latency = 7 + 2 * t.mxuSize;
   BlockSchedule cur = best;
@@ -388,7 +388,7 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
     for (auto& [key, c] : carried)
       minEntry[size_t(c.firstPop)] = std::max(minEntry[size_t(c.firstPop)],
                                               cur.cycle[size_t(c.lastMm)] + latency - cur.length);
-    cur = scheduleOnce(block, t, minEntry);
+    cur = scheduleOnce(block, t, minEntry, lookahead);
     if (cur.length < best.length) best = cur;
   }
   return best;
@@ -397,7 +397,7 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t) {
 namespace {
 
 BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
-                           const std::vector<int>& minEntry) {
+                           const std::vector<int>& minEntry, int lookahead) {
   const auto& ins = block.instrs;
   int n = int(ins.size());
   BlockSchedule s;
@@ -601,8 +601,10 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   // unscheduled one waits (`deferred`), so the schedule stays near the
   // lowering's order (which keeps register pressure low; LowerMatmul emits
   // the interleaving it wants) while still overlapping a few hundred
-  // instructions, e.g. the weight pushes of one MXU's next K chunk.
-  constexpr int kLookahead = 1024, kGrowLookahead = 640;
+  // instructions, e.g. the weight pushes of one MXU's next K chunk. A kernel
+  // may ask for more (`lookahead`); new values then come at most 5/8 of it
+  // ahead, as with the default.
+  const int kLookahead = lookahead > 0 ? lookahead : 1024, kGrowLookahead = kLookahead * 5 / 8;
   std::priority_queue<int, std::vector<int>, std::greater<int>> deferred;
   // Every available instruction, for the oldest: a min-heap whose entries
   // leave lazily (inAvail), as each instruction becomes available once.
@@ -619,6 +621,22 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     return availHeap.top();
   };
   int oldest = 0;
+  // MXU results in flight do not hold the window back. A pop waits 2N + 7
+  // cycles for its mm, and what reads it (a cast, a store) waits with it:
+  // counted as the oldest, they kept the next dot on the same MXU (four whole
+  // dots later in program order) out of the window until the earlier dot had
+  // drained. `oldest` is the first unscheduled instruction that is neither an
+  // overlap one nor behind a pop not yet issued (one whose predecessors are
+  // all scheduled counts again).
+  std::vector<char> behindPop(size_t(n), 0);
+  for (int i = 0; i < n; ++i) {
+    if (ins[i].op == Opcode::MxuPop) behindPop[size_t(i)] = 1;
+    if (behindPop[size_t(i)])
+      for (const Edge& e : dag.succ_[i]) behindPop[size_t(e.to)] = 1;
+  }
+  std::set<int> pinned;  // the instructions that count for `oldest`
+  for (int i = 0; i < n; ++i)
+    if (!ins[i].overlap && !behindPop[size_t(i)]) pinned.insert(i);
   // Overlap instructions (a dot's computed LHS, MInstr::overlap) neither
   // count as the oldest nor wait for the lookahead: the matmul after them
   // starts as soon as its first K chunk's column is stored, and they fill
@@ -631,7 +649,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   int oldestOverlap = 0;
   std::priority_queue<int, std::vector<int>, std::greater<int>> deferredOverlap;
   auto advanceOldest = [&] {
-    while (oldest < n && (s.cycle[oldest] >= 0 || ins[oldest].overlap)) ++oldest;
+    oldest = pinned.empty() ? n : *pinned.begin();
     while (oldestOverlap < n && (s.cycle[oldestOverlap] >= 0 || !ins[oldestOverlap].overlap))
       ++oldestOverlap;
   };
@@ -771,12 +789,17 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
       inAvail[size_t(i)] = 0;
       --availCount;
       issuedBefore[size_t(i)] = 1;
+      pinned.erase(i);
       ++done;
       lastIssue = std::max(lastIssue, cycle);
       drain = std::max(drain, cycle + tail[i]);
       for (const Edge& e : dag.succ_[i]) {
         earliest[e.to] = std::max(earliest[e.to], cycle + e.distance);
-        if (--npred[e.to] == 0) waiting.push({earliest[e.to], e.to});
+        if (--npred[e.to] == 0) {
+          waiting.push({earliest[e.to], e.to});
+          if (behindPop[size_t(e.to)] && !ins[e.to].overlap && ins[e.to].op != Opcode::MxuPop)
+            pinned.insert(e.to);
+        }
       }
     }
     for (int c = 0; c < 3; ++c) {

@@ -21,7 +21,10 @@ struct BlockSchedule {
   int length = 0;          // bundles the block occupies (a branch sits in the last one)
 };
 
-BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& target);
+// lookahead: how far past the oldest unscheduled instruction the list
+// scheduler looks (instructions; 0: the default, 1024), as
+// dsl::CompilerParams::schedule_lookahead sets it per kernel.
+BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& target, int lookahead = 0);
 
 // Latency of an instruction's register result (0 if it writes none).
 int resultLatency(const MInstr& mi, const TargetInfo& target);

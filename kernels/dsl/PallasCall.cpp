@@ -120,6 +120,11 @@ std::unique_ptr<llo::Kernel> PallasCall::trace(const std::vector<ShapeDtype>& in
                            "[0, {}) for a grid of {} steps",
                            callName, tail, gridSteps, gridSteps));
   k->tailStepsWithoutInputs = tail;
+  const int64_t lookahead = c.compiler_params.schedule_lookahead;
+  if (lookahead < 0 || lookahead > (int64_t(1) << 20))
+    fail(loc_, fmt::format("{}: compiler_params.schedule_lookahead = {} must be in [0, {}]",
+                           callName, lookahead, int64_t(1) << 20));
+  k->scheduleLookahead = lookahead;
   if (k->semantics.empty()) k->semantics.assign(c.grid.size(), DimSemantics::Arbitrary);
   if (k->semantics.size() != c.grid.size())
     fail(loc_, fmt::format("{}: {} dimension semantics for a {}-dimensional grid", callName,

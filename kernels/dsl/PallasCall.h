@@ -97,6 +97,11 @@ struct CompilerParams {
   // extra step, whose operand blocks stay): the next kernel's first blocks
   // (cross-kernel prefetch) start this many steps before the last step.
   int64_t tail_steps_without_inputs = 0;
+  // How far (instructions) the list scheduler looks past the oldest
+  // unscheduled one; 0: its default, 1024. More lets the next independent dot
+  // on an MXU start while the one before it drains, in a block of many whole
+  // dots (the attention kernels), at the cost of longer register lifetimes.
+  int64_t schedule_lookahead = 0;
 };
 
 using KernelBody = std::function<void(const std::vector<Ref>&)>;

@@ -24,7 +24,7 @@ Slice ds_(Scalar start, int64_t size) { return dsl::ds(start, size); }
 // loop whose iterations each wait out the whole latency chain).
 //
 // straight: every slab in the current basic block, no loop, for short
-// load-store work (the identity, the casts): it then shares its block with the
+// load-store work (the identity): it then shares its block with the
 // dots around it, and the scheduler fits it into the slots their MXU streams
 // leave (v6e, 64 causal heads of 256 x 256 x 128: the backward 248.0k ->
 // 230.3k cycles, the forward 103.4k -> 99.2k). Not for the softmax slabs:
@@ -44,31 +44,19 @@ void forSlabs(int64_t rows, const std::function<void(Scalar r0)>& fn, bool strai
   for (int64_t r0 = groups * kGroup; r0 < rows; r0 += 8) fn(Scalar(r0));
 }
 
-// fn(slabs) per group of up to 8 slabs (the first rows of each), so a group
-// can load all its slabs before it stores any; straight as for forSlabs.
-void forGroups(int64_t rows, const std::function<void(const std::vector<Scalar>&)>& fn,
-               bool straight = false) {
-  if (straight) {
-    for (int64_t g = 0; g < rows; g += 64) {
-      std::vector<Scalar> slabs;
-      for (int64_t r0 = g; r0 < std::min<int64_t>(rows, g + 64); r0 += 8)
-        slabs.push_back(Scalar(r0));
-      fn(slabs);
-    }
-    return;
-  }
-  constexpr int64_t kGroup = 64;
-  const int64_t groups = rows / kGroup;
-  auto group = [&](Scalar base) {
-    std::vector<Scalar> slabs;
-    for (int64_t j = 0; j < kGroup; j += 8) slabs.push_back(base + j);
-    fn(slabs);
-  };
-  if (groups == 1) group(0);
-  if (groups > 1) fori_loop(0, groups, [&](Scalar i) { group(i * kGroup); });
-  std::vector<Scalar> rest;
-  for (int64_t r0 = groups * kGroup; r0 < rows; r0 += 8) rest.push_back(Scalar(r0));
-  if (!rest.empty()) fn(rest);
+// With several heads per step the next dot on an MXU is four whole dots (a
+// thousand instructions) later in program order: the default lookahead (1024)
+// started it only once the one before had drained. 64 causal heads of 256 x
+// 256 x 128, 8 per step, lookahead 0 / 2048 / 4096 / 6144: backward v6e
+// 194.7k / 161.2k / 145.2k / 142.0k cycles, forward 98.8k / 80.0k / 78.9k /
+// 78.9k; v5e backward 248.7k / 238.9k / 239.1k / 238.8k. A longer window
+// makes the register allocator spill scalars, and how many is erratic: in the
+// training step's pipeline the backward took 13.2k / 17.1k / 11.0k bundles per
+// step at 2048 / 4096 / 6144. With two heads per step (v4's VMEM) it does not
+// pay: forward 181.5k -> 244.1k at 4096.
+int64_t scheduleLookahead(const AttentionBackwardParams& prm) {
+  if (prm.scheduleLookahead >= 0) return prm.scheduleLookahead;
+  return prm.headsPerStep >= 4 ? kAttentionScheduleLookahead : 0;
 }
 
 void checkSizes(const char* kind, int64_t bh, int64_t sq, int64_t sk, int64_t d,
@@ -109,26 +97,6 @@ void checkSeqMajor(const char* kind, int64_t bh, int64_t d, const AttentionBackw
     throw Error(fmt::format(
         "error: {} with heads={} needs heads dividing bh {} and heads_per_step {} dividing heads",
         kind, nh, bh, hs));
-}
-
-// dst = src cast to dst's dtype, rows x cols, by groups of slabs (loads
-// first); straight: no loop (forSlabs).
-void castRows(const Ref& dst, const Ref& src, int64_t rows, int64_t cols, int64_t dstCol0 = 0,
-              bool straight = false) {
-  forGroups(
-      rows,
-      [&](const std::vector<Scalar>& slabs) {
-        std::vector<Array> vals;
-        for (const Scalar& r0 : slabs)
-          for (int64_t c0 = 0; c0 < cols; c0 += 128)
-            vals.push_back(in_vregs(src.load(ds_(r0, 8), ds_(c0, std::min<int64_t>(128, cols - c0)))
-                                        .astype(dst.dtype())));
-        size_t i = 0;
-        for (const Scalar& r0 : slabs)
-          for (int64_t c0 = 0; c0 < cols; c0 += 128)
-            dst.store(ds_(r0, 8), ds_(dstCol0 + c0, std::min<int64_t>(128, cols - c0)), vals[i++]);
-      },
-      straight);
 }
 
 // The softmax of one slab of 8 score rows (all `cols` keys, in registers):
@@ -176,9 +144,9 @@ std::vector<ShapeDtype> attentionBackwardInputs(int64_t bh, int64_t seqQ, int64_
 }
 
 int64_t attentionBackwardVmemPerHead(int64_t sq, int64_t sk, int64_t d) {
-  // Eight [seq, seq] scratch arrays, dq / dk / dv in f32, the seven blocks
-  // double-buffered; every element counted as a 32-bit word.
-  return 4 * (8 * sq * sk + (sq + 2 * sk) * d + 2 * (3 * sq + 4 * sk) * d);
+  // Six [seq, seq] scratch arrays and the seven blocks double-buffered;
+  // every element counted as a 32-bit word.
+  return 4 * (6 * sq * sk + 2 * (3 * sq + 4 * sk) * d);
 }
 
 PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
@@ -224,26 +192,25 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
                    BlockSpec({hs, sk, d}, map)};
   }
   // Per head: scores and dP (f32, as the MXU leaves them), P and dS (bf16, for
-  // the MXU), the transposes P^T and dS^T [seq_k, seq_q] (f32, then bf16), and
-  // dq / dk / dv before their cast (a dot is stored as it is: inside an
-  // element-wise expression, a cast, it would be re-emitted per row tile). Then
-  // the identity [seq_k, seq_k] the transposes are made with.
-  constexpr size_t kPerHead = 11;
+  // the MXU) and the transposes P^T and dS^T [seq_k, seq_q] (bf16, rounded as
+  // the MXU's results are popped, as are dq, dk and dv: no f32 copy and no
+  // cast pass between the dot phases). Then the identity [seq_k, seq_k] the
+  // transposes are made with.
+  constexpr size_t kPerHead = 6;
   for (int64_t h = 0; h < hs; ++h)
-    for (const ScratchSpec& sp :
-         {VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16), VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16),
-          VMEM({sk, sq}, F32), VMEM({sk, sq}, F32), VMEM({sk, sq}, BF16), VMEM({sk, sq}, BF16),
-          VMEM({sq, d}, F32), VMEM({sk, d}, F32), VMEM({sk, d}, F32)})
+    for (const ScratchSpec& sp : {VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16), VMEM({sq, sk}, F32),
+                                  VMEM({sq, sk}, BF16), VMEM({sk, sq}, BF16), VMEM({sk, sq}, BF16)})
       c.scratch.push_back(sp);
   c.scratch.push_back(VMEM({sk, sk}, BF16));
   c.compiler_params.dimension_semantics = {PARALLEL};
   c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
+  c.compiler_params.schedule_lookahead = scheduleLookahead(prm);
 
   auto body = [=](const std::vector<Ref>& r) {
     // Seq-major: every head of the step is a column window of one block (col >= 0).
     struct Head {
       Ref q, k, v, dO, dq, dk, dv;
-      Ref s, pb, dp, ds, pTf, dsTf, pT, dsT, dqf, dkf, dvf;
+      Ref s, pb, dp, ds, pT, dsT;
       int64_t col = -1, dim = 0;
       Array load(const Ref& x, int64_t rows) const {
         return col < 0 ? x.load() : x.load(ds_(0, rows), ds_(col, dim));
@@ -253,26 +220,9 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     for (int64_t h = 0; h < hs; ++h) {
       const size_t b = 7 + kPerHead * size_t(h);
       const Scalar at = seqMajor ? Scalar(0) : Scalar(h);
-      heads.push_back({r[0].at(at),
-                       r[1].at(at),
-                       r[2].at(at),
-                       r[3].at(at),
-                       r[4].at(at),
-                       r[5].at(at),
-                       r[6].at(at),
-                       r[b],
-                       r[b + 1],
-                       r[b + 2],
-                       r[b + 3],
-                       r[b + 4],
-                       r[b + 5],
-                       r[b + 6],
-                       r[b + 7],
-                       r[b + 8],
-                       r[b + 9],
-                       r[b + 10],
-                       seqMajor ? h * d : -1,
-                       d});
+      heads.push_back({r[0].at(at), r[1].at(at), r[2].at(at), r[3].at(at), r[4].at(at), r[5].at(at),
+                       r[6].at(at), r[b], r[b + 1], r[b + 2], r[b + 3], r[b + 4], r[b + 5],
+                       seqMajor ? h * d : -1, d});
     }
     Ref eye = r[7 + kPerHead * size_t(hs)];
     auto each = [&](const std::function<void(const Head&)>& fn) {
@@ -329,35 +279,22 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     const bool f32Out = prm.outType == F32;
     // An output dot: straight to the f32 output (its column window), or to
     // the f32 scratch the cast reads.
-    auto store = [&](const Head& h, const Ref& out, const Ref& scratch, int64_t rows,
-                     const Array& value) {
-      if (!f32Out)
-        scratch.store(value);
-      else if (h.col < 0)
-        out.store(value);
+    auto store = [&](const Head& h, const Ref& out, int64_t rows, const Array& value) {
+      const Array v = f32Out ? value : value.astype(BF16);
+      if (h.col < 0)
+        out.store(v);
       else
-        out.store(ds_(0, rows), ds_(h.col, d), value);
+        out.store(ds_(0, rows), ds_(h.col, d), v);
     };
     each([&](const Head& h) {
-      h.pTf.store(dot(eye.load(), h.pb.load(), {false, true}));
-      h.dsTf.store(dot(eye.load(), h.ds.load(), {false, true}));
-      store(h, h.dq, h.dqf, sq, dot(h.ds.load(), h.load(h.k, sk)));
+      h.pT.store(dot(eye.load(), h.pb.load(), {false, true}).astype(BF16));
+      h.dsT.store(dot(eye.load(), h.ds.load(), {false, true}).astype(BF16));
+      store(h, h.dq, sq, dot(h.ds.load(), h.load(h.k, sk)));
     });
     each([&](const Head& h) {
-      castRows(h.pT, h.pTf, sk, sq, 0, true);
-      castRows(h.dsT, h.dsTf, sk, sq, 0, true);
+      store(h, h.dv, sk, dot(h.pT.load(), h.load(h.dO, sq)));
+      store(h, h.dk, sk, dot(h.dsT.load(), h.load(h.q, sq)));
     });
-    each([&](const Head& h) {
-      store(h, h.dv, h.dvf, sk, dot(h.pT.load(), h.load(h.dO, sq)));
-      store(h, h.dk, h.dkf, sk, dot(h.dsT.load(), h.load(h.q, sq)));
-    });
-    if (!f32Out)
-      each([&](const Head& h) {
-        const int64_t col = std::max<int64_t>(0, h.col);
-        castRows(h.dq, h.dqf, sq, d, col, true);
-        castRows(h.dv, h.dvf, sk, d, col, true);
-        castRows(h.dk, h.dkf, sk, d, col, true);
-      });
   };
   return pallas_call(body, c);
 }
@@ -391,16 +328,17 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
                   BlockSpec({hs, sk, d}, map)};
     c.out_specs = {BlockSpec({hs, sq, d}, map)};
   }
-  // Per head: the scores (f32), P (bf16, for the MXU), the output before its cast.
+  // Per head: the scores (f32) and P (bf16, for the MXU).
   for (int64_t h = 0; h < hs; ++h)
-    for (const ScratchSpec& sp : {VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16), VMEM({sq, d}, F32)})
+    for (const ScratchSpec& sp : {VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16)})
       c.scratch.push_back(sp);
   c.compiler_params.dimension_semantics = {PARALLEL};
   c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
+  c.compiler_params.schedule_lookahead = scheduleLookahead(prm);
   auto body = [=](const std::vector<Ref>& r) {
     // Seq-major: every head of the step is a column window of one block.
     struct Head {
-      Ref q, k, v, o, s, pb, of;
+      Ref q, k, v, o, s, pb;
       int64_t col = 0;
       Array load(const Ref& x, int64_t rows, int64_t d) const {
         return col < 0 ? x.load() : x.load(ds_(0, rows), ds_(col, d));
@@ -408,9 +346,9 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     };
     std::vector<Head> heads;
     for (int64_t h = 0; h < hs; ++h) {
-      const size_t b = 4 + 3 * size_t(h);
+      const size_t b = 4 + 2 * size_t(h);
       const Scalar at = seqMajor ? Scalar(0) : Scalar(h);
-      heads.push_back({r[0].at(at), r[1].at(at), r[2].at(at), r[3].at(at), r[b], r[b + 1], r[b + 2],
+      heads.push_back({r[0].at(at), r[1].at(at), r[2].at(at), r[3].at(at), r[b], r[b + 1],
                        seqMajor ? h * d : -1});
     }
     for (const Head& h : heads)
@@ -422,18 +360,15 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
         for (size_t w = 0; w < sm.e.size(); ++w)
           h.pb.store(ds_(r0, 8), ds_(int64_t(w) * 128, 128), (sm.e[w] * sm.inv).astype(BF16));
       });
-    const bool f32Out = prm.outType == F32;
+    // The output rounded as the MXU's results are popped (bf16 out).
     for (const Head& h : heads) {
       Array o = dot(h.pb.load(), h.load(h.v, sk, d));
-      if (!f32Out)
-        h.of.store(o);
-      else if (h.col < 0)
+      if (prm.outType != F32) o = o.astype(BF16);
+      if (h.col < 0)
         h.o.store(o);
       else
         h.o.store(ds_(0, sq), ds_(h.col, d), o);
     }
-    if (!f32Out)
-      for (const Head& h : heads) castRows(h.o, h.of, sq, d, std::max<int64_t>(0, h.col), true);
   };
   return pallas_call(body, c);
 }
@@ -497,6 +432,7 @@ AttentionBackwardParams commonParams(const Params& p, int64_t bh, int64_t sq, in
   const int64_t vmem = std::min<int64_t>(int64_t(96) << 20, p.target().vmemBytes);
   ap.vmemLimitBytes = vmem;
   ap.headsPerStep = p.integer("heads_per_step", 0);
+  ap.scheduleLookahead = p.integer("schedule_lookahead", -1);
   for (int64_t h = 8; ap.headsPerStep == 0; h /= 2)
     if (h == 1 || (bh % h == 0 && (nh <= 0 || nh % h == 0) &&
                    h * attentionBackwardVmemPerHead(sq, sk, d) <= vmem / 2))
@@ -534,7 +470,10 @@ std::vector<ParamSpec> commonSpecs() {
           {"causal", "false", "mask keys after the query position"},
           {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"},
           {"out_dtype", "bf16", "output dtype: bf16 or f32"},
-          {"heads_per_step", "0", "heads per grid step (divides bh); 0 = auto (8, 4, 2 or 1)"}};
+          {"heads_per_step", "0", "heads per grid step (divides bh); 0 = auto (8, 4, 2 or 1)"},
+          {"schedule_lookahead", "-1",
+           "list scheduler lookahead in instructions (0: the compiler's default; -1: auto, "
+           "6144 with 4 or more heads per step)"}};
 }
 
 }  // namespace

@@ -29,6 +29,10 @@
 
 namespace tpusim::kernels::lib {
 
+// The kernels' lookahead with 4 or more heads per step (measured: 64 causal
+// heads of 256 x 256 x 128; see AttentionBackward.cpp).
+constexpr int64_t kAttentionScheduleLookahead = 6144;
+
 struct AttentionBackwardParams {
   bool causal = false;
   double smScale = 0;  // 0: 1 / sqrt(head_dim)
@@ -44,6 +48,11 @@ struct AttentionBackwardParams {
   // heads, seq, head_dim] and back are not made (head_dim a multiple of 128;
   // heads_per_step divides heads).
   int64_t heads = 0;
+  // The list scheduler's lookahead (dsl::CompilerParams::schedule_lookahead;
+  // 0: its default; < 0: kAttentionScheduleLookahead with 4 or more heads per
+  // step, whose blocks are runs of whole, independent dots, each MXU's next
+  // one four dots later in program order; else the default).
+  int64_t scheduleLookahead = -1;
 };
 
 // VMEM bytes one head of a grid step takes (an upper bound: scratch and blocks).

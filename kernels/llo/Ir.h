@@ -155,6 +155,7 @@ struct Kernel {
   std::vector<DimSemantics> semantics;
   int numScalarPrefetch = 0;           // the first inputs; they are also index-map arguments
   int64_t tailStepsWithoutInputs = 0;  // dsl::CompilerParams::tail_steps_without_inputs
+  int64_t scheduleLookahead = 0;       // dsl::CompilerParams::schedule_lookahead
   std::vector<ArrayOperand> inputs, outputs;
   std::vector<BlockMapping> inMaps, outMaps;  // inMaps covers the non-prefetch inputs
   std::vector<Type> scratch;

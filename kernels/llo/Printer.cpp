@@ -233,7 +233,10 @@ std::string printKernel(const Kernel& k) {
   std::string s = fmt::format("kernel @{} grid={} semantics=[", k.name, intList(k.grid));
   for (size_t i = 0; i < k.semantics.size(); ++i)
     s += fmt::format("{}{}", i ? "," : "", dimSemanticsName(k.semantics[i]));
-  s += fmt::format("] scalar_prefetch={}\n", k.numScalarPrefetch);
+  s += fmt::format("] scalar_prefetch={}", k.numScalarPrefetch);
+  // Only when set: it changes the code (and so the kernel cache's key).
+  if (k.scheduleLookahead) s += fmt::format(" schedule_lookahead={}", k.scheduleLookahead);
+  s += "\n";
   auto mapping = [&](const char* what, const ArrayOperand& a, const BlockMapping* m) {
     s += fmt::format("  {} \"{}\": {}{}", what, a.name, isa::dtypeName(a.dtype), shapeStr(a.shape));
     if (!m) {

@@ -1,0 +1,84 @@
+// The list scheduler's window (Scheduler.cpp, `oldest` and the lookahead): an
+// MXU result in flight does not hold it back, and a kernel may widen it
+// (dsl::CompilerParams::schedule_lookahead).
+#include <catch2/catch.hpp>
+
+#include "kernels/codegen/Scheduler.h"
+#include "kernels/dsl/PallasCall.h"
+#include "kernels/llo/Printer.h"
+#include "testbench/unit/kernels/SimRun.h"
+
+using namespace tpusim;
+using namespace tpusim::kernels;
+using namespace tpusim::kernels::codegen;
+using isa::Opcode;
+
+namespace {
+
+MOperand I(int64_t v) { return MOperand::imm(v); }
+
+// An mm and its pop (and the store of the result), then `fill` independent
+// scalar immediates, then a load and a weight push for another MXU: index
+// 5 + fill + 1 of the block.
+MBlock popThenFarPush(MFunction& fn, int fill) {
+  MBlock b;
+  MOperand base = fn.newReg(RegClass::Scalar), x = fn.newReg(RegClass::Vector);
+  MOperand r = fn.newReg(RegClass::Vector), w = fn.newReg(RegClass::Vector);
+  b.instrs.push_back(makeInstr(Opcode::SLi, {base, I(0)}));
+  MInstr ld = makeInstr(Opcode::VLd, {x, base, I(0), I(1), I(0xFF)});
+  ld.mem = {MemAccess::Space::Vmem, 0, false, 0, 8};
+  b.instrs.push_back(ld);
+  b.instrs.push_back(makeInstr(Opcode::MxuMmBf16, {I(0), x, I(3)}));
+  b.instrs.push_back(makeInstr(Opcode::MxuPop, {r, I(0), I(3)}));
+  MInstr st = makeInstr(Opcode::VSt, {r, base, I(64), I(1), I(0xFF)});
+  st.mem = {MemAccess::Space::Vmem, 1, true, 0, 8};
+  b.instrs.push_back(st);
+  for (int i = 0; i < fill; ++i)
+    b.instrs.push_back(makeInstr(Opcode::SLi, {fn.newReg(RegClass::Scalar), I(i)}));
+  MInstr wl = makeInstr(Opcode::VLd, {w, base, I(128), I(1), I(0xFF)});
+  wl.mem = {MemAccess::Space::Vmem, 2, false, 0, 8};
+  b.instrs.push_back(wl);
+  b.instrs.push_back(makeInstr(Opcode::MxuWPushBf16, {I(1), w}));
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("a pop waiting for its mm does not hold the scheduler's window") {
+  TargetInfo t = testing::kernelTarget("v5e");
+  const int ready = 7 + 2 * t.mxuSize;  // the pop's earliest cycle
+  MFunction fn;
+  // The far push is 1,100 places after the pop: past the default lookahead
+  // (1024) from it, within it from the immediates the scalar slots work through.
+  MBlock b = popThenFarPush(fn, 1100);
+  BlockSchedule s = scheduleBlock(b, t);
+  const size_t push = b.instrs.size() - 1;
+  CHECK(s.cycle[3] >= ready);
+  // Counted as the oldest, the pop (then its store) kept the push's load out
+  // of the window until the pop issued.
+  CHECK(s.cycle[push] < ready);
+  // A window of 8 instructions: the push waits for the immediates before it.
+  BlockSchedule narrow = scheduleBlock(b, t, 8);
+  CHECK(narrow.cycle[push] >= 1100 / 2);
+}
+
+TEST_CASE("compiler_params.schedule_lookahead reaches the kernel IR") {
+  auto call = [](int64_t lookahead) {
+    dsl::CallConfig c;
+    c.name = "copy";
+    c.grid = {1};
+    c.out_shapes = {{{8, 128}, dsl::F32, "y"}};
+    auto map = [](const dsl::GridIndex&) { return std::vector<dsl::Scalar>{0, 0}; };
+    c.in_specs = {dsl::BlockSpec({8, 128}, map)};
+    c.out_specs = {dsl::BlockSpec({8, 128}, map)};
+    c.compiler_params.schedule_lookahead = lookahead;
+    return dsl::pallas_call([](const std::vector<dsl::Ref>& r) { r[1].store(r[0].load()); }, c)
+        .trace({{{8, 128}, dsl::F32, "x"}});
+  };
+  auto k = call(6144);
+  CHECK(k->scheduleLookahead == 6144);
+  CHECK(llo::printKernel(*k).find("schedule_lookahead=6144") != std::string::npos);
+  // The default prints nothing (the IR of every other kernel is unchanged).
+  CHECK(llo::printKernel(*call(0)).find("schedule_lookahead") == std::string::npos);
+  CHECK_THROWS_AS(call(-1), dsl::Error);
+}
