@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -135,12 +136,38 @@ struct TileKey {
   }
 };
 thread_local std::map<TileKey, Value*>* tileCse = nullptr;
+// The same op on the same tile values, from two nodes (a bf16 operand widened
+// once per user, a constant splat per use): one value per tile. Keyed by the
+// node kind, op, dtype, constant bits and operand values.
+using OpKey = std::vector<int64_t>;
+thread_local std::map<OpKey, Value*>* tileOpCse = nullptr;
 struct TileCseScope {
   std::map<TileKey, Value*> map;
+  std::map<OpKey, Value*> ops;
   std::map<TileKey, Value*>* saved;
-  TileCseScope() : saved(tileCse) { tileCse = &map; }
-  ~TileCseScope() { tileCse = saved; }
+  std::map<OpKey, Value*>* savedOps;
+  TileCseScope() : saved(tileCse), savedOps(tileOpCse) {
+    tileCse = &map;
+    tileOpCse = &ops;
+  }
+  ~TileCseScope() {
+    tileCse = saved;
+    tileOpCse = savedOps;
+  }
 };
+
+Value* cseOp(const ArrayNode& n, std::initializer_list<Value*> operands,
+             const std::function<Value*()>& make) {
+  if (!tileOpCse) return make();
+  OpKey key{int64_t(n.kind), int64_t(n.op), int64_t(n.dtype), int64_t(n.bits),
+            reinterpret_cast<int64_t>(n.scalar)};
+  for (Value* v : operands) key.push_back(reinterpret_cast<int64_t>(v));
+  auto it = tileOpCse->find(key);
+  if (it != tileOpCse->end()) return it->second;
+  Value* v = make();
+  (*tileOpCse)[key] = v;
+  return v;
+}
 
 Value* emitTileUncached(const NodePtr& np, const TileAt& at);
 
@@ -175,9 +202,11 @@ Value* emitTileUncached(const NodePtr& np, const TileAt& at) {
     case Kind::View:
       return emitView(n, at);
     case Kind::Splat:
-      if (n.scalar)
-        return b.create(OpKind::VSplat, {n.scalar}, {Type::tile(n.dtype)}, {}, n.dtype)->result();
-      return b.vconst(n.bits, n.dtype);
+      return cseOp(n, {}, [&] {
+        if (n.scalar)
+          return b.create(OpKind::VSplat, {n.scalar}, {Type::tile(n.dtype)}, {}, n.dtype)->result();
+        return b.vconst(n.bits, n.dtype);
+      });
     case Kind::Iota: {
       bool rows = n.op == 0;
       if (rows ? at.bcastRows : at.bcastCols) return b.vconst(0, DType::S32);
@@ -189,32 +218,52 @@ Value* emitTileUncached(const NodePtr& np, const TileAt& at) {
                : b.vconst(uint32_t(at.colTile * kLanesI), DType::S32);
       return b.vbin(llo::VecBin::Add, idx, off);
     }
-    case Kind::Unary:
-      return b.vun(llo::VecUn(n.op), child(0));
+    case Kind::Unary: {
+      Value* x = child(0);
+      return cseOp(n, {x}, [&] { return b.vun(llo::VecUn(n.op), x); });
+    }
     case Kind::Binary: {
       Value* x = child(0);
       Value* y = child(1);
-      return b.vbin(llo::VecBin(n.op), x, y);
+      return cseOp(n, {x, y}, [&] { return b.vbin(llo::VecBin(n.op), x, y); });
     }
     case Kind::Compare: {
       Value* x = child(0);
       Value* y = child(1);
-      return b.create(OpKind::VCmp, {x, y}, {Type::mask()}, {n.op})->result();
+      return cseOp(n, {x, y}, [&] {
+        return b.create(OpKind::VCmp, {x, y}, {Type::mask()}, {n.op})->result();
+      });
     }
     case Kind::MaskOp: {
       Value* x = child(0);
       Value* y = child(1);
-      return b.create(OpKind::MaskBinary, {x, y}, {Type::mask()}, {n.op})->result();
+      return cseOp(n, {x, y}, [&] {
+        return b.create(OpKind::MaskBinary, {x, y}, {Type::mask()}, {n.op})->result();
+      });
     }
     case Kind::Select: {
       Value* c = child(0);
       Value* x = child(1);
       Value* y = child(2);
-      return b.create(OpKind::VSelect, {c, x, y}, {x->type})->result();
+      return cseOp(n, {c, x, y}, [&] {
+        return b.create(OpKind::VSelect, {c, x, y}, {x->type})->result();
+      });
     }
-    case Kind::Cast:
-      if (n.op == 1) return b.vbitcast(child(0), n.dtype);
-      return b.vcast(child(0), n.dtype);
+    case Kind::Cast: {
+      // bf16 -> f32 of a constant is exact: the f32 constant, no widening per tile.
+      const ArrayNode& c = *n.args[0];
+      if (n.op == 0 && n.dtype == DType::F32 && c.kind == Kind::Splat && !c.scalar &&
+          c.dtype == DType::Bf16) {
+        ArrayNode f;
+        f.kind = Kind::Splat;
+        f.dtype = DType::F32;
+        f.bits = (c.bits & 0xFFFFu) << 16;
+        return cseOp(f, {}, [&] { return b.vconst(f.bits, DType::F32); });
+      }
+      Value* x = child(0);
+      if (n.op == 1) return cseOp(n, {x}, [&] { return b.vbitcast(x, n.dtype); });
+      return cseOp(n, {x}, [&] { return b.vcast(x, n.dtype); });
+    }
     case Kind::Dot:
       return emitTile(emitDot(np), at);
     case Kind::LaneRoll: {
@@ -418,6 +467,52 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
           Value* t = emitTile(value, at);
           storeTile(t, dst, rowOff, tj, valid, std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
         }
+      },
+      rowUnrollFor(colTiles));
+}
+
+void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& values,
+                const Loc& loc) {
+  locate(loc);
+  if (dsts.empty() || dsts.size() != values.size())
+    fail(loc, fmt::format("store_together needs one array per ref ({} refs, {} arrays)",
+                          dsts.size(), values.size()));
+  const RefWindow& d0 = dsts.front();
+  for (size_t k = 0; k < dsts.size(); ++k) {
+    const RefWindow& dst = dsts[k];
+    const ArrayNode& v = *values[k];
+    if (dst.rows != d0.rows || dst.cols != d0.cols)
+      fail(loc, fmt::format("store_together needs windows of one shape ([{},{}] and [{},{}])",
+                            d0.rows, d0.cols, dst.rows, dst.cols));
+    if (v.dtype == DType::Pred) fail(loc, "cannot store a boolean array (use where)");
+    if (v.dtype != dst.ref->type.dtype)
+      fail(loc, fmt::format("storing a {} array into a {} ref (use astype)",
+                            isa::dtypeName(v.dtype), dst.ref->type.str()));
+    if (!(v.rows == dst.rows || v.rows == 1) || !(v.cols == dst.cols || v.cols == 1))
+      fail(loc, fmt::format("storing a [{},{}] array into a [{},{}] window", v.rows, v.cols,
+                            dst.rows, dst.cols));
+  }
+  const int64_t colTiles = (d0.cols + kLanesI - 1) / kLanesI;
+  std::vector<std::unique_ptr<UnrollIfTiles>> unroll;
+  for (const NodePtr& v : values) {
+    unroll.push_back(std::make_unique<UnrollIfTiles>(v));
+    emitDotsOf(v);
+  }
+  // One walk over the row tiles for every value: what the values share is
+  // computed once per tile, in registers (separate stores would each recompute
+  // it, or read it back from a VMEM temporary written by a loop of its own).
+  forEachRowTile(
+      d0.rows,
+      [&](Value* rowOff, int valid) {
+        TileCseScope cse;
+        for (int64_t tj = 0; tj < colTiles; ++tj)
+          for (size_t k = 0; k < dsts.size(); ++k) {
+            const ArrayNode& v = *values[k];
+            const RefWindow& dst = dsts[k];
+            TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
+            storeTile(emitTile(values[k], at), dst, rowOff, tj, valid,
+                      std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
+          }
       },
       rowUnrollFor(colTiles));
 }

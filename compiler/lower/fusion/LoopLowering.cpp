@@ -92,9 +92,17 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
   return finishKernel(
       g, plan,
       [r, roots, rootEmb, nIn, leadAxis, leadBlock, unroll](const std::vector<dsl::Ref>& refs) {
+        // Every output in one tile loop: what they share (the sigmoid of a
+        // SwiGLU backward) is computed once per tile, never stored in VMEM.
+        r->keepSharedInRegisters();
         auto storeAll = [&] {
-          for (size_t k = 0; k < roots.size(); ++k)
-            r->store(refs[nIn + k], r->emit(roots[k], rootEmb, refs));
+          std::vector<dsl::Ref> outs;
+          std::vector<dsl::Array> values;
+          for (size_t k = 0; k < roots.size(); ++k) {
+            outs.push_back(refs[nIn + k]);
+            values.push_back(r->emit(roots[k], rootEmb, refs));
+          }
+          r->storeTogether(outs, values);
         };
         if (leadBlock == 1) {
           storeAll();
