@@ -319,6 +319,10 @@ int64_t rowUnrollFor(int64_t colTiles) {
 // exp + reduce_sum of f32[262144,128] on v6e, 1,701,525 -> 624,201 cycles).
 constexpr int64_t kLaneReduceRowUnroll = 8;
 
+// Tiles per loop body of a sublane (axis 0) reduction, over all its column
+// tiles: enough independent chains to hide one tile's latency.
+constexpr int64_t kSublaneReduceTiles = 32;
+
 uint32_t identityBits(llo::Reduce k, DType d) {
   if (k == llo::Reduce::Sum) return 0;
   return d == DType::F32 ? 0xFF800000u : 0x80000000u;  // -inf / INT32_MIN
@@ -657,16 +661,47 @@ NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, boo
   for (int64_t tj = 0; tj < colTiles; ++tj)
     b.create(OpKind::VStore, {b.vconst(ident, d), acc, iconst(0), iconst(tj * kLanesI)}, {},
              {0xFF, kLanesI});
-  forEachRowTile(n.rows, [&](Value* rowOff, int valid) {
-    for (int64_t tj = 0; tj < colTiles; ++tj) {
-      Value* t = emitTile(a, TileAt{rowOff, tj, valid, false, false});
-      t = maskTile(t, valid, kLanesI, ident);
-      Value* col = iconst(tj * kLanesI);
-      Value* prev =
-          b.create(OpKind::VLoad, {acc, iconst(0), col}, {Type::tile(d)}, {1, 0xFF})->result();
-      b.create(OpKind::VStore, {combine(prev, t), acc, iconst(0), col}, {}, {0xFF, kLanesI});
+  // Row tiles in groups of `group` per loop body: each column's accumulator is
+  // loaded once per group, the group's tiles folded into it in row order (the
+  // order of one tile per body, so the same sums), and stored once. The tiles'
+  // chains overlap instead of each waiting for the last one's store.
+  const int64_t full = n.rows / kSublanesI;
+  int64_t group = std::max<int64_t>(1, std::min<int64_t>(kSublaneReduceTiles / colTiles, full));
+  while (full % group) --group;
+  if (unrollRowTiles > 0) group = std::max<int64_t>(1, full);  // Tiles: constant rows
+  auto rowGroup = [&](const std::vector<std::pair<Value*, int>>& tiles) {
+    std::vector<std::vector<Value*>> ts(tiles.size());
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      TileCseScope cse;  // a row tile's column tiles share its lane-broadcast tiles
+      for (int64_t tj = 0; tj < colTiles; ++tj) {
+        Value* t = emitTile(a, TileAt{tiles[i].first, tj, tiles[i].second, false, false});
+        ts[i].push_back(maskTile(t, tiles[i].second, kLanesI, ident));
+      }
     }
-  });
+    for (int64_t tj = 0; tj < colTiles; ++tj) {
+      Value* col = iconst(tj * kLanesI);
+      Value* sum =
+          b.create(OpKind::VLoad, {acc, iconst(0), col}, {Type::tile(d)}, {1, 0xFF})->result();
+      for (size_t i = 0; i < tiles.size(); ++i) sum = combine(sum, ts[i][size_t(tj)]);
+      b.create(OpKind::VStore, {sum, acc, iconst(0), col}, {}, {0xFF, kLanesI});
+    }
+  };
+  if (full > group) {
+    llo::Op* loop =
+        builder().forLoop(iconst(0), iconst(full * kSublanesI), kSublanesI * group, "row");
+    inBlock(&loop->regions[0], [&] {
+      Value* row = loop->regions[0].args[0];
+      std::vector<std::pair<Value*, int>> tiles;
+      for (int64_t k = 0; k < group; ++k)
+        tiles.emplace_back(k == 0 ? row : add(row, iconst(k * kSublanesI)), int(kSublanesI));
+      rowGroup(tiles);
+    });
+  } else if (full > 0) {
+    std::vector<std::pair<Value*, int>> tiles;
+    for (int64_t k = 0; k < full; ++k) tiles.emplace_back(iconst(k * kSublanesI), int(kSublanesI));
+    rowGroup(tiles);
+  }
+  if (int64_t rem = n.rows % kSublanesI) rowGroup({{iconst(full * kSublanesI), int(rem)}});
   for (int64_t tj = 0; tj < colTiles; ++tj) {
     Value* col = iconst(tj * kLanesI);
     Value* t = b.create(OpKind::VLoad, {acc, iconst(0), col}, {Type::tile(d)}, {1, 0xFF})->result();
