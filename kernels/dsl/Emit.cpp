@@ -156,9 +156,24 @@ struct TileCseScope {
   }
 };
 
+// Off while an expression with compares is emitted: shared operands let the
+// scheduler hoist its compares, and the 8 mask registers are not spilled
+// (the rng's 64-bit pair arithmetic ran out).
+thread_local int opCseOff = 0;
+bool hasMasks(const NodePtr& n, std::set<const ArrayNode*>& seen);
+struct OpCseUnlessMasks {
+  bool off;
+  explicit OpCseUnlessMasks(const std::vector<NodePtr>& values) : off(false) {
+    std::set<const ArrayNode*> seen;
+    for (const NodePtr& v : values) off = off || hasMasks(v, seen);
+    opCseOff += off;
+  }
+  ~OpCseUnlessMasks() { opCseOff -= off; }
+};
+
 Value* cseOp(const ArrayNode& n, std::initializer_list<Value*> operands,
              const std::function<Value*()>& make) {
-  if (!tileOpCse) return make();
+  if (!tileOpCse || opCseOff > 0) return make();
   OpKey key{int64_t(n.kind), int64_t(n.op), int64_t(n.dtype), int64_t(n.bits),
             reinterpret_cast<int64_t>(n.scalar)};
   for (Value* v : operands) key.push_back(reinterpret_cast<int64_t>(v));
@@ -227,19 +242,17 @@ Value* emitTileUncached(const NodePtr& np, const TileAt& at) {
       Value* y = child(1);
       return cseOp(n, {x, y}, [&] { return b.vbin(llo::VecBin(n.op), x, y); });
     }
+    // Masks are not shared between nodes: a mask held longer takes one of the 8
+    // mask registers, which are not spilled (int64 pair division ran out).
     case Kind::Compare: {
       Value* x = child(0);
       Value* y = child(1);
-      return cseOp(n, {x, y}, [&] {
-        return b.create(OpKind::VCmp, {x, y}, {Type::mask()}, {n.op})->result();
-      });
+      return b.create(OpKind::VCmp, {x, y}, {Type::mask()}, {n.op})->result();
     }
     case Kind::MaskOp: {
       Value* x = child(0);
       Value* y = child(1);
-      return cseOp(n, {x, y}, [&] {
-        return b.create(OpKind::MaskBinary, {x, y}, {Type::mask()}, {n.op})->result();
-      });
+      return b.create(OpKind::MaskBinary, {x, y}, {Type::mask()}, {n.op})->result();
     }
     case Kind::Select: {
       Value* c = child(0);
@@ -310,6 +323,14 @@ void forEachRowTile(int64_t rows, const std::function<void(Value*, int)>& fn, in
 // tiles in flight, the width at which an element-wise row already was unrolled.
 int64_t rowUnrollFor(int64_t colTiles) {
   return std::max<int64_t>(1, 8 / std::max<int64_t>(1, colTiles));
+}
+
+bool hasMasks(const NodePtr& n, std::set<const ArrayNode*>& seen) {
+  if (!seen.insert(n.get()).second) return false;
+  if (n->kind == Kind::Compare || n->kind == Kind::MaskOp) return true;
+  for (const NodePtr& x : n->args)
+    if (hasMasks(x, seen)) return true;
+  return false;
 }
 
 // Distinct nodes of an expression (its DAG), up to `limit`.
@@ -496,6 +517,7 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
                           dst.cols));
   int64_t colTiles = (dst.cols + kLanesI - 1) / kLanesI;
   UnrollIfTiles unroll(value);
+  OpCseUnlessMasks opCse({value});
   emitDotsOf(value);
   forEachRowTile(
       dst.rows,
@@ -532,6 +554,7 @@ void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& 
                             dst.rows, dst.cols));
   }
   const int64_t colTiles = (d0.cols + kLanesI - 1) / kLanesI;
+  OpCseUnlessMasks opCse(values);
   std::vector<std::unique_ptr<UnrollIfTiles>> unroll;
   for (const NodePtr& v : values) {
     unroll.push_back(std::make_unique<UnrollIfTiles>(v));
@@ -645,6 +668,7 @@ NodePtr tilesNode(std::vector<Value*> tiles, int64_t rows, int64_t cols, DType d
 
 NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, bool inVregs) {
   UnrollIfTiles unroll(a);
+  OpCseUnlessMasks opCse({a});
   const ArrayNode& n = *a;
   DType d = n.dtype;
   if (d != DType::F32 && d != DType::S32)
@@ -702,6 +726,10 @@ NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, boo
   // chains overlap instead of each waiting for the last one's store.
   const int64_t full = n.rows / kSublanesI;
   int64_t group = std::max<int64_t>(1, std::min<int64_t>(kSublaneReduceTiles / colTiles, full));
+  // Masks in the tiles (compares): one tile per body, as the 8 mask registers
+  // are not spilled (the rng's 64-bit pair arithmetic ran out with 4 tiles).
+  std::set<const ArrayNode*> seenMasks;
+  if (hasMasks(a, seenMasks)) group = 1;
   while (full % group) --group;
   if (unrollRowTiles > 0) group = std::max<int64_t>(1, full);  // Tiles: constant rows
   auto rowGroup = [&](const std::vector<std::pair<Value*, int>>& tiles) {
