@@ -37,6 +37,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "compiler/hlo/HloPrinter.h"
 #include "compiler/passes/FusionBuilder.h"
 #include "compiler/passes/FusionRules.h"
 #include "compiler/passes/HloPass.h"
@@ -79,6 +80,50 @@ bool isMergeableLoop(const HloInstruction& inst) {
     if (!isLoopFusible(*i) || isLaneShuffle(*i) || isMajorDimsTranspose(*i)) return false;
   }
   return true;
+}
+
+// `inner` (a fused instruction whose operands are now `ops`, in the merged
+// body) computes outer `x`: the same element-wise op and attributes, each
+// operand the parameter standing for x's operand. Element-wise ops only: their
+// attributes (a compare's direction) must match too.
+bool computesSame(const HloInstruction& inner, const std::vector<HloInstruction*>& ops,
+                  const HloInstruction& x,
+                  const std::unordered_map<const HloInstruction*, HloInstruction*>& param) {
+  if (x.opcode() != inner.opcode() || !hlo::isElementwise(x.opcode()) || x.hasSideEffect() ||
+      !(x.shape() == inner.shape()) || x.operandCount() != inner.operandCount())
+    return false;
+  for (int64_t k = 0; k < x.operandCount(); ++k) {
+    auto it = param.find(x.operand(k));
+    if (it == param.end() || it->second != ops[static_cast<size_t>(k)]) return false;
+  }
+  auto attrs = [](const HloInstruction& i) {
+    auto c = i.clone(i.name());
+    c->attrs().metadata = {};
+    return hlo::printAttributes(*c);
+  };
+  return attrs(x) == attrs(inner);
+}
+
+// Parameters no instruction reads any more (their reads replaced by
+// computesSame) are removed; the rest are numbered again in order.
+void dropUnreadParameters(HloComputation& body, std::vector<HloInstruction*>& operands) {
+  body.removeDeadInstructions();
+  std::vector<HloInstruction*> params(operands.size(), nullptr);
+  for (HloInstruction* i : body.postOrder())
+    if (i->opcode() == HloOpcode::Parameter)
+      params[static_cast<size_t>(i->attrs().parameterNumber)] = i;
+  std::vector<HloInstruction*> kept;
+  for (size_t k = 0; k < params.size(); ++k) {
+    HloInstruction* p = params[k];
+    if (!p) continue;
+    if (p->userCount() == 0) {
+      body.removeInstruction(p);
+      continue;
+    }
+    p->attrs().parameterNumber = static_cast<int64_t>(kept.size());
+    kept.push_back(operands[k]);
+  }
+  operands = std::move(kept);
 }
 
 struct Key {
@@ -194,6 +239,18 @@ class MultiOutputFusionPass : public HloPass {
       operands.push_back(outer);
       return param[outer] = body->addInstruction(std::move(p));
     };
+    // What the merged kernel reads anyway: a member's fused copy of one of
+    // these (an add both recomputed from its operands and read by another
+    // member) becomes that read, and its operands' reads may go.
+    std::vector<HloInstruction*> outerReads;
+    for (HloInstruction* m : group)
+      for (HloInstruction* op : m->operands()) outerReads.push_back(op);
+    auto readInstead = [&](const HloInstruction& i,
+                           const std::vector<HloInstruction*>& ops) -> HloInstruction* {
+      for (HloInstruction* x : outerReads)
+        if (computesSame(i, ops, *x, param)) return parameterFor(x);
+      return nullptr;
+    };
     std::vector<HloInstruction*> roots;
     std::vector<hlo::Shape> shapes;
     for (HloInstruction* m : group) {
@@ -213,6 +270,11 @@ class MultiOutputFusionPass : public HloPass {
         }
         std::vector<HloInstruction*> ops;
         for (HloInstruction* op : i->operands()) ops.push_back(copy.at(op));
+        if (i != fused->root())
+          if (HloInstruction* read = readInstead(*i, ops)) {
+            copy[i] = read;
+            continue;
+          }
         copy[i] = body->addInstruction(i->cloneWithOperands(names_->fresh(i->name()), ops));
       }
       roots.push_back(copy.at(fused->root()));
@@ -221,6 +283,7 @@ class MultiOutputFusionPass : public HloPass {
     HloInstruction* root = body->addInstruction(
         HloInstruction::create(HloOpcode::Tuple, names_->fresh("tuple"), tupleShape, roots));
     body->setRoot(root);
+    dropUnreadParameters(*body, operands);
 
     HloComputation* bodyPtr = module_->addComputationBefore(std::move(body), &comp);
     auto fusion = HloInstruction::create(HloOpcode::Fusion, names_->fresh("fusion.multi_output"),

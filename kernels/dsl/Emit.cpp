@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -135,12 +136,53 @@ struct TileKey {
   }
 };
 thread_local std::map<TileKey, Value*>* tileCse = nullptr;
+// The same op on the same tile values, from two nodes (a bf16 operand widened
+// once per user, a constant splat per use): one value per tile. Keyed by the
+// node kind, op, dtype, constant bits and operand values.
+using OpKey = std::vector<int64_t>;
+thread_local std::map<OpKey, Value*>* tileOpCse = nullptr;
 struct TileCseScope {
   std::map<TileKey, Value*> map;
+  std::map<OpKey, Value*> ops;
   std::map<TileKey, Value*>* saved;
-  TileCseScope() : saved(tileCse) { tileCse = &map; }
-  ~TileCseScope() { tileCse = saved; }
+  std::map<OpKey, Value*>* savedOps;
+  TileCseScope() : saved(tileCse), savedOps(tileOpCse) {
+    tileCse = &map;
+    tileOpCse = &ops;
+  }
+  ~TileCseScope() {
+    tileCse = saved;
+    tileOpCse = savedOps;
+  }
 };
+
+// Off while an expression with compares is emitted: shared operands let the
+// scheduler hoist its compares, and the 8 mask registers are not spilled
+// (the rng's 64-bit pair arithmetic ran out).
+thread_local int opCseOff = 0;
+bool hasMasks(const NodePtr& n, std::set<const ArrayNode*>& seen);
+struct OpCseUnlessMasks {
+  bool off;
+  explicit OpCseUnlessMasks(const std::vector<NodePtr>& values) : off(false) {
+    std::set<const ArrayNode*> seen;
+    for (const NodePtr& v : values) off = off || hasMasks(v, seen);
+    opCseOff += off;
+  }
+  ~OpCseUnlessMasks() { opCseOff -= off; }
+};
+
+Value* cseOp(const ArrayNode& n, std::initializer_list<Value*> operands,
+             const std::function<Value*()>& make) {
+  if (!tileOpCse || opCseOff > 0) return make();
+  OpKey key{int64_t(n.kind), int64_t(n.op), int64_t(n.dtype), int64_t(n.bits),
+            reinterpret_cast<int64_t>(n.scalar)};
+  for (Value* v : operands) key.push_back(reinterpret_cast<int64_t>(v));
+  auto it = tileOpCse->find(key);
+  if (it != tileOpCse->end()) return it->second;
+  Value* v = make();
+  (*tileOpCse)[key] = v;
+  return v;
+}
 
 Value* emitTileUncached(const NodePtr& np, const TileAt& at);
 
@@ -175,9 +217,11 @@ Value* emitTileUncached(const NodePtr& np, const TileAt& at) {
     case Kind::View:
       return emitView(n, at);
     case Kind::Splat:
-      if (n.scalar)
-        return b.create(OpKind::VSplat, {n.scalar}, {Type::tile(n.dtype)}, {}, n.dtype)->result();
-      return b.vconst(n.bits, n.dtype);
+      return cseOp(n, {}, [&] {
+        if (n.scalar)
+          return b.create(OpKind::VSplat, {n.scalar}, {Type::tile(n.dtype)}, {}, n.dtype)->result();
+        return b.vconst(n.bits, n.dtype);
+      });
     case Kind::Iota: {
       bool rows = n.op == 0;
       if (rows ? at.bcastRows : at.bcastCols) return b.vconst(0, DType::S32);
@@ -189,13 +233,17 @@ Value* emitTileUncached(const NodePtr& np, const TileAt& at) {
                : b.vconst(uint32_t(at.colTile * kLanesI), DType::S32);
       return b.vbin(llo::VecBin::Add, idx, off);
     }
-    case Kind::Unary:
-      return b.vun(llo::VecUn(n.op), child(0));
+    case Kind::Unary: {
+      Value* x = child(0);
+      return cseOp(n, {x}, [&] { return b.vun(llo::VecUn(n.op), x); });
+    }
     case Kind::Binary: {
       Value* x = child(0);
       Value* y = child(1);
-      return b.vbin(llo::VecBin(n.op), x, y);
+      return cseOp(n, {x, y}, [&] { return b.vbin(llo::VecBin(n.op), x, y); });
     }
+    // Masks are not shared between nodes: a mask held longer takes one of the 8
+    // mask registers, which are not spilled (int64 pair division ran out).
     case Kind::Compare: {
       Value* x = child(0);
       Value* y = child(1);
@@ -210,11 +258,25 @@ Value* emitTileUncached(const NodePtr& np, const TileAt& at) {
       Value* c = child(0);
       Value* x = child(1);
       Value* y = child(2);
-      return b.create(OpKind::VSelect, {c, x, y}, {x->type})->result();
+      return cseOp(n, {c, x, y}, [&] {
+        return b.create(OpKind::VSelect, {c, x, y}, {x->type})->result();
+      });
     }
-    case Kind::Cast:
-      if (n.op == 1) return b.vbitcast(child(0), n.dtype);
-      return b.vcast(child(0), n.dtype);
+    case Kind::Cast: {
+      // bf16 -> f32 of a constant is exact: the f32 constant, no widening per tile.
+      const ArrayNode& c = *n.args[0];
+      if (n.op == 0 && n.dtype == DType::F32 && c.kind == Kind::Splat && !c.scalar &&
+          c.dtype == DType::Bf16) {
+        ArrayNode f;
+        f.kind = Kind::Splat;
+        f.dtype = DType::F32;
+        f.bits = (c.bits & 0xFFFFu) << 16;
+        return cseOp(f, {}, [&] { return b.vconst(f.bits, DType::F32); });
+      }
+      Value* x = child(0);
+      if (n.op == 1) return cseOp(n, {x}, [&] { return b.vbitcast(x, n.dtype); });
+      return cseOp(n, {x}, [&] { return b.vcast(x, n.dtype); });
+    }
     case Kind::Dot:
       return emitTile(emitDot(np), at);
     case Kind::LaneRoll: {
@@ -263,12 +325,59 @@ int64_t rowUnrollFor(int64_t colTiles) {
   return std::max<int64_t>(1, 8 / std::max<int64_t>(1, colTiles));
 }
 
+bool hasMasks(const NodePtr& n, std::set<const ArrayNode*>& seen) {
+  if (!seen.insert(n.get()).second) return false;
+  if (n->kind == Kind::Compare || n->kind == Kind::MaskOp) return true;
+  for (const NodePtr& x : n->args)
+    if (hasMasks(x, seen)) return true;
+  return false;
+}
+
+// Distinct nodes of an expression (its DAG), up to `limit`.
+int64_t nodeCount(const NodePtr& n, std::set<const ArrayNode*>& seen, int64_t limit) {
+  if (int64_t(seen.size()) >= limit || !seen.insert(n.get()).second) return int64_t(seen.size());
+  for (const NodePtr& a : n->args) nodeCount(a, seen, limit);
+  return int64_t(seen.size());
+}
+
+// A small expression with a transcendental op (silu: the EUP takes 4 cycles a
+// tile, and one body's tail after its last one is exposed) holds 16 row tiles
+// per loop body: the tail is spread over twice the tiles. Larger expressions
+// keep 8 (16 spilled registers in the SwiGLU backward: 108,521 -> 119,586
+// cycles for [16,256,2048] on v6e).
+constexpr int64_t kSmallExpressionNodes = 40;
+bool hasTranscendental(const NodePtr& n, std::set<const ArrayNode*>& seen) {
+  if (!seen.insert(n.get()).second) return false;
+  if (n->kind == Kind::Unary) {
+    auto op = llo::VecUn(n->op);
+    if (op == llo::VecUn::Exp || op == llo::VecUn::Log || op == llo::VecUn::Tanh ||
+        op == llo::VecUn::Rsqrt || op == llo::VecUn::Rcp || op == llo::VecUn::Sqrt)
+      return true;
+  }
+  for (const NodePtr& a : n->args)
+    if (hasTranscendental(a, seen)) return true;
+  return false;
+}
+int64_t storeRowUnroll(const std::vector<NodePtr>& values, int64_t colTiles) {
+  std::set<const ArrayNode*> seen, seenT;
+  bool small = true, transcendental = false;
+  for (const NodePtr& v : values) {
+    small = small && nodeCount(v, seen, kSmallExpressionNodes + 1) <= kSmallExpressionNodes;
+    transcendental = transcendental || hasTranscendental(v, seenT);
+  }
+  return small && transcendental ? 2 * rowUnrollFor(colTiles) : rowUnrollFor(colTiles);
+}
+
 // Row tiles per loop body of a lane reduction: each row tile ends in a serial chain (its
 // column tiles folded, then an XLU lane reduction of `latency.xlu_reduce` cycles and the
 // store), so one tile per body left the XLUs idle most of the loop. 8 independent chains
 // keep both of v6e's XLUs busy; 16 spilled registers in a masked softmax max (measured:
 // exp + reduce_sum of f32[262144,128] on v6e, 1,701,525 -> 624,201 cycles).
 constexpr int64_t kLaneReduceRowUnroll = 8;
+
+// Tiles per loop body of a sublane (axis 0) reduction, over all its column
+// tiles: enough independent chains to hide one tile's latency.
+constexpr int64_t kSublaneReduceTiles = 32;
 
 uint32_t identityBits(llo::Reduce k, DType d) {
   if (k == llo::Reduce::Sum) return 0;
@@ -438,6 +547,7 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
                           dst.cols));
   int64_t colTiles = (dst.cols + kLanesI - 1) / kLanesI;
   UnrollIfTiles unroll(value);
+  OpCseUnlessMasks opCse({value});
   emitDotsOf(value);
   forEachRowTile(
       dst.rows,
@@ -449,7 +559,54 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
           storeTile(t, dst, rowOff, tj, valid, std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
         }
       },
-      rowUnrollFor(colTiles));
+      storeRowUnroll({value}, colTiles));
+}
+
+void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& values,
+                const Loc& loc) {
+  locate(loc);
+  if (dsts.empty() || dsts.size() != values.size())
+    fail(loc, fmt::format("store_together needs one array per ref ({} refs, {} arrays)",
+                          dsts.size(), values.size()));
+  const RefWindow& d0 = dsts.front();
+  for (size_t k = 0; k < dsts.size(); ++k) {
+    const RefWindow& dst = dsts[k];
+    const ArrayNode& v = *values[k];
+    if (dst.rows != d0.rows || dst.cols != d0.cols)
+      fail(loc, fmt::format("store_together needs windows of one shape ([{},{}] and [{},{}])",
+                            d0.rows, d0.cols, dst.rows, dst.cols));
+    if (v.dtype == DType::Pred) fail(loc, "cannot store a boolean array (use where)");
+    if (v.dtype != dst.ref->type.dtype)
+      fail(loc, fmt::format("storing a {} array into a {} ref (use astype)",
+                            isa::dtypeName(v.dtype), dst.ref->type.str()));
+    if (!(v.rows == dst.rows || v.rows == 1) || !(v.cols == dst.cols || v.cols == 1))
+      fail(loc, fmt::format("storing a [{},{}] array into a [{},{}] window", v.rows, v.cols,
+                            dst.rows, dst.cols));
+  }
+  const int64_t colTiles = (d0.cols + kLanesI - 1) / kLanesI;
+  OpCseUnlessMasks opCse(values);
+  std::vector<std::unique_ptr<UnrollIfTiles>> unroll;
+  for (const NodePtr& v : values) {
+    unroll.push_back(std::make_unique<UnrollIfTiles>(v));
+    emitDotsOf(v);
+  }
+  // One walk over the row tiles for every value: what the values share is
+  // computed once per tile, in registers (separate stores would each recompute
+  // it, or read it back from a VMEM temporary written by a loop of its own).
+  forEachRowTile(
+      d0.rows,
+      [&](Value* rowOff, int valid) {
+        TileCseScope cse;
+        for (int64_t tj = 0; tj < colTiles; ++tj)
+          for (size_t k = 0; k < dsts.size(); ++k) {
+            const ArrayNode& v = *values[k];
+            const RefWindow& dst = dsts[k];
+            TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
+            storeTile(emitTile(values[k], at), dst, rowOff, tj, valid,
+                      std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
+          }
+      },
+      storeRowUnroll(values, colTiles));
 }
 
 void emitStoreByColumns(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
@@ -556,6 +713,7 @@ NodePtr tilesNode(std::vector<Value*> tiles, int64_t rows, int64_t cols, DType d
 
 NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, bool inVregs) {
   UnrollIfTiles unroll(a);
+  OpCseUnlessMasks opCse({a});
   const ArrayNode& n = *a;
   DType d = n.dtype;
   if (d != DType::F32 && d != DType::S32)
@@ -607,16 +765,51 @@ NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, boo
   for (int64_t tj = 0; tj < colTiles; ++tj)
     b.create(OpKind::VStore, {b.vconst(ident, d), acc, iconst(0), iconst(tj * kLanesI)}, {},
              {0xFF, kLanesI});
-  forEachRowTile(n.rows, [&](Value* rowOff, int valid) {
-    for (int64_t tj = 0; tj < colTiles; ++tj) {
-      Value* t = emitTile(a, TileAt{rowOff, tj, valid, false, false});
-      t = maskTile(t, valid, kLanesI, ident);
-      Value* col = iconst(tj * kLanesI);
-      Value* prev =
-          b.create(OpKind::VLoad, {acc, iconst(0), col}, {Type::tile(d)}, {1, 0xFF})->result();
-      b.create(OpKind::VStore, {combine(prev, t), acc, iconst(0), col}, {}, {0xFF, kLanesI});
+  // Row tiles in groups of `group` per loop body: each column's accumulator is
+  // loaded once per group, the group's tiles folded into it in row order (the
+  // order of one tile per body, so the same sums), and stored once. The tiles'
+  // chains overlap instead of each waiting for the last one's store.
+  const int64_t full = n.rows / kSublanesI;
+  int64_t group = std::max<int64_t>(1, std::min<int64_t>(kSublaneReduceTiles / colTiles, full));
+  // Masks in the tiles (compares): one tile per body, as the 8 mask registers
+  // are not spilled (the rng's 64-bit pair arithmetic ran out with 4 tiles).
+  std::set<const ArrayNode*> seenMasks;
+  if (hasMasks(a, seenMasks)) group = 1;
+  while (full % group) --group;
+  if (unrollRowTiles > 0) group = std::max<int64_t>(1, full);  // Tiles: constant rows
+  auto rowGroup = [&](const std::vector<std::pair<Value*, int>>& tiles) {
+    std::vector<std::vector<Value*>> ts(tiles.size());
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      TileCseScope cse;  // a row tile's column tiles share its lane-broadcast tiles
+      for (int64_t tj = 0; tj < colTiles; ++tj) {
+        Value* t = emitTile(a, TileAt{tiles[i].first, tj, tiles[i].second, false, false});
+        ts[i].push_back(maskTile(t, tiles[i].second, kLanesI, ident));
+      }
     }
-  });
+    for (int64_t tj = 0; tj < colTiles; ++tj) {
+      Value* col = iconst(tj * kLanesI);
+      Value* sum =
+          b.create(OpKind::VLoad, {acc, iconst(0), col}, {Type::tile(d)}, {1, 0xFF})->result();
+      for (size_t i = 0; i < tiles.size(); ++i) sum = combine(sum, ts[i][size_t(tj)]);
+      b.create(OpKind::VStore, {sum, acc, iconst(0), col}, {}, {0xFF, kLanesI});
+    }
+  };
+  if (full > group) {
+    llo::Op* loop =
+        builder().forLoop(iconst(0), iconst(full * kSublanesI), kSublanesI * group, "row");
+    inBlock(&loop->regions[0], [&] {
+      Value* row = loop->regions[0].args[0];
+      std::vector<std::pair<Value*, int>> tiles;
+      for (int64_t k = 0; k < group; ++k)
+        tiles.emplace_back(k == 0 ? row : add(row, iconst(k * kSublanesI)), int(kSublanesI));
+      rowGroup(tiles);
+    });
+  } else if (full > 0) {
+    std::vector<std::pair<Value*, int>> tiles;
+    for (int64_t k = 0; k < full; ++k) tiles.emplace_back(iconst(k * kSublanesI), int(kSublanesI));
+    rowGroup(tiles);
+  }
+  if (int64_t rem = n.rows % kSublanesI) rowGroup({{iconst(full * kSublanesI), int(rem)}});
   for (int64_t tj = 0; tj < colTiles; ++tj) {
     Value* col = iconst(tj * kLanesI);
     Value* t = b.create(OpKind::VLoad, {acc, iconst(0), col}, {Type::tile(d)}, {1, 0xFF})->result();

@@ -19,6 +19,10 @@ struct RefWindow {
 
 // Emits the tile loop that stores `value` (broadcast to the window) into `dst`.
 void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc);
+// Stores values[k] into dsts[k] (windows of one shape) in one tile loop; a node
+// the values share is emitted once per tile.
+void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& values,
+                const Loc& loc);
 // Stores `value` into `dst` unrolled (straight-line code the scheduler can
 // interleave with what follows), column tile by column tile.
 void emitStoreByColumns(const RefWindow& dst, const NodePtr& value, const Loc& loc);

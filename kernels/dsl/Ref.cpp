@@ -277,6 +277,25 @@ void Ref::store(Slice rows, Slice cols, const Array& value, Loc loc) const {
   emitStore(w, value.node(), loc);
 }
 
+void store_together(const std::vector<Ref>& refs, const std::vector<Array>& values, Loc loc) {
+  locate(loc);
+  if (refs.empty() || refs.size() != values.size())
+    fail(loc, fmt::format("store_together needs one array per ref ({} refs, {} arrays)",
+                          refs.size(), values.size()));
+  std::vector<RefWindow> windows;
+  std::vector<NodePtr> nodes;
+  for (size_t k = 0; k < refs.size(); ++k) {
+    auto s = refs[k].shape();
+    if (s.size() < 2)
+      fail(loc, fmt::format("array access needs rank >= 2 after indexing; {} has rank {}",
+                            refs[k].value()->type.str(), s.size()));
+    if (!values[k].valid()) fail(loc, "storing an empty Array");
+    windows.push_back(windowOf(refs[k], allOf(s[s.size() - 2]), allOf(s[s.size() - 1]), loc));
+    nodes.push_back(values[k].node());
+  }
+  emitStores(windows, nodes, loc);
+}
+
 Scalar Ref::get(std::vector<Scalar> indices, Loc loc) const {
   locate(loc);
   if (space() != MemSpace::Smem)

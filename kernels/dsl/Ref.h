@@ -124,6 +124,13 @@ void semaphore_signal(const Ref& sem, int64_t inc = 1, Loc loc = Loc::here());
 void semaphore_signal(const Ref& sem, int64_t inc, Scalar device_id, Loc loc = Loc::here());
 void semaphore_wait(const Ref& sem, int64_t value = 1, Loc loc = Loc::here());
 
+// refs[k][...] = values[k] for every k, in one tile loop: the whole windows of
+// the refs (after their fixed leading indices) must have one shape. A value
+// the arrays share is computed once per tile, in registers (as within one
+// store), instead of once per store.
+void store_together(const std::vector<Ref>& refs, const std::vector<Array>& values,
+                    Loc loc = Loc::here());
+
 // Structured control flow traced into the kernel IR.
 void when(Scalar cond, const std::function<void()>& then, Loc loc = Loc::here());
 void when_else(Scalar cond, const std::function<void()>& then,

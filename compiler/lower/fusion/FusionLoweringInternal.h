@@ -174,6 +174,14 @@ class Region {
   dsl::Array load(const dsl::Ref& ref) const;
   // Stores a value into a 2-D window of `ref` (leading axes indexed 0); BOOL as s8.
   void store(const dsl::Ref& ref, const dsl::Array& value) const;
+  // Stores values[k] into refs[k] (windows of one shape) in one tile loop.
+  void storeTogether(const std::vector<dsl::Ref>& refs,
+                     const std::vector<dsl::Array>& values) const;
+  // A value read by several users is left to the per-tile CSE of the store
+  // that reads it (it is computed once per tile, in registers) instead of
+  // being materialized in VMEM by a loop of its own: for kernels whose every
+  // value is emitted by one store or store_together.
+  void keepSharedInRegisters() { sharedInRegisters_ = true; }
   // Inside a loop over the planes of a leading axis whose block holds several
   // (LoopLowering): load and store index that axis with `i` in the arrays
   // whose block spans it (0 in the others).
@@ -230,6 +238,7 @@ class Region {
   std::map<const HloInstruction*, bool> modular_;
   bool laneShufflesAllowed_ = false;
   bool shuffled_ = false;
+  bool sharedInRegisters_ = false;
   // (value, embedding) pairs analyze has walked: a shared value is walked once
   // (a long chain of word arithmetic reuses its values, so walking it as a
   // tree would take exponential time).

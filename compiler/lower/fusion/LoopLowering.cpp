@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "compiler/lower/fusion/FusionLoweringInternal.h"
 
@@ -83,30 +84,60 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
     plan.config.out_specs.push_back(r->blockSpec(rootEmb));
   }
   const size_t nIn = plan.inputs.size();
+  // Kernels with compares keep a loop per output and their shared values in
+  // VMEM: held in registers, their masks would be live together, and the 8
+  // mask registers are not spilled (the int64 pair division's quotient and
+  // remainder, the rng's 64-bit adds).
+  bool compares = false;
+  std::vector<const HloInstruction*> stack(roots.begin(), roots.end());
+  std::set<const HloInstruction*> seen;
+  while (!stack.empty() && !compares) {
+    const HloInstruction* i = stack.back();
+    stack.pop_back();
+    if (!seen.insert(i).second || g.isLeaf(i)) continue;
+    // Integer ops may lower to compares too (64-bit pairs' carries).
+    compares = i->opcode() == hlo::HloOpcode::Compare || i->opcode() == hlo::HloOpcode::Select ||
+               !hlo::isFloatingType(i->shape().type);
+    for (const HloInstruction* o : i->operands()) stack.push_back(o);
+  }
+  const bool together = !compares;
   // Planes of a few tiles each are unrolled in the lead loop, about 8 tiles
   // per trip, so their load / compute / store chains overlap (as the row
   // tiles of one big plane do).
   const int64_t planeTiles = cdiv(b.rows, 8) * cdiv(b.cols, 128);
   int64_t unroll = std::max<int64_t>(1, std::min<int64_t>(leadBlock, 8 / planeTiles));
   while (leadBlock % unroll) --unroll;
-  return finishKernel(
-      g, plan,
-      [r, roots, rootEmb, nIn, leadAxis, leadBlock, unroll](const std::vector<dsl::Ref>& refs) {
-        auto storeAll = [&] {
-          for (size_t k = 0; k < roots.size(); ++k)
-            r->store(refs[nIn + k], r->emit(roots[k], rootEmb, refs));
-        };
-        if (leadBlock == 1) {
-          storeAll();
-          return;
-        }
-        dsl::fori_loop(0, leadBlock / unroll, [&](dsl::Scalar i) {
-          for (int64_t k = 0; k < unroll; ++k) {
-            r->setLeadLoop(leadAxis, i * dsl::Scalar(unroll) + dsl::Scalar(k));
-            storeAll();
-          }
-        });
-      });
+  return finishKernel(g, plan,
+                      [r, roots, rootEmb, nIn, leadAxis, leadBlock, unroll,
+                       together](const std::vector<dsl::Ref>& refs) {
+                        // Every output in one tile loop: what they share (the sigmoid of a
+                        // SwiGLU backward) is computed once per tile, never stored in VMEM.
+                        if (together) r->keepSharedInRegisters();
+                        auto storeAll = [&] {
+                          if (!together) {
+                            for (size_t k = 0; k < roots.size(); ++k)
+                              r->store(refs[nIn + k], r->emit(roots[k], rootEmb, refs));
+                            return;
+                          }
+                          std::vector<dsl::Ref> outs;
+                          std::vector<dsl::Array> values;
+                          for (size_t k = 0; k < roots.size(); ++k) {
+                            outs.push_back(refs[nIn + k]);
+                            values.push_back(r->emit(roots[k], rootEmb, refs));
+                          }
+                          r->storeTogether(outs, values);
+                        };
+                        if (leadBlock == 1) {
+                          storeAll();
+                          return;
+                        }
+                        dsl::fori_loop(0, leadBlock / unroll, [&](dsl::Scalar i) {
+                          for (int64_t k = 0; k < unroll; ++k) {
+                            r->setLeadLoop(leadAxis, i * dsl::Scalar(unroll) + dsl::Scalar(k));
+                            storeAll();
+                          }
+                        });
+                      });
 }
 
 }  // namespace tpusim::lower::detail

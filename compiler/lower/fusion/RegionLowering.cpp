@@ -569,6 +569,20 @@ void Region::store(const dsl::Ref& ref, const dsl::Array& value) const {
   r.store(v);
 }
 
+void Region::storeTogether(const std::vector<dsl::Ref>& refs,
+                           const std::vector<dsl::Array>& values) const {
+  std::vector<dsl::Ref> planes;
+  std::vector<dsl::Array> vs;
+  for (size_t k = 0; k < refs.size(); ++k) {
+    planes.push_back(plane(refs[k]));
+    dsl::Array v = values[k];
+    if (v.dtype() == dsl::BOOL)
+      v = dsl::where(v, dsl::full(1, 1, 1, dsl::S8), dsl::zeros(1, 1, dsl::S8));
+    vs.push_back(v);
+  }
+  dsl::store_together(planes, vs);
+}
+
 dsl::Array Region::emit(const HloInstruction* inst, const Embedding& emb,
                         const std::vector<dsl::Ref>& refs, const dsl::Array* hero, int64_t shift) {
   Embedding e = normalized(inst->shape(), emb);
@@ -584,7 +598,8 @@ dsl::Array Region::emit(const HloInstruction* inst, const Embedding& emb,
   // A computed value read by several users is stored once (see materialized),
   // unless recomputing it per use costs less than that store and the loads.
   bool computes = hlo::isElementwise(inst->opcode()) && !isStop(inst) && !g_->isLeaf(inst);
-  if (computes && inst->userCount() > 1 && !cheapToRecompute(inst)) a = materialized(a);
+  if (computes && inst->userCount() > 1 && !sharedInRegisters_ && !cheapToRecompute(inst))
+    a = materialized(a);
   memo_[key] = a;
   return a;
 }
