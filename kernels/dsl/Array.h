@@ -155,6 +155,12 @@ struct DotOptions {
   MxuResident resident = MxuResident::None;
   bool continue_in_mxu = false;
   bool latched = false;
+  // latched_earlier (with latched): the weights were latched in an earlier
+  // grid step and no matmul since pushed others (the flash kernel's deferred
+  // p x V). The code generator checks mxu_latch before a latched dot in
+  // program order; it cannot see a grid step's order, so it trusts this
+  // flag, and interpret mode checks the order at run time.
+  bool latched_earlier = false;
   // lhs_by_columns: an LHS that must be computed into VMEM first (a fused
   // prologue, not a plain view) is stored unrolled, column tile by column
   // tile (the order in which the MXU's K chunks read it), in the matmul's
