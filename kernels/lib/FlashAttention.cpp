@@ -340,6 +340,32 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
     return next;
   };
   std::vector<Array> c;
+  // The first iterations go straight after the score dot, in its basic
+  // block: their slabs' scores pop with the dot's first round of items, and
+  // the slabs fill the rest of the dot's drain (263 cycles of result latency
+  // and the second round's pops) instead of waiting for the loop. Blocks of
+  // 256+ keys, unmasked steps: 9 iterations with headOverlap (seq 2048
+  // 49,189 cycles; 5: 50,451, 7: 49,461, 8: 49,334, 10: 49,526, 12: 49,766,
+  // 13+: 51,896; causal 8192 -1.9% against 5); without it 5 were best (3:
+  // seq 2048 -6.4%, causal -3.5%; 1: -3.9%; with V latched after them and
+  // 1 / l in the step, 5 against 3: seq 2048 -0.9%, block_q 256 -2.0%; 4 and
+  // 6-7 do less); with one 128-key
+  // window the dot's drain is short and they cost more than they save (+0.5
+  // to +10%). Masked steps of up to 512 rows: 3 with V latched there (causal
+  // 2048 -0.8% against 1; 5: +3.7%), else 1 (3 in the diagonal step of a
+  // ragged last kv block, blocks 256, head_dim 64, needed more than the 32
+  // scalar registers); in larger ones their per-slab mask scalars can
+  // exceed the 32 scalar registers (block_q 640).
+  const int64_t maskedHead = partHead >= 0 ? partHead : latch ? 3 : 1;
+  const int64_t head = cols < 256 || (masked && rows > 512) ? 0
+                                                            : std::min<int64_t>(masked ? maskedHead
+                                                                                : headOverlap ? 9
+                                                                                              : 5,
+                                                                                groups - 2);
+  // V's latch after the first 3 of them (seq 2048 -0.6%; after 1, 2, 4 or
+  // all 5: +1.4%, +3.2%, +0.1%, +0.6%): its pushes then overlap the rest of
+  // the score dot's drain, and its loads still come after the first slabs.
+  const int64_t latchAt = std::min<int64_t>(head, kLatchAfter);
   // The prologue and the head iterations up to V's latch as work the score
   // dot hides (dsl::OverlapWithMxu): the list scheduler starts their slabs
   // as their scores pop. Else they come after the dot's ~1,200 instructions
@@ -349,7 +375,9 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // Not past the latch (its pushes are no VPU work) nor in later parts'
   // prologues (they follow a loop, not the dot).
   std::optional<OverlapWithMxu> early;
-  if (headOverlap && rowOff == 0 && pvLag == 0 && pvCarry == 0) early.emplace();
+  // Only with head iterations: with a masked step's prologue marked and
+  // no head iterations (block_q 1024, causal) the kernel took 44% longer.
+  if (headOverlap && latchAt > 0 && rowOff == 0 && pvLag == 0 && pvCarry == 0) early.emplace();
   {
     std::vector<Array> mx0, restOut;
     maxes(Scalar(rowOff), mx0);
@@ -357,28 +385,6 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
     maxes(Scalar(rowOff + kGroupRows), c);
     c.insert(c.end(), restOut.begin(), restOut.end());
   }
-  // The first iterations go straight after the score dot, in its basic
-  // block: their slabs' scores pop with the dot's first round of items, and
-  // the slabs fill the rest of the dot's drain (263 cycles of result latency
-  // and the second round's pops) instead of waiting for the loop. Blocks of
-  // 256+ keys, unmasked steps: 5 iterations (3: seq 2048 -6.4%, causal -3.5%;
-  // 1: -3.9%; with V latched after them and 1 / l in the step, 5 against 3:
-  // seq 2048 -0.9%, block_q 256 -2.0%; 4 and 6-7 do less); with one 128-key
-  // window the dot's drain is short and they cost more than they save (+0.5
-  // to +10%). Masked steps of up to 512 rows: 3 with V latched there (causal
-  // 2048 -0.8% against 1; 5: +3.7%), else 1 (3 in the diagonal step of a
-  // ragged last kv block, blocks 256, head_dim 64, needed more than the 32
-  // scalar registers); in larger ones their per-slab mask scalars can
-  // exceed the 32 scalar registers (block_q 640).
-  const int64_t maskedHead = partHead >= 0 ? partHead : latch ? 3 : 1;
-  const int64_t head = cols < 256 || (masked && rows > 512)
-                           ? 0
-                           : std::min<int64_t>(masked ? maskedHead : 5, groups - 2);
-  // V's latch after the first 3 of them (seq 2048 -0.6%; after 1, 2, 4 or
-  // all 5: +1.4%, +3.2%, +0.1%, +0.6%): its pushes then overlap the rest of
-  // the score dot's drain, and its loads still come after the first slabs.
-  const int64_t latchAt = std::min<int64_t>(head, kLatchAfter);
-  if (latchAt == 0) early.reset();
   if (latch && latchAt == 0) latch();
   for (int64_t i = 1; i < 1 + head; ++i) {
     c = iteration(Scalar(g0 + i), c);
