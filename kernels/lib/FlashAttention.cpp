@@ -349,19 +349,16 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // 13+: 51,896; causal 8192 -1.9% against 5); without it 5 were best (3:
   // seq 2048 -6.4%, causal -3.5%; 1: -3.9%; with V latched after them and
   // 1 / l in the step, 5 against 3: seq 2048 -0.9%, block_q 256 -2.0%; 4 and
-  // 6-7 do less); with one 128-key
-  // window the dot's drain is short and they cost more than they save (+0.5
-  // to +10%). Masked steps of up to 512 rows: 3 with V latched there (causal
-  // 2048 -0.8% against 1; 5: +3.7%), else 1 (3 in the diagonal step of a
-  // ragged last kv block, blocks 256, head_dim 64, needed more than the 32
-  // scalar registers); in larger ones their per-slab mask scalars can
-  // exceed the 32 scalar registers (block_q 640).
+  // 6-7 do less); with one 128-key window the dot's drain is short and they
+  // cost more than they save (+0.5 to +10%). Masked steps of up to 512 rows: 3 with V latched there
+  // (causal 2048 -0.8% against 1; 5: +3.7%), else 1 (3 in the diagonal step of a ragged last kv
+  // block, blocks 256, head_dim 64, needed more than the 32 scalar registers); in larger ones their
+  // per-slab mask scalars can exceed the 32 scalar registers (block_q 640).
   const int64_t maskedHead = partHead >= 0 ? partHead : latch ? 3 : 1;
-  const int64_t head = cols < 256 || (masked && rows > 512) ? 0
-                                                            : std::min<int64_t>(masked ? maskedHead
-                                                                                : headOverlap ? 9
-                                                                                              : 5,
-                                                                                groups - 2);
+  const int64_t unmaskedHead = headOverlap ? 9 : 5;
+  const int64_t head = cols < 256 || (masked && rows > 512)
+                           ? 0
+                           : std::min<int64_t>(masked ? maskedHead : unmaskedHead, groups - 2);
   // V's latch after the first 3 of them (seq 2048 -0.6%; after 1, 2, 4 or
   // all 5: +1.4%, +3.2%, +0.1%, +0.6%): its pushes then overlap the rest of
   // the score dot's drain, and its loads still come after the first slabs.
@@ -604,8 +601,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
 
   auto body = [=](const std::vector<Ref>& r) {
     Ref q = r[0].at(0), k = r[1].at(0), v = r[2].at(0), o = r[3].at(0);
-    OnlineSoftmax sm0(std::vector<Ref>(r.begin() + 4, r.end()), bq, bk, d);
-    OnlineSoftmax& sm = sm0;
+    OnlineSoftmax sm(std::vector<Ref>(r.begin() + 4, r.end()), bq, bk, d);
     // Causal too: the last step of a q block is a masked one, whose p x V
     // now streams through latched V as well (causal 2048 -1.0%; +0.1% when
     // masked steps pushed V after the slab loop).
@@ -713,14 +709,14 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     // pending: the step before left its p x V to this one; defer: this one
     // leaves its own to the next.
     auto step = [&](bool lastRagged, bool maskCausal, bool pending, bool defer) {
-      OnlineSoftmax sm = sm0;
-      if (pending) sm.pvPrev = v.load();
-      sm.pvDefer = defer;
+      OnlineSoftmax st = sm;
+      if (pending) st.pvPrev = v.load();
+      st.pvDefer = defer;
       // Masked blocks keep update: their per-slab mask scalars, unrolled
       // over a whole step, can need more than the 32 scalar registers.
       if (chunked && !lastRagged && !maskCausal) {
         auto vRows = [&](int64_t k0, int64_t w) { return v.load(ds(k0, w), ds(0, d)); };
-        sm.updateChunked(q, k, scoreFn(false, false), vRows, chunk, prm.mxuSize);
+        st.updateChunked(q, k, scoreFn(false, false), vRows, chunk, prm.mxuSize);
         return;
       }
       Array vv = v.load();
@@ -743,11 +739,11 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // grid's counters spill.
       if (latch && maskCausal && !lastRagged && prm.causalParts > 1 && bq == bk &&
           OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts)) {
-        sm.updateDiagonal(
+        st.updateDiagonal(
             q.load(), k.load(), [&] { return scoreFn(false, true, true); }, vv, prm.causalParts);
         return;
       }
-      sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal,
+      st.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal,
                 latch, maskCausal ? 0 : prm.pvLag, maskCausal ? 0 : prm.pvCarry);
     };
     // Deferred p x V (pvNext): a step below the diagonal (unmasked, V
