@@ -145,8 +145,8 @@ enum class MxuResident { None, Keep, Store };
 // dot with `latched` then streams its LHS through those weights with no
 // pushes (so a loop can issue small dots against weights latched before it)
 // and adds the chunks' results in k order on the VPU, the MXU's own order.
-// The latched weights last until the next dot without `latched` (or the grid
-// step's end): interpret mode reads them from its model of the MXUs, so a
+// The latched weights last until the next dot without `latched` (across grid
+// steps too): interpret mode reads them from its model of the MXUs, so a
 // dot between mxu_latch and a latched dot is an error there. Needs N <=
 // mxu.size = 128 lanes and K <= mxu.count x mxu.size (codegen checks).
 struct DotOptions {
