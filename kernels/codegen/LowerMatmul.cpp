@@ -54,7 +54,7 @@ MOperand I(int64_t v) { return MOperand::imm(v); }
 }  // namespace
 
 void Lowerer::lowerMatmul(const llo::Op& op) {
-  if (op.ints.size() > 7 && op.ints[7] == 1) return lowerMatmulLatched(op);
+  if (op.ints.size() > 7 && op.ints[7] >= 1) return lowerMatmulLatched(op);
   latched_ = {0, 0};  // this matmul's weight pushes replace them
   auto views = llo::opViews(op);
   int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2];

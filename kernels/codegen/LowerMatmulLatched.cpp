@@ -130,6 +130,9 @@ void Lowerer::popSumStore(const RefPlace& dstP, const ScalarVal& dst0, int64_t M
 void Lowerer::checkLatched(const llo::Op& op, int64_t K, int64_t N) const {
   checkLatchable(op, K, N);
   if (latched_ == std::pair<int64_t, int64_t>{K, N}) return;
+  // Latched in an earlier grid step (DotOptions::latched_earlier): the grid's
+  // order is a run-time one, which interpret mode checks.
+  if (op.kind == llo::OpKind::Matmul && op.ints.size() > 7 && op.ints[7] == 2) return;
   std::string text = llo::printOp(op);
   throw CodegenError(fmt::format(
       "{}:{}: error: cannot compile '{}': no {}x{} weights latched before it (mxu_latch, "

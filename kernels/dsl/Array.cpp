@@ -407,6 +407,8 @@ Array dot(const Array& a, const Array& b, DotOptions options, Loc loc) {
   if (k != kb)
     fail(loc, fmt::format("dot of {} and {}: contracting dimensions differ ({} vs {})", desc(a),
                           desc(b), k, kb));
+  if (options.latched_earlier && !options.latched)
+    fail(loc, fmt::format("dot of {} and {}: latched_earlier needs latched", desc(a), desc(b)));
   if (options.latched && (a.dtype() != BF16 || options.transpose_lhs || options.transpose_rhs ||
                           options.resident != MxuResident::None || options.continue_in_mxu))
     fail(loc, fmt::format("dot of {} and {}: a latched dot is bf16, not transposed and not "

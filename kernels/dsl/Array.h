@@ -145,8 +145,8 @@ enum class MxuResident { None, Keep, Store };
 // dot with `latched` then streams its LHS through those weights with no
 // pushes (so a loop can issue small dots against weights latched before it)
 // and adds the chunks' results in k order on the VPU, the MXU's own order.
-// The latched weights last until the next dot without `latched` (or the grid
-// step's end): interpret mode reads them from its model of the MXUs, so a
+// The latched weights last until the next dot without `latched` (across grid
+// steps too): interpret mode reads them from its model of the MXUs, so a
 // dot between mxu_latch and a latched dot is an error there. Needs N <=
 // mxu.size = 128 lanes and K <= mxu.count x mxu.size (codegen checks).
 struct DotOptions {
@@ -155,6 +155,12 @@ struct DotOptions {
   MxuResident resident = MxuResident::None;
   bool continue_in_mxu = false;
   bool latched = false;
+  // latched_earlier (with latched): the weights were latched in an earlier
+  // grid step and no matmul since pushed others (the flash kernel's deferred
+  // p x V). The code generator checks mxu_latch before a latched dot in
+  // program order; it cannot see a grid step's order, so it trusts this
+  // flag, and interpret mode checks the order at run time.
+  bool latched_earlier = false;
   // lhs_by_columns: an LHS that must be computed into VMEM first (a fused
   // prologue, not a plain view) is stored unrolled, column tile by column
   // tile (the order in which the MXU's K chunks read it), in the matmul's

@@ -475,7 +475,7 @@ NodePtr emitDot(const NodePtr& np) {
   ops.push_back(rhs.ref);
   for (Value* i : viewIndices(rhs, rhs.row0, rhs.col0)) ops.push_back(i);
   std::vector<int64_t> ints{n.rows, n.cols, k, n.dot.transpose_lhs, n.dot.transpose_rhs, 0};
-  if (n.dot.latched) ints.insert(ints.end(), {0, 1});
+  if (n.dot.latched) ints.insert(ints.end(), {0, n.dot.latched_earlier ? 2 : 1});
   if (scale) appendMatmulScale(scale, &ops, &ints);
   builder().create(OpKind::Matmul, ops, {}, ints);
   NodePtr v = viewOf(out, n.rows, n.cols);

@@ -213,7 +213,7 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
     ints[5] = rhs.dot.continue_in_mxu ? 2 : 0;
     ints.push_back(rhs.dot.resident == MxuResident::Keep ? 1 : 2);
   }
-  if (rhs.dot.latched) ints.insert(ints.end(), {0, 1});
+  if (rhs.dot.latched) ints.insert(ints.end(), {0, rhs.dot.latched_earlier ? 2 : 1});
   if (sumMode) {
     ints.resize(8, 0);
     ints.push_back(sumMode);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 namespace tpusim::kernels::lib {
 
@@ -102,6 +103,9 @@ void OnlineSoftmax::init() const {
 
 void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreOf, const Array& v,
                            bool scoreOnce, bool latchV, int64_t pvLag, int64_t pvCarry) const {
+  if (pvDefer && !(cols <= 1024 && latchV && pvLag == 0 && pvCarry == 0))
+    throw Error("error: online softmax: a deferred p x V needs V latched, no in-loop p x V");
+  previousPv();
   s.store(dot(q, k, {false, true}));
   // Up to 1024 key columns (8 score vregs per slab) a slab keeps its scaled (and
   // masked) scores, weights, row max and alpha in registers: p goes to VMEM only
@@ -117,7 +121,8 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
                 acc.load(ds(r0, n), ds(0, d)) +
                     dot(pb.load(ds(r0, n), ds(0, cols)), v, {.latched = true}));
     };
-    slabsInVregs(scoreOf, scoreOnce, pv, pvLag, pvCarry, [&] { mxu_latch(v); });
+    slabsInVregs(scoreOf, scoreOnce, pvDefer ? PvFn() : PvFn(pv), pvLag, pvCarry,
+                 [&] { mxu_latch(v); });
     reciprocalL();
     return;
   }
@@ -162,6 +167,8 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
 void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
                                    const std::function<ScoreFn()>& makeScore, const Array& v,
                                    int64_t parts) const {
+  if (pvDefer) throw Error("error: online softmax: the diagonal step's p x V is not deferred");
+  previousPv();
   s.store(dot(q, k, {false, true}));
   // Made after the dot in program order: its hoisted vregs made before it
   // held registers through it (causal 2048 +19%).
@@ -185,6 +192,19 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
             acc.load(ds(0, rows), ds(0, d)) +
                 dot(pb.load(ds(0, rows), ds(0, cols)), v, {.latched = true}));
   reciprocalL();
+}
+
+// The step before deferred its p x V (pvDefer): acc += its pb x its V, still
+// latched on the MXUs, first in this step's first basic block, so that the
+// MXUs stream it while K^T's pushes for this step's score dot go to the
+// weight staging, and the score dot's result latency and the softmax after
+// it overlap its pops. acc gets the same sum in the same order as at the end
+// of that step (this step's rescale comes after it), so the bits are equal.
+void OnlineSoftmax::previousPv() const {
+  if (!pvPrev.valid()) return;
+  acc.store(ds(0, rows), ds(0, d),
+            acc.load(ds(0, rows), ds(0, d)) + dot(pb.load(ds(0, rows), ds(0, cols)), pvPrev,
+                                                  {.latched = true, .latched_earlier = true}));
 }
 
 // alpha = 1 / l for finish (rcpInUpdate): straight-line after the step's
@@ -320,6 +340,44 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
     return next;
   };
   std::vector<Array> c;
+  // The first iterations go straight after the score dot, in its basic
+  // block: their slabs' scores pop with the dot's first round of items, and
+  // the slabs fill the rest of the dot's drain (263 cycles of result latency
+  // and the second round's pops) instead of waiting for the loop. Blocks of
+  // 256+ keys, unmasked steps: 9 iterations with headOverlap (seq 2048
+  // 49,189 cycles; 5: 50,451, 7: 49,461, 8: 49,334, 10: 49,526, 12: 49,766,
+  // 13+: 51,896; causal 8192 -1.9% against 5); without it 5 were best (3:
+  // seq 2048 -6.4%, causal -3.5%; 1: -3.9%; with V latched after them and
+  // 1 / l in the step, 5 against 3: seq 2048 -0.9%, block_q 256 -2.0%; 4 and
+  // 6-7 do less); with one 128-key window the dot's drain is short and they
+  // cost more than they save (+0.5 to +10%). Masked steps of up to 512 rows: 3 with V latched there
+  // (causal 2048 -0.8% against 1; 5: +3.7%), else 1 (3 in the diagonal step of a ragged last kv
+  // block, blocks 256, head_dim 64, needed more than the 32 scalar registers); in larger ones their
+  // per-slab mask scalars can exceed the 32 scalar registers (block_q 640).
+  const int64_t maskedHead = partHead >= 0 ? partHead : latch ? 3 : 1;
+  const int64_t unmaskedHead = headOverlap ? 9 : 5;
+  const int64_t head = cols < 256 || (masked && rows > 512)
+                           ? 0
+                           : std::min<int64_t>(masked ? maskedHead : unmaskedHead, groups - 2);
+  // V's latch after the first 3 of them (seq 2048 -0.6%; after 1, 2, 4 or
+  // all 5: +1.4%, +3.2%, +0.1%, +0.6%): its pushes then overlap the rest of
+  // the score dot's drain, and its loads still come after the first slabs.
+  const int64_t latchAt = std::min<int64_t>(head, kLatchAfter);
+  // The prologue and the head iterations up to V's latch as work the score
+  // dot hides (dsl::OverlapWithMxu): the list scheduler starts their slabs
+  // as their scores pop. Else they come after the dot's ~1,200 instructions
+  // in program order, past its 640-instruction lookahead for new values, and
+  // start only once the dot's second round of pops is under way (the EUP's
+  // first exp ~230 bundles after the first slab's scores are stored).
+  // Not past the latch (its pushes are no VPU work) nor in later parts'
+  // prologues (they follow a loop, not the dot).
+  std::optional<OverlapWithMxu> early;
+  // Only with head iterations (a masked step's prologue marked with none,
+  // block_q 1024 causal: +44%), and not in masked steps: in the 7B prefill
+  // (tpuc) the diagonal step's second loop then took 287 bundles per trip
+  // instead of 123 (another scalar interval spilled), its flash call +18%.
+  if (headOverlap && !masked && latchAt > 0 && rowOff == 0 && pvLag == 0 && pvCarry == 0)
+    early.emplace();
   {
     std::vector<Array> mx0, restOut;
     maxes(Scalar(rowOff), mx0);
@@ -327,32 +385,13 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
     maxes(Scalar(rowOff + kGroupRows), c);
     c.insert(c.end(), restOut.begin(), restOut.end());
   }
-  // The first iterations go straight after the score dot, in its basic
-  // block: their slabs' scores pop with the dot's first round of items, and
-  // the slabs fill the rest of the dot's drain (263 cycles of result latency
-  // and the second round's pops) instead of waiting for the loop. Blocks of
-  // 256+ keys, unmasked steps: 5 iterations (3: seq 2048 -6.4%, causal -3.5%;
-  // 1: -3.9%; with V latched after them and 1 / l in the step, 5 against 3:
-  // seq 2048 -0.9%, block_q 256 -2.0%; 4 and 6-7 do less); with one 128-key
-  // window the dot's drain is short and they cost more than they save (+0.5
-  // to +10%). Masked steps of up to 512 rows: 3 with V latched there (causal
-  // 2048 -0.8% against 1; 5: +3.7%), else 1 (3 in the diagonal step of a
-  // ragged last kv block, blocks 256, head_dim 64, needed more than the 32
-  // scalar registers); in larger ones their per-slab mask scalars can
-  // exceed the 32 scalar registers (block_q 640).
-  const int64_t maskedHead = partHead >= 0 ? partHead : latch ? 3 : 1;
-  const int64_t head = cols < 256 || (masked && rows > 512)
-                           ? 0
-                           : std::min<int64_t>(masked ? maskedHead : 5, groups - 2);
-  // V's latch after the first 3 of them (seq 2048 -0.6%; after 1, 2, 4 or
-  // all 5: +1.4%, +3.2%, +0.1%, +0.6%): its pushes then overlap the rest of
-  // the score dot's drain, and its loads still come after the first slabs.
-  const int64_t latchAt = std::min<int64_t>(head, kLatchAfter);
   if (latch && latchAt == 0) latch();
   for (int64_t i = 1; i < 1 + head; ++i) {
     c = iteration(Scalar(g0 + i), c);
+    if (i == latchAt) early.reset();
     if (latch && i == latchAt) latch();
   }
+  early.reset();
   // Unmasked steps run two iterations per trip: the scheduler overlaps the
   // first one's tail (the last exps' results converted and stored, ~19
   // bundles) with the second one's head (loads, scale and subtract before the
@@ -570,6 +609,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     // now streams through latched V as well (causal 2048 -1.0%; +0.1% when
     // masked steps pushed V after the slab loop).
     sm.rcpInUpdate = prm.rcpInUpdate;
+    sm.headOverlap = prm.headOverlap;
     Scalar qi = program_id(1), kv = program_id(2);
     Scalar qStart = qi * bq, kStart = kv * bk;
     when(kv == 0, [&] { sm.init(); });
@@ -590,6 +630,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     const int64_t chunk = std::max<int64_t>(128, prm.mxuSize);
     const bool chunked =
         prm.overlap && prm.mxuSize >= 128 && d <= 128 && OnlineSoftmax::chunkedFits(bq, bk, chunk);
+    // The deferred p x V (stepAt below) streams through V latched in the
+    // step before: where every unmasked step latches it. Blocks of 96+ rows
+    // (the pipelined slab loop): a causal step's successor is then always
+    // computed (its first key is at most qStart + 1).
+    const bool pvNext = prm.pvNext && prm.latchV && prm.mxuSize == 128 && d <= 128 &&
+                        bk == 128 * prm.mxuCount && !chunked && bq >= 96 && prm.pvLag == 0 &&
+                        prm.pvCarry == 0;
     // sameStart: the step's first query row is its first key (qStart = kStart).
     auto scoreFn = [=](bool maskRagged, bool maskCausal, bool sameStart = false) {
       Array diag, scaleV, maskV;
@@ -662,12 +709,17 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         return where(valid, s, full(1, 1, OnlineSoftmax::kMaskValue));
       };
     };
-    auto step = [&](bool lastRagged, bool maskCausal) {
+    // pending: the step before left its p x V to this one; defer: this one
+    // leaves its own to the next.
+    auto step = [&](bool lastRagged, bool maskCausal, bool pending, bool defer) {
+      OnlineSoftmax st = sm;
+      if (pending) st.pvPrev = v.load();
+      st.pvDefer = defer;
       // Masked blocks keep update: their per-slab mask scalars, unrolled
       // over a whole step, can need more than the 32 scalar registers.
       if (chunked && !lastRagged && !maskCausal) {
         auto vRows = [&](int64_t k0, int64_t w) { return v.load(ds(k0, w), ds(0, d)); };
-        sm.updateChunked(q, k, scoreFn(false, false), vRows, chunk, prm.mxuSize);
+        st.updateChunked(q, k, scoreFn(false, false), vRows, chunk, prm.mxuSize);
         return;
       }
       Array vv = v.load();
@@ -690,19 +742,40 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // grid's counters spill.
       if (latch && maskCausal && !lastRagged && prm.causalParts > 1 && bq == bk &&
           OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts)) {
-        sm.updateDiagonal(
+        st.updateDiagonal(
             q.load(), k.load(), [&] { return scoreFn(false, true, true); }, vv, prm.causalParts);
         return;
       }
-      sm.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal,
+      st.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal,
                 latch, maskCausal ? 0 : prm.pvLag, maskCausal ? 0 : prm.pvCarry);
+    };
+    // Deferred p x V (pvNext): a step below the diagonal (unmasked, V
+    // latched) that is not its q block's last leaves its p x V to the next
+    // step; a step after such a step adds it first. The variants are basic
+    // blocks of their own: the p x V then shares the next step's first block
+    // with its score dot.
+    auto stepAt = [&](bool lastRagged, bool maskCausal) {
+      if (!pvNext || nk == 1) return step(lastRagged, maskCausal, false, false);
+      // The step before was unmasked (kStart - bk + bk - 1 <= qStart) and
+      // so deferred; an unmasked step's predecessor always is.
+      Scalar pendingCond = causal && maskCausal ? (kv > 0) && (kStart <= qStart + 1) : kv > 0;
+      auto withPending = [&](bool pending) {
+        if (lastRagged || maskCausal) return step(lastRagged, maskCausal, pending, false);
+        // With a ragged last block this variant runs before the last step only.
+        if (raggedK) return step(lastRagged, maskCausal, pending, true);
+        when_else(
+            kv < nk - 1, [&] { step(lastRagged, maskCausal, pending, true); },
+            [&] { step(lastRagged, maskCausal, pending, false); });
+      };
+      when_else(
+          pendingCond, [&] { withPending(true); }, [&] { withPending(false); });
     };
     auto stepRagged = [&](bool maskCausal) {
       if (raggedK)
         when_else(
-            kv == nk - 1, [&] { step(true, maskCausal); }, [&] { step(false, maskCausal); });
+            kv == nk - 1, [&] { stepAt(true, maskCausal); }, [&] { stepAt(false, maskCausal); });
       else
-        step(false, maskCausal);
+        stepAt(false, maskCausal);
     };
     if (causal) {
       // Blocks entirely above the diagonal (first key after the last query) do
@@ -785,7 +858,13 @@ KernelEntry flashAttentionEntry() {
                "output pass"},
               {"causal_parts", "2",
                "causal, block_q = block_k, V latched: the diagonal step's rows in this many "
-               "parts, each skipping the key windows after all of its rows (1: off)"}};
+               "parts, each skipping the key windows after all of its rows (1: off)"},
+              {"head_overlap", "true",
+               "the slab loop's first iterations in the score dot's block (up to V's latch) as "
+               "VPU work the dot hides: they start as their scores pop"},
+              {"pv_next", "false",
+               "with latch_v, a step below the diagonal leaves its p x V to the next step, "
+               "which streams it through the still latched V before its score dot"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -804,6 +883,8 @@ KernelEntry flashAttentionEntry() {
     fp.pvCarry = p.integer("pv_carry", 0);
     fp.rcpInUpdate = p.flag("rcp_in_update");
     fp.causalParts = p.integer("causal_parts", 1);
+    fp.headOverlap = p.flag("head_overlap");
+    fp.pvNext = p.flag("pv_next");
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),

@@ -68,6 +68,15 @@ struct FlashAttentionParams {
   // this many parts, each over the keys up to its last row only
   // (OnlineSoftmax::updateDiagonal; 1: off).
   int64_t causalParts = 2;
+  // OnlineSoftmax::headOverlap.
+  bool headOverlap = true;
+  // p x V of a step below the diagonal (V latched, not the q block's last
+  // step) in the next step's first basic block, before its score dot
+  // (OnlineSoftmax::pvDefer / pvPrev): the MXUs stream it while K^T's
+  // pushes go to the weight staging, and the softmax's first slabs overlap
+  // its pops instead of the MXUs idling during the slab loop's tail.
+  // Slower so far (docs/performance.md, branch `flashpp`): off.
+  bool pvNext = false;
 };
 
 // Throws dsl::Error for an unsupported head_dim (64 or 128 ... any multiple of 8
@@ -155,6 +164,17 @@ struct OnlineSoftmax {
   // block, where the EUP idles while p x V drains, instead of in finish's
   // loop, which they bound (the same bits: finish's product is unchanged).
   bool rcpInUpdate = false;
+  // The slab loop's first iterations in the score dot's block, up to V's
+  // latch, marked as VPU work the dot hides (dsl::OverlapWithMxu).
+  bool headOverlap = false;
+  // Deferred p x V (FlashAttentionParams::pvNext): pvDefer, this step leaves
+  // its p x V to the next one (V stays latched, pb and acc hold it; update's
+  // latched register form only); pvPrev valid, the step before did: update
+  // and updateDiagonal first add its pb x V through the latched weights
+  // (pvPrev is a view of V's shape for the latched dot; its values are not
+  // read).
+  bool pvDefer = false;
+  dsl::Array pvPrev;
 
   // A large finite negative (as Pallas's DEFAULT_MASK_VALUE): a row whose
   // columns are all masked gets exp(0) weights that a later rescale removes,
@@ -190,6 +210,7 @@ struct OnlineSoftmax {
                     int64_t pvCarry = 0, const std::function<void()>& latch = nullptr) const;
   static constexpr int64_t kLatchAfter = 3;
   void reciprocalL() const;
+  void previousPv() const;
   void chunkSoftmax(const ScoreFn& score, int64_t r0, int64_t rows) const;
 };
 

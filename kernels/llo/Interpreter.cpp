@@ -56,8 +56,9 @@ struct RtValue {
 
 class Run {
  public:
-  Run(const InterpOptions& o, const GridContext& g, int64_t& counter, DeviceLink* link)
-      : opt_(o), grid_(g), counter_(counter), link_(link) {}
+  Run(const InterpOptions& o, const GridContext& g, int64_t& counter, DeviceLink* link,
+      LatchedWeights& latched)
+      : latched_(latched), opt_(o), grid_(g), counter_(counter), link_(link) {}
 
   std::vector<int32_t> function(const Function& fn, const std::vector<Arg>& args) {
     if (args.size() != fn.body.args.size())
@@ -80,6 +81,8 @@ class Run {
   }
 
  private:
+  // The MXUs' latched weights: the interpreter's, kept across grid steps.
+  LatchedWeights& latched_;
   const InterpOptions& opt_;
   const GridContext& grid_;
   int64_t& counter_;
@@ -244,14 +247,6 @@ class Run {
     return Window{buf, base};
   }
 
-  // The weights mxu_latch left on the MXUs (K chunk c on MXU c), K x N
-  // row-major; a matmul that pushes its own weights replaces them.
-  struct Latched {
-    bool valid = false;
-    int64_t K = 0, N = 0;
-    std::vector<uint32_t> w;
-  } latched_;
-
   void mxuLatch(const Op& op) {
     int64_t K = op.ints[0], N = op.ints[1];
     Window rhs = window(op, opViews(op)[0], K, N, "latched weights");
@@ -308,7 +303,7 @@ class Run {
     int64_t M = op.ints[0], N = op.ints[1], K = op.ints[2];
     bool tl = op.ints[3], tr = op.ints[4];
     const int64_t accumulate = op.ints[5];
-    const bool fromLatch = op.ints.size() > 7 && op.ints[7] == 1;
+    const bool fromLatch = op.ints.size() > 7 && op.ints[7] >= 1;
     Window dst = window(op, views[0], M, N, "destination");
     Window lhs = tl ? window(op, views[1], K, M, "lhs") : window(op, views[1], M, K, "lhs");
     Window rhs = tr ? window(op, views[2], N, K, "rhs") : window(op, views[2], K, N, "rhs");
@@ -653,7 +648,7 @@ class Run {
 
 std::vector<int32_t> Interpreter::run(const Function& fn, const std::vector<Arg>& args,
                                       const GridContext& grid) {
-  Run r(options_, grid, opsExecuted_, link_);
+  Run r(options_, grid, opsExecuted_, link_, latched_);
   return r.function(fn, args);
 }
 

@@ -77,6 +77,16 @@ struct Arg {
   static Arg ofBuffer(Buffer* b) { return Arg{0, b}; }
 };
 
+// The weights mxu_latch left on the MXUs (K chunk c on MXU c), K x N
+// row-major. The MXUs keep them from one grid step to the next (a run of the
+// body), as the hardware does; a matmul that pushes its own weights replaces
+// them.
+struct LatchedWeights {
+  bool valid = false;
+  int64_t K = 0, N = 0;
+  std::vector<uint32_t> w;
+};
+
 class Interpreter {
  public:
   explicit Interpreter(InterpOptions options = {}) : options_(options) {}
@@ -91,6 +101,7 @@ class Interpreter {
   InterpOptions options_;
   DeviceLink* link_ = nullptr;
   int64_t opsExecuted_ = 0;
+  LatchedWeights latched_;
 };
 
 }  // namespace tpusim::kernels::llo

@@ -139,7 +139,10 @@ std::string body(const Op& op) {
                          I(6) == 1   ? " resident"
                          : I(6) == 2 ? " resident-store"
                                      : "",
-                         I(7) == 1 ? " latched" : "", addendsStr(op, v));
+                         I(7) == 1   ? " latched"
+                         : I(7) == 2 ? " latched-earlier"
+                                     : "",
+                         addendsStr(op, v));
     }
     case OpKind::MxuStart:
       return fmt::format("mxu_start {} M={} N={} K={} set={}", viewStr(opViews(op)[0]), I(0), I(1),

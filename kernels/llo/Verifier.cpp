@@ -380,7 +380,8 @@ class Checker {
     for (size_t at : addends)
       if (op.operands[at]->type.dtype != DType::Bf16 || op.operands[0]->type.dtype != DType::Bf16)
         fail(op, "a sum epilogue adds bf16 addends into a bf16 destination");
-    if (latched < 0 || latched > 1) fail(op, "latched must be 0 or 1");
+    // 2: latched in an earlier grid step (not checked in program order).
+    if (latched < 0 || latched > 2) fail(op, "latched must be 0, 1 or 2");
     if (latched && (resident != 0 || op.ints[5] == 2 || op.ints[3] || op.ints[4]))
       fail(op, "a latched matmul neither transposes nor keeps its results in the MXU");
     if (op.ints[5] < 0 || op.ints[5] > 2) fail(op, "accumulate must be 0, 1 or 2");

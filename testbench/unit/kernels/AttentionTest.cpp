@@ -55,6 +55,9 @@ struct FlashCase {
   DType out;
   bool overlap = false;  // FlashAttentionParams::overlap (with mxuSize 128)
   int64_t groups = 1;
+  // V latched on v5e's four MXUs (latchV, mxuCount 4), p x V deferred to the
+  // next step (pvNext) or not.
+  bool latchV = false, pvNext = false;
 };
 
 InterpretResult runFlash(const FlashCase& c, uint64_t seed = 3, bool shuffle = true) {
@@ -69,6 +72,9 @@ InterpretResult runFlash(const FlashCase& c, uint64_t seed = 3, bool shuffle = t
   p.overlap = c.overlap;
   p.mxuSize = 128;
   p.groups = c.groups;
+  p.latchV = c.latchV;
+  p.mxuCount = c.latchV ? 4 : 0;
+  p.pvNext = c.pvNext;
   const int64_t kvh = c.bh / c.groups;
   auto q = randomBf16(size_t(c.bh * c.seqQ * c.d), seed);
   auto k = randomBf16(size_t(kvh * c.seqK * c.d), seed + 1);
@@ -151,6 +157,29 @@ TEST_CASE("flash attention's overlapped MXU phases give the same output bits") {
     c.overlap = true;
     InterpretResult over = runFlash(c);
     CHECK(over.outputs[0].words == base.outputs[0].words);
+  }
+}
+
+TEST_CASE("flash attention's p x V deferred to the next step gives the same output bits") {
+  // pvNext: a step below the diagonal leaves its p x V to the next step,
+  // which streams it through the still latched V before its score dot:
+  // three kv steps (the middle one both takes and leaves one), causal (the
+  // diagonal step takes one, the q block's last leaves none), a ragged last
+  // kv block (plain p x V there), GQA with head_dim 64, f32 output. The
+  // interpreter keeps the latched weights from one grid step to the next and
+  // refuses the dot if another matmul replaced them.
+  const FlashCase cases[] = {
+      {1, 1536, 1536, 128, 512, 512, false, BF16},
+      {1, 1536, 1536, 128, 512, 512, true, F32},
+      {1, 1000, 1300, 128, 512, 512, false, BF16},
+      {4, 1024, 1024, 64, 512, 512, true, BF16, false, 2},
+  };
+  for (FlashCase c : cases) {
+    c.latchV = true;
+    InterpretResult base = runFlash(c);
+    c.pvNext = true;
+    InterpretResult next = runFlash(c);
+    CHECK(next.outputs[0].words == base.outputs[0].words);
   }
 }
 

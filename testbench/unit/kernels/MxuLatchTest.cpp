@@ -183,3 +183,54 @@ TEST_CASE("the loop timing check sees a pop of the previous iteration's mm") {
              Catch::Contains("slot a2 not ready"));
   CHECK(codegen::checkLoopBlockTiming(body(1 + 7 + 2 * t.mxuSize), t).empty());
 }
+
+namespace {
+
+// out [64, 128] = x [64, k] . w over a grid of 2 steps: step 1 streams x
+// through the weights step 0 latched (DotOptions::latched_earlier), the way
+// the flash kernel's deferred p x V does (its dot comes first in program
+// order: the code generator cannot see the latch). `earlier` false: a plain
+// latched dot, which the code generator refuses there.
+std::unique_ptr<llo::Kernel> nextStepDot(int64_t k, bool earlier = true, bool latchFirst = true) {
+  CallConfig c;
+  c.name = "next_step_dot";
+  c.out_shapes = {{{64, 128}, F32, "out"}};
+  c.grid = {2};
+  c.compiler_params.dimension_semantics = {ARBITRARY};
+  auto whole = [](const GridIndex&) { return std::vector<Scalar>{0, 0}; };
+  c.in_specs = {BlockSpec({64, k}, whole), BlockSpec({k, 128}, whole)};
+  c.out_specs = {BlockSpec({64, 128}, whole)};
+  auto call = pallas_call(
+      [=](Ref x, Ref w, Ref o) {
+        Scalar step = program_id(0);
+        when_else(
+            step == (latchFirst ? 1 : 0),
+            [&] {
+              o.store(dot(x.load(), w.load(), {.latched = true, .latched_earlier = earlier}));
+            },
+            [&] {
+              mxu_latch(w.load());
+              o.store(zeros(64, 128));
+            });
+      },
+      c);
+  return call.trace({{{64, k}, BF16, "x"}, {{k, 128}, BF16, "w"}});
+}
+
+}  // namespace
+
+TEST_CASE("weights latched in one grid step serve a latched dot in the next") {
+  auto next = nextStepDot(512);
+  CHECK(llo::printKernel(*next).find(" latched-earlier") != std::string::npos);
+  HostArray a = interpretSeeded(*next, 6)[0];
+  HostArray b = interpretSeeded(*rowsDot(512, 128, false), 6)[0];
+  CHECK(testing::bitDifferences(b, a) == 0);
+  testing::checkSimAgainstInterpret(*next, "v5e", 6);
+  // Without the flag the code generator sees no latch before the dot.
+  codegen::TargetInfo t = testing::kernelTarget("v5e");
+  CHECK_THROWS_WITH(codegen::compileKernel(*nextStepDot(512, false), t),
+                    Catch::Contains("no 512x128 weights latched before it"));
+  // Interpret mode checks the grid's order: the dot before any latch.
+  CHECK_THROWS_WITH(interpretSeeded(*nextStepDot(512, true, false), 6),
+                    Catch::Contains("no weights latched"));
+}
