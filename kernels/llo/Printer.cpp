@@ -239,9 +239,12 @@ std::string printKernel(const Kernel& k) {
   s += fmt::format("] scalar_prefetch={}", k.numScalarPrefetch);
   // Only when set: it changes the code (and so the kernel cache's key).
   if (k.scheduleLookahead) s += fmt::format(" schedule_lookahead={}", k.scheduleLookahead);
+  if (k.tailStepsWithoutInputs)
+    s += fmt::format(" tail_steps_without_inputs={}", k.tailStepsWithoutInputs);
   s += "\n";
   auto mapping = [&](const char* what, const ArrayOperand& a, const BlockMapping* m) {
     s += fmt::format("  {} \"{}\": {}{}", what, a.name, isa::dtypeName(a.dtype), shapeStr(a.shape));
+    if (!a.strides.empty()) s += fmt::format(" strides={}", intList(a.strides));
     if (!m) {
       s += " prefetch smem\n";
       return;

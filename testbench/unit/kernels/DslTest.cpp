@@ -56,9 +56,12 @@ TEST_CASE("a prefetch lead past the grid's steps is an error naming the field") 
   }
   CompilerParams ok;
   ok.tail_steps_without_inputs = 3;
-  CHECK(addCall({128, 128}, 256, ok)
-            .trace({{{256, 256}, F32, "x"}, {{256, 256}, F32, "y"}})
-            ->tailStepsWithoutInputs == 3);
+  auto lead = addCall({128, 128}, 256, ok).trace({{{256, 256}, F32, "x"}, {{256, 256}, F32, "y"}});
+  CHECK(lead->tailStepsWithoutInputs == 3);
+  // The printed kernel is the kernel cache's key: the lead changes the code.
+  auto plain = addCall({128, 128}, 256).trace({{{256, 256}, F32, "x"}, {{256, 256}, F32, "y"}});
+  CHECK_THAT(llo::printKernel(*lead), Catch::Contains("tail_steps_without_inputs=3"));
+  CHECK(llo::printKernel(*plain).find("tail_steps_without_inputs") == std::string::npos);
 }
 
 TEST_CASE("block shapes must follow the (8,128) rule, naming the spec and shape") {
