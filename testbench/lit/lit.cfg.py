@@ -12,6 +12,14 @@ config.test_exec_root = os.path.join(config.tpusim_obj_root, "testbench", "lit")
 
 path = os.pathsep.join([config.tpusim_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
+# A tool not built yet makes its tests fail far from the cause ("FileCheck: stdin
+# is empty"): name the missing ones up front.
+_missing = [t for t in getattr(config, "tpusim_tools", [])
+            if not os.path.exists(os.path.join(config.tpusim_tools_dir, t))]
+if _missing:
+    lit_config.warning("tools not built in %s: %s; tests that run them fail. Build them first: "
+                       "ninja -C %s %s" % (config.tpusim_tools_dir, ", ".join(_missing),
+                                           config.tpusim_obj_root, " ".join(_missing)))
 # The external HLO corpus (CMake setting TPUSIM_HLO_CORPUS): tests that read it
 # say "REQUIRES: hlo-corpus" and are reported UNSUPPORTED when it is not there.
 if config.tpusim_hlo_corpus and os.path.isdir(config.tpusim_hlo_corpus):
