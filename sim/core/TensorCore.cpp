@@ -175,13 +175,15 @@ int64_t TensorCore::waitForCompletion(int64_t c, const DecodedOp* op) {
   while (completions_.empty() && signals_.empty()) {
     if (op && op->op == Opcode::SyncWait)
       waitingFor_ = fmt::format(
-          "core {} waits at bundle {} (cycle {}) in sync.wait f{}, {}: f{} is {} with {} local "
-          "DMA(s) outstanding that signal it",
-          id_, pc_, c, op->unit, op->imm[0], op->unit, flags_[size_t(op->unit)],
+          "core {} waits at bundle {} (stalled since cycle {}; checked at cycle {}) in sync.wait "
+          "f{}, {}: f{} is {} with {} local DMA(s) outstanding that signal it",
+          id_, pc_, now_, c, op->unit, op->imm[0], op->unit, flags_[size_t(op->unit)],
           flagOutstanding_[size_t(op->unit)]);
     else
-      waitingFor_ =
-          fmt::format("core {} waits at bundle {} (cycle {}) for a DMA completion", id_, pc_, c);
+      waitingFor_ = fmt::format(
+          "core {} waits at bundle {} (stalled since cycle {}; checked at cycle {}) for a DMA "
+          "completion",
+          id_, pc_, now_, c);
     if (dmaOutstanding_ == 0) {
       wait(completionEvent_);  // nothing local in flight: SystemC runs dry if nothing else wakes it
       continue;

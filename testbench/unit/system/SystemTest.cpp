@@ -358,10 +358,12 @@ TEST_CASE("a receiver that never returns a credit is a deadlock naming chips, fl
       CHECK(!r.halted);
       CHECK(r.iciSignals == 0);
       CHECK_THAT(r.fault->message, Catch::Contains("0 ICI message(s) in flight"));
-      CHECK_THAT(r.fault->message, Catch::Contains("chip 0: core 0 waits at bundle 5 (cycle "));
+      CHECK_THAT(r.fault->message,
+                 Catch::Contains("chip 0: core 0 waits at bundle 5 (stalled since cycle "));
       CHECK_THAT(r.fault->message,
                  Catch::Contains("in sync.wait f5, 1: f5 is 0 with 0 local DMA(s) outstanding"));
-      CHECK_THAT(r.fault->message, Catch::Contains("chip 1: core 0 waits at bundle 13 (cycle "));
+      CHECK_THAT(r.fault->message,
+                 Catch::Contains("chip 1: core 0 waits at bundle 13 (stalled since cycle "));
       CHECK_THAT(r.fault->message, Catch::Contains("in sync.wait f2, 1: f2 is 0"));
       CHECK(r.fault->cycle > 0);
     }
