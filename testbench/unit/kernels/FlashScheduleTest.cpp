@@ -77,17 +77,28 @@ int count(const std::string& text, const std::string& what) {
 
 // Causal 1024 x 1024 with blocks of 512 as tpu-kernel builds it for v5e
 // (V latched where block_k = 4 x 128): one step below the diagonal, two on it.
-codegen::CompiledKernel causalKernel(const codegen::TargetInfo& t, int causalParts = 2) {
+// 1024 x 1024 keys in 512 blocks on v5e's four 128-wide MXUs, V latched.
+lib::FlashAttentionParams blocks512() {
   lib::FlashAttentionParams p;
   p.blockQ = p.blockK = 512;
-  p.causal = true;
   p.latchV = true;
   p.mxuSize = 128;
   p.mxuCount = 4;
-  p.causalParts = causalParts;
+  return p;
+}
+
+codegen::CompiledKernel kernel1024(const codegen::TargetInfo& t,
+                                   const lib::FlashAttentionParams& p) {
   auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
                     .trace(lib::flashAttentionInputs(1, 1024, 1024, 128));
   return codegen::compileKernel(*kernel, t);
+}
+
+codegen::CompiledKernel causalKernel(const codegen::TargetInfo& t, int causalParts = 2) {
+  lib::FlashAttentionParams p = blocks512();
+  p.causal = true;
+  p.causalParts = causalParts;
+  return kernel1024(t, p);
 }
 
 }  // namespace
@@ -202,15 +213,9 @@ TEST_CASE("flash attention's score dot block hides more of the slab loop") {
     int head = 0, bundles = 0;
   };
   auto unmaskedStep = [&](bool headOverlap) {
-    lib::FlashAttentionParams p;
-    p.blockQ = p.blockK = 512;
-    p.latchV = true;
-    p.mxuSize = 128;
-    p.mxuCount = 4;
+    lib::FlashAttentionParams p = blocks512();
     p.headOverlap = headOverlap;
-    auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
-                      .trace(lib::flashAttentionInputs(1, 1024, 1024, 128));
-    std::string text = codegen::compileKernel(*kernel, t).machineText;
+    std::string text = kernel1024(t, p).machineText;
     // Bundle counts per block, in order.
     std::regex label(R"(^([a-z]+)\d+:\s+# bundles (\d+)\.\.(\d+))");
     std::istringstream in(text);
