@@ -80,6 +80,11 @@ void checkSizes(const char* kind, int64_t bh, int64_t sq, int64_t sk, int64_t d,
     if (t != BF16 && t != F32)
       throw Error(
           fmt::format("error: {} dtypes must be bf16 or f32, not {}", kind, isa::dtypeName(t)));
+  // -1 picks the lookahead by heads per step; any other negative is a typo,
+  // not a request for the default.
+  if (prm.scheduleLookahead < -1)
+    throw Error(fmt::format("error: {} schedule_lookahead {} must be -1 (automatic) or >= 0", kind,
+                            prm.scheduleLookahead));
   if (prm.headsPerStep < 1 || bh % prm.headsPerStep != 0)
     throw Error(
         fmt::format("error: {} heads per step {} must divide bh {}", kind, prm.headsPerStep, bh));

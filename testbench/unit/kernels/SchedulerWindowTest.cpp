@@ -5,6 +5,7 @@
 
 #include "kernels/codegen/Scheduler.h"
 #include "kernels/dsl/PallasCall.h"
+#include "kernels/lib/AttentionBackward.h"
 #include "kernels/llo/Printer.h"
 #include "testbench/unit/kernels/SimRun.h"
 
@@ -80,5 +81,17 @@ TEST_CASE("compiler_params.schedule_lookahead reaches the kernel IR") {
   CHECK(llo::printKernel(*k).find("schedule_lookahead=6144") != std::string::npos);
   // The default prints nothing (the IR of every other kernel is unchanged).
   CHECK(llo::printKernel(*call(0)).find("schedule_lookahead") == std::string::npos);
-  CHECK_THROWS_AS(call(-1), dsl::Error);
+  CHECK_THROWS_WITH(call(-1), Catch::Contains("compiler_params.schedule_lookahead = -1 must be"));
+  CHECK_THROWS_WITH(call(int64_t(1) << 21), Catch::Contains("schedule_lookahead"));
+}
+
+TEST_CASE("the attention kernels reject a negative lookahead other than -1 (automatic)") {
+  lib::AttentionBackwardParams p;
+  p.scheduleLookahead = -5;
+  CHECK_THROWS_WITH(lib::attentionBackwardCall(8, 256, 256, 128, p),
+                    Catch::Contains("schedule_lookahead -5 must be -1 (automatic) or >= 0"));
+  CHECK_THROWS_WITH(lib::attentionForwardCall(8, 256, 256, 128, p),
+                    Catch::Contains("schedule_lookahead -5"));
+  p.scheduleLookahead = -1;
+  CHECK_NOTHROW(lib::attentionBackwardCall(8, 256, 256, 128, p));
 }
