@@ -102,6 +102,9 @@ TargetInfo TargetInfo::fromChip(const target::ChipConfig& chip) {
   t.hbmBytes = chip.hbm.capacity_bytes;
   t.hbmBytesPerCycle = chip.hbmPeakBytesPerSecond() / chip.core.clock_hz;
   t.hbmInterleaveBytes = interleaveBytes(chip.hbm);
+  t.hasHbm = true;
+  t.hbm = chip.hbm;
+  t.dma = chip.dma;
   for (int i = 0; i < isa::kNumLatencyClasses; ++i)
     t.latency[i] = int(chip.latency.of(static_cast<isa::LatencyClass>(i)));
   return t;

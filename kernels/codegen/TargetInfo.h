@@ -48,6 +48,11 @@ struct TargetInfo {
   // Consecutive bytes the address mapping spreads over every channel,
   // pseudo-channel and bank group (target::HbmConfig::interleaveBytes).
   int64_t hbmInterleaveBytes = 4096;
+  // The preset's HBM and DMA sections (the tiling model's run efficiency,
+  // kernels/tiling/HbmRuns.h); hasHbm false for hand-built targets.
+  bool hasHbm = false;
+  target::HbmConfig hbm;
+  target::DmaConfig dma;
   // latency.<key> for every isa::LatencyClass
   std::array<int, isa::kNumLatencyClasses> latency{};
 

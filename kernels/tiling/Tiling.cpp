@@ -17,8 +17,17 @@ TilingTarget TilingTarget::from(const kernels::codegen::TargetInfo& t) {
   out.int8Rate = t.int8Rate;
   out.hbmBytesPerCycle = t.hbmBytesPerCycle;
   out.hbmInterleaveBytes = t.hbmInterleaveBytes;
+  if (t.hasHbm && hbmRunPricing()) {
+    out.hbmRuns = std::make_shared<const HbmRunModel>(t.hbm, t.dma);
+    out.dmaVmemBytesPerCycle = double(t.dma.vmem_bytes_per_cycle);
+  }
   out.transposeBlockCycles = 16 * int64_t(t.transposePushInterval + t.transposePopInterval);
   return out;
+}
+
+bool& hbmRunPricing() {
+  static bool on = false;
+  return on;
 }
 
 int64_t dividingBlock(int64_t n, int64_t unit, int64_t limit) {
@@ -308,12 +317,27 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // the LHS and the output too, the tiny prefill's q / k / v projections took
   // blocks that ran slower (docs/performance.md, "sibdefault").
   const bool rhsRows = target.dotRhsRunBytes <= 0 && !target.dotRhsTransposed;
-  const double lhsEff = runEfficiency(
+  double lhsEff = runEfficiency(
       target.dotLhsRunBytes > 0 ? target.dotLhsRunBytes : std::min(bk, k) * lhsInBytes, line);
-  const double rhsEff = runEfficiency(
+  double rhsEff = runEfficiency(
       target.dotRhsRunBytes > 0 ? target.dotRhsRunBytes : std::min(bn, n) * rhsInBytes, line,
       rhsRows ? n * rhsInBytes : 0);
-  const double outEff = runEfficiency(std::min(bn, n) * outBytes, line);
+  double outEff = runEfficiency(std::min(bn, n) * outBytes, line);
+  // With the preset's HBM model (HbmRuns.h; tpuc --hbm-run-model): the RHS
+  // block by its runs, stride and rows (the LHS and the output too measured
+  // slower: the tiny prefill v5e +4.6%, docs/performance.md "hbmbg").
+  if (const HbmRunModel* hbm = target.hbmRuns.get()) {
+    if (rhsRows)
+      rhsEff = hbm->efficiency(std::min(bn, n) * rhsInBytes, n * rhsInBytes, std::min(bk, k));
+    auto port = [&](int bytes) {
+      return target.dmaVmemBytesPerCycle > 0
+                 ? target.dmaVmemBytesPerCycle * double(bytes) / 4.0 / target.hbmBytesPerCycle
+                 : 1.0;
+    };
+    lhsEff = std::min(lhsEff, port(lhsInBytes));
+    rhsEff = std::min(rhsEff, port(rhsInBytes));
+    outEff = std::min(outEff, port(outBytes));
+  }
   const double lhsBlockCycles =
       bb * double(bm * bk) * lhsInBytes / lhsEff / target.hbmBytesPerCycle;
   const double rhsBlockCycles =

@@ -32,12 +32,21 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/codegen/TargetInfo.h"
+#include "kernels/tiling/HbmRuns.h"
 
 namespace tpusim::kernels::tiling {
+
+// Process-wide (tools set it once at start-up, tpuc --hbm-run-model): dot
+// blocks priced with the preset's HBM run model (HbmRuns.h) instead of the
+// interleave-line rule. Off by default: the model matches the simulator's
+// strided reads, but the tile choices it makes were slower on the tiny
+// prefill (docs/performance.md, "hbmbg").
+bool& hbmRunPricing();
 
 struct TilingTarget {
   int64_t vmemBytes = int64_t(16) << 20;
@@ -66,6 +75,11 @@ struct TilingTarget {
   // Consecutive HBM bytes the address mapping spreads over every channel,
   // pseudo-channel and bank group (target::HbmConfig::interleaveBytes).
   int64_t hbmInterleaveBytes = 4096;
+  // The preset's HBM run efficiency (HbmRuns.h), set by from() when
+  // hbmRunPricing() is on; null: the interleave-line rule (runEfficiency in
+  // Tiling.cpp).
+  std::shared_ptr<const HbmRunModel> hbmRuns;
+  double dmaVmemBytesPerCycle = 0;  // the DMA's VMEM port (0: not a limit)
   // The dot's result goes through a VMEM accumulator even with one K block
   // (an epilogue reads it); false: only when K is split (a plain dot writes
   // its output block in place, as the library matmul does).

@@ -25,6 +25,7 @@
 #include "isa/support/RunFiles.h"
 #include "isa/target/ChipLoader.h"
 #include "isa/target/ConfigError.h"
+#include "kernels/tiling/Tiling.h"
 
 namespace cl = llvm::cl;
 using namespace tpusim;
@@ -90,6 +91,12 @@ static cl::opt<bool> SiblingDots(
     cl::desc("Compile sibling dots (one LHS, results combined element-wise: a SwiGLU FFN's gate "
              "and up projections) as one kernel that runs both and applies the combination as "
              "its epilogue, where the tiling model prices it cheaper (by default a kernel each)"),
+    cl::cat(Cat));
+static cl::opt<bool> HbmRunModel(
+    "hbm-run-model",
+    cl::desc("Price dot blocks' HBM reads with the preset's HBM run model (bank groups, "
+             "channels, row activations: kernels/tiling/HbmRuns.h) instead of the "
+             "interleave-line rule (off by default: its tile choices measured slower)"),
     cl::cat(Cat));
 static cl::opt<bool> ReassociateDequantScales(
     "reassociate-dequant-scales",
@@ -201,6 +208,7 @@ int main(int argc, char** argv) {
   options.packedWeights = !NoPackedWeights;
   options.deferWriteBack = !NoDeferredWriteBack;
   passes::passOptions().fusionSiblingDots = SiblingDots;
+  kernels::tiling::hbmRunPricing() = HbmRunModel;
   passes::passOptions().reassociateDequantScales = ReassociateDequantScales;
   driver::CompileResult compiled = driver::compileHloFile(Input, chip, options);
   if (!compiled.ok()) {

@@ -7,6 +7,10 @@
 //                              of core 0, through the DMA engine (queue_depth in flight)
 //   dma-stream-all-queues      the same spread round-robin over every queue: concurrent
 //                              streams 1 descriptor apart, which meet in the same banks
+//   dma-block                  a dot's weight blocks: HBM -> VMEM descriptors of
+//                              --block-bytes in runs of --run-bytes, --stride apart,
+//                              consecutive blocks --run-bytes apart (the next N block
+//                              of the same rows), queue 0, bf16 widened as kernels do
 // Prints one line per pattern (or a Markdown table row with --markdown):
 // achieved bandwidth, % of the preset's peak, simulated HBM cycles per host CPU second.
 //
@@ -50,6 +54,15 @@ cl::opt<uint32_t> windowOpt("window",
                             cl::init(0), cl::cat(category));
 cl::opt<uint64_t> descriptorOpt("descriptor-bytes", cl::desc("dma-stream descriptor size"),
                                 cl::init(uint64_t(1) << 20), cl::cat(category));
+cl::opt<uint64_t> runOpt("run-bytes", cl::desc("dma-block: contiguous bytes per row"),
+                         cl::init(2048), cl::cat(category));
+cl::opt<uint64_t> strideOpt("stride", cl::desc("dma-block: bytes from one row to the next"),
+                            cl::init(8192), cl::cat(category));
+cl::opt<uint64_t> blockOpt("block-bytes", cl::desc("dma-block: bytes per descriptor"),
+                           cl::init(uint64_t(1) << 20), cl::cat(category));
+cl::opt<uint32_t> inFlightOpt("in-flight",
+                              cl::desc("dma-block: descriptors in flight (0: dma.queue_depth)"),
+                              cl::init(0), cl::cat(category));
 cl::opt<bool> markdownOpt("markdown", cl::desc("print Markdown table rows (no header)"),
                           cl::cat(category));
 
@@ -144,6 +157,59 @@ Result runDma(const target::ChipConfig& chip, bool allQueues) {
   return r;
 }
 
+// A dot's RHS blocks: each a descriptor of rows of runBytes, stride apart
+// (widened from bf16 as the kernels' weight copies are); block j starts at
+// column block j % (stride / runBytes) of row band j / (stride / runBytes).
+Result runBlocks(const target::ChipConfig& chip) {
+  dma::DmaEngine engine(chip, nullptr);
+  const uint64_t run = runOpt, stride = strideOpt;
+  if (run == 0 || stride < run || run % 2 != 0)
+    throw std::runtime_error("dma-block needs an even --run-bytes <= --stride");
+  const uint64_t rows = std::max<uint64_t>(blockOpt / run, 1);
+  const uint64_t vmemBlock = rows * run * 2;  // widened
+  uint64_t vmemSlots = uint64_t(chip.vmem.bytes) / vmemBlock;
+  if (vmemSlots == 0) throw std::runtime_error("--block-bytes is larger than VMEM");
+  const uint64_t perBand = stride / run;
+  isa::DmaDescriptor d;
+  d.src = isa::MemorySpace::Hbm;
+  d.dst = isa::MemorySpace::Vmem;
+  d.numDims = 2;
+  d.innerBytes = uint32_t(run);
+  d.counts = {uint32_t(rows), 1, 1};
+  d.srcStrides = {uint32_t(stride), 0, 0};
+  d.dstStrides = {uint32_t(run * 2), 0, 0};
+  d.elemBytes = 2;
+  uint64_t count = std::max<uint64_t>(bytesOpt / (rows * run), 1);
+  Result r;
+  r.pattern = fmt::format("dma-block {}/{}", run, stride);
+  double start = cpuSeconds();
+  std::vector<dma::DmaCompletion> done;
+  uint64_t issued = 0, completed = 0, now = 0, last = 0;
+  while (completed < count) {
+    while (issued < count && engine.canIssue(0, 0, now) &&
+           (inFlightOpt == 0 || issued - completed < inFlightOpt)) {
+      uint64_t band = issued / perBand, col = issued % perBand;
+      d.srcAddr = (band * rows * stride + col * run) % uint64_t(chip.hbm.capacity_bytes);
+      d.dstAddr = (issued % vmemSlots) * vmemBlock;
+      dma::DmaStatus s = engine.issue(0, 0, d, 0, now);
+      if (!s.ok()) throw std::runtime_error(s.message);
+      ++issued;
+    }
+    done.clear();
+    uint64_t t = std::max(engine.nextEventCycle(), now);
+    engine.advanceTo(t + 1, done);
+    now = t + 1;
+    completed += done.size();
+    if (!done.empty()) last = done.back().cycle;
+  }
+  r.hostSeconds = cpuSeconds() - start;
+  r.bytes = count * rows * run;
+  r.coreCycles = last + 1;
+  r.hbmCycles = engine.hbm().clocks().hbmAtOrAfterCore(r.coreCycles);
+  r.stats = engine.hbm().totalStats();
+  return r;
+}
+
 void print(const target::ChipConfig& chip, const Result& r) {
   double peak = chip.hbm.peakBytesPerSecond();
   double seconds = double(r.coreCycles) / chip.core.clock_hz;
@@ -179,12 +245,14 @@ int main(int argc, char** argv) {
     for (const std::string& p : patterns) {
       if (p == "dma-stream" || p == "dma-stream-all-queues")
         print(chip, runDma(chip, p == "dma-stream-all-queues"));
+      else if (p == "dma-block")
+        print(chip, runBlocks(chip));
       else if (p == "stream-read" || p == "stream-write" || p == "conflict")
         print(chip, runHbm(chip, p));
       else
         throw std::runtime_error("unknown --pattern '" + p +
                                  "' (stream-read, stream-write, conflict, dma-stream, "
-                                 "dma-stream-all-queues)");
+                                 "dma-stream-all-queues, dma-block)");
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpusim-hbm-bench: error: {}\n", e.what());
