@@ -40,7 +40,8 @@ cl::list<std::string> setOpt("set", cl::desc("override one field, e.g. --set hbm
                              cl::value_desc("section.field=value"), cl::cat(category));
 cl::list<std::string> patternOpt(
     "pattern",
-    cl::desc("stream-read, stream-write, conflict, dma-stream (repeatable; default all)"),
+    cl::desc("stream-read, stream-write, conflict, dma-stream, dma-stream-all-queues, dma-block "
+             "(repeatable; default all but dma-block)"),
     cl::value_desc("name"), cl::cat(category));
 cl::opt<uint64_t> bytesOpt("bytes", cl::desc("bytes each streaming pattern moves"),
                            cl::init(uint64_t(256) << 20), cl::cat(category));
