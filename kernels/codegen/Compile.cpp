@@ -906,21 +906,32 @@ uint64_t blockFingerprint(const MBlock& b) {
   return h;
 }
 
+// lookahead: the list scheduler's (the kernel's schedule_lookahead, or 0).
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState, bool drainAtStart = false);
+                           bool smemState, int64_t lookahead, bool drainAtStart = false);
 }  // namespace
 
 CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o) {
   if (o.smemBase < 0)
     throw CodegenError(
         fmt::format("kernel '{}': CompileOptions::smemBase is negative ({})", k.name, o.smemBase));
+  auto compile = [&](int64_t lookahead) {
+    try {
+      return compileOnce(k, t, o, false, lookahead);
+    } catch (const RegisterPressureError& e) {
+      if (e.cls != RegClass::Scalar) throw;
+    }
+    // Out of scalar registers: move the pipeline's state out of them.
+    return compileOnce(k, t, o, true, lookahead);
+  };
   try {
-    return compileOnce(k, t, o, false);
-  } catch (const RegisterPressureError& e) {
-    if (e.cls != RegClass::Scalar) throw;
+    return compile(k.scheduleLookahead);
+  } catch (const RegisterPressureError&) {
+    // A kernel's longer lookahead is a hint (longer register lifetimes):
+    // where its registers run out, the default's schedule.
+    if (k.scheduleLookahead <= 0) throw;
   }
-  // Out of scalar registers: move the pipeline's state out of them.
-  return compileOnce(k, t, o, true);
+  return compile(0);
 }
 
 namespace {
@@ -938,7 +949,7 @@ bool ownMemoryOverlapsDrain(const MemoryPlan& mem, const TargetInfo& t, const Dr
 }
 
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState, bool drainAtStart) {
+                           bool smemState, int64_t lookahead, bool drainAtStart) {
   if (o.standalone && (o.deferWriteBack || !o.drainBefore.empty()))
     throw CodegenError(fmt::format(
         "kernel '{}': deferred write-backs need linked kernels (standalone = false)", k.name));
@@ -973,7 +984,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   Pipeline p(k, t, o, smemState, drainAtStart, fn, mem, loops, data);
   p.build();
   mem.check();
-  if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, true);
+  if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, lookahead, true);
   for (MBlock& b : fn.blocks) b.mxuCarry = b.mxuCarry || fn.mxuCarry;
   CompiledKernel out;
   std::vector<BlockSchedule> schedules;
@@ -989,7 +1000,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
     for (size_t b = 0; b < fn.blocks.size(); ++b) {
       uint64_t f = blockFingerprint(fn.blocks[b]);
       if (spills == 0 || scheduledFingerprint[b] != f) {
-        schedules[b] = scheduleBlock(fn.blocks[b], t, int(k.scheduleLookahead));
+        schedules[b] = scheduleBlock(fn.blocks[b], t, int(lookahead));
         scheduledFingerprint[b] = f;
       }
     }
@@ -1001,7 +1012,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
       out.stats.spills += 1;
       out.stats.spillInstructions += spillRegister(fn, e.cls, e.spillCandidate, mem);
       mem.check();
-      if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, true);
+      if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, lookahead, true);
     }
   }
   std::vector<uint32_t> starts;
