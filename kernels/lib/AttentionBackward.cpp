@@ -222,6 +222,36 @@ ColSoftmax colSoftmax(const Ref& sT, int64_t rows, int64_t c0, int64_t w, double
   return out;
 }
 
+// The identity [n, n] in bf16 (n a multiple of 8), straight: `diag` is lane -
+// sublane over one tile.
+void makeIdentity(const Ref& eye, int64_t n, const Array& diag) {
+  forSlabs(
+      n,
+      [&](Scalar r0) {
+        for (int64_t c0 = 0; c0 < n; c0 += 128) {
+          const int64_t w = std::min<int64_t>(128, n - c0);
+          const Array dg = w == 128 ? diag : iota(8, w, 1) - iota(8, w, 0);
+          eye.store(ds_(r0, 8), ds_(c0, w),
+                    where(dg == splat(r0 - c0, 1, 1), full(1, 1, 1.0), full(1, 1, 0.0))
+                        .astype(BF16));
+        }
+      },
+      true);
+}
+
+// bias[i][l] (f32 [128, 128]): 0 where key i of a diagonal 128 x 128 block is
+// visible from its query l (i <= l), else the lowest float.
+void makeCausalBias(const Ref& bias, const Array& diag) {
+  forSlabs(
+      128,
+      [&](Scalar r0) {
+        bias.store(ds_(r0, 8), ds_(0, 128),
+                   where(diag >= splat(r0, 1, 1), full(1, 1, 0.0),
+                         full(1, 1, double(std::numeric_limits<float>::lowest()))));
+      },
+      true);
+}
+
 }  // namespace
 
 std::vector<ShapeDtype> attentionBackwardInputs(int64_t bh, int64_t seqQ, int64_t seqK,
@@ -333,29 +363,8 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     // output, bf16 in and out). Made per step (while the first dots run): with
     // parallel grid semantics no step is known to run first on its core.
     const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
-    forSlabs(
-        sq,
-        [&](Scalar r0) {
-          for (int64_t c0 = 0; c0 < sq; c0 += 128) {
-            const int64_t w = std::min<int64_t>(128, sq - c0);
-            const Array dg = w == 128 ? diag : iota(8, w, 1) - iota(8, w, 0);
-            eye.store(
-                ds_(r0, 8), ds_(c0, w),
-                where(dg == splat(r0 - c0, 1, 1), full(1, 1, 1.0), full(1, 1, 0.0)).astype(BF16));
-          }
-        },
-        true);
-    // bias[i][l]: 0 where key i of a diagonal 128 x 128 block is visible from
-    // its query l (i <= l), else the lowest float.
-    if (causal)
-      forSlabs(
-          128,
-          [&](Scalar r0) {
-            bias.store(ds_(r0, 8), ds_(0, 128),
-                       where(diag >= splat(r0, 1, 1), full(1, 1, 0.0),
-                             full(1, 1, double(std::numeric_limits<float>::lowest()))));
-          },
-          true);
+    makeIdentity(eye, sq, diag);
+    if (causal) makeCausalBias(bias, diag);
     // Per column window of up to 128 queries, in registers: the forward's P =
     // e / l, e = exp(x - colmax(x)), l = colsum(e), x the scaled, masked
     // scores; then dS = P * (dP - colsum(dP * P)), masked and scaled, with
