@@ -231,9 +231,9 @@ void makeIdentity(const Ref& eye, int64_t n, const Array& diag) {
         for (int64_t c0 = 0; c0 < n; c0 += 128) {
           const int64_t w = std::min<int64_t>(128, n - c0);
           const Array dg = w == 128 ? diag : iota(8, w, 1) - iota(8, w, 0);
-          eye.store(ds_(r0, 8), ds_(c0, w),
-                    where(dg == splat(r0 - c0, 1, 1), full(1, 1, 1.0), full(1, 1, 0.0))
-                        .astype(BF16));
+          eye.store(
+              ds_(r0, 8), ds_(c0, w),
+              where(dg == splat(r0 - c0, 1, 1), full(1, 1, 1.0), full(1, 1, 0.0)).astype(BF16));
         }
       },
       true);
