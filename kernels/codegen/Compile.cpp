@@ -906,21 +906,41 @@ uint64_t blockFingerprint(const MBlock& b) {
   return h;
 }
 
+// lookahead: the list scheduler's (the kernel's schedule_lookahead, or 0).
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState, bool drainAtStart = false);
+                           bool smemState, int64_t lookahead, bool drainAtStart = false);
 }  // namespace
+
+// Below this a kernel's lookahead is not tried again at half (the
+// scheduler's default is 1024).
+constexpr int64_t kFallbackLookahead = 1024;
 
 CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o) {
   if (o.smemBase < 0)
     throw CodegenError(
         fmt::format("kernel '{}': CompileOptions::smemBase is negative ({})", k.name, o.smemBase));
-  try {
-    return compileOnce(k, t, o, false);
-  } catch (const RegisterPressureError& e) {
-    if (e.cls != RegClass::Scalar) throw;
+  auto compile = [&](int64_t lookahead) {
+    try {
+      return compileOnce(k, t, o, false, lookahead);
+    } catch (const RegisterPressureError& e) {
+      if (e.cls != RegClass::Scalar) throw;
+    }
+    // Out of scalar registers: move the pipeline's state out of them.
+    return compileOnce(k, t, o, true, lookahead);
+  };
+  // A kernel's longer lookahead is a hint (longer register lifetimes): where
+  // its registers run out, 3/4 of it, down to the default's schedule (the
+  // attention backward in the 2-layer training step: 4096 ran out of scalar
+  // registers in one of its two instances; 3072 gives 116.0k cycles alone,
+  // 2048 136.0k, the default 145.7k).
+  for (int64_t lookahead = k.scheduleLookahead; lookahead > kFallbackLookahead;
+       lookahead = lookahead * 3 / 4) {
+    try {
+      return compile(lookahead);
+    } catch (const RegisterPressureError&) {
+    }
   }
-  // Out of scalar registers: move the pipeline's state out of them.
-  return compileOnce(k, t, o, true);
+  return compile(0);
 }
 
 namespace {
@@ -938,7 +958,7 @@ bool ownMemoryOverlapsDrain(const MemoryPlan& mem, const TargetInfo& t, const Dr
 }
 
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState, bool drainAtStart) {
+                           bool smemState, int64_t lookahead, bool drainAtStart) {
   if (o.standalone && (o.deferWriteBack || !o.drainBefore.empty()))
     throw CodegenError(fmt::format(
         "kernel '{}': deferred write-backs need linked kernels (standalone = false)", k.name));
@@ -973,7 +993,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   Pipeline p(k, t, o, smemState, drainAtStart, fn, mem, loops, data);
   p.build();
   mem.check();
-  if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, true);
+  if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, lookahead, true);
   for (MBlock& b : fn.blocks) b.mxuCarry = b.mxuCarry || fn.mxuCarry;
   CompiledKernel out;
   std::vector<BlockSchedule> schedules;
@@ -989,7 +1009,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
     for (size_t b = 0; b < fn.blocks.size(); ++b) {
       uint64_t f = blockFingerprint(fn.blocks[b]);
       if (spills == 0 || scheduledFingerprint[b] != f) {
-        schedules[b] = scheduleBlock(fn.blocks[b], t, int(k.scheduleLookahead));
+        schedules[b] = scheduleBlock(fn.blocks[b], t, int(lookahead));
         scheduledFingerprint[b] = f;
       }
     }
@@ -1001,7 +1021,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
       out.stats.spills += 1;
       out.stats.spillInstructions += spillRegister(fn, e.cls, e.spillCandidate, mem);
       mem.check();
-      if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, true);
+      if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, lookahead, true);
     }
   }
   std::vector<uint32_t> starts;

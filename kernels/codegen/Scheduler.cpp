@@ -35,6 +35,9 @@ bool isMm(Opcode op) { return isa::isMxuMatmul(op); }
 bool isBranch(Opcode op) {
   return op == Opcode::Jmp || op == Opcode::BrNz || op == Opcode::BrZ || op == Opcode::Loop;
 }
+// The list scheduler's lookahead when the kernel asks for none.
+constexpr int kDefaultLookahead = 1024;
+
 bool isMxuOp(Opcode op) {
   return isWPush(op) || isMm(op) || op == Opcode::MxuLatch || op == Opcode::MxuPop;
 }
@@ -371,13 +374,11 @@ std::map<std::pair<int, int>, CarriedSlot> carriedSlots(const MBlock& block) {
 BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
                            const std::vector<int>& minEntry, int lookahead);
 
-}  // namespace
-
 // An mxuLoop block is scheduled, then again with each carried pop held back
 // to where the block's length would have it (the last mm of its slot plus
 // the result latency, minus the length), so that the pops sit late and the
 // mms early; the shortest schedule wins.
-BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t, int lookahead) {
+BlockSchedule scheduleWith(const MBlock& block, const TargetInfo& t, int lookahead) {
   auto carried = carriedSlots(block);
   BlockSchedule best = scheduleOnce(block, t, {}, lookahead);
   if (carried.empty()) return best;
@@ -392,6 +393,20 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t, int lookah
     if (cur.length < best.length) best = cur;
   }
   return best;
+}
+
+}  // namespace
+
+// A kernel's longer lookahead is for its blocks of whole dots; other blocks
+// (the attention kernels' softmax loops) may schedule worse with it, as
+// longer register lifetimes hold new values back: the shorter schedule wins
+// (v6e attention backward, 64 causal heads: its softmax loops 875-953
+// bundles with 4096, 595 with the default).
+BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t, int lookahead) {
+  if (lookahead <= kDefaultLookahead) return scheduleWith(block, t, lookahead);
+  BlockSchedule base = scheduleWith(block, t, 0);
+  BlockSchedule wide = scheduleWith(block, t, lookahead);
+  return wide.length < base.length ? wide : base;
 }
 
 namespace {
@@ -604,7 +619,8 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   // instructions, e.g. the weight pushes of one MXU's next K chunk. A kernel
   // may ask for more (`lookahead`); new values then come at most 5/8 of it
   // ahead, as with the default.
-  const int kLookahead = lookahead > 0 ? lookahead : 1024, kGrowLookahead = kLookahead * 5 / 8;
+  const int kLookahead = lookahead > 0 ? lookahead : kDefaultLookahead,
+            kGrowLookahead = kLookahead * 5 / 8;
   std::priority_queue<int, std::vector<int>, std::greater<int>> deferred;
   // Every available instruction, for the oldest: a min-heap whose entries
   // leave lazily (inAvail), as each instruction becomes available once.

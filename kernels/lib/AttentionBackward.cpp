@@ -54,9 +54,10 @@ void forSlabs(int64_t rows, const std::function<void(Scalar r0)>& fn, bool strai
 // training step's pipeline the backward took 13.2k / 17.1k / 11.0k bundles per
 // step at 2048 / 4096 / 6144. With two heads per step (v4's VMEM) it does not
 // pay: forward 181.5k -> 244.1k at 4096.
-int64_t scheduleLookahead(const AttentionBackwardParams& prm) {
+int64_t scheduleLookahead(const AttentionBackwardParams& prm,
+                          int64_t wide = kAttentionScheduleLookahead) {
   if (prm.scheduleLookahead >= 0) return prm.scheduleLookahead;
-  return prm.headsPerStep >= 4 ? kAttentionScheduleLookahead : 0;
+  return prm.headsPerStep >= 4 ? wide : 0;
 }
 
 void checkSizes(const char* kind, int64_t bh, int64_t sq, int64_t sk, int64_t d,
@@ -133,6 +134,124 @@ SlabSoftmax slabSoftmax(const Ref& s, Scalar r0, int64_t cols, double scale, con
   return out;
 }
 
+// The transposed problem: scores S^T [seq_k, seq_q] with keys in rows and
+// queries in lanes, so each query's softmax statistics are column reductions:
+// row tiles folded element-wise on the VPU, then one sublane tree per column
+// window (3 XLU rotates), instead of three lane reductions (16 cycles each on
+// the XLU) per 8 query rows.
+//
+// How a row tile of 8 keys from r0 meets a causal window of w queries from c0:
+// key r0 + sublane is visible from query c0 + lane iff sublane - lane <= c0 - r0.
+enum class TileMask { None, Partial, Whole };
+TileMask tileMask(bool causal, int64_t r0, int64_t c0, int64_t w) {
+  if (!causal || c0 - r0 >= 7) return TileMask::None;
+  return c0 - r0 < -(w - 1) ? TileMask::Whole : TileMask::Partial;
+}
+
+// The softmax over the keys of one column window (queries c0 .. c0 + w) of
+// S^T, x the scaled, masked scores: e = exp(x - colmax(x)) overwrites S^T's
+// row tiles in VMEM (a window's 32 tiles held in registers spilled), inv = 1 /
+// colsum(e) in every sublane. active[t]: row tile t is not masked whole (those
+// keep their raw scores; their P and dS are 0). `fold` gets each e tile for
+// more column sums of the same pass. The folds run over four partial
+// accumulators (independent chains), combined in a fixed order.
+struct ColSoftmax {
+  std::vector<bool> active;
+  Array inv;
+};
+class Fold {
+ public:
+  explicit Fold(bool isMax) : isMax_(isMax) {}
+  void add(const Array& t) {
+    if (acc_.size() < 4) {
+      acc_.push_back(t);
+    } else {
+      Array& a = acc_[n_ % 4];
+      a = in_vregs(isMax_ ? maximum(a, t) : a + t);
+    }
+    ++n_;
+  }
+  // The partial accumulators combined pairwise: (0 + 1) + (2 + 3).
+  Array result() const {
+    std::vector<Array> acc = acc_;
+    while (acc.size() > 1) {
+      std::vector<Array> next;
+      for (size_t i = 0; i + 1 < acc.size(); i += 2)
+        next.push_back(isMax_ ? maximum(acc[i], acc[i + 1]) : acc[i] + acc[i + 1]);
+      if (acc.size() % 2) next.push_back(acc.back());
+      acc = next;
+    }
+    return in_vregs(acc.at(0));
+  }
+
+ private:
+  bool isMax_;
+  size_t n_ = 0;
+  std::vector<Array> acc_;
+};
+ColSoftmax colSoftmax(const Ref& sT, int64_t rows, int64_t c0, int64_t w, double scale,
+                      const Ref* bias,
+                      const std::function<void(size_t t, const Array& e)>& fold = nullptr) {
+  ColSoftmax out;
+  const bool causal = bias != nullptr;
+  // Constants in registers once per window, not an immediate per tile.
+  const Array scaleV = in_vregs(full(8, w, scale));
+  const size_t n = size_t(rows / 8);
+  out.active.resize(n);
+  // The mask as an added bias (0 or the lowest float; no compare, no mask
+  // register): rows r0 - c0 .. + 8 of the diagonal block's.
+  auto x = [&](size_t t) {
+    const int64_t r0 = int64_t(t) * 8;
+    Array raw = sT.load(ds_(r0, 8), ds_(c0, w)) * scaleV;
+    if (tileMask(causal, r0, c0, w) == TileMask::Partial)
+      raw = raw + bias->load(ds_(r0 - c0, 8), ds_(0, w));
+    return in_vregs(raw);
+  };
+  Fold mx(true), es(false);
+  for (size_t t = 0; t < n; ++t)
+    if ((out.active[t] = tileMask(causal, int64_t(t) * 8, c0, w) != TileMask::Whole)) mx.add(x(t));
+  const Array colMax = in_vregs(broadcast_to(max(mx.result(), 0), 8, w));
+  for (size_t t = 0; t < n; ++t) {
+    if (!out.active[t]) continue;
+    const Array e = in_vregs(exp(x(t) - colMax));
+    sT.store(ds_(int64_t(t) * 8, 8), ds_(c0, w), e);
+    es.add(e);
+    if (fold) fold(t, e);
+  }
+  out.inv = in_vregs(full(1, 1, 1.0) / broadcast_to(sum(es.result(), 0), 8, w));
+  return out;
+}
+
+// The identity [n, n] in bf16 (n a multiple of 8), straight: `diag` is lane -
+// sublane over one tile.
+void makeIdentity(const Ref& eye, int64_t n, const Array& diag) {
+  forSlabs(
+      n,
+      [&](Scalar r0) {
+        for (int64_t c0 = 0; c0 < n; c0 += 128) {
+          const int64_t w = std::min<int64_t>(128, n - c0);
+          const Array dg = w == 128 ? diag : iota(8, w, 1) - iota(8, w, 0);
+          eye.store(
+              ds_(r0, 8), ds_(c0, w),
+              where(dg == splat(r0 - c0, 1, 1), full(1, 1, 1.0), full(1, 1, 0.0)).astype(BF16));
+        }
+      },
+      true);
+}
+
+// bias[i][l] (f32 [128, 128]): 0 where key i of a diagonal 128 x 128 block is
+// visible from its query l (i <= l), else the lowest float.
+void makeCausalBias(const Ref& bias, const Array& diag) {
+  forSlabs(
+      128,
+      [&](Scalar r0) {
+        bias.store(ds_(r0, 8), ds_(0, 128),
+                   where(diag >= splat(r0, 1, 1), full(1, 1, 0.0),
+                         full(1, 1, double(std::numeric_limits<float>::lowest()))));
+      },
+      true);
+}
+
 }  // namespace
 
 std::vector<ShapeDtype> attentionBackwardInputs(int64_t bh, int64_t seqQ, int64_t seqK,
@@ -196,26 +315,28 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     c.out_specs = {BlockSpec({hs, sq, d}, map), BlockSpec({hs, sk, d}, map),
                    BlockSpec({hs, sk, d}, map)};
   }
-  // Per head: scores and dP (f32, as the MXU leaves them), P and dS (bf16, for
-  // the MXU) and the transposes P^T and dS^T [seq_k, seq_q] (bf16, rounded as
-  // the MXU's results are popped, as are dq, dk and dv: no f32 copy and no
-  // cast pass between the dot phases). Then the identity [seq_k, seq_k] the
-  // transposes are made with.
-  constexpr size_t kPerHead = 6;
+  // Per head, in the transposed form (keys in rows): S^T and dP^T (f32, as the
+  // MXU leaves them), P^T and dS^T [seq_k, seq_q] (bf16, for the MXU: the dv
+  // and dk dots' LHS as they are), and dS [seq_q, seq_k] = I dS^T^T (bf16,
+  // rounded as the MXU's results are popped, as are dq, dk and dv). Then the
+  // identity [seq_q, seq_q] dS is made with.
+  constexpr size_t kPerHead = 5;
   for (int64_t h = 0; h < hs; ++h)
-    for (const ScratchSpec& sp : {VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16), VMEM({sq, sk}, F32),
-                                  VMEM({sq, sk}, BF16), VMEM({sk, sq}, BF16), VMEM({sk, sq}, BF16)})
+    for (const ScratchSpec& sp : {VMEM({sk, sq}, F32), VMEM({sk, sq}, F32), VMEM({sk, sq}, BF16),
+                                  VMEM({sk, sq}, BF16), VMEM({sq, sk}, BF16)})
       c.scratch.push_back(sp);
-  c.scratch.push_back(VMEM({sk, sk}, BF16));
+  c.scratch.push_back(VMEM({sq, sq}, BF16));
+  c.scratch.push_back(VMEM({128, 128}, F32));  // the causal bias of a diagonal block
   c.compiler_params.dimension_semantics = {PARALLEL};
   c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
-  c.compiler_params.schedule_lookahead = scheduleLookahead(prm);
+  c.compiler_params.schedule_lookahead =
+      scheduleLookahead(prm, kAttentionBackwardScheduleLookahead);
 
   auto body = [=](const std::vector<Ref>& r) {
     // Seq-major: every head of the step is a column window of one block (col >= 0).
     struct Head {
       Ref q, k, v, dO, dq, dk, dv;
-      Ref s, pb, dp, ds, pT, dsT;
+      Ref sT, dpT, pT, dsT, ds;
       int64_t col = -1, dim = 0;
       Array load(const Ref& x, int64_t rows) const {
         return col < 0 ? x.load() : x.load(ds_(0, rows), ds_(col, dim));
@@ -226,64 +347,64 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
       const size_t b = 7 + kPerHead * size_t(h);
       const Scalar at = seqMajor ? Scalar(0) : Scalar(h);
       heads.push_back({r[0].at(at), r[1].at(at), r[2].at(at), r[3].at(at), r[4].at(at), r[5].at(at),
-                       r[6].at(at), r[b], r[b + 1], r[b + 2], r[b + 3], r[b + 4], r[b + 5],
+                       r[6].at(at), r[b], r[b + 1], r[b + 2], r[b + 3], r[b + 4],
                        seqMajor ? h * d : -1, d});
     }
     Ref eye = r[7 + kPerHead * size_t(hs)];
+    Ref bias = r[8 + kPerHead * size_t(hs)];
     auto each = [&](const std::function<void(const Head&)>& fn) {
       for (const Head& h : heads) fn(h);
     };
     each([&](const Head& h) {
-      h.s.store(dot(h.load(h.q, sq), h.load(h.k, sk), {false, true}));
-      h.dp.store(dot(h.load(h.dO, sq), h.load(h.v, sk), {false, true}));
+      h.sT.store(dot(h.load(h.k, sk), h.load(h.q, sq), {false, true}));
+      h.dpT.store(dot(h.load(h.v, sk), h.load(h.dO, sq), {false, true}));
     });
-    // lane - sublane, made once per step: key c0 + lane is visible from query
-    // r0 + sublane iff lane - sublane <= r0 - c0, one compare per score vreg.
+    // The MXU takes no transposed LHS: dS is I dS^T^T (exact: one product per
+    // output, bf16 in and out). Made per step (while the first dots run): with
+    // parallel grid semantics no step is known to run first on its core.
     const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
-    // The MXU takes no transposed LHS: P^T and dS^T are I x^T (exact: one
-    // product per output, bf16 in and out). Made per step (while the first dots
-    // run): with parallel grid semantics no step is known to run first on its core.
-    forSlabs(
-        sk,
-        [&](Scalar r0) {
-          for (int64_t c0 = 0; c0 < sk; c0 += 128)
-            eye.store(
-                ds_(r0, 8), ds_(c0, 128),
-                where(diag == splat(r0 - c0, 1, 1), full(1, 1, 1.0), full(1, 1, 0.0)).astype(BF16));
-        },
-        true);
-    // Per slab of 8 query rows, in registers: the forward's P = e / l, e =
-    // exp(x - rowmax(x)), l = rowsum(e), x the scaled, masked scores; then dS =
-    // P * (dP - rowsum(dP * P)), masked and scaled, with rowsum(dP * P) taken
-    // as rowsum(dP * e) / l so both row sums run side by side. Only P and dS in
-    // bf16 go to VMEM.
-    each([&](const Head& h) {
-      forSlabs(sq, [&](Scalar r0) {
-        const SlabSoftmax sm = slabSoftmax(h.s, r0, sk, scale, causal ? &diag : nullptr);
-        std::vector<Array> dPw;
-        Array prod;
-        for (size_t w = 0; w < sm.e.size(); ++w) {
-          Array raw = h.dp.load(ds_(r0, 8), ds_(int64_t(w) * 128, 128));
-          dPw.push_back(prm.dpType == F32 ? raw : raw.astype(prm.dpType).astype(F32));
-          Array term = dPw.back() * sm.e[w];
-          prod = prod.valid() ? prod + term : term;
+    makeIdentity(eye, sq, diag);
+    if (causal) makeCausalBias(bias, diag);
+    // Per column window of up to 128 queries, in registers: the forward's P =
+    // e / l, e = exp(x - colmax(x)), l = colsum(e), x the scaled, masked
+    // scores; then dS = P * (dP - colsum(dP * P)), masked and scaled, with
+    // colsum(dP * P) taken as colsum(dP * e) / l. Only P^T and dS^T in bf16 go
+    // to VMEM; row tiles masked whole are zeros, with no math. Straight code:
+    // the column folds are short VPU chains, so one head's softmax fills the
+    // slots the other heads' dots leave.
+    auto softmax = [&](const Head& h) {
+      const Array zero = in_vregs(full(8, 128, 0.0).astype(BF16));
+      for (int64_t c0 = 0; c0 < sq; c0 += 128) {
+        const int64_t w = std::min<int64_t>(128, sq - c0);
+        // dP is loaded in both passes (loads are cheap; live tiles are not).
+        auto dP = [&](size_t t) {
+          Array raw = h.dpT.load(ds_(int64_t(t) * 8, 8), ds_(c0, w));
+          return in_vregs(prm.dpType == F32 ? raw : raw.astype(prm.dpType).astype(F32));
+        };
+        Fold prod(false);
+        const ColSoftmax sm = colSoftmax(h.sT, sk, c0, w, scale, causal ? &bias : nullptr,
+                                         [&](size_t t, const Array& e) { prod.add(dP(t) * e); });
+        const Array colSum = in_vregs(broadcast_to(sum(prod.result(), 0), 8, w) * sm.inv);
+        const Array dsScaleV = in_vregs(full(8, w, dsScale));
+        for (size_t t = 0; t < sm.active.size(); ++t) {
+          const int64_t r0 = int64_t(t) * 8;
+          if (!sm.active[t]) {
+            const Array z = w == 128 ? zero : full(8, w, 0.0).astype(BF16);
+            h.pT.store(ds_(r0, 8), ds_(c0, w), z);
+            h.dsT.store(ds_(r0, 8), ds_(c0, w), z);
+            continue;
+          }
+          const Array p = in_vregs(h.sT.load(ds_(r0, 8), ds_(c0, w)) * sm.inv);
+          h.pT.store(ds_(r0, 8), ds_(c0, w), p.astype(BF16));
+          // Masked: p is 0 (e = exp(lowest - max)), so dS is too.
+          h.dsT.store(ds_(r0, 8), ds_(c0, w), (p * (dP(t) - colSum) * dsScaleV).astype(BF16));
         }
-        const Array rowSum = in_vregs(sum_vregs(in_vregs(prod)) * sm.inv);
-        for (size_t w = 0; w < sm.e.size(); ++w) {
-          const int64_t c0 = int64_t(w) * 128;
-          const Array p = in_vregs(sm.e[w] * sm.inv);
-          h.pb.store(ds_(r0, 8), ds_(c0, 128), p.astype(BF16));
-          Array dS = p * (dPw[w] - rowSum);
-          if (causal) dS = where(diag <= splat(r0 - c0, 1, 1), dS, full(1, 1, 0.0));
-          h.ds.store(ds_(r0, 8), ds_(c0, 128), (dS * dsScale).astype(BF16));
-        }
-      });
-    });
-    // dv = P^T dO, dk = dS^T q, dq = dS k: the dots that do not depend on each
-    // other first, their casts after them.
+      }
+    };
+    // dv = P^T dO, dk = dS^T q, dq = dS k; the dots of a head right after its
+    // softmax, so the scheduler overlaps them with the next head's.
     const bool f32Out = prm.outType == F32;
-    // An output dot: straight to the f32 output (its column window), or to
-    // the f32 scratch the cast reads.
+    // An output dot: straight to the output (its column window), rounded as popped.
     auto store = [&](const Head& h, const Ref& out, int64_t rows, const Array& value) {
       const Array v = f32Out ? value : value.astype(BF16);
       if (h.col < 0)
@@ -291,15 +412,13 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
       else
         out.store(ds_(0, rows), ds_(h.col, d), v);
     };
+    each([&](const Head& h) { fori_loop(0, 1, [&](Scalar) { softmax(h); }); });
     each([&](const Head& h) {
-      h.pT.store(dot(eye.load(), h.pb.load(), {false, true}).astype(BF16));
-      h.dsT.store(dot(eye.load(), h.ds.load(), {false, true}).astype(BF16));
-      store(h, h.dq, sq, dot(h.ds.load(), h.load(h.k, sk)));
-    });
-    each([&](const Head& h) {
+      h.ds.store(dot(eye.load(), h.dsT.load(), {false, true}).astype(BF16));
       store(h, h.dv, sk, dot(h.pT.load(), h.load(h.dO, sq)));
       store(h, h.dk, sk, dot(h.dsT.load(), h.load(h.q, sq)));
     });
+    each([&](const Head& h) { store(h, h.dq, sq, dot(h.ds.load(), h.load(h.k, sk))); });
   };
   return pallas_call(body, c);
 }
@@ -478,7 +597,7 @@ std::vector<ParamSpec> commonSpecs() {
           {"heads_per_step", "0", "heads per grid step (divides bh); 0 = auto (8, 4, 2 or 1)"},
           {"schedule_lookahead", "-1",
            "list scheduler lookahead in instructions (0: the compiler's default; -1: auto, "
-           "6144 with 4 or more heads per step)"}};
+           "6144 (backward: 4096) with 4 or more heads per step)"}};
 }
 
 }  // namespace

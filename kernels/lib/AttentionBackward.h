@@ -32,6 +32,9 @@ namespace tpusim::kernels::lib {
 // The kernels' lookahead with 4 or more heads per step (measured: 64 causal
 // heads of 256 x 256 x 128; see AttentionBackward.cpp).
 constexpr int64_t kAttentionScheduleLookahead = 6144;
+// The backward's (its transposed form; 3072 / 4096 / 5120: 116.0k / 109.0k /
+// 112.3k cycles, the last with a fallback: see AttentionBackward.cpp).
+constexpr int64_t kAttentionBackwardScheduleLookahead = 4096;
 
 struct AttentionBackwardParams {
   bool causal = false;
@@ -49,9 +52,10 @@ struct AttentionBackwardParams {
   // heads_per_step divides heads).
   int64_t heads = 0;
   // The list scheduler's lookahead (dsl::CompilerParams::schedule_lookahead;
-  // 0: its default; < 0: kAttentionScheduleLookahead with 4 or more heads per
-  // step, whose blocks are runs of whole, independent dots, each MXU's next
-  // one four dots later in program order; else the default).
+  // 0: its default; < 0: kAttentionScheduleLookahead (the backward:
+  // kAttentionBackwardScheduleLookahead) with 4 or more heads per step, whose blocks are runs of
+  // whole, independent dots, each MXU's next one four dots later in program order; else the
+  // default).
   int64_t scheduleLookahead = -1;
 };
 

@@ -95,3 +95,19 @@ TEST_CASE("the attention kernels reject a negative lookahead other than -1 (auto
   p.scheduleLookahead = -1;
   CHECK_NOTHROW(lib::attentionBackwardCall(8, 256, 256, 128, p));
 }
+
+TEST_CASE("a kernel whose lookahead runs out of registers compiles with the default") {
+  // The attention backward's 8 heads per step at 6144 need more than the 32
+  // scalar registers in the block of its output dots, even after spilling.
+  lib::AttentionBackwardParams p;
+  p.causal = true;
+  p.heads = 8;
+  p.headsPerStep = 8;
+  p.scheduleLookahead = 6144;
+  p.vmemLimitBytes = int64_t(96) << 20;
+  dsl::PallasCall call = lib::attentionBackwardCall(8, 256, 256, 128, p);
+  auto k = call.trace(lib::attentionBackwardInputs(8, 256, 256, 128, 8));
+  CHECK(k->scheduleLookahead == 6144);
+  const codegen::CompiledKernel c = compileKernel(*k, testing::kernelTarget("v6e"));
+  CHECK(c.stats.bundles > 0);
+}
