@@ -70,7 +70,19 @@ struct Stream {
   const llo::Value* bodyArg = nullptr;
   // Its first block was started by the kernel before (Prefetch.h).
   const PrefetchedStream* prefetched = nullptr;
+  // Per grid step, when the index maps are known before the run (no scalar
+  // prefetch): inputs, whether the step's block differs from the step
+  // before's (a copy is started for it); outputs, whether the step writes
+  // back (the next step's block differs, or it is the last). Empty otherwise.
+  std::vector<char> changesAt;
+  // An input whose every copy decision the pipeline takes at compile time
+  // (changesAt): its last block index is not kept in registers.
+  bool staticChange = false;
 };
+
+// What a per-step condition of the grid loop is at every step, when known
+// before the run: the branch (and the index-map code feeding it) is left out.
+enum class StepCond { Runtime, Never, Always, Valid, Last };
 
 class Pipeline {
  public:
@@ -242,6 +254,7 @@ class Pipeline {
         p.flagBase = mem_.flags("scratch " + s.str(), int(s.numElements()));
       L_.bindRef(v, p);
     }
+    for (Stream& s : streams_) s.changesAt = staticChanges(s);
     gridLoop();
   }
 
@@ -324,6 +337,49 @@ class Pipeline {
       if ((c.row < r1 && r0 < c.row + c.rows) || (c.flag >= f0 && c.flag < f1)) return true;
     return false;
   }
+  // Stream::changesAt: the index map evaluated at every grid point.
+  std::vector<char> staticChanges(const Stream& s) const {
+    const int64_t steps = k_.gridPoints();
+    if (k_.numScalarPrefetch > 0 || steps < 1) return {};
+    llo::Interpreter interp;
+    std::vector<std::vector<int32_t>> blocks;
+    std::vector<int64_t> ids(k_.grid.size(), 0);
+    for (int64_t step = 0; step < steps; ++step) {
+      std::vector<llo::Arg> args;
+      for (int64_t id : ids) args.push_back(llo::Arg::ofScalar(int32_t(id)));
+      blocks.push_back(interp.run(*s.map->indexMap, args, llo::GridContext{k_.grid, ids}));
+      for (size_t d = ids.size(); d-- > 0;) {
+        if (++ids[d] < k_.grid[d]) break;
+        ids[d] = 0;
+      }
+    }
+    std::vector<char> c(static_cast<size_t>(steps));
+    for (size_t t = 0; t < c.size(); ++t)
+      c[t] = s.output ? t + 1 == c.size() || blocks[t + 1] != blocks[t]
+                      : t == 0 || blocks[t] != blocks[t - 1];
+    return c;
+  }
+  // Classifies the condition changesAt[step + ahead] && step + ahead < steps
+  // over the loop's steps.
+  static StepCond stepCond(const Stream& s, int64_t ahead) {
+    if (s.changesAt.empty()) return StepCond::Runtime;
+    const int64_t steps = int64_t(s.changesAt.size());
+    bool never = true, always = true, valid = true, last = true;
+    for (int64_t step = 0; step < steps; ++step) {
+      const bool in = step + ahead < steps;
+      const bool c = in && s.changesAt[size_t(step + ahead)];
+      never = never && !c;
+      always = always && c;
+      valid = valid && c == in;
+      last = last && c == (step + 1 == steps);
+    }
+    if (never) return StepCond::Never;
+    if (always) return StepCond::Always;
+    if (valid) return StepCond::Valid;
+    if (last) return StepCond::Last;
+    return StepCond::Runtime;
+  }
+
   // The descriptors of output stream s's last write-back (the block at the
   // last grid point), or -1 when it is not known before the run.
   int lastWriteBackCount(const Stream& s) const {
@@ -620,8 +676,11 @@ class Pipeline {
   }
   // Starts the copy of input block `idx` into the next buffer when it differs
   // from the last one started; records it in field `k` of `pending`.
+  // With s.staticChange, `valid` is the whole condition (the caller folded
+  // the block comparison in) and no index is recorded.
   void issueInput(Stream& s, const std::vector<ScalarVal>& idx, const ScalarVal& valid, int k) {
-    ScalarVal change = L_.scalarOp(llo::ScalarBin::And, valid, differs(idx, s.idx));
+    ScalarVal change =
+        s.staticChange ? valid : L_.scalarOp(llo::ScalarBin::And, valid, differs(idx, s.idx));
     when(change, [&] {
       ScalarVal into{true, 0, {}};  // one buffer: always buffer 0
       if (s.buffers == 2) {
@@ -638,7 +697,8 @@ class Pipeline {
         ScalarVal shifted = L_.mulImm(p, int64_t(1) << (8 * k));
         L_.emit(Opcode::SOr, {s.pending, s.pending, L_.reg(shifted)});
       }
-      for (size_t d = 0; d < s.idx.size(); ++d) copy(s.idx[d], idx[d]);
+      if (!s.staticChange)
+        for (size_t d = 0; d < s.idx.size(); ++d) copy(s.idx[d], idx[d]);
     });
   }
 
@@ -678,6 +738,9 @@ class Pipeline {
         s.issue = reg();
         L_.emit(Opcode::SLi, {s.issue, I(n - 1)});
       }
+      // How far ahead of the step its copies start: n - 1 steps, or one
+      // after the body with a single buffer.
+      if (!s.output) s.staticChange = stepCond(s, std::max(n - 1, 1)) != StepCond::Runtime;
       std::vector<ScalarVal> ids(rank, ScalarVal{true, 0, {}});
       int j0 = 0;
       if (s.prefetched) {
@@ -692,7 +755,8 @@ class Pipeline {
         j0 = 1;
       }
       for (int j = j0; !s.output && j < std::max(n - 1, 1) && j < steps; ++j) {
-        issueInput(s, indexMap(s, ids), ScalarVal{true, 1, {}}, j);
+        issueInput(s, indexMap(s, ids),
+                   ScalarVal{true, s.staticChange ? int64_t(s.changesAt.at(size_t(j))) : 1, {}}, j);
         ids = advance(ids);
       }
       if (smemState_) {
@@ -711,6 +775,30 @@ class Pipeline {
     auto stepsLeft = [&](int64_t k) {  // step + k < steps
       return L_.scalarOp(llo::ScalarBin::Lt, R(step), ScalarVal{true, steps - k, {}});
     };
+    // A condition known per step (stepCond) as a value at this step.
+    auto condAt = [&](StepCond c, int64_t ahead) {
+      switch (c) {
+        case StepCond::Never:
+          return ScalarVal{true, 0, {}};
+        case StepCond::Always:
+          return ScalarVal{true, 1, {}};
+        case StepCond::Valid:
+          return stepsLeft(ahead);
+        case StepCond::Last:
+          return L_.scalarOp(llo::ScalarBin::Eq, R(step), ScalarVal{true, steps - 1, {}});
+        case StepCond::Runtime:
+          break;
+      }
+      throw CodegenError("internal: a run-time step condition has no static value");
+    };
+    // An input's copy for the step `ahead` steps on: the block comparison at
+    // compile time when it is known, none at all when it never starts one.
+    auto issueAhead = [&](Stream& s, const std::vector<ScalarVal>& at, int64_t ahead, int k) {
+      if (!s.staticChange) return issueInput(s, indexMap(s, at), stepsLeft(ahead), k);
+      const StepCond c = stepCond(s, ahead);
+      if (c == StepCond::Never) return;
+      issueInput(s, indexMap(s, at), condAt(c, ahead), k);
+    };
     // The parts of a step, per stream; with the state in SMEM each stream's
     // part runs on its own (state loaded, used, stored back), so only one
     // stream's state is in registers at a time.
@@ -718,7 +806,14 @@ class Pipeline {
       if (s.output) return;
       ScalarVal arrived = s.buffers <= 2 ? R(s.pending) : field(s.pending, 0);
       if (!arrived.isConst) arrived = R(L_.reg(arrived));
-      if (s.parts > 1) {
+      // A new block at every step: no branch (`arrived` still names the variant).
+      const bool every = stepCond(s, 0) == StepCond::Always;
+      if (every && s.parts > 1) {
+        bump(s.slot, s.buffers);
+      } else if (every) {
+        if (s.buffers > 1) bump(s.slot, s.buffers);
+        waitCopy(s, arrived);
+      } else if (s.parts > 1) {
         // The body waits for the parts (expectArrivals); a step that keeps its
         // block signals their count itself, so those waits pass at once.
         when(arrived, [&] { bump(s.slot, s.buffers); });
@@ -745,23 +840,30 @@ class Pipeline {
     };
     auto prefetch = [&](Stream& s) {  // inputs with n >= 2: the block n - 1 steps ahead
       if (s.output || s.buffers == 1) return;
+      if (s.staticChange && stepCond(s, s.buffers - 1) == StepCond::Never) return;
       std::vector<ScalarVal> ahead = next;
       for (int j = 2; j < s.buffers; ++j) ahead = advance(ahead);
-      issueInput(s, indexMap(s, ahead), stepsLeft(s.buffers - 1), s.buffers - 2);
+      issueAhead(s, ahead, s.buffers - 1, s.buffers - 2);
     };
     auto afterBody = [&](Stream& s) {
       if (!s.output) {
         // n = 1: the next block, now that the body has read the buffer.
-        if (s.buffers == 1) issueInput(s, indexMap(s, next), stepsLeft(1), 0);
+        if (s.buffers == 1) issueAhead(s, next, 1, 0);
         return;
       }
       // Outputs: write back when the block index is about to change (or at the end).
       std::vector<ScalarVal> cur = indexMap(s, ids);
-      std::vector<ScalarVal> nidx = indexMap(s, next);
-      ScalarVal moving = L_.scalarOp(llo::ScalarBin::Eq, stepsLeft(1), ScalarVal{true, 0, {}});
-      for (size_t d = 0; d < cur.size(); ++d)
-        moving = L_.scalarOp(llo::ScalarBin::Or, moving,
-                             L_.scalarOp(llo::ScalarBin::Ne, nidx[d], cur[d]));
+      const StepCond known = stepCond(s, 0);
+      ScalarVal moving;
+      if (known != StepCond::Runtime) {
+        moving = condAt(known, 0);
+      } else {
+        std::vector<ScalarVal> nidx = indexMap(s, next);
+        moving = L_.scalarOp(llo::ScalarBin::Eq, stepsLeft(1), ScalarVal{true, 0, {}});
+        for (size_t d = 0; d < cur.size(); ++d)
+          moving = L_.scalarOp(llo::ScalarBin::Or, moving,
+                               L_.scalarOp(llo::ScalarBin::Ne, nidx[d], cur[d]));
+      }
       when(moving, [&] {
         int n = s.buffers;
         ScalarVal p = startCopyAfterWait(s, cur);
