@@ -434,6 +434,19 @@ class Pipeline {
     return best;
   }
 
+  // Whether an input's copies in the grid loop complete after the one before
+  // them, its first block's included: one DMA queue (each completes in
+  // order), so a step may start its next copy before it waits for its own.
+  bool earlyCopyFollows(const Stream& s) {
+    const bool was = inLoop_;
+    inLoop_ = true;
+    const int64_t loop = queueOf(s);
+    inLoop_ = false;
+    const int64_t first = s.prefetched ? s.flag % t_.dmaQueues : queueOf(s);
+    inLoop_ = was;
+    return loop == first;
+  }
+
   // The input output `out` aliases, or -1.
   int aliasOf(int out) const {
     for (const auto& [in, o] : k_.aliases)
@@ -601,6 +614,10 @@ class Pipeline {
   // Waits for the copy `f` (1 + its variant, known non-zero) names.
   void waitCopy(const Stream& s, const ScalarVal& f) {
     auto wait = [&](size_t n) { L_.emit(Opcode::SyncWait, {I(s.flag), I(int64_t(n))}); };
+    bool oneCount = true;
+    for (const CopyVariant& cv : s.variants)
+      oneCount = oneCount && cv.descWords.size() == s.variants[0].descWords.size();
+    if (oneCount) return wait(s.variants[0].descWords.size());
     // Variants with the same descriptor count share one wait.
     std::map<size_t, ScalarVal> byCount;
     for (size_t k = 0; k < s.variants.size(); ++k) {
@@ -649,6 +666,10 @@ class Pipeline {
     std::vector<ScalarVal> nx(ids.size());
     ScalarVal carry{true, 1, {}};
     for (size_t d = ids.size(); d-- > 0;) {
+      if (k_.grid[d] == 1) {  // always 0; the carry passes on unchanged
+        nx[d] = ScalarVal{true, 0, {}};
+        continue;
+      }
       ScalarVal inc = L_.add(ids[d], carry);
       ScalarVal wrap = L_.scalarOp(llo::ScalarBin::Eq, inc, ScalarVal{true, k_.grid[d], {}});
       if (inc.isConst && wrap.isConst) {
@@ -770,7 +791,9 @@ class Pipeline {
     inLoop_ = true;
     int loopStart = L_.newBlock("step");
     std::vector<ScalarVal> ids;
-    for (const MOperand& r : g) ids.push_back(R(r, true));  // grid indices count from 0
+    // Grid indices count from 0; a dimension of one point is the constant 0.
+    for (size_t d = 0; d < rank; ++d)
+      ids.push_back(k_.grid[d] == 1 ? ScalarVal{true, 0, {}} : R(g[d], true));
     std::vector<ScalarVal> next = advance(ids);
     auto stepsLeft = [&](int64_t k) {  // step + k < steps
       return L_.scalarOp(llo::ScalarBin::Lt, R(step), ScalarVal{true, steps - k, {}});
@@ -802,7 +825,9 @@ class Pipeline {
     // The parts of a step, per stream; with the state in SMEM each stream's
     // part runs on its own (state loaded, used, stored back), so only one
     // stream's state is in registers at a time.
-    auto arrive = [&](Stream& s) {  // inputs: wait for the current block when it is new
+    // Waits put after the step's next copies are started (arrive's `late`).
+    std::vector<std::function<void()>> lateWaits;
+    auto arrive = [&](Stream& s, bool late) {  // inputs: wait for the current block when it is new
       if (s.output) return;
       ScalarVal arrived = s.buffers <= 2 ? R(s.pending) : field(s.pending, 0);
       if (!arrived.isConst) arrived = R(L_.reg(arrived));
@@ -810,6 +835,16 @@ class Pipeline {
       const bool every = stepCond(s, 0) == StepCond::Always;
       if (every && s.parts > 1) {
         bump(s.slot, s.buffers);
+      } else if (every && late && s.buffers > 1 && earlyCopyFollows(s)) {
+        // The next block's copy is started first, so the queue holds it
+        // while this one lands (its buffer was read by the step before).
+        bump(s.slot, s.buffers);
+        if (!arrived.isConst) {
+          MOperand keep = reg();
+          copy(keep, arrived);
+          arrived = R(keep);
+        }
+        lateWaits.push_back([this, &s, arrived] { waitCopy(s, arrived); });
       } else if (every) {
         if (s.buffers > 1) bump(s.slot, s.buffers);
         waitCopy(s, arrived);
@@ -882,13 +917,13 @@ class Pipeline {
     if (smemState_) {
       for (Stream& s : streams_) {
         loadState(s);
-        arrive(s);
+        arrive(s, false);
         bindBlock(s);
         prefetch(s);
         storeState(s);
       }
     } else {
-      for (Stream& s : streams_) arrive(s);
+      for (Stream& s : streams_) arrive(s, true);
       for (Stream& s : streams_) bindBlock(s);
       // Blocks that arrive whole first: on a shared queue (queueOf) they then
       // go ahead of the next parts.
@@ -896,6 +931,7 @@ class Pipeline {
         if (s.parts <= 1) prefetch(s);
       for (Stream& s : streams_)
         if (s.parts > 1) prefetch(s);
+      for (const auto& w : lateWaits) w();
     }
     // The next kernel's first blocks, once this kernel's last input block has
     // been started (none is started after this point): at the last step, or
@@ -931,7 +967,8 @@ class Pipeline {
       }
     }
     int latch = L_.newBlock("next");
-    for (size_t d = 0; d < rank; ++d) copy(g[d], next[d]);
+    for (size_t d = 0; d < rank; ++d)
+      if (k_.grid[d] != 1) copy(g[d], next[d]);
     L_.emit(Opcode::SAddI, {step, step, I(1)});
     L_.emit(Opcode::Loop, {count, MOperand::block(loopStart)});
     L_.loops().push_back(LoopRange{loopStart, latch});
