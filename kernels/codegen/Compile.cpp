@@ -816,9 +816,11 @@ class Pipeline {
     };
     // An input's copy for the step `ahead` steps on: the block comparison at
     // compile time when it is known, none at all when it never starts one.
-    auto issueAhead = [&](Stream& s, const std::vector<ScalarVal>& at, int64_t ahead, int k) {
+    // `grouped`: the caller tests step + ahead < steps for several streams at once.
+    auto issueAhead = [&](Stream& s, const std::vector<ScalarVal>& at, int64_t ahead, int k,
+                          bool grouped = false) {
       if (!s.staticChange) return issueInput(s, indexMap(s, at), stepsLeft(ahead), k);
-      const StepCond c = stepCond(s, ahead);
+      const StepCond c = grouped ? StepCond::Always : stepCond(s, ahead);
       if (c == StepCond::Never) return;
       issueInput(s, indexMap(s, at), condAt(c, ahead), k);
     };
@@ -839,7 +841,10 @@ class Pipeline {
         // The next block's copy is started first, so the queue holds it
         // while this one lands (its buffer was read by the step before).
         bump(s.slot, s.buffers);
-        if (!arrived.isConst) {
+        bool oneCount = true;
+        for (const CopyVariant& cv : s.variants)
+          oneCount = oneCount && cv.descWords.size() == s.variants[0].descWords.size();
+        if (!arrived.isConst && !oneCount) {  // waitCopy reads it
           MOperand keep = reg();
           copy(keep, arrived);
           arrived = R(keep);
@@ -873,12 +878,18 @@ class Pipeline {
       p.pairRows = s.pairRows;
       L_.bindRef(s.bodyArg, p);
     };
-    auto prefetch = [&](Stream& s) {  // inputs with n >= 2: the block n - 1 steps ahead
+    auto prefetch = [&](Stream& s, bool grouped = false) {  // n >= 2: the block n - 1 steps ahead
       if (s.output || s.buffers == 1) return;
       if (s.staticChange && stepCond(s, s.buffers - 1) == StepCond::Never) return;
       std::vector<ScalarVal> ahead = next;
       for (int j = 2; j < s.buffers; ++j) ahead = advance(ahead);
-      issueAhead(s, ahead, s.buffers - 1, s.buffers - 2);
+      issueAhead(s, ahead, s.buffers - 1, s.buffers - 2, grouped);
+    };
+    // Inputs whose next copy is started exactly while step + n - 1 < steps:
+    // one branch for all of those with the same n.
+    auto groupedPrefetch = [&](Stream& s) {
+      return !s.output && s.buffers > 1 && s.parts <= 1 && s.staticChange &&
+             stepCond(s, s.buffers - 1) == StepCond::Valid;
     };
     auto afterBody = [&](Stream& s) {
       if (!s.output) {
@@ -927,8 +938,17 @@ class Pipeline {
       for (Stream& s : streams_) bindBlock(s);
       // Blocks that arrive whole first: on a shared queue (queueOf) they then
       // go ahead of the next parts.
+      for (int n = 2; n <= kMaxBuffers; ++n) {
+        bool any = false;
+        for (Stream& s : streams_) any = any || (groupedPrefetch(s) && s.buffers == n);
+        if (!any) continue;
+        when(stepsLeft(n - 1), [&] {
+          for (Stream& s : streams_)
+            if (groupedPrefetch(s) && s.buffers == n) prefetch(s, true);
+        });
+      }
       for (Stream& s : streams_)
-        if (s.parts <= 1) prefetch(s);
+        if (s.parts <= 1 && !groupedPrefetch(s)) prefetch(s);
       for (Stream& s : streams_)
         if (s.parts > 1) prefetch(s);
       for (const auto& w : lateWaits) w();
