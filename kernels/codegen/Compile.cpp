@@ -687,9 +687,12 @@ class Pipeline {
   void bump(MOperand r, int n) {
     if (n == 1) return;
     if (n == 2) return L_.emit(Opcode::SXor, {r, r, L_.constReg(1)});
-    ScalarVal inc = L_.addImm(R(r), 1);
-    ScalarVal wrap = L_.scalarOp(llo::ScalarBin::Eq, inc, ScalarVal{true, n, {}});
-    L_.emit(Opcode::SSel, {r, L_.reg(wrap), L_.constReg(0), L_.reg(inc)});
+    // Fresh registers, not value-numbered ones: r changes in place, and two
+    // bumps may now share a block (decisions known at compile time).
+    MOperand inc = reg(), wrap = reg();
+    L_.emit(Opcode::SAddI, {inc, r, I(1)});
+    L_.emit(Opcode::SCmpEq, {wrap, inc, L_.constReg(n)});
+    L_.emit(Opcode::SSel, {r, wrap, L_.constReg(0), inc});
   }
   ScalarVal field(MOperand r, int k) {  // 8-bit field k of a pending register
     ScalarVal v = L_.scalarOp(llo::ScalarBin::Shr, R(r), ScalarVal{true, 8 * k, {}});
@@ -776,6 +779,9 @@ class Pipeline {
         j0 = 1;
       }
       for (int j = j0; !s.output && j < std::max(n - 1, 1) && j < steps; ++j) {
+        // A block per copy, as the branch made before: the copies' values
+        // (buffer, addresses) are not shared between them.
+        if (s.staticChange && j > j0) L_.newBlock("issue");
         issueInput(s, indexMap(s, ids),
                    ScalarVal{true, s.staticChange ? int64_t(s.changesAt.at(size_t(j))) : 1, {}}, j);
         ids = advance(ids);
