@@ -91,13 +91,17 @@ class Pipeline {
   // register holds it across the body (used when the registers run out).
   // `drainAtStart`: wait for the kernel before's write-backs (drainBefore)
   // first, even when the caller did not ask (its rows or flags are ours).
+  // `staticSteps`: take the copy decisions known at compile time (StepCond);
+  // off, every decision is made at run time in its own branch (the fallback
+  // when the merged step code needs too many scalar registers).
   Pipeline(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o, bool smemState,
-           bool drainAtStart, MFunction& fn, MemoryPlan& mem, std::vector<LoopRange>& loops,
-           std::vector<isa::DataSegment>& data)
+           bool drainAtStart, bool staticSteps, MFunction& fn, MemoryPlan& mem,
+           std::vector<LoopRange>& loops, std::vector<isa::DataSegment>& data)
       : k_(k),
         t_(t),
         o_(o),
         smemState_(smemState),
+        staticSteps_(staticSteps),
         drainAtStart_(drainAtStart || o.drainBefore.atStart),
         L_(fn, mem, t, loops, data),
         mem_(mem) {}
@@ -263,6 +267,7 @@ class Pipeline {
   const TargetInfo& t_;
   const CompileOptions& o_;
   bool smemState_ = false;
+  bool staticSteps_ = true;
   bool drainAtStart_ = false;
   bool drained_ = false;  // the waits for drainBefore are emitted
   bool inLoop_ = false;   // emitting the grid loop (queueOf)
@@ -340,7 +345,7 @@ class Pipeline {
   // Stream::changesAt: the index map evaluated at every grid point.
   std::vector<char> staticChanges(const Stream& s) const {
     const int64_t steps = k_.gridPoints();
-    if (k_.numScalarPrefetch > 0 || steps < 1) return {};
+    if (!staticSteps_ || k_.numScalarPrefetch > 0 || steps < 1) return {};
     llo::Interpreter interp;
     std::vector<std::vector<int32_t>> blocks;
     std::vector<int64_t> ids(k_.grid.size(), 0);
@@ -1072,20 +1077,26 @@ uint64_t blockFingerprint(const MBlock& b) {
 }
 
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState, bool drainAtStart = false);
+                           bool smemState, bool staticSteps, bool drainAtStart = false);
 }  // namespace
 
 CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o) {
   if (o.smemBase < 0)
     throw CodegenError(
         fmt::format("kernel '{}': CompileOptions::smemBase is negative ({})", k.name, o.smemBase));
-  try {
-    return compileOnce(k, t, o, false);
-  } catch (const RegisterPressureError& e) {
-    if (e.cls != RegClass::Scalar) throw;
+  // Out of scalar registers: move the pipeline's state out of them; then
+  // decide every copy at run time, each in its own branch (the step's code
+  // in fewer blocks keeps more scalars live at once).
+  for (bool staticSteps : {true, false}) {
+    for (bool smemState : {false, true}) {
+      try {
+        return compileOnce(k, t, o, smemState, staticSteps);
+      } catch (const RegisterPressureError& e) {
+        if (e.cls != RegClass::Scalar || (!staticSteps && smemState)) throw;
+      }
+    }
   }
-  // Out of scalar registers: move the pipeline's state out of them.
-  return compileOnce(k, t, o, true);
+  throw CodegenError("internal: unreachable");
 }
 
 namespace {
@@ -1103,7 +1114,7 @@ bool ownMemoryOverlapsDrain(const MemoryPlan& mem, const TargetInfo& t, const Dr
 }
 
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState, bool drainAtStart) {
+                           bool smemState, bool staticSteps, bool drainAtStart) {
   if (o.standalone && (o.deferWriteBack || !o.drainBefore.empty()))
     throw CodegenError(fmt::format(
         "kernel '{}': deferred write-backs need linked kernels (standalone = false)", k.name));
@@ -1135,10 +1146,10 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   }
   std::vector<LoopRange> loops;
   std::vector<isa::DataSegment> data;
-  Pipeline p(k, t, o, smemState, drainAtStart, fn, mem, loops, data);
+  Pipeline p(k, t, o, smemState, drainAtStart, staticSteps, fn, mem, loops, data);
   p.build();
   mem.check();
-  if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, true);
+  if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, staticSteps, true);
   for (MBlock& b : fn.blocks) b.mxuCarry = b.mxuCarry || fn.mxuCarry;
   CompiledKernel out;
   std::vector<BlockSchedule> schedules;
@@ -1166,7 +1177,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
       out.stats.spills += 1;
       out.stats.spillInstructions += spillRegister(fn, e.cls, e.spillCandidate, mem);
       mem.check();
-      if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, true);
+      if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, staticSteps, true);
     }
   }
   std::vector<uint32_t> starts;
