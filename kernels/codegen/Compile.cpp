@@ -70,7 +70,19 @@ struct Stream {
   const llo::Value* bodyArg = nullptr;
   // Its first block was started by the kernel before (Prefetch.h).
   const PrefetchedStream* prefetched = nullptr;
+  // Per grid step, when the index maps are known before the run (no scalar
+  // prefetch): inputs, whether the step's block differs from the step
+  // before's (a copy is started for it); outputs, whether the step writes
+  // back (the next step's block differs, or it is the last). Empty otherwise.
+  std::vector<char> changesAt;
+  // An input whose every copy decision the pipeline takes at compile time
+  // (changesAt): its last block index is not kept in registers.
+  bool staticChange = false;
 };
+
+// What a per-step condition of the grid loop is at every step, when known
+// before the run: the branch (and the index-map code feeding it) is left out.
+enum class StepCond { Runtime, Never, Always, Valid, Last };
 
 class Pipeline {
  public:
@@ -79,13 +91,17 @@ class Pipeline {
   // register holds it across the body (used when the registers run out).
   // `drainAtStart`: wait for the kernel before's write-backs (drainBefore)
   // first, even when the caller did not ask (its rows or flags are ours).
+  // `staticSteps`: take the copy decisions known at compile time (StepCond);
+  // off, every decision is made at run time in its own branch (the fallback
+  // when the merged step code needs too many scalar registers).
   Pipeline(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o, bool smemState,
-           bool drainAtStart, MFunction& fn, MemoryPlan& mem, std::vector<LoopRange>& loops,
-           std::vector<isa::DataSegment>& data)
+           bool drainAtStart, bool staticSteps, MFunction& fn, MemoryPlan& mem,
+           std::vector<LoopRange>& loops, std::vector<isa::DataSegment>& data)
       : k_(k),
         t_(t),
         o_(o),
         smemState_(smemState),
+        staticSteps_(staticSteps),
         drainAtStart_(drainAtStart || o.drainBefore.atStart),
         L_(fn, mem, t, loops, data),
         mem_(mem) {}
@@ -242,6 +258,7 @@ class Pipeline {
         p.flagBase = mem_.flags("scratch " + s.str(), int(s.numElements()));
       L_.bindRef(v, p);
     }
+    for (Stream& s : streams_) s.changesAt = staticChanges(s);
     gridLoop();
   }
 
@@ -250,6 +267,7 @@ class Pipeline {
   const TargetInfo& t_;
   const CompileOptions& o_;
   bool smemState_ = false;
+  bool staticSteps_ = true;
   bool drainAtStart_ = false;
   bool drained_ = false;  // the waits for drainBefore are emitted
   bool inLoop_ = false;   // emitting the grid loop (queueOf)
@@ -324,6 +342,49 @@ class Pipeline {
       if ((c.row < r1 && r0 < c.row + c.rows) || (c.flag >= f0 && c.flag < f1)) return true;
     return false;
   }
+  // Stream::changesAt: the index map evaluated at every grid point.
+  std::vector<char> staticChanges(const Stream& s) const {
+    const int64_t steps = k_.gridPoints();
+    if (!staticSteps_ || k_.numScalarPrefetch > 0 || steps < 1) return {};
+    llo::Interpreter interp;
+    std::vector<std::vector<int32_t>> blocks;
+    std::vector<int64_t> ids(k_.grid.size(), 0);
+    for (int64_t step = 0; step < steps; ++step) {
+      std::vector<llo::Arg> args;
+      for (int64_t id : ids) args.push_back(llo::Arg::ofScalar(int32_t(id)));
+      blocks.push_back(interp.run(*s.map->indexMap, args, llo::GridContext{k_.grid, ids}));
+      for (size_t d = ids.size(); d-- > 0;) {
+        if (++ids[d] < k_.grid[d]) break;
+        ids[d] = 0;
+      }
+    }
+    std::vector<char> c(static_cast<size_t>(steps));
+    for (size_t t = 0; t < c.size(); ++t)
+      c[t] = s.output ? t + 1 == c.size() || blocks[t + 1] != blocks[t]
+                      : t == 0 || blocks[t] != blocks[t - 1];
+    return c;
+  }
+  // Classifies the condition changesAt[step + ahead] && step + ahead < steps
+  // over the loop's steps.
+  static StepCond stepCond(const Stream& s, int64_t ahead) {
+    if (s.changesAt.empty()) return StepCond::Runtime;
+    const int64_t steps = int64_t(s.changesAt.size());
+    bool never = true, always = true, valid = true, last = true;
+    for (int64_t step = 0; step < steps; ++step) {
+      const bool in = step + ahead < steps;
+      const bool c = in && s.changesAt[size_t(step + ahead)];
+      never = never && !c;
+      always = always && c;
+      valid = valid && c == in;
+      last = last && c == (step + 1 == steps);
+    }
+    if (never) return StepCond::Never;
+    if (always) return StepCond::Always;
+    if (valid) return StepCond::Valid;
+    if (last) return StepCond::Last;
+    return StepCond::Runtime;
+  }
+
   // The descriptors of output stream s's last write-back (the block at the
   // last grid point), or -1 when it is not known before the run.
   int lastWriteBackCount(const Stream& s) const {
@@ -376,6 +437,19 @@ class Pipeline {
     for (int64_t q = 0; q < t_.dmaQueues; ++q)
       if (bytes[size_t(q)] < bytes[size_t(best)]) best = q;
     return best;
+  }
+
+  // Whether an input's copies in the grid loop complete after the one before
+  // them, its first block's included: one DMA queue (each completes in
+  // order), so a step may start its next copy before it waits for its own.
+  bool earlyCopyFollows(const Stream& s) {
+    const bool was = inLoop_;
+    inLoop_ = true;
+    const int64_t loop = queueOf(s);
+    inLoop_ = false;
+    const int64_t first = s.prefetched ? s.flag % t_.dmaQueues : queueOf(s);
+    inLoop_ = was;
+    return loop == first;
   }
 
   // The input output `out` aliases, or -1.
@@ -545,6 +619,10 @@ class Pipeline {
   // Waits for the copy `f` (1 + its variant, known non-zero) names.
   void waitCopy(const Stream& s, const ScalarVal& f) {
     auto wait = [&](size_t n) { L_.emit(Opcode::SyncWait, {I(s.flag), I(int64_t(n))}); };
+    bool oneCount = true;
+    for (const CopyVariant& cv : s.variants)
+      oneCount = oneCount && cv.descWords.size() == s.variants[0].descWords.size();
+    if (oneCount) return wait(s.variants[0].descWords.size());
     // Variants with the same descriptor count share one wait.
     std::map<size_t, ScalarVal> byCount;
     for (size_t k = 0; k < s.variants.size(); ++k) {
@@ -593,6 +671,10 @@ class Pipeline {
     std::vector<ScalarVal> nx(ids.size());
     ScalarVal carry{true, 1, {}};
     for (size_t d = ids.size(); d-- > 0;) {
+      if (k_.grid[d] == 1) {  // always 0; the carry passes on unchanged
+        nx[d] = ScalarVal{true, 0, {}};
+        continue;
+      }
       ScalarVal inc = L_.add(ids[d], carry);
       ScalarVal wrap = L_.scalarOp(llo::ScalarBin::Eq, inc, ScalarVal{true, k_.grid[d], {}});
       if (inc.isConst && wrap.isConst) {
@@ -610,9 +692,12 @@ class Pipeline {
   void bump(MOperand r, int n) {
     if (n == 1) return;
     if (n == 2) return L_.emit(Opcode::SXor, {r, r, L_.constReg(1)});
-    ScalarVal inc = L_.addImm(R(r), 1);
-    ScalarVal wrap = L_.scalarOp(llo::ScalarBin::Eq, inc, ScalarVal{true, n, {}});
-    L_.emit(Opcode::SSel, {r, L_.reg(wrap), L_.constReg(0), L_.reg(inc)});
+    // Fresh registers, not value-numbered ones: r changes in place, and two
+    // bumps may now share a block (decisions known at compile time).
+    MOperand inc = reg(), wrap = reg();
+    L_.emit(Opcode::SAddI, {inc, r, I(1)});
+    L_.emit(Opcode::SCmpEq, {wrap, inc, L_.constReg(n)});
+    L_.emit(Opcode::SSel, {r, wrap, L_.constReg(0), inc});
   }
   ScalarVal field(MOperand r, int k) {  // 8-bit field k of a pending register
     ScalarVal v = L_.scalarOp(llo::ScalarBin::Shr, R(r), ScalarVal{true, 8 * k, {}});
@@ -620,8 +705,11 @@ class Pipeline {
   }
   // Starts the copy of input block `idx` into the next buffer when it differs
   // from the last one started; records it in field `k` of `pending`.
+  // With s.staticChange, `valid` is the whole condition (the caller folded
+  // the block comparison in) and no index is recorded.
   void issueInput(Stream& s, const std::vector<ScalarVal>& idx, const ScalarVal& valid, int k) {
-    ScalarVal change = L_.scalarOp(llo::ScalarBin::And, valid, differs(idx, s.idx));
+    ScalarVal change =
+        s.staticChange ? valid : L_.scalarOp(llo::ScalarBin::And, valid, differs(idx, s.idx));
     when(change, [&] {
       ScalarVal into{true, 0, {}};  // one buffer: always buffer 0
       if (s.buffers == 2) {
@@ -638,7 +726,8 @@ class Pipeline {
         ScalarVal shifted = L_.mulImm(p, int64_t(1) << (8 * k));
         L_.emit(Opcode::SOr, {s.pending, s.pending, L_.reg(shifted)});
       }
-      for (size_t d = 0; d < s.idx.size(); ++d) copy(s.idx[d], idx[d]);
+      if (!s.staticChange)
+        for (size_t d = 0; d < s.idx.size(); ++d) copy(s.idx[d], idx[d]);
     });
   }
 
@@ -678,6 +767,9 @@ class Pipeline {
         s.issue = reg();
         L_.emit(Opcode::SLi, {s.issue, I(n - 1)});
       }
+      // How far ahead of the step its copies start: n - 1 steps, or one
+      // after the body with a single buffer.
+      if (!s.output) s.staticChange = stepCond(s, std::max(n - 1, 1)) != StepCond::Runtime;
       std::vector<ScalarVal> ids(rank, ScalarVal{true, 0, {}});
       int j0 = 0;
       if (s.prefetched) {
@@ -692,7 +784,11 @@ class Pipeline {
         j0 = 1;
       }
       for (int j = j0; !s.output && j < std::max(n - 1, 1) && j < steps; ++j) {
-        issueInput(s, indexMap(s, ids), ScalarVal{true, 1, {}}, j);
+        // A block per copy, as the branch made before: the copies' values
+        // (buffer, addresses) are not shared between them.
+        if (s.staticChange && j > j0) L_.newBlock("issue");
+        issueInput(s, indexMap(s, ids),
+                   ScalarVal{true, s.staticChange ? int64_t(s.changesAt.at(size_t(j))) : 1, {}}, j);
         ids = advance(ids);
       }
       if (smemState_) {
@@ -706,19 +802,69 @@ class Pipeline {
     inLoop_ = true;
     int loopStart = L_.newBlock("step");
     std::vector<ScalarVal> ids;
-    for (const MOperand& r : g) ids.push_back(R(r, true));  // grid indices count from 0
+    // Grid indices count from 0; a dimension of one point is the constant 0.
+    for (size_t d = 0; d < rank; ++d)
+      ids.push_back(k_.grid[d] == 1 ? ScalarVal{true, 0, {}} : R(g[d], true));
     std::vector<ScalarVal> next = advance(ids);
     auto stepsLeft = [&](int64_t k) {  // step + k < steps
       return L_.scalarOp(llo::ScalarBin::Lt, R(step), ScalarVal{true, steps - k, {}});
     };
+    // A condition known per step (stepCond) as a value at this step.
+    auto condAt = [&](StepCond c, int64_t ahead) {
+      switch (c) {
+        case StepCond::Never:
+          return ScalarVal{true, 0, {}};
+        case StepCond::Always:
+          return ScalarVal{true, 1, {}};
+        case StepCond::Valid:
+          return stepsLeft(ahead);
+        case StepCond::Last:
+          return L_.scalarOp(llo::ScalarBin::Eq, R(step), ScalarVal{true, steps - 1, {}});
+        case StepCond::Runtime:
+          break;
+      }
+      throw CodegenError("internal: a run-time step condition has no static value");
+    };
+    // An input's copy for the step `ahead` steps on: the block comparison at
+    // compile time when it is known, none at all when it never starts one.
+    // `grouped`: the caller tests step + ahead < steps for several streams at once.
+    auto issueAhead = [&](Stream& s, const std::vector<ScalarVal>& at, int64_t ahead, int k,
+                          bool grouped = false) {
+      if (!s.staticChange) return issueInput(s, indexMap(s, at), stepsLeft(ahead), k);
+      const StepCond c = grouped ? StepCond::Always : stepCond(s, ahead);
+      if (c == StepCond::Never) return;
+      issueInput(s, indexMap(s, at), condAt(c, ahead), k);
+    };
     // The parts of a step, per stream; with the state in SMEM each stream's
     // part runs on its own (state loaded, used, stored back), so only one
     // stream's state is in registers at a time.
-    auto arrive = [&](Stream& s) {  // inputs: wait for the current block when it is new
+    // Waits put after the step's next copies are started (arrive's `late`).
+    std::vector<std::function<void()>> lateWaits;
+    auto arrive = [&](Stream& s, bool late) {  // inputs: wait for the current block when it is new
       if (s.output) return;
       ScalarVal arrived = s.buffers <= 2 ? R(s.pending) : field(s.pending, 0);
       if (!arrived.isConst) arrived = R(L_.reg(arrived));
-      if (s.parts > 1) {
+      // A new block at every step: no branch (`arrived` still names the variant).
+      const bool every = stepCond(s, 0) == StepCond::Always;
+      if (every && s.parts > 1) {
+        bump(s.slot, s.buffers);
+      } else if (every && late && s.buffers > 1 && earlyCopyFollows(s)) {
+        // The next block's copy is started first, so the queue holds it
+        // while this one lands (its buffer was read by the step before).
+        bump(s.slot, s.buffers);
+        bool oneCount = true;
+        for (const CopyVariant& cv : s.variants)
+          oneCount = oneCount && cv.descWords.size() == s.variants[0].descWords.size();
+        if (!arrived.isConst && !oneCount) {  // waitCopy reads it
+          MOperand keep = reg();
+          copy(keep, arrived);
+          arrived = R(keep);
+        }
+        lateWaits.push_back([this, &s, arrived] { waitCopy(s, arrived); });
+      } else if (every) {
+        if (s.buffers > 1) bump(s.slot, s.buffers);
+        waitCopy(s, arrived);
+      } else if (s.parts > 1) {
         // The body waits for the parts (expectArrivals); a step that keeps its
         // block signals their count itself, so those waits pass at once.
         when(arrived, [&] { bump(s.slot, s.buffers); });
@@ -743,25 +889,38 @@ class Pipeline {
       p.pairRows = s.pairRows;
       L_.bindRef(s.bodyArg, p);
     };
-    auto prefetch = [&](Stream& s) {  // inputs with n >= 2: the block n - 1 steps ahead
+    auto prefetch = [&](Stream& s, bool grouped = false) {  // n >= 2: the block n - 1 steps ahead
       if (s.output || s.buffers == 1) return;
+      if (s.staticChange && stepCond(s, s.buffers - 1) == StepCond::Never) return;
       std::vector<ScalarVal> ahead = next;
       for (int j = 2; j < s.buffers; ++j) ahead = advance(ahead);
-      issueInput(s, indexMap(s, ahead), stepsLeft(s.buffers - 1), s.buffers - 2);
+      issueAhead(s, ahead, s.buffers - 1, s.buffers - 2, grouped);
+    };
+    // Inputs whose next copy is started exactly while step + n - 1 < steps:
+    // one branch for all of those with the same n.
+    auto groupedPrefetch = [&](Stream& s) {
+      return !s.output && s.buffers > 1 && s.parts <= 1 && s.staticChange &&
+             stepCond(s, s.buffers - 1) == StepCond::Valid;
     };
     auto afterBody = [&](Stream& s) {
       if (!s.output) {
         // n = 1: the next block, now that the body has read the buffer.
-        if (s.buffers == 1) issueInput(s, indexMap(s, next), stepsLeft(1), 0);
+        if (s.buffers == 1) issueAhead(s, next, 1, 0);
         return;
       }
       // Outputs: write back when the block index is about to change (or at the end).
       std::vector<ScalarVal> cur = indexMap(s, ids);
-      std::vector<ScalarVal> nidx = indexMap(s, next);
-      ScalarVal moving = L_.scalarOp(llo::ScalarBin::Eq, stepsLeft(1), ScalarVal{true, 0, {}});
-      for (size_t d = 0; d < cur.size(); ++d)
-        moving = L_.scalarOp(llo::ScalarBin::Or, moving,
-                             L_.scalarOp(llo::ScalarBin::Ne, nidx[d], cur[d]));
+      const StepCond known = stepCond(s, 0);
+      ScalarVal moving;
+      if (known != StepCond::Runtime) {
+        moving = condAt(known, 0);
+      } else {
+        std::vector<ScalarVal> nidx = indexMap(s, next);
+        moving = L_.scalarOp(llo::ScalarBin::Eq, stepsLeft(1), ScalarVal{true, 0, {}});
+        for (size_t d = 0; d < cur.size(); ++d)
+          moving = L_.scalarOp(llo::ScalarBin::Or, moving,
+                               L_.scalarOp(llo::ScalarBin::Ne, nidx[d], cur[d]));
+      }
       when(moving, [&] {
         int n = s.buffers;
         ScalarVal p = startCopyAfterWait(s, cur);
@@ -780,20 +939,30 @@ class Pipeline {
     if (smemState_) {
       for (Stream& s : streams_) {
         loadState(s);
-        arrive(s);
+        arrive(s, false);
         bindBlock(s);
         prefetch(s);
         storeState(s);
       }
     } else {
-      for (Stream& s : streams_) arrive(s);
+      for (Stream& s : streams_) arrive(s, true);
       for (Stream& s : streams_) bindBlock(s);
       // Blocks that arrive whole first: on a shared queue (queueOf) they then
       // go ahead of the next parts.
+      for (int n = 2; n <= kMaxBuffers; ++n) {
+        bool any = false;
+        for (Stream& s : streams_) any = any || (groupedPrefetch(s) && s.buffers == n);
+        if (!any) continue;
+        when(stepsLeft(n - 1), [&] {
+          for (Stream& s : streams_)
+            if (groupedPrefetch(s) && s.buffers == n) prefetch(s, true);
+        });
+      }
       for (Stream& s : streams_)
-        if (s.parts <= 1) prefetch(s);
+        if (s.parts <= 1 && !groupedPrefetch(s)) prefetch(s);
       for (Stream& s : streams_)
         if (s.parts > 1) prefetch(s);
+      for (const auto& w : lateWaits) w();
     }
     // The next kernel's first blocks, once this kernel's last input block has
     // been started (none is started after this point): at the last step, or
@@ -829,7 +998,8 @@ class Pipeline {
       }
     }
     int latch = L_.newBlock("next");
-    for (size_t d = 0; d < rank; ++d) copy(g[d], next[d]);
+    for (size_t d = 0; d < rank; ++d)
+      if (k_.grid[d] != 1) copy(g[d], next[d]);
     L_.emit(Opcode::SAddI, {step, step, I(1)});
     L_.emit(Opcode::Loop, {count, MOperand::block(loopStart)});
     L_.loops().push_back(LoopRange{loopStart, latch});
@@ -908,7 +1078,8 @@ uint64_t blockFingerprint(const MBlock& b) {
 
 // lookahead: the list scheduler's (the kernel's schedule_lookahead, or 0).
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState, int64_t lookahead, bool drainAtStart = false);
+                           bool smemState, bool staticSteps, int64_t lookahead,
+                           bool drainAtStart = false);
 }  // namespace
 
 // Below this a kernel's lookahead is not tried again at half (the
@@ -919,14 +1090,20 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t, const Co
   if (o.smemBase < 0)
     throw CodegenError(
         fmt::format("kernel '{}': CompileOptions::smemBase is negative ({})", k.name, o.smemBase));
+  // Out of scalar registers: move the pipeline's state out of them; then
+  // decide every copy at run time, each in its own branch (the step's code
+  // in fewer blocks keeps more scalars live at once).
   auto compile = [&](int64_t lookahead) {
-    try {
-      return compileOnce(k, t, o, false, lookahead);
-    } catch (const RegisterPressureError& e) {
-      if (e.cls != RegClass::Scalar) throw;
+    for (bool staticSteps : {true, false}) {
+      for (bool smemState : {false, true}) {
+        try {
+          return compileOnce(k, t, o, smemState, staticSteps, lookahead);
+        } catch (const RegisterPressureError& e) {
+          if (e.cls != RegClass::Scalar || (!staticSteps && smemState)) throw;
+        }
+      }
     }
-    // Out of scalar registers: move the pipeline's state out of them.
-    return compileOnce(k, t, o, true, lookahead);
+    throw CodegenError("internal: unreachable");
   };
   // A kernel's longer lookahead is a hint (longer register lifetimes): where
   // its registers run out, 3/4 of it, down to the default's schedule (the
@@ -958,7 +1135,8 @@ bool ownMemoryOverlapsDrain(const MemoryPlan& mem, const TargetInfo& t, const Dr
 }
 
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState, int64_t lookahead, bool drainAtStart) {
+                           bool smemState, bool staticSteps, int64_t lookahead,
+                           bool drainAtStart) {
   if (o.standalone && (o.deferWriteBack || !o.drainBefore.empty()))
     throw CodegenError(fmt::format(
         "kernel '{}': deferred write-backs need linked kernels (standalone = false)", k.name));
@@ -990,10 +1168,10 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   }
   std::vector<LoopRange> loops;
   std::vector<isa::DataSegment> data;
-  Pipeline p(k, t, o, smemState, drainAtStart, fn, mem, loops, data);
+  Pipeline p(k, t, o, smemState, drainAtStart, staticSteps, fn, mem, loops, data);
   p.build();
   mem.check();
-  if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, lookahead, true);
+  if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, staticSteps, lookahead, true);
   for (MBlock& b : fn.blocks) b.mxuCarry = b.mxuCarry || fn.mxuCarry;
   CompiledKernel out;
   std::vector<BlockSchedule> schedules;
@@ -1021,7 +1199,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
       out.stats.spills += 1;
       out.stats.spillInstructions += spillRegister(fn, e.cls, e.spillCandidate, mem);
       mem.check();
-      if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, lookahead, true);
+      if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, staticSteps, lookahead, true);
     }
   }
   std::vector<uint32_t> starts;

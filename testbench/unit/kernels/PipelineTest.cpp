@@ -109,3 +109,31 @@ TEST_CASE("input/output aliasing updates the input's HBM buffer in place") {
   o.outputAddresses = {0};
   CHECK(compileKernel(*k, t, o).program.buffers[2].address == 0);
 }
+
+namespace {
+int64_t countOf(const std::string& text, const std::string& what) {
+  int64_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("copy decisions known at compile time leave no code in the grid loop") {
+  // One column block: y's block never changes after the first step, and x, z
+  // and out change at every step (their copies start while a step is left).
+  SECTION("two buffers, one-point column dimension") {
+    checkAgainstInterpret(*pipelined(64, 256, 16, 256, 2, 2, 2).trace(shapes(64, 256)), "v5e");
+  }
+  SECTION("two buffers, blocks reused along the row axis") {
+    checkAgainstInterpret(*pipelined(64, 512, 16, 256, 2, 2, 2).trace(shapes(64, 512)), "v5e");
+  }
+  SECTION("y never copied again: one dma for it, in the prologue") {
+    TargetInfo t = testing::kernelTarget("v5e");
+    CompiledKernel k =
+        compileKernel(*pipelined(64, 256, 16, 256, 2, 2, 2).trace(shapes(64, 256)), t);
+    // Prologue: x, y, z; loop: x and z ahead, the write-back; nothing for y.
+    CHECK(countOf(k.machineText, "dma ") == 6);
+    // Each step waits for x and z; the epilogue for the last write-back.
+    CHECK(countOf(k.machineText, "sync.wait") <= 5);
+  }
+}
