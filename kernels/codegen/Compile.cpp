@@ -1135,8 +1135,7 @@ bool ownMemoryOverlapsDrain(const MemoryPlan& mem, const TargetInfo& t, const Dr
 }
 
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState, bool staticSteps, int64_t lookahead,
-                           bool drainAtStart) {
+                           bool smemState, bool staticSteps, int64_t lookahead, bool drainAtStart) {
   if (o.standalone && (o.deferWriteBack || !o.drainBefore.empty()))
     throw CodegenError(fmt::format(
         "kernel '{}': deferred write-backs need linked kernels (standalone = false)", k.name));
