@@ -358,7 +358,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // With p x V of the finished groups started in the score dot's block
   // (pvEarlyRows), 12: the MXUs then work through the block's second half
   // too, and the block after the loop is left with the p x V tail (seq
-  // 2048: 9 48,980, 10 46,470, 11 49,302, 12 46,294, 13 46,614 cycles;
+  // 2048: 9 50,566, 10 46,470, 11 49,302, 12 46,294, 13 46,614 cycles;
   // causal 8192 10 405,892, 12 404,453, 13 407,855).
   const bool pvEarly = pv && latch && pvLag == 0 && pvCarry == 0 && rowOff == 0 && !masked &&
                        pvEarlyRows >= kGroupRows;
