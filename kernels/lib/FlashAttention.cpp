@@ -357,9 +357,10 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   const int64_t maskedHead = partHead >= 0 ? partHead : latch ? 3 : 1;
   // With p x V of the finished groups started in the score dot's block
   // (pvEarlyRows), 12: the MXUs then work through the block's second half
-  // too, and the block after the loop is left with the p x V tail (seq
-  // 2048: 9 50,566, 10 46,470, 11 49,302, 12 46,294, 13 46,614 cycles;
-  // causal 8192 10 405,892, 12 404,453, 13 407,855).
+  // too, and the block after the loop is left with the p x V tail (V's
+  // latch after 3 of them: seq 2048 9 50,566, 10 46,470, 11 49,302, 12
+  // 46,294, 13 46,614 cycles; causal 8192 10 405,892, 12 404,453, 13
+  // 407,855; after 5: 10 45,526, 12 45,430, 13 46,341).
   const bool pvEarly = pv && latch && pvLag == 0 && pvCarry == 0 && rowOff == 0 && !masked &&
                        pvEarlyRows >= kGroupRows;
   const int64_t unmaskedHead = pvEarly ? 12 : headOverlap ? 9 : 5;
@@ -369,7 +370,10 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // V's latch after the first 3 of them (seq 2048 -0.6%; after 1, 2, 4 or
   // all 5: +1.4%, +3.2%, +0.1%, +0.6%): its pushes then overlap the rest of
   // the score dot's drain, and its loads still come after the first slabs.
-  const int64_t latchAt = std::min<int64_t>(head, kLatchAfter);
+  // With pvEarly after 5 (seq 2048 1: 47,014, 2: 47,558, 3: 46,294, 4: 45,638, 5: 45,430, 6:
+  // 46,096; causal 8192 3: 404,453, 5: 398,684): the dot hides 2 more iterations, and the first
+  // p x V starts then take 6 groups at once.
+  const int64_t latchAt = std::min<int64_t>(head, pvEarly ? 5 : kLatchAfter);
   // The prologue and the head iterations up to V's latch as work the score
   // dot hides (dsl::OverlapWithMxu): the list scheduler starts their slabs
   // as their scores pop. Else they come after the dot's ~1,200 instructions
