@@ -649,8 +649,12 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     // masked steps pushed V after the slab loop).
     sm.rcpInUpdate = prm.rcpInUpdate;
     sm.headOverlap = prm.headOverlap;
+    // Up to the rows the result slots hold (one 8-row tile per slot and MXU).
     if (prm.pvEarly != 0 && prm.mxuSize == 128)
-      sm.pvEarlyRows = prm.pvEarly > 0 ? prm.pvEarly : 8 * prm.accSlots;
+      sm.pvEarlyRows = prm.pvEarly > 0 && prm.accSlots > 0
+                           ? std::min<int64_t>(prm.pvEarly, 8 * prm.accSlots)
+                       : prm.pvEarly > 0 ? prm.pvEarly
+                                         : 8 * prm.accSlots;
     Scalar qi = program_id(1), kv = program_id(2);
     Scalar qStart = qi * bq, kStart = kv * bk;
     when(kv == 0, [&] { sm.init(); });
