@@ -231,9 +231,14 @@ void Lowerer::lowerMxuFinish(const llo::Op& op) {
   for (int64_t rt = 0; rt < (M + 7) / 8; ++rt)
     popSumStore(dstP, dst0, M, N, chunks, rt, slot0, rt, op.ints[4] == 1);
   // Results an mm of another block left: this block waits for them on entry
-  // (unless it turns out to be the loop body that started them, above).
+  // (unless it turns out to be the loop body that started them, above). A
+  // block that is no such loop body drains its mms before it ends (their
+  // result latency is its tail), so results it started are ready here.
   auto st = startedIn_.find(set);
-  if ((st == startedIn_.end() || st->second != cur_) && !fn_.blocks[size_t(cur_)].mxuLoop)
+  const bool drained =
+      st != startedIn_.end() && st->second != cur_ && !fn_.blocks[size_t(st->second)].mxuLoop;
+  if ((st == startedIn_.end() || st->second != cur_) && !drained &&
+      !fn_.blocks[size_t(cur_)].mxuLoop)
     fn_.blocks[size_t(cur_)].mxuEntry = true;
   finishedIn_[set] = cur_;
 }

@@ -355,14 +355,25 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // block, blocks 256, head_dim 64, needed more than the 32 scalar registers); in larger ones their
   // per-slab mask scalars can exceed the 32 scalar registers (block_q 640).
   const int64_t maskedHead = partHead >= 0 ? partHead : latch ? 3 : 1;
-  const int64_t unmaskedHead = headOverlap ? 9 : 5;
+  // With p x V of the finished groups started in the score dot's block
+  // (pvEarlyRows), 12: the MXUs then work through the block's second half
+  // too, and the block after the loop is left with the p x V tail (V's
+  // latch after 3 of them: seq 2048 9 50,566, 10 46,470, 11 49,302, 12
+  // 46,294, 13 46,614 cycles; causal 8192 10 405,892, 12 404,453, 13
+  // 407,855; after 5: 10 45,526, 12 45,430, 13 46,341).
+  const bool pvEarly = pv && latch && pvLag == 0 && pvCarry == 0 && rowOff == 0 && !masked &&
+                       pvEarlyRows >= kGroupRows;
+  const int64_t unmaskedHead = pvEarly ? 12 : headOverlap ? 9 : 5;
   const int64_t head = cols < 256 || (masked && rows > 512)
                            ? 0
                            : std::min<int64_t>(masked ? maskedHead : unmaskedHead, groups - 2);
   // V's latch after the first 3 of them (seq 2048 -0.6%; after 1, 2, 4 or
   // all 5: +1.4%, +3.2%, +0.1%, +0.6%): its pushes then overlap the rest of
   // the score dot's drain, and its loads still come after the first slabs.
-  const int64_t latchAt = std::min<int64_t>(head, kLatchAfter);
+  // With pvEarly after 5 (seq 2048 1: 47,014, 2: 47,558, 3: 46,294, 4: 45,638, 5: 45,430, 6:
+  // 46,096; causal 8192 3: 404,453, 5: 398,684): the dot hides 2 more iterations, and the first
+  // p x V starts then take 6 groups at once.
+  const int64_t latchAt = std::min<int64_t>(head, pvEarly ? 5 : kLatchAfter);
   // The prologue and the head iterations up to V's latch as work the score
   // dot hides (dsl::OverlapWithMxu): the list scheduler starts their slabs
   // as their scores pop. Else they come after the dot's ~1,200 instructions
@@ -386,10 +397,22 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
     c.insert(c.end(), restOut.begin(), restOut.end());
   }
   if (latch && latchAt == 0) latch();
+  // p x V of the groups finished in this block, on the MXUs, which idle from
+  // the score dot's drain to the p x V after the loop: each group's as soon
+  // as V is latched and its weights are stored, into its own slot set
+  // (mxu_start); the block after the loop only pops them (mxu_finish).
+  const int64_t earlyGroups = pvEarly ? std::min<int64_t>(pvEarlyRows / kGroupRows, 1 + head) : 0;
+  int64_t started = 0;
+  auto startEarly = [&](int64_t upTo) {
+    for (; started < std::min(upTo, earlyGroups); ++started)
+      mxu_start(pb.load(ds(started * kGroupRows, kGroupRows), ds(0, cols)), d, started);
+  };
+  if (latch && latchAt == 0) startEarly(1);
   for (int64_t i = 1; i < 1 + head; ++i) {
     c = iteration(Scalar(g0 + i), c);
     if (i == latchAt) early.reset();
     if (latch && i == latchAt) latch();
+    if (i >= latchAt) startEarly(i + 1);
   }
   early.reset();
   // Unmasked steps run two iterations per trip: the scheduler overlaps the
@@ -449,6 +472,18 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
       mxu_finish(acc, ds((done - unroll + u) * kGroupRows, kGroupRows), ds(0, d), cols, u, true);
     if (first > unroll) pv(Scalar(0), (first - unroll) * kGroupRows);
     return pv(Scalar(done * kGroupRows), rows - done * kGroupRows);
+  }
+  if (earlyGroups > 0) {
+    // The later groups in the early ones' slot sets, each started as soon
+    // as the set it reuses is popped (a plain latched dot would take all
+    // result slots at once and wait for every early pop).
+    for (int64_t j = 0; j < groups; ++j) {
+      mxu_finish(acc, ds(j * kGroupRows, kGroupRows), ds(0, d), cols, j % earlyGroups, true);
+      if (j + earlyGroups < groups)
+        mxu_start(pb.load(ds((j + earlyGroups) * kGroupRows, kGroupRows), ds(0, cols)), d,
+                  j % earlyGroups);
+    }
+    return;
   }
   if (pv) {
     if (!inLoop) return pv(Scalar(0), rows);
@@ -572,6 +607,10 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         fmt::format("error: flash attention block_k {} must be a multiple of 128 (or at "
                     "least seq_k {} when seq_k < 128)",
                     prm.blockK, seqK));
+  if (prm.pvEarly < -1)
+    throw Error(fmt::format(
+        "error: flash attention pv_early {} must be -1 (automatic), 0 (off) or a row count",
+        prm.pvEarly));
   const int64_t nq = cdiv(seqQ, bq), nk = cdiv(seqK, bk);
   const bool causal = prm.causal, raggedK = seqK % bk != 0;
   const double scale = prm.smScale != 0 ? prm.smScale : 1.0 / std::sqrt(double(d));
@@ -610,6 +649,12 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     // masked steps pushed V after the slab loop).
     sm.rcpInUpdate = prm.rcpInUpdate;
     sm.headOverlap = prm.headOverlap;
+    // Up to the rows the result slots hold (one 8-row tile per slot and MXU).
+    if (prm.pvEarly != 0 && prm.mxuSize == 128)
+      sm.pvEarlyRows = prm.pvEarly > 0 && prm.accSlots > 0
+                           ? std::min<int64_t>(prm.pvEarly, 8 * prm.accSlots)
+                       : prm.pvEarly > 0 ? prm.pvEarly
+                                         : 8 * prm.accSlots;
     Scalar qi = program_id(1), kv = program_id(2);
     Scalar qStart = qi * bq, kStart = kv * bk;
     when(kv == 0, [&] { sm.init(); });
@@ -864,7 +909,11 @@ KernelEntry flashAttentionEntry() {
                "VPU work the dot hides: they start as their scores pop"},
               {"pv_next", "false",
                "with latch_v, a step below the diagonal leaves its p x V to the next step, "
-               "which streams it through the still latched V before its score dot"}};
+               "which streams it through the still latched V before its score dot"},
+              {"pv_early", "-1",
+               "with latch_v, p x V of up to this many rows (the ones the score dot's block "
+               "finishes) started on the MXUs before the slab loop and popped after it (-1: "
+               "as many as the MXU result slots hold; 0: off)"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -885,6 +934,8 @@ KernelEntry flashAttentionEntry() {
     fp.causalParts = p.integer("causal_parts", 1);
     fp.headOverlap = p.flag("head_overlap");
     fp.pvNext = p.flag("pv_next");
+    fp.pvEarly = p.integer("pv_early", -1);
+    fp.accSlots = p.target().accSlots;
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),

@@ -77,6 +77,13 @@ struct FlashAttentionParams {
   // its pops instead of the MXUs idling during the slab loop's tail.
   // Slower so far (docs/performance.md, branch `flashpp`): off.
   bool pvNext = false;
+  // p x V of the rows whose weights the score dot's block finishes (its head
+  // iterations) started on the MXUs at that block's end (dsl::mxu_start, V
+  // latched) and popped after the slab loop (OnlineSoftmax::pvEarlyRows): the
+  // MXUs stream them while the loop keeps the EUP busy. -1: as many rows as
+  // the result slots hold (accSlots x 8); 0: off.
+  int64_t pvEarly = -1;
+  int64_t accSlots = 0;
 };
 
 // Throws dsl::Error for an unsupported head_dim (64 or 128 ... any multiple of 8
@@ -175,6 +182,12 @@ struct OnlineSoftmax {
   // read).
   bool pvDefer = false;
   dsl::Array pvPrev;
+  // Up to this many rows (a multiple of 32) of p x V started at the end of
+  // the score dot's block, from the rows its head iterations finished, into
+  // slot set 0 (mxu_start) and popped into acc after the slab loop
+  // (mxu_finish): the same sum in the same order, so the same bits (update's
+  // latched register form without in-loop p x V only; 0: off).
+  int64_t pvEarlyRows = 0;
 
   // A large finite negative (as Pallas's DEFAULT_MASK_VALUE): a row whose
   // columns are all masked gets exp(0) weights that a later rescale removes,

@@ -59,6 +59,9 @@ struct FlashCase {
   // V latched on v5e's four MXUs (latchV, mxuCount 4), p x V deferred to the
   // next step (pvNext) or not.
   bool latchV = false, pvNext = false;
+  // p x V of the score dot block's groups started there (pvEarly, with
+  // v5e's 32 result slots per MXU).
+  bool pvEarly = false;
 };
 
 lib::FlashAttentionParams flashParams(const FlashCase& c) {
@@ -73,6 +76,7 @@ lib::FlashAttentionParams flashParams(const FlashCase& c) {
   p.latchV = c.latchV;
   p.mxuCount = c.latchV ? 4 : 0;
   p.pvNext = c.pvNext;
+  p.accSlots = c.pvEarly ? 32 : 0;
   return p;
 }
 
@@ -200,6 +204,29 @@ TEST_CASE("flash attention's p x V deferred to the next step gives the same outp
   }
 }
 
+TEST_CASE("flash attention's p x V started in the score dot's block gives the same output bits") {
+  // pvEarly: the groups the score dot's block finishes start their p x V
+  // there (mxu_start, a slot set each) and the block after the slab loop
+  // pops them (mxu_finish) before the other groups' p x V: two kv steps,
+  // causal and not (the causal step below the diagonal takes the path),
+  // ragged. Short query blocks (4 groups of 32 rows: 3 start early) keep the
+  // interpreter's work small for the sanitizer run.
+  const FlashCase cases[] = {
+      {1, 128, 1024, 128, 128, 512, false, BF16},
+      {1, 640, 1024, 128, 128, 512, true, F32},  // q block 4's kv block 0
+      {1, 200, 1100, 64, 128, 512, false, BF16},
+  };
+  for (FlashCase c : cases) {
+    c.latchV = true;
+    InterpretResult base = runFlash(c);
+    const std::string baseText = flashKernelText(c);
+    c.pvEarly = true;
+    CHECK(flashKernelText(c) != baseText);  // the shape takes the early path
+    InterpretResult early = runFlash(c);
+    CHECK(early.outputs[0].words == base.outputs[0].words);
+  }
+}
+
 TEST_CASE("flash attention parameter errors are clear") {
   CHECK_THROWS_WITH(lib::flashAttentionCall(1, 256, 256, 100), Catch::Contains("head_dim 100"));
   lib::FlashAttentionParams p;
@@ -214,6 +241,10 @@ TEST_CASE("flash attention parameter errors are clear") {
   p.outType = S32;
   CHECK_THROWS_WITH(lib::flashAttentionCall(1, 256, 256, 128, p),
                     Catch::Contains("must be bf16 or f32"));
+  p = {};
+  p.pvEarly = -2;
+  CHECK_THROWS_WITH(lib::flashAttentionCall(1, 256, 256, 128, p),
+                    Catch::Contains("pv_early -2 must be -1"));
 }
 
 namespace {
