@@ -33,6 +33,14 @@ constexpr int kAheadBuffers = 4;              // own buffers where own loads run
 constexpr int kSlots = 8;                     // VMEM slots a sent piece stays in until it has left
 constexpr uint64_t kTargetPiece = 256 << 10;  // the largest piece (of all its chunks)
 constexpr int kMaxPieces = 64;
+// A ring's later phases (blocks a quarter of the first's or less) in at
+// least this many pieces where a block's transfer takes at least half a hop:
+// in one piece, each step waits for the whole block's transfer and hop
+// before the next chip can combine (v4 4x4x4 16 MiB: phases 1 and 2 took
+// ~26k cycles for ~15k of link time; two pieces: -4%). The estimate the
+// algorithm choice takes stays the best count's (smaller blocks lose: tiny8
+// 2x4 128 KiB was 2.9% slower in two).
+constexpr int kMinLaterPieces = 2;
 
 int elementBytes(PrimitiveType t) { return t == PrimitiveType::BF16 ? 2 : 4; }
 
@@ -225,7 +233,7 @@ class Planner {
           // estimate (small pieces fill the pipeline sooner, each costs a
           // combine's fixed work).
           const double m = double(size(dim));
-          double duration = -1;
+          double duration = -1, best = -1;
           for (int count = 1; count <= kMaxPieces; count *= 2) {
             if (s.bytes == 0 || s.bytes % (uint64_t(count) * elem) != 0) break;
             const uint64_t total = s.bytes / uint64_t(count) * uint64_t(blockChunks);
@@ -238,11 +246,20 @@ class Planner {
             // The busiest link carries (m - 1) x pieces; the first piece
             // fills the pipeline over m - 1 hops.
             const double d = (m - 1) * double(count) * busy + (m - 1) * (lat + piece + combine);
+            // The estimate the algorithm choice takes is the best count's,
+            // kMinLaterPieces or not (it was measured against tpusim so).
+            if (best < 0 || d < best) {
+              best = d;
+              s.estimate = (m - 1) * (lat + piece + combine) +
+                           (m - 1) * double(count) * std::max(piece, combine);
+            }
+            if (ring && p > 0 && count < kMinLaterPieces &&
+                2 * double(s.bytes * uint64_t(blockChunks)) / bw >= lat &&
+                s.bytes % (uint64_t(2 * count) * elem) == 0)
+              continue;
             if (duration >= 0 && d >= duration) continue;
             duration = d;
             s.pieces = count;
-            s.estimate = (m - 1) * (lat + piece + combine) +
-                         (m - 1) * double(count) * std::max(piece, combine);
             // The lag covers a piece's transfer, its hop and its combine.
             s.lag = ring ? 0 : 1 + int(std::ceil((lat + combine) / piece));
           }
@@ -595,9 +612,7 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
                   uint64_t(chip.vmem.bytes)
           ? kAheadBuffers
           : 2;
-  const int ownFlag = ownBuffers > 2
-                          ? flags.firstCredit - gridReduceCreditFlags(g.gridDims.size()) + 1
-                          : flags.local;
+  const int ownFlag = ownBuffers > 2 ? flags.firstCredit - 2 * int(g.gridDims.size()) : flags.local;
   const int storeQueue = ownBuffers > 2 ? kLoadQueues[1] : kLoadQueues[0];
   // With own loads ahead (rings only) a final's store is not waited for: it
   // counts on its epoch's sent flag like a send, so the slot it reads is not
@@ -710,7 +725,38 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
 
   int64_t vmemActions = 0;  // actions that combined in VMEM so far (slot = index mod kSlots)
   int epoch = 0;
-  std::vector<int64_t> epochSends{0};  // sends and deferred stores of each epoch, not yet waited
+  // Sends and deferred stores of each epoch not yet waited for (with paced
+  // links: the stores alone; the sends count on their link's flag).
+  std::vector<int64_t> epochSends{0};
+  // Paced links (the landing slots' flags reserved): every send counts on its
+  // (dimension, direction)'s own sent flag, and waits until the pieces sent
+  // on its link before it have left, so that one piece at a time is on each
+  // link. A link shares its bandwidth among the flows on it, so a step's
+  // pieces sent at once all arrived at the step's end (v4 4x4x4 16 MiB: the
+  // first combine at ~15k cycles instead of ~5.2k, the links 60% busy); one
+  // at a time, they arrive a piece's time apart and the combines overlap
+  // the link.
+  // Not on the Hamiltonian ring (v5e 2x4 16 MiB: +1.2%; its one ring has
+  // eight chips' pieces in flight and no other link to keep busy).
+  const bool paced = flags.firstCredit >= 0 && g.ringOrder.empty();
+  const int links = 2 * int(g.gridDims.size());
+  auto linkOf = [&](const Stream& s) {
+    return int(2 * (std::find(g.gridDims.begin(), g.gridDims.end(), s.dim) - g.gridDims.begin()) +
+               (s.dir > 0 ? 0 : 1));
+  };
+  auto linkFlag = [&](int link) {
+    return flags.firstCredit - 2 * int(g.gridDims.size()) - 1 - link;
+  };
+  std::vector<int64_t> linkSends(size_t(links), 0), linkTaken(size_t(links), 0);
+  std::vector<std::vector<int64_t>> epochLinkSends{linkSends};  // per epoch: counts at its start
+  // Every send on `link` before number `upTo` has left.
+  auto waitLink = [&](int link, int64_t upTo) {
+    int64_t& taken = linkTaken[size_t(link)];
+    if (upTo > taken) {
+      code.emit({makeInstruction(Opcode::SyncWait, {linkFlag(link), upTo - taken})});
+      taken = upTo;
+    }
+  };
   const int64_t epochActions = kSlots / 2;
   std::set<std::pair<int, int>> pendingStores;  // (part, phase) of deferred stores not drained
   // Every send and store counted so far has finished (the epochs before the
@@ -791,14 +837,18 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       while (epoch < e) {
         ++epoch;
         epochSends.push_back(0);
+        epochLinkSends.push_back(linkSends);
         if (epoch >= 2 && epochSends[size_t(epoch - 2)] > 0)
           code.emit({makeInstruction(Opcode::SyncWait,
                                      {flags.sent[epoch % 2], epochSends[size_t(epoch - 2)]})});
+        if (paced && epoch >= 2)
+          for (int l = 0; l < links; ++l) waitLink(l, epochLinkSends[size_t(epoch - 1)][size_t(l)]);
       }
     }
     const int64_t slot = vmemActions % kSlots;
     const int64_t own = ownRow(vmemActions % ownBuffers);
     const int sentFlag = flags.sent[epoch % 2];
+    const int sendFlag = paced ? linkFlag(linkOf(s)) : sentFlag;
 
     const bool direct = credits.direct[size_t(i)];
     const int creditFlag =
@@ -861,6 +911,7 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     }
     if (std::any_of(a.roles.begin(), a.roles.end(), [](Role r) { return r == Role::SendOwn; }))
       drainFor(s);
+    if (paced && a.sends) waitLink(linkOf(s), linkSends[size_t(linkOf(s))]);
     // Sends: the combined piece from its slot, or this chip's own piece.
     tables.forDevicesWith(
         mask([](Role r) { return r == Role::CombineSend; }), kVal, "reduce-scatter sends", [&] {
@@ -870,7 +921,7 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
           code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 1})});
           tables.load(peers.at({s.dim, s.dir}), kPeer, "reduce-scatter neighbours");
           code.emit({makeInstruction(
-              Opcode::DmaRemote, {kSrc, kPeer, sentFlag, flag, kSendQueues[s.dir > 0 ? 0 : 1]})});
+              Opcode::DmaRemote, {kSrc, kPeer, sendFlag, flag, kSendQueues[s.dir > 0 ? 0 : 1]})});
         });
     tables.forDevicesWith(
         mask([](Role r) { return r == Role::SendOwn; }), kVal, "reduce-scatter sends", [&] {
@@ -879,15 +930,18 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
           tables.load(peers.at({s.dim, s.dir}), kPeer, "reduce-scatter neighbours");
           code.emit({makeInstruction(Opcode::SLi, {kSrc, w.sendOwn})});
           code.emit({makeInstruction(
-              Opcode::DmaRemote, {kSrc, kPeer, sentFlag, flag, kSendQueues[s.dir > 0 ? 0 : 1]})});
+              Opcode::DmaRemote, {kSrc, kPeer, sendFlag, flag, kSendQueues[s.dir > 0 ? 0 : 1]})});
         });
     // Every chip counts one send per sending action (its own, or a local signal).
     if (a.sends) {
       tables.forDevicesWith(mask([&](Role r) { return !isSend(r); }), kVal,
                             "reduce-scatter non-senders", [&] {
-                              code.emit({makeInstruction(Opcode::SyncSignal, {sentFlag, 1})});
+                              code.emit({makeInstruction(Opcode::SyncSignal, {sendFlag, 1})});
                             });
-      ++epochSends[size_t(epoch)];
+      if (paced)
+        ++linkSends[size_t(linkOf(s))];
+      else
+        ++epochSends[size_t(epoch)];
     }
     // Finals: the reduced piece to the phase's destination.
     tables.forDevicesWith(
@@ -926,6 +980,7 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
   for (int e = std::max(0, epoch - 1); e <= epoch; ++e)
     if (epochSends[size_t(e)] > 0)
       code.emit({makeInstruction(Opcode::SyncWait, {flags.sent[e % 2], epochSends[size_t(e)]})});
+  for (int l = 0; l < links; ++l) waitLink(l, linkSends[size_t(l)]);
 }
 
 }  // namespace tpusim::lower

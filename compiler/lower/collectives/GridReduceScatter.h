@@ -33,6 +33,13 @@
 //    construction. Streams whose slots do not fit VMEM (phase by phase,
 //    first come) land in per-(phase, direction) HBM buffers of the
 //    collective's own instead, as before;
+//  - sends are paced per link (when the landing slots' flags are reserved):
+//    each counts on the sent flag of its (dimension, direction), and waits
+//    until the link's previous piece has left, so one piece at a time is on
+//    each link and pieces arrive a piece's time apart (sent at once they
+//    share the link and all arrive at the step's end); a ring's later
+//    phases run in at least two pieces where a block's transfer is at least
+//    half a hop;
 //  - on rings with own loads ahead a final's store is not waited for: it
 //    counts on its epoch's sent flag, and a later phase's first read of
 //    the work buffer drains it;
@@ -71,14 +78,16 @@ struct GridReduceFlags {
   // Credits of the VMEM landing slots: firstCredit - (2 x grid dimension
   // index + (direction < 0)) per (dimension, direction) of the partial sums'
   // flow (gridReduceCreditFlags of them); -1: none reserved, every piece
-  // lands in HBM.
+  // lands in HBM and the sends are not paced.
   int firstCredit = -1;
 };
 
 // Flags the rings need for their VMEM landing slots: a credit flag per grid
-// dimension and direction of the flow, and one counting the own pieces'
-// loads (issued several actions ahead; firstCredit - 2 x gridDims).
-inline int gridReduceCreditFlags(size_t gridDims) { return 2 * int(gridDims) + 1; }
+// dimension and direction of the flow, one counting the own pieces' loads
+// (issued several actions ahead; firstCredit - 2 x gridDims), and a sent flag
+// per dimension and direction (firstCredit - 2 x gridDims - 1 - the credit's
+// index): each link's sends are paced on its own flag.
+inline int gridReduceCreditFlags(size_t gridDims) { return 4 * int(gridDims) + 1; }
 
 struct GridReduce {
   DeviceGroups groups;
