@@ -548,8 +548,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         }
         MOperand sum = fn_.newReg(RegClass::Vector), c = fn_.newReg(RegClass::Vector);
         emit(Opcode::VAddF32, {sum, x, v});
-        emit(Opcode::VCvtBf16F32, {c, sum});
-        x = widened(c);
+        emit(Opcode::VRndBf16F32, {c, sum});  // rounded to bf16, kept widened
+        x = c;
       }
       sums.push_back(x);
     }
@@ -560,7 +560,11 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       int64_t first = laneOf(n0);
       MOperand r = rotate(row[size_t(h)], first);
       int64_t off = tileOf(n0, h) * dstRows + rt * 8;
-      if (roundDst) {  // a bf16 destination: rounded on the way (no f32 copy, no second pass)
+      // The sum epilogue rounds the dot to bf16 and widens it back for its add:
+      // one vrnd.bf16.f32, not a convert pair.
+      bool roundWiden = roundDst && !addends.empty();
+      if (roundDst &&
+          !roundWiden) {  // a bf16 destination: rounded on the way (no f32 copy, no second pass)
         MOperand c = fn_.newReg(RegClass::Vector);
         emit(Opcode::VCvtBf16F32, {c, r});
         r = c;
@@ -568,7 +572,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       if (!addends.empty()) {  // the sum epilogue's last add, in f32 and rounded
         MOperand f = fn_.newReg(RegClass::Vector), sum = fn_.newReg(RegClass::Vector);
         MOperand c = fn_.newReg(RegClass::Vector);
-        emit(Opcode::VCvtF32Bf16, {f, r});
+        emit(roundWiden ? Opcode::VRndBf16F32 : Opcode::VCvtF32Bf16, {f, r});
         const MOperand& x = sums[size_t(h)];
         emit(Opcode::VAddF32,
              sumMode == 1 ? std::vector<MOperand>{sum, f, x} : std::vector<MOperand>{sum, x, f});
