@@ -565,8 +565,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       // of two (and in the addends' own sums) the list scheduler packed the
       // shorter chains worse ((p + q) + dot, [4096, 1024]: 44,741 -> 50,264).
       bool roundWiden = roundDst && addends.size() == 1;
-      if (roundDst &&
-          !roundWiden) {  // a bf16 destination: rounded on the way (no f32 copy, no second pass)
+      // A bf16 destination: rounded on the way (no f32 copy, no second pass).
+      if (roundDst && !roundWiden) {
         MOperand c = fn_.newReg(RegClass::Vector);
         emit(Opcode::VCvtBf16F32, {c, r});
         r = c;
