@@ -78,6 +78,8 @@ Opcode unaryOpcode(llo::VecUn k, llo::DType d) {
       return Opcode::VTanhF32;
     case llo::VecUn::Sqrt:
       return Opcode::VSqrtF32;
+    case llo::VecUn::RoundBf16:
+      return Opcode::VRndBf16F32;
   }
   return Opcode::Nop;
 }

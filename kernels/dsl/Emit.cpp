@@ -273,6 +273,21 @@ Value* emitTileUncached(const NodePtr& np, const TileAt& at) {
         f.bits = (c.bits & 0xFFFFu) << 16;
         return cseOp(f, {}, [&] { return b.vconst(f.bits, DType::F32); });
       }
+      // f32 -> bf16 -> f32 is one rounding in the f32 layout (vrnd.bf16.f32), not a
+      // convert pair; the bf16 tile is emitted only if something else reads it.
+      if (n.op == 0 && n.dtype == DType::F32 && c.kind == Kind::Cast && c.op == 0 &&
+          c.dtype == DType::Bf16 && c.args[0]->dtype == DType::F32) {
+        const ArrayNode& g = *c.args[0];
+        TileAt a = at;
+        a.bcastRows = at.bcastRows || (c.rows == 1 && n.rows > 1) || (g.rows == 1 && c.rows > 1);
+        a.bcastCols = at.bcastCols || (c.cols == 1 && n.cols > 1) || (g.cols == 1 && c.cols > 1);
+        Value* x = emitTile(c.args[0], a);
+        ArrayNode r;
+        r.kind = Kind::Unary;
+        r.op = int(llo::VecUn::RoundBf16);
+        r.dtype = DType::F32;
+        return cseOp(r, {x}, [&] { return b.vun(llo::VecUn::RoundBf16, x); });
+      }
       Value* x = child(0);
       if (n.op == 1) return cseOp(n, {x}, [&] { return b.vbitcast(x, n.dtype); });
       return cseOp(n, {x}, [&] { return b.vcast(x, n.dtype); });

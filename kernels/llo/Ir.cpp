@@ -34,7 +34,8 @@ const char* vecBinName(VecBin k) {
   return n[static_cast<int>(k)];
 }
 const char* vecUnName(VecUn k) {
-  static const char* const n[] = {"abs", "neg", "exp", "log", "rsqrt", "rcp", "tanh", "sqrt"};
+  static const char* const n[] = {"abs", "neg",  "exp",  "log",       "rsqrt",
+                                  "rcp", "tanh", "sqrt", "round_bf16"};
   return n[static_cast<int>(k)];
 }
 const char* cmpName(Cmp k) {

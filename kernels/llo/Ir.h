@@ -43,7 +43,8 @@ enum class ScalarBin : uint8_t {
 };
 // Element-wise tile ops; f32 follows IEEE RNE, s32 wraps (see isa/Opcodes.def).
 enum class VecBin : uint8_t { Add, Sub, Mul, Max, Min, And, Or, Xor, Shl, Shr, Sra };
-enum class VecUn : uint8_t { Abs, Neg, Exp, Log, Rsqrt, Rcp, Tanh, Sqrt };
+// RoundBf16: an f32 rounded to bf16 precision, kept as f32 (vrnd.bf16.f32).
+enum class VecUn : uint8_t { Abs, Neg, Exp, Log, Rsqrt, Rcp, Tanh, Sqrt, RoundBf16 };
 enum class Cmp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
 enum class Reduce : uint8_t { Sum, Max };
 enum class DimSemantics : uint8_t { Parallel, Arbitrary };

@@ -108,6 +108,9 @@ TileData tileUnary(VecUn k, DType d, const TileData& a) {
       case VecUn::Sqrt:
         r[i] = f32ResultBits(std::sqrt(f(x)));
         break;
+      case VecUn::RoundBf16:
+        r[i] = uint32_t(f32ToBf16Bits(f(x))) << 16;
+        break;
     }
   }
   return r;

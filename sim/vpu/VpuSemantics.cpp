@@ -231,6 +231,9 @@ bool executeVectorAlu(Opcode op, const VpuInputs& in, VregData& d, MaskData& m) 
     case Opcode::VCvtF32Bf16:
       mapBits(*a, d, [](uint32_t x) { return bitsOf(bf16BitsToF32(uint16_t(x & 0xFFFF))); });
       return true;
+    case Opcode::VRndBf16F32:
+      mapBits(*a, d, [](uint32_t x) { return uint32_t(f32ToBf16Bits(floatOf(x))) << 16; });
+      return true;
     case Opcode::VCvtS8S32:
       mapBits(*a, d, [](uint32_t x) {
         int32_t v = int32_t(x);

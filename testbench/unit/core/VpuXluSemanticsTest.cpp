@@ -133,6 +133,15 @@ TEST_CASE("converts: saturation, NaN, bf16 rounding, packing", "[vpu]") {
   CHECK(runUnary(Opcode::VCvtBf16F32, bitsOf(1.0f + std::ldexp(1.0f, -8))) == 0x3F80u);
   CHECK(runUnary(Opcode::VCvtBf16F32, bitsOf(1.0f + 3 * std::ldexp(1.0f, -8))) == 0x3F82u);
   CHECK(runUnary(Opcode::VCvtF32Bf16, 0xABCD3FC0u) == bitsOf(1.5f));
+  // vrnd.bf16.f32: the convert pair's value in one op, the f32 layout kept.
+  for (uint32_t x : {bitsOf(1.0f + std::ldexp(1.0f, -8)), bitsOf(1.0f + 3 * std::ldexp(1.0f, -8)),
+                     bitsOf(-1.5f), 0x7F812345u, 0x7F7FFFFFu, 0x00000001u, 0x80008000u}) {
+    INFO(x);
+    CHECK(runUnary(Opcode::VRndBf16F32, x) ==
+          runUnary(Opcode::VCvtF32Bf16, runUnary(Opcode::VCvtBf16F32, x)));
+  }
+  CHECK(runUnary(Opcode::VRndBf16F32, bitsOf(1.0f + 3 * std::ldexp(1.0f, -8))) == 0x3F820000u);
+  CHECK(runUnary(Opcode::VRndBf16F32, 0x7F812345u) == kCanonicalNanBits);
   CHECK(runUnary(Opcode::VCvtS8S32, uint32_t(-300)) == uint32_t(-128));
   CHECK(runUnary(Opcode::VCvtS8S32, 300) == 127u);
   CHECK(runBinary(Opcode::VPackB16, 0x11112222u, 0x33334444u) == 0x44442222u);

@@ -100,6 +100,25 @@ TEST_CASE("a bf16 operand widened by two users is widened once per tile") {
   testing::checkSimAgainstInterpret(*k, "v6e", 5);
 }
 
+TEST_CASE("a bf16 value between two f32 ops is rounded in the f32 layout") {
+  // As a bf16 HLO op's result read by the next op: rounded and widened back is
+  // one vrnd.bf16.f32 (vun.round_bf16), not a convert pair; the bf16 tile that
+  // is also stored is still converted for its store.
+  auto k = pallas_call(
+               [](Ref x, Ref o, Ref p) {
+                 Array a = x.load();
+                 Array r = (a * a).astype(BF16);
+                 store_together({o, p}, {r.astype(F32) + a, r});
+               },
+               oneBlock({{{8, 128}, F32, "o"}, {{8, 128}, BF16, "p"}}, 8, 128, 1))
+               .trace({{{8, 128}, F32, "x"}});
+  std::string text = llo::printKernel(*k);
+  INFO(text);
+  CHECK(count(text, "vun.round_bf16") == 1);
+  CHECK(count(text, "vcast") == 1);  // the rounding of p's store, no widening
+  testing::checkSimAgainstInterpret(*k, "v6e", 7);
+}
+
 TEST_CASE("a sublane sum folds several row tiles per loop body, in row order") {
   // 128 row tiles of one column: 32 per body, the accumulator loaded and
   // stored once per body (it was once per tile).
