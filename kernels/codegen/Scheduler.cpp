@@ -591,6 +591,16 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   std::array<size_t, 3> writerHead{};
   std::vector<char> issuedBefore(n, 0);
   constexpr int kReserve = 16;
+  // Loads whose every reader is a weight push: only they pass the reserve
+  // held for far pops (other new values doing so, e.g. LHS tiles, filled the
+  // file and a forced pop then needed more registers than there are).
+  std::vector<char> feedsWPush(size_t(n), 0);
+  for (int i = 0; i < n; ++i) {
+    if (ins[i].op != Opcode::VLd) continue;
+    bool all = !dag.succ_[i].empty();
+    for (const Edge& e : dag.succ_[i]) all = all && isWPush(ins[e.to].op);
+    feedsWPush[size_t(i)] = all;
+  }
   constexpr size_t kPopSkip = 256;  // writers looked past for the reserve's head, at most
   constexpr int kPopHorizon = 64;   // a pop ready sooner keeps the reserve
   for (int i = 0; i < n; ++i)
@@ -746,7 +756,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         // Masks keep two registers for the others: all 8 reserved, every
         // compare waited for the one before it (flash attention's causal mask).
         const auto& w = unscheduledWriters[size_t(c)];
-        const size_t head = reserveHead(c);
+        const size_t head = feedsWPush[size_t(i)] ? reserveHead(c) : writerHead[size_t(c)];
         const int reserve =
             c == int(RegClass::Mask) ? std::min(kReserve, limit[size_t(c)] - 2) : kReserve;
         if (live[size_t(c)] + grow > limit[size_t(c)] - reserve && head < w.size() && i > w[head])

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "kernels/codegen/Compile.h"
+#include "kernels/lib/AttentionBackward.h"
 #include "kernels/lib/Matmul.h"
 
 using namespace tpusim::kernels;
@@ -94,43 +95,22 @@ TEST_CASE("consecutive M = 1 matmuls share the MXUs instead of draining between 
   CHECK(ck.stats.bundles <= ports + 1000);
 }
 
-// Score dots of several heads (q k^T, transposed weights), as the whole-row
-// attention kernel runs them: each head's items take their own result slots,
-// so the next head's weight pushes can start once the previous head's mms
-// are done, while its results drain (2N + 7 cycles) and pop. The scheduler's
-// register reserve used to wait for those pops (the oldest unscheduled
-// writers) before loading the next head's weights: push, mm, drain, pop, one
-// head after another (~500 cycles per head on v5e instead of ~256).
-TEST_CASE("consecutive transposed-weight dots load the next weights during the drain") {
+// The whole-row attention kernel's score dots (q k^T, transposed weights, 8
+// heads per step): each head's items take their own result slots, so the next
+// head's weight pushes can start once the previous head's mms are done, while
+// its results drain (2N + 7 cycles) and pop. The scheduler's register reserve
+// used to wait for those pops (the oldest unscheduled writers) before loading
+// the next head's weights: push, mm, drain, pop, one head after another (the
+// score block 4,180 bundles on v5e, 2,318 now; the kernel 11.9k -> 9.8k).
+TEST_CASE("the attention kernel's score dots load the next weights during the drain") {
   codegen::TargetInfo t = codegen::loadTargetByName("v5e", chipsDir());
-  const int64_t heads = 8, s = 256, d = 128;
-  dsl::CallConfig c;
-  c.name = "scores";
-  c.out_shapes = {{{heads, s, s}, llo::DType::F32, "out"}};
-  c.grid = {1};
-  auto whole = [](std::vector<int64_t> shape) {
-    return dsl::BlockSpec(std::move(shape), [](const dsl::GridIndex&) {
-      return std::vector<dsl::Scalar>{dsl::Scalar(0), dsl::Scalar(0), dsl::Scalar(0)};
-    });
-  };
-  c.in_specs = {whole({heads, s, d}), whole({heads, s, d})};
-  c.out_specs = {whole({heads, s, s})};
-  auto call = dsl::pallas_call(
-      [=](dsl::Ref q, dsl::Ref k, dsl::Ref o) {
-        for (int64_t h = 0; h < heads; ++h) {
-          dsl::Scalar i(h);
-          o.at(i).store(dsl::dot(q.at(i).load(), k.at(i).load(), {false, true}));
-        }
-      },
-      c);
-  auto kernel =
-      call.trace({{{heads, s, d}, llo::DType::Bf16, "q"}, {{heads, s, d}, llo::DType::Bf16, "k"}});
+  lib::AttentionBackwardParams p;
+  p.causal = true;
+  p.heads = 8;
+  p.headsPerStep = 8;
+  auto call = lib::attentionForwardCall(8, 256, 256, 128, p);
+  auto kernel = call.trace(lib::attentionForwardInputs(8, 256, 256, 128, 8));
   codegen::CompiledKernel ck = codegen::compileKernel(*kernel, t);
-  // Per head and MXU: one 128 x 128 weight tile pushed (16 x 8 cycles; a
-  // transposed push waits for the MXU's previous latch + N) and 16 mms of 8
-  // cycles; one drain for the step.
-  const int64_t perHead = 2 * (t.mxuSize / 8) * 8;
-  INFO("bundles " << ck.stats.bundles << ", per head " << perHead);
-  CHECK(ck.stats.bundles >= heads * perHead);
-  CHECK(ck.stats.bundles <= heads * perHead + 1000);
+  INFO("bundles " << ck.stats.bundles);
+  CHECK(ck.stats.bundles < 8000);
 }
