@@ -24,9 +24,10 @@ struct PassOptions {
   int64_t fusionMaxDuplication = 3;
   double fusionVmemFraction = 1.0;
   // Sibling dots sharing an LHS fused with their element-wise combiner
-  // (SiblingDots.h; tpuc --sibling-dots). Off by default: measured slower on
-  // the tiny prefill (docs/performance.md, branch `swiglu`).
-  bool fusionSiblingDots = false;
+  // (SiblingDots.h; tpuc --sibling-dots). On by default: the tiny prefill
+  // (v5e, v6e) and the 7B layer prefill are faster with it, the decodes
+  // unchanged (docs/performance.md, branch `tinyrope`).
+  bool fusionSiblingDots = true;
   // dot-scale-to-output also where it changes the rounding (a scale that is
   // not a constant power of two): floats treated as reals, as XLA's
   // enable_scalar_multiply_reduction / floats-are-real options. Off by

@@ -606,6 +606,18 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   std::array<size_t, 3> writerHead{};
   std::vector<char> issuedBefore(n, 0);
   constexpr int kReserve = 16;
+  // Loads whose every reader is a weight push: only they pass the reserve
+  // held for far pops (other new values doing so, e.g. LHS tiles, filled the
+  // file and a forced pop then needed more registers than there are).
+  std::vector<char> feedsWPush(size_t(n), 0);
+  for (int i = 0; i < n; ++i) {
+    if (ins[i].op != Opcode::VLd) continue;
+    bool all = !dag.succ_[i].empty();
+    for (const Edge& e : dag.succ_[i]) all = all && isWPush(ins[e.to].op);
+    feedsWPush[size_t(i)] = all;
+  }
+  constexpr size_t kPopSkip = 256;  // writers looked past for the reserve's head, at most
+  constexpr int kPopHorizon = 64;   // a pop ready sooner keeps the reserve
   for (int i = 0; i < n; ++i)
     for (int c = 0; c < 3; ++c)
       if (writesClass(i, c)) unscheduledWriters[size_t(c)].push_back(i);
@@ -712,6 +724,32 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     memThisCycle.clear();
     issued.clear();
     int pressureBlocked = -1;
+    // The writer the reserve is kept for: the oldest unscheduled one, past
+    // MXU pops still waiting for their matmul (not ready within kPopHorizon
+    // cycles: a pop comes 2N + 7 cycles after its mm). Kept for such a pop,
+    // the reserve held the next dot's weight loads back for the whole drain
+    // (64 causal heads' score dots: each dot's pushes started only after the
+    // previous dot's pops), though the pop takes one register when it comes
+    // and its store frees it. Only where the reserve is at most a quarter of
+    // the class: with v4's 32 vector registers the other loads then took the
+    // registers the next weight tile needed (swiglu +35%).
+    std::array<size_t, 3> headNow{};
+    std::array<char, 3> headKnown{};
+    auto reserveHead = [&](int c) {
+      if (headKnown[size_t(c)]) return headNow[size_t(c)];
+      const auto& w = unscheduledWriters[size_t(c)];
+      size_t h = writerHead[size_t(c)];
+      if (limit[size_t(c)] >= 4 * kReserve)
+        for (size_t end = std::min(w.size(), h + kPopSkip); h < end; ++h) {
+          const int x = w[h];
+          if (issuedBefore[size_t(x)]) continue;
+          if (ins[x].op != Opcode::MxuPop ||
+              (npred[size_t(x)] == 0 && earliest[size_t(x)] <= cycle + kPopHorizon))
+            break;
+        }
+      headKnown[size_t(c)] = 1;
+      return headNow[size_t(c)] = h;
+    };
     // Tries instruction i in this bundle; `force` lets a pressure-blocked one go.
     auto tryIssue = [&](int i, bool force) {
       const MInstr& mi = ins[i];
@@ -734,7 +772,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         // Masks keep two registers for the others: all 8 reserved, every
         // compare waited for the one before it (flash attention's causal mask).
         const auto& w = unscheduledWriters[size_t(c)];
-        const size_t head = writerHead[size_t(c)];
+        const size_t head = feedsWPush[size_t(i)] ? reserveHead(c) : writerHead[size_t(c)];
         const int reserve =
             c == int(RegClass::Mask) ? std::min(kReserve, limit[size_t(c)] - 2) : kReserve;
         if (live[size_t(c)] + grow > limit[size_t(c)] - reserve && head < w.size() && i > w[head])

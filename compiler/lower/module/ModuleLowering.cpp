@@ -193,11 +193,19 @@ void ModuleLowerer::renameAppended(const HloInstruction& inst, size_t debugBefor
     return;
   }
   // The kernel's own entries count the bytes its DMAs really move; the FLOPs
-  // are the HLO's (the kernel counts only its matmuls).
+  // are the HLO's (the kernel counts only its matmuls). A fusion of sibling
+  // dots takes the HLO's alone: its pipelined step variants each count the
+  // matmuls again (3x the HLO's on the tiny prefill).
+  int64_t dots = 0;
+  if (inst.opcode() == hlo::HloOpcode::Fusion)
+    for (const hlo::HloComputation* comp : inst.calledComputations())
+      if (comp)
+        for (const auto& member : comp->instructions())
+          dots += member->opcode() == hlo::HloOpcode::Dot;
   for (size_t i = costBefore; i < m_.program.costs.size(); ++i) {
     isa::CostEntry& c = m_.program.costs[i];
     c.opName = inst.name();
-    c.flops = i == costBefore ? std::max(c.flops, hlo.flops) : 0;
+    c.flops = i == costBefore ? (dots > 1 ? hlo.flops : std::max(c.flops, hlo.flops)) : 0;
   }
 }
 

@@ -71,8 +71,8 @@ cl::opt<double> VmemFraction(
 cl::opt<bool> SiblingDots(
     "fusion-sibling-dots",
     cl::desc("Fusion: sibling dots (one LHS, results combined element-wise) as one kernel "
-             "(default false)"),
-    cl::init(false), cl::cat(TargetCat),
+             "(default true)"),
+    cl::init(true), cl::cat(TargetCat),
     cl::cb<void, bool>([](bool on) { passes::passOptions().fusionSiblingDots = on; }));
 
 cl::opt<bool> ReassociateDequantScales(

@@ -90,8 +90,9 @@ static cl::opt<bool> SiblingDots(
     "sibling-dots",
     cl::desc("Compile sibling dots (one LHS, results combined element-wise: a SwiGLU FFN's gate "
              "and up projections) as one kernel that runs both and applies the combination as "
-             "its epilogue, where the tiling model prices it cheaper (by default a kernel each)"),
-    cl::cat(Cat));
+             "its epilogue, where the tiling model prices it cheaper (default on; "
+             "--sibling-dots=false: a kernel each)"),
+    cl::init(true), cl::cat(Cat));
 static cl::opt<bool> HbmRunModel(
     "hbm-run-model",
     cl::desc("Price dot blocks' HBM reads with the preset's HBM run model (bank groups, "

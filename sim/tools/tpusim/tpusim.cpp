@@ -89,8 +89,8 @@ static cl::opt<bool> check("check",
 static cl::opt<bool> siblingDots(
     "sibling-dots",
     cl::desc("For an .hlo module: compile sibling dots (one LHS, results combined element-wise) "
-             "as one kernel, as tpuc --sibling-dots"),
-    cl::cat(category),
+             "as one kernel, as tpuc --sibling-dots (default on)"),
+    cl::init(true), cl::cat(category),
     cl::cb<void, bool>([](bool on) { tpusim::passes::passOptions().fusionSiblingDots = on; }));
 static cl::opt<bool> reassociateDequantScales(
     "reassociate-dequant-scales",
