@@ -11,6 +11,28 @@ if(TPUSIM_SANITIZE)
 endif()
 target_include_directories(tpusim_options INTERFACE ${PROJECT_SOURCE_DIR})
 
+# tpusim_lto_library(target) / tpusim_lto_link(target): the simulator's hot
+# loop (DMA engine -> HBM model -> pseudo-channels) crosses a dozen
+# translation units; inlining across them takes ~10% off a timing run. The
+# libraries keep machine code next to the LTO bytecode (fat objects), so
+# the ~100 test binaries link them as before and only the tools named with
+# tpusim_lto_link do the link-time work. GCC only (Clang's LTO objects are
+# bitcode only); off under the sanitizers.
+set(TPUSIM_LTO_ACTIVE OFF)
+if(TPUSIM_LTO AND NOT TPUSIM_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  set(TPUSIM_LTO_ACTIVE ON)
+endif()
+function(tpusim_lto_library target)
+  if(TPUSIM_LTO_ACTIVE)
+    target_compile_options(${target} PRIVATE -flto=auto -ffat-lto-objects)
+  endif()
+endfunction()
+function(tpusim_lto_link target)
+  if(TPUSIM_LTO_ACTIVE)
+    target_link_options(${target} PRIVATE -flto=auto)
+  endif()
+endfunction()
+
 # tpusim_add_tool(name SOURCES ... LIBS ...): an LLVM-style command-line tool,
 # placed in <build>/bin so lit finds every tool in one directory.
 function(tpusim_add_tool name)
