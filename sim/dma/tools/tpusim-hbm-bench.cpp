@@ -81,6 +81,25 @@ double cpuSeconds() {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
+// The DMA patterns' event loop: runs the engine to its next event and counts
+// the descriptors that completed (last: the latest completion's cycle).
+void advanceToNextEvent(dma::DmaEngine& engine, std::vector<dma::DmaCompletion>& done,
+                        uint64_t& now, uint64_t& completed, uint64_t& last) {
+  done.clear();
+  uint64_t t = std::max(engine.nextEventCycle(), now);
+  engine.advanceTo(t + 1, done);
+  now = t + 1;
+  completed += done.size();
+  if (!done.empty()) last = done.back().cycle;
+}
+
+// A DMA pattern's cycles and HBM stats once its last descriptor completed.
+void finishTiming(Result& r, dma::DmaEngine& engine, uint64_t last) {
+  r.coreCycles = last + 1;
+  r.hbmCycles = engine.hbm().clocks().hbmAtOrAfterCore(r.coreCycles);
+  r.stats = engine.hbm().totalStats();
+}
+
 Result runHbm(const target::ChipConfig& chip, const std::string& pattern) {
   hbm::HbmModel model(chip.hbm, chip.core.clock_hz);
   hbm::AddressMap map(chip.hbm);
@@ -143,18 +162,11 @@ Result runDma(const target::ChipConfig& chip, bool allQueues) {
         ++issued;
       }
     }
-    done.clear();
-    uint64_t t = std::max(engine.nextEventCycle(), now);
-    engine.advanceTo(t + 1, done);
-    now = t + 1;
-    completed += done.size();
-    if (!done.empty()) last = done.back().cycle;
+    advanceToNextEvent(engine, done, now, completed, last);
   }
   r.hostSeconds = cpuSeconds() - start;
   r.bytes = count * descriptorOpt;
-  r.coreCycles = last + 1;
-  r.hbmCycles = engine.hbm().clocks().hbmAtOrAfterCore(r.coreCycles);
-  r.stats = engine.hbm().totalStats();
+  finishTiming(r, engine, last);
   return r;
 }
 
@@ -196,18 +208,11 @@ Result runBlocks(const target::ChipConfig& chip) {
       if (!s.ok()) throw std::runtime_error(s.message);
       ++issued;
     }
-    done.clear();
-    uint64_t t = std::max(engine.nextEventCycle(), now);
-    engine.advanceTo(t + 1, done);
-    now = t + 1;
-    completed += done.size();
-    if (!done.empty()) last = done.back().cycle;
+    advanceToNextEvent(engine, done, now, completed, last);
   }
   r.hostSeconds = cpuSeconds() - start;
   r.bytes = count * rows * run;
-  r.coreCycles = last + 1;
-  r.hbmCycles = engine.hbm().clocks().hbmAtOrAfterCore(r.coreCycles);
-  r.stats = engine.hbm().totalStats();
+  finishTiming(r, engine, last);
   return r;
 }
 
