@@ -11,13 +11,14 @@
 
 namespace tpusim::hlo::eval {
 
-std::vector<Literal> Rendezvous::exchange(int64_t seq, int64_t replica, const std::string& key,
-                                          const Literal& value) {
+std::shared_ptr<const std::vector<Literal>> Rendezvous::exchange(int64_t seq, int64_t replica,
+                                                                 const std::string& key,
+                                                                 Literal value) {
   std::unique_lock<std::mutex> lock(mu_);
   if (aborted_) throw EvalError(why_);
   Slot& slot = slots_[seq];
-  if (slot.values.empty()) {
-    slot.values.resize(static_cast<size_t>(replicas_));
+  if (!slot.values) {
+    slot.values = std::make_shared<std::vector<Literal>>(static_cast<size_t>(replicas_));
     slot.key = key;
   } else if (slot.key != key) {
     aborted_ = true;
@@ -26,12 +27,12 @@ std::vector<Literal> Rendezvous::exchange(int64_t seq, int64_t replica, const st
     cv_.notify_all();
     throw EvalError(why_);
   }
-  slot.values[static_cast<size_t>(replica)] = value;
+  (*slot.values)[static_cast<size_t>(replica)] = std::move(value);
   ++slot.deposited;
   cv_.notify_all();
   cv_.wait(lock, [&] { return aborted_ || slot.deposited == replicas_; });
   if (aborted_) throw EvalError(why_);
-  std::vector<Literal> all = slot.values;
+  std::shared_ptr<const std::vector<Literal>> all = slot.values;
   if (++slot.taken == replicas_) slots_.erase(seq);
   return all;
 }
@@ -136,14 +137,11 @@ Literal Interpreter::evalCollective(const HloInstruction& inst,
     for (const Literal* l : ops) v.push_back(*l);
     return v;
   }());
-  std::vector<Literal> all;
-  if (rendezvous_) {
-    all = rendezvous_->exchange(collectiveSeq_++, replica_, inst.name(), mine);
-  } else {
-    all.push_back(mine);
-  }
+  std::shared_ptr<const std::vector<Literal>> all =
+      rendezvous_ ? rendezvous_->exchange(collectiveSeq_++, replica_, inst.name(), mine)
+                  : std::make_shared<const std::vector<Literal>>(1, mine);
   auto [group, pos] = groupOf(inst, replica_, replicas_);
-  auto member = [&](size_t i) -> const Literal& { return all.at(static_cast<size_t>(group[i])); };
+  auto member = [&](size_t i) -> const Literal& { return all->at(static_cast<size_t>(group[i])); };
   const std::vector<int64_t>& dims = inst.dimensions();
   int64_t g = static_cast<int64_t>(group.size());
 
@@ -212,7 +210,7 @@ Literal Interpreter::evalCollective(const HloInstruction& inst,
                             "evaluated on {} replica(s)",
                             std::max(p[0], p[1]), replicas_));
           if (p[1] == replica_) {
-            result = all.at(static_cast<size_t>(p[0]));
+            result = all->at(static_cast<size_t>(p[0]));
             found = true;
           }
         }

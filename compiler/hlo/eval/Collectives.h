@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -25,17 +26,18 @@ class Rendezvous {
 
   // Replica `replica` contributes `value` to its `seq`-th collective (named
   // `key`, the instruction name) and waits for every replica; returns all
-  // contributions indexed by replica. Throws EvalError if the replicas reach
-  // different instructions or another replica failed.
-  std::vector<Literal> exchange(int64_t seq, int64_t replica, const std::string& key,
-                                const Literal& value);
+  // contributions indexed by replica, one copy shared by every replica (64
+  // replicas each copying 64 operands took 10 GB). Throws EvalError if the
+  // replicas reach different instructions or another replica failed.
+  std::shared_ptr<const std::vector<Literal>> exchange(int64_t seq, int64_t replica,
+                                                       const std::string& key, Literal value);
   // Wakes every waiting replica with an error (a replica failed).
   void abort(const std::string& why);
 
  private:
   struct Slot {
     std::string key;
-    std::vector<Literal> values;
+    std::shared_ptr<std::vector<Literal>> values;
     int64_t deposited = 0, taken = 0;
   };
   int64_t replicas_;
