@@ -4,51 +4,32 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
 namespace tpusim::kernels::tiling {
 
 namespace {
-enum Digit { Ro, Ba, Bg, Ch, Pc, Co };
 // Bytes of data sampled per block: four DMA windows' worth is where the
 // efficiency settles (the bank hash changes bank groups every few DRAM rows).
 constexpr int64_t kSampleBytes = int64_t(1) << 20;
 // N blocks of a row averaged (their runs start at j x run).
 constexpr int64_t kOffsets = 4;
 
-uint32_t log2u(uint64_t x) {
-  uint32_t n = 0;
-  while ((uint64_t(1) << n) < x) ++n;
-  return n;
-}
+// Where a burst lands within its pseudo-channel (bank numbered across its groups).
+struct Loc {
+  uint32_t group, bank, row;
+};
 }  // namespace
 
-HbmRunModel::HbmRunModel(const target::HbmConfig& h, const target::DmaConfig& dma) {
-  radix_[Ro] = uint64_t(h.rows);
-  radix_[Ba] = uint64_t(h.banks_per_group);
-  radix_[Bg] = uint64_t(h.bank_groups);
-  radix_[Ch] = uint64_t(h.channels);
-  radix_[Pc] = uint64_t(h.pseudo_channels);
-  radix_[Co] = uint64_t(h.columnsPerRow());
-  std::vector<std::string> digits = h.mappingDigits();
-  static const char* const kNames[] = {"ro", "ba", "bg", "ch", "pc", "co"};
-  bool seen[6] = {};
-  if (digits.size() != 6) throw std::invalid_argument("hbm.address_mapping: six digits expected");
-  for (int i = 0; i < 6; ++i) {
-    int d = int(std::find_if(std::begin(kNames), std::end(kNames),
-                             [&](const char* n) { return digits[size_t(i)] == n; }) -
-                std::begin(kNames));
-    if (d >= 6 || seen[d]) throw std::invalid_argument("hbm.address_mapping: bad digit");
-    seen[d] = true;
-    order_[i] = d;
-  }
-  burst_ = uint64_t(h.burst_bytes);
-  hash_ = h.address_hash == "xor_row_bank";
-  bankShift_ = log2u(radix_[Ba]);
-  bankBits_ = bankShift_ + log2u(radix_[Bg]);
-  bankMask_ = (1u << bankBits_) - 1;
-  hash_ = hash_ && bankBits_ > 0;
+HbmRunModel::HbmRunModel(const target::HbmConfig& h, const target::DmaConfig& dma)
+    : map_(h),
+      pseudoChannels_(uint32_t(h.pseudo_channels)),
+      banksPerGroup_(uint32_t(h.banks_per_group)),
+      pcs_(size_t(h.channels * h.pseudo_channels)),
+      groups_(size_t(h.bank_groups)),
+      banks_(size_t(h.bank_groups * h.banks_per_group)) {
   const double bus = double(h.burstCycles());
   colS_ = std::max(double(h.tCCD_S), bus);
   colL_ = std::max(double(h.tCCD_L), bus);
@@ -61,39 +42,22 @@ HbmRunModel::HbmRunModel(const target::HbmConfig& h, const target::DmaConfig& dm
              : h.refresh == "all_bank"
                  ? 1.0 - double(h.tRFC) / double(std::max<int64_t>(h.tREFI, 1))
                  : 1.0 - double(h.tRFCsb) / double(std::max<int64_t>(h.tREFI, 1));
-  const int64_t pcs = h.channels * h.pseudo_channels;
   window_ = std::max<int64_t>(1, dma.max_outstanding_requests * dma.request_bytes /
-                                     std::max<int64_t>(h.burst_bytes * pcs, 1));
-  // Everything above that compute() reads, folded into the memo's key.
+                                     std::max<int64_t>(h.burst_bytes * int64_t(pcs_), 1));
+  // Everything compute() reads, folded into the memo's key.
   uint64_t k = 1469598103934665603ull;
   auto mix = [&](uint64_t v) { k = (k ^ v) * 1099511628211ull; };
-  for (int i = 0; i < 6; ++i) mix(radix_[i]), mix(uint64_t(order_[i]));
-  mix(burst_), mix(hash_), mix(uint64_t(colS_)), mix(uint64_t(colL_)), mix(uint64_t(act_ * 4));
+  for (char c : h.address_mapping + "/" + h.address_hash) mix(uint64_t(uint8_t(c)));
+  mix(uint64_t(h.rows)), mix(uint64_t(h.row_bytes)), mix(uint64_t(h.burst_bytes));
+  mix(pcs_), mix(pseudoChannels_), mix(groups_), mix(banks_);
+  mix(uint64_t(colS_)), mix(uint64_t(colL_)), mix(uint64_t(act_ * 4));
   mix(uint64_t(rowCycle_)), mix(uint64_t(busBytes_)), mix(uint64_t(window_)),
       mix(uint64_t(refresh_ * 1e6));
   key_ = k;
 }
 
-HbmRunModel::Loc HbmRunModel::locate(uint64_t address) const {
-  uint64_t index = address / burst_, v[6] = {};
-  for (int i = 5; i >= 0; --i) {  // least significant digit first
-    v[order_[i]] = index % radix_[order_[i]];
-    index /= radix_[order_[i]];
-  }
-  if (hash_) {  // AddressMap::permuteBanks
-    uint32_t fold = 0;
-    for (uint32_t r = uint32_t(v[Ro]); r != 0; r >>= bankBits_) fold ^= r & bankMask_;
-    uint32_t both = ((uint32_t(v[Bg]) << bankShift_) | uint32_t(v[Ba])) ^ fold;
-    v[Bg] = both >> bankShift_;
-    v[Ba] = both & ((1u << bankShift_) - 1);
-  }
-  return {uint32_t(v[Ch] * radix_[Pc] + v[Pc]), uint32_t(v[Bg]),
-          uint32_t(v[Bg] * radix_[Ba] + v[Ba]), uint32_t(v[Ro])};
-}
-
 double HbmRunModel::compute(int64_t run, int64_t stride, int64_t rows) const {
-  const size_t pcs = size_t(radix_[Ch] * radix_[Pc]), groups = size_t(radix_[Bg]),
-               banks = size_t(radix_[Bg] * radix_[Ba]);
+  const size_t pcs = pcs_, groups = groups_, banks = banks_;
   const int64_t offsets = std::max<int64_t>(1, std::min(kOffsets, stride / run));
   double bytes = 0, cycles = 0;
   std::vector<std::vector<Loc>> seq(pcs);
@@ -102,9 +66,11 @@ double HbmRunModel::compute(int64_t run, int64_t stride, int64_t rows) const {
     for (auto& s : seq) s.clear();
     for (int64_t r = 0; r < rows; ++r) {
       const uint64_t base = uint64_t(j * run + r * stride);
-      for (uint64_t a = base / burst_ * burst_; a < base + uint64_t(run); a += burst_) {
-        Loc l = locate(a);
-        seq[l.pc].push_back(l);
+      const uint64_t burst = map_.burstBytes();
+      for (uint64_t a = base / burst * burst; a < base + uint64_t(run); a += burst) {
+        const target::BurstLocation b = map_.locate(a);
+        seq[b.channel * pseudoChannels_ + b.pseudoChannel].push_back(
+            {b.bankGroup, b.bankGroup * banksPerGroup_ + b.bank, b.row});
       }
     }
     double worst = 0;

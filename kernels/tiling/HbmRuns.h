@@ -4,8 +4,8 @@
 // for the tiling model's pricing of a dot's operand blocks.
 //
 // A block of `rows` runs of `run` bytes, `stride` bytes apart, is cut into
-// bursts and each burst located as the HBM model does (sim/hbm/AddressMap.h:
-// mixed-radix digits, banks XORed with the folded row). Each pseudo-channel's
+// bursts and each burst located by the machine model's address map
+// (isa/target/HbmAddressMap.h, the one the HBM model uses). Each pseudo-channel's
 // bursts, in the order the DMA issues them, are taken in windows of the bursts
 // the DMA keeps in flight per pseudo-channel (dma.max_outstanding_requests x
 // dma.request_bytes / bursts / pseudo-channels): a window costs the largest of
@@ -26,29 +26,23 @@
 #include <memory>
 
 #include "isa/target/DmaConfig.h"
+#include "isa/target/HbmAddressMap.h"
 #include "isa/target/HbmConfig.h"
 
 namespace tpusim::kernels::tiling {
 
 class HbmRunModel {
  public:
-  // Throws std::invalid_argument for a mapping that names a digit twice.
+  // Throws std::invalid_argument naming the field for a malformed hbm.address_mapping.
   HbmRunModel(const target::HbmConfig& hbm, const target::DmaConfig& dma);
   // In (0, 1]; memoized (process-wide, thread-safe).
   double efficiency(int64_t run, int64_t stride, int64_t rows) const;
 
  private:
   double compute(int64_t run, int64_t stride, int64_t rows) const;
-  struct Loc {
-    uint32_t pc, group, bank, row;
-  };
-  Loc locate(uint64_t address) const;
-
-  uint64_t radix_[6] = {};  // per digit: ro, ba, bg, ch, pc, co
-  int order_[6] = {};       // digits, most significant first
-  uint64_t burst_ = 32;
-  bool hash_ = false;
-  uint32_t bankShift_ = 0, bankBits_ = 0, bankMask_ = 0;
+  target::AddressMap map_;
+  uint32_t pseudoChannels_ = 1, banksPerGroup_ = 1;
+  size_t pcs_ = 1, groups_ = 1, banks_ = 1;
   double colS_ = 2, colL_ = 4, act_ = 7, rowCycle_ = 76, busBytes_ = 16, refresh_ = 1;
   int64_t window_ = 64;  // bursts per pseudo-channel in flight
   uint64_t key_ = 0;     // the parameters, for the memo

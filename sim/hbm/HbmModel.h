@@ -1,6 +1,6 @@
 // The cycle-accurate HBM timing model of one chip, as a plain C++ class (no
 // SystemC): pseudo-channels (sim/hbm/PseudoChannel.h) behind an address map
-// (sim/hbm/AddressMap.h). Its interface counts CORE cycles; inside, each
+// (isa/target/HbmAddressMap.h). Its interface counts CORE cycles; inside, each
 // pseudo-channel runs in HBM clock cycles, converted exactly (ClockRatio.h).
 //
 // Protocol (the DMA engine drives it):
@@ -46,14 +46,18 @@
 #include <stdexcept>
 #include <vector>
 
+#include "isa/target/HbmAddressMap.h"
 #include "isa/target/HbmConfig.h"
-#include "sim/hbm/AddressMap.h"
 #include "sim/hbm/ClockRatio.h"
 #include "sim/hbm/HbmStats.h"
 #include "sim/hbm/PcGroups.h"
 #include "sim/hbm/PseudoChannel.h"
 
 namespace tpusim::sim::hbm {
+
+// The address map is the machine model's (the dot tiler prices DMA with it too).
+using target::AddressMap;
+using target::BurstLocation;
 
 // The model has work but issues nothing (timing that leaves no time for work).
 struct HbmNoProgress : std::runtime_error {

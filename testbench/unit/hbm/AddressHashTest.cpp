@@ -1,11 +1,11 @@
-// hbm.address_hash "xor_row_bank" (sim/hbm/AddressMap.h): a bijection that
+// hbm.address_hash "xor_row_bank" (isa/target/HbmAddressMap.h): a bijection that
 // keeps a row's bursts together and spreads streams a row stride apart over
 // banks; and the bandwidth it buys for several concurrent streams.
 #include <catch2/catch.hpp>
 
 #include <set>
 
-#include "sim/hbm/AddressMap.h"
+#include "isa/target/HbmAddressMap.h"
 #include "sim/hbm/HbmModel.h"
 
 using namespace tpusim;

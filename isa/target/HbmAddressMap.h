@@ -1,11 +1,11 @@
-// HBM address interleaving. A byte address is split into a burst index
-// (address / burst_bytes) and the burst index into six mixed-radix digits in
-// the order the mapping string gives, most significant first, e.g.
-// "ro-ba-co-bg-pc-ch": consecutive bursts go to consecutive channels, then
-// pseudo-channels, then bank groups, then columns of one row, then banks,
-// then rows. Radices: ro = rows, ba = banks_per_group, bg = bank_groups,
-// ch = channels, pc = pseudo_channels, co = row_bytes / burst_bytes.
-// Addresses beyond the geometry wrap (the functional memory rejects them first).
+// HBM address interleaving: part of the machine model, read by the HBM model
+// (sim/hbm) and by the dot tiler's HBM pricing (kernels/tiling/HbmRuns.h). A byte address is split
+// into a burst index (address / burst_bytes) and the burst index into six mixed-radix digits in the
+// order the mapping string gives, most significant first, e.g. "ro-ba-co-bg-pc-ch": consecutive
+// bursts go to consecutive channels, then pseudo-channels, then bank groups, then columns of one
+// row, then banks, then rows. Radices: ro = rows, ba = banks_per_group, bg = bank_groups, ch =
+// channels, pc = pseudo_channels, co = row_bytes / burst_bytes. Addresses beyond the geometry wrap
+// (the functional memory rejects them first).
 //
 // address_hash "xor_row_bank" then permutes banks per row, as real controllers
 // hash addresses (permutation-based page interleaving, Zhang, Zhu and Zhang,
@@ -24,7 +24,7 @@
 
 #include "isa/target/HbmConfig.h"
 
-namespace tpusim::sim::hbm {
+namespace tpusim::target {
 
 struct BurstLocation {
   uint32_t channel = 0, pseudoChannel = 0, bankGroup = 0, bank = 0;  // bank within its group
@@ -34,7 +34,7 @@ struct BurstLocation {
 class AddressMap {
  public:
   // Throws std::invalid_argument naming the field when the mapping is malformed.
-  explicit AddressMap(const target::HbmConfig& config);
+  explicit AddressMap(const HbmConfig& config);
 
   BurstLocation locate(uint64_t byteAddress) const {
     BurstLocation loc;
@@ -102,4 +102,4 @@ class AddressMap {
   uint32_t bankShift_ = 0, bankBits_ = 0, bankMask_ = 0;  // log2 banks_per_group, log2 bg x ba
 };
 
-}  // namespace tpusim::sim::hbm
+}  // namespace tpusim::target

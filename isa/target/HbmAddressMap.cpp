@@ -1,10 +1,10 @@
-#include "sim/hbm/AddressMap.h"
+#include "isa/target/HbmAddressMap.h"
 
 #include <stdexcept>
 
-namespace tpusim::sim::hbm {
+namespace tpusim::target {
 
-AddressMap::AddressMap(const target::HbmConfig& c) : burstBytes_(uint64_t(c.burst_bytes)) {
+AddressMap::AddressMap(const HbmConfig& c) : burstBytes_(uint64_t(c.burst_bytes)) {
   std::vector<std::string> digits = c.mappingDigits();
   if (digits.empty())
     throw std::invalid_argument("hbm.address_mapping: \"" + c.address_mapping +
@@ -79,9 +79,9 @@ void AddressMap::locate(uint64_t byteAddress, BurstLocation* out) const {
   if (hashBanks_) permuteBanks(loc);
 }
 
-}  // namespace tpusim::sim::hbm
+}  // namespace tpusim::target
 
-namespace tpusim::sim::hbm {
+namespace tpusim::target {
 
 uint64_t AddressMap::compose(const BurstLocation& hashed) const {
   BurstLocation loc = hashed;
@@ -98,4 +98,4 @@ uint64_t AddressMap::compose(const BurstLocation& hashed) const {
   return index * burstBytes_;
 }
 
-}  // namespace tpusim::sim::hbm
+}  // namespace tpusim::target
