@@ -730,3 +730,160 @@ TEST_CASE("column picks agree when banks mix reads and writes to one row behind 
       p.compareStats();
     }
 }
+
+namespace {
+
+// submitBatch against the requests submitted one by one: the detailed model
+// takes them one by one (the reference); the fast model and the detailed one
+// take them as batches, whose completions (a range of the batch's requests)
+// are expanded to one per request, and must match the reference's exactly,
+// in order.
+struct BatchTriple {
+  HbmModel reference, fast, detailed;
+  static target::HbmConfig with(target::HbmConfig c, const char* model) {
+    c.model = model;
+    return c;
+  }
+  BatchTriple(const target::HbmConfig& c, double coreHz)
+      : reference(with(c, "detailed"), coreHz),
+        fast(with(c, "fast"), coreHz),
+        detailed(with(c, "detailed"), coreHz) {}
+  uint64_t nextId = 0;
+  size_t outstanding = 0;
+
+  // Requests of `bytes` from `address` on, one after another; ids nextId...
+  void batch(uint64_t address, const std::vector<uint32_t>& bytes, bool write, uint64_t arrival) {
+    const uint64_t base = nextId;
+    uint64_t at = address;
+    for (uint32_t b : bytes) {
+      reference.submit(HbmRequest{nextId++, at, b, write, arrival});
+      at += b;
+    }
+    fast.submitBatch(base, address, bytes.data(), uint32_t(bytes.size()), write, arrival);
+    detailed.submitBatch(base, address, bytes.data(), uint32_t(bytes.size()), write, arrival);
+    outstanding += bytes.size();
+  }
+  void single(uint64_t address, uint32_t bytes, bool write, uint64_t arrival) {
+    const HbmRequest r{nextId++, address, bytes, write, arrival};
+    reference.submit(r);
+    fast.submit(r);
+    detailed.submit(r);
+    ++outstanding;
+  }
+  uint64_t nextEventCycle() {
+    return std::min({reference.nextEventCycle(), fast.nextEventCycle(), detailed.nextEventCycle()});
+  }
+  static std::vector<HbmCompletion> expand(const std::vector<HbmCompletion>& in) {
+    std::vector<HbmCompletion> out;
+    for (const HbmCompletion& c : in)
+      for (uint32_t k = 0; k < c.count; ++k)
+        out.push_back(HbmCompletion{c.id + c.first + k, c.cycle});
+    return out;
+  }
+  void advanceTo(uint64_t cycle) {
+    std::vector<HbmCompletion> a, b, c;
+    reference.advanceTo(cycle, a);
+    fast.advanceTo(cycle, b);
+    detailed.advanceTo(cycle, c);
+    b = expand(b);
+    c = expand(c);
+    REQUIRE(a.size() == b.size());
+    REQUIRE(a.size() == c.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      INFO("completion " << i << " before cycle " << cycle);
+      REQUIRE(a[i].id == b[i].id);
+      REQUIRE(a[i].cycle == b[i].cycle);
+      REQUIRE(a[i].id == c[i].id);
+      REQUIRE(a[i].cycle == c[i].cycle);
+    }
+    REQUIRE(reference.outstanding() == fast.outstanding());
+    REQUIRE(reference.outstanding() == detailed.outstanding());
+    outstanding -= a.size();
+  }
+  void compareStats() {
+    std::vector<HbmChannelStats> a = reference.channelStats(), b = fast.channelStats(),
+                                 c = detailed.channelStats();
+    for (size_t ch = 0; ch < a.size(); ++ch) {
+      INFO("channel " << ch);
+      REQUIRE(describe(a[ch]) == describe(b[ch]));
+      REQUIRE(describe(a[ch]) == describe(c[ch]));
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("batches of requests agree with the requests one by one", "[hbm][sanitize]") {
+  // A DMA descriptor's requests of one cycle as batches (contiguous, same
+  // direction and arrival): within one line (one record in the fast model),
+  // across lines or sharing a burst (one by one), from random first bursts,
+  // with requests to a few channels of the same line or to other rows of its
+  // banks meanwhile (the line's group splits while the batch's burst waits in
+  // a short queue: each request then completes when the last group holding
+  // its channels issues it), reads and writes, refresh, drains and idle gaps.
+  struct Variant {
+    const char* chip;
+    const char* refresh;
+    int64_t queueDepth;
+  };
+  for (Variant v :
+       {Variant{"v5e", "per_bank", 4}, Variant{"v5e", "all_bank", 64}, Variant{"v4", "per_bank", 8},
+        Variant{"v6e", "none", 3}, Variant{"v5p", "all_bank", 16}}) {
+    target::ChipConfig chip = target::loadChip(v.chip);
+    target::HbmConfig c = chip.hbm;
+    c.refresh = v.refresh;
+    c.queue_depth = v.queueDepth;
+    c.tREFI = 1000;
+    c.tRFC = std::min<int64_t>(c.tRFC, 300);
+    c.tRFCsb = std::min<int64_t>(c.tRFCsb, 120);
+    INFO(v.chip << " " << v.refresh << " queue " << v.queueDepth);
+    BatchTriple p(c, chip.core.clock_hz);
+    const uint64_t burst = uint64_t(c.burst_bytes), bursts = uint64_t(c.channels);
+    const uint64_t line = burst * bursts;
+    const uint64_t rowSpan = uint64_t(c.row_bytes) * uint64_t(c.channels) *
+                             uint64_t(c.pseudo_channels) * uint64_t(c.bank_groups);
+    std::mt19937_64 rng(uint64_t(v.queueDepth) * 31 + uint64_t(v.chip[1]));
+    uint64_t now = 0, address = rowSpan * 40;
+    for (int cycle = 0; cycle < 1500; ++cycle) {
+      const bool write = rng() % 4 == 0;
+      for (int r = 0, batches = 1 + int(rng() % 3); r < batches; ++r) {
+        // 1-6 requests of 1-8 bursts (some misaligned), mostly within a line.
+        uint64_t at = address + burst * (rng() % 4 == 0 ? rng() % bursts : 0);
+        std::vector<uint32_t> bytes;
+        uint64_t end = at;
+        for (int k = 0, n = 1 + int(rng() % 6); k < n; ++k) {
+          uint64_t b = burst * (1 + rng() % 4);
+          if (rng() % 12 == 0) b -= 1 + rng() % (burst - 1);          // ends mid-burst
+          if (rng() % 3 != 0) b = std::min(b, address + line - end);  // mostly within the line
+          if (b == 0) break;
+          bytes.push_back(uint32_t(b));
+          end += b;
+        }
+        if (bytes.empty()) bytes.push_back(uint32_t(burst));
+        p.batch(at, bytes, write != (rng() % 25 == 0), now + (rng() % 25 == 0));
+        if (rng() % 6 == 0) {  // a few channels of this line, or another row of its bank
+          const uint64_t other = rng() % 2 == 0 ? address : address + rowSpan * (1 + rng() % 2);
+          p.single(other + burst * (rng() % bursts), uint32_t(burst * (1 + rng() % 3)),
+                   rng() % 2 == 0, now);
+        }
+        address += rng() % 3 == 0 ? rowSpan + line : line;
+      }
+      now = std::max(now + 1, std::min(p.nextEventCycle(), now + 1 + rng() % 6));
+      p.advanceTo(now);
+      if (rng() % 200 == 0) {  // drain and idle: the groups merge again
+        while (p.outstanding > 0) {
+          now = std::max(now + 1, p.nextEventCycle() + 1);
+          p.advanceTo(now);
+        }
+        now += rng() % 3000;
+        p.advanceTo(now);
+        p.compareStats();
+      }
+    }
+    while (p.outstanding > 0) {
+      now = std::max(now + 1, p.nextEventCycle() + 1);
+      p.advanceTo(now);
+    }
+    p.compareStats();
+  }
+}
