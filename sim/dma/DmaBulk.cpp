@@ -66,19 +66,6 @@ void DmaEngine::takeHbmCompletions(uint64_t t) {
   readsDone_.clear();
   for (const hbm::HbmCompletion& c : hbmDone_) {
     if (c.cycle != t) throw std::logic_error("DmaEngine: an HBM completion out of its cycle");
-    if (c.id & kHbmBatchBit) {
-      const uint32_t slot = uint32_t(c.id & ~kHbmBatchBit);
-      const Batch& b = batches_[slot];
-      if (batch) {
-        readsDone_.push_back(ReadDone{b.core, b.queue, b.desc->number, b.firstIndex + c.first, slot,
-                                      c.first, c.count});
-      } else {
-        for (uint32_t k = 0; k < c.count; ++k)
-          hbmEvents_.push(Event{t + 1, b.core, b.queue, b.desc->number, b.firstIndex + c.first + k,
-                                EventKind::BatchReadDone, slot});
-      }
-      continue;
-    }
     const uint32_t slot = uint32_t(c.id & ~(kHbmWriteBit | kHbmPairBit));
     Request& r = requests_[slot];
     if (c.id & kHbmWriteBit) {
@@ -86,29 +73,23 @@ void DmaEngine::takeHbmCompletions(uint64_t t) {
       releaseSlot(slot);
     } else if (batch) {
       // A paired request's first run: wait for the other (DmaEngine::handle).
-      if (--requests_[slot].readsLeft == 0)
-        readsDone_.push_back(ReadDone{r.core, r.queue, r.descriptor, r.index, slot, 0, 0});
+      if (--requests_[slot].readsLeft == 0) readsDone_.push_back(slot);
     } else {
       hbmEvents_.push(
           Event{t + 1, r.core, r.queue, r.descriptor, r.index, EventKind::ReadDone, slot});
     }
   }
   // Event order; the HBM model reports them in submission order, which is
-  // mostly that already (insertion sort). A batch's requests are consecutive
-  // in it (one descriptor, consecutive indices, nothing else between them).
-  auto before = [](const ReadDone& x, const ReadDone& y) {
+  // mostly that already (insertion sort).
+  auto before = [&](uint32_t a, uint32_t b) {
+    const Request &x = requests_[a], &y = requests_[b];
     return std::tie(x.core, x.queue, x.descriptor, x.index) <
            std::tie(y.core, y.queue, y.descriptor, y.index);
   };
   for (size_t i = 1; i < readsDone_.size(); ++i)
     for (size_t j = i; j > 0 && before(readsDone_[j], readsDone_[j - 1]); --j)
       std::swap(readsDone_[j], readsDone_[j - 1]);
-  for (const ReadDone& done : readsDone_) {
-    if (done.count > 0) {
-      for (uint32_t k = 0; k < done.count; ++k) startBatchWrite(done.slot, done.first + k, t + 1);
-      continue;
-    }
-    const uint32_t slot = done.slot;
+  for (uint32_t slot : readsDone_) {
     const Request& r = requests_[slot];
     const isa::MemorySpace dst = r.desc->d.dst;
     if (dst == isa::MemorySpace::Hbm) {
@@ -120,92 +101,6 @@ void DmaEngine::takeHbmCompletions(uint64_t t) {
         port(dst, r.core, true).reserve(t + 1, r.range.dstBytes, portRate_, portRateShift_);
     addFinish(finishFifo(dst, r.core), end, r);
     releaseSlot(slot);
-  }
-}
-
-void DmaEngine::startBatched(int core, int q, Descriptor& d, uint64_t cycle) {
-  // Each request as startRequest would start it (index, outstanding count,
-  // the walk), but consecutive ones whose HBM reads follow each other within
-  // one channel line go to the HBM model as one batch, submitted before any
-  // other request of the cycle so that the HBM model sees the same order.
-  int64_t& outstanding = outstanding_[size_t(core)];
-  uint32_t open = ~0u;
-  while (outstanding < maxOutstanding_ && !d.walker.done()) {
-    DmaRequestRange range;
-    d.walker.next(&range);
-    const uint64_t index = d.requests++;
-    ++outstanding;
-    if (d.walker.done()) walked(core, q, d);
-    const uint64_t last = range.src + range.srcBytes - 1;
-    if (open != ~0u) {
-      Batch& b = batches_[open];
-      if (range.src == b.end && hbm_.batchable(b.address, range.src, last)) {
-        b.srcBytes.push_back(range.srcBytes);
-        b.dstBytes.push_back(range.dstBytes);
-        b.end = last + 1;
-        continue;
-      }
-      submitBatch(open, cycle);
-      open = ~0u;
-    }
-    if (!hbm_.batchable(range.src, range.src, last)) {
-      // Across a line: a request of its own (startRequest after the walk).
-      uint32_t slot;
-      if (!freeSlots_.empty()) {
-        slot = freeSlots_.back();
-        freeSlots_.pop_back();
-      } else {
-        slot = uint32_t(requests_.size());
-        requests_.emplace_back();
-      }
-      Request& r = requests_[slot];
-      r.core = core;
-      r.queue = q;
-      r.descriptor = d.number;
-      r.desc = &d;
-      r.index = index;
-      r.range = range;
-      r.live = true;
-      r.readsLeft = 1;
-      hbm_.submit(hbm::HbmRequest{slot, r.range.src, r.range.srcBytes, false, cycle});
-      continue;
-    }
-    if (!freeBatches_.empty()) {
-      open = freeBatches_.back();
-      freeBatches_.pop_back();
-    } else {
-      open = uint32_t(batches_.size());
-      batches_.emplace_back();
-    }
-    Batch& b = batches_[open];
-    b.desc = &d;
-    b.core = core;
-    b.queue = q;
-    b.firstIndex = index;
-    b.address = range.src;
-    b.end = last + 1;
-    b.srcBytes.assign(1, range.srcBytes);
-    b.dstBytes.assign(1, range.dstBytes);
-    b.writesStarted = 0;
-  }
-  if (open != ~0u) submitBatch(open, cycle);
-}
-
-void DmaEngine::submitBatch(uint32_t slot, uint64_t cycle) {
-  const Batch& b = batches_[slot];
-  hbm_.submitBatch(slot | kHbmBatchBit, b.address, b.srcBytes.data(), uint32_t(b.srcBytes.size()),
-                   false, cycle);
-}
-
-void DmaEngine::startBatchWrite(uint32_t slot, uint32_t i, uint64_t cycle) {
-  Batch& b = batches_[slot];
-  const isa::MemorySpace dst = b.desc->d.dst;
-  const uint64_t end =
-      port(dst, b.core, true).reserve(cycle, b.dstBytes[i], portRate_, portRateShift_);
-  addBatchFinish(finishFifo(dst, b.core), end, b, b.firstIndex + i, b.srcBytes[i], b.dstBytes[i]);
-  if (++b.writesStarted == b.srcBytes.size()) {
-    b.desc = nullptr;
-    freeBatches_.push_back(slot);
   }
 }
 

@@ -312,9 +312,6 @@ void DmaEngine::handle(const Event& e, std::vector<DmaCompletion>& done) {
     case EventKind::WriteDone:
       finishRequest(e.slot, e.cycle, done);
       break;
-    case EventKind::BatchReadDone:
-      startBatchWrite(e.slot, uint32_t(e.request - batches_[e.slot].firstIndex), e.cycle);
-      break;
   }
 }
 
@@ -338,22 +335,16 @@ void DmaEngine::generate(uint64_t cycle) {
       }
       if (!pick) break;
       roundRobin_[size_t(core)] = pickQueue + 1 == queues_ ? 0 : pickQueue + 1;
+      startRequest(core, pickQueue, *pick, cycle);
       // The only queue left to walk: the scan above would pick it again (and
-      // leave the round robin where it is) while its next descriptor is
-      // active, so the loop below starts its requests (batched, from the first).
-      if (walkable_[size_t(core)] != 1 || !batching(*pick)) {
-        startRequest(core, pickQueue, *pick, cycle);
-        if (walkable_[size_t(core)] != 1) continue;
-      }
+      // leave the round robin where it is) while its next descriptor is active.
+      if (walkable_[size_t(core)] != 1) continue;
       const Queue& queueRef = queue(core, pickQueue);
       while (outstanding_[size_t(core)] < maxOutstanding_ &&
              queueRef.walkingNumber != queueRef.nextNumber) {
         if (pick->walker.done()) pick = &descriptor(core, pickQueue, queueRef.walkingNumber);
         if (pick->activeCycle > cycle) break;
-        if (batching(*pick))
-          startBatched(core, pickQueue, *pick, cycle);
-        else
-          startRequest(core, pickQueue, *pick, cycle);
+        startRequest(core, pickQueue, *pick, cycle);
       }
     }
   }
@@ -375,7 +366,10 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
   r.desc = &d;
   r.index = d.requests++;
   d.walker.next(&r.range);
-  if (d.walker.done()) walked(core, q, d);
+  if (d.walker.done()) {
+    Queue& queueRef = queue(core, q);
+    if (++queueRef.walkingNumber == queueRef.nextNumber) --walkable_[size_t(core)];
+  }
   r.live = true;
   ++outstanding_[size_t(core)];
   r.readsLeft = 1;
@@ -391,12 +385,6 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
         port(d.d.src, core, false).reserve(cycle, r.range.srcBytes, portRate_, portRateShift_);
     portEvents_.push(Event{end, core, q, d.number, r.index, EventKind::ReadDone, slot});
   }
-}
-
-void DmaEngine::walked(int core, int q, Descriptor&) {
-  // The descriptor's last request started: the queue walks its next one.
-  Queue& queueRef = queue(core, q);
-  if (++queueRef.walkingNumber == queueRef.nextNumber) --walkable_[size_t(core)];
 }
 
 void DmaEngine::finishRequest(uint32_t slot, uint64_t cycle, std::vector<DmaCompletion>& done) {

@@ -60,7 +60,6 @@
 #include <cstdint>
 #include <deque>
 #include <queue>
-#include <stdexcept>
 #include <vector>
 
 #include "isa/target/ChipConfig.h"
@@ -133,39 +132,15 @@ class DmaEngine {
     bool live = false;
     uint8_t readsLeft = 1;  // HBM reads not yet arrived (2 for a paired copy's two runs)
   };
-  enum class EventKind : uint8_t { Activate, ReadDone, WriteDone, BatchReadDone };
+  enum class EventKind : uint8_t { Activate, ReadDone, WriteDone };
   struct Event {
     uint64_t cycle;
     int core, queue;
     uint64_t descriptor, request;  // request: its index within the descriptor
     EventKind kind;
-    uint32_t slot;  // request slot (ReadDone, WriteDone); batch slot (BatchReadDone)
+    uint32_t slot;  // request slot (ReadDone, WriteDone)
     bool operator>(const Event& o) const;
   };
-  // dma.model = "fast", timing-only: the requests of one descriptor started in
-  // one cycle whose HBM reads are consecutive within one channel line, with a
-  // VMEM or SMEM destination, as one HBM batch (HbmModel::submitBatch) and one
-  // object here instead of a request each (DmaBulk.cpp).
-  struct Batch {
-    Descriptor* desc = nullptr;
-    int core = 0, queue = 0;
-    uint64_t firstIndex = 0;                   // of its first request in the descriptor
-    uint64_t address = 0, end = 0;             // its HBM bytes [address, end)
-    std::vector<uint32_t> srcBytes, dstBytes;  // per request
-    uint32_t writesStarted = 0;
-  };
-  std::vector<Batch> batches_;
-  std::vector<uint32_t> freeBatches_;
-  bool batching(const Descriptor& d) const {
-    return bulk_ && !memory_ && d.d.src == isa::MemorySpace::Hbm &&
-           d.d.dst != isa::MemorySpace::Hbm && !d.d.paired();
-  }
-  // Starts requests of `d` (batching(d)) while the outstanding limit allows.
-  void startBatched(int core, int q, Descriptor& d, uint64_t cycle);
-  void submitBatch(uint32_t b, uint64_t cycle);
-  // Request i of batch b starts its write (the read completed).
-  void startBatchWrite(uint32_t b, uint32_t i, uint64_t cycle);
-  void walked(int core, int q, Descriptor& d);
   struct Port {
     uint64_t freeByte = 0;  // first free byte slot: cycle * rate + byte within the cycle
     // Returns the cycle by which `bytes` starting no earlier than `cycle` have
@@ -269,28 +244,6 @@ class DmaEngine {
     }
     appendFinish(fifo, cycle, r);
   }
-  // The same for request `index` of a batch (timing-only: no range).
-  void addBatchFinish(FinishFifo& fifo, uint64_t cycle, const Batch& b, uint64_t index,
-                      uint32_t srcBytes, uint32_t dstBytes) {
-    if (fifo.head < fifo.v.size()) {
-      Finish& last = fifo.v.back();
-      if (last.cycle == cycle && last.desc == b.desc) {
-        last.firstIndex = std::min(last.firstIndex, index);
-        ++last.count;
-        last.srcBytes += srcBytes;
-        last.dstBytes += dstBytes;
-        return;
-      }
-    }
-    if (!fifo.v.empty() && fifo.v.back().cycle > cycle)
-      throw std::logic_error("DmaEngine: finishes out of cycle order");
-    if (fifo.head == fifo.v.size()) {
-      fifo.v.clear();
-      fifo.head = 0;
-    }
-    fifo.v.push_back(
-        Finish{cycle, b.desc, b.core, b.queue, index, 1, srcBytes, dstBytes, DmaRequestRange{}});
-  }
   void appendFinish(FinishFifo& fifo, uint64_t cycle, const Request& r);
   uint64_t nextFinishCycle() const;
   void finishDue(uint64_t cycle, std::vector<DmaCompletion>& done);
@@ -300,18 +253,9 @@ class DmaEngine {
   }
   // The HBM completions of cycle t (in hbmDone_), seen at t + 1.
   void takeHbmCompletions(uint64_t t);
-  // Scratch of takeHbmCompletions: the reads done at a cycle, in event order
-  // by (core, queue, descriptor, index): a request (count 0) or a batch's
-  // requests [first, first + count).
-  struct ReadDone {
-    int core, queue;
-    uint64_t descriptor, index;
-    uint32_t slot, first, count;
-  };
-  std::vector<ReadDone> readsDone_;
+  std::vector<uint32_t> readsDone_;                            // scratch: request slots
   static constexpr uint64_t kHbmWriteBit = uint64_t(1) << 63;  // HBM request id: slot | phase
   static constexpr uint64_t kHbmPairBit = uint64_t(1) << 62;   // | a pair's second run
-  static constexpr uint64_t kHbmBatchBit = uint64_t(1) << 61;  // batch slot | this
   std::vector<DmaCoreStats> stats_;
   uint64_t pendingDescriptors_ = 0;
   uint64_t now_ = 0;

@@ -62,21 +62,16 @@ uint32_t HbmModel::allocateRequest(const HbmRequest& r) {
   s.dataEnd = 0;
   s.nextInRun = kNoRequest;
   s.isRun = false;
-  s.isBatch = false;
-  s.first = 0;
   return slot;
 }
 
-void HbmModel::submit(const HbmRequest& r) { submitOne(r, 0); }
-
-void HbmModel::submitOne(const HbmRequest& r, uint32_t first) {
+void HbmModel::submit(const HbmRequest& r) {
   if (r.arrivalCycle < now_)
     throw std::logic_error("HbmModel::submit: request arrives at cycle " +
                            std::to_string(r.arrivalCycle) + ", before the model's time " +
                            std::to_string(now_));
   if (r.bytes == 0) throw std::logic_error("HbmModel::submit: request of 0 bytes");
   uint32_t slot = allocateRequest(r);
-  requests_[slot].first = first;
   uint64_t arrival = hbmAtOrAfter(r.arrivalCycle);
   if (outstanding_ == 0) lastProgress_ = std::max(lastProgress_, arrival);
   if (fast_) {
@@ -168,10 +163,6 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
         issueRunBurst(pc, b.request, b.dataEnd);
         continue;
       }
-      if (s.isBatch) {
-        issueBatchBurst(pc, b.request, b.dataEnd);
-        continue;
-      }
       s.dataEnd = std::max(s.dataEnd, b.dataEnd);
       // The burst was issued by every member of the group at once.
       s.remaining -= groups_.size(pc);
@@ -186,18 +177,9 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
   if (hbmLimit >= lastProgress_ + kNoProgressLimit) checkProgress(hbmLimit);
   while (pendingHead_ < pending_.size() && pending_[pendingHead_].cycle < cycle) {
     const Pending p = pending_[pendingHead_++];
-    RequestState& s = requests_[p.slot];
-    if (s.isBatch) {
-      done.push_back(HbmCompletion{s.id, p.cycle, p.first, p.count});
-      outstanding_ -= p.count;
-      s.unreported -= p.count;
-      if (s.unreported > 0) continue;
-      s.isBatch = false;
-    } else {
-      done.push_back(HbmCompletion{s.id, p.cycle, s.first, 1});
-      --outstanding_;
-    }
+    done.push_back(HbmCompletion{requests_[p.slot].id, p.cycle});
     freeRequests_.push_back(p.slot);
+    --outstanding_;
   }
   now_ = cycle;
 }

@@ -75,9 +75,6 @@ struct HbmRequest {
 struct HbmCompletion {
   uint64_t id;
   uint64_t cycle;  // core cycle
-  // A batch (HbmModel::submitBatch): its requests [first, first + count)
-  // completed at `cycle`; a request: 0 and 1.
-  uint32_t first = 0, count = 1;
 };
 
 class HbmModel {
@@ -86,25 +83,6 @@ class HbmModel {
   HbmModel(const target::HbmConfig& config, double coreClockHz);
 
   void submit(const HbmRequest& request);
-  // `count` requests of consecutive bytes, all with the same direction and
-  // arrival: request i is bytes[i] bytes from address + bytes[0] + ... +
-  // bytes[i - 1]. Exactly the cycles and stats of submitting them one by one
-  // (each is still a request of its own); their completions carry `id` with
-  // the requests' index range (HbmCompletion::first, count). In the fast model
-  // a batch within one channel line whose requests share no burst (see
-  // batchable) is one record from submission to completion, with no state per
-  // request unless its line's group splits while its burst is queued (sim/hbm/HbmBatches.cpp).
-  void submitBatch(uint64_t id, uint64_t address, const uint32_t* bytes, uint32_t count,
-                   bool isWrite, uint64_t arrivalCycle);
-  // Whether bytes [start, end] (end inclusive) lie within one channel line and
-  // `next`, where a batch's next request would start, begins a burst: what
-  // keeps a batch one record (a caller may batch other requests too; they
-  // are then submitted one by one).
-  bool batchable(uint64_t start, uint64_t next, uint64_t end) const {
-    if (map_.channelLine() < 2 || lineOf(burstOf(start)) != lineOf(burstOf(end))) return false;
-    return burstShift_ >= 0 ? (next & ((uint64_t(1) << burstShift_) - 1)) == 0
-                            : next % map_.burstBytes() == 0;
-  }
   // A core cycle >= now() before which no completion can happen; UINT64_MAX
   // when nothing is outstanding.
   uint64_t nextEventCycle() const;
@@ -144,42 +122,11 @@ class HbmModel {
     // The record of a run (not a request): the head of its chain of parts;
     // remaining counts the run's pseudo-channels that have not issued it.
     bool isRun = false;
-    // The record of a batch (submitBatch): `count` requests with sequences
-    // sequence.., remaining as for a run; `unreported` requests not yet
-    // reported; its parts in batchParts_[slot] (first: their index in the batch,
-    // 0 for a request).
-    bool isBatch = false;
-    uint32_t first = 0, count = 1, unreported = 0;
   };
-  // A batch record's requests: the line channels each ends before (from the
-  // batch's first channel), and once the line's group split while the burst
-  // was queued, each request's bursts not yet issued and its last data.
-  struct BatchParts {
-    std::vector<uint32_t> ends;
-    bool split = false;
-    std::vector<uint32_t> left;
-    std::vector<uint64_t> dataEnd;
-  };
-  std::vector<BatchParts> batchParts_;
-  // Set bits of x. (__builtin_popcountll is a library call unless the build
-  // targets a CPU with POPCNT; this is a dozen instructions inline.)
-  static uint32_t bitCount(uint64_t x) {
-    x -= (x >> 1) & 0x5555555555555555ull;
-    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-    return uint32_t((x * 0x0101010101010101ull) >> 56);
-  }
-  void submitOne(const HbmRequest& r, uint32_t first);
-  // The fast model's one-record batch; false (nothing done) when the line's
-  // groups do not allow it.
-  bool submitBatchRecord(uint64_t id, uint64_t address, const uint32_t* bytes, uint32_t count,
-                         bool isWrite, uint64_t arrival);
-  void issueBatchBurst(uint32_t pc, uint32_t record, uint64_t dataEnd);
   static constexpr uint32_t kNoRequest = ~0u;
   struct Pending {
     uint64_t cycle, sequence;
     uint32_t slot;
-    uint32_t first = 0, count = 1;  // a batch record's requests
     bool operator>(const Pending& o) const {
       return cycle != o.cycle ? cycle > o.cycle : sequence > o.sequence;
     }

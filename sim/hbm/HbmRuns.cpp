@@ -19,6 +19,17 @@
 
 namespace tpusim::sim::hbm {
 
+namespace {
+// Set bits of x. (__builtin_popcountll is a library call unless the build
+// targets a CPU with POPCNT; this is a dozen instructions inline.)
+uint32_t bitCount(uint64_t x) {
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return uint32_t((x * 0x0101010101010101ull) >> 56);
+}
+}  // namespace
+
 bool HbmModel::runJoins(const HbmRequest& r, uint64_t arrival, uint64_t first,
                         uint64_t last) const {
   const RunPart& head = run_.front();
