@@ -271,11 +271,6 @@ class Pipeline {
   bool drainAtStart_ = false;
   bool drained_ = false;  // the waits for drainBefore are emitted
   bool inLoop_ = false;   // emitting the grid loop (queueOf)
-  // While set, single-variant copies emit their descriptor stores but queue
-  // their `dma` here (flushDmas): a `dma` is a scheduling barrier, so the
-  // address chains of the step's next copies then overlap instead of
-  // running one after another (the grid step header).
-  std::vector<MInstr>* deferredDmas_ = nullptr;
   DrainAt drainedAt_ = DrainAt::None;
   std::vector<PendingWriteBack> pending_;
   int stateRegion_ = -1;
@@ -604,10 +599,7 @@ class Pipeline {
                                   s.output ? none : hbmSpan, mem);
         L_.storeDescriptorAddress(base, 3, L_.addImm(dst, cv.plan.dstOffset[i]),
                                   s.output ? hbmSpan : none, mem);
-        if (deferredDmas_)
-          deferredDmas_->push_back(makeInstr(Opcode::Dma, {base, I(s.flag), I(queueOf(s))}));
-        else
-          L_.emit(Opcode::Dma, {base, I(s.flag), I(queueOf(s))});
+        L_.emit(Opcode::Dma, {base, I(s.flag), I(queueOf(s))});
       }
     };
     if (s.variants.size() == 1) {
@@ -617,20 +609,12 @@ class Pipeline {
     // Addresses and the variant computed before the branches, so each variant's block sees them.
     if (!src.isConst) src = R(L_.reg(src));
     if (!dst.isConst) dst = R(L_.reg(dst));
-    flushDmas();  // the variants' copies are in blocks of their own
     ScalarVal v = variantOf(s, idx);
     if (!v.isConst) v = R(L_.reg(v));
     for (size_t k = 0; k < s.variants.size(); ++k)
       when(L_.scalarOp(llo::ScalarBin::Eq, v, ScalarVal{true, int64_t(k), {}}),
            [&] { issue(s.variants[k]); });
     return L_.addImm(v, 1);
-  }
-  // The queued `dma`s (deferredDmas_), in the order their copies were started:
-  // each queue still receives its descriptors in order.
-  void flushDmas() {
-    if (!deferredDmas_) return;
-    for (const MInstr& mi : *deferredDmas_) L_.emit(mi);
-    deferredDmas_->clear();
   }
   // Waits for the copy `f` (1 + its variant, known non-zero) names.
   void waitCopy(const Stream& s, const ScalarVal& f) {
@@ -970,12 +954,8 @@ class Pipeline {
         for (Stream& s : streams_) any = any || (groupedPrefetch(s) && s.buffers == n);
         if (!any) continue;
         when(stepsLeft(n - 1), [&] {
-          std::vector<MInstr> dmas;
-          deferredDmas_ = &dmas;
           for (Stream& s : streams_)
             if (groupedPrefetch(s) && s.buffers == n) prefetch(s, true);
-          flushDmas();
-          deferredDmas_ = nullptr;
         });
       }
       for (Stream& s : streams_)
