@@ -413,13 +413,14 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
   DotBlocking best;
   double bestCost = std::numeric_limits<double>::infinity();
   // K blocks of whole weight tiles: 2N deep for s8 x s8 in the packed int8
-  // mode, so every block's weights pair (PairPack.h) and may be stored packed;
-  // so are dequantized s8 weights (bf16 x s8), which pair two rows per word.
+  // mode, so every block's weights pair (PairPack.h) and may be stored packed.
+  // Dequantized s8 weights (bf16 x s8) pair too when their K blocks happen to
+  // be whole 2N-row chunks, but are not held to them: the int8 decode's
+  // 11008-wide w1 / w3 then took 5504 x 256 blocks (two N blocks, an epilogue
+  // each) and ran 0.8% slower than in 11008 x 128 unpaired ones.
   const bool int8 = target.dotMxuInt8 || (lhsInBytes == 1 && rhsInBytes == 1);
   const int64_t kUnit =
-      (target.int8Rate >= 2 && int8) || widenedS8Weights(lhsInBytes, rhsInBytes, target)
-          ? std::max<int64_t>(128, 2 * target.mxuSize)
-          : 128;
+      target.int8Rate >= 2 && int8 ? std::max<int64_t>(128, 2 * target.mxuSize) : 128;
   // The busiest MXU's column tiles per K chunk over all N blocks (items are
   // dealt round-robin: dotBlockCost). Blocks wider than kBalancedDotCols are
   // taken only where they lower it below the best narrower choice: what else
