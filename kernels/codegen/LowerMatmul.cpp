@@ -130,9 +130,13 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // Weights the DMA already packed (PairPack.h): the word at row D*kc + r is
   // the s8x2 value of rows r and S + r of chunk kc, pushed as loaded.
   const bool prepacked = packed && !transRhs && rhsP.pairRows == t_.mxuSize;
-  if (rhsP.pairRows && !prepacked)
+  // Dequantized weights the DMA paired (PairPack.h): K chunk kc (S deep) is
+  // byte kc % 2 of the words at rows (kc / 2) * 2S + r, unpacked by the
+  // widening's `vunpack.s8` (byte 0 unpaired): no op more per weight vreg.
+  const bool pairedWiden = widenRhs && !transRhs && rhsP.pairRows == t_.mxuSize;
+  if (rhsP.pairRows && !prepacked && !pairedWiden)
     fail("internal: a paired weight block read by a matmul that does not push it packed");
-  if (prepacked) {
+  if (prepacked || pairedWiden) {
     const llo::Value* row = views[2].indices.at(0);
     if (!row->def || row->def->kind != llo::OpKind::SConst ||
         row->def->ints.at(0) % (2 * t_.mxuSize))
@@ -297,10 +301,10 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // `valid` zeroed when `maskK`. An upper half with nothing valid is zero,
   // made from the lower half (lo ^ lo) so it is defined next to it: the pair
   // holds two registers from its first definition on.
-  auto widen = [&](MOperand v, MOperand scale) {
+  auto widen = [&](MOperand v, MOperand scale, int64_t byte) {
     MOperand x = fn_.newReg(RegClass::Vector), f = fn_.newReg(RegClass::Vector);
     MOperand h = fn_.newReg(RegClass::Vector);
-    emit(Opcode::VUnpackS8, {x, v, I(0)});
+    emit(Opcode::VUnpackS8, {x, v, I(byte)});
     emit(Opcode::VCvtF32S32, {f, x});
     if (scale.kind != MOperand::Kind::None) {
       MOperand p = fn_.newReg(RegClass::Vector);
@@ -330,7 +334,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   };
   auto rowHalf = [&](std::vector<MOperand>& row, const RefPlace& p, const ScalarVal& base,
                      int64_t tileRows, int64_t tile, int64_t rowOff, int64_t sublanes, int64_t lane,
-                     int64_t valid, bool maskK, bool widenS8 = false, MOperand scale = MOperand()) {
+                     int64_t valid, bool maskK, bool widenS8 = false, MOperand scale = MOperand(),
+                     int64_t byte = 0) {
     if (valid == 0) {
       if (row.empty()) throw CodegenError("internal: an MXU row without valid lanes");
       MOperand z = fn_.newReg(RegClass::Vector);
@@ -339,7 +344,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       return;
     }
     MOperand v = load(p, base, tile * tileRows + rowOff, sublanes);
-    if (widenS8) v = widen(v, scale);
+    if (widenS8) v = widen(v, scale, byte);
     v = rotate(v, llo::kLanes - lane);
     if (maskK && valid < L) {
       MOperand d = fn_.newReg(RegClass::Vector);
@@ -450,7 +455,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   };
   auto wpushOne = [&](const Item& it, int mxu, int64_t kc, int64_t p) {
     std::vector<MOperand> row;
-    awaitOperand(views[2], rhsRow0, std::min(K, (kc + 1) * D));
+    // A paired chunk's words hold its partner chunk too: both arrive together.
+    awaitOperand(views[2], rhsRow0, std::min(K, pairedWiden ? (kc / 2 + 1) * 2 * S : (kc + 1) * D));
     if (!transRhs) {
       // Weight rows D*kc + q*S + 8p of column tile j (part q); rows >= K stay
       // zero (not loaded, or not pushed). Lanes past N only reach unstored columns.
@@ -462,9 +468,10 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         if (valid <= 0) continue;  // a high part past K: zero
         for (int h = 0; h < halves; ++h) {
           int64_t cols = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
-          rowHalf(q ? hi : row, rhsP, rhs0, rhsRows, tileOf(n0, h), kc * D + q * S + p * 8,
-                  (1 << valid) - 1, laneOf(n0), cols, false, widenRhs,
-                  scaleOf(it.g0, tileOf(n0, h)));
+          rowHalf(q ? hi : row, rhsP, rhs0, rhsRows, tileOf(n0, h),
+                  (pairedWiden ? kc - kc % 2 : kc) * D + q * S + p * 8, (1 << valid) - 1,
+                  laneOf(n0), cols, false, widenRhs, scaleOf(it.g0, tileOf(n0, h)),
+                  pairedWiden ? kc % 2 : 0);
         }
       }
       if (packed && !prepacked) row = pack(row, hi);

@@ -11,12 +11,13 @@ namespace tpusim::kernels::codegen {
 namespace {
 
 // Whether every use of `ref` in `b` (and its regions) is the right-hand side
-// of a matmul LowerMatmul packs, at a constant row that is a multiple of 2S;
-// `uses` counts them.
-bool onlyPackedRhs(const llo::Block& b, const llo::Value* ref, int64_t S, int* uses) {
+// of a matmul LowerMatmul packs (s8 x s8 with int8 rate 2) or widens (bf16 x
+// s8: each push unpacks its byte of the pair), deeper than one MXU tile, at a
+// constant row that is a multiple of 2S; `uses` counts them.
+bool onlyPackedRhs(const llo::Block& b, const llo::Value* ref, int64_t S, int int8Rate, int* uses) {
   for (const auto& op : b.ops) {
     for (const llo::Block& r : op->regions)
-      if (!onlyPackedRhs(r, ref, S, uses)) return false;
+      if (!onlyPackedRhs(r, ref, S, int8Rate, uses)) return false;
     bool used = false;
     for (const llo::Value* v : op->operands) used |= v == ref;
     if (!used) continue;
@@ -24,7 +25,8 @@ bool onlyPackedRhs(const llo::Block& b, const llo::Value* ref, int64_t S, int* u
     auto views = llo::opViews(*op);
     if (views[0].ref == ref || views[1].ref == ref || views[2].ref != ref) return false;
     const bool s8 = views[1].ref->type.dtype == llo::DType::S8;
-    if (!s8 || op->ints[4] != 0 || op->ints[2] <= S) return false;  // LowerMatmul's `packed`
+    const bool widened = views[1].ref->type.dtype == llo::DType::Bf16;  // LowerMatmul's widenRhs
+    if (!(s8 ? int8Rate >= 2 : widened) || op->ints[4] != 0 || op->ints[2] <= S) return false;
     const llo::Value* row = views[2].indices.at(0);
     if (!row->def || row->def->kind != llo::OpKind::SConst || row->def->ints.at(0) % (2 * S))
       return false;
@@ -36,7 +38,7 @@ bool onlyPackedRhs(const llo::Block& b, const llo::Value* ref, int64_t S, int* u
 // The rule above, for the array as the body reads it (whatever its layout).
 int64_t ruleRows(const llo::Kernel& k, int input, const TargetInfo& t) {
   const int64_t S = t.mxuSize;
-  if (t.int8Rate < 2 || input < k.numScalarPrefetch || !k.body) return 0;
+  if (input < k.numScalarPrefetch || !k.body) return 0;
   const llo::ArrayOperand& a = k.inputs.at(size_t(input));
   const llo::BlockMapping& m = k.inMaps.at(size_t(input - k.numScalarPrefetch));
   if (a.dtype != llo::DType::S8 || m.space != llo::MemSpace::Vmem || m.blockShape.size() != 2)
@@ -46,7 +48,7 @@ int64_t ruleRows(const llo::Kernel& k, int input, const TargetInfo& t) {
   if (offset <= 0 || offset > int64_t(UINT32_MAX)) return 0;
   const llo::Value* arg = k.body->body.args.at(size_t(input));
   int uses = 0;
-  return onlyPackedRhs(k.body->body, arg, S, &uses) && uses > 0 ? S : 0;
+  return onlyPackedRhs(k.body->body, arg, S, t.int8Rate, &uses) && uses > 0 ? S : 0;
 }
 
 }  // namespace

@@ -7,11 +7,14 @@
 // (isa/README.md, DMA "pair mode").
 //
 // The rule (no shape or name cases): an s8 input of a rank-2 VMEM block that
-// the body reads only as the right-hand side of s8 x s8, untransposed matmuls
-// deeper than one MXU tile (LowerMatmul's packed form, mxu.int8_rate 2),
-// each starting at a constant row that is a multiple of 2S. Interpret mode
-// does not see the layout (it is the code generator's), so results are
-// unchanged bit for bit.
+// the body reads only as the right-hand side of untransposed matmuls deeper
+// than one MXU tile, each starting at a constant row that is a multiple of
+// 2S, and each either s8 x s8 (LowerMatmul's packed form, mxu.int8_rate 2) or
+// bf16 x s8 (the dequantized form: the push of K chunk kc unpacks byte kc % 2
+// of the words at rows (kc / 2) * 2S + r with `vunpack.s8`, the same one VALU
+// op as the unpaired byte 0, so the weights cross the DMA's VMEM port at 2
+// bytes each instead of 4). Interpret mode does not see the layout (it is
+// the code generator's), so results are unchanged bit for bit.
 #pragma once
 
 #include <cstdint>

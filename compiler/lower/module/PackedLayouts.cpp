@@ -6,6 +6,10 @@
 // one sequential HBM stream instead of two streams S rows apart, which the
 // HBM's banks serve worse (docs/performance.md, branch `int8pack`).
 //
+// The same layout serves the dequantized bf16 x s8 dots, which widen each
+// weight in registers: a VMEM word then holds the two weights of rows k and
+// k + S, and each push unpacks its byte (docs/performance.md, `int8pack2`).
+//
 // The rule (no shape or name cases): an entry parameter that is one s8 array,
 // not donated to an output, whose every user is an instruction lowered to a
 // kernel that reads it only through inputs the code generator can read
@@ -24,7 +28,6 @@ namespace tpusim::lower {
 using hlo::HloInstruction;
 
 void ModuleLowerer::choosePackedLayouts() {
-  if (cg_.int8Rate < 2) return;
   const hlo::HloComputation* entry = module_.entry();
   std::vector<InputOutputAlias> aliases;
   try {
