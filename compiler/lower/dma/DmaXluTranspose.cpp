@@ -5,7 +5,9 @@
 // DMA'd into VMEM (bf16 / int8 widened to one element per 32-bit word by the
 // DMA), each 128x128 tile of it is pushed into the transpose unit (16 x 8
 // rows, strided loads) and popped transposed into an output strip, which one
-// DMA writes to the result (128-element runs, narrowed back).
+// DMA writes to the result (128-element runs, narrowed back). Strips of
+// 16-bit elements go through the MXU instead when it has packed int8
+// (DmaMxuTranspose.h: exact, 8x the transpose unit's rate).
 //
 // The tile loop is placed by hand at explicit cycles: the list scheduler
 // models the transpose unit as an ordinary XLU (two of them on v5e), so it
