@@ -22,6 +22,8 @@
 #include <climits>
 
 #include "compiler/hlo/HloModule.h"
+#include "compiler/lower/TargetDescription.h"
+#include "compiler/passes/PassOptions.h"
 #include "compiler/passes/PassRegistry.h"
 #include "compiler/passes/PassUtil.h"
 
@@ -128,7 +130,33 @@ bool transposeShared(const HloInstruction* dot, const HloInstruction* x,
   return false;
 }
 
-bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
+// The MXU of the chip the passes compile for: size, and whether it has packed
+// int8 (0 when the chip does not load).
+struct MxuOfTarget {
+  int64_t size = 0;
+  bool packedInt8 = false;
+};
+MxuOfTarget mxuOfTarget() {
+  try {
+    const PassOptions& o = passOptions();
+    lower::TargetDescription t =
+        o.chipConfig ? lower::describeTarget(*o.chipConfig) : lower::loadTarget(o.chip);
+    return {t.mxuSize, t.int8Rate == 2};
+  } catch (const lower::TargetError&) {
+    return {};
+  }
+}
+
+// A transpose fragment of 16-bit elements whose matrix is whole MXU tiles goes
+// through the MXU's packed int8 mode (compiler/lower/dma/DmaMxuTranspose.h), 8x
+// the transpose unit's rate: the dot then reads that copy rather than
+// transposing its LHS in the kernel on the transpose unit.
+bool fragmentTransposesOnMxu(const MxuOfTarget& mxu, const Shape& s, int64_t rows, int64_t cols) {
+  return mxu.packedInt8 && mxu.size % 128 == 0 && hlo::bitWidth(s.type) == 16 &&
+         rows % (2 * mxu.size) == 0 && cols % mxu.size == 0;
+}
+
+bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot, const MxuOfTarget& mxu) {
   if (dot->operandCount() != 2 || isCanonical(*dot)) return false;
   HloInstruction* lhs = dot->operand(0);
   HloInstruction* rhs = dot->operand(1);
@@ -180,7 +208,8 @@ bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot) {
   kperm.insert(kperm.end(), lf.begin(), lf.end());
   const bool lhsTransposed = minorTransposeElements(lsrc->shape(), swap ? sperm : lperm) > 0 &&
                              minorTransposeElements(lsrc->shape(), kperm) == 0 &&
-                             !transposeShared(dot, lsrc, lb, lk, swap ? sperm : lperm);
+                             !transposeShared(dot, lsrc, lb, lk, swap ? sperm : lperm) &&
+                             !fragmentTransposesOnMxu(mxu, lsrc->shape(), k, swap ? n : m);
   const int64_t lm = swap ? n : m;
   HloInstruction* l;
   HloInstruction* r;
@@ -280,7 +309,12 @@ class DotCanonicalizerPass : public HloPass {
     bool sliced = rewriteEach(module, HloOpcode::Slice, sliceBeforeDot);
     if (sliced)
       for (const auto& comp : module.computations()) comp->removeDeadInstructions();
-    return rewriteEach(module, HloOpcode::Dot, canonicalize) || sliced;
+    const MxuOfTarget mxu = mxuOfTarget();
+    return rewriteEach(module, HloOpcode::Dot,
+                       [&](hlo::HloComputation* comp, HloInstruction* dot) {
+                         return canonicalize(comp, dot, mxu);
+                       }) ||
+           sliced;
   }
 };
 

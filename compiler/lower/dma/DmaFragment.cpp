@@ -70,6 +70,17 @@ void DmaFragment::emit(Opcode op, std::vector<MOperand> operands) {
   emitInstr(kernels::codegen::makeInstr(op, std::move(operands)));
 }
 
+void DmaFragment::emitPaired(Opcode op, std::vector<MOperand> operands, int k, MOperand hi) {
+  if (inManual_) throw CodegenError("internal: scheduled code inside a hand-scheduled block");
+  MInstr mi = kernels::codegen::makeInstr(op, std::move(operands));
+  if (hi.isReg()) {
+    mi.pairHi = hi;
+    fn_.unspillable.insert({int(RegClass::Vector), int(mi.ops[size_t(k)].value)});
+    fn_.unspillable.insert({int(RegClass::Vector), int(hi.value)});
+  }
+  emitInstr(std::move(mi));
+}
+
 MOperand DmaFragment::newScalar() { return fn_.newReg(RegClass::Scalar); }
 MOperand DmaFragment::newVector() { return fn_.newReg(RegClass::Vector); }
 

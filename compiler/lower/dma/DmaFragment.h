@@ -71,6 +71,9 @@ class DmaFragment {
   MOperand copy(MOperand a) { return addImm(a, 0); }
   MOperand select(MOperand cond, MOperand ifNonZero, MOperand ifZero);
   void emit(isa::Opcode op, std::vector<MOperand> operands);
+  // An MXU op on a 256-wide row (isa/README.md, "MXU"): operand `k` is the
+  // row's low register, `hi` its high one (MInstr::pairHi); neither spills.
+  void emitPaired(isa::Opcode op, std::vector<MOperand> operands, int k, MOperand hi);
 
   // ---- SMEM
   // Reserves `words` words and returns the first (absolute word address).

@@ -5,7 +5,9 @@
 // DMA'd into VMEM (bf16 / int8 widened to one element per 32-bit word by the
 // DMA), each 128x128 tile of it is pushed into the transpose unit (16 x 8
 // rows, strided loads) and popped transposed into an output strip, which one
-// DMA writes to the result (128-element runs, narrowed back).
+// DMA writes to the result (128-element runs, narrowed back). Strips of
+// 16-bit elements go through the MXU instead when it has packed int8
+// (DmaMxuTranspose.h: exact, 8x the transpose unit's rate).
 //
 // The tile loop is placed by hand at explicit cycles: the list scheduler
 // models the transpose unit as an ordinary XLU (two of them on v5e), so it
@@ -22,6 +24,7 @@
 #include <algorithm>
 
 #include "compiler/lower/dma/DmaLowering.h"
+#include "compiler/lower/dma/DmaMxuTranspose.h"
 
 namespace tpusim::lower {
 
@@ -30,6 +33,7 @@ using kernels::codegen::MOperand;
 
 namespace {
 constexpr int kTile = 128;
+int64_t row0Of(const DmaFragment& f) { return f.vmemBase() / isa::kVmemRowBytes; }
 constexpr int kMinTransposeInterval = 8;
 MOperand I(int64_t v) { return MOperand::imm(v); }
 
@@ -130,6 +134,12 @@ bool tryXluTranspose(DmaOp& op) {
     }
   }
   if (!fits) return false;
+  // 16-bit elements go through the MXU when it has packed int8 (DmaMxuTranspose.h).
+  const MxuTransposeStrip mxuStrip{tall * kTile, cols, pitch, opitch};
+  const int64_t tableRow = row0Of(f) + buffers * (aRows + oRows);
+  const bool viaMxu = mxuTransposeFits(t, e, mxuStrip) &&
+                      (buffers * (aRows + oRows) + mxuTransposeTableRows(t)) * isa::kVmemRowBytes <=
+                          t.vmemBytes / 2;
   int64_t stripStep = tall * kTile * opStrides[r] * e;  // source bytes between strips
   int64_t stripBytes = tall * kTile * cols * e, strips = batch * (rows / kTile / tall);
   // Rows from the fragment's VMEM base (past a prefetch region in flight).
@@ -180,6 +190,7 @@ bool tryXluTranspose(DmaOp& op) {
     first.innerBytes = 4;
     f.dmaOn(first, 1);
   }
+  if (viaMxu) mxuTransposeTable(f, tableRow);
   if (buffers == 2) {
     // The count word may hold the one-row read of an earlier run (a fragment
     // runs again inside a while loop).
@@ -193,6 +204,7 @@ bool tryXluTranspose(DmaOp& op) {
   // The tiles of one strip: for each tile row, a hand-scheduled loop over
   // its tiles: 16 strided loads + pushes, 16 pops + strided stores.
   auto transposeStrip = [&](int b) {
+    if (viaMxu) return mxuTransposeStrip(f, mxuStrip, aRow0(b), oRow0(b), tableRow);
     std::vector<DmaFragment::LoopAxis> tileRows{{tall, {kTile * pitch, 1}}};
     f.loopNest(tileRows, {f.constant(aRow0(b)), f.constant(oRow0(b))}, 1,
                [&](const std::vector<MOperand>& base, int) {

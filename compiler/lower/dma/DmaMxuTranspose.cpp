@@ -1,0 +1,153 @@
+// Strip transposes through the MXU's packed int8 mode (DmaMxuTranspose.h).
+#include "compiler/lower/dma/DmaMxuTranspose.h"
+
+#include <algorithm>
+
+namespace tpusim::lower {
+
+using isa::Opcode;
+using kernels::codegen::MOperand;
+
+namespace {
+constexpr int64_t kLanes = 128;
+MOperand I(int64_t v) { return MOperand::imm(v); }
+
+// Tiles of one strip block: one per MXU, as many MXUs as divide the columns.
+int64_t tilesPerBlock(const kernels::codegen::TargetInfo& t, int64_t colTiles) {
+  for (int64_t k : {4, 2, 1})
+    if (k <= t.mxuCount && colTiles % k == 0) return k;
+  return 1;
+}
+// Row tiles per block: two when there are, so that the second's weights load
+// while the first streams, and its stream follows the first's pops slot by slot.
+int64_t rowTilesPerBlock(int64_t n, const MxuTransposeStrip& s) {
+  return (s.rows / n) % 2 == 0 ? 2 : 1;
+}
+}  // namespace
+
+bool mxuTransposeFits(const kernels::codegen::TargetInfo& t, int64_t elemBytes,
+                      const MxuTransposeStrip& s) {
+  const int64_t n = t.mxuSize, groups = n / 8, halves = n / kLanes;
+  if (elemBytes != 2 || t.int8Rate != 2 || n % kLanes != 0 || n > 2 * kLanes) return false;
+  if (s.rows % n != 0 || s.cols % n != 0 || t.accSlots < 2 * groups) return false;
+  // The loads' and stores' offsets from the block's base are 16-bit immediates.
+  int64_t k = tilesPerBlock(t, s.cols / n);
+  const int64_t depth = rowTilesPerBlock(n, s);
+  return ((depth - 1) * n + 8 * (groups - 1)) * s.pitch + k * halves <= INT16_MAX &&
+         ((k - 1) * n + 8 * (groups - 1)) * s.opitch + depth * halves <= INT16_MAX;
+}
+
+int64_t mxuTransposeTableRows(const kernels::codegen::TargetInfo& t) {
+  // Two passes x N / 8 groups of 8 LHS rows, each N / 128 vregs of 8 VMEM rows.
+  return 2 * (t.mxuSize / 8) * (t.mxuSize / kLanes) * 8;
+}
+
+void mxuTransposeTable(DmaFragment& f, int64_t tableRow) {
+  const auto& t = f.target();
+  const int64_t groups = t.mxuSize / 8, halves = t.mxuSize / kLanes;
+  auto vimm = [&](int64_t v) {
+    MOperand r = f.newVector();
+    f.emit(Opcode::VImm, {r, I(v)});
+    return r;
+  };
+  MOperand lane = f.newVector(), sub = f.newVector();
+  f.emit(Opcode::VIotaLane, {lane});
+  f.emit(Opcode::VIotaSub, {sub});
+  MOperand zero = vimm(0), one = vimm(1), eight = vimm(8);
+  auto op2 = [&](Opcode o, MOperand a, MOperand b) {
+    MOperand r = f.newVector();
+    f.emit(o, {r, a, b});
+    return r;
+  };
+  // diag[x][i][s][l] = (l == 8i + s) in the low (x = 0) or high (x = 1) byte.
+  std::vector<MOperand> diag[2];
+  for (int64_t i = 0; i < std::min<int64_t>(groups, kLanes / 8); ++i) {
+    MOperand d = op2(Opcode::VSubS32, op2(Opcode::VSubS32, lane, sub), vimm(8 * i));
+    MOperand abs = f.newVector();
+    f.emit(Opcode::VAbsS32, {abs, d});
+    MOperand lo = op2(Opcode::VSubS32, one, op2(Opcode::VMinS32, abs, one));
+    diag[0].push_back(lo);
+    diag[1].push_back(op2(Opcode::VShl, lo, eight));
+  }
+  MOperand base = f.constant(tableRow);
+  for (int64_t x = 0; x < 2; ++x)
+    for (int64_t j = 0; j < groups; ++j)
+      for (int64_t h = 0; h < halves; ++h) {
+        // Group j's diagonal lies in lane half j / 16; the other half is zero.
+        MOperand v = h == j / 16 ? diag[x][size_t(j % 16)] : zero;
+        f.emit(Opcode::VSt, {v, base, I(((x * groups + j) * halves + h) * 8), I(1), I(255)});
+      }
+}
+
+void mxuTransposeStrip(DmaFragment& f, const MxuTransposeStrip& s, int64_t aRow, int64_t oRow,
+                       int64_t tableRow) {
+  const auto& t = f.target();
+  const int64_t n = t.mxuSize, groups = n / 8, halves = n / kLanes;
+  const int64_t k = tilesPerBlock(t, s.cols / n);
+  MOperand table = f.constant(tableRow);
+  auto load = [&](MOperand base, int64_t imm, int64_t stride) {
+    MOperand v = f.newVector();
+    f.emit(Opcode::VLd, {v, base, I(imm), I(stride), I(255)});
+    return v;
+  };
+  // A row of the MXU: one vreg, or a pair (lanes 0-127, 128-255).
+  auto row = [&](MOperand base, int64_t imm, int64_t halfStep, int64_t stride) {
+    MOperand lo = load(base, imm, stride);
+    MOperand hi = halves == 2 ? load(base, imm + halfStep, stride) : MOperand();
+    return std::pair{lo, hi};
+  };
+  const int64_t depth = rowTilesPerBlock(n, s);
+  std::vector<DmaFragment::LoopAxis> axes{
+      {s.rows / n / depth, {depth * n * s.pitch, depth * halves}},
+      {s.cols / n / k, {k * halves, k * n * s.opitch}}};
+  f.loopNest(
+      axes, {f.constant(aRow), f.constant(oRow)}, 1, [&](const std::vector<MOperand>& cur, int) {
+        // Tile u of row tile r (source rows r * N ..., columns u * N ...) goes
+        // to MXU u. The MXUs' ops are emitted interleaved (they share the one
+        // push slot of a bundle), so the list scheduler runs them side by side.
+        auto push = [&](int64_t r) {
+          for (int64_t p = 0; p < groups; ++p)
+            for (int64_t u = 0; u < k; ++u) {
+              auto [lo, hi] = row(cur[0], (r * n + 8 * p) * s.pitch + u * halves, 1, s.pitch);
+              f.emitPaired(Opcode::MxuWPushTS8x2, {I(u), lo}, 1, hi);
+            }
+          for (int64_t u = 0; u < k; ++u) f.emit(Opcode::MxuLatch, {I(u)});
+        };
+        // Group j's lo pass into slot j, its hi pass into slot G + j.
+        auto stream = [&](int64_t j) {
+          for (int64_t x = 0; x < 2; ++x) {
+            auto [lo, hi] = row(table, (x * groups + j) * halves * 8, 8, 1);
+            for (int64_t u = 0; u < k; ++u)
+              f.emitPaired(Opcode::MxuMmS8x2, {I(u), lo, I(x * groups + j)}, 1, hi);
+          }
+        };
+        auto drain = [&](int64_t r, int64_t j) {
+          for (int64_t u = 0; u < k; ++u) {
+            MOperand b[2][2];
+            for (int64_t x = 0; x < 2; ++x) {
+              b[x][0] = f.newVector();
+              b[x][1] = halves == 2 ? f.newVector() : MOperand();
+              f.emitPaired(Opcode::MxuPop, {b[x][0], I(u), I(x * groups + j)}, 0, b[x][1]);
+            }
+            for (int64_t h = 0; h < halves; ++h) {
+              MOperand v = f.newVector();
+              f.emit(Opcode::VPackB8, {v, b[0][h], b[1][h]});
+              f.emit(Opcode::VSt, {v, cur[1], I((u * n + 8 * j) * s.opitch + r * halves + h),
+                                   I(s.opitch), I(255)});
+            }
+          }
+        };
+        push(0);
+        for (int64_t j = 0; j < groups; ++j) stream(j);
+        for (int64_t r = 1; r < depth; ++r) {
+          push(r);
+          for (int64_t j = 0; j < groups; ++j) {
+            drain(r - 1, j);
+            stream(j);
+          }
+        }
+        for (int64_t j = 0; j < groups; ++j) drain(depth - 1, j);
+      });
+}
+
+}  // namespace tpusim::lower
