@@ -654,7 +654,12 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // Each sibling's result is rounded to its dot's type, as the HLO rounds it.
   auto epilogue = [=](const std::vector<dsl::Ref>& refs, const Accs& accs) {
     if (split) {
-      // A head epilogue: one 128-lane column tile (one head) at a time.
+      // A head epilogue: one 128-lane column tile (one head) at a time. With
+      // one K block it is traced in the matmul's basic block, unrolled, as
+      // work the MXU stream may hide: a head's tiles go as soon as their
+      // results are popped (the rotations are XLU-bound: one per tile).
+      std::optional<dsl::OverlapWithMxu> hidden;
+      if (kBlocks == 1) hidden.emplace();
       for (int64_t c = 0; c * 128 < abn; ++c) {
         outR->setColTile(c);
         dsl::Array h =
