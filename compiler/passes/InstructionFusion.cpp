@@ -378,6 +378,19 @@ class FusionPass : public HloPass {
     // In a dot's head epilogue (the dot came in with its split) the shuffles
     // and the element-wise work on them are the epilogue's, below the split.
     const bool headEpilogue = hero && inHeadEpilogue(g, p, hero);
+    if (headEpilogue) {
+      const int64_t rank = g.body->root()->shape().rank();
+      bool ok = headLanesOk(*p, rank);
+      if (hlo::isElementwise(p->opcode()))
+        for (const HloInstruction* o : p->operands()) ok = ok && headLeafOk(o->shape(), rank);
+      if (!ok) {
+        *why = fmt::format(
+            "%{} would bring in a value that varies along the heads but not along whole "
+            "128-lane heads (the head epilogue of %{})",
+            p->name(), hero->name());
+        return false;
+      }
+    }
     if (isLaneShuffle(*p)) {
       if (hero && !headEpilogue) {
         *why = fmt::format(
@@ -639,6 +652,33 @@ class FusionPass : public HloPass {
     return work <= static_cast<double>(bytes + arrayBytes(p->shape())) / bytesPerCycle;
   }
 
+  // In a head epilogue of split rank `rank` (heads at rank - 2, lanes at
+  // rank - 1), may `s` be a kernel input? It does not vary along the heads,
+  // or it spans whole 128-lane heads (the dot kernel merges heads and lanes
+  // into one axis; a leaf along the lanes alone is read as one periodic block).
+  static bool headLeafOk(const hlo::Shape& s, int64_t rank) {
+    if (!s.isArray() || s.rank() != rank) return true;  // under a broadcast: checked there
+    return s.dims[static_cast<size_t>(rank - 2)] == 1 || s.dims.back() == 128;
+  }
+  // The same for a broadcast (its operand along the heads only with whole
+  // heads) or an iota (not along the heads or the lanes) in such an epilogue.
+  static bool headLanesOk(const HloInstruction& m, int64_t rank) {
+    if (m.opcode() == HloOpcode::Iota) {
+      auto d = m.intAttr("iota_dimension");
+      return m.shape().rank() == rank && d && *d < rank - 2;
+    }
+    if (m.opcode() != HloOpcode::Broadcast) return true;
+    if (m.shape().rank() != rank) return false;
+    const hlo::Shape& os = m.operand(0)->shape();
+    bool heads = false, wholeLanes = false;
+    for (size_t j = 0; j < m.dimensions().size(); ++j) {
+      if (os.dims[j] == 1) continue;
+      heads = heads || m.dimensions()[j] == rank - 2;
+      wholeLanes = wholeLanes || (m.dimensions()[j] == rank - 1 && os.dims[j] == 128);
+    }
+    return !heads || wholeLanes;
+  }
+
   // Is the fusion a dot's head epilogue (it holds the dot's split into
   // heads), with `p` used in the epilogue rather than in the dot's operands?
   bool inHeadEpilogue(const Growing& g, const HloInstruction* p, const HloInstruction* hero) const {
@@ -679,6 +719,16 @@ class FusionPass : public HloPass {
     const HloInstruction* root = g.body ? g.body->root() : g.seed;
     if (!root->shape().isArray() || root->shape().dims != p->shape().dims)
       return "the fusion's result is not of the split's shape";
+    const int64_t rank = p->shape().rank();
+    for (const HloInstruction* m : members)
+      if (!headLanesOk(*m, rank))
+        return fmt::format("%{} ({}) varies along the heads but not along whole 128-lane heads",
+                           m->name(), hlo::opcodeName(m->opcode()));
+    const std::vector<HloInstruction*> leaves = g.body ? g.fusion->operands() : g.seed->operands();
+    for (const HloInstruction* o : leaves)
+      if (o != p && !headLeafOk(o->shape(), rank))
+        return fmt::format("%{} varies along the heads but not along whole 128-lane heads",
+                           o->name());
     if (!lanesStayToRoot(uses, g.body != nullptr))
       return "a value between it and the fusion's root is not element-wise";
     return "";

@@ -347,6 +347,13 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         outGroups[k].back() > outGroups[k + 1].front())
       g.fail(*root, fmt::format("the epilogue reorders the dimensions of %{}", hero->name()));
   outR->formGroupAxes(outGroups, fmt::format("the epilogue of %{}", hero->name()));
+  // A head epilogue's leaves along the heads span whole 128-lane heads.
+  if (split)
+    for (const LeafUse& u : outR->leafUses())
+      if (outR->maps(u.emb, 2) && u.leaf->shape().dims.back() != 128)
+        g.fail(*u.leaf, fmt::format("the head epilogue of %{} reads an operand along the heads "
+                                    "that is not 128 lanes wide",
+                                    hero->name()));
 
   const int lhsM = lhsTransposed ? 2 : 1, lhsK = lhsTransposed ? 1 : 2;  // the LHS's axes
   const int64_t B = lhsR->axes()[0].size, M = lhsR->axes()[size_t(lhsM)].size,
