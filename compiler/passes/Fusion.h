@@ -54,6 +54,9 @@ struct FusionConfig {
   // Sibling dots and their combiner as one kernel (SiblingDots.h; off by
   // default, PassOptions::fusionSiblingDots).
   bool siblingDots = false;
+  // A dot split into 128-lane heads takes its element-wise and lane-shuffle
+  // consumers (FusionRules.h isDotLaneSplit; PassOptions::fusionHeadEpilogues).
+  bool headEpilogues = false;
 };
 
 struct FusionDecision {

@@ -136,6 +136,19 @@ bool isLaneShuffle(const HloInstruction& inst) {
   return isLaneSlice(inst) || isLaneConcatenate(inst);
 }
 
+bool isDotLaneSplit(const HloInstruction& inst) {
+  if ((inst.opcode() != HloOpcode::Reshape && inst.opcode() != HloOpcode::Bitcast) ||
+      inst.operandCount() != 1 || inst.operand(0)->opcode() != HloOpcode::Dot ||
+      !inst.shape().isArray() || !inst.operand(0)->shape().isArray())
+    return false;
+  const std::vector<int64_t>& from = inst.operand(0)->shape().dims;
+  const std::vector<int64_t>& to = inst.shape().dims;
+  if (from.empty() || to.size() != from.size() + 1 || to.back() != kLaneTile ||
+      to[to.size() - 2] < 2 || to[to.size() - 2] * kLaneTile != from.back())
+    return false;
+  return std::equal(from.begin(), from.end() - 1, to.begin());
+}
+
 bool isOperandPrologueOp(const HloInstruction& inst) {
   switch (inst.opcode()) {
     case HloOpcode::Convert:
@@ -180,7 +193,7 @@ bool isFusibleProducer(const HloInstruction& inst) {
   if (inst.opcode() == HloOpcode::Constant)
     return inst.shape().isArray() && inst.shape().elementCount() <= 1;  // big ones stay in HBM
   return isLoopFusible(inst) || isMatmulHero(inst) || isReduceHero(inst) ||
-         isDotRhsTranspose(inst) || isMajorDimsTranspose(inst);
+         isDotRhsTranspose(inst) || isMajorDimsTranspose(inst) || isDotLaneSplit(inst);
 }
 
 bool isFusibleConsumer(const HloInstruction& inst) {

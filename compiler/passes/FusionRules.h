@@ -59,6 +59,14 @@ bool isMajorDimsTranspose(const hlo::HloInstruction& inst);
 bool isLaneSlice(const hlo::HloInstruction& inst);
 bool isLaneConcatenate(const hlo::HloInstruction& inst);
 bool isLaneShuffle(const hlo::HloInstruction& inst);
+// A reshape of a dot's result that splits its last dim into [n / 128, 128]
+// (a projection's N into heads of one lane tile each: [.., H * 128] ->
+// [.., H, 128]). It fuses only together with its dot, into a fusion of
+// element-wise work and lane shuffles on the 128-lane heads (RoPE applied to
+// q and k as the projection's epilogue): the dot kernel runs the epilogue one
+// 128-lane column tile of its output block at a time, so each head's lanes
+// are one tile and a rotate-half is one lane rotation.
+bool isDotLaneSplit(const hlo::HloInstruction& inst);
 // Converts, broadcasts, iotas, scalar constants, unit-dim views and RHS
 // transposes: what always fuses into a dot's operands (it is redone for every
 // output block that reads it, so it must cost next to nothing; other

@@ -61,6 +61,7 @@ class FusionPass : public HloPass {
       config_.maxDuplication = passOptions().fusionMaxDuplication;
       config_.vmemFraction = passOptions().fusionVmemFraction;
       config_.siblingDots = passOptions().fusionSiblingDots;
+      config_.headEpilogues = passOptions().fusionHeadEpilogues;
       return true;
     } catch (const lower::TargetError& e) {
       fmt::print(stderr, "fusion: {}\n", e.what());
@@ -130,10 +131,22 @@ class FusionPass : public HloPass {
           // A producer refused before the fusion existed (a data-movement seed
           // takes element-wise work first) is tried again.
           if (!g.body && isDataMovementSeed(*g.seed)) tried.clear();
+          // A head split joins with its dot (shouldFuse checked both).
+          HloInstruction* splitDot = isDotLaneSplit(*p) ? p->operand(0) : nullptr;
           fuse(g, comp, p);
           d.consumer = g.fusion->name();
           d.root = g.body->root()->name();
           result_.decisions.push_back(std::move(d));
+          if (splitDot) {
+            FusionDecision dd = describe(true, splitDot, g, "");
+            dd.reason =
+                "with its result's split into 128-lane heads: the element-wise work "
+                "and lane shuffles on them are its epilogue";
+            fuse(g, comp, splitDot);
+            dd.consumer = g.fusion->name();
+            dd.root = g.body->root()->name();
+            result_.decisions.push_back(std::move(dd));
+          }
           progress = true;
           break;
         }
@@ -353,10 +366,33 @@ class FusionPass : public HloPass {
           g.seed->name(), hlo::opcodeName(g.seed->opcode()));
       return false;
     }
+    if (isDotLaneSplit(*p)) {
+      std::string no = headEpilogueRefusal(g, p, hero, members, uses);
+      if (!no.empty()) {
+        *why = no;
+        return false;
+      }
+    }
     // A lane slice or concatenate is a lane rotation or select in the loop
     // kernel's tiles: the lanes it moves must be the root's lanes.
+    // In a dot's head epilogue (the dot came in with its split) the shuffles
+    // and the element-wise work on them are the epilogue's, below the split.
+    const bool headEpilogue = hero && inHeadEpilogue(g, p, hero);
+    if (headEpilogue) {
+      const int64_t rank = g.body->root()->shape().rank();
+      bool ok = headLanesOk(*p, rank);
+      if (hlo::isElementwise(p->opcode()))
+        for (const HloInstruction* o : p->operands()) ok = ok && headLeafOk(o->shape(), rank);
+      if (!ok) {
+        *why = fmt::format(
+            "%{} would bring in a value that varies along the heads but not along whole "
+            "128-lane heads (the head epilogue of %{})",
+            p->name(), hero->name());
+        return false;
+      }
+    }
     if (isLaneShuffle(*p)) {
-      if (hero) {
+      if (hero && !headEpilogue) {
         *why = fmt::format(
             "a lane slice or concatenate fuses only into a loop fusion (this one has %{})",
             hero->name());
@@ -373,7 +409,7 @@ class FusionPass : public HloPass {
     // fusion: in a dot's fusion it would leave the shuffle alone, a kernel of
     // data movement only (decode's q rotary embedding, rotate-half form: its
     // halves' slices and concatenate became three kernels).
-    if (hero && isMatmulHero(*hero) && hlo::isElementwise(p->opcode()))
+    if (hero && isMatmulHero(*hero) && hlo::isElementwise(p->opcode()) && !headEpilogue)
       for (const HloInstruction* o : p->operands())
         if (isLaneShuffle(*o)) {
           *why = fmt::format(
@@ -557,6 +593,7 @@ class FusionPass : public HloPass {
     FusedBody trial = g.body ? copyFusedBody(*g.body, g.fusion->operands())
                              : startFusedBody(*g.seed, "trial", nullptr);
     fuseProducer(trial, p, nullptr);
+    if (isDotLaneSplit(*p)) fuseProducer(trial, p->operand(0), nullptr);  // they join together
     VmemEstimate est = estimateFusionVmem(*trial.comp, config_.target);
     if (est.bytes > budget()) {
       *why = fmt::format(
@@ -613,6 +650,88 @@ class FusionPass : public HloPass {
     for (const HloInstruction* o : operands) bytes += readBytes(o);
     const double bytesPerCycle = t.hbmBytesPerSecond / t.clockHz;
     return work <= static_cast<double>(bytes + arrayBytes(p->shape())) / bytesPerCycle;
+  }
+
+  // In a head epilogue of split rank `rank` (heads at rank - 2, lanes at
+  // rank - 1), may `s` be a kernel input? It does not vary along the heads,
+  // or it spans whole 128-lane heads (the dot kernel merges heads and lanes
+  // into one axis; a leaf along the lanes alone is read as one periodic block).
+  static bool headLeafOk(const hlo::Shape& s, int64_t rank) {
+    if (!s.isArray() || s.rank() != rank) return true;  // under a broadcast: checked there
+    return s.dims[static_cast<size_t>(rank - 2)] == 1 || s.dims.back() == 128;
+  }
+  // The same for a broadcast (its operand along the heads only with whole
+  // heads) or an iota (not along the heads or the lanes) in such an epilogue.
+  static bool headLanesOk(const HloInstruction& m, int64_t rank) {
+    if (m.opcode() == HloOpcode::Iota) {
+      auto d = m.intAttr("iota_dimension");
+      return m.shape().rank() == rank && d && *d < rank - 2;
+    }
+    if (m.opcode() != HloOpcode::Broadcast) return true;
+    if (m.shape().rank() != rank) return false;
+    const hlo::Shape& os = m.operand(0)->shape();
+    bool heads = false, wholeLanes = false;
+    for (size_t j = 0; j < m.dimensions().size(); ++j) {
+      if (os.dims[j] == 1) continue;
+      heads = heads || m.dimensions()[j] == rank - 2;
+      wholeLanes = wholeLanes || (m.dimensions()[j] == rank - 1 && os.dims[j] == 128);
+    }
+    return !heads || wholeLanes;
+  }
+
+  // Is the fusion a dot's head epilogue (it holds the dot's split into
+  // heads), with `p` used in the epilogue rather than in the dot's operands?
+  bool inHeadEpilogue(const Growing& g, const HloInstruction* p, const HloInstruction* hero) const {
+    if (!g.body || hero->opcode() != HloOpcode::Dot) return false;
+    bool split = false;
+    for (const auto& i : g.body->instructions()) split = split || isDotLaneSplit(*i);
+    if (!split) return false;
+    const auto& ops = g.fusion->operands();
+    auto at = std::find(ops.begin(), ops.end(), p);
+    if (at == ops.end()) return false;
+    const HloInstruction* value = g.body->parameter(at - ops.begin());
+    return !inCone(value, hero->operand(0)) && !inCone(value, hero->operand(1));
+  }
+
+  // Why the head split `p` of a dot (isDotLaneSplit) may not bring its dot
+  // into this fusion as the hero with the fusion as its epilogue, or "". The
+  // dot kernel emits the epilogue one 128-lane column tile (one head) of its
+  // output block at a time (compiler/lower/fusion/DotLowering.cpp), so the
+  // fusion must be element-wise work and lane shuffles on the heads' lanes
+  // with the split's shape, and the dot and the split read by nothing else.
+  std::string headEpilogueRefusal(const Growing& g, const HloInstruction* p,
+                                  const HloInstruction* hero,
+                                  const std::vector<const HloInstruction*>& members,
+                                  const std::vector<const HloInstruction*>& uses) const {
+    const HloInstruction* dot = p->operand(0);
+    if (!config_.headEpilogues) return "head epilogues are off (--head-epilogues=false)";
+    if (hero) return fmt::format("the fusion already has a hero, %{}", hero->name());
+    if (claimed_.count(dot)) return fmt::format("%{} is a sibling dot", dot->name());
+    if (p->userCount() != 1 || isOutput(p) || dot->userCount() != 1 || isOutput(dot))
+      return fmt::format("%{} or its split has other users", dot->name());
+    for (const HloInstruction* m : members) {
+      HloOpcode op = m->opcode();
+      if (!hlo::isElementwise(op) && op != HloOpcode::Broadcast && op != HloOpcode::Constant &&
+          op != HloOpcode::Iota && !isLaneShuffle(*m) && !isUnitDimView(*m))
+        return fmt::format("%{} ({}) is not element-wise work on the heads' lanes", m->name(),
+                           hlo::opcodeName(op));
+    }
+    const HloInstruction* root = g.body ? g.body->root() : g.seed;
+    if (!root->shape().isArray() || root->shape().dims != p->shape().dims)
+      return "the fusion's result is not of the split's shape";
+    const int64_t rank = p->shape().rank();
+    for (const HloInstruction* m : members)
+      if (!headLanesOk(*m, rank))
+        return fmt::format("%{} ({}) varies along the heads but not along whole 128-lane heads",
+                           m->name(), hlo::opcodeName(m->opcode()));
+    const std::vector<HloInstruction*> leaves = g.body ? g.fusion->operands() : g.seed->operands();
+    for (const HloInstruction* o : leaves)
+      if (o != p && !headLeafOk(o->shape(), rank))
+        return fmt::format("%{} varies along the heads but not along whole 128-lane heads",
+                           o->name());
+    if (!lanesStayToRoot(uses, g.body != nullptr))
+      return "a value between it and the fusion's root is not element-wise";
+    return "";
   }
 
   // Are all values from `uses` up to the fused root element-wise or lane

@@ -28,6 +28,11 @@ struct PassOptions {
   // (v5e, v6e) and the 7B layer prefill are faster with it, the decodes
   // unchanged (docs/performance.md, branch `tinyrope`).
   bool fusionSiblingDots = true;
+  // A dot whose result is split into 128-lane heads (FusionRules.h
+  // isDotLaneSplit) takes the element-wise work and lane shuffles on them as
+  // its epilogue (RoPE of q and k in the projections' kernels; tpuc
+  // --head-epilogues). On by default (docs/performance.md, branch `roperfuse`).
+  bool fusionHeadEpilogues = true;
   // dot-scale-to-output also where it changes the rounding (a scale that is
   // not a constant power of two): floats treated as reals, as XLA's
   // enable_scalar_multiply_reduction / floats-are-real options. Off by

@@ -91,6 +91,24 @@ bool sumEpilogueOnPop(const ComputeGraph& g, const HloInstruction* root,
          (b == hero && a != hero && sumOfInputs(g, a, root));
 }
 
+// The reshape splitting the dot's result into heads of one lane tile
+// ([.., H * 128] -> [.., H, 128], passes' isDotLaneSplit) when it is the
+// hero's only user in the kernel, else null: the kernel's epilogue then works
+// on heads (a head epilogue: RoPE of a q / k projection).
+const HloInstruction* headSplitOf(const ComputeGraph& g, const HloInstruction* hero) {
+  if (g.root == hero || hero->userCount() != 1) return nullptr;
+  const HloInstruction* s = hero->users().front();
+  if (g.isLeaf(s) || (s->opcode() != HloOpcode::Reshape && s->opcode() != HloOpcode::Bitcast))
+    return nullptr;
+  const std::vector<int64_t>& from = hero->shape().dims;
+  const std::vector<int64_t>& to = s->shape().dims;
+  if (from.empty() || to.size() != from.size() + 1 || to.back() != 128 ||
+      to[to.size() - 2] * 128 != from.back() ||
+      !std::equal(from.begin(), from.end() - 1, to.begin()))
+    return nullptr;
+  return s;
+}
+
 bool increasing(const std::vector<int64_t>& v) {
   for (size_t i = 1; i < v.size(); ++i)
     if (v[i] <= v[i - 1]) return false;
@@ -300,7 +318,11 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   const HloInstruction* root = g.root;
   const Embedding rootEmb = identity(root->shape().rank());
   auto outR = std::make_shared<Region>(g, root->shape().dims);
-  outR->analyze(root, rootEmb, heroes);
+  // A head epilogue stops at the split: its dims are the hero's, the last
+  // one as [heads, 128].
+  const HloInstruction* split = nRhs == 1 ? headSplitOf(g, hero) : nullptr;
+  if (split) outR->allowHeadLanes();
+  outR->analyze(root, rootEmb, split ? std::vector<const HloInstruction*>{split} : heroes);
   if (!outR->sawStop()) g.fail(*root, "internal: the dot is not reached from the root");
   // The hero's dims are [batch..., lhs free..., rhs free...] (XLA's order).
   const int64_t nb = static_cast<int64_t>(dn.lhsBatch.size());
@@ -308,7 +330,8 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   std::vector<std::vector<int>> outGroups(3);
   const Embedding& he = outR->stopEmbedding();
   std::set<int> heroDims;
-  for (int64_t j = 0; j < hero->shape().rank(); ++j) {
+  const int64_t stopRank = split ? split->shape().rank() : hero->shape().rank();
+  for (int64_t j = 0; j < stopRank; ++j) {
     int sd = he[static_cast<size_t>(j)];
     if (sd < 0) continue;
     heroDims.insert(sd);
@@ -324,6 +347,13 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         outGroups[k].back() > outGroups[k + 1].front())
       g.fail(*root, fmt::format("the epilogue reorders the dimensions of %{}", hero->name()));
   outR->formGroupAxes(outGroups, fmt::format("the epilogue of %{}", hero->name()));
+  // A head epilogue's leaves along the heads span whole 128-lane heads.
+  if (split)
+    for (const LeafUse& u : outR->leafUses())
+      if (outR->maps(u.emb, 2) && u.leaf->shape().dims.back() != 128)
+        g.fail(*u.leaf, fmt::format("the head epilogue of %{} reads an operand along the heads "
+                                    "that is not 128 lanes wide",
+                                    hero->name()));
 
   const int lhsM = lhsTransposed ? 2 : 1, lhsK = lhsTransposed ? 1 : 2;  // the LHS's axes
   const int64_t B = lhsR->axes()[0].size, M = lhsR->axes()[size_t(lhsM)].size,
@@ -420,6 +450,11 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     bb = more;
   }
   const bool plain = !shared.dotEpilogue;
+  if (split && blk.bn % 128 != 0)
+    g.fail(*root, fmt::format("the head epilogue of %{} needs N blocks of whole 128-lane heads "
+                              "(the tiler chose {})",
+                              hero->name(), blk.bn));
+  if (split) blk.why += "; epilogue by 128-lane heads";
   if (bb > 1)
     blk.why += fmt::format("; {} batch entries per step{}", bb,
                            entryRun[0] + entryRun[1] > 0 ? " (in-place strided operand)" : "");
@@ -625,6 +660,23 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // The element-wise epilogue of one batch entry, at the last K block.
   // Each sibling's result is rounded to its dot's type, as the HLO rounds it.
   auto epilogue = [=](const std::vector<dsl::Ref>& refs, const Accs& accs) {
+    if (split) {
+      // A head epilogue: one 128-lane column tile (one head) at a time. With
+      // one K block it is traced in the matmul's basic block, unrolled, as
+      // work the MXU stream may hide: a head's tiles go as soon as their
+      // results are popped (the rotations are XLU-bound: one per tile).
+      std::optional<dsl::OverlapWithMxu> hidden;
+      if (kBlocks == 1) hidden.emplace();
+      for (int64_t c = 0; c * 128 < abn; ++c) {
+        outR->setColTile(c);
+        dsl::Array h =
+            accs[0].load(dsl::ds(dsl::Scalar(0), abm), dsl::ds(dsl::Scalar(c * 128), 128));
+        if (h.dtype() != heroType) h = h.astype(heroType);
+        outR->store(refs[nIn], outR->emit(root, rootEmb, refs, &h));
+      }
+      outR->setColTile(-1);
+      return;
+    }
     std::vector<dsl::Array> h;
     for (const dsl::Ref& acc : accs) {
       h.push_back(acc.load());

@@ -87,6 +87,23 @@ class Region {
   // offset) by lane, and only leaves move data: one XLU lane rotation each.
   void allowLaneShuffles() { laneShufflesAllowed_ = true; }
   bool shuffled() const { return shuffled_; }
+  // A dot's head epilogue (DotLowering: its result split into heads of one
+  // lane tile, [.., H, 128]): the Col axis merges the heads and their lanes,
+  // and a leaf that varies along the 128 lanes but not the heads (RoPE's
+  // cos / sin table) is *periodic*: one 128-lane block, read for every head.
+  // The epilogue is emitted one 128-lane column tile at a time (setColTile),
+  // where lane shuffles work as in a loop kernel. Call before formGroupAxes.
+  void allowHeadLanes() {
+    laneShufflesAllowed_ = true;
+    headLanes_ = true;
+  }
+  // Emits (loads, stores, iotas, rotations) column tile `c` of the block, 128
+  // lanes wide; -1: the whole block.
+  void setColTile(int64_t c) {
+    colTile_ = c;
+    memo_.clear();
+    loads_.clear();
+  }
   // Walks `inst` at `emb` (analysis); `stop` values are not entered (a dot
   // hero seen from its epilogue). Throws CannotLower for unsupported members.
   void analyze(const HloInstruction* inst, const Embedding& emb,
@@ -237,6 +254,12 @@ class Region {
   std::map<std::pair<const HloInstruction*, Embedding>, dsl::Array> loads_;
   std::map<const HloInstruction*, bool> modular_;
   bool laneShufflesAllowed_ = false;
+  bool headLanes_ = false;
+  int64_t colTile_ = -1;
+  // A leaf of a head epilogue that varies along the lanes but not the heads.
+  bool periodic(const LeafUse& u) const;
+  // The lanes of the emitted 2-D frame: the Col block, or one tile (setColTile).
+  int64_t frameLanes() const { return colTile_ >= 0 ? 128 : axes_.back().block; }
   bool shuffled_ = false;
   bool sharedInRegisters_ = false;
   // (value, embedding) pairs analyze has walked: a shared value is walked once

@@ -283,6 +283,13 @@ bool Region::variesAlongLanes(const Embedding& emb) const {
   return shuffled_ && std::find(emb.begin(), emb.end(), minor) != emb.end();
 }
 
+bool Region::periodic(const LeafUse& u) const {
+  const int minor = static_cast<int>(dims_.size()) - 1;
+  return headLanes_ && !axes_.empty() &&
+         std::find(u.emb.begin(), u.emb.end(), minor) != u.emb.end() &&
+         !maps(u.emb, static_cast<int>(axes_.size()) - 1);
+}
+
 int64_t Region::leafWidth(const LeafUse& u) const {
   const int minor = static_cast<int>(dims_.size()) - 1;
   for (size_t j = 0; j < u.emb.size(); ++j)
@@ -297,13 +304,14 @@ int64_t Region::leafWidth(const LeafUse& u) const {
 
 std::vector<int64_t> Region::leafArrayShape(const LeafUse& u) const {
   std::vector<int64_t> s = arrayShape(u.emb);
-  if (variesAlongLanes(u.emb)) s.back() = leafWidth(u);
+  // A head epilogue's leaves span the Col axis as it is, or are periodic.
+  if (variesAlongLanes(u.emb) && (!headLanes_ || periodic(u))) s.back() = leafWidth(u);
   return s;
 }
 
 dsl::BlockSpec Region::leafBlockSpec(const LeafUse& u) const {
   dsl::BlockSpec b = blockSpec(u.emb);
-  if (variesAlongLanes(u.emb)) b.block_shape.back() = leafWidth(u);
+  if (variesAlongLanes(u.emb) && (!headLanes_ || periodic(u))) b.block_shape.back() = leafWidth(u);
   return b;
 }
 
@@ -379,13 +387,24 @@ void Region::formGroupAxes(const std::vector<std::vector<int>>& groups, const st
         a.dims.push_back(d);
         a.size *= dims_[static_cast<size_t>(d)];
       }
-    for (const auto& m : masks) {
+    const bool last = &grp == &groups.back();
+    for (size_t k = 0; k < masks.size(); ++k) {
+      const auto& m = masks[k];
       size_t in = 0;
       for (int d : a.dims) in += m.count(d);
-      if (in != 0 && in != a.dims.size())
-        g_->fail(*g_->root, fmt::format("{}: a value varies along only some of the dimensions that "
-                                        "the kernel merges into one axis",
-                                        what));
+      if (in == 0 || in == a.dims.size()) continue;
+      // A leaf of a head epilogue along the trailing 128 lanes only (periodic).
+      bool isLeaf = k >= masks_.size();
+      int64_t lanes = 1;
+      bool suffix = true;
+      for (size_t j = a.dims.size(); j-- > a.dims.size() - in;) {
+        suffix = suffix && m.count(a.dims[j]);
+        lanes *= dims_[static_cast<size_t>(a.dims[j])];
+      }
+      if (headLanes_ && last && isLeaf && suffix && lanes == 128) continue;
+      g_->fail(*g_->root, fmt::format("{}: a value varies along only some of the dimensions that "
+                                      "the kernel merges into one axis",
+                                      what));
     }
     axes_.push_back(a);
   }
@@ -547,12 +566,17 @@ dsl::Ref Region::plane(const dsl::Ref& ref) const {
 
 dsl::Array Region::load(const dsl::Ref& ref) const {
   dsl::Ref r = plane(ref);
-  if (!clipRows_ && !clipCols_) return r.load();
   std::vector<int64_t> s = r.shape();
+  // A column tile of a leaf that spans the block's columns (a periodic leaf
+  // is one tile wide, a broadcast one column).
+  const bool tiled = colTile_ >= 0 && s.back() > 128;
+  if (!clipRows_ && !clipCols_ && !tiled) return r.load();
   int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
   // A leaf with one row (column) there is broadcast along that axis.
   if (clipRows_ && rows > 1) rows = std::min(rows, clipRows_);
   if (clipCols_ && cols > 1) cols = std::min(cols, clipCols_);
+  if (tiled)
+    return r.load(dsl::ds(dsl::Scalar(0), rows), dsl::ds(dsl::Scalar(colTile_ * 128), 128));
   return r.load(dsl::ds(dsl::Scalar(0), rows), dsl::ds(dsl::Scalar(0), cols));
 }
 
@@ -566,6 +590,10 @@ void Region::store(const dsl::Ref& ref, const dsl::Array& value) const {
   dsl::Array v = value;
   if (v.dtype() == dsl::BOOL)
     v = dsl::where(v, dsl::full(1, 1, 1, dsl::S8), dsl::zeros(1, 1, dsl::S8));
+  std::vector<int64_t> s = r.shape();
+  if (colTile_ >= 0 && s.back() > 128)
+    return r.store(dsl::ds(dsl::Scalar(0), s[s.size() - 2]),
+                   dsl::ds(dsl::Scalar(colTile_ * 128), 128), v);
   r.store(v);
 }
 
@@ -610,8 +638,10 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
   const ComputeGraph& g = *g_;
   if (isStop(inst)) {
     if (!hero) g.fail(*inst, "internal: no value for the kernel's hero");
-    if (shift != 0) g.fail(*inst, "internal: a lane-shifted use of the kernel's hero");
     size_t k = static_cast<size_t>(std::find(stops_.begin(), stops_.end(), inst) - stops_.begin());
+    // A head epilogue's column tile of the result: rotated like a leaf.
+    if (shift != 0 && colTile_ >= 0) return dsl::roll_lanes(hero[k], shift, 128);
+    if (shift != 0) g.fail(*inst, "internal: a lane-shifted use of the kernel's hero");
     return hero[k];
   }
   if (g.isLeaf(inst)) {
@@ -622,7 +652,7 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
       at = loads_.emplace(lk, load(refs[static_cast<size_t>(leafUse(inst, emb).input)])).first;
     dsl::Array a = at->second;
     // Into the region's lane frame: the one data movement of a lane shuffle.
-    if (variesAlongLanes(emb)) a = dsl::roll_lanes(a, shift, axes_.back().block);
+    if (variesAlongLanes(emb)) a = dsl::roll_lanes(a, shift, frameLanes());
     if (inst->shape().type == hlo::PrimitiveType::Pred) a = a != dsl::zeros(1, 1, dsl::S8);
     return a;
   }
@@ -642,6 +672,8 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
                                : dsl::Scalar(0);
         if (ax.role == AxisRole::Row)
           idx = dsl::iota(blockExtent(ax), 1, 0) + dsl::splat(base, 1, 1);
+        else if (ax.role == AxisRole::Col && colTile_ >= 0)
+          idx = dsl::iota(1, 128, 1) + dsl::splat(base + dsl::Scalar(colTile_ * 128), 1, 1);
         else if (ax.role == AxisRole::Col)
           idx = dsl::iota(1, blockExtent(ax), 1) + dsl::splat(base, 1, 1);
         else
@@ -668,7 +700,7 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
         at.push_back(o);
         o += op->shape().dims.back();
       }
-      dsl::Array lane = dsl::iota(1, axes_.back().block, 1);
+      dsl::Array lane = dsl::iota(1, frameLanes(), 1);
       size_t n = at.size();
       auto part = [&](size_t k) {
         const HloInstruction* op = inst->operand(static_cast<int64_t>(k));

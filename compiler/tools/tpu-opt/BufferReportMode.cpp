@@ -74,6 +74,12 @@ cl::opt<bool> SiblingDots(
              "(default true)"),
     cl::init(true), cl::cat(TargetCat),
     cl::cb<void, bool>([](bool on) { passes::passOptions().fusionSiblingDots = on; }));
+cl::opt<bool> HeadEpilogues(
+    "fusion-head-epilogues",
+    cl::desc("Fusion: element-wise work and lane shuffles on a dot's result split into 128-lane "
+             "heads as the dot's epilogue (default true)"),
+    cl::init(true), cl::cat(TargetCat),
+    cl::cb<void, bool>([](bool on) { passes::passOptions().fusionHeadEpilogues = on; }));
 
 cl::opt<bool> ReassociateDequantScales(
     "reassociate-dequant-scales",

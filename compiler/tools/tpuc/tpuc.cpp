@@ -93,6 +93,12 @@ static cl::opt<bool> SiblingDots(
              "its epilogue, where the tiling model prices it cheaper (default on; "
              "--sibling-dots=false: a kernel each)"),
     cl::init(true), cl::cat(Cat));
+static cl::opt<bool> HeadEpilogues(
+    "head-epilogues",
+    cl::desc("Fuse element-wise work and lane shuffles on a dot's result split into 128-lane "
+             "heads (RoPE of q and k after their projections) into the dot's kernel as its "
+             "epilogue (default on; --head-epilogues=false: a loop kernel of their own)"),
+    cl::init(true), cl::cat(Cat));
 static cl::opt<bool> HbmRunModel(
     "hbm-run-model",
     cl::desc("Price dot blocks' HBM reads with the preset's HBM run model (bank groups, "
@@ -209,6 +215,7 @@ int main(int argc, char** argv) {
   options.packedWeights = !NoPackedWeights;
   options.deferWriteBack = !NoDeferredWriteBack;
   passes::passOptions().fusionSiblingDots = SiblingDots;
+  passes::passOptions().fusionHeadEpilogues = HeadEpilogues;
   kernels::tiling::hbmRunPricing() = HbmRunModel;
   passes::passOptions().reassociateDequantScales = ReassociateDequantScales;
   driver::CompileResult compiled = driver::compileHloFile(Input, chip, options);

@@ -92,6 +92,13 @@ static cl::opt<bool> siblingDots(
              "as one kernel, as tpuc --sibling-dots (default on)"),
     cl::init(true), cl::cat(category),
     cl::cb<void, bool>([](bool on) { tpusim::passes::passOptions().fusionSiblingDots = on; }));
+static cl::opt<bool> headEpilogues(
+    "head-epilogues",
+    cl::desc("For an .hlo module: fuse element-wise work and lane shuffles on a dot's result "
+             "split into 128-lane heads into the dot's kernel, as tpuc --head-epilogues "
+             "(default on)"),
+    cl::init(true), cl::cat(category),
+    cl::cb<void, bool>([](bool on) { tpusim::passes::passOptions().fusionHeadEpilogues = on; }));
 static cl::opt<bool> reassociateDequantScales(
     "reassociate-dequant-scales",
     cl::desc("For an .hlo module: as tpuc --reassociate-dequant-scales (the int8 dots' "

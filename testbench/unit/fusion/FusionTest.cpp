@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "compiler/hlo/HloPrinter.h"
+#include "compiler/passes/FusionRules.h"
 #include "testbench/unit/fusion/FusionTestUtil.h"
 
 using namespace tpusim;
@@ -496,4 +497,53 @@ ENTRY main {
   CHECK(countOpcode(*body(*m, "fusion"), hlo::HloOpcode::Dot) == 2);
   CHECK(m->entry()->findInstruction("xs"));
   requireSameValues(*m, *original);
+}
+
+TEST_CASE("a dot split into 128-lane heads takes the rotary embedding as its epilogue",
+          "[fusion]") {
+  // q = x.wq split into 2 heads of 128 lanes, rotate-half RoPE on them.
+  auto m = module(R"(
+ENTRY main {
+  x = bf16[1,16,256]{2,1,0} parameter(0)
+  wq = bf16[256,256]{1,0} parameter(1)
+  cs = f32[16,128]{1,0} parameter(2)
+  sn = f32[16,128]{1,0} parameter(3)
+  q = bf16[1,16,256]{2,1,0} dot(x, wq), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  qs = bf16[1,16,2,128]{3,2,1,0} reshape(q)
+  qf = f32[1,16,2,128]{3,2,1,0} convert(qs)
+  lo = f32[1,16,2,64]{3,2,1,0} slice(qf), slice={[0:1], [0:16], [0:2], [0:64]}
+  hi = f32[1,16,2,64]{3,2,1,0} slice(qf), slice={[0:1], [0:16], [0:2], [64:128]}
+  rot = f32[1,16,2,128]{3,2,1,0} concatenate(hi, lo), dimensions={3}
+  c = f32[1,16,2,128]{3,2,1,0} broadcast(cs), dimensions={1,3}
+  s = f32[1,16,2,128]{3,2,1,0} broadcast(sn), dimensions={1,3}
+  xc = f32[1,16,2,128]{3,2,1,0} multiply(c, qf)
+  rs = f32[1,16,2,128]{3,2,1,0} multiply(s, rot)
+  sum = f32[1,16,2,128]{3,2,1,0} add(xc, rs)
+  ROOT o = bf16[1,16,2,128]{3,2,1,0} convert(sum)
+})");
+  const hlo::HloInstruction* split = m->entry()->findInstruction("qs");
+  CHECK(passes::isDotLaneSplit(*split));
+  CHECK_FALSE(passes::isDotLaneSplit(*m->entry()->findInstruction("qf")));
+  auto original = m->clone();
+  passes::FusionResult result;
+  passes::FusionConfig on;
+  on.target = chip("v5e");
+  on.headEpilogues = true;
+  passes::createFusionPass(on, &result)->run(*m);
+  requireVerifies(*m);
+  CHECK(entryFusions(*m) == std::vector<std::string>{"fusion:kOutput"});
+  const hlo::HloComputation* b = body(*m, "fusion");
+  CHECK(countOpcode(*b, hlo::HloOpcode::Dot) == 1);
+  CHECK(countOpcode(*b, hlo::HloOpcode::Concatenate) == 1);
+  CHECK(b->root()->name() == "o");
+  requireSameValues(*m, *original);
+
+  // Off (FusionConfig's default): the RoPE is a loop fusion reading the dot's result.
+  auto off = original->clone();
+  passes::FusionResult offResult;
+  passes::FusionConfig plain;
+  plain.target = chip("v5e");
+  passes::createFusionPass(plain, &offResult)->run(*off);
+  CHECK(countOpcode(*off->entry(), hlo::HloOpcode::Dot) == 1);
+  CHECK(refusedWith(offResult, "qs", "head epilogues are off"));
 }
