@@ -57,10 +57,11 @@ enum class Role { None, SendOwn, CombineSend, Final };
 struct Stream {
   int part = 0, phase = 0, dir = 0, dim = 0;
   bool ring = false;
-  uint64_t offset = 0, bytes = 0;  // byte range of each chunk it reduces
-  std::vector<int> earlier;        // dimensions reduced in earlier phases
-  std::vector<int> later;          // dimensions still to reduce (its blocks span them)
-  int64_t blockChunks = 1;         // chunks per block (the later dimensions' sizes)
+  uint64_t offset = 0, bytes = 0;      // byte range of each chunk it reduces
+  uint64_t partLo = 0, partBytes = 0;  // its part's byte range of each chunk
+  std::vector<int> earlier;            // dimensions reduced in earlier phases
+  std::vector<int> later;              // dimensions still to reduce (its blocks span them)
+  int64_t blockChunks = 1;             // chunks per block (the later dimensions' sizes)
   int pieces = 1;
   uint64_t pieceBytes = 0;  // of each chunk's range
   // On a line a chip handles piece x of its steps at action x + lag x its
@@ -140,6 +141,60 @@ class Planner {
                                dstStrided);
   }
   uint64_t pieceTotal(const Stream& s) const { return s.pieceBytes * uint64_t(s.blockChunks); }
+
+  // A (part, phase)'s results kept in VMEM for the part's next phase: the
+  // chunks over the dimensions `dims` still to reduce (the producer's later
+  // ones; the last innermost), each the part's bytes, densely. Slot strides
+  // of that layout per dimension, and its bytes.
+  std::map<int, int64_t> keepStride(std::vector<int> dims) const {
+    std::map<int, int64_t> stride;
+    for (int e : dims) {
+      int64_t v = 1;
+      for (int f : dims)
+        if (f > e) v *= size(f);
+      stride[e] = v;
+    }
+    return stride;
+  }
+  uint64_t keepBytes(const Stream& producer) const {
+    return uint64_t(producer.blockChunks) * producer.partBytes;
+  }
+  // The dimensions of the kept layout a consumer (the next phase) reads.
+  static std::vector<int> keptDims(const Stream& consumer) {
+    std::vector<int> dims = consumer.later;
+    dims.push_back(consumer.dim);
+    std::sort(dims.begin(), dims.end());
+    return dims;
+  }
+  // Byte address of piece q of a producer's final (all its coordinates this
+  // chip's own), and of a consumer's block of target t, in the kept layout.
+  uint64_t keptFinalAddress(uint64_t base, const Stream& s, int q) const {
+    return base + (s.offset - s.partLo) + uint64_t(q) * s.pieceBytes;
+  }
+  uint64_t keptBlockAddress(uint64_t base, const Stream& s, int t, int q) const {
+    const std::map<int, int64_t> stride = keepStride(keptDims(s));
+    return base + uint64_t(t * stride.at(s.dim)) * s.partBytes + (s.offset - s.partLo) +
+           uint64_t(q) * s.pieceBytes;
+  }
+  // A piece's descriptor with the kept layout on its `strided` side.
+  isa::DmaDescriptor keptDescriptor(const Stream& s, const std::vector<int>& dims,
+                                    isa::MemorySpace src, isa::MemorySpace dst, bool srcStrided,
+                                    bool dstStrided) const {
+    GridReduce kept = g_;
+    kept.chunk = s.partBytes;
+    return gridChunkDescriptor(kept, keepStride(dims), s.later, s.pieceBytes, src, dst, srcStrided,
+                               dstStrided);
+  }
+  // A final's whole block (every piece) from the operand (HBM) into the
+  // kept layout.
+  isa::DmaDescriptor preloadDescriptor(const Stream& s) const {
+    isa::DmaDescriptor d = gridChunkDescriptor(g_, stride_, s.later, s.bytes, isa::MemorySpace::Hbm,
+                                               isa::MemorySpace::Vmem, true, true);
+    const std::map<int, int64_t> kept = keepStride(s.later);
+    for (size_t i = 0; i < s.later.size(); ++i)
+      d.dstStrides[i] = uint32_t(uint64_t(kept.at(s.later[s.later.size() - 1 - i])) * s.partBytes);
+    return d;
+  }
 
   uint32_t neighbour(int dim, int dir, int64_t dev) const {
     std::vector<int> c = coords_[size_t(dev)];
@@ -224,6 +279,8 @@ class Planner {
           s.dim = dim;
           s.ring = ring;
           s.offset = ring && dir < 0 ? half : lo;
+          s.partLo = lo;
+          s.partBytes = hi - lo;
           s.bytes = ring ? (dir > 0 ? half - lo : hi - half) : hi - lo;
           s.earlier = earlier;
           s.later = later;
@@ -315,6 +372,9 @@ struct CreditPlan {
   std::vector<int> slots;      // per stream: R
   std::vector<int64_t> first;  // per stream: the first slot's row
   std::vector<int64_t> rows;   // per stream: rows per slot
+  // (part, phase) -> the first VMEM row of its results kept for the next
+  // phase (absent: they go through the HBM work buffer).
+  std::map<std::pair<int, int>, int64_t> keepRow;
   // Per action, per device (kNoDevice / 0 where nothing): the VMEM row the
   // arrival combined here sits in, the receiver's row a send goes to, the
   // credits to wait for before the send, the device a credit goes back to
@@ -326,7 +386,7 @@ struct CreditPlan {
 CreditPlan planCredits(const Planner& plan, const GridReduce& g, const target::ChipConfig& chip,
                        const std::vector<std::tuple<double, int, int64_t>>& actions,
                        const std::vector<ActionPlan>& plans, int64_t freeRow,
-                       const GridReduceFlags& flags) {
+                       const GridReduceFlags& flags, bool keep) {
   const std::vector<Stream>& streams = plan.streams();
   const int64_t devices = plan.devices();
   CreditPlan c;
@@ -376,22 +436,36 @@ CreditPlan planCredits(const Planner& plan, const GridReduce& g, const target::C
   const int64_t rowBytes = isa::kVmemRowBytes;
   const int64_t align = std::max<int64_t>(4096, int64_t(chip.vmem.banks) * rowBytes) / rowBytes;
   const int64_t vmemRows = int64_t(chip.vmem.bytes) / rowBytes;
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return streams[a].phase < streams[b].phase; });
+  // After a phase's slots, its parts' results kept for their next phase
+  // (`keep`): then the next phase's first sends and own loads read VMEM,
+  // and the finals store there instead of HBM (v4 4x4x4 16 MiB: phase 0's
+  // finals stored 4 MiB to HBM and phase 1 loaded it again, the links idle
+  // meanwhile).
+  auto roundUp = [&](uint64_t bytes) {
+    return (int64_t(bytes) + rowBytes * align - 1) / (rowBytes * align) * align;
+  };
   int64_t row = freeRow;
-  for (size_t i : order) {
-    if (!consistent[i] || need[i] == 0) continue;
-    const int64_t rows =
-        (int64_t(plan.pieceTotal(streams[i])) + rowBytes * align - 1) / (rowBytes * align) * align;
-    const int slots = need[i] + 1;
-    if (row + slots * rows > vmemRows) continue;
-    c.direct[i] = true;
-    c.slots[i] = slots;
-    c.first[i] = row;
-    c.rows[i] = rows;
-    row += slots * rows;
+  const int phases = int(g.gridDims.size());
+  for (int p = 0; p < phases; ++p) {
+    for (size_t i = 0; i < n; ++i) {
+      if (streams[i].phase != p || !consistent[i] || need[i] == 0) continue;
+      const int64_t rows = roundUp(plan.pieceTotal(streams[i]));
+      const int slots = need[i] + 1;
+      if (row + slots * rows > vmemRows) continue;
+      c.direct[i] = true;
+      c.slots[i] = slots;
+      c.first[i] = row;
+      c.rows[i] = rows;
+      row += slots * rows;
+    }
+    if (!keep || p + 1 >= phases) continue;
+    for (const Stream& s : streams) {
+      if (s.phase != p || c.keepRow.count({s.part, p})) continue;
+      const int64_t rows = roundUp(plan.keepBytes(s));
+      if (row + rows > vmemRows) continue;
+      c.keepRow[{s.part, p}] = row;
+      row += rows;
+    }
   }
 
   // Credits per (receiver, flow key): the receiver's combines of direct
@@ -655,39 +729,57 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
   // own pieces are loaded while the VMEM action before it runs.
   // A line's two final combines of a (part, phase) on a chip: the first adds
   // the phase's source, the second what the first wrote.
-  std::map<std::tuple<int, int, int, int64_t>, int> finalsSeen;  // (part, phase, piece, dev)
+  // Where a (part, phase)'s results are kept in VMEM (keepRow), its finals
+  // store there and the next phase reads them there.
   std::vector<ActionPlan> plans;
-  for (auto& [t, i, x] : actions) {
-    const Stream& s = streams[size_t(i)];
-    const bool lastPhase = s.phase == phases - 1;
-    const uint64_t src = s.phase == 0 ? g.operand : work;
-    ActionPlan a;
-    a.own.assign(size_t(devices), kNoDevice);
-    a.arrived = a.dest = a.sendTo = a.own;
-    for (int64_t dev = 0; dev < devices; ++dev) {
-      std::optional<std::pair<int64_t, int>> kq = plan.stepOf(s, dev, x);
-      auto [r, tg] = kq ? plan.role(s, dev, kq->first) : std::make_pair(Role::None, 0);
-      a.roles.push_back(r);
-      a.usesVmem |= isCombine(r);
-      a.sends |= isSend(r);
-      if (r == Role::None) continue;
-      const int q = kq->second;
-      uint64_t destAddr = lastPhase ? g.result + s.offset + uint64_t(q) * s.pieceBytes
-                                    : plan.blockAddress(work, s, dev, tg, q);
-      uint64_t ownAddr = plan.blockAddress(src, s, dev, tg, q);
-      if (r == Role::Final && !s.ring) {
-        int& seen = finalsSeen[{s.part, s.phase, q, dev}];
-        if (seen++ > 0) ownAddr = destAddr;
+  auto planActions = [&](const std::map<std::pair<int, int>, int64_t>& keepRow) {
+    std::map<std::tuple<int, int, int, int64_t>, int> finalsSeen;  // (part, phase, piece, dev)
+    plans.clear();
+    for (auto& [t, i, x] : actions) {
+      const Stream& s = streams[size_t(i)];
+      const bool lastPhase = s.phase == phases - 1;
+      const uint64_t src = s.phase == 0 ? g.operand : work;
+      auto keptIn = keepRow.find({s.part, s.phase - 1});
+      auto keptOut = keepRow.find({s.part, s.phase});
+      ActionPlan a;
+      a.own.assign(size_t(devices), kNoDevice);
+      a.arrived = a.dest = a.sendTo = a.own;
+      for (int64_t dev = 0; dev < devices; ++dev) {
+        std::optional<std::pair<int64_t, int>> kq = plan.stepOf(s, dev, x);
+        auto [r, tg] = kq ? plan.role(s, dev, kq->first) : std::make_pair(Role::None, 0);
+        a.roles.push_back(r);
+        a.usesVmem |= isCombine(r);
+        a.sends |= isSend(r);
+        if (r == Role::None) continue;
+        const int q = kq->second;
+        uint64_t destAddr = lastPhase ? g.result + s.offset + uint64_t(q) * s.pieceBytes
+                                      : plan.blockAddress(work, s, dev, tg, q);
+        uint64_t ownAddr = plan.blockAddress(src, s, dev, tg, q);
+        if (r == Role::Final && !s.ring) {
+          int& seen = finalsSeen[{s.part, s.phase, q, dev}];
+          if (seen++ > 0) ownAddr = destAddr;
+        }
+        if (keptIn != keepRow.end())
+          ownAddr = plan.keptBlockAddress(uint64_t(keptIn->second) * isa::kVmemRowBytes, s, tg, q);
+        if (keptOut != keepRow.end())
+          destAddr = plan.keptFinalAddress(uint64_t(keptOut->second) * isa::kVmemRowBytes, s, q);
+        // A first phase's final combines the piece its block's preload left
+        // there (and stores the sum over it).
+        if (keptOut != keepRow.end() && s.phase == 0 && r == Role::Final) ownAddr = destAddr;
+        a.own[size_t(dev)] = uint32_t(ownAddr);
+        a.dest[size_t(dev)] = uint32_t(destAddr);
+        if (isCombine(r))
+          a.arrived[size_t(dev)] = uint32_t(plan.blockAddress(landing(s), s, dev, tg, q));
+        if (isSend(r))
+          a.sendTo[size_t(dev)] = uint32_t(plan.blockAddress(landing(s), s, dev, tg, q));
       }
-      a.own[size_t(dev)] = uint32_t(ownAddr);
-      a.dest[size_t(dev)] = uint32_t(destAddr);
-      if (isCombine(r))
-        a.arrived[size_t(dev)] = uint32_t(plan.blockAddress(landing(s), s, dev, tg, q));
-      if (isSend(r)) a.sendTo[size_t(dev)] = uint32_t(plan.blockAddress(landing(s), s, dev, tg, q));
+      plans.push_back(std::move(a));
     }
-    plans.push_back(std::move(a));
-  }
-  const CreditPlan credits = planCredits(plan, g, chip, actions, plans, slotRow(kSlots), flags);
+  };
+  planActions({});
+  const CreditPlan credits =
+      planCredits(plan, g, chip, actions, plans, slotRow(kSlots), flags, deferStores);
+  if (!credits.keepRow.empty()) planActions(credits.keepRow);
 
   // Descriptors per stream: own -> VMEM own rows, landing -> slot, slot ->
   // the neighbour's landing, own (HBM) -> the neighbour's landing, slot ->
@@ -695,6 +787,7 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
   // VMEM sends dense pieces into the neighbour's VMEM and loads none.
   struct Words {
     int64_t loadOwn, loadArrived = -1, sendSlot, sendOwn, store;
+    int64_t preload = -1, loadKept = -1;  // a kept first phase: its finals' block, and a piece
   };
   std::vector<Words> words;
   for (size_t i = 0; i < streams.size(); ++i) {
@@ -703,10 +796,17 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     const bool last = s.phase == phases - 1;
     const bool direct = credits.direct[i];
     const MemorySpace landsIn = direct ? MemorySpace::Vmem : MemorySpace::Hbm;
+    const bool keptIn = credits.keepRow.count({s.part, s.phase - 1}) > 0;
+    const bool keptOut = credits.keepRow.count({s.part, s.phase}) > 0;
+    const MemorySpace ownIn = keptIn ? MemorySpace::Vmem : MemorySpace::Hbm;
+    // A piece between the work buffer, or the kept layout, and a dense side.
+    auto ownDescriptor = [&](MemorySpace dst, bool dstStrided) {
+      return keptIn ? plan.keptDescriptor(s, Planner::keptDims(s), ownIn, dst, true, dstStrided)
+                    : plan.pieceDescriptor(s, ownIn, dst, true, dstStrided);
+    };
     Words w;
-    w.loadOwn = code.descriptorWords(
-        {plan.pieceDescriptor(s, MemorySpace::Hbm, MemorySpace::Vmem, true, false)},
-        "reduce-scatter: own piece");
+    w.loadOwn = code.descriptorWords({ownDescriptor(MemorySpace::Vmem, false)},
+                                     "reduce-scatter: own piece");
     if (!direct)
       w.loadArrived = code.descriptorWords(
           {plan.pieceDescriptor(s, MemorySpace::Hbm, MemorySpace::Vmem, true, false)},
@@ -715,11 +815,18 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
         code.descriptorWords({plan.pieceDescriptor(s, MemorySpace::Vmem, landsIn, false, !direct)},
                              "reduce-scatter: sent piece");
     w.sendOwn =
-        code.descriptorWords({plan.pieceDescriptor(s, MemorySpace::Hbm, landsIn, true, !direct)},
-                             "reduce-scatter: own piece sent");
+        code.descriptorWords({ownDescriptor(landsIn, !direct)}, "reduce-scatter: own piece sent");
     w.store = code.descriptorWords(
-        {plan.pieceDescriptor(s, MemorySpace::Vmem, MemorySpace::Hbm, false, !last)},
+        {keptOut
+             ? plan.keptDescriptor(s, s.later, MemorySpace::Vmem, MemorySpace::Vmem, false, true)
+             : plan.pieceDescriptor(s, MemorySpace::Vmem, MemorySpace::Hbm, false, !last)},
         "reduce-scatter: reduced piece");
+    if (keptOut && s.phase == 0) {
+      w.preload = code.descriptorWords({plan.preloadDescriptor(s)}, "reduce-scatter: final block");
+      w.loadKept = code.descriptorWords(
+          {plan.keptDescriptor(s, s.later, MemorySpace::Vmem, MemorySpace::Vmem, true, false)},
+          "reduce-scatter: preloaded piece");
+    }
     words.push_back(w);
   }
 
@@ -791,15 +898,24 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
   // The load of action k's own pieces into own buffer `buffer` (VMEM action
   // number mod 2) on the combining devices; it counts on flags.local, which
   // the action's wait for its loads takes with the arrived piece's load.
+  const int preloadFlag = flags.firstCredit - 4 * int(g.gridDims.size()) - 1;
+  int64_t preloads = 0, preloadsTaken = 0;  // issued, and waited for
   auto loadOwn = [&](size_t k, int64_t buffer) {
     const ActionPlan& a = plans[k];
     const Stream& s = streams[size_t(std::get<1>(actions[k]))];
     const Words& w = words[size_t(std::get<1>(actions[k]))];
     drainFor(s);
+    const bool kept = w.loadKept >= 0 && std::any_of(a.roles.begin(), a.roles.end(),
+                                                     [](Role r) { return r == Role::Final; });
+    if (kept && preloadsTaken < preloads) {
+      code.emit({makeInstruction(Opcode::SyncWait, {preloadFlag, preloads - preloadsTaken})});
+      preloadsTaken = preloads;
+    }
+    const int64_t word = kept ? w.loadKept : w.loadOwn;
     tables.forDevicesWith(maskOf(a, isCombine), kVal, "reduce-scatter combines", [&] {
-      setAddr(w.loadOwn, 1, a.own, "reduce-scatter own pieces");
+      setAddr(word, 1, a.own, "reduce-scatter own pieces");
       code.emit({makeInstruction(Opcode::SLi, {kVal, ownRow(buffer) * isa::kVmemRowBytes}),
-                 makeInstruction(Opcode::SLi, {kSrc, w.loadOwn})});
+                 makeInstruction(Opcode::SLi, {kSrc, word})});
       code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 3})});
       code.emit({makeInstruction(Opcode::Dma, {kSrc, ownFlag, kLoadQueues[0]})});
     });
@@ -821,6 +937,27 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       ++loads;
     }
   };
+  // The first phase's kept blocks: each final's own pieces loaded into the
+  // kept layout now, while the links pace the first sends and HBM has room,
+  // instead of one by one at the phase's end (v4 4x4x4 16 MiB: 24 loads of
+  // 170 KiB after the last sends, the links idle meanwhile). The finals
+  // combine them from there (a VMEM -> VMEM own load).
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const Words& w = words[i];
+    if (w.preload < 0) continue;
+    const Stream& s = streams[i];
+    std::vector<uint32_t> from(static_cast<size_t>(devices)), to(from.size());
+    const uint64_t keep = uint64_t(credits.keepRow.at({s.part, s.phase})) * isa::kVmemRowBytes;
+    for (int64_t dev = 0; dev < devices; ++dev) {
+      from[size_t(dev)] = uint32_t(plan.blockAddress(g.operand, s, dev, plan.coord(dev, s.dim), 0));
+      to[size_t(dev)] = uint32_t(plan.keptFinalAddress(keep, s, 0));
+    }
+    setAddr(w.preload, 1, from, "reduce-scatter final blocks");
+    setAddr(w.preload, 3, to, "reduce-scatter kept blocks");
+    code.emit({makeInstruction(Opcode::SLi, {kSrc, w.preload})});
+    code.emit({makeInstruction(Opcode::Dma, {kSrc, preloadFlag, storeQueue})});
+    ++preloads;
+  }
   loadAhead(ownBuffers - 1);
 
   for (size_t k = 0; k < actions.size(); ++k) {

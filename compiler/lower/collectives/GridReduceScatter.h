@@ -43,6 +43,12 @@
 //  - on rings with own loads ahead a final's store is not waited for: it
 //    counts on its epoch's sent flag, and a later phase's first read of
 //    the work buffer drains it;
+//  - there a part's results between phases stay in VMEM where they fit
+//    after the phase's landing slots (a kept layout: the chunks over the
+//    dimensions still to reduce, each the part's bytes): the finals store
+//    VMEM -> VMEM, the next phase reads them there; the first phase's finals'
+//    own blocks are loaded into that layout at the start, so its finals touch
+//    no HBM (they came after the phase's last sends, the links idle);
 //  - a chip starts once each neighbour has signalled that it is ready, as
 //    the grid all-gather does.
 //
@@ -86,8 +92,9 @@ struct GridReduceFlags {
 // dimension and direction of the flow, one counting the own pieces' loads
 // (issued several actions ahead; firstCredit - 2 x gridDims), and a sent flag
 // per dimension and direction (firstCredit - 2 x gridDims - 1 - the credit's
-// index): each link's sends are paced on its own flag.
-inline int gridReduceCreditFlags(size_t gridDims) { return 4 * int(gridDims) + 1; }
+// index): each link's sends are paced on its own flag; and one counting the
+// first phase's kept blocks loaded ahead (firstCredit - 4 x gridDims - 1).
+inline int gridReduceCreditFlags(size_t gridDims) { return 4 * int(gridDims) + 2; }
 
 struct GridReduce {
   DeviceGroups groups;
