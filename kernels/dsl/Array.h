@@ -170,6 +170,12 @@ struct DotOptions {
   // `ref.store(dot(...))` / `ref += dot(...)` without a transposed LHS or
   // resident results; the numbers are the same.
   bool lhs_by_columns = false;
+  // lhs_into: a computed LHS is stored into this VMEM ref (rank 2, the LHS's
+  // shape and type; by columns with lhs_by_columns) instead of a temporary,
+  // for later dots to read it from there (a row's cached prologue: computed
+  // once, by columns under the first dot's MXU work, not in a loop before it).
+  // A view LHS (read as it is) is copied into it.
+  llo::Value* lhs_into = nullptr;
 };
 Array dot(const Array& a, const Array& b, DotOptions options = {}, Loc loc = Loc::here());
 void mxu_latch(const Array& w, Loc loc = Loc::here());

@@ -477,6 +477,9 @@ NodePtr emitDot(const NodePtr& np) {
     fail(n.loc,
          "a dot kept in the MXU (DotOptions::resident) must be stored straight into a ref "
          "(`ref.store(dot(...))`)");
+  if (n.dot.lhs_into)
+    fail(n.loc,
+         "DotOptions::lhs_into needs the dot stored straight into a ref (`ref.store(dot(...))`)");
   NodePtr a = materialize(n.args[0], n.loc);
   NodePtr scale;
   NodePtr bb = materializeDotRhs(a, n.args[1], n.loc, n.dot.transpose_rhs, &scale);

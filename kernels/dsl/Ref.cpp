@@ -182,14 +182,25 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
       rhs.dot.lhs_by_columns && !resident && !rhs.dot.transpose_lhs && computed &&
       (lhsValue->rows + 7) / 8 * ((lhsValue->cols + 127) / 128) <= kMaxColumnOrderLhsTiles;
   NodePtr a;
-  if (byColumns) {
+  if (llo::Value* into = rhs.dot.lhs_into) {
+    const llo::Type& t = into->type;
+    if (t.space != MemSpace::Vmem || t.rank() != 2 || t.shape[0] != lhsValue->rows ||
+        t.shape[1] != lhsValue->cols || t.dtype != lhsValue->dtype)
+      fail(loc, fmt::format("DotOptions::lhs_into: {} is not a VMEM ref of the LHS's shape {}x{}",
+                            t.str(), lhsValue->rows, lhsValue->cols));
+  }
+  if (byColumns || rhs.dot.lhs_into) {
     RefWindow tmp;
-    tmp.ref = allocTemp({lhsValue->rows, lhsValue->cols}, lhsValue->dtype);
+    tmp.ref = rhs.dot.lhs_into ? rhs.dot.lhs_into
+                               : allocTemp({lhsValue->rows, lhsValue->cols}, lhsValue->dtype);
     tmp.row0 = Scalar(int64_t(0)).value();
     tmp.col0 = tmp.row0;
     tmp.rows = lhsValue->rows;
     tmp.cols = lhsValue->cols;
-    emitStoreByColumns(tmp, lhsValue, loc);
+    if (byColumns)
+      emitStoreByColumns(tmp, lhsValue, loc);
+    else
+      emitStore(tmp, lhsValue, loc);
     a = viewOf(tmp.ref, tmp.rows, tmp.cols);
   } else {
     a = materialize(lhsValue, loc);

@@ -592,14 +592,18 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // does, which keeps a dot's time smooth in K.
   // Sibling dots: the LHS once, then each RHS (pairs of the same a).
   // `lhsAs`: the LHS given (a block cached in VMEM), not traced.
+  // `unshared`: the LHS is not stored for the sibling dots that read it
+  // (Region::emitUnshared); the caller stores it once.
   auto operands = [=](const std::vector<dsl::Ref>& refs, int64_t k,
-                      std::optional<dsl::Array> lhsAs = std::nullopt) {
+                      std::optional<dsl::Array> lhsAs = std::nullopt, bool unshared = false) {
     const bool clip = k != abk;
     if (clip) {
       lhsR->clipBlock(lhsTransposed ? k : 0, lhsTransposed ? 0 : k);
       for (auto& r : rhsRs) r->clipBlock(transposed ? 0 : k, transposed ? k : 0);
     }
-    dsl::Array a = lhsAs ? *lhsAs : lhsR->emit(lhs, identity(lr), refs);
+    dsl::Array a = lhsAs      ? *lhsAs
+                   : unshared ? lhsR->emitUnshared(lhs, identity(lr), refs)
+                              : lhsR->emit(lhs, identity(lr), refs);
     a = lhsTransposed ? expandTo(a, k, abm) : expandTo(a, abm, k);
     if (a.dtype() != mxType) a = a.astype(mxType);
     std::vector<std::pair<dsl::Array, dsl::Array>> out;
@@ -717,12 +721,16 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         for (auto& r : rhsRs) r->clipBlock(0, 0);
         outR->clipBlock(0, 0);
       };
-      // The dots of one step into `accs`, the LHS from the row's cache.
+      // The dots of one step into `accs`, the LHS from the row's cache. The
+      // row's first step computes the cache as its first dot's LHS, by
+      // columns under that dot's MXU work (DotOptions::lhs_into), not in a
+      // loop before it; the other dots read it.
       auto dots = [&](const Accs& accs, bool first) {
         std::vector<std::pair<dsl::Array, dsl::Array>> ops;
+        std::vector<std::pair<dsl::Array, dsl::Array>> firstOps;
         if (cacheLhs) {
           const dsl::Ref& cache = refs[nIn + 1 + 2 * nRhs];
-          if (first) cache.store(operands(refs, abk)[0].first);
+          if (first) firstOps = operands(refs, abk, std::nullopt, true);
           ops = operands(refs, abk, cache.load());
         } else {
           ops = operands(refs, abk);
@@ -730,6 +738,12 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         for (size_t s = 0; s < ops.size(); ++s) {
           dsl::DotOptions opts;
           opts.transpose_rhs = transposed;
+          if (s == 0 && !firstOps.empty()) {
+            opts.lhs_by_columns = true;
+            opts.lhs_into = refs[nIn + 1 + 2 * nRhs].value();
+            accs[s].store(dsl::dot(firstOps[0].first, firstOps[0].second, opts));
+            continue;
+          }
           accs[s].store(dsl::dot(ops[s].first, ops[s].second, opts));
         }
       };
@@ -751,6 +765,14 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       }
       dsl::when(n == nBlocks, [&] {
         fresh();
+        // Traced as the other steps' epilogues are (unrolled, marked
+        // overlap), though no MXU work is left to hide it: in one basic
+        // block the scheduler overlaps the row tiles' EUP chains, which a
+        // row loop of 2 tiles per trip waited out (1.6k -> ~1.1k cycles for
+        // a 256 x 1024 SwiGLU block on v5e). Unrolled without the overlap
+        // marks (whose own candidate window keeps the scheduler's order) it
+        // ran slower than the loop.
+        dsl::OverlapWithMxu unrolled;
         epilogue(refs, *sets[(nBlocks - 1) % 2]);
       });
       return;

@@ -187,6 +187,11 @@ class Region {
   dsl::Array emit(const HloInstruction* inst, const Embedding& emb,
                   const std::vector<dsl::Ref>& refs, const dsl::Array* hero = nullptr,
                   int64_t shift = 0);
+  // emit, but `inst` itself is not materialized for its several users (its
+  // operands are, as emit does): for a caller that stores it once itself
+  // (sibling dots' cached LHS, DotLowering.cpp).
+  dsl::Array emitUnshared(const HloInstruction* inst, const Embedding& emb,
+                          const std::vector<dsl::Ref>& refs);
   // A leaf ref of this region loaded as a 2-D array.
   dsl::Array load(const dsl::Ref& ref) const;
   // Stores a value into a 2-D window of `ref` (leading axes indexed 0); BOOL as s8.

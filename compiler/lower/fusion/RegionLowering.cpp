@@ -725,6 +725,11 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
   return emitElementwise(g, *inst, ops);
 }
 
+dsl::Array Region::emitUnshared(const HloInstruction* inst, const Embedding& emb,
+                                const std::vector<dsl::Ref>& refs) {
+  return emitUncached(inst, normalized(inst->shape(), emb), refs, nullptr, 0);
+}
+
 dsl::Array materialized(const dsl::Array& a) {
   if (a.dtype() == dsl::BOOL) return a;
   return dsl::Array(dsl::materialize(a.node(), dsl::Loc::here()));
