@@ -269,9 +269,13 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
       auto combine = [&](const dsl::Array& p, const dsl::Array& q) {
         return kind == ReduceKind::Sum ? p + q : dsl::maximum(p, q);
       };
+      // Both axes reduced (a sum to a scalar): the rows first, as element-wise adds
+      // of row tiles into one accumulator tile per column tile, then one lane tree.
+      // Lanes first ended every row tile in a serial fold of its column tiles and
+      // an XLU reduction (the loss's one-hot sum at half its HBM roof).
       dsl::Array partial = x;
-      if (colsReduced) partial = reduceAxis(partial, 1);
       if (rowsReduced) partial = reduceAxis(partial, 0);
+      if (colsReduced) partial = reduceAxis(partial, 1);
       double idv = kind == ReduceKind::Sum ? 0.0 : -INFINITY;
       if (accType == dsl::S32 && kind != ReduceKind::Sum) idv = std::numeric_limits<int32_t>::min();
       dsl::when(first, [&] { acc.store(dsl::full(accRows, accCols, idv, accType)); });
