@@ -605,8 +605,12 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
 }
 
 void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& values,
-                const Loc& loc) {
+                const Loc& loc, const std::vector<RefWindow>& sumDsts,
+                const std::vector<NodePtr>& sums) {
   locate(loc);
+  if (sumDsts.size() != sums.size())
+    fail(loc, fmt::format("store_together needs one accumulator per sum ({} accumulators, {} sums)",
+                          sumDsts.size(), sums.size()));
   if (dsts.empty() || dsts.size() != values.size())
     fail(loc, fmt::format("store_together needs one array per ref ({} refs, {} arrays)",
                           dsts.size(), values.size()));
@@ -625,13 +629,27 @@ void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& 
       fail(loc, fmt::format("storing a [{},{}] array into a [{},{}] window", v.rows, v.cols,
                             dst.rows, dst.cols));
   }
+  for (size_t j = 0; j < sums.size(); ++j) {
+    const ArrayNode& v = *sums[j];
+    if (sumDsts[j].rows != kSublanesI || sumDsts[j].cols != d0.cols ||
+        sumDsts[j].ref->type.dtype != DType::F32 || v.dtype != DType::F32)
+      fail(loc, fmt::format("a sum of store_together needs an f32 [{},{}] accumulator and an f32 "
+                            "value",
+                            kSublanesI, d0.cols));
+    if (!(v.rows == d0.rows || v.rows == 1) || !(v.cols == d0.cols || v.cols == 1))
+      fail(loc, fmt::format("summing a [{},{}] array over a [{},{}] window", v.rows, v.cols,
+                            d0.rows, d0.cols));
+  }
   const int64_t colTiles = (d0.cols + kLanesI - 1) / kLanesI;
-  OpCseUnlessMasks opCse(values);
+  std::vector<NodePtr> all = values;
+  all.insert(all.end(), sums.begin(), sums.end());
+  OpCseUnlessMasks opCse(all);
   std::vector<std::unique_ptr<UnrollIfTiles>> unroll;
-  for (const NodePtr& v : values) {
+  for (const NodePtr& v : all) {
     unroll.push_back(std::make_unique<UnrollIfTiles>(v));
     emitDotsOf(v);
   }
+  llo::Builder& b = builder();
   // One walk over the row tiles for every value: what the values share is
   // computed once per tile, in registers (separate stores would each recompute
   // it, or read it back from a VMEM temporary written by a loop of its own).
@@ -647,8 +665,25 @@ void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& 
             storeTile(emitTile(values[k], at), dst, rowOff, tj, valid,
                       std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
           }
+        // The sums: each tile (rows past the window's and lanes past its columns
+        // zeroed) added into its column's accumulator tile.
+        for (int64_t tj = 0; tj < colTiles; ++tj)
+          for (size_t j = 0; j < sums.size(); ++j) {
+            const ArrayNode& v = *sums[j];
+            const RefWindow& acc = sumDsts[j];
+            TileAt at{rowOff, tj, valid, v.rows == 1 && d0.rows > 1, v.cols == 1 && d0.cols > 1};
+            Value* t = maskTile(emitTile(sums[j], at), valid,
+                                std::min<int64_t>(kLanesI, d0.cols - tj * kLanesI), 0);
+            std::vector<Value*> ops{acc.ref};
+            for (Value* i : acc.lead) ops.push_back(i);
+            ops.push_back(acc.row0);
+            ops.push_back(add(acc.col0, iconst(tj * kLanesI)));
+            Value* old =
+                b.create(OpKind::VLoad, ops, {Type::tile(DType::F32)}, {1, 0xFF})->result();
+            storeTile(b.vbin(llo::VecBin::Add, old, t), acc, iconst(0), tj, kSublanesI, kLanesI);
+          }
       },
-      storeRowUnroll(values, colTiles));
+      storeRowUnroll(all, colTiles));
 }
 
 void emitStoreByColumns(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
