@@ -69,15 +69,15 @@ std::optional<Forward> matchProbabilities(const HloInstruction* p) {
   if (!is(p, HloOpcode::Divide) || sh.type != PrimitiveType::F32 || r < 2) return std::nullopt;
   const HloInstruction* e = p->operand(0);
   const HloInstruction* sum = rowBroadcastOf(p->operand(1), sh);
-  if (!is(e, HloOpcode::Exp) || !sum || sum->operand(0) != e ||
-      !isRowReduce(sum, HloOpcode::Add, 0.0))
+  if (!is(e, HloOpcode::Exp) || !sum || !isRowReduce(sum, HloOpcode::Add, 0.0) ||
+      sum->operand(0) != e)
     return std::nullopt;
   const HloInstruction* centered = e->operand(0);
   if (!is(centered, HloOpcode::Subtract)) return std::nullopt;
   const HloInstruction* x = centered->operand(0);
   const HloInstruction* mx = rowBroadcastOf(centered->operand(1), sh);
-  if (!mx || mx->operand(0) != x ||
-      !isRowReduce(mx, HloOpcode::Maximum, -std::numeric_limits<double>::infinity()))
+  if (!mx || !isRowReduce(mx, HloOpcode::Maximum, -std::numeric_limits<double>::infinity()) ||
+      mx->operand(0) != x)
     return std::nullopt;
   Forward f;
   const HloInstruction* s = x;

@@ -203,8 +203,17 @@ class MultiOutputFusionPass : public HloPass {
       // logits' gradient, 4.8 M -> 5.9 M cycles). A lone element-wise op
       // joins only other loops (the position embedding's batch sum with a
       // convert beside it: 1.1 M -> 2.5 M).
+      // Sums to a scalar are the exception: the kernel then walks its blocks once
+      // for the loop outputs and the sums (ReduceLowering's one walk; the loss's
+      // gradient and one-hot sum read the f32 logits once).
       bool toScalar = key.dims.size() == key.inputDims.size();
-      if (loops != loopsByDims.end() && !toScalar)
+      bool floatSums = std::all_of(reduces.begin(), reduces.end(), [](const HloInstruction* c) {
+        const HloInstruction* red = reduceOf(*c);
+        const HloComputation* f = red->calledComputation("to_apply");
+        return f && f->root() && f->root()->opcode() == HloOpcode::Add &&
+               red->shape().type == hlo::PrimitiveType::F32;
+      });
+      if (loops != loopsByDims.end() && (!toScalar || floatSums))
         for (HloInstruction* l : loops->second)
           if (l->opcode() == HloOpcode::Fusion) cands.push_back(l);
       formGroups(cands, key.inputDims, true);

@@ -315,22 +315,28 @@ Value* emitTileUncached(const NodePtr& np, const TileAt& at) {
 
 // Calls fn(rowOffset, validRows) for each row tile of `rows` rows: a counted
 // loop over the full tiles, then the partial tile (if any) peeled with static masks.
-// The loop body holds `unroll` row tiles (the largest divisor of the full tiles up to
-// it): independent tiles in one body let the scheduler overlap their latency chains.
+// The loop body holds `unroll` row tiles: independent tiles in one body let the
+// scheduler overlap their latency chains. Full tiles the unroll does not divide
+// follow the loop in straight-line code (85 = 10 x 8 + 5 for 680 rows: shrinking
+// the unroll to a divisor gave 5 tiles a body, each ending in an exposed tail).
 void forEachRowTile(int64_t rows, const std::function<void(Value*, int)>& fn, int64_t unroll = 1) {
   int64_t full = rows / kSublanesI, rem = rows % kSublanesI;
   int64_t u = std::max<int64_t>(1, std::min(unroll, full));
-  while (full % u) --u;
+  int64_t looped = full / u * u;
   if (unrollRowTiles > 0 || (full > 0 && u == full)) {
-    for (int64_t i = 0; i < full; ++i) fn(iconst(i * kSublanesI), kSublanesI);
-  } else if (full > 1) {
-    llo::Op* loop = builder().forLoop(iconst(0), iconst(full * kSublanesI), kSublanesI * u, "row");
+    looped = 0;
+  } else if (looped > u) {
+    llo::Op* loop =
+        builder().forLoop(iconst(0), iconst(looped * kSublanesI), kSublanesI * u, "row");
     inBlock(&loop->regions[0], [&] {
       Value* row = loop->regions[0].args[0];
       for (int64_t k = 0; k < u; ++k)
         fn(k == 0 ? row : add(row, iconst(k * kSublanesI)), kSublanesI);
     });
+  } else {
+    looped = 0;
   }
+  for (int64_t i = looped; i < full; ++i) fn(iconst(i * kSublanesI), kSublanesI);
   if (rem) fn(iconst(full * kSublanesI), int(rem));
 }
 
@@ -346,6 +352,19 @@ bool hasMasks(const NodePtr& n, std::set<const ArrayNode*>& seen) {
   for (const NodePtr& x : n->args)
     if (hasMasks(x, seen)) return true;
   return false;
+}
+
+// Distinct compare and mask nodes of an expression (its DAG).
+int64_t maskNodes(const NodePtr& n) {
+  std::set<const ArrayNode*> seen;
+  int64_t count = 0;
+  std::function<void(const NodePtr&)> walk = [&](const NodePtr& x) {
+    if (!seen.insert(x.get()).second) return;
+    count += x->kind == Kind::Compare || x->kind == Kind::MaskOp;
+    for (const NodePtr& c : x->args) walk(c);
+  };
+  walk(n);
+  return count;
 }
 
 // Distinct nodes of an expression (its DAG), up to `limit`.
@@ -389,6 +408,14 @@ int64_t storeRowUnroll(const std::vector<NodePtr>& values, int64_t colTiles) {
 // keep both of v6e's XLUs busy; 16 spilled registers in a masked softmax max (measured:
 // exp + reduce_sum of f32[262144,128] on v6e, 1,701,525 -> 624,201 cycles).
 constexpr int64_t kLaneReduceRowUnroll = 8;
+// A small expression with a transcendental (the loss's sum of exp) holds twice
+// that: each body's tail after its last EUP op (the column folds, the XLU
+// reduction, the store) is spread over twice the tiles, as in storeRowUnroll.
+int64_t laneReduceRowUnroll(const NodePtr& a) {
+  std::set<const ArrayNode*> seen, seenT;
+  bool small = nodeCount(a, seen, kSmallExpressionNodes + 1) <= kSmallExpressionNodes;
+  return small && hasTranscendental(a, seenT) ? 2 * kLaneReduceRowUnroll : kLaneReduceRowUnroll;
+}
 
 // Tiles per loop body of a sublane (axis 0) reduction, over all its column
 // tiles: enough independent chains to hide one tile's latency.
@@ -581,8 +608,12 @@ void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
 }
 
 void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& values,
-                const Loc& loc) {
+                const Loc& loc, const std::vector<RefWindow>& sumDsts,
+                const std::vector<NodePtr>& sums) {
   locate(loc);
+  if (sumDsts.size() != sums.size())
+    fail(loc, fmt::format("store_together needs one accumulator per sum ({} accumulators, {} sums)",
+                          sumDsts.size(), sums.size()));
   if (dsts.empty() || dsts.size() != values.size())
     fail(loc, fmt::format("store_together needs one array per ref ({} refs, {} arrays)",
                           dsts.size(), values.size()));
@@ -601,13 +632,27 @@ void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& 
       fail(loc, fmt::format("storing a [{},{}] array into a [{},{}] window", v.rows, v.cols,
                             dst.rows, dst.cols));
   }
+  for (size_t j = 0; j < sums.size(); ++j) {
+    const ArrayNode& v = *sums[j];
+    if (sumDsts[j].rows != kSublanesI || sumDsts[j].cols != d0.cols ||
+        sumDsts[j].ref->type.dtype != DType::F32 || v.dtype != DType::F32)
+      fail(loc, fmt::format("a sum of store_together needs an f32 [{},{}] accumulator and an f32 "
+                            "value",
+                            kSublanesI, d0.cols));
+    if (!(v.rows == d0.rows || v.rows == 1) || !(v.cols == d0.cols || v.cols == 1))
+      fail(loc, fmt::format("summing a [{},{}] array over a [{},{}] window", v.rows, v.cols,
+                            d0.rows, d0.cols));
+  }
   const int64_t colTiles = (d0.cols + kLanesI - 1) / kLanesI;
-  OpCseUnlessMasks opCse(values);
+  std::vector<NodePtr> all = values;
+  all.insert(all.end(), sums.begin(), sums.end());
+  OpCseUnlessMasks opCse(all);
   std::vector<std::unique_ptr<UnrollIfTiles>> unroll;
-  for (const NodePtr& v : values) {
+  for (const NodePtr& v : all) {
     unroll.push_back(std::make_unique<UnrollIfTiles>(v));
     emitDotsOf(v);
   }
+  llo::Builder& b = builder();
   // One walk over the row tiles for every value: what the values share is
   // computed once per tile, in registers (separate stores would each recompute
   // it, or read it back from a VMEM temporary written by a loop of its own).
@@ -623,8 +668,25 @@ void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& 
             storeTile(emitTile(values[k], at), dst, rowOff, tj, valid,
                       std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
           }
+        // The sums: each tile (rows past the window's and lanes past its columns
+        // zeroed) added into its column's accumulator tile.
+        for (int64_t tj = 0; tj < colTiles; ++tj)
+          for (size_t j = 0; j < sums.size(); ++j) {
+            const ArrayNode& v = *sums[j];
+            const RefWindow& acc = sumDsts[j];
+            TileAt at{rowOff, tj, valid, v.rows == 1 && d0.rows > 1, v.cols == 1 && d0.cols > 1};
+            Value* t = maskTile(emitTile(sums[j], at), valid,
+                                std::min<int64_t>(kLanesI, d0.cols - tj * kLanesI), 0);
+            std::vector<Value*> ops{acc.ref};
+            for (Value* i : acc.lead) ops.push_back(i);
+            ops.push_back(acc.row0);
+            ops.push_back(add(acc.col0, iconst(tj * kLanesI)));
+            Value* old =
+                b.create(OpKind::VLoad, ops, {Type::tile(DType::F32)}, {1, 0xFF})->result();
+            storeTile(b.vbin(llo::VecBin::Add, old, t), acc, iconst(0), tj, kSublanesI, kLanesI);
+          }
       },
-      storeRowUnroll(values, colTiles));
+      storeRowUnroll(all, colTiles));
 }
 
 void emitStoreByColumns(const RefWindow& dst, const NodePtr& value, const Loc& loc) {
@@ -772,7 +834,7 @@ NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, boo
           std::vector<Value*> ops{r, out, add(iconst(0), rowOff), iconst(0)};
           b.create(OpKind::VStore, ops, {}, {(1 << valid) - 1, kLanesI});
         },
-        kLaneReduceRowUnroll);
+        laneReduceRowUnroll(a));
     return viewOf(out, n.rows, 1, /*laneReplicated=*/true);
   }
   if (axis != 0) fail(loc, fmt::format("reduction axis must be 0 or 1, not {}", axis));
@@ -791,10 +853,14 @@ NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, boo
   int64_t group = std::max<int64_t>(1, std::min<int64_t>(kSublaneReduceTiles / colTiles, full));
   // Masks in the tiles (compares): one tile per body, as the 8 mask registers
   // are not spilled (the rng's 64-bit pair arithmetic ran out with 4 tiles).
-  std::set<const ArrayNode*> seenMasks;
-  if (hasMasks(a, seenMasks)) group = 1;
-  while (full % group) --group;
+  // One compare per tile (a one-hot select) keeps the group: each mask is read
+  // once, right after its compare, as in the lane reductions' 8 row tiles.
+  if (maskNodes(a) > 1) group = 1;
+  // A count of row tiles the group does not divide (85 = 5 x 17 for 680 rows)
+  // runs whole groups in the loop and the rest as one shorter group after it,
+  // still in row order: shrinking the group to a divisor left one tile a body.
   if (unrollRowTiles > 0) group = std::max<int64_t>(1, full);  // Tiles: constant rows
+  const int64_t looped = full / group * group;
   auto rowGroup = [&](const std::vector<std::pair<Value*, int>>& tiles) {
     std::vector<std::vector<Value*>> ts(tiles.size());
     for (size_t i = 0; i < tiles.size(); ++i) {
@@ -812,9 +878,9 @@ NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, boo
       b.create(OpKind::VStore, {sum, acc, iconst(0), col}, {}, {0xFF, kLanesI});
     }
   };
-  if (full > group) {
+  if (looped > group) {
     llo::Op* loop =
-        builder().forLoop(iconst(0), iconst(full * kSublanesI), kSublanesI * group, "row");
+        builder().forLoop(iconst(0), iconst(looped * kSublanesI), kSublanesI * group, "row");
     inBlock(&loop->regions[0], [&] {
       Value* row = loop->regions[0].args[0];
       std::vector<std::pair<Value*, int>> tiles;
@@ -822,11 +888,14 @@ NodePtr reduce(const NodePtr& a, llo::Reduce kind, int axis, const Loc& loc, boo
         tiles.emplace_back(k == 0 ? row : add(row, iconst(k * kSublanesI)), int(kSublanesI));
       rowGroup(tiles);
     });
-  } else if (full > 0) {
-    std::vector<std::pair<Value*, int>> tiles;
-    for (int64_t k = 0; k < full; ++k) tiles.emplace_back(iconst(k * kSublanesI), int(kSublanesI));
-    rowGroup(tiles);
   }
+  auto straight = [&](int64_t from, int64_t to) {
+    std::vector<std::pair<Value*, int>> tiles;
+    for (int64_t k = from; k < to; ++k) tiles.emplace_back(iconst(k * kSublanesI), int(kSublanesI));
+    if (!tiles.empty()) rowGroup(tiles);
+  };
+  if (looped == group) straight(0, looped);
+  straight(looped, full);
   if (int64_t rem = n.rows % kSublanesI) rowGroup({{iconst(full * kSublanesI), int(rem)}});
   for (int64_t tj = 0; tj < colTiles; ++tj) {
     Value* col = iconst(tj * kLanesI);

@@ -21,8 +21,11 @@ struct RefWindow {
 void emitStore(const RefWindow& dst, const NodePtr& value, const Loc& loc);
 // Stores values[k] into dsts[k] (windows of one shape) in one tile loop; a node
 // the values share is emitted once per tile.
+// sumDsts[j] (an [8, cols] f32 window) += the row tiles of sums[j] (each of the
+// windows' shape), in row order, in the same tile loop.
 void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& values,
-                const Loc& loc);
+                const Loc& loc, const std::vector<RefWindow>& sumDsts = {},
+                const std::vector<NodePtr>& sums = {});
 // Stores `value` into `dst` unrolled (straight-line code the scheduler can
 // interleave with what follows), column tile by column tile.
 void emitStoreByColumns(const RefWindow& dst, const NodePtr& value, const Loc& loc);

@@ -289,6 +289,11 @@ void Ref::store(Slice rows, Slice cols, const Array& value, Loc loc) const {
 }
 
 void store_together(const std::vector<Ref>& refs, const std::vector<Array>& values, Loc loc) {
+  store_together(refs, values, {}, {}, loc);
+}
+
+void store_together(const std::vector<Ref>& refs, const std::vector<Array>& values,
+                    const std::vector<Ref>& accs, const std::vector<Array>& sums, Loc loc) {
   locate(loc);
   if (refs.empty() || refs.size() != values.size())
     fail(loc, fmt::format("store_together needs one array per ref ({} refs, {} arrays)",
@@ -304,7 +309,21 @@ void store_together(const std::vector<Ref>& refs, const std::vector<Array>& valu
     windows.push_back(windowOf(refs[k], allOf(s[s.size() - 2]), allOf(s[s.size() - 1]), loc));
     nodes.push_back(values[k].node());
   }
-  emitStores(windows, nodes, loc);
+  std::vector<RefWindow> accWindows;
+  std::vector<NodePtr> sumNodes;
+  for (size_t j = 0; j < accs.size() && j < sums.size(); ++j) {
+    auto s = accs[j].shape();
+    if (s.size() < 2)
+      fail(loc, fmt::format("array access needs rank >= 2 after indexing; {} has rank {}",
+                            accs[j].value()->type.str(), s.size()));
+    if (!sums[j].valid()) fail(loc, "summing an empty Array");
+    accWindows.push_back(windowOf(accs[j], allOf(s[s.size() - 2]), allOf(s[s.size() - 1]), loc));
+    sumNodes.push_back(sums[j].node());
+  }
+  if (accs.size() != sums.size())
+    fail(loc, fmt::format("store_together needs one accumulator per sum ({} accumulators, {} sums)",
+                          accs.size(), sums.size()));
+  emitStores(windows, nodes, loc, accWindows, sumNodes);
 }
 
 Scalar Ref::get(std::vector<Scalar> indices, Loc loc) const {

@@ -130,6 +130,15 @@ void semaphore_wait(const Ref& sem, int64_t value = 1, Loc loc = Loc::here());
 // store), instead of once per store.
 void store_together(const std::vector<Ref>& refs, const std::vector<Array>& values,
                     Loc loc = Loc::here());
+// The same, and in the same tile loop accs[j][...] += the row tiles of sums[j]
+// (f32 arrays over the windows' shape) in row order: each acc is an f32 [8, cols]
+// window, one accumulator tile per column tile; sum(sum(acc[...], 0), 1) is then
+// the sum of sums[j]. A kernel that stores an element-wise output and sums a
+// value computed from the same tiles (the loss's gradient and its one-hot sum)
+// walks them once.
+void store_together(const std::vector<Ref>& refs, const std::vector<Array>& values,
+                    const std::vector<Ref>& accs, const std::vector<Array>& sums,
+                    Loc loc = Loc::here());
 
 // Structured control flow traced into the kernel IR.
 void when(Scalar cond, const std::function<void()>& then, Loc loc = Loc::here());

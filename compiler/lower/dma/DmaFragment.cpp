@@ -245,8 +245,21 @@ void DmaFragment::dmaAt(int64_t word, const RuntimeAddress& src, const RuntimeAd
   writeAddress(templ, 1, src);
   writeAddress(templ, 3, dst);
   queue %= queues_;
+  if (deferring_) {
+    deferred_.push_back({templ, queue});
+    return;
+  }
   emit(Opcode::Dma, {templ, I(flagOf(queue)), I(queueOf(queue))});
   pending_[size_t(queue)] += multiplier_;
+}
+
+void DmaFragment::issueDeferred() {
+  deferring_ = false;
+  for (const auto& [templ, queue] : deferred_) {
+    emit(Opcode::Dma, {templ, I(flagOf(queue)), I(queueOf(queue))});
+    pending_[size_t(queue)] += multiplier_;
+  }
+  deferred_.clear();
 }
 
 void DmaFragment::waitAll() {

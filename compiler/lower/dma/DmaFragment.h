@@ -102,6 +102,12 @@ class DmaFragment {
   // Writes the run-time source/destination addresses into the template at
   // `word` (only the words that change) and issues it on `queue`.
   void dmaAt(int64_t word, const RuntimeAddress& src, const RuntimeAddress& dst, int queue);
+  // While deferred, dmaAt writes the descriptor's words but holds its `dma`
+  // until issueDeferred(): a `dma` is a scheduling barrier, so the address
+  // work of several run-time descriptors (a gather's rows) overlaps only when
+  // their issues come after all of it.
+  void deferDmas() { deferring_ = true; }
+  void issueDeferred();
   // sync.wait on every queue for all DMAs issued so far (inside loops: times
   // the trip counts), so flags are back at zero.
   void waitAll();
@@ -154,7 +160,9 @@ class DmaFragment {
   std::vector<kernels::codegen::LoopRange> loops_;
   std::vector<uint32_t> smemImage_;  // words from placement.smemBase
   std::vector<int64_t> pending_;     // DMAs per queue not yet waited for
-  int64_t multiplier_ = 1;           // trip count of the enclosing loops
+  bool deferring_ = false;
+  std::vector<std::pair<MOperand, int>> deferred_;  // (template, queue) held by deferDmas
+  int64_t multiplier_ = 1;                          // trip count of the enclosing loops
   int nextQueue_ = 0;
   // Hand-made schedules by block index (the others go to the list scheduler).
   std::vector<std::pair<int, kernels::codegen::BlockSchedule>> manual_;

@@ -197,8 +197,9 @@ class Region {
   // Stores a value into a 2-D window of `ref` (leading axes indexed 0); BOOL as s8.
   void store(const dsl::Ref& ref, const dsl::Array& value) const;
   // Stores values[k] into refs[k] (windows of one shape) in one tile loop.
-  void storeTogether(const std::vector<dsl::Ref>& refs,
-                     const std::vector<dsl::Array>& values) const;
+  void storeTogether(const std::vector<dsl::Ref>& refs, const std::vector<dsl::Array>& values,
+                     const std::vector<dsl::Ref>& accs = {},
+                     const std::vector<dsl::Array>& sums = {}) const;
   // A value read by several users is left to the per-tile CSE of the store
   // that reads it (it is computed once per tile, in registers) instead of
   // being materialized in VMEM by a loop of its own: for kernels whose every

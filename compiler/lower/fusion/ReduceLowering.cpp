@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "compiler/hlo/HloComputation.h"
 #include "compiler/lower/fusion/ElementwiseMath.h"
@@ -97,6 +98,43 @@ ReduceOut describeReduce(const ComputeGraph& g, const HloInstruction* red) {
       o.kind != ReduceKind::Sum && red->operand(0)->shape().type == hlo::PrimitiveType::U32;
   o.foldInit = !isIdentity(o.init, o.kind);
   return o;
+}
+
+// Does a kernel with element-wise outputs and reduces walk its block once
+// (store_together with sums)? When every reduce is an f32 sum over both axes
+// (to a scalar, or per plane) and the expression has at most one compare (a
+// one-hot select: the 8 mask registers are not spilled, so kernels with more
+// keep a walk per output, as loop kernels do).
+bool oneWalk(const ComputeGraph& g, const std::vector<ReduceOut>& reds, bool bothReduced) {
+  bool elementwise = false, reduces = false;
+  for (const ReduceOut& ro : reds) {
+    if (!ro.red) {
+      elementwise = true;
+      continue;
+    }
+    reduces = true;
+    if (ro.kind != ReduceKind::Sum || ro.accType != dsl::F32) return false;
+  }
+  if (!elementwise || !reduces || !bothReduced) return false;
+  int compares = 0;
+  std::vector<const HloInstruction*> stack{g.root};
+  std::set<const HloInstruction*> seen;
+  while (!stack.empty()) {
+    const HloInstruction* i = stack.back();
+    stack.pop_back();
+    if (!seen.insert(i).second || g.isLeaf(i)) continue;
+    HloOpcode op = i->opcode();
+    if (op == HloOpcode::Compare) {
+      ++compares;
+    } else if (op == HloOpcode::Select ||
+               (!hlo::isFloatingType(i->shape().type) && op != HloOpcode::Broadcast &&
+                op != HloOpcode::Iota && op != HloOpcode::Constant && op != HloOpcode::Tuple &&
+                i->shape().isArray())) {
+      return false;  // integer arithmetic may lower to compares (64-bit pairs' carries)
+    }
+    for (const HloInstruction* o : i->operands()) stack.push_back(o);
+  }
+  return compares <= 1;
 }
 
 }  // namespace
@@ -203,6 +241,7 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
   const bool rowsReduced = axisReduced(n - 2), colsReduced = axisReduced(n - 1);
   axes[n - 2].block = b.rows;
   axes[n - 1].block = b.cols;
+  const bool walk = oneWalk(g, reds, rowsReduced && colsReduced);
 
   KernelPlan plan;
   plan.target = &t;
@@ -222,7 +261,7 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
   addLeafInputs(*r, plan);
   const int64_t accRows = r->maps(outEmb, static_cast<int>(n) - 2) ? axes[n - 2].block : 1;
   const int64_t accCols = r->maps(outEmb, static_cast<int>(n) - 1) ? axes[n - 1].block : 1;
-  std::vector<int> accIndex(roots.size(), -1);
+  std::vector<int> accIndex(roots.size(), -1), walkIndex(roots.size(), -1);
   for (size_t k = 0; k < roots.size(); ++k) {
     std::string name = roots.size() == 1 ? "out" : fmt::format("out.{}", k);
     if (reds[k].red) {
@@ -231,6 +270,10 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
       plan.config.out_specs.push_back(r->blockSpec(outEmb));
       accIndex[k] = static_cast<int>(plan.config.scratch.size());
       plan.config.scratch.push_back(dsl::VMEM({accRows, accCols}, reds[k].accType));
+      if (walk) {
+        walkIndex[k] = static_cast<int>(plan.config.scratch.size());
+        plan.config.scratch.push_back(dsl::VMEM({8, axes[n - 1].block}, dsl::F32));
+      }
     } else {
       dsl::DType ot = memoryType(dslType(g, *roots[k], roots[k]->shape().type));
       plan.config.out_shapes.push_back(dsl::ShapeDtype(r->arrayShape(inEmb), ot, name));
@@ -246,9 +289,35 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
       first = first && (dsl::program_id(axis) == 0);
       last = last && (dsl::program_id(axis) == extent - 1);
     }
+    auto scratchOf = [&](const std::vector<int>& index, size_t k) -> const dsl::Ref& {
+      return refs[nIn + nOut + static_cast<size_t>(index[k])];
+    };
+    if (walk) {
+      // Every output in one walk of the block: the sums go to one accumulator
+      // tile per column tile, folded to the step's partial sum below.
+      r->keepSharedInRegisters();
+      std::vector<dsl::Ref> outs, accs;
+      std::vector<dsl::Array> values, sums;
+      for (size_t k = 0; k < nOut; ++k) {
+        if (!reds[k].red) {
+          outs.push_back(refs[nIn + k]);
+          values.push_back(
+              expandTo(r->emit(roots[k], inEmb, refs), axes[n - 2].block, axes[n - 1].block));
+          continue;
+        }
+        const dsl::Ref& a = scratchOf(walkIndex, k);
+        a.store(dsl::full(8, axes[n - 1].block, 0.0, dsl::F32));
+        accs.push_back(a);
+        dsl::Array x = r->emit(reds[k].input, inEmb, refs);
+        if (x.dtype() != dsl::F32) x = x.astype(dsl::F32);
+        sums.push_back(expandTo(x, axes[n - 2].block, axes[n - 1].block));
+      }
+      r->storeTogether(outs, values, accs, sums);
+    }
     for (size_t k = 0; k < nOut; ++k) {
       const ReduceOut& ro = reds[k];
       const dsl::Ref& out = refs[nIn + k];
+      if (walk && !ro.red) continue;
       if (!ro.red) {
         r->store(out,
                  expandTo(r->emit(roots[k], inEmb, refs), axes[n - 2].block, axes[n - 1].block));
@@ -257,21 +326,30 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
       const dsl::Ref& acc = refs[nIn + nOut + static_cast<size_t>(accIndex[k])];
       const ReduceKind kind = ro.kind;
       const dsl::DType accType = ro.accType;
-      dsl::Array x = r->emit(ro.input, inEmb, refs);
-      if (x.dtype() != accType) x = x.astype(accType);
-      x = ro.toMaxDomain(x);
-      // An input that does not vary along an axis (a broadcast) still counts
-      // once per element of the block.
-      x = expandTo(x, axes[n - 2].block, axes[n - 1].block);
       auto reduceAxis = [&](const dsl::Array& v, int axis) {
         return kind == ReduceKind::Sum ? dsl::sum(v, axis) : dsl::max(v, axis);
       };
       auto combine = [&](const dsl::Array& p, const dsl::Array& q) {
         return kind == ReduceKind::Sum ? p + q : dsl::maximum(p, q);
       };
+      dsl::Array x;
+      if (walk) {
+        x = scratchOf(walkIndex, k).load();  // the walk's column sums, rows folded below
+      } else {
+        x = r->emit(ro.input, inEmb, refs);
+        if (x.dtype() != accType) x = x.astype(accType);
+        x = ro.toMaxDomain(x);
+        // An input that does not vary along an axis (a broadcast) still counts
+        // once per element of the block.
+        x = expandTo(x, axes[n - 2].block, axes[n - 1].block);
+      }
+      // Both axes reduced (a sum to a scalar): the rows first, as element-wise adds
+      // of row tiles into one accumulator tile per column tile, then one lane tree.
+      // Lanes first ended every row tile in a serial fold of its column tiles and
+      // an XLU reduction (the loss's one-hot sum at half its HBM roof).
       dsl::Array partial = x;
-      if (colsReduced) partial = reduceAxis(partial, 1);
       if (rowsReduced) partial = reduceAxis(partial, 0);
+      if (colsReduced) partial = reduceAxis(partial, 1);
       double idv = kind == ReduceKind::Sum ? 0.0 : -INFINITY;
       if (accType == dsl::S32 && kind != ReduceKind::Sum) idv = std::numeric_limits<int32_t>::min();
       dsl::when(first, [&] { acc.store(dsl::full(accRows, accCols, idv, accType)); });

@@ -597,8 +597,9 @@ void Region::store(const dsl::Ref& ref, const dsl::Array& value) const {
   r.store(v);
 }
 
-void Region::storeTogether(const std::vector<dsl::Ref>& refs,
-                           const std::vector<dsl::Array>& values) const {
+void Region::storeTogether(const std::vector<dsl::Ref>& refs, const std::vector<dsl::Array>& values,
+                           const std::vector<dsl::Ref>& accs,
+                           const std::vector<dsl::Array>& sums) const {
   std::vector<dsl::Ref> planes;
   std::vector<dsl::Array> vs;
   for (size_t k = 0; k < refs.size(); ++k) {
@@ -608,7 +609,7 @@ void Region::storeTogether(const std::vector<dsl::Ref>& refs,
       v = dsl::where(v, dsl::full(1, 1, 1, dsl::S8), dsl::zeros(1, 1, dsl::S8));
     vs.push_back(v);
   }
-  dsl::store_together(planes, vs);
+  dsl::store_together(planes, vs, accs, sums);
 }
 
 dsl::Array Region::emit(const HloInstruction* inst, const Embedding& emb,
