@@ -211,16 +211,33 @@ uint32_t decodeBundle(const isa::Bundle& bundle, const target::ChipConfig& chip,
     out.ops.push_back(op);
   }
   db.numOps = uint8_t(out.ops.size() - db.firstOp);
+  // Sized for every slot (an invalid bundle may hold a load in any slot).
+  int64_t readRows[isa::kNumSlotInstances * isa::kSublanes];
+  int64_t writeRows[isa::kNumSlotInstances * isa::kSublanes];
+  int nr = 0, nw = 0, readBase = -1, writeBase = -1;
   for (uint32_t i = db.firstOp; i < out.ops.size(); ++i) {
-    const DecodedOp& op = out.ops[i];
+    DecodedOp& op = out.ops[i];
     if (op.slot != isa::SlotKind::VectorLoad && op.slot != isa::SlotKind::VectorStore) continue;
     bool load = op.slot == isa::SlotKind::VectorLoad;
     (load ? db.numLoads : db.numStores) += 1;
-    int64_t rows[isa::kSublanes];
-    int n = rowOffsets(op, rows);
-    db.staticConflict =
-        std::max<int32_t>(db.staticConflict, int32_t(bankConflictExtra(rows, n, chip.vmem.banks)));
+    int n = rowOffsets(op, op.rowOff);
+    op.numRows = uint8_t(n);
+    for (int s = 0, k = 0; s < isa::kSublanes; ++s)
+      if (op.op == isa::Opcode::VStM || ((op.imm[2] >> s) & 1)) op.rowSublane[k++] = uint8_t(s);
+    if (n > 0) {
+      op.rowLo = *std::min_element(op.rowOff, op.rowOff + n);
+      op.rowHi = *std::max_element(op.rowOff, op.rowOff + n);
+    }
+    int& base = load ? readBase : writeBase;
+    if (base >= 0 && base != op.ssrc[0]) db.conflictStatic = false;
+    base = op.ssrc[0];
+    int64_t* rows = load ? readRows + nr : writeRows + nw;
+    std::copy(op.rowOff, op.rowOff + n, rows);
+    (load ? nr : nw) += n;
   }
+  if (db.conflictStatic)
+    db.staticConflict = int32_t(std::max(bankConflictExtra(readRows, nr, chip.vmem.banks),
+                                         bankConflictExtra(writeRows, nw, chip.vmem.banks)));
   return uint32_t(out.bundles.size() - 1);
 }
 

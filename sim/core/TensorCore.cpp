@@ -230,11 +230,11 @@ bool TensorCore::opBlock(const DecodedOp& op, int64_t c, Block* block) {
       }
       return false;
     case isa::SlotKind::VectorLoad: {
+      const int64_t base = int64_t(sregs_[op.ssrc[0]]), numRows = int64_t(rowReady_.size());
       int64_t rows = 0;
-      for (int s = 0; s < isa::kSublanes; ++s) {
-        int64_t row;
-        if (!vmemRow(op, s, &row)) continue;
-        if (row >= 0 && row < int64_t(rowReady_.size())) rows = std::max(rows, rowReady_[row]);
+      for (int k = 0; k < op.numRows; ++k) {
+        int64_t row = base + op.rowOff[k];
+        if (row >= 0 && row < numRows) rows = std::max(rows, rowReady_[size_t(row)]);
       }
       if (rows > c) {
         *block = {rows, StallCause::OperandNotReady};
@@ -378,7 +378,7 @@ bool TensorCore::firstBlock(const DecodedBundle& b, int64_t c, Block* block,
 }
 
 int64_t TensorCore::bankConflictCycles(const DecodedBundle& b) {
-  if (b.numLoads <= 1 && b.numStores <= 1) return b.staticConflict;
+  if (b.conflictStatic) return b.staticConflict;
   int64_t readRows[3 * isa::kSublanes], writeRows[3 * isa::kSublanes];
   int nr = 0, nw = 0;
   for (uint32_t i = 0; i < b.numOps; ++i) {
@@ -509,6 +509,7 @@ bool TensorCore::stepBundle() {
   }
   // Issue.
   int op = currentOp();
+  curOp_ = op;
   OpStats& os = stats_.ops[op];
   os.cycles += c + 1 - now_;
   os.bundles += 1;
