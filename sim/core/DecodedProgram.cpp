@@ -235,7 +235,7 @@ uint32_t decodeBundle(const isa::Bundle& bundle, const target::ChipConfig& chip,
     std::copy(op.rowOff, op.rowOff + n, rows);
     (load ? nr : nw) += n;
   }
-  if (db.conflictStatic)
+  if (db.conflictStatic && (nr > 1 || nw > 1))
     db.staticConflict = int32_t(std::max(bankConflictExtra(readRows, nr, chip.vmem.banks),
                                          bankConflictExtra(writeRows, nw, chip.vmem.banks)));
   return uint32_t(out.bundles.size() - 1);
