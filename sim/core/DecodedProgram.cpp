@@ -254,6 +254,12 @@ DecodedProgram decodeProgram(const isa::Program& program, const target::ChipConf
   // A shared body is decoded once; an instance's unpatched bundles use the
   // body's decoded bundles, each patched one is decoded on its own. Either
   // way bundle pc decodes exactly as the flat program's bundle pc would.
+  // At most one decoded bundle per own bundle, body bundle and patch: no
+  // reallocation moving every bundle (and its strings) again.
+  size_t bound = program.code.size();
+  for (const isa::SharedBody& body : program.bodies) bound += body.code.size();
+  for (const isa::BodyInstance& in : program.instances) bound += in.patches.size();
+  out.bundles.reserve(bound);
   std::vector<uint32_t> bodyFirst;
   for (const isa::SharedBody& body : program.bodies) {
     bodyFirst.push_back(uint32_t(out.bundles.size()));
