@@ -194,6 +194,24 @@ uint32_t decodeBundle(const isa::Bundle& bundle, const target::ChipConfig& chip,
     }
     if (info.latency == isa::LatencyClass::VectorTrans && ++transcendental > 1)
       invalid("two transcendental ops in one bundle (the core has one transcendental unit)");
+    if (chip.mxu.size > isa::kLanes) {
+      if (inst.op == isa::Opcode::MxuPop && op.dst + 1 < kScoreboardMaskBase)
+        op.wideRead = int16_t(op.dst + 1);
+      if (op.slot == isa::SlotKind::MatrixPush && op.numV > 0 &&
+          kScoreboardVectorBase + op.vsrc[0] + 1 < kScoreboardMaskBase)
+        op.wideRead = int16_t(kScoreboardVectorBase + op.vsrc[0] + 1);
+    }
+    switch (op.slot) {
+      case isa::SlotKind::Scalar:
+      case isa::SlotKind::VectorStore:
+        break;
+      case isa::SlotKind::VectorAlu:
+        op.unitCheck = info.latency == isa::LatencyClass::VectorTrans;
+        break;
+      default:
+        op.unitCheck = true;
+        break;
+    }
     switch (inst.op) {
       case isa::Opcode::Dma:
       case isa::Opcode::DmaRemote:

@@ -41,6 +41,12 @@ struct DecodedOp {
   // Scoreboard entries read (sources) and checked for WAW (destinations).
   uint8_t numReads = 0;
   uint8_t reads[4] = {};
+  // A 256-wide MXU: the second register mxu.pop writes (WAW) or a push reads,
+  // as a scoreboard index (-1: none).
+  int16_t wideRead = -1;
+  // Whether the issue check asks a unit beyond the registers (VMEM rows, an
+  // MXU, the XLU, the EUP, DMA queues and flags); false: registers only.
+  bool unitCheck = false;
   // vld / vst / vst.m: the VMEM rows touched, relative to the base register,
   // in sublane order (rowOffsets), their sublanes, and the lowest and highest
   // offset, so that the issue loop neither re-derives them per sublane nor

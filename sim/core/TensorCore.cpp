@@ -204,24 +204,7 @@ int64_t TensorCore::waitForCompletion(int64_t c, const DecodedOp* op) {
 
 // ---- Hazards ---------------------------------------------------------------------
 
-bool TensorCore::opBlock(const DecodedOp& op, int64_t c, Block* block) {
-  // 1. Registers: sources (RAW) and the destination (WAW).
-  int64_t regs = 0;
-  for (int i = 0; i < op.numReads; ++i) regs = std::max(regs, ready_[op.reads[i]]);
-  if (op.dst >= 0) regs = std::max(regs, ready_[op.dst]);
-  bool wide = chip_.mxu.size > isa::kLanes;
-  if (wide) {
-    if (op.op == Opcode::MxuPop && op.dst + 1 < kScoreboardMaskBase)
-      regs = std::max(regs, ready_[op.dst + 1]);
-    if (op.slot == isa::SlotKind::MatrixPush && op.numV > 0 &&
-        kScoreboardVectorBase + op.vsrc[0] + 1 < kScoreboardMaskBase)
-      regs = std::max(regs, ready_[kScoreboardVectorBase + op.vsrc[0] + 1]);
-  }
-  if (regs > c) {
-    *block = {regs, StallCause::OperandNotReady};
-    return true;
-  }
-  // 2. The unit.
+bool TensorCore::unitBlock(const DecodedOp& op, int64_t c, Block* block) {
   switch (op.slot) {
     case isa::SlotKind::VectorAlu:
       if (isa::opcodeInfo(op.op).latency == isa::LatencyClass::VectorTrans && eupFreeAt_ > c) {
@@ -367,9 +350,20 @@ bool TensorCore::firstBlock(const DecodedBundle& b, int64_t c, Block* block,
     *blockingOp = nullptr;
     return true;
   }
+  const DecodedOp* ops = &decoded_.ops[b.firstOp];
   for (uint32_t i = 0; i < b.numOps; ++i) {
-    const DecodedOp& op = decoded_.ops[b.firstOp + i];
-    if (opBlock(op, c, block)) {
+    const DecodedOp& op = ops[i];
+    // Registers: sources (RAW) and the destination (WAW); then the unit.
+    int64_t regs = 0;
+    for (int r = 0; r < op.numReads; ++r) regs = std::max(regs, ready_[op.reads[r]]);
+    if (op.dst >= 0) regs = std::max(regs, ready_[op.dst]);
+    if (op.wideRead >= 0) regs = std::max(regs, ready_[op.wideRead]);
+    if (regs > c) {
+      *block = {regs, StallCause::OperandNotReady};
+      *blockingOp = &op;
+      return true;
+    }
+    if (op.unitCheck && unitBlock(op, c, block)) {
       *blockingOp = &op;
       return true;
     }

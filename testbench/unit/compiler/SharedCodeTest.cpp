@@ -55,7 +55,8 @@ bool sameOp(const sim::DecodedOp& a, const sim::DecodedOp& b) {
          same(a.msrc, b.msrc) && a.dst == b.dst && same(a.imm, b.imm) && a.unit == b.unit &&
          a.unit2 == b.unit2 && a.unit3 == b.unit3 && a.numReads == b.numReads &&
          same(a.reads, b.reads) && a.numRows == b.numRows && same(a.rowSublane, b.rowSublane) &&
-         a.rowLo == b.rowLo && a.rowHi == b.rowHi && same(a.rowOff, b.rowOff);
+         a.rowLo == b.rowLo && a.rowHi == b.rowHi && same(a.rowOff, b.rowOff) &&
+         a.wideRead == b.wideRead && a.unitCheck == b.unitCheck;
 }
 
 bool sameBundle(const sim::DecodedProgram& a, const sim::DecodedProgram& b, int64_t pc) {
