@@ -263,7 +263,7 @@ void TensorCore::executeScalar(const DecodedOp& op, int64_t t, int64_t* nextPc) 
 
 void TensorCore::executeVectorAlu(const DecodedOp& op, int64_t t) {
   ++stats_.valuOps;
-  OpStats& os = stats_.ops[currentOp()];
+  OpStats& os = stats_.ops[curOp_];
   ++os.valuOps;
   const isa::OpcodeInfo& info = isa::opcodeInfo(op.op);
   if (info.latency == isa::LatencyClass::VectorTrans) {
@@ -296,49 +296,61 @@ void TensorCore::executeVectorAlu(const DecodedOp& op, int64_t t) {
 
 // ---- VMEM loads and stores -----------------------------------------------------------
 
+void TensorCore::vmemRowFault(const DecodedOp& op, int k, int64_t row, bool store) {
+  if (store)
+    fault("vmem-out-of-bounds",
+          fmt::format("vector store to VMEM row {} (sublane {}) is out of bounds (VMEM has {} "
+                      "rows)",
+                      row, op.rowSublane[k], chip_.vmem.rows()),
+          &op, "vmem", row * isa::kVmemRowBytes);
+  fault("vmem-out-of-bounds",
+        fmt::format("vector load of VMEM row {} (sublane {}) is out of bounds (VMEM has {} rows)",
+                    row, op.rowSublane[k], chip_.vmem.rows()),
+        &op, "vmem", row * isa::kVmemRowBytes);
+}
+
 void TensorCore::executeLoad(const DecodedOp& op, int64_t t) {
   ++stats_.vldOps;
-  ++stats_.ops[currentOp()].vldOps;
-  VregData* dst = options_.functional ? &vStage_[numVWrites_] : nullptr;
-  if (dst) dst->fill(0);
-  mem::SparseMemory& vmem = memory_.vmem(id_);
-  int rows = 0;
-  for (int s = 0; s < isa::kSublanes; ++s) {
-    int64_t row;
-    if (!vmemRow(op, s, &row)) continue;
-    if (row < 0 || row >= chip_.vmem.rows())
-      fault(
-          "vmem-out-of-bounds",
-          fmt::format("vector load of VMEM row {} (sublane {}) is out of bounds (VMEM has {} rows)",
-                      row, s, chip_.vmem.rows()),
-          &op, "vmem", row * isa::kVmemRowBytes);
-    ++rows;
-    if (dst) vmem.read(uint64_t(row) * isa::kVmemRowBytes, &at(*dst, s, 0), isa::kVmemRowBytes);
+  OpStats& os = stats_.ops[curOp_];
+  ++os.vldOps;
+  const int64_t base = int64_t(sregs_[op.ssrc[0]]);
+  const int64_t vmemRows = chip_.vmem.rows();
+  if (op.numRows > 0 && (base + op.rowLo < 0 || base + op.rowHi >= vmemRows))
+    for (int k = 0; k < op.numRows; ++k)
+      if (base + op.rowOff[k] < 0 || base + op.rowOff[k] >= vmemRows)
+        vmemRowFault(op, k, base + op.rowOff[k], false);
+  if (options_.functional) {
+    VregData& dst = vStage_[numVWrites_];
+    dst.fill(0);
+    mem::SparseMemory& vmem = memory_.vmem(id_);
+    for (int k = 0; k < op.numRows; ++k)
+      vmem.read(uint64_t(base + op.rowOff[k]) * isa::kVmemRowBytes, &at(dst, op.rowSublane[k], 0),
+                isa::kVmemRowBytes);
+    vStageReg_[numVWrites_++] = op.dst - kScoreboardVectorBase;
   }
-  stats_.vmemBytesRead += rows * isa::kVmemRowBytes;
-  stats_.ops[currentOp()].vmemBytes += rows * isa::kVmemRowBytes;
-  if (dst) vStageReg_[numVWrites_++] = op.dst - kScoreboardVectorBase;
+  stats_.vmemBytesRead += op.numRows * isa::kVmemRowBytes;
+  os.vmemBytes += op.numRows * isa::kVmemRowBytes;
 }
 
 void TensorCore::executeStore(const DecodedOp& op, int64_t t) {
   ++stats_.vstOps;
-  ++stats_.ops[currentOp()].vstOps;
+  OpStats& os = stats_.ops[curOp_];
+  ++os.vstOps;
+  const int64_t base = int64_t(sregs_[op.ssrc[0]]);
+  // A row out of range faults after the rows before it (sublane order) are
+  // stored, as the per-sublane loop always did.
+  const int64_t vmemRows = chip_.vmem.rows();
+  const bool check = op.numRows > 0 && (base + op.rowLo < 0 || base + op.rowHi >= vmemRows);
+  const int64_t visible = t + chip_.latency.of(isa::LatencyClass::VectorStore);
   mem::SparseMemory& vmem = memory_.vmem(id_);
   const VregData& src = vregs_[op.vsrc[0]];
-  int rows = 0;
-  int64_t visible = t + chip_.latency.of(isa::LatencyClass::VectorStore);
-  for (int s = 0; s < isa::kSublanes; ++s) {
-    int64_t row;
-    if (!vmemRow(op, s, &row)) continue;
-    if (row < 0 || row >= chip_.vmem.rows())
-      fault("vmem-out-of-bounds",
-            fmt::format("vector store to VMEM row {} (sublane {}) is out of bounds (VMEM has {} "
-                        "rows)",
-                        row, s, chip_.vmem.rows()),
-            &op, "vmem", row * isa::kVmemRowBytes);
-    ++rows;
-    rowReady_[row] = std::max(rowReady_[row], visible);
+  for (int k = 0; k < op.numRows; ++k) {
+    const int64_t row = base + op.rowOff[k];
+    if (check && (row < 0 || row >= vmemRows)) vmemRowFault(op, k, row, true);
+    int64_t& ready = rowReady_[size_t(row)];
+    ready = std::max(ready, visible);
     if (!options_.functional) continue;
+    const int s = op.rowSublane[k];
     uint64_t addr = uint64_t(row) * isa::kVmemRowBytes;
     if (op.op == Opcode::VStM) {
       const MaskData& m = masks_[op.msrc[0]];
@@ -349,8 +361,8 @@ void TensorCore::executeStore(const DecodedOp& op, int64_t t) {
       vmem.write(addr, src.data() + s * isa::kLanes, isa::kVmemRowBytes);
     }
   }
-  stats_.vmemBytesWritten += rows * isa::kVmemRowBytes;
-  stats_.ops[currentOp()].vmemBytes += rows * isa::kVmemRowBytes;
+  stats_.vmemBytesWritten += op.numRows * isa::kVmemRowBytes;
+  os.vmemBytes += op.numRows * isa::kVmemRowBytes;
 }
 
 // ---- MXU -------------------------------------------------------------------------------
@@ -408,7 +420,7 @@ void TensorCore::executeMxu(const DecodedOp& op, int64_t t) {
       const double ops = 2.0 * double(macs) * (dtype == MxuDtype::S8x2 ? 2.0 : 1.0);
       stats_.mxuLhsBusy[m] += isa::kSublanes;
       stats_.mxuMacs[m] += macs;
-      OpStats& os = stats_.ops[currentOp()];
+      OpStats& os = stats_.ops[curOp_];
       os.flops += ops;
       os.mxuFlops += ops;
       what = "mm";
@@ -546,7 +558,7 @@ void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
       ++dmaOutstanding_;
       ++stats_.dmaIssued;
       stats_.dmaBytes += int64_t(desc.totalBytes());
-      OpStats& os = stats_.ops[currentOp()];
+      OpStats& os = stats_.ops[curOp_];
       os.dmaBytes += int64_t(desc.totalBytes());
       if (desc.src == isa::MemorySpace::Hbm) os.hbmBytesRead += int64_t(desc.totalBytes());
       if (desc.dst == isa::MemorySpace::Hbm) os.hbmBytesWritten += int64_t(desc.totalBytes());
@@ -570,7 +582,7 @@ void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
       ++dmaOutstanding_;
       ++stats_.dmaIssued;
       stats_.dmaBytes += int64_t(desc.totalBytes());
-      stats_.ops[currentOp()].dmaBytes += int64_t(desc.totalBytes());
+      stats_.ops[curOp_].dmaBytes += int64_t(desc.totalBytes());
       return;
     }
     case Opcode::SyncRemote: {
@@ -612,6 +624,7 @@ void TensorCore::executeMisc(const DecodedOp& op, int64_t t) {
       return;
     case Opcode::Mark:
       markOp_ = int(op.imm[0]);
+      curOp_ = currentOp();  // the bundle's later ops count to the marked op
       return;
     case Opcode::Halt:
       commit();

@@ -194,6 +194,24 @@ uint32_t decodeBundle(const isa::Bundle& bundle, const target::ChipConfig& chip,
     }
     if (info.latency == isa::LatencyClass::VectorTrans && ++transcendental > 1)
       invalid("two transcendental ops in one bundle (the core has one transcendental unit)");
+    if (chip.mxu.size > isa::kLanes) {
+      if (inst.op == isa::Opcode::MxuPop && op.dst + 1 < kScoreboardMaskBase)
+        op.wideRead = int16_t(op.dst + 1);
+      if (op.slot == isa::SlotKind::MatrixPush && op.numV > 0 &&
+          kScoreboardVectorBase + op.vsrc[0] + 1 < kScoreboardMaskBase)
+        op.wideRead = int16_t(kScoreboardVectorBase + op.vsrc[0] + 1);
+    }
+    switch (op.slot) {
+      case isa::SlotKind::Scalar:
+      case isa::SlotKind::VectorStore:
+        break;
+      case isa::SlotKind::VectorAlu:
+        op.unitCheck = info.latency == isa::LatencyClass::VectorTrans;
+        break;
+      default:
+        op.unitCheck = true;
+        break;
+    }
     switch (inst.op) {
       case isa::Opcode::Dma:
       case isa::Opcode::DmaRemote:
@@ -211,16 +229,33 @@ uint32_t decodeBundle(const isa::Bundle& bundle, const target::ChipConfig& chip,
     out.ops.push_back(op);
   }
   db.numOps = uint8_t(out.ops.size() - db.firstOp);
+  // Sized for every slot (an invalid bundle may hold a load in any slot).
+  int64_t readRows[isa::kNumSlotInstances * isa::kSublanes];
+  int64_t writeRows[isa::kNumSlotInstances * isa::kSublanes];
+  int nr = 0, nw = 0, readBase = -1, writeBase = -1;
   for (uint32_t i = db.firstOp; i < out.ops.size(); ++i) {
-    const DecodedOp& op = out.ops[i];
+    DecodedOp& op = out.ops[i];
     if (op.slot != isa::SlotKind::VectorLoad && op.slot != isa::SlotKind::VectorStore) continue;
     bool load = op.slot == isa::SlotKind::VectorLoad;
     (load ? db.numLoads : db.numStores) += 1;
-    int64_t rows[isa::kSublanes];
-    int n = rowOffsets(op, rows);
-    db.staticConflict =
-        std::max<int32_t>(db.staticConflict, int32_t(bankConflictExtra(rows, n, chip.vmem.banks)));
+    int n = rowOffsets(op, op.rowOff);
+    op.numRows = uint8_t(n);
+    for (int s = 0, k = 0; s < isa::kSublanes; ++s)
+      if (op.op == isa::Opcode::VStM || ((op.imm[2] >> s) & 1)) op.rowSublane[k++] = uint8_t(s);
+    if (n > 0) {
+      op.rowLo = *std::min_element(op.rowOff, op.rowOff + n);
+      op.rowHi = *std::max_element(op.rowOff, op.rowOff + n);
+    }
+    int& base = load ? readBase : writeBase;
+    if (base >= 0 && base != op.ssrc[0]) db.conflictStatic = false;
+    base = op.ssrc[0];
+    int64_t* rows = load ? readRows + nr : writeRows + nw;
+    std::copy(op.rowOff, op.rowOff + n, rows);
+    (load ? nr : nw) += n;
   }
+  if (db.conflictStatic && (nr > 1 || nw > 1))
+    db.staticConflict = int32_t(std::max(bankConflictExtra(readRows, nr, chip.vmem.banks),
+                                         bankConflictExtra(writeRows, nw, chip.vmem.banks)));
   return uint32_t(out.bundles.size() - 1);
 }
 
@@ -237,6 +272,12 @@ DecodedProgram decodeProgram(const isa::Program& program, const target::ChipConf
   // A shared body is decoded once; an instance's unpatched bundles use the
   // body's decoded bundles, each patched one is decoded on its own. Either
   // way bundle pc decodes exactly as the flat program's bundle pc would.
+  // At most one decoded bundle per own bundle, body bundle and patch: no
+  // reallocation moving every bundle (and its strings) again.
+  size_t bound = program.code.size();
+  for (const isa::SharedBody& body : program.bodies) bound += body.code.size();
+  for (const isa::BodyInstance& in : program.instances) bound += in.patches.size();
+  out.bundles.reserve(bound);
   std::vector<uint32_t> bodyFirst;
   for (const isa::SharedBody& body : program.bodies) {
     bodyFirst.push_back(uint32_t(out.bundles.size()));

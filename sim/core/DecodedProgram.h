@@ -41,6 +41,20 @@ struct DecodedOp {
   // Scoreboard entries read (sources) and checked for WAW (destinations).
   uint8_t numReads = 0;
   uint8_t reads[4] = {};
+  // A 256-wide MXU: the second register mxu.pop writes (WAW) or a push reads,
+  // as a scoreboard index (-1: none).
+  int16_t wideRead = -1;
+  // Whether the issue check asks a unit beyond the registers (VMEM rows, an
+  // MXU, the XLU, the EUP, DMA queues and flags); false: registers only.
+  bool unitCheck = false;
+  // vld / vst / vst.m: the VMEM rows touched, relative to the base register,
+  // in sublane order (rowOffsets), their sublanes, and the lowest and highest
+  // offset, so that the issue loop neither re-derives them per sublane nor
+  // checks bounds per row when every row is in range.
+  uint8_t numRows = 0;
+  uint8_t rowSublane[isa::kSublanes] = {};
+  int64_t rowLo = 0, rowHi = 0;
+  int64_t rowOff[isa::kSublanes] = {};
 };
 
 struct DecodedBundle {
@@ -49,9 +63,11 @@ struct DecodedBundle {
   bool hasBranch = false;
   bool needsSync = false;  // has a DMA, sync.wait/read/set, fence or halt: shared state
   uint8_t numLoads = 0, numStores = 0;
-  // With at most one load and one store, the bank-conflict cycles do not
-  // depend on the base register (a shift moves every row to another bank
-  // alike), so they are computed here once.
+  // When the loads share one base register and the stores share one (always
+  // so with at most one load and one store), the bank-conflict cycles do not
+  // depend on the base registers' values (a shift moves every row of the set
+  // to another bank alike), so they are computed here once.
+  bool conflictStatic = true;
   int32_t staticConflict = 0;
   std::string invalid;  // non-empty: the bundle faults when reached (the reason)
   std::string invalidSlot;

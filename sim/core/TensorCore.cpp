@@ -204,24 +204,7 @@ int64_t TensorCore::waitForCompletion(int64_t c, const DecodedOp* op) {
 
 // ---- Hazards ---------------------------------------------------------------------
 
-bool TensorCore::opBlock(const DecodedOp& op, int64_t c, Block* block) {
-  // 1. Registers: sources (RAW) and the destination (WAW).
-  int64_t regs = 0;
-  for (int i = 0; i < op.numReads; ++i) regs = std::max(regs, ready_[op.reads[i]]);
-  if (op.dst >= 0) regs = std::max(regs, ready_[op.dst]);
-  bool wide = chip_.mxu.size > isa::kLanes;
-  if (wide) {
-    if (op.op == Opcode::MxuPop && op.dst + 1 < kScoreboardMaskBase)
-      regs = std::max(regs, ready_[op.dst + 1]);
-    if (op.slot == isa::SlotKind::MatrixPush && op.numV > 0 &&
-        kScoreboardVectorBase + op.vsrc[0] + 1 < kScoreboardMaskBase)
-      regs = std::max(regs, ready_[kScoreboardVectorBase + op.vsrc[0] + 1]);
-  }
-  if (regs > c) {
-    *block = {regs, StallCause::OperandNotReady};
-    return true;
-  }
-  // 2. The unit.
+bool TensorCore::unitBlock(const DecodedOp& op, int64_t c, Block* block) {
   switch (op.slot) {
     case isa::SlotKind::VectorAlu:
       if (isa::opcodeInfo(op.op).latency == isa::LatencyClass::VectorTrans && eupFreeAt_ > c) {
@@ -230,11 +213,11 @@ bool TensorCore::opBlock(const DecodedOp& op, int64_t c, Block* block) {
       }
       return false;
     case isa::SlotKind::VectorLoad: {
+      const int64_t base = int64_t(sregs_[op.ssrc[0]]), numRows = int64_t(rowReady_.size());
       int64_t rows = 0;
-      for (int s = 0; s < isa::kSublanes; ++s) {
-        int64_t row;
-        if (!vmemRow(op, s, &row)) continue;
-        if (row >= 0 && row < int64_t(rowReady_.size())) rows = std::max(rows, rowReady_[row]);
+      for (int k = 0; k < op.numRows; ++k) {
+        int64_t row = base + op.rowOff[k];
+        if (row >= 0 && row < numRows) rows = std::max(rows, rowReady_[size_t(row)]);
       }
       if (rows > c) {
         *block = {rows, StallCause::OperandNotReady};
@@ -367,9 +350,20 @@ bool TensorCore::firstBlock(const DecodedBundle& b, int64_t c, Block* block,
     *blockingOp = nullptr;
     return true;
   }
+  const DecodedOp* ops = &decoded_.ops[b.firstOp];
   for (uint32_t i = 0; i < b.numOps; ++i) {
-    const DecodedOp& op = decoded_.ops[b.firstOp + i];
-    if (opBlock(op, c, block)) {
+    const DecodedOp& op = ops[i];
+    // Registers: sources (RAW) and the destination (WAW); then the unit.
+    int64_t regs = 0;
+    for (int r = 0; r < op.numReads; ++r) regs = std::max(regs, ready_[op.reads[r]]);
+    if (op.dst >= 0) regs = std::max(regs, ready_[op.dst]);
+    if (op.wideRead >= 0) regs = std::max(regs, ready_[op.wideRead]);
+    if (regs > c) {
+      *block = {regs, StallCause::OperandNotReady};
+      *blockingOp = &op;
+      return true;
+    }
+    if (op.unitCheck && unitBlock(op, c, block)) {
       *blockingOp = &op;
       return true;
     }
@@ -378,7 +372,7 @@ bool TensorCore::firstBlock(const DecodedBundle& b, int64_t c, Block* block,
 }
 
 int64_t TensorCore::bankConflictCycles(const DecodedBundle& b) {
-  if (b.numLoads <= 1 && b.numStores <= 1) return b.staticConflict;
+  if (b.conflictStatic) return b.staticConflict;
   int64_t readRows[3 * isa::kSublanes], writeRows[3 * isa::kSublanes];
   int nr = 0, nw = 0;
   for (uint32_t i = 0; i < b.numOps; ++i) {
@@ -509,6 +503,7 @@ bool TensorCore::stepBundle() {
   }
   // Issue.
   int op = currentOp();
+  curOp_ = op;
   OpStats& os = stats_.ops[op];
   os.cycles += c + 1 - now_;
   os.bundles += 1;

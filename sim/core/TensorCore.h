@@ -105,7 +105,8 @@ class TensorCore : public sc_core::sc_module {
   LocalStop runLocal();
   // The first blocking condition of the bundle at cycle c, in slot order, if any.
   bool firstBlock(const DecodedBundle& b, int64_t c, Block* block, const DecodedOp** op);
-  bool opBlock(const DecodedOp& op, int64_t c, Block* block);
+  // The unit part of the check (op.unitCheck): VMEM rows, MXU, XLU, EUP, DMA, sync.
+  bool unitBlock(const DecodedOp& op, int64_t c, Block* block);
   int64_t bankConflictCycles(const DecodedBundle& b);
   // Executes every op of the bundle at cycle t; returns the next pc.
   int64_t execute(const DecodedBundle& b, int64_t t);
@@ -137,18 +138,8 @@ class TensorCore : public sc_core::sc_module {
   void chargeStall(StallCause cause, int64_t from, int64_t to, const DecodedOp* op);
   void finishRun(int64_t haltCycle);
 
-  // The VMEM row sublane `sublane` of a load/store touches; false if masked off.
-  // (Inline: the hazard check and the load and store run it per sublane.)
-  bool vmemRow(const DecodedOp& op, int sublane, int64_t* row) const {
-    int64_t base = int64_t(sregs_[op.ssrc[0]]) + op.imm[0];
-    if (op.op == isa::Opcode::VStM) {
-      *row = base + sublane;
-      return true;
-    }
-    if (!((op.imm[2] >> sublane) & 1)) return false;
-    *row = base + sublane * op.imm[1];
-    return true;
-  }
+  // The fault of `op`'s k-th VMEM row, `row`, out of range.
+  [[noreturn]] void vmemRowFault(const DecodedOp& op, int k, int64_t row, bool store);
   int currentOp() const;
 
   int id_;
@@ -189,6 +180,7 @@ class TensorCore : public sc_core::sc_module {
   bool local_ = false;              // in runLocal: SystemC must not be touched
   std::vector<uint16_t> localRun_;  // per bundle: bundles of the last stretch from it (saturating)
   int markOp_ = -1;                 // op set by `mark`, -1 = use the debug map
+  int curOp_ = 0;                   // currentOp() of the bundle being executed
 
   // DMA bookkeeping (the core's own view, from issues and completion records).
   std::array<int, isa::kMaxDmaQueues> queueOutstanding_{};

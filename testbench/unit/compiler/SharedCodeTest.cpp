@@ -54,15 +54,17 @@ bool sameOp(const sim::DecodedOp& a, const sim::DecodedOp& b) {
          a.numS == b.numS && a.numM == b.numM && same(a.vsrc, b.vsrc) && same(a.ssrc, b.ssrc) &&
          same(a.msrc, b.msrc) && a.dst == b.dst && same(a.imm, b.imm) && a.unit == b.unit &&
          a.unit2 == b.unit2 && a.unit3 == b.unit3 && a.numReads == b.numReads &&
-         same(a.reads, b.reads);
+         same(a.reads, b.reads) && a.numRows == b.numRows && same(a.rowSublane, b.rowSublane) &&
+         a.rowLo == b.rowLo && a.rowHi == b.rowHi && same(a.rowOff, b.rowOff) &&
+         a.wideRead == b.wideRead && a.unitCheck == b.unitCheck;
 }
 
 bool sameBundle(const sim::DecodedProgram& a, const sim::DecodedProgram& b, int64_t pc) {
   const sim::DecodedBundle &x = a.at(pc), &y = b.at(pc);
   if (x.numOps != y.numOps || x.hasBranch != y.hasBranch || x.needsSync != y.needsSync ||
       x.numLoads != y.numLoads || x.numStores != y.numStores ||
-      x.staticConflict != y.staticConflict || x.invalid != y.invalid ||
-      x.invalidSlot != y.invalidSlot)
+      x.conflictStatic != y.conflictStatic || x.staticConflict != y.staticConflict ||
+      x.invalid != y.invalid || x.invalidSlot != y.invalidSlot)
     return false;
   for (uint32_t i = 0; i < x.numOps; ++i)
     if (!sameOp(a.ops[x.firstOp + i], b.ops[y.firstOp + i])) return false;

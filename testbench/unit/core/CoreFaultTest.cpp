@@ -1,6 +1,7 @@
 // Faults the assembler cannot produce (it rejects them), built as Programs
 // directly: two writes to one register, an op in a slot of another kind.
 // Each must fault when the bundle is reached, naming the bundle and slot.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include "testbench/unit/core/CoreHarness.h"
@@ -72,4 +73,33 @@ TEST_CASE("--strict names the op of a bank conflict; stats stop at the fault", "
   CHECK(r.fault->slot == "vld0");
   CHECK(r.fault->message.find("vmem_bank_conflict") != std::string::npos);
   CHECK(r.cores[0].bundlesIssued == 1);
+}
+
+TEST_CASE("a load or store faults on its first VMEM row out of range, in sublane order",
+          "[core][fault]") {
+  target::ChipConfig chip = preset("v5e");
+  const int64_t rows = chip.vmem.rows();
+  // From s1 = rows - 2, stride 1: sublane 2 is the first row past the end.
+  auto run = [&](const std::string& op) {
+    return runProgram(chip, assembleOrFail(fmt::format("sli s1, {}\n {}\n halt\n", rows - 2, op)),
+                      spec());
+  };
+  auto load = run("vld v2, s1, 0, 1, 254");
+  REQUIRE(load.fault);
+  CHECK(load.fault->kind == "vmem-out-of-bounds");
+  CHECK(load.fault->message ==
+        fmt::format("vector load of VMEM row {} (sublane 2) is out of bounds (VMEM has {} rows)",
+                    rows, rows));
+  auto store = run("vst v1, s1, 0, 1, 255");
+  REQUIRE(store.fault);
+  CHECK(store.fault->message ==
+        fmt::format("vector store to VMEM row {} (sublane 2) is out of bounds (VMEM has {} rows)",
+                    rows, rows));
+  // A negative row (the offset below the base) is the first sublane's.
+  auto below = run("vld v2, s0, -1, 1, 255");
+  REQUIRE(below.fault);
+  CHECK(below.fault->message.find("row -1 (sublane 0)") != std::string::npos);
+  // Masked-off sublanes are not rows: only sublanes 0 and 1, both in range.
+  auto masked = run("vld v2, s1, 0, 1, 3");
+  CHECK_FALSE(masked.fault);
 }

@@ -208,3 +208,28 @@ TEST_CASE("the transpose unit takes one push or pop per interval", "[core][timin
   CHECK(stall(r, StallCause::XluBusy) == 15 * (push - 1) + (push - 1) + (pop - 1));
   CHECK(stall(r, StallCause::OperandNotReady) == use - (secondPop + 1));
 }
+
+TEST_CASE("bank conflicts are the same whether loads share a base register or not",
+          "[core][timing]") {
+  // Loads on one base register use the conflict decoded once (a shift of the
+  // base moves every row alike); loads on two registers compute it per issue.
+  target::ChipConfig chip = preset("v5e");
+  int64_t B = chip.vmem.banks;
+  auto run = [&](const std::string& loads) {
+    return runProgram(chip,
+                      assembleOrFail(fmt::format(R"(
+    sli s2, 5 ;; sli s3, {}
+    {}
+    halt
+  )",
+                                                 B + 5, loads)),
+                      timingSpec());
+  };
+  auto shared = run(fmt::format("vld v2, s2, 0, 1, 255 ;; vld v3, s2, {}, 1, 255", B));
+  auto apart = run("vld v2, s2, 0, 1, 255 ;; vld v3, s3, 0, 1, 255");
+  CHECK(stall(shared, StallCause::VmemBankConflict) == 1);
+  CHECK(stall(apart, StallCause::VmemBankConflict) == 1);
+  CHECK(shared.cycles == apart.cycles);
+  auto strided = run(fmt::format("vld v2, s2, 0, {}, 15 ;; vld v3, s2, 1, {}, 240", B, B));
+  CHECK(stall(strided, StallCause::VmemBankConflict) == 3);  // 4 rows in each of two banks
+}
