@@ -886,15 +886,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         stepAt(false, maskCausal);
     };
     // scoreNext: an unmasked step finds its scores made by the step before
-    // (the first one of a q block makes them first) and makes the next
-    // step's if that one is unmasked too; masked (diagonal) steps make their
-    // own as without it, so that their code, at the scalar register file's
-    // limit, stays as it was (with ready scores there too, causal 2048 took
-    // 47,590 cycles instead of 32,933: scalar spills in every step).
+    // (the first one of a q block makes its own first, in the same block)
+    // and makes the next step's where one runs (causal: its first key at or
+    // before the q block's last row), into the other buffer of the pair.
     auto unmasked = [&] {
       if (!scoreNext) return stepRagged(false);
       Scalar hasNext = kv + 1 < Scalar(nk);
-      if (causal) hasNext = hasNext && (kStart + (2 * bk - 1) <= qStart);
+      if (causal) hasNext = hasNext && (kStart + bk <= qStart + (bq - 1));
       auto variant = [&](int p) {
         parity = p;
         when_else(
@@ -914,12 +912,33 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                 kv % 2 == 0, [&] { variant(0); }, [&] { variant(1); });
           });
     };
+    // A masked step (causal) finds its scores made if the step before was
+    // unmasked (its last key kStart - 1 at or before qStart), by parity, and
+    // makes no next step's scores: another score dot and its registers in
+    // the diagonal step's code, at the scalar register file's limit, spilled
+    // (causal 2048 47,590 cycles against 32,933).
+    auto masked = [&] {
+      if (!scoreNext) return stepRagged(true);
+      auto variant = [&](int p) {
+        parity = p;
+        nextDot = false;
+        stepRagged(true);
+        parity = -1;
+      };
+      when_else(
+          kv > 0 && kStart <= qStart + 1,
+          [&] {
+            when_else(
+                kv % 2 == 0, [&] { variant(0); }, [&] { variant(1); });
+          },
+          [&] { stepRagged(true); });
+    };
     if (causal) {
       // Blocks entirely above the diagonal (first key after the last query) do
       // nothing; blocks entirely below it (last key at or before the first query)
       // need no causal mask.
       when(kStart <= qStart + (bq - 1),
-           [&] { when_else(kStart + (bk - 1) <= qStart, unmasked, [&] { stepRagged(true); }); });
+           [&] { when_else(kStart + (bk - 1) <= qStart, unmasked, masked); });
     } else {
       unmasked();
     }
