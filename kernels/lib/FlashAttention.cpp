@@ -185,7 +185,10 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
     // causal 2048 -3.3% against 3); the later parts' prologues follow the
     // loop before them, and any iteration there held the scalar registers
     // the grid's counters need (they spilled: +0.8% at 8192 with 1).
-    part.partHead = i == 0 ? 5 : 0;
+    // With the scores made in the step before (scoreNext) the first block
+    // has no dot to hide: 2 (causal 2048 31,876 -> 31,443 cycles; 0:
+    // 31,536, 1 or 3: 31,470, 4: 31,628, 6: 33,087).
+    part.partHead = i == 0 ? (scoresReady ? 2 : 5) : 0;
     if (i > 0) part.nextScores = nullptr;
     if (i == 0)
       part.slabsInVregs(score, true, nullptr, 0, 0, [&] { mxu_latch(v); });
