@@ -671,10 +671,16 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
   };
   // scoreNext (FlashAttentionParams): the conditions of V's latch in every
   // step, and whole K blocks; K then comes as one block of the head's seq_k
-  // rows (copied once per K/V head) that the steps slice.
+  // rows (copied once per K/V head) that the steps slice. Its two buffers (4
+  // bytes per element in VMEM, 128 lanes a row) may take a quarter of the
+  // VMEM limit (the DSL's default 16 MiB: seq_k up to 4096; v5e's 96 MiB of
+  // the registry entry: 24,576); longer sequences keep K blocks.
+  const int64_t vmemLimit = prm.vmemLimitBytes > 0 ? prm.vmemLimitBytes : int64_t(16) << 20;
+  const bool kHeadFits = 2 * seqK * 128 * 4 <= vmemLimit / 4;
   const bool scoreNext = prm.scoreNext && prm.latchV && prm.mxuSize == 128 && d <= 128 &&
                          bk == 128 * prm.mxuCount && bk <= 1024 && !raggedK && nk > 1 &&
-                         !prm.overlap && !prm.pvNext && prm.pvLag == 0 && prm.pvCarry == 0;
+                         kHeadFits && !prm.overlap && !prm.pvNext && prm.pvLag == 0 &&
+                         prm.pvCarry == 0;
   auto kHeadMap = [=](const GridIndex& g) {
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, 0, 0};
   };

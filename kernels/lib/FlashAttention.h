@@ -84,15 +84,17 @@ struct FlashAttentionParams {
   // the result slots hold (accSlots x 8); 0: off.
   int64_t pvEarly = -1;
   int64_t accSlots = 0;
-  // The next step's scores computed in this one (V latched, block_k a
-  // multiple of seq_k, not the experimental pvLag / pvCarry / pvNext /
-  // overlap): the K rows of the whole head stay in VMEM (one block of seq_k
+  // The next step's scores computed in this one (V latched, seq_k a
+  // multiple of block_k, two K/V blocks or more, K's whole head within a
+  // quarter of the VMEM limit, not the experimental pvLag / pvCarry / pvNext
+  // / overlap): the K rows of the whole head stay in VMEM (one block of seq_k
   // rows, copied once per K/V head), the scores in two buffers by step
-  // parity, and a step's first basic block starts with the next step's score
-  // dot (q x K block kv + 1) while the softmax of its own, computed one step
-  // before, fills the bundle slots the MXU stream leaves: the EUP no longer
-  // waits for the score dot's pushes, stream and result latency. The first
-  // step of a q block computes its own scores first.
+  // parity, and an unmasked step's one basic block starts with the next
+  // step's score dot (q x K block kv + 1) while the softmax of its own, made
+  // one step before, fills the bundle slots the MXU stream leaves: the EUP no
+  // longer waits for the score dot's pushes, stream and result latency. The
+  // first step of a q block makes its own scores first; a causal masked step
+  // after an unmasked one finds its scores made but makes none.
   bool scoreNext = false;
 };
 
