@@ -372,15 +372,24 @@ std::map<std::pair<int, int>, CarriedSlot> carriedSlots(const MBlock& block) {
 }
 
 BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
-                           const std::vector<int>& minEntry, int lookahead);
+                           const std::vector<int>& minEntry, int lookahead, int overlapLookahead);
+
+// How far an overlap instruction (MInstr::overlap) may be scheduled past the
+// oldest unscheduled one of them: a few tiles in flight, so that the MXU
+// stream keeps registers for its weights. A block of long overlap work (flash
+// attention's whole softmax under the next step's score dot) is scheduled
+// again with the wide window, its chains' loads and exps then overlapping
+// more; the shorter schedule wins.
+constexpr int kOverlapLookahead = 96, kWideOverlapLookahead = 400;
 
 // An mxuLoop block is scheduled, then again with each carried pop held back
 // to where the block's length would have it (the last mm of its slot plus
 // the result latency, minus the length), so that the pops sit late and the
 // mms early; the shortest schedule wins.
-BlockSchedule scheduleWith(const MBlock& block, const TargetInfo& t, int lookahead) {
+BlockSchedule scheduleWith(const MBlock& block, const TargetInfo& t, int lookahead,
+                           int overlapLookahead) {
   auto carried = carriedSlots(block);
-  BlockSchedule best = scheduleOnce(block, t, {}, lookahead);
+  BlockSchedule best = scheduleOnce(block, t, {}, lookahead, overlapLookahead);
   if (carried.empty()) return best;
   const int latency = 7 + 2 * t.mxuSize;
   BlockSchedule cur = best;
@@ -389,7 +398,7 @@ BlockSchedule scheduleWith(const MBlock& block, const TargetInfo& t, int lookahe
     for (auto& [key, c] : carried)
       minEntry[size_t(c.firstPop)] = std::max(minEntry[size_t(c.firstPop)],
                                               cur.cycle[size_t(c.lastMm)] + latency - cur.length);
-    cur = scheduleOnce(block, t, minEntry, lookahead);
+    cur = scheduleOnce(block, t, minEntry, lookahead, overlapLookahead);
     if (cur.length < best.length) best = cur;
   }
   return best;
@@ -403,16 +412,27 @@ BlockSchedule scheduleWith(const MBlock& block, const TargetInfo& t, int lookahe
 // (v6e attention backward, 64 causal heads: its softmax loops 875-953
 // bundles with 4096, 595 with the default).
 BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t, int lookahead) {
-  if (lookahead <= kDefaultLookahead) return scheduleWith(block, t, lookahead);
-  BlockSchedule base = scheduleWith(block, t, 0);
-  BlockSchedule wide = scheduleWith(block, t, lookahead);
-  return wide.length < base.length ? wide : base;
+  auto withOverlap = [&](int overlapLookahead) {
+    if (lookahead <= kDefaultLookahead) return scheduleWith(block, t, lookahead, overlapLookahead);
+    BlockSchedule base = scheduleWith(block, t, 0, overlapLookahead);
+    BlockSchedule wide = scheduleWith(block, t, lookahead, overlapLookahead);
+    return wide.length < base.length ? wide : base;
+  };
+  BlockSchedule best = withOverlap(kOverlapLookahead);
+  // Only blocks with more overlap instructions than the narrow window holds.
+  const auto overlapCount = std::count_if(block.instrs.begin(), block.instrs.end(),
+                                          [](const MInstr& mi) { return mi.overlap; });
+  if (overlapCount > kOverlapLookahead) {
+    BlockSchedule wide = withOverlap(kWideOverlapLookahead);
+    if (wide.length < best.length) best = wide;
+  }
+  return best;
 }
 
 namespace {
 
 BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
-                           const std::vector<int>& minEntry, int lookahead) {
+                           const std::vector<int>& minEntry, int lookahead, int overlapLookahead) {
   const auto& ins = block.instrs;
   int n = int(ins.size());
   BlockSchedule s;
@@ -669,11 +689,10 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   // count as the oldest nor wait for the lookahead: the matmul after them
   // starts as soon as its first K chunk's column is stored, and they fill
   // the slots its MXU stream leaves. They have a lookahead of their own:
-  // candidates at most kOverlapLookahead places ahead of the oldest
-  // unscheduled one of them (a few tiles in flight), so the MXU stream keeps
-  // registers for its weights and the candidates of a slot kind (kWindow) are
-  // not all far-ahead loads of the prologue.
-  constexpr int kOverlapLookahead = 96;
+  // candidates at most overlapLookahead places ahead of the oldest
+  // unscheduled one of them (kOverlapLookahead: a few tiles in flight), so the
+  // MXU stream keeps registers for its weights and the candidates of a slot
+  // kind (kWindow) are not all far-ahead loads of the prologue.
   int oldestOverlap = 0;
   std::priority_queue<int, std::vector<int>, std::greater<int>> deferredOverlap;
   auto advanceOldest = [&] {
@@ -683,7 +702,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   };
   advanceOldest();
   auto makeAvail = [&](int i) {
-    if (ins[i].overlap && i > oldestOverlap + kOverlapLookahead) {
+    if (ins[i].overlap && i > oldestOverlap + overlapLookahead) {
       deferredOverlap.push(i);
       return;
     }
@@ -862,7 +881,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
       while (head < w.size() && issuedBefore[size_t(w[head])]) ++head;
     }
     advanceOldest();
-    while (!deferredOverlap.empty() && deferredOverlap.top() <= oldestOverlap + kOverlapLookahead) {
+    while (!deferredOverlap.empty() && deferredOverlap.top() <= oldestOverlap + overlapLookahead) {
       int i = deferredOverlap.top();
       deferredOverlap.pop();
       makeAvail(i);

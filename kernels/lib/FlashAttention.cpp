@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -106,7 +107,9 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
   if (pvDefer && !(cols <= 1024 && latchV && pvLag == 0 && pvCarry == 0))
     throw Error("error: online softmax: a deferred p x V needs V latched, no in-loop p x V");
   previousPv();
-  s.store(dot(q, k, {false, true}));
+  // With V latched, slabsInVregs emits the next step's score dot among its
+  // first iterations.
+  scoreDot(q, k, cols <= 1024 && latchV);
   // Up to 1024 key columns (8 score vregs per slab) a slab keeps its scaled (and
   // masked) scores, weights, row max and alpha in registers: p goes to VMEM only
   // as the bf16 MXU operand pb, and nothing else is stored twice.
@@ -169,7 +172,7 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
                                    int64_t parts) const {
   if (pvDefer) throw Error("error: online softmax: the diagonal step's p x V is not deferred");
   previousPv();
-  s.store(dot(q, k, {false, true}));
+  scoreDot(q, k, true);
   // Made after the dot in program order: its hoisted vregs made before it
   // held registers through it (causal 2048 +19%).
   const ScoreFn score = makeScore();
@@ -182,7 +185,11 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
     // causal 2048 -3.3% against 3); the later parts' prologues follow the
     // loop before them, and any iteration there held the scalar registers
     // the grid's counters need (they spilled: +0.8% at 8192 with 1).
-    part.partHead = i == 0 ? 5 : 0;
+    // With the scores made in the step before (scoreNext) the first block
+    // has no dot to hide: 2 (causal 2048 31,876 -> 31,443 cycles; 0:
+    // 31,536, 1 or 3: 31,470, 4: 31,628, 6: 33,087).
+    part.partHead = i == 0 ? (scoresReady ? 2 : 5) : 0;
+    if (i > 0) part.nextScores = nullptr;
     if (i == 0)
       part.slabsInVregs(score, true, nullptr, 0, 0, [&] { mxu_latch(v); });
     else
@@ -192,6 +199,15 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
             acc.load(ds(0, rows), ds(0, d)) +
                 dot(pb.load(ds(0, rows), ds(0, cols)), v, {.latched = true}));
   reciprocalL();
+}
+
+// The step's raw scores into s, or (scoreNext) the next step's score dot
+// first: its instructions lead the block in program order, and the softmax
+// of this step's scores (made one step before) fills the slots its stream
+// leaves (the head iterations are marked as work the dot hides).
+void OnlineSoftmax::scoreDot(const Array& q, const Array& k, bool nextLater) const {
+  if (nextScores && !nextLater) nextScores();
+  if (!scoresReady) s.store(dot(q, k, {false, true}));
 }
 
 // The step before deferred its p x V (pvDefer): acc += its pb x its V, still
@@ -278,6 +294,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   const int64_t groups = rows / kGroupRows;
   if (groups < 3 || rows % kGroupRows != 0) {
     if (rowOff > 0) throw Error("error: online softmax: a part of the rows needs 3+ groups");
+    if (latch && nextScores) nextScores();
     forSlabs([&](Scalar r0, int64_t n) {
       auto [psum, alphaV] = slabRest(score, r0, n, slabMax(score, r0, n));
       slabL(r0, n, psum, alphaV);
@@ -363,7 +380,14 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // 407,855; after 5: 10 45,526, 12 45,430, 13 46,341).
   const bool pvEarly = pv && latch && pvLag == 0 && pvCarry == 0 && rowOff == 0 && !masked &&
                        pvEarlyRows >= kGroupRows;
-  const int64_t unmaskedHead = pvEarly ? 12 : headOverlap ? 9 : 5;
+  // With the scores made one step before (scoresReady, V latched) every
+  // iteration goes in the first block, marked as work the next step's score
+  // dot hides: the EUP then starts at once and runs through the block while
+  // the MXUs stream that dot, V's pushes and the early p x V (seq 2048: 12
+  // head iterations 46,096 cycles, all 14 42,114; the wide overlap window,
+  // Scheduler.cpp, 48,250 -> 46,096 with 12).
+  const bool ready = (scoresReady || nextScores) && pvEarly && headOverlap;
+  const int64_t unmaskedHead = ready ? groups - 2 : pvEarly ? 12 : headOverlap ? 9 : 5;
   const int64_t head = cols < 256 || (masked && rows > 512)
                            ? 0
                            : std::min<int64_t>(masked ? maskedHead : unmaskedHead, groups - 2);
@@ -373,7 +397,15 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // With pvEarly after 5 (seq 2048 1: 47,014, 2: 47,558, 3: 46,294, 4: 45,638, 5: 45,430, 6:
   // 46,096; causal 8192 3: 404,453, 5: 398,684): the dot hides 2 more iterations, and the first
   // p x V starts then take 6 groups at once.
-  const int64_t latchAt = std::min<int64_t>(head, pvEarly ? 5 : kLatchAfter);
+  // ready: V's latch after half of the groups and one (the next score dot
+  // of bq rows takes about half of the softmax's exps to stream: seq 2048
+  // after 9 of 16 41,910 cycles, 7 41,982, 5 42,114, 3 45,422).
+  const int64_t latchAt = std::min<int64_t>(head, ready     ? groups / 2 + 1
+                                                  : pvEarly ? 5
+                                                            : kLatchAfter);
+  // The next step's score dot (scoresReady) first: before V's latch (a dot
+  // replaces the latched weights; after 3 or 5 iterations: +23%, +19%).
+  const bool emitNext = latch && nextScores;
   // The prologue and the head iterations up to V's latch as work the score
   // dot hides (dsl::OverlapWithMxu): the list scheduler starts their slabs
   // as their scores pop. Else they come after the dot's ~1,200 instructions
@@ -387,6 +419,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // block_q 1024 causal: +44%), and not in masked steps: in the 7B prefill
   // (tpuc) the diagonal step's second loop then took 287 bundles per trip
   // instead of 123 (another scalar interval spilled), its flash call +18%.
+  if (emitNext) nextScores();
   if (headOverlap && !masked && latchAt > 0 && rowOff == 0 && pvLag == 0 && pvCarry == 0)
     early.emplace();
   {
@@ -410,7 +443,9 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   if (latch && latchAt == 0) startEarly(1);
   for (int64_t i = 1; i < 1 + head; ++i) {
     c = iteration(Scalar(g0 + i), c);
-    if (i == latchAt) early.reset();
+    // ready: the later iterations stay overlap work (all 14 at seq 2048:
+    // 46,096 -> 42,114 cycles; up to V's latch, the usual end: 46,096).
+    if (i == (ready ? head : latchAt)) early.reset();
     if (latch && i == latchAt) latch();
     if (i >= latchAt) startEarly(i + 1);
   }
@@ -634,10 +669,27 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     if (causal) kv = min(kv, floorDivBounded(g[1] * qa + (qa - 1), kc, qa * (nq + 1) - 1));
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, kv, 0};
   };
-  c.in_specs = {BlockSpec({1, bq, d}, qMap), BlockSpec({1, bk, d}, kvMap),
+  // scoreNext (FlashAttentionParams): the conditions of V's latch in every
+  // step, and whole K blocks; K then comes as one block of the head's seq_k
+  // rows (copied once per K/V head) that the steps slice. Its two buffers (4
+  // bytes per element in VMEM, 128 lanes a row) may take a quarter of the
+  // VMEM limit (the DSL's default 16 MiB: seq_k up to 4096; v5e's 96 MiB of
+  // the registry entry: 24,576); longer sequences keep K blocks.
+  const int64_t vmemLimit = prm.vmemLimitBytes > 0 ? prm.vmemLimitBytes : int64_t(16) << 20;
+  const bool kHeadFits = 2 * seqK * 128 * 4 <= vmemLimit / 4;
+  const bool scoreNext = prm.scoreNext && prm.latchV && prm.mxuSize == 128 && d <= 128 &&
+                         bk == 128 * prm.mxuCount && bk <= 1024 && !raggedK && nk > 1 &&
+                         kHeadFits && !prm.overlap && !prm.pvNext && prm.pvLag == 0 &&
+                         prm.pvCarry == 0;
+  auto kHeadMap = [=](const GridIndex& g) {
+    return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, 0, 0};
+  };
+  c.in_specs = {BlockSpec({1, bq, d}, qMap),
+                scoreNext ? BlockSpec({1, seqK, d}, kHeadMap) : BlockSpec({1, bk, d}, kvMap),
                 BlockSpec({1, bk, d}, kvMap)};
   c.out_specs = {BlockSpec({1, bq, d}, qMap)};
   c.scratch = OnlineSoftmax::scratch(bq, bk, d);
+  if (scoreNext) c.scratch.push_back(VMEM({bq, bk}, F32));  // the other step parity's scores
   c.compiler_params.dimension_semantics = {PARALLEL, PARALLEL, ARBITRARY};
   c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
 
@@ -657,6 +709,16 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                                          : 8 * prm.accSlots;
     Scalar qi = program_id(1), kv = program_id(2);
     Scalar qStart = qi * bq, kStart = kv * bk;
+    // scoreNext: the step's K rows from the head's, and the score buffers by
+    // step parity (set per variant below: tracing runs the steps' lambdas
+    // in place).
+    auto kBlock = [&](Scalar start) {
+      return scoreNext ? k.load(ds(start, bk), ds(0, d)) : k.load();
+    };
+    const std::array<Ref, 2> scores = {sm.s, scoreNext ? r.at(4 + 7) : sm.s};
+    int parity = -1;       // -1: scoreNext off
+    bool nextDot = false;  // this variant computes the next step's scores
+    bool first = false;    // the q block's first step: its own scores first
     when(kv == 0, [&] { sm.init(); });
     // Scale, then mask keys past seq_k (last block of a ragged sequence) and
     // after the query (blocks crossing the diagonal): the masks cost VPU work
@@ -758,6 +820,14 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     // leaves its own to the next.
     auto step = [&](bool lastRagged, bool maskCausal, bool pending, bool defer) {
       OnlineSoftmax st = sm;
+      if (parity >= 0) {
+        st.s = scores[size_t(parity)];
+        st.scoresReady = !first;
+        if (nextDot)
+          st.nextScores = [&, p = parity] {
+            scores[size_t(1 - p)].store(dot(q.load(), kBlock(kStart + bk), {false, true}));
+          };
+      }
       if (pending) st.pvPrev = v.load();
       st.pvDefer = defer;
       // Masked blocks keep update: their per-slab mask scalars, unrolled
@@ -788,11 +858,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       if (latch && maskCausal && !lastRagged && prm.causalParts > 1 && bq == bk &&
           OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts)) {
         st.updateDiagonal(
-            q.load(), k.load(), [&] { return scoreFn(false, true, true); }, vv, prm.causalParts);
+            q.load(), kBlock(kStart), [&] { return scoreFn(false, true, true); }, vv,
+            prm.causalParts);
         return;
       }
-      st.update(q.load(), k.load(), scoreFn(lastRagged, maskCausal), vv, lastRagged || maskCausal,
-                latch, maskCausal ? 0 : prm.pvLag, maskCausal ? 0 : prm.pvCarry);
+      st.update(q.load(), kBlock(kStart), scoreFn(lastRagged, maskCausal), vv,
+                lastRagged || maskCausal, latch, maskCausal ? 0 : prm.pvLag,
+                maskCausal ? 0 : prm.pvCarry);
     };
     // Deferred p x V (pvNext): a step below the diagonal (unmasked, V
     // latched) that is not its q block's last leaves its p x V to the next
@@ -822,16 +894,62 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       else
         stepAt(false, maskCausal);
     };
+    // scoreNext: an unmasked step finds its scores made by the step before
+    // (the first one of a q block makes its own first, in the same block)
+    // and makes the next step's where one runs (causal: its first key at or
+    // before the q block's last row), into the other buffer of the pair.
+    auto unmasked = [&] {
+      if (!scoreNext) return stepRagged(false);
+      Scalar hasNext = kv + 1 < Scalar(nk);
+      if (causal) hasNext = hasNext && (kStart + bk <= qStart + (bq - 1));
+      auto variant = [&](int p) {
+        parity = p;
+        when_else(
+            hasNext, [&] { nextDot = true, stepRagged(false); },
+            [&] { nextDot = false, stepRagged(false); });
+        parity = -1;
+      };
+      when_else(
+          kv == 0,
+          [&] {
+            first = true;
+            variant(0);
+            first = false;
+          },
+          [&] {
+            when_else(
+                kv % 2 == 0, [&] { variant(0); }, [&] { variant(1); });
+          });
+    };
+    // A masked step (causal) finds its scores made if the step before was
+    // unmasked (its last key kStart - 1 at or before qStart), by parity, and
+    // makes no next step's scores: another score dot and its registers in
+    // the diagonal step's code, at the scalar register file's limit, spilled
+    // (causal 2048 47,590 cycles against 32,933).
+    auto masked = [&] {
+      if (!scoreNext) return stepRagged(true);
+      auto variant = [&](int p) {
+        parity = p;
+        nextDot = false;
+        stepRagged(true);
+        parity = -1;
+      };
+      when_else(
+          kv > 0 && kStart <= qStart + 1,
+          [&] {
+            when_else(
+                kv % 2 == 0, [&] { variant(0); }, [&] { variant(1); });
+          },
+          [&] { stepRagged(true); });
+    };
     if (causal) {
       // Blocks entirely above the diagonal (first key after the last query) do
       // nothing; blocks entirely below it (last key at or before the first query)
       // need no causal mask.
-      when(kStart <= qStart + (bq - 1), [&] {
-        when_else(
-            kStart + (bk - 1) <= qStart, [&] { stepRagged(false); }, [&] { stepRagged(true); });
-      });
+      when(kStart <= qStart + (bq - 1),
+           [&] { when_else(kStart + (bk - 1) <= qStart, unmasked, masked); });
     } else {
-      stepRagged(false);
+      unmasked();
     }
     when(kv == nk - 1, [&] { sm.finish(o); });
   };
@@ -913,7 +1031,10 @@ KernelEntry flashAttentionEntry() {
               {"pv_early", "-1",
                "with latch_v, p x V of up to this many rows (the ones the score dot's block "
                "finishes) started on the MXUs before the slab loop and popped after it (-1: "
-               "as many as the MXU result slots hold; 0: off)"}};
+               "as many as the MXU result slots hold; 0: off)"},
+              {"score_next", "true",
+               "with latch_v, unmasked steps compute the next step's scores (K of the whole "
+               "head in VMEM, scores double-buffered) while their softmax runs"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -936,6 +1057,7 @@ KernelEntry flashAttentionEntry() {
     fp.pvNext = p.flag("pv_next");
     fp.pvEarly = p.integer("pv_early", -1);
     fp.accSlots = p.target().accSlots;
+    fp.scoreNext = p.flag("score_next");
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),

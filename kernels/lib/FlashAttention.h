@@ -84,6 +84,18 @@ struct FlashAttentionParams {
   // the result slots hold (accSlots x 8); 0: off.
   int64_t pvEarly = -1;
   int64_t accSlots = 0;
+  // The next step's scores computed in this one (V latched, seq_k a
+  // multiple of block_k, two K/V blocks or more, K's whole head within a
+  // quarter of the VMEM limit, not the experimental pvLag / pvCarry / pvNext
+  // / overlap): the K rows of the whole head stay in VMEM (one block of seq_k
+  // rows, copied once per K/V head), the scores in two buffers by step
+  // parity, and an unmasked step's one basic block starts with the next
+  // step's score dot (q x K block kv + 1) while the softmax of its own, made
+  // one step before, fills the bundle slots the MXU stream leaves: the EUP no
+  // longer waits for the score dot's pushes, stream and result latency. The
+  // first step of a q block makes its own scores first; a causal masked step
+  // after an unmasked one finds its scores made but makes none.
+  bool scoreNext = false;
 };
 
 // Throws dsl::Error for an unsupported head_dim (64 or 128 ... any multiple of 8
@@ -188,6 +200,12 @@ struct OnlineSoftmax {
   // (mxu_finish): the same sum in the same order, so the same bits (update's
   // latched register form without in-loop p x V only; 0: off).
   int64_t pvEarlyRows = 0;
+  // FlashAttentionParams::scoreNext: s already holds this step's raw scores
+  // (update and updateDiagonal skip their score dot), and nextScores, if
+  // set, emits the next step's score dot (into another buffer) first in the
+  // step's first basic block.
+  bool scoresReady = false;
+  std::function<void()> nextScores;
 
   // A large finite negative (as Pallas's DEFAULT_MASK_VALUE): a row whose
   // columns are all masked gets exp(0) weights that a later rescale removes,
@@ -224,6 +242,7 @@ struct OnlineSoftmax {
   static constexpr int64_t kLatchAfter = 3;
   void reciprocalL() const;
   void previousPv() const;
+  void scoreDot(const dsl::Array& q, const dsl::Array& k, bool nextLater) const;
   void chunkSoftmax(const ScoreFn& score, int64_t r0, int64_t rows) const;
 };
 

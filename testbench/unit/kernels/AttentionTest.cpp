@@ -62,6 +62,8 @@ struct FlashCase {
   // p x V of the score dot block's groups started there (pvEarly, with
   // v5e's 32 result slots per MXU).
   bool pvEarly = false;
+  // The next step's scores made in this one (scoreNext, V latched).
+  bool scoreNext = false;
 };
 
 lib::FlashAttentionParams flashParams(const FlashCase& c) {
@@ -77,6 +79,7 @@ lib::FlashAttentionParams flashParams(const FlashCase& c) {
   p.mxuCount = c.latchV ? 4 : 0;
   p.pvNext = c.pvNext;
   p.accSlots = c.pvEarly ? 32 : 0;
+  p.scoreNext = c.scoreNext;
   return p;
 }
 
@@ -225,6 +228,33 @@ TEST_CASE("flash attention's p x V started in the score dot's block gives the sa
     InterpretResult early = runFlash(c);
     CHECK(early.outputs[0].words == base.outputs[0].words);
   }
+}
+
+TEST_CASE("flash attention's scores made one step ahead give the same output bits") {
+  // scoreNext: K of the whole head in VMEM, the scores in two buffers by step
+  // parity; an unmasked step makes the next step's scores (the q block's
+  // first its own too). Four kv steps (both parities, the last one makes
+  // none), causal (a q block's steps below the diagonal, its diagonal step
+  // makes its own), GQA (two q heads read one K head), f32 output, with and
+  // without p x V started in the score block. Short query blocks keep the
+  // interpreter's work small for the sanitizer run.
+  const FlashCase cases[] = {
+      {1, 128, 2048, 128, 128, 512, false, BF16},
+      {1, 1536, 1536, 64, 512, 512, true, F32},  // q block 2: two steps below the diagonal
+      {2, 128, 1024, 128, 128, 512, false, BF16, false, 2},
+  };
+  for (FlashCase c : cases)
+    for (bool early : {false, true}) {
+      c.latchV = true;
+      c.pvEarly = early;
+      c.scoreNext = false;
+      InterpretResult base = runFlash(c);
+      const std::string baseText = flashKernelText(c);
+      c.scoreNext = true;
+      CHECK(flashKernelText(c) != baseText);  // the shape takes the path
+      InterpretResult next = runFlash(c);
+      CHECK(next.outputs[0].words == base.outputs[0].words);
+    }
 }
 
 TEST_CASE("flash attention parameter errors are clear") {

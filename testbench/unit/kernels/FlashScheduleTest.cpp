@@ -282,3 +282,27 @@ TEST_CASE("flash attention's p x V starts in the score dot's block") {
   INFO("step bundles " << early.bundles << " against " << late.bundles);
   CHECK(early.bundles < late.bundles - 100);
 }
+
+// score_next: an unmasked step's softmax (16 groups of 20 exps) runs in one
+// basic block under the next step's score dot (128 transposed K pushes, 256
+// mms on v5e's 4 MXUs). The q block's first step makes its own scores and,
+// where a next step follows, that one's (two score dots in the block); a
+// later step finds its scores ready (by parity: two variants each) and makes
+// the next step's scores or, the q block's last, none. Every such block
+// holds the step's p x V too (16 groups x 16 mms): no slab loop.
+TEST_CASE("flash attention's next score dot runs under the softmax") {
+  codegen::TargetInfo t = testing::kernelTarget("v5e");
+  lib::FlashAttentionParams p = blocks512();
+  p.accSlots = t.accSlots;
+  p.scoreNext = true;
+  std::vector<Block> bs = blocks(kernel1024(t, p).machineText);
+  std::map<std::pair<int, int>, int> steps;  // (score dots, p x V mms) -> blocks
+  for (const Block& b : bs) {
+    if (count(b.text, "vexp") != 16 * 20) continue;
+    const int dots = count(b.text, "mxu.wpush.t") / 128;
+    ++steps[{dots, count(b.text, "mxu.mm") - dots * 256}];
+  }
+  CHECK(steps[{2, 16 * 16}] == 1);  // the first step, a next one follows
+  CHECK(steps[{1, 16 * 16}] == 2);  // later steps, a next one follows
+  CHECK(steps[{0, 16 * 16}] == 2);  // later steps, the q block's last
+}
