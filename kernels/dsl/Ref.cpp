@@ -244,6 +244,16 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
 
 Slice allOf(int64_t n) { return Slice{Scalar(0), n}; }
 
+// The window of a ref's whole last two dimensions (load(), store() and
+// store_together without slices).
+RefWindow wholeWindowOf(const Ref& r, const Loc& loc) {
+  auto s = r.shape();
+  if (s.size() < 2)
+    fail(loc, fmt::format("array access needs rank >= 2 after indexing; {} has rank {}",
+                          r.value()->type.str(), s.size()));
+  return windowOf(r, allOf(s[s.size() - 2]), allOf(s[s.size() - 1]), loc);
+}
+
 }  // namespace
 
 Array Ref::load(Loc loc) const {
@@ -298,31 +308,23 @@ void store_together(const std::vector<Ref>& refs, const std::vector<Array>& valu
   if (refs.empty() || refs.size() != values.size())
     fail(loc, fmt::format("store_together needs one array per ref ({} refs, {} arrays)",
                           refs.size(), values.size()));
+  if (accs.size() != sums.size())
+    fail(loc, fmt::format("store_together needs one accumulator per sum ({} accumulators, {} sums)",
+                          accs.size(), sums.size()));
   std::vector<RefWindow> windows;
   std::vector<NodePtr> nodes;
   for (size_t k = 0; k < refs.size(); ++k) {
-    auto s = refs[k].shape();
-    if (s.size() < 2)
-      fail(loc, fmt::format("array access needs rank >= 2 after indexing; {} has rank {}",
-                            refs[k].value()->type.str(), s.size()));
     if (!values[k].valid()) fail(loc, "storing an empty Array");
-    windows.push_back(windowOf(refs[k], allOf(s[s.size() - 2]), allOf(s[s.size() - 1]), loc));
+    windows.push_back(wholeWindowOf(refs[k], loc));
     nodes.push_back(values[k].node());
   }
   std::vector<RefWindow> accWindows;
   std::vector<NodePtr> sumNodes;
-  for (size_t j = 0; j < accs.size() && j < sums.size(); ++j) {
-    auto s = accs[j].shape();
-    if (s.size() < 2)
-      fail(loc, fmt::format("array access needs rank >= 2 after indexing; {} has rank {}",
-                            accs[j].value()->type.str(), s.size()));
+  for (size_t j = 0; j < accs.size(); ++j) {
     if (!sums[j].valid()) fail(loc, "summing an empty Array");
-    accWindows.push_back(windowOf(accs[j], allOf(s[s.size() - 2]), allOf(s[s.size() - 1]), loc));
+    accWindows.push_back(wholeWindowOf(accs[j], loc));
     sumNodes.push_back(sums[j].node());
   }
-  if (accs.size() != sums.size())
-    fail(loc, fmt::format("store_together needs one accumulator per sum ({} accumulators, {} sums)",
-                          accs.size(), sums.size()));
   emitStores(windows, nodes, loc, accWindows, sumNodes);
 }
 
