@@ -119,6 +119,18 @@ InterpretResult runFlash(const FlashCase& c, uint64_t seed = 3, bool shuffle = t
   return res;
 }
 
+// Switches a kernel path on (`take`) and checks that the case's kernel text
+// changes (the shape takes the path) while its output bits do not.
+template <class Take>
+void checkPathKeepsBits(FlashCase c, Take take) {
+  InterpretResult base = runFlash(c);
+  const std::string baseText = flashKernelText(c);
+  take(c);
+  CHECK(flashKernelText(c) != baseText);
+  InterpretResult taken = runFlash(c);
+  CHECK(taken.outputs[0].words == base.outputs[0].words);
+}
+
 }  // namespace
 
 TEST_CASE("flash attention matches the reference: head_dim 64 and 128, causal and not") {
@@ -198,12 +210,7 @@ TEST_CASE("flash attention's p x V deferred to the next step gives the same outp
   };
   for (FlashCase c : cases) {
     c.latchV = true;
-    InterpretResult base = runFlash(c);
-    const std::string baseText = flashKernelText(c);
-    c.pvNext = true;
-    CHECK(flashKernelText(c) != baseText);  // the shape takes the deferred path
-    InterpretResult next = runFlash(c);
-    CHECK(next.outputs[0].words == base.outputs[0].words);
+    checkPathKeepsBits(c, [](FlashCase& x) { x.pvNext = true; });
   }
 }
 
@@ -221,12 +228,7 @@ TEST_CASE("flash attention's p x V started in the score dot's block gives the sa
   };
   for (FlashCase c : cases) {
     c.latchV = true;
-    InterpretResult base = runFlash(c);
-    const std::string baseText = flashKernelText(c);
-    c.pvEarly = true;
-    CHECK(flashKernelText(c) != baseText);  // the shape takes the early path
-    InterpretResult early = runFlash(c);
-    CHECK(early.outputs[0].words == base.outputs[0].words);
+    checkPathKeepsBits(c, [](FlashCase& x) { x.pvEarly = true; });
   }
 }
 
@@ -248,12 +250,7 @@ TEST_CASE("flash attention's scores made one step ahead give the same output bit
       c.latchV = true;
       c.pvEarly = early;
       c.scoreNext = false;
-      InterpretResult base = runFlash(c);
-      const std::string baseText = flashKernelText(c);
-      c.scoreNext = true;
-      CHECK(flashKernelText(c) != baseText);  // the shape takes the path
-      InterpretResult next = runFlash(c);
-      CHECK(next.outputs[0].words == base.outputs[0].words);
+      checkPathKeepsBits(c, [](FlashCase& x) { x.scoreNext = true; });
     }
 }
 
