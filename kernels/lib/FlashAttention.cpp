@@ -610,6 +610,38 @@ std::vector<ShapeDtype> flashAttentionInputs(int64_t bh, int64_t seqQ, int64_t s
           {{kvh, seqK, headDim}, BF16, "v"}};
 }
 
+std::string flashScoreNextFallback(int64_t seqK, int64_t d, const FlashAttentionParams& prm) {
+  if (!prm.scoreNext) return "";
+  // block_k as flashAttentionCall takes it.
+  const int64_t bk = prm.blockK < seqK ? prm.blockK : (seqK <= 128 ? seqK : cdiv(seqK, 128) * 128);
+  // The conditions of V's latch in every step.
+  if (!prm.latchV) return "V is not latched (latch_v off)";
+  if (prm.mxuSize != 128)
+    return fmt::format("V is not latched (mxu.size {}; the latch needs 128)", prm.mxuSize);
+  if (d > 128) return fmt::format("V is not latched (head_dim {} > 128)", d);
+  if (bk != 128 * prm.mxuCount || bk > 1024)
+    return fmt::format("V is not latched (block_k {} is not mxu.count x 128 = {}, at most 1024)",
+                       bk, 128 * prm.mxuCount);
+  // Whole K blocks: the steps slice K's head at multiples of block_k.
+  if (seqK % bk != 0) return fmt::format("seq_k {} is not a multiple of block_k {}", seqK, bk);
+  if (seqK / bk < 2) return fmt::format("one K/V block only (seq_k {})", seqK);
+  // K's two buffers (4 bytes per element in VMEM, 128 lanes a row) may take a
+  // quarter of the VMEM limit (the DSL's default 16 MiB: seq_k up to 4096;
+  // v5e's 96 MiB of the registry entry: 24,576); longer sequences keep K
+  // blocks.
+  const int64_t vmemLimit = prm.vmemLimitBytes > 0 ? prm.vmemLimitBytes : int64_t(16) << 20;
+  const int64_t kHeadBytes = 2 * seqK * 128 * 4;
+  if (kHeadBytes > vmemLimit / 4)
+    return fmt::format(
+        "K's whole head ({} bytes in two VMEM buffers) is over a quarter of the VMEM limit {}",
+        kHeadBytes, vmemLimit);
+  if (prm.overlap) return "overlap is on";
+  if (prm.pvNext) return "pv_next is on";
+  if (prm.pvLag != 0) return "pv_lag is on";
+  if (prm.pvCarry != 0) return "pv_carry is on";
+  return "";
+}
+
 PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                               const FlashAttentionParams& prm) {
   if (bh < 1 || seqQ < 1 || seqK < 1)
@@ -669,18 +701,9 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     if (causal) kv = min(kv, floorDivBounded(g[1] * qa + (qa - 1), kc, qa * (nq + 1) - 1));
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, kv, 0};
   };
-  // scoreNext (FlashAttentionParams): the conditions of V's latch in every
-  // step, and whole K blocks; K then comes as one block of the head's seq_k
-  // rows (copied once per K/V head) that the steps slice. Its two buffers (4
-  // bytes per element in VMEM, 128 lanes a row) may take a quarter of the
-  // VMEM limit (the DSL's default 16 MiB: seq_k up to 4096; v5e's 96 MiB of
-  // the registry entry: 24,576); longer sequences keep K blocks.
-  const int64_t vmemLimit = prm.vmemLimitBytes > 0 ? prm.vmemLimitBytes : int64_t(16) << 20;
-  const bool kHeadFits = 2 * seqK * 128 * 4 <= vmemLimit / 4;
-  const bool scoreNext = prm.scoreNext && prm.latchV && prm.mxuSize == 128 && d <= 128 &&
-                         bk == 128 * prm.mxuCount && bk <= 1024 && !raggedK && nk > 1 &&
-                         kHeadFits && !prm.overlap && !prm.pvNext && prm.pvLag == 0 &&
-                         prm.pvCarry == 0;
+  // scoreNext (FlashAttentionParams): K then comes as one block of the
+  // head's seq_k rows (copied once per K/V head) that the steps slice.
+  const bool scoreNext = prm.scoreNext && flashScoreNextFallback(seqK, d, prm).empty();
   auto kHeadMap = [=](const GridIndex& g) {
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, 0, 0};
   };
@@ -1064,6 +1087,9 @@ KernelEntry flashAttentionEntry() {
                      flashAttentionInputs(bh, sq, sk, d, fp.groups),
                      {},
                      {}};
+    if (std::string why = flashScoreNextFallback(sk, d, fp); !why.empty())
+      lk.notes.push_back("flash_attention: score_next falls back to one score dot per step: " +
+                         why);
     lk.reference = [=](const std::vector<std::vector<double>>& in) {
       return std::vector<std::vector<double>>{flashAttentionReference(
           in.at(0), in.at(1), in.at(2), bh, sq, sk, d, fp.causal, fp.smScale, fp.groups)};
