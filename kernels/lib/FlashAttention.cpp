@@ -435,6 +435,17 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // as V is latched and its weights are stored, into its own slot set
   // (mxu_start); the block after the loop only pops them (mxu_finish).
   const int64_t earlyGroups = pvEarly ? std::min<int64_t>(pvEarlyRows / kGroupRows, 1 + head) : 0;
+  // ready: the starts spread over the iterations after V's latch, two per
+  // iteration, not all 8 groups' at once: the latch's pushes and 8 groups'
+  // starts (~500 MXU instructions) are overlap work too, and the scheduler
+  // lets overlap work run at most 400 instructions (its wide window) past
+  // the oldest unscheduled one: the next iteration's slabs waited ~230
+  // bundles for the MXUs to take them, the EUP idle (seq 2048 41,697 ->
+  // 38,739 cycles; 1 per iteration 41,126, 3 39,222, 4 40,245; the latch
+  // and starts taken out of the overlap work instead 38,783, both 39,046;
+  // the latch after 7, 8, 10 or 11 with 2 per iteration 39,474, 38,804,
+  // 38,926, 39,566).
+  constexpr int64_t kReadyStartsPerIteration = 2;
   int64_t started = 0;
   auto startEarly = [&](int64_t upTo) {
     for (; started < std::min(upTo, earlyGroups); ++started)
@@ -447,9 +458,12 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
     // 46,096 -> 42,114 cycles; up to V's latch, the usual end: 46,096).
     if (i == (ready ? head : latchAt)) early.reset();
     if (latch && i == latchAt) latch();
-    if (i >= latchAt) startEarly(i + 1);
+    // ready: at most kReadyStartsPerIteration groups started per iteration.
+    if (i >= latchAt)
+      startEarly(ready ? std::min(i + 1, started + kReadyStartsPerIteration) : i + 1);
   }
   early.reset();
+  startEarly(1 + head);  // those the spread left (few iterations after the latch)
   // Unmasked steps run two iterations per trip: the scheduler overlaps the
   // first one's tail (the last exps' results converted and stored, ~19
   // bundles) with the second one's head (loads, scale and subtract before the
