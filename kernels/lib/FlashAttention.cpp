@@ -399,10 +399,13 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // p x V starts then take 6 groups at once.
   // ready: V's latch after half of the groups and one (the next score dot
   // of bq rows takes about half of the softmax's exps to stream: seq 2048
-  // after 9 of 16 41,910 cycles, 7 41,982, 5 42,114, 3 45,422).
-  const int64_t latchAt = std::min<int64_t>(head, ready     ? groups / 2 + 1
-                                                  : pvEarly ? 5
-                                                            : kLatchAfter);
+  // after 9 of 16 41,910 cycles, 7 41,982, 5 42,114, 3 45,422). A q
+  // block's first step (its own score dot, then the next one: the MXUs busy
+  // twice as long) after all of them (seq 2048 38,739 -> 37,881 cycles,
+  // 8192 542,566 -> 540,420; after 10, 11, 12, 13: 38,354, 38,186, 38,322,
+  // 39,226; 5, 7: 39,374, 39,469).
+  const int64_t readyLatch = scoresReady ? groups / 2 + 1 : head;
+  const int64_t latchAt = std::min<int64_t>(head, ready ? readyLatch : pvEarly ? 5 : kLatchAfter);
   // The next step's score dot (scoresReady) first: before V's latch (a dot
   // replaces the latched weights; after 3 or 5 iterations: +23%, +19%).
   const bool emitNext = latch && nextScores;
