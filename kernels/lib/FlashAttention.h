@@ -95,6 +95,7 @@ struct FlashAttentionParams {
   // longer waits for the score dot's pushes, stream and result latency. The
   // first step of a q block makes its own scores first; a causal masked step
   // after an unmasked one finds its scores made but makes none.
+  // flashScoreNextFallback says why the path is not taken.
   bool scoreNext = false;
 };
 
