@@ -399,10 +399,13 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // p x V starts then take 6 groups at once.
   // ready: V's latch after half of the groups and one (the next score dot
   // of bq rows takes about half of the softmax's exps to stream: seq 2048
-  // after 9 of 16 41,910 cycles, 7 41,982, 5 42,114, 3 45,422).
-  const int64_t latchAt = std::min<int64_t>(head, ready     ? groups / 2 + 1
-                                                  : pvEarly ? 5
-                                                            : kLatchAfter);
+  // after 9 of 16 41,910 cycles, 7 41,982, 5 42,114, 3 45,422). A q
+  // block's first step (its own score dot, then the next one: the MXUs busy
+  // twice as long) after all of them (seq 2048 38,739 -> 37,881 cycles,
+  // 8192 542,566 -> 540,420; after 10, 11, 12, 13: 38,354, 38,186, 38,322,
+  // 39,226; 5, 7: 39,374, 39,469).
+  const int64_t readyLatch = scoresReady ? groups / 2 + 1 : head;
+  const int64_t latchAt = std::min<int64_t>(head, ready ? readyLatch : pvEarly ? 5 : kLatchAfter);
   // The next step's score dot (scoresReady) first: before V's latch (a dot
   // replaces the latched weights; after 3 or 5 iterations: +23%, +19%).
   const bool emitNext = latch && nextScores;
@@ -435,6 +438,17 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // as V is latched and its weights are stored, into its own slot set
   // (mxu_start); the block after the loop only pops them (mxu_finish).
   const int64_t earlyGroups = pvEarly ? std::min<int64_t>(pvEarlyRows / kGroupRows, 1 + head) : 0;
+  // ready: the starts spread over the iterations after V's latch, two per
+  // iteration, not all 8 groups' at once: the latch's pushes and 8 groups'
+  // starts (~500 MXU instructions) are overlap work too, and the scheduler
+  // lets overlap work run at most 400 instructions (its wide window) past
+  // the oldest unscheduled one: the next iteration's slabs waited ~230
+  // bundles for the MXUs to take them, the EUP idle (seq 2048 41,697 ->
+  // 38,739 cycles; 1 per iteration 41,126, 3 39,222, 4 40,245; the latch
+  // and starts taken out of the overlap work instead 38,783, both 39,046;
+  // the latch after 7, 8, 10 or 11 with 2 per iteration 39,474, 38,804,
+  // 38,926, 39,566).
+  constexpr int64_t kReadyStartsPerIteration = 2;
   int64_t started = 0;
   auto startEarly = [&](int64_t upTo) {
     for (; started < std::min(upTo, earlyGroups); ++started)
@@ -447,9 +461,12 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
     // 46,096 -> 42,114 cycles; up to V's latch, the usual end: 46,096).
     if (i == (ready ? head : latchAt)) early.reset();
     if (latch && i == latchAt) latch();
-    if (i >= latchAt) startEarly(i + 1);
+    // ready: at most kReadyStartsPerIteration groups started per iteration.
+    if (i >= latchAt)
+      startEarly(ready ? std::min(i + 1, started + kReadyStartsPerIteration) : i + 1);
   }
   early.reset();
+  startEarly(1 + head);  // those the spread left (few iterations after the latch)
   // Unmasked steps run two iterations per trip: the scheduler overlaps the
   // first one's tail (the last exps' results converted and stored, ~19
   // bundles) with the second one's head (loads, scale and subtract before the
@@ -610,6 +627,38 @@ std::vector<ShapeDtype> flashAttentionInputs(int64_t bh, int64_t seqQ, int64_t s
           {{kvh, seqK, headDim}, BF16, "v"}};
 }
 
+std::string flashScoreNextFallback(int64_t seqK, int64_t d, const FlashAttentionParams& prm) {
+  if (!prm.scoreNext) return "";
+  // block_k as flashAttentionCall takes it.
+  const int64_t bk = prm.blockK < seqK ? prm.blockK : (seqK <= 128 ? seqK : cdiv(seqK, 128) * 128);
+  // The conditions of V's latch in every step.
+  if (!prm.latchV) return "V is not latched (latch_v off)";
+  if (prm.mxuSize != 128)
+    return fmt::format("V is not latched (mxu.size {}; the latch needs 128)", prm.mxuSize);
+  if (d > 128) return fmt::format("V is not latched (head_dim {} > 128)", d);
+  if (bk != 128 * prm.mxuCount || bk > 1024)
+    return fmt::format("V is not latched (block_k {} is not mxu.count x 128 = {}, at most 1024)",
+                       bk, 128 * prm.mxuCount);
+  // Whole K blocks: the steps slice K's head at multiples of block_k.
+  if (seqK % bk != 0) return fmt::format("seq_k {} is not a multiple of block_k {}", seqK, bk);
+  if (seqK / bk < 2) return fmt::format("one K/V block only (seq_k {})", seqK);
+  // K's two buffers (4 bytes per element in VMEM, 128 lanes a row) may take a
+  // quarter of the VMEM limit (the DSL's default 16 MiB: seq_k up to 4096;
+  // v5e's 96 MiB of the registry entry: 24,576); longer sequences keep K
+  // blocks.
+  const int64_t vmemLimit = prm.vmemLimitBytes > 0 ? prm.vmemLimitBytes : int64_t(16) << 20;
+  const int64_t kHeadBytes = 2 * seqK * 128 * 4;
+  if (kHeadBytes > vmemLimit / 4)
+    return fmt::format(
+        "K's whole head ({} bytes in two VMEM buffers) is over a quarter of the VMEM limit {}",
+        kHeadBytes, vmemLimit);
+  if (prm.overlap) return "overlap is on";
+  if (prm.pvNext) return "pv_next is on";
+  if (prm.pvLag != 0) return "pv_lag is on";
+  if (prm.pvCarry != 0) return "pv_carry is on";
+  return "";
+}
+
 PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                               const FlashAttentionParams& prm) {
   if (bh < 1 || seqQ < 1 || seqK < 1)
@@ -669,18 +718,9 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     if (causal) kv = min(kv, floorDivBounded(g[1] * qa + (qa - 1), kc, qa * (nq + 1) - 1));
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, kv, 0};
   };
-  // scoreNext (FlashAttentionParams): the conditions of V's latch in every
-  // step, and whole K blocks; K then comes as one block of the head's seq_k
-  // rows (copied once per K/V head) that the steps slice. Its two buffers (4
-  // bytes per element in VMEM, 128 lanes a row) may take a quarter of the
-  // VMEM limit (the DSL's default 16 MiB: seq_k up to 4096; v5e's 96 MiB of
-  // the registry entry: 24,576); longer sequences keep K blocks.
-  const int64_t vmemLimit = prm.vmemLimitBytes > 0 ? prm.vmemLimitBytes : int64_t(16) << 20;
-  const bool kHeadFits = 2 * seqK * 128 * 4 <= vmemLimit / 4;
-  const bool scoreNext = prm.scoreNext && prm.latchV && prm.mxuSize == 128 && d <= 128 &&
-                         bk == 128 * prm.mxuCount && bk <= 1024 && !raggedK && nk > 1 &&
-                         kHeadFits && !prm.overlap && !prm.pvNext && prm.pvLag == 0 &&
-                         prm.pvCarry == 0;
+  // scoreNext (FlashAttentionParams): K then comes as one block of the
+  // head's seq_k rows (copied once per K/V head) that the steps slice.
+  const bool scoreNext = prm.scoreNext && flashScoreNextFallback(seqK, d, prm).empty();
   auto kHeadMap = [=](const GridIndex& g) {
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, 0, 0};
   };
@@ -1064,6 +1104,9 @@ KernelEntry flashAttentionEntry() {
                      flashAttentionInputs(bh, sq, sk, d, fp.groups),
                      {},
                      {}};
+    if (std::string why = flashScoreNextFallback(sk, d, fp); !why.empty())
+      lk.notes.push_back("flash_attention: score_next falls back to one score dot per step: " +
+                         why);
     lk.reference = [=](const std::vector<std::vector<double>>& in) {
       return std::vector<std::vector<double>>{flashAttentionReference(
           in.at(0), in.at(1), in.at(2), bh, sq, sk, d, fp.causal, fp.smScale, fp.groups)};

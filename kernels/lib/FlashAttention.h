@@ -95,8 +95,15 @@ struct FlashAttentionParams {
   // longer waits for the score dot's pushes, stream and result latency. The
   // first step of a q block makes its own scores first; a causal masked step
   // after an unmasked one finds its scores made but makes none.
+  // flashScoreNextFallback says why the path is not taken.
   bool scoreNext = false;
 };
+
+// Why flashAttentionCall does not take the scoreNext path for these sizes
+// and parameters although params.scoreNext asks for it (one line); empty
+// when it takes it or scoreNext is off. tpu-kernel reports it as a note.
+std::string flashScoreNextFallback(int64_t seqK, int64_t headDim,
+                                   const FlashAttentionParams& params);
 
 // Throws dsl::Error for an unsupported head_dim (64 or 128 ... any multiple of 8
 // up to 128, or a multiple of 128), block sizes breaking the rules above, or

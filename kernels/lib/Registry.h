@@ -98,6 +98,9 @@ struct LibraryKernel {
   // Seeded inputs for a run; empty: uniform random values per input
   // (dsl::randomArray). Kernels whose inputs must be valid (lengths, page tables) set it.
   std::function<std::vector<dsl::HostArray>(std::mt19937_64&)> makeInputs = nullptr;
+  // What the build chose that a user may not expect (a fast path not taken
+  // and why), one line each; tpu-kernel prints them as notes.
+  std::vector<std::string> notes;
   std::unique_ptr<llo::Kernel> trace() const { return call.trace(inputs); }
   // Seeded inputs: makeInputs when set, else uniform random values per input
   // (dsl::randomArray: floats in [-2, 2), ints in [-128, 127]).

@@ -164,6 +164,7 @@ int main(int argc, char** argv) {
     // The chip first: blocks left to "auto" are chosen for it.
     codegen::TargetInfo target = codegen::loadTargetByName(optChip, optChipsDir);
     lib::LibraryKernel lk = lib::buildKernel(entry.name, paramValues(entry), &target);
+    for (const std::string& note : lk.notes) fmt::print(stderr, "tpu-kernel: note: {}\n", note);
     std::unique_ptr<llo::Kernel> kernel = lk.trace();
     if (optDumpIr) fmt::print("{}", llo::printKernel(*kernel));
     const int devices = lk.devices;

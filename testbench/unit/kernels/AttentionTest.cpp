@@ -254,6 +254,41 @@ TEST_CASE("flash attention's scores made one step ahead give the same output bit
     }
 }
 
+TEST_CASE("flash attention says why the scores are not made one step ahead") {
+  // v5e's MXUs (4 of 128): V is latched with 512-key blocks.
+  lib::FlashAttentionParams p;
+  p.blockQ = p.blockK = 512;
+  p.mxuSize = 128;
+  p.mxuCount = 4;
+  p.latchV = true;
+  CHECK(lib::flashScoreNextFallback(2048, 128, p).empty());  // scoreNext off: nothing to say
+  p.scoreNext = true;
+  CHECK(lib::flashScoreNextFallback(2048, 128, p).empty());  // taken
+  CHECK_THAT(lib::flashScoreNextFallback(2000, 128, p),
+             Catch::Contains("seq_k 2000 is not a multiple of block_k 512"));
+  CHECK_THAT(lib::flashScoreNextFallback(512, 128, p), Catch::Contains("one K/V block"));
+  // 8192 keys: 8 MiB of K buffers, over a quarter of the DSL's default 16 MiB.
+  CHECK_THAT(lib::flashScoreNextFallback(8192, 128, p),
+             Catch::Contains("over a quarter of the VMEM limit 16777216"));
+  p.vmemLimitBytes = int64_t(96) << 20;
+  CHECK(lib::flashScoreNextFallback(8192, 128, p).empty());
+  CHECK_THAT(lib::flashScoreNextFallback(2048, 256, p), Catch::Contains("head_dim 256"));
+  p.blockK = 256;
+  CHECK_THAT(lib::flashScoreNextFallback(2048, 128, p),
+             Catch::Contains("block_k 256 is not mxu.count x 128 = 512"));
+  p.blockK = 512;
+  p.latchV = false;
+  CHECK_THAT(lib::flashScoreNextFallback(2048, 128, p), Catch::Contains("latch_v off"));
+  p.latchV = true;
+  p.pvNext = true;
+  CHECK_THAT(lib::flashScoreNextFallback(2048, 128, p), Catch::Contains("pv_next"));
+  // The reason is the kernel's own rule: with a fallback K comes in
+  // block_k rows per step, with none as the whole head.
+  p.pvNext = false;
+  CHECK(lib::flashAttentionCall(1, 512, 2048, 128, p).config().in_specs[1].block_shape[1] == 2048);
+  CHECK(lib::flashAttentionCall(1, 512, 2000, 128, p).config().in_specs[1].block_shape[1] == 512);
+}
+
 TEST_CASE("flash attention parameter errors are clear") {
   CHECK_THROWS_WITH(lib::flashAttentionCall(1, 256, 256, 100), Catch::Contains("head_dim 100"));
   lib::FlashAttentionParams p;

@@ -306,3 +306,38 @@ TEST_CASE("flash attention's next score dot runs under the softmax") {
   CHECK(steps[{1, 16 * 16}] == 2);  // later steps, a next one follows
   CHECK(steps[{0, 16 * 16}] == 2);  // later steps, the q block's last
 }
+
+// In that block V's latch and the early p x V starts (8 groups, ~500 MXU
+// instructions, all overlap work) come two groups per iteration: all at once
+// they filled the scheduler's 400-instruction overlap window and the next
+// slabs' exps waited ~230 bundles for the MXUs to take them.
+TEST_CASE("flash attention's early p x V starts leave the EUP busy") {
+  codegen::TargetInfo t = testing::kernelTarget("v5e");
+  lib::FlashAttentionParams p = blocks512();
+  p.accSlots = t.accSlots;
+  p.scoreNext = true;
+  int checked = 0;
+  for (const Block& b : blocks(kernel1024(t, p).machineText)) {
+    if (count(b.text, "vexp") != 16 * 20 || count(b.text, "mxu.wpush.t") != 128) continue;
+    // The longest run of bundles (lines) without an exp from V's pushes on
+    // (before it the next dot's pushes hold the exps back ~190 bundles).
+    std::istringstream in(b.text);
+    std::string line;
+    int gap = 0, longest = 0;
+    bool latched = false;
+    while (std::getline(in, line)) {
+      latched = latched || line.find("mxu.wpush.bf") != std::string::npos;  // V's, not K^T's
+      if (line.find("vexp") != std::string::npos) {
+        if (latched) longest = std::max(longest, gap);
+        gap = 0;
+      } else {
+        ++gap;
+      }
+    }
+    INFO("the longest run without an exp after V's latch: " << longest << " bundles");
+    CHECK(latched);
+    CHECK(longest < 100);
+    ++checked;
+  }
+  CHECK(checked == 2);
+}
