@@ -145,12 +145,13 @@ void lowerScatter(DmaOp& op) {
     }
   int64_t scratchRow = tableRows, bufferRow = scratchRow + groups * 8;
   int64_t chunkRows = chunkSlabs * slabRows;
-  if (bufferRow + chunkRows > target.vmemRows())
+  // The slab loop may load one slab past its buffer (the next body's, unused after the last).
+  if (bufferRow + chunkRows + slabRows > target.vmemRows())
     op.fail(fmt::format("the scatter table ({} bytes) and its staging do not fit VMEM ({} bytes)",
                         tableRows * rowBytes, target.vmemBytes));
   // Two chunk buffers when they fit: the next chunk loads while this one is applied.
   const int64_t chunks = points / chunkSlabs;
-  const bool prefetch = chunks > 1 && bufferRow + 2 * chunkRows <= target.vmemRows();
+  const bool prefetch = chunks > 1 && bufferRow + 2 * chunkRows + slabRows <= target.vmemRows();
   if (points == 0) {
     if (op.operandAddresses[0] != op.resultAddress)
       emitMove(op, elementMove(4, {{operand.elementCount(), 1, 1}}, 0, 0), op.operandAddresses[0],
@@ -205,8 +206,12 @@ void lowerScatter(DmaOp& op) {
   // accesses share a cycle (they could hit the same banks): per group the
   // table load, the update load one cycle later, the store `storeAt` after
   // the first load; groups start `period` cycles apart, chosen so a store
-  // never falls in a cycle of a later group's loads.
-  const int storeAt = 1 + lv + lw;
+  // never falls in a cycle of a later group's loads. With `early`, the update
+  // load one cycle after the table load is the next slab's (two sets of
+  // registers), so a slab's add waits only for its table rows.
+  const int unroll = chunkSlabs % 4 == 0 ? 4 : chunkSlabs % 2 == 0 ? 2 : 1;
+  const bool early = unroll >= 2 && groups <= 8;
+  const int storeAt = (early ? 0 : 1) + lv + lw;
   int period = 2;
   while (storeAt % period < 2) ++period;
   Opcode addOp = f32 ? Opcode::VAddF32 : Opcode::VAddS32;
@@ -218,10 +223,16 @@ void lowerScatter(DmaOp& op) {
   // of isa/README.md covers only loads issued after the store); its table row
   // (index load, bounds check, row) is worked out during slab u-1, the first
   // slab's during the previous body's last, so the loads do not wait for it.
-  const int unroll = chunkSlabs % 4 == 0 ? 4 : chunkSlabs % 2 == 0 ? 2 : 1;
   std::vector<MOperand> at;
   for (int u = 0; u < unroll; ++u) at.push_back(f.newScalar());
   MOperand idxPtr = f.newScalar(), updRow = f.newScalar();
+  std::vector<std::vector<MOperand>> upd(2);
+  if (early)
+    for (auto& set : upd)
+      for (int64_t g = 0; g < groups; ++g) set.push_back(f.newVector());
+  auto groupMask = [&](int64_t g) {
+    return (int64_t(1) << std::min<int64_t>(8, slabRows - g * 8)) - 1;
+  };
   // Applies the chunk whose first index is at SMEM[first], staged at VMEM row `rows`.
   auto applyChunk = [&](MOperand first, MOperand rows) {
     // The first slab's table row (XLA skips out-of-bounds windows: those go
@@ -231,6 +242,9 @@ void lowerScatter(DmaOp& op) {
                           f.mulImm(idx0, slabRows), scratchReg});
     f.emit(Opcode::SAddI, {idxPtr, first, I(1)});
     f.emit(Opcode::SAddI, {updRow, rows, I(0)});
+    if (early)
+      for (int64_t g = 0; g < groups; ++g)
+        f.emit(Opcode::VLd, {upd[0][size_t(g)], rows, I(g * 8), I(1), I(groupMask(g))});
     MOperand count = f.constant(chunkSlabs / unroll);
     f.beginManualLoop();
     std::vector<int> scalarOps;  // per cycle: the bundle has two scalar slots
@@ -247,18 +261,20 @@ void lowerScatter(DmaOp& op) {
     for (int u = 0; u < unroll; ++u) {
       base = std::max(u == 0 ? 0 : lastStore + lst, rowReady);
       for (int64_t g = 0; g < groups; ++g) {
-        int64_t rowsHere = std::min<int64_t>(8, slabRows - g * 8);
-        int64_t mask = (int64_t(1) << rowsHere) - 1;
+        int64_t mask = groupMask(g);
         int64_t off = g * 8;
         int cg = base + int(g) * period;
-        MOperand v = f.newVector();
-        f.emitAt(cg + 1, Opcode::VLd, {v, updRow, I(u * slabRows + off), I(1), I(mask)});
+        MOperand v = early ? upd[size_t(u % 2)][size_t(g)] : f.newVector();
+        // Early: the next slab's group (the next body's first slab after the last).
+        MOperand loaded = early ? upd[size_t((u + 1) % 2)][size_t(g)] : v;
+        int64_t slabAt = early ? u + 1 : u;
+        f.emitAt(cg + 1, Opcode::VLd, {loaded, updRow, I(slabAt * slabRows + off), I(1), I(mask)});
         lastLoad = cg + 1;
         int store = cg + storeAt;
         if (*combiner == Combiner::Add) {
           MOperand a = f.newVector(), sum = f.newVector();
           f.emitAt(cg, Opcode::VLd, {a, at[size_t(u)], I(off), I(1), I(mask)});
-          f.emitAt(cg + 1 + lv, addOp, {sum, a, v});
+          f.emitAt(cg + (early ? 0 : 1) + lv, addOp, {sum, a, v});
           f.emitAt(store, Opcode::VSt, {sum, at[size_t(u)], I(off), I(1), I(mask)});
         } else {
           f.emitAt(store, Opcode::VSt, {v, at[size_t(u)], I(off), I(1), I(mask)});
