@@ -247,11 +247,11 @@ void lowerScatter(DmaOp& op) {
         f.emit(Opcode::VLd, {upd[0][size_t(g)], rows, I(g * 8), I(1), I(groupMask(g))});
     MOperand count = f.constant(chunkSlabs / unroll);
     f.beginManualLoop();
-    std::vector<int> scalarOps;  // per cycle: the bundle has two scalar slots
+    std::vector<int> scalarOps;  // per cycle, against the preset's scalar slots
     auto scalarAt = [&](int cycle) {
       for (;; ++cycle) {
         if (size_t(cycle) >= scalarOps.size()) scalarOps.resize(size_t(cycle) + 1, 0);
-        if (scalarOps[size_t(cycle)] < 2) {
+        if (scalarOps[size_t(cycle)] < target.scalarSlots) {
           ++scalarOps[size_t(cycle)];
           return cycle;
         }
@@ -300,7 +300,7 @@ void lowerScatter(DmaOp& op) {
     f.emitAt(scalarAt(lastSld + 1), Opcode::SAddI, {idxPtr, idxPtr, I(unroll)});
     f.emitAt(scalarAt(lastLoad + 1), Opcode::SAddI, {updRow, updRow, I(unroll * slabRows)});
     int end = std::max({lastStore + lst, lastLoad + 2, rowReady - 1});
-    while (size_t(end) < scalarOps.size() && scalarOps[size_t(end)] >= 2) ++end;
+    while (size_t(end) < scalarOps.size() && scalarOps[size_t(end)] >= target.scalarSlots) ++end;
     f.endManualLoop(count, end, chunkSlabs / unroll);
   };
 
