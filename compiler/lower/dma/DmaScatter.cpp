@@ -2,11 +2,13 @@
 // for the gradient of an embedding lookup (scatter-add of [tokens, D] rows
 // into a zero [V, D] table). The result is accumulated in VMEM:
 //  1. the operand (the table) is DMA'd into VMEM rows, the index array into SMEM;
-//  2. the updates stream through a VMEM buffer in chunks of slabs; for each
-//     slab a hand-scheduled loop loads its index with `sld`, checks it is in
-//     bounds (XLA skips out-of-bounds windows: those slabs go to a scratch
-//     row instead) and adds the slab to its table rows (vld, vadd, vst), or
-//     stores it there for a replace combiner;
+//  2. the updates stream through VMEM in chunks of slabs, two buffers when
+//     they fit (the next chunk loads while one is applied); for each slab a
+//     hand-scheduled loop loads its index with `sld`, checks it is in bounds
+//     (XLA skips out-of-bounds windows: those slabs go to a scratch row
+//     instead) and adds the slab to its table rows (vld, vadd, vst), or
+//     stores it there for a replace combiner. A loop body applies up to 4
+//     slabs, each slab's row worked out while the one before is applied;
 //  3. the table is DMA'd back to the result.
 // Slabs are applied one after the other in the order of the update array,
 // each finishing its stores before the next loads, so duplicate indices
@@ -142,10 +144,14 @@ void lowerScatter(DmaOp& op) {
       break;
     }
   int64_t scratchRow = tableRows, bufferRow = scratchRow + groups * 8;
-  int64_t vmemRowsNeeded = bufferRow + chunkSlabs * slabRows;
-  if (vmemRowsNeeded > target.vmemRows())
+  int64_t chunkRows = chunkSlabs * slabRows;
+  // The slab loop may load one slab past its buffer (the next body's, unused after the last).
+  if (bufferRow + chunkRows + slabRows > target.vmemRows())
     op.fail(fmt::format("the scatter table ({} bytes) and its staging do not fit VMEM ({} bytes)",
                         tableRows * rowBytes, target.vmemBytes));
+  // Two chunk buffers when they fit: the next chunk loads while this one is applied.
+  const int64_t chunks = points / chunkSlabs;
+  const bool prefetch = chunks > 1 && bufferRow + 2 * chunkRows + slabRows <= target.vmemRows();
   if (points == 0) {
     if (op.operandAddresses[0] != op.resultAddress)
       emitMove(op, elementMove(4, {{operand.elementCount(), 1, 1}}, 0, 0), op.operandAddresses[0],
@@ -162,8 +168,9 @@ void lowerScatter(DmaOp& op) {
   if (tableBytes >= (uint64_t(1) << 32) || updateBytes >= (uint64_t(1) << 32))
     op.fail("scatter operands of 4 GiB or more are not supported");
 
-  // 1. Table and indices in.
-  int64_t staged = f.allocSmem(words);
+  // 1. Table and indices in. One word past the indices: the slab loop loads
+  // the next slab's index ahead, also after the last slab (the value is unused).
+  int64_t staged = f.allocSmem(words + 1);
   isa::DmaDescriptor idxIn;
   idxIn.src = isa::MemorySpace::Hbm;
   idxIn.dst = isa::MemorySpace::Smem;
@@ -199,63 +206,135 @@ void lowerScatter(DmaOp& op) {
   // accesses share a cycle (they could hit the same banks): per group the
   // table load, the update load one cycle later, the store `storeAt` after
   // the first load; groups start `period` cycles apart, chosen so a store
-  // never falls in a cycle of a later group's loads.
-  const int storeAt = 1 + lv + lw;
+  // never falls in a cycle of a later group's loads. With `early`, the update
+  // load one cycle after the table load is the next slab's (two sets of
+  // registers), so a slab's add waits only for its table rows.
+  const int unroll = chunkSlabs % 4 == 0 ? 4 : chunkSlabs % 2 == 0 ? 2 : 1;
+  const bool early = unroll >= 2 && groups <= 8;
+  const int storeAt = (early ? 0 : 1) + lv + lw;
   int period = 2;
   while (storeAt % period < 2) ++period;
   Opcode addOp = f32 ? Opcode::VAddF32 : Opcode::VAddS32;
   MOperand limitReg = f.constant(slots);
   MOperand scratchReg = f.constant(scratchRow);
 
-  std::vector<DmaFragment::LoopAxis> chunks{
-      {points / chunkSlabs, {chunkSlabs, int64_t(chunkSlabs * slabBytes)}}};
-  f.loopNest(chunks, {f.constant(staged), f.constant(0)}, 1,
-             [&](const std::vector<MOperand>& cur, int) {
-               f.dmaAt(chunkWord,
-                       RuntimeAddress{op.operandAddresses[2], true, cur[1], int64_t(updateBytes)},
-                       RuntimeAddress{}, queue);
-               f.waitOldest(queue);
-               MOperand count = f.constant(chunkSlabs);
-               MOperand idxPtr = f.copy(cur[0]);
-               MOperand updRow = f.constant(bufferRow);
-               f.beginManualLoop();
-               MOperand idx = f.newScalar(), inRange = f.newScalar(), row = f.newScalar(),
-                        at = f.newScalar();
-               int c = 0;
-               f.emitAt(c, Opcode::SLd, {idx, idxPtr, I(0)});
-               c += ls;
-               // Unsigned compare: negative indices are out of bounds too.
-               f.emitAt(c, Opcode::SCmpLtu, {inRange, idx, limitReg});
-               f.emitAt(c, Opcode::SMulI, {row, idx, I(slabRows)});
-               c += la;
-               f.emitAt(c, Opcode::SSel, {at, inRange, row, scratchReg});
-               c += la;
-               int lastStore = c, lastLoad = c;
-               for (int64_t g = 0; g < groups; ++g) {
-                 int64_t rowsHere = std::min<int64_t>(8, slabRows - g * 8);
-                 int64_t mask = (int64_t(1) << rowsHere) - 1;
-                 int cg = c + int(g) * period;
-                 MOperand u = f.newVector();
-                 f.emitAt(cg + 1, Opcode::VLd, {u, updRow, I(g * 8), I(1), I(mask)});
-                 lastLoad = cg + 1;
-                 int store = cg + storeAt;
-                 if (*combiner == Combiner::Add) {
-                   MOperand a = f.newVector(), sum = f.newVector();
-                   f.emitAt(cg, Opcode::VLd, {a, at, I(g * 8), I(1), I(mask)});
-                   f.emitAt(cg + 1 + lv, addOp, {sum, a, u});
-                   f.emitAt(store, Opcode::VSt, {sum, at, I(g * 8), I(1), I(mask)});
-                 } else {
-                   f.emitAt(store, Opcode::VSt, {u, at, I(g * 8), I(1), I(mask)});
-                 }
-                 lastStore = store;
-               }
-               // Pointer updates in cycles without other scalar work; the next
-               // slab's loads start after this slab's stores land.
-               f.emitAt(c, Opcode::SAddI, {idxPtr, idxPtr, I(1)});
-               f.emitAt(lastLoad + 1, Opcode::SAddI, {updRow, updRow, I(slabRows)});
-               int end = std::max(lastStore + lst, lastLoad + 2);
-               f.endManualLoop(count, end, chunkSlabs);
-             });
+  // A body applies `unroll` slabs. Slab u's table loads issue once slab u-1's
+  // stores are visible (duplicate indices accumulate in order: the interlock
+  // of isa/README.md covers only loads issued after the store); its table row
+  // (index load, bounds check, row) is worked out during slab u-1, the first
+  // slab's during the previous body's last, so the loads do not wait for it.
+  std::vector<MOperand> at;
+  for (int u = 0; u < unroll; ++u) at.push_back(f.newScalar());
+  MOperand idxPtr = f.newScalar(), updRow = f.newScalar();
+  std::vector<std::vector<MOperand>> upd(2);
+  if (early)
+    for (auto& set : upd)
+      for (int64_t g = 0; g < groups; ++g) set.push_back(f.newVector());
+  auto groupMask = [&](int64_t g) {
+    return (int64_t(1) << std::min<int64_t>(8, slabRows - g * 8)) - 1;
+  };
+  // Applies the chunk whose first index is at SMEM[first], staged at VMEM row `rows`.
+  auto applyChunk = [&](MOperand first, MOperand rows) {
+    // The first slab's table row (XLA skips out-of-bounds windows: those go
+    // to the scratch row; the unsigned compare also catches negative indices).
+    MOperand idx0 = f.loadSmem(first, 0);
+    f.emit(Opcode::SSel, {at[0], f.binary(Opcode::SCmpLtu, idx0, limitReg),
+                          f.mulImm(idx0, slabRows), scratchReg});
+    f.emit(Opcode::SAddI, {idxPtr, first, I(1)});
+    f.emit(Opcode::SAddI, {updRow, rows, I(0)});
+    if (early)
+      for (int64_t g = 0; g < groups; ++g)
+        f.emit(Opcode::VLd, {upd[0][size_t(g)], rows, I(g * 8), I(1), I(groupMask(g))});
+    MOperand count = f.constant(chunkSlabs / unroll);
+    f.beginManualLoop();
+    std::vector<int> scalarOps;  // per cycle, against the preset's scalar slots
+    auto scalarAt = [&](int cycle) {
+      for (;; ++cycle) {
+        if (size_t(cycle) >= scalarOps.size()) scalarOps.resize(size_t(cycle) + 1, 0);
+        if (scalarOps[size_t(cycle)] < target.scalarSlots) {
+          ++scalarOps[size_t(cycle)];
+          return cycle;
+        }
+      }
+    };
+    int lastStore = 0, lastLoad = 0, lastSld = 0, rowReady = 0, base = 0;
+    for (int u = 0; u < unroll; ++u) {
+      base = std::max(u == 0 ? 0 : lastStore + lst, rowReady);
+      for (int64_t g = 0; g < groups; ++g) {
+        int64_t mask = groupMask(g);
+        int64_t off = g * 8;
+        int cg = base + int(g) * period;
+        MOperand v = early ? upd[size_t(u % 2)][size_t(g)] : f.newVector();
+        // Early: the next slab's group (the next body's first slab after the last).
+        MOperand loaded = early ? upd[size_t((u + 1) % 2)][size_t(g)] : v;
+        int64_t slabAt = early ? u + 1 : u;
+        f.emitAt(cg + 1, Opcode::VLd, {loaded, updRow, I(slabAt * slabRows + off), I(1), I(mask)});
+        lastLoad = cg + 1;
+        int store = cg + storeAt;
+        if (*combiner == Combiner::Add) {
+          MOperand a = f.newVector(), sum = f.newVector();
+          f.emitAt(cg, Opcode::VLd, {a, at[size_t(u)], I(off), I(1), I(mask)});
+          f.emitAt(cg + (early ? 0 : 1) + lv, addOp, {sum, a, v});
+          f.emitAt(store, Opcode::VSt, {sum, at[size_t(u)], I(off), I(1), I(mask)});
+        } else {
+          f.emitAt(store, Opcode::VSt, {v, at[size_t(u)], I(off), I(1), I(mask)});
+        }
+        lastStore = store;
+      }
+      // The next slab's table row, from the index at SMEM[idxPtr + u], into a
+      // register no load or store of this body reads after the select.
+      MOperand idx = f.newScalar(), inRange = f.newScalar(), row = f.newScalar();
+      int ld = scalarAt(base);
+      f.emitAt(ld, Opcode::SLd, {idx, idxPtr, I(u)});
+      lastSld = ld;
+      int cmp = scalarAt(ld + ls), mul = scalarAt(ld + ls);
+      f.emitAt(cmp, Opcode::SCmpLtu, {inRange, idx, limitReg});
+      f.emitAt(mul, Opcode::SMulI, {row, idx, I(slabRows)});
+      int selFrom = std::max(cmp, mul) + la;
+      if (unroll == 1) selFrom = std::max(selFrom, lastStore + 1);  // its stores read at[0]
+      int sel = scalarAt(selFrom);
+      f.emitAt(sel, Opcode::SSel, {at[size_t((u + 1) % unroll)], inRange, row, scratchReg});
+      rowReady = sel + la;
+    }
+    // Pointer updates after their last readers in the body.
+    f.emitAt(scalarAt(lastSld + 1), Opcode::SAddI, {idxPtr, idxPtr, I(unroll)});
+    f.emitAt(scalarAt(lastLoad + 1), Opcode::SAddI, {updRow, updRow, I(unroll * slabRows)});
+    int end = std::max({lastStore + lst, lastLoad + 2, rowReady - 1});
+    while (size_t(end) < scalarOps.size() && scalarOps[size_t(end)] >= target.scalarSlots) ++end;
+    f.endManualLoop(count, end, chunkSlabs / unroll);
+  };
+
+  MOperand bufRow = f.constant(bufferRow);
+  if (!prefetch) {
+    f.loopNest({{chunks, {chunkSlabs, int64_t(chunkSlabs * slabBytes)}}},
+               {f.constant(staged), f.constant(0)}, 1, [&](const std::vector<MOperand>& cur, int) {
+                 f.dmaAt(chunkWord,
+                         RuntimeAddress{op.operandAddresses[2], true, cur[1], int64_t(updateBytes)},
+                         RuntimeAddress{}, queue);
+                 f.waitOldest(queue);
+                 applyChunk(cur[0], bufRow);
+               });
+  } else {
+    // Chunk j is staged in buffer j % 2 (`bufRow`, toggled); chunk j + 1 is
+    // issued before chunk j is waited for (a `dma` reads its descriptor at issue).
+    MOperand both = f.constant(2 * bufferRow + chunkRows);
+    f.dmaAt(chunkWord, RuntimeAddress{}, RuntimeAddress{}, queue);
+    f.loopNest({{chunks - 1, {chunkSlabs, int64_t(chunkSlabs * slabBytes)}}},
+               {f.constant(staged), f.constant(chunkSlabs * slabBytes)}, 1,
+               [&](const std::vector<MOperand>& cur, int) {
+                 MOperand next = f.binary(Opcode::SSub, both, bufRow);
+                 f.dmaAt(chunkWord,
+                         RuntimeAddress{op.operandAddresses[2], true, cur[1], int64_t(updateBytes)},
+                         RuntimeAddress{0, true, f.mulImm(next, rowBytes),
+                                        int64_t((bufferRow + 2 * chunkRows) * rowBytes)},
+                         queue);
+                 f.waitOldest(queue);
+                 applyChunk(cur[0], bufRow);
+                 f.emit(Opcode::SAddI, {bufRow, next, I(0)});
+               });
+    f.waitOldest(queue);
+    applyChunk(f.constant(staged + (chunks - 1) * chunkSlabs), bufRow);
+  }
 
   // 3. The table out.
   isa::DmaDescriptor tableOut;
