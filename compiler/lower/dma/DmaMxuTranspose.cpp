@@ -23,6 +23,12 @@ int64_t tilesPerBlock(const kernels::codegen::TargetInfo& t, int64_t colTiles) {
 int64_t rowTilesPerBlock(int64_t n, const MxuTransposeStrip& s) {
   return (s.rows / n) % 2 == 0 ? 2 : 1;
 }
+// overRows: MXUs per block, each taking `depth` row tiles of the one column tile.
+int64_t mxusOverRows(const kernels::codegen::TargetInfo& t, int64_t blocks) {
+  for (int64_t k : {4, 2, 1})
+    if (k <= t.mxuCount && blocks % k == 0) return k;
+  return 1;
+}
 }  // namespace
 
 bool mxuTransposeFits(const kernels::codegen::TargetInfo& t, int64_t elemBytes,
@@ -31,10 +37,20 @@ bool mxuTransposeFits(const kernels::codegen::TargetInfo& t, int64_t elemBytes,
   if (elemBytes != 2 || t.int8Rate != 2 || n % kLanes != 0 || n > 2 * kLanes) return false;
   if (s.rows % n != 0 || s.cols % n != 0 || t.accSlots < 2 * groups) return false;
   // The loads' and stores' offsets from the block's base are 16-bit immediates.
-  int64_t k = tilesPerBlock(t, s.cols / n);
   const int64_t depth = rowTilesPerBlock(n, s);
+  if (s.overRows) {
+    const int64_t k = mxusOverRows(t, s.rows / n / depth);
+    return s.cols == n &&
+           ((depth * k - 1) * n + 8 * (groups - 1)) * s.pitch + halves <= INT16_MAX &&
+           8 * (groups - 1) * s.opitch + depth * k * halves <= INT16_MAX;
+  }
+  int64_t k = tilesPerBlock(t, s.cols / n);
   return ((depth - 1) * n + 8 * (groups - 1)) * s.pitch + k * halves <= INT16_MAX &&
          ((k - 1) * n + 8 * (groups - 1)) * s.opitch + depth * halves <= INT16_MAX;
+}
+
+int64_t mxuTransposeBlockRows(const kernels::codegen::TargetInfo& t) {
+  return 2 * mxusOverRows(t, 4) * t.mxuSize;
 }
 
 int64_t mxuTransposeTableRows(const kernels::codegen::TargetInfo& t) {
@@ -81,9 +97,22 @@ void mxuTransposeTable(DmaFragment& f, int64_t tableRow) {
 
 void mxuTransposeStrip(DmaFragment& f, const MxuTransposeStrip& s, int64_t aRow, int64_t oRow,
                        int64_t tableRow) {
+  mxuTransposeStrip(f, s, f.constant(aRow), f.constant(oRow), tableRow);
+}
+
+void mxuTransposeStrip(DmaFragment& f, const MxuTransposeStrip& s, MOperand aRow, MOperand oRow,
+                       int64_t tableRow) {
   const auto& t = f.target();
   const int64_t n = t.mxuSize, groups = n / 8, halves = n / kLanes;
-  const int64_t k = tilesPerBlock(t, s.cols / n);
+  const int64_t depth = rowTilesPerBlock(n, s);
+  const int64_t k = s.overRows ? mxusOverRows(t, s.rows / n / depth) : tilesPerBlock(t, s.cols / n);
+  // VMEM row offsets from the block's bases of tile (row tile r, MXU u)'s source and result.
+  auto srcOff = [&](int64_t r, int64_t u) {
+    return s.overRows ? (r * k + u) * n * s.pitch : r * n * s.pitch + u * halves;
+  };
+  auto dstOff = [&](int64_t r, int64_t u) {
+    return s.overRows ? (r * k + u) * halves : u * n * s.opitch + r * halves;
+  };
   MOperand table = f.constant(tableRow);
   auto load = [&](MOperand base, int64_t imm, int64_t stride) {
     MOperand v = f.newVector();
@@ -96,58 +125,58 @@ void mxuTransposeStrip(DmaFragment& f, const MxuTransposeStrip& s, int64_t aRow,
     MOperand hi = halves == 2 ? load(base, imm + halfStep, stride) : MOperand();
     return std::pair{lo, hi};
   };
-  const int64_t depth = rowTilesPerBlock(n, s);
   std::vector<DmaFragment::LoopAxis> axes{
       {s.rows / n / depth, {depth * n * s.pitch, depth * halves}},
       {s.cols / n / k, {k * halves, k * n * s.opitch}}};
-  f.loopNest(
-      axes, {f.constant(aRow), f.constant(oRow)}, 1, [&](const std::vector<MOperand>& cur, int) {
-        // Tile u of row tile r (source rows r * N ..., columns u * N ...) goes
-        // to MXU u. The MXUs' ops are emitted interleaved (they share the one
-        // push slot of a bundle), so the list scheduler runs them side by side.
-        auto push = [&](int64_t r) {
-          for (int64_t p = 0; p < groups; ++p)
-            for (int64_t u = 0; u < k; ++u) {
-              auto [lo, hi] = row(cur[0], (r * n + 8 * p) * s.pitch + u * halves, 1, s.pitch);
-              f.emitPaired(Opcode::MxuWPushTS8x2, {I(u), lo}, 1, hi);
-            }
-          for (int64_t u = 0; u < k; ++u) f.emit(Opcode::MxuLatch, {I(u)});
-        };
-        // Group j's lo pass into slot j, its hi pass into slot G + j.
-        auto stream = [&](int64_t j) {
-          for (int64_t x = 0; x < 2; ++x) {
-            auto [lo, hi] = row(table, (x * groups + j) * halves * 8, 8, 1);
-            for (int64_t u = 0; u < k; ++u)
-              f.emitPaired(Opcode::MxuMmS8x2, {I(u), lo, I(x * groups + j)}, 1, hi);
-          }
-        };
-        auto drain = [&](int64_t r, int64_t j) {
-          for (int64_t u = 0; u < k; ++u) {
-            MOperand b[2][2];
-            for (int64_t x = 0; x < 2; ++x) {
-              b[x][0] = f.newVector();
-              b[x][1] = halves == 2 ? f.newVector() : MOperand();
-              f.emitPaired(Opcode::MxuPop, {b[x][0], I(u), I(x * groups + j)}, 0, b[x][1]);
-            }
-            for (int64_t h = 0; h < halves; ++h) {
-              MOperand v = f.newVector();
-              f.emit(Opcode::VPackB8, {v, b[0][h], b[1][h]});
-              f.emit(Opcode::VSt, {v, cur[1], I((u * n + 8 * j) * s.opitch + r * halves + h),
-                                   I(s.opitch), I(255)});
-            }
-          }
-        };
-        push(0);
-        for (int64_t j = 0; j < groups; ++j) stream(j);
-        for (int64_t r = 1; r < depth; ++r) {
-          push(r);
-          for (int64_t j = 0; j < groups; ++j) {
-            drain(r - 1, j);
-            stream(j);
-          }
+  if (s.overRows)
+    axes = {{s.rows / n / (depth * k), {depth * k * n * s.pitch, depth * k * halves}}};
+  f.loopNest(axes, {aRow, oRow}, 1, [&](const std::vector<MOperand>& cur, int) {
+    // Tile u of row tile r (source rows r * N ..., columns u * N ...) goes
+    // to MXU u. The MXUs' ops are emitted interleaved (they share the one
+    // push slot of a bundle), so the list scheduler runs them side by side.
+    auto push = [&](int64_t r) {
+      for (int64_t p = 0; p < groups; ++p)
+        for (int64_t u = 0; u < k; ++u) {
+          auto [lo, hi] = row(cur[0], srcOff(r, u) + 8 * p * s.pitch, 1, s.pitch);
+          f.emitPaired(Opcode::MxuWPushTS8x2, {I(u), lo}, 1, hi);
         }
-        for (int64_t j = 0; j < groups; ++j) drain(depth - 1, j);
-      });
+      for (int64_t u = 0; u < k; ++u) f.emit(Opcode::MxuLatch, {I(u)});
+    };
+    // Group j's lo pass into slot j, its hi pass into slot G + j.
+    auto stream = [&](int64_t j) {
+      for (int64_t x = 0; x < 2; ++x) {
+        auto [lo, hi] = row(table, (x * groups + j) * halves * 8, 8, 1);
+        for (int64_t u = 0; u < k; ++u)
+          f.emitPaired(Opcode::MxuMmS8x2, {I(u), lo, I(x * groups + j)}, 1, hi);
+      }
+    };
+    auto drain = [&](int64_t r, int64_t j) {
+      for (int64_t u = 0; u < k; ++u) {
+        MOperand b[2][2];
+        for (int64_t x = 0; x < 2; ++x) {
+          b[x][0] = f.newVector();
+          b[x][1] = halves == 2 ? f.newVector() : MOperand();
+          f.emitPaired(Opcode::MxuPop, {b[x][0], I(u), I(x * groups + j)}, 0, b[x][1]);
+        }
+        for (int64_t h = 0; h < halves; ++h) {
+          MOperand v = f.newVector();
+          f.emit(Opcode::VPackB8, {v, b[0][h], b[1][h]});
+          f.emit(Opcode::VSt,
+                 {v, cur[1], I(dstOff(r, u) + 8 * j * s.opitch + h), I(s.opitch), I(255)});
+        }
+      }
+    };
+    push(0);
+    for (int64_t j = 0; j < groups; ++j) stream(j);
+    for (int64_t r = 1; r < depth; ++r) {
+      push(r);
+      for (int64_t j = 0; j < groups; ++j) {
+        drain(r - 1, j);
+        stream(j);
+      }
+    }
+    for (int64_t j = 0; j < groups; ++j) drain(depth - 1, j);
+  });
 }
 
 }  // namespace tpusim::lower
