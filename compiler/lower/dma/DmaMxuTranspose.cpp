@@ -10,6 +10,10 @@ using kernels::codegen::MOperand;
 
 namespace {
 constexpr int64_t kLanes = 128;
+// overRows blocks: four row tiles per MXU spread a block's fill (the first
+// weights) and drain (the last pops) over more tiles (docs/performance.md,
+// "trainxt": 2 377,694 cycles, 4 357,536, 8 361,460 for 64 M elements on v6e).
+constexpr int64_t kOverRowsDepth = 4;
 MOperand I(int64_t v) { return MOperand::imm(v); }
 
 // Tiles of one strip block: one per MXU, as many MXUs as divide the columns.
@@ -18,9 +22,11 @@ int64_t tilesPerBlock(const kernels::codegen::TargetInfo& t, int64_t colTiles) {
     if (k <= t.mxuCount && colTiles % k == 0) return k;
   return 1;
 }
-// Row tiles per block: two when there are, so that the second's weights load
-// while the first streams, and its stream follows the first's pops slot by slot.
+// Row tiles per block: two when there are (overRows: kOverRowsDepth), so that
+// the second's weights load while the first streams, and its stream follows
+// the first's pops slot by slot.
 int64_t rowTilesPerBlock(int64_t n, const MxuTransposeStrip& s) {
+  if (s.overRows) return kOverRowsDepth;
   return (s.rows / n) % 2 == 0 ? 2 : 1;
 }
 // overRows: MXUs per block, each taking `depth` row tiles of the one column tile.
@@ -40,8 +46,8 @@ bool mxuTransposeFits(const kernels::codegen::TargetInfo& t, int64_t elemBytes,
   const int64_t depth = rowTilesPerBlock(n, s);
   if (s.overRows) {
     const int64_t k = mxusOverRows(t, s.rows / n / depth);
-    return s.cols == n &&
-           ((depth * k - 1) * n + 8 * (groups - 1)) * s.pitch + halves <= INT16_MAX &&
+    // (each row tile's loads from a base of its own)
+    return s.cols == n && ((k - 1) * n + 8 * (groups - 1)) * s.pitch + halves <= INT16_MAX &&
            8 * (groups - 1) * s.opitch + depth * k * halves <= INT16_MAX;
   }
   int64_t k = tilesPerBlock(t, s.cols / n);
@@ -50,7 +56,7 @@ bool mxuTransposeFits(const kernels::codegen::TargetInfo& t, int64_t elemBytes,
 }
 
 int64_t mxuTransposeBlockRows(const kernels::codegen::TargetInfo& t) {
-  return 2 * mxusOverRows(t, 4) * t.mxuSize;
+  return kOverRowsDepth * mxusOverRows(t, 4) * t.mxuSize;
 }
 
 int64_t mxuTransposeTableRows(const kernels::codegen::TargetInfo& t) {
@@ -108,7 +114,7 @@ void mxuTransposeStrip(DmaFragment& f, const MxuTransposeStrip& s, MOperand aRow
   const int64_t k = s.overRows ? mxusOverRows(t, s.rows / n / depth) : tilesPerBlock(t, s.cols / n);
   // VMEM row offsets from the block's bases of tile (row tile r, MXU u)'s source and result.
   auto srcOff = [&](int64_t r, int64_t u) {
-    return s.overRows ? (r * k + u) * n * s.pitch : r * n * s.pitch + u * halves;
+    return s.overRows ? u * n * s.pitch : r * n * s.pitch + u * halves;
   };
   auto dstOff = [&](int64_t r, int64_t u) {
     return s.overRows ? (r * k + u) * halves : u * n * s.opitch + r * halves;
@@ -135,9 +141,11 @@ void mxuTransposeStrip(DmaFragment& f, const MxuTransposeStrip& s, MOperand aRow
     // to MXU u. The MXUs' ops are emitted interleaved (they share the one
     // push slot of a bundle), so the list scheduler runs them side by side.
     auto push = [&](int64_t r) {
+      // overRows: row tiles r * k ... from a base of their own (short offsets).
+      MOperand base = s.overRows && r > 0 ? f.addImm(cur[0], r * k * n * s.pitch) : cur[0];
       for (int64_t p = 0; p < groups; ++p)
         for (int64_t u = 0; u < k; ++u) {
-          auto [lo, hi] = row(cur[0], srcOff(r, u) + 8 * p * s.pitch, 1, s.pitch);
+          auto [lo, hi] = row(base, srcOff(r, u) + 8 * p * s.pitch, 1, s.pitch);
           f.emitPaired(Opcode::MxuWPushTS8x2, {I(u), lo}, 1, hi);
         }
       for (int64_t u = 0; u < k; ++u) f.emit(Opcode::MxuLatch, {I(u)});

@@ -8,8 +8,9 @@
 // its result is written one column tile at a time (N result rows, through
 // two output buffers) while the next tile is transposed on all MXUs (each
 // MXU takes other row tiles of the column tile: MxuTransposeStrip::overRows).
-// The next strip's read waits for the strip's last transposes, but the HBM is
-// the limit either way: it then still writes the last tiles.
+// The strip is read in chunks of one MXU block's rows: the first column
+// tile's blocks start as their chunk lands, and the last column tile's free
+// their chunk for the next strip's read (the HBM still writes the last tiles).
 #include <algorithm>
 
 #include "compiler/lower/dma/DmaLowering.h"
@@ -29,7 +30,7 @@ struct Plan {
   int64_t inRows = 0, outRows = 0, opitch = 0;
 };
 
-// The tallest strip (a divisor of the rows, a multiple of 2 x MXUs x N) whose
+// The tallest strip (a divisor of the rows, a multiple of an MXU block's rows) whose
 // buffers fit; none when no such strip is taller than the double-buffered one.
 Plan choose(const kernels::codegen::TargetInfo& t, const TransposeGeometry& g) {
   const int64_t n = t.mxuSize, unit = mxuTransposeBlockRows(t);
@@ -39,7 +40,7 @@ Plan choose(const kernels::codegen::TargetInfo& t, const TransposeGeometry& g) {
     if (g.rows % tall != 0 || tall <= g.doubleBufferedTall) continue;
     Plan p{tall, tall * g.pitch, 0, (tall / kLanes) | 1};
     p.outRows = n * p.opitch;
-    MxuTransposeStrip s{tall, n, g.pitch, p.opitch, true};
+    MxuTransposeStrip s{unit, n, g.pitch, p.opitch, true};
     if (p.inRows + 2 * p.outRows <= budget && mxuTransposeFits(t, 2, s)) best = p;
   }
   return best;
@@ -70,9 +71,7 @@ bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
   const int64_t outRow0[2] = {row0 + p.inRows, row0 + p.inRows + p.outRows};
   const int64_t tableRow = row0 + p.inRows + 2 * p.outRows;
   const uint64_t src = op.operandAddresses[0], dst = op.resultAddress;
-  // A strip is read in chunks of one MXU block's rows (all MXUs, two row
-  // tiles each): the first column tile's blocks start as their chunk lands,
-  // and the last column tile's free their chunk for the next strip's.
+  // The strip's chunks: one MXU block's rows each.
   const int64_t chunk = mxuTransposeBlockRows(t), chunks = p.tall / chunk;
   const int64_t strips = g.batch * (g.rows / p.tall), total = g.total;
 
