@@ -26,7 +26,7 @@ int64_t tilesPerBlock(const kernels::codegen::TargetInfo& t, int64_t colTiles) {
 // the second's weights load while the first streams, and its stream follows
 // the first's pops slot by slot.
 int64_t rowTilesPerBlock(int64_t n, const MxuTransposeStrip& s) {
-  if (s.overRows) return kOverRowsDepth;
+  if (s.overRows) return s.depth > 0 ? s.depth : kOverRowsDepth;
   return (s.rows / n) % 2 == 0 ? 2 : 1;
 }
 // overRows: MXUs per block, each taking `depth` row tiles of the one column tile.

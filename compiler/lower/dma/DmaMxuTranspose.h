@@ -25,6 +25,7 @@ struct MxuTransposeStrip {
   // The MXUs take different row tiles of one column tile (cols == N) instead
   // of the column tiles of one row tile: a column of tiles still uses all of them.
   bool overRows = false;
+  int64_t depth = 0;  // overRows: row tiles per MXU in a block (0: four)
 };
 
 // Whether the MXU path serves 16-bit elements for this strip shape.

@@ -71,8 +71,10 @@ bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
   const int64_t outRow0[2] = {row0 + p.inRows, row0 + p.inRows + p.outRows};
   const int64_t tableRow = row0 + p.inRows + 2 * p.outRows;
   const uint64_t src = op.operandAddresses[0], dst = op.resultAddress;
-  // The strip's chunks: one MXU block's rows each.
-  const int64_t chunk = mxuTransposeBlockRows(t), chunks = p.tall / chunk;
+  // The strip's reads: chunks of the rows of a block of two row tiles per
+  // MXU, which the first and last column tiles take (so that the next strip's
+  // first chunk is read early); the others take blocks of four.
+  const int64_t block = mxuTransposeBlockRows(t), chunk = block / 2, chunks = p.tall / chunk;
   const int64_t strips = g.batch * (g.rows / p.tall), total = g.total;
 
   isa::DmaDescriptor in;
@@ -85,9 +87,13 @@ bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
   in.srcStrides[0] = uint32_t(g.rowStrideBytes);
   in.dstStrides[0] = uint32_t(g.pitch * isa::kVmemRowBytes);
   const int64_t wordIn = f.addDescriptor(in);
-  // A column tile's result: N result rows of `tall` elements.
+  // A column tile's result: N result rows of `tall` elements. The column
+  // tiles alternate between the two output buffers across strips only when
+  // a strip has an even number of them; otherwise one buffer serves all.
+  const int64_t colTiles = g.cols / n;
+  const int buffers = colTiles % 2 == 0 ? 2 : 1;
   int64_t wordOut[2];
-  for (int b = 0; b < 2; ++b) {
+  for (int b = 0; b < buffers; ++b) {
     isa::DmaDescriptor out;
     out.src = isa::MemorySpace::Vmem;
     out.dst = isa::MemorySpace::Hbm;
@@ -103,7 +109,7 @@ bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
   // Each output buffer waits for its previous write; 4-byte reads into SMEM
   // stand in for the writes before the first.
   const int64_t scratch = f.allocSmem(1);
-  for (int b = 0; b < 2; ++b) {
+  for (int b = 0; b < buffers; ++b) {
     isa::DmaDescriptor first;
     first.src = isa::MemorySpace::Hbm;
     first.dst = isa::MemorySpace::Smem;
@@ -122,8 +128,8 @@ bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
     f.dmaAt(wordIn, RuntimeAddress{src, true, f.constant(c * chunk * g.rowStrideBytes), total},
             RuntimeAddress{vmem0, true, f.constant(c * chunkVmem), inBytes}, 0);
 
-  const int64_t colTiles = g.cols / n;
-  const MxuTransposeStrip s{chunk, n, g.pitch, p.opitch, true};
+  const MxuTransposeStrip edge{chunk, n, g.pitch, p.opitch, true, 2};
+  const MxuTransposeStrip middle{block, n, g.pitch, p.opitch, true};
   std::vector<DmaFragment::LoopAxis> axes = g.batchAxes;
   const int64_t stripBytes = p.tall * g.rowStrideBytes;
   axes.push_back({g.rows / p.tall, {stripBytes, p.tall * e}});
@@ -135,18 +141,21 @@ bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
     MOperand inside = f.binary(Opcode::SCmpLtu, after, f.constant(strips * stripBytes));
     MOperand next = f.select(inside, after, cur[0]);
     for (int64_t u = 0; u < colTiles; ++u) {
-      const int b = int(u % 2);
+      const int b = int(u % buffers);
       f.waitOldest(1);  // this buffer's previous column tile is written
       if (u + 1 == colTiles)
         f.storeDescriptorWord(wordIn, 6, f.select(inside, f.constant(chunk), f.constant(1)));
+      const bool atEdge = u == 0 || u + 1 == colTiles;
+      const int64_t rows = atEdge ? chunk : block;
       std::vector<DmaFragment::LoopAxis> chunkAxes{
-          {chunks, {chunk * g.pitch, chunk / kLanes, chunk * g.rowStrideBytes, chunkVmem}}};
+          {p.tall / rows,
+           {rows * g.pitch, rows / kLanes, rows * g.rowStrideBytes, rows / chunk * chunkVmem}}};
       f.loopNest(
           chunkAxes,
           {f.constant(row0 + u * halves), f.constant(outRow0[b]), f.copy(next), f.constant(0)}, 1,
           [&](const std::vector<MOperand>& at, int) {
             if (u == 0) f.waitOldest(0);  // the chunk is in VMEM
-            mxuTransposeStrip(f, s, at[0], at[1], tableRow);
+            mxuTransposeStrip(f, atEdge ? edge : middle, at[0], at[1], tableRow);
             if (u + 1 == colTiles)
               f.dmaAt(wordIn, RuntimeAddress{src, true, at[2], total},
                       RuntimeAddress{vmem0, true, at[3], inBytes}, 0);

@@ -117,7 +117,7 @@ TEST_CASE("16-bit transposes with long result rows: tall strips, written by colu
       module("  p = u16[8192,256] parameter(0)", "u16[256,8192] transpose(p), dimensions={1,0}");
   RunOptions o;
   o.preset = "v6e";
-  CHECK(writeRuns(runOp(m, o)) == std::vector<uint32_t>{16384, 16384});
+  CHECK(writeRuns(runOp(m, o)) == std::vector<uint32_t>{16384});
   o.repeat = 2;
   runOp(m, o);
   o = RunOptions{};
@@ -128,6 +128,14 @@ TEST_CASE("16-bit transposes with long result rows: tall strips, written by colu
   CHECK(writeRuns(runOp(module("  p = bf16[2,4096,512] parameter(0)",
                                "bf16[2,512,4096] transpose(p), dimensions={0,2,1}"),
                         o)) == std::vector<uint32_t>{8192, 8192});
+  // An odd number of column tiles per strip (one, three): one output buffer,
+  // each column tile's transposes after the previous one's write.
+  CHECK(writeRuns(runOp(module("  p = u16[2,8192,256] parameter(0)",
+                               "u16[2,256,8192] transpose(p), dimensions={0,2,1}"),
+                        o)) == std::vector<uint32_t>{16384});
+  CHECK(writeRuns(runOp(module("  p = s16[3,4096,768] parameter(0)",
+                               "s16[3,768,4096] transpose(p), dimensions={0,2,1}"),
+                        o)) == std::vector<uint32_t>{8192});
 }
 
 TEST_CASE("a fragment keeps a prefetch region in flight free", "[dma]") {
