@@ -22,11 +22,17 @@ struct MxuTransposeStrip {
   int64_t cols = 0;    // source columns (a multiple of N)
   int64_t pitch = 0;   // VMEM rows between source rows (each row: cols / 128 VMEM rows)
   int64_t opitch = 0;  // VMEM rows between result rows (each row: rows / 128 VMEM rows)
+  // The MXUs take different row tiles of one column tile (cols == N) instead
+  // of the column tiles of one row tile: a column of tiles still uses all of them.
+  bool overRows = false;
+  int64_t depth = 0;  // overRows: row tiles per MXU in a block (0: four)
 };
 
 // Whether the MXU path serves 16-bit elements for this strip shape.
 bool mxuTransposeFits(const kernels::codegen::TargetInfo& t, int64_t elemBytes,
                       const MxuTransposeStrip& s);
+// Source rows of one overRows block of a tall strip: two row tiles per MXU.
+int64_t mxuTransposeBlockRows(const kernels::codegen::TargetInfo& t);
 // VMEM rows the identity table takes (mxuTransposeTable writes them).
 int64_t mxuTransposeTableRows(const kernels::codegen::TargetInfo& t);
 // Stores the lo and hi identity rows at VMEM row `tableRow` (once per fragment).
@@ -34,6 +40,9 @@ void mxuTransposeTable(DmaFragment& f, int64_t tableRow);
 // Transposes one strip: source at VMEM row `aRow` (row i, 128-column tile j at
 // aRow + i * pitch + j), result at `oRow` (the same with opitch).
 void mxuTransposeStrip(DmaFragment& f, const MxuTransposeStrip& s, int64_t aRow, int64_t oRow,
+                       int64_t tableRow);
+// The same with the rows in registers (inside a loop of the caller's).
+void mxuTransposeStrip(DmaFragment& f, const MxuTransposeStrip& s, MOperand aRow, MOperand oRow,
                        int64_t tableRow);
 
 }  // namespace tpusim::lower

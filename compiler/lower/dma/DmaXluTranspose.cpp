@@ -25,6 +25,7 @@
 
 #include "compiler/lower/dma/DmaLowering.h"
 #include "compiler/lower/dma/DmaMxuTranspose.h"
+#include "compiler/lower/dma/DmaMxuTransposeRuns.h"
 
 namespace tpusim::lower {
 
@@ -134,6 +135,14 @@ bool tryXluTranspose(DmaOp& op) {
     }
   }
   if (!fits) return false;
+  {
+    // 16-bit elements: taller strips on the MXU when their long result runs pay.
+    TransposeGeometry g{rows,         cols,   batch, opStrides[r] * e, pitch, total,
+                        tall * kTile, simple, {}};
+    for (size_t k = 0; k + 2 < n; ++k)
+      g.batchAxes.push_back({resDims[k], {opStrides[size_t(perm[k])] * e, resStrides[k] * e}});
+    if (e == 2 && tryMxuTransposeLongRuns(op, g)) return true;
+  }
   // 16-bit elements go through the MXU when it has packed int8 (DmaMxuTranspose.h).
   const MxuTransposeStrip mxuStrip{tall * kTile, cols, pitch, opitch};
   const int64_t tableRow = row0Of(f) + buffers * (aRows + oRows);

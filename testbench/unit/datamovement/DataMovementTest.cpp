@@ -23,6 +23,24 @@ int64_t dmaCount(const RunOutcome& r) {
   return n;
 }
 
+// The HBM runs of the fragment's VMEM -> HBM descriptor templates (innerBytes).
+std::vector<uint32_t> writeRuns(const RunOutcome& r) {
+  std::vector<uint32_t> runs;
+  for (const isa::DataSegment& seg : r.fragment.program.data) {
+    if (seg.space != isa::MemorySpace::Smem) continue;
+    std::vector<uint32_t> w(seg.bytes.size() / 4);
+    std::memcpy(w.data(), seg.bytes.data(), w.size() * 4);
+    for (size_t i = 0; i + isa::kDmaDescriptorWords <= w.size(); i += isa::kDmaDescriptorWords) {
+      isa::DmaDescriptor d;
+      std::string error;
+      if (!isa::DmaDescriptor::unpack(&w[i], &d, &error)) break;
+      if (d.src == isa::MemorySpace::Vmem && d.dst == isa::MemorySpace::Hbm)
+        runs.push_back(d.innerBytes);
+    }
+  }
+  return runs;
+}
+
 }  // namespace
 
 TEST_CASE("copy, reshape and bitcast move every byte", "[dma]") {
@@ -88,6 +106,36 @@ TEST_CASE("transposes move the longest contiguous runs", "[dma]") {
   // Rank 5 with every dim permuted: more axes than a descriptor walks, so a loop.
   runOp(module("  p = f32[3,4,5,6,7] parameter(0)",
                "f32[7,5,3,6,4] transpose(p), dimensions={4,2,0,3,1}"));
+}
+
+TEST_CASE("16-bit transposes with long result rows: tall strips, written by column tile", "[dma]") {
+  // DmaMxuTransposeRuns.cpp: on v6e a strip of 8192 source rows, its result
+  // written 256 rows of 16 KiB at a time (the HBM run model prices them below
+  // the double-buffered strips' 2 KiB runs); v5e keeps those. Bit for bit,
+  // also run twice (the last strip's one-row reads reset for the second run).
+  const std::string m =
+      module("  p = u16[8192,256] parameter(0)", "u16[256,8192] transpose(p), dimensions={1,0}");
+  RunOptions o;
+  o.preset = "v6e";
+  CHECK(writeRuns(runOp(m, o)) == std::vector<uint32_t>{16384});
+  o.repeat = 2;
+  runOp(m, o);
+  o = RunOptions{};
+  o.preset = "v5e";
+  for (uint32_t run : writeRuns(runOp(m, o))) CHECK(run < 16384);
+  // Batched, bf16: 2 x [4096, 512] (a strip per matrix).
+  o.preset = "v6e";
+  CHECK(writeRuns(runOp(module("  p = bf16[2,4096,512] parameter(0)",
+                               "bf16[2,512,4096] transpose(p), dimensions={0,2,1}"),
+                        o)) == std::vector<uint32_t>{8192, 8192});
+  // An odd number of column tiles per strip (one, three): one output buffer,
+  // each column tile's transposes after the previous one's write.
+  CHECK(writeRuns(runOp(module("  p = u16[2,8192,256] parameter(0)",
+                               "u16[2,256,8192] transpose(p), dimensions={0,2,1}"),
+                        o)) == std::vector<uint32_t>{16384});
+  CHECK(writeRuns(runOp(module("  p = s16[3,4096,768] parameter(0)",
+                               "s16[3,768,4096] transpose(p), dimensions={0,2,1}"),
+                        o)) == std::vector<uint32_t>{8192});
 }
 
 TEST_CASE("a fragment keeps a prefetch region in flight free", "[dma]") {
