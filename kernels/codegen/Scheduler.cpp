@@ -180,6 +180,14 @@ class DagBuilder {
         if (lastBarrier >= 0) edge(lastBarrier, j, 1);
         sinceBarrier.clear();
         lastBarrier = j;
+      } else if (mi.info().latency == isa::LatencyClass::ScalarAlu && lastBarrier >= 0 &&
+                 ins[lastBarrier].op == Opcode::SyncWait) {
+        // Scalar arithmetic reads and writes registers only: it may move up
+        // across a barrier (`dma`, `sync.wait`; its register edges still
+        // hold), so one copy's address chain runs under another copy's
+        // descriptor stores and a branch condition is ready while a wait
+        // stalls. The next barrier still comes after it.
+        sinceBarrier.push_back(j);
       } else {
         if (lastBarrier >= 0)
           edge(lastBarrier, j, std::max(1, resultLatency(ins[lastBarrier], t_)));

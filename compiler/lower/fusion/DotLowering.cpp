@@ -792,10 +792,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       auto steps = [&](dsl::MxuResident keep, bool cont) {
         for (size_t i = 0; i < ops.size(); ++i) residentStep(ops[i], accs[i], keep, cont);
       };
-      dsl::when(kb == 0, [&] { steps(dsl::MxuResident::Keep, false); });
-      if (kBlocks > 2)
-        dsl::when(kb > 0 && kb < kBlocks - 1, [&] { steps(dsl::MxuResident::Keep, true); });
-      dsl::when(kb == kBlocks - 1, [&] {
+      auto last = [&] {
         if (ragged)
           forEachEntry([&](const Accs& a) {
             auto o = operands(refs, kTail);
@@ -805,7 +802,19 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         else
           steps(dsl::MxuResident::Store, true);
         finish();
-      });
+      };
+      // One chain of tests, the middle steps' variant last: a middle step
+      // (most of them) takes two compares and falls through to the step's
+      // end, where three separate tests cost it three compares (the middle
+      // one two-sided) and a branch around the last step's code.
+      dsl::when_else(
+          kb == 0, [&] { steps(dsl::MxuResident::Keep, false); },
+          [&] {
+            if (kBlocks > 2)
+              dsl::when_else(kb == kBlocks - 1, last, [&] { steps(dsl::MxuResident::Keep, true); });
+            else
+              last();
+          });
       return;
     }
     // One K block: the dot writes the accumulator (no zero fill, no load and

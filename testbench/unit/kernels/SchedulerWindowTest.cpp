@@ -111,3 +111,32 @@ TEST_CASE("a kernel whose lookahead runs out of registers compiles with the defa
   const codegen::CompiledKernel c = compileKernel(*k, testing::kernelTarget("v6e"));
   CHECK(c.stats.bundles > 0);
 }
+
+// Scalar arithmetic reads and writes registers only: it moves up across a
+// `sync.wait` (a step's variant test is ready while the wait stalls), while a
+// load after the wait, and scalar arithmetic after a `dma`, stay behind them.
+TEST_CASE("scalar arithmetic moves up across a sync.wait, not a load nor across a dma") {
+  TargetInfo t = testing::kernelTarget("v5e");
+  MFunction fn;
+  MBlock b;
+  MOperand k = fn.newReg(RegClass::Scalar), last = fn.newReg(RegClass::Scalar);
+  MOperand c = fn.newReg(RegClass::Scalar), base = fn.newReg(RegClass::Scalar);
+  MOperand v = fn.newReg(RegClass::Vector), d = fn.newReg(RegClass::Scalar);
+  b.instrs.push_back(makeInstr(Opcode::SLi, {k, I(3)}));     // 0
+  b.instrs.push_back(makeInstr(Opcode::SLi, {base, I(0)}));  // 1
+  b.instrs.push_back(makeInstr(Opcode::SLi, {d, I(16)}));    // 2
+  MInstr dma = makeInstr(Opcode::Dma, {d, I(0), I(0)});      // 3
+  dma.mem = {MemAccess::Space::Smem, -1, false, -1, 0};
+  b.instrs.push_back(dma);
+  b.instrs.push_back(makeInstr(Opcode::SLi, {last, I(15)}));      // 4
+  b.instrs.push_back(makeInstr(Opcode::SyncWait, {I(0), I(1)}));  // 5
+  b.instrs.push_back(makeInstr(Opcode::SCmpEq, {c, k, last}));    // 6
+  MInstr ld = makeInstr(Opcode::VLd, {v, base, I(0), I(1), I(0xFF)});
+  ld.mem = {MemAccess::Space::Vmem, 0, false, 0, 8};
+  b.instrs.push_back(ld);  // 7
+  BlockSchedule s = scheduleBlock(b, t);
+  CHECK(s.cycle[4] > s.cycle[3]);   // after a dma: still ordered
+  CHECK(s.cycle[5] > s.cycle[4]);   // the wait after both
+  CHECK(s.cycle[6] <= s.cycle[5]);  // the compare beside (or before) the wait
+  CHECK(s.cycle[7] > s.cycle[5]);   // the load after it
+}
