@@ -113,9 +113,10 @@ TEST_CASE("a kernel whose lookahead runs out of registers compiles with the defa
 }
 
 // Scalar arithmetic reads and writes registers only: it moves up across a
-// `sync.wait` (a step's variant test is ready while the wait stalls), while a
-// load after the wait, and scalar arithmetic after a `dma`, stay behind them.
-TEST_CASE("scalar arithmetic moves up across a sync.wait, not a load nor across a dma") {
+// `dma` or a `sync.wait` (a step's variant test is ready while the wait
+// stalls), while a load after the wait stays behind it and the wait stays
+// after everything before it.
+TEST_CASE("scalar arithmetic moves up across a dma and a sync.wait, a load does not") {
   TargetInfo t = testing::kernelTarget("v5e");
   MFunction fn;
   MBlock b;
@@ -135,8 +136,40 @@ TEST_CASE("scalar arithmetic moves up across a sync.wait, not a load nor across 
   ld.mem = {MemAccess::Space::Vmem, 0, false, 0, 8};
   b.instrs.push_back(ld);  // 7
   BlockSchedule s = scheduleBlock(b, t);
-  CHECK(s.cycle[4] > s.cycle[3]);   // after a dma: still ordered
-  CHECK(s.cycle[5] > s.cycle[4]);   // the wait after both
+  CHECK(s.cycle[4] <= s.cycle[3]);  // the immediate beside (or before) the dma
+  CHECK(s.cycle[5] > s.cycle[3]);   // the wait after the dma
+  CHECK(s.cycle[5] > s.cycle[4]);   // and after the immediate before it
   CHECK(s.cycle[6] <= s.cycle[5]);  // the compare beside (or before) the wait
   CHECK(s.cycle[7] > s.cycle[5]);   // the load after it
+}
+
+// A carrying block (MBlock::mxuCarry: a resident matmul's K step) ends at its
+// last mm instead of draining the MXU ports' 8 cycles; every such block lets
+// its first weight push and mm of each MXU wait 7 cycles on entry instead.
+TEST_CASE("a carrying block leaves its MXU ports' drain to the next block") {
+  TargetInfo t = testing::kernelTarget("v5e");
+  for (bool carry : {false, true}) {
+    MFunction fn;
+    MBlock b;
+    b.mxuCarry = carry;
+    MOperand base = fn.newReg(RegClass::Scalar), w = fn.newReg(RegClass::Vector);
+    MOperand x = fn.newReg(RegClass::Vector);
+    b.instrs.push_back(makeInstr(Opcode::SLi, {base, I(0)}));
+    MInstr wl = makeInstr(Opcode::VLd, {w, base, I(0), I(1), I(0xFF)});
+    wl.mem = {MemAccess::Space::Vmem, 0, false, 0, 8};
+    b.instrs.push_back(wl);
+    MInstr xl = makeInstr(Opcode::VLd, {x, base, I(64), I(1), I(0xFF)});
+    xl.mem = {MemAccess::Space::Vmem, 1, false, 64, 8};
+    b.instrs.push_back(xl);
+    b.instrs.push_back(makeInstr(Opcode::MxuWPushBf16, {I(0), w}));     // 3
+    b.instrs.push_back(makeInstr(Opcode::MxuLatch, {I(0)}));            // 4
+    b.instrs.push_back(makeInstr(Opcode::MxuMmBf16, {I(0), x, I(3)}));  // 5
+    BlockSchedule s = scheduleBlock(b, t);
+    if (carry) {
+      CHECK(s.cycle[3] >= 7);  // the block before's port may be busy
+      CHECK(s.length == s.cycle[5] + 1);
+    } else {
+      CHECK(s.length == s.cycle[5] + 7 + 2 * t.mxuSize + 1);  // the result lands
+    }
+  }
 }
