@@ -803,18 +803,18 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
           steps(dsl::MxuResident::Store, true);
         finish();
       };
-      // One chain of tests, the middle steps' variant last: a middle step
-      // (most of them) takes two compares and falls through to the step's
-      // end, where three separate tests cost it three compares (the middle
-      // one two-sided) and a branch around the last step's code.
-      dsl::when_else(
-          kb == 0, [&] { steps(dsl::MxuResident::Keep, false); },
-          [&] {
-            if (kBlocks > 2)
-              dsl::when_else(kb == kBlocks - 1, last, [&] { steps(dsl::MxuResident::Keep, true); });
-            else
-              last();
-          });
+      // One chain of tests, laid out so that a middle step (most of them)
+      // falls through both (when_else branches to its `otherwise` part) and
+      // takes one jump, to the step's end; three separate tests cost it
+      // three compares (the middle one two-sided) and three taken branches.
+      auto middleOrLast = [&] {
+        if (kBlocks > 2)
+          dsl::when_else(
+              kb < kBlocks - 1, [&] { steps(dsl::MxuResident::Keep, true); }, last);
+        else
+          last();
+      };
+      dsl::when_else(kb > 0, middleOrLast, [&] { steps(dsl::MxuResident::Keep, false); });
       return;
     }
     // One K block: the dot writes the accumulator (no zero fill, no load and
