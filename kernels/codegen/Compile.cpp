@@ -1134,6 +1134,27 @@ bool ownMemoryOverlapsDrain(const MemoryPlan& mem, const TargetInfo& t, const Dr
   return false;
 }
 
+// A branch to a block that holds only a jump goes to that jump's target
+// instead (the join of a `when_else` nested in another's branch): one taken
+// branch, not two.
+void threadJumps(MFunction& fn) {
+  auto finalTarget = [&](int64_t b) {
+    for (size_t hops = 0; hops < fn.blocks.size(); ++hops) {
+      const MBlock& blk = fn.blocks[size_t(b)];
+      if (blk.instrs.size() != 1 || blk.instrs[0].op != Opcode::Jmp) break;
+      int64_t next = blk.instrs[0].ops[0].value;
+      if (next == b || next < 0) break;
+      b = next;
+    }
+    return b;
+  };
+  for (MBlock& blk : fn.blocks)
+    for (MInstr& mi : blk.instrs)
+      if (mi.op == Opcode::Jmp || mi.op == Opcode::BrZ || mi.op == Opcode::BrNz)
+        for (MOperand& op : mi.ops)
+          if (op.kind == MOperand::Kind::Block && op.value >= 0) op.value = finalTarget(op.value);
+}
+
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
                            bool smemState, bool staticSteps, int64_t lookahead, bool drainAtStart) {
   if (o.standalone && (o.deferWriteBack || !o.drainBefore.empty()))
@@ -1171,6 +1192,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   p.build();
   mem.check();
   if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, staticSteps, lookahead, true);
+  threadJumps(fn);
   for (MBlock& b : fn.blocks) b.mxuCarry = b.mxuCarry || fn.mxuCarry;
   CompiledKernel out;
   std::vector<BlockSchedule> schedules;

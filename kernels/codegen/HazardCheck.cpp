@@ -31,10 +31,16 @@ std::vector<std::string> checkTiming(const std::vector<isa::Bundle>& bundles, co
   std::vector<std::string> problems;
   std::map<std::pair<int, int64_t>, int64_t> ready;  // (class, reg) -> cycle the value is readable
   std::map<int, MxuTiming> mxu;
-  // On entry with mxuCarry: a latch and an mm to every slot in the cycle before.
+  // On entry with mxuCarry: a latch, a weight push and an mm to every slot in
+  // the cycle before (a carrying block may end with its ports busy 7 cycles
+  // more: kPortCarry).
+  constexpr int64_t kPortCarry = 7;
   auto unit = [&](int u) -> MxuTiming& {
     auto [it, fresh] = mxu.try_emplace(u);
-    if (fresh && mxuCarry) it->second.lastLatch = -1;
+    if (fresh && mxuCarry) {
+      it->second.lastLatch = -1;
+      it->second.weightFree = it->second.lhsFree = kPortCarry;
+    }
     return it->second;
   };
   std::vector<int64_t> xluFree(std::max(1, t.xluCount), 0);
@@ -160,7 +166,7 @@ std::vector<std::string> checkTiming(const std::vector<isa::Bundle>& bundles, co
                       key.first == int(isa::OperandClass::VectorReg) ? "vector" : "scalar/mask",
                       when, endOfBlock));
   for (auto& [unit, m] : mxu)
-    if (carryOut && std::max(m.weightFree, m.lhsFree) > endOfBlock)
+    if (carryOut && std::max(m.weightFree, m.lhsFree) > endOfBlock + (carryIn ? kPortCarry : 0))
       problems.push_back(
           fmt::format("end of block: an mxu{} port is busy until bundle {}, after "
                       "the block ends at {}",

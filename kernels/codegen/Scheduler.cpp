@@ -38,6 +38,10 @@ bool isBranch(Opcode op) {
 // The list scheduler's lookahead when the kernel asks for none.
 constexpr int kDefaultLookahead = 1024;
 
+// A weight push or mm holds its MXU port 8 cycles; one issued in the last
+// cycle of a carrying block (MBlock::mxuCarry) frees it 7 cycles into the next.
+constexpr int kMxuPortEntry = 7;
+
 bool isMxuOp(Opcode op) {
   return isWPush(op) || isMm(op) || op == Opcode::MxuLatch || op == Opcode::MxuPop;
 }
@@ -180,6 +184,14 @@ class DagBuilder {
         if (lastBarrier >= 0) edge(lastBarrier, j, 1);
         sinceBarrier.clear();
         lastBarrier = j;
+      } else if (mi.info().latency == isa::LatencyClass::ScalarAlu) {
+        // Scalar arithmetic reads and writes registers only: it may move up
+        // across a barrier (`dma`, `sync.wait`; its register edges still
+        // hold), so one copy's address chain runs under another copy's
+        // descriptor stores and a branch condition is ready while a wait
+        // stalls. The next barrier still comes after it, and the `dma`s and
+        // waits keep their order (the queues see the same copies).
+        sinceBarrier.push_back(j);
       } else {
         if (lastBarrier >= 0)
           edge(lastBarrier, j, std::max(1, resultLatency(ins[lastBarrier], t_)));
@@ -455,6 +467,14 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         tail[i] = std::max(resultLatency(ins[i], t), 8);
     }
   }
+  // In a carrying block the ports' 8 cycles are left to the next block too:
+  // every block of such a function lets its first weight push and mm of each
+  // MXU wait kMxuPortEntry cycles (below; HazardCheck.cpp the same), so a
+  // step's body ends at its last mm instead of draining the LHS port.
+  if (block.mxuCarry)
+    for (int i = 0; i < n; ++i)
+      if (isWPush(ins[i].op) || (isMm(ins[i].op) && tail[i] <= 8))
+        tail[i] = std::max(1, resultLatency(ins[i], t));
   if (block.mxuCarry || block.mxuEntry) {
     // On entry any MXU may have latched and mm'd into any slot in the cycle
     // before: until its first latch here, a latch or transposed push waits
@@ -467,6 +487,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
       int u = mxuIndex(mi);
       if ((mi.op == Opcode::MxuLatch || isWPushT(mi.op)) && !latched.count(u))
         entry[i] = std::max(entry[i], t.mxuSize);
+      if (isWPush(mi.op) || isMm(mi.op)) entry[i] = std::max(entry[i], kMxuPortEntry);
       if (mi.op == Opcode::MxuLatch) latched.insert(u);
       if (isMm(mi.op)) mmHere.insert({u, accSlot(mi)});
       if (mi.op == Opcode::MxuPop && !mmHere.count({u, accSlot(mi)}))

@@ -792,10 +792,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       auto steps = [&](dsl::MxuResident keep, bool cont) {
         for (size_t i = 0; i < ops.size(); ++i) residentStep(ops[i], accs[i], keep, cont);
       };
-      dsl::when(kb == 0, [&] { steps(dsl::MxuResident::Keep, false); });
-      if (kBlocks > 2)
-        dsl::when(kb > 0 && kb < kBlocks - 1, [&] { steps(dsl::MxuResident::Keep, true); });
-      dsl::when(kb == kBlocks - 1, [&] {
+      auto last = [&] {
         if (ragged)
           forEachEntry([&](const Accs& a) {
             auto o = operands(refs, kTail);
@@ -805,7 +802,19 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         else
           steps(dsl::MxuResident::Store, true);
         finish();
-      });
+      };
+      // One chain of tests, laid out so that a middle step (most of them)
+      // falls through both (when_else branches to its `otherwise` part) and
+      // takes one jump, to the step's end; three separate tests cost it
+      // three compares (the middle one two-sided) and three taken branches.
+      auto middleOrLast = [&] {
+        if (kBlocks > 2)
+          dsl::when_else(
+              kb < kBlocks - 1, [&] { steps(dsl::MxuResident::Keep, true); }, last);
+        else
+          last();
+      };
+      dsl::when_else(kb > 0, middleOrLast, [&] { steps(dsl::MxuResident::Keep, false); });
       return;
     }
     // One K block: the dot writes the accumulator (no zero fill, no load and

@@ -111,3 +111,65 @@ TEST_CASE("a kernel whose lookahead runs out of registers compiles with the defa
   const codegen::CompiledKernel c = compileKernel(*k, testing::kernelTarget("v6e"));
   CHECK(c.stats.bundles > 0);
 }
+
+// Scalar arithmetic reads and writes registers only: it moves up across a
+// `dma` or a `sync.wait` (a step's variant test is ready while the wait
+// stalls), while a load after the wait stays behind it and the wait stays
+// after everything before it.
+TEST_CASE("scalar arithmetic moves up across a dma and a sync.wait, a load does not") {
+  TargetInfo t = testing::kernelTarget("v5e");
+  MFunction fn;
+  MBlock b;
+  MOperand k = fn.newReg(RegClass::Scalar), last = fn.newReg(RegClass::Scalar);
+  MOperand c = fn.newReg(RegClass::Scalar), base = fn.newReg(RegClass::Scalar);
+  MOperand v = fn.newReg(RegClass::Vector), d = fn.newReg(RegClass::Scalar);
+  b.instrs.push_back(makeInstr(Opcode::SLi, {k, I(3)}));     // 0
+  b.instrs.push_back(makeInstr(Opcode::SLi, {base, I(0)}));  // 1
+  b.instrs.push_back(makeInstr(Opcode::SLi, {d, I(16)}));    // 2
+  MInstr dma = makeInstr(Opcode::Dma, {d, I(0), I(0)});      // 3
+  dma.mem = {MemAccess::Space::Smem, -1, false, -1, 0};
+  b.instrs.push_back(dma);
+  b.instrs.push_back(makeInstr(Opcode::SLi, {last, I(15)}));      // 4
+  b.instrs.push_back(makeInstr(Opcode::SyncWait, {I(0), I(1)}));  // 5
+  b.instrs.push_back(makeInstr(Opcode::SCmpEq, {c, k, last}));    // 6
+  MInstr ld = makeInstr(Opcode::VLd, {v, base, I(0), I(1), I(0xFF)});
+  ld.mem = {MemAccess::Space::Vmem, 0, false, 0, 8};
+  b.instrs.push_back(ld);  // 7
+  BlockSchedule s = scheduleBlock(b, t);
+  CHECK(s.cycle[4] <= s.cycle[3]);  // the immediate beside (or before) the dma
+  CHECK(s.cycle[5] > s.cycle[3]);   // the wait after the dma
+  CHECK(s.cycle[5] > s.cycle[4]);   // and after the immediate before it
+  CHECK(s.cycle[6] <= s.cycle[5]);  // the compare beside (or before) the wait
+  CHECK(s.cycle[7] > s.cycle[5]);   // the load after it
+}
+
+// A carrying block (MBlock::mxuCarry: a resident matmul's K step) ends at its
+// last mm instead of draining the MXU ports' 8 cycles; every such block lets
+// its first weight push and mm of each MXU wait 7 cycles on entry instead.
+TEST_CASE("a carrying block leaves its MXU ports' drain to the next block") {
+  TargetInfo t = testing::kernelTarget("v5e");
+  for (bool carry : {false, true}) {
+    MFunction fn;
+    MBlock b;
+    b.mxuCarry = carry;
+    MOperand base = fn.newReg(RegClass::Scalar), w = fn.newReg(RegClass::Vector);
+    MOperand x = fn.newReg(RegClass::Vector);
+    b.instrs.push_back(makeInstr(Opcode::SLi, {base, I(0)}));
+    MInstr wl = makeInstr(Opcode::VLd, {w, base, I(0), I(1), I(0xFF)});
+    wl.mem = {MemAccess::Space::Vmem, 0, false, 0, 8};
+    b.instrs.push_back(wl);
+    MInstr xl = makeInstr(Opcode::VLd, {x, base, I(64), I(1), I(0xFF)});
+    xl.mem = {MemAccess::Space::Vmem, 1, false, 64, 8};
+    b.instrs.push_back(xl);
+    b.instrs.push_back(makeInstr(Opcode::MxuWPushBf16, {I(0), w}));     // 3
+    b.instrs.push_back(makeInstr(Opcode::MxuLatch, {I(0)}));            // 4
+    b.instrs.push_back(makeInstr(Opcode::MxuMmBf16, {I(0), x, I(3)}));  // 5
+    BlockSchedule s = scheduleBlock(b, t);
+    if (carry) {
+      CHECK(s.cycle[3] >= 7);  // the block before's port may be busy
+      CHECK(s.length == s.cycle[5] + 1);
+    } else {
+      CHECK(s.length == s.cycle[5] + 7 + 2 * t.mxuSize + 1);  // the result lands
+    }
+  }
+}
