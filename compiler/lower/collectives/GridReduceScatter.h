@@ -40,11 +40,15 @@
 //    share the link and all arrive at the step's end); a ring's later
 //    phases run in at least two pieces where a block's transfer is at least
 //    half a hop;
+//  - with paced links, where the first phase's landing slots in step order
+//    (a step's pieces + 2 per stream) do not fit VMEM, every ring runs in
+//    rounds (piece q's step k in round k + q): a piece is combined one round
+//    after it was sent, so a stream needs about a ring's size of slots;
 //  - on rings with own loads ahead a final's store is not waited for: it
 //    counts on its epoch's sent flag, and a later phase's first read of
 //    the work buffer drains it;
 //  - there a part's results between phases stay in VMEM where they fit
-//    after the phase's landing slots (a kept layout: the chunks over the
+//    after the phase's landing slots, every part's or none (a kept layout: the chunks over the
 //    dimensions still to reduce, each the part's bytes): the finals store
 //    VMEM -> VMEM, the next phase reads them there; the first phase's finals'
 //    own blocks are loaded into that layout at the start, so its finals touch
