@@ -20,7 +20,8 @@
 //   only there: dot-canonicalize leaves a reshape after every dot it
 //   flattens, and a reshape is a fusion barrier, so the sum of two dots
 //   (the backward FFN's two input gradients) was a kernel of its own; on the
-//   dots' shape it joins a dot's epilogue.
+//   dots' shape it joins a dot's epilogue. Beside a dot's reshape, another
+//   operand of op's shape (a residual) is viewed in the dot's shape instead.
 // "0" and "1" are constants whose elements all have that value, or broadcasts
 // of them. Instructions left unused are removed.
 #include "compiler/passes/PassRegistry.h"
@@ -115,22 +116,58 @@ class AlgebraicSimplifierPass : public HloPass {
     return replace(convert, comp->addInstruction(std::move(p)));
   }
 
+  // Is `s`'s layout the default one (a reshape of it is then a bitcast)?
+  static bool defaultLayout(const hlo::Shape& s) {
+    auto m2m = s.minorToMajorOrDefault();
+    for (size_t i = 0; i < m2m.size(); ++i)
+      if (m2m[i] != static_cast<int64_t>(m2m.size() - 1 - i)) return false;
+    return true;
+  }
+
   // op(reshape(a), reshape(b), ...) -> reshape(op(a, b, ...)), named after op.
+  // Also op(reshape(dot), y, ...) with y of op's shape (a residual added to a
+  // flattened dot's result): y is viewed in the dot's shape (a bitcast, or y's
+  // own source when y is a reshape of that shape), so the add joins the dot's
+  // epilogue instead of reading the dot's result back from HBM.
   static bool elementwiseBeforeReshape(hlo::HloComputation* comp, HloInstruction* inst) {
     if (!hlo::isElementwise(inst->opcode()) || inst->operandCount() < 2 || !inst->shape().isArray())
       return false;
+    auto movable = [](const HloInstruction* o) {
+      return o->opcode() == HloOpcode::Reshape && o->operandCount() == 1 && o->userCount() == 1 &&
+             o->operand(0)->shape().isArray();
+    };
     const hlo::Shape* from = nullptr;
-    std::vector<HloInstruction*> sources;
+    bool fromDot = false;
     for (HloInstruction* o : inst->operands()) {
-      if (o->opcode() != HloOpcode::Reshape || o->operandCount() != 1 || o->userCount() != 1 ||
-          !o->operand(0)->shape().isArray())
-        return false;
+      if (!movable(o)) continue;
       const hlo::Shape& s = o->operand(0)->shape();
       if (from && !from->sameDims(s)) return false;
       from = &s;
-      sources.push_back(o->operand(0));
+      fromDot |= o->operand(0)->opcode() == HloOpcode::Dot;
     }
     if (!from || from->sameDims(inst->shape())) return false;
+    std::vector<HloInstruction*> sources;
+    for (HloInstruction* o : inst->operands()) {
+      if (movable(o)) {
+        sources.push_back(o->operand(0));
+        continue;
+      }
+      // Another operand: only beside a dot's reshape, of op's dims, bitcast to
+      // `from`; not a broadcast or constant (the view would stop it fusing).
+      if (!fromDot || o->opcode() == HloOpcode::Broadcast || o->opcode() == HloOpcode::Constant ||
+          o->opcode() == HloOpcode::Iota || !o->shape().isArray() ||
+          !o->shape().sameDims(inst->shape()) || !defaultLayout(o->shape()) ||
+          !defaultLayout(*from))
+        return false;
+      if (o->opcode() == HloOpcode::Reshape && o->operand(0)->shape().sameDims(*from)) {
+        sources.push_back(o->operand(0));
+        continue;
+      }
+      hlo::Shape view = hlo::Shape::array(o->shape().type, from->dims);
+      view.layout = from->layout;
+      sources.push_back(comp->addInstruction(
+          HloInstruction::create(HloOpcode::Reshape, o->name() + ".view", view, {o})));
+    }
     hlo::Shape moved = hlo::Shape::array(inst->shape().type, from->dims);
     moved.layout = from->layout;
     auto op = inst->cloneWithOperands(inst->name() + ".unreshaped", sources);

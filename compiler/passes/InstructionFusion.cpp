@@ -558,6 +558,17 @@ class FusionPass : public HloPass {
         return false;
       }
     }
+    // The epilogue of a dot it alone reads (a residual add, algsimp's view of
+    // it in the dot's shape) is fused into that dot when the walk reaches it:
+    // a copy here would make the dot's result a second HBM read.
+    if (others > 0 && hlo::isElementwise(p->opcode()))
+      for (const HloInstruction* o : p->operands())
+        if (o->opcode() == HloOpcode::Dot && o->userCount() == 1 && !isOutput(o)) {
+          *why = fmt::format(
+              "it is the epilogue of %{}, its only user: not copied for {} other user(s)",
+              o->name(), others);
+          return false;
+        }
     if (others > 0) {
       if (weight >= kNeverDuplicate) {
         *why = fmt::format("%{} has {} other user(s) and a {} is never duplicated", p->name(),
