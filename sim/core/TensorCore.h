@@ -107,6 +107,7 @@ class TensorCore : public sc_core::sc_module {
   bool firstBlock(const DecodedBundle& b, int64_t c, Block* block, const DecodedOp** op);
   // The unit part of the check (op.unitCheck): VMEM rows, MXU, XLU, EUP, DMA, sync.
   bool unitBlock(const DecodedOp& op, int64_t c, Block* block);
+  int64_t loadRowsReady(const DecodedOp& op) const;
   int64_t bankConflictCycles(const DecodedBundle& b);
   // Executes every op of the bundle at cycle t; returns the next pc.
   int64_t execute(const DecodedBundle& b, int64_t t);
