@@ -112,7 +112,7 @@ class RtlMxu final : public sim::MxuUnit {
   }
 
   MxuStatus weightPush(uint64_t cycle, VregIn rows, bool transposed, MxuDtype dtype) override {
-    if (std::string f = rules_.checkPush(dtype); !f.empty()) return {f};
+    if (MxuStatus f = rules_.checkPush(dtype); !f.ok()) return f;
     issue(cycle, kW, transposed ? "wpush.t" : "wpush",
           [&] { presentWeight(transposed ? kOpPushT : kOpPush, rows); });
     rules_.onPush(dtype);
@@ -127,7 +127,7 @@ class RtlMxu final : public sim::MxuUnit {
   }
   MxuStatus matmul(uint64_t cycle, VregIn lhs, MxuDtype dtype, int slot, bool accumulate) override {
     checkSlot(slot);
-    if (std::string f = rules_.checkMatmul(dtype); !f.empty()) return {f};
+    if (MxuStatus f = rules_.checkMatmul(dtype); !f.ok()) return f;
     issue(cycle, kL, accumulate ? "mma" : "mm", [&] { presentLhs(lhs, dtype, accumulate, slot); });
     mmSlot_ = slot;
     ++stats_.matmuls;

@@ -91,14 +91,9 @@ int64_t TensorCore::execute(const DecodedBundle& b, int64_t t) {
     }
   }
   commit();
-  bool wide = chip_.mxu.size > isa::kLanes;
-  for (uint32_t i = 0; i < b.numOps; ++i) {
-    const DecodedOp& op = ops[i];
-    if (op.dst < 0) continue;
-    ready_[op.dst] = t + op.latency;
-    if (wide && op.op == Opcode::MxuPop && op.dst + 1 < kScoreboardMaskBase)
-      ready_[op.dst + 1] = t + op.latency;
-  }
+  // The scoreboard writes, decoded in slot order (a 256-wide pop's second register included).
+  const ScoreboardWrite* w = &decoded_.writes[b.firstWrite];
+  for (int i = 0; i < b.numWrites; ++i) ready_[w[i].reg] = t + w[i].latency;
   return nextPc;
 }
 
@@ -370,7 +365,8 @@ void TensorCore::executeStore(const DecodedOp& op, int64_t t) {
 void TensorCore::executeMxu(const DecodedOp& op, int64_t t) {
   int m = int(op.unit);
   MxuUnit& mxu = *mxus_[m];
-  bool wide = mxu.size() > isa::kLanes;
+  const int n = mxu.size();
+  const bool wide = n > isa::kLanes;
   VregIn in;
   if (op.numV > 0) {
     in.lo = &vregs_[op.vsrc[0]];
@@ -378,7 +374,7 @@ void TensorCore::executeMxu(const DecodedOp& op, int64_t t) {
       if (op.vsrc[0] + 1 >= int(vregs_.size()))
         fault("invalid-register",
               fmt::format("v{} is the last vector register: a {}-wide MXU row needs v{} too",
-                          op.vsrc[0], mxu.size(), op.vsrc[0] + 1),
+                          op.vsrc[0], n, op.vsrc[0] + 1),
               &op, fmt::format("mxu{}", m));
       in.hi = &vregs_[op.vsrc[0] + 1];
     }
@@ -416,7 +412,7 @@ void TensorCore::executeMxu(const DecodedOp& op, int64_t t) {
       // mxuMacs counts the array's MAC slots (mxu_utilization, at most 100%);
       // a packed int8 row is 2N deep, so the op's FLOPs count both MACs of
       // each slot (its ops against the preset's int8 peak, int8_rate x bf16).
-      const int64_t macs = int64_t(isa::kSublanes) * mxu.size() * mxu.size();
+      const int64_t macs = int64_t(isa::kSublanes) * n * n;
       const double ops = 2.0 * double(macs) * (dtype == MxuDtype::S8x2 ? 2.0 : 1.0);
       stats_.mxuLhsBusy[m] += isa::kSublanes;
       stats_.mxuMacs[m] += macs;
@@ -442,7 +438,7 @@ void TensorCore::executeMxu(const DecodedOp& op, int64_t t) {
     default:
       fault("internal", "matrix slot holds a non-MXU op", &op, "mxu");
   }
-  if (!st.ok()) fault("mxu-fault", st.fault, &op, fmt::format("mxu{}", m));
+  if (!st.ok()) fault("mxu-fault", st.fault(), &op, fmt::format("mxu{}", m));
   if (trace_ && op.op != Opcode::MxuPop)
     trace_->interval(traceMxu_[m], what, t, t + (op.op == Opcode::MxuLatch ? 1 : isa::kSublanes));
 }

@@ -27,38 +27,45 @@ int enabledSlots(const target::ChipConfig& chip, isa::SlotKind kind) {
   }
 }
 
-// Checks one operand value against the preset; returns "" or the problem.
-std::string checkAgainstChip(OperandKind kind, int64_t value, const target::ChipConfig& chip) {
-  switch (isa::operandInfo(kind).cls) {
+// Whether one operand value exists on the preset (a compare per operand: the
+// message is built only for a bundle that has a problem).
+bool fitsChip(OperandClass cls, int64_t value, const target::ChipConfig& chip) {
+  switch (cls) {
     case OperandClass::VectorReg:
       // A 256-wide MXU reads/writes va+1 as well; that is checked at execution.
-      if (value >= chip.core.vector_regs)
-        return fmt::format("v{} does not exist on this chip ({} vector registers)", value,
-                           chip.core.vector_regs);
-      break;
+      return value < chip.core.vector_regs;
     case OperandClass::Flag:
-      if (value >= chip.core.sync_flags)
-        return fmt::format("f{} does not exist on this chip ({} sync flags)", value,
-                           chip.core.sync_flags);
-      break;
+      return value < chip.core.sync_flags;
     case OperandClass::Mxu:
-      if (value >= chip.mxu.count)
-        return fmt::format("mxu{} does not exist on this chip ({} MXUs)", value, chip.mxu.count);
-      break;
+      return value < chip.mxu.count;
     case OperandClass::Acc:
-      if (value >= chip.mxu.acc_slots)
-        return fmt::format("a{} does not exist on this chip ({} result slots)", value,
-                           chip.mxu.acc_slots);
-      break;
+      return value < chip.mxu.acc_slots;
     case OperandClass::Queue:
-      if (value >= chip.dma.queues)
-        return fmt::format("q{} does not exist on this chip ({} DMA queues)", value,
-                           chip.dma.queues);
-      break;
+      return value < chip.dma.queues;
     default:
-      break;
+      return true;
   }
-  return "";
+}
+
+// The problem of an operand fitsChip refused.
+std::string chipProblem(OperandClass cls, int64_t value, const target::ChipConfig& chip) {
+  switch (cls) {
+    case OperandClass::VectorReg:
+      return fmt::format("v{} does not exist on this chip ({} vector registers)", value,
+                         chip.core.vector_regs);
+    case OperandClass::Flag:
+      return fmt::format("f{} does not exist on this chip ({} sync flags)", value,
+                         chip.core.sync_flags);
+    case OperandClass::Mxu:
+      return fmt::format("mxu{} does not exist on this chip ({} MXUs)", value, chip.mxu.count);
+    case OperandClass::Acc:
+      return fmt::format("a{} does not exist on this chip ({} result slots)", value,
+                         chip.mxu.acc_slots);
+    case OperandClass::Queue:
+      return fmt::format("q{} does not exist on this chip ({} DMA queues)", value, chip.dma.queues);
+    default:
+      return "";
+  }
 }
 
 int scoreboardIndex(OperandClass cls, int64_t value) {
@@ -88,14 +95,31 @@ int rowOffsets(const DecodedOp& op, int64_t* offsets) {
 }
 
 int64_t bankConflictExtra(int64_t* rows, int n, int64_t banks) {
-  std::sort(rows, rows + n);
+  // Insertion sort: each op's rows come in order, so this is near-linear on
+  // the few rows (8 per load or store) of a bundle.
+  for (int i = 1; i < n; ++i) {
+    const int64_t v = rows[i];
+    int j = i;
+    for (; j > 0 && rows[j - 1] > v; --j) rows[j] = rows[j - 1];
+    rows[j] = v;
+  }
+  int64_t worst = 0;
+  if (banks <= 64) {
+    // Each distinct row counts the distinct rows before it in its bank.
+    uint8_t count[64] = {};
+    for (int i = 0; i < n; ++i) {
+      if (i > 0 && rows[i] == rows[i - 1]) continue;
+      worst = std::max<int64_t>(worst, count[((rows[i] % banks) + banks) % banks]++);
+    }
+    return worst;
+  }
   n = int(std::unique(rows, rows + n) - rows);
-  int64_t bank[3 * isa::kSublanes];
-  for (int i = 0; i < n; ++i) bank[i] = ((rows[i] % banks) + banks) % banks;
-  std::sort(bank, bank + n);
-  int64_t worst = 0, run = 0;
+  std::vector<int64_t> bank(size_t(n), 0);
+  for (int i = 0; i < n; ++i) bank[size_t(i)] = ((rows[i] % banks) + banks) % banks;
+  std::sort(bank.begin(), bank.end());
+  int64_t run = 0;
   for (int i = 0; i < n; ++i) {
-    run = (i > 0 && bank[i] == bank[i - 1]) ? run + 1 : 0;
+    run = (i > 0 && bank[size_t(i)] == bank[size_t(i - 1)]) ? run + 1 : 0;
     worst = std::max(worst, run);
   }
   return worst;
@@ -127,7 +151,9 @@ uint32_t decodeBundle(const isa::Bundle& bundle, const target::ChipConfig& chip,
         db.invalidSlot = slotName(si);
       }
     };
-    DecodedOp op;
+    // In place: no 184-byte copy per op (the reference is taken after the
+    // op's own emplace, so growth of `ops` is safe).
+    DecodedOp& op = out.ops.emplace_back();
     op.op = inst.op;
     op.slot = info.slot;
     op.slotInstance = uint8_t(si);
@@ -144,8 +170,7 @@ uint32_t decodeBundle(const isa::Bundle& bundle, const target::ChipConfig& chip,
       OperandKind kind = info.operands[k];
       const isa::OperandInfo& oi = isa::operandInfo(kind);
       int64_t value = inst.operands[k];
-      std::string problem = checkAgainstChip(kind, value, chip);
-      if (!problem.empty()) invalid(problem);
+      if (!fitsChip(oi.cls, value, chip)) invalid(chipProblem(oi.cls, value, chip));
       int sb = scoreboardIndex(oi.cls, value);
       bool reads = oi.access == isa::Access::Read || oi.access == isa::Access::ReadWrite;
       bool writes = oi.access == isa::Access::Write || oi.access == isa::Access::ReadWrite;
@@ -226,9 +251,33 @@ uint32_t decodeBundle(const isa::Bundle& bundle, const target::ChipConfig& chip,
       default:
         break;
     }
-    out.ops.push_back(op);
   }
   db.numOps = uint8_t(out.ops.size() - db.firstOp);
+  // The issue record (DecodedBundle): registers once each, unit checks, writes.
+  static_assert(isa::kNumSlotInstances <= 32, "unitOps holds one bit per op");
+  static_assert(kScoreboardSize <= 256, "scoreboard entries are bytes");
+  bool listed[kScoreboardSize] = {};
+  db.firstReg = uint32_t(out.regs.size());
+  db.firstWrite = uint32_t(out.writes.size());
+  auto listReg = [&](int sb) {
+    if (sb < 0 || listed[sb]) return;
+    listed[sb] = true;
+    out.regs.push_back(uint8_t(sb));
+  };
+  const bool widePop = chip.mxu.size > isa::kLanes;
+  for (uint32_t i = 0; i < db.numOps; ++i) {
+    const DecodedOp& op = out.ops[db.firstOp + i];
+    for (int r = 0; r < op.numReads; ++r) listReg(op.reads[r]);
+    listReg(op.dst);
+    listReg(op.wideRead);
+    if (op.unitCheck) db.unitOps |= uint32_t(1) << i;
+    if (op.dst < 0) continue;
+    out.writes.push_back({uint8_t(op.dst), op.latency});
+    if (widePop && op.op == isa::Opcode::MxuPop && op.dst + 1 < kScoreboardMaskBase)
+      out.writes.push_back({uint8_t(op.dst + 1), op.latency});
+  }
+  db.numRegs = uint8_t(out.regs.size() - db.firstReg);
+  db.numWrites = uint8_t(out.writes.size() - db.firstWrite);
   // Sized for every slot (an invalid bundle may hold a load in any slot).
   int64_t readRows[isa::kNumSlotInstances * isa::kSublanes];
   int64_t writeRows[isa::kNumSlotInstances * isa::kSublanes];

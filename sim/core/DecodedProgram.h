@@ -69,8 +69,22 @@ struct DecodedBundle {
   // to another bank alike), so they are computed here once.
   bool conflictStatic = true;
   int32_t staticConflict = 0;
+  // The issue record, so that an issue without a stall walks no op: every
+  // scoreboard entry the ops read or write (sources, destinations, a wide
+  // MXU's second register; each once) at DecodedProgram::regs[firstReg..],
+  // the ops that ask a unit (bit i: op i has unitCheck), and the scoreboard
+  // writes at issue in slot order at DecodedProgram::writes[firstWrite..].
+  uint32_t firstReg = 0, firstWrite = 0;
+  uint8_t numRegs = 0, numWrites = 0;
+  uint32_t unitOps = 0;
   std::string invalid;  // non-empty: the bundle faults when reached (the reason)
   std::string invalidSlot;
+};
+
+// A scoreboard entry an issued bundle sets to issue + latency.
+struct ScoreboardWrite {
+  uint8_t reg;
+  int32_t latency;
 };
 
 struct DecodedProgram {
@@ -78,6 +92,8 @@ struct DecodedProgram {
   // once for all its instances, only an instance's patched bundles apart.
   std::vector<DecodedBundle> bundles;
   std::vector<DecodedOp> ops;
+  std::vector<uint8_t> regs;            // DecodedBundle::firstReg
+  std::vector<ScoreboardWrite> writes;  // DecodedBundle::firstWrite
   // Per bundle of the program (pc): its decoded bundle in `bundles`.
   std::vector<uint32_t> index;
   // Per bundle: index into Program::debugMap of the entry holding it, or -1.

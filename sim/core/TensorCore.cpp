@@ -74,12 +74,6 @@ void TensorCore::thread() {
   }
 }
 
-int TensorCore::currentOp() const {
-  if (markOp_ >= 0 && size_t(markOp_) < program_.debugMap.size()) return markOp_;
-  int32_t e = pc_ < int64_t(decoded_.debugEntry.size()) ? decoded_.debugEntry[pc_] : -1;
-  return e >= 0 ? e : int(program_.debugMap.size());
-}
-
 std::string TensorCore::opNameAt(int64_t pc) const {
   if (markOp_ >= 0 && size_t(markOp_) < program_.debugMap.size())
     return program_.debugMap[markOp_].opName;
@@ -204,6 +198,30 @@ int64_t TensorCore::waitForCompletion(int64_t c, const DecodedOp* op) {
 
 // ---- Hazards ---------------------------------------------------------------------
 
+// The cycle from which a vld sees the last store to each of its VMEM rows.
+inline int64_t TensorCore::loadRowsReady(const DecodedOp& op) const {
+  const int64_t base = int64_t(sregs_[op.ssrc[0]]), numRows = int64_t(rowReady_.size());
+  int64_t rows = 0;
+  if (base + op.rowLo >= 0 && base + op.rowHi < numRows) {
+    // Every row in range (the decoded bounds): no check per row; two chains
+    // (a vld has 8 rows at most, often all 8).
+    const int64_t* ready = rowReady_.data() + base;
+    int64_t other = 0;
+    int k = 0;
+    for (; k + 2 <= op.numRows; k += 2) {
+      rows = std::max(rows, ready[op.rowOff[k]]);
+      other = std::max(other, ready[op.rowOff[k + 1]]);
+    }
+    if (k < op.numRows) rows = std::max(rows, ready[op.rowOff[k]]);
+    return std::max(rows, other);
+  }
+  for (int k = 0; k < op.numRows; ++k) {
+    int64_t row = base + op.rowOff[k];
+    if (row >= 0 && row < numRows) rows = std::max(rows, rowReady_[size_t(row)]);
+  }
+  return rows;
+}
+
 bool TensorCore::unitBlock(const DecodedOp& op, int64_t c, Block* block) {
   switch (op.slot) {
     case isa::SlotKind::VectorAlu:
@@ -213,12 +231,7 @@ bool TensorCore::unitBlock(const DecodedOp& op, int64_t c, Block* block) {
       }
       return false;
     case isa::SlotKind::VectorLoad: {
-      const int64_t base = int64_t(sregs_[op.ssrc[0]]), numRows = int64_t(rowReady_.size());
-      int64_t rows = 0;
-      for (int k = 0; k < op.numRows; ++k) {
-        int64_t row = base + op.rowOff[k];
-        if (row >= 0 && row < numRows) rows = std::max(rows, rowReady_[size_t(row)]);
-      }
+      const int64_t rows = loadRowsReady(op);
       if (rows > c) {
         *block = {rows, StallCause::OperandNotReady};
         return true;
@@ -351,6 +364,28 @@ bool TensorCore::firstBlock(const DecodedBundle& b, int64_t c, Block* block,
     return true;
   }
   const DecodedOp* ops = &decoded_.ops[b.firstOp];
+  // Every register of the bundle at once: when all are ready, the first
+  // blocking op (slot order) is the first whose unit blocks.
+  int64_t regs = 0;
+  const uint8_t* reg = &decoded_.regs[b.firstReg];
+  for (int r = 0; r < b.numRegs; ++r) regs = std::max(regs, ready_[reg[r]]);
+  if (regs <= c) {
+    for (uint32_t m = b.unitOps; m != 0; m &= m - 1) {
+      const DecodedOp& op = ops[__builtin_ctz(m)];
+      if (op.slot == isa::SlotKind::VectorLoad) {  // the common unit check, inline
+        const int64_t rows = loadRowsReady(op);
+        if (rows <= c) continue;
+        *block = {rows, StallCause::OperandNotReady};
+        *blockingOp = &op;
+        return true;
+      }
+      if (unitBlock(op, c, block)) {
+        *blockingOp = &op;
+        return true;
+      }
+    }
+    return false;
+  }
   for (uint32_t i = 0; i < b.numOps; ++i) {
     const DecodedOp& op = ops[i];
     // Registers: sources (RAW) and the destination (WAW); then the unit.

@@ -107,6 +107,7 @@ class TensorCore : public sc_core::sc_module {
   bool firstBlock(const DecodedBundle& b, int64_t c, Block* block, const DecodedOp** op);
   // The unit part of the check (op.unitCheck): VMEM rows, MXU, XLU, EUP, DMA, sync.
   bool unitBlock(const DecodedOp& op, int64_t c, Block* block);
+  int64_t loadRowsReady(const DecodedOp& op) const;
   int64_t bankConflictCycles(const DecodedBundle& b);
   // Executes every op of the bundle at cycle t; returns the next pc.
   int64_t execute(const DecodedBundle& b, int64_t t);
@@ -140,7 +141,12 @@ class TensorCore : public sc_core::sc_module {
 
   // The fault of `op`'s k-th VMEM row, `row`, out of range.
   [[noreturn]] void vmemRowFault(const DecodedOp& op, int k, int64_t row, bool store);
-  int currentOp() const;
+  // Inline: once per bundle (stepBundle) and after each mark.
+  int currentOp() const {
+    if (markOp_ >= 0 && size_t(markOp_) < program_.debugMap.size()) return markOp_;
+    int32_t e = pc_ < int64_t(decoded_.debugEntry.size()) ? decoded_.debugEntry[pc_] : -1;
+    return e >= 0 ? e : int(program_.debugMap.size());
+  }
 
   int id_;
   const target::ChipConfig& chip_;

@@ -100,7 +100,7 @@ static void requireVregs(VregIn v, int n, const char* what) {
 
 MxuStatus MxuModel::weightPush(uint64_t cycle, VregIn rows, bool transposed, MxuDtype dtype) {
   checkReady(transposed ? "wpush.t" : "wpush", cycle, int64_t(weightPushReadyAt(transposed)));
-  if (std::string f = rules_.checkPush(dtype); !f.empty()) return {f};
+  if (MxuStatus f = rules_.checkPush(dtype); !f.ok()) return f;
   if (functional_) {
     requireVregs(rows, n_, "wpush");
     const int base = 8 * rules_.pushIndex();
@@ -161,7 +161,7 @@ void MxuModel::buildS32View() {
 MxuStatus MxuModel::matmul(uint64_t cycle, VregIn lhs, MxuDtype dtype, int slot, bool accumulate) {
   checkReady(accumulate ? "mma" : "mm", cycle, int64_t(matmulReadyAt()));
   if (slot < 0 || slot >= slots_) throw MxuPanic(fmt::format("MXU mm: no slot a{}", slot));
-  if (std::string f = rules_.checkMatmul(dtype); !f.empty()) return {f};
+  if (MxuStatus f = rules_.checkMatmul(dtype); !f.ok()) return f;
   Slot& s = slotState_[slot];
   const int64_t t = int64_t(cycle);
   const int64_t firstRow = t + 2 * n_;  // row j is readable from t + j + 2N

@@ -16,46 +16,30 @@ const char* mxuDtypeName(MxuDtype d) {
   return "?";
 }
 
-std::string MxuStagingRules::checkPacked(MxuDtype dtype, const char* what) const {
-  if (dtype == MxuDtype::S8x2 && !packedInt8_)
-    return fmt::format(
-        "MXU {}.s8x2: this chip's MXU has no packed int8 mode (mxu.int8_rate is 1: int8 runs at "
-        "the bf16 rate; use {}.s8)",
-        what, what);
-  return {};
-}
-
-std::string MxuStagingRules::checkPush(MxuDtype dtype) const {
-  if (std::string f = checkPacked(dtype, "wpush"); !f.empty()) return f;
-  if (pushes_ >= pushesPerTile(n_))
-    return fmt::format(
-        "MXU staging overflow: wpush number {} since the last latch, but an {}x{} array holds {} "
-        "(ceil(N/8))",
-        pushes_ + 1, n_, n_, pushesPerTile(n_));
-  if (staging_ && *staging_ != dtype)
-    return fmt::format(
-        "MXU dtype mismatch: wpush.{} into a staging buffer that already holds {} weights",
-        mxuDtypeName(dtype), mxuDtypeName(*staging_));
-  return {};
-}
-
-std::string MxuStagingRules::checkMatmul(MxuDtype dtype) const {
-  if (std::string f = checkPacked(dtype, "mm"); !f.empty()) return f;
-  if (active_ && *active_ != dtype)
-    return fmt::format("MXU dtype mismatch: mm.{} against active {} weights", mxuDtypeName(dtype),
-                       mxuDtypeName(*active_));
-  return {};
-}
-
-void MxuStagingRules::onPush(MxuDtype dtype) {
-  ++pushes_;
-  staging_ = dtype;
-}
-
-void MxuStagingRules::onLatch() {
-  pushes_ = 0;
-  active_ = staging_;
-  staging_.reset();
+std::string MxuStatus::fault() const {
+  const char* what = matmul ? "mm" : "wpush";
+  switch (kind) {
+    case MxuFaultKind::None:
+      return {};
+    case MxuFaultKind::NoPackedInt8:
+      return fmt::format(
+          "MXU {}.s8x2: this chip's MXU has no packed int8 mode (mxu.int8_rate is 1: int8 runs at "
+          "the bf16 rate; use {}.s8)",
+          what, what);
+    case MxuFaultKind::StagingOverflow:
+      return fmt::format(
+          "MXU staging overflow: wpush number {} since the last latch, but an {}x{} array holds {} "
+          "(ceil(N/8))",
+          count, n, n, MxuStagingRules::pushesPerTile(n));
+    case MxuFaultKind::PushDtype:
+      return fmt::format(
+          "MXU dtype mismatch: wpush.{} into a staging buffer that already holds {} weights",
+          mxuDtypeName(dtype), mxuDtypeName(held));
+    case MxuFaultKind::MatmulDtype:
+      return fmt::format("MXU dtype mismatch: mm.{} against active {} weights", mxuDtypeName(dtype),
+                         mxuDtypeName(held));
+  }
+  return "MXU fault";
 }
 
 }  // namespace tpusim::sim

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <optional>
-#include <string>
 
 #include "sim/mxu/MxuUnit.h"
 
@@ -20,20 +19,35 @@ class MxuStagingRules {
   // The index p of the next wpush since the last latch.
   int pushIndex() const { return pushes_; }
 
-  // Empty string = the command is legal; otherwise the fault message.
-  std::string checkPush(MxuDtype dtype) const;
-  std::string checkMatmul(MxuDtype dtype) const;
+  // ok() = the command is legal; otherwise the fault (inline: once per command).
+  MxuStatus checkPush(MxuDtype dtype) const {
+    if (dtype == MxuDtype::S8x2 && !packedInt8_) return {MxuFaultKind::NoPackedInt8, false, dtype};
+    if (pushes_ >= pushesPerTile(n_))
+      return {MxuFaultKind::StagingOverflow, false, dtype, dtype, pushes_ + 1, n_};
+    if (staging_ && *staging_ != dtype) return {MxuFaultKind::PushDtype, false, dtype, *staging_};
+    return {};
+  }
+  MxuStatus checkMatmul(MxuDtype dtype) const {
+    if (dtype == MxuDtype::S8x2 && !packedInt8_) return {MxuFaultKind::NoPackedInt8, true, dtype};
+    if (active_ && *active_ != dtype) return {MxuFaultKind::MatmulDtype, true, dtype, *active_};
+    return {};
+  }
 
-  void onPush(MxuDtype dtype);
-  void onLatch();
+  void onPush(MxuDtype dtype) {
+    ++pushes_;
+    staging_ = dtype;
+  }
+  void onLatch() {
+    pushes_ = 0;
+    active_ = staging_;
+    staging_.reset();
+  }
 
   // The dtype of the active weights; empty before the first latch of pushed
   // weights (all-zero weights match either dtype).
   std::optional<MxuDtype> activeDtype() const { return active_; }
 
  private:
-  std::string checkPacked(MxuDtype dtype, const char* what) const;
-
   int n_;
   bool packedInt8_;
   int pushes_ = 0;

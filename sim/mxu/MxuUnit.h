@@ -53,11 +53,25 @@ class MxuPanic : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-// The outcome of a command: empty fault = done; otherwise the program error,
-// e.g. "staging overflow: 17th wpush since the last latch (N = 128 holds 16)".
+// The program errors a command may meet (isa/README.md, "MXU").
+enum class MxuFaultKind : uint8_t {
+  None,
+  NoPackedInt8,     // an s8x2 command on an MXU without packed int8
+  StagingOverflow,  // a wpush past ceil(N/8) since the last latch
+  PushDtype,        // a wpush of another dtype than the staged weights
+  MatmulDtype,      // an mm of another dtype than the active weights
+};
+
+// The outcome of a command: ok = done; otherwise the program error, kept as
+// its kind and values (no string per command) and worded by fault(), e.g.
+// "MXU staging overflow: wpush number 17 since the last latch, ...".
 struct MxuStatus {
-  std::string fault;
-  bool ok() const { return fault.empty(); }
+  MxuFaultKind kind = MxuFaultKind::None;
+  bool matmul = false;       // NoPackedInt8: an mm (else a wpush)
+  MxuDtype dtype{}, held{};  // the command's dtype; the staged / active one
+  int count = 0, n = 0;      // StagingOverflow: the wpush's number, the array's N
+  bool ok() const { return kind == MxuFaultKind::None; }
+  std::string fault() const;  // "" when ok
 };
 
 struct MxuStats {

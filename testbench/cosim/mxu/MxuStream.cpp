@@ -280,7 +280,7 @@ MxuRunRecord runMxuStream(sim::MxuUnit& unit, const MxuStream& s, bool recordRow
         sim::MxuStatus st = issue(s.commands[i + j], t);
         rec.readyAt.push_back(ready[j]);
         rec.issueCycle.push_back(t);
-        rec.faults.push_back(st.fault);
+        rec.faults.push_back(st.fault());
       }
       prev = t;
       i += count;

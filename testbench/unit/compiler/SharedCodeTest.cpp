@@ -64,8 +64,15 @@ bool sameBundle(const sim::DecodedProgram& a, const sim::DecodedProgram& b, int6
   if (x.numOps != y.numOps || x.hasBranch != y.hasBranch || x.needsSync != y.needsSync ||
       x.numLoads != y.numLoads || x.numStores != y.numStores ||
       x.conflictStatic != y.conflictStatic || x.staticConflict != y.staticConflict ||
-      x.invalid != y.invalid || x.invalidSlot != y.invalidSlot)
+      x.invalid != y.invalid || x.invalidSlot != y.invalidSlot || x.numRegs != y.numRegs ||
+      x.numWrites != y.numWrites || x.unitOps != y.unitOps)
     return false;
+  for (uint32_t i = 0; i < x.numRegs; ++i)
+    if (a.regs[x.firstReg + i] != b.regs[y.firstReg + i]) return false;
+  for (uint32_t i = 0; i < x.numWrites; ++i)
+    if (a.writes[x.firstWrite + i].reg != b.writes[y.firstWrite + i].reg ||
+        a.writes[x.firstWrite + i].latency != b.writes[y.firstWrite + i].latency)
+      return false;
   for (uint32_t i = 0; i < x.numOps; ++i)
     if (!sameOp(a.ops[x.firstOp + i], b.ops[y.firstOp + i])) return false;
   return true;

@@ -5,6 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "sim/core/DecodedProgram.h"
 #include "testbench/unit/core/CoreHarness.h"
 #include "testbench/unit/core/FakeDma.h"
 
@@ -232,4 +237,34 @@ TEST_CASE("bank conflicts are the same whether loads share a base register or no
   CHECK(shared.cycles == apart.cycles);
   auto strided = run(fmt::format("vld v2, s2, 0, {}, 15 ;; vld v3, s2, 1, {}, 240", B, B));
   CHECK(stall(strided, StallCause::VmemBankConflict) == 3);  // 4 rows in each of two banks
+}
+
+TEST_CASE("bank conflicts by count table equal the sort-and-run definition", "[core][timing]") {
+  // The definition: sort the distinct rows' banks; the longest run of one bank, minus 1.
+  auto reference = [](std::vector<int64_t> rows, int64_t banks) {
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    std::vector<int64_t> bank;
+    for (int64_t r : rows) bank.push_back(((r % banks) + banks) % banks);
+    std::sort(bank.begin(), bank.end());
+    int64_t worst = 0, run = 0;
+    for (size_t i = 0; i < bank.size(); ++i) {
+      run = (i > 0 && bank[i] == bank[i - 1]) ? run + 1 : 0;
+      worst = std::max(worst, run);
+    }
+    return worst;
+  };
+  std::mt19937_64 rng(13);
+  // Both paths: the table (banks <= 64) and the sort (more banks), repeated and negative rows.
+  for (int64_t banks : {1, 3, 16, 64, 65, 256}) {
+    for (int trial = 0; trial < 400; ++trial) {
+      const int n = int(rng() % 25);
+      std::vector<int64_t> rows;
+      for (int i = 0; i < n; ++i)
+        rows.push_back(trial % 2 ? int64_t(rng() % 40) - 8 : int64_t(rng() % 4096));
+      std::vector<int64_t> work = rows;
+      INFO("banks " << banks << " trial " << trial);
+      REQUIRE(sim::bankConflictExtra(work.data(), n, banks) == reference(rows, banks));
+    }
+  }
 }

@@ -254,16 +254,16 @@ TEST_CASE("MXU packed int8 is a fault on an MXU without it (mxu.int8_rate 1)") {
   MxuModel m(16, 16, false);  // packedInt8 = false
   VregIn none;
   MxuStatus st = m.weightPush(0, none, false, MxuDtype::S8x2);
-  REQUIRE(st.fault.find("no packed int8 mode") != std::string::npos);
+  REQUIRE(st.fault().find("no packed int8 mode") != std::string::npos);
   st = m.matmul(0, none, MxuDtype::S8x2, 0, false);
-  REQUIRE(st.fault.find("mm.s8x2") != std::string::npos);
+  REQUIRE(st.fault().find("mm.s8x2") != std::string::npos);
   REQUIRE(m.stats().pushes == 0);
   REQUIRE(m.stats().matmuls == 0);
   MxuModel p(16, 16, false, true);
   REQUIRE(p.weightPush(0, none, false, MxuDtype::S8x2).ok());
   REQUIRE(p.latch(p.latchReadyAt()).ok());
   st = p.matmul(p.matmulReadyAt(), none, MxuDtype::S8, 0, false);
-  REQUIRE(st.fault.find("mm.s8 against active s8x2 weights") != std::string::npos);
+  REQUIRE(st.fault().find("mm.s8 against active s8x2 weights") != std::string::npos);
 }
 
 TEST_CASE("MXU weights loaded behind running mms do not disturb them; latch clears staging") {
@@ -315,15 +315,15 @@ TEST_CASE("MXU faults: staging overflow and dtype mismatches leave the MXU uncha
   REQUIRE(m.weightPush(0, none, false, MxuDtype::S8).ok());
   MxuStatus st = m.weightPush(8, none, false, MxuDtype::Bf16);
   REQUIRE_FALSE(st.ok());
-  REQUIRE(st.fault.find("dtype mismatch") != std::string::npos);
+  REQUIRE(st.fault().find("dtype mismatch") != std::string::npos);
   REQUIRE(m.weightPush(8, none, false, MxuDtype::S8).ok());
   st = m.weightPush(16, none, false, MxuDtype::S8);
-  REQUIRE(st.fault.find("staging overflow") != std::string::npos);
-  REQUIRE(st.fault.find("holds 2") != std::string::npos);
+  REQUIRE(st.fault().find("staging overflow") != std::string::npos);
+  REQUIRE(st.fault().find("holds 2") != std::string::npos);
   REQUIRE(m.stats().pushes == 2);
   REQUIRE(m.latch(m.latchReadyAt()).ok());
   st = m.matmul(m.matmulReadyAt(), none, MxuDtype::Bf16, 0, false);
-  REQUIRE(st.fault.find("mm.bf16 against active s8 weights") != std::string::npos);
+  REQUIRE(st.fault().find("mm.bf16 against active s8 weights") != std::string::npos);
   REQUIRE(m.stats().matmuls == 0);
   REQUIRE(m.matmul(m.matmulReadyAt(), none, MxuDtype::S8, 0, false).ok());
   // before any weights are latched, zeros match either dtype
