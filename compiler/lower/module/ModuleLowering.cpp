@@ -347,7 +347,8 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
       k = compileWith(o);
     } catch (const codegen::CodegenError&) {
       if (o.prefetchNext.empty()) throw;
-      o.prefetchNext = {};  // no room for the next kernel's first blocks
+      o.prefetchNext = {};  // no room (VMEM, or the registers of a lookahead hint:
+                            // codegen::compileKernel) for the next kernel's first blocks
       k = compileWith(o);
     }
   } catch (const codegen::CodegenError& e) {

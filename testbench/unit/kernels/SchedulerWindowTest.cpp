@@ -3,10 +3,13 @@
 // (dsl::CompilerParams::schedule_lookahead).
 #include <catch2/catch.hpp>
 
+#include "kernels/codegen/Prefetch.h"
+#include "kernels/codegen/RegAlloc.h"
 #include "kernels/codegen/Scheduler.h"
 #include "kernels/dsl/PallasCall.h"
 #include "kernels/lib/AttentionBackward.h"
 #include "kernels/llo/Printer.h"
+#include "testbench/unit/kernels/ScaledAddKernel.h"
 #include "testbench/unit/kernels/SimRun.h"
 
 using namespace tpusim;
@@ -172,4 +175,32 @@ TEST_CASE("a carrying block leaves its MXU ports' drain to the next block") {
       CHECK(s.length == s.cycle[5] + 7 + 2 * t.mxuSize + 1);  // the result lands
     }
   }
+}
+
+TEST_CASE("a kernel's lookahead is kept over the next kernel's prefetch") {
+  // The same kernel, linked, with the first blocks of a next kernel to start
+  // in its last step: out of registers at its lookahead it throws (the module
+  // lowering then drops the prefetch), and compiles without the prefetch.
+  lib::AttentionBackwardParams p;
+  p.causal = true;
+  p.heads = 8;
+  p.headsPerStep = 8;
+  p.scheduleLookahead = 6144;
+  p.vmemLimitBytes = int64_t(96) << 20;
+  auto k = lib::attentionBackwardCall(8, 256, 256, 128, p)
+               .trace(lib::attentionBackwardInputs(8, 256, 256, 128, 8));
+  const TargetInfo t = testing::kernelTarget("v6e");
+  auto next = testing::scaledAddCall("next", 512, 512, 128, false)
+                  .trace({{{512, 512}, llo::DType::F32, "x"}, {{512, 512}, llo::DType::F32, "y"}});
+  CompileOptions o;
+  o.standalone = false;
+  const int64_t mib = int64_t(1) << 20;
+  o.inputAddresses = {0, mib, 2 * mib, 3 * mib};
+  o.outputAddresses = {4 * mib, 5 * mib, 6 * mib};
+  o.prefetchNext =
+      planPrefetch(*next, t, {8 * mib, 10 * mib}, {}, /*fromTop=*/true, t.vmemRows() / 2);
+  REQUIRE(!o.prefetchNext.empty());
+  CHECK_THROWS_AS(compileKernel(*k, t, o), RegisterPressureError);
+  o.prefetchNext = {};
+  CHECK(compileKernel(*k, t, o).stats.bundles > 0);
 }
