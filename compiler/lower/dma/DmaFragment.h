@@ -9,7 +9,8 @@
 // staging buffers (every kernel's VMEM is free between kernels). When the
 // kernel before started a later kernel's first blocks across the fragment
 // (placement.inFlight), the fragment's flags and VMEM start past that region
-// when it is at the bottom, and its queues avoid the region's. It starts with
+// when it is at the bottom (vmemBase), its VMEM ends below it when it is at
+// the top (vmemEnd), and its queues avoid the region's. It starts with
 // `mark 0` and ends with a `sync.wait` for every DMA it issued, so its flags
 // are back at zero and its writes are in HBM when the next fragment starts.
 #pragma once

@@ -18,7 +18,9 @@
 // replace), a single index component (scatter_dims_to_operand_dims =
 // inserted_window_dims = {0}), index_vector_dim last, the update window the
 // trailing update dims covering the operand's other dims fully, each slab a
-// whole number of 128-element VMEM rows, and the table fitting in VMEM.
+// whole number of 128-element VMEM rows, and the table fitting in the VMEM
+// free to the fragment ([vmemBase, vmemEnd): a kernel's prefetch region in
+// flight across it stays untouched; the update chunks shrink to what is left).
 #include <fmt/format.h>
 
 #include <algorithm>
