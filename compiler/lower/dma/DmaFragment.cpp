@@ -43,11 +43,14 @@ DmaFragment::DmaFragment(const kernels::codegen::TargetInfo& target,
     for (int q = 0; q < std::max(1, target.dmaQueues); ++q) queueMap_.push_back(q);
   }
   int freeFlags = target.syncFlags;
+  vmemEnd_ = target.vmemBytes;
   if (!region.empty()) {
     freeFlags -= region.flags;
     if (!region.fromTop) {
       flagBase_ = region.flags;
       vmemBase_ = region.rows * isa::kVmemRowBytes;
+    } else {
+      vmemEnd_ -= region.rows * isa::kVmemRowBytes;
     }
   }
   queues_ = std::max(1, std::min(int(queueMap_.size()), freeFlags));

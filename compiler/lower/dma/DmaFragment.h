@@ -9,7 +9,8 @@
 // staging buffers (every kernel's VMEM is free between kernels). When the
 // kernel before started a later kernel's first blocks across the fragment
 // (placement.inFlight), the fragment's flags and VMEM start past that region
-// when it is at the bottom, and its queues avoid the region's. It starts with
+// when it is at the bottom (vmemBase), its VMEM ends below it when it is at
+// the top (vmemEnd), and its queues avoid the region's. It starts with
 // `mark 0` and ends with a `sync.wait` for every DMA it issued, so its flags
 // are back at zero and its writes are in HBM when the next fragment starts.
 #pragma once
@@ -60,8 +61,13 @@ class DmaFragment {
   const kernels::codegen::TargetInfo& target() const { return target_; }
   // The fragment's queues, numbered 0 .. queues()-1 (each with a flag of its own).
   int queues() const { return queues_; }
-  // First VMEM byte the fragment may use; it uses at most half of VMEM from there.
+  // First VMEM byte the fragment may use; it uses at most half of VMEM from
+  // there (the prefetch planner keeps a region in flight within the other
+  // half), or up to vmemEnd() when it must (a scatter's table).
   int64_t vmemBase() const { return vmemBase_; }
+  // One past the last VMEM byte free to the fragment: below a region in
+  // flight at the top, else the end of VMEM.
+  int64_t vmemEnd() const { return vmemEnd_; }
 
   // ---- scalar code (32-bit, wrapping)
   MOperand constant(int64_t value);  // sli
@@ -153,7 +159,7 @@ class DmaFragment {
   // The fragment's queue q runs on DMA queue queueMap_[q] with flag flagBase_ + q.
   std::vector<int> queueMap_;
   int flagBase_ = 0;
-  int64_t vmemBase_ = 0;
+  int64_t vmemBase_ = 0, vmemEnd_ = 0;
   int flagOf(int q) const { return flagBase_ + q; }
   int queueOf(int q) const { return queueMap_[size_t(q)]; }
   kernels::codegen::MFunction fn_;

@@ -18,7 +18,9 @@
 // replace), a single index component (scatter_dims_to_operand_dims =
 // inserted_window_dims = {0}), index_vector_dim last, the update window the
 // trailing update dims covering the operand's other dims fully, each slab a
-// whole number of 128-element VMEM rows, and the table fitting in VMEM.
+// whole number of 128-element VMEM rows, and the table fitting in the VMEM
+// free to the fragment ([vmemBase, vmemEnd): a kernel's prefetch region in
+// flight across it stays untouched; the update chunks shrink to what is left).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,6 +37,7 @@ constexpr int64_t kMaxStagedIndices = 1 << 16;     // SMEM words for the index a
 constexpr int64_t kChunkBytes = int64_t(4) << 20;  // updates staged per DMA
 constexpr int64_t kMaxGroupsPerSlab = 64;          // 8-row vector groups per slab
 constexpr int64_t kLanes = 128;                    // elements of a 4-byte VMEM row
+constexpr int64_t kMaxRowImm = 32767;              // vld/vst row offset (Simm16)
 MOperand I(int64_t v) { return MOperand::imm(v); }
 
 enum class Combiner { Add, Replace };
@@ -137,21 +140,31 @@ void lowerScatter(DmaOp& op) {
   const int64_t rowBytes = isa::kVmemRowBytes;
   int64_t tableRows = slots * slabRows;
   int64_t slabBytes = slabRows * rowBytes;
-  int64_t chunkSlabs = 1;  // the largest divisor of points within kChunkBytes
+  // VMEM rows [tableRow, endRow): the fragment's (a region in flight across
+  // it, DmaFragment::vmemBase, stays untouched): the table, a scratch slab
+  // for out-of-bounds windows, then the update chunk buffers.
+  const int64_t tableRow = f.vmemBase() / rowBytes, endRow = f.vmemEnd() / rowBytes;
+  int64_t scratchRow = tableRow + tableRows, bufferRow = scratchRow + groups * 8;
+  // The slab loop may load one slab past its buffer (the next body's, unused after the last).
+  auto fits = [&](int64_t buffers, int64_t slabs) {
+    return bufferRow + buffers * slabs * slabRows + slabRows <= endRow;
+  };
+  int64_t chunkSlabs = 0;  // the largest divisor of points within kChunkBytes that fits
   for (int64_t c = std::max<int64_t>(1, std::min(points, kChunkBytes / slabBytes)); c >= 1; --c)
-    if (points % c == 0) {
+    if (points % c == 0 && fits(1, c)) {
       chunkSlabs = c;
       break;
     }
-  int64_t scratchRow = tableRows, bufferRow = scratchRow + groups * 8;
+  if (chunkSlabs == 0)
+    op.fail(fmt::format(
+        "the scatter table ({} bytes) and its staging do not fit the VMEM free to it "
+        "(bytes {} to {}{})",
+        tableRows * rowBytes, f.vmemBase(), f.vmemEnd(),
+        f.vmemEnd() - f.vmemBase() < target.vmemBytes ? ", beside a prefetch in flight" : ""));
   int64_t chunkRows = chunkSlabs * slabRows;
-  // The slab loop may load one slab past its buffer (the next body's, unused after the last).
-  if (bufferRow + chunkRows + slabRows > target.vmemRows())
-    op.fail(fmt::format("the scatter table ({} bytes) and its staging do not fit VMEM ({} bytes)",
-                        tableRows * rowBytes, target.vmemBytes));
   // Two chunk buffers when they fit: the next chunk loads while this one is applied.
   const int64_t chunks = points / chunkSlabs;
-  const bool prefetch = chunks > 1 && bufferRow + 2 * chunkRows + slabRows <= target.vmemRows();
+  const bool prefetch = chunks > 1 && fits(2, chunkSlabs);
   if (points == 0) {
     if (op.operandAddresses[0] != op.resultAddress)
       emitMove(op, elementMove(4, {{operand.elementCount(), 1, 1}}, 0, 0), op.operandAddresses[0],
@@ -182,7 +195,7 @@ void lowerScatter(DmaOp& op) {
   tableIn.src = isa::MemorySpace::Hbm;
   tableIn.dst = isa::MemorySpace::Vmem;
   tableIn.srcAddr = op.operandAddresses[0];
-  tableIn.dstAddr = 0;
+  tableIn.dstAddr = uint64_t(tableRow * rowBytes);
   tableIn.innerBytes = uint32_t(tableBytes);
   f.dmaStatic(tableIn);
   f.waitAll();
@@ -215,8 +228,14 @@ void lowerScatter(DmaOp& op) {
   int period = 2;
   while (storeAt % period < 2) ++period;
   Opcode addOp = f32 ? Opcode::VAddF32 : Opcode::VAddS32;
+  // A slab's table row register holds its row less `immBase`, which the
+  // loads and stores add as their immediate (no scalar op on the row's
+  // critical path) when it fits one; the rest, `regBase`, is added to it.
+  const int64_t immBase = tableRow + (groups - 1) * 8 <= kMaxRowImm ? tableRow : 0;
+  const int64_t regBase = tableRow - immBase;
   MOperand limitReg = f.constant(slots);
-  MOperand scratchReg = f.constant(scratchRow);
+  MOperand scratchReg = f.constant(scratchRow - immBase);
+  MOperand baseReg = regBase != 0 ? f.constant(regBase) : MOperand{};
 
   // A body applies `unroll` slabs. Slab u's table loads issue once slab u-1's
   // stores are visible (duplicate indices accumulate in order: the interlock
@@ -238,8 +257,9 @@ void lowerScatter(DmaOp& op) {
     // The first slab's table row (XLA skips out-of-bounds windows: those go
     // to the scratch row; the unsigned compare also catches negative indices).
     MOperand idx0 = f.loadSmem(first, 0);
-    f.emit(Opcode::SSel, {at[0], f.binary(Opcode::SCmpLtu, idx0, limitReg),
-                          f.mulImm(idx0, slabRows), scratchReg});
+    MOperand row0 = f.mulImm(idx0, slabRows);
+    if (regBase != 0) row0 = f.binary(Opcode::SAdd, row0, baseReg);
+    f.emit(Opcode::SSel, {at[0], f.binary(Opcode::SCmpLtu, idx0, limitReg), row0, scratchReg});
     f.emit(Opcode::SAddI, {idxPtr, first, I(1)});
     f.emit(Opcode::SAddI, {updRow, rows, I(0)});
     if (early)
@@ -273,11 +293,11 @@ void lowerScatter(DmaOp& op) {
         int store = cg + storeAt;
         if (*combiner == Combiner::Add) {
           MOperand a = f.newVector(), sum = f.newVector();
-          f.emitAt(cg, Opcode::VLd, {a, at[size_t(u)], I(off), I(1), I(mask)});
+          f.emitAt(cg, Opcode::VLd, {a, at[size_t(u)], I(immBase + off), I(1), I(mask)});
           f.emitAt(cg + (early ? 0 : 1) + lv, addOp, {sum, a, v});
-          f.emitAt(store, Opcode::VSt, {sum, at[size_t(u)], I(off), I(1), I(mask)});
+          f.emitAt(store, Opcode::VSt, {sum, at[size_t(u)], I(immBase + off), I(1), I(mask)});
         } else {
-          f.emitAt(store, Opcode::VSt, {v, at[size_t(u)], I(off), I(1), I(mask)});
+          f.emitAt(store, Opcode::VSt, {v, at[size_t(u)], I(immBase + off), I(1), I(mask)});
         }
         lastStore = store;
       }
@@ -290,7 +310,14 @@ void lowerScatter(DmaOp& op) {
       int cmp = scalarAt(ld + ls), mul = scalarAt(ld + ls);
       f.emitAt(cmp, Opcode::SCmpLtu, {inRange, idx, limitReg});
       f.emitAt(mul, Opcode::SMulI, {row, idx, I(slabRows)});
-      int selFrom = std::max(cmp, mul) + la;
+      int rowAt = mul;
+      if (regBase != 0) {
+        MOperand based = f.newScalar();
+        rowAt = scalarAt(mul + la);
+        f.emitAt(rowAt, Opcode::SAdd, {based, row, baseReg});
+        row = based;
+      }
+      int selFrom = std::max(cmp, rowAt) + la;
       if (unroll == 1) selFrom = std::max(selFrom, lastStore + 1);  // its stores read at[0]
       int sel = scalarAt(selFrom);
       f.emitAt(sel, Opcode::SSel, {at[size_t((u + 1) % unroll)], inRange, row, scratchReg});
@@ -340,7 +367,7 @@ void lowerScatter(DmaOp& op) {
   isa::DmaDescriptor tableOut;
   tableOut.src = isa::MemorySpace::Vmem;
   tableOut.dst = isa::MemorySpace::Hbm;
-  tableOut.srcAddr = 0;
+  tableOut.srcAddr = uint64_t(tableRow * rowBytes);
   tableOut.dstAddr = op.resultAddress;
   tableOut.innerBytes = uint32_t(tableBytes);
   f.dmaStatic(tableOut);

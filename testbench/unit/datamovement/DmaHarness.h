@@ -87,7 +87,8 @@ struct RunOptions {
   bool inPlace = false;             // the result lives in operand 0's buffer
   int repeat = 1;                   // runs of the fragment (a loop around it, as inside a while)
   std::map<int64_t, Literal> args;  // parameter values (others random)
-  // A kernel's prefetch region the fragment must keep free (none issued here).
+  // A kernel's prefetch region the fragment must keep free (none issued here):
+  // its VMEM rows hold a pattern that must be intact after the run.
   kernels::codegen::PrefetchPlan inFlight;
 };
 
@@ -196,6 +197,25 @@ inline RunOutcome runInstruction(const hlo::HloInstruction& root,
   rb.sizeBytes = std::max<uint64_t>(1, hlo::eval::toNpy(out.want).data.size());
   rb.role = isa::BufferRole::Output;
   buffers.push_back(rb);
+  // The in-flight region's VMEM rows: a pattern loaded before the run, read
+  // back after it as the output "guard" (core 0's VMEM).
+  const uint64_t guardBytes = uint64_t(o.inFlight.rows) * isa::kVmemRowBytes;
+  isa::DataSegment guard{
+      isa::MemorySpace::Vmem,
+      o.inFlight.fromTop ? uint64_t(codegenTarget(o.preset).vmemBytes) - guardBytes : 0,
+      {}};
+  for (uint64_t i = 0; i < guardBytes; ++i) guard.bytes.push_back(uint8_t(i * 7 + 1));
+  if (guardBytes > 0) {
+    isa::BufferDesc gb;
+    gb.name = "guard";
+    gb.shape = {int64_t(guardBytes)};
+    gb.dtype = isa::DType::U8;
+    gb.space = isa::MemorySpace::Vmem;
+    gb.address = guard.address;
+    gb.sizeBytes = guardBytes;
+    gb.role = isa::BufferRole::Output;
+    buffers.push_back(gb);
+  }
 
   kernels::codegen::Module m;
   for (uint32_t i = 0; i < o.codeBefore; ++i) m.program.code.push_back(isa::Bundle{});
@@ -210,6 +230,7 @@ inline RunOutcome runInstruction(const hlo::HloInstruction& root,
   if (o.repeat > 1) appendRepeatLoop(m, placement.firstBundle, o.repeat);
   isa::Program program = kernels::codegen::finishModule(m, buffers);
   for (auto& seg : hbmData) program.data.push_back(seg);
+  if (guardBytes > 0) program.data.push_back(guard);
 
   sim::SimOptions so;
   so.functional = true;
@@ -229,6 +250,13 @@ inline RunOutcome runInstruction(const hlo::HloInstruction& root,
     if (out.got.data[i] != expected.data[i]) ++bad;
   INFO(fmt::format("{} of {} bytes differ", bad, expected.data.size()));
   CHECK(bad == 0);
+  if (guardBytes > 0) {
+    const npy::Array& kept = out.sim.outputs.at("guard");
+    size_t changed = 0;
+    for (size_t i = 0; i < guard.bytes.size(); ++i) changed += kept.data.at(i) != guard.bytes[i];
+    INFO("VMEM of the prefetch region in flight, at byte " << guard.address);
+    CHECK(changed == 0);
+  }
   return out;
 }
 
