@@ -32,9 +32,10 @@ std::vector<std::string> checkTiming(const std::vector<isa::Bundle>& bundles, co
   std::map<std::pair<int, int64_t>, int64_t> ready;  // (class, reg) -> cycle the value is readable
   std::map<int, MxuTiming> mxu;
   // On entry with mxuCarry: a latch, a weight push and an mm to every slot in
-  // the cycle before (a carrying block may end with its ports busy 7 cycles
-  // more: kPortCarry).
-  constexpr int64_t kPortCarry = 7;
+  // the cycle before (a carrying block may end with its ports busy
+  // kPortCarry cycles more; the scheduler's kMxuPortEntry).
+  constexpr int64_t kPortCycles = isa::kSublanes;  // a push or mm: a sublane row a cycle
+  constexpr int64_t kPortCarry = kPortCycles - 1;
   auto unit = [&](int u) -> MxuTiming& {
     auto [it, fresh] = mxu.try_emplace(u);
     if (fresh && mxuCarry) {
@@ -126,10 +127,10 @@ std::vector<std::string> checkTiming(const std::vector<isa::Bundle>& bundles, co
           if (wpushT && m.lastLatch + t.mxuSize > c)
             report(c, in, "transposed push before the last latch has passed the array");
           if (m.lastLatch >= c) report(c, in, "push in the cycle of a latch");
-          m.weightFree = c + 8;
+          m.weightFree = c + kPortCycles;
         } else if (mm) {
           if (m.lhsFree > c) report(c, in, fmt::format("LHS port busy until {}", m.lhsFree));
-          m.lhsFree = c + 8;
+          m.lhsFree = c + kPortCycles;
           m.slotReady[in.operands[2]] = c + 7 + 2 * t.mxuSize;
         } else {
           if (m.weightFree > c || m.lhsFree > c) report(c, in, "latch while a port is busy");

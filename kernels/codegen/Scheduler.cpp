@@ -38,9 +38,11 @@ bool isBranch(Opcode op) {
 // The list scheduler's lookahead when the kernel asks for none.
 constexpr int kDefaultLookahead = 1024;
 
-// A weight push or mm holds its MXU port 8 cycles; one issued in the last
-// cycle of a carrying block (MBlock::mxuCarry) frees it 7 cycles into the next.
-constexpr int kMxuPortEntry = 7;
+// A weight push or mm streams one sublane row a cycle, so it holds its MXU
+// port kMxuPortCycles; one issued in the last cycle of a carrying block
+// (MBlock::mxuCarry) frees it kMxuPortEntry cycles into the next.
+constexpr int kMxuPortCycles = isa::kSublanes;
+constexpr int kMxuPortEntry = kMxuPortCycles - 1;
 
 bool isMxuOp(Opcode op) {
   return isWPush(op) || isMm(op) || op == Opcode::MxuLatch || op == Opcode::MxuPop;
@@ -84,9 +86,9 @@ int unitInterval(const MInstr& mi, const TargetInfo& t) {
 // How long after issue an instruction still has effects in flight (drain).
 int tailOf(const MInstr& mi, const TargetInfo& t) {
   int tail = resultLatency(mi, t);
-  if (isWPush(mi.op) || isMm(mi.op)) tail = std::max(tail, 8);
+  if (isWPush(mi.op) || isMm(mi.op)) tail = std::max(tail, kMxuPortCycles);
   if (isMm(mi.op)) tail = std::max(tail, 7 + 2 * t.mxuSize + 1);
-  if (isWPushT(mi.op)) tail = std::max(tail, 8);
+  if (isWPushT(mi.op)) tail = std::max(tail, kMxuPortCycles);
   return tail;
 }
 
@@ -203,16 +205,16 @@ class DagBuilder {
       if (isMxuOp(mi.op)) {
         MxuState& m = mxu[mxuIndex(mi)];
         if (isWPush(mi.op)) {
-          if (m.lastWPush >= 0) edge(m.lastWPush, j, 8);
+          if (m.lastWPush >= 0) edge(m.lastWPush, j, kMxuPortCycles);
           if (m.lastLatch >= 0) edge(m.lastLatch, j, isWPushT(mi.op) ? t_.mxuSize : 1);
           m.lastWPush = j;
         } else if (mi.op == Opcode::MxuLatch) {
-          if (m.lastWPush >= 0) edge(m.lastWPush, j, 8);
-          if (m.lastMm >= 0) edge(m.lastMm, j, 8);
+          if (m.lastWPush >= 0) edge(m.lastWPush, j, kMxuPortCycles);
+          if (m.lastMm >= 0) edge(m.lastMm, j, kMxuPortCycles);
           if (m.lastLatch >= 0) edge(m.lastLatch, j, t_.mxuSize);
           m.lastLatch = j;
         } else if (isMm(mi.op)) {
-          if (m.lastMm >= 0) edge(m.lastMm, j, 8);
+          if (m.lastMm >= 0) edge(m.lastMm, j, kMxuPortCycles);
           if (m.lastLatch >= 0) edge(m.lastLatch, j, 1);
           // The pop of the slot's previous result reads it first (same cycle is fine).
           auto p = m.lastPopOfSlot.find(accSlot(mi));
@@ -464,16 +466,16 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
     for (int i = n - 1; i >= 0; --i) {
       if (ins[i].op == Opcode::MxuPop) poppedLater.insert({mxuIndex(ins[i]), accSlot(ins[i])});
       if (isMm(ins[i].op) && !poppedLater.count({mxuIndex(ins[i]), accSlot(ins[i])}))
-        tail[i] = std::max(resultLatency(ins[i], t), 8);
+        tail[i] = std::max(resultLatency(ins[i], t), kMxuPortCycles);
     }
   }
-  // In a carrying block the ports' 8 cycles are left to the next block too:
+  // In a carrying block the ports' kMxuPortCycles are left to the next block too:
   // every block of such a function lets its first weight push and mm of each
   // MXU wait kMxuPortEntry cycles (below; HazardCheck.cpp the same), so a
   // step's body ends at its last mm instead of draining the LHS port.
   if (block.mxuCarry)
     for (int i = 0; i < n; ++i)
-      if (isWPush(ins[i].op) || (isMm(ins[i].op) && tail[i] <= 8))
+      if (isWPush(ins[i].op) || (isMm(ins[i].op) && tail[i] <= kMxuPortCycles))
         tail[i] = std::max(1, resultLatency(ins[i], t));
   if (block.mxuCarry || block.mxuEntry) {
     // On entry any MXU may have latched and mm'd into any slot in the cycle
