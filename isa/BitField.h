@@ -30,14 +30,16 @@ inline bool allZero(const uint8_t* bytes, int pos, int width) {
   return (any | (bytes[last] & ((1u << tail) - 1))) == 0;
 }
 
+// Sets bits [pos, pos + width) to the low `width` bits of value, a byte (or
+// the part of one the field covers) at a time. width <= 64.
 inline void set(uint8_t* bytes, int pos, int width, uint64_t value) {
-  for (int i = 0; i < width; ++i) {
-    int b = pos + i;
-    uint8_t mask = uint8_t(1u << (b & 7));
-    if ((value >> i) & 1u)
-      bytes[b >> 3] |= mask;
-    else
-      bytes[b >> 3] &= uint8_t(~mask);
+  while (width > 0) {
+    const int b = pos >> 3, offset = pos & 7, n = width < 8 - offset ? width : 8 - offset;
+    const uint8_t mask = uint8_t(((1u << n) - 1) << offset);
+    bytes[b] = uint8_t((bytes[b] & ~mask) | (uint8_t(value << offset) & mask));
+    value >>= n;
+    pos += n;
+    width -= n;
   }
 }
 

@@ -14,8 +14,9 @@
 
 namespace tpusim::isa {
 
-// Decodes kBundleBytes bytes at `bytes`. Returns false and sets *error on an
-// invalid encoding.
+// Decodes kBundleBytes bytes at `bytes` into *out (every slot written).
+// Returns false and sets *error on an invalid encoding; *out is then partly
+// written.
 bool tryDecode(const uint8_t* bytes, Bundle* out, std::string* error);
 
 // Same, throwing IsaError.

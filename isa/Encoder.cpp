@@ -42,6 +42,7 @@ int allocateSharedImmediates(const Bundle& b, std::array<uint32_t, kNumSharedImm
 
 bool tryEncode(const Bundle& b, EncodedBundle* out, std::string* error) {
   for (int s = 0; s < kNumSlotInstances; ++s) {
+    if (b.slots[s].empty()) continue;  // an empty slot is always valid
     std::string problem = checkInstruction(b.slots[s], s);
     if (!problem.empty()) {
       *error = problem;

@@ -40,10 +40,21 @@ inline const char* sectionName(uint32_t type) {
 }
 
 inline uint64_t fnv1a64(const uint8_t* data, size_t size, uint64_t h = 0xcbf29ce484222325ull) {
-  for (size_t i = 0; i < size; ++i) {
-    h ^= data[i];
-    h *= 0x100000001b3ull;
+  constexpr uint64_t kPrime = 0x100000001b3ull;
+  size_t i = 0;
+  // The same byte-serial hash, eight bytes a loop step (a parse hashes the
+  // whole file: fewer loop steps per byte).
+  for (; i + 8 <= size; i += 8) {
+    h = (h ^ data[i]) * kPrime;
+    h = (h ^ data[i + 1]) * kPrime;
+    h = (h ^ data[i + 2]) * kPrime;
+    h = (h ^ data[i + 3]) * kPrime;
+    h = (h ^ data[i + 4]) * kPrime;
+    h = (h ^ data[i + 5]) * kPrime;
+    h = (h ^ data[i + 6]) * kPrime;
+    h = (h ^ data[i + 7]) * kPrime;
   }
+  for (; i < size; ++i) h = (h ^ data[i]) * kPrime;
   return h;
 }
 

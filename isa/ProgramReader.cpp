@@ -114,14 +114,19 @@ bool readMeta(Cursor& c, Program* p, Loaded&) {
 // `n` encoded bundles into *out (or only checked when out is null); `what`
 // names them in errors ("bundle", "shared body 3, bundle").
 bool readBundles(Cursor& c, uint32_t n, std::vector<Bundle>* out, const std::string& what) {
-  if (out) out->resize(n);
+  // Grown one bundle at a time (n is checked against the section's bytes):
+  // resize(n) would construct every bundle once more before the decode.
+  if (out) {
+    out->clear();
+    out->reserve(n);
+  }
   Bundle scratch;
+  std::string error;
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t at = c.pos();
     const uint8_t* bytes = c.bytes(kBundleBytes, "a bundle");
     if (!bytes) return false;
-    std::string error;
-    if (!tryDecode(bytes, out ? &(*out)[i] : &scratch, &error))
+    if (!tryDecode(bytes, out ? &out->emplace_back() : &scratch, &error))
       return c.fail(fmt::format("{} {} (file offset 0x{:x}): {}", what, i, at, error));
   }
   return true;
