@@ -206,6 +206,19 @@ void DmaFragment::dmaOn(const isa::DmaDescriptor& d, int queue) {
   pending_[size_t(queue)] += multiplier_;
 }
 
+void DmaFragment::dmaStandIns(uint64_t hbmAddr, int count, int queue) {
+  const int64_t scratch = allocSmem(1);
+  for (int i = 0; i < count; ++i) {
+    isa::DmaDescriptor d;
+    d.src = isa::MemorySpace::Hbm;
+    d.dst = isa::MemorySpace::Smem;
+    d.srcAddr = hbmAddr;
+    d.dstAddr = uint64_t(scratch) * 4;
+    d.innerBytes = 4;
+    dmaOn(d, queue);
+  }
+}
+
 void DmaFragment::storeDescriptorWord(int64_t word, int index, MOperand value) {
   MInstr st = kernels::codegen::makeInstr(Opcode::SSt, {value, constant(word), I(index)});
   st.mem = MemAccess{MemAccess::Space::Smem, kDescriptorRegion, true, -1, 0};

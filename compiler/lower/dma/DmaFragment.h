@@ -98,6 +98,10 @@ class DmaFragment {
   int takeQueue();
   // Issues a descriptor that never changes on `queue` (straight-line code only).
   void dmaOn(const isa::DmaDescriptor& d, int queue);
+  // Issues `count` 4-byte reads of `hbmAddr` into one SMEM scratch word on
+  // `queue`: stand-ins for the writes before the first, so a buffer's wait
+  // for its previous write finds a completion the first time too.
+  void dmaStandIns(uint64_t hbmAddr, int count, int queue);
   // sst of `value` into word `index` of the descriptor template at `word`
   // (before the dmaAt that issues it).
   void storeDescriptorWord(int64_t word, int index, MOperand value);

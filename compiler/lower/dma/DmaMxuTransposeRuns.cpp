@@ -106,18 +106,8 @@ bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
     out.dstStrides[0] = uint32_t(g.rows * e);
     wordOut[b] = f.addDescriptor(out);
   }
-  // Each output buffer waits for its previous write; 4-byte reads into SMEM
-  // stand in for the writes before the first.
-  const int64_t scratch = f.allocSmem(1);
-  for (int b = 0; b < buffers; ++b) {
-    isa::DmaDescriptor first;
-    first.src = isa::MemorySpace::Hbm;
-    first.dst = isa::MemorySpace::Smem;
-    first.srcAddr = src;
-    first.dstAddr = uint64_t(scratch) * 4;
-    first.innerBytes = 4;
-    f.dmaOn(first, 1);
-  }
+  // Each output buffer waits for its previous write (stand-ins before the first).
+  f.dmaStandIns(src, buffers, 1);
   mxuTransposeTable(f, tableRow);
   const uint64_t vmem0 = uint64_t(row0) * isa::kVmemRowBytes;
   const int64_t chunkVmem = chunk * g.pitch * isa::kVmemRowBytes, inBytes = p.inRows * 512;

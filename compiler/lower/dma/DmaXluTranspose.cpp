@@ -187,18 +187,9 @@ bool tryXluTranspose(DmaOp& op) {
   }
   const uint64_t src = op.operandAddresses[0], dst = op.resultAddress;
 
-  // A strip waits for the write-out that last used its output rows; 4-byte
-  // reads into SMEM stand in for the strips before the first.
-  int64_t scratch = f.allocSmem(1);
-  for (int b = 0; b < buffers; ++b) {
-    isa::DmaDescriptor first;
-    first.src = isa::MemorySpace::Hbm;
-    first.dst = isa::MemorySpace::Smem;
-    first.srcAddr = src;
-    first.dstAddr = uint64_t(scratch) * 4;
-    first.innerBytes = 4;
-    f.dmaOn(first, 1);
-  }
+  // A strip waits for the write-out that last used its output rows
+  // (stand-ins before the first strips).
+  f.dmaStandIns(src, buffers, 1);
   if (viaMxu) mxuTransposeTable(f, tableRow);
   if (buffers == 2) {
     // The count word may hold the one-row read of an earlier run (a fragment
