@@ -23,9 +23,9 @@ int64_t dmaCount(const RunOutcome& r) {
   return n;
 }
 
-// The HBM runs of the fragment's VMEM -> HBM descriptor templates (innerBytes).
-std::vector<uint32_t> writeRuns(const RunOutcome& r) {
-  std::vector<uint32_t> runs;
+// The fragment's descriptor templates, from its first SMEM word.
+std::vector<isa::DmaDescriptor> descriptorTemplates(const RunOutcome& r) {
+  std::vector<isa::DmaDescriptor> out;
   for (const isa::DataSegment& seg : r.fragment.program.data) {
     if (seg.space != isa::MemorySpace::Smem) continue;
     std::vector<uint32_t> w(seg.bytes.size() / 4);
@@ -34,10 +34,18 @@ std::vector<uint32_t> writeRuns(const RunOutcome& r) {
       isa::DmaDescriptor d;
       std::string error;
       if (!isa::DmaDescriptor::unpack(&w[i], &d, &error)) break;
-      if (d.src == isa::MemorySpace::Vmem && d.dst == isa::MemorySpace::Hbm)
-        runs.push_back(d.innerBytes);
+      out.push_back(d);
     }
   }
+  return out;
+}
+
+// The HBM runs of the fragment's VMEM -> HBM descriptor templates (innerBytes).
+std::vector<uint32_t> writeRuns(const RunOutcome& r) {
+  std::vector<uint32_t> runs;
+  for (const isa::DmaDescriptor& d : descriptorTemplates(r))
+    if (d.src == isa::MemorySpace::Vmem && d.dst == isa::MemorySpace::Hbm)
+      runs.push_back(d.innerBytes);
   return runs;
 }
 
@@ -156,24 +164,16 @@ TEST_CASE("a fragment keeps a prefetch region in flight free", "[dma]") {
     for (const char* bad : {", f0,", ", f1,", ", q0", "sync.wait f0,", "sync.wait f1,"})
       CHECK(text.find(bad) == std::string::npos);
     CHECK(text.find(", f2,") != std::string::npos);
-    // Descriptor templates from the fragment's first SMEM word: VMEM ends past the region.
+    // Every descriptor template's VMEM end lies past the region.
     int vmemEnds = 0;
-    for (const isa::DataSegment& seg : r.fragment.program.data) {
-      if (seg.space != isa::MemorySpace::Smem) continue;
-      std::vector<uint32_t> w(seg.bytes.size() / 4);
-      std::memcpy(w.data(), seg.bytes.data(), w.size() * 4);
-      for (size_t i = 0; i + isa::kDmaDescriptorWords <= w.size(); i += isa::kDmaDescriptorWords) {
-        isa::DmaDescriptor d;
-        std::string error;
-        if (!isa::DmaDescriptor::unpack(&w[i], &d, &error)) break;
-        if (d.src == isa::MemorySpace::Vmem) {
-          CHECK(d.srcAddr >= 64 * 512);
-          ++vmemEnds;
-        }
-        if (d.dst == isa::MemorySpace::Vmem) {
-          CHECK(d.dstAddr >= 64 * 512);
-          ++vmemEnds;
-        }
+    for (const isa::DmaDescriptor& d : descriptorTemplates(r)) {
+      if (d.src == isa::MemorySpace::Vmem) {
+        CHECK(d.srcAddr >= 64 * 512);
+        ++vmemEnds;
+      }
+      if (d.dst == isa::MemorySpace::Vmem) {
+        CHECK(d.dstAddr >= 64 * 512);
+        ++vmemEnds;
       }
     }
     return vmemEnds;

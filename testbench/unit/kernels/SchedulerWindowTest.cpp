@@ -46,6 +46,20 @@ MBlock popThenFarPush(MFunction& fn, int fill) {
   return b;
 }
 
+// The causal attention backward, 8 heads in one step at lookahead 6144: more
+// than the 32 scalar registers in the block of its output dots, even after
+// spilling.
+std::unique_ptr<llo::Kernel> backwardAt6144() {
+  lib::AttentionBackwardParams p;
+  p.causal = true;
+  p.heads = 8;
+  p.headsPerStep = 8;
+  p.scheduleLookahead = 6144;
+  p.vmemLimitBytes = int64_t(96) << 20;
+  return lib::attentionBackwardCall(8, 256, 256, 128, p)
+      .trace(lib::attentionBackwardInputs(8, 256, 256, 128, 8));
+}
+
 }  // namespace
 
 TEST_CASE("a pop waiting for its mm does not hold the scheduler's window") {
@@ -100,16 +114,7 @@ TEST_CASE("the attention kernels reject a negative lookahead other than -1 (auto
 }
 
 TEST_CASE("a kernel whose lookahead runs out of registers compiles with the default") {
-  // The attention backward's 8 heads per step at 6144 need more than the 32
-  // scalar registers in the block of its output dots, even after spilling.
-  lib::AttentionBackwardParams p;
-  p.causal = true;
-  p.heads = 8;
-  p.headsPerStep = 8;
-  p.scheduleLookahead = 6144;
-  p.vmemLimitBytes = int64_t(96) << 20;
-  dsl::PallasCall call = lib::attentionBackwardCall(8, 256, 256, 128, p);
-  auto k = call.trace(lib::attentionBackwardInputs(8, 256, 256, 128, 8));
+  auto k = backwardAt6144();
   CHECK(k->scheduleLookahead == 6144);
   const codegen::CompiledKernel c = compileKernel(*k, testing::kernelTarget("v6e"));
   CHECK(c.stats.bundles > 0);
@@ -181,14 +186,7 @@ TEST_CASE("a kernel's lookahead is kept over the next kernel's prefetch") {
   // The same kernel, linked, with the first blocks of a next kernel to start
   // in its last step: out of registers at its lookahead it throws (the module
   // lowering then drops the prefetch), and compiles without the prefetch.
-  lib::AttentionBackwardParams p;
-  p.causal = true;
-  p.heads = 8;
-  p.headsPerStep = 8;
-  p.scheduleLookahead = 6144;
-  p.vmemLimitBytes = int64_t(96) << 20;
-  auto k = lib::attentionBackwardCall(8, 256, 256, 128, p)
-               .trace(lib::attentionBackwardInputs(8, 256, 256, 128, 8));
+  auto k = backwardAt6144();
   const TargetInfo t = testing::kernelTarget("v6e");
   auto next = testing::scaledAddCall("next", 512, 512, 128, false)
                   .trace({{{512, 512}, llo::DType::F32, "x"}, {{512, 512}, llo::DType::F32, "y"}});
