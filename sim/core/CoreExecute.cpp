@@ -61,7 +61,7 @@ bool isFlop(Opcode op) {
 int64_t TensorCore::execute(const DecodedBundle& b, int64_t t) {
   numSWrites_ = numVWrites_ = numMWrites_ = numTaintedWrites_ = 0;
   int64_t nextPc = pc_ + 1;
-  const DecodedOp* ops = &decoded_.ops[b.firstOp];
+  const DecodedOp* ops = decoded_.ops.data() + b.firstOp;
   for (uint32_t i = 0; i < b.numOps; ++i) {
     const DecodedOp& op = ops[i];
     switch (op.slot) {
@@ -92,7 +92,7 @@ int64_t TensorCore::execute(const DecodedBundle& b, int64_t t) {
   }
   commit();
   // The scoreboard writes, decoded in slot order (a 256-wide pop's second register included).
-  const ScoreboardWrite* w = &decoded_.writes[b.firstWrite];
+  const ScoreboardWrite* w = decoded_.writes.data() + b.firstWrite;
   for (int i = 0; i < b.numWrites; ++i) ready_[w[i].reg] = t + w[i].latency;
   return nextPc;
 }

@@ -363,11 +363,12 @@ bool TensorCore::firstBlock(const DecodedBundle& b, int64_t c, Block* block,
     *blockingOp = nullptr;
     return true;
   }
-  const DecodedOp* ops = &decoded_.ops[b.firstOp];
+  const DecodedOp* ops = decoded_.ops.data() + b.firstOp;
   // Every register of the bundle at once: when all are ready, the first
   // blocking op (slot order) is the first whose unit blocks.
   int64_t regs = 0;
-  const uint8_t* reg = &decoded_.regs[b.firstReg];
+  // data() + offset: a program may have no registers at all (an empty list).
+  const uint8_t* reg = decoded_.regs.data() + b.firstReg;
   for (int r = 0; r < b.numRegs; ++r) regs = std::max(regs, ready_[reg[r]]);
   if (regs <= c) {
     for (uint32_t m = b.unitOps; m != 0; m &= m - 1) {
