@@ -51,6 +51,14 @@ struct FragmentInfo {
   uint32_t sourceLine = 0;
   uint64_t hbmRead = 0, hbmWritten = 0;
   uint64_t vmemRead = 0, vmemWritten = 0;  // bytes staged through VMEM by DMA
+
+  // `bytes` read from HBM into VMEM and written back out (a staged move).
+  void countStagedThroughVmem(uint64_t bytes) {
+    hbmRead += bytes;
+    hbmWritten += bytes;
+    vmemRead += bytes;
+    vmemWritten += bytes;
+  }
 };
 
 class DmaFragment {

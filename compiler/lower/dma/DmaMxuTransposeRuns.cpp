@@ -154,10 +154,7 @@ bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
       f.dmaAt(wordOut[b], RuntimeAddress{}, RuntimeAddress{dst, true, to, total}, 1);
     }
   });
-  op.info.hbmRead += uint64_t(total);
-  op.info.hbmWritten += uint64_t(total);
-  op.info.vmemRead += uint64_t(total);
-  op.info.vmemWritten += uint64_t(total);
+  op.info.countStagedThroughVmem(uint64_t(total));
   return true;
 }
 

@@ -110,10 +110,7 @@ bool tryStagedMove(DmaOp& op, const Move& move, uint64_t srcBase, uint64_t dstBa
       load(next);
     }
   }
-  op.info.hbmRead += uint64_t(m.bytes());
-  op.info.hbmWritten += uint64_t(m.bytes());
-  op.info.vmemRead += uint64_t(m.bytes());
-  op.info.vmemWritten += uint64_t(m.bytes());
+  op.info.countStagedThroughVmem(uint64_t(m.bytes()));
   return true;
 }
 

@@ -255,10 +255,7 @@ bool tryXluTranspose(DmaOp& op) {
         transposeStrip(b);
         f.dmaAt(wordOut[size_t(b)], RuntimeAddress{}, RuntimeAddress{dst, true, cur[1], total}, 1);
       });
-  op.info.hbmRead += uint64_t(total);
-  op.info.hbmWritten += uint64_t(total);
-  op.info.vmemRead += uint64_t(total);
-  op.info.vmemWritten += uint64_t(total);
+  op.info.countStagedThroughVmem(uint64_t(total));
   return true;
 }
 
