@@ -229,6 +229,12 @@ CompileResult compileHloFile(const std::string& hloPath, const target::ChipConfi
     out.lowered.program.signature = entrySignature(module, out.lowered.program);
     out.lowered.program.hasSignature = true;
     out.lowered.program.signature.devices = lower::spmdDeviceCount(module);
+    for (const lower::LoweredOp& op : out.lowered.ops)
+      for (const std::string& note : op.notes) {
+        int line = sourceLineOf(module, lines, op.instruction, "custom-call");
+        std::string where = line > 0 ? fmt::format("{}:{}", hloPath, line) : hloPath;
+        out.notes.push_back(fmt::format("{}: note: %{}: {}", where, op.instruction, note));
+      }
     out.module = std::move(parsed.modules[chosen]);
   } catch (const lower::CannotLower& e) {
     int line = sourceLineOf(module, lines, e.instruction(), e.opcode());

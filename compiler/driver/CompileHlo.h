@@ -16,10 +16,13 @@
 //   tpuc: error: IN.hlo holds 2 module(s) (a, b); choose one with --module N|NAME
 //   tpuc: error: ...                              (target, HBM overflow, code generator limits)
 // so a tool that compiles in process reports what running tpuc would have.
+// A successful compile may carry notes (CompileResult::notes):
+//   IN.hlo:12: note: %attn: flash_attention: score_next falls back ...: why
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "compiler/hlo/HloModule.h"
 #include "compiler/lower/module/ModuleLowering.h"
@@ -58,6 +61,10 @@ struct CompileResult {
   // What tpuc would print on stderr (one or more lines, no final newline);
   // empty on success.
   std::string error;
+  // On success: the library kernels' notes, one line each, as
+  // "IN.hlo:LINE: note: %NAME: ..." (what a kernel builder chose against what
+  // the call asked for); tpuc and tpusim print them on stderr.
+  std::vector<std::string> notes;
   // On success: the program (with its signature), buffers, stats.
   lower::LoweredModule lowered;
   // The module as compiled (after the passes), which lowered.buffers points

@@ -53,6 +53,10 @@ struct LoweredKernel {
   // The tiling decision in one line (block shapes and what chose them), for
   // `tpuc --print-stats`; empty for library kernels.
   std::string tiling;
+  // What the library kernel's builder chose against what was asked (e.g. a
+  // fast path it could not take, and why), one line each; tpuc and tpusim
+  // print them as notes. Empty for generated kernels.
+  std::vector<std::string> notes;
   // Lowered for a context whose kernel before loads its first blocks
   // (lowerToKernel's firstBlocksPrefetched).
   bool firstBlocksPrefetched = false;

@@ -140,6 +140,7 @@ LoweredKernel lowerLibraryCall(const ComputeGraph& g, const kernels::codegen::Ta
     g.fail(call, e.what());
   }
   LoweredKernel out;
+  out.notes = lk->notes;
   try {
     out.kernel = lk->trace();
   } catch (const dsl::Error& e) {

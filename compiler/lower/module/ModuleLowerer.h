@@ -154,7 +154,8 @@ class ModuleLowerer {
   kernels::codegen::DrainPlan drainPlan_;
   std::vector<kernels::codegen::HbmRange> drainRanges_;
   std::string drainFrom_;
-  std::string lastDrainNote_;  // for recordOp: the kernel just lowered
+  std::string lastDrainNote_;                 // for recordOp: the kernel just lowered
+  std::vector<std::string> lastKernelNotes_;  // for recordOp: its library kernel's notes
 };
 
 }  // namespace tpusim::lower

@@ -136,10 +136,11 @@ uint64_t ModuleLowerer::allocateExtra(uint64_t bytes) {
 
 void ModuleLowerer::recordOp(const std::string& instruction, const std::string& kind,
                              uint32_t first, const std::string& tiling) {
-  out_.ops.push_back(
-      {instruction, kind, first, m_.nextBundle(), tiling, lastPrefetchNote_, lastDrainNote_});
+  out_.ops.push_back({instruction, kind, first, m_.nextBundle(), tiling, lastPrefetchNote_,
+                      lastDrainNote_, std::move(lastKernelNotes_)});
   lastPrefetchNote_.clear();
   lastDrainNote_.clear();
+  lastKernelNotes_.clear();
 }
 
 Leaves ModuleLowerer::resultLeaves(const HloInstruction& inst, const Region& region) const {
@@ -380,6 +381,7 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
   codegen::appendKernel(m_, k);
   renameAppended(inst, debugBefore, costBefore);
   lastPrefetchNote_ = prefetchedNote;
+  lastKernelNotes_ = std::move(lk.notes);
   return lk.tiling;
 }
 

@@ -62,6 +62,8 @@ struct LoweredOp {
   std::string prefetched;
   // Kernels: where it waits for the kernel before's deferred write-backs.
   std::string drained;
+  // Library kernels: their builder's notes (LoweredKernel::notes).
+  std::vector<std::string> notes;
 };
 
 struct LoweredModule {

@@ -9,6 +9,8 @@
 // compiles with too; docs/compiler.md). Errors: a malformed
 // module is "IN.hlo:line:col: error: ..."; an instruction the back end cannot
 // compile is "IN.hlo:line: error: cannot lower %x (opcode) [op_name ...]: why".
+// A library kernel's notes (a fast path it could not take, and why) print on
+// stderr as "IN.hlo:line: note: %x: ..." and do not fail the compile.
 // Exit status 0 on success, 1 on any error.
 #include <fmt/format.h>
 #include <llvm/Support/CommandLine.h>
@@ -223,6 +225,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}\n", compiled.error);
     return compiled.exitStatus();
   }
+  for (const std::string& note : compiled.notes) fmt::print(stderr, "{}\n", note);
   std::string error;
   if (!isa::writeProgramFile(compiled.lowered.program, output, &error))
     return fail(fmt::format("error: {}", error));

@@ -22,6 +22,7 @@ isa::Program compileHlo(const std::string& hloPath, const target::ChipConfig& ch
     fmt::print(stderr, "{}\n", r.error);
     throw std::runtime_error(fmt::format("{}: compiling failed (errors above)", hloPath));
   }
+  for (const std::string& note : r.notes) fmt::print(stderr, "{}\n", note);
   if (profileFacts) addHloProfileFacts(r, profileFacts);
   // Through the bytes tpuc would have written: the program tpusim runs is
   // exactly the one a .tpuprog holds, and one the reader rejects is an error.
