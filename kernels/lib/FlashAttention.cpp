@@ -713,10 +713,26 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
   // dividend is small, so a block_k like 384 (c = 3) divides by
   // multiply-and-shift (floorDivBounded; the bound covers i = nq too).
   const int64_t gqk = std::gcd(bq, bk), qa = bq / gqk, kc = bk / gqk;
+  auto lastKv = [=](Scalar qi) {
+    return min(Scalar(nk - 1), floorDivBounded(qi * qa + (qa - 1), kc, qa * (nq + 1) - 1));
+  };
+  // Causal: the steps after a q block's last kv block (skipped) map to the
+  // next q block's first step, (i + 1, kv 0): the pipeline then copies that
+  // step's q and V blocks (and writes this q block's output back) during the
+  // q block's last computed step, not in the skipped steps just before the
+  // next q block, where the copies were exposed (causal 2048: ~1,100 cycles
+  // of sync_wait at the q blocks' starts). The last q block clamps as before.
+  auto skipsToNext = [=](const GridIndex& g) {
+    return (g[2] > lastKv(g[1])) && (g[1] + 1 < Scalar(nq));
+  };
   auto kvMap = [=](const GridIndex& g) {
     Scalar kv = g[2];
-    if (causal) kv = min(kv, floorDivBounded(g[1] * qa + (qa - 1), kc, qa * (nq + 1) - 1));
+    if (causal) kv = select(skipsToNext(g), Scalar(0), min(kv, lastKv(g[1])));
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, kv, 0};
+  };
+  auto qNextMap = [=](const GridIndex& g) {
+    if (!causal) return qMap(g);
+    return std::vector<Scalar>{g[0], select(skipsToNext(g), g[1] + 1, g[1]), 0};
   };
   // scoreNext (FlashAttentionParams): K then comes as one block of the
   // head's seq_k rows (copied once per K/V head) that the steps slice.
@@ -724,10 +740,10 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
   auto kHeadMap = [=](const GridIndex& g) {
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, 0, 0};
   };
-  c.in_specs = {BlockSpec({1, bq, d}, qMap),
+  c.in_specs = {BlockSpec({1, bq, d}, qNextMap),
                 scoreNext ? BlockSpec({1, seqK, d}, kHeadMap) : BlockSpec({1, bk, d}, kvMap),
                 BlockSpec({1, bk, d}, kvMap)};
-  c.out_specs = {BlockSpec({1, bq, d}, qMap)};
+  c.out_specs = {BlockSpec({1, bq, d}, qNextMap)};
   c.scratch = OnlineSoftmax::scratch(bq, bk, d);
   if (scoreNext) c.scratch.push_back(VMEM({bq, bk}, F32));  // the other step parity's scores
   c.compiler_params.dimension_semantics = {PARALLEL, PARALLEL, ARBITRARY};
@@ -991,7 +1007,9 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     } else {
       unmasked();
     }
-    when(kv == nk - 1, [&] { sm.finish(o); });
+    // Causal: in the q block's last computed step (the output block's index
+    // moves on after it).
+    when(kv == (causal ? lastKv(qi) : Scalar(nk - 1)), [&] { sm.finish(o); });
   };
   return pallas_call(body, c);
 }
