@@ -12,6 +12,7 @@
 #include "kernels/dsl/Interpret.h"
 #include "kernels/lib/DecodeAttention.h"
 #include "kernels/lib/FlashAttention.h"
+#include "kernels/llo/Interpreter.h"
 #include "kernels/llo/Printer.h"
 
 using namespace tpusim;
@@ -287,6 +288,41 @@ TEST_CASE("flash attention says why the scores are not made one step ahead") {
   p.pvNext = false;
   CHECK(lib::flashAttentionCall(1, 512, 2048, 128, p).config().in_specs[1].block_shape[1] == 2048);
   CHECK(lib::flashAttentionCall(1, 512, 2000, 128, p).config().in_specs[1].block_shape[1] == 512);
+}
+
+TEST_CASE("causal flash attention copies the next q block's first blocks during its diagonal") {
+  // Blocks of 256 rows, 4 q blocks and 4 kv blocks; (i, kv) for kv > i are
+  // skipped. Their q and V blocks are those of step (i + 1, 0), so the
+  // pipeline copies them during step (i, i); the last q block has none; K
+  // (the whole head) and the output keep their blocks.
+  lib::FlashAttentionParams p;
+  p.blockQ = p.blockK = 256;
+  p.causal = true;
+  auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
+                    .trace(lib::flashAttentionInputs(1, 1024, 1024, 128, 1));
+  auto block = [&](const llo::BlockMapping& m, int64_t qi, int64_t kv) {
+    llo::Interpreter interp;
+    std::vector<llo::Arg> args;
+    for (int64_t id : {int64_t(0), qi, kv}) args.push_back(llo::Arg::ofScalar(int32_t(id)));
+    return interp.run(*m.indexMap, args, llo::GridContext{kernel->grid, {0, qi, kv}}).at(1);
+  };
+  const llo::BlockMapping &q = kernel->inMaps.at(0), &v = kernel->inMaps.at(2),
+                          &out = kernel->outMaps.at(0);
+  for (int64_t qi = 0; qi < 4; ++qi)
+    for (int64_t kv = 0; kv < 4; ++kv) {
+      INFO("step (" << qi << ", " << kv << ")");
+      const bool skippedToNext = kv > qi && qi < 3;
+      CHECK(block(q, qi, kv) == (skippedToNext ? qi + 1 : qi));
+      CHECK(block(v, qi, kv) == (skippedToNext ? 0 : std::min(kv, qi)));
+      CHECK(block(out, qi, kv) == qi);
+    }
+  // Not causal: the blocks of the step itself.
+  p.causal = false;
+  auto plain = lib::flashAttentionCall(1, 1024, 1024, 128, p)
+                   .trace(lib::flashAttentionInputs(1, 1024, 1024, 128, 1));
+  kernel = std::move(plain);
+  CHECK(block(kernel->inMaps.at(0), 1, 3) == 1);
+  CHECK(block(kernel->inMaps.at(2), 1, 3) == 3);
 }
 
 TEST_CASE("flash attention parameter errors are clear") {
