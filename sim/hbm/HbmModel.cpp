@@ -121,6 +121,7 @@ void HbmModel::activate(uint32_t pc) {
   // Kept in index order, so that simulation order never depends on the
   // order in which pseudo-channels became active.
   isActive_[pc] = 1;
+  earliestActive_ = std::min(earliestActive_, pcs_[pc].time());
   active_.insert(std::lower_bound(active_.begin(), active_.end(), pc), pc);
 }
 
@@ -134,9 +135,12 @@ uint64_t HbmModel::nextEventCycle() const {
     next = std::min(next, clocks_.coreAtOrAfterHbm(run_[0].arrival + uint64_t(minLatency)));
   // The conversion is monotonic: convert the earliest pseudo-channel time once.
   if (!active_.empty()) {
+#ifndef NDEBUG  // debug builds check the kept minimum against the loop it replaces
     uint64_t earliest = std::numeric_limits<uint64_t>::max();
     for (uint32_t pc : active_) earliest = std::min(earliest, pcs_[pc].time());
-    next = std::min(next, clocks_.coreAtOrAfterHbm(earliest + uint64_t(minLatency)));
+    if (earliest != earliestActive_) throw std::logic_error("HbmModel: earliestActive_");
+#endif
+    next = std::min(next, clocks_.coreAtOrAfterHbm(earliestActive_ + uint64_t(minLatency)));
   }
   // Cycles >= now_ are not simulated yet, so a completion can still happen at now_.
   if (next != std::numeric_limits<uint64_t>::max()) next = std::max(next, now_);
@@ -156,17 +160,20 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
   for (uint32_t pc : active_) {
     issued_.clear();
     pcs_[pc].advance(hbmLimit, issued_);
-    if (!issued_.empty()) lastProgress_ = std::max(lastProgress_, issued_.back().dataEnd);
-    for (const IssuedBurst& b : issued_) {
-      RequestState& s = requests_[b.request];
-      if (s.isRun) {
-        issueRunBurst(pc, b.request, b.dataEnd);
-        continue;
-      }
-      s.dataEnd = std::max(s.dataEnd, b.dataEnd);
+    if (!issued_.empty()) {
+      lastProgress_ = std::max(lastProgress_, issued_.back().dataEnd);
       // The burst was issued by every member of the group at once.
-      s.remaining -= groups_.size(pc);
-      if (s.remaining == 0) addPending(Pending{coreAtOrAfter(s.dataEnd), s.sequence, b.request});
+      const uint32_t members = groups_.size(pc);
+      for (const IssuedBurst& b : issued_) {
+        RequestState& s = requests_[b.request];
+        if (s.isRun) {
+          issueRunBurst(pc, b.request, b.dataEnd);
+          continue;
+        }
+        s.dataEnd = std::max(s.dataEnd, b.dataEnd);
+        s.remaining -= members;
+        if (s.remaining == 0) addPending(Pending{coreAtOrAfter(s.dataEnd), s.sequence, b.request});
+      }
     }
     if (pcs_[pc].hasWork())
       active_[kept++] = pc;
@@ -174,6 +181,7 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
       isActive_[pc] = 0;
   }
   active_.resize(kept);
+  earliestActive_ = active_.empty() ? ~uint64_t(0) : hbmLimit;  // advance reaches the limit
   if (hbmLimit >= lastProgress_ + kNoProgressLimit) checkProgress(hbmLimit);
   while (pendingHead_ < pending_.size() && pending_[pendingHead_].cycle < cycle) {
     const Pending p = pending_[pendingHead_++];

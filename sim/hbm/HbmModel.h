@@ -292,6 +292,10 @@ class HbmModel {
   std::vector<PseudoChannel> pcs_;  // channel * pseudo_channels + pseudo-channel
   std::vector<uint32_t> active_;    // pseudo-channels with queued bursts
   std::vector<uint8_t> isActive_;
+  // The earliest time() of the pseudo-channels in active_ (UINT64_MAX: none),
+  // for nextEventCycle without a loop: advanceTo leaves every one of them at
+  // its limit, and activate adds the newcomers.
+  uint64_t earliestActive_ = ~uint64_t(0);
   std::vector<RequestState> requests_;
   std::vector<uint32_t> freeRequests_;
   // Completions not yet reported, in (cycle, sequence) order: pending_[pendingHead_..].
