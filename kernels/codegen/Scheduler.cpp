@@ -833,8 +833,8 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         const auto& w = unscheduledWriters[size_t(c)];
         const size_t head = feedsWPush[size_t(i)] ? reserveHead(c) : writerHead[size_t(c)];
         const int reserve = c == int(RegClass::Mask) ? std::min(kReserve, limit[size_t(c)] - 2)
-                            : mi.overlap                ? overlapReserve
-                                                        : kReserve;
+                            : mi.overlap             ? overlapReserve
+                                                     : kReserve;
         if (live[size_t(c)] + grow > limit[size_t(c)] - reserve && head < w.size() && i > w[head])
           tooMany = true;
       }

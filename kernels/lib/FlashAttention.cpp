@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -127,9 +126,7 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
     };
     slabsInVregs(scoreOf, scoreOnce, pvDefer ? PvFn() : PvFn(pv), pvLag, pvCarry,
                  [&] { mxu_latch(v); });
-    // A step that makes the next step's scores is not its q block's last:
-    // that one's 1 / l overwrites this one's.
-    if (!nextScores || getenv("FA_RCP_ALL")) reciprocalL();
+    if (!laterStep) reciprocalL();
     return;
   }
   if (cols <= 1024) {
@@ -780,18 +777,16 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     auto kBlock = [&](Scalar start) {
       return scoreNext ? k.load(ds(start, bk), ds(0, d)) : k.load();
     };
-    auto qBlock = [&](Scalar start) {
-      return crossQ ? q.load(ds(start, bq), ds(0, d)) : q.load();
-    };
+    auto qBlock = [&](Scalar start) { return crossQ ? q.load(ds(start, bq), ds(0, d)) : q.load(); };
     const std::array<Ref, 2> scores = {sm.s, scoreNext ? r.at(4 + 7) : sm.s};
-    int parity = -1;       // -1: scoreNext off
-    bool nextDot = false;  // this variant computes the next step's scores
-    bool first = false;    // the q block's first step: its own scores first
-    bool nextQ = false;    // crossQ: the next step's is the next q block's first
+    int parity = -1;          // -1: scoreNext off
+    bool nextDot = false;     // this variant computes the next step's scores
+    bool first = false;       // the q block's first step: its own scores first
+    bool nextQ = false;       // crossQ: the next step's is the next q block's first
     bool firstReady = false;  // crossQ: a q block's first step, its scores made
     // scoreNext: a q block's first step, if unmasked, writes m, l and acc
     // without reading them (OnlineSoftmax::fresh): no init.
-    if (!scoreNext || getenv("FA_NO_FRESH"))
+    if (!scoreNext)
       when(kv == 0, [&] { sm.init(); });
     else if (causal)
       when(kv == 0 && qStart < Scalar(bk - 1), [&] { sm.init(); });
@@ -898,7 +893,8 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       if (parity >= 0) {
         st.s = scores[size_t(parity)];
         st.scoresReady = !first;
-        st.fresh = (first || firstReady) && !getenv("FA_NO_FRESH");
+        st.fresh = first || firstReady;
+        st.laterStep = nextDot && !nextQ;
         if (nextDot)
           st.nextScores = [&, p = parity, toNextQ = nextQ] {
             scores[size_t(1 - p)].store(
@@ -990,7 +986,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
             [&] {
               nextDot = nextQ = true;
               stepRagged(false);
-              nextQ = false;
+              nextDot = nextQ = false;
             },
             [&] { stepRagged(false); });
       };

@@ -231,6 +231,10 @@ struct OnlineSoftmax {
   // -inf, l = 0, acc = 0 gave (max(-inf, x) = x, 0 x 0 + sum = sum), no
   // alpha exps, no init stores. update's latched register form only.
   bool fresh = false;
+  // A later step of these rows follows (this one makes its scores): its
+  // 1 / l overwrites this one's, which update's latched register form then
+  // skips (rcpInUpdate).
+  bool laterStep = false;
 
   // A large finite negative (as Pallas's DEFAULT_MASK_VALUE): a row whose
   // columns are all masked gets exp(0) weights that a later rescale removes,
