@@ -386,7 +386,8 @@ std::map<std::pair<int, int>, CarriedSlot> carriedSlots(const MBlock& block) {
 }
 
 BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
-                           const std::vector<int>& minEntry, int lookahead, int overlapLookahead);
+                           const std::vector<int>& minEntry, int lookahead, int overlapLookahead,
+                           int overlapReserve);
 
 // How far an overlap instruction (MInstr::overlap) may be scheduled past the
 // oldest unscheduled one of them: a few tiles in flight, so that the MXU
@@ -396,14 +397,25 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
 // more; the shorter schedule wins.
 constexpr int kOverlapLookahead = 96, kWideOverlapLookahead = 400;
 
+// The registers of a class kept for its oldest unscheduled writer (near the
+// limit new values come in program order). Such a block is scheduled again
+// with overlap instructions keeping only kOverlapWorkReserves of them: where
+// the overlap work is the block's critical path (flash attention's
+// EUP-bound softmax under the next score dot, which leads in program order),
+// the full reserve held the softmax's values back for the dot's loads
+// (~200 bundles without an exp at each step's start). The shortest
+// schedule wins.
+constexpr int kReserve = 16;
+constexpr std::array<int, 2> kOverlapWorkReserves = {4, 2};
+
 // An mxuLoop block is scheduled, then again with each carried pop held back
 // to where the block's length would have it (the last mm of its slot plus
 // the result latency, minus the length), so that the pops sit late and the
 // mms early; the shortest schedule wins.
 BlockSchedule scheduleWith(const MBlock& block, const TargetInfo& t, int lookahead,
-                           int overlapLookahead) {
+                           int overlapLookahead, int overlapReserve = kReserve) {
   auto carried = carriedSlots(block);
-  BlockSchedule best = scheduleOnce(block, t, {}, lookahead, overlapLookahead);
+  BlockSchedule best = scheduleOnce(block, t, {}, lookahead, overlapLookahead, overlapReserve);
   if (carried.empty()) return best;
   const int latency = 7 + 2 * t.mxuSize;
   BlockSchedule cur = best;
@@ -412,7 +424,7 @@ BlockSchedule scheduleWith(const MBlock& block, const TargetInfo& t, int lookahe
     for (auto& [key, c] : carried)
       minEntry[size_t(c.firstPop)] = std::max(minEntry[size_t(c.firstPop)],
                                               cur.cycle[size_t(c.lastMm)] + latency - cur.length);
-    cur = scheduleOnce(block, t, minEntry, lookahead, overlapLookahead);
+    cur = scheduleOnce(block, t, minEntry, lookahead, overlapLookahead, overlapReserve);
     if (cur.length < best.length) best = cur;
   }
   return best;
@@ -426,10 +438,11 @@ BlockSchedule scheduleWith(const MBlock& block, const TargetInfo& t, int lookahe
 // (v6e attention backward, 64 causal heads: its softmax loops 875-953
 // bundles with 4096, 595 with the default).
 BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t, int lookahead) {
-  auto withOverlap = [&](int overlapLookahead) {
-    if (lookahead <= kDefaultLookahead) return scheduleWith(block, t, lookahead, overlapLookahead);
-    BlockSchedule base = scheduleWith(block, t, 0, overlapLookahead);
-    BlockSchedule wide = scheduleWith(block, t, lookahead, overlapLookahead);
+  auto withOverlap = [&](int overlapLookahead, int overlapReserve = kReserve) {
+    if (lookahead <= kDefaultLookahead)
+      return scheduleWith(block, t, lookahead, overlapLookahead, overlapReserve);
+    BlockSchedule base = scheduleWith(block, t, 0, overlapLookahead, overlapReserve);
+    BlockSchedule wide = scheduleWith(block, t, lookahead, overlapLookahead, overlapReserve);
     return wide.length < base.length ? wide : base;
   };
   BlockSchedule best = withOverlap(kOverlapLookahead);
@@ -439,6 +452,10 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t, int lookah
   if (overlapCount > kOverlapLookahead) {
     BlockSchedule wide = withOverlap(kWideOverlapLookahead);
     if (wide.length < best.length) best = wide;
+    for (int reserve : kOverlapWorkReserves) {
+      BlockSchedule small = withOverlap(kWideOverlapLookahead, reserve);
+      if (small.length < best.length) best = small;
+    }
   }
   return best;
 }
@@ -446,7 +463,8 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t, int lookah
 namespace {
 
 BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
-                           const std::vector<int>& minEntry, int lookahead, int overlapLookahead) {
+                           const std::vector<int>& minEntry, int lookahead, int overlapLookahead,
+                           int overlapReserve) {
   const auto& ins = block.instrs;
   int n = int(ins.size());
   BlockSchedule s;
@@ -648,7 +666,6 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   std::array<std::vector<int>, 3> unscheduledWriters;
   std::array<size_t, 3> writerHead{};
   std::vector<char> issuedBefore(n, 0);
-  constexpr int kReserve = 16;
   // Loads whose every reader is a weight push: only they pass the reserve
   // held for far pops (other new values doing so, e.g. LHS tiles, filled the
   // file and a forced pop then needed more registers than there are).
@@ -815,8 +832,9 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         // compare waited for the one before it (flash attention's causal mask).
         const auto& w = unscheduledWriters[size_t(c)];
         const size_t head = feedsWPush[size_t(i)] ? reserveHead(c) : writerHead[size_t(c)];
-        const int reserve =
-            c == int(RegClass::Mask) ? std::min(kReserve, limit[size_t(c)] - 2) : kReserve;
+        const int reserve = c == int(RegClass::Mask) ? std::min(kReserve, limit[size_t(c)] - 2)
+                            : mi.overlap             ? overlapReserve
+                                                     : kReserve;
         if (live[size_t(c)] + grow > limit[size_t(c)] - reserve && head < w.size() && i > w[head])
           tooMany = true;
       }

@@ -126,7 +126,7 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
     };
     slabsInVregs(scoreOf, scoreOnce, pvDefer ? PvFn() : PvFn(pv), pvLag, pvCarry,
                  [&] { mxu_latch(v); });
-    reciprocalL();
+    if (!laterStep) reciprocalL();
     return;
   }
   if (cols <= 1024) {
@@ -245,7 +245,7 @@ Array OnlineSoftmax::slabMax(const ScoreFn& score, Scalar r0, int64_t n) const {
   Array folded;
   for (auto [c0, w] : laneWindows(live())) {
     Array win = in_vregs(score(rowsOf(s, c0, w), r0, c0));
-    folded = folded.valid() ? maximum(folded, win) : maximum(rowsOf(m, 0, w), win);
+    folded = folded.valid() ? maximum(folded, win) : fresh ? win : maximum(rowsOf(m, 0, w), win);
   }
   return max_vregs(folded);
 }
@@ -257,9 +257,11 @@ Array OnlineSoftmax::slabMax(const ScoreFn& score, Scalar r0, int64_t n) const {
 std::pair<Array, Array> OnlineSoftmax::slabRest(const ScoreFn& score, Scalar r0, int64_t n,
                                                 const Array& mNext) const {
   auto rowsOf = [&](const Ref& r, int64_t c0, int64_t w) { return r.load(ds(r0, n), ds(c0, w)); };
-  Array alphaV = in_vregs(exp(rowsOf(m, 0, 128) - mNext));
+  // fresh: alpha = exp(-inf - mNext) = 0 is not made (acc gets the zeros
+  // 0 x 0 gave, l the sum 0 x 0 + sum gave).
+  Array alphaV = fresh ? Array() : in_vregs(exp(rowsOf(m, 0, 128) - mNext));
   // acc windows narrower than a vreg (head_dim < 128) take alpha at their width.
-  Array alphaD = d >= 128 ? alphaV : in_vregs(exp(rowsOf(m, 0, d) - mNext));
+  Array alphaD = d >= 128 || fresh ? alphaV : in_vregs(exp(rowsOf(m, 0, d) - mNext));
   Array psum;
   std::vector<Array> pw;
   for (auto [c0, w] : laneWindows(live())) {
@@ -272,12 +274,14 @@ std::pair<Array, Array> OnlineSoftmax::slabRest(const ScoreFn& score, Scalar r0,
   for (int64_t c0 = live(); c0 < cols; c0 += 128)
     pb.store(ds(r0, n), ds(c0, 128), zeros(n, 128, BF16));
   for (auto [c0, w] : laneWindows(d))
-    acc.store(ds(r0, n), ds(c0, w), rowsOf(acc, c0, w) * (d >= 128 ? alphaV : alphaD));
+    acc.store(ds(r0, n), ds(c0, w),
+              fresh ? zeros(n, w) : rowsOf(acc, c0, w) * (d >= 128 ? alphaV : alphaD));
   return {in_vregs(psum), alphaV};
 }
 
 // l = alpha * l + the row sum of the weights.
 void OnlineSoftmax::slabL(Scalar r0, int64_t n, const Array& psum, const Array& alphaV) const {
+  if (fresh) return l.store(ds(r0, n), ds(0, 128), sum_vregs(psum));
   l.store(ds(r0, n), ds(0, 128), alphaV * l.load(ds(r0, n), ds(0, 128)) + sum_vregs(psum));
 }
 
@@ -322,10 +326,11 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
       alphas.push_back(al);
     }
     out.insert(out.end(), sums.begin(), sums.end());
-    out.insert(out.end(), alphas.begin(), alphas.end());
+    if (!fresh) out.insert(out.end(), alphas.begin(), alphas.end());  // fresh: no alphas
   };
   auto ls = [&](Scalar base, const std::vector<Array>& c) {
-    for (size_t j = 0; j < g; ++j) slabL(base + 8 * int64_t(j), 8, c[g + j], c[2 * g + j]);
+    for (size_t j = 0; j < g; ++j)
+      slabL(base + 8 * int64_t(j), 8, c[g + j], fresh ? Array() : c[2 * g + j]);
   };
   // Iteration i (1 <= i < groups - 1): l of group i - 1, weights of group i, maxes of i + 1
   // (and in the loop, with pv, p x V of group i - pvLag).
@@ -659,6 +664,18 @@ std::string flashScoreNextFallback(int64_t seqK, int64_t d, const FlashAttention
   return "";
 }
 
+bool flashScoreNextQ(int64_t seqQ, int64_t seqK, int64_t d, const FlashAttentionParams& prm) {
+  if (!prm.scoreNextQ || prm.causal || !flashScoreNextFallback(seqK, d, prm).empty()) return false;
+  const int64_t bq = std::min(prm.blockQ, seqQ);
+  const int64_t bk = prm.blockK < seqK ? prm.blockK : cdiv(seqK, 128) * 128;
+  // An even number of K blocks: the q block's last step's score buffer is
+  // then the other one of the next q block's first step's.
+  if ((seqK / bk) % 2 != 0 || seqQ % bq != 0 || seqQ / bq < 2) return false;
+  // q's two buffers (as K's) within a quarter of the VMEM limit.
+  const int64_t vmemLimit = prm.vmemLimitBytes > 0 ? prm.vmemLimitBytes : int64_t(16) << 20;
+  return 2 * seqQ * 128 * 4 <= vmemLimit / 4;
+}
+
 PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                               const FlashAttentionParams& prm) {
   if (bh < 1 || seqQ < 1 || seqK < 1)
@@ -742,13 +759,18 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
   auto kHeadMap = [=](const GridIndex& g) {
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, 0, 0};
   };
-  c.in_specs = {BlockSpec({1, bq, d}, qNextMap),
+  // scoreNextQ (FlashAttentionParams): q as one block of the head's seq_q
+  // rows too (copied once per head), sliced per q block; its grid axis is
+  // then sequential (a q block's first scores come from the step before).
+  const bool crossQ = scoreNext && flashScoreNextQ(seqQ, seqK, d, prm);
+  auto qHeadMap = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0, 0}; };
+  c.in_specs = {crossQ ? BlockSpec({1, seqQ, d}, qHeadMap) : BlockSpec({1, bq, d}, qNextMap),
                 scoreNext ? BlockSpec({1, seqK, d}, kHeadMap) : BlockSpec({1, bk, d}, kvMap),
                 BlockSpec({1, bk, d}, kvMap)};
   c.out_specs = {BlockSpec({1, bq, d}, qMap)};
   c.scratch = OnlineSoftmax::scratch(bq, bk, d);
   if (scoreNext) c.scratch.push_back(VMEM({bq, bk}, F32));  // the other step parity's scores
-  c.compiler_params.dimension_semantics = {PARALLEL, PARALLEL, ARBITRARY};
+  c.compiler_params.dimension_semantics = {PARALLEL, crossQ ? ARBITRARY : PARALLEL, ARBITRARY};
   c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
 
   auto body = [=](const std::vector<Ref>& r) {
@@ -773,11 +795,19 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     auto kBlock = [&](Scalar start) {
       return scoreNext ? k.load(ds(start, bk), ds(0, d)) : k.load();
     };
+    auto qBlock = [&](Scalar start) { return crossQ ? q.load(ds(start, bq), ds(0, d)) : q.load(); };
     const std::array<Ref, 2> scores = {sm.s, scoreNext ? r.at(4 + 7) : sm.s};
-    int parity = -1;       // -1: scoreNext off
-    bool nextDot = false;  // this variant computes the next step's scores
-    bool first = false;    // the q block's first step: its own scores first
-    when(kv == 0, [&] { sm.init(); });
+    int parity = -1;          // -1: scoreNext off
+    bool nextDot = false;     // this variant computes the next step's scores
+    bool first = false;       // the q block's first step: its own scores first
+    bool nextQ = false;       // crossQ: the next step's is the next q block's first
+    bool firstReady = false;  // crossQ: a q block's first step, its scores made
+    // scoreNext: a q block's first step, if unmasked, writes m, l and acc
+    // without reading them (OnlineSoftmax::fresh): no init.
+    if (!scoreNext)
+      when(kv == 0, [&] { sm.init(); });
+    else if (causal)
+      when(kv == 0 && qStart < Scalar(bk - 1), [&] { sm.init(); });
     // Scale, then mask keys past seq_k (last block of a ragged sequence) and
     // after the query (blocks crossing the diagonal): the masks cost VPU work
     // on every score, so blocks that need none get code without them. The
@@ -881,9 +911,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       if (parity >= 0) {
         st.s = scores[size_t(parity)];
         st.scoresReady = !first;
+        st.fresh = first || firstReady;
+        st.laterStep = nextDot && !nextQ;
         if (nextDot)
-          st.nextScores = [&, p = parity] {
-            scores[size_t(1 - p)].store(dot(q.load(), kBlock(kStart + bk), {false, true}));
+          st.nextScores = [&, p = parity, toNextQ = nextQ] {
+            scores[size_t(1 - p)].store(
+                toNextQ ? dot(qBlock(qStart + bq), kBlock(Scalar(0)), {false, true})
+                        : dot(qBlock(qStart), kBlock(kStart + bk), {false, true}));
           };
       }
       if (pending) st.pvPrev = v.load();
@@ -920,7 +954,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
             prm.causalParts);
         return;
       }
-      st.update(q.load(), kBlock(kStart), scoreFn(lastRagged, maskCausal), vv,
+      st.update(qBlock(qStart), kBlock(kStart), scoreFn(lastRagged, maskCausal), vv,
                 lastRagged || maskCausal, latch, maskCausal ? 0 : prm.pvLag,
                 maskCausal ? 0 : prm.pvCarry);
     };
@@ -960,19 +994,43 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       if (!scoreNext) return stepRagged(false);
       Scalar hasNext = kv + 1 < Scalar(nk);
       if (causal) hasNext = hasNext && (kStart + bk <= qStart + (bq - 1));
+      // crossQ: a q block's last step (odd parity: nk is even) makes the
+      // next q block's first scores (q x K block 0).
+      auto last = [&](int p) {
+        nextDot = false;
+        if (!crossQ || p != 1) return stepRagged(false);
+        when_else(
+            qi + 1 < Scalar(nq),
+            [&] {
+              nextDot = nextQ = true;
+              stepRagged(false);
+              nextDot = nextQ = false;
+            },
+            [&] { stepRagged(false); });
+      };
       auto variant = [&](int p) {
         parity = p;
         when_else(
-            hasNext, [&] { nextDot = true, stepRagged(false); },
-            [&] { nextDot = false, stepRagged(false); });
+            hasNext, [&] { nextDot = true, stepRagged(false); }, [&] { last(p); });
         parity = -1;
+      };
+      auto ownFirst = [&] {
+        first = true;
+        variant(0);
+        first = false;
       };
       when_else(
           kv == 0,
           [&] {
-            first = true;
-            variant(0);
-            first = false;
+            if (!crossQ) return ownFirst();
+            when_else(
+                qi > 0,
+                [&] {
+                  firstReady = true;
+                  variant(0);
+                  firstReady = false;
+                },
+                ownFirst);
           },
           [&] {
             when_else(
@@ -1102,7 +1160,10 @@ KernelEntry flashAttentionEntry() {
                "as many as the MXU result slots hold; 0: off)"},
               {"score_next", "true",
                "with latch_v, unmasked steps compute the next step's scores (K of the whole "
-               "head in VMEM, scores double-buffered) while their softmax runs"}};
+               "head in VMEM, scores double-buffered) while their softmax runs"},
+              {"score_next_q", "true",
+               "with score_next, not causal, an even number of K blocks: q of the whole head "
+               "in VMEM, a q block's last step computes the next q block's first scores"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -1126,6 +1187,7 @@ KernelEntry flashAttentionEntry() {
     fp.pvEarly = p.integer("pv_early", -1);
     fp.accSlots = p.target().accSlots;
     fp.scoreNext = p.flag("score_next");
+    fp.scoreNextQ = p.flag("score_next_q");
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),

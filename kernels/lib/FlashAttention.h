@@ -97,7 +97,19 @@ struct FlashAttentionParams {
   // after an unmasked one finds its scores made but makes none.
   // flashScoreNextFallback says why the path is not taken.
   bool scoreNext = false;
+  // With scoreNext, not causal, an even number of K blocks, two q blocks or
+  // more: q comes as one block of the head's seq_q rows (copied once per
+  // head, within a quarter of the VMEM limit) and a q block's last step
+  // makes the next q block's first scores (its q rows x K block 0) while its
+  // softmax runs, so that first step no longer waits for its own score dot.
+  // The q grid axis is then sequential (arbitrary). flashScoreNextQ says
+  // whether the path is taken.
+  bool scoreNextQ = false;
 };
+
+// Whether flashAttentionCall takes the scoreNextQ path.
+bool flashScoreNextQ(int64_t seqQ, int64_t seqK, int64_t headDim,
+                     const FlashAttentionParams& params);
 
 // Why flashAttentionCall does not take the scoreNext path for these sizes
 // and parameters although params.scoreNext asks for it (one line); empty
@@ -213,6 +225,16 @@ struct OnlineSoftmax {
   // step's first basic block.
   bool scoresReady = false;
   std::function<void()> nextScores;
+  // The q block's first step with m, l and acc not initialized (init
+  // skipped): the register form writes them without reading them (the
+  // row max of the scores alone, l = the row sum, acc = 0): the bits m =
+  // -inf, l = 0, acc = 0 gave (max(-inf, x) = x, 0 x 0 + sum = sum), no
+  // alpha exps, no init stores. update's latched register form only.
+  bool fresh = false;
+  // A later step of these rows follows (this one makes its scores): its
+  // 1 / l overwrites this one's, which update's latched register form then
+  // skips (rcpInUpdate).
+  bool laterStep = false;
 
   // A large finite negative (as Pallas's DEFAULT_MASK_VALUE): a row whose
   // columns are all masked gets exp(0) weights that a later rescale removes,

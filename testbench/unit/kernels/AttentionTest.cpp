@@ -65,6 +65,8 @@ struct FlashCase {
   bool pvEarly = false;
   // The next step's scores made in this one (scoreNext, V latched).
   bool scoreNext = false;
+  // A q block's last step makes the next q block's first scores (scoreNextQ).
+  bool scoreNextQ = false;
 };
 
 lib::FlashAttentionParams flashParams(const FlashCase& c) {
@@ -81,6 +83,7 @@ lib::FlashAttentionParams flashParams(const FlashCase& c) {
   p.pvNext = c.pvNext;
   p.accSlots = c.pvEarly ? 32 : 0;
   p.scoreNext = c.scoreNext;
+  p.scoreNextQ = c.scoreNextQ;
   return p;
 }
 
@@ -252,6 +255,25 @@ TEST_CASE("flash attention's scores made one step ahead give the same output bit
       c.pvEarly = early;
       c.scoreNext = false;
       checkPathKeepsBits(c, [](FlashCase& x) { x.scoreNext = true; });
+    }
+}
+
+TEST_CASE("flash attention's next q block's first scores made ahead give the same output bits") {
+  // scoreNextQ: q of the whole head in VMEM, a q block's last step makes the
+  // next q block's first scores (and that step, ready, writes m, l and acc
+  // without reading them). Two and three q blocks, two and four kv steps,
+  // two heads (the last q block of head 0 makes none: head 1's first makes
+  // its own), GQA, f32 output.
+  const FlashCase cases[] = {
+      {1, 384, 1024, 128, 128, 512, false, BF16},
+      {2, 256, 2048, 64, 128, 512, false, F32, false, 2},
+  };
+  for (FlashCase c : cases)
+    for (bool early : {false, true}) {
+      c.latchV = true;
+      c.pvEarly = early;
+      c.scoreNext = true;
+      checkPathKeepsBits(c, [](FlashCase& x) { x.scoreNextQ = true; });
     }
 }
 

@@ -289,7 +289,10 @@ TEST_CASE("flash attention's p x V starts in the score dot's block") {
 // where a next step follows, that one's (two score dots in the block); a
 // later step finds its scores ready (by parity: two variants each) and makes
 // the next step's scores or, the q block's last, none. Every such block
-// holds the step's p x V too (16 groups x 16 mms): no slab loop.
+// holds the step's p x V too (16 groups x 16 mms): no slab loop. The first
+// step writes m, l and acc without reading them (no init, no alphas: 16
+// exps a group); 1 / l (64 reciprocals) only in steps that make no next
+// scores (a later step's overwrites it).
 TEST_CASE("flash attention's next score dot runs under the softmax") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
   lib::FlashAttentionParams p = blocks512();
@@ -297,14 +300,69 @@ TEST_CASE("flash attention's next score dot runs under the softmax") {
   p.scoreNext = true;
   std::vector<Block> bs = blocks(kernel1024(t, p).machineText);
   std::map<std::pair<int, int>, int> steps;  // (score dots, p x V mms) -> blocks
+  int first = 0;
   for (const Block& b : bs) {
-    if (count(b.text, "vexp") != 16 * 20) continue;
     const int dots = count(b.text, "mxu.wpush.t") / 128;
+    if (count(b.text, "vexp") == 16 * 16 && dots == 2) {
+      ++first;
+      CHECK(count(b.text, "vrcp") == 0);
+    }
+    if (count(b.text, "vexp") != 16 * 20) continue;
     ++steps[{dots, count(b.text, "mxu.mm") - dots * 256}];
+    CHECK(count(b.text, "vrcp") == (dots == 0 ? 64 : 0));
   }
-  CHECK(steps[{2, 16 * 16}] == 1);  // the first step, a next one follows
+  CHECK(first == 1);                // the first step, a next one follows
   CHECK(steps[{1, 16 * 16}] == 2);  // later steps, a next one follows
   CHECK(steps[{0, 16 * 16}] == 2);  // later steps, the q block's last
+}
+
+// score_next_q: q block 0's last step makes q block 1's first scores, so
+// that step finds them ready (256 exps, its own m, l and acc) and q block
+// 1's first step with its own score dot is gone. In the ready blocks the
+// softmax runs from the start under the next dot: the scheduler's tries
+// with a small register reserve for overlap work (Scheduler.cpp,
+// kOverlapWorkReserves) keep the dot's weight loads from holding the exps
+// back (with the full reserve: no exp for 191 bundles after the first ones).
+TEST_CASE("flash attention's last step makes the next q block's first scores") {
+  codegen::TargetInfo t = testing::kernelTarget("v5e");
+  lib::FlashAttentionParams p = blocks512();
+  p.accSlots = t.accSlots;
+  p.scoreNext = true;
+  p.scoreNextQ = true;
+  REQUIRE(lib::flashScoreNextQ(1024, 1024, 128, p));
+  int ownFirst = 0, readyFirst = 0, readyWithNext = 0;
+  for (const Block& b : blocks(kernel1024(t, p).machineText)) {
+    const int exps = count(b.text, "vexp"), dots = count(b.text, "mxu.wpush.t") / 128;
+    if (exps == 16 * 16 && dots == 2) ++ownFirst;
+    if (exps == 16 * 16 && dots == 1) ++readyFirst;
+    if (exps != 16 * 20 || dots != 1) continue;
+    ++readyWithNext;
+    std::istringstream in(b.text);
+    std::string line;
+    int gap = 0, longest = 0;
+    bool started = false;
+    while (std::getline(in, line)) {
+      if (line.find("vexp") != std::string::npos) {
+        if (started) longest = std::max(longest, gap);
+        started = true;
+        gap = 0;
+      } else {
+        ++gap;
+      }
+    }
+    INFO("the longest run without an exp: " << longest << " bundles");
+    CHECK(longest < 150);
+  }
+  CHECK(ownFirst == 1);    // q block 0 (the head's first)
+  CHECK(readyFirst == 1);  // q block 1's, ready
+  // Ready steps with a next score dot: q block 0's last (kv 1, q block 1's
+  // first scores) and the parity variants the code holds for longer rows.
+  CHECK(readyWithNext >= 1);
+  // Not causal, an even number of K blocks and two q blocks or more.
+  CHECK_FALSE(lib::flashScoreNextQ(1536, 1536, 128, p));  // 3 K blocks
+  CHECK_FALSE(lib::flashScoreNextQ(512, 1024, 128, p));   // one q block
+  p.causal = true;
+  CHECK_FALSE(lib::flashScoreNextQ(1024, 1024, 128, p));
 }
 
 // In that block V's latch and the early p x V starts (8 groups, ~500 MXU
