@@ -24,7 +24,7 @@ std::string defaultLoweringPasses() {
          "precision-split,"
          "dot-canonicalize,"
          "rng-bit-generator-expander,sort-expander,int64-to-pairs,algsimp,"
-         "constant-folding,cse,dce,fusion,multi-output-fusion,dce";
+         "constant-folding,cse,dce,fusion,multi-output-fusion,row-reduce-fusion,dce";
 }
 
 static std::vector<std::string> splitCommas(const std::string& list) {

@@ -18,6 +18,7 @@ const Entry kPasses[] = {
     {"layout-assignment", createLayoutAssignmentPass},
     {"fusion", createFusionPass},
     {"multi-output-fusion", createMultiOutputFusionPass},
+    {"row-reduce-fusion", createRowReduceFusionPass},
     {"promote-to-f32", createPromoteToF32Pass},
     {"int64-to-pairs", createInt64ToPairsPass},
     {"rng-bit-generator-expander", createRngBitGeneratorExpanderPass},

@@ -1,7 +1,7 @@
 // Every pass by name: dce, cse, constant-folding, algsimp, dot-canonicalize, inline,
 // spmd-collectives, int64-to-pairs, rng-bit-generator-expander, sort-expander,
-// layout-assignment, fusion, multi-output-fusion, promote-to-f32, dot-precision-split,
-// dot-scale-to-output, flash-attention.
+// layout-assignment, fusion, multi-output-fusion, row-reduce-fusion, promote-to-f32,
+// dot-precision-split, dot-scale-to-output, flash-attention.
 #pragma once
 
 #include <memory>
@@ -39,6 +39,9 @@ std::unique_ptr<HloPass> createLayoutAssignmentPass();
 std::unique_ptr<HloPass> createFusionPass();
 // multi-output-fusion (MultiOutputFusion.cpp): sibling reductions of one input in one fusion.
 std::unique_ptr<HloPass> createMultiOutputFusionPass();
+// row-reduce-fusion (RowReduceFusion.cpp): a row reduction into the fusion that reads it back
+// along its rows.
+std::unique_ptr<HloPass> createRowReduceFusionPass();
 // promote-to-f32 (PromoteToF32.cpp): bf16 computation in f32, for reference checks.
 std::unique_ptr<HloPass> createPromoteToF32Pass();
 std::unique_ptr<HloPass> createInt64ToPairsPass();

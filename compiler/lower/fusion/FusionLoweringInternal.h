@@ -226,6 +226,17 @@ class Region {
     loads_.clear();
   }
   const ComputeGraph& graph() const { return *g_; }
+  // Row reductions inside the region (a reduce that is not the kernel's root,
+  // over the space's trailing dims, its result read back along the rows: the
+  // sums an RMSNorm backward scales each row by). Each row must be one block:
+  // after formAxes the reduced dims must be the Col axis, and the block must
+  // span it (checkRowReduces, rowReducesWholeCols). emit computes a row
+  // reduction as one lane reduction of the block's rows (emitRowReduce).
+  bool hasRowReduces() const { return !rowReduces_.empty(); }
+  // Throws CannotLower unless the row reductions' dims are the Col axis.
+  void checkRowReduces() const;
+  // Throws CannotLower unless a Col block of `cols` holds a whole row.
+  void rowReducesWholeCols(int64_t cols) const;
   // Where analyze met the stop value (its embedding), if it did.
   bool sawStop() const { return sawStop_; }
   const Embedding& stopEmbedding() const { return stopEmb_; }
@@ -234,6 +245,9 @@ class Region {
   dsl::Array emitUncached(const HloInstruction* inst, const Embedding& emb,
                           const std::vector<dsl::Ref>& refs, const dsl::Array* hero, int64_t shift);
   void analyzeLaneShuffle(const HloInstruction* inst, const Embedding& emb);
+  void analyzeRowReduce(const HloInstruction* inst, const Embedding& emb);
+  std::vector<const HloInstruction*> rowReduces_;
+  std::vector<int> rowReduceDims_;  // the space dims the row reductions reduce
   // Is `inst` a few plain VPU ops from the leaves (recomputed per use rather
   // than stored to VMEM and loaded back)?
   bool cheapToRecompute(const HloInstruction* inst) const;
@@ -343,8 +357,14 @@ dsl::Array expandTo(const dsl::Array& a, int64_t rows, int64_t cols);
 // Per-kind emitters.
 LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t);    // LoopLowering.cpp
 LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t);  // ReduceLowering.cpp
-LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t);     // DotLowering.cpp
-bool hasDot(const ComputeGraph& g);                                       // DotLowering.cpp
+// A row reduction inside a region (Region::hasRowReduces): its input's block
+// rows reduced over their lanes, as a reduce kernel whose block spans the row
+// reduces them (the same order, so the same bits), combined with the init.
+// An f32 array with one column. ReduceLowering.cpp.
+dsl::Array emitRowReduce(Region& r, const HloInstruction* reduce,
+                         const std::vector<dsl::Ref>& refs);
+LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t);  // DotLowering.cpp
+bool hasDot(const ComputeGraph& g);                                    // DotLowering.cpp
 // custom_call_target="tpu.NAME" (LibraryCallLowering.cpp).
 bool isLibraryCall(const HloInstruction& inst);
 // Built for `chip` (the chip the module is compiled for).

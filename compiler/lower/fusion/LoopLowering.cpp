@@ -37,6 +37,7 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
   r->allowLaneShuffles();
   for (const HloInstruction* e : roots) r->analyze(e, rootEmb);
   r->formAxes();
+  r->checkRowReduces();
   if (!r->splitWideCols(kWideColLanes)) r->splitLanes();
   auto& axes = r->axes();
   const size_t n = axes.size();
@@ -48,9 +49,12 @@ LoweredKernel lowerLoop(const ComputeGraph& g, const TilingTarget& t) {
     uses.push_back(
         r->blockUse(u.emb, hbmBytes(memoryType(dslType(g, *u.leaf, u.leaf->shape().type)))));
   for (dsl::DType ot : outTypes) uses.push_back(r->blockUse(rootEmb, hbmBytes(memoryType(ot))));
+  if (r->hasRowReduces())  // the row sums' temporary
+    uses.push_back(r->blockUse(identity(first->shape().rank() - 1), 4, 1));
   int64_t planes = 1;
   for (size_t a = 0; a + 2 < n; ++a) planes *= axes[a].size;
   LoopBlock b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, false, false, uses, t, planes);
+  r->rowReducesWholeCols(b.cols);
   if (r->shuffled() && b.cols != axes[n - 1].size)
     g.fail(*g.root, "internal: a lane-shuffling kernel's block must hold its whole lane tile");
   axes[n - 2].block = b.rows;

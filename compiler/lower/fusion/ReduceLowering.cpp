@@ -139,6 +139,30 @@ bool oneWalk(const ComputeGraph& g, const std::vector<ReduceOut>& reds, bool bot
 
 }  // namespace
 
+dsl::Array emitRowReduce(Region& r, const HloInstruction* reduce,
+                         const std::vector<dsl::Ref>& refs) {
+  const ComputeGraph& g = r.graph();
+  const ReduceOut ro = describeReduce(g, reduce);
+  const int64_t rank = ro.input->shape().rank();
+  dsl::Array x = r.emit(ro.input, identity(rank), refs);
+  if (x.dtype() != dsl::F32) x = x.astype(dsl::F32);
+  x = ro.toMaxDomain(x);
+  const auto& axes = r.axes();
+  x = expandTo(x, axes[axes.size() - 2].block, axes.back().block);
+  // As a reduce kernel with the row in one block: its accumulator starts at
+  // the identity and takes the block's lane reduction, then the init.
+  const bool sum = ro.kind == ReduceKind::Sum;
+  dsl::Array v = dsl::full(1, 1, sum ? 0.0 : -INFINITY, dsl::F32);
+  v = sum ? v + dsl::sum(x, 1) : dsl::maximum(v, dsl::max(x, 1));
+  if (ro.foldInit) {
+    dsl::Array i = r.emit(ro.init, {}, refs);
+    if (i.dtype() != dsl::F32) i = i.astype(dsl::F32);
+    i = ro.toMaxDomain(i);
+    v = sum ? v + i : dsl::maximum(v, i);
+  }
+  return ro.fromMaxDomain(v);
+}
+
 // A multi-output kInput fusion (root tuple) holds reduces over one input shape
 // and dimensions (sibling reductions, layer norm's sum and sum of squares) and
 // possibly element-wise outputs of that input shape: one walk of the input
@@ -204,6 +228,7 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
   }
   r->constrain(kept);
   r->formAxes();
+  r->checkRowReduces();
   auto& axes = r->axes();
   const size_t n = axes.size();
   auto axisReduced = [&](size_t a) {
@@ -224,6 +249,7 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
             inEmb, hbmBytes(memoryType(dslType(g, *roots[k], roots[k]->shape().type)))));
       }
     }
+    if (r->hasRowReduces()) uses.push_back(r->blockUse(identity(rank - 1), 4, 1));  // row sums
     return uses;
   };
   int64_t planes = 1;
@@ -238,6 +264,7 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
   // rotate tree: +38 cycles for a [1, 1024] RMSNorm sum on v5e).
   if (planes == 1 && axisReduced(n - 1) && b.cols < axes[n - 1].size && r->splitLanes())
     b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, true, true, blockUses(), t, planes);
+  r->rowReducesWholeCols(b.cols);
   const bool rowsReduced = axisReduced(n - 2), colsReduced = axisReduced(n - 1);
   axes[n - 2].block = b.rows;
   axes[n - 1].block = b.cols;

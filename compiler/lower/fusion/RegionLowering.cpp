@@ -201,6 +201,9 @@ void Region::analyze(const HloInstruction* inst, const Embedding& emb, const Hlo
     case HloOpcode::Concatenate:
       analyzeLaneShuffle(inst, emb);
       return;
+    case HloOpcode::Reduce:
+      analyzeRowReduce(inst, emb);
+      return;
     default:
       break;
   }
@@ -240,6 +243,59 @@ void Region::analyzeLaneShuffle(const HloInstruction* inst, const Embedding& emb
   shuffled_ = true;
   for (int64_t k = 0; k < inst->operandCount(); ++k)
     analyze(inst->operand(k), normalized(inst->operand(k)->shape(), emb));
+}
+
+void Region::analyzeRowReduce(const HloInstruction* inst, const Embedding& emb) {
+  const ComputeGraph& g = *g_;
+  const int64_t rank = static_cast<int64_t>(dims_.size());
+  if (inst->operandCount() != 2 || !inst->shape().isArray())
+    g.fail(*inst, "a variadic reduce is not supported inside a kernel");
+  if (inst->shape().type != hlo::PrimitiveType::F32)
+    g.fail(*inst, "a reduce inside a kernel must give f32");
+  reduceKindOf(g, *inst);
+  const HloInstruction* input = inst->operand(0);
+  // The reduced dims are the trailing dims of an input of the space's shape,
+  // and the result runs along the leading ones (it is read back along rows).
+  std::vector<int64_t> reduced = inst->dimensions();
+  std::sort(reduced.begin(), reduced.end());
+  const int64_t kept = rank - static_cast<int64_t>(reduced.size());
+  bool rowShaped = input->shape().dims == dims_ && kept >= 1 && !reduced.empty();
+  for (size_t j = 0; rowShaped && j < reduced.size(); ++j)
+    rowShaped = reduced[j] == kept + static_cast<int64_t>(j);
+  Embedding leading = normalized(inst->shape(), identity(kept));
+  if (!rowShaped || normalized(inst->shape(), emb) != leading)
+    g.fail(*inst,
+           "a reduce inside a kernel must reduce the trailing dims of the kernel's space, its "
+           "result read along the leading ones");
+  std::vector<int> dims;
+  for (int64_t d : reduced)
+    if (dims_[static_cast<size_t>(d)] != 1) dims.push_back(static_cast<int>(d));
+  if (!rowReduces_.empty() && dims != rowReduceDims_)
+    g.fail(*inst, "the reduces inside a kernel must reduce the same dims");
+  if (std::find(rowReduces_.begin(), rowReduces_.end(), inst) == rowReduces_.end())
+    rowReduces_.push_back(inst);
+  rowReduceDims_ = dims;
+  std::vector<int> rows;
+  for (int64_t d = 0; d < kept; ++d) rows.push_back(static_cast<int>(d));
+  masks_.push_back(rows);  // no axis merges a row dim with a reduced one
+  analyze(input, identity(rank));
+  analyze(inst->operand(1), {});
+}
+
+void Region::checkRowReduces() const {
+  if (rowReduces_.empty()) return;
+  const Axis& col = axes_.back();
+  if (shuffled_ || headLanes_ || col.dims != rowReduceDims_)
+    g_->fail(*rowReduces_.front(),
+             "a reduce inside a kernel must reduce the kernel's lanes (its Col axis) alone");
+}
+
+void Region::rowReducesWholeCols(int64_t cols) const {
+  if (!rowReduces_.empty() && cols != axes_.back().size)
+    g_->fail(*rowReduces_.front(),
+             fmt::format("a reduce inside a kernel needs a whole row per block ({} lanes, the "
+                         "block has {})",
+                         axes_.back().size, cols));
 }
 
 bool Region::cheapToRecompute(const HloInstruction* inst) const {
@@ -419,7 +475,9 @@ void Region::formGroupAxes(const std::vector<std::vector<int>>& groups, const st
 bool Region::splitWideCols(int64_t maxLanes) {
   const size_t n = axes_.size();
   Axis& col = axes_[n - 1];
-  if (axes_[n - 2].dims.empty() || col.dims.size() < 2 || col.size <= maxLanes) return false;
+  if (axes_[n - 2].dims.empty() || col.dims.size() < 2 || col.size <= maxLanes ||
+      !rowReduces_.empty())
+    return false;
   // The shortest run of trailing dims of at least one lane tile becomes the lanes.
   size_t first = col.dims.size();
   int64_t lanes = 1;
@@ -444,7 +502,9 @@ bool Region::splitLanes() {
   const size_t n = axes_.size();
   Axis& row = axes_[n - 2];
   Axis& col = axes_[n - 1];
-  if (!row.dims.empty() || col.dims.empty() || col.size < 1024 || col.size % 128 != 0) return false;
+  if (!row.dims.empty() || col.dims.empty() || col.size < 1024 || col.size % 128 != 0 ||
+      !rowReduces_.empty())
+    return false;
   for (int d : iotaDims_)
     if (std::find(col.dims.begin(), col.dims.end(), d) != col.dims.end()) return false;
   row.dims = col.dims;
@@ -717,6 +777,8 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
       }
       return r;
     }
+    case HloOpcode::Reduce:
+      return emitRowReduce(*this, inst, refs);
     default:
       break;
   }
