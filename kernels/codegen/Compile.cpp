@@ -41,6 +41,7 @@ struct CopyVariant {
 
 // One array operand moved by the pipeline.
 struct Stream {
+  int region = -1;  // the block ref's memory region (bindBlock)
   const llo::ArrayOperand* array = nullptr;
   const llo::BlockMapping* map = nullptr;
   bool output = false;
@@ -934,7 +935,11 @@ class Pipeline {
     auto bindBlock = [&](Stream& s) {  // the block ref's base for this step
       // slot * rows in a register, the buffer's first row as the place's offset.
       ScalarVal row = L_.add(ScalarVal::constant(s.bufRow), L_.mulImm(R(s.slot), s.blockRows));
-      RefPlace p{s.bodyArg->type, !row.isConst, row.c, row.reg, L_.newRegion()};
+      // One region per stream for every copy of the step's code: a resident
+      // matmul into the block finds its MXU placement by the region
+      // (peeled steps lower the body more than once).
+      if (s.region < 0) s.region = L_.newRegion();
+      RefPlace p{s.bodyArg->type, !row.isConst, row.c, row.reg, s.region};
       p.pairRows = s.pairRows;
       L_.bindRef(s.bodyArg, p);
     };
