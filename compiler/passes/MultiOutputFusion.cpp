@@ -38,9 +38,11 @@
 #include <vector>
 
 #include "compiler/hlo/HloPrinter.h"
+#include "compiler/passes/DotEpilogueOutputs.h"
 #include "compiler/passes/FusionBuilder.h"
 #include "compiler/passes/FusionRules.h"
 #include "compiler/passes/HloPass.h"
+#include "compiler/passes/PassOptions.h"
 #include "compiler/passes/PassRegistry.h"
 #include "compiler/passes/PassUtil.h"
 
@@ -142,6 +144,10 @@ class MultiOutputFusionPass : public HloPass {
     names_ = std::make_unique<NameTable>(module);
     bool changed = false;
     for (HloComputation* comp : fusionTargets(module)) changed |= runOn(*comp);
+    // Then dot kernels with their element-wise consumers (DotEpilogueOutputs.h).
+    if (passOptions().fusionDotEpilogueOutputs)
+      for (HloComputation* comp : fusionTargets(module))
+        changed |= mergeDotEpilogueOutputs(module, *comp, *names_);
     if (changed) {
       module.removeUnreachableComputations();
       cseFusedComputations(module);

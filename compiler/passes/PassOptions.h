@@ -33,6 +33,11 @@ struct PassOptions {
   // its epilogue (RoPE of q and k in the projections' kernels; tpuc
   // --head-epilogues). On by default (docs/performance.md, branch `roperfuse`).
   bool fusionHeadEpilogues = true;
+  // Dot kernels and their element-wise consumer in one kernel with several
+  // outputs (DotEpilogueOutputs.h, run by multi-output-fusion; tpuc
+  // --dot-epilogue-outputs). On by default (docs/performance.md, branch
+  // `trainmo`).
+  bool fusionDotEpilogueOutputs = true;
   // dot-scale-to-output also where it changes the rounding (a scale that is
   // not a constant power of two): floats treated as reals, as XLA's
   // enable_scalar_multiply_reduction / floats-are-real options. Off by

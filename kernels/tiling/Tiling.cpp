@@ -276,7 +276,8 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // last K block.
   const bool accumulator = kBlocks > 1 || target.dotEpilogue;
   if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes, rhsCount) +
-          (target.dotLhsTransposed ? tiledBytes(bm, bk) : 0) >
+          (target.dotLhsTransposed ? tiledBytes(bm, bk) : 0) +
+          2 * target.dotExtraBlocks * tiledBytes(bm, bn) >
       target.dotVmemBudget())
     return inf;
   // A step of bb batch entries: bb times the MXU work and bytes, one
@@ -363,8 +364,10 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // so they are priced apart.
   const double rhsCycles =
       kBlocks == 1 && nBlocks == 1 ? rhsBlockCycles / double(mBlocks) : rhsBlockCycles;
-  const double outCycles =
-      bb * double(bm * bn) * outBytes / double(kBlocks) / outEff / target.hbmBytesPerCycle;
+  // Further outputs and the epilogue's inputs (dotExtraBlocks) move blocks
+  // of the output's shape and runs too.
+  const double outCycles = bb * double(1 + target.dotExtraBlocks) * double(bm * bn) * outBytes /
+                           double(kBlocks) / outEff / target.hbmBytesPerCycle;
   const double baseDma = rhsCycles + outCycles;
   // Steps after the first that load a new LHS block.
   const double lhsSteps =
@@ -388,10 +391,11 @@ double dotBlockCost(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t bm, 
   // pipelined epilogue, when its second set of accumulators fits): a row's
   // other steps cost the larger of their MXU work and the result tiles, and
   // each row takes one step more, which runs its last block's tiles alone.
-  const bool pipelined = rhsCount > 1 && kBlocks == 1 && nBlocks > 1 && bb == 1 &&
-                         !target.dotLhsTransposed && target.dotEpilogue &&
+  const bool pipelined = (rhsCount > 1 || target.dotExtraBlocks > 0) && kBlocks == 1 &&
+                         nBlocks > 1 && bb == 1 && !target.dotLhsTransposed && target.dotEpilogue &&
                          dotVmemBytes(bm, bn, bk, true, lhsInBytes, rhsInBytes, rhsCount) +
-                                 rhsCount * tiledBytes(bm, bn) <=
+                                 rhsCount * tiledBytes(bm, bn) +
+                                 2 * target.dotExtraBlocks * tiledBytes(bm, bn) <=
                              target.dotVmemBudget();
   const double rows = double(batch) * double(mBlocks);
   const double once = (pipelined ? 0.0 : tileCycles) + fill + drain;
@@ -472,7 +476,7 @@ DotBlocking chooseDotBlocks(int64_t batch, int64_t m, int64_t n, int64_t k, int 
     const bool accumulator = cdiv(k, best.bk) > 1 || target.dotEpilogue;
     const int64_t rhsCount = std::max<int64_t>(target.dotRhsCount, 1);
     if (dotVmemBytes(bm, bn, bk, accumulator, lhsInBytes, rhsInBytes, rhsCount) +
-            rhsCount * tiledBytes(bk, bn) <=
+            rhsCount * tiledBytes(bk, bn) + 2 * target.dotExtraBlocks * tiledBytes(bm, bn) <=
         target.dotVmemBudget())
       best.rhsBuffers = 3;
   }

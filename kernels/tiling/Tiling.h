@@ -89,6 +89,10 @@ struct TilingTarget {
   // accumulator, its MXU work and its result tiles per step; the LHS block,
   // the output block and the step's MXU fill and drain are shared.
   int64_t dotRhsCount = 1;
+  // Blocks of the output block's shape beyond the one output, each double
+  // buffered: a dot kernel's further outputs and its epilogue's inputs (a
+  // multi-output epilogue, compiler/passes/DotEpilogueOutputs.h).
+  int64_t dotExtraBlocks = 0;
   // The kernel's first blocks load under the kernel before it (cross-kernel
   // prefetch: none of its inputs is written by that kernel): a small kernel
   // then keeps at most two steps (smallKernelSteps).

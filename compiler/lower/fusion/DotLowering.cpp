@@ -315,14 +315,29 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   }
   std::shared_ptr<Region> rhsR = rhsRs[0];
 
-  const HloInstruction* root = g.root;
+  // Several outputs (a tuple root: the epilogue's results of one shape, and
+  // dot results kept for other readers, MultiOutputFusion.h): each is stored
+  // from the same epilogue walk. `root` is the first.
+  std::vector<const HloInstruction*> outRoots;
+  if (g.root->opcode() == HloOpcode::Tuple && !g.isLeaf(g.root)) {
+    for (const HloInstruction* e : g.root->operands()) {
+      if (e->shape().dims != g.root->operand(0)->shape().dims)
+        g.fail(*e, "the outputs of a dot kernel with several outputs must have one shape");
+      outRoots.push_back(e);
+    }
+  } else {
+    outRoots.push_back(g.root);
+  }
+  const size_t nOut = outRoots.size();
+  const HloInstruction* root = outRoots[0];
   const Embedding rootEmb = identity(root->shape().rank());
   auto outR = std::make_shared<Region>(g, root->shape().dims);
   // A head epilogue stops at the split: its dims are the hero's, the last
   // one as [heads, 128].
-  const HloInstruction* split = nRhs == 1 ? headSplitOf(g, hero) : nullptr;
+  const HloInstruction* split = nRhs == 1 && nOut == 1 ? headSplitOf(g, hero) : nullptr;
   if (split) outR->allowHeadLanes();
-  outR->analyze(root, rootEmb, split ? std::vector<const HloInstruction*>{split} : heroes);
+  for (const HloInstruction* r : outRoots)
+    outR->analyze(r, rootEmb, split ? std::vector<const HloInstruction*>{split} : heroes);
   if (!outR->sawStop()) g.fail(*root, "internal: the dot is not reached from the root");
   // The hero's dims are [batch..., lhs free..., rhs free...] (XLA's order).
   const int64_t nb = static_cast<int64_t>(dn.lhsBatch.size());
@@ -383,28 +398,38 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     }
   }
   const dsl::DType outType = dslType(g, *root, root->shape().type);
+  // Several outputs, and the epilogue's inputs of the output block's shape
+  // (a multi-output epilogue's g and u): VMEM blocks beside the one output.
+  int64_t extraBlocks = 0;
+  if (nOut > 1) {
+    extraBlocks = static_cast<int64_t>(nOut) - 1;
+    for (const LeafUse& u : outR->leafUses())
+      extraBlocks += outR->maps(u.emb, 1) && outR->maps(u.emb, 2);
+  }
+
   // Most of VMEM only for a dot of plain inputs whose epilogue at most
   // converts the result: an epilogue's own inputs (a residual, a bias) take
   // VMEM blocks the model does not count.
   const dsl::DType heroOutType = ot;
   const bool bareOutput =
-      root == hero || (root->opcode() == HloOpcode::Convert && root->operand(0) == hero);
+      nOut == 1 &&
+      (root == hero || (root->opcode() == HloOpcode::Convert && root->operand(0) == hero));
   // A plain dot (no epilogue, the output in the accumulator's type) with one
   // K block writes its output block in place; so does a bf16 dot of bf16
   // operands, its results rounded to bf16 as they leave the MXU (no f32
   // accumulator and no second pass to convert it).
   auto plainOutput = [&](int64_t entries) {
-    return root == hero && memoryType(outType) == accType && entries == 1;
+    return nOut == 1 && root == hero && memoryType(outType) == accType && entries == 1;
   };
   auto roundedOutput = [&](int64_t entries) {
-    return root == hero && entries == 1 && nRhs == 1 && accType == dsl::F32 &&
+    return nOut == 1 && root == hero && entries == 1 && nRhs == 1 && accType == dsl::F32 &&
            memoryType(outType) == dsl::BF16 && heroOutType == dsl::BF16;
   };
   // A sum epilogue applied as the dot is popped (sumEpilogueOnPop) needs no
   // accumulator either: priced as a plain dot (its addend blocks are in the
   // VMEM the budget leaves, as other epilogue inputs are).
-  const bool sumShape = nRhs == 1 && accType == dsl::F32 && memoryType(outType) == dsl::BF16 &&
-                        sumEpilogueOnPop(g, root, hero);
+  const bool sumShape = nOut == 1 && nRhs == 1 && accType == dsl::F32 &&
+                        memoryType(outType) == dsl::BF16 && sumEpilogueOnPop(g, root, hero);
   auto blocking = [&](int64_t entries, TilingTarget& shared) {
     shared = t;
     shared.dotEpilogue =
@@ -414,6 +439,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     shared.dotBatchBlock = entries;
     shared.dotRhsTransposed = transposed;
     shared.dotRhsCount = static_cast<int64_t>(nRhs);
+    shared.dotExtraBlocks = extraBlocks;
     shared.dotLhsTransposed = lhsTransposed;
     shared.dotMxuInt8 = mxType == dsl::S8;
     // The step's entries are adjacent in each row of an in-place operand, so its
@@ -485,12 +511,13 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   };
   int64_t branchCopies = readAsIs(lhs, false) ? 0 : copyBytes(bm, bk);
   for (const RhsView& v : rhsViews) branchCopies += readAsIs(v.root, true) ? 0 : copyBytes(bk, bn);
+  const int64_t extraBytes = 2 * extraBlocks * copyBytes(std::min(bm, M), std::min(bn, N));
   const int64_t resultSets = bb * static_cast<int64_t>(nRhs);
   const bool resident = kBlocks > 1 && !lhsTransposed &&
                         dotResultsFitMxu(resultSets, std::min(bm, M), std::min(bn, N), shared) &&
                         dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt),
                                      hbmBytesOf(g, rhsRoot, rt), static_cast<int64_t>(nRhs)) +
-                                (std::min<int64_t>(kBlocks, 3) - 1) * branchCopies <=
+                                (std::min<int64_t>(kBlocks, 3) - 1) * branchCopies + extraBytes <=
                             shared.dotVmemBudget();
 
   // Axis blocks and grid ids: B -> 0, M -> 1, N -> 2, K -> 3.
@@ -533,11 +560,11 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // row's first step stores it (bf16) for the others.
   const bool cacheLhs = !readAsIs(lhs, false);
   const int64_t lhsCacheBytes = cacheLhs ? copyBytes(bm, bk) : 0;
-  const bool pipelined = nRhs > 1 && kBlocks == 1 && !inPlace && bb == 1 && nBlocks > 1 &&
-                         !lhsTransposed && root != hero &&
+  const bool pipelined = (nRhs > 1 || nOut > 1) && kBlocks == 1 && !inPlace && bb == 1 &&
+                         nBlocks > 1 && !lhsTransposed && (nOut > 1 || root != hero) &&
                          dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt),
                                       hbmBytesOf(g, rhsRoot, rt), static_cast<int64_t>(nRhs)) +
-                                 accBytes + lhsCacheBytes + 2 * branchCopies <=
+                                 accBytes + lhsCacheBytes + 2 * branchCopies + extraBytes <=
                              shared.dotVmemBudget();
   if (pipelined) {
     for (auto& r : rhsRs) r->setLag(2, 0, nBlocks);
@@ -572,8 +599,12 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   for (size_t i = rhsFirst; i < plan.config.in_specs.size(); ++i)
     plan.config.in_specs[i].buffers = blk.rhsBuffers;
   addLeafInputs(*outR, plan);
-  plan.config.out_shapes = {dsl::ShapeDtype(outR->arrayShape(rootEmb), memoryType(outType), "out")};
-  plan.config.out_specs = {outR->blockSpec(rootEmb)};
+  for (size_t k = 0; k < nOut; ++k) {
+    const dsl::DType kt = dslType(g, *outRoots[k], outRoots[k]->shape().type);
+    plan.config.out_shapes.push_back(dsl::ShapeDtype(outR->arrayShape(rootEmb), memoryType(kt),
+                                                     nOut == 1 ? "out" : fmt::format("out.{}", k)));
+    plan.config.out_specs.push_back(outR->blockSpec(rootEmb));
+  }
   const int64_t abm = std::min(bm, M), abn = std::min(bn, N), abk = std::min(bk, K);
   // One accumulator per sibling dot.
   if (!inPlace)
@@ -686,12 +717,21 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       h.push_back(acc.load());
       if (h.back().dtype() != heroType) h.back() = h.back().astype(heroType);
     }
-    outR->store(refs[nIn], outR->emit(root, rootEmb, refs, h.data()));
+    if (nOut == 1) return outR->store(refs[nIn], outR->emit(root, rootEmb, refs, h.data()));
+    // Every output from one walk of the row tiles: what they share (a
+    // sigmoid) is computed once per tile.
+    std::vector<dsl::Ref> outs(refs.begin() + static_cast<std::ptrdiff_t>(nIn),
+                               refs.begin() + static_cast<std::ptrdiff_t>(nIn + nOut));
+    std::vector<dsl::Array> values;
+    for (const HloInstruction* r : outRoots)
+      values.push_back(outR->emit(r, rootEmb, refs, h.data()));
+    outR->storeTogether(outs, values);
   };
   return finishKernel(g, plan, [=](const std::vector<dsl::Ref>& refs) {
     if (inPlace) return step(refs, {refs[nIn]}, false);  // the dot is stored into the output
-    const Accs accRefs(refs.begin() + static_cast<std::ptrdiff_t>(nIn + 1),
-                       refs.begin() + static_cast<std::ptrdiff_t>(nIn + 1 + nRhs));
+    if (nOut > 1) outR->keepSharedInRegisters();
+    const Accs accRefs(refs.begin() + static_cast<std::ptrdiff_t>(nIn + nOut),
+                       refs.begin() + static_cast<std::ptrdiff_t>(nIn + nOut + nRhs));
     // Unrolled over the batch entries of a step: constant batch indices fold
     // into the addresses. Every entry's dot comes before the epilogues, and
     // with one K block the epilogues need no branch, so the entries' matmuls
@@ -711,8 +751,8 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     };
     auto finish = [&] { forEachEntry([&](const Accs& a) { epilogue(refs, a); }); };
     if (pipelined) {
-      const Accs other(refs.begin() + static_cast<std::ptrdiff_t>(nIn + 1 + nRhs),
-                       refs.begin() + static_cast<std::ptrdiff_t>(nIn + 1 + 2 * nRhs));
+      const Accs other(refs.begin() + static_cast<std::ptrdiff_t>(nIn + nOut + nRhs),
+                       refs.begin() + static_cast<std::ptrdiff_t>(nIn + nOut + 2 * nRhs));
       const Accs* sets[2] = {&accRefs, &other};
       // Each branch traces its own values (a value traced in one branch
       // cannot be used in another).
@@ -729,7 +769,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         std::vector<std::pair<dsl::Array, dsl::Array>> ops;
         std::vector<std::pair<dsl::Array, dsl::Array>> firstOps;
         if (cacheLhs) {
-          const dsl::Ref& cache = refs[nIn + 1 + 2 * nRhs];
+          const dsl::Ref& cache = refs[nIn + nOut + 2 * nRhs];
           if (first) firstOps = operands(refs, abk, std::nullopt, true);
           ops = operands(refs, abk, cache.load());
         } else {
@@ -740,7 +780,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
           opts.transpose_rhs = transposed;
           if (s == 0 && !firstOps.empty()) {
             opts.lhs_by_columns = true;
-            opts.lhs_into = refs[nIn + 1 + 2 * nRhs].value();
+            opts.lhs_into = refs[nIn + nOut + 2 * nRhs].value();
             accs[s].store(dsl::dot(firstOps[0].first, firstOps[0].second, opts));
             continue;
           }

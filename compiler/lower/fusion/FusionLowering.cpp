@@ -125,8 +125,15 @@ LoweredKernel lowerToKernel(const HloInstruction& inst, const kernels::codegen::
     for (const HloInstruction* e : g.root->operands())
       if (!e->shape().isArray())
         g.fail(*g.root, "a multi-output fusion's outputs must be arrays (no nested tuples)");
-    if (detail::hasDot(g)) g.fail(*g.root, "a multi-output fusion with a dot is not lowered");
     LoweredKernel lk;
+    // A dot with several outputs: its epilogue's results and the dot results
+    // other kernels read (MultiOutputFusion.h, "dot epilogues").
+    if (detail::hasDot(g)) {
+      lk = detail::lowerDot(g, t);
+      lk.outputIndex.clear();
+      for (int64_t k = 0; k < g.root->operandCount(); ++k) lk.outputIndex.push_back({k});
+      return lk;
+    }
     bool anyReduce = false;
     for (const HloInstruction* e : g.root->operands())
       anyReduce |= e->opcode() == HloOpcode::Reduce && !g.isLeaf(e);

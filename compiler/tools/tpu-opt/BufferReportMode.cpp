@@ -74,6 +74,12 @@ cl::opt<bool> SiblingDots(
              "(default true)"),
     cl::init(true), cl::cat(TargetCat),
     cl::cb<void, bool>([](bool on) { passes::passOptions().fusionSiblingDots = on; }));
+cl::opt<bool> DotEpilogueOutputs(
+    "fusion-dot-epilogue-outputs",
+    cl::desc("Multi-output fusion: a dot kernel and its element-wise consumer as one kernel "
+             "with several outputs (default true)"),
+    cl::init(true), cl::cat(TargetCat),
+    cl::cb<void, bool>([](bool on) { passes::passOptions().fusionDotEpilogueOutputs = on; }));
 cl::opt<bool> HeadEpilogues(
     "fusion-head-epilogues",
     cl::desc("Fusion: element-wise work and lane shuffles on a dot's result split into 128-lane "

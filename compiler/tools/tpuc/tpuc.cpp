@@ -88,6 +88,12 @@ static cl::opt<bool> NoCrossKernelPrefetch(
              "kernel starts the next kernel's first input blocks in its last grid step when it "
              "does not write them and VMEM has room)"),
     cl::cat(Cat));
+static cl::opt<bool> DotEpilogueOutputs(
+    "dot-epilogue-outputs",
+    cl::desc("Compile a dot kernel and the element-wise kernel reading its results as one "
+             "kernel with several outputs (the consumer's outputs, and the dot results other "
+             "kernels read) (default on; --dot-epilogue-outputs=false: apart)"),
+    cl::init(true), cl::cat(Cat));
 static cl::opt<bool> SiblingDots(
     "sibling-dots",
     cl::desc("Compile sibling dots (one LHS, results combined element-wise: a SwiGLU FFN's gate "
@@ -217,6 +223,7 @@ int main(int argc, char** argv) {
   options.packedWeights = !NoPackedWeights;
   options.deferWriteBack = !NoDeferredWriteBack;
   passes::passOptions().fusionSiblingDots = SiblingDots;
+  passes::passOptions().fusionDotEpilogueOutputs = DotEpilogueOutputs;
   passes::passOptions().fusionHeadEpilogues = HeadEpilogues;
   kernels::tiling::hbmRunPricing() = HbmRunModel;
   passes::passOptions().reassociateDequantScales = ReassociateDequantScales;

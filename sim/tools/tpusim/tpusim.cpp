@@ -92,6 +92,13 @@ static cl::opt<bool> siblingDots(
              "as one kernel, as tpuc --sibling-dots (default on)"),
     cl::init(true), cl::cat(category),
     cl::cb<void, bool>([](bool on) { tpusim::passes::passOptions().fusionSiblingDots = on; }));
+static cl::opt<bool> dotEpilogueOutputs(
+    "dot-epilogue-outputs",
+    cl::desc("For an .hlo module: a dot kernel and its element-wise consumer as one kernel with "
+             "several outputs, as tpuc --dot-epilogue-outputs (default on)"),
+    cl::init(true), cl::cat(category), cl::cb<void, bool>([](bool on) {
+      tpusim::passes::passOptions().fusionDotEpilogueOutputs = on;
+    }));
 static cl::opt<bool> headEpilogues(
     "head-epilogues",
     cl::desc("For an .hlo module: fuse element-wise work and lane shuffles on a dot's result "
