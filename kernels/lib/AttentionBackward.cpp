@@ -63,6 +63,11 @@ int64_t scheduleLookahead(const AttentionBackwardParams& prm,
   return prm.headsPerStep >= 4 ? wide : 0;
 }
 
+// The forward's softmax in the dots' block (AttentionBackwardParams::hideSoftmax).
+bool hideSoftmax(const AttentionBackwardParams& prm) {
+  return prm.hideSoftmax < 0 ? prm.headsPerStep >= 4 : prm.hideSoftmax > 0;
+}
+
 void checkSizes(const char* kind, int64_t bh, int64_t sq, int64_t sk, int64_t d,
                 const AttentionBackwardParams& prm) {
   if (bh < 1 || sq < 1 || sk < 1)
@@ -119,11 +124,16 @@ struct SlabSoftmax {
 SlabSoftmax slabSoftmax(const Ref& s, Scalar r0, int64_t cols, double scale, const Array* diag) {
   std::vector<Array> x;
   Array folded, esum;
+  // A slab at a constant row (straight-line code) compares with a vector
+  // immediate, not a broadcast scalar: one scalar per slab and window, made
+  // early by the scheduler, takes scalar registers the dots' addresses need.
+  int64_t row = 0;
+  const bool constRow = r0.isConstant(&row);
   for (int64_t c0 = 0; c0 < cols; c0 += 128) {
     Array raw = s.load(ds_(r0, 8), ds_(c0, 128)) * scale;
     if (diag)
-      raw = where(*diag <= splat(r0 - c0, 1, 1), raw,
-                  full(1, 1, double(std::numeric_limits<float>::lowest())));
+      raw = where(*diag <= (constRow ? full(1, 1, double(row - c0), S32) : splat(r0 - c0, 1, 1)),
+                  raw, full(1, 1, double(std::numeric_limits<float>::lowest())));
     x.push_back(in_vregs(raw));
     folded = folded.valid() ? maximum(folded, x.back()) : x.back();
   }
@@ -478,9 +488,6 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
       heads.push_back({r[0].at(at), r[1].at(at), r[2].at(at), r[3].at(at), r[b], r[b + 1],
                        seqMajor ? h * d : -1});
     }
-    for (const Head& h : heads)
-      h.s.store(dot(h.load(h.q, sq, d), h.load(h.k, sk, d), {false, true}));
-    const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
     // Causal: query rows in bands of 128, each band's softmax over the key
     // windows up to its last row only. A window after it is masked in every
     // row of the band, so its P is exactly 0 (exp of the mask value minus a
@@ -488,7 +495,7 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     // its lowest() scores out of the row max and its zeros out of the row sum
     // changes no bit. At 256 x 256 a quarter of the slabs' windows.
     const int64_t band = causal ? 128 : sq;
-    for (const Head& h : heads)
+    auto softmax = [&](const Head& h, const Array& diag, bool straight) {
       for (int64_t b0 = 0; b0 < sq; b0 += band) {
         const int64_t b1 = std::min(sq, b0 + band);
         const int64_t cols = causal ? std::min(sk, (b1 + 127) / 128 * 128) : sk;
@@ -501,8 +508,25 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
               for (int64_t c0 = cols; c0 < sk; c0 += 128)
                 h.pb.store(ds_(r0, 8), ds_(c0, 128), zeros(8, 128, BF16));
             },
-            false, b0);
+            straight, b0);
       }
+    };
+    for (const Head& h : heads)
+      h.s.store(dot(h.load(h.q, sq, d), h.load(h.k, sk, d), {false, true}));
+    // hideSoftmax: the slabs straight in the dots' block, as work the MXUs
+    // hide. The list scheduler takes such work near program order (its own
+    // window), so the slabs' chains interleave without spilling (straight but
+    // not marked, every slab's loads started at once: 153.4k cycles), the XLU
+    // runs at its floor from the first heads' scores on, and each head's
+    // output dot starts once its P is stored, under the later heads' softmax.
+    if (hideSoftmax(prm)) {
+      OverlapWithMxu hidden;
+      const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
+      for (const Head& h : heads) softmax(h, diag, true);
+    } else {
+      const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
+      for (const Head& h : heads) softmax(h, diag, false);
+    }
     // The output rounded as the MXU's results are popped (bf16 out).
     for (const Head& h : heads) {
       Array o = dot(h.pb.load(), h.load(h.v, sk, d));
@@ -638,12 +662,16 @@ KernelEntry attentionForwardEntry() {
       "rows in VMEM, several heads per step)";
   e.params = commonSpecs();
   e.params.push_back(headsSpec());
+  e.params.push_back({"hide_softmax", "-1",
+                      "the softmax as work the MXUs hide, in one block with the dots (1: on, 0: "
+                      "off, -1: on with 4 or more heads per step)"});
   e.build = [](const Params& p) {
     const int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     const int64_t d = p.integer("head_dim", 1);
     const int64_t nh = p.integer("heads", 0);
     AttentionBackwardParams ap = commonParams(p, bh, sq, sk, d, nh);
     ap.heads = nh;
+    ap.hideSoftmax = p.integer("hide_softmax", -1);
     LibraryKernel lk{
         attentionForwardCall(bh, sq, sk, d, ap), attentionForwardInputs(bh, sq, sk, d, nh), {}, {}};
     auto permute = [=](const std::vector<double>& x, int64_t seq, bool toHeads) {
