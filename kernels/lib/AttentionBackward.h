@@ -57,11 +57,10 @@ struct AttentionBackwardParams {
   // whole, independent dots, each MXU's next one four dots later in program order; else the
   // default).
   int64_t scheduleLookahead = -1;
-  // The forward: the step's softmax as work the MXUs hide (dsl::OverlapWithMxu:
-  // straight-line slabs the scheduler takes near program order), in one
-  // basic block with the score dots before it and the output dots after it,
-  // instead of each in blocks of its own. 1: on, 0: off, -1: on with 4 or
-  // more heads per step.
+  // The forward: the step's softmax straight-line in one basic block, as work
+  // the MXUs hide (dsl::OverlapWithMxu: the scheduler takes it near program
+  // order), instead of 16 loops of 8 slabs a trip. 1: on, 0: off, -1: on with
+  // 4 or more heads per step.
   int64_t hideSoftmax = -1;
 };
 
