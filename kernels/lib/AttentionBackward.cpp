@@ -63,11 +63,6 @@ int64_t scheduleLookahead(const AttentionBackwardParams& prm,
   return prm.headsPerStep >= 4 ? wide : 0;
 }
 
-// The forward's softmax in the dots' block (AttentionBackwardParams::hideSoftmax).
-bool hideSoftmax(const AttentionBackwardParams& prm) {
-  return prm.hideSoftmax < 0 ? prm.headsPerStep >= 4 : prm.hideSoftmax > 0;
-}
-
 void checkSizes(const char* kind, int64_t bh, int64_t sq, int64_t sk, int64_t d,
                 const AttentionBackwardParams& prm) {
   if (bh < 1 || sq < 1 || sk < 1)
@@ -516,7 +511,7 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     // shorter still (64 causal heads, v6e: 58,080 cycles against 64,014), but
     // in the training step the whole step in one block spilled scalars (the
     // next kernel's prefetch: 13.7k bundles a step against 7.0k).
-    if (hideSoftmax(prm)) {
+    if (prm.hideSoftmax) {
       fori_loop(0, 1, [&](Scalar) {
         OverlapWithMxu hidden;
         const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
@@ -661,16 +656,16 @@ KernelEntry attentionForwardEntry() {
       "rows in VMEM, several heads per step)";
   e.params = commonSpecs();
   e.params.push_back(headsSpec());
-  e.params.push_back({"hide_softmax", "-1",
-                      "the softmax straight-line in one block, as work the MXUs hide (1: on, 0: "
-                      "off, -1: on with 4 or more heads per step)"});
+  e.params.push_back({"hide_softmax", "true",
+                      "the softmax straight-line in one block, as work the MXUs hide (false: 16 "
+                      "loops of 8 slabs a trip per 8 heads)"});
   e.build = [](const Params& p) {
     const int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     const int64_t d = p.integer("head_dim", 1);
     const int64_t nh = p.integer("heads", 0);
     AttentionBackwardParams ap = commonParams(p, bh, sq, sk, d, nh);
     ap.heads = nh;
-    ap.hideSoftmax = p.integer("hide_softmax", -1);
+    ap.hideSoftmax = p.flag("hide_softmax");
     LibraryKernel lk{
         attentionForwardCall(bh, sq, sk, d, ap), attentionForwardInputs(bh, sq, sk, d, nh), {}, {}};
     auto permute = [=](const std::vector<double>& x, int64_t seq, bool toHeads) {

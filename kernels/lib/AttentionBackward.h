@@ -59,9 +59,8 @@ struct AttentionBackwardParams {
   int64_t scheduleLookahead = -1;
   // The forward: the step's softmax straight-line in one basic block, as work
   // the MXUs hide (dsl::OverlapWithMxu: the scheduler takes it near program
-  // order), instead of 16 loops of 8 slabs a trip. 1: on, 0: off, -1: on with
-  // 4 or more heads per step.
-  int64_t hideSoftmax = -1;
+  // order), instead of loops of 8 slabs a trip (false).
+  bool hideSoftmax = true;
 };
 
 // VMEM bytes one head of a grid step takes (an upper bound: scratch and blocks).
