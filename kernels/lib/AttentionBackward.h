@@ -57,6 +57,10 @@ struct AttentionBackwardParams {
   // whole, independent dots, each MXU's next one four dots later in program order; else the
   // default).
   int64_t scheduleLookahead = -1;
+  // The forward: the step's softmax straight-line in one basic block, as work
+  // the MXUs hide (dsl::OverlapWithMxu: the scheduler takes it near program
+  // order), instead of loops of 8 slabs a trip (false).
+  bool hideSoftmax = true;
 };
 
 // VMEM bytes one head of a grid step takes (an upper bound: scratch and blocks).
