@@ -5,7 +5,6 @@
 #pragma once
 
 #include <map>
-#include <optional>
 #include <set>
 #include <vector>
 
@@ -109,11 +108,6 @@ class Lowerer {
     ids_ = std::move(ids);
     grid_ = std::move(grid);
   }
-  // Scalar register `r` holds a value in [lo, hi] in the code lowered until
-  // clearRanges (a grid index in a peeled grid loop's middle steps):
-  // comparisons that range decides fold to constants.
-  void setRange(MOperand r, int64_t lo, int64_t hi) { ranges_[r.value] = {lo, hi}; }
-  void clearRanges() { ranges_.clear(); }
   const RefPlace& place(const llo::Value* v) const;
   ScalarVal scalar(const llo::Value* v) const;
   MOperand tile(const llo::Value* v) const;
@@ -200,10 +194,6 @@ class Lowerer {
   std::set<int64_t> pureRegs_;
   std::vector<ScalarVal> ids_;
   std::vector<int64_t> grid_;
-  std::map<int64_t, std::pair<int64_t, int64_t>> ranges_;  // setRange, by virtual register
-  // The [lo, hi] a scalar lies in, when known (a constant, or a register with
-  // a range plus its offset).
-  std::optional<std::pair<int64_t, int64_t>> rangeOf(const ScalarVal& v) const;
   std::string kernel_;
   // Matmuls share the MXUs across ops: the next op's first work item goes to
   // the MXU after the previous op's last, and each MXU's result slots are
