@@ -39,6 +39,11 @@ using hlo::HloOpcode;
 // The widest row the consumer's kernel holds in one block (the loop tiler's
 // widest lane block).
 constexpr int64_t kMaxRowLanes = 1024;
+// The widest row of a row-reduce pair (the consumer reduces the same rows: a
+// softmax's sum of exp(x - max)). Its reduce kernel takes whole rows up to
+// this wide in one block and keeps the reduction's own lane blocks inside it
+// (compiler/lower/fusion/ReduceLowering.cpp), so the sums keep their order.
+constexpr int64_t kMaxPairRowLanes = 4096;
 
 using Embedding = std::vector<int>;  // space dim of each value dim, -1 for a unit dim
 
@@ -87,7 +92,26 @@ const HloInstruction* rowReduceOf(const HloInstruction& inst) {
     if (dims[j] != kept + static_cast<int64_t>(j)) return nullptr;
     lanes *= in.dims[static_cast<size_t>(dims[j])];
   }
-  return lanes <= kMaxRowLanes && lanes > 1 ? red : nullptr;
+  return lanes <= kMaxPairRowLanes && lanes > 1 ? red : nullptr;
+}
+
+int64_t rowLanes(const HloInstruction& red) {
+  int64_t lanes = 1;
+  for (int64_t d : red.dimensions()) lanes *= red.operand(0)->shape().dims[static_cast<size_t>(d)];
+  return lanes;
+}
+
+// Is `consumer` a kInput fusion whose root is one reduce of `red`'s input
+// shape over the same dims (a row reduce of the same rows)?
+bool reducesSameRows(const HloInstruction& red, const HloInstruction& consumer) {
+  if (consumer.opcode() != HloOpcode::Fusion) return false;
+  const HloComputation* body = consumer.calledComputation("calls");
+  const HloInstruction* root = body ? body->root() : nullptr;
+  if (!root || !isReduceHero(*root)) return false;
+  std::vector<int64_t> a = red.dimensions(), b = root->dimensions();
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b && root->operand(0)->shape().dims == red.operand(0)->shape().dims;
 }
 
 // The index space of a consumer fusion's kernel: its outputs' shape, or its
@@ -183,18 +207,38 @@ class RowReduceFusionPass : public HloPass {
     for (HloInstruction* producer : comp.postOrder()) {
       const HloInstruction* red = rowReduceOf(*producer);
       if (!red || producer->userCount() < 1) continue;
-      HloInstruction* consumer = producer->users().front();
-      bool oneUser = true;
-      for (const HloInstruction* u : producer->users()) oneUser &= u == consumer;
-      if (!oneUser || !fits(*producer, *red, *consumer)) continue;
-      merge(comp, producer, consumer);
+      HloInstruction* consumer = pairConsumer(*producer, *red);
+      bool pair = consumer != nullptr;
+      if (!pair) {
+        consumer = producer->users().front();
+        bool oneUser = true;
+        for (const HloInstruction* u : producer->users()) oneUser &= u == consumer;
+        if (!oneUser || rowLanes(*red) > kMaxRowLanes) continue;
+      }
+      if (!fits(*producer, *red, *consumer, pair)) continue;
+      bool otherUsers = false;
+      for (const HloInstruction* u : producer->users()) otherUsers |= u != consumer;
+      merge(comp, producer, consumer, otherUsers);
       changed = true;
     }
     return changed;
   }
 
+  // A user of the producer that reduces the same rows (the pair's second
+  // reduce), and that no other user of the producer leads to: the producer's
+  // other users then read the merged kernel's first output.
+  static HloInstruction* pairConsumer(const HloInstruction& producer, const HloInstruction& red) {
+    for (HloInstruction* c : producer.users()) {
+      if (!reducesSameRows(red, *c)) continue;
+      bool cycle = false;
+      for (const HloInstruction* u : producer.users()) cycle |= u != c && reaches(c, u);
+      if (!cycle) return c;
+    }
+    return nullptr;
+  }
+
   static bool fits(const HloInstruction& producer, const HloInstruction& red,
-                   const HloInstruction& consumer) {
+                   const HloInstruction& consumer, bool pair) {
     if (consumer.opcode() != HloOpcode::Fusion) return false;
     const HloComputation* body = consumer.calledComputation("calls");
     if (!body || !body->root()) return false;
@@ -212,8 +256,9 @@ class RowReduceFusionPass : public HloPass {
     std::set<int64_t> reduced;
     if (consumerSpace(*body, reduced) != in.dims) return false;
     const int64_t kept = in.rank() - static_cast<int64_t>(red.dimensions().size());
+    // The consumer's own reduces keep the rows' lanes, or (a pair) reduce them.
     for (int64_t d : reduced)
-      if (d >= kept) return false;  // the consumer's own reduces keep the rows' lanes
+      if ((d >= kept) != pair) return false;
     // The row's operands are read by the consumer too (the read saved).
     bool shares = false;
     for (const HloInstruction* op : producer.operands())
@@ -232,8 +277,11 @@ class RowReduceFusionPass : public HloPass {
   }
 
   // The consumer's body with the producer's computation in place of its
-  // parameter; the consumer's users read the new fusion.
-  void merge(HloComputation& comp, HloInstruction* producer, HloInstruction* consumer) {
+  // parameter; the consumer's users read the new fusion. With `keepRow` the
+  // fusion also outputs the row reduce (a tuple: the row, the consumer's
+  // result) for the producer's other users.
+  void merge(HloComputation& comp, HloInstruction* producer, HloInstruction* consumer,
+             bool keepRow) {
     auto body =
         std::make_unique<HloComputation>(module_->uniqueComputationName("fused_row_reduce"));
     std::vector<HloInstruction*> operands;
@@ -273,23 +321,53 @@ class RowReduceFusionPass : public HloPass {
       for (HloInstruction* op : producer->operands()) ops.push_back(parameterFor(op));
       row = body->addInstruction(producer->cloneWithOperands(names_->fresh(producer->name()), ops));
     }
-    body->setRoot(cloneBody(*consumer->calledComputation("calls"), *consumer, row));
+    HloInstruction* result = cloneBody(*consumer->calledComputation("calls"), *consumer, row);
+    hlo::Shape shape = consumer->shape();
+    if (keepRow) {
+      shape = hlo::Shape::tuple({producer->shape(), consumer->shape()});
+      body->setRoot(body->addInstruction(
+          HloInstruction::create(HloOpcode::Tuple, names_->fresh("tuple"), shape, {row, result})));
+    } else {
+      body->setRoot(result);
+    }
 
     HloComputation* bodyPtr = module_->addComputationBefore(std::move(body), &comp);
     std::string name = consumer->name();
-    consumer->setName(names_->fresh(name + ".merged"));
-    auto fusion = HloInstruction::create(HloOpcode::Fusion, name, consumer->shape(), operands);
+    if (!keepRow) consumer->setName(names_->fresh(name + ".merged"));
+    auto fusion = HloInstruction::create(HloOpcode::Fusion,
+                                         keepRow ? names_->fresh("fusion.row_reduce_pair") : name,
+                                         shape, operands);
     fusion->attrs().metadata = consumer->attrs().metadata;
     fusion->attrs().calls.push_back(hlo::CalledComputations{"calls", {bodyPtr}, false});
     if (const hlo::NamedAttr* kind = consumer->findGeneric("kind"))
       fusion->setGeneric("kind", kind->value);
     HloInstruction* f = comp.addInstruction(std::move(fusion));
     f->setSourceLine(consumer->sourceLine());
-    consumer->replaceAllUsesWith(f);
-    consumer->setOperands({});
-    comp.removeInstruction(consumer);
-    producer->setOperands({});
-    comp.removeInstruction(producer);
+    // Each replaced instruction's users read its element (keepRow) or the fusion.
+    auto replace = [&](HloInstruction* old, int64_t index) {
+      HloInstruction* with = f;
+      if (keepRow) {
+        std::string n = old->name();
+        old->setName(names_->fresh(n + ".merged"));
+        auto gte = HloInstruction::create(HloOpcode::GetTupleElement, n, old->shape(), {f});
+        hlo::AttrValue i;
+        i.kind = hlo::AttrValue::Kind::Int;
+        i.i = index;
+        gte->setGeneric("index", i);
+        gte->attrs().metadata = old->attrs().metadata;
+        with = comp.addInstruction(std::move(gte));
+      }
+      old->replaceAllUsesWith(with);
+      old->setOperands({});
+      comp.removeInstruction(old);
+    };
+    replace(consumer, 1);
+    if (keepRow) {
+      replace(producer, 0);
+    } else {
+      producer->setOperands({});
+      comp.removeInstruction(producer);
+    }
   }
 
   hlo::HloModule* module_ = nullptr;

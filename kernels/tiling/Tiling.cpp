@@ -163,7 +163,7 @@ int64_t smallKernelSteps(double bytes, const TilingTarget& target) {
 
 LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exactCols,
                           const std::vector<BlockUse>& uses, const TilingTarget& target,
-                          int64_t planes) {
+                          int64_t planes, bool wholeCols) {
   int64_t hbmPerElement = 0;
   for (const BlockUse& u : uses)
     if (u.rows && u.cols && u.buffers > 1) hbmPerElement += u.hbmBytesPerElement;
@@ -182,6 +182,7 @@ LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exact
   if (exactCols && cols > kMaxLoopLanes && cols <= kMaxExactLoopLanes &&
       colBlocks.front() < kMaxLoopLanes / 2)
     colBlocks.insert(colBlocks.begin(), cols);
+  if (wholeCols) colBlocks = {cols};
   for (int64_t bc : colBlocks) {
     int64_t rowLimit = std::max<int64_t>(8, wantElems / std::max<int64_t>(bc, 1));
     for (int64_t br : candidates(rows, 8, rowLimit, exactRows)) {
@@ -194,6 +195,7 @@ LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exact
   }
   if (!found) {  // nothing fits the budget: the smallest legal block
     auto rc = candidates(rows, 8, 8, exactRows), cc = candidates(cols, 128, 128, exactCols);
+    if (wholeCols) cc = {cols};
     best = {rc.back(), cc.back(), ""};
   }
   best.why =

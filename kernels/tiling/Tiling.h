@@ -142,9 +142,10 @@ struct LoopBlock {
 // the block must divide it or equal it (padding would enter the result).
 // Never fails: falls back to the smallest legal block.
 // `planes`: how many such planes the kernel walks (its leading axes).
+// `wholeCols`: the block spans the columns (a row reduced inside the kernel).
 LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exactCols,
                           const std::vector<BlockUse>& uses, const TilingTarget& target,
-                          int64_t planes = 1);
+                          int64_t planes = 1, bool wholeCols = false);
 
 // Grid steps for a kernel that moves `bytes` in all: about sqrt(DMA cycles /
 // kStepOverheadCycles), 1 to 8, which balances the exposed first and last

@@ -99,8 +99,13 @@ class Region {
   }
   // Emits (loads, stores, iotas, rotations) column tile `c` of the block, 128
   // lanes wide; -1: the whole block.
-  void setColTile(int64_t c) {
-    colTile_ = c;
+  void setColTile(int64_t c) { setColWindow(c < 0 ? -1 : c * 128, 128); }
+  // Emits the `width` columns of the block from column `start` (a multiple of
+  // 128); start -1: the whole block. Row reductions keep their values
+  // (setRowReduceValue) across windows.
+  void setColWindow(int64_t start, int64_t width) {
+    colStart_ = start;
+    colWidth_ = start < 0 ? 0 : width;
     memo_.clear();
     loads_.clear();
   }
@@ -233,6 +238,10 @@ class Region {
   // span it (checkRowReduces, rowReducesWholeCols). emit computes a row
   // reduction as one lane reduction of the block's rows (emitRowReduce).
   bool hasRowReduces() const { return !rowReduces_.empty(); }
+  const std::vector<const HloInstruction*>& rowReduces() const { return rowReduces_; }
+  // A row reduction's value computed ahead (over column windows, in the
+  // order of the reduce kernel's lane blocks): emit returns it for `inst`.
+  void setRowReduceValue(const HloInstruction* inst, const dsl::Array& v) { rowValues_[inst] = v; }
   // Throws CannotLower unless the row reductions' dims are the Col axis.
   void checkRowReduces() const;
   // Throws CannotLower unless a Col block of `cols` holds a whole row.
@@ -248,6 +257,7 @@ class Region {
   void analyzeRowReduce(const HloInstruction* inst, const Embedding& emb);
   std::vector<const HloInstruction*> rowReduces_;
   std::vector<int> rowReduceDims_;  // the space dims the row reductions reduce
+  std::map<const HloInstruction*, dsl::Array> rowValues_;
   // Is `inst` a few plain VPU ops from the leaves (recomputed per use rather
   // than stored to VMEM and loaded back)?
   bool cheapToRecompute(const HloInstruction* inst) const;
@@ -275,11 +285,11 @@ class Region {
   std::map<const HloInstruction*, bool> modular_;
   bool laneShufflesAllowed_ = false;
   bool headLanes_ = false;
-  int64_t colTile_ = -1;
+  int64_t colStart_ = -1, colWidth_ = 0;  // setColWindow (-1: the whole block)
   // A leaf of a head epilogue that varies along the lanes but not the heads.
   bool periodic(const LeafUse& u) const;
   // The lanes of the emitted 2-D frame: the Col block, or one tile (setColTile).
-  int64_t frameLanes() const { return colTile_ >= 0 ? 128 : axes_.back().block; }
+  int64_t frameLanes() const { return colStart_ >= 0 ? colWidth_ : axes_.back().block; }
   bool shuffled_ = false;
   bool sharedInRegisters_ = false;
   // (value, embedding) pairs analyze has walked: a shared value is walked once

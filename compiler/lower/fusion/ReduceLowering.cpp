@@ -264,8 +264,19 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
   // rotate tree: +38 cycles for a [1, 1024] RMSNorm sum on v5e).
   if (planes == 1 && axisReduced(n - 1) && b.cols < axes[n - 1].size && r->splitLanes())
     b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, true, true, blockUses(), t, planes);
-  r->rowReducesWholeCols(b.cols);
   const bool rowsReduced = axisReduced(n - 2), colsReduced = axisReduced(n - 1);
+  // A row reduced inside a kernel that reduces the same lanes (a row-reduce
+  // pair: the max, then the sum of exp(x - max)) takes whole rows per block;
+  // both reductions walk the lane block the kernel would have taken (`chunk`)
+  // one after another inside it, as the separate kernels' grid steps did, so
+  // their sums keep their order and bits.
+  const int64_t chunk = b.cols;
+  const bool chunked = r->hasRowReduces() && colsReduced && !rowsReduced &&
+                       b.cols < axes[n - 1].size && axes[n - 1].size % chunk == 0;
+  if (chunked)
+    b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, false, true, blockUses(), t, planes,
+                        true);
+  r->rowReducesWholeCols(b.cols);
   axes[n - 2].block = b.rows;
   axes[n - 1].block = b.cols;
   const bool walk = oneWalk(g, reds, rowsReduced && colsReduced);
@@ -319,6 +330,35 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
     auto scratchOf = [&](const std::vector<int>& index, size_t k) -> const dsl::Ref& {
       return refs[nIn + nOut + static_cast<size_t>(index[k])];
     };
+    // Each reduce of the lanes, chunk by chunk: the partial of every chunk.
+    auto chunkPartials = [&](const ReduceOut& ro) {
+      std::vector<dsl::Array> parts;
+      for (int64_t c = 0; c < axes[n - 1].block; c += chunk) {
+        r->setColWindow(c, chunk);
+        dsl::Array x = r->emit(ro.input, inEmb, refs);
+        if (x.dtype() != ro.accType) x = x.astype(ro.accType);
+        x = expandTo(ro.toMaxDomain(x), axes[n - 2].block, chunk);
+        parts.push_back(ro.kind == ReduceKind::Sum ? dsl::sum(x, 1) : dsl::max(x, 1));
+      }
+      r->setColWindow(-1, 0);
+      return parts;
+    };
+    if (chunked) {
+      // The rows reduced inside, first (read by the other reductions' chunks).
+      for (const HloInstruction* inner : r->rowReduces()) {
+        const ReduceOut ro = describeReduce(g, inner);
+        const bool sum = ro.kind == ReduceKind::Sum;
+        dsl::Array v = dsl::full(1, 1, sum ? 0.0 : -INFINITY, dsl::F32);
+        for (const dsl::Array& p : chunkPartials(ro)) v = sum ? v + p : dsl::maximum(v, p);
+        if (ro.foldInit) {
+          dsl::Array i = r->emit(ro.init, {}, refs);
+          if (i.dtype() != dsl::F32) i = i.astype(dsl::F32);
+          i = ro.toMaxDomain(i);
+          v = sum ? v + i : dsl::maximum(v, i);
+        }
+        r->setRowReduceValue(inner, ro.fromMaxDomain(v));
+      }
+    }
     if (walk) {
       // Every output in one walk of the block: the sums go to one accumulator
       // tile per column tile, folded to the step's partial sum below.
@@ -350,6 +390,14 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
                  expandTo(r->emit(roots[k], inEmb, refs), axes[n - 2].block, axes[n - 1].block));
         continue;
       }
+      // A row reduced inside that is an output too: its value, once.
+      const auto& inner = r->rowReduces();
+      if (std::find(inner.begin(), inner.end(), ro.red) != inner.end()) {
+        dsl::Array v = r->emit(ro.red, outEmb, refs);
+        if (v.dtype() != ro.outType) v = v.astype(ro.outType);
+        r->store(out, v);
+        continue;
+      }
       const dsl::Ref& acc = refs[nIn + nOut + static_cast<size_t>(accIndex[k])];
       const ReduceKind kind = ro.kind;
       const dsl::DType accType = ro.accType;
@@ -360,7 +408,10 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
         return kind == ReduceKind::Sum ? p + q : dsl::maximum(p, q);
       };
       dsl::Array x;
-      if (walk) {
+      std::vector<dsl::Array> parts;
+      if (chunked) {
+        parts = chunkPartials(ro);
+      } else if (walk) {
         x = scratchOf(walkIndex, k).load();  // the walk's column sums, rows folded below
       } else {
         x = r->emit(ro.input, inEmb, refs);
@@ -374,13 +425,16 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
       // of row tiles into one accumulator tile per column tile, then one lane tree.
       // Lanes first ended every row tile in a serial fold of its column tiles and
       // an XLU reduction (the loss's one-hot sum at half its HBM roof).
-      dsl::Array partial = x;
-      if (rowsReduced) partial = reduceAxis(partial, 0);
-      if (colsReduced) partial = reduceAxis(partial, 1);
+      if (!chunked) {
+        dsl::Array partial = x;
+        if (rowsReduced) partial = reduceAxis(partial, 0);
+        if (colsReduced) partial = reduceAxis(partial, 1);
+        parts.push_back(partial);
+      }
       double idv = kind == ReduceKind::Sum ? 0.0 : -INFINITY;
       if (accType == dsl::S32 && kind != ReduceKind::Sum) idv = std::numeric_limits<int32_t>::min();
       dsl::when(first, [&] { acc.store(dsl::full(accRows, accCols, idv, accType)); });
-      acc.store(combine(acc.load(), partial));
+      for (const dsl::Array& partial : parts) acc.store(combine(acc.load(), partial));
       dsl::when(last, [&] {
         dsl::Array v = acc.load();
         if (ro.foldInit) {

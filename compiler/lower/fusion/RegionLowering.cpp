@@ -629,14 +629,14 @@ dsl::Array Region::load(const dsl::Ref& ref) const {
   std::vector<int64_t> s = r.shape();
   // A column tile of a leaf that spans the block's columns (a periodic leaf
   // is one tile wide, a broadcast one column).
-  const bool tiled = colTile_ >= 0 && s.back() > 128;
+  const bool tiled = colStart_ >= 0 && s.back() > colWidth_;
   if (!clipRows_ && !clipCols_ && !tiled) return r.load();
   int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
   // A leaf with one row (column) there is broadcast along that axis.
   if (clipRows_ && rows > 1) rows = std::min(rows, clipRows_);
   if (clipCols_ && cols > 1) cols = std::min(cols, clipCols_);
   if (tiled)
-    return r.load(dsl::ds(dsl::Scalar(0), rows), dsl::ds(dsl::Scalar(colTile_ * 128), 128));
+    return r.load(dsl::ds(dsl::Scalar(0), rows), dsl::ds(dsl::Scalar(colStart_), colWidth_));
   return r.load(dsl::ds(dsl::Scalar(0), rows), dsl::ds(dsl::Scalar(0), cols));
 }
 
@@ -651,9 +651,9 @@ void Region::store(const dsl::Ref& ref, const dsl::Array& value) const {
   if (v.dtype() == dsl::BOOL)
     v = dsl::where(v, dsl::full(1, 1, 1, dsl::S8), dsl::zeros(1, 1, dsl::S8));
   std::vector<int64_t> s = r.shape();
-  if (colTile_ >= 0 && s.back() > 128)
+  if (colStart_ >= 0 && s.back() > colWidth_)
     return r.store(dsl::ds(dsl::Scalar(0), s[s.size() - 2]),
-                   dsl::ds(dsl::Scalar(colTile_ * 128), 128), v);
+                   dsl::ds(dsl::Scalar(colStart_), colWidth_), v);
   r.store(v);
 }
 
@@ -701,7 +701,7 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
     if (!hero) g.fail(*inst, "internal: no value for the kernel's hero");
     size_t k = static_cast<size_t>(std::find(stops_.begin(), stops_.end(), inst) - stops_.begin());
     // A head epilogue's column tile of the result: rotated like a leaf.
-    if (shift != 0 && colTile_ >= 0) return dsl::roll_lanes(hero[k], shift, 128);
+    if (shift != 0 && colStart_ >= 0) return dsl::roll_lanes(hero[k], shift, colWidth_);
     if (shift != 0) g.fail(*inst, "internal: a lane-shifted use of the kernel's hero");
     return hero[k];
   }
@@ -733,8 +733,8 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
                                : dsl::Scalar(0);
         if (ax.role == AxisRole::Row)
           idx = dsl::iota(blockExtent(ax), 1, 0) + dsl::splat(base, 1, 1);
-        else if (ax.role == AxisRole::Col && colTile_ >= 0)
-          idx = dsl::iota(1, 128, 1) + dsl::splat(base + dsl::Scalar(colTile_ * 128), 1, 1);
+        else if (ax.role == AxisRole::Col && colStart_ >= 0)
+          idx = dsl::iota(1, colWidth_, 1) + dsl::splat(base + dsl::Scalar(colStart_), 1, 1);
         else if (ax.role == AxisRole::Col)
           idx = dsl::iota(1, blockExtent(ax), 1) + dsl::splat(base, 1, 1);
         else
@@ -777,8 +777,10 @@ dsl::Array Region::emitUncached(const HloInstruction* inst, const Embedding& emb
       }
       return r;
     }
-    case HloOpcode::Reduce:
-      return emitRowReduce(*this, inst, refs);
+    case HloOpcode::Reduce: {
+      auto v = rowValues_.find(inst);
+      return v != rowValues_.end() ? v->second : emitRowReduce(*this, inst, refs);
+    }
     default:
       break;
   }
