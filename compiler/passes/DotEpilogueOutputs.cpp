@@ -367,13 +367,7 @@ class Merger {
     HloInstruction* f = comp_.addInstruction(std::move(fusion));
     f->setSourceLine(grp.dots[0]->sourceLine());
     auto element = [&](size_t k, const std::string& name) {
-      auto gte =
-          HloInstruction::create(HloOpcode::GetTupleElement, names_.fresh(name), shapes[k], {f});
-      hlo::AttrValue index;
-      index.kind = hlo::AttrValue::Kind::Int;
-      index.i = static_cast<int64_t>(k);
-      gte->setGeneric("index", index);
-      return comp_.addInstruction(std::move(gte));
+      return addTupleElement(comp_, f, static_cast<int64_t>(k), names_.fresh(name), shapes[k]);
     };
     // The consumer's outputs, back in its shape.
     std::vector<HloInstruction*> results;

@@ -86,4 +86,25 @@ HloInstruction* fuseProducer(FusedBody& fb, HloInstruction* producer, NameTable*
   return clone;
 }
 
+HloInstruction* addTupleElement(HloComputation& comp, HloInstruction* fusion, int64_t index,
+                                const std::string& name, const hlo::Shape& shape) {
+  auto gte = HloInstruction::create(hlo::HloOpcode::GetTupleElement, name, shape, {fusion});
+  hlo::AttrValue i;
+  i.kind = hlo::AttrValue::Kind::Int;
+  i.i = index;
+  gte->setGeneric("index", i);
+  return comp.addInstruction(std::move(gte));
+}
+
+void replaceByTupleElement(HloComputation& comp, HloInstruction* member, HloInstruction* fusion,
+                           int64_t index, NameTable& names) {
+  std::string name = member->name();
+  member->setName(names.fresh(name + ".merged"));
+  HloInstruction* g = addTupleElement(comp, fusion, index, name, member->shape());
+  g->attrs().metadata = member->attrs().metadata;
+  member->replaceAllUsesWith(g);
+  member->setOperands({});
+  comp.removeInstruction(member);
+}
+
 }  // namespace tpusim::passes

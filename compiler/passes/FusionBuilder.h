@@ -45,4 +45,15 @@ FusedBody copyFusedBody(const hlo::HloComputation& comp,
 // not take yet). `producer` must be one of fb.operands. Returns the clone.
 hlo::HloInstruction* fuseProducer(FusedBody& fb, hlo::HloInstruction* producer, NameTable* names);
 
+// A new get-tuple-element `name` reading element `index` (of `shape`) of the
+// multi-output fusion `fusion`, added to `comp`.
+hlo::HloInstruction* addTupleElement(hlo::HloComputation& comp, hlo::HloInstruction* fusion,
+                                     int64_t index, const std::string& name,
+                                     const hlo::Shape& shape);
+// `member`, merged into `fusion` as its element `index`, gives way to that
+// element: the get-tuple-element takes its name and metadata, its users read
+// it, and `member` is removed.
+void replaceByTupleElement(hlo::HloComputation& comp, hlo::HloInstruction* member,
+                           hlo::HloInstruction* fusion, int64_t index, NameTable& names);
+
 }  // namespace tpusim::passes

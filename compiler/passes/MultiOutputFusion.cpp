@@ -313,21 +313,8 @@ class MultiOutputFusionPass : public HloPass {
     fusion->setGeneric("kind", kind);
     HloInstruction* f = comp.addInstruction(std::move(fusion));
     f->setSourceLine(group.front()->sourceLine());
-    for (size_t k = 0; k < group.size(); ++k) {
-      HloInstruction* m = group[k];
-      std::string name = m->name();
-      m->setName(names_->fresh(name + ".merged"));
-      auto gte = HloInstruction::create(HloOpcode::GetTupleElement, name, m->shape(), {f});
-      hlo::AttrValue index;
-      index.kind = hlo::AttrValue::Kind::Int;
-      index.i = static_cast<int64_t>(k);
-      gte->setGeneric("index", index);
-      gte->attrs().metadata = m->attrs().metadata;
-      HloInstruction* g = comp.addInstruction(std::move(gte));
-      m->replaceAllUsesWith(g);
-      m->setOperands({});
-      comp.removeInstruction(m);
-    }
+    for (size_t k = 0; k < group.size(); ++k)
+      replaceByTupleElement(comp, group[k], f, static_cast<int64_t>(k), *names_);
   }
 
   hlo::HloModule* module_ = nullptr;

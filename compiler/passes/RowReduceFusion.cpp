@@ -344,27 +344,13 @@ class RowReduceFusionPass : public HloPass {
     HloInstruction* f = comp.addInstruction(std::move(fusion));
     f->setSourceLine(consumer->sourceLine());
     // Each replaced instruction's users read its element (keepRow) or the fusion.
-    auto replace = [&](HloInstruction* old, int64_t index) {
-      HloInstruction* with = f;
-      if (keepRow) {
-        std::string n = old->name();
-        old->setName(names_->fresh(n + ".merged"));
-        auto gte = HloInstruction::create(HloOpcode::GetTupleElement, n, old->shape(), {f});
-        hlo::AttrValue i;
-        i.kind = hlo::AttrValue::Kind::Int;
-        i.i = index;
-        gte->setGeneric("index", i);
-        gte->attrs().metadata = old->attrs().metadata;
-        with = comp.addInstruction(std::move(gte));
-      }
-      old->replaceAllUsesWith(with);
-      old->setOperands({});
-      comp.removeInstruction(old);
-    };
-    replace(consumer, 1);
     if (keepRow) {
-      replace(producer, 0);
+      replaceByTupleElement(comp, consumer, f, 1, *names_);
+      replaceByTupleElement(comp, producer, f, 0, *names_);
     } else {
+      consumer->replaceAllUsesWith(f);
+      consumer->setOperands({});
+      comp.removeInstruction(consumer);
       producer->setOperands({});
       comp.removeInstruction(producer);
     }
