@@ -177,7 +177,7 @@ TEST_CASE("causal flash attention with block_k 384 (not a power of two) maps kv 
   runFlash({2, 1000, 1100, 64, 512, 384, true, BF16});  // ragged q and kv blocks
 }
 
-TEST_CASE("flash attention's overlapped MXU phases give the same output bits") {
+TEST_CASE("flash attention's overlapped MXU phases give the same output bits", "[same-bits-pv]") {
   // updateChunked: several kv blocks (the chunks' scores, softmax and split
   // p x V interleaved in one block; the diagonal and ragged blocks keep
   // update), causal and not, GQA, head_dim 64 (p x V parts narrower than a
@@ -196,7 +196,8 @@ TEST_CASE("flash attention's overlapped MXU phases give the same output bits") {
   }
 }
 
-TEST_CASE("flash attention's p x V deferred to the next step gives the same output bits") {
+TEST_CASE("flash attention's p x V deferred to the next step gives the same output bits",
+          "[same-bits-pv]") {
   // pvNext: a step below the diagonal leaves its p x V to the next step,
   // which streams it through the still latched V before its score dot:
   // three kv steps (the middle one both takes and leaves one), causal (the
@@ -218,7 +219,8 @@ TEST_CASE("flash attention's p x V deferred to the next step gives the same outp
   }
 }
 
-TEST_CASE("flash attention's p x V started in the score dot's block gives the same output bits") {
+TEST_CASE("flash attention's p x V started in the score dot's block gives the same output bits",
+          "[same-bits-pv]") {
   // pvEarly: the groups the score dot's block finishes start their p x V
   // there (mxu_start, a slot set each) and the block after the slab loop
   // pops them (mxu_finish) before the other groups' p x V: two kv steps,
@@ -236,7 +238,8 @@ TEST_CASE("flash attention's p x V started in the score dot's block gives the sa
   }
 }
 
-TEST_CASE("flash attention's scores made one step ahead give the same output bits") {
+TEST_CASE("flash attention's scores made one step ahead give the same output bits",
+          "[same-bits-scores]") {
   // scoreNext: K of the whole head in VMEM, the scores in two buffers by step
   // parity; an unmasked step makes the next step's scores (the q block's
   // first its own too). Four kv steps (both parities, the last one makes
@@ -258,7 +261,8 @@ TEST_CASE("flash attention's scores made one step ahead give the same output bit
     }
 }
 
-TEST_CASE("flash attention's next q block's first scores made ahead give the same output bits") {
+TEST_CASE("flash attention's next q block's first scores made ahead give the same output bits",
+          "[same-bits-scores]") {
   // scoreNextQ: q of the whole head in VMEM, a q block's last step makes the
   // next q block's first scores (and that step, ready, writes m, l and acc
   // without reading them). Two and three q blocks, two and four kv steps,
