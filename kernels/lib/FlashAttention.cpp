@@ -1215,8 +1215,9 @@ KernelEntry flashAttentionEntry() {
                "with latch_v, unmasked steps compute the next step's scores (K of the whole "
                "head in VMEM, scores double-buffered) while their softmax runs"},
               {"score_next_q", "true",
-               "with score_next, not causal, an even number of K blocks: q of the whole head "
-               "in VMEM, a q block's last step computes the next q block's first scores"}};
+               "with score_next, an even number of K blocks (causal: block_q = block_k, the "
+               "diagonal in parts): q of the whole head in VMEM, a q block's last step "
+               "computes the next q block's first scores"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);

@@ -97,7 +97,8 @@ struct FlashAttentionParams {
   // after an unmasked one finds its scores made but makes none.
   // flashScoreNextFallback says why the path is not taken.
   bool scoreNext = false;
-  // With scoreNext, not causal, an even number of K blocks, two q blocks or
+  // With scoreNext, an even number of K blocks (causal: block_q = block_k
+  // and the diagonal in parts, its last part making them), two q blocks or
   // more: q comes as one block of the head's seq_q rows (copied once per
   // head, within a quarter of the VMEM limit) and a q block's last step
   // makes the next q block's first scores (its q rows x K block 0) while its
