@@ -281,6 +281,21 @@ TEST_CASE("flash attention's next q block's first scores made ahead give the sam
     }
 }
 
+TEST_CASE("causal flash attention's diagonal makes the next q block's first scores: same bits") {
+  // Causal scoreNextQ: q of the whole head in VMEM; the diagonal step of a
+  // q block with a next one makes that block's first scores (into a third
+  // buffer: its own last part still reads its scores) under its last part,
+  // and that first step is a ready one (fresh). Two q blocks of 512 rows
+  // (the smallest diagonal in parts with V latched on four MXUs), q block
+  // 0's diagonal in buffer 0 (the one the next scores once overwrote); one
+  // head (the sanitizer build's time limit).
+  FlashCase c{1, 1024, 1024, 64, 512, 512, true, F32};
+  c.latchV = true;
+  c.pvEarly = true;
+  c.scoreNext = true;
+  checkPathKeepsBits(c, [](FlashCase& x) { x.scoreNextQ = true; });
+}
+
 TEST_CASE("flash attention says why the scores are not made one step ahead") {
   // v5e's MXUs (4 of 128): V is latched with 512-key blocks.
   lib::FlashAttentionParams p;
