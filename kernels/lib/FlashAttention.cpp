@@ -699,9 +699,11 @@ bool flashScoreNextQ(int64_t seqQ, int64_t seqK, int64_t d, const FlashAttention
     // then the other one of the next q block's first step's.
     return false;
   }
-  // q's two buffers (as K's) within a quarter of the VMEM limit.
+  // q's two buffers (as K's), and a causal kernel's third score buffer, within
+  // a quarter of the VMEM limit.
   const int64_t vmemLimit = prm.vmemLimitBytes > 0 ? prm.vmemLimitBytes : int64_t(16) << 20;
-  return 2 * seqQ * 128 * 4 <= vmemLimit / 4;
+  const int64_t thirdScores = prm.causal ? bq * bk * 4 : 0;
+  return 2 * seqQ * 128 * 4 + thirdScores <= vmemLimit / 4;
 }
 
 PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
