@@ -683,7 +683,9 @@ std::string flashScoreNextFallback(int64_t seqK, int64_t d, const FlashAttention
 }
 
 bool flashScoreNextQ(int64_t seqQ, int64_t seqK, int64_t d, const FlashAttentionParams& prm) {
-  if (!prm.scoreNextQ || !flashScoreNextFallback(seqK, d, prm).empty()) return false;
+  // flashScoreNextFallback says "" when score_next is off: the path needs it on.
+  if (!prm.scoreNext || !prm.scoreNextQ || !flashScoreNextFallback(seqK, d, prm).empty())
+    return false;
   const int64_t bq = std::min(prm.blockQ, seqQ);
   const int64_t bk = prm.blockK < seqK ? prm.blockK : cdiv(seqK, 128) * 128;
   if (seqQ % bq != 0 || seqQ / bq < 2) return false;

@@ -361,6 +361,9 @@ TEST_CASE("flash attention's last step makes the next q block's first scores") {
   // Not causal, an even number of K blocks and two q blocks or more.
   CHECK_FALSE(lib::flashScoreNextQ(1536, 1536, 128, p));  // 3 K blocks
   CHECK_FALSE(lib::flashScoreNextQ(512, 1024, 128, p));   // one q block
+  p.scoreNext = false;                                    // score_next_q builds on score_next
+  CHECK_FALSE(lib::flashScoreNextQ(1024, 1024, 128, p));
+  p.scoreNext = true;
   // Causal: the diagonal step in parts makes them (any number of K blocks),
   // not with the diagonal in one part.
   p.causal = true;
