@@ -1,8 +1,6 @@
 // Dot epilogues with several outputs (DotEpilogueOutputs.h).
 #include "compiler/passes/DotEpilogueOutputs.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <functional>
 #include <unordered_map>
@@ -264,40 +262,11 @@ class Merger {
     bodyOf(c, &b);
     auto body =
         std::make_unique<HloComputation>(module_.uniqueComputationName("fused_dot_outputs"));
-    std::vector<HloInstruction*> operands;
-    std::unordered_map<const HloInstruction*, HloInstruction*> param;  // outer -> parameter
-    auto parameterFor = [&](HloInstruction* outer) {
-      auto it = param.find(outer);
-      if (it != param.end()) return it->second;
-      auto p = HloInstruction::create(HloOpcode::Parameter,
-                                      names_.fresh(fmt::format("param_{}", operands.size())),
-                                      outer->shape());
-      p->attrs().parameterNumber = static_cast<int64_t>(operands.size());
-      operands.push_back(outer);
-      return param[outer] = body->addInstruction(std::move(p));
-    };
+    BodyParameters params(*body, names_);
+    auto parameterFor = [&](HloInstruction* outer) { return params.of(outer); };
     // The dots, their operand prologues copied.
     std::unordered_map<const HloInstruction*, HloInstruction*> dotIn;  // outer kernel -> body dot
-    for (HloInstruction* d : grp.dots) {
-      if (d->opcode() == HloOpcode::Dot) {
-        std::vector<HloInstruction*> ops;
-        for (HloInstruction* o : d->operands()) ops.push_back(parameterFor(o));
-        dotIn[d] = body->addInstruction(d->cloneWithOperands(names_.fresh(d->name()), ops));
-        continue;
-      }
-      const HloComputation* fused = d->calledComputation("calls");
-      std::unordered_map<const HloInstruction*, HloInstruction*> copy;
-      for (HloInstruction* i : fused->postOrder()) {
-        if (i->opcode() == HloOpcode::Parameter) {
-          copy[i] = parameterFor(d->operand(i->attrs().parameterNumber));
-          continue;
-        }
-        std::vector<HloInstruction*> ops;
-        for (HloInstruction* o : i->operands()) ops.push_back(copy.at(o));
-        copy[i] = body->addInstruction(i->cloneWithOperands(names_.fresh(i->name()), ops));
-      }
-      dotIn[d] = copy.at(fused->root());
-    }
+    for (HloInstruction* d : grp.dots) dotIn[d] = inlineMember(*body, *d, parameterFor, names_);
     // The element-wise work in the dots' shape.
     const hlo::Shape& space = grp.space;
     auto inSpace = [&](hlo::PrimitiveType t) {
@@ -357,7 +326,7 @@ class Merger {
         HloInstruction::create(HloOpcode::Tuple, names_.fresh("tuple"), tupleShape, roots)));
     HloComputation* bodyPtr = module_.addComputationBefore(std::move(body), &comp_);
     auto fusion = HloInstruction::create(HloOpcode::Fusion, names_.fresh("fusion.dot_outputs"),
-                                         tupleShape, operands);
+                                         tupleShape, params.operands());
     fusion->attrs().metadata = grp.dots[0]->attrs().metadata;
     fusion->attrs().calls.push_back(hlo::CalledComputations{"calls", {bodyPtr}, false});
     hlo::AttrValue kind;

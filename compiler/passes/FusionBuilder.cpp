@@ -86,6 +86,44 @@ HloInstruction* fuseProducer(FusedBody& fb, HloInstruction* producer, NameTable*
   return clone;
 }
 
+HloInstruction* BodyParameters::of(HloInstruction* outer) {
+  auto it = param_.find(outer);
+  if (it != param_.end()) return it->second;
+  auto p = HloInstruction::create(HloOpcode::Parameter,
+                                  names_.fresh(fmt::format("param_{}", operands_.size())),
+                                  outer->shape());
+  p->attrs().parameterNumber = static_cast<int64_t>(operands_.size());
+  operands_.push_back(outer);
+  return param_[outer] = body_.addInstruction(std::move(p));
+}
+
+HloInstruction* inlineMember(HloComputation& body, const HloInstruction& member,
+                             const OperandValue& operandValue, NameTable& names,
+                             const ReuseValue& reuse) {
+  if (member.opcode() != HloOpcode::Fusion) {
+    std::vector<HloInstruction*> ops;
+    for (HloInstruction* op : member.operands()) ops.push_back(operandValue(op));
+    return body.addInstruction(member.cloneWithOperands(names.fresh(member.name()), ops));
+  }
+  const HloComputation* fused = member.calledComputation("calls");
+  std::unordered_map<const HloInstruction*, HloInstruction*> copy;
+  for (HloInstruction* i : fused->postOrder()) {
+    if (i->opcode() == HloOpcode::Parameter) {
+      copy[i] = operandValue(member.operand(i->attrs().parameterNumber));
+      continue;
+    }
+    std::vector<HloInstruction*> ops;
+    for (HloInstruction* op : i->operands()) ops.push_back(copy.at(op));
+    if (reuse && i != fused->root())
+      if (HloInstruction* v = reuse(*i, ops)) {
+        copy[i] = v;
+        continue;
+      }
+    copy[i] = body.addInstruction(i->cloneWithOperands(names.fresh(i->name()), ops));
+  }
+  return copy.at(fused->root());
+}
+
 HloInstruction* addTupleElement(HloComputation& comp, HloInstruction* fusion, int64_t index,
                                 const std::string& name, const hlo::Shape& shape) {
   auto gte = HloInstruction::create(hlo::HloOpcode::GetTupleElement, name, shape, {fusion});

@@ -3,8 +3,10 @@
 // same steps on a throw-away copy to price a candidate before it commits.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -44,6 +46,42 @@ FusedBody copyFusedBody(const hlo::HloComputation& comp,
 // it whose operands are parameters (new ones appended for operands the body did
 // not take yet). `producer` must be one of fb.operands. Returns the clone.
 hlo::HloInstruction* fuseProducer(FusedBody& fb, hlo::HloInstruction* producer, NameTable* names);
+
+// The parameters of a body built from several outer instructions (a merged
+// kernel): one per distinct outer value, numbered in order of first use.
+class BodyParameters {
+ public:
+  BodyParameters(hlo::HloComputation& body, NameTable& names) : body_(body), names_(names) {}
+  // The parameter standing for `outer`, made on first use.
+  hlo::HloInstruction* of(hlo::HloInstruction* outer);
+  // The outer values, parameter k <-> operands()[k].
+  std::vector<hlo::HloInstruction*>& operands() { return operands_; }
+  // outer -> parameter, for callers that compare a body value with an outer one.
+  const std::unordered_map<const hlo::HloInstruction*, hlo::HloInstruction*>& map() const {
+    return param_;
+  }
+
+ private:
+  hlo::HloComputation& body_;
+  NameTable& names_;
+  std::vector<hlo::HloInstruction*> operands_;
+  std::unordered_map<const hlo::HloInstruction*, hlo::HloInstruction*> param_;
+};
+
+// Reads outer operand `o` of the member being copied, as a body value.
+using OperandValue = std::function<hlo::HloInstruction*(hlo::HloInstruction* o)>;
+// A body value to use instead of a fresh clone of fused instruction `i` (whose
+// operands are now `ops`), or null to clone it.
+using ReuseValue = std::function<hlo::HloInstruction*(
+    const hlo::HloInstruction& i, const std::vector<hlo::HloInstruction*>& ops)>;
+
+// Copies outer instruction `member` into `body`: a fusion's computation
+// instruction by instruction (its parameter k reads `operandValue(member's
+// operand k)`; `reuse`, if set, may replace a non-root clone), any other
+// instruction as one clone. Returns the copy of its result.
+hlo::HloInstruction* inlineMember(hlo::HloComputation& body, const hlo::HloInstruction& member,
+                                  const OperandValue& operandValue, NameTable& names,
+                                  const ReuseValue& reuse = {});
 
 // A new get-tuple-element `name` reading element `index` (of `shape`) of the
 // multi-output fusion `fusion`, added to `comp`.

@@ -29,7 +29,6 @@
 // ops, broadcasts and unit-dim views (no lane shuffle or strided transpose).
 // An element-wise op left unfused counts as a loop fusion of one (SwiGLU's
 // backward: dy * silu(g) beside the gate's gradient, both reading dy).
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
@@ -242,18 +241,8 @@ class MultiOutputFusionPass : public HloPass {
   void merge(HloComputation& comp, const std::vector<HloInstruction*>& group) {
     auto body =
         std::make_unique<HloComputation>(module_->uniqueComputationName("fused_multi_output"));
-    std::vector<HloInstruction*> operands;
-    std::unordered_map<const HloInstruction*, HloInstruction*> param;  // outer -> parameter
-    auto parameterFor = [&](HloInstruction* outer) {
-      auto it = param.find(outer);
-      if (it != param.end()) return it->second;
-      auto p = HloInstruction::create(HloOpcode::Parameter,
-                                      names_->fresh(fmt::format("param_{}", operands.size())),
-                                      outer->shape());
-      p->attrs().parameterNumber = static_cast<int64_t>(operands.size());
-      operands.push_back(outer);
-      return param[outer] = body->addInstruction(std::move(p));
-    };
+    BodyParameters params(*body, *names_);
+    auto parameterFor = [&](HloInstruction* outer) { return params.of(outer); };
     // What the merged kernel reads anyway: a member's fused copy of one of
     // these (an add both recomputed from its operands and read by another
     // member) becomes that read, and its operands' reads may go.
@@ -263,41 +252,20 @@ class MultiOutputFusionPass : public HloPass {
     auto readInstead = [&](const HloInstruction& i,
                            const std::vector<HloInstruction*>& ops) -> HloInstruction* {
       for (HloInstruction* x : outerReads)
-        if (computesSame(i, ops, *x, param)) return parameterFor(x);
+        if (computesSame(i, ops, *x, params.map())) return parameterFor(x);
       return nullptr;
     };
     std::vector<HloInstruction*> roots;
     std::vector<hlo::Shape> shapes;
     for (HloInstruction* m : group) {
       shapes.push_back(m->shape());
-      if (m->opcode() != HloOpcode::Fusion) {
-        std::vector<HloInstruction*> ops;
-        for (HloInstruction* op : m->operands()) ops.push_back(parameterFor(op));
-        roots.push_back(body->addInstruction(m->cloneWithOperands(names_->fresh(m->name()), ops)));
-        continue;
-      }
-      const HloComputation* fused = m->calledComputation("calls");
-      std::unordered_map<const HloInstruction*, HloInstruction*> copy;
-      for (HloInstruction* i : fused->postOrder()) {
-        if (i->opcode() == HloOpcode::Parameter) {
-          copy[i] = parameterFor(m->operand(i->attrs().parameterNumber));
-          continue;
-        }
-        std::vector<HloInstruction*> ops;
-        for (HloInstruction* op : i->operands()) ops.push_back(copy.at(op));
-        if (i != fused->root())
-          if (HloInstruction* read = readInstead(*i, ops)) {
-            copy[i] = read;
-            continue;
-          }
-        copy[i] = body->addInstruction(i->cloneWithOperands(names_->fresh(i->name()), ops));
-      }
-      roots.push_back(copy.at(fused->root()));
+      roots.push_back(inlineMember(*body, *m, parameterFor, *names_, readInstead));
     }
     hlo::Shape tupleShape = hlo::Shape::tuple(shapes);
     HloInstruction* root = body->addInstruction(
         HloInstruction::create(HloOpcode::Tuple, names_->fresh("tuple"), tupleShape, roots));
     body->setRoot(root);
+    std::vector<HloInstruction*>& operands = params.operands();
     dropUnreadParameters(*body, operands);
 
     HloComputation* bodyPtr = module_->addComputationBefore(std::move(body), &comp);

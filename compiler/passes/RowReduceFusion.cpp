@@ -16,7 +16,6 @@
 // the trailing dims; and every path from the reduce's result to the
 // consumer's outputs reads it through element-wise ops and broadcasts along
 // the trailing dims only (the value of a row, at every element of the row).
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
@@ -291,44 +290,13 @@ class RowReduceFusionPass : public HloPass {
              bool keepRow) {
     auto body =
         std::make_unique<HloComputation>(module_->uniqueComputationName("fused_row_reduce"));
-    std::vector<HloInstruction*> operands;
-    std::unordered_map<const HloInstruction*, HloInstruction*> param;  // outer -> parameter
-    auto parameterFor = [&](HloInstruction* outer) {
-      auto it = param.find(outer);
-      if (it != param.end()) return it->second;
-      auto p = HloInstruction::create(HloOpcode::Parameter,
-                                      names_->fresh(fmt::format("param_{}", operands.size())),
-                                      outer->shape());
-      p->attrs().parameterNumber = static_cast<int64_t>(operands.size());
-      operands.push_back(outer);
-      return param[outer] = body->addInstruction(std::move(p));
-    };
-    // Clones `fused` (the body of `outer`) into the new body; its parameters
-    // become the new body's, except the producer's, which becomes `inner`.
-    auto cloneBody = [&](const HloComputation& fused, const HloInstruction& outer,
-                         HloInstruction* inner) {
-      std::unordered_map<const HloInstruction*, HloInstruction*> copy;
-      for (HloInstruction* i : fused.postOrder()) {
-        if (i->opcode() == HloOpcode::Parameter) {
-          HloInstruction* o = outer.operand(i->attrs().parameterNumber);
-          copy[i] = o == producer ? inner : parameterFor(o);
-          continue;
-        }
-        std::vector<HloInstruction*> ops;
-        for (HloInstruction* op : i->operands()) ops.push_back(copy.at(op));
-        copy[i] = body->addInstruction(i->cloneWithOperands(names_->fresh(i->name()), ops));
-      }
-      return copy.at(fused.root());
-    };
-    HloInstruction* row = nullptr;
-    if (producer->opcode() == HloOpcode::Fusion) {
-      row = cloneBody(*producer->calledComputation("calls"), *producer, nullptr);
-    } else {
-      std::vector<HloInstruction*> ops;
-      for (HloInstruction* op : producer->operands()) ops.push_back(parameterFor(op));
-      row = body->addInstruction(producer->cloneWithOperands(names_->fresh(producer->name()), ops));
-    }
-    HloInstruction* result = cloneBody(*consumer->calledComputation("calls"), *consumer, row);
+    BodyParameters params(*body, *names_);
+    auto parameterFor = [&](HloInstruction* outer) { return params.of(outer); };
+    HloInstruction* row = inlineMember(*body, *producer, parameterFor, *names_);
+    // The consumer reads the producer's value in the body, not a parameter.
+    HloInstruction* result = inlineMember(
+        *body, *consumer, [&](HloInstruction* o) { return o == producer ? row : parameterFor(o); },
+        *names_);
     hlo::Shape shape = consumer->shape();
     if (keepRow) {
       shape = hlo::Shape::tuple({producer->shape(), consumer->shape()});
@@ -343,7 +311,7 @@ class RowReduceFusionPass : public HloPass {
     if (!keepRow) consumer->setName(names_->fresh(name + ".merged"));
     auto fusion = HloInstruction::create(HloOpcode::Fusion,
                                          keepRow ? names_->fresh("fusion.row_reduce_pair") : name,
-                                         shape, operands);
+                                         shape, params.operands());
     fusion->attrs().metadata = consumer->attrs().metadata;
     fusion->attrs().calls.push_back(hlo::CalledComputations{"calls", {bodyPtr}, false});
     if (const hlo::NamedAttr* kind = consumer->findGeneric("kind"))
