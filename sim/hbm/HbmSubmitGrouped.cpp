@@ -131,6 +131,8 @@ bool HbmModel::submitChannelLine(uint32_t slot, const HbmRequest& r, uint64_t ar
     if (!pcs_[l].hasWork()) part_.push_back(l);
   if (part_.size() >= 2 && mergeIdleLeaders() && !groupsWithinLine(pc0, n, &leaders))
     throw std::logic_error("HbmModel: a merge left a line's groups");
+  if (leaders->size() >= 2 && mergeTwinLeaders(*leaders) && !groupsWithinLine(pc0, n, &leaders))
+    throw std::logic_error("HbmModel: a merge of twins left a line's groups");
   for (uint32_t l : *leaders) {
     pcs_[l].push(b);
     requests_[slot].remaining += groups_.size(l);

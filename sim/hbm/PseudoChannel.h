@@ -81,6 +81,12 @@ class PseudoChannel {
   // do exactly the same (commands, cycles) from now on given the same bursts:
   // timestamps already in the past compare equal (PseudoChannelEquivalence.cpp).
   bool sameFutureAs(const PseudoChannel& other) const;
+  // Whether this and `other`, both at the same time(), with work or not, will
+  // do exactly the same (commands, cycles, and the requests of the bursts they
+  // issue) from now on given the same bursts: the same queue and inbox in age
+  // order, burst for burst (slot numbers and age values aside), and the
+  // same timing as sameFutureAs compares it (PseudoChannelEquivalence.cpp).
+  bool sameStateAs(const PseudoChannel& other) const;
 
  private:
   enum Kind : uint8_t { Hit, Miss, Conflict };
@@ -150,6 +156,8 @@ class PseudoChannel {
   bool stepRow(int64_t* next);
   bool stepRefresh(int64_t* next);
   bool starved(const Bank& b) const;
+  // The timestamps of sameFutureAs (banks, bank groups, bus, tFAW), each as of time_.
+  bool sameTimingAs(const PseudoChannel& other) const;
   void advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issued);
   // push: whether `burst`, arriving before wakeAt_, can lead to no command before it.
   bool quietUntilWake(const PcBurst& burst) const;
