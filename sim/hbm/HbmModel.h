@@ -271,6 +271,9 @@ class HbmModel {
   uint64_t channelMask(uint32_t leader);
   void splitUneven(uint32_t leader);
   void mergeIdle(uint32_t cls);
+  // The same for the leaders of class `cls` that are twins (mergeTwinLeaders), busy or not.
+  void mergeTwins(uint32_t cls);
+  std::vector<uint32_t> classLeaders_;  // scratch of mergeTwins
   // Merges into part_[0] each of part_[1..] (idle leaders, caught up to now
   // first) with the same future; whether any merged.
   bool mergeIdleLeaders();

@@ -251,6 +251,17 @@ class PseudoChannel {
   // last found no later cycle. Either is a lower bound: only the cost differs.
   bool boundBanks_ = false, columnWake_ = false;
   HbmChannelStats stats_;
+  // The sum of a hash of every burst queued or in the inbox (request, bank,
+  // row, direction): equal for equal contents in any order, so that
+  // sameStateAs rejects most pairs without walking their queues.
+  uint64_t burstSum_ = 0;
+  static uint64_t burstHash(const PcBurst& b) {
+    uint64_t x = (uint64_t(b.request) << 32 | b.row) ^
+                 (uint64_t(b.bank) << 1 | b.write) * 0x9e3779b97f4a7c15ull;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return x ^ (x >> 32);
+  }
 };
 
 }  // namespace tpusim::sim::hbm

@@ -52,7 +52,9 @@ bool PseudoChannel::sameTimingAs(const PseudoChannel& o) const {
 
 bool PseudoChannel::sameStateAs(const PseudoChannel& o) const {
   // Cheap differences first: this runs on leaders that take the same burst.
-  if (time_ != o.time_ || queued_ != o.queued_ || refreshIndex_ != o.refreshIndex_ ||
+  // (Twins that lag each other by a burst differ in the sums of their bursts.)
+  if (burstSum_ != o.burstSum_ || time_ != o.time_ || queued_ != o.queued_ ||
+      refreshIndex_ != o.refreshIndex_ ||
       inbox_.size() - inboxHead_ != o.inbox_.size() - o.inboxHead_)
     return false;
   const int64_t now = int64_t(time_);
