@@ -271,9 +271,17 @@ class HbmModel {
   uint64_t channelMask(uint32_t leader);
   void splitUneven(uint32_t leader);
   void mergeIdle(uint32_t cls);
+  // The same for the leaders of class `cls` that are twins (mergeTwinLeaders), busy or not.
+  void mergeTwins(uint32_t cls);
+  std::vector<uint32_t> classLeaders_;  // scratch of mergeTwins
   // Merges into part_[0] each of part_[1..] (idle leaders, caught up to now
   // first) with the same future; whether any merged.
   bool mergeIdleLeaders();
+  // Merges the leaders among `leaders` (about to take the same burst) whose
+  // states are the same (PseudoChannel::sameStateAs), busy or not, each into
+  // the first of them that it equals; whether any merged (HbmTwins.cpp).
+  bool mergeTwinLeaders(const std::vector<uint32_t>& leaders);
+  std::vector<uint32_t> twins_;  // scratch of mergeTwinLeaders: the leaders kept
 
   // One burst of the request being submitted (fast model), by pseudo-channel.
   struct Touch {

@@ -70,6 +70,9 @@ void HbmModel::flushRun() {
     for (const RunPart& p : run_) submitGrouped(p.slot, p.request, p.arrival);
     run_.clear();
     return;
+  } else if (leaders->size() >= 2 && mergeTwinLeaders(*leaders) &&
+             !groupsWithinLine(pc0, n, &leaders)) {
+    throw std::logic_error("HbmModel: a merge of twins left a line's groups");
   }
   // The run's record (allocated like a request, but it is none: no sequence).
   uint32_t record;

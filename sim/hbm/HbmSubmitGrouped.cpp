@@ -91,7 +91,10 @@ void HbmModel::submitGrouped(uint32_t slot, const HbmRequest& r, uint64_t arriva
     seen_[leader] = stamp;
     splitUneven(leader);
   }
-  for (uint32_t c = 0; c < classFirst_.size(); ++c) mergeIdle(c);
+  for (uint32_t c = 0; c < classFirst_.size(); ++c) {
+    mergeIdle(c);
+    mergeTwins(c);
+  }
 
   for (const TouchedPc& t : touched_) {
     if (!groups_.isLeader(t.pc)) continue;
@@ -131,6 +134,8 @@ bool HbmModel::submitChannelLine(uint32_t slot, const HbmRequest& r, uint64_t ar
     if (!pcs_[l].hasWork()) part_.push_back(l);
   if (part_.size() >= 2 && mergeIdleLeaders() && !groupsWithinLine(pc0, n, &leaders))
     throw std::logic_error("HbmModel: a merge left a line's groups");
+  if (leaders->size() >= 2 && mergeTwinLeaders(*leaders) && !groupsWithinLine(pc0, n, &leaders))
+    throw std::logic_error("HbmModel: a merge of twins left a line's groups");
   for (uint32_t l : *leaders) {
     pcs_[l].push(b);
     requests_[slot].remaining += groups_.size(l);
@@ -178,6 +183,13 @@ void HbmModel::mergeIdle(uint32_t cls) {
   for (const TouchedPc& t : touched_)
     if (t.cls == cls && groups_.isLeader(t.pc) && !pcs_[t.pc].hasWork()) part_.push_back(t.pc);
   if (part_.size() >= 2) mergeIdleLeaders();
+}
+
+void HbmModel::mergeTwins(uint32_t cls) {
+  classLeaders_.clear();
+  for (const TouchedPc& t : touched_)
+    if (t.cls == cls && groups_.isLeader(t.pc)) classLeaders_.push_back(t.pc);
+  if (classLeaders_.size() >= 2) mergeTwinLeaders(classLeaders_);
 }
 
 bool HbmModel::mergeIdleLeaders() {

@@ -21,6 +21,7 @@ PseudoChannel::PseudoChannel(const HbmTiming& timing, bool skipQuietRowScans)
 
 void PseudoChannel::push(const PcBurst& burst) {
   const bool wasIdle = !hasWork();
+  burstSum_ += burstHash(burst);
   // Keep the inbox in arrival order (stable for equal arrivals).
   if (inboxHead_ == inbox_.size()) {
     inbox_.clear();
@@ -505,6 +506,7 @@ void PseudoChannel::issueColumn(int32_t slot, int32_t previous, std::vector<Issu
     Entry& o = slots_[size_t(i)];
     if (o.burst.row != e.burst.row) ++o.bypassed;
   }
+  burstSum_ -= burstHash(e.burst);
   IssuedBurst& out = issued.emplace_back();  // in place: see admitArrivals
   out.request = e.burst.request;
   out.dataEnd = uint64_t(dataEnd);

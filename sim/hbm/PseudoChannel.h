@@ -81,6 +81,12 @@ class PseudoChannel {
   // do exactly the same (commands, cycles) from now on given the same bursts:
   // timestamps already in the past compare equal (PseudoChannelEquivalence.cpp).
   bool sameFutureAs(const PseudoChannel& other) const;
+  // Whether this and `other`, both at the same time(), with work or not, will
+  // do exactly the same (commands, cycles, and the requests of the bursts they
+  // issue) from now on given the same bursts: the same queue and inbox in age
+  // order, burst for burst (slot numbers and age values aside), and the
+  // same timing as sameFutureAs compares it (PseudoChannelEquivalence.cpp).
+  bool sameStateAs(const PseudoChannel& other) const;
 
  private:
   enum Kind : uint8_t { Hit, Miss, Conflict };
@@ -150,6 +156,8 @@ class PseudoChannel {
   bool stepRow(int64_t* next);
   bool stepRefresh(int64_t* next);
   bool starved(const Bank& b) const;
+  // The timestamps of sameFutureAs (banks, bank groups, bus, tFAW), each as of time_.
+  bool sameTimingAs(const PseudoChannel& other) const;
   void advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issued);
   // push: whether `burst`, arriving before wakeAt_, can lead to no command before it.
   bool quietUntilWake(const PcBurst& burst) const;
@@ -243,6 +251,17 @@ class PseudoChannel {
   // last found no later cycle. Either is a lower bound: only the cost differs.
   bool boundBanks_ = false, columnWake_ = false;
   HbmChannelStats stats_;
+  // The sum of a hash of every burst queued or in the inbox (request, bank,
+  // row, direction): equal for equal contents in any order, so that
+  // sameStateAs rejects most pairs without walking their queues.
+  uint64_t burstSum_ = 0;
+  static uint64_t burstHash(const PcBurst& b) {
+    uint64_t x = (uint64_t(b.request) << 32 | b.row) ^
+                 (uint64_t(b.bank) << 1 | b.write) * 0x9e3779b97f4a7c15ull;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return x ^ (x >> 32);
+  }
 };
 
 }  // namespace tpusim::sim::hbm

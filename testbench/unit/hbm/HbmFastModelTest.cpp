@@ -730,3 +730,46 @@ TEST_CASE("column picks agree when banks mix reads and writes to one row behind 
       p.compareStats();
     }
 }
+
+TEST_CASE("groups in the same state merge while busy (twins), and agree", "[hbm][sanitize]") {
+  // Half a line, a request elsewhere (so the halves are no run), the other
+  // half: the line's pseudo-channels are two groups in the same state whose
+  // queues differ only in the request of the first burst. Whole lines follow
+  // every cycle, so neither group idles (an idle merge is not possible);
+  // once the halves have issued, the two queues are the same burst for burst
+  // and request for request, and the next whole line finds them twins.
+  target::ChipConfig chip = target::loadChip("v5e");
+  for (int depth : {8, 64}) {
+    target::HbmConfig c = chip.hbm;
+    c.queue_depth = depth;
+    INFO("queue " << depth);
+    Pair p(c, chip.core.clock_hz);
+    const uint64_t line = uint64_t(c.burst_bytes * c.channels);
+    uint64_t now = 0, id = 0;
+    const uint64_t base = line * 4096;
+    size_t outstanding = 0;
+    auto submit = [&](uint64_t address, uint64_t bytes) {
+      p.submit(HbmRequest{id++, address, uint32_t(bytes), false, now});
+      ++outstanding;
+    };
+    auto step = [&] {
+      now = std::max(now + 1, std::min(p.nextEventCycle(), now + 1));
+      outstanding -= p.advanceTo(now).size();
+    };
+    submit(base, line / 2);
+    submit(base + line, c.burst_bytes);  // the next line: the other pseudo-channel index
+    submit(base + line / 2, line / 2);
+    step();
+    const size_t split = p.fast.simulatedPseudoChannels();
+    size_t fewest = split;
+    for (int i = 1; i <= 60; ++i) {
+      submit(base + 2 * line * uint64_t(i), line);
+      step();
+      // Busy throughout: every line is still queued or in flight.
+      if (outstanding > 0) fewest = std::min(fewest, p.fast.simulatedPseudoChannels());
+    }
+    while (outstanding > 0) step();
+    p.compareStats();
+    CHECK(fewest < split);
+  }
+}
