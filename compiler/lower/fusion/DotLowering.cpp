@@ -485,16 +485,52 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   if (bb > 1)
     blk.why += fmt::format("; {} batch entries per step{}", bb,
                            entryRun[0] + entryRun[1] > 0 ? " (in-place strided operand)" : "");
+  auto readAsIs = [&](const HloInstruction* i, bool rhsSide) {
+    if (isInputView(g, i)) return true;
+    if (rhsSide && mxType == dsl::BF16 && !transposed && scaledS8Weights(g, i)) return true;
+    return mxType == dsl::BF16 && i->opcode() == HloOpcode::Convert &&
+           isInputView(g, i->operand(0)) &&
+           dslType(g, *i->operand(0), i->operand(0)->shape().type) == dsl::S8;
+  };
+  auto copyBytes = [](int64_t rows, int64_t cols) {  // one 32-bit word per element
+    return cdiv(rows, 8) * 8 * cdiv(cols, 128) * 128 * 4;
+  };
+  // The VMEM a pipelined epilogue's blocks take beyond the tiler's: a second
+  // set of accumulators, the LHS cache, the branches' operand copies.
+  const bool cacheLhs = !readAsIs(lhs, false);
+  auto branchCopiesFor = [&](int64_t m, int64_t n, int64_t k) {
+    int64_t bytes = cacheLhs ? copyBytes(m, k) : 0;
+    for (const RhsView& v : rhsViews) bytes += readAsIs(v.root, true) ? 0 : copyBytes(k, n);
+    return bytes;
+  };
+  auto extraBytesFor = [&](int64_t m, int64_t n) {
+    return 2 * extraBlocks * copyBytes(std::min(m, M), std::min(n, N));
+  };
+  auto pipelineFits = [&](int64_t m, int64_t n, int64_t k) {
+    const int64_t accBytes = static_cast<int64_t>(nRhs) * cdiv(std::min(m, M), 8) * 8 *
+                             cdiv(std::min(n, N), 128) * 128 * 4;
+    return dotVmemBytes(m, n, k, true, hbmBytesOf(g, lhs, lt), hbmBytesOf(g, rhsRoot, rt),
+                        static_cast<int64_t>(nRhs)) +
+               accBytes + (cacheLhs ? copyBytes(m, k) : 0) + 2 * branchCopiesFor(m, n, k) +
+               extraBytesFor(m, n) <=
+           shared.dotVmemBudget();
+  };
   // An epilogue pipelined along M (below) is traced unrolled in the step's
   // basic block beside the next block's dots: within kMaxUnrolledEpilogue
   // elements a block, the register allocator keeps up with the scheduler
-  // (bm 512 x bn 2048 ran out of vector registers).
+  // (bm 512 x bn 2048 ran out of vector registers). So a sibling-dot kernel
+  // with one N and one K block takes capped M blocks when they pipeline
+  // (several of them, their VMEM fits); else it keeps its blocks and its
+  // epilogue after the dots (`mPipelineRefused`).
+  bool mPipelineRefused = false;
   if (nRhs > 1 && bb == 1 && !lhsTransposed && cdiv(N, blk.bn) == 1 && cdiv(K, blk.bk) == 1 &&
       blk.bm * std::min(blk.bn, N) > kMaxUnrolledEpilogue) {
     const int64_t capped = std::max<int64_t>(8, kMaxUnrolledEpilogue / std::min(blk.bn, N) / 8 * 8);
-    if (cdiv(M, capped) > 1) {
+    if (cdiv(M, capped) > 1 && pipelineFits(capped, blk.bn, blk.bk)) {
       blk.why += fmt::format("; bm {} -> {} (epilogue pipelined along M)", blk.bm, capped);
       blk.bm = capped;
+    } else {
+      mPipelineRefused = true;
     }
   }
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
@@ -512,19 +548,8 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // Each K step's branch materializes its own copy of an operand that is not
   // read as it is (a cast from f32, a fused computation; s8 weights are
   // widened in registers): the extra copies must fit the blocks' VMEM budget.
-  auto readAsIs = [&](const HloInstruction* i, bool rhsSide) {
-    if (isInputView(g, i)) return true;
-    if (rhsSide && mxType == dsl::BF16 && !transposed && scaledS8Weights(g, i)) return true;
-    return mxType == dsl::BF16 && i->opcode() == HloOpcode::Convert &&
-           isInputView(g, i->operand(0)) &&
-           dslType(g, *i->operand(0), i->operand(0)->shape().type) == dsl::S8;
-  };
-  auto copyBytes = [](int64_t rows, int64_t cols) {  // one 32-bit word per element
-    return cdiv(rows, 8) * 8 * cdiv(cols, 128) * 128 * 4;
-  };
-  int64_t branchCopies = readAsIs(lhs, false) ? 0 : copyBytes(bm, bk);
-  for (const RhsView& v : rhsViews) branchCopies += readAsIs(v.root, true) ? 0 : copyBytes(bk, bn);
-  const int64_t extraBytes = 2 * extraBlocks * copyBytes(std::min(bm, M), std::min(bn, N));
+  const int64_t branchCopies = branchCopiesFor(bm, bn, bk);
+  const int64_t extraBytes = extraBytesFor(bm, bn);
   const int64_t resultSets = bb * static_cast<int64_t>(nRhs);
   const bool resident = kBlocks > 1 && !lhsTransposed &&
                         dotResultsFitMxu(resultSets, std::min(bm, M), std::min(bn, N), shared) &&
@@ -567,27 +592,20 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // kernels only: their SwiGLU epilogue is what was exposed (ordinary dot
   // kernels of the measured models have none of this shape).
   const int64_t mBlocks = cdiv(M, bm), nBlocks = cdiv(N, bn);
-  const int64_t accBytes = static_cast<int64_t>(nRhs) * cdiv(std::min(bm, M), 8) * 8 *
-                           cdiv(std::min(bn, N), 128) * 128 * 4;
   // A computed LHS (a norm's scale) is the same for every step of a row: the
-  // row's first step stores it (bf16) for the others.
-  const bool cacheLhs = !readAsIs(lhs, false);
-  const int64_t lhsCacheBytes = cacheLhs ? copyBytes(bm, bk) : 0;
+  // row's first step stores it (bf16) for the others (`cacheLhs`, above).
   // With one N block (a row's whole output in one step) the epilogue of M
   // block m runs at step m + 1 instead, in sibling-dot kernels (the SwiGLU
   // forward: two dots a step, a light epilogue): the LHS clamps and the
   // epilogue's arrays trail along the M axis. Not for one dot with a heavy
   // epilogue (the SwiGLU backward: 3x the VALU work beside half the MXU
   // pushes, issue-bound: 1.92 M -> 2.08 M cycles in the training step).
-  const bool alongM = nBlocks == 1 && mBlocks > 1 && nRhs > 1;
+  const bool alongM = nBlocks == 1 && mBlocks > 1 && nRhs > 1 && !mPipelineRefused;
   const int pipeAxis = alongM ? 1 : 2;
   const int64_t pipeBlocks = alongM ? mBlocks : nBlocks;
   const bool pipelined = (nRhs > 1 || nOut > 1) && kBlocks == 1 && !inPlace && bb == 1 &&
                          pipeBlocks > 1 && !lhsTransposed && (nOut > 1 || root != hero) &&
-                         dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt),
-                                      hbmBytesOf(g, rhsRoot, rt), static_cast<int64_t>(nRhs)) +
-                                 accBytes + lhsCacheBytes + 2 * branchCopies + extraBytes <=
-                             shared.dotVmemBudget();
+                         pipelineFits(bm, bn, bk);
   if (pipelined && alongM) {
     lhsR->setLag(1, 0, mBlocks);
     outR->setLag(1, 1, mBlocks);
