@@ -38,7 +38,8 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t kBatchedDotDepth = 2048;
 // The largest batch block chosen for small entries, and the MXU pushes its
 // unrolled entries may trace (one entry of 256 x 256 x 128 is 32 pushes).
-constexpr int64_t kMaxBatchBlock = 16, kMaxBatchedPushes = 1024;
+// 32: a 7B KV cache's 32 heads, a whole row of the cache (below).
+constexpr int64_t kMaxBatchBlock = 32, kMaxBatchedPushes = 1024;
 
 enum Role : char { kBatch = 'B', kFree = 'F', kContract = 'K' };
 
@@ -382,7 +383,10 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // A step then takes enough batch entries that its rows, walked in address
   // order, cover the preset's interleave line (HbmConfig::interleaveBytes:
   // every channel, pseudo-channel and bank group busy); the other blocks are
-  // chosen for that share of VMEM.
+  // chosen for that share of VMEM. When every entry fits one step
+  // (kMaxBatchBlock) and the entries tile the row, the step takes them all:
+  // its block is then one contiguous run (the 7B decode's 16 heads of 32 read
+  // 4 KiB runs 8 KiB apart, 91.4% of the v5e HBM peak against 94.0%).
   int64_t bb = 1;
   int64_t entryRun[2] = {0, 0};  // per operand: one batch entry's row run (in place)
   for (int side = 0; side < 2; ++side) {
@@ -394,6 +398,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
           st[0] * isa::dtypeBytes(memoryType(dslType(g, *u.leaf, u.leaf->shape().type)));
       entryRun[side] = std::max(entryRun[side], runBytes);
       int64_t want = std::min(B, cdiv(t.hbmInterleaveBytes, std::max<int64_t>(runBytes, 1)));
+      if (st[1] == B * st[0] && B <= kMaxBatchBlock) want = B;
       while (want > 1 && B % want != 0) --want;
       bb = std::max(bb, want);
     }
