@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -375,8 +376,17 @@ class Planner {
       if (!s.ring || s.pieces < 2) continue;
       const int m = size(s.dim);
       s.order.clear();
+      std::vector<int> steps;
+      const bool finalSecond = std::getenv("TPUSIM_RS_FINAL2") != nullptr;
+      if (finalSecond) {
+        steps.push_back(0);
+        steps.push_back(m - 1);
+        for (int k = 1; k < m - 1; ++k) steps.push_back(k);
+      } else {
+        for (int k = 0; k < m; ++k) steps.push_back(k);
+      }
       for (int r = 0; r < m + s.pieces - 1; ++r)
-        for (int k = 0; k < m; ++k)
+        for (int k : steps)
           if (r - k >= 0 && r - k < s.pieces) s.order.emplace_back(k, r - k);
     }
   }
@@ -992,7 +1002,13 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     return flags.firstCredit - 2 * int(g.gridDims.size()) - 1 - link;
   };
   std::vector<int64_t> linkSends(size_t(links), 0), linkTaken(size_t(links), 0);
-  std::vector<std::vector<int64_t>> epochLinkSends{linkSends};  // per epoch: counts at its start
+  // Paced: per out slot, the last send from it (link, that link's send
+  // count after it; -1: none). Before a combine writes the slot, that send
+  // (and only it) must have left; waiting at each epoch for every link's
+  // sends of two epochs back held a final (no send of its own) until the
+  // pieces of the step before had left all six links (v4 4x4x4 64 MiB: the
+  // links idle ~2-3k cycles every round).
+  std::vector<std::pair<int, int64_t>> slotSend(size_t(kSlots), {-1, 0});
   // Every send on `link` before number `upTo` has left.
   auto waitLink = [&](int link, int64_t upTo) {
     int64_t& taken = linkTaken[size_t(link)];
@@ -1111,21 +1127,24 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     // This action's own load, if its final came too late to load it ahead.
     if (a.usesVmem) loadAhead(vmemActions + 1);
     // Epochs of kSlots / 2 VMEM actions: before a slot is reused, every send
-    // of the epoch that used it last has left (its parity's flag counts them).
+    // (paced: every deferred store) of the epoch that used it last has
+    // finished (its parity's flag counts them); paced, the slot's last send
+    // is waited for on its own link (slotSend).
     if (a.usesVmem) {
       int e = int(vmemActions / epochActions);
       while (epoch < e) {
         ++epoch;
         epochSends.push_back(0);
-        epochLinkSends.push_back(linkSends);
         if (epoch >= 2 && epochSends[size_t(epoch - 2)] > 0)
           code.emit({makeInstruction(Opcode::SyncWait,
                                      {flags.sent[epoch % 2], epochSends[size_t(epoch - 2)]})});
-        if (paced && epoch >= 2)
-          for (int l = 0; l < links; ++l) waitLink(l, epochLinkSends[size_t(epoch - 1)][size_t(l)]);
       }
     }
     const int64_t slot = vmemActions % kSlots;
+    if (a.usesVmem && paced && slotSend[size_t(slot)].first >= 0) {
+      waitLink(slotSend[size_t(slot)].first, slotSend[size_t(slot)].second);
+      slotSend[size_t(slot)].first = -1;
+    }
     const int64_t own = ownRow(vmemActions % ownBuffers);
     const int sentFlag = flags.sent[epoch % 2];
     const int sendFlag = paced ? linkFlag(linkOf(s)) : sentFlag;
@@ -1218,10 +1237,12 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
                             "reduce-scatter non-senders", [&] {
                               code.emit({makeInstruction(Opcode::SyncSignal, {sendFlag, 1})});
                             });
-      if (paced)
+      if (paced) {
         ++linkSends[size_t(linkOf(s))];
-      else
+        if (a.usesVmem) slotSend[size_t(slot)] = {linkOf(s), linkSends[size_t(linkOf(s))]};
+      } else {
         ++epochSends[size_t(epoch)];
+      }
     }
     // Finals: the reduced piece to the phase's destination.
     tables.forDevicesWith(
