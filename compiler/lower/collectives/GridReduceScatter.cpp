@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -376,17 +375,8 @@ class Planner {
       if (!s.ring || s.pieces < 2) continue;
       const int m = size(s.dim);
       s.order.clear();
-      std::vector<int> steps;
-      const bool finalSecond = std::getenv("TPUSIM_RS_FINAL2") != nullptr;
-      if (finalSecond) {
-        steps.push_back(0);
-        steps.push_back(m - 1);
-        for (int k = 1; k < m - 1; ++k) steps.push_back(k);
-      } else {
-        for (int k = 0; k < m; ++k) steps.push_back(k);
-      }
       for (int r = 0; r < m + s.pieces - 1; ++r)
-        for (int k : steps)
+        for (int k = 0; k < m; ++k)
           if (r - k >= 0 && r - k < s.pieces) s.order.emplace_back(k, r - k);
     }
   }
