@@ -65,9 +65,10 @@ struct Stream {
   // Its block copies come in parts that the body waits for one by one
   // (CopyPlan::partRowEnd, Lowerer::Arrival); 1: the step waits for the block.
   int64_t parts = 1;
-  MOperand slot;     // buffer of the current block
-  MOperand issue;    // inputs with > 2 buffers: buffer of the last copy started
-  MOperand pending;  // copies in flight, see gridLoop
+  bool once = false;  // its block is copied once, in the prologue (copiedOnce)
+  MOperand slot;      // buffer of the current block
+  MOperand issue;     // inputs with > 2 buffers: buffer of the last copy started
+  MOperand pending;   // copies in flight, see gridLoop
   const llo::Value* bodyArg = nullptr;
   // Its first block was started by the kernel before (Prefetch.h).
   const PrefetchedStream* prefetched = nullptr;
@@ -202,6 +203,7 @@ class Pipeline {
       // decides alike (Prefetch.cpp).
       if (!output) s.pairRows = pairedRows(k_, int(index), t_);
       if (!output && !s.pairRows) s.parts = arrivalParts(k_, m, s.hbmType, t_.dmaQueueDepth);
+      s.once = s.parts > 1 && copiedOnce(k_, m);
       const PrefetchedStream* pre = output ? nullptr : prefetchedStream(int(index));
       if (pre) {  // placed first (placePrefetched)
         s.bufRow = pre->bufRow;
@@ -417,12 +419,13 @@ class Pipeline {
   // waited for whole before its next copy starts, so the queue does not
   // matter for its flag, and behind the parts its next block does not take
   // HBM from the parts the body waits for (a step after a large LHS block
-  // changed), as when the step waited for the whole block first.
+  // changed), as when the step waited for the whole block first. (Not behind
+  // a block copied once: the loop starts none of its parts.)
   int64_t queueOf(const Stream& s) const {
     const int64_t own = s.flag % t_.dmaQueues;
     if (!s.output && inLoop_ && s.parts <= 1)
       for (const Stream& p : streams_)
-        if (p.parts > 1) return p.flag % t_.dmaQueues;
+        if (p.parts > 1 && !p.once) return p.flag % t_.dmaQueues;
     const bool next = s.output && !o_.prefetchNext.empty();
     if (!next && o_.inFlight.empty()) return own;
     std::vector<uint64_t> bytes(size_t(t_.dmaQueues), 0);
