@@ -111,7 +111,12 @@ TEST_CASE("a matmul whose LHS arrives in parts equals interpret mode bit for bit
 namespace {
 
 auto flash(int64_t bh, int64_t seq) {
-  lib::FlashAttentionParams p;  // blocks 512 x 512, score_next and score_next_q on
+  lib::FlashAttentionParams p;  // as tpu-kernel builds it for v5e, blocks 512 x 512
+  p.blockQ = p.blockK = 512;
+  p.latchV = true;
+  p.mxuSize = 128;
+  p.mxuCount = 4;
+  p.scoreNext = p.scoreNextQ = true;
   return lib::flashAttentionCall(bh, seq, seq, 128, p)
       .trace(lib::flashAttentionInputs(bh, seq, seq, 128, 1));
 }
