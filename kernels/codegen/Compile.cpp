@@ -64,9 +64,10 @@ struct Stream {
   // Its block copies come in parts that the body waits for one by one
   // (CopyPlan::partRowEnd, Lowerer::Arrival); 1: the step waits for the block.
   int64_t parts = 1;
-  MOperand slot;     // buffer of the current block
-  MOperand issue;    // inputs with > 2 buffers: buffer of the last copy started
-  MOperand pending;  // copies in flight, see gridLoop
+  bool once = false;  // its block is copied once, in the prologue (copiedOnce)
+  MOperand slot;      // buffer of the current block
+  MOperand issue;     // inputs with > 2 buffers: buffer of the last copy started
+  MOperand pending;   // copies in flight, see gridLoop
   const llo::Value* bodyArg = nullptr;
   // Its first block was started by the kernel before (Prefetch.h).
   const PrefetchedStream* prefetched = nullptr;
@@ -201,6 +202,7 @@ class Pipeline {
       // decides alike (Prefetch.cpp).
       if (!output) s.pairRows = pairedRows(k_, int(index), t_);
       if (!output && !s.pairRows) s.parts = arrivalParts(k_, m, s.hbmType, t_.dmaQueueDepth);
+      s.once = s.parts > 1 && copiedOnce(k_, m);
       const PrefetchedStream* pre = output ? nullptr : prefetchedStream(int(index));
       if (pre) {  // placed first (placePrefetched)
         s.bufRow = pre->bufRow;
@@ -416,7 +418,8 @@ class Pipeline {
   // waited for whole before its next copy starts, so the queue does not
   // matter for its flag, and behind the parts its next block does not take
   // HBM from the parts the body waits for (a step after a large LHS block
-  // changed), as when the step waited for the whole block first.
+  // changed), as when the step waited for the whole block first. (Not behind
+  // a block copied once: the loop starts none of its parts.)
   int64_t queueOf(const Stream& s) const {
     const int64_t own = s.flag % t_.dmaQueues;
     if (!s.output && inLoop_ && s.parts <= 1)
@@ -590,6 +593,63 @@ class Pipeline {
     ScalarVal vmem = L_.mulImm(L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(slot, s.blockRows)),
                                isa::kVmemRowBytes);
     ScalarVal src = s.output ? vmem : hbm, dst = s.output ? hbm : vmem;
+    if (deferParts_ && s.parts > 1 && s.variants.size() == 1) {
+      if (!src.isConst) src = R(L_.reg(src));
+      if (!dst.isConst) dst = R(L_.reg(dst));
+      deferred_.push_back({&s, src, dst});
+      return ScalarVal{true, 1, {}};
+    }
+    if (s.variants.size() > 1) return startVariants(s, idx, src, dst);
+    issueDescriptors(s, s.variants[0], src, dst, 0, s.variants[0].descWords.size());
+    return ScalarVal{true, 1, {}};
+  }
+
+  // Descriptors [from, to) of a copy variant, at these addresses.
+  void issueDescriptors(Stream& s, const CopyVariant& cv, ScalarVal src, ScalarVal dst, size_t from,
+                        size_t to, int64_t queue = -1) {
+    if (queue < 0) queue = queueOf(s);
+    for (size_t i = from; i < to; ++i) {
+      MOperand base = L_.constReg(cv.descWords[i]);
+      const MemAccess mem{MemAccess::Space::Smem, -3, true, -1, 0};
+      const AddressSpan hbmSpan = s.hbmSpan(), none;
+      L_.storeDescriptorAddress(base, 1, L_.addImm(src, cv.plan.srcOffset[i]),
+                                s.output ? none : hbmSpan, mem);
+      L_.storeDescriptorAddress(base, 3, L_.addImm(dst, cv.plan.dstOffset[i]),
+                                s.output ? hbmSpan : none, mem);
+      L_.emit(Opcode::Dma, {base, I(s.flag), I(queue)});
+    }
+  }
+
+  // The prologue's first blocks that arrive in parts, issued part by part
+  // across the streams (part 0 of each, then part 1, ...) after the whole
+  // blocks, all on the first such stream's queue (a queue completes its
+  // descriptors in order): the first rows of every such block land first.
+  struct DeferredParts {
+    Stream* s;
+    ScalarVal src, dst;
+  };
+  bool deferParts_ = false;
+  std::vector<DeferredParts> deferred_;
+  void issueDeferredParts() {
+    for (size_t part = 0;; ++part) {
+      bool any = false;
+      for (const DeferredParts& d : deferred_) {
+        const CopyVariant& cv = d.s->variants[0];
+        const auto& counts = cv.plan.partDescriptors;
+        if (part >= counts.size()) continue;
+        any = true;
+        size_t from = 0;
+        for (size_t p = 0; p < part; ++p) from += size_t(counts[p]);
+        issueDescriptors(*d.s, cv, d.src, d.dst, from, from + size_t(counts[part]),
+                         queueOf(*deferred_.front().s));
+      }
+      if (!any) break;
+    }
+    deferred_.clear();
+  }
+
+  ScalarVal startVariants(Stream& s, const std::vector<ScalarVal>& idx, ScalarVal src,
+                          ScalarVal dst) {
     auto issue = [&](const CopyVariant& cv) {
       for (size_t i = 0; i < cv.descWords.size(); ++i) {
         MOperand base = L_.constReg(cv.descWords[i]);
@@ -602,10 +662,6 @@ class Pipeline {
         L_.emit(Opcode::Dma, {base, I(s.flag), I(queueOf(s))});
       }
     };
-    if (s.variants.size() == 1) {
-      issue(s.variants[0]);
-      return ScalarVal{true, 1, {}};
-    }
     // Addresses and the variant computed before the branches, so each variant's block sees them.
     if (!src.isConst) src = R(L_.reg(src));
     if (!dst.isConst) dst = R(L_.reg(dst));
@@ -753,6 +809,7 @@ class Pipeline {
     // done: held to the end, a kernel of many streams would need 4 scalar
     // registers per stream at once.
     if (smemState_) stateRegion_ = L_.newRegion();
+    deferParts_ = true;
     for (Stream& s : streams_) {
       int n = s.buffers;
       s.slot = reg();
@@ -797,6 +854,8 @@ class Pipeline {
         storeState(s);
       }
     }
+    deferParts_ = false;
+    issueDeferredParts();
     MOperand count = reg();
     L_.emit(Opcode::SLi, {count, I(steps)});
     inLoop_ = true;

@@ -11,6 +11,7 @@
 #include "kernels/codegen/CopyPlan.h"
 #include "kernels/codegen/RegAlloc.h"
 #include "kernels/codegen/Scheduler.h"
+#include "kernels/lib/FlashAttention.h"
 #include "kernels/lib/Matmul.h"
 #include "testbench/unit/kernels/SimRun.h"
 
@@ -105,4 +106,57 @@ TEST_CASE("a matmul whose LHS arrives in parts equals interpret mode bit for bit
   auto k5 = matmul(2048, 256, 512, {1024, 128, 512});
   testing::SimCheck r5 = testing::checkSimAgainstInterpret(*k5, "v5e", 6);
   CHECK(count(r5.compiled.machineText, "sync.signal f0, 2") == 1);
+}
+
+namespace {
+
+auto flash(int64_t bh, int64_t seq) {
+  lib::FlashAttentionParams p;  // as tpu-kernel builds it for v5e, blocks 512 x 512
+  p.blockQ = p.blockK = 512;
+  p.latchV = true;
+  p.mxuSize = 128;
+  p.mxuCount = 4;
+  p.scoreNext = p.scoreNextQ = true;
+  return lib::flashAttentionCall(bh, seq, seq, 128, p)
+      .trace(lib::flashAttentionInputs(bh, seq, seq, 128, 1));
+}
+
+}  // namespace
+
+TEST_CASE("a block copied once for the grid arrives in smaller parts, leading unit dims too") {
+  // One head: q's and K's whole-head blocks (1 x 2048 x 128 bf16, 512 KiB)
+  // are copied once; V's block changes every step.
+  auto k = flash(1, 2048);
+  auto parts = [&](const std::unique_ptr<llo::Kernel>& kk, size_t i) {
+    return arrivalParts(*kk, kk->inMaps.at(i), kk->inputs.at(i).hbmType(), 8);
+  };
+  CHECK(parts(k, 0) == kMaxArrivalParts);
+  CHECK(parts(k, 1) == kMaxArrivalParts);
+  CHECK(parts(k, 2) == 1);
+  // Two heads: a new whole-head block per head, under kMinArrivalPartBytes.
+  auto two = flash(2, 2048);
+  CHECK(parts(two, 0) == 1);
+  CHECK(parts(two, 1) == 1);
+  const llo::Type hbm = llo::Type::ref(llo::MemSpace::Hbm, llo::DType::Bf16, {1, 2048, 128});
+  const llo::Type block = llo::Type::ref(llo::MemSpace::Vmem, llo::DType::Bf16, {1, 2048, 128});
+  CopyPlan cp = planBlockCopy(hbm, block, false, {1, 2048, 128}, 0, 4);
+  CHECK(cp.partRowEnd == std::vector<int64_t>{512, 1024, 1536, 2048});
+  REQUIRE(cp.descriptors.size() == 4);
+  CHECK(cp.srcOffset[1] == 512 * 128 * 2);
+  CHECK(cp.dstOffset[1] == 512 * isa::kVmemRowBytes);
+}
+
+TEST_CASE("flash attention's first step waits only for the rows its score dots read") {
+  // Seq 1024, blocks 512: q and K whole heads (256 KiB) in 4 parts of 128
+  // rows. The first step's dots read q rows [0, 512) and K rows [0, 1024):
+  // it waits for q's first 4 parts where they are read, and for the rest
+  // at the end of its branch; outputs equal interpret mode bit for bit.
+  auto k = flash(1, 1024);
+  testing::SimCheck r = testing::checkSimAgainstInterpret(*k, "v5e", 7);
+  const std::string& text = r.compiled.machineText;
+  // A whole-block wait of q or K would be "sync.wait fN, 4" before any mm.
+  const size_t firstMm = text.find("mxu.mm");
+  REQUIRE(firstMm != std::string::npos);
+  CHECK(count(text.substr(0, firstMm), "sync.wait") >= 1);
+  CHECK(count(text, "sync.wait f0, 1") + count(text, "sync.wait f1, 1") >= 2);
 }
