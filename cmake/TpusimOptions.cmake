@@ -59,11 +59,19 @@ endfunction()
 # corpus; they run as their own test, NAME:corpus, which exits 77 (skipped,
 # with the reason) when TPUSIM_HLO_CORPUS is not there. CORPUS_ONLY: every test
 # case reads the corpus; the binary is one test, NAME, skipped the same way.
+# PARTS tag...: the test cases tagged [tag] run as their own test, NAME:tag,
+# and NAME runs the rest: a long binary's parts run side by side under
+# `ctest -j` and each gets its own TIMEOUT (the sanitizer build runs them
+# 5-10x slower).
 function(tpusim_add_unit_test name)
-  cmake_parse_arguments(ARG "CORPUS;CORPUS_ONLY" "TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "CORPUS;CORPUS_ONLY" "TIMEOUT" "SOURCES;LIBS;LABELS;ARGS;PARTS" ${ARGN})
   if(TPUSIM_SANITIZE)
     list(APPEND ARG_ARGS "~[throws-in-systemc]")
   endif()
+  set(_part_args ${ARG_ARGS})
+  foreach(_part IN LISTS ARG_PARTS)
+    list(APPEND ARG_ARGS "~[${_part}]")
+  endforeach()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE tpusim_options tpusim_catch_main Catch2::Catch2 ${ARG_LIBS})
   if("sanitize" IN_LIST ARG_LABELS)
@@ -89,4 +97,9 @@ function(tpusim_add_unit_test name)
     LABELS "unit;${ARG_LABELS}"
     TIMEOUT ${ARG_TIMEOUT}
     ENVIRONMENT "${_env}")
+  foreach(_part IN LISTS ARG_PARTS)
+    add_test(NAME ${name}:${_part} COMMAND ${name} ${_part_args} "[${_part}]")
+    set_tests_properties(${name}:${_part} PROPERTIES
+      LABELS "unit;${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "${_env}")
+  endforeach()
 endfunction()

@@ -20,10 +20,15 @@ phase "ctest"
 "$root/scripts/setup.sh" --build-dir "$root/build-asan" --sanitize "${extra[@]}" --no-build
 cmake --build "$root/build-asan" --target tpusim_sanitize_targets
 phase "sanitizer build"
-if ! ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -L sanitize; then
+san_log="$root/build-asan/sanitize-tests.log"
+if ! ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -L sanitize 2>&1 | tee "$san_log"; then
   # LeakSanitizer's tracer occasionally crashes ("Tracer caught signal 11") at exit in a process
   # that ran SystemC coroutines, after every assertion passed. Rerun the failed tests once,
-  # visibly; a real failure fails again.
+  # visibly; a real failure fails again. A timeout is not rerun: it would take as long again.
+  if grep -q '\*\*\*Timeout' "$san_log"; then
+    echo "test.sh: a sanitizer test timed out; not rerunning" >&2
+    exit 1
+  fi
   echo "test.sh: rerunning the failed sanitizer tests once" >&2
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$root/build-asan" --output-on-failure --rerun-failed
 fi

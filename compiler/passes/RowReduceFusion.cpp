@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "compiler/passes/FusionBuilder.h"
@@ -204,7 +205,11 @@ class RowReduceFusionPass : public HloPass {
  private:
   bool runOn(HloComputation& comp) {
     bool changed = false;
+    // merge() deletes the producer and the consumer, which may still be ahead
+    // in this post-order snapshot.
+    std::unordered_set<const HloInstruction*> gone;
     for (HloInstruction* producer : comp.postOrder()) {
+      if (gone.count(producer)) continue;
       const HloInstruction* red = rowReduceOf(*producer);
       if (!red || producer->userCount() < 1) continue;
       HloInstruction* consumer = pairConsumer(*producer, *red);
@@ -218,6 +223,8 @@ class RowReduceFusionPass : public HloPass {
       if (!fits(*producer, *red, *consumer, pair)) continue;
       bool otherUsers = false;
       for (const HloInstruction* u : producer->users()) otherUsers |= u != consumer;
+      gone.insert(producer);
+      gone.insert(consumer);
       merge(comp, producer, consumer, otherUsers);
       changed = true;
     }

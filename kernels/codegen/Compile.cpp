@@ -41,6 +41,7 @@ struct CopyVariant {
 
 // One array operand moved by the pipeline.
 struct Stream {
+  int region = -1;  // the block ref's memory region (bindBlock)
   const llo::ArrayOperand* array = nullptr;
   const llo::BlockMapping* map = nullptr;
   bool output = false;
@@ -107,7 +108,12 @@ class Pipeline {
         L_(fn, mem, t, loops, data),
         mem_(mem) {}
 
-  double flopsPerStep() const { return L_.bodyFlops; }
+  // The body's FLOPs over the whole grid: each lowered copy of the step's
+  // code (a peeled loop lowers it more than once) times the steps it runs,
+  // and any other matmul lowered once per grid point.
+  double totalFlops() const {
+    return stepFlops_ + (L_.bodyFlops - loweredStepFlops_) * double(k_.gridPoints());
+  }
   std::vector<Stream>& streams() { return streams_; }
   const std::vector<int64_t>& hbmIn() const { return hbmIn_; }
   const std::vector<int64_t>& hbmOut() const { return hbmOut_; }
@@ -277,6 +283,8 @@ class Pipeline {
   std::vector<PendingWriteBack> pending_;
   int stateRegion_ = -1;
   Lowerer L_;
+  double stepFlops_ = 0;         // each step code copy's FLOPs times its steps
+  double loweredStepFlops_ = 0;  // the copies' FLOPs, once each
   MemoryPlan& mem_;
   std::vector<Stream> streams_;
   std::vector<RefPlace> prefetch_;
@@ -453,6 +461,44 @@ class Pipeline {
     const int64_t first = s.prefetched ? s.flag % t_.dmaQueues : queueOf(s);
     inLoop_ = was;
     return loop == first;
+  }
+
+  // How many last steps of the grid loop are peeled off with its first (0:
+  // none): when the body branches on the grid index (a dot's first / middle /
+  // last K step) and one grid dimension moves, so a middle step's tests fold
+  // away and its pipeline code and body share one basic block. The last
+  // n - 1 steps for inputs of n buffers (a copy n - 1 steps ahead is tested
+  // against the end), at least the last. Not with MXU latches (their state
+  // follows the program order, which peeling changes) nor when the step's
+  // state lives in SMEM or its decisions are made at run time.
+  int64_t peeledTail(int64_t steps) const {
+    int64_t tail = 1;
+    for (const Stream& s : streams_)
+      if (!s.output) tail = std::max<int64_t>(tail, s.buffers - 1);
+    if (steps < tail + 3 || smemState_ || !staticSteps_) return 0;
+    int moving = 0;
+    for (int64_t g : k_.grid) moving += g > 1;
+    if (moving != 1) return 0;
+    bool branchOnId = false, latches = false;
+    auto usesId = [](const llo::Value* v, auto&& self, int depth) -> bool {
+      if (!v || !v->def || depth > 8) return false;
+      if (v->def->kind == llo::OpKind::ProgramId) return true;
+      if (v->def->kind != llo::OpKind::SBinary) return false;
+      for (const llo::Value* o : v->def->operands)
+        if (self(o, self, depth + 1)) return true;
+      return false;
+    };
+    auto walk = [&](const llo::Block& b, auto&& self) -> void {
+      for (const auto& op : b.ops) {
+        if (op->kind == llo::OpKind::MxuLatch || op->kind == llo::OpKind::MxuStart ||
+            op->kind == llo::OpKind::MxuFinish)
+          latches = true;
+        if (op->kind == llo::OpKind::If && usesId(op->operands[0], usesId, 0)) branchOnId = true;
+        for (const llo::Block& r : op->regions) self(r, self);
+      }
+    };
+    walk(k_.body->body, walk);
+    return branchOnId && !latches ? tail : 0;
   }
 
   // The input output `out` aliases, or -1.
@@ -733,7 +779,7 @@ class Pipeline {
       }
       ScalarVal inc = L_.add(ids[d], carry);
       ScalarVal wrap = L_.scalarOp(llo::ScalarBin::Eq, inc, ScalarVal{true, k_.grid[d], {}});
-      if (inc.isConst && wrap.isConst) {
+      if (wrap.isConst) {  // known, or decided by the index's range (a peeled loop)
         nx[d] = wrap.c ? ScalarVal{true, 0, {}} : inc;
       } else {
         MOperand nd = reg();
@@ -756,7 +802,8 @@ class Pipeline {
     L_.emit(Opcode::SSel, {r, wrap, L_.constReg(0), inc});
   }
   ScalarVal field(MOperand r, int k) {  // 8-bit field k of a pending register
-    ScalarVal v = L_.scalarOp(llo::ScalarBin::Shr, R(r), ScalarVal{true, 8 * k, {}});
+    ScalarVal v =
+        k == 0 ? R(r) : L_.scalarOp(llo::ScalarBin::Shr, R(r), ScalarVal{true, 8 * k, {}});
     return L_.scalarOp(llo::ScalarBin::And, v, ScalarVal{true, 0xFF, {}});
   }
   // Starts the copy of input block `idx` into the next buffer when it differs
@@ -857,16 +904,14 @@ class Pipeline {
     deferParts_ = false;
     issueDeferredParts();
     MOperand count = reg();
-    L_.emit(Opcode::SLi, {count, I(steps)});
     inLoop_ = true;
-    int loopStart = L_.newBlock("step");
-    std::vector<ScalarVal> ids;
-    // Grid indices count from 0; a dimension of one point is the constant 0.
-    for (size_t d = 0; d < rank; ++d)
-      ids.push_back(k_.grid[d] == 1 ? ScalarVal{true, 0, {}} : R(g[d], true));
-    std::vector<ScalarVal> next = advance(ids);
-    auto stepsLeft = [&](int64_t k) {  // step + k < steps
-      return L_.scalarOp(llo::ScalarBin::Lt, R(step), ScalarVal{true, steps - k, {}});
+    // The step being emitted: its grid indices, the next step's, and its
+    // number (registers in the loop, constants in a peeled step).
+    std::vector<ScalarVal> ids, next;
+    ScalarVal stepAt;
+    int64_t stepLo = 0, stepHi = steps - 1;  // the steps the code being emitted runs
+    auto stepsLeft = [&](int64_t k) {        // step + k < steps
+      return L_.scalarOp(llo::ScalarBin::Lt, stepAt, ScalarVal{true, steps - k, {}});
     };
     // A condition known per step (stepCond) as a value at this step.
     auto condAt = [&](StepCond c, int64_t ahead) {
@@ -878,7 +923,7 @@ class Pipeline {
         case StepCond::Valid:
           return stepsLeft(ahead);
         case StepCond::Last:
-          return L_.scalarOp(llo::ScalarBin::Eq, R(step), ScalarVal{true, steps - 1, {}});
+          return L_.scalarOp(llo::ScalarBin::Eq, stepAt, ScalarVal{true, steps - 1, {}});
         case StepCond::Runtime:
           break;
       }
@@ -901,10 +946,12 @@ class Pipeline {
     std::vector<std::function<void()>> lateWaits;
     auto arrive = [&](Stream& s, bool late) {  // inputs: wait for the current block when it is new
       if (s.output) return;
+      const int changes = changesIn(s, stepLo, stepHi);
+      if (changes == 0) return;  // no copy, `pending` stays 0
       ScalarVal arrived = s.buffers <= 2 ? R(s.pending) : field(s.pending, 0);
       if (!arrived.isConst) arrived = R(L_.reg(arrived));
       // A new block at every step: no branch (`arrived` still names the variant).
-      const bool every = stepCond(s, 0) == StepCond::Always;
+      const bool every = changes == 1;
       if (every && s.parts > 1) {
         bump(s.slot, s.buffers);
       } else if (every && late && s.buffers > 1 && earlyCopyFollows(s)) {
@@ -944,7 +991,11 @@ class Pipeline {
     auto bindBlock = [&](Stream& s) {  // the block ref's base for this step
       // slot * rows in a register, the buffer's first row as the place's offset.
       ScalarVal row = L_.add(ScalarVal::constant(s.bufRow), L_.mulImm(R(s.slot), s.blockRows));
-      RefPlace p{s.bodyArg->type, !row.isConst, row.c, row.reg, L_.newRegion()};
+      // One region per stream for every copy of the step's code: a resident
+      // matmul into the block finds its MXU placement by the region
+      // (peeled steps lower the body more than once).
+      if (s.region < 0) s.region = L_.newRegion();
+      RefPlace p{s.bodyArg->type, !row.isConst, row.c, row.reg, s.region};
       p.pairRows = s.pairRows;
       L_.bindRef(s.bodyArg, p);
     };
@@ -995,73 +1046,136 @@ class Pipeline {
         bump(s.slot, n);
       });
     };
-    if (smemState_) {
+    // The next kernel's first blocks: the kernel before's write-backs first
+    // when they hold rows or flags of the region (drained_ then holds for the
+    // epilogue: the last step always runs this). Decided once for every copy
+    // of the step's code.
+    const bool drainFirst = !o_.prefetchNext.empty() && !drained_ &&
+                            (o_.drainBefore.beforePrefetch || prefetchRegionOverlapsDrain());
+    // One step's code, from the waits to the write-backs.
+    auto stepCode = [&] {
+      lateWaits.clear();
+      next = advance(ids);
+      if (smemState_) {
+        for (Stream& s : streams_) {
+          loadState(s);
+          arrive(s, false);
+          bindBlock(s);
+          prefetch(s);
+          storeState(s);
+        }
+      } else {
+        for (Stream& s : streams_) arrive(s, true);
+        for (Stream& s : streams_) bindBlock(s);
+        // Blocks that arrive whole first: on a shared queue (queueOf) they then
+        // go ahead of the next parts.
+        for (int n = 2; n <= kMaxBuffers; ++n) {
+          bool any = false;
+          for (Stream& s : streams_) any = any || (groupedPrefetch(s) && s.buffers == n);
+          if (!any) continue;
+          when(stepsLeft(n - 1), [&] {
+            for (Stream& s : streams_)
+              if (groupedPrefetch(s) && s.buffers == n) prefetch(s, true);
+          });
+        }
+        for (Stream& s : streams_)
+          if (s.parts <= 1 && !groupedPrefetch(s)) prefetch(s);
+        for (Stream& s : streams_)
+          if (s.parts > 1) prefetch(s);
+        for (const auto& w : lateWaits) w();
+      }
+      // The next kernel's first blocks, once this kernel's last input block has
+      // been started (none is started after this point): at the last step, or
+      // earlier when the last steps start none (Kernel::tailStepsWithoutInputs).
+      if (!o_.prefetchNext.empty()) {
+        auto issue = [&] {
+          if (drainFirst) drainBefore(DrainAt::BeforePrefetch);
+          issueNextKernelBlocks();
+        };
+        const int64_t at = std::max<int64_t>(0, steps - 1 - k_.tailStepsWithoutInputs);
+        if (steps == 1)
+          issue();
+        else
+          when(L_.scalarOp(llo::ScalarBin::Eq, stepAt, ScalarVal{true, at, {}}), issue);
+      }
+      L_.setGrid(ids, k_.grid);
+      expectArrivals(stepLo, stepHi);
+      L_.beginBodyCopy();
+      const double flopsBefore = L_.bodyFlops;
+      L_.lowerOps(k_.body->body, k_.name);
+      loweredStepFlops_ += L_.bodyFlops - flopsBefore;
+      stepFlops_ += (L_.bodyFlops - flopsBefore) * double(stepHi - stepLo + 1);
+      L_.awaitArrivals();
+      L_.setDebug(L_.debugFor(k_.loc, k_.name));
+      if (smemState_) next = advance(ids);  // nothing of the pipeline lives across the body
       for (Stream& s : streams_) {
-        loadState(s);
-        arrive(s, false);
-        bindBlock(s);
-        prefetch(s);
-        storeState(s);
+        if (s.output || s.buffers == 1) {
+          loadState(s);
+          afterBody(s);
+          storeState(s);
+        }
+      }
+    };
+    auto loopIds = [&] {  // grid indices count from 0; a dimension of one point is the constant 0
+      ids.clear();
+      for (size_t d = 0; d < rank; ++d)
+        ids.push_back(k_.grid[d] == 1 ? ScalarVal{true, 0, {}} : R(g[d], true));
+      stepAt = R(step, true);
+    };
+    auto constIds = [&](int64_t at) {  // the grid point of step `at`
+      stepLo = stepHi = at;
+      ids.assign(rank, ScalarVal{true, 0, {}});
+      for (size_t d = rank; d-- > 0;) {
+        ids[d] = ScalarVal::constant(at % k_.grid[d]);
+        at /= k_.grid[d];
+      }
+    };
+    auto loop = [&](int64_t trips, int64_t first, bool ranged) {
+      stepLo = first;
+      stepHi = first + trips - 1;
+      L_.emit(Opcode::SLi, {count, I(trips)});
+      int loopStart = L_.newBlock("step");
+      loopIds();
+      // In a peeled loop the step and the one grid index that moves lie in
+      // [first, first + trips - 1]: the step's tests for its first and last
+      // steps fold away.
+      if (ranged) {
+        L_.setRange(step, first, first + trips - 1);
+        for (size_t d = 0; d < rank; ++d)
+          if (k_.grid[d] != 1) L_.setRange(g[d], first, first + trips - 1);
+      }
+      stepCode();
+      L_.clearRanges();
+      int latch = L_.newBlock("next");
+      for (size_t d = 0; d < rank; ++d)
+        if (k_.grid[d] != 1) copy(g[d], next[d]);
+      L_.emit(Opcode::SAddI, {step, step, I(1)});
+      L_.emit(Opcode::Loop, {count, MOperand::block(loopStart)});
+      L_.loops().push_back(LoopRange{loopStart, latch});
+    };
+    if (const int64_t tail = peeledTail(steps); tail > 0) {
+      // The first and the last steps peeled off the loop (constant indices,
+      // so their tests fold), the middle steps' tests decided by the range.
+      // Each peeled step is a block of its own: the copies of one stream
+      // must not share a block (see the prologue's).
+      L_.newBlock("first step");
+      constIds(0);
+      stepAt = ScalarVal::constant(0);
+      stepCode();
+      for (size_t d = 0; d < rank; ++d)
+        if (k_.grid[d] != 1) copy(g[d], next[d]);
+      L_.emit(Opcode::SLi, {step, I(1)});
+      loop(steps - 1 - tail, 1, true);
+      for (int64_t at = steps - tail; at < steps; ++at) {
+        L_.newBlock("peeled step");
+        constIds(at);
+        stepAt = ScalarVal::constant(at);
+        stepCode();
       }
     } else {
-      for (Stream& s : streams_) arrive(s, true);
-      for (Stream& s : streams_) bindBlock(s);
-      // Blocks that arrive whole first: on a shared queue (queueOf) they then
-      // go ahead of the next parts.
-      for (int n = 2; n <= kMaxBuffers; ++n) {
-        bool any = false;
-        for (Stream& s : streams_) any = any || (groupedPrefetch(s) && s.buffers == n);
-        if (!any) continue;
-        when(stepsLeft(n - 1), [&] {
-          for (Stream& s : streams_)
-            if (groupedPrefetch(s) && s.buffers == n) prefetch(s, true);
-        });
-      }
-      for (Stream& s : streams_)
-        if (s.parts <= 1 && !groupedPrefetch(s)) prefetch(s);
-      for (Stream& s : streams_)
-        if (s.parts > 1) prefetch(s);
-      for (const auto& w : lateWaits) w();
+      loop(steps, 0, false);
     }
-    // The next kernel's first blocks, once this kernel's last input block has
-    // been started (none is started after this point): at the last step, or
-    // earlier when the last steps start none (Kernel::tailStepsWithoutInputs).
-    if (!o_.prefetchNext.empty()) {
-      // The kernel before's write-backs first when they hold rows or flags
-      // of the region (drained_ then holds for the epilogue: the last step
-      // always runs this).
-      const bool drainFirst =
-          !drained_ && (o_.drainBefore.beforePrefetch || prefetchRegionOverlapsDrain());
-      auto issue = [&] {
-        if (drainFirst) drainBefore(DrainAt::BeforePrefetch);
-        issueNextKernelBlocks();
-      };
-      const int64_t at = std::max<int64_t>(0, steps - 1 - k_.tailStepsWithoutInputs);
-      if (steps == 1)
-        issue();
-      else
-        when(L_.scalarOp(llo::ScalarBin::Eq, R(step), ScalarVal{true, at, {}}), issue);
-      if (drainFirst) drained_ = true;
-    }
-    L_.setGrid(ids, k_.grid);
-    expectArrivals();
-    L_.lowerOps(k_.body->body, k_.name);
-    L_.awaitArrivals();
-    L_.setDebug(L_.debugFor(k_.loc, k_.name));
-    if (smemState_) next = advance(ids);  // nothing of the pipeline lives across the body
-    for (Stream& s : streams_) {
-      if (s.output || s.buffers == 1) {
-        loadState(s);
-        afterBody(s);
-        storeState(s);
-      }
-    }
-    int latch = L_.newBlock("next");
-    for (size_t d = 0; d < rank; ++d)
-      if (k_.grid[d] != 1) copy(g[d], next[d]);
-    L_.emit(Opcode::SAddI, {step, step, I(1)});
-    L_.emit(Opcode::Loop, {count, MOperand::block(loopStart)});
-    L_.loops().push_back(LoopRange{loopStart, latch});
+    if (drainFirst) drained_ = true;
     L_.newBlock("epilogue");
     for (Stream& s : streams_) {
       if (!s.output) continue;
@@ -1087,9 +1201,24 @@ class Pipeline {
   }
 
   // The input blocks that arrive in parts, for the body to wait for.
-  void expectArrivals() {
+  // Whether stream `s` gets a new block at every step from `lo` to `hi` (1),
+  // at none of them (0), or not known (-1).
+  static int changesIn(const Stream& s, int64_t lo, int64_t hi) {
+    if (s.changesAt.empty()) return -1;
+    bool all = true, none = true;
+    for (int64_t t = lo; t <= hi; ++t) {
+      all = all && s.changesAt[size_t(t)];
+      none = none && !s.changesAt[size_t(t)];
+    }
+    return all ? 1 : none ? 0 : -1;
+  }
+
+  // The body's waits for blocks that arrive in parts, at the steps from `lo`
+  // to `hi`. None for a block no step there copies (a peeled loop's middle
+  // steps keep the first step's block): nothing signals those waits there.
+  void expectArrivals(int64_t lo, int64_t hi) {
     for (const Stream& s : streams_) {
-      if (s.parts <= 1) continue;
+      if (s.parts <= 1 || changesIn(s, lo, hi) == 0) continue;
       const CopyPlan& plan = s.variants.at(0).plan;
       Lowerer::Arrival a;
       a.flag = s.flag;
@@ -1327,7 +1456,7 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   // pipeline performs (index maps evaluated over the whole grid).
   isa::CostEntry cost;
   cost.opName = k.name;
-  cost.flops = p.flopsPerStep() * double(k.gridPoints());
+  cost.flops = p.totalFlops();
   llo::Interpreter interp;
   for (const Stream& s : p.streams()) {
     if (k.numScalarPrefetch > 0) break;  // index maps read SMEM: counted at run time only

@@ -722,7 +722,8 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   }
   // The first, middle and last K steps of a resident destination are one
   // dot's work per step (they run under exclusive branches).
-  if (!reused) bodyFlops += 2.0 * double(M) * double(N) * double(K);
+  if (!resident || flopsCounted_.insert(key).second)
+    bodyFlops += 2.0 * double(M) * double(N) * double(K);
 }
 
 }  // namespace tpusim::kernels::codegen

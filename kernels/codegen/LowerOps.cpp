@@ -176,9 +176,52 @@ MOperand Lowerer::reg(const ScalarVal& v) {
   return pure(Opcode::SAdd, {v.reg, pure(Opcode::SLi, {I(uint32_t(int32_t(v.c)))})});
 }
 
+std::optional<std::pair<int64_t, int64_t>> Lowerer::rangeOf(const ScalarVal& v) const {
+  if (v.isConst) return std::pair{v.c, v.c};
+  if (v.reg.kind != MOperand::Kind::VirtReg || v.reg.cls != RegClass::Scalar) return std::nullopt;
+  auto it = ranges_.find(v.reg.value);
+  if (it == ranges_.end()) return std::nullopt;
+  const int64_t lo = it->second.first + v.c, hi = it->second.second + v.c;
+  if (lo < std::numeric_limits<int32_t>::min() || hi > std::numeric_limits<int32_t>::max())
+    return std::nullopt;  // may wrap
+  return std::pair{lo, hi};
+}
+
+namespace {
+// A comparison of values in [a.first, a.second] and [b.first, b.second]
+// when the ranges decide it: 0 or 1, else -1.
+int decideCompare(llo::ScalarBin k, std::pair<int64_t, int64_t> a, std::pair<int64_t, int64_t> b) {
+  using K = llo::ScalarBin;
+  const bool disjoint = a.second < b.first || b.second < a.first;
+  switch (k) {
+    case K::Lt:
+      return a.second < b.first ? 1 : a.first >= b.second ? 0 : -1;
+    case K::Le:
+      return a.second <= b.first ? 1 : a.first > b.second ? 0 : -1;
+    case K::Gt:
+      return a.first > b.second ? 1 : a.second <= b.first ? 0 : -1;
+    case K::Ge:
+      return a.first >= b.second ? 1 : a.second < b.first ? 0 : -1;
+    case K::Eq:
+      return disjoint ? 0 : -1;
+    case K::Ne:
+      return disjoint ? 1 : -1;
+    default:
+      return -1;
+  }
+}
+}  // namespace
+
 ScalarVal Lowerer::scalarOp(llo::ScalarBin k, const ScalarVal& a, const ScalarVal& b) {
   using K = llo::ScalarBin;
   auto wrap = [](int64_t v) { return int64_t(int32_t(uint32_t(v))); };
+  if (!ranges_.empty() && (!a.isConst || !b.isConst)) {
+    auto ra = rangeOf(a), rb = rangeOf(b);
+    if (ra && rb) {
+      const int d = decideCompare(k, *ra, *rb);
+      if (d >= 0) return ScalarVal::constant(d);
+    }
+  }
   if (a.isConst && b.isConst) {
     int32_t x = int32_t(a.c), y = int32_t(b.c);
     int64_t r = 0;

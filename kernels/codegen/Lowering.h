@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -108,6 +109,11 @@ class Lowerer {
     ids_ = std::move(ids);
     grid_ = std::move(grid);
   }
+  // Scalar register `r` holds a value in [lo, hi] in the code lowered until
+  // clearRanges (a grid index in a peeled grid loop's middle steps):
+  // comparisons that range decides fold to constants.
+  void setRange(MOperand r, int64_t lo, int64_t hi) { ranges_[r.value] = {lo, hi}; }
+  void clearRanges() { ranges_.clear(); }
   const RefPlace& place(const llo::Value* v) const;
   ScalarVal scalar(const llo::Value* v) const;
   MOperand tile(const llo::Value* v) const;
@@ -179,6 +185,9 @@ class Lowerer {
   std::vector<isa::DataSegment>& data() { return data_; }
   // FLOPs of matmuls lowered so far (per execution of the body).
   double bodyFlops = 0;
+  // A new copy of the body's code starts (a peeled grid step): a resident
+  // destination's dot counts its FLOPs once per copy, not once per kernel.
+  void beginBodyCopy() { flopsCounted_.clear(); }
 
  private:
   MFunction& fn_;
@@ -202,6 +211,10 @@ class Lowerer {
   std::set<int64_t> pureRegs_;
   std::vector<ScalarVal> ids_;
   std::vector<int64_t> grid_;
+  std::map<int64_t, std::pair<int64_t, int64_t>> ranges_;  // setRange, by virtual register
+  // The [lo, hi] a scalar lies in, when known (a constant, or a register with
+  // a range plus its offset).
+  std::optional<std::pair<int64_t, int64_t>> rangeOf(const ScalarVal& v) const;
   std::string kernel_;
   // Matmuls share the MXUs across ops: the next op's first work item goes to
   // the MXU after the previous op's last, and each MXU's result slots are
@@ -213,6 +226,9 @@ class Lowerer {
   // Resident matmuls (results kept in the MXU across grid steps): per
   // destination (region, row, M, N, K), each item's (MXU, first slot).
   std::map<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>> residentItems_;
+  // Resident destinations whose dot's FLOPs this copy of the body counted:
+  // its exclusive first / middle / last K variants are one dot per step.
+  std::set<std::vector<int64_t>> flopsCounted_;
   // In value order, not address order: awaitArrivals emits the waits in this
   // order, and an order by address changed the program from run to run.
   struct ByValueId {

@@ -190,7 +190,21 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
     // 31,536, 1 or 3: 31,470, 4: 31,628, 6: 33,087).
     part.partHead = i == 0 ? (scoresReady ? 2 : 5) : 0;
     if (i > 0) part.nextScores = nullptr;
-    if (i == 0)
+    // nextQScores: the next q block's first score dot leads the last part,
+    // then V's latch (the dot's K^T pushes replace latched weights), and
+    // all of that part's iterations go in that block as work the dot hides
+    // (causal 2048 27,083 -> 26,404 cycles; 2, 4 or 5 of its 6: 27,171,
+    // 27,098, 27,020; not marked as overlap work, 6: 28,543; the dot after
+    // the step's p x V instead: 27,174, serial with it). Its first part
+    // then latches nothing.
+    const bool lastWithNextQ = nextQScores && i == parts - 1;
+    if (lastWithNextQ) {
+      nextQScores();
+      mxu_latch(v);
+      part.partHead = part.rows / (8 * kPipelinedSlabs) - 2;
+      part.partOverlap = true;
+    }
+    if (i == 0 && !nextQScores)
       part.slabsInVregs(score, true, nullptr, 0, 0, [&] { mxu_latch(v); });
     else
       part.slabsInVregs(score, true);
@@ -428,7 +442,11 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
   // (tpuc) the diagonal step's second loop then took 287 bundles per trip
   // instead of 123 (another scalar interval spilled), its flash call +18%.
   if (emitNext) nextScores();
-  if (headOverlap && !masked && latchAt > 0 && rowOff == 0 && pvLag == 0 && pvCarry == 0)
+  // The diagonal's last part under the next q block's first score dot
+  // (partOverlap): all its head iterations are overlap work.
+  const bool ovPart = partOverlap && head > 0;
+  if ((headOverlap && !masked && latchAt > 0 && rowOff == 0 && pvLag == 0 && pvCarry == 0) ||
+      ovPart)
     early.emplace();
   {
     std::vector<Array> mx0, restOut;
@@ -464,7 +482,7 @@ void OnlineSoftmax::slabsInVregs(const ScoreFn& score, bool masked, const PvFn& 
     c = iteration(Scalar(g0 + i), c);
     // ready: the later iterations stay overlap work (all 14 at seq 2048:
     // 46,096 -> 42,114 cycles; up to V's latch, the usual end: 46,096).
-    if (i == (ready ? head : latchAt)) early.reset();
+    if (i == (ready || ovPart ? head : latchAt)) early.reset();
     if (latch && i == latchAt) latch();
     // ready: at most kReadyStartsPerIteration groups started per iteration.
     if (i >= latchAt)
@@ -665,15 +683,29 @@ std::string flashScoreNextFallback(int64_t seqK, int64_t d, const FlashAttention
 }
 
 bool flashScoreNextQ(int64_t seqQ, int64_t seqK, int64_t d, const FlashAttentionParams& prm) {
-  if (!prm.scoreNextQ || prm.causal || !flashScoreNextFallback(seqK, d, prm).empty()) return false;
+  // flashScoreNextFallback says "" when score_next is off: the path needs it on.
+  if (!prm.scoreNext || !prm.scoreNextQ || !flashScoreNextFallback(seqK, d, prm).empty())
+    return false;
   const int64_t bq = std::min(prm.blockQ, seqQ);
   const int64_t bk = prm.blockK < seqK ? prm.blockK : cdiv(seqK, 128) * 128;
-  // An even number of K blocks: the q block's last step's score buffer is
-  // then the other one of the next q block's first step's.
-  if ((seqK / bk) % 2 != 0 || seqQ % bq != 0 || seqQ / bq < 2) return false;
-  // q's two buffers (as K's) within a quarter of the VMEM limit.
+  if (seqQ % bq != 0 || seqQ / bq < 2) return false;
+  // Causal: the q block's last step is its diagonal (block_q = block_k, no
+  // q block past seq_k), split in parts (updateDiagonal), which makes the
+  // next q block's first scores into a third buffer under its last part.
+  if (prm.causal) {
+    if (bq != bk || seqQ > seqK || prm.causalParts < 2 ||
+        !OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts))
+      return false;
+  } else if ((seqK / bk) % 2 != 0) {
+    // An even number of K blocks: the q block's last step's score buffer is
+    // then the other one of the next q block's first step's.
+    return false;
+  }
+  // q's two buffers (as K's), and a causal kernel's third score buffer, within
+  // a quarter of the VMEM limit.
   const int64_t vmemLimit = prm.vmemLimitBytes > 0 ? prm.vmemLimitBytes : int64_t(16) << 20;
-  return 2 * seqQ * 128 * 4 <= vmemLimit / 4;
+  const int64_t thirdScores = prm.causal ? bq * bk * 4 : 0;
+  return 2 * seqQ * 128 * 4 + thirdScores <= vmemLimit / 4;
 }
 
 PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
@@ -770,6 +802,9 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
   c.out_specs = {BlockSpec({1, bq, d}, qMap)};
   c.scratch = OnlineSoftmax::scratch(bq, bk, d);
   if (scoreNext) c.scratch.push_back(VMEM({bq, bk}, F32));  // the other step parity's scores
+  // Causal crossQ: the next q block's first scores, made in the diagonal
+  // step while its last part still reads its own (either parity's buffer).
+  if (crossQ && causal) c.scratch.push_back(VMEM({bq, bk}, F32));
   c.compiler_params.dimension_semantics = {PARALLEL, crossQ ? ARBITRARY : PARALLEL, ARBITRARY};
   c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
 
@@ -796,12 +831,14 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       return scoreNext ? k.load(ds(start, bk), ds(0, d)) : k.load();
     };
     auto qBlock = [&](Scalar start) { return crossQ ? q.load(ds(start, bq), ds(0, d)) : q.load(); };
-    const std::array<Ref, 2> scores = {sm.s, scoreNext ? r.at(4 + 7) : sm.s};
+    const std::array<Ref, 3> scores = {sm.s, scoreNext ? r.at(4 + 7) : sm.s,
+                                       crossQ && causal ? r.at(4 + 8) : sm.s};
     int parity = -1;          // -1: scoreNext off
     bool nextDot = false;     // this variant computes the next step's scores
     bool first = false;       // the q block's first step: its own scores first
     bool nextQ = false;       // crossQ: the next step's is the next q block's first
     bool firstReady = false;  // crossQ: a q block's first step, its scores made
+    bool diagNextQ = false;   // crossQ, causal: the diagonal makes the next q block's first
     // scoreNext: a q block's first step, if unmasked, writes m, l and acc
     // without reading them (OnlineSoftmax::fresh): no init.
     if (!scoreNext)
@@ -909,7 +946,8 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     auto step = [&](bool lastRagged, bool maskCausal, bool pending, bool defer) {
       OnlineSoftmax st = sm;
       if (parity >= 0) {
-        st.s = scores[size_t(parity)];
+        // Causal crossQ: a q block's first step reads the diagonal's third buffer.
+        st.s = scores[firstReady && causal ? 2 : size_t(parity)];
         st.scoresReady = !first;
         st.fresh = first || firstReady;
         st.laterStep = nextDot && !nextQ;
@@ -920,6 +958,10 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                         : dot(qBlock(qStart), kBlock(kStart + bk), {false, true}));
           };
       }
+      if (diagNextQ)
+        st.nextQScores = [&] {
+          scores[2].store(dot(qBlock(qStart + bq), kBlock(Scalar(0)), {false, true}));
+        };
       if (pending) st.pvPrev = v.load();
       st.pvDefer = defer;
       // Masked blocks keep update: their per-slab mask scalars, unrolled
@@ -950,7 +992,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       if (latch && maskCausal && !lastRagged && prm.causalParts > 1 && bq == bk &&
           OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts)) {
         st.updateDiagonal(
-            q.load(), kBlock(kStart), [&] { return scoreFn(false, true, true); }, vv,
+            qBlock(qStart), kBlock(kStart), [&] { return scoreFn(false, true, true); }, vv,
             prm.causalParts);
         return;
       }
@@ -998,7 +1040,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // next q block's first scores (q x K block 0).
       auto last = [&](int p) {
         nextDot = false;
-        if (!crossQ || p != 1) return stepRagged(false);
+        if (!crossQ || causal || p != 1) return stepRagged(false);
         when_else(
             qi + 1 < Scalar(nq),
             [&] {
@@ -1054,6 +1096,10 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     // makes no next step's scores: another score dot and its registers in
     // the diagonal step's code, at the scalar register file's limit, spilled
     // (causal 2048 47,590 cycles against 32,933).
+    // crossQ (causal): the diagonal of a q block with a next one makes that
+    // block's first scores (q rows x K block 0, into a third buffer: its
+    // last part still reads its own) under that part's softmax
+    // (updateDiagonal): that step is then a ready one.
     auto masked = [&] {
       if (!scoreNext) return stepRagged(true);
       auto variant = [&](int p) {
@@ -1062,13 +1108,24 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         stepRagged(true);
         parity = -1;
       };
+      auto diagonal = [&] {
+        when_else(
+            kv > 0 && kStart <= qStart + 1,
+            [&] {
+              when_else(
+                  kv % 2 == 0, [&] { variant(0); }, [&] { variant(1); });
+            },
+            [&] { stepRagged(true); });
+      };
+      if (!crossQ) return diagonal();
       when_else(
-          kv > 0 && kStart <= qStart + 1,
+          qi + 1 < Scalar(nq),
           [&] {
-            when_else(
-                kv % 2 == 0, [&] { variant(0); }, [&] { variant(1); });
+            diagNextQ = true;
+            diagonal();
+            diagNextQ = false;
           },
-          [&] { stepRagged(true); });
+          diagonal);
     };
     // In the q block's last computed step (causal: its last key at or past
     // the q block's last row), not in a skipped step after it (causal 8192
@@ -1174,8 +1231,9 @@ KernelEntry flashAttentionEntry() {
                "with latch_v, unmasked steps compute the next step's scores (K of the whole "
                "head in VMEM, scores double-buffered) while their softmax runs"},
               {"score_next_q", "true",
-               "with score_next, not causal, an even number of K blocks: q of the whole head "
-               "in VMEM, a q block's last step computes the next q block's first scores"}};
+               "with score_next, an even number of K blocks (causal: block_q = block_k, the "
+               "diagonal in parts): q of the whole head in VMEM, a q block's last step "
+               "computes the next q block's first scores"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);

@@ -97,7 +97,8 @@ struct FlashAttentionParams {
   // after an unmasked one finds its scores made but makes none.
   // flashScoreNextFallback says why the path is not taken.
   bool scoreNext = false;
-  // With scoreNext, not causal, an even number of K blocks, two q blocks or
+  // With scoreNext, an even number of K blocks (causal: block_q = block_k
+  // and the diagonal in parts, its last part making them), two q blocks or
   // more: q comes as one block of the head's seq_q rows (copied once per
   // head, within a quarter of the VMEM limit) and a q block's last step
   // makes the next q block's first scores (its q rows x K block 0) while its
@@ -225,6 +226,10 @@ struct OnlineSoftmax {
   // step's first basic block.
   bool scoresReady = false;
   std::function<void()> nextScores;
+  // The diagonal step (updateDiagonal) of a causal q block with a next one
+  // (scoreNextQ): emits the next q block's first score dot at the start of
+  // the step's last part, whose slabs it hides (V is latched after it).
+  std::function<void()> nextQScores;
   // The q block's first step with m, l and acc not initialized (init
   // skipped): the register form writes them without reading them (the
   // row max of the scores alone, l = the row sum, acc = 0): the bits m =
@@ -248,8 +253,11 @@ struct OnlineSoftmax {
   // The register form over part of the step (updateDiagonal): rows
   // [rowOff, rowOff + rows) and, of each, the key windows [0, liveCols) (0:
   // all; pb's columns from liveCols on get zeros); partHead: the slab loop's
-  // iterations in the block before it (-1: the usual count).
+  // iterations in the block before it (-1: the usual count); partOverlap:
+  // those iterations are work the MXU's dot in that block hides
+  // (dsl::OverlapWithMxu), as in an unmasked step.
   int64_t rowOff = 0, liveCols = 0, partHead = -1;
+  bool partOverlap = false;
   int64_t live() const { return liveCols > 0 ? liveCols : cols; }
   static constexpr int64_t kSlabsPerIteration = 8;
   // Slabs per iteration of the software-pipelined register loop: 4 keep its

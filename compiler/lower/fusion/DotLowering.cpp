@@ -31,6 +31,7 @@ namespace tpusim::lower::detail {
 using hlo::HloOpcode;
 
 namespace {
+constexpr int64_t kMaxUnrolledEpilogue = 512 * 1024;  // elements of a pipelined M block
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -484,6 +485,18 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   if (bb > 1)
     blk.why += fmt::format("; {} batch entries per step{}", bb,
                            entryRun[0] + entryRun[1] > 0 ? " (in-place strided operand)" : "");
+  // An epilogue pipelined along M (below) is traced unrolled in the step's
+  // basic block beside the next block's dots: within kMaxUnrolledEpilogue
+  // elements a block, the register allocator keeps up with the scheduler
+  // (bm 512 x bn 2048 ran out of vector registers).
+  if (nRhs > 1 && bb == 1 && !lhsTransposed && cdiv(N, blk.bn) == 1 && cdiv(K, blk.bk) == 1 &&
+      blk.bm * std::min(blk.bn, N) > kMaxUnrolledEpilogue) {
+    const int64_t capped = std::max<int64_t>(8, kMaxUnrolledEpilogue / std::min(blk.bn, N) / 8 * 8);
+    if (cdiv(M, capped) > 1) {
+      blk.why += fmt::format("; bm {} -> {} (epilogue pipelined along M)", blk.bm, capped);
+      blk.bm = capped;
+    }
+  }
   const int64_t bm = blk.bm, bn = blk.bn, bk = blk.bk;
   const int64_t kBlocks = cdiv(K, bk), kTail = K - (kBlocks - 1) * bk;
   const bool onePass = kBlocks == 1 && kTail == std::min(bk, K);
@@ -560,13 +573,26 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   // row's first step stores it (bf16) for the others.
   const bool cacheLhs = !readAsIs(lhs, false);
   const int64_t lhsCacheBytes = cacheLhs ? copyBytes(bm, bk) : 0;
+  // With one N block (a row's whole output in one step) the epilogue of M
+  // block m runs at step m + 1 instead, in sibling-dot kernels (the SwiGLU
+  // forward: two dots a step, a light epilogue): the LHS clamps and the
+  // epilogue's arrays trail along the M axis. Not for one dot with a heavy
+  // epilogue (the SwiGLU backward: 3x the VALU work beside half the MXU
+  // pushes, issue-bound: 1.92 M -> 2.08 M cycles in the training step).
+  const bool alongM = nBlocks == 1 && mBlocks > 1 && nRhs > 1;
+  const int pipeAxis = alongM ? 1 : 2;
+  const int64_t pipeBlocks = alongM ? mBlocks : nBlocks;
   const bool pipelined = (nRhs > 1 || nOut > 1) && kBlocks == 1 && !inPlace && bb == 1 &&
-                         nBlocks > 1 && !lhsTransposed && (nOut > 1 || root != hero) &&
+                         pipeBlocks > 1 && !lhsTransposed && (nOut > 1 || root != hero) &&
                          dotVmemBytes(bm, bn, bk, true, hbmBytesOf(g, lhs, lt),
                                       hbmBytesOf(g, rhsRoot, rt), static_cast<int64_t>(nRhs)) +
                                  accBytes + lhsCacheBytes + 2 * branchCopies + extraBytes <=
                              shared.dotVmemBudget();
-  if (pipelined) {
+  if (pipelined && alongM) {
+    lhsR->setLag(1, 0, mBlocks);
+    outR->setLag(1, 1, mBlocks);
+    blk.why += "; epilogue pipelined (one M step behind)";
+  } else if (pipelined) {
     for (auto& r : rhsRs) r->setLag(2, 0, nBlocks);
     outR->setLag(2, 1, nBlocks);
     blk.why += "; epilogue pipelined (one step behind)";
@@ -586,12 +612,14 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
   KernelPlan plan;
   plan.target = &t;
   plan.tiling = blk.why;
-  plan.config.grid = {B / bb, mBlocks, nBlocks + (pipelined ? 1 : 0), kBlocks};
+  plan.config.grid = {B / bb, mBlocks + (pipelined && alongM ? 1 : 0),
+                      nBlocks + (pipelined && !alongM ? 1 : 0), kBlocks};
   // A pipelined epilogue carries a row's accumulators from step to step: its
   // N axis is sequential (the last block's epilogue runs alone at the row's
   // extra step, which starts no input block).
   plan.config.compiler_params.dimension_semantics = {
-      dsl::PARALLEL, dsl::PARALLEL, pipelined ? dsl::ARBITRARY : dsl::PARALLEL, dsl::ARBITRARY};
+      dsl::PARALLEL, pipelined && alongM ? dsl::ARBITRARY : dsl::PARALLEL,
+      pipelined && !alongM ? dsl::ARBITRARY : dsl::PARALLEL, dsl::ARBITRARY};
   if (pipelined) plan.config.compiler_params.tail_steps_without_inputs = 1;
   addLeafInputs(*lhsR, plan);
   const size_t rhsFirst = plan.config.in_specs.size();
@@ -787,23 +815,24 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
           accs[s].store(dsl::dot(ops[s].first, ops[s].second, opts));
         }
       };
-      dsl::Scalar n = dsl::program_id(2);
+      // Along M every step has a new LHS block: each computes its cache.
+      dsl::Scalar n = dsl::program_id(pipeAxis);
       dsl::when(n == 0, [&] {
         fresh();
         dots(accRefs, true);
       });
       for (int parity = 1; parity >= 0; --parity) {
-        if (parity == 0 && nBlocks <= 2) continue;  // no even step but 0 has an epilogue
+        if (parity == 0 && pipeBlocks <= 2) continue;  // no even step but 0 has an epilogue
         dsl::Scalar odd = n % dsl::Scalar(2) == dsl::Scalar(1);
-        dsl::when((parity ? odd : n > 0 && n % dsl::Scalar(2) == dsl::Scalar(0)) && n < nBlocks,
+        dsl::when((parity ? odd : n > 0 && n % dsl::Scalar(2) == dsl::Scalar(0)) && n < pipeBlocks,
                   [&] {
                     fresh();
-                    dots(*sets[parity], false);
+                    dots(*sets[parity], alongM);
                     dsl::OverlapWithMxu hidden;
                     epilogue(refs, *sets[1 - parity]);
                   });
       }
-      dsl::when(n == nBlocks, [&] {
+      dsl::when(n == pipeBlocks, [&] {
         fresh();
         // Traced as the other steps' epilogues are (unrolled, marked
         // overlap), though no MXU work is left to hide it: in one basic
@@ -813,7 +842,7 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
         // marks (whose own candidate window keeps the scheduler's order) it
         // ran slower than the loop.
         dsl::OverlapWithMxu unrolled;
-        epilogue(refs, *sets[(nBlocks - 1) % 2]);
+        epilogue(refs, *sets[(pipeBlocks - 1) % 2]);
       });
       return;
     }

@@ -361,7 +361,23 @@ TEST_CASE("flash attention's last step makes the next q block's first scores") {
   // Not causal, an even number of K blocks and two q blocks or more.
   CHECK_FALSE(lib::flashScoreNextQ(1536, 1536, 128, p));  // 3 K blocks
   CHECK_FALSE(lib::flashScoreNextQ(512, 1024, 128, p));   // one q block
+  p.scoreNext = false;                                    // score_next_q builds on score_next
+  CHECK_FALSE(lib::flashScoreNextQ(1024, 1024, 128, p));
+  p.scoreNext = true;
+  // Causal: the diagonal step in parts makes them (any number of K blocks),
+  // not with the diagonal in one part.
   p.causal = true;
+  CHECK(lib::flashScoreNextQ(1536, 1536, 128, p));
+  // q's two buffers (2 MiB at 2048 rows) fill a quarter of an 8 MiB limit;
+  // the causal third score buffer (1 MiB) does not fit beside them.
+  const int64_t limit = p.vmemLimitBytes;
+  p.vmemLimitBytes = int64_t(8) << 20;
+  CHECK_FALSE(lib::flashScoreNextQ(2048, 2048, 128, p));
+  p.causal = false;
+  CHECK(lib::flashScoreNextQ(2048, 2048, 128, p));
+  p.causal = true;
+  p.vmemLimitBytes = limit;
+  p.causalParts = 1;
   CHECK_FALSE(lib::flashScoreNextQ(1024, 1024, 128, p));
 }
 

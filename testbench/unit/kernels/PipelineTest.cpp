@@ -137,3 +137,54 @@ TEST_CASE("copy decisions known at compile time leave no code in the grid loop")
     CHECK(countOf(k.machineText, "sync.wait") <= 5);
   }
 }
+
+namespace {
+// out = 2 x[:, block 0] + x[:, block 1] + ... + x[:, block last], halved at
+// the last step: a body that branches on the grid index (first step, the
+// others, the last), as a resident dot's K steps do. x is Buffered(bx).
+PallasCall stepBranches(int64_t steps, int bx) {
+  CallConfig c;
+  c.name = "step_branches";
+  c.out_shapes = {{{16, 128}, F32, "out"}};
+  c.grid = {steps};
+  c.in_specs = {BlockSpec({16, 128}, [](const GridIndex& g) {
+                  return std::vector<Scalar>{0, g[0]};
+                }).buffered(bx)};
+  c.out_specs = {BlockSpec({16, 128}, [](const GridIndex&) { return std::vector<Scalar>{0, 0}; })};
+  c.compiler_params.dimension_semantics = {ARBITRARY};
+  return pallas_call(
+      [steps](Ref x, Ref o) {
+        Scalar k = program_id(0);
+        when_else(
+            k > 0, [&] { o.store(o.load() + x.load()); }, [&] { o.store(x.load() * 2.0); });
+        when(k == steps - 1, [&] { o.store(o.load() * 0.5); });
+      },
+      c);
+}
+}  // namespace
+
+TEST_CASE("a grid loop whose body branches on the grid index is peeled") {
+  for (int bx : {2, 3}) {
+    for (int64_t steps : {2, 3, 4, 5, 8}) {
+      INFO("Buffered(" << bx << "), " << steps << " steps");
+      auto k = stepBranches(steps, bx).trace({{{16, 128 * steps}, F32, "x"}});
+      checkAgainstInterpret(*k, "v5e");
+      CompiledKernel ck = compileKernel(*k, testing::kernelTarget("v5e"));
+      // Peeled when the loop keeps a middle step: the first step and the
+      // last bx - 1 steps have constant indices, and the loop's body (one
+      // block, up to its latch) tests nothing: no branch on the index, the
+      // copies ahead or the write-back.
+      const bool peeled = steps >= std::max(bx - 1, 1) + 3;
+      INFO(ck.machineText);
+      CHECK(countOf(ck.machineText, "first step") == (peeled ? 1 : 0));
+      const std::string& m = ck.machineText;
+      const size_t body = m.find("\nstep"), latch = m.find("\nnext", body);
+      if (peeled) {
+        REQUIRE(latch != std::string::npos);
+        CHECK(countOf(m.substr(body, latch - body), "br.") == 0);
+      } else {
+        CHECK(countOf(m, "br.") > 0);
+      }
+    }
+  }
+}
