@@ -65,7 +65,11 @@ struct Stream {
   // Its block copies come in parts that the body waits for one by one
   // (CopyPlan::partRowEnd, Lowerer::Arrival); 1: the step waits for the block.
   int64_t parts = 1;
-  bool once = false;  // its block is copied once, in the prologue (copiedOnce)
+  // Its block is copied once, in parts, in the prologue (copiedOnce): the
+  // block stays in buffer 0 and the grid loop has no pipeline code for it
+  // (gridLoop's onceSignal).
+  bool once = false;
+  bool onceSignalled = false;  // a step's end signals its parts' count
   MOperand slot;      // buffer of the current block
   MOperand issue;     // inputs with > 2 buffers: buffer of the last copy started
   MOperand pending;   // copies in flight, see gridLoop
@@ -639,7 +643,7 @@ class Pipeline {
     ScalarVal vmem = L_.mulImm(L_.add(ScalarVal{true, s.bufRow, {}}, L_.mulImm(slot, s.blockRows)),
                                isa::kVmemRowBytes);
     ScalarVal src = s.output ? vmem : hbm, dst = s.output ? hbm : vmem;
-    if (deferParts_ && s.parts > 1 && s.variants.size() == 1) {
+    if (deferParts_ && s.once && s.variants.size() == 1) {
       if (!src.isConst) src = R(L_.reg(src));
       if (!dst.isConst) dst = R(L_.reg(dst));
       deferred_.push_back({&s, src, dst});
@@ -895,6 +899,10 @@ class Pipeline {
                    ScalarVal{true, s.staticChange ? int64_t(s.changesAt.at(size_t(j))) : 1, {}}, j);
         ids = advance(ids);
       }
+      if (s.once) {  // in buffer 0 for the whole grid; arrive() is not needed
+        L_.emit(Opcode::SLi, {s.slot, I(0)});
+        L_.emit(Opcode::SLi, {s.pending, I(0)});
+      }
       if (smemState_) {
         s.stateWord = mem_.smemWords(fmt::format("pipeline state of '{}'", s.array->name),
                                      int64_t(stateRegs(s).size()));
@@ -945,7 +953,7 @@ class Pipeline {
     // Waits put after the step's next copies are started (arrive's `late`).
     std::vector<std::function<void()>> lateWaits;
     auto arrive = [&](Stream& s, bool late) {  // inputs: wait for the current block when it is new
-      if (s.output) return;
+      if (s.output || s.once) return;
       const int changes = changesIn(s, stepLo, stepHi);
       if (changes == 0) return;  // no copy, `pending` stays 0
       ScalarVal arrived = s.buffers <= 2 ? R(s.pending) : field(s.pending, 0);
@@ -1107,6 +1115,7 @@ class Pipeline {
       stepFlops_ += (L_.bodyFlops - flopsBefore) * double(stepHi - stepLo + 1);
       L_.awaitArrivals();
       L_.setDebug(L_.debugFor(k_.loc, k_.name));
+      onceSignal(stepLo, stepHi);
       if (smemState_) next = advance(ids);  // nothing of the pipeline lives across the body
       for (Stream& s : streams_) {
         if (s.output || s.buffers == 1) {
@@ -1193,6 +1202,8 @@ class Pipeline {
         when(f, [&] { waitCopy(s, f); });
       }
     }
+    for (const Stream& s : streams_)  // the last step's signal (onceSignal)
+      if (s.onceSignalled) L_.emit(Opcode::SyncWait, {I(s.flag), I(onceCount(s))});
     if (!drained_ && !o_.drainBefore.empty()) drainBefore(DrainAt::End);
     // A linked kernel falls through to the next one; every DMA it started has
     // been waited for (but the write-backs it defers, which the next kernel
@@ -1212,6 +1223,20 @@ class Pipeline {
     }
     return all ? 1 : none ? 0 : -1;
   }
+
+  // A block copied once (Stream::once): the body of every step that expects
+  // its parts waits for their count; the prologue's copy counts it at the
+  // first step, and the end of a step signals it for the next one when the
+  // same code runs it (a loop), instead of a branch per step on whether its
+  // block was new. The last step's signal is waited for after the loop.
+  void onceSignal(int64_t lo, int64_t hi) {
+    for (Stream& s : streams_) {
+      if (!s.once || hi <= lo || changesIn(s, lo, hi) == 0) continue;
+      L_.emit(Opcode::SyncSignal, {I(s.flag), I(onceCount(s))});
+      s.onceSignalled = true;
+    }
+  }
+  static int64_t onceCount(const Stream& s) { return int64_t(s.variants.at(0).descWords.size()); }
 
   // The body's waits for blocks that arrive in parts, at the steps from `lo`
   // to `hi`. None for a block no step there copies (a peeled loop's middle

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kernels/codegen/FirstRead.h"
 #include "kernels/codegen/RegAlloc.h"
 #include "kernels/llo/Interpreter.h"
 
@@ -315,9 +316,15 @@ int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo
   const int64_t bytes = rows * cols * isa::dtypeBytes(hbm.dtype);
   const auto [kept, once] = blockReuse(k, m);
   if (!kept) return 1;
+  // A block of leading unit dims, or one copied once in smaller parts, only
+  // where the body's first read takes some of its rows (FirstRead.h): else
+  // the parts would be waited for at once, their copies sharing HBM with the
+  // other streams' first blocks (the whole block lands sooner alone).
+  const bool byRows = (once || block.size() > 2) && firstReadByRows(k, m, once);
+  if (block.size() > 2 && !byRows) return 1;
   // A block copied once has no next block to take HBM from its parts:
   // smaller parts let the first step start on its first rows sooner.
-  const int64_t minPart = once ? kMinOnceArrivalPartBytes : kMinArrivalPartBytes;
+  const int64_t minPart = once && byRows ? kMinOnceArrivalPartBytes : kMinArrivalPartBytes;
   const int64_t parts =
       std::min<int64_t>({kMaxArrivalParts, queueDepth / 2, rows / 8, bytes / minPart});
   return parts > 1 ? parts : 1;
