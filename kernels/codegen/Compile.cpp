@@ -70,9 +70,9 @@ struct Stream {
   // (gridLoop's onceSignal).
   bool once = false;
   bool onceSignalled = false;  // a step's end signals its parts' count
-  MOperand slot;      // buffer of the current block
-  MOperand issue;     // inputs with > 2 buffers: buffer of the last copy started
-  MOperand pending;   // copies in flight, see gridLoop
+  MOperand slot;               // buffer of the current block
+  MOperand issue;              // inputs with > 2 buffers: buffer of the last copy started
+  MOperand pending;            // copies in flight, see gridLoop
   const llo::Value* bodyArg = nullptr;
   // Its first block was started by the kernel before (Prefetch.h).
   const PrefetchedStream* prefetched = nullptr;

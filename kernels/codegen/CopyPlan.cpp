@@ -323,8 +323,11 @@ int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo
   const bool byRows = (once || block.size() > 2) && firstReadByRows(k, m, once);
   if (block.size() > 2 && !byRows) return 1;
   // A block copied once has no next block to take HBM from its parts:
-  // smaller parts let the first step start on its first rows sooner.
-  const int64_t minPart = once && byRows ? kMinOnceArrivalPartBytes : kMinArrivalPartBytes;
+  // smaller parts let the first step start on its first rows sooner. Only a
+  // block of leading unit dims (a whole head): 2-D ones keep the parts they
+  // had (the tiny prefill's down projection LHS in 128 KiB parts: +8 cycles).
+  const int64_t minPart =
+      once && byRows && block.size() > 2 ? kMinOnceArrivalPartBytes : kMinArrivalPartBytes;
   const int64_t parts =
       std::min<int64_t>({kMaxArrivalParts, queueDepth / 2, rows / 8, bytes / minPart});
   return parts > 1 ? parts : 1;

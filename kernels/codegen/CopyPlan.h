@@ -68,8 +68,8 @@ CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
 // Also, where the body's first read of the block takes only some of its rows
 // (FirstRead.h), blocks of more dimensions whose leading ones are 1
 // (rowsBlock), and a block copied once for the whole grid (its index map
-// constant: a whole head at one head) in parts of at least
-// kMinOnceArrivalPartBytes (read otherwise: kMinArrivalPartBytes, 2-D only).
+// constant: a whole head at one head) of leading unit dims in parts of at
+// least kMinOnceArrivalPartBytes.
 constexpr int64_t kMaxArrivalParts = 4;
 constexpr int64_t kMinArrivalPartBytes = int64_t(512) << 10;
 constexpr int64_t kMinOnceArrivalPartBytes = int64_t(64) << 10;

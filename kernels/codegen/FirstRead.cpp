@@ -124,8 +124,7 @@ class FirstRead {
     for (const auto& v : views) uses = uses || v.ref == ref_;
     if (!uses) return Read::None;
     if (op.ints.size() > 7 && op.ints[7] >= 1) return Read::Whole;
-    if (views[0].ref == ref_ || (llo::matmulScaled(op) && views[3].ref == ref_))
-      return Read::Whole;
+    if (views[0].ref == ref_ || (llo::matmulScaled(op) && views[3].ref == ref_)) return Read::Whole;
     const int64_t N = op.ints[1], K = op.ints[2];
     const bool transLhs = op.ints[3], transRhs = op.ints[4];
     auto plus = [](std::optional<int64_t> row, int64_t n) {
