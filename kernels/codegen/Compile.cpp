@@ -430,8 +430,10 @@ class Pipeline {
   // waited for whole before its next copy starts, so the queue does not
   // matter for its flag, and behind the parts its next block does not take
   // HBM from the parts the body waits for (a step after a large LHS block
-  // changed), as when the step waited for the whole block first. (Not behind
-  // a block copied once: the loop starts none of its parts.)
+  // changed), as when the step waited for the whole block first. Also behind
+  // a block copied once, whose parts the loop never starts: at the first
+  // step the next whole block then waits for the prologue's parts (on their
+  // own queue: flash 2048 32,553 against 32,156 cycles).
   int64_t queueOf(const Stream& s) const {
     const int64_t own = s.flag % t_.dmaQueues;
     if (!s.output && inLoop_ && s.parts <= 1)
