@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kernels/codegen/FirstRead.h"
 #include "kernels/codegen/RegAlloc.h"
 #include "kernels/llo/Interpreter.h"
 
@@ -259,35 +260,77 @@ CopyPlan planPairedCopy(const llo::Type& hbm, const llo::Type& block,
 
 }  // namespace
 
-int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo::Type& hbm,
-                     int queueDepth) {
-  const std::vector<int64_t>& block = m.blockShape;
-  if (block.size() != 2 || hbm.shape.size() != 2 || m.buffers != 2 || k.numScalarPrefetch > 0)
-    return 1;
-  for (size_t d = 0; d < 2; ++d)
-    if (hbm.shape[d] % block[d] != 0) return 1;
-  const int64_t bytes = block[0] * block[1] * isa::dtypeBytes(hbm.dtype);
-  const int64_t parts = std::min<int64_t>(
-      {kMaxArrivalParts, queueDepth / 2, block[0] / 8, bytes / kMinArrivalPartBytes});
+bool rowsBlock(const std::vector<int64_t>& shape) {
+  if (shape.size() < 2) return false;
+  for (size_t d = 0; d + 2 < shape.size(); ++d)
+    if (shape[d] != 1) return false;
+  return true;
+}
+
+namespace {
+
+// Whether some step keeps the block of the step before, and whether every
+// step keeps the first one (a block copied once, in the prologue); both
+// false past kMaxStepsWalked steps.
+struct BlockReuse {
+  bool kept = false, once = false;
+};
+BlockReuse blockReuse(const llo::Kernel& k, const llo::BlockMapping& m) {
   const int64_t steps = k.gridPoints();
   constexpr int64_t kMaxStepsWalked = int64_t(1) << 16;
-  if (parts <= 1 || steps < 2 || steps > kMaxStepsWalked) return 1;
-  // Whether some step keeps the block of the step before.
+  if (steps < 2 || steps > kMaxStepsWalked || k.numScalarPrefetch > 0) return {};
   llo::Interpreter interp;
   std::vector<int64_t> ids(k.grid.size(), 0);
-  std::vector<int32_t> prev;
+  std::vector<int32_t> first, prev;
+  bool kept = false, once = true;
   for (int64_t step = 0; step < steps; ++step) {
     std::vector<llo::Arg> args;
     for (int64_t id : ids) args.push_back(llo::Arg::ofScalar(int32_t(id)));
     std::vector<int32_t> idx = interp.run(*m.indexMap, args, llo::GridContext{k.grid, ids});
-    if (step > 0 && idx == prev) return parts;
+    if (step == 0) first = idx;
+    kept = kept || (step > 0 && idx == prev);
+    once = once && idx == first;
+    if (kept && !once) break;
     prev = std::move(idx);
     for (size_t d = ids.size(); d-- > 0;) {
       if (++ids[d] < k.grid[d]) break;
       ids[d] = 0;
     }
   }
-  return 1;
+  return {kept, kept && once};
+}
+
+}  // namespace
+
+bool copiedOnce(const llo::Kernel& k, const llo::BlockMapping& m) { return blockReuse(k, m).once; }
+
+int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo::Type& hbm,
+                     int queueDepth) {
+  const std::vector<int64_t>& block = m.blockShape;
+  if (!rowsBlock(block) || hbm.shape.size() != block.size() || m.buffers != 2 ||
+      k.numScalarPrefetch > 0)
+    return 1;
+  for (size_t d = 0; d < block.size(); ++d)
+    if (hbm.shape[d] % block[d] != 0) return 1;
+  const int64_t rows = block[block.size() - 2], cols = block.back();
+  const int64_t bytes = rows * cols * isa::dtypeBytes(hbm.dtype);
+  const auto [kept, once] = blockReuse(k, m);
+  if (!kept) return 1;
+  // A block of leading unit dims, or one copied once in smaller parts, only
+  // where the body's first read takes some of its rows (FirstRead.h): else
+  // the parts would be waited for at once, their copies sharing HBM with the
+  // other streams' first blocks (the whole block lands sooner alone).
+  const bool byRows = (once || block.size() > 2) && firstReadByRows(k, m, once);
+  if (block.size() > 2 && !byRows) return 1;
+  // A block copied once has no next block to take HBM from its parts:
+  // smaller parts let the first step start on its first rows sooner. Only a
+  // block of leading unit dims (a whole head): 2-D ones keep the parts they
+  // had (the tiny prefill's down projection LHS in 128 KiB parts: +8 cycles).
+  const int64_t minPart =
+      once && byRows && block.size() > 2 ? kMinOnceArrivalPartBytes : kMinArrivalPartBytes;
+  const int64_t parts =
+      std::min<int64_t>({kMaxArrivalParts, queueDepth / 2, rows / 8, bytes / minPart});
+  return parts > 1 ? parts : 1;
 }
 
 CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
@@ -303,14 +346,17 @@ CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
   if (packedHbm) throw CodegenError("internal: a packed s8x2 array is copied paired");
   if (parts > 1) {
     // Row ranges of whole (8-row) tiles, each its own descriptors, in order.
-    if (toHbm || window.size() != 2 || window != block.shape)
+    if (toHbm || !rowsBlock(window) || window != block.shape)
       throw CodegenError("internal: only whole 2-D input blocks are copied in parts");
-    const int64_t rows = window[0], step = (rows / parts + 7) / 8 * 8;
-    const int64_t hbmRow = elementStrides(hbm)[0];
+    const size_t rowDim = window.size() - 2;
+    const int64_t rows = window[rowDim], step = (rows / parts + 7) / 8 * 8;
+    const int64_t hbmRow = elementStrides(hbm)[rowDim];
     CopyPlan all;
     for (int64_t r0 = 0; r0 < rows; r0 += step) {
       const int64_t r1 = std::min(rows, r0 + step);
-      CopyPlan p = planBlockCopy(hbm, block, false, {r1 - r0, window[1]});
+      std::vector<int64_t> part = window;
+      part[rowDim] = r1 - r0;
+      CopyPlan p = planBlockCopy(hbm, block, false, part);
       for (size_t i = 0; i < p.descriptors.size(); ++i) {
         all.descriptors.push_back(p.descriptors[i]);
         all.srcOffset.push_back(p.srcOffset[i] + r0 * hbmRow);

@@ -65,8 +65,19 @@ CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
 // kMinArrivalPartBytes, index maps that do not read SMEM. 1: one part. Shared
 // by the grid pipeline and the cross-kernel prefetch planner, which must
 // split alike.
+// Also, where the body's first read of the block takes only some of its rows
+// (FirstRead.h), blocks of more dimensions whose leading ones are 1
+// (rowsBlock), and a block copied once for the whole grid (its index map
+// constant: a whole head at one head) of leading unit dims in parts of at
+// least kMinOnceArrivalPartBytes.
 constexpr int64_t kMaxArrivalParts = 4;
 constexpr int64_t kMinArrivalPartBytes = int64_t(512) << 10;
+constexpr int64_t kMinOnceArrivalPartBytes = int64_t(64) << 10;
+// Whether every grid step keeps the block of the first (a constant index
+// map over 2+ steps): it is copied once, in the prologue.
+bool copiedOnce(const llo::Kernel& k, const llo::BlockMapping& m);
+// A 2-D block, or one whose dimensions before its last two are all 1.
+bool rowsBlock(const std::vector<int64_t>& shape);
 int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo::Type& hbm,
                      int queueDepth);
 

@@ -145,13 +145,15 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // Input blocks that arrive in parts (Lowerer::Arrival): the first read of
   // each part waits for it, so the MXUs start on the first rows of the LHS and
   // the first K rows of the weights while the rest is still in flight.
+  // (A block of more dimensions: those before its last two are 1, CopyPlan.h.)
   auto firstRow = [&](const llo::ViewRange& v) -> int64_t {
-    if (v.ref->type.shape.size() != 2 || v.indices.empty()) return -1;
-    ScalarVal r = scalar(v.indices[0]);
+    const size_t rank = v.ref->type.shape.size();
+    if (rank < 2 || v.indices.size() != rank) return -1;
+    ScalarVal r = scalar(v.indices[rank - 2]);
     return r.isConst ? r.c : -1;
   };
   constexpr int64_t kAll = std::numeric_limits<int64_t>::max();
-  const int64_t lhsRow0 = firstRow(views[1]), rhsRow0 = transRhs ? -1 : firstRow(views[2]);
+  const int64_t lhsRow0 = firstRow(views[1]), rhsRow0 = firstRow(views[2]);
   auto awaitOperand = [&](const llo::ViewRange& v, int64_t row0, int64_t rows) {
     awaitRows(v.ref, row0 < 0 ? kAll : row0 + rows);
   };
@@ -456,7 +458,9 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   auto wpushOne = [&](const Item& it, int mxu, int64_t kc, int64_t p) {
     std::vector<MOperand> row;
     // A paired chunk's words hold its partner chunk too: both arrive together.
-    awaitOperand(views[2], rhsRow0, std::min(K, pairedWiden ? (kc / 2 + 1) * 2 * S : (kc + 1) * D));
+    // Transposed, the weights' rows are the result's N columns: all at the first push.
+    awaitOperand(views[2], rhsRow0,
+                 transRhs ? N : std::min(K, pairedWiden ? (kc / 2 + 1) * 2 * S : (kc + 1) * D));
     if (!transRhs) {
       // Weight rows D*kc + q*S + 8p of column tile j (part q); rows >= K stay
       // zero (not loaded, or not pushed). Lanes past N only reach unstored columns.

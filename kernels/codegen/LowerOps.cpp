@@ -709,16 +709,25 @@ void Lowerer::lowerIf(const llo::Op& op) {
       lowerOps(op.regions[1], kernel_);
     return;
   }
+  // Parts of input blocks still arriving (Arrival): with both branches, each
+  // waits for them where it reads them and for the rest at its end, so the
+  // step waits for every part once on either path.
+  const bool twoSided = op.regions.size() > 1;
+  if (!twoSided) awaitArrivals();
+  const auto arriving = arrivals_;
   int condBlock = currentBlock();
   emit(Opcode::BrZ, {reg(c), MOperand::block(-1)});
   newBlock("then");
   lowerOps(op.regions[0], kernel_);
+  awaitArrivals();
   int thenEnd = currentBlock();
   int elseStart = -1;
-  if (op.regions.size() > 1) {
+  if (twoSided) {
     emit(Opcode::Jmp, {MOperand::block(-1)});
     elseStart = newBlock("else");
+    arrivals_ = arriving;
     lowerOps(op.regions[1], kernel_);
+    awaitArrivals();
   }
   int end = newBlock("endif");
   fn_.blocks[condBlock].instrs.back().ops[1] = MOperand::block(elseStart >= 0 ? elseStart : end);
@@ -740,6 +749,35 @@ void Lowerer::awaitRows(const llo::Value* ref, int64_t rowEnd) {
   if (a.done == a.rowEnd.size()) arrivals_.erase(it);
 }
 
+void Lowerer::awaitRegion(int region) {
+  for (auto it = arrivals_.begin(); it != arrivals_.end();) {
+    auto next = std::next(it);
+    if (it->second.region == region) awaitRows(it->first, std::numeric_limits<int64_t>::max());
+    it = next;
+  }
+}
+
+void Lowerer::awaitLoadRows(const llo::Op& op) {
+  const size_t r = op.kind == llo::OpKind::VStore ? 1 : 0;
+  const int region = place(op.operands[r]).region;
+  for (auto it = arrivals_.begin(); it != arrivals_.end();) {
+    auto next = std::next(it);
+    if (it->second.region == region) {
+      // A vector load of the block itself at a constant row (its second-last
+      // index): the parts up to that tile; else all of it.
+      int64_t rowEnd = std::numeric_limits<int64_t>::max();
+      const size_t rank = it->first->type.shape.size();
+      if (op.kind == llo::OpKind::VLoad && op.operands[r] == it->first &&
+          op.operands.size() == rank + 1 && rank >= 2) {
+        ScalarVal row = scalar(op.operands[rank - 1]);
+        if (row.isConst) rowEnd = row.c + (op.ints[0] == 0 ? 1 : 8 * op.ints[0]);
+      }
+      awaitRows(it->first, rowEnd);
+    }
+    it = next;
+  }
+}
+
 void Lowerer::awaitArrivals() {
   while (!arrivals_.empty())
     awaitRows(arrivals_.begin()->first, std::numeric_limits<int64_t>::max());
@@ -753,8 +791,9 @@ void Lowerer::lowerOp(const llo::Op& op) {
   } overlapScope{overlap_, overlap_};
   overlap_ = op.overlap;
   const auto& o = op.operands;
-  // Parts of input blocks still arriving: only scalar ops and the matmul
-  // (which waits per part) may run before them.
+  // Parts of input blocks still arriving: the matmul and vector loads wait
+  // for the parts they read, other ops for the blocks of their ref operands,
+  // two-sided ifs in each branch (lowerIf), loops for all.
   if (!arrivals_.empty()) switch (op.kind) {
       case OpKind::SConst:
       case OpKind::SBinary:
@@ -762,9 +801,29 @@ void Lowerer::lowerOp(const llo::Op& op) {
       case OpKind::ProgramId:
       case OpKind::NumPrograms:
       case OpKind::Matmul:
+      case OpKind::If:  // lowerIf
         break;
-      default:
-        awaitArrivals();
+      case OpKind::VLoad:
+      case OpKind::VStore:  // only a block still arriving is waited for
+        awaitLoadRows(op);
+        break;
+      default: {
+        // An op without regions touches only its ref operands' memory (none:
+        // register work); one with regions (a loop) waits for all.
+        if (!op.regions.empty()) {
+          awaitArrivals();
+          break;
+        }
+        for (const llo::Value* v : o) {
+          if (!v->type.isRef()) continue;
+          auto it = refs_.find(v);
+          if (it == refs_.end()) {
+            awaitArrivals();
+            break;
+          }
+          awaitRegion(it->second.region);
+        }
+      }
     }
   switch (op.kind) {
     case OpKind::SConst:

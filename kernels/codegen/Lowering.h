@@ -126,9 +126,11 @@ class Lowerer {
   // Input blocks that arrive in parts (chunked arrival, CopyPlan.h): the
   // pipeline registers the block's ref before the body instead of waiting for
   // the whole block; the body waits for the parts it reads before their first
-  // read (awaitRows, from the matmul lowering), and for all that is left before
-  // any other op that touches memory or branches, and at its end
-  // (awaitArrivals), so every wait runs once per step whatever the body does.
+  // read (awaitRows, from the matmul lowering), for all of a block before a
+  // vector load or store of its region, at the end of each branch of a
+  // two-sided `if` (lowerIf), and for all that is left before any other op that
+  // touches memory or branches, and at its end (awaitArrivals), so every wait
+  // runs once per step whatever the body does.
   struct Arrival {
     int flag = 0;
     int region = -1;                   // the block ref's memory region
@@ -141,6 +143,12 @@ class Lowerer {
   // dimension), if `ref` is one that arrives in parts.
   void awaitRows(const llo::Value* ref, int64_t rowEnd);
   void awaitArrivals();
+  // Before a vector load or store: waits for the parts it reads of a block
+  // still arriving in its memory region (all of it unless a load at a
+  // constant row of the block's ref).
+  void awaitLoadRows(const llo::Op& op);
+  // Waits for what is left of the blocks in memory region `region`.
+  void awaitRegion(int region);
 
   // VMEM row address of (lead..., row, col) in a ref; `col` a multiple of 128.
   ScalarVal vmemRow(const RefPlace& r, const std::vector<ScalarVal>& idx);

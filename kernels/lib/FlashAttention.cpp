@@ -1061,18 +1061,33 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         variant(0);
         first = false;
       };
+      // The branches' known starts as constants: the loads of a whole-head
+      // block at a constant row wait only for the parts holding their rows
+      // (chunked arrival: the kernel's first step starts on K's and q's
+      // first rows). tracing runs the lambdas in place; restored after. Not
+      // causal: its first step's init branch waits for whole blocks
+      // (FirstRead.h), so the heads arrive whole (+10 cycles at 2048).
+      auto withStart = [&](Scalar& start, auto&& f) {
+        if (causal) return f();
+        const Scalar saved = start;
+        start = Scalar(0);
+        f();
+        start = saved;
+      };
       when_else(
           kv == 0,
           [&] {
-            if (!crossQ) return ownFirst();
-            when_else(
-                qi > 0,
-                [&] {
-                  firstReady = true;
-                  variant(0);
-                  firstReady = false;
-                },
-                ownFirst);
+            withStart(kStart, [&] {
+              if (!crossQ) return ownFirst();
+              when_else(
+                  qi > 0,
+                  [&] {
+                    firstReady = true;
+                    variant(0);
+                    firstReady = false;
+                  },
+                  [&] { withStart(qStart, ownFirst); });
+            });
           },
           [&] {
             when_else(

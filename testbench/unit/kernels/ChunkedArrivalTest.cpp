@@ -9,8 +9,11 @@
 
 #include "kernels/codegen/Compile.h"
 #include "kernels/codegen/CopyPlan.h"
+#include "kernels/codegen/FirstRead.h"
 #include "kernels/codegen/RegAlloc.h"
 #include "kernels/codegen/Scheduler.h"
+#include "kernels/dsl/PallasCall.h"
+#include "kernels/lib/FlashAttention.h"
 #include "kernels/lib/Matmul.h"
 #include "testbench/unit/kernels/SimRun.h"
 
@@ -105,4 +108,139 @@ TEST_CASE("a matmul whose LHS arrives in parts equals interpret mode bit for bit
   auto k5 = matmul(2048, 256, 512, {1024, 128, 512});
   testing::SimCheck r5 = testing::checkSimAgainstInterpret(*k5, "v5e", 6);
   CHECK(count(r5.compiled.machineText, "sync.signal f0, 2") == 1);
+}
+
+namespace {
+
+auto flash(int64_t bh, int64_t seq, bool causal = false) {
+  lib::FlashAttentionParams p;  // as tpu-kernel builds it for v5e, blocks 512 x 512
+  p.causal = causal;
+  p.blockQ = p.blockK = 512;
+  p.latchV = true;
+  p.mxuSize = 128;
+  p.mxuCount = 4;
+  p.scoreNext = p.scoreNextQ = true;
+  return lib::flashAttentionCall(bh, seq, seq, 128, p)
+      .trace(lib::flashAttentionInputs(bh, seq, seq, 128, 1));
+}
+
+}  // namespace
+
+TEST_CASE("a block copied once for the grid arrives in smaller parts, leading unit dims too") {
+  // One head: q's and K's whole-head blocks (1 x 2048 x 128 bf16, 512 KiB)
+  // are copied once; V's block changes every step.
+  auto k = flash(1, 2048);
+  auto parts = [&](const std::unique_ptr<llo::Kernel>& kk, size_t i) {
+    return arrivalParts(*kk, kk->inMaps.at(i), kk->inputs.at(i).hbmType(), 8);
+  };
+  CHECK(parts(k, 0) == kMaxArrivalParts);
+  CHECK(parts(k, 1) == kMaxArrivalParts);
+  CHECK(parts(k, 2) == 1);
+  // Two heads: a new whole-head block per head, under kMinArrivalPartBytes.
+  auto two = flash(2, 2048);
+  CHECK(parts(two, 0) == 1);
+  CHECK(parts(two, 1) == 1);
+  // Causal: the first step's first op is a one-sided `if` (the init), which
+  // waits for every block still arriving (FirstRead.h): the heads arrive
+  // whole, as the step would wait for all their parts at once.
+  auto causal = flash(1, 2048, true);
+  CHECK_FALSE(firstReadByRows(*causal, causal->inMaps[0], true));
+  CHECK(parts(causal, 0) == 1);
+  CHECK(parts(causal, 1) == 1);
+  CHECK(firstReadByRows(*k, k->inMaps[0], true));
+  CHECK(firstReadByRows(*k, k->inMaps[1], true));
+  const llo::Type hbm = llo::Type::ref(llo::MemSpace::Hbm, llo::DType::Bf16, {1, 2048, 128});
+  const llo::Type block = llo::Type::ref(llo::MemSpace::Vmem, llo::DType::Bf16, {1, 2048, 128});
+  CopyPlan cp = planBlockCopy(hbm, block, false, {1, 2048, 128}, 0, 4);
+  CHECK(cp.partRowEnd == std::vector<int64_t>{512, 1024, 1536, 2048});
+  REQUIRE(cp.descriptors.size() == 4);
+  CHECK(cp.srcOffset[1] == 512 * 128 * 2);
+  CHECK(cp.dstOffset[1] == 512 * isa::kVmemRowBytes);
+}
+
+TEST_CASE("flash attention's first step waits only for the rows its score dots read") {
+  // Seq 1024, blocks 512: q and K whole heads (256 KiB) in 4 parts of 128
+  // rows. The first step's dots read q rows [0, 512) and K rows [0, 1024):
+  // it waits for q's first 4 parts where they are read, and for the rest
+  // at the end of its branch; outputs equal interpret mode bit for bit.
+  auto k = flash(1, 1024);
+  testing::SimCheck r = testing::checkSimAgainstInterpret(*k, "v5e", 7);
+  const std::string& text = r.compiled.machineText;
+  // A whole-block wait of q or K would be "sync.wait fN, 4" before any mm.
+  const size_t firstMm = text.find("mxu.mm");
+  REQUIRE(firstMm != std::string::npos);
+  CHECK(count(text.substr(0, firstMm), "sync.wait") >= 1);
+  CHECK(count(text, "sync.wait f0, 1") + count(text, "sync.wait f1, 1") >= 2);
+  // No pipeline code per step for the heads: each step's end signals their
+  // parts' count for the next (the loop runs them all), the epilogue waits
+  // for the last step's.
+  const size_t epilogue = text.rfind("epilogue");
+  REQUIRE(epilogue != std::string::npos);
+  CHECK(count(text, "sync.signal f0, 4") == 1);
+  CHECK(count(text, "sync.signal f1, 4") == 1);
+  CHECK(count(text.substr(epilogue), "sync.wait f0, 4") == 1);
+  CHECK(count(text.substr(epilogue), "sync.wait f1, 4") == 1);
+}
+
+TEST_CASE("a 2-D block copied once keeps whole-block parts; read whole first, one part") {
+  using namespace dsl;
+  // x (512 KiB f32) copied once for a grid of 2; out[i] = x[0:8] + y[i].
+  auto kernel = [](auto body) {
+    CallConfig c;
+    c.name = "once";
+    c.out_shapes = {{{16, 256}, F32, "out"}};
+    c.grid = {2};
+    auto zero = [](const GridIndex&) { return std::vector<Scalar>{0, 0}; };
+    auto row = [](const GridIndex& g) { return std::vector<Scalar>{g[0], 0}; };
+    c.in_specs = {BlockSpec({512, 256}, zero), BlockSpec({8, 256}, row)};
+    c.out_specs = {BlockSpec({8, 256}, row)};
+    c.compiler_params.dimension_semantics = {ARBITRARY};
+    return pallas_call(body, c).trace({{{512, 256}, F32, "x"}, {{16, 256}, F32, "y"}});
+  };
+  auto byRows =
+      kernel([](Ref x, Ref y, Ref o) { o.store(x.load(ds(0, 8), ds(0, 256)) + y.load()); });
+  CHECK(firstReadByRows(*byRows, byRows->inMaps[0], true));
+  // 2-D: parts of kMinArrivalPartBytes, so 512 KiB is one (were 4 of 128 KiB:
+  // the tiny prefill's SwiGLU x then shared HBM with the weights' first copies).
+  CHECK(arrivalParts(*byRows, byRows->inMaps[0], byRows->inputs[0].hbmType(), 8) == 1);
+  // The first op a one-sided `if` on the step: it waits for all of x first.
+  auto whole = kernel([](Ref x, Ref y, Ref o) {
+    when(program_id(0) == 0, [&] { o.store(y.load()); });
+    o.store(x.load(ds(0, 8), ds(0, 256)) + y.load());
+  });
+  CHECK_FALSE(firstReadByRows(*whole, whole->inMaps[0], true));
+}
+
+TEST_CASE("a block in parts that is not copied once keeps its first copy on its own queue") {
+  // out[i] = x + y[min(i, 1)], grid 3: x (1 MiB f32) is copied once, y's
+  // block (1 MiB) changes at step 1 and stays at step 2; both arrive in two
+  // parts. y's next block is started on y's queue before step 0's body waits
+  // for y's first block: had that first block gone on x's queue (behind x's
+  // parts), the next one could count on y's flag first and step 0 would read
+  // rows still in flight.
+  using namespace dsl;
+  CallConfig c;
+  c.name = "two_streams_in_parts";
+  c.out_shapes = {{{1536, 512}, F32, "out"}};
+  c.grid = {3};
+  c.in_specs = {BlockSpec({512, 512},
+                          [](const GridIndex&) {
+                            return std::vector<Scalar>{0, 0};
+                          }),
+                BlockSpec({512, 512}, [](const GridIndex& g) {
+                  return std::vector<Scalar>{min(g[0], Scalar(1)), 0};
+                })};
+  c.out_specs = {BlockSpec({512, 512}, [](const GridIndex& g) {
+    return std::vector<Scalar>{g[0], 0};
+  })};
+  c.compiler_params.dimension_semantics = {ARBITRARY};
+  auto k = pallas_call([](Ref x, Ref y, Ref o) { o.store(x.load() + y.load()); }, c)
+               .trace({{{512, 512}, F32, "x"}, {{1024, 512}, F32, "y"}});
+  CHECK(copiedOnce(*k, k->inMaps[0]));
+  CHECK_FALSE(copiedOnce(*k, k->inMaps[1]));
+  CHECK(arrivalParts(*k, k->inMaps[0], k->inputs[0].hbmType(), 8) == 2);
+  CHECK(arrivalParts(*k, k->inMaps[1], k->inputs[1].hbmType(), 8) == 2);
+  testing::SimCheck r = testing::checkSimAgainstInterpret(*k, "v5e", 8);
+  // y's copies all on its own queue (flag 1).
+  CHECK(count(r.compiled.machineText, "f1, q0") == 0);
 }

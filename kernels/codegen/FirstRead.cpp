@@ -1,0 +1,206 @@
+#include "kernels/codegen/FirstRead.h"
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+
+namespace tpusim::kernels::codegen {
+
+using llo::OpKind;
+using llo::ScalarBin;
+
+namespace {
+
+enum class Read { None, Rows, Whole };
+
+class FirstRead {
+ public:
+  FirstRead(const llo::Kernel& k, const llo::Value* ref, bool firstStep)
+      : k_(k), ref_(ref), firstStep_(firstStep) {
+    const auto& shape = ref->type.shape;
+    rows_ = shape.size() >= 2 ? shape[shape.size() - 2] : 0;
+  }
+
+  // The first op of `b` that waits for the block, and how.
+  Read block(const llo::Block& b) {
+    for (const auto& op : b.ops)
+      if (Read r = this->op(*op); r != Read::None) return r;
+    return Read::None;
+  }
+
+ private:
+  const llo::Kernel& k_;
+  const llo::Value* ref_;
+  bool firstStep_;
+  int64_t rows_ = 0;
+
+  // A scalar's value when the lowering knows it (constants, the program id
+  // of a one-point grid dimension), or, with `atFirstStep`, its value at the
+  // grid's first step (every program id 0).
+  std::optional<int64_t> fold(const llo::Value* v, bool atFirstStep, int depth = 0) const {
+    const llo::Op* d = v->def;
+    if (!d || depth > 16) return std::nullopt;
+    switch (d->kind) {
+      case OpKind::SConst:
+        return int64_t(int32_t(d->ints[0]));
+      case OpKind::ProgramId:
+        if (atFirstStep || k_.grid.at(size_t(d->ints[0])) == 1) return 0;
+        return std::nullopt;
+      case OpKind::NumPrograms:
+        return k_.grid.at(size_t(d->ints[0]));
+      case OpKind::SSelect: {
+        auto c = fold(d->operands[0], atFirstStep, depth + 1);
+        if (!c) return std::nullopt;
+        return fold(d->operands[*c ? 1 : 2], atFirstStep, depth + 1);
+      }
+      case OpKind::SBinary:
+        break;
+      default:
+        return std::nullopt;
+    }
+    auto a = fold(d->operands[0], atFirstStep, depth + 1);
+    auto b = fold(d->operands[1], atFirstStep, depth + 1);
+    if (!a || !b) return std::nullopt;
+    const int32_t p = int32_t(*a), q = int32_t(*b);
+    const uint32_t x = uint32_t(p), y = uint32_t(q);
+    switch (ScalarBin(d->ints[0])) {
+      case ScalarBin::Add:
+        return int32_t(x + y);
+      case ScalarBin::Sub:
+        return int32_t(x - y);
+      case ScalarBin::Mul:
+        return int32_t(x * y);
+      case ScalarBin::Div:
+      case ScalarBin::Rem:
+        if (q == 0 || (p == INT32_MIN && q == -1)) return std::nullopt;
+        return ScalarBin(d->ints[0]) == ScalarBin::Div ? p / q : p % q;
+      case ScalarBin::Min:
+        return std::min(p, q);
+      case ScalarBin::Max:
+        return std::max(p, q);
+      case ScalarBin::And:
+        return int32_t(x & y);
+      case ScalarBin::Or:
+        return int32_t(x | y);
+      case ScalarBin::Xor:
+        return int32_t(x ^ y);
+      case ScalarBin::Shl:
+        return int32_t(x << (y & 31));
+      case ScalarBin::Shr:
+        return int32_t(x >> (y & 31));
+      case ScalarBin::Eq:
+        return p == q;
+      case ScalarBin::Ne:
+        return p != q;
+      case ScalarBin::Lt:
+        return p < q;
+      case ScalarBin::Le:
+        return p <= q;
+      case ScalarBin::Gt:
+        return p > q;
+      case ScalarBin::Ge:
+        return p >= q;
+    }
+    return std::nullopt;
+  }
+
+  // A read of the block's rows up to `rowEnd` (exclusive), if known.
+  Read rowsUpTo(std::optional<int64_t> rowEnd) const {
+    return rowEnd && *rowEnd < rows_ ? Read::Rows : Read::Whole;
+  }
+  // The constant second-last index of a view of the block, if it is one.
+  std::optional<int64_t> viewRow(const llo::ViewRange& v) const {
+    const size_t rank = v.ref->type.shape.size();
+    if (rank < 2 || v.indices.size() != rank) return std::nullopt;
+    return fold(v.indices[rank - 2], false);
+  }
+
+  // As Lowerer::lowerMatmul waits: the destination and a scale row whole, the
+  // LHS by row tiles (by K chunks transposed), the weights by K chunks (all
+  // N rows transposed), addends whole. A latched matmul: whole (conservative).
+  Read matmul(const llo::Op& op) const {
+    const auto views = llo::opViews(op);
+    bool uses = false;
+    for (const auto& v : views) uses = uses || v.ref == ref_;
+    if (!uses) return Read::None;
+    if (op.ints.size() > 7 && op.ints[7] >= 1) return Read::Whole;
+    if (views[0].ref == ref_ || (llo::matmulScaled(op) && views[3].ref == ref_)) return Read::Whole;
+    const int64_t N = op.ints[1], K = op.ints[2];
+    const bool transLhs = op.ints[3], transRhs = op.ints[4];
+    auto plus = [](std::optional<int64_t> row, int64_t n) {
+      return row ? std::optional<int64_t>(*row + n) : std::nullopt;
+    };
+    if (views[1].ref == ref_)
+      return rowsUpTo(plus(viewRow(views[1]), transLhs ? std::min<int64_t>(K, 128) : 8));
+    if (views[2].ref == ref_)
+      return rowsUpTo(plus(viewRow(views[2]), transRhs ? N : std::min<int64_t>(K, 128)));
+    return Read::Whole;  // an addend
+  }
+
+  // As Lowerer::lowerIf: a constant condition lowers one branch in place; a
+  // one-sided `if` waits for everything first; a two-sided one waits in each
+  // branch where it reads and for the rest at the branch's end.
+  Read ifOp(const llo::Op& op) {
+    const bool twoSided = op.regions.size() > 1;
+    if (auto c = fold(op.operands[0], false)) {
+      if (*c) return block(op.regions[0]);
+      return twoSided ? block(op.regions[1]) : Read::None;
+    }
+    if (!twoSided) return Read::Whole;
+    auto branch = [&](const llo::Block& b) {
+      const Read r = block(b);
+      return r == Read::None ? Read::Whole : r;
+    };
+    if (firstStep_)
+      if (auto c = fold(op.operands[0], true)) return branch(op.regions[*c ? 0 : 1]);
+    const Read a = branch(op.regions[0]), b = branch(op.regions[1]);
+    return a == Read::Rows || b == Read::Rows ? Read::Rows : Read::Whole;
+  }
+
+  // As Lowerer::lowerOp waits for blocks still arriving.
+  Read op(const llo::Op& op) {
+    switch (op.kind) {
+      case OpKind::SConst:
+      case OpKind::SBinary:
+      case OpKind::SSelect:
+      case OpKind::ProgramId:
+      case OpKind::NumPrograms:
+        return Read::None;
+      case OpKind::Matmul:
+        return matmul(op);
+      case OpKind::If:
+        return ifOp(op);
+      case OpKind::VLoad:
+      case OpKind::VStore: {
+        const size_t r = op.kind == OpKind::VStore ? 1 : 0;
+        if (op.operands[r] != ref_) return Read::None;
+        const size_t rank = ref_->type.shape.size();
+        if (op.kind != OpKind::VLoad || op.operands.size() != rank + 1 || rank < 2)
+          return Read::Whole;
+        auto row = fold(op.operands[rank - 1], false);
+        const int64_t stride = op.ints.empty() ? 1 : op.ints[0];
+        return rowsUpTo(row ? std::optional<int64_t>(*row + (stride == 0 ? 1 : 8 * stride))
+                            : std::nullopt);
+      }
+      default:
+        break;
+    }
+    if (!op.regions.empty()) return Read::Whole;  // a loop waits for every block
+    for (const llo::Value* v : op.operands)
+      if (v == ref_) return Read::Whole;
+    return Read::None;
+  }
+};
+
+}  // namespace
+
+bool firstReadByRows(const llo::Kernel& k, const llo::BlockMapping& m, bool firstStep) {
+  if (k.inMaps.empty() || &m < k.inMaps.data() || &m >= k.inMaps.data() + k.inMaps.size())
+    return false;
+  const size_t arg = size_t(k.numScalarPrefetch) + size_t(&m - k.inMaps.data());
+  const auto& args = k.body->body.args;
+  if (arg >= args.size()) return false;
+  return FirstRead(k, args[arg], firstStep).block(k.body->body) == Read::Rows;
+}
+
+}  // namespace tpusim::kernels::codegen

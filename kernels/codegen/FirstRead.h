@@ -1,0 +1,21 @@
+// How a kernel's body first reads an input block, as the lowering waits for
+// a block that arrives in parts (Lowerer::Arrival): whether that first read
+// waits for some of the block's rows only (a matmul operand or a vector load
+// at a constant row), so the body starts on the first parts while the rest is
+// in flight. Splitting a block whose first read waits for all of it only
+// moves the step's wait into the body and lets the block's copy share HBM
+// with the other streams' first copies (CopyPlan.h arrivalParts).
+#pragma once
+
+#include "kernels/llo/Ir.h"
+
+namespace tpusim::kernels::codegen {
+
+// Whether the body's first read of the block of `m` (one of k.inMaps) waits
+// for only some of its rows. `firstStep`: the read at the grid's first step
+// (a block copied once arrives only then): a two-sided `if` is followed
+// into the branch the first step takes. Conservative: false where the
+// lowering's waits are not known from the IR.
+bool firstReadByRows(const llo::Kernel& k, const llo::BlockMapping& m, bool firstStep);
+
+}  // namespace tpusim::kernels::codegen
