@@ -708,6 +708,13 @@ bool flashScoreNextQ(int64_t seqQ, int64_t seqK, int64_t d, const FlashAttention
   return 2 * seqQ * 128 * 4 + thirdScores <= vmemLimit / 4;
 }
 
+bool flashPairsQ(int64_t seqQ, int64_t seqK, const FlashAttentionParams& prm) {
+  const int64_t bq = std::min(prm.blockQ, seqQ);
+  const int64_t bk = prm.blockK < seqK ? prm.blockK : cdiv(seqK, 128) * 128;
+  return prm.pairQ && prm.causal && bq == bk && seqQ == seqK && seqQ % bq == 0 &&
+         (seqQ / bq) % 2 == 0;
+}
+
 PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                               const FlashAttentionParams& prm) {
   if (bh < 1 || seqQ < 1 || seqK < 1)
@@ -752,8 +759,20 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
   c.name = fmt::format("flash_attention{}_{}x{}x{}x{}{}", causal ? "_causal" : "", bh, seqQ, seqK,
                        d, groups > 1 ? fmt::format("_g{}", groups) : "");
   c.out_shapes = {{{bh, seqQ, d}, prm.outType, "out"}};
-  c.grid = {bh, nq, nk};
-  auto qMap = [](const GridIndex& g) { return std::vector<Scalar>{g[0], g[1], 0}; };
+  // pairQ (FlashAttentionParams): grid axis 1 counts pairs of q blocks, i
+  // and nq - 1 - i, each pair's steps axis 2: q block i's i + 1 kv blocks,
+  // then q block nq - 1 - i's nq - i. Every step computes: no skipped
+  // steps above the diagonal, whose grid headers the EUP idled through.
+  const bool paired = flashPairsQ(seqQ, seqK, prm);
+  c.grid = paired ? std::vector<int64_t>{bh, nq / 2, nq + 1} : std::vector<int64_t>{bh, nq, nk};
+  // The step's q block and kv block.
+  auto qOf = [=](const GridIndex& g) {
+    return paired ? select(g[2] <= g[1], g[1], Scalar(nq - 1) - g[1]) : g[1];
+  };
+  auto kvOf = [=](const GridIndex& g) {
+    return paired ? select(g[2] <= g[1], g[2], g[2] - g[1] - 1) : g[2];
+  };
+  auto qMap = [=](const GridIndex& g) { return std::vector<Scalar>{g[0], qOf(g), 0}; };
   // Causal: kv blocks above the diagonal map to the last block the q block
   // needs, so the pipeline sees an unchanged index and skips their copies.
   // That block, (i bq + bq - 1) / bk for q block i, is (a (i + 1) - 1) / c
@@ -777,12 +796,12 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     return (g[2] > lastKv(g[1])) && (g[1] + 1 < Scalar(nq));
   };
   auto kvMap = [=](const GridIndex& g) {
-    Scalar kv = g[2];
-    if (causal) kv = select(skipsToNext(g), Scalar(0), min(kv, lastKv(g[1])));
+    Scalar kv = kvOf(g);
+    if (causal && !paired) kv = select(skipsToNext(g), Scalar(0), min(kv, lastKv(g[1])));
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, kv, 0};
   };
   auto qNextMap = [=](const GridIndex& g) {
-    if (!causal) return qMap(g);
+    if (!causal || paired) return qMap(g);
     return std::vector<Scalar>{g[0], select(skipsToNext(g), g[1] + 1, g[1]), 0};
   };
   // scoreNext (FlashAttentionParams): K then comes as one block of the
@@ -822,8 +841,20 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                            ? std::min<int64_t>(prm.pvEarly, 8 * prm.accSlots)
                        : prm.pvEarly > 0 ? prm.pvEarly
                                          : 8 * prm.accSlots;
-    Scalar qi = program_id(1), kv = program_id(2);
+    const GridIndex pos{{program_id(0), program_id(1), program_id(2)}, {}};
+    Scalar qi = qOf(pos), kv = kvOf(pos);
     Scalar qStart = qi * bq, kStart = kv * bk;
+    // The q block after this one in grid order (paired: i -> nq - 1 - i ->
+    // i + 1), and whether there is one in this head.
+    // Paired, made here with the step's indices (made where the diagonal
+    // reads them: causal 2048 +4%).
+    std::optional<Scalar> pairedNextQ, pairedHasNextQ;
+    if (paired) {
+      pairedNextQ = select(qi < Scalar(nq / 2), Scalar(nq - 1) - qi, Scalar(nq) - qi) * bq;
+      pairedHasNextQ = qi != Scalar(nq / 2);
+    }
+    auto nextQStart = [&] { return paired ? *pairedNextQ : qStart + bq; };
+    auto hasNextQ = [&] { return paired ? *pairedHasNextQ : qi + 1 < Scalar(nq); };
     // scoreNext: the step's K rows from the head's, and the score buffers by
     // step parity (set per variant below: tracing runs the steps' lambdas
     // in place).
@@ -954,13 +985,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         if (nextDot)
           st.nextScores = [&, p = parity, toNextQ = nextQ] {
             scores[size_t(1 - p)].store(
-                toNextQ ? dot(qBlock(qStart + bq), kBlock(Scalar(0)), {false, true})
+                toNextQ ? dot(qBlock(nextQStart()), kBlock(Scalar(0)), {false, true})
                         : dot(qBlock(qStart), kBlock(kStart + bk), {false, true}));
           };
       }
       if (diagNextQ)
         st.nextQScores = [&] {
-          scores[2].store(dot(qBlock(qStart + bq), kBlock(Scalar(0)), {false, true}));
+          scores[2].store(dot(qBlock(nextQStart()), kBlock(Scalar(0)), {false, true}));
         };
       if (pending) st.pvPrev = v.load();
       st.pvDefer = defer;
@@ -1042,7 +1073,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         nextDot = false;
         if (!crossQ || causal || p != 1) return stepRagged(false);
         when_else(
-            qi + 1 < Scalar(nq),
+            hasNextQ(),
             [&] {
               nextDot = nextQ = true;
               stepRagged(false);
@@ -1107,7 +1138,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       };
       if (!crossQ) return diagonal();
       when_else(
-          qi + 1 < Scalar(nq),
+          hasNextQ(),
           [&] {
             diagNextQ = true;
             diagonal();
@@ -1221,7 +1252,11 @@ KernelEntry flashAttentionEntry() {
               {"score_next_q", "true",
                "with score_next, an even number of K blocks (causal: block_q = block_k, the "
                "diagonal in parts): q of the whole head in VMEM, a q block's last step "
-               "computes the next q block's first scores"}};
+               "computes the next q block's first scores"},
+              {"pair_q", "true",
+               "causal, block_q = block_k, seq_q = seq_k, an even number of q blocks: each "
+               "grid step of axis 1 runs q blocks i and nq - 1 - i (equal work, no skipped "
+               "steps above the diagonal)"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -1246,6 +1281,7 @@ KernelEntry flashAttentionEntry() {
     fp.accSlots = p.target().accSlots;
     fp.scoreNext = p.flag("score_next");
     fp.scoreNextQ = p.flag("score_next_q");
+    fp.pairQ = p.flag("pair_q");
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),

@@ -106,7 +106,18 @@ struct FlashAttentionParams {
   // The q grid axis is then sequential (arbitrary). flashScoreNextQ says
   // whether the path is taken.
   bool scoreNextQ = false;
+  // Causal, block_q = block_k, seq_q = seq_k a multiple of block_q, an even
+  // number nq of q blocks: grid axis 1 counts pairs of q blocks (i, nq - 1 -
+  // i), axis 2 the pair's nq + 1 steps (q block i's kv blocks 0 .. i, then
+  // q block nq - 1 - i's 0 .. nq - 1 - i): every step computes, none is
+  // skipped above the diagonal (each skipped step's grid header idled the
+  // EUP), and the diagonal's next q block is the pair's second or the next
+  // pair's first. flashPairsQ says whether the grid is paired.
+  bool pairQ = false;
 };
+
+// Whether flashAttentionCall pairs the q blocks (pairQ).
+bool flashPairsQ(int64_t seqQ, int64_t seqK, const FlashAttentionParams& params);
 
 // Whether flashAttentionCall takes the scoreNextQ path.
 bool flashScoreNextQ(int64_t seqQ, int64_t seqK, int64_t headDim,
