@@ -192,11 +192,10 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
     if (i > 0) part.nextScores = nullptr;
     // nextQScores: the next q block's first score dot leads the last part,
     // then V's latch (the dot's K^T pushes replace latched weights), and
-    // all of that part's iterations go in that block as work the dot hides
-    // (causal 2048 27,083 -> 26,404 cycles; 2, 4 or 5 of its 6: 27,171,
-    // 27,098, 27,020; not marked as overlap work, 6: 28,543; the dot after
-    // the step's p x V instead: 27,174, serial with it). Its first part
-    // then latches nothing.
+    // all of that part's iterations go in that block as work the dot hides:
+    // the EUP runs through the dot's stream (fewer iterations there, or
+    // unmarked ones, left it waiting; after the step's p x V the dot ran
+    // serial with it). Its first part then latches nothing.
     const bool lastWithNextQ = nextQScores && i == parts - 1;
     if (lastWithNextQ) {
       nextQScores();

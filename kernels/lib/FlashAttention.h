@@ -16,7 +16,8 @@
 // sees key columns j <= i (rows and columns counted from 0 in both
 // sequences, as Pallas's flash attention); kv blocks entirely above the diagonal
 // are skipped (no compute, `when`) and their index_map is clamped to the last
-// block the q block needs, so the pipeline does not copy them either.
+// block the q block needs, so the pipeline does not copy them either; with
+// pairQ the grid pairs q blocks i and nq - 1 - i instead and has no such steps.
 //
 // Ragged sequences (seq not a multiple of the block) are masked: key columns
 // past seq_k get the mask value, their v rows are zeroed (edge-block padding is
