@@ -212,6 +212,13 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
             acc.load(ds(0, rows), ds(0, d)) +
                 dot(pb.load(ds(0, rows), ds(0, cols)), v, {.latched = true}));
   reciprocalL();
+  if (finishTo) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 8)
+      for (auto [c0, w] : laneWindows(d))
+        finishTo->store(ds(r0, 8), ds(c0, w),
+                        (acc.load(ds(r0, 8), ds(c0, w)) * alpha.load(ds(r0, 8), ds(0, w)))
+                            .astype(finishTo->dtype()));
+  }
 }
 
 // The step's raw scores into s, or (scoreNext) the next step's score dot
@@ -899,6 +906,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     const bool pvNext = prm.pvNext && prm.latchV && prm.mxuSize == 128 && d <= 128 &&
                         bk == 128 * prm.mxuCount && !chunked && bq >= 96 && prm.pvLag == 0 &&
                         prm.pvCarry == 0;
+    // The diagonal in parts (causal, block_q = block_k: every masked step,
+    // the q block's last) writes the output in its own last block, after 1 / l,
+    // beside p x V's pops, instead of in a loop of its own after the step.
+    const bool diagFinish = causal && !raggedK && prm.rcpInUpdate && prm.latchV &&
+                            prm.mxuSize == 128 && d <= 128 && bk == 128 * prm.mxuCount &&
+                            prm.causalParts > 1 && bq == bk &&
+                            OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts);
     // sameStart: the step's first query row is its first key (qStart = kStart).
     auto scoreFn = [=](bool maskRagged, bool maskCausal, bool sameStart = false) {
       Array diag, scaleV, maskV;
@@ -1021,6 +1035,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // grid's counters spill.
       if (latch && maskCausal && !lastRagged && prm.causalParts > 1 && bq == bk &&
           OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts)) {
+        if (diagFinish) st.finishTo = o;
         st.updateDiagonal(
             qBlock(qStart), kBlock(kStart), [&] { return scoreFn(false, true, true); }, vv,
             prm.causalParts);
@@ -1158,6 +1173,16 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // nothing; blocks entirely below it (last key at or before the first query)
       // need no causal mask.
       when(kStart <= qStart + (bq - 1), [&] {
+        if (diagFinish) {
+          when_else(
+              kStart + (bk - 1) <= qStart,
+              [&] {
+                unmasked();
+                finishLast();
+              },
+              masked);
+          return;
+        }
         when_else(kStart + (bk - 1) <= qStart, unmasked, masked);
         finishLast();
       });

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include "kernels/dsl/PallasCall.h"
 #include "kernels/lib/Registry.h"
@@ -242,6 +243,10 @@ struct OnlineSoftmax {
   // (scoreNextQ): emits the next q block's first score dot at the start of
   // the step's last part, whose slabs it hides (V is latched after it).
   std::function<void()> nextQScores;
+  // The diagonal step (updateDiagonal) of a causal q block, its last: the
+  // output (finish's out = acc x alpha) written in the step's last block,
+  // after 1 / l, where p x V's pops drain (rcpInUpdate).
+  std::optional<dsl::Ref> finishTo;
   // The q block's first step with m, l and acc not initialized (init
   // skipped): the register form writes them without reading them (the
   // row max of the scores alone, l = the row sum, acc = 0): the bits m =
