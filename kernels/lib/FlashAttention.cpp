@@ -192,11 +192,10 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
     if (i > 0) part.nextScores = nullptr;
     // nextQScores: the next q block's first score dot leads the last part,
     // then V's latch (the dot's K^T pushes replace latched weights), and
-    // all of that part's iterations go in that block as work the dot hides
-    // (causal 2048 27,083 -> 26,404 cycles; 2, 4 or 5 of its 6: 27,171,
-    // 27,098, 27,020; not marked as overlap work, 6: 28,543; the dot after
-    // the step's p x V instead: 27,174, serial with it). Its first part
-    // then latches nothing.
+    // all of that part's iterations go in that block as work the dot hides:
+    // the EUP runs through the dot's stream (fewer iterations there, or
+    // unmarked ones, left it waiting; after the step's p x V the dot ran
+    // serial with it). Its first part then latches nothing.
     const bool lastWithNextQ = nextQScores && i == parts - 1;
     if (lastWithNextQ) {
       nextQScores();
@@ -213,6 +212,13 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
             acc.load(ds(0, rows), ds(0, d)) +
                 dot(pb.load(ds(0, rows), ds(0, cols)), v, {.latched = true}));
   reciprocalL();
+  if (finishTo) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 8)
+      for (auto [c0, w] : laneWindows(d))
+        finishTo->store(ds(r0, 8), ds(c0, w),
+                        (acc.load(ds(r0, 8), ds(c0, w)) * alpha.load(ds(r0, 8), ds(0, w)))
+                            .astype(finishTo->dtype()));
+  }
 }
 
 // The step's raw scores into s, or (scoreNext) the next step's score dot
@@ -708,6 +714,13 @@ bool flashScoreNextQ(int64_t seqQ, int64_t seqK, int64_t d, const FlashAttention
   return 2 * seqQ * 128 * 4 + thirdScores <= vmemLimit / 4;
 }
 
+bool flashPairsQ(int64_t seqQ, int64_t seqK, const FlashAttentionParams& prm) {
+  const int64_t bq = std::min(prm.blockQ, seqQ);
+  const int64_t bk = prm.blockK < seqK ? prm.blockK : cdiv(seqK, 128) * 128;
+  return prm.pairQ && prm.causal && bq == bk && seqQ == seqK && seqQ % bq == 0 &&
+         (seqQ / bq) % 2 == 0;
+}
+
 PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                               const FlashAttentionParams& prm) {
   if (bh < 1 || seqQ < 1 || seqK < 1)
@@ -752,8 +765,20 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
   c.name = fmt::format("flash_attention{}_{}x{}x{}x{}{}", causal ? "_causal" : "", bh, seqQ, seqK,
                        d, groups > 1 ? fmt::format("_g{}", groups) : "");
   c.out_shapes = {{{bh, seqQ, d}, prm.outType, "out"}};
-  c.grid = {bh, nq, nk};
-  auto qMap = [](const GridIndex& g) { return std::vector<Scalar>{g[0], g[1], 0}; };
+  // pairQ (FlashAttentionParams): grid axis 1 counts pairs of q blocks, i
+  // and nq - 1 - i, each pair's steps axis 2: q block i's i + 1 kv blocks,
+  // then q block nq - 1 - i's nq - i. Every step computes: no skipped
+  // steps above the diagonal, whose grid headers the EUP idled through.
+  const bool paired = flashPairsQ(seqQ, seqK, prm);
+  c.grid = paired ? std::vector<int64_t>{bh, nq / 2, nq + 1} : std::vector<int64_t>{bh, nq, nk};
+  // The step's q block and kv block.
+  auto qOf = [=](const GridIndex& g) {
+    return paired ? select(g[2] <= g[1], g[1], Scalar(nq - 1) - g[1]) : g[1];
+  };
+  auto kvOf = [=](const GridIndex& g) {
+    return paired ? select(g[2] <= g[1], g[2], g[2] - g[1] - 1) : g[2];
+  };
+  auto qMap = [=](const GridIndex& g) { return std::vector<Scalar>{g[0], qOf(g), 0}; };
   // Causal: kv blocks above the diagonal map to the last block the q block
   // needs, so the pipeline sees an unchanged index and skips their copies.
   // That block, (i bq + bq - 1) / bk for q block i, is (a (i + 1) - 1) / c
@@ -777,12 +802,12 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     return (g[2] > lastKv(g[1])) && (g[1] + 1 < Scalar(nq));
   };
   auto kvMap = [=](const GridIndex& g) {
-    Scalar kv = g[2];
-    if (causal) kv = select(skipsToNext(g), Scalar(0), min(kv, lastKv(g[1])));
+    Scalar kv = kvOf(g);
+    if (causal && !paired) kv = select(skipsToNext(g), Scalar(0), min(kv, lastKv(g[1])));
     return std::vector<Scalar>{groups == 1 ? g[0] : g[0] / groups, kv, 0};
   };
   auto qNextMap = [=](const GridIndex& g) {
-    if (!causal) return qMap(g);
+    if (!causal || paired) return qMap(g);
     return std::vector<Scalar>{g[0], select(skipsToNext(g), g[1] + 1, g[1]), 0};
   };
   // scoreNext (FlashAttentionParams): K then comes as one block of the
@@ -822,8 +847,20 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                            ? std::min<int64_t>(prm.pvEarly, 8 * prm.accSlots)
                        : prm.pvEarly > 0 ? prm.pvEarly
                                          : 8 * prm.accSlots;
-    Scalar qi = program_id(1), kv = program_id(2);
+    const GridIndex pos{{program_id(0), program_id(1), program_id(2)}, {}};
+    Scalar qi = qOf(pos), kv = kvOf(pos);
     Scalar qStart = qi * bq, kStart = kv * bk;
+    // The q block after this one in grid order (paired: i -> nq - 1 - i ->
+    // i + 1), and whether there is one in this head.
+    // Paired, made here with the step's indices (made where the diagonal
+    // reads them: causal 2048 +4%).
+    std::optional<Scalar> pairedNextQ, pairedHasNextQ;
+    if (paired) {
+      pairedNextQ = select(qi < Scalar(nq / 2), Scalar(nq - 1) - qi, Scalar(nq) - qi) * bq;
+      pairedHasNextQ = qi != Scalar(nq / 2);
+    }
+    auto nextQStart = [&] { return paired ? *pairedNextQ : qStart + bq; };
+    auto hasNextQ = [&] { return paired ? *pairedHasNextQ : qi + 1 < Scalar(nq); };
     // scoreNext: the step's K rows from the head's, and the score buffers by
     // step parity (set per variant below: tracing runs the steps' lambdas
     // in place).
@@ -869,6 +906,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     const bool pvNext = prm.pvNext && prm.latchV && prm.mxuSize == 128 && d <= 128 &&
                         bk == 128 * prm.mxuCount && !chunked && bq >= 96 && prm.pvLag == 0 &&
                         prm.pvCarry == 0;
+    // The diagonal in parts (causal, block_q = block_k: every masked step,
+    // the q block's last) writes the output in its own last block, after 1 / l,
+    // beside p x V's pops, instead of in a loop of its own after the step.
+    const bool diagFinish = causal && !raggedK && prm.rcpInUpdate && prm.latchV &&
+                            prm.mxuSize == 128 && d <= 128 && bk == 128 * prm.mxuCount &&
+                            prm.causalParts > 1 && bq == bk &&
+                            OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts);
     // sameStart: the step's first query row is its first key (qStart = kStart).
     auto scoreFn = [=](bool maskRagged, bool maskCausal, bool sameStart = false) {
       Array diag, scaleV, maskV;
@@ -954,13 +998,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         if (nextDot)
           st.nextScores = [&, p = parity, toNextQ = nextQ] {
             scores[size_t(1 - p)].store(
-                toNextQ ? dot(qBlock(qStart + bq), kBlock(Scalar(0)), {false, true})
+                toNextQ ? dot(qBlock(nextQStart()), kBlock(Scalar(0)), {false, true})
                         : dot(qBlock(qStart), kBlock(kStart + bk), {false, true}));
           };
       }
       if (diagNextQ)
         st.nextQScores = [&] {
-          scores[2].store(dot(qBlock(qStart + bq), kBlock(Scalar(0)), {false, true}));
+          scores[2].store(dot(qBlock(nextQStart()), kBlock(Scalar(0)), {false, true}));
         };
       if (pending) st.pvPrev = v.load();
       st.pvDefer = defer;
@@ -991,6 +1035,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // grid's counters spill.
       if (latch && maskCausal && !lastRagged && prm.causalParts > 1 && bq == bk &&
           OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts)) {
+        if (diagFinish) st.finishTo = o;
         st.updateDiagonal(
             qBlock(qStart), kBlock(kStart), [&] { return scoreFn(false, true, true); }, vv,
             prm.causalParts);
@@ -1042,7 +1087,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         nextDot = false;
         if (!crossQ || causal || p != 1) return stepRagged(false);
         when_else(
-            qi + 1 < Scalar(nq),
+            hasNextQ(),
             [&] {
               nextDot = nextQ = true;
               stepRagged(false);
@@ -1122,7 +1167,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       };
       if (!crossQ) return diagonal();
       when_else(
-          qi + 1 < Scalar(nq),
+          hasNextQ(),
           [&] {
             diagNextQ = true;
             diagonal();
@@ -1143,6 +1188,16 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // nothing; blocks entirely below it (last key at or before the first query)
       // need no causal mask.
       when(kStart <= qStart + (bq - 1), [&] {
+        if (diagFinish) {
+          when_else(
+              kStart + (bk - 1) <= qStart,
+              [&] {
+                unmasked();
+                finishLast();
+              },
+              masked);
+          return;
+        }
         when_else(kStart + (bk - 1) <= qStart, unmasked, masked);
         finishLast();
       });
@@ -1236,7 +1291,11 @@ KernelEntry flashAttentionEntry() {
               {"score_next_q", "true",
                "with score_next, an even number of K blocks (causal: block_q = block_k, the "
                "diagonal in parts): q of the whole head in VMEM, a q block's last step "
-               "computes the next q block's first scores"}};
+               "computes the next q block's first scores"},
+              {"pair_q", "true",
+               "causal, block_q = block_k, seq_q = seq_k, an even number of q blocks: each "
+               "grid step of axis 1 runs q blocks i and nq - 1 - i (equal work, no skipped "
+               "steps above the diagonal)"}};
   e.build = [](const Params& p) {
     int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     int64_t d = p.integer("head_dim", 1);
@@ -1261,6 +1320,7 @@ KernelEntry flashAttentionEntry() {
     fp.accSlots = p.target().accSlots;
     fp.scoreNext = p.flag("score_next");
     fp.scoreNextQ = p.flag("score_next_q");
+    fp.pairQ = p.flag("pair_q");
     // Big blocks need more than the DSL's default 16 MiB; v5e has 128 MiB.
     fp.vmemLimitBytes = int64_t(96) << 20;
     LibraryKernel lk{flashAttentionCall(bh, sq, sk, d, fp),

@@ -16,7 +16,8 @@
 // sees key columns j <= i (rows and columns counted from 0 in both
 // sequences, as Pallas's flash attention); kv blocks entirely above the diagonal
 // are skipped (no compute, `when`) and their index_map is clamped to the last
-// block the q block needs, so the pipeline does not copy them either.
+// block the q block needs, so the pipeline does not copy them either; with
+// pairQ the grid pairs q blocks i and nq - 1 - i instead and has no such steps.
 //
 // Ragged sequences (seq not a multiple of the block) are masked: key columns
 // past seq_k get the mask value, their v rows are zeroed (edge-block padding is
@@ -24,6 +25,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include "kernels/dsl/PallasCall.h"
 #include "kernels/lib/Registry.h"
@@ -106,7 +108,18 @@ struct FlashAttentionParams {
   // The q grid axis is then sequential (arbitrary). flashScoreNextQ says
   // whether the path is taken.
   bool scoreNextQ = false;
+  // Causal, block_q = block_k, seq_q = seq_k a multiple of block_q, an even
+  // number nq of q blocks: grid axis 1 counts pairs of q blocks (i, nq - 1 -
+  // i), axis 2 the pair's nq + 1 steps (q block i's kv blocks 0 .. i, then
+  // q block nq - 1 - i's 0 .. nq - 1 - i): every step computes, none is
+  // skipped above the diagonal (each skipped step's grid header idled the
+  // EUP), and the diagonal's next q block is the pair's second or the next
+  // pair's first. flashPairsQ says whether the grid is paired.
+  bool pairQ = false;
 };
+
+// Whether flashAttentionCall pairs the q blocks (pairQ).
+bool flashPairsQ(int64_t seqQ, int64_t seqK, const FlashAttentionParams& params);
 
 // Whether flashAttentionCall takes the scoreNextQ path.
 bool flashScoreNextQ(int64_t seqQ, int64_t seqK, int64_t headDim,
@@ -230,6 +243,10 @@ struct OnlineSoftmax {
   // (scoreNextQ): emits the next q block's first score dot at the start of
   // the step's last part, whose slabs it hides (V is latched after it).
   std::function<void()> nextQScores;
+  // The diagonal step (updateDiagonal) of a causal q block, its last: the
+  // output (finish's out = acc x alpha) written in the step's last block,
+  // after 1 / l, where p x V's pops drain (rcpInUpdate).
+  std::optional<dsl::Ref> finishTo;
   // The q block's first step with m, l and acc not initialized (init
   // skipped): the register form writes them without reading them (the
   // row max of the scores alone, l = the row sum, acc = 0): the bits m =

@@ -69,6 +69,8 @@ struct FlashCase {
   bool scoreNext = false;
   // A q block's last step makes the next q block's first scores (scoreNextQ).
   bool scoreNextQ = false;
+  // Causal: q blocks i and nq - 1 - i paired on grid axis 1 (pairQ).
+  bool pairQ = false;
 };
 
 lib::FlashAttentionParams flashParams(const FlashCase& c) {
@@ -86,6 +88,7 @@ lib::FlashAttentionParams flashParams(const FlashCase& c) {
   p.accSlots = c.pvEarly ? 32 : 0;
   p.scoreNext = c.scoreNext;
   p.scoreNextQ = c.scoreNextQ;
+  p.pairQ = c.pairQ;
   return p;
 }
 
@@ -384,6 +387,63 @@ TEST_CASE("causal flash attention copies the next q block's first blocks during 
   kernel = std::move(plain);
   CHECK(block(kernel->inMaps.at(0), 1, 3) == 1);
   CHECK(block(kernel->inMaps.at(2), 1, 3) == 3);
+}
+
+TEST_CASE("causal flash attention pairs q blocks i and nq - 1 - i: no skipped steps") {
+  // Blocks of 256 rows, 4 q blocks: grid (1, 2, 5); pair 0 runs q block 0's
+  // kv block 0, then q block 3's 0..3; pair 1 q block 1's 0..1, then q
+  // block 2's 0..2. Every step computes (10 steps, as many as the causal
+  // blocks), K/V follow the step's kv block and the output its q block.
+  lib::FlashAttentionParams p;
+  p.blockQ = p.blockK = 256;
+  p.causal = true;
+  p.pairQ = true;
+  CHECK(lib::flashPairsQ(1024, 1024, p));
+  auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
+                    .trace(lib::flashAttentionInputs(1, 1024, 1024, 128, 1));
+  CHECK(kernel->grid == std::vector<int64_t>{1, 2, 5});
+  auto block = [&](const llo::BlockMapping& m, int64_t pair, int64_t j) {
+    llo::Interpreter interp;
+    std::vector<llo::Arg> args;
+    for (int64_t id : {int64_t(0), pair, j}) args.push_back(llo::Arg::ofScalar(int32_t(id)));
+    return interp.run(*m.indexMap, args, llo::GridContext{kernel->grid, {0, pair, j}}).at(1);
+  };
+  const llo::BlockMapping &q = kernel->inMaps.at(0), &k = kernel->inMaps.at(1),
+                          &v = kernel->inMaps.at(2), &out = kernel->outMaps.at(0);
+  const std::vector<std::pair<int64_t, int64_t>> want[2] = {
+      {{0, 0}, {3, 0}, {3, 1}, {3, 2}, {3, 3}}, {{1, 0}, {1, 1}, {2, 0}, {2, 1}, {2, 2}}};
+  for (int64_t pair = 0; pair < 2; ++pair)
+    for (int64_t j = 0; j < 5; ++j) {
+      INFO("step (" << pair << ", " << j << ")");
+      auto [qi, kv] = want[pair][size_t(j)];
+      CHECK(block(q, pair, j) == qi);
+      CHECK(block(k, pair, j) == kv);
+      CHECK(block(v, pair, j) == kv);
+      CHECK(block(out, pair, j) == qi);
+    }
+  // Not paired: an odd number of q blocks, block_q != block_k, seq_q != seq_k, not causal.
+  CHECK_FALSE(lib::flashPairsQ(768, 768, p));
+  p.blockQ = 128;
+  CHECK_FALSE(lib::flashPairsQ(1024, 1024, p));
+  p.blockQ = 256;
+  CHECK_FALSE(lib::flashPairsQ(1024, 2048, p));
+  p.causal = false;
+  CHECK_FALSE(lib::flashPairsQ(1024, 1024, p));
+}
+
+TEST_CASE("causal flash attention with paired q blocks gives the same output bits") {
+  // Four q blocks of 128 rows (the order 0, 3, 1, 2), two heads, GQA,
+  // head_dim 64; and two q blocks of 512 with the diagonal making the next
+  // q block's first scores (V latched on four MXUs, scoreNextQ; ~9 s, not
+  // in the sanitizer build).
+  const FlashCase cases[] = {
+      {2, 512, 512, 64, 128, 128, true, F32, false, 2},
+      {1, 1024, 1024, 64, 512, 512, true, BF16},
+  };
+  for (FlashCase c : casesToRun(cases, {0})) {
+    c.latchV = c.pvEarly = c.scoreNext = c.scoreNextQ = c.bq == 512;
+    checkPathKeepsBits(c, [](FlashCase& x) { x.pairQ = true; });
+  }
 }
 
 TEST_CASE("flash attention parameter errors are clear") {

@@ -131,6 +131,17 @@ TEST_CASE("causal flash attention's diagonal steps latch V and share the row bou
   CHECK(withPv == 2);
 }
 
+// The diagonal step (the q block's last) writes the output in its own last
+// block, beside its 1 / l (64 reciprocals) and p x V's pops: 64 bf16
+// converts of out there (and the last group's pb), not in a loop after it.
+TEST_CASE("causal flash attention's diagonal step writes the output") {
+  codegen::TargetInfo t = testing::kernelTarget("v5e");
+  int diagonalEnds = 0;
+  for (const Block& b : blocks(causalKernel(t).machineText))
+    if (count(b.text, "vrcp") == 64 && count(b.text, "vcvt.bf16") >= 64) ++diagonalEnds;
+  CHECK(diagonalEnds >= 1);
+}
+
 // With causal_parts 1 the diagonal step is one slab loop over all keys.
 TEST_CASE("causal flash attention's diagonal step in one part") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
