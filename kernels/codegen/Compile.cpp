@@ -703,16 +703,7 @@ class Pipeline {
   ScalarVal startVariants(Stream& s, const std::vector<ScalarVal>& idx, ScalarVal src,
                           ScalarVal dst) {
     auto issue = [&](const CopyVariant& cv) {
-      for (size_t i = 0; i < cv.descWords.size(); ++i) {
-        MOperand base = L_.constReg(cv.descWords[i]);
-        const MemAccess mem{MemAccess::Space::Smem, -3, true, -1, 0};
-        const AddressSpan hbmSpan = s.hbmSpan(), none;
-        L_.storeDescriptorAddress(base, 1, L_.addImm(src, cv.plan.srcOffset[i]),
-                                  s.output ? none : hbmSpan, mem);
-        L_.storeDescriptorAddress(base, 3, L_.addImm(dst, cv.plan.dstOffset[i]),
-                                  s.output ? hbmSpan : none, mem);
-        L_.emit(Opcode::Dma, {base, I(s.flag), I(queueOf(s))});
-      }
+      issueDescriptors(s, cv, src, dst, 0, cv.descWords.size());
     };
     // Addresses and the variant computed before the branches, so each variant's block sees them.
     if (!src.isConst) src = R(L_.reg(src));

@@ -1,7 +1,6 @@
 #include "kernels/codegen/FirstRead.h"
 
 #include <algorithm>
-#include <climits>
 #include <optional>
 
 namespace tpusim::kernels::codegen {
@@ -61,47 +60,9 @@ class FirstRead {
     auto a = fold(d->operands[0], atFirstStep, depth + 1);
     auto b = fold(d->operands[1], atFirstStep, depth + 1);
     if (!a || !b) return std::nullopt;
-    const int32_t p = int32_t(*a), q = int32_t(*b);
-    const uint32_t x = uint32_t(p), y = uint32_t(q);
-    switch (ScalarBin(d->ints[0])) {
-      case ScalarBin::Add:
-        return int32_t(x + y);
-      case ScalarBin::Sub:
-        return int32_t(x - y);
-      case ScalarBin::Mul:
-        return int32_t(x * y);
-      case ScalarBin::Div:
-      case ScalarBin::Rem:
-        if (q == 0 || (p == INT32_MIN && q == -1)) return std::nullopt;
-        return ScalarBin(d->ints[0]) == ScalarBin::Div ? p / q : p % q;
-      case ScalarBin::Min:
-        return std::min(p, q);
-      case ScalarBin::Max:
-        return std::max(p, q);
-      case ScalarBin::And:
-        return int32_t(x & y);
-      case ScalarBin::Or:
-        return int32_t(x | y);
-      case ScalarBin::Xor:
-        return int32_t(x ^ y);
-      case ScalarBin::Shl:
-        return int32_t(x << (y & 31));
-      case ScalarBin::Shr:
-        return int32_t(x >> (y & 31));
-      case ScalarBin::Eq:
-        return p == q;
-      case ScalarBin::Ne:
-        return p != q;
-      case ScalarBin::Lt:
-        return p < q;
-      case ScalarBin::Le:
-        return p <= q;
-      case ScalarBin::Gt:
-        return p > q;
-      case ScalarBin::Ge:
-        return p >= q;
-    }
-    return std::nullopt;
+    std::optional<int32_t> r = llo::evalScalarBin(ScalarBin(d->ints[0]), int32_t(*a), int32_t(*b));
+    if (!r) return std::nullopt;
+    return int64_t(*r);
   }
 
   // A read of the block's rows up to `rowEnd` (exclusive), if known.

@@ -124,47 +124,9 @@ class Run {
   }
 
   int32_t scalarBin(const Op& op, ScalarBin k, int32_t a, int32_t b) {
-    uint32_t x = uint32_t(a), y = uint32_t(b);
-    switch (k) {
-      case ScalarBin::Add:
-        return int32_t(x + y);
-      case ScalarBin::Sub:
-        return int32_t(x - y);
-      case ScalarBin::Mul:
-        return int32_t(x * y);
-      case ScalarBin::Div:
-      case ScalarBin::Rem:
-        if (b == 0) fail(op, "scalar division by zero");
-        if (a == INT32_MIN && b == -1) return k == ScalarBin::Div ? a : 0;
-        return k == ScalarBin::Div ? a / b : a % b;
-      case ScalarBin::Min:
-        return a < b ? a : b;
-      case ScalarBin::Max:
-        return a > b ? a : b;
-      case ScalarBin::And:
-        return int32_t(x & y);
-      case ScalarBin::Or:
-        return int32_t(x | y);
-      case ScalarBin::Xor:
-        return int32_t(x ^ y);
-      case ScalarBin::Shl:
-        return int32_t(x << (y & 31));
-      case ScalarBin::Shr:
-        return int32_t(x >> (y & 31));
-      case ScalarBin::Eq:
-        return a == b;
-      case ScalarBin::Ne:
-        return a != b;
-      case ScalarBin::Lt:
-        return a < b;
-      case ScalarBin::Le:
-        return a <= b;
-      case ScalarBin::Gt:
-        return a > b;
-      case ScalarBin::Ge:
-        return a >= b;
-    }
-    return 0;
+    std::optional<int32_t> r = evalScalarBin(k, a, b);
+    if (!r) fail(op, "scalar division by zero");
+    return *r;
   }
 
   // Physical word index of row r, column tile ct of matrix `lead` of a VMEM ref,

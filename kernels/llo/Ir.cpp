@@ -1,6 +1,7 @@
 #include "kernels/llo/Ir.h"
 
 #include <algorithm>
+#include <climits>
 
 namespace tpusim::kernels::llo {
 
@@ -21,6 +22,50 @@ const char* opKindName(OpKind k) {
 #include "kernels/llo/Ops.def"
   };
   return kNames[static_cast<int>(k)];
+}
+
+std::optional<int32_t> evalScalarBin(ScalarBin k, int32_t a, int32_t b) {
+  const uint32_t x = uint32_t(a), y = uint32_t(b);
+  switch (k) {
+    case ScalarBin::Add:
+      return int32_t(x + y);
+    case ScalarBin::Sub:
+      return int32_t(x - y);
+    case ScalarBin::Mul:
+      return int32_t(x * y);
+    case ScalarBin::Div:
+    case ScalarBin::Rem:
+      if (b == 0) return std::nullopt;
+      if (a == INT32_MIN && b == -1) return k == ScalarBin::Div ? a : 0;
+      return k == ScalarBin::Div ? a / b : a % b;
+    case ScalarBin::Min:
+      return std::min(a, b);
+    case ScalarBin::Max:
+      return std::max(a, b);
+    case ScalarBin::And:
+      return int32_t(x & y);
+    case ScalarBin::Or:
+      return int32_t(x | y);
+    case ScalarBin::Xor:
+      return int32_t(x ^ y);
+    case ScalarBin::Shl:
+      return int32_t(x << (y & 31));
+    case ScalarBin::Shr:
+      return int32_t(x >> (y & 31));
+    case ScalarBin::Eq:
+      return a == b;
+    case ScalarBin::Ne:
+      return a != b;
+    case ScalarBin::Lt:
+      return a < b;
+    case ScalarBin::Le:
+      return a <= b;
+    case ScalarBin::Gt:
+      return a > b;
+    case ScalarBin::Ge:
+      return a >= b;
+  }
+  return std::nullopt;
 }
 
 const char* scalarBinName(ScalarBin k) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ enum class ScalarBin : uint8_t {
   Gt,
   Ge
 };
+// `a k b` as the machine computes it; no value for a division by zero.
+// INT32_MIN / -1 wraps (INT32_MIN, remainder 0).
+std::optional<int32_t> evalScalarBin(ScalarBin k, int32_t a, int32_t b);
 // Element-wise tile ops; f32 follows IEEE RNE, s32 wraps (see isa/Opcodes.def).
 enum class VecBin : uint8_t { Add, Sub, Mul, Max, Min, And, Or, Xor, Shl, Shr, Sra };
 // RoundBf16: an f32 rounded to bf16 precision, kept as f32 (vrnd.bf16.f32).
