@@ -1116,10 +1116,18 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         variant(0);
         first = false;
       };
+      // Causal: the unmasked kv == 0 step is a later q block's first (q block
+      // 0's is the diagonal, which has constant starts), after the heads
+      // arrived; constant starts there only move the schedule (causal 2048
+      // 22,998 cycles without, 23,040 with).
+      auto firstStart = [&](Scalar& start, auto&& f) {
+        if (causal) return f();
+        withStart(start, f);
+      };
       when_else(
           kv == 0,
           [&] {
-            withStart(kStart, [&] {
+            firstStart(kStart, [&] {
               if (!crossQ) return ownFirst();
               when_else(
                   qi > 0,
@@ -1128,7 +1136,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                     variant(0);
                     firstReady = false;
                   },
-                  [&] { withStart(qStart, ownFirst); });
+                  [&] { firstStart(qStart, ownFirst); });
             });
           },
           [&] {
