@@ -15,7 +15,7 @@ enum class Read { None, Rows, Whole };
 class FirstRead {
  public:
   FirstRead(const llo::Kernel& k, const llo::Value* ref, bool firstStep)
-      : k_(k), ref_(ref), firstStep_(firstStep) {
+      : k_(k), ref_(ref), firstStep_(firstStep), inputs_(inputBlocks(k)) {
     const auto& shape = ref->type.shape;
     rows_ = shape.size() >= 2 ? shape[shape.size() - 2] : 0;
   }
@@ -31,7 +31,25 @@ class FirstRead {
   const llo::Kernel& k_;
   const llo::Value* ref_;
   bool firstStep_;
+  std::vector<const llo::Value*> inputs_;
   int64_t rows_ = 0;
+
+  static std::vector<const llo::Value*> inputBlocks(const llo::Kernel& k) {
+    const auto& args = k.body->body.args;
+    const size_t lo = std::min(args.size(), size_t(k.numScalarPrefetch));
+    const size_t hi = std::min(args.size(), lo + k.inMaps.size());
+    return {args.begin() + ptrdiff_t(lo), args.begin() + ptrdiff_t(hi)};
+  }
+  // Whether a loop or one-sided `if` waits for every block still arriving:
+  // unless none of its refs may be one (an input block, or a ref that is not
+  // a kernel argument), as Lowerer::awaitsArrivals.
+  bool waitsForAll(const llo::Op& op) const {
+    const auto& args = k_.body->body.args;
+    return touchesRef(op, [&](const llo::Value* v) {
+      return std::find(inputs_.begin(), inputs_.end(), v) != inputs_.end() ||
+             std::find(args.begin(), args.end(), v) == args.end();
+    });
+  }
 
   // A scalar's value when the lowering knows it (constants, the program id
   // of a one-point grid dimension), or, with `atFirstStep`, its value at the
@@ -98,15 +116,17 @@ class FirstRead {
     return Read::Whole;  // an addend
   }
 
-  // As Lowerer::lowerIf: a constant condition lowers one branch in place; a
-  // one-sided `if` waits for everything first; a two-sided one waits in each
-  // branch where it reads and for the rest at the branch's end.
+  // As Lowerer::lowerIf: a constant condition lowers one branch in place; an
+  // `if` that reads no block still arriving waits for none; else a one-sided
+  // `if` waits for everything first, a two-sided one in each branch where it
+  // reads and for the rest at the branch's end.
   Read ifOp(const llo::Op& op) {
     const bool twoSided = op.regions.size() > 1;
     if (auto c = fold(op.operands[0], false)) {
       if (*c) return block(op.regions[0]);
       return twoSided ? block(op.regions[1]) : Read::None;
     }
+    if (!waitsForAll(op)) return Read::None;
     if (!twoSided) return Read::Whole;
     auto branch = [&](const llo::Block& b) {
       const Read r = block(b);
@@ -146,7 +166,8 @@ class FirstRead {
       default:
         break;
     }
-    if (!op.regions.empty()) return Read::Whole;  // a loop waits for every block
+    if (!op.regions.empty())  // a loop waits for every block, if it may read one
+      return waitsForAll(op) ? Read::Whole : Read::None;
     for (const llo::Value* v : op.operands)
       if (v == ref_) return Read::Whole;
     return Read::None;
@@ -154,6 +175,15 @@ class FirstRead {
 };
 
 }  // namespace
+
+bool touchesRef(const llo::Op& op, const std::function<bool(const llo::Value*)>& touched) {
+  for (const llo::Value* v : op.operands)
+    if (v->type.isRef() && touched(v)) return true;
+  for (const llo::Block& b : op.regions)
+    for (const auto& inner : b.ops)
+      if (touchesRef(*inner, touched)) return true;
+  return false;
+}
 
 bool firstReadByRows(const llo::Kernel& k, const llo::BlockMapping& m, bool firstStep) {
   if (k.inMaps.empty() || &m < k.inMaps.data() || &m >= k.inMaps.data() + k.inMaps.size())

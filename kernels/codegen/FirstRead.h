@@ -7,9 +7,17 @@
 // with the other streams' first copies (CopyPlan.h arrivalParts).
 #pragma once
 
+#include <functional>
+
 #include "kernels/llo/Ir.h"
 
 namespace tpusim::kernels::codegen {
+
+// Whether `op` or an op nested in its regions has a ref operand for which
+// `touched` holds. A loop or one-sided `if` none of whose refs is a block
+// still arriving in parts waits for none of them (Lowerer::lowerIf,
+// lowerOp): nothing in it reads them, so the waits stay where the reads are.
+bool touchesRef(const llo::Op& op, const std::function<bool(const llo::Value*)>& touched);
 
 // Whether the body's first read of the block of `m` (one of k.inMaps) waits
 // for only some of its rows. `firstStep`: the read at the grid's first step

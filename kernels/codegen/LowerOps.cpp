@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "isa/support/Numerics.h"
+#include "kernels/codegen/FirstRead.h"
 #include "kernels/codegen/Lowering.h"
 #include "kernels/llo/Printer.h"
 
@@ -712,14 +713,16 @@ void Lowerer::lowerIf(const llo::Op& op) {
   // Parts of input blocks still arriving (Arrival): with both branches, each
   // waits for them where it reads them and for the rest at its end, so the
   // step waits for every part once on either path.
+  // An `if` that reads none of them waits for none (nothing in it waits).
   const bool twoSided = op.regions.size() > 1;
-  if (!twoSided) awaitArrivals();
+  const bool waits = awaitsArrivals(op);
+  if (waits && !twoSided) awaitArrivals();
   const auto arriving = arrivals_;
   int condBlock = currentBlock();
   emit(Opcode::BrZ, {reg(c), MOperand::block(-1)});
   newBlock("then");
   lowerOps(op.regions[0], kernel_);
-  awaitArrivals();
+  if (waits) awaitArrivals();
   int thenEnd = currentBlock();
   int elseStart = -1;
   if (twoSided) {
@@ -727,7 +730,7 @@ void Lowerer::lowerIf(const llo::Op& op) {
     elseStart = newBlock("else");
     arrivals_ = arriving;
     lowerOps(op.regions[1], kernel_);
-    awaitArrivals();
+    if (waits) awaitArrivals();
   }
   int end = newBlock("endif");
   fn_.blocks[condBlock].instrs.back().ops[1] = MOperand::block(elseStart >= 0 ? elseStart : end);
@@ -783,6 +786,17 @@ void Lowerer::awaitArrivals() {
     awaitRows(arrivals_.begin()->first, std::numeric_limits<int64_t>::max());
 }
 
+bool Lowerer::awaitsArrivals(const llo::Op& op) const {
+  if (arrivals_.empty()) return false;
+  return touchesRef(op, [&](const llo::Value* v) {
+    auto it = refs_.find(v);
+    if (it == refs_.end()) return true;
+    for (const auto& [ref, a] : arrivals_)
+      if (a.region == it->second.region) return true;
+    return false;
+  });
+}
+
 void Lowerer::lowerOp(const llo::Op& op) {
   struct OverlapScope {
     bool& flag;
@@ -793,7 +807,8 @@ void Lowerer::lowerOp(const llo::Op& op) {
   const auto& o = op.operands;
   // Parts of input blocks still arriving: the matmul and vector loads wait
   // for the parts they read, other ops for the blocks of their ref operands,
-  // two-sided ifs in each branch (lowerIf), loops for all.
+  // two-sided ifs in each branch (lowerIf), loops for all (those that may
+  // read one: awaitsArrivals).
   if (!arrivals_.empty()) switch (op.kind) {
       case OpKind::SConst:
       case OpKind::SBinary:
@@ -811,7 +826,7 @@ void Lowerer::lowerOp(const llo::Op& op) {
         // An op without regions touches only its ref operands' memory (none:
         // register work); one with regions (a loop) waits for all.
         if (!op.regions.empty()) {
-          awaitArrivals();
+          if (awaitsArrivals(op)) awaitArrivals();
           break;
         }
         for (const llo::Value* v : o) {

@@ -129,8 +129,9 @@ class Lowerer {
   // read (awaitRows, from the matmul lowering), for all of a block before a
   // vector load or store of its region, at the end of each branch of a
   // two-sided `if` (lowerIf), and for all that is left before any other op that
-  // touches memory or branches, and at its end (awaitArrivals), so every wait
-  // runs once per step whatever the body does.
+  // touches memory or branches (not a loop or `if` that reads none of them:
+  // awaitsArrivals), and at its end (awaitArrivals), so every wait runs once
+  // per step whatever the body does.
   struct Arrival {
     int flag = 0;
     int region = -1;                   // the block ref's memory region
@@ -143,6 +144,11 @@ class Lowerer {
   // dimension), if `ref` is one that arrives in parts.
   void awaitRows(const llo::Value* ref, int64_t rowEnd);
   void awaitArrivals();
+  // Whether `op` (a loop or an `if`) may read or write a block still arriving
+  // (a ref of its region or one not bound yet): one that cannot waits for
+  // none, so a one-sided `if` or a loop before the first reads (the causal
+  // init) does not wait for every part.
+  bool awaitsArrivals(const llo::Op& op) const;
   // Before a vector load or store: waits for the parts it reads of a block
   // still arriving in its memory region (all of it unless a load at a
   // constant row of the block's ref).

@@ -850,6 +850,16 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     const GridIndex pos{{program_id(0), program_id(1), program_id(2)}, {}};
     Scalar qi = qOf(pos), kv = kvOf(pos);
     Scalar qStart = qi * bq, kStart = kv * bk;
+    // A branch's known start as a constant: the loads of a whole-head block
+    // at a constant row wait only for the parts holding their rows (chunked
+    // arrival: the kernel's first step starts on K's and q's first rows).
+    // tracing runs the lambdas in place; restored after.
+    auto withStart = [&](Scalar& start, auto&& f) {
+      const Scalar saved = start;
+      start = Scalar(0);
+      f();
+      start = saved;
+    };
     // The q block after this one in grid order (paired: i -> nq - 1 - i ->
     // i + 1), and whether there is one in this head.
     // Paired, made here with the step's indices (made where the diagonal
@@ -1106,23 +1116,18 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         variant(0);
         first = false;
       };
-      // The branches' known starts as constants: the loads of a whole-head
-      // block at a constant row wait only for the parts holding their rows
-      // (chunked arrival: the kernel's first step starts on K's and q's
-      // first rows). tracing runs the lambdas in place; restored after. Not
-      // causal: its first step's init branch waits for whole blocks
-      // (FirstRead.h), so the heads arrive whole (+10 cycles at 2048).
-      auto withStart = [&](Scalar& start, auto&& f) {
+      // Causal: the unmasked kv == 0 step is a later q block's first (q block
+      // 0's is the diagonal, which has constant starts), after the heads
+      // arrived; constant starts there only move the schedule (causal 2048
+      // 22,998 cycles without, 23,040 with).
+      auto firstStart = [&](Scalar& start, auto&& f) {
         if (causal) return f();
-        const Scalar saved = start;
-        start = Scalar(0);
-        f();
-        start = saved;
+        withStart(start, f);
       };
       when_else(
           kv == 0,
           [&] {
-            withStart(kStart, [&] {
+            firstStart(kStart, [&] {
               if (!crossQ) return ownFirst();
               when_else(
                   qi > 0,
@@ -1131,7 +1136,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                     variant(0);
                     firstReady = false;
                   },
-                  [&] { withStart(qStart, ownFirst); });
+                  [&] { firstStart(qStart, ownFirst); });
             });
           },
           [&] {
@@ -1163,7 +1168,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
               when_else(
                   kv % 2 == 0, [&] { variant(0); }, [&] { variant(1); });
             },
-            [&] { stepRagged(true); });
+            [&] {
+              // block_q = block_k: a masked step is a diagonal one, so this
+              // is kv == 0 with q block 0, both starts 0 (whole heads in
+              // parts: the first step waits for their first rows only).
+              if (bq != bk) return stepRagged(true);
+              withStart(kStart, [&] { withStart(qStart, [&] { stepRagged(true); }); });
+            });
       };
       if (!crossQ) return diagonal();
       when_else(
@@ -1187,7 +1198,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
       // Blocks entirely above the diagonal (first key after the last query) do
       // nothing; blocks entirely below it (last key at or before the first query)
       // need no causal mask.
-      when(kStart <= qStart + (bq - 1), [&] {
+      // Paired q blocks: every step computes, so no branch (a one-sided `if`
+      // on the heads would wait for all their parts first).
+      auto computed = [&](auto&& f) {
+        if (paired) return f();
+        when(kStart <= qStart + (bq - 1), f);
+      };
+      computed([&] {
         if (diagFinish) {
           when_else(
               kStart + (bk - 1) <= qStart,

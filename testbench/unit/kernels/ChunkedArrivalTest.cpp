@@ -112,9 +112,10 @@ TEST_CASE("a matmul whose LHS arrives in parts equals interpret mode bit for bit
 
 namespace {
 
-auto flash(int64_t bh, int64_t seq, bool causal = false) {
+auto flash(int64_t bh, int64_t seq, bool causal = false, bool pairQ = false) {
   lib::FlashAttentionParams p;  // as tpu-kernel builds it for v5e, blocks 512 x 512
   p.causal = causal;
+  p.pairQ = pairQ;
   p.blockQ = p.blockK = 512;
   p.latchV = true;
   p.mxuSize = 128;
@@ -140,13 +141,21 @@ TEST_CASE("a block copied once for the grid arrives in smaller parts, leading un
   auto two = flash(2, 2048);
   CHECK(parts(two, 0) == 1);
   CHECK(parts(two, 1) == 1);
-  // Causal: the first step's first op is a one-sided `if` (the init), which
-  // waits for every block still arriving (FirstRead.h): the heads arrive
-  // whole, as the step would wait for all their parts at once.
+  // Causal, q blocks not paired: the step's first read of q and K is in a
+  // one-sided `if` (steps above the diagonal compute nothing), which waits
+  // for every block still arriving (FirstRead.h): the heads arrive whole.
   auto causal = flash(1, 2048, true);
   CHECK_FALSE(firstReadByRows(*causal, causal->inMaps[0], true));
   CHECK(parts(causal, 0) == 1);
   CHECK(parts(causal, 1) == 1);
+  // Paired: every step computes (no such `if`), and the init `if` before the
+  // first reads writes only scratch, so it waits for none: the heads arrive
+  // in parts (were whole: a one-sided `if` waited for all).
+  auto paired = flash(1, 2048, true, true);
+  CHECK(firstReadByRows(*paired, paired->inMaps[0], true));
+  CHECK(firstReadByRows(*paired, paired->inMaps[1], true));
+  CHECK(parts(paired, 0) == kMaxArrivalParts);
+  CHECK(parts(paired, 1) == kMaxArrivalParts);
   CHECK(firstReadByRows(*k, k->inMaps[0], true));
   CHECK(firstReadByRows(*k, k->inMaps[1], true));
   const llo::Type hbm = llo::Type::ref(llo::MemSpace::Hbm, llo::DType::Bf16, {1, 2048, 128});
@@ -182,6 +191,21 @@ TEST_CASE("flash attention's first step waits only for the rows its score dots r
   CHECK(count(text.substr(epilogue), "sync.wait f1, 4") == 1);
 }
 
+TEST_CASE("causal flash attention's heads arrive in parts; the init waits for none of them") {
+  // Seq 1024, blocks 512, q blocks paired: q's and K's whole heads (256 KiB)
+  // in 4 parts of 256 rows. The first step (q block 0's diagonal) first runs
+  // the init (a one-sided `if` on scratch only), then reads q and K rows
+  // [0, 512): K's first 2 parts, where its dot reads them (were whole
+  // heads: no part waits at all); outputs equal interpret mode bit for bit.
+  auto k = flash(1, 1024, true, true);
+  testing::SimCheck r = testing::checkSimAgainstInterpret(*k, "v5e", 8);
+  const std::string& text = r.compiled.machineText;
+  CHECK(count(text, "sync.signal f0, 4") == 1);  // q's and K's heads: 4 parts
+  CHECK(count(text, "sync.signal f1, 4") == 1);
+  CHECK(count(text, "sync.wait f1, 2") >= 1);
+  CHECK(count(text, "sync.wait f0, 1") + count(text, "sync.wait f0, 2") >= 1);
+}
+
 TEST_CASE("a 2-D block copied once keeps whole-block parts; read whole first, one part") {
   using namespace dsl;
   // x (512 KiB f32) copied once for a grid of 2; out[i] = x[0:8] + y[i].
@@ -209,6 +233,13 @@ TEST_CASE("a 2-D block copied once keeps whole-block parts; read whole first, on
     o.store(x.load(ds(0, 8), ds(0, 256)) + y.load());
   });
   CHECK_FALSE(firstReadByRows(*whole, whole->inMaps[0], true));
+  // A one-sided `if` that reads no input block waits for none: x's first
+  // read is still the load of its first rows.
+  auto outOnly = kernel([](Ref x, Ref y, Ref o) {
+    when(program_id(0) == 0, [&] { o.store(zeros(8, 256)); });
+    o.store(x.load(ds(0, 8), ds(0, 256)) + y.load());
+  });
+  CHECK(firstReadByRows(*outOnly, outOnly->inMaps[0], true));
 }
 
 TEST_CASE("a block in parts that is not copied once keeps its first copy on its own queue") {
