@@ -158,6 +158,15 @@ std::vector<FlashCase> casesToRun(const FlashCase (&cases)[N],
   return run;
 }
 
+// The block index along dimension 1 that mapping `m` of `kernel` gives at
+// grid step (0, i, j): which q (or kv) block a step copies.
+int64_t blockAt(const llo::Kernel& kernel, const llo::BlockMapping& m, int64_t i, int64_t j) {
+  llo::Interpreter interp;
+  std::vector<llo::Arg> args;
+  for (int64_t id : {int64_t(0), i, j}) args.push_back(llo::Arg::ofScalar(int32_t(id)));
+  return interp.run(*m.indexMap, args, llo::GridContext{kernel.grid, {0, i, j}}).at(1);
+}
+
 }  // namespace
 
 TEST_CASE("flash attention matches the reference: head_dim 64 and 128, causal and not") {
@@ -364,11 +373,8 @@ TEST_CASE("causal flash attention copies the next q block's first blocks during 
   p.causal = true;
   auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
                     .trace(lib::flashAttentionInputs(1, 1024, 1024, 128, 1));
-  auto block = [&](const llo::BlockMapping& m, int64_t qi, int64_t kv) {
-    llo::Interpreter interp;
-    std::vector<llo::Arg> args;
-    for (int64_t id : {int64_t(0), qi, kv}) args.push_back(llo::Arg::ofScalar(int32_t(id)));
-    return interp.run(*m.indexMap, args, llo::GridContext{kernel->grid, {0, qi, kv}}).at(1);
+  auto block = [&](const llo::BlockMapping& m, int64_t i, int64_t j) {
+    return blockAt(*kernel, m, i, j);
   };
   const llo::BlockMapping &q = kernel->inMaps.at(0), &v = kernel->inMaps.at(2),
                           &out = kernel->outMaps.at(0);
@@ -402,11 +408,8 @@ TEST_CASE("causal flash attention pairs q blocks i and nq - 1 - i: no skipped st
   auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
                     .trace(lib::flashAttentionInputs(1, 1024, 1024, 128, 1));
   CHECK(kernel->grid == std::vector<int64_t>{1, 2, 5});
-  auto block = [&](const llo::BlockMapping& m, int64_t pair, int64_t j) {
-    llo::Interpreter interp;
-    std::vector<llo::Arg> args;
-    for (int64_t id : {int64_t(0), pair, j}) args.push_back(llo::Arg::ofScalar(int32_t(id)));
-    return interp.run(*m.indexMap, args, llo::GridContext{kernel->grid, {0, pair, j}}).at(1);
+  auto block = [&](const llo::BlockMapping& m, int64_t i, int64_t j) {
+    return blockAt(*kernel, m, i, j);
   };
   const llo::BlockMapping &q = kernel->inMaps.at(0), &k = kernel->inMaps.at(1),
                           &v = kernel->inMaps.at(2), &out = kernel->outMaps.at(0);
