@@ -33,8 +33,9 @@ constexpr int kAheadBuffers = 4;        // own buffers where own loads run ahead
 // In rounds a ring's finals come together (one per stream, every fourth
 // action) and their stores share HBM with the own loads of the actions
 // after them: loaded three actions ahead, a round's last finals waited
-// ~1.1-1.5k cycles for their own pieces (v4 4x4x4 64 MiB).
-constexpr int kAheadBuffersInRounds = 6;
+// ~1.1-1.5k cycles for their own pieces (v4 4x4x4 64 MiB: 295,895 cycles;
+// five buffers 288,766, six 289,731, eight 290,349).
+constexpr int kAheadBuffersInRounds = 5;
 constexpr int kSlots = 8;                     // VMEM slots a sent piece stays in until it has left
 constexpr uint64_t kTargetPiece = 256 << 10;  // the largest piece (of all its chunks)
 constexpr int kMaxPieces = 64;
