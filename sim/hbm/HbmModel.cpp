@@ -39,6 +39,15 @@ HbmModel::HbmModel(const target::HbmConfig& config, double coreClockHz)
   lineShift_ = log2Exact(map_.channelLine());
   lineUnions_.resize(n);
   channelMasks_.resize(n);
+  pcMasks_.resize(n);
+  // Line pairs: a run's offsets (two lines of channels) and a leader's
+  // members as 64-bit masks.
+  pairsPossible_ = map_.channelLine() == uint64_t(config_.channels) && lineShift_ >= 0 && n <= 64 &&
+                   2 * map_.channelLine() <= 64 && config_.pseudo_channels >= 2;
+  // linePair's arithmetic holds when the pseudo-channel digit is right above
+  // the channel digit: checked against the map on the first lines and a spread of others.
+  for (uint64_t line = 0; pairsPossible_ && line < 4096; line += line < 64 ? 1 : 61)
+    pairsPossible_ = linePair(line) == linePairByLocation(line);
 }
 
 double HbmModel::peakBytesPerCoreCycle() const {
@@ -62,6 +71,7 @@ uint32_t HbmModel::allocateRequest(const HbmRequest& r) {
   s.dataEnd = 0;
   s.nextInRun = kNoRequest;
   s.isRun = false;
+  s.pair = false;
   return slot;
 }
 
@@ -82,7 +92,7 @@ void HbmModel::submit(const HbmRequest& r) {
       runLast_ = last;
     } else {
       flushRun();
-      if (line >= 2 && lineOf(first) == lineOf(last)) {
+      if (line >= 2 && runStarts(first, last)) {
         addRunPart(slot, r, arrival, first, last);
         runFirst_ = first;
         runLast_ = last;

@@ -122,6 +122,11 @@ class HbmModel {
     // The record of a run (not a request): the head of its chain of parts;
     // remaining counts the run's pseudo-channels that have not issued it.
     bool isRun = false;
+    // A run over a line pair (linePair): its first line's pseudo-channel
+    // index and the second's; a part's firstChannel counts from the first
+    // line's start over both lines (the second's channels follow the first's).
+    bool pair = false;
+    uint8_t pairFirst = 0, pairSecond = 0;
   };
   static constexpr uint32_t kNoRequest = ~0u;
   struct Pending {
@@ -211,8 +216,31 @@ class HbmModel {
     p.last = last;
   }
   uint64_t runFirst_ = 0, runLast_ = 0;  // burst indices of the run
-  bool runJoins(const HbmRequest& r, uint64_t arrival, uint64_t first, uint64_t last) const;
+  bool runJoins(const HbmRequest& r, uint64_t arrival, uint64_t first, uint64_t last);
+  // Whether a run may start with a request of bursts [first, last]: within
+  // one line, or over a line pair.
+  bool runStarts(uint64_t first, uint64_t last) {
+    return lineOf(first) == lineOf(last) ||
+           (lineOf(last) == lineOf(first) + 1 && linePair(lineOf(first)));
+  }
   void flushRun();
+  // Line pairs (HbmRuns.cpp): lines L and L + 1 whose bursts have the same
+  // bank group, bank and row and differ in the pseudo-channel index (the
+  // pseudo-channel digit right above the channel digit: L even), so that a run
+  // may continue from L into L + 1 and still give each pseudo-channel one
+  // burst, all alike. Remembered for the last line asked.
+  bool linePair(uint64_t line);
+  // The definition, from the address map (the constructor checks linePair against it).
+  bool linePairByLocation(uint64_t line) const;
+  uint32_t pairSecondIndex_ = 0;  // the pseudo-channel index of the line after the last pair
+  bool pairsPossible_ = false;    // the config allows them (masks fit 64 bits)
+  void flushPairRun();
+  // A run that could not be handed over whole: its parts as submit would
+  // have handed them over without line pairs (runs within one line).
+  void replayRunByLines();
+  RunParts replay_;
+  bool groupsWithinPair(uint32_t firstIndex, uint32_t firstChannel, uint32_t secondIndex,
+                        uint32_t lastChannel, const std::vector<uint32_t>** leaders);
   void issueRunBurst(uint32_t pc, uint32_t run, uint64_t dataEnd);
   bool mergeIdleLine(uint32_t pc0, uint32_t bursts);
   // Whether those pseudo-channels are exactly a union of groups (*leaders:
@@ -258,6 +286,7 @@ class HbmModel {
   struct LineGroups {
     uint64_t changes = ~uint64_t(0);
     uint32_t bursts = 0;
+    uint32_t secondIndex = ~0u;  // a line pair's second pseudo-channel index (~0u: one line)
     bool exact = false;
     std::vector<uint32_t> leaders;
   };
@@ -269,6 +298,9 @@ class HbmModel {
   };
   std::vector<LeaderMask> channelMasks_;
   uint64_t channelMask(uint32_t leader);
+  // A leader's members as a mask of (index * channels + channel), kept as channelMasks_.
+  std::vector<LeaderMask> pcMasks_;
+  uint64_t pcMask(uint32_t leader);
   void splitUneven(uint32_t leader);
   void mergeIdle(uint32_t cls);
   // The same for the leaders of class `cls` that are twins (mergeTwinLeaders), busy or not.

@@ -39,13 +39,32 @@ uint32_t bitCount(uint64_t x) {
 }
 }  // namespace
 
-bool HbmModel::runJoins(const HbmRequest& r, uint64_t arrival, uint64_t first,
-                        uint64_t last) const {
+bool HbmModel::runJoins(const HbmRequest& r, uint64_t arrival, uint64_t first, uint64_t last) {
   const RunPart& head = run_.front();
   // Bursts strictly after the run's (two requests sharing a burst give that
-  // pseudo-channel two bursts), and in the same line.
-  return r.isWrite == head.request.isWrite && arrival == head.arrival && first == runLast_ + 1 &&
-         lineOf(last) == lineOf(runFirst_);
+  // pseudo-channel two bursts), and in the same line or its pair's second.
+  if (r.isWrite != head.request.isWrite || arrival != head.arrival || first != runLast_ + 1)
+    return false;
+  const uint64_t line0 = lineOf(runFirst_), lineN = lineOf(last);
+  return lineN == line0 || (lineN == line0 + 1 && linePair(line0));
+}
+
+bool HbmModel::linePair(uint64_t line) {
+  // The constructor checked that the pseudo-channel digit is right above the
+  // channel digit (pairsPossible_): line L's index is L % pseudo_channels, and
+  // L + 1 differs only in it unless it wraps.
+  const uint64_t stride = uint64_t(config_.pseudo_channels);
+  if (!pairsPossible_ || line % stride == stride - 1) return false;
+  pairSecondIndex_ = uint32_t(line % stride + 1);
+  return true;
+}
+
+bool HbmModel::linePairByLocation(uint64_t line) const {
+  const uint64_t bytes = map_.channelLine() * map_.burstBytes();
+  const BurstLocation a = map_.locate(line * bytes), b = map_.locate((line + 1) * bytes);
+  return a.channel == 0 && b.channel == 0 && a.pseudoChannel == line % config_.pseudo_channels &&
+         b.pseudoChannel == a.pseudoChannel + 1 && a.bankGroup == b.bankGroup && a.bank == b.bank &&
+         a.row == b.row;
 }
 
 void HbmModel::flushRun() {
@@ -53,6 +72,10 @@ void HbmModel::flushRun() {
   if (run_.size() == 1) {
     submitGrouped(run_[0].slot, run_[0].request, run_[0].arrival);
     run_.clear();
+    return;
+  }
+  if (lineOf(runLast_) != lineOf(runFirst_)) {
+    flushPairRun();
     return;
   }
   const uint32_t n = uint32_t(runLast_ - runFirst_ + 1);
@@ -95,6 +118,7 @@ void HbmModel::flushRun() {
   }
   RequestState& rec = requests_[record];
   rec.isRun = true;
+  rec.pair = false;
   rec.remaining = n;
   rec.dataEnd = 0;
   b.request = record;
@@ -103,6 +127,145 @@ void HbmModel::flushRun() {
     activate(l);
   }
   run_.clear();
+}
+
+void HbmModel::flushPairRun() {
+  // A run over a line pair: the first line's channels from the run's first
+  // burst at one pseudo-channel index, then the second line's channels up to
+  // its last burst at the other. Each pseudo-channel gets one burst, alike
+  // for all (linePair), so when they are exactly a union of groups each
+  // leader takes one burst for its members, as for a run within one line.
+  const uint64_t bursts = map_.channelLine();
+  const uint64_t line0 = lineOf(runFirst_);
+  if (!linePair(line0)) throw std::logic_error("HbmModel: a run over lines that are no pair");
+  const uint32_t n = uint32_t(runLast_ - runFirst_ + 1);
+  const BurstLocation& loc = locateInLine(runFirst_);
+  PcBurst b;
+  const uint32_t pc0 = burstAt(loc, 0, run_[0].request.isWrite, run_[0].arrival, &b);
+  const uint32_t stride = uint32_t(config_.pseudo_channels);
+  const uint32_t firstIndex = pc0 % stride, firstChannel = pc0 / stride;
+  const uint32_t secondIndex = pairSecondIndex_, lastChannel = uint32_t(inLine(runLast_));
+  const std::vector<uint32_t>* leaders;
+  if (!groupsWithinPair(firstIndex, firstChannel, secondIndex, lastChannel, &leaders)) {
+    replayRunByLines();
+    return;
+  }
+  if (leaders->size() >= 2 && mergeTwinLeaders(*leaders) &&
+      !groupsWithinPair(firstIndex, firstChannel, secondIndex, lastChannel, &leaders))
+    throw std::logic_error("HbmModel: a merge of twins left a line pair's groups");
+  uint32_t record;
+  if (!freeRequests_.empty()) {
+    record = freeRequests_.back();
+    freeRequests_.pop_back();
+  } else {
+    record = uint32_t(requests_.size());
+    requests_.emplace_back();
+  }
+  const uint64_t start = line0 * bursts;  // offsets count from the first line's start
+  uint32_t previous = record;
+  for (const RunPart& p : run_) {
+    RequestState& s = requests_[p.slot];
+    s.firstChannel = uint32_t(p.first - start);
+    s.runBursts = uint32_t(p.last - p.first + 1);
+    s.remaining = s.runBursts;
+    s.nextInRun = kNoRequest;
+    requests_[previous].nextInRun = p.slot;
+    previous = p.slot;
+  }
+  RequestState& rec = requests_[record];
+  rec.isRun = true;
+  rec.pair = true;
+  rec.pairFirst = uint8_t(firstIndex);
+  rec.pairSecond = uint8_t(secondIndex);
+  rec.remaining = n;
+  rec.dataEnd = 0;
+  b.request = record;
+  // Copied: pushes do not change the groups, but the cache entry is a reference.
+  runLeaders_.assign(leaders->begin(), leaders->end());
+  for (uint32_t l : runLeaders_) {
+    pcs_[l].push(b);
+    activate(l);
+  }
+  run_.clear();
+}
+
+void HbmModel::replayRunByLines() {
+  // What submit does with these parts without line pairs: runs within one
+  // line, requests over two lines one by one. (Nothing else was submitted
+  // between them, so the pseudo-channels get the same bursts in the same order.)
+  std::swap(replay_, run_);
+  run_.clear();
+  const uint64_t line = map_.channelLine();
+  for (const RunPart& p : replay_) {
+    if (!run_.empty() && p.request.isWrite == run_.front().request.isWrite &&
+        p.arrival == run_.front().arrival && p.first == runLast_ + 1 &&
+        lineOf(p.last) == lineOf(runFirst_)) {
+      addRunPart(p.slot, p.request, p.arrival, p.first, p.last);
+      runLast_ = p.last;
+      continue;
+    }
+    flushRun();  // within one line: no pair, no replay
+    if (line >= 2 && lineOf(p.first) == lineOf(p.last)) {
+      addRunPart(p.slot, p.request, p.arrival, p.first, p.last);
+      runFirst_ = p.first;
+      runLast_ = p.last;
+    } else {
+      submitGrouped(p.slot, p.request, p.arrival);
+    }
+  }
+  replay_.clear();
+  flushRun();
+}
+
+bool HbmModel::groupsWithinPair(uint32_t firstIndex, uint32_t firstChannel, uint32_t secondIndex,
+                                uint32_t lastChannel, const std::vector<uint32_t>** leaders) {
+  // groupsWithinLine for a line pair: the channels [firstChannel, channels)
+  // at firstIndex and [0, lastChannel] at secondIndex.
+  const uint32_t stride = uint32_t(config_.pseudo_channels);
+  const uint32_t channels = uint32_t(config_.channels);
+  const uint32_t pc0 = firstChannel * stride + firstIndex;
+  const uint32_t n = channels - firstChannel + lastChannel + 1;
+  LineGroups& known = lineUnions_[pc0];
+  *leaders = &known.leaders;
+  if (known.changes == groups_.changes() && known.bursts == n && known.secondIndex == secondIndex)
+    return known.exact;
+  known.changes = groups_.changes();
+  known.bursts = n;
+  known.secondIndex = secondIndex;
+  known.leaders.clear();
+  auto within = [&](uint32_t pc) {
+    const uint32_t index = pc % stride, channel = pc / stride;
+    return (index == firstIndex && channel >= firstChannel) ||
+           (index == secondIndex && channel <= lastChannel);
+  };
+  known.exact = true;
+  for (uint32_t k = 0; k < n && known.exact; ++k) {
+    const uint32_t channel =
+        firstChannel + k < channels ? firstChannel + k : firstChannel + k - channels;
+    const uint32_t pc = channel * stride + (firstChannel + k < channels ? firstIndex : secondIndex);
+    const uint32_t leader = groups_.leader(pc);
+    if (!within(leader)) {
+      known.exact = false;
+      break;
+    }
+    if (leader != pc) continue;
+    for (uint32_t m : groups_.members(pc))
+      if (!within(m)) known.exact = false;
+    known.leaders.push_back(pc);
+  }
+  return known.exact;
+}
+
+uint64_t HbmModel::pcMask(uint32_t leader) {
+  LeaderMask& known = pcMasks_[leader];
+  if (known.changes != groups_.changes()) {
+    known.changes = groups_.changes();
+    known.mask = 0;
+    const uint32_t stride = uint32_t(config_.pseudo_channels);
+    for (uint32_t m : groups_.members(leader))
+      known.mask |= uint64_t(1) << ((m % stride) * uint32_t(config_.channels) + m / stride);
+  }
+  return known.mask;
 }
 
 uint64_t HbmModel::channelMask(uint32_t leader) {
@@ -126,9 +289,11 @@ bool HbmModel::groupsWithinLine(uint32_t pc0, uint32_t n, const std::vector<uint
   // Remembered per first pseudo-channel and length until the groups change.
   LineGroups& known = lineUnions_[pc0];
   *leaders = &known.leaders;
-  if (known.changes == groups_.changes() && known.bursts == n) return known.exact;
+  if (known.changes == groups_.changes() && known.bursts == n && known.secondIndex == ~0u)
+    return known.exact;
   known.changes = groups_.changes();
   known.bursts = n;
+  known.secondIndex = ~0u;
   known.leaders.clear();
   known.exact = unionOfGroups(pc0, n, known.leaders);
   return known.exact;
@@ -173,13 +338,24 @@ void HbmModel::issueRunBurst(uint32_t pc, uint32_t record, uint64_t dataEnd) {
     rec.nextInRun = kNoRequest;
     rec.remaining = 0;
     rec.isRun = false;
+    rec.pair = false;
     freeRequests_.push_back(record);
     return;
   }
   const uint32_t stride = uint32_t(config_.pseudo_channels);
-  // The group's channels as a mask (all of one pseudo-channel index), when they fit.
-  const bool masked = !all && config_.channels <= 64;
-  const uint64_t mask = masked ? channelMask(pc) : 0;
+  // The group's channels as a mask (all of one pseudo-channel index), when
+  // they fit; over a line pair, the first line's channels then the second's.
+  const RequestState& head = requests_[record];
+  const bool masked = !all && (head.pair || config_.channels <= 64);
+  uint64_t mask = 0;
+  if (head.pair) {
+    const uint32_t channels = uint32_t(config_.channels);
+    const uint64_t members = pcMask(pc), low = (uint64_t(1) << channels) - 1;
+    mask = ((members >> (head.pairFirst * channels)) & low) |
+           (((members >> (head.pairSecond * channels)) & low) << channels);
+  } else if (masked) {
+    mask = channelMask(pc);
+  }
   uint32_t previous = record;
   for (uint32_t x = requests_[record].nextInRun; x != kNoRequest;) {
     RequestState& part = requests_[x];
@@ -216,6 +392,7 @@ void HbmModel::issueRunBurst(uint32_t pc, uint32_t record, uint64_t dataEnd) {
     if (rec.nextInRun != kNoRequest)
       throw std::logic_error("HbmModel: a run ended with parts left");
     rec.isRun = false;
+    rec.pair = false;
     freeRequests_.push_back(record);
   }
 }
