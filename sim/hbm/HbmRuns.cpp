@@ -200,13 +200,13 @@ void HbmModel::replayRunByLines() {
     if (!run_.empty() && p.request.isWrite == run_.front().request.isWrite &&
         p.arrival == run_.front().arrival && p.first == runLast_ + 1 &&
         lineOf(p.last) == lineOf(runFirst_)) {
-      addRunPart(p.slot, p.request, p.arrival, p.first, p.last);
+      run_.add() = p;  // (a copy: replays are rare, addRunPart stays inline in submit)
       runLast_ = p.last;
       continue;
     }
     flushRun();  // within one line: no pair, no replay
     if (line >= 2 && lineOf(p.first) == lineOf(p.last)) {
-      addRunPart(p.slot, p.request, p.arrival, p.first, p.last);
+      run_.add() = p;
       runFirst_ = p.first;
       runLast_ = p.last;
     } else {
