@@ -38,7 +38,10 @@
 // back until the next call that is not such a request, then handed over as
 // one run: one burst for the line's group (or for each of the groups that
 // together are the run's pseudo-channels), which completes the requests of
-// the run (HbmRuns.cpp). testbench/unit/hbm proves the two models equal.
+// the run (HbmRuns.cpp). A run may continue into the next line when the two
+// lines are a pair (same bank group, bank and row at the next pseudo-channel
+// index), so that both indices' groups take one record and can merge as
+// twins. testbench/unit/hbm proves the two models equal.
 #pragma once
 
 #include <cstddef>
