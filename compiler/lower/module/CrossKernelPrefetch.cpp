@@ -219,7 +219,13 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
     addFragments(j, &betweenBytes);
     codegen::PrefetchPlan far = planNextKernel(*after.kernels[j], written, fromTop, known);
     if (!flagsFit(far, j)) continue;
-    if (betweenBytes * 3 >= far.hbmBytes) continue;
+    // Or, when the next kernel has next to nothing to load ahead (its inputs
+    // are this kernel's results: the decode attention's softmax after the
+    // scores), under the whole blocks: HBM would otherwise idle under the
+    // short kernels' latency (the 7B decode's p x V, 2 MiB of V started by
+    // the score dot across the max and the exp / sum kernels, 0.8 MB).
+    const bool nearIdle = choice.plan.hbmBytes < isa::kVmemRowBytes;
+    if (betweenBytes * (nearIdle ? 1 : 3) >= far.hbmBytes) continue;
     // They must fit beside the region (a widened, double-buffered block is up
     // to 8 bytes of VMEM per byte of HBM): a kernel between cannot fall back.
     if (betweenBytes * 8 + far.rows * isa::kVmemRowBytes > cg_.vmemBytes) continue;
