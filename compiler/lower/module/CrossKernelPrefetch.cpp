@@ -9,6 +9,7 @@
 #include "compiler/lower/dma/DataMovement.h"
 #include "compiler/lower/module/Costs.h"
 #include "compiler/lower/module/ModuleLowerer.h"
+#include "kernels/tiling/Tiling.h"
 
 namespace tpusim::lower {
 
@@ -219,7 +220,18 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
     addFragments(j, &betweenBytes);
     codegen::PrefetchPlan far = planNextKernel(*after.kernels[j], written, fromTop, known);
     if (!flagsFit(far, j)) continue;
-    if (betweenBytes * 3 >= far.hbmBytes) continue;
+    // Or, when the next kernel has next to nothing to load ahead (its inputs
+    // are this kernel's results: the decode attention's softmax after the
+    // scores), under the whole blocks: HBM would otherwise idle under the
+    // short kernels' latency (the 7B decode's p x V, 2 MiB of V started by
+    // the score dot across the max and the exp / sum kernels, 0.8 MB).
+    // Blocks that load within a grid step's overhead are not worth it: the
+    // kernels between start nothing of their own meanwhile (the micro decode's
+    // 512 B RoPE operand across a 64-lane kernel: +75 cycles there).
+    const bool nearIdle = choice.plan.hbmBytes<isa::kVmemRowBytes&& double(far.hbmBytes)> double(
+                              kernels::tiling::kStepOverheadCycles) *
+                          cg_.hbmBytesPerCycle;
+    if (betweenBytes * (nearIdle ? 1 : 3) >= far.hbmBytes) continue;
     // They must fit beside the region (a widened, double-buffered block is up
     // to 8 bytes of VMEM per byte of HBM): a kernel between cannot fall back.
     if (betweenBytes * 8 + far.rows * isa::kVmemRowBytes > cg_.vmemBytes) continue;
