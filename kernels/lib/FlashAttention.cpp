@@ -168,19 +168,29 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
 }
 
 void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
-                                   const std::function<ScoreFn()>& makeScore, const Array& v,
-                                   int64_t parts) const {
+                                   const std::function<std::pair<ScoreFn, ScoreFn>()>& makeScore,
+                                   const Array& v, int64_t parts) const {
   if (pvDefer) throw Error("error: online softmax: the diagonal step's p x V is not deferred");
   previousPv();
   scoreDot(q, k, true);
   // Made after the dot in program order: its hoisted vregs made before it
   // held registers through it (causal 2048 +19%).
-  const ScoreFn score = makeScore();
+  const auto [masked, scaled] = makeScore();
   for (int64_t i = 0; i < parts; ++i) {
     OnlineSoftmax part = *this;
     part.rows = rows / parts;
     part.rowOff = i * part.rows;
     part.liveCols = (i + 1) * cols / parts;
+    // Key windows before the part's first row are visible to all its rows
+    // (the first query row is the first key): scaled only, no mask compare
+    // and select (where(true, s, mask) is s: the same bits).
+    const int64_t visible = part.rowOff;
+    const ScoreFn score = visible == 0 ? masked
+                                       : ScoreFn([=](const Array& raw, Scalar row0, int64_t col0) {
+                                           return col0 + raw.cols() <= visible
+                                                      ? scaled(raw, row0, col0)
+                                                      : masked(raw, row0, col0);
+                                         });
     // The first part's iterations fill the score dot's block (5 of its 6:
     // causal 2048 -3.3% against 3); the later parts' prologues follow the
     // loop before them, and any iteration there held the scalar registers
@@ -924,10 +934,16 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                             prm.causalParts > 1 && bq == bk &&
                             OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts);
     // sameStart: the step's first query row is its first key (qStart = kStart).
-    auto scoreFn = [=](bool maskRagged, bool maskCausal, bool sameStart = false) {
+    // scaledOut: also the ScoreFn without masks, sharing the hoisted scale.
+    auto scoreFn = [=](bool maskRagged, bool maskCausal, bool sameStart = false,
+                       OnlineSoftmax::ScoreFn* scaledOut = nullptr) {
       Array diag, scaleV, maskV;
       std::vector<Array> diagC;
       if (hoist) scaleV = in_vregs(full(8, 128, scale));
+      if (scaledOut)
+        *scaledOut = [=](const Array& raw, Scalar, int64_t) {
+          return raw.rows() == 8 && raw.cols() == 128 && hoist ? raw * scaleV : raw * scale;
+        };
       // A ragged last kv block (causal or not): the ragged mask folds into
       // the per-window diagonals, made once per step.
       const bool foldRagged = maskRagged && hoist && bk <= 512;
@@ -1047,7 +1063,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
           OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts)) {
         if (diagFinish) st.finishTo = o;
         st.updateDiagonal(
-            qBlock(qStart), kBlock(kStart), [&] { return scoreFn(false, true, true); }, vv,
+            qBlock(qStart), kBlock(kStart),
+            [&] {
+              std::pair<OnlineSoftmax::ScoreFn, OnlineSoftmax::ScoreFn> fns;
+              fns.first = scoreFn(false, true, true, &fns.second);
+              return fns;
+            },
+            vv,
             prm.causalParts);
         return;
       }

@@ -199,7 +199,8 @@ struct OnlineSoftmax {
   // Each part is its own pipelined slab loop; makeScore makes the step's
   // ScoreFn (once, after the score dot).
   void updateDiagonal(const dsl::Array& q, const dsl::Array& k,
-                      const std::function<ScoreFn()>& makeScore, const dsl::Array& v,
+                      const std::function<std::pair<ScoreFn, ScoreFn>()>& makeScore,
+                      const dsl::Array& v,
                       int64_t parts) const;
   static bool diagonalFits(int64_t rows, int64_t cols, int64_t parts) {
     return parts >= 1 && rows == cols && cols % (128 * parts) == 0 && cols <= 1024 &&
