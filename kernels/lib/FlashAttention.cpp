@@ -185,12 +185,10 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
     // (the first query row is the first key): scaled only, no mask compare
     // and select (where(true, s, mask) is s: the same bits).
     const int64_t visible = part.rowOff;
-    const ScoreFn score = visible == 0 ? masked
-                                       : ScoreFn([=](const Array& raw, Scalar row0, int64_t col0) {
-                                           return col0 + raw.cols() <= visible
-                                                      ? scaled(raw, row0, col0)
-                                                      : masked(raw, row0, col0);
-                                         });
+    const ScoreFn score =
+        visible == 0 ? masked : ScoreFn([=](const Array& raw, Scalar row0, int64_t col0) {
+          return col0 + raw.cols() <= visible ? scaled(raw, row0, col0) : masked(raw, row0, col0);
+        });
     // The first part's iterations fill the score dot's block (5 of its 6:
     // causal 2048 -3.3% against 3); the later parts' prologues follow the
     // loop before them, and any iteration there held the scalar registers
@@ -1069,8 +1067,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
               fns.first = scoreFn(false, true, true, &fns.second);
               return fns;
             },
-            vv,
-            prm.causalParts);
+            vv, prm.causalParts);
         return;
       }
       st.update(qBlock(qStart), kBlock(kStart), scoreFn(lastRagged, maskCausal), vv,

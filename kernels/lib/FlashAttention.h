@@ -197,11 +197,12 @@ struct OnlineSoftmax {
   // others are after all of its rows: their weights are exp(mask - m) = 0,
   // so pb gets zeros, and skipping them leaves m's and l's bits as they were).
   // Each part is its own pipelined slab loop; makeScore makes the step's
-  // ScoreFn (once, after the score dot).
+  // ScoreFns (once, after the score dot): the masked one and the scale alone
+  // (sharing its hoisted registers), which part i > 0 applies to the key
+  // windows before its first row (visible to all its rows: no compares).
   void updateDiagonal(const dsl::Array& q, const dsl::Array& k,
                       const std::function<std::pair<ScoreFn, ScoreFn>()>& makeScore,
-                      const dsl::Array& v,
-                      int64_t parts) const;
+                      const dsl::Array& v, int64_t parts) const;
   static bool diagonalFits(int64_t rows, int64_t cols, int64_t parts) {
     return parts >= 1 && rows == cols && cols % (128 * parts) == 0 && cols <= 1024 &&
            (rows / parts) % (8 * kPipelinedSlabs) == 0 && rows / parts >= 8 * kPipelinedSlabs * 3;

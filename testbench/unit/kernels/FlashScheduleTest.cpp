@@ -109,7 +109,10 @@ codegen::CompiledKernel causalKernel(const codegen::TargetInfo& t, int causalPar
 // compares of both reads (2 per slab, 8 per one-iteration trip), not per
 // compare (32). The diagonal step runs its rows in two parts (causal_parts
 // 2), each its own slab loop: the first over the step's first 256 keys only
-// (2 windows: 8 exps and 4 alphas per trip), p x V after the second.
+// (2 windows: 8 exps and 4 alphas per trip), p x V after the second. The
+// second part's rows (256-511) see all of the first 256 keys: those 2 windows
+// are scaled only, so its compares and selects are those of the last 2 (2
+// reads of 4 slabs: 16 each, not 32).
 TEST_CASE("causal flash attention's diagonal steps latch V and share the row bound") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
   codegen::CompiledKernel ck = causalKernel(t);
@@ -124,7 +127,11 @@ TEST_CASE("causal flash attention's diagonal steps latch V and share the row bou
     CHECK(bs[b + 2].kind == "exit");
     CHECK(count(bs[b + 2].text, "mxu.wpush") == 0);
     withPv += count(bs[b + 2].text, "mxu.mm") > 0;
-    if (exps.back() == 20) CHECK(count(bs[b].text, "vbcast") == 8);
+    if (exps.back() == 20) {
+      CHECK(count(bs[b].text, "vbcast") == 8);
+      CHECK(count(bs[b].text, "vcmp") == 16);
+      CHECK(count(bs[b].text, "vsel") == 16);
+    }
   }
   // Unmasked (two iterations per trip), the diagonal's first part, its second.
   CHECK(exps == std::vector<int>{40, 12, 20});
