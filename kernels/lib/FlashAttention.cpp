@@ -987,6 +987,15 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         Array s = whole && hoist ? raw * scaleV : raw * scale;
         if (!maskRagged && !maskCausal) return s;
         if (whole && !diagC.empty()) {
+          // A slab at a constant row (straight-line iterations) of the
+          // diagonal: a window before its first row is visible to all of
+          // its rows, one after its last to none (where() would pick s,
+          // resp. the mask value, in every lane: the same bits).
+          int64_t r0 = 0;
+          if (sameStart && !maskRagged && row0.isConstant(&r0)) {
+            if (col0 + 127 <= r0) return s;
+            if (col0 > r0 + 7) return maskV;
+          }
           if (bound->first != row0.value()) {
             int64_t r = 0;
             Array b = sameStart && row0.isConstant(&r) ? full(8, 128, double(r), S32)
