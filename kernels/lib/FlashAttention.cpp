@@ -272,7 +272,10 @@ Array OnlineSoftmax::slabMax(const ScoreFn& score, Scalar r0, int64_t n) const {
   auto rowsOf = [&](const Ref& r, int64_t c0, int64_t w) { return r.load(ds(r0, n), ds(c0, w)); };
   Array folded;
   for (auto [c0, w] : laneWindows(live())) {
-    Array win = in_vregs(score(rowsOf(s, c0, w), r0, c0));
+    Array scored = score(rowsOf(s, c0, w), r0, c0);
+    // All masked (ScoreFn): max(x, mask) is x for the row's visible scores.
+    if (!scored.valid()) continue;
+    Array win = in_vregs(scored);
     folded = folded.valid() ? maximum(folded, win) : fresh ? win : maximum(rowsOf(m, 0, w), win);
   }
   return max_vregs(folded);
@@ -293,12 +296,19 @@ std::pair<Array, Array> OnlineSoftmax::slabRest(const ScoreFn& score, Scalar r0,
   Array psum;
   std::vector<Array> pw;
   for (auto [c0, w] : laneWindows(live())) {
-    pw.push_back(in_vregs(exp(score(rowsOf(s, c0, w), r0, c0) - mNext)));
+    Array scored = score(rowsOf(s, c0, w), r0, c0);
+    // All masked (ScoreFn): weights exp(mask - m) = 0, no exps; psum + 0
+    // is psum (weights are >= 0), so the sum keeps its bits.
+    pw.push_back(scored.valid() ? in_vregs(exp(scored - mNext)) : Array());
+    if (!pw.back().valid()) continue;
     psum = psum.valid() ? psum + pw.back() : pw.back();
   }
   m.store(ds(r0, n), ds(0, 128), mNext);
   size_t i = 0;
-  for (auto [c0, w] : laneWindows(live())) pb.store(ds(r0, n), ds(c0, w), pw[i++].astype(BF16));
+  for (auto [c0, w] : laneWindows(live())) {
+    const Array& wgt = pw[i++];
+    pb.store(ds(r0, n), ds(c0, w), wgt.valid() ? wgt.astype(BF16) : zeros(n, w, BF16));
+  }
   for (int64_t c0 = live(); c0 < cols; c0 += 128)
     pb.store(ds(r0, n), ds(c0, 128), zeros(n, 128, BF16));
   for (auto [c0, w] : laneWindows(d))
@@ -994,7 +1004,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
           int64_t r0 = 0;
           if (sameStart && !maskRagged && row0.isConstant(&r0)) {
             if (col0 + 127 <= r0) return s;
-            if (col0 > r0 + 7) return maskV;
+            if (col0 > r0 + 7) return Array();
           }
           if (bound->first != row0.value()) {
             int64_t r = 0;
