@@ -149,6 +149,27 @@ TEST_CASE("causal flash attention's diagonal step writes the output") {
   CHECK(diagonalEnds >= 1);
 }
 
+// With score_next, score_next_q and pair_q (tpu-kernel's defaults): the
+// diagonal of q block 0 makes q block 1's first scores in its last part's one
+// block, all of that part's slabs (rows 256-511) at constant rows. Those of
+// rows 256-383 see none of keys 384-511: that window gets no exps (weights
+// 0): 16 fewer in the block with the next dot and p x V (512 mms) and 1 / l
+// (64 reciprocals): 156, 172 with them.
+TEST_CASE("causal flash attention's diagonal skips the exps of keys after a slab's rows") {
+  codegen::TargetInfo t = testing::kernelTarget("v5e");
+  lib::FlashAttentionParams p = blocks512();
+  p.causal = true;
+  p.causalParts = 2;
+  p.scoreNext = p.scoreNextQ = p.pairQ = true;
+  int lastParts = 0;
+  for (const Block& b : blocks(kernel1024(t, p).machineText)) {
+    if (count(b.text, "vrcp") != 64 || count(b.text, "mxu.mm") != 512) continue;
+    ++lastParts;
+    CHECK(count(b.text, "vexp") == 156);
+  }
+  CHECK(lastParts >= 1);
+}
+
 // With causal_parts 1 the diagonal step is one slab loop over all keys.
 TEST_CASE("causal flash attention's diagonal step in one part") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
