@@ -157,6 +157,9 @@ struct OnlineSoftmax {
   // [col0, col0 + raw.cols()) of the step into the scores the
   // softmax sees: scaled, and kMaskValue where a key is not visible. Applied
   // lazily wherever the scores are read, so it costs VPU work, not a VMEM pass.
+  // An invalid Array: no key of the window is visible to any of the rows
+  // (weights 0; the register form's slabMax / slabRest then make no exps
+  // for it; other readers must not get one).
   using ScoreFn = std::function<dsl::Array(const dsl::Array& raw, dsl::Scalar row0, int64_t col0)>;
 
   void init() const;  // m = -inf, l = 0, acc = 0, s = 0
