@@ -168,19 +168,27 @@ void OnlineSoftmax::update(const Array& q, const Array& k, const ScoreFn& scoreO
 }
 
 void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
-                                   const std::function<ScoreFn()>& makeScore, const Array& v,
-                                   int64_t parts) const {
+                                   const std::function<std::pair<ScoreFn, ScoreFn>()>& makeScore,
+                                   const Array& v, int64_t parts) const {
   if (pvDefer) throw Error("error: online softmax: the diagonal step's p x V is not deferred");
   previousPv();
   scoreDot(q, k, true);
   // Made after the dot in program order: its hoisted vregs made before it
   // held registers through it (causal 2048 +19%).
-  const ScoreFn score = makeScore();
+  const auto [masked, scaled] = makeScore();
   for (int64_t i = 0; i < parts; ++i) {
     OnlineSoftmax part = *this;
     part.rows = rows / parts;
     part.rowOff = i * part.rows;
     part.liveCols = (i + 1) * cols / parts;
+    // Key windows before the part's first row are visible to all its rows
+    // (the first query row is the first key): scaled only, no mask compare
+    // and select (where(true, s, mask) is s: the same bits).
+    const int64_t visible = part.rowOff;
+    const ScoreFn score =
+        visible == 0 ? masked : ScoreFn([=](const Array& raw, Scalar row0, int64_t col0) {
+          return col0 + raw.cols() <= visible ? scaled(raw, row0, col0) : masked(raw, row0, col0);
+        });
     // The first part's iterations fill the score dot's block (5 of its 6:
     // causal 2048 -3.3% against 3); the later parts' prologues follow the
     // loop before them, and any iteration there held the scalar registers
@@ -264,7 +272,10 @@ Array OnlineSoftmax::slabMax(const ScoreFn& score, Scalar r0, int64_t n) const {
   auto rowsOf = [&](const Ref& r, int64_t c0, int64_t w) { return r.load(ds(r0, n), ds(c0, w)); };
   Array folded;
   for (auto [c0, w] : laneWindows(live())) {
-    Array win = in_vregs(score(rowsOf(s, c0, w), r0, c0));
+    Array scored = score(rowsOf(s, c0, w), r0, c0);
+    // All masked (ScoreFn): max(x, mask) is x for the row's visible scores.
+    if (!scored.valid()) continue;
+    Array win = in_vregs(scored);
     folded = folded.valid() ? maximum(folded, win) : fresh ? win : maximum(rowsOf(m, 0, w), win);
   }
   return max_vregs(folded);
@@ -285,12 +296,19 @@ std::pair<Array, Array> OnlineSoftmax::slabRest(const ScoreFn& score, Scalar r0,
   Array psum;
   std::vector<Array> pw;
   for (auto [c0, w] : laneWindows(live())) {
-    pw.push_back(in_vregs(exp(score(rowsOf(s, c0, w), r0, c0) - mNext)));
+    Array scored = score(rowsOf(s, c0, w), r0, c0);
+    // All masked (ScoreFn): weights exp(mask - m) = 0, no exps; psum + 0
+    // is psum (weights are >= 0), so the sum keeps its bits.
+    pw.push_back(scored.valid() ? in_vregs(exp(scored - mNext)) : Array());
+    if (!pw.back().valid()) continue;
     psum = psum.valid() ? psum + pw.back() : pw.back();
   }
   m.store(ds(r0, n), ds(0, 128), mNext);
   size_t i = 0;
-  for (auto [c0, w] : laneWindows(live())) pb.store(ds(r0, n), ds(c0, w), pw[i++].astype(BF16));
+  for (auto [c0, w] : laneWindows(live())) {
+    const Array& wgt = pw[i++];
+    pb.store(ds(r0, n), ds(c0, w), wgt.valid() ? wgt.astype(BF16) : zeros(n, w, BF16));
+  }
   for (int64_t c0 = live(); c0 < cols; c0 += 128)
     pb.store(ds(r0, n), ds(c0, 128), zeros(n, 128, BF16));
   for (auto [c0, w] : laneWindows(d))
@@ -924,10 +942,16 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                             prm.causalParts > 1 && bq == bk &&
                             OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts);
     // sameStart: the step's first query row is its first key (qStart = kStart).
-    auto scoreFn = [=](bool maskRagged, bool maskCausal, bool sameStart = false) {
+    // scaledOut: also the ScoreFn without masks, sharing the hoisted scale.
+    auto scoreFn = [=](bool maskRagged, bool maskCausal, bool sameStart = false,
+                       OnlineSoftmax::ScoreFn* scaledOut = nullptr) {
       Array diag, scaleV, maskV;
       std::vector<Array> diagC;
       if (hoist) scaleV = in_vregs(full(8, 128, scale));
+      if (scaledOut)
+        *scaledOut = [=](const Array& raw, Scalar, int64_t) {
+          return raw.rows() == 8 && raw.cols() == 128 && hoist ? raw * scaleV : raw * scale;
+        };
       // A ragged last kv block (causal or not): the ragged mask folds into
       // the per-window diagonals, made once per step.
       const bool foldRagged = maskRagged && hoist && bk <= 512;
@@ -973,6 +997,15 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
         Array s = whole && hoist ? raw * scaleV : raw * scale;
         if (!maskRagged && !maskCausal) return s;
         if (whole && !diagC.empty()) {
+          // A slab at a constant row (straight-line iterations) of the
+          // diagonal: a window before its first row is visible to all of
+          // its rows, one after its last to none (where() would pick s,
+          // resp. the mask value, in every lane: the same bits).
+          int64_t r0 = 0;
+          if (sameStart && !maskRagged && row0.isConstant(&r0)) {
+            if (col0 + 127 <= r0) return s;
+            if (col0 > r0 + 7) return Array();
+          }
           if (bound->first != row0.value()) {
             int64_t r = 0;
             Array b = sameStart && row0.isConstant(&r) ? full(8, 128, double(r), S32)
@@ -1047,8 +1080,13 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
           OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts)) {
         if (diagFinish) st.finishTo = o;
         st.updateDiagonal(
-            qBlock(qStart), kBlock(kStart), [&] { return scoreFn(false, true, true); }, vv,
-            prm.causalParts);
+            qBlock(qStart), kBlock(kStart),
+            [&] {
+              std::pair<OnlineSoftmax::ScoreFn, OnlineSoftmax::ScoreFn> fns;
+              fns.first = scoreFn(false, true, true, &fns.second);
+              return fns;
+            },
+            vv, prm.causalParts);
         return;
       }
       st.update(qBlock(qStart), kBlock(kStart), scoreFn(lastRagged, maskCausal), vv,

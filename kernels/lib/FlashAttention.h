@@ -157,6 +157,9 @@ struct OnlineSoftmax {
   // [col0, col0 + raw.cols()) of the step into the scores the
   // softmax sees: scaled, and kMaskValue where a key is not visible. Applied
   // lazily wherever the scores are read, so it costs VPU work, not a VMEM pass.
+  // An invalid Array: no key of the window is visible to any of the rows
+  // (weights 0; the register form's slabMax / slabRest then make no exps
+  // for it; other readers must not get one).
   using ScoreFn = std::function<dsl::Array(const dsl::Array& raw, dsl::Scalar row0, int64_t col0)>;
 
   void init() const;  // m = -inf, l = 0, acc = 0, s = 0
@@ -197,10 +200,12 @@ struct OnlineSoftmax {
   // others are after all of its rows: their weights are exp(mask - m) = 0,
   // so pb gets zeros, and skipping them leaves m's and l's bits as they were).
   // Each part is its own pipelined slab loop; makeScore makes the step's
-  // ScoreFn (once, after the score dot).
+  // ScoreFns (once, after the score dot): the masked one and the scale alone
+  // (sharing its hoisted registers), which part i > 0 applies to the key
+  // windows before its first row (visible to all its rows: no compares).
   void updateDiagonal(const dsl::Array& q, const dsl::Array& k,
-                      const std::function<ScoreFn()>& makeScore, const dsl::Array& v,
-                      int64_t parts) const;
+                      const std::function<std::pair<ScoreFn, ScoreFn>()>& makeScore,
+                      const dsl::Array& v, int64_t parts) const;
   static bool diagonalFits(int64_t rows, int64_t cols, int64_t parts) {
     return parts >= 1 && rows == cols && cols % (128 * parts) == 0 && cols <= 1024 &&
            (rows / parts) % (8 * kPipelinedSlabs) == 0 && rows / parts >= 8 * kPipelinedSlabs * 3;

@@ -109,7 +109,10 @@ codegen::CompiledKernel causalKernel(const codegen::TargetInfo& t, int causalPar
 // compares of both reads (2 per slab, 8 per one-iteration trip), not per
 // compare (32). The diagonal step runs its rows in two parts (causal_parts
 // 2), each its own slab loop: the first over the step's first 256 keys only
-// (2 windows: 8 exps and 4 alphas per trip), p x V after the second.
+// (2 windows: 8 exps and 4 alphas per trip), p x V after the second. The
+// second part's rows (256-511) see all of the first 256 keys: those 2 windows
+// are scaled only, so its compares and selects are those of the last 2 (2
+// reads of 4 slabs: 16 each, not 32).
 TEST_CASE("causal flash attention's diagonal steps latch V and share the row bound") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
   codegen::CompiledKernel ck = causalKernel(t);
@@ -124,7 +127,11 @@ TEST_CASE("causal flash attention's diagonal steps latch V and share the row bou
     CHECK(bs[b + 2].kind == "exit");
     CHECK(count(bs[b + 2].text, "mxu.wpush") == 0);
     withPv += count(bs[b + 2].text, "mxu.mm") > 0;
-    if (exps.back() == 20) CHECK(count(bs[b].text, "vbcast") == 8);
+    if (exps.back() == 20) {
+      CHECK(count(bs[b].text, "vbcast") == 8);
+      CHECK(count(bs[b].text, "vcmp") == 16);
+      CHECK(count(bs[b].text, "vsel") == 16);
+    }
   }
   // Unmasked (two iterations per trip), the diagonal's first part, its second.
   CHECK(exps == std::vector<int>{40, 12, 20});
@@ -140,6 +147,27 @@ TEST_CASE("causal flash attention's diagonal step writes the output") {
   for (const Block& b : blocks(causalKernel(t).machineText))
     if (count(b.text, "vrcp") == 64 && count(b.text, "vcvt.bf16") >= 64) ++diagonalEnds;
   CHECK(diagonalEnds >= 1);
+}
+
+// With score_next, score_next_q and pair_q (tpu-kernel's defaults): the
+// diagonal of q block 0 makes q block 1's first scores in its last part's one
+// block, all of that part's slabs (rows 256-511) at constant rows. Those of
+// rows 256-383 see none of keys 384-511: that window gets no exps (weights
+// 0): 16 fewer in the block with the next dot and p x V (512 mms) and 1 / l
+// (64 reciprocals): 156, 172 with them.
+TEST_CASE("causal flash attention's diagonal skips the exps of keys after a slab's rows") {
+  codegen::TargetInfo t = testing::kernelTarget("v5e");
+  lib::FlashAttentionParams p = blocks512();
+  p.causal = true;
+  p.causalParts = 2;
+  p.scoreNext = p.scoreNextQ = p.pairQ = true;
+  int lastParts = 0;
+  for (const Block& b : blocks(kernel1024(t, p).machineText)) {
+    if (count(b.text, "vrcp") != 64 || count(b.text, "mxu.mm") != 512) continue;
+    ++lastParts;
+    CHECK(count(b.text, "vexp") == 156);
+  }
+  CHECK(lastParts >= 1);
 }
 
 // With causal_parts 1 the diagonal step is one slab loop over all keys.
