@@ -407,13 +407,6 @@ constexpr int kOverlapLookahead = 96, kWideOverlapLookahead = 400;
 // schedule wins.
 constexpr int kReserve = 16;
 constexpr std::array<int, 2> kOverlapWorkReserves = {4, 2};
-// And once with no reserve for the overlap instructions at a window between
-// the two: a dot kernel's own epilogue traced after its dots (DotLowering,
-// the SwiGLU backward's, by columns) is the block's critical path once the
-// first round of N tiles is popped; at 300 / 0 its 512 x 2048 block took
-// 10,762 bundles against 11,979 with the variants above (the windows 200-350
-// all 10.6-10.9k; 400 / 0 took 17.8k: the shortest wins).
-constexpr int kMidOverlapLookahead = 300;
 
 // An mxuLoop block is scheduled, then again with each carried pop held back
 // to where the block's length would have it (the last mm of its slot plus
@@ -463,8 +456,6 @@ BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t, int lookah
       BlockSchedule small = withOverlap(kWideOverlapLookahead, reserve);
       if (small.length < best.length) best = small;
     }
-    BlockSchedule unreserved = withOverlap(kMidOverlapLookahead, 0);
-    if (unreserved.length < best.length) best = unreserved;
   }
   return best;
 }
