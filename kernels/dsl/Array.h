@@ -198,4 +198,18 @@ class OverlapWithMxu {
   bool saved_;
 };
 
+// While alive, store_together of unrolled row tiles (OverlapWithMxu) walks the
+// column tiles outermost: a dot's result columns are complete MXU by MXU
+// (LowerMatmul deals the N tiles round-robin to the MXUs), its rows only after
+// the last N tile, so an epilogue traced after its own dot may start on the
+// first round's columns while the MXUs stream the next round. Row tiles of a
+// loop keep the row-major walk. Nests; the numbers are the same.
+class EpilogueByColumns {
+ public:
+  EpilogueByColumns();
+  ~EpilogueByColumns();
+  EpilogueByColumns(const EpilogueByColumns&) = delete;
+  EpilogueByColumns& operator=(const EpilogueByColumns&) = delete;
+};
+
 }  // namespace tpusim::kernels::dsl

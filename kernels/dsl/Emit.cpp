@@ -45,6 +45,8 @@ Value* emitTile(const NodePtr& n, const TileAt& at);
 // Tiles nodes are addressed by constant row offsets: while one is being
 // emitted, row-tile loops are unrolled.
 thread_local int unrollRowTiles = 0;
+// store_together's unrolled walk: column tiles outermost (EpilogueByColumns).
+thread_local int columnsFirst = 0;
 struct UnrollIfTiles {
   bool on;
   static bool hasTiles(const ArrayNode& n) {
@@ -653,6 +655,26 @@ void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& 
     emitDotsOf(v);
   }
   llo::Builder& b = builder();
+  if (columnsFirst > 0 && unrollRowTiles > 0 && sums.empty()) {
+    // Column tile by column tile, each down the rows (EpilogueByColumns).
+    const int64_t full = d0.rows / kSublanesI, rem = d0.rows % kSublanesI;
+    std::vector<Value*> rowOffs;  // one constant per row, shared by its column tiles
+    for (int64_t i = 0; i < full + (rem ? 1 : 0); ++i) rowOffs.push_back(iconst(i * kSublanesI));
+    for (int64_t tj = 0; tj < colTiles; ++tj)
+      for (int64_t i = 0; i < full + (rem ? 1 : 0); ++i) {
+        const int valid = i < full ? int(kSublanesI) : int(rem);
+        Value* rowOff = rowOffs[size_t(i)];
+        TileCseScope cse;
+        for (size_t k = 0; k < dsts.size(); ++k) {
+          const ArrayNode& v = *values[k];
+          const RefWindow& dst = dsts[k];
+          TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
+          storeTile(emitTile(values[k], at), dst, rowOff, tj, valid,
+                    std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
+        }
+      }
+    return;
+  }
   // One walk over the row tiles for every value: what the values share is
   // computed once per tile, in registers (separate stores would each recompute
   // it, or read it back from a VMEM temporary written by a loop of its own).
@@ -725,6 +747,10 @@ OverlapWithMxu::~OverlapWithMxu() {
   --unrollRowTiles;
   builder().setOverlap(saved_);
 }
+
+EpilogueByColumns::EpilogueByColumns() { ++columnsFirst; }
+
+EpilogueByColumns::~EpilogueByColumns() { --columnsFirst; }
 
 NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc, bool transposed,
                           NodePtr* scale) {

@@ -32,6 +32,10 @@ using hlo::HloOpcode;
 
 namespace {
 constexpr int64_t kMaxUnrolledEpilogue = 512 * 1024;  // elements of a pipelined M block
+// Elements of a block whose own epilogue is traced unrolled after its dots
+// (below): 1024 f32 tiles, the SwiGLU backward's 512 x 2048 (~40k
+// instructions in one basic block).
+constexpr int64_t kMaxUnrolledOwnEpilogue = 1024 * 1024;
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -620,6 +624,16 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
     outR->setLag(2, 1, nBlocks);
     blk.why += "; epilogue pipelined (one step behind)";
   }
+  // A dot kernel with several outputs whose epilogue is not pipelined (one N
+  // block: the SwiGLU backward, dh's two products) traces it unrolled in the
+  // dots' basic block, column tile by column tile (dsl::EpilogueByColumns):
+  // a row loop ended the block, so the epilogue waited for the last pop and
+  // each trip drained its chains (137 bundles per 16 tiles against 96 of VALU
+  // work); unrolled, the columns of the MXUs' first round of N tiles go while
+  // the second round streams.
+  const bool ownEpilogueUnrolled = !pipelined && kBlocks == 1 && nOut > 1 && !inPlace && !split &&
+                                   bb * bm * bn <= kMaxUnrolledOwnEpilogue;
+  if (ownEpilogueUnrolled) blk.why += "; epilogue unrolled by columns under the dots";
 
   lhsR->dropUnitLeadAxes();
   for (auto& r : rhsRs) r->dropUnitLeadAxes();
@@ -930,7 +944,11 @@ LoweredKernel lowerDot(const ComputeGraph& g, const TilingTarget& t) {
       return;
     }
     forEachEntry([&](const Accs& a) { step(refs, a, false); });
-    if (kBlocks == 1)
+    if (ownEpilogueUnrolled) {
+      dsl::OverlapWithMxu unrolled;
+      dsl::EpilogueByColumns byColumns;
+      finish();
+    } else if (kBlocks == 1)
       finish();
     else
       dsl::when(dsl::program_id(3) == kBlocks - 1, finish);
