@@ -59,6 +59,14 @@ double hbmCost(const kernels::codegen::TargetInfo& t, const TransposeGeometry& g
 }
 }  // namespace
 
+int64_t mxuTransposeLongRunsVmem(const kernels::codegen::TargetInfo& t, const TransposeGeometry& g,
+                                 int64_t vmemBytes) {
+  if (!g.inOrder || g.cols % t.mxuSize != 0) return 0;
+  const Plan p = choose(t, g, vmemBytes);
+  if (p.tall == 0 || hbmCost(t, g, p.tall) >= hbmCost(t, g, g.doubleBufferedTall)) return 0;
+  return (p.inRows + 2 * p.outRows + mxuTransposeTableRows(t)) * isa::kVmemRowBytes;
+}
+
 bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
   DmaFragment& f = op.frag;
   const auto& t = f.target();
