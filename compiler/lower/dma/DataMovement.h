@@ -67,6 +67,14 @@ using FragmentPlacement = kernels::codegen::CompileOptions;
 // broadcast, reverse, dynamic-slice, dynamic-update-slice, gather, scatter.
 bool isDataMovement(const hlo::HloInstruction& instr);
 
+// VMEM bytes a 16-bit transpose of `dims` by `perm` takes in tall strips
+// (DmaMxuTransposeRuns.h) when all of VMEM is free and they are then taller
+// than with half of it; else 0. The prefetch planner keeps such a
+// transpose's VMEM free of a region in flight (CrossKernelPrefetch.cpp).
+int64_t tallTransposeVmemWish(const kernels::codegen::TargetInfo& t,
+                              const std::vector<int64_t>& dims, const std::vector<int64_t>& perm,
+                              int64_t elemBytes);
+
 // The fragment for `instr`: operandAddresses[i] is the HBM byte address of
 // operand i (scalar index operands included), resultAddress the result's.
 // An operand at the result's own address is moved in place when that is

@@ -59,6 +59,10 @@ int64_t mxuTransposeBlockRows(const kernels::codegen::TargetInfo& t) {
   return kOverRowsDepth * mxusOverRows(t, 4) * t.mxuSize;
 }
 
+int64_t mxuTransposeDepthFor(const kernels::codegen::TargetInfo& t, int64_t rows) {
+  return rows / (mxusOverRows(t, 4) * t.mxuSize);
+}
+
 int64_t mxuTransposeTableRows(const kernels::codegen::TargetInfo& t) {
   // Two passes x N / 8 groups of 8 LHS rows, each N / 128 vregs of 8 VMEM rows.
   return 2 * (t.mxuSize / 8) * (t.mxuSize / kLanes) * 8;

@@ -33,6 +33,9 @@ bool mxuTransposeFits(const kernels::codegen::TargetInfo& t, int64_t elemBytes,
                       const MxuTransposeStrip& s);
 // Source rows of one overRows block of a tall strip: two row tiles per MXU.
 int64_t mxuTransposeBlockRows(const kernels::codegen::TargetInfo& t);
+// overRows row tiles per MXU for one block of `rows` source rows (a multiple
+// of mxuTransposeBlockRows).
+int64_t mxuTransposeDepthFor(const kernels::codegen::TargetInfo& t, int64_t rows);
 // VMEM rows the identity table takes (mxuTransposeTable writes them).
 int64_t mxuTransposeTableRows(const kernels::codegen::TargetInfo& t);
 // Stores the lo and hi identity rows at VMEM row `tableRow` (once per fragment).

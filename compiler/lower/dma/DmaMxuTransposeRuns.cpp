@@ -32,9 +32,11 @@ struct Plan {
 
 // The tallest strip (a divisor of the rows, a multiple of an MXU block's rows) whose
 // buffers fit; none when no such strip is taller than the double-buffered one.
-Plan choose(const kernels::codegen::TargetInfo& t, const TransposeGeometry& g) {
+// `vmemBytes`: the fragment's free VMEM (all of it unless a kernel's prefetch
+// is in flight across the fragment): on v6e 16384 rows (32 KiB runs) fit.
+Plan choose(const kernels::codegen::TargetInfo& t, const TransposeGeometry& g, int64_t vmemBytes) {
   const int64_t n = t.mxuSize, unit = mxuTransposeBlockRows(t);
-  const int64_t budget = t.vmemBytes / 2 / isa::kVmemRowBytes - mxuTransposeTableRows(t);
+  const int64_t budget = vmemBytes / isa::kVmemRowBytes - mxuTransposeTableRows(t);
   Plan best;
   for (int64_t tall = unit; tall <= g.rows; tall += unit) {
     if (g.rows % tall != 0 || tall <= g.doubleBufferedTall) continue;
@@ -57,12 +59,20 @@ double hbmCost(const kernels::codegen::TargetInfo& t, const TransposeGeometry& g
 }
 }  // namespace
 
+int64_t mxuTransposeLongRunsVmem(const kernels::codegen::TargetInfo& t, const TransposeGeometry& g,
+                                 int64_t vmemBytes) {
+  if (!g.inOrder || g.cols % t.mxuSize != 0) return 0;
+  const Plan p = choose(t, g, vmemBytes);
+  if (p.tall == 0 || hbmCost(t, g, p.tall) >= hbmCost(t, g, g.doubleBufferedTall)) return 0;
+  return (p.inRows + 2 * p.outRows + mxuTransposeTableRows(t)) * isa::kVmemRowBytes;
+}
+
 bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
   DmaFragment& f = op.frag;
   const auto& t = f.target();
   const int64_t n = t.mxuSize, halves = n / kLanes, e = 2;
   if (op.elemBytes() != 2 || !g.inOrder || g.cols % n != 0 || f.queues() < 2) return false;
-  const Plan p = choose(t, g);
+  const Plan p = choose(t, g, f.vmemEnd() - f.vmemBase());
   if (p.tall == 0) return false;
   // Only when the HBM run model prices the long runs below the double-buffered strips'.
   if (hbmCost(t, g, p.tall) >= hbmCost(t, g, g.doubleBufferedTall)) return false;
@@ -119,7 +129,15 @@ bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
             RuntimeAddress{vmem0, true, f.constant(c * chunkVmem), inBytes}, 0);
 
   const MxuTransposeStrip edge{chunk, n, g.pitch, p.opitch, true, 2};
-  const MxuTransposeStrip middle{block, n, g.pitch, p.opitch, true};
+  // The middle column tiles in one block of the whole strip (each MXU takes
+  // tall / block x 4 row tiles): a block's first weights and last pops do not
+  // overlap the next block's (a loop iteration each), so fewer, longer blocks
+  // keep the MXUs streaming (4 row tiles per MXU, a 4096-row block: 340,535
+  // cycles; 8: 329,280; the whole 16384-row strip, 16: 322,010 on v6e for the
+  // weight gradients' x^T).
+  MxuTransposeStrip middle{p.tall, n, g.pitch, p.opitch, true, mxuTransposeDepthFor(t, p.tall)};
+  if (!mxuTransposeFits(t, 2, middle))
+    middle = MxuTransposeStrip{block, n, g.pitch, p.opitch, true};
   std::vector<DmaFragment::LoopAxis> axes = g.batchAxes;
   const int64_t stripBytes = p.tall * g.rowStrideBytes;
   axes.push_back({g.rows / p.tall, {stripBytes, p.tall * e}});
@@ -136,7 +154,7 @@ bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g) {
       if (u + 1 == colTiles)
         f.storeDescriptorWord(wordIn, 6, f.select(inside, f.constant(chunk), f.constant(1)));
       const bool atEdge = u == 0 || u + 1 == colTiles;
-      const int64_t rows = atEdge ? chunk : block;
+      const int64_t rows = atEdge ? chunk : middle.rows;
       std::vector<DmaFragment::LoopAxis> chunkAxes{
           {p.tall / rows,
            {rows * g.pitch, rows / kLanes, rows * g.rowStrideBytes, rows / chunk * chunkVmem}}};

@@ -29,4 +29,8 @@ struct TransposeGeometry {
 // double-buffered strips'; false (nothing emitted) otherwise.
 bool tryMxuTransposeLongRuns(DmaOp& op, const TransposeGeometry& g);
 
+// VMEM bytes the tall strips take with `vmemBytes` free (0: the path is not taken).
+int64_t mxuTransposeLongRunsVmem(const kernels::codegen::TargetInfo& t, const TransposeGeometry& g,
+                                 int64_t vmemBytes);
+
 }  // namespace tpusim::lower

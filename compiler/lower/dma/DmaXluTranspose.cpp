@@ -75,6 +75,47 @@ void normalizeTranspose(const std::vector<int64_t>& dims, const std::vector<int6
 }
 }  // namespace
 
+int64_t tallTransposeVmemWish(const kernels::codegen::TargetInfo& t,
+                              const std::vector<int64_t>& dims, const std::vector<int64_t>& perm0,
+                              int64_t elemBytes) {
+  if (elemBytes != 2) return 0;
+  std::vector<int64_t> inDims, perm;
+  normalizeTranspose(dims, perm0, &inDims, &perm);
+  const size_t n = inDims.size();
+  if (n < 2 || perm[n - 2] != int64_t(n - 1) || perm[n - 1] == int64_t(n - 1)) return 0;
+  const size_t r = size_t(perm[n - 1]);
+  const int64_t rows = inDims[r], cols = inDims[n - 1];
+  if (rows == 0 || cols == 0 || rows % kTile != 0 || cols % kTile != 0) return 0;
+  int64_t batch = 1;
+  bool simple = r == n - 2;
+  for (size_t i = 0; i + 2 < n; ++i) {
+    batch *= inDims[size_t(perm[i])];
+    simple = simple && perm[i] == int64_t(i);
+  }
+  const int64_t pitch = (cols / kTile) | 1;
+  if (pitch > 255 || !simple) return 0;
+  // The double-buffered strip tryXluTranspose would take (its loop, simple matrices).
+  int64_t tall = 0;
+  std::vector<int64_t> talls;
+  for (int64_t k : {8, 4, 2, 1})
+    if ((rows / kTile) % (2 * k) == 0) talls.push_back(k);
+  for (int64_t k : {8, 4, 2, 1})
+    if ((rows / kTile) % k == 0) talls.push_back(k);
+  for (int64_t k : talls) {
+    const int buffers = (rows / kTile / k) % 2 == 0 ? 2 : 1;
+    if (buffers * (k * kTile * pitch + cols * (k | 1)) * isa::kVmemRowBytes <= t.vmemBytes / 2) {
+      tall = k * kTile;
+      break;
+    }
+  }
+  if (tall == 0) return 0;
+  const std::vector<int64_t> strides = rowMajorStrides(inDims);
+  const TransposeGeometry g{rows, cols, batch, strides[r] * 2, pitch, batch * rows * cols * 2,
+                            tall, true, {}};
+  const int64_t all = mxuTransposeLongRunsVmem(t, g, t.vmemBytes);
+  return all > mxuTransposeLongRunsVmem(t, g, t.vmemBytes / 2) ? all : 0;
+}
+
 bool tryXluTranspose(DmaOp& op) {
   std::vector<int64_t> inDims, perm;
   normalizeTranspose(op.operandShape(0).dims, op.instr.dimensions(), &inDims, &perm);

@@ -180,6 +180,21 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
   auto flagsFit = [&](const codegen::PrefetchPlan& plan, size_t j) {
     return !fragmentsUpTo(j) || plan.flags + cg_.dmaQueues <= cg_.syncFlags;
   };
+  // A 16-bit transpose before kernels[j] that takes taller strips (longer HBM
+  // runs) with more than half of VMEM keeps that VMEM: no region beside it.
+  // The weight gradients' x^T (v6e): 16384-row strips, 105 MiB, ~30k cycles
+  // less per transpose than the 8192-row strips beside a 52-64 MiB region,
+  // which saved the next dot 5-44k (docs/performance.md, "trainxt3").
+  auto vmemFits = [&](const codegen::PrefetchPlan& plan, size_t j) {
+    int64_t want = 0;
+    for (size_t i = 0; i <= j; ++i)
+      for (const HloInstruction* f : after.fragmentsBefore.at(i))
+        if (f->opcode() == hlo::HloOpcode::Transpose && f->operandCount() == 1)
+          want = std::max(want,
+                          tallTransposeVmemWish(cg_, f->operand(0)->shape().dims, f->dimensions(),
+                                                hlo::bitWidth(f->shape().type) / 8));
+    return plan.empty() || want == 0 || plan.rows * isa::kVmemRowBytes + want <= cg_.vmemBytes;
+  };
   // The kernels and fragments that run before kernels[j], in order.
   auto runBefore = [&](size_t j) {
     std::vector<const HloInstruction*> run;
@@ -192,7 +207,7 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
   addFragments(0, nullptr);
   choice.target = after.kernels[0];
   choice.plan = planNextKernel(*choice.target, written, fromTop, known);
-  if (!flagsFit(choice.plan, 0)) choice.plan = {};
+  if (!flagsFit(choice.plan, 0) || !vmemFits(choice.plan, 0)) choice.plan = {};
   choice.skipped = runBefore(0);
   // Further ahead, across short kernels (a norm's reduction, rsqrt and scale
   // before a projection): their own first blocks are few, and while they run
@@ -219,7 +234,7 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
     addWritten(between, out, &written);
     addFragments(j, &betweenBytes);
     codegen::PrefetchPlan far = planNextKernel(*after.kernels[j], written, fromTop, known);
-    if (!flagsFit(far, j)) continue;
+    if (!flagsFit(far, j) || !vmemFits(far, j)) continue;
     // Or, when the next kernel has next to nothing to load ahead (its inputs
     // are this kernel's results: the decode attention's softmax after the
     // scores), under the whole blocks: HBM would otherwise idle under the
@@ -228,9 +243,10 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
     // Blocks that load within a grid step's overhead are not worth it: the
     // kernels between start nothing of their own meanwhile (the micro decode's
     // 512 B RoPE operand across a 64-lane kernel: +75 cycles there).
-    const bool nearIdle = choice.plan.hbmBytes<isa::kVmemRowBytes&& double(far.hbmBytes)> double(
-                              kernels::tiling::kStepOverheadCycles) *
-                          cg_.hbmBytesPerCycle;
+    const bool nextLoadsNothing = choice.plan.hbmBytes < isa::kVmemRowBytes;
+    const bool worthAStep =
+        double(far.hbmBytes) > double(kernels::tiling::kStepOverheadCycles) * cg_.hbmBytesPerCycle;
+    const bool nearIdle = nextLoadsNothing && worthAStep;
     if (betweenBytes * (nearIdle ? 1 : 3) >= far.hbmBytes) continue;
     // They must fit beside the region (a widened, double-buffered block is up
     // to 8 bytes of VMEM per byte of HBM): a kernel between cannot fall back.

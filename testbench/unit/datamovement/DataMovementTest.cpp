@@ -146,6 +146,27 @@ TEST_CASE("16-bit transposes with long result rows: tall strips, written by colu
                         o)) == std::vector<uint32_t>{8192});
 }
 
+TEST_CASE("16-bit transposes: strips as tall as the fragment's free VMEM", "[dma]") {
+  // DmaMxuTransposeRuns.cpp: with all of v6e's VMEM free, a strip of 16384
+  // source rows of 512 (40 MiB widened) and two 256-row output buffers
+  // (32 MiB) fit: result runs of 32 KiB. A prefetch region in flight at the
+  // top leaves half of VMEM: 8192 rows, 16 KiB runs. Bit for bit.
+  const std::string m =
+      module("  p = u16[65536,512] parameter(0)", "u16[512,65536] transpose(p), dimensions={1,0}");
+  RunOptions o;
+  o.preset = "v6e";
+  CHECK(writeRuns(runOp(m, o)) == std::vector<uint32_t>{32768, 32768});
+  o.inFlight.fromTop = true;
+  o.inFlight.flags = 1;
+  o.inFlight.rows = 131072;  // 64 MiB
+  o.inFlight.streams.push_back({});
+  kernels::codegen::PrefetchCopy c;
+  c.flag = 0;
+  c.queue = 3;
+  o.inFlight.copies.push_back(c);
+  CHECK(writeRuns(runOp(m, o)) == std::vector<uint32_t>{16384, 16384});
+}
+
 TEST_CASE("a fragment keeps a prefetch region in flight free", "[dma]") {
   // A region at the bottom: 2 flags (f0, f1), 64 VMEM rows, a copy on queue 0.
   // The fragment moves the same bytes with flags from f2 on, queues 1.., and
