@@ -238,6 +238,19 @@ DeviceGroups groupsOrFail(const HloInstruction& inst, const SpmdLowering& spmd) 
   }
 }
 
+// The first of a synchronous grid all-gather's link flags (below its stream
+// flags; -1: not reserved). Where a grid reduce-scatter's flags are reserved,
+// they are the ones its links use (left at zero; its credits may not be),
+// else the ones spmdReservedFlags reserves for the all-gather.
+int gridGatherLinkFlags(const SpmdLowering& spmd, int dims) {
+  const Flags f = flagsOf(spmd);
+  const int streamFlags = 2 * dims * dims;
+  if (streamFlags + gridReduceCreditFlags(size_t(dims)) <= gridStreamFlags(spmd))
+    return f.firstStream - streamFlags - 2 * dims - 1;
+  if (streamFlags + 2 * dims <= gridStreamFlags(spmd)) return f.firstStream - streamFlags;
+  return -1;
+}
+
 // The all-gather: the grid rings (complete, as they forward every block from
 // the scalar unit) or the one-shot exchange; with `async`, the exchange's
 // barrier, sends and own copy only, returning the waits left (none after the
@@ -262,7 +275,9 @@ SpmdLowering::Pending startAllGather(ControlCode& code, const HloInstruction& in
       if (streams <= gridStreamFlags(spmd) && gridAllGatherFits(g) &&
           gridAllGatherCycles(g, *spmd.chip) < oneShot) {
         if (!async) {
-          emitGridAllGather(code, g, *spmd.chip, {f.ready, f.sent, kLocalFlag, f.firstStream});
+          GridGatherFlags gf{f.ready, f.sent, kLocalFlag, f.firstStream};
+          gf.firstLink = gridGatherLinkFlags(spmd, int(dims->size()));
+          emitGridAllGather(code, g, *spmd.chip, gf);
           return {};
         }
         const SlotFlags sf = slotFlags(spmd, slot);
@@ -476,7 +491,8 @@ int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& ch
     }
   return any ? kSpmdBaseFlags + kAsyncSlotFlags * (spmdAsyncSlots(module) - 1) +
                    2 * int(gridDims * gridDims) +
-                   (reduceDims > 0 ? gridReduceCreditFlags(reduceDims) : 0)
+                   std::max(reduceDims > 0 ? gridReduceCreditFlags(reduceDims) : 0,
+                            2 * int(gridDims))
              : 0;
 }
 
