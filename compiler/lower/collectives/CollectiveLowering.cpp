@@ -241,7 +241,7 @@ DeviceGroups groupsOrFail(const HloInstruction& inst, const SpmdLowering& spmd) 
 // The first of a synchronous grid all-gather's link flags (below its stream
 // flags; -1: not reserved). Where a grid reduce-scatter's flags are reserved,
 // they are the ones its links use (left at zero; its credits may not be),
-// else the ones spmdReservedFlags reserves for the all-gather.
+// else the ones spmdReservedFlags reserves for all-gathers over rings.
 int gridGatherLinkFlags(const SpmdLowering& spmd, int dims) {
   const Flags f = flagsOf(spmd);
   const int streamFlags = 2 * dims * dims;
@@ -468,7 +468,7 @@ int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& ch
     // No slice: every all-gather is the one-shot exchange.
   }
   bool any = false;
-  size_t gridDims = 0, reduceDims = 0;
+  size_t gridDims = 0, reduceDims = 0, ringDims = 0;
   for (const auto& comp : module.computations())
     for (const auto& inst : comp->instructions()) {
       const std::string target = inst->attrs().customCallTarget.value_or("");
@@ -483,6 +483,10 @@ int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& ch
         if (std::optional<std::vector<int>> dims =
                 gridGatherDims(collectiveGroups(*inst, devices), slice)) {
           gridDims = std::max(gridDims, dims->size());
+          // Every dimension a ring: a synchronous all-gather's paced links.
+          if (std::all_of(dims->begin(), dims->end(),
+                          [&](int d) { return sliceWraps(slice[size_t(d)], chip.ici); }))
+            ringDims = std::max(ringDims, dims->size());
           if (target == kGridReduceScatterTarget) reduceDims = std::max(reduceDims, dims->size());
         }
       } catch (const std::invalid_argument&) {
@@ -492,7 +496,7 @@ int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& ch
   return any ? kSpmdBaseFlags + kAsyncSlotFlags * (spmdAsyncSlots(module) - 1) +
                    2 * int(gridDims * gridDims) +
                    std::max(reduceDims > 0 ? gridReduceCreditFlags(reduceDims) : 0,
-                            2 * int(gridDims))
+                            2 * int(ringDims))
              : 0;
 }
 
