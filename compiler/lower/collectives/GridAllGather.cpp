@@ -77,6 +77,13 @@ class Planner {
              std::all_of(g.gridDims.begin(), g.gridDims.end(),
                          [&](int d) { return sliceWraps(size(d), chip.ici); });
     buildStreams();
+    // No block in pieces (small sizes): the unpaced plan, as before.
+    if (paced_ && std::all_of(streams_.begin(), streams_.end(),
+                              [](const Stream& s) { return s.pieces == 1; })) {
+      paced_ = false;
+      streams_.clear();
+      buildStreams();
+    }
   }
 
   const std::vector<Stream>& streams() const { return streams_; }
