@@ -238,6 +238,19 @@ DeviceGroups groupsOrFail(const HloInstruction& inst, const SpmdLowering& spmd) 
   }
 }
 
+// The first of a synchronous grid all-gather's link flags (below its stream
+// flags; -1: not reserved). Where a grid reduce-scatter's flags are reserved,
+// they are the ones its links use (left at zero; its credits may not be),
+// else the ones spmdReservedFlags reserves for all-gathers over rings.
+int gridGatherLinkFlags(const SpmdLowering& spmd, int dims) {
+  const Flags f = flagsOf(spmd);
+  const int streamFlags = 2 * dims * dims;
+  if (streamFlags + gridReduceCreditFlags(size_t(dims)) <= gridStreamFlags(spmd))
+    return f.firstStream - streamFlags - 2 * dims - 1;
+  if (streamFlags + 2 * dims <= gridStreamFlags(spmd)) return f.firstStream - streamFlags;
+  return -1;
+}
+
 // The all-gather: the grid rings (complete, as they forward every block from
 // the scalar unit) or the one-shot exchange; with `async`, the exchange's
 // barrier, sends and own copy only, returning the waits left (none after the
@@ -262,7 +275,9 @@ SpmdLowering::Pending startAllGather(ControlCode& code, const HloInstruction& in
       if (streams <= gridStreamFlags(spmd) && gridAllGatherFits(g) &&
           gridAllGatherCycles(g, *spmd.chip) < oneShot) {
         if (!async) {
-          emitGridAllGather(code, g, *spmd.chip, {f.ready, f.sent, kLocalFlag, f.firstStream});
+          GridGatherFlags gf{f.ready, f.sent, kLocalFlag, f.firstStream};
+          gf.firstLink = gridGatherLinkFlags(spmd, int(dims->size()));
+          emitGridAllGather(code, g, *spmd.chip, gf);
           return {};
         }
         const SlotFlags sf = slotFlags(spmd, slot);
@@ -453,7 +468,7 @@ int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& ch
     // No slice: every all-gather is the one-shot exchange.
   }
   bool any = false;
-  size_t gridDims = 0, reduceDims = 0;
+  size_t gridDims = 0, reduceDims = 0, ringDims = 0;
   for (const auto& comp : module.computations())
     for (const auto& inst : comp->instructions()) {
       const std::string target = inst->attrs().customCallTarget.value_or("");
@@ -468,6 +483,10 @@ int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& ch
         if (std::optional<std::vector<int>> dims =
                 gridGatherDims(collectiveGroups(*inst, devices), slice)) {
           gridDims = std::max(gridDims, dims->size());
+          // Every dimension a ring: a synchronous all-gather's paced links.
+          if (std::all_of(dims->begin(), dims->end(),
+                          [&](int d) { return sliceWraps(slice[size_t(d)], chip.ici); }))
+            ringDims = std::max(ringDims, dims->size());
           if (target == kGridReduceScatterTarget) reduceDims = std::max(reduceDims, dims->size());
         }
       } catch (const std::invalid_argument&) {
@@ -476,7 +495,8 @@ int spmdReservedFlags(const hlo::HloModule& module, const target::ChipConfig& ch
     }
   return any ? kSpmdBaseFlags + kAsyncSlotFlags * (spmdAsyncSlots(module) - 1) +
                    2 * int(gridDims * gridDims) +
-                   (reduceDims > 0 ? gridReduceCreditFlags(reduceDims) : 0)
+                   std::max(reduceDims > 0 ? gridReduceCreditFlags(reduceDims) : 0,
+                            2 * int(ringDims))
              : 0;
 }
 

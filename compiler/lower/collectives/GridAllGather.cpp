@@ -1,6 +1,7 @@
 #include "compiler/lower/collectives/GridAllGather.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -34,11 +35,31 @@ struct Stream {
   uint64_t offset = 0, bytes = 0;  // byte range of each chunk it moves
   std::vector<int> earlier;        // dimensions gathered in earlier phases
   double stepCycles = 0, start = 0;
+  // Paced rings: a block in `pieces` pieces of pieceBytes of each chunk's
+  // range (the last one the rest), and the actions' order key of step 0.
+  int pieces = 1;
+  uint64_t pieceBytes = 0;
+  double orderStart = 0;
+  uint64_t pieceLength(int q) const {
+    return q + 1 < pieces ? pieceBytes : bytes - uint64_t(pieces - 1) * pieceBytes;
+  }
 };
+
+// A paced ring's block goes in pieces of about this many hop latencies on the
+// wire when it takes at least two: a step then waits for the first piece's
+// transfer and hop, not the whole block's. A later phase keeps the previous
+// one's piece count when it had several, so its piece q reads only their
+// pieces q.
+constexpr double kPieceHops = 1.0;
+constexpr uint64_t kMinPieceBytes = 32 << 10;  // of all its chunks
+constexpr int kMaxPieces = 16;
 
 class Planner {
  public:
-  Planner(const GridGather& g, const target::ChipConfig& chip) : g_(g), chip_(chip) {
+  // `paced`: the per-dimension rings' sends are paced per link (their blocks
+  // may go in pieces); the estimate (totalCycles) does not depend on it.
+  Planner(const GridGather& g, const target::ChipConfig& chip, bool paced = false)
+      : g_(g), chip_(chip) {
     for (int64_t d : g.gridDims) {
       int64_t s = 1;
       for (int64_t e : g.gridDims)
@@ -49,7 +70,20 @@ class Planner {
     for (int d : g.slice) devices_ *= d;
     for (int64_t id = 0; id < devices_; ++id) coords_.push_back(coordsOf(id, g.slice));
     for (size_t p = 0; p < g.ringOrder.size(); ++p) coords_[size_t(g.ringOrder[p])] = {int(p)};
+    // Only where every dimension is a ring: with a line among them (v5e 4x4,
+    // tiny8 2x4) the line's end links set the step and the pieces only add
+    // sends (tiny8 2x4 4 MiB: 43,741 cycles in pieces, 42,754 paced whole).
+    paced_ = paced && g.ringOrder.empty() &&
+             std::all_of(g.gridDims.begin(), g.gridDims.end(),
+                         [&](int d) { return sliceWraps(size(d), chip.ici); });
     buildStreams();
+    // No block in pieces (small sizes): the unpaced plan, as before.
+    if (paced_ && std::all_of(streams_.begin(), streams_.end(),
+                              [](const Stream& s) { return s.pieces == 1; })) {
+      paced_ = false;
+      streams_.clear();
+      buildStreams();
+    }
   }
 
   const std::vector<Stream>& streams() const { return streams_; }
@@ -98,11 +132,12 @@ class Planner {
     for (int e : g_.gridDims) slot += coords_[size_t(dev)][size_t(e)] * stride_.at(e);
     return slot;
   }
-  isa::DmaDescriptor descriptor(const Stream& s) const {
+  bool pacedStream(const Stream&) const { return paced_; }
+  isa::DmaDescriptor descriptor(const Stream& s, uint64_t bytes) const {
     isa::DmaDescriptor d;
     d.src = isa::MemorySpace::Hbm;
     d.dst = isa::MemorySpace::Hbm;
-    d.innerBytes = uint32_t(s.bytes);
+    d.innerBytes = uint32_t(bytes);
     d.numDims = 1 + int(s.earlier.size());
     d.counts = {1, 1, 1};
     d.srcStrides = {0, 0, 0};
@@ -128,7 +163,9 @@ class Planner {
     for (int j = 0; j < parts; ++j) {
       uint64_t lo = g_.chunk * uint64_t(j) / uint64_t(parts);
       uint64_t hi = g_.chunk * uint64_t(j + 1) / uint64_t(parts);
-      double start = 0;
+      double start = 0, orderStart = 0;
+      int prevPieces = 1;
+      double prevStep = 0;
       std::vector<int> earlier;
       for (int p = 0; p < parts; ++p) {
         int dim = g_.gridDims[size_t((j + p) % parts)];
@@ -151,9 +188,33 @@ class Planner {
           step = std::max(step, lat + double(s.bytes * uint64_t(blockChunks)) / bw);
           streams_.push_back(s);
         }
-        streams_[streams_.size() - 1].stepCycles = step;
-        streams_[streams_.size() - 2].stepCycles = step;
+        int pieces = 1;
+        if (paced_) {
+          const double block = step - lat;
+          const uint64_t blockBytes = (hi - lo) / 2 * uint64_t(blockChunks);
+          if (prevPieces > 1)
+            pieces = prevPieces;
+          else if (block >= 2 * kPieceHops * lat)
+            pieces = int(std::clamp<double>(std::min(std::round(block / (kPieceHops * lat)),
+                                                     double(blockBytes / kMinPieceBytes)),
+                                            1, kMaxPieces));
+        }
+        // A later phase with the previous one's pieces starts right after their
+        // last arrivals (its piece q after their pieces q), else after the phase.
+        if (p > 0 && pieces > 1 && pieces == prevPieces)
+          orderStart -= prevStep * (1 - 1e-3 / pieces);
+        for (size_t b = streams_.size() - 2; b < streams_.size(); ++b) {
+          Stream& s = streams_[b];
+          s.stepCycles = step;
+          s.pieces = int(std::min<uint64_t>(uint64_t(pieces), s.bytes / 4));
+          s.pieceBytes = (s.bytes / uint64_t(s.pieces) + 3) / 4 * 4;
+          while (s.pieces > 1 && uint64_t(s.pieces - 1) * s.pieceBytes >= s.bytes) --s.pieces;
+          s.orderStart = orderStart;
+        }
+        prevPieces = pieces;
+        prevStep = step;
         start += double(size(dim)) * step;
+        orderStart += double(size(dim)) * step;
         earlier.push_back(dim);
       }
     }
@@ -161,6 +222,7 @@ class Planner {
 
   const GridGather& g_;
   const target::ChipConfig& chip_;
+  bool paced_ = false;
   std::map<int, int64_t> stride_;  // slot stride of each grid dimension
   int64_t devices_ = 0;
   std::vector<std::vector<int>> coords_;
@@ -240,16 +302,33 @@ namespace {
 struct GridEmission {
   GridEmission(ControlCode& code, const GridGather& gather, const target::ChipConfig& chip,
                const GridGatherFlags& f)
-      : g(planned(gather, chip)), plan(g, chip), tables(code), flags(f) {}
+      : g(planned(gather, chip)), plan(g, chip, f.firstLink >= 0), tables(code), flags(f) {}
   GridGather g;
   Planner plan;
   SmemTables tables;
   GridGatherFlags flags;
   NeighbourTables peers;
-  std::vector<int64_t> descWord;
-  std::vector<std::tuple<double, int, int64_t>> actions;
-  size_t next = 0;  // the first action not emitted yet
+  std::vector<std::pair<int64_t, int64_t>> descWord;  // per stream: a piece's, the last piece's
+  std::vector<std::tuple<double, int, int64_t, int>> actions;  // (key, stream, step, piece)
+  size_t next = 0;                                             // the first action not emitted yet
   bool ownChunkCopied = false;
+  // Paced streams' sends per link (2 x grid dimension index + (dir < 0)),
+  // and how many of them have been waited for.
+  std::vector<int64_t> linkSends = std::vector<int64_t>(2 * kMaxGridGatherDims, 0);
+  std::vector<int64_t> linkTaken = std::vector<int64_t>(2 * kMaxGridGatherDims, 0);
+
+  int linkOf(const Stream& s) const {
+    return int(2 * (std::find(g.gridDims.begin(), g.gridDims.end(), s.dim) - g.gridDims.begin()) +
+               (s.dir > 0 ? 0 : 1));
+  }
+  // Every send on `link` before number `upTo` has left.
+  void waitLink(ControlCode& code, int link, int64_t upTo) {
+    int64_t& taken = linkTaken[size_t(link)];
+    if (upTo > taken) {
+      code.emit({makeInstruction(Opcode::SyncWait, {flags.firstLink - link, upTo - taken})});
+      taken = upTo;
+    }
+  }
 
   // dst[stream][k]: the block address a device sends, kNone if it sends nothing.
   std::vector<uint32_t> sendTable(const Stream& s, int64_t k) const {
@@ -297,23 +376,39 @@ struct GridEmission {
     // The actions (stream, step) in the order of their estimated start, the
     // same on every chip: every block a chip waits for was sent by an action
     // its neighbour runs earlier in the order, so no chip waits in a cycle.
-    for (const Stream& s : streams)
-      descWord.push_back(code.descriptorWords({plan.descriptor(s)}, "all-gather stream"));
-    for (size_t i = 0; i < streams.size(); ++i)
-      for (int64_t k = 0; k < plan.size(streams[i].dim); ++k)
-        actions.emplace_back(streams[i].start + double(k) * streams[i].stepCycles, int(i), k);
+    for (const Stream& s : streams) {
+      int64_t piece =
+          code.descriptorWords({plan.descriptor(s, s.pieceLength(0))}, "all-gather stream");
+      int64_t last = s.pieceLength(s.pieces - 1) == s.pieceLength(0)
+                         ? piece
+                         : code.descriptorWords({plan.descriptor(s, s.pieceLength(s.pieces - 1))},
+                                                "all-gather stream, last piece");
+      descWord.emplace_back(piece, last);
+    }
+    for (size_t i = 0; i < streams.size(); ++i) {
+      const Stream& s = streams[i];
+      for (int64_t k = 0; k < plan.size(s.dim); ++k)
+        for (int q = 0; q < s.pieces; ++q) {
+          // Unpaced: the estimate's start (main's order); paced: the pieces'.
+          double key = plan.pacedStream(s) ? s.orderStart + double(k) * s.stepCycles +
+                                                 double(q) * s.stepCycles / s.pieces
+                                           : s.start + double(k) * s.stepCycles;
+          actions.emplace_back(key, int(i), k, q);
+        }
+    }
     std::stable_sort(actions.begin(), actions.end());
     // The first sends (this chip's chunk, phase 0) wait for nothing.
     while (next < actions.size()) {
-      auto [t, i, k] = actions[next];
+      auto [t, i, k, q] = actions[next];
       if (streams[size_t(i)].phase != 0 || k != 0) break;
-      emitAction(code, i, k);
+      emitAction(code, i, k, q);
       ++next;
     }
   }
 
-  void emitAction(ControlCode& code, int i, int64_t k) {
+  void emitAction(ControlCode& code, int i, int64_t k, int q) {
     const Stream& s = plan.streams()[size_t(i)];
+    const bool paced = plan.pacedStream(s);
     const int flag = flags.firstStream - i;
     if (s.phase > 0 && !ownChunkCopied) {  // later blocks hold this chip's chunk
       code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
@@ -327,17 +422,30 @@ struct GridEmission {
         code.emit({makeInstruction(Opcode::SyncWait, {flag, 1})});
       });
     }
-    tables.forDevicesWith(sendTable(s, k), kVal, "all-gather blocks", [&] {
+    const std::vector<uint32_t> blocks = sendTable(s, k);
+    const bool sends =
+        std::any_of(blocks.begin(), blocks.end(), [](uint32_t v) { return v != kNone; });
+    if (paced && sends) waitLink(code, linkOf(s), linkSends[size_t(linkOf(s))]);
+    const int64_t pieceOffset = int64_t(uint64_t(q) * s.pieceBytes);
+    tables.forDevicesWith(blocks, kVal, "all-gather blocks", [&] {
+      if (pieceOffset > 0) {  // (saddi takes 16 bits)
+        code.emit({makeInstruction(Opcode::SLi, {kTmp, pieceOffset})});
+        code.emit({makeInstruction(Opcode::SAdd, {kVal, kVal, kTmp})});
+      }
       if (s.phase == 0 && k == 0)  // this chip's chunk: straight from the operand
-        code.emit({makeInstruction(Opcode::SLi, {kSrc, int64_t(g.operand + s.offset)})});
+        code.emit(
+            {makeInstruction(Opcode::SLi, {kSrc, int64_t(g.operand + s.offset) + pieceOffset})});
       else
         code.emit({makeInstruction(Opcode::SAddI, {kSrc, kVal, 0})});
       tables.load(peers.at({s.dim, s.dir}), kPeer, "all-gather neighbours");
-      code.emit({makeInstruction(Opcode::SLi, {kAddr, descWord[size_t(i)]})});
+      const auto [piece, last] = descWord[size_t(i)];
+      code.emit({makeInstruction(Opcode::SLi, {kAddr, q + 1 < s.pieces ? piece : last})});
       code.emit({makeInstruction(Opcode::SSt, {kVal, kAddr, 3})});
       code.emit({makeInstruction(Opcode::SSt, {kSrc, kAddr, 1})});
-      code.emit({makeInstruction(Opcode::DmaRemote, {kAddr, kPeer, flags.sent, flag, kQueue})});
+      const int sentFlag = paced ? flags.firstLink - linkOf(s) : flags.sent;
+      code.emit({makeInstruction(Opcode::DmaRemote, {kAddr, kPeer, sentFlag, flag, kQueue})});
     });
+    if (paced && sends) ++linkSends[size_t(linkOf(s))];
   }
 
   void finish(ControlCode& code, bool resumed) {
@@ -348,15 +456,18 @@ struct GridEmission {
       copyOwnChunk(code);
     }
     for (; next < actions.size(); ++next) {
-      auto [t, i, k] = actions[next];
-      emitAction(code, i, k);
+      auto [t, i, k, q] = actions[next];
+      emitAction(code, i, k, q);
     }
     // Every send has left (one count per send, as many as this chip made).
-    for (size_t i = 0; i < streams.size(); ++i)
+    for (size_t i = 0; i < streams.size(); ++i) {
+      if (plan.pacedStream(streams[i])) continue;
       for (int64_t k = 0; k < plan.size(streams[i].dim); ++k)
         tables.forDevicesWith(sendTable(streams[i], k), kVal, "all-gather blocks", [&] {
           code.emit({makeInstruction(Opcode::SyncWait, {flags.sent, 1})});
         });
+    }
+    for (int l = 0; l < 2 * kMaxGridGatherDims; ++l) waitLink(code, l, linkSends[size_t(l)]);
     if (!ownChunkCopied) code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
   }
 };

@@ -13,7 +13,15 @@
 //    addresses of its neighbour: no copies, no barrier per step;
 //  - a chip starts once each neighbour has signalled that it is ready (its
 //    result buffer is free): a `sync.remote` to each neighbour instead of a
-//    barrier over the slice.
+//    barrier over the slice;
+//  - with link flags (synchronous, per-dimension rings): a ring's blocks
+//    that take several hops' time on the wire go in pieces, each forwarded
+//    once it has arrived, and sends are paced per link (each counts on its
+//    (dimension, direction)'s flag and waits until the link's previous piece
+//    has left), so a piece arrives while the next ones are on the wire and a
+//    step no longer waits for the whole block and a hop; a later phase's
+//    piece q reads only the previous phase's pieces q (the same byte range
+//    of each chunk), so it goes right after their last arrival.
 //
 // The groups must be whole sub-grids of the slice (members along the
 // dimensions they span, in row-major order), the case of replica_groups={}
@@ -39,6 +47,9 @@ constexpr int kGridGatherStreamFlags = 2 * kMaxGridGatherDims * kMaxGridGatherDi
 struct GridGatherFlags {
   int ready = 0, sent = 0, local = 0;
   int firstStream = 0;  // firstStream - i for stream i
+  // firstLink - l: the sent flag of link l (2 x grid dimension index +
+  // (direction < 0)); -1: none, the sends are not paced (whole blocks).
+  int firstLink = -1;
 };
 
 struct GridGather {

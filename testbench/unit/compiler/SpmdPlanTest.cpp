@@ -135,6 +135,14 @@ ENTRY e {
   ROOT g = f32[32] all-gather(x), replica_groups={{0,1,2,3},{4,5,6,7}}, dimensions={0}
 })");
   CHECK(lower::spmdReservedFlags(*rows, v5e) == lower::kSpmdBaseFlags + 2);
+  // Over a slice whose dimensions all wrap (v4 4x4x4): plus a sent flag per
+  // dimension and direction, the paced links of the rings' pieces.
+  auto rings = parse(R"(HloModule m, num_partitions=64
+ENTRY e {
+  x = f32[64] parameter(0)
+  ROOT g = f32[4096] all-gather(x), replica_groups={}, dimensions={0}
+})");
+  CHECK(lower::spmdReservedFlags(*rings, v4) == lower::kSpmdBaseFlags + 18 + 6);
 }
 
 TEST_CASE("an async pair's done is lowered after the work that does not need it", "[spmd]") {
