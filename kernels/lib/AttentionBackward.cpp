@@ -636,7 +636,9 @@ AttentionBackwardParams commonParams(const Params& p, int64_t bh, int64_t sq, in
     if (h == 1 || (bh % h == 0 && (nh <= 0 || nh % h == 0) &&
                    h * attentionBackwardVmemPerHead(sq, sk, d) <= vmem / 2))
       ap.headsPerStep = h;
-  // Head pairs where two heads' K fill one MXU weight tile (v6e: 2 x 128).
+  // Head pairs where two heads' K fill one MXU weight tile (v6e: 2 x 128);
+  // off by default: the 1-layer training step gained (-157k cycles), the
+  // 2-layer one lost (+662k), not yet explained.
   const int64_t pair = p.integer("pair_heads", -1);
   ap.pairHeads =
       pair < 0 ? nh > 0 && ap.headsPerStep % 2 == 0 && 2 * d == p.target().mxuSize : pair != 0;
@@ -674,9 +676,10 @@ std::vector<ParamSpec> commonSpecs() {
           {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"},
           {"out_dtype", "bf16", "output dtype: bf16 or f32"},
           {"heads_per_step", "0", "heads per grid step (divides bh); 0 = auto (8, 4, 2 or 1)"},
-          {"pair_heads", "-1",
-           "two heads' score dots in one MXU weight tile (backward: S^T and dP^T); -1: auto, "
-           "where 2 x head_dim is mxu.size, heads > 0 and heads_per_step is even"},
+          {"pair_heads", "0",
+           "1: two heads' score dots in one MXU weight tile (backward: S^T and dP^T); -1: "
+           "where 2 x head_dim is mxu.size, heads > 0 and heads_per_step is even; 0 (default): "
+           "off (the 2-layer training step ran slower with it, see docs/performance.md)"},
           {"schedule_lookahead", "-1",
            "list scheduler lookahead in instructions (0: the compiler's default; -1: auto, "
            "6144 (backward: 4096) with 4 or more heads per step)"}};
