@@ -503,10 +503,40 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // With one vreg per row the longer-lived shared tile costs more than it
   // saves (v5e: 1.194M -> 1.209M cycles), so N <= 128 loads it per MXU.
   std::map<std::pair<int64_t, int64_t>, std::vector<MOperand>> recentLhs;  // (row tile, kc)
+  // LHS diagonal blocks (Ops.def): row tile rt is row tile rt % (M / G) of
+  // the view in block g = rt / (M / G) (whole row tiles, llo verifier), and
+  // only its half-rows within K columns [g K / G, (g + 1) K / G) are loaded;
+  // the others are zero registers (a K / G that is not whole 128-lane halves
+  // is refused).
+  const int64_t diag = llo::matmulLhsDiagonalBlocks(op);
+  const int64_t diagRows = M / diag, diagK = K / diag;
+  if (diag > 1 && (transLhs || packed || s8 || diagK % L != 0))
+    fail(
+        fmt::format("lhs diagonal blocks need a bf16 LHS read as it is and blocks of whole "
+                    "{}-lane K tiles",
+                    L));
   auto mmOne = [&](const Item& it, int mxu, int64_t kc, int64_t i) {
     int64_t rt = it.g0 + i;
     std::vector<MOperand> own;
     std::vector<MOperand>& row = halves == 2 ? recentLhs[{rt, kc}] : own;
+    if (row.empty() && diag > 1) {
+      const int64_t block = rt * 8 / diagRows, src = rt * 8 - block * diagRows;
+      awaitOperand(views[1], lhsRow0, src + 8);
+      for (int h = 0; h < halves; ++h) {
+        const int64_t k0 = kc * D + h * llo::kLanes;
+        if (validK(kc, h) > 0 && k0 / diagK == block) {
+          std::vector<MOperand> part;
+          rowHalf(part, lhsP, lhs0, lhsRows, tileOf(k0, 0), src, 0xFF, laneOf(k0), validK(kc, h),
+                  true);
+          row.push_back(part[0]);
+          continue;
+        }
+        // Zero: one immediate per row operand (a pair's halves are two registers).
+        MOperand zh = fn_.newReg(RegClass::Vector);
+        emit(Opcode::VImm, {zh, I(0)});
+        row.push_back(zh);
+      }
+    }
     if (row.empty()) {
       int64_t valid = std::min<int64_t>(8, M - rt * 8);
       if (transLhs) {

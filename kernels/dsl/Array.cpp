@@ -414,6 +414,15 @@ Array dot(const Array& a, const Array& b, DotOptions options, Loc loc) {
     fail(loc, fmt::format("dot of {} and {}: a latched dot is bf16, not transposed and not "
                           "kept in the MXU",
                           desc(a), desc(b)));
+  const int64_t diag = options.lhs_diagonal_blocks;
+  if (diag < 1 || (diag > 1 && (a.dtype() != BF16 || options.transpose_lhs || options.latched ||
+                                options.resident != MxuResident::None || options.continue_in_mxu ||
+                                m % 8 != 0 || k % diag != 0)))
+    fail(loc, fmt::format("dot of {} and {}: lhs_diagonal_blocks {} needs a plain bf16 dot (no "
+                          "transposed LHS, not latched or resident), LHS rows a multiple of 8 "
+                          "and K a multiple of the blocks",
+                          desc(a), desc(b), diag));
+  m *= diag;
   ArrayNode node = nodeOf(Kind::Dot, m, n, a.dtype() == BF16 ? F32 : S32, 0, {a.node(), b.node()});
   node.dot = options;
   node.loc = loc;

@@ -176,6 +176,17 @@ struct DotOptions {
   // once, by columns under the first dot's MXU work, not in a loop before it).
   // A view LHS (read as it is) is copied into it.
   llo::Value* lhs_into = nullptr;
+  // lhs_diagonal_blocks G > 1: the LHS a [M, K] stands for the block-diagonal
+  // [G M, K] whose row block g is a with every K column outside [g K / G,
+  // (g + 1) K / G) zero; the result has G M rows, block g = a's columns of
+  // block g times the weights' rows of block g. G products of K / G deep (e.g.
+  // two heads' scores, K = 2 x head_dim) share one weight tile and its
+  // pushes, streaming G M LHS rows: under a longer stream an MXU hides the
+  // next tile's transposed pushes, which wait mxu.size cycles after a latch.
+  // The zero columns add products of 0 (+0 or -0, so the same sums for finite
+  // weights; an infinite or NaN weight of another block makes NaNs, as on
+  // the MXU). A plain bf16 dot: no transposed LHS, not latched or resident.
+  int64_t lhs_diagonal_blocks = 1;
 };
 Array dot(const Array& a, const Array& b, DotOptions options = {}, Loc loc = Loc::here());
 void mxu_latch(const Array& w, Loc loc = Loc::here());

@@ -524,6 +524,7 @@ NodePtr emitDot(const NodePtr& np) {
   std::vector<int64_t> ints{n.rows, n.cols, k, n.dot.transpose_lhs, n.dot.transpose_rhs, 0};
   if (n.dot.latched) ints.insert(ints.end(), {0, n.dot.latched_earlier ? 2 : 1});
   if (scale) appendMatmulScale(scale, &ops, &ints);
+  appendMatmulLhsDiagonal(n.dot.lhs_diagonal_blocks, &ints);
   builder().create(OpKind::Matmul, ops, {}, ints);
   NodePtr v = viewOf(out, n.rows, n.cols);
   dotCache()[np.get()].push_back({builder().block(), v});
@@ -771,6 +772,12 @@ void appendMatmulScale(const NodePtr& scale, std::vector<Value*>* ops, std::vect
   for (Value* i : viewIndices(*scale, scale->row0, scale->col0)) ops->push_back(i);
   ints->resize(9, 0);
   ints->push_back(1);
+}
+
+void appendMatmulLhsDiagonal(int64_t blocks, std::vector<int64_t>* ints) {
+  if (blocks <= 1) return;
+  ints->resize(10, 0);
+  ints->push_back(blocks);
 }
 
 void emitMxuLatch(const NodePtr& w, const Loc& loc) {

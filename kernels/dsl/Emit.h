@@ -43,6 +43,9 @@ NodePtr materializeDotRhs(const NodePtr& lhs, const NodePtr& rhs, const Loc& loc
 // scaled-rhs flag (ints[9]); call it before any addend is appended.
 void appendMatmulScale(const NodePtr& scale, std::vector<llo::Value*>* ops,
                        std::vector<int64_t>* ints);
+// Sets a matmul's lhs diagonal blocks (ints[10], DotOptions::lhs_diagonal_blocks)
+// when above 1; call it after appendMatmulScale.
+void appendMatmulLhsDiagonal(int64_t blocks, std::vector<int64_t>* ints);
 // mxu_latch: the weights' view (materialized if need be) as an MxuLatch op.
 void emitMxuLatch(const NodePtr& w, const Loc& loc);
 // A new VMEM temporary (allocated at the top of the kernel).

@@ -230,6 +230,7 @@ bool storeDot(const RefWindow& w, const NodePtr& value, const Loc& loc) {
     ints.push_back(sumMode);
   }
   if (scale) appendMatmulScale(scale, &ops, &ints);
+  appendMatmulLhsDiagonal(rhs.dot.lhs_diagonal_blocks, &ints);
   if (sumMode) {
     for (const ArrayNode* a : addends) {
       ops.push_back(a->ref);

@@ -116,11 +116,12 @@ struct SlabSoftmax {
   std::vector<Array> e;  // per 128-key window
   Array inv;
 };
-SlabSoftmax slabSoftmax(const Ref& s, Scalar r0, int64_t cols, double scale, const Array* diag) {
+SlabSoftmax slabSoftmax(const Ref& s, int64_t row0, Scalar r0, int64_t cols, double scale,
+                        const Array* diag) {
   std::vector<Array> x;
   Array folded, esum;
   for (int64_t c0 = 0; c0 < cols; c0 += 128) {
-    Array raw = s.load(ds_(r0, 8), ds_(c0, 128)) * scale;
+    Array raw = s.load(ds_(r0 + row0, 8), ds_(c0, 128)) * scale;
     if (diag)
       raw = where(*diag <= splat(r0 - c0, 1, 1), raw,
                   full(1, 1, double(std::numeric_limits<float>::lowest())));
@@ -192,8 +193,8 @@ class Fold {
   size_t n_ = 0;
   std::vector<Array> acc_;
 };
-ColSoftmax colSoftmax(const Ref& sT, int64_t rows, int64_t c0, int64_t w, double scale,
-                      const Ref* bias,
+ColSoftmax colSoftmax(const Ref& sT, int64_t row0, int64_t rows, int64_t c0, int64_t w,
+                      double scale, const Ref* bias,
                       const std::function<void(size_t t, const Array& e)>& fold = nullptr) {
   ColSoftmax out;
   const bool causal = bias != nullptr;
@@ -205,7 +206,7 @@ ColSoftmax colSoftmax(const Ref& sT, int64_t rows, int64_t c0, int64_t w, double
   // register): rows r0 - c0 .. + 8 of the diagonal block's.
   auto x = [&](size_t t) {
     const int64_t r0 = int64_t(t) * 8;
-    Array raw = sT.load(ds_(r0, 8), ds_(c0, w)) * scaleV;
+    Array raw = sT.load(ds_(row0 + r0, 8), ds_(c0, w)) * scaleV;
     if (tileMask(causal, r0, c0, w) == TileMask::Partial)
       raw = raw + bias->load(ds_(r0 - c0, 8), ds_(0, w));
     return in_vregs(raw);
@@ -217,7 +218,7 @@ ColSoftmax colSoftmax(const Ref& sT, int64_t rows, int64_t c0, int64_t w, double
   for (size_t t = 0; t < n; ++t) {
     if (!out.active[t]) continue;
     const Array e = in_vregs(exp(x(t) - colMax));
-    sT.store(ds_(int64_t(t) * 8, 8), ds_(c0, w), e);
+    sT.store(ds_(row0 + int64_t(t) * 8, 8), ds_(c0, w), e);
     es.add(e);
     if (fold) fold(t, e);
   }
@@ -323,11 +324,24 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
   // and dk dots' LHS as they are), and dS [seq_q, seq_k] = I dS^T^T (bf16,
   // rounded as the MXU's results are popped, as are dq, dk and dv). Then the
   // identity [seq_q, seq_q] dS is made with.
-  constexpr size_t kPerHead = 5;
-  for (int64_t h = 0; h < hs; ++h)
-    for (const ScratchSpec& sp : {VMEM({sk, sq}, F32), VMEM({sk, sq}, F32), VMEM({sk, sq}, BF16),
-                                  VMEM({sk, sq}, BF16), VMEM({sq, sk}, BF16)})
+  // Paired heads (pairHeads) share S^T and dP^T arrays of 2 seq_k rows, the
+  // pair's one dot each; head 2i + 1's rows start at seq_k.
+  const int64_t pair = prm.pairHeads ? 2 : 1;
+  if (pair == 2 && (!seqMajor || hs % 2 != 0))
+    throw Error(
+        "error: attention backward pairs heads only in the projections' layout with an "
+        "even heads_per_step");
+  // Per head its scratch's first index among the kernel's refs (7: after the
+  // blocks); a pair's S^T and dP^T come with its first head.
+  std::vector<size_t> firstScratch;
+  for (int64_t h = 0; h < hs; ++h) {
+    firstScratch.push_back(7 + c.scratch.size());
+    if (h % pair == 0)
+      for (int i = 0; i < 2; ++i) c.scratch.push_back(VMEM({pair * sk, sq}, F32));
+    for (const ScratchSpec& sp : {VMEM({sk, sq}, BF16), VMEM({sk, sq}, BF16), VMEM({sq, sk}, BF16)})
       c.scratch.push_back(sp);
+  }
+  const size_t lastScratch = 7 + c.scratch.size();
   c.scratch.push_back(VMEM({sq, sq}, BF16));
   c.scratch.push_back(VMEM({128, 128}, F32));  // the causal bias of a diagonal block
   c.compiler_params.dimension_semantics = {PARALLEL};
@@ -341,27 +355,35 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
       Ref q, k, v, dO, dq, dk, dv;
       Ref sT, dpT, pT, dsT, ds;
       int64_t col = -1, dim = 0;
-      Array load(const Ref& x, int64_t rows) const {
-        return col < 0 ? x.load() : x.load(ds_(0, rows), ds_(col, dim));
+      int64_t sRow = 0;  // the head's first row in sT and dpT (paired: seq_k for the second)
+      Array load(const Ref& x, int64_t rows, int64_t heads = 1) const {
+        return col < 0 ? x.load() : x.load(ds_(0, rows), ds_(col, heads * dim));
       }
     };
     std::vector<Head> heads;
     for (int64_t h = 0; h < hs; ++h) {
-      const size_t b = 7 + kPerHead * size_t(h);
+      const size_t g = firstScratch[size_t(h - h % pair)], b = firstScratch[size_t(h)];
+      const size_t own = h % pair == 0 ? b + 2 : b;
       const Scalar at = seqMajor ? Scalar(0) : Scalar(h);
       heads.push_back({r[0].at(at), r[1].at(at), r[2].at(at), r[3].at(at), r[4].at(at), r[5].at(at),
-                       r[6].at(at), r[b], r[b + 1], r[b + 2], r[b + 3], r[b + 4],
-                       seqMajor ? h * d : -1, d});
+                       r[6].at(at), r[g], r[g + 1], r[own], r[own + 1], r[own + 2],
+                       seqMajor ? h * d : -1, d, (h % pair) * sk});
     }
-    Ref eye = r[7 + kPerHead * size_t(hs)];
-    Ref bias = r[8 + kPerHead * size_t(hs)];
+    Ref eye = r[lastScratch];
+    Ref bias = r[lastScratch + 1];
     auto each = [&](const std::function<void(const Head&)>& fn) {
       for (const Head& h : heads) fn(h);
     };
-    each([&](const Head& h) {
-      h.sT.store(dot(h.load(h.k, sk), h.load(h.q, sq), {false, true}));
-      h.dpT.store(dot(h.load(h.v, sk), h.load(h.dO, sq), {false, true}));
-    });
+    // S^T and dP^T; paired, one dot of the two heads' rows each (the first
+    // head's columns of k / v against its q / dO columns, then the second's).
+    DotOptions scores;
+    scores.transpose_rhs = true;
+    scores.lhs_diagonal_blocks = pair;
+    for (size_t h = 0; h < heads.size(); h += size_t(pair)) {
+      const Head& x = heads[h];
+      x.sT.store(dot(x.load(x.k, sk, pair), x.load(x.q, sq, pair), scores));
+      x.dpT.store(dot(x.load(x.v, sk, pair), x.load(x.dO, sq, pair), scores));
+    }
     // The MXU takes no transposed LHS: dS is I dS^T^T (exact: one product per
     // output, bf16 in and out). Made per step (while the first dots run): with
     // parallel grid semantics no step is known to run first on its core.
@@ -381,11 +403,11 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
         const int64_t w = std::min<int64_t>(128, sq - c0);
         // dP is loaded in both passes (loads are cheap; live tiles are not).
         auto dP = [&](size_t t) {
-          Array raw = h.dpT.load(ds_(int64_t(t) * 8, 8), ds_(c0, w));
+          Array raw = h.dpT.load(ds_(h.sRow + int64_t(t) * 8, 8), ds_(c0, w));
           return in_vregs(prm.dpType == F32 ? raw : raw.astype(prm.dpType).astype(F32));
         };
         Fold prod(false);
-        const ColSoftmax sm = colSoftmax(h.sT, sk, c0, w, scale, causal ? &bias : nullptr,
+        const ColSoftmax sm = colSoftmax(h.sT, h.sRow, sk, c0, w, scale, causal ? &bias : nullptr,
                                          [&](size_t t, const Array& e) { prod.add(dP(t) * e); });
         const Array colSum = in_vregs(broadcast_to(sum(prod.result(), 0), 8, w) * sm.inv);
         const Array dsScaleV = in_vregs(full(8, w, dsScale));
@@ -397,7 +419,7 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
             h.dsT.store(ds_(r0, 8), ds_(c0, w), z);
             continue;
           }
-          const Array p = in_vregs(h.sT.load(ds_(r0, 8), ds_(c0, w)) * sm.inv);
+          const Array p = in_vregs(h.sT.load(ds_(h.sRow + r0, 8), ds_(c0, w)) * sm.inv);
           h.pT.store(ds_(r0, 8), ds_(c0, w), p.astype(BF16));
           // Masked: p is 0 (e = exp(lowest - max)), so dS is too.
           h.dsT.store(ds_(r0, 8), ds_(c0, w), (p * (dP(t) - colSum) * dsScaleV).astype(BF16));
@@ -455,10 +477,19 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
                   BlockSpec({hs, sk, d}, map)};
     c.out_specs = {BlockSpec({hs, sq, d}, map)};
   }
-  // Per head: the scores (f32) and P (bf16, for the MXU).
-  for (int64_t h = 0; h < hs; ++h)
-    for (const ScratchSpec& sp : {VMEM({sq, sk}, F32), VMEM({sq, sk}, BF16)})
-      c.scratch.push_back(sp);
+  // Per head: the scores (f32) and P (bf16, for the MXU); paired heads
+  // (pairHeads) share scores of 2 seq_q rows, the pair's one dot, with the first head.
+  const int64_t pair = prm.pairHeads ? 2 : 1;
+  if (pair == 2 && (!seqMajor || hs % 2 != 0))
+    throw Error(
+        "error: attention forward pairs heads only in the projections' layout with an "
+        "even heads_per_step");
+  std::vector<size_t> firstScratch;
+  for (int64_t h = 0; h < hs; ++h) {
+    firstScratch.push_back(4 + c.scratch.size());
+    if (h % pair == 0) c.scratch.push_back(VMEM({pair * sq, sk}, F32));
+    c.scratch.push_back(VMEM({sq, sk}, BF16));
+  }
   c.compiler_params.dimension_semantics = {PARALLEL};
   c.compiler_params.vmem_limit_bytes = prm.vmemLimitBytes;
   c.compiler_params.schedule_lookahead = scheduleLookahead(prm);
@@ -467,16 +498,17 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     struct Head {
       Ref q, k, v, o, s, pb;
       int64_t col = 0;
+      int64_t sRow = 0;  // the head's first row in s (paired: seq_q for the second)
       Array load(const Ref& x, int64_t rows, int64_t d) const {
         return col < 0 ? x.load() : x.load(ds_(0, rows), ds_(col, d));
       }
     };
     std::vector<Head> heads;
     for (int64_t h = 0; h < hs; ++h) {
-      const size_t b = 4 + 2 * size_t(h);
+      const size_t g = firstScratch[size_t(h - h % pair)], b = firstScratch[size_t(h)];
       const Scalar at = seqMajor ? Scalar(0) : Scalar(h);
-      heads.push_back({r[0].at(at), r[1].at(at), r[2].at(at), r[3].at(at), r[b], r[b + 1],
-                       seqMajor ? h * d : -1});
+      heads.push_back({r[0].at(at), r[1].at(at), r[2].at(at), r[3].at(at), r[g],
+                       r[h % pair == 0 ? b + 1 : b], seqMajor ? h * d : -1, (h % pair) * sq});
     }
     // Causal: query rows in bands of 128, each band's softmax over the key
     // windows up to its last row only. A window after it is masked in every
@@ -492,7 +524,8 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
         forSlabs(
             b1 - b0,
             [&](Scalar r0) {
-              const SlabSoftmax sm = slabSoftmax(h.s, r0, cols, scale, causal ? &diag : nullptr);
+              const SlabSoftmax sm =
+                  slabSoftmax(h.s, h.sRow, r0, cols, scale, causal ? &diag : nullptr);
               for (size_t w = 0; w < sm.e.size(); ++w)
                 h.pb.store(ds_(r0, 8), ds_(int64_t(w) * 128, 128), (sm.e[w] * sm.inv).astype(BF16));
               for (int64_t c0 = cols; c0 < sk; c0 += 128)
@@ -501,8 +534,13 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
             straight, b0);
       }
     };
-    for (const Head& h : heads)
-      h.s.store(dot(h.load(h.q, sq, d), h.load(h.k, sk, d), {false, true}));
+    DotOptions scores;
+    scores.transpose_rhs = true;
+    scores.lhs_diagonal_blocks = pair;
+    for (size_t i = 0; i < heads.size(); i += size_t(pair)) {
+      const Head& h = heads[i];
+      h.s.store(dot(h.load(h.q, sq, pair * d), h.load(h.k, sk, pair * d), scores));
+    }
     // hideSoftmax: the slabs straight in one block of their own, as work the
     // MXUs hide. The list scheduler takes such work near program order (its
     // own window), so the slabs' chains interleave without spilling (straight
@@ -598,6 +636,12 @@ AttentionBackwardParams commonParams(const Params& p, int64_t bh, int64_t sq, in
     if (h == 1 || (bh % h == 0 && (nh <= 0 || nh % h == 0) &&
                    h * attentionBackwardVmemPerHead(sq, sk, d) <= vmem / 2))
       ap.headsPerStep = h;
+  // Head pairs where two heads' K fill one MXU weight tile (v6e: 2 x 128);
+  // off by default: the 1-layer training step gained (-157k cycles), the
+  // 2-layer one lost (+662k), not yet explained.
+  const int64_t pair = p.integer("pair_heads", -1);
+  ap.pairHeads =
+      pair < 0 ? nh > 0 && ap.headsPerStep % 2 == 0 && 2 * d == p.target().mxuSize : pair != 0;
   return ap;
 }
 
@@ -632,6 +676,10 @@ std::vector<ParamSpec> commonSpecs() {
           {"sm_scale", "0", "score scale; 0 = 1/sqrt(head_dim)"},
           {"out_dtype", "bf16", "output dtype: bf16 or f32"},
           {"heads_per_step", "0", "heads per grid step (divides bh); 0 = auto (8, 4, 2 or 1)"},
+          {"pair_heads", "0",
+           "1: two heads' score dots in one MXU weight tile (backward: S^T and dP^T); -1: "
+           "where 2 x head_dim is mxu.size, heads > 0 and heads_per_step is even; 0 (default): "
+           "off (the 2-layer training step ran slower with it, see docs/performance.md)"},
           {"schedule_lookahead", "-1",
            "list scheduler lookahead in instructions (0: the compiler's default; -1: auto, "
            "6144 (backward: 4096) with 4 or more heads per step)"}};

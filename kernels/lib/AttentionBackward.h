@@ -61,6 +61,17 @@ struct AttentionBackwardParams {
   // the MXUs hide (dsl::OverlapWithMxu: the scheduler takes it near program
   // order), instead of loops of 8 slabs a trip (false).
   bool hideSoftmax = true;
+  // Two heads' score dots in one weight tile (dsl::DotOptions::
+  // lhs_diagonal_blocks): with 2 head_dim = mxu.size (v6e: 128 x 2 = 256)
+  // and an even heads_per_step in the projections' layout, the backward's S^T
+  // and dP^T and the forward's S of heads 2i and 2i + 1 are each one dot of
+  // 2 seq rows against the pair's adjacent columns (K = 2 head_dim): one dot
+  // and one full weight tile per pair instead of two half-empty ones (the
+  // lowering still splits its rows over two MXUs). The products are those of
+  // the heads apart (the other head's half adds zeros), for finite q, k, v
+  // and dO. Off by default (pair_heads=0): the 2-layer training step ran
+  // slower with it (docs/performance.md, branch trainprof).
+  bool pairHeads = false;
 };
 
 // VMEM bytes one head of a grid step takes (an upper bound: scratch and blocks).

@@ -267,7 +267,10 @@ class Run {
     const int64_t accumulate = op.ints[5];
     const bool fromLatch = op.ints.size() > 7 && op.ints[7] >= 1;
     Window dst = window(op, views[0], M, N, "destination");
-    Window lhs = tl ? window(op, views[1], K, M, "lhs") : window(op, views[1], M, K, "lhs");
+    // LHS diagonal blocks: row m of the LHS is row m % (M / G) of the view,
+    // zero outside K columns [g K / G, (g + 1) K / G), g = m / (M / G).
+    const int64_t diag = matmulLhsDiagonalBlocks(op), m0 = M / diag, kb = K / diag;
+    Window lhs = tl ? window(op, views[1], K, M, "lhs") : window(op, views[1], m0, K, "lhs");
     Window rhs = tr ? window(op, views[2], N, K, "rhs") : window(op, views[2], K, N, "rhs");
     if (fromLatch && (!latched_.valid || latched_.K != K || latched_.N != N))
       fail(op, latched_.valid ? fmt::format("the latched weights are {}x{}, the matmul needs {}x{}",
@@ -299,7 +302,8 @@ class Run {
           b[k] = tpusim::f32ToBf16Bits(float(s8WordToS32(b[k])));
       }
       for (int64_t m = 0; m < M; ++m) {
-        for (int64_t k = 0; k < K; ++k) a[k] = tl ? lhs.at(k, m) : lhs.at(m, k);
+        for (int64_t k = 0; k < K; ++k)
+          a[k] = tl ? lhs.at(k, m) : k / kb == m / m0 ? lhs.at(m % m0, k) : 0u;
         // accumulate 2: the MXU result slot goes on from dst's value (s32
         // adds wrap, so int8 is the same as adding afterwards).
         if (accumulate == 2 && bf16)

@@ -129,6 +129,10 @@ bool matmulScaled(const Op& op) {
 
 size_t matmulFirstAddend(const Op& op) { return matmulScaled(op) ? 4 : 3; }
 
+int64_t matmulLhsDiagonalBlocks(const Op& op) {
+  return op.kind == OpKind::Matmul && op.ints.size() > 10 ? op.ints[10] : 1;
+}
+
 int64_t Kernel::gridPoints() const {
   int64_t n = 1;
   for (int64_t g : grid) n *= g;

@@ -121,6 +121,10 @@ std::vector<ViewRange> opViews(const Op& op);
 // views[3] is the scale row and the addends start at view 4.
 bool matmulScaled(const Op& op);
 size_t matmulFirstAddend(const Op& op);
+// A Matmul's LHS diagonal blocks G (ints[10], Ops.def; 1 when absent): the
+// lhs view is M / G rows, and row block g of the M x K LHS is those rows with
+// every K column outside [g K / G, (g + 1) K / G) zero.
+int64_t matmulLhsDiagonalBlocks(const Op& op);
 // The device operand of a RemoteDmaStart or a remote SemSignal, else null.
 Value* remoteDevice(const Op& op);
 

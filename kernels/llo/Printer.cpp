@@ -142,7 +142,8 @@ std::string body(const Op& op) {
                          I(7) == 1   ? " latched"
                          : I(7) == 2 ? " latched-earlier"
                                      : "",
-                         addendsStr(op, v));
+                         addendsStr(op, v)) +
+             (I(10) > 1 ? fmt::format(" lhs-diagonal={}", I(10)) : std::string());
     }
     case OpKind::MxuStart:
       return fmt::format("mxu_start {} M={} N={} K={} set={}", viewStr(opViews(op)[0]), I(0), I(1),

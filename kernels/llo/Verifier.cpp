@@ -350,11 +350,11 @@ class Checker {
         !view(op, b, {MemSpace::Vmem}, &c))
       return;
     end = c;
-    if (op.ints.size() < 6 || op.ints.size() > 10)
+    if (op.ints.size() < 6 || op.ints.size() > 11)
       return fail(op,
                   "needs M, N, K, transposes, accumulate and optionally resident, latched, "
-                  "the sum epilogue and the scaled rhs");
-    const int64_t scaled = op.ints.size() == 10 ? op.ints[9] : 0;
+                  "the sum epilogue, the scaled rhs and the lhs diagonal blocks");
+    const int64_t scaled = op.ints.size() >= 10 ? op.ints[9] : 0;
     if (scaled < 0 || scaled > 1) return fail(op, "scaled rhs must be 0 or 1");
     // The scale row after the rhs (ints[9]), then addend views (ints[8], the
     // sum epilogue: see Ir.h).
@@ -416,6 +416,15 @@ class Checker {
       if (op.ints[i] <= 0) fail(op, "M, N and K must be positive");
     for (const Type* t : {&dst, &lhs, &rhs})
       if (t->rank() < 2) fail(op, "matmul operands need rank >= 2");
+    // LHS diagonal blocks (ints[10]): G row blocks of M / G rows (whole row
+    // tiles), each with its own K / G columns, of a plain bf16 matmul.
+    const int64_t g = matmulLhsDiagonalBlocks(op);
+    if (g < 1) fail(op, "lhs diagonal blocks must be >= 1");
+    if (g > 1 && (op.ints[0] % (8 * g) != 0 || op.ints[2] % g != 0))
+      fail(op, "lhs diagonal blocks need M a multiple of 8 G and K a multiple of G");
+    if (g > 1 &&
+        (op.ints[3] || latched || resident || scaled || sumEpilogue || lhs.dtype != DType::Bf16))
+      fail(op, "lhs diagonal blocks are for a plain bf16 matmul without a transposed lhs");
   }
 
   // The weights a latched matmul reads: one VMEM view, bf16, K x N.
