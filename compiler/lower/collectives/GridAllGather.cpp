@@ -206,7 +206,8 @@ class Planner {
         for (size_t b = streams_.size() - 2; b < streams_.size(); ++b) {
           Stream& s = streams_[b];
           s.stepCycles = step;
-          s.pieces = int(std::min<uint64_t>(uint64_t(pieces), s.bytes / 4));
+          // At least one piece: a chunk under 4 bytes (an f32[1] gathered) has no 4-byte pieces.
+          s.pieces = int(std::clamp<uint64_t>(s.bytes / 4, 1, uint64_t(pieces)));
           s.pieceBytes = (s.bytes / uint64_t(s.pieces) + 3) / 4 * 4;
           while (s.pieces > 1 && uint64_t(s.pieces - 1) * s.pieceBytes >= s.bytes) --s.pieces;
           s.orderStart = orderStart;
