@@ -656,6 +656,16 @@ void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& 
     emitDotsOf(v);
   }
   llo::Builder& b = builder();
+  // One tile of every value stored, at (rowOff, column tile tj).
+  auto storeTileOfEach = [&](Value* rowOff, int64_t tj, int valid) {
+    for (size_t k = 0; k < dsts.size(); ++k) {
+      const ArrayNode& v = *values[k];
+      const RefWindow& dst = dsts[k];
+      TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
+      storeTile(emitTile(values[k], at), dst, rowOff, tj, valid,
+                std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
+    }
+  };
   if (columnsFirst > 0 && unrollRowTiles > 0 && sums.empty()) {
     // Column tile by column tile, each down the rows (EpilogueByColumns).
     const int64_t full = d0.rows / kSublanesI, rem = d0.rows % kSublanesI;
@@ -664,15 +674,8 @@ void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& 
     for (int64_t tj = 0; tj < colTiles; ++tj)
       for (int64_t i = 0; i < full + (rem ? 1 : 0); ++i) {
         const int valid = i < full ? int(kSublanesI) : int(rem);
-        Value* rowOff = rowOffs[size_t(i)];
         TileCseScope cse;
-        for (size_t k = 0; k < dsts.size(); ++k) {
-          const ArrayNode& v = *values[k];
-          const RefWindow& dst = dsts[k];
-          TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
-          storeTile(emitTile(values[k], at), dst, rowOff, tj, valid,
-                    std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
-        }
+        storeTileOfEach(rowOffs[size_t(i)], tj, valid);
       }
     return;
   }
@@ -683,14 +686,7 @@ void emitStores(const std::vector<RefWindow>& dsts, const std::vector<NodePtr>& 
       d0.rows,
       [&](Value* rowOff, int valid) {
         TileCseScope cse;
-        for (int64_t tj = 0; tj < colTiles; ++tj)
-          for (size_t k = 0; k < dsts.size(); ++k) {
-            const ArrayNode& v = *values[k];
-            const RefWindow& dst = dsts[k];
-            TileAt at{rowOff, tj, valid, v.rows == 1 && dst.rows > 1, v.cols == 1 && dst.cols > 1};
-            storeTile(emitTile(values[k], at), dst, rowOff, tj, valid,
-                      std::min<int64_t>(kLanesI, dst.cols - tj * kLanesI));
-          }
+        for (int64_t tj = 0; tj < colTiles; ++tj) storeTileOfEach(rowOff, tj, valid);
         // The sums: each tile (rows past the window's and lanes past its columns
         // zeroed) added into its column's accumulator tile.
         for (int64_t tj = 0; tj < colTiles; ++tj)

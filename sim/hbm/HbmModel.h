@@ -238,6 +238,9 @@ class HbmModel {
   uint32_t pairSecondIndex_ = 0;  // the pseudo-channel index of the line after the last pair
   bool pairsPossible_ = false;    // the config allows them (masks fit 64 bits)
   void flushPairRun();
+  // A run's record, its parts chained after it, each part's first burst
+  // counted from lineStart (the run's first line).
+  uint32_t linkRunParts(uint64_t lineStart);
   // A run that could not be handed over whole: its parts as submit would
   // have handed them over without line pairs (runs within one line).
   void replayRunByLines();

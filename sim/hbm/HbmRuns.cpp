@@ -67,6 +67,29 @@ bool HbmModel::linePairByLocation(uint64_t line) const {
          a.row == b.row;
 }
 
+uint32_t HbmModel::linkRunParts(uint64_t lineStart) {
+  // The run's record (allocated like a request, but it is none: no sequence).
+  uint32_t record;
+  if (!freeRequests_.empty()) {
+    record = freeRequests_.back();
+    freeRequests_.pop_back();
+  } else {
+    record = uint32_t(requests_.size());
+    requests_.emplace_back();
+  }
+  uint32_t previous = record;
+  for (const RunPart& p : run_) {
+    RequestState& s = requests_[p.slot];
+    s.firstChannel = uint32_t(p.first - lineStart);
+    s.runBursts = uint32_t(p.last - p.first + 1);
+    s.remaining = s.runBursts;
+    s.nextInRun = kNoRequest;
+    requests_[previous].nextInRun = p.slot;
+    previous = p.slot;
+  }
+  return record;
+}
+
 void HbmModel::flushRun() {
   if (run_.empty()) return;
   if (run_.size() == 1) {
@@ -97,25 +120,7 @@ void HbmModel::flushRun() {
              !groupsWithinLine(pc0, n, &leaders)) {
     throw std::logic_error("HbmModel: a merge of twins left a line's groups");
   }
-  // The run's record (allocated like a request, but it is none: no sequence).
-  uint32_t record;
-  if (!freeRequests_.empty()) {
-    record = freeRequests_.back();
-    freeRequests_.pop_back();
-  } else {
-    record = uint32_t(requests_.size());
-    requests_.emplace_back();
-  }
-  uint32_t previous = record;
-  for (const RunPart& p : run_) {
-    RequestState& s = requests_[p.slot];
-    s.firstChannel = uint32_t(inLine(p.first));
-    s.runBursts = uint32_t(p.last - p.first + 1);
-    s.remaining = s.runBursts;
-    s.nextInRun = kNoRequest;
-    requests_[previous].nextInRun = p.slot;
-    previous = p.slot;
-  }
+  const uint32_t record = linkRunParts(lineOf(runFirst_) * map_.channelLine());
   RequestState& rec = requests_[record];
   rec.isRun = true;
   rec.pair = false;
@@ -153,25 +158,7 @@ void HbmModel::flushPairRun() {
   if (leaders->size() >= 2 && mergeTwinLeaders(*leaders) &&
       !groupsWithinPair(firstIndex, firstChannel, secondIndex, lastChannel, &leaders))
     throw std::logic_error("HbmModel: a merge of twins left a line pair's groups");
-  uint32_t record;
-  if (!freeRequests_.empty()) {
-    record = freeRequests_.back();
-    freeRequests_.pop_back();
-  } else {
-    record = uint32_t(requests_.size());
-    requests_.emplace_back();
-  }
-  const uint64_t start = line0 * bursts;  // offsets count from the first line's start
-  uint32_t previous = record;
-  for (const RunPart& p : run_) {
-    RequestState& s = requests_[p.slot];
-    s.firstChannel = uint32_t(p.first - start);
-    s.runBursts = uint32_t(p.last - p.first + 1);
-    s.remaining = s.runBursts;
-    s.nextInRun = kNoRequest;
-    requests_[previous].nextInRun = p.slot;
-    previous = p.slot;
-  }
+  const uint32_t record = linkRunParts(line0 * bursts);  // offsets from the first line's start
   RequestState& rec = requests_[record];
   rec.isRun = true;
   rec.pair = true;

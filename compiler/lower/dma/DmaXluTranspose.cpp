@@ -38,6 +38,18 @@ int64_t row0Of(const DmaFragment& f) { return f.vmemBase() / isa::kVmemRowBytes;
 constexpr int kMinTransposeInterval = 8;
 MOperand I(int64_t v) { return MOperand::imm(v); }
 
+// The strip heights to try, in 128-row tiles: the tallest first that still
+// leaves an even number of strips (the strip loop then unrolls by two, one
+// strip loading while the other is transposed), then the tallest at all.
+std::vector<int64_t> stripHeights(int64_t rowTiles) {
+  std::vector<int64_t> talls;
+  for (int64_t k : {8, 4, 2, 1})
+    if (rowTiles % (2 * k) == 0) talls.push_back(k);
+  for (int64_t k : {8, 4, 2, 1})
+    if (rowTiles % k == 0) talls.push_back(k);
+  return talls;
+}
+
 // The same transpose over fewer dims: unit dims dropped, and operand dims that stay adjacent
 // and in order in the result merged into one. [B, S, K] -> [K, B, S] becomes the matrix
 // transpose [B*S, K] -> [K, B*S] (the backward pass's x^T of a dot over batch and sequence).
@@ -96,12 +108,7 @@ int64_t tallTransposeVmemWish(const kernels::codegen::TargetInfo& t,
   if (pitch > 255 || !simple) return 0;
   // The double-buffered strip tryXluTranspose would take (its loop, simple matrices).
   int64_t tall = 0;
-  std::vector<int64_t> talls;
-  for (int64_t k : {8, 4, 2, 1})
-    if ((rows / kTile) % (2 * k) == 0) talls.push_back(k);
-  for (int64_t k : {8, 4, 2, 1})
-    if ((rows / kTile) % k == 0) talls.push_back(k);
-  for (int64_t k : talls) {
+  for (int64_t k : stripHeights(rows / kTile)) {
     const int buffers = (rows / kTile / k) % 2 == 0 ? 2 : 1;
     if (buffers * (k * kTile * pitch + cols * (k | 1)) * isa::kVmemRowBytes <= t.vmemBytes / 2) {
       tall = k * kTile;
@@ -158,13 +165,7 @@ bool tryXluTranspose(DmaOp& op) {
   int64_t tall = 1, opitch = 1, aRows = 0, oRows = 0;
   int buffers = 1;
   bool fits = false;
-  // Prefer the tallest strip that still leaves an even number of strips.
-  std::vector<int64_t> talls;
-  for (int64_t k : {8, 4, 2, 1})
-    if ((rows / kTile) % (2 * k) == 0) talls.push_back(k);
-  for (int64_t k : {8, 4, 2, 1})
-    if ((rows / kTile) % k == 0) talls.push_back(k);
-  for (int64_t k : talls) {
+  for (int64_t k : stripHeights(rows / kTile)) {
     tall = k;
     opitch = k | 1;
     aRows = k * kTile * pitch;
