@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "sim/chip/BufferIo.h"
+#include "sim/systemc/StartSystemC.h"
 
 namespace tpusim::sim {
 
@@ -193,14 +194,14 @@ SimResult Simulation::run() {
     // Progress is sampled from the host side between bounded sc_start slices.
     sc_core::sc_time slice(50, sc_core::SC_US);
     while (!chip->allFinished() && sc_core::sc_get_status() != sc_core::SC_STOPPED) {
-      sc_core::sc_start(slice);
+      startSystemC(slice);
       int64_t cycle = 0;
       for (int c = 0; c < chip->numCores(); ++c) cycle = std::max(cycle, chip->core(c).cycle());
       options_.progress(cycle);
       if (!sc_core::sc_pending_activity() && !chip->allFinished()) break;
     }
   } else {
-    sc_core::sc_start();
+    startSystemC();
   }
   SimResult r;
   r.hostThreads = host ? host->threads() : 1;

@@ -8,6 +8,7 @@
 
 #include "sim/dma/DescriptorWalker.h"
 #include "sim/ici/IciFabric.h"
+#include "sim/systemc/StartSystemC.h"
 
 namespace tpusim::sim {
 namespace {
@@ -299,7 +300,7 @@ SystemResult SystemSimulation::run() {
   auto start = std::chrono::steady_clock::now();
   std::clock_t cpuStart = std::clock();
   const double mainStart = threadCpuSeconds();
-  sc_core::sc_start();
+  startSystemC();
   SystemResult r;
   r.hostThreads = host ? host->threads() : 1;
   r.hostJobs = host ? int64_t(host->jobs()) : 0;

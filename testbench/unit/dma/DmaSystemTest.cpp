@@ -11,6 +11,7 @@
 
 #include "isa/target/ChipLoader.h"
 #include "sim/dma/DmaSystem.h"
+#include "sim/systemc/StartSystemC.h"
 
 using namespace tpusim;
 using namespace tpusim::sim;
@@ -81,7 +82,7 @@ TEST_CASE("DmaSystem matches the plain engine and sleeps between events", "[dma]
     seen.push_back(c);
   };
   CoreDriver core0("core0", dma, 0, log), core1("core1", dma, 1, log);
-  sc_core::sc_start();
+  sim::startSystemC();
 
   REQUIRE(seen.size() == 120);
   CHECK(core0.finished >= seen.back().cycle);
