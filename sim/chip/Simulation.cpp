@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <stdexcept>
+#include <vector>
 
 #include "sim/chip/BufferIo.h"
 #include "sim/systemc/StartSystemC.h"
@@ -38,7 +39,10 @@ void resetSystemC() {
     return;
   }
   // The previous context is left alive: SystemC's teardown of a finished
-  // context is not reliable, and a few KB per run do not matter.
+  // context is not reliable, and a few KB per run do not matter. It is kept
+  // on a list so that it stays reachable: a leak only in LeakSanitizer's eyes.
+  static std::vector<sc_core::sc_simcontext*> finishedContexts;
+  finishedContexts.push_back(sc_core::sc_curr_simcontext);
   sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
   sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
 }
