@@ -40,9 +40,10 @@ void resetSystemC() {
   }
   // The previous context is left alive: SystemC's teardown of a finished
   // context is not reliable, and a few KB per run do not matter. It is kept
-  // on a list so that it stays reachable: a leak only in LeakSanitizer's eyes.
-  static std::vector<sc_core::sc_simcontext*> finishedContexts;
-  finishedContexts.push_back(sc_core::sc_curr_simcontext);
+  // on a list so that it stays reachable, not a leak in LeakSanitizer's eyes
+  // (a list never destroyed: LeakSanitizer looks after static destructors).
+  static auto* finishedContexts = new std::vector<sc_core::sc_simcontext*>;
+  finishedContexts->push_back(sc_core::sc_curr_simcontext);
   sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
   sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
 }
