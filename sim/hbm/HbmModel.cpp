@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,7 @@ HbmModel::HbmModel(const target::HbmConfig& config, double coreClockHz)
       map_(config),
       clocks_(wholeHz(coreClockHz, "core.clock_hz"), wholeHz(config.clock_hz, "hbm.clock_hz")),
       fast_(config.model != "detailed"),
+      runAhead_(fast_ && !std::getenv("TPUSIM_NO_RUN_AHEAD")),
       groups_(size_t(config.channels * config.pseudo_channels)) {
   if (config.model != "fast" && config.model != "detailed")
     throw std::invalid_argument("hbm.model: \"" + config.model +
@@ -167,9 +169,13 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
   if (!run_.empty()) flushRun();
   uint64_t hbmLimit = clocks_.hbmAtOrAfterCore(cycle);
   size_t kept = 0;
+  uint64_t earliest = ~uint64_t(0);
   for (uint32_t pc : active_) {
     issued_.clear();
-    pcs_[pc].advance(hbmLimit, issued_);
+    if (runAhead_)
+      pcs_[pc].advanceAhead(hbmLimit, issued_);
+    else
+      pcs_[pc].advance(hbmLimit, issued_);
     if (!issued_.empty()) {
       lastProgress_ = std::max(lastProgress_, issued_.back().dataEnd);
       // The burst was issued by every member of the group at once.
@@ -185,13 +191,15 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
         if (s.remaining == 0) addPending(Pending{coreAtOrAfter(s.dataEnd), s.sequence, b.request});
       }
     }
-    if (pcs_[pc].hasWork())
+    if (pcs_[pc].hasWork()) {
       active_[kept++] = pc;
-    else
+      earliest = std::min(earliest, pcs_[pc].time());
+    } else {
       isActive_[pc] = 0;
+    }
   }
   active_.resize(kept);
-  earliestActive_ = active_.empty() ? ~uint64_t(0) : hbmLimit;  // advance reaches the limit
+  earliestActive_ = earliest;  // advance reaches the limit, advanceAhead maybe beyond
   if (hbmLimit >= lastProgress_ + kNoProgressLimit) checkProgress(hbmLimit);
   while (pendingHead_ < pending_.size() && pending_[pendingHead_].cycle < cycle) {
     const Pending p = pending_[pendingHead_++];
