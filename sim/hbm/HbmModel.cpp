@@ -221,12 +221,13 @@ void HbmModel::addPending(const Pending& p) {
     pending_.erase(pending_.begin(), pending_.begin() + std::ptrdiff_t(pendingHead_));
     pendingHead_ = 0;
   }
-  size_t at = pending_.size();
-  while (at > pendingHead_ && pending_[at - 1] > p) --at;
-  if (at == pending_.size())
+  if (pending_.size() == pendingHead_ || !(pending_.back() > p)) {
     pending_.push_back(p);
-  else
-    pending_.insert(pending_.begin() + std::ptrdiff_t(at), p);
+    return;
+  }
+  auto at = std::upper_bound(pending_.begin() + std::ptrdiff_t(pendingHead_), pending_.end(), p,
+                             [](const Pending& a, const Pending& b) { return b > a; });
+  pending_.insert(at, p);
 }
 
 void HbmModel::checkProgress(uint64_t hbmLimit) {
