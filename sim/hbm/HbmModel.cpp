@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -24,7 +23,6 @@ HbmModel::HbmModel(const target::HbmConfig& config, double coreClockHz)
       map_(config),
       clocks_(wholeHz(coreClockHz, "core.clock_hz"), wholeHz(config.clock_hz, "hbm.clock_hz")),
       fast_(config.model != "detailed"),
-      runAhead_(fast_ && !std::getenv("TPUSIM_NO_RUN_AHEAD")),
       groups_(size_t(config.channels * config.pseudo_channels)) {
   if (config.model != "fast" && config.model != "detailed")
     throw std::invalid_argument("hbm.model: \"" + config.model +
@@ -169,13 +167,9 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
   if (!run_.empty()) flushRun();
   uint64_t hbmLimit = clocks_.hbmAtOrAfterCore(cycle);
   size_t kept = 0;
-  uint64_t earliest = ~uint64_t(0);
   for (uint32_t pc : active_) {
     issued_.clear();
-    if (runAhead_)
-      pcs_[pc].advanceAhead(hbmLimit, issued_);
-    else
-      pcs_[pc].advance(hbmLimit, issued_);
+    pcs_[pc].advance(hbmLimit, issued_);
     if (!issued_.empty()) {
       lastProgress_ = std::max(lastProgress_, issued_.back().dataEnd);
       // The burst was issued by every member of the group at once.
@@ -191,15 +185,13 @@ void HbmModel::advanceTo(uint64_t cycle, std::vector<HbmCompletion>& done) {
         if (s.remaining == 0) addPending(Pending{coreAtOrAfter(s.dataEnd), s.sequence, b.request});
       }
     }
-    if (pcs_[pc].hasWork()) {
+    if (pcs_[pc].hasWork())
       active_[kept++] = pc;
-      earliest = std::min(earliest, pcs_[pc].time());
-    } else {
+    else
       isActive_[pc] = 0;
-    }
   }
   active_.resize(kept);
-  earliestActive_ = earliest;  // advance reaches the limit, advanceAhead maybe beyond
+  earliestActive_ = active_.empty() ? ~uint64_t(0) : hbmLimit;  // advance reaches the limit
   if (hbmLimit >= lastProgress_ + kNoProgressLimit) checkProgress(hbmLimit);
   while (pendingHead_ < pending_.size() && pending_[pendingHead_].cycle < cycle) {
     const Pending p = pending_[pendingHead_++];
@@ -221,13 +213,12 @@ void HbmModel::addPending(const Pending& p) {
     pending_.erase(pending_.begin(), pending_.begin() + std::ptrdiff_t(pendingHead_));
     pendingHead_ = 0;
   }
-  if (pending_.size() == pendingHead_ || !(pending_.back() > p)) {
+  size_t at = pending_.size();
+  while (at > pendingHead_ && pending_[at - 1] > p) --at;
+  if (at == pending_.size())
     pending_.push_back(p);
-    return;
-  }
-  auto at = std::upper_bound(pending_.begin() + std::ptrdiff_t(pendingHead_), pending_.end(), p,
-                             [](const Pending& a, const Pending& b) { return b > a; });
-  pending_.insert(at, p);
+  else
+    pending_.insert(pending_.begin() + std::ptrdiff_t(at), p);
 }
 
 void HbmModel::checkProgress(uint64_t hbmLimit) {

@@ -350,7 +350,6 @@ class HbmModel {
   void addPending(const Pending& p);
   std::vector<IssuedBurst> issued_;  // scratch
   bool fast_;
-  bool runAhead_;  // leaders run ahead (PseudoChannel::advanceAhead): the fast model
   PcGroups groups_;  // every pseudo-channel its own group in the detailed model
   // Scratch of submitGrouped: kept to avoid allocations per request.
   std::vector<Touch> touches_;

@@ -73,19 +73,6 @@ class PseudoChannel {
     }
     advanceSteps(limit, issued);
   }
-  // advance, then on past `limit` while no burst pushed later could change
-  // what this pseudo-channel does (aheadSafe): the bursts already waiting
-  // take every queue slot that frees meanwhile. Bursts pushed later arrive at
-  // or after `limit`, so they queue behind those and get no slot before the
-  // time this stops at. Same commands and cycles; time() may then be past
-  // `limit`, and pushes may arrive before time() (they wait for a slot).
-  void advanceAhead(uint64_t limit, std::vector<IssuedBurst>& issued) {
-    advance(limit, issued);
-    while (aheadSafe(limit)) {
-      const uint64_t to = std::max<uint64_t>(time_ + 1, uint64_t(std::max<int64_t>(wakeAt_, 0)));
-      advanceSteps(to, issued);
-    }
-  }
 
   const HbmChannelStats& stats() const { return stats_; }
   void setStats(const HbmChannelStats& stats) { stats_ = stats; }
@@ -172,11 +159,6 @@ class PseudoChannel {
   // The timestamps of sameFutureAs (banks, bank groups, bus, tFAW), each as of time_.
   bool sameTimingAs(const PseudoChannel& other) const;
   void advanceSteps(uint64_t limit, std::vector<IssuedBurst>& issued);
-  bool aheadSafe(uint64_t limit) const {
-    const size_t waiting = inbox_.size() - inboxHead_;
-    return queued_ > 0 && freeSlots_.size() <= waiting &&
-           (waiting == 0 || inbox_.back().arrival <= limit);
-  }
   // push: whether `burst`, arriving before wakeAt_, can lead to no command before it.
   bool quietUntilWake(const PcBurst& burst) const;
   // After a column command: whether the bursts the free slots let in can lead
