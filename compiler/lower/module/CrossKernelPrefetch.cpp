@@ -207,6 +207,9 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
   addFragments(0, nullptr);
   choice.target = after.kernels[0];
   choice.plan = planNextKernel(*choice.target, written, fromTop, known);
+  // What the chosen target loads ahead, read before the fit checks: a next
+  // kernel whose plan does not fit still loads its first blocks itself.
+  int64_t targetLoads = choice.plan.hbmBytes;
   if (!flagsFit(choice.plan, 0) || !vmemFits(choice.plan, 0)) choice.plan = {};
   choice.skipped = runBefore(0);
   // Further ahead, across short kernels (a norm's reduction, rsqrt and scale
@@ -243,7 +246,7 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
     // Blocks that load within a grid step's overhead are not worth it: the
     // kernels between start nothing of their own meanwhile (the micro decode's
     // 512 B RoPE operand across a 64-lane kernel: +75 cycles there).
-    const bool nextLoadsNothing = choice.plan.hbmBytes < isa::kVmemRowBytes;
+    const bool nextLoadsNothing = targetLoads < isa::kVmemRowBytes;
     const bool worthAStep =
         double(far.hbmBytes) > double(kernels::tiling::kStepOverheadCycles) * cg_.hbmBytesPerCycle;
     const bool nearIdle = nextLoadsNothing && worthAStep;
@@ -254,6 +257,7 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
     if (far.hbmBytes > choice.plan.hbmBytes) {
       choice.target = after.kernels[j];
       choice.skipped = runBefore(j);
+      targetLoads = far.hbmBytes;
       choice.plan = std::move(far);
     }
   }

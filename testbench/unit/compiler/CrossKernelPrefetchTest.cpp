@@ -3,6 +3,8 @@
 // where they land, and what the module compiler makes of a chain of dots.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 
 #include "compiler/driver/ModuleLoweringPipeline.h"
@@ -159,4 +161,48 @@ TEST_CASE("a projection's weight is started across the short norm kernels before
     ++across;
   }
   CHECK(across >= 1);
+}
+
+TEST_CASE("a next kernel whose plan does not fit is not taken as one that loads nothing",
+          "[compiler][prefetch]") {
+  // A dot, a transpose of its result (a DMA fragment: it keeps the DMA queues'
+  // flags), a sum of 61 parameters (61 first blocks: too many flags beside the
+  // fragment, so its plan is dropped) and a second dot whose first blocks
+  // (258 KiB) outweigh the sum's arrays (248 KiB) but not three times over.
+  // The sum loads its own first blocks, so the rule for a next kernel that
+  // loads next to nothing must not start the second dot's blocks across it.
+  const int n = 61;
+  std::string params, body, prev = "p0";
+  for (int i = 0; i < n; ++i) {
+    params += fmt::format(", p{}: f32[8,128]", i);
+    body += fmt::format("  %p{} = f32[8,128]{{1,0}} parameter({})\n", i, 4 + i);
+  }
+  for (int i = 1; i < n; ++i) {
+    body += fmt::format("  %a{} = f32[8,128]{{1,0}} add(%{}, %p{})\n", i, prev, i);
+    prev = fmt::format("a{}", i);
+  }
+  const std::string text = fmt::format(R"(
+HloModule far_after_rejected_next
+ENTRY %main (x: bf16[8,1024], w1: bf16[1024,2048], w2: bf16[256,1024], x2: bf16[8,256]{}) -> (f32[2048,8], f32[8,128], f32[8,1024]) {{
+  %x = bf16[8,1024]{{1,0}} parameter(0)
+  %w1 = bf16[1024,2048]{{1,0}} parameter(1)
+  %w2 = bf16[256,1024]{{1,0}} parameter(2)
+  %x2 = bf16[8,256]{{1,0}} parameter(3)
+{}  %s = f32[8,2048]{{1,0}} dot(%x, %w1), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %t = f32[2048,8]{{1,0}} transpose(%s), dimensions={{1,0}}
+  %o = f32[8,1024]{{1,0}} dot(%x2, %w2), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  ROOT %r = (f32[2048,8]{{1,0}}, f32[8,128]{{1,0}}, f32[8,1024]{{1,0}}) tuple(%t, %{}, %o)
+}})",
+                                       params, body, prev);
+  auto m = parse(text);
+  lower::LoweredModule l = driver::compileModule(*m, v5eDesc(), v5e());
+  std::vector<const lower::LoweredOp*> kernels;
+  for (const lower::LoweredOp& op : l.ops)
+    if (op.kind == "kernel") kernels.push_back(&op);
+  REQUIRE(kernels.size() == 3);
+  INFO(kernels[2]->prefetched);
+  CHECK(kernels[1]->prefetched.empty());
+  // Started by the sum, the kernel right before it; not by the first dot.
+  CHECK(kernels[2]->prefetched.find("'w2'") != std::string::npos);
+  CHECK(kernels[2]->prefetched.find("started by %" + kernels[1]->instruction) != std::string::npos);
 }
