@@ -13,11 +13,18 @@
 // the instant its last byte leaves (its bandwidth share is held until then);
 // hop latency is added by the caller (IciFabric). Deterministic: the same
 // calls give the same cycles, with flows and links visited in index order.
+//
+// Cost: a change refills only its component (the flows joined to the added
+// or removed flows' links through shared links), since max-min shares of
+// flows that share no link with the change cannot move; within it the
+// tightest link comes from a heap. The result is the whole-network filling's
+// bit for bit (the same shares subtracted from each link in the same order,
+// ties to the lowest link index), so a 256-chip pod with thousands of flows
+// pays per change for the few flows into one chip, not for all of them.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <vector>
 
 namespace tpusim::sim::ici {
@@ -52,25 +59,42 @@ class FlowNetwork {
   int numLinks() const { return int(links_.size()); }
   double capacity(int link) const { return capacities_[size_t(link)]; }
   int64_t rateUpdates() const { return rateUpdates_; }
+  // Flows whose rates were refilled, summed over every recomputation.
+  int64_t flowsRefilled() const { return flowsRefilled_; }
   // Per link, the sum of its flows' rates (bytes per cycle) since the last change.
   const std::vector<double>& linkLoads() const { return loads_; }
 
  private:
   struct Flow {
+    int64_t id = 0;
     std::vector<int> links;
     double remaining = 0;
     double rate = 0;
     int64_t finish = 0;
   };
   void recomputeRates();
+  void indexLinks();
+  void refill(const std::vector<int>& flows, const std::vector<int>& links);
+  const Flow* find(int64_t id) const;
+  double fastest() const;
 
   std::vector<double> capacities_;
   int64_t now_ = 0;
   int64_t nextId_ = 0;
   int64_t rateUpdates_ = 0;
-  std::map<int64_t, Flow> flows_;  // ordered by id: deterministic iteration
+  int64_t flowsRefilled_ = 0;
+  std::vector<Flow> flows_;  // ascending id: deterministic iteration
   std::vector<LinkStats> links_;
   std::vector<double> loads_;
+  // Links whose set of flows changed since the last recomputation.
+  std::vector<int> dirty_;
+  std::vector<char> isDirty_;
+  // Scratch of recomputeRates, kept to avoid allocations: the flows (indices
+  // into flows_, ascending) on each link, as offsets into linkFlows_.
+  std::vector<int> linkStart_, linkFlows_;
+  std::vector<double> left_;
+  std::vector<int> unfixed_, version_;
+  std::vector<char> linkSeen_, flowSeen_, fixed_;
 };
 
 }  // namespace tpusim::sim::ici
