@@ -19,6 +19,7 @@ FlowNetwork::FlowNetwork(std::vector<double> bytesPerCycle)
     : capacities_(std::move(bytesPerCycle)),
       links_(capacities_.size()),
       loads_(capacities_.size(), 0.0),
+      linkIds_(capacities_.size()),
       isDirty_(capacities_.size(), 0),
       left_(capacities_.size(), 0.0),
       unfixed_(capacities_.size(), 0),
@@ -49,6 +50,7 @@ int64_t FlowNetwork::add(int64_t now, std::vector<int> links, double bytes) {
   if (f.links.empty()) f.rate = fastest();
   for (int l : f.links) {
     ++links_[size_t(l)].flows;
+    linkIds_[size_t(l)].push_back(f.id);  // ids grow: each list stays ascending
     if (!isDirty_[size_t(l)]) {
       isDirty_[size_t(l)] = 1;
       dirty_.push_back(l);
@@ -89,6 +91,8 @@ std::vector<int64_t> FlowNetwork::takeFinished(int64_t now) {
       // The last fraction of a byte left during this cycle.
       for (int l : f.links) {
         links_[size_t(l)].bytes += f.remaining;
+        std::vector<int64_t>& ids = linkIds_[size_t(l)];
+        ids.erase(std::find(ids.begin(), ids.end(), f.id));
         if (!isDirty_[size_t(l)]) {
           isDirty_[size_t(l)] = 1;
           dirty_.push_back(l);
@@ -105,20 +109,24 @@ std::vector<int64_t> FlowNetwork::takeFinished(int64_t now) {
   return done;
 }
 
-void FlowNetwork::indexLinks() {
-  linkStart_.assign(capacities_.size() + 1, 0);
-  for (const Flow& f : flows_)
-    for (int l : f.links) ++linkStart_[size_t(l) + 1];
-  for (size_t l = 0; l < capacities_.size(); ++l) linkStart_[l + 1] += linkStart_[l];
-  linkFlows_.resize(size_t(linkStart_.back()));
-  std::vector<int> next(linkStart_.begin(), linkStart_.end() - 1);
-  for (size_t i = 0; i < flows_.size(); ++i)
-    for (int l : flows_[i].links) linkFlows_[size_t(next[size_t(l)]++)] = int(i);
+size_t FlowNetwork::indexOf(int64_t id) const {
+  return size_t(std::lower_bound(flows_.begin(), flows_.end(), id,
+                                 [](const Flow& f, int64_t v) { return f.id < v; }) -
+                flows_.begin());
+}
+
+const std::vector<double>& FlowNetwork::linkLoads() const {
+  if (loadsStale_) {
+    std::fill(loads_.begin(), loads_.end(), 0.0);
+    for (const Flow& f : flows_)
+      for (int l : f.links) loads_[size_t(l)] += f.rate;
+    loadsStale_ = false;
+  }
+  return loads_;
 }
 
 void FlowNetwork::recomputeRates() {
   ++rateUpdates_;
-  indexLinks();
   // The component of the changed links: every flow reachable from them
   // through shared links. Flows outside it keep their rates (the filling of
   // the whole network gives them the same ones).
@@ -136,8 +144,8 @@ void FlowNetwork::recomputeRates() {
     int l = stack.back();
     stack.pop_back();
     compLinks.push_back(l);
-    for (int k = linkStart_[size_t(l)]; k < linkStart_[size_t(l) + 1]; ++k) {
-      int i = linkFlows_[size_t(k)];
+    for (int64_t id : linkIds_[size_t(l)]) {
+      const int i = int(indexOf(id));
       if (flowSeen_[size_t(i)]) continue;
       flowSeen_[size_t(i)] = 1;
       compFlows.push_back(i);
@@ -153,9 +161,8 @@ void FlowNetwork::recomputeRates() {
   flowsRefilled_ += int64_t(compFlows.size());
   refill(compFlows, compLinks);
 
-  std::fill(loads_.begin(), loads_.end(), 0.0);
+  loadsStale_ = true;
   for (Flow& f : flows_) {
-    for (int l : f.links) loads_[size_t(l)] += f.rate;
     if (f.remaining <= kDrained) {
       f.finish = now_;
     } else {
@@ -185,7 +192,7 @@ void FlowNetwork::refill(const std::vector<int>& flows, const std::vector<int>& 
   std::vector<Entry> heap;
   for (int l : links) {
     left_[size_t(l)] = capacities_[size_t(l)];
-    unfixed_[size_t(l)] = linkStart_[size_t(l) + 1] - linkStart_[size_t(l)];
+    unfixed_[size_t(l)] = int(linkIds_[size_t(l)].size());
     if (unfixed_[size_t(l)] > 0)
       heap.push_back({left_[size_t(l)] / unfixed_[size_t(l)], l, version_[size_t(l)]});
   }
@@ -200,8 +207,8 @@ void FlowNetwork::refill(const std::vector<int>& flows, const std::vector<int>& 
     if (e.version != version_[b] || unfixed_[b] == 0) continue;
     const double share = e.share;
     touched.clear();
-    for (int k = linkStart_[b]; k < linkStart_[b + 1]; ++k) {
-      const size_t i = size_t(linkFlows_[size_t(k)]);
+    for (int64_t id : linkIds_[b]) {
+      const size_t i = indexOf(id);
       if (fixed_[i]) continue;
       Flow& f = flows_[i];
       // Rounding may leave a link a hair below its exact share; never stop a flow.
@@ -228,9 +235,8 @@ void FlowNetwork::refill(const std::vector<int>& flows, const std::vector<int>& 
 }
 
 const FlowNetwork::Flow* FlowNetwork::find(int64_t id) const {
-  auto it = std::lower_bound(flows_.begin(), flows_.end(), id,
-                             [](const Flow& f, int64_t v) { return f.id < v; });
-  return it == flows_.end() || it->id != id ? nullptr : &*it;
+  size_t i = indexOf(id);
+  return i == flows_.size() || flows_[i].id != id ? nullptr : &flows_[i];
 }
 
 double FlowNetwork::rate(int64_t id) const {

@@ -62,7 +62,7 @@ class FlowNetwork {
   // Flows whose rates were refilled, summed over every recomputation.
   int64_t flowsRefilled() const { return flowsRefilled_; }
   // Per link, the sum of its flows' rates (bytes per cycle) since the last change.
-  const std::vector<double>& linkLoads() const { return loads_; }
+  const std::vector<double>& linkLoads() const;
 
  private:
   struct Flow {
@@ -73,7 +73,7 @@ class FlowNetwork {
     int64_t finish = 0;
   };
   void recomputeRates();
-  void indexLinks();
+  size_t indexOf(int64_t id) const;  // the first flow with an id >= id
   void refill(const std::vector<int>& flows, const std::vector<int>& links);
   const Flow* find(int64_t id) const;
   double fastest() const;
@@ -85,13 +85,13 @@ class FlowNetwork {
   int64_t flowsRefilled_ = 0;
   std::vector<Flow> flows_;  // ascending id: deterministic iteration
   std::vector<LinkStats> links_;
-  std::vector<double> loads_;
+  mutable std::vector<double> loads_;  // summed when asked for (the trace)
+  mutable bool loadsStale_ = false;
+  std::vector<std::vector<int64_t>> linkIds_;  // per link, its flows' ids (ascending)
   // Links whose set of flows changed since the last recomputation.
   std::vector<int> dirty_;
   std::vector<char> isDirty_;
-  // Scratch of recomputeRates, kept to avoid allocations: the flows (indices
-  // into flows_, ascending) on each link, as offsets into linkFlows_.
-  std::vector<int> linkStart_, linkFlows_;
+  // Scratch of recomputeRates, kept to avoid allocations.
   std::vector<double> left_;
   std::vector<int> unfixed_, version_;
   std::vector<char> linkSeen_, flowSeen_, fixed_;
