@@ -51,20 +51,20 @@ int64_t FlowNetwork::add(int64_t now, std::vector<int> links, double bytes) {
   for (int l : f.links) {
     ++links_[size_t(l)].flows;
     linkIds_[size_t(l)].push_back(f.id);  // ids grow: each list stays ascending
-    if (!isDirty_[size_t(l)]) {
-      isDirty_[size_t(l)] = 1;
-      dirty_.push_back(l);
-    }
+    markDirty(l);
   }
   int64_t id = f.id;
+  pos_.push_back(int(flows_.size()));
   flows_.push_back(std::move(f));
-  recomputeRates();
+  ++rateUpdates_;
+  pending_ = true;
   return id;
 }
 
 void FlowNetwork::advanceTo(int64_t now) {
   if (now < now_) throw std::logic_error("FlowNetwork::advanceTo: time went backwards");
   if (now == now_) return;
+  settle();  // the rates of the changes at now_ move the bytes from there
   double dt = double(now - now_);
   for (Flow& f : flows_) {
     double moved = std::min(f.remaining, f.rate * dt);
@@ -75,6 +75,7 @@ void FlowNetwork::advanceTo(int64_t now) {
 }
 
 int64_t FlowNetwork::nextFinish() const {
+  settle();
   int64_t first = -1;
   for (const Flow& f : flows_)
     if (first < 0 || f.finish < first) first = f.finish;
@@ -83,6 +84,7 @@ int64_t FlowNetwork::nextFinish() const {
 
 std::vector<int64_t> FlowNetwork::takeFinished(int64_t now) {
   advanceTo(now);
+  settle();
   std::vector<int64_t> done;
   size_t kept = 0;
   for (size_t i = 0; i < flows_.size(); ++i) {
@@ -93,29 +95,34 @@ std::vector<int64_t> FlowNetwork::takeFinished(int64_t now) {
         links_[size_t(l)].bytes += f.remaining;
         std::vector<int64_t>& ids = linkIds_[size_t(l)];
         ids.erase(std::find(ids.begin(), ids.end(), f.id));
-        if (!isDirty_[size_t(l)]) {
-          isDirty_[size_t(l)] = 1;
-          dirty_.push_back(l);
-        }
+        markDirty(l);
       }
+      pos_[size_t(f.id)] = -1;
       done.push_back(f.id);
     } else {
-      if (kept != i) flows_[kept] = std::move(f);
+      if (kept != i) {
+        pos_[size_t(f.id)] = int(kept);
+        flows_[kept] = std::move(f);
+      }
       ++kept;
     }
   }
   flows_.resize(kept);
-  if (!done.empty()) recomputeRates();
+  if (!done.empty()) {
+    ++rateUpdates_;
+    pending_ = true;
+  }
   return done;
 }
 
-size_t FlowNetwork::indexOf(int64_t id) const {
-  return size_t(std::lower_bound(flows_.begin(), flows_.end(), id,
-                                 [](const Flow& f, int64_t v) { return f.id < v; }) -
-                flows_.begin());
+void FlowNetwork::markDirty(int link) {
+  if (isDirty_[size_t(link)]) return;
+  isDirty_[size_t(link)] = 1;
+  dirty_.push_back(link);
 }
 
 const std::vector<double>& FlowNetwork::linkLoads() const {
+  settle();
   if (loadsStale_) {
     std::fill(loads_.begin(), loads_.end(), 0.0);
     for (const Flow& f : flows_)
@@ -126,7 +133,7 @@ const std::vector<double>& FlowNetwork::linkLoads() const {
 }
 
 void FlowNetwork::recomputeRates() {
-  ++rateUpdates_;
+  pending_ = false;
   // The component of the changed links: every flow reachable from them
   // through shared links. Flows outside it keep their rates (the filling of
   // the whole network gives them the same ones).
@@ -157,7 +164,6 @@ void FlowNetwork::recomputeRates() {
     }
   }
   for (int l : compLinks) linkSeen_[size_t(l)] = 0;
-  std::sort(compFlows.begin(), compFlows.end());
   flowsRefilled_ += int64_t(compFlows.size());
   refill(compFlows, compLinks);
 
@@ -235,8 +241,9 @@ void FlowNetwork::refill(const std::vector<int>& flows, const std::vector<int>& 
 }
 
 const FlowNetwork::Flow* FlowNetwork::find(int64_t id) const {
-  size_t i = indexOf(id);
-  return i == flows_.size() || flows_[i].id != id ? nullptr : &flows_[i];
+  settle();
+  if (id < 0 || size_t(id) >= pos_.size() || pos_[size_t(id)] < 0) return nullptr;
+  return &flows_[indexOf(id)];
 }
 
 double FlowNetwork::rate(int64_t id) const {

@@ -58,9 +58,13 @@ class FlowNetwork {
   const LinkStats& linkStats(int link) const { return links_[size_t(link)]; }
   int numLinks() const { return int(links_.size()); }
   double capacity(int link) const { return capacities_[size_t(link)]; }
+  // Changes to the set of flows (each one a recomputation of the rates).
   int64_t rateUpdates() const { return rateUpdates_; }
   // Flows whose rates were refilled, summed over every recomputation.
-  int64_t flowsRefilled() const { return flowsRefilled_; }
+  int64_t flowsRefilled() const {
+    settle();
+    return flowsRefilled_;
+  }
   // Per link, the sum of its flows' rates (bytes per cycle) since the last change.
   const std::vector<double>& linkLoads() const;
 
@@ -72,8 +76,14 @@ class FlowNetwork {
     double rate = 0;
     int64_t finish = 0;
   };
+  // Several changes at one cycle (every chip sending at once) need one
+  // recomputation: it waits until something reads a rate or moves time.
+  void settle() const {
+    if (pending_) const_cast<FlowNetwork*>(this)->recomputeRates();
+  }
+  void markDirty(int link);
   void recomputeRates();
-  size_t indexOf(int64_t id) const;  // the first flow with an id >= id
+  size_t indexOf(int64_t id) const { return size_t(pos_[size_t(id)]); }  // a live flow's place
   void refill(const std::vector<int>& flows, const std::vector<int>& links);
   const Flow* find(int64_t id) const;
   double fastest() const;
@@ -84,6 +94,8 @@ class FlowNetwork {
   int64_t rateUpdates_ = 0;
   int64_t flowsRefilled_ = 0;
   std::vector<Flow> flows_;  // ascending id: deterministic iteration
+  std::vector<int> pos_;     // per id ever added, its place in flows_ (-1: gone)
+  bool pending_ = false;     // a change not yet recomputed
   std::vector<LinkStats> links_;
   mutable std::vector<double> loads_;  // summed when asked for (the trace)
   mutable bool loadsStale_ = false;
