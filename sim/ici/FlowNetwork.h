@@ -13,11 +13,18 @@
 // the instant its last byte leaves (its bandwidth share is held until then);
 // hop latency is added by the caller (IciFabric). Deterministic: the same
 // calls give the same cycles, with flows and links visited in index order.
+//
+// Cost: a change refills only its component (the flows joined to the added
+// or removed flows' links through shared links), since max-min shares of
+// flows that share no link with the change cannot move; within it the
+// tightest link comes from a heap. The result is the whole-network filling's
+// bit for bit (the same shares subtracted from each link in the same order,
+// ties to the lowest link index), so a 256-chip pod with thousands of flows
+// pays per change for the few flows into one chip, not for all of them.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <vector>
 
 namespace tpusim::sim::ici {
@@ -51,26 +58,55 @@ class FlowNetwork {
   const LinkStats& linkStats(int link) const { return links_[size_t(link)]; }
   int numLinks() const { return int(links_.size()); }
   double capacity(int link) const { return capacities_[size_t(link)]; }
+  // Changes to the set of flows (each one a recomputation of the rates).
   int64_t rateUpdates() const { return rateUpdates_; }
+  // Flows whose rates were refilled, summed over every recomputation.
+  int64_t flowsRefilled() const {
+    settle();
+    return flowsRefilled_;
+  }
   // Per link, the sum of its flows' rates (bytes per cycle) since the last change.
-  const std::vector<double>& linkLoads() const { return loads_; }
+  const std::vector<double>& linkLoads() const;
 
  private:
   struct Flow {
+    int64_t id = 0;
     std::vector<int> links;
     double remaining = 0;
     double rate = 0;
     int64_t finish = 0;
   };
+  // Several changes at one cycle (every chip sending at once) need one
+  // recomputation: it waits until something reads a rate or moves time.
+  void settle() const {
+    if (pending_) const_cast<FlowNetwork*>(this)->recomputeRates();
+  }
+  void markDirty(int link);
   void recomputeRates();
+  size_t indexOf(int64_t id) const { return size_t(pos_[size_t(id)]); }  // a live flow's place
+  void refill(const std::vector<int>& flows, const std::vector<int>& links);
+  const Flow* find(int64_t id) const;
+  double fastest() const;
 
   std::vector<double> capacities_;
   int64_t now_ = 0;
   int64_t nextId_ = 0;
   int64_t rateUpdates_ = 0;
-  std::map<int64_t, Flow> flows_;  // ordered by id: deterministic iteration
+  int64_t flowsRefilled_ = 0;
+  std::vector<Flow> flows_;  // ascending id: deterministic iteration
+  std::vector<int> pos_;     // per id ever added, its place in flows_ (-1: gone)
+  bool pending_ = false;     // a change not yet recomputed
   std::vector<LinkStats> links_;
-  std::vector<double> loads_;
+  mutable std::vector<double> loads_;  // summed when asked for (the trace)
+  mutable bool loadsStale_ = false;
+  std::vector<std::vector<int64_t>> linkIds_;  // per link, its flows' ids (ascending)
+  // Links whose set of flows changed since the last recomputation.
+  std::vector<int> dirty_;
+  std::vector<char> isDirty_;
+  // Scratch of recomputeRates, kept to avoid allocations.
+  std::vector<double> left_;
+  std::vector<int> unfixed_, version_;
+  std::vector<char> linkSeen_, flowSeen_, fixed_;
 };
 
 }  // namespace tpusim::sim::ici
