@@ -170,6 +170,40 @@ TEST_CASE("causal flash attention's diagonal skips the exps of keys after a slab
   CHECK(lastParts >= 1);
 }
 
+// A diagonal without the next q block's score dot (the head's last, here q
+// block 1's of the pair) starts its first part's p x V (rows 0-255, all 32
+// result slots) when that part's weights are stored: the MXUs, idle through
+// the second part's softmax, stream it there, and the second part's slabs
+// are straight-line after the start in its block (156 exps, as in the block
+// with the next q block's dot), with the start (128 mms), the
+// rest of p x V (rows 256-511, 128 mms) and 1 / l (64 reciprocals). Before,
+// that part was a slab loop (20 exps a trip) and its p x V of all 512 rows
+// (256 mms) followed it.
+TEST_CASE(
+    "causal flash attention's last diagonal streams its first part's p x V under the second") {
+  codegen::TargetInfo t = testing::kernelTarget("v5e");
+  lib::FlashAttentionParams p = blocks512();
+  p.causal = true;
+  p.causalParts = 2;
+  p.accSlots = t.accSlots;
+  p.scoreNext = p.scoreNextQ = p.pairQ = true;
+  int lastDiagonals = 0, secondPartLoops = 0;
+  for (const Block& b : blocks(kernel1024(t, p).machineText)) {
+    if (b.kind == "loop" && count(b.text, "vexp") == 20) ++secondPartLoops;
+    lastDiagonals += count(b.text, "vrcp") == 64 && count(b.text, "mxu.mm") == 256 &&
+                     count(b.text, "vexp") == 156;
+  }
+  CHECK(lastDiagonals >= 1);
+  CHECK(secondPartLoops == 0);
+  // Without the MXUs' result slots to hold the rows (no accSlots given: no
+  // early p x V anywhere) the second part keeps its loop.
+  p.accSlots = 0;
+  secondPartLoops = 0;
+  for (const Block& b : blocks(kernel1024(t, p).machineText))
+    if (b.kind == "loop" && count(b.text, "vexp") == 20) ++secondPartLoops;
+  CHECK(secondPartLoops >= 1);
+}
+
 // With causal_parts 1 the diagonal step is one slab loop over all keys.
 TEST_CASE("causal flash attention's diagonal step in one part") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
