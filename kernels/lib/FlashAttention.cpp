@@ -919,11 +919,17 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
     bool nextQ = false;       // crossQ: the next step's is the next q block's first
     bool firstReady = false;  // crossQ: a q block's first step, its scores made
     bool diagNextQ = false;   // crossQ, causal: the diagonal makes the next q block's first
+    bool freshDiag = false;   // q block 0's diagonal, its first step: fresh
     // scoreNext: a q block's first step, if unmasked, writes m, l and acc
-    // without reading them (OnlineSoftmax::fresh): no init.
+    // without reading them (OnlineSoftmax::fresh): no init. So does the
+    // diagonal in parts (block_q = block_k) of q block 0, its first step.
+    const bool diagInParts = causal && prm.latchV && prm.mxuSize == 128 && d <= 128 &&
+                             bk == 128 * prm.mxuCount && prm.causalParts > 1 && bq == bk &&
+                             OnlineSoftmax::diagonalFits(bq, bk, prm.causalParts) &&
+                             !(raggedK && nk == 1);
     if (!scoreNext)
       when(kv == 0, [&] { sm.init(); });
-    else if (causal)
+    else if (causal && !diagInParts)
       when(kv == 0 && qStart < Scalar(bk - 1), [&] { sm.init(); });
     // Scale, then mask keys past seq_k (last block of a ragged sequence) and
     // after the query (blocks crossing the diagonal): the masks cost VPU work
@@ -1060,6 +1066,7 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
                         : dot(qBlock(qStart), kBlock(kStart + bk), {false, true}));
           };
       }
+      if (freshDiag && !lastRagged) st.fresh = true;
       if (diagNextQ)
         st.nextQScores = [&] {
           scores[2].store(dot(qBlock(nextQStart()), kBlock(Scalar(0)), {false, true}));
@@ -1226,7 +1233,9 @@ PallasCall flashAttentionCall(int64_t bh, int64_t seqQ, int64_t seqK, int64_t d,
               // is kv == 0 with q block 0, both starts 0 (whole heads in
               // parts: the first step waits for their first rows only).
               if (bq != bk) return stepRagged(true);
+              freshDiag = diagInParts;
               withStart(kStart, [&] { withStart(qStart, [&] { stepRagged(true); }); });
+              freshDiag = false;
             });
       };
       if (!crossQ) return diagonal();
