@@ -45,8 +45,7 @@ void DmaEngine::startWrite(uint32_t slot, uint64_t cycle) {
       releaseSlot(slot);
       return;
     }
-    portEvents_.push(
-        Event{end, r.core, r.queue, r.descriptor, r.index, EventKind::WriteDone, slot});
+    portEvents_.push(Event{end, r.core, r.queue, r.order, EventKind::WriteDone, slot});
   }
 }
 
@@ -57,7 +56,7 @@ void DmaEngine::appendFinish(FinishFifo& fifo, uint64_t cycle, const Request& r)
     fifo.v.clear();
     fifo.head = 0;
   }
-  fifo.v.push_back(Finish{cycle, r.desc, r.core, r.queue, r.index, 1, r.range.srcBytes,
+  fifo.v.push_back(Finish{cycle, r.desc, r.core, r.queue, r.order, 1, r.range.srcBytes,
                           r.range.dstBytes, r.range});
 }
 
@@ -75,17 +74,12 @@ void DmaEngine::takeHbmCompletions(uint64_t t) {
       // A paired request's first run: wait for the other (DmaEngine::handle).
       if (--requests_[slot].readsLeft == 0) readsDone_.push_back(slot);
     } else {
-      hbmEvents_.push(
-          Event{t + 1, r.core, r.queue, r.descriptor, r.index, EventKind::ReadDone, slot});
+      hbmEvents_.push(Event{t + 1, r.core, r.queue, r.order, EventKind::ReadDone, slot});
     }
   }
   // Event order; the HBM model reports them in submission order, which is
   // mostly that already (insertion sort).
-  auto before = [&](uint32_t a, uint32_t b) {
-    const Request &x = requests_[a], &y = requests_[b];
-    return std::tie(x.core, x.queue, x.descriptor, x.index) <
-           std::tie(y.core, y.queue, y.descriptor, y.index);
-  };
+  auto before = [&](uint32_t a, uint32_t b) { return requests_[a].order < requests_[b].order; };
   for (size_t i = 1; i < readsDone_.size(); ++i)
     for (size_t j = i; j > 0 && before(readsDone_[j], readsDone_[j - 1]); --j)
       std::swap(readsDone_[j], readsDone_[j - 1]);
@@ -118,10 +112,8 @@ void DmaEngine::finishDue(uint64_t cycle, std::vector<DmaCompletion>& done) {
       finishing_.push_back(f.v[f.head++]);
     }
   if (finishing_.size() > 1)
-    std::sort(finishing_.begin(), finishing_.end(), [](const Finish& a, const Finish& b) {
-      return std::make_tuple(a.core, a.queue, a.desc->number, a.firstIndex) <
-             std::make_tuple(b.core, b.queue, b.desc->number, b.firstIndex);
-    });
+    std::sort(finishing_.begin(), finishing_.end(),
+              [](const Finish& a, const Finish& b) { return a.firstOrder < b.firstOrder; });
   for (const Finish& f : finishing_) {
     Descriptor& d = *f.desc;
     if (memory_) copyRequest(d.d, f.core, f.range);
