@@ -56,6 +56,7 @@ void DmaEngine::appendFinish(FinishFifo& fifo, uint64_t cycle, const Request& r)
     fifo.v.clear();
     fifo.head = 0;
   }
+  nextFinish_ = std::min(nextFinish_, cycle);
   fifo.v.push_back(Finish{cycle, r.desc, r.core, r.queue, r.order, 1, r.range.srcBytes,
                           r.range.dstBytes, r.range});
 }
@@ -98,19 +99,15 @@ void DmaEngine::takeHbmCompletions(uint64_t t) {
   }
 }
 
-uint64_t DmaEngine::nextFinishCycle() const {
-  uint64_t t = ~uint64_t(0);
-  for (const FinishFifo& f : finishes_) t = std::min(t, f.next());
-  return t;
-}
-
 void DmaEngine::finishDue(uint64_t cycle, std::vector<DmaCompletion>& done) {
+  if (nextFinish_ > cycle) return;
+  if (nextFinish_ < cycle) throw std::logic_error("DmaEngine: a finish was skipped");
   finishing_.clear();
-  for (FinishFifo& f : finishes_)
-    while (f.head < f.v.size() && f.v[f.head].cycle <= cycle) {
-      if (f.v[f.head].cycle < cycle) throw std::logic_error("DmaEngine: a finish was skipped");
-      finishing_.push_back(f.v[f.head++]);
-    }
+  nextFinish_ = ~uint64_t(0);
+  for (FinishFifo& f : finishes_) {
+    while (f.head < f.v.size() && f.v[f.head].cycle == cycle) finishing_.push_back(f.v[f.head++]);
+    nextFinish_ = std::min(nextFinish_, f.next());
+  }
   if (finishing_.size() > 1)
     std::sort(finishing_.begin(), finishing_.end(),
               [](const Finish& a, const Finish& b) { return a.firstOrder < b.firstOrder; });

@@ -223,8 +223,8 @@ DmaEngine::Descriptor& DmaEngine::descriptor(int core, int q, uint64_t number) {
 
 uint64_t DmaEngine::nextEventCycle() const {
   uint64_t t = events_.empty() ? kNever : events_.top().cycle;
-  t = std::min({t, hbmEvents_.next(), portEvents_.next()});
-  if (bulk_) t = std::min(t, nextFinishCycle());
+  t = std::min(t, std::min(hbmEvents_.next(), portEvents_.next()));
+  t = std::min(t, nextFinishCycle());  // kNever unless dma.model = "fast"
   return std::min(t, hbm_.nextEventCycle());
 }
 
@@ -250,11 +250,14 @@ bool DmaEngine::popEvent(uint64_t t, Event* out) {
   const Event* best = nullptr;
   if (!events_.empty() && events_.top().cycle <= t) best = &events_.top();
   SortedEvents* from = nullptr;
-  for (SortedEvents* s : {&hbmEvents_, &portEvents_})
-    if (s->ready(t) && (!best || *best > s->v[s->head])) {
-      best = &s->v[s->head];
-      from = s;
-    }
+  if (hbmEvents_.ready(t) && (!best || *best > hbmEvents_.v[hbmEvents_.head])) {
+    best = &hbmEvents_.v[hbmEvents_.head];
+    from = &hbmEvents_;
+  }
+  if (portEvents_.ready(t) && (!best || *best > portEvents_.v[portEvents_.head])) {
+    best = &portEvents_.v[portEvents_.head];
+    from = &portEvents_;
+  }
   if (!best) return false;
   *out = *best;
   if (from)

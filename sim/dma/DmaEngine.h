@@ -258,7 +258,10 @@ class DmaEngine {
     appendFinish(fifo, cycle, r);
   }
   void appendFinish(FinishFifo& fifo, uint64_t cycle, const Request& r);
-  uint64_t nextFinishCycle() const;
+  // The earliest entry's cycle of all FIFOs (kept as they change: every
+  // visited cycle asks for it and finishes nothing in most of them).
+  uint64_t nextFinish_ = ~uint64_t(0);
+  uint64_t nextFinishCycle() const { return nextFinish_; }
   void finishDue(uint64_t cycle, std::vector<DmaCompletion>& done);
   void releaseSlot(uint32_t slot) { freeSlots_.push_back(slot); }
   // The HBM completions of cycle t (in hbmDone_), seen at t + 1.
