@@ -34,14 +34,13 @@ namespace tpusim::sim::dma {
 
 void DmaEngine::startWrite(uint32_t slot, uint64_t cycle) {
   const Request& r = requests_[slot];
-  const Descriptor& d = *r.desc;
-  if (d.d.dst == isa::MemorySpace::Hbm) {
+  if (r.dst == isa::MemorySpace::Hbm) {
     hbm_.submit(hbm::HbmRequest{slot | kHbmWriteBit, r.range.dst, r.range.dstBytes, true, cycle});
   } else {
     uint64_t end =
-        port(d.d.dst, r.core, true).reserve(cycle, r.range.dstBytes, portRate_, portRateShift_);
+        port(r.dst, r.core, true).reserve(cycle, r.range.dstBytes, portRate_, portRateShift_);
     if (bulk_) {
-      addFinish(finishFifo(d.d.dst, r.core), end, r);
+      addFinish(finishFifo(r.dst, r.core), end, r);
       releaseSlot(slot);
       return;
     }
@@ -86,7 +85,7 @@ void DmaEngine::takeHbmCompletions(uint64_t t) {
       std::swap(readsDone_[j], readsDone_[j - 1]);
   for (uint32_t slot : readsDone_) {
     const Request& r = requests_[slot];
-    const isa::MemorySpace dst = r.desc->d.dst;
+    const isa::MemorySpace dst = r.dst;
     if (dst == isa::MemorySpace::Hbm) {
       startWrite(slot, t + 1);
       continue;
@@ -105,13 +104,14 @@ void DmaEngine::finishDue(uint64_t cycle, std::vector<DmaCompletion>& done) {
   finishing_.clear();
   nextFinish_ = ~uint64_t(0);
   for (FinishFifo& f : finishes_) {
-    while (f.head < f.v.size() && f.v[f.head].cycle == cycle) finishing_.push_back(f.v[f.head++]);
+    while (f.head < f.v.size() && f.v[f.head].cycle == cycle) finishing_.push_back(&f.v[f.head++]);
     nextFinish_ = std::min(nextFinish_, f.next());
   }
   if (finishing_.size() > 1)
     std::sort(finishing_.begin(), finishing_.end(),
-              [](const Finish& a, const Finish& b) { return a.firstOrder < b.firstOrder; });
-  for (const Finish& f : finishing_) {
+              [](const Finish* a, const Finish* b) { return a->firstOrder < b->firstOrder; });
+  for (const Finish* due : finishing_) {
+    const Finish& f = *due;
     Descriptor& d = *f.desc;
     if (memory_) copyRequest(d.d, f.core, f.range);
     DmaCoreStats& s = stats_[size_t(f.core)];

@@ -370,6 +370,7 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
   Queue& queueRef = queue(core, q);
   r.order = orderOf(core, q, queueRef.startedRequests++);
   r.desc = &d;
+  r.dst = d.d.dst;
   ++d.requests;
   d.walker.next(&r.range);
   if (d.walker.done() && ++queueRef.walkingNumber == queueRef.nextNumber) --walkable_[size_t(core)];

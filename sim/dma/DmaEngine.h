@@ -142,6 +142,7 @@ class DmaEngine {
     Descriptor* desc = nullptr;
     DmaRequestRange range;
     uint8_t readsLeft = 1;  // HBM reads not yet arrived (2 for a paired copy's two runs)
+    isa::MemorySpace dst = isa::MemorySpace::Hbm;  // desc->d.dst, without the second load
   };
   enum class EventKind : uint8_t { Activate, ReadDone, WriteDone };
   struct Event {
@@ -177,7 +178,8 @@ class DmaEngine {
 
   void handle(const Event& e, std::vector<DmaCompletion>& done);
   void generate(uint64_t cycle);
-  void startRequest(int core, int q, Descriptor& d, uint64_t cycle);
+  // Inlined into generate, its only caller (once per request).
+  [[gnu::always_inline]] inline void startRequest(int core, int q, Descriptor& d, uint64_t cycle);
   void startWrite(uint32_t slot, uint64_t cycle);
   void finishRequest(uint32_t slot, uint64_t cycle, std::vector<DmaCompletion>& done);
   // Functional mode: moves one request's bytes (at the cycle it completes).
@@ -237,7 +239,9 @@ class DmaEngine {
   bool bulk_;
   // Per core: VMEM and SMEM write ports (core * 2 + smem); last: HBM writes.
   std::vector<FinishFifo> finishes_;
-  std::vector<Finish> finishing_;  // scratch: the entries due at one cycle
+  // Scratch: the entries due at one cycle (in their FIFOs, which finishing
+  // them does not change).
+  std::vector<const Finish*> finishing_;
   FinishFifo& finishFifo(isa::MemorySpace dst, int core) {
     if (dst == isa::MemorySpace::Hbm) return finishes_.back();
     return finishes_[size_t(core) * 2 + (dst == isa::MemorySpace::Smem ? 1 : 0)];
