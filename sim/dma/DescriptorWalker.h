@@ -9,6 +9,7 @@
 // counts both).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "isa/DmaDescriptor.h"
@@ -37,7 +38,9 @@ class DescriptorWalker {
   // The same, written into *out field by field (a range returned by value and
   // copied on has 16-byte loads that stall on store forwarding, a measurable
   // cost per request).
-  void next(DmaRequestRange* out);
+  // Always inlined (body below): it runs once per request inside the DMA
+  // engine's loop, which grew too large for the compiler to inline it.
+  [[gnu::always_inline]] inline void next(DmaRequestRange* out);
 
  private:
   isa::DmaDescriptor d_;
@@ -55,6 +58,46 @@ class DescriptorWalker {
   uint32_t elemShift_ = 0;
   bool done_ = false;
 };
+
+inline void DescriptorWalker::next(DmaRequestRange* out) {
+  const uint64_t srcBase = srcBase_, dstBase = dstBase_;
+  // Offsets within the element on each side (the wide side of a widening copy
+  // advances 4 bytes per dense element of E bytes).
+  auto wide = [&](uint64_t denseBytes) {
+    return (denseBytes >> elemShift_) * isa::kDmaWideWordBytes;  // / elemBytes * 4
+  };
+  const bool wideSrc = wideSrc_, wideDst = wideDst_;
+  const uint64_t src = srcBase + (wideSrc ? wide(offset_) : offset_);
+  const uint64_t dst = dstBase + (wideDst ? wide(offset_) : offset_);
+  uint64_t align = alignOnSource_ ? src : dst;
+  uint64_t toBoundary = requestBytes_ - (alignMask_ ? align & alignMask_ : align % requestBytes_);
+  if (widening_)  // whole elements only (a request smaller than one element moves one)
+    toBoundary = std::max<uint64_t>(d_.elemBytes, toBoundary & ~uint64_t(d_.elemBytes - 1));
+  const uint32_t bytes = uint32_t(std::min<uint64_t>(d_.innerBytes - offset_, toBoundary));
+  uint32_t srcBytes = wideSrc ? uint32_t(wide(bytes)) : bytes;
+  if (paired_) srcBytes *= 2;  // the runs at src and src + pair offset
+  out->src = src;
+  out->dst = dst;
+  out->bytes = bytes;
+  out->srcBytes = srcBytes;
+  out->dstBytes = wideDst ? uint32_t(wide(bytes)) : bytes;
+  offset_ += bytes;
+  if (offset_ == d_.innerBytes) {
+    offset_ = 0;
+    if (++i1_ < d_.counts[0]) {
+      srcBase_ += d_.srcStrides[0];
+      dstBase_ += d_.dstStrides[0];
+    } else {
+      i1_ = 0;
+      if (++i2_ == d_.counts[1]) {
+        i2_ = 0;
+        if (++i3_ == d_.counts[2]) done_ = true;
+      }
+      srcBase_ = d_.srcAddr + uint64_t(i2_) * d_.srcStrides[1] + uint64_t(i3_) * d_.srcStrides[2];
+      dstBase_ = d_.dstAddr + uint64_t(i2_) * d_.dstStrides[1] + uint64_t(i3_) * d_.dstStrides[2];
+    }
+  }
+}
 
 // The byte just past the highest byte the descriptor touches on one side (its
 // own bytes: the widened run on the wide side of a widening copy),
