@@ -19,6 +19,20 @@ DescriptorWalker::DescriptorWalker(const isa::DmaDescriptor& d, uint32_t request
   if (widening_ && d.elemBytes != 1 && d.elemBytes != 2)  // DmaDescriptor::validate rejects it
     throw std::invalid_argument("DescriptorWalker: a widening copy's element size must be 1 or 2");
   elemShift_ = d.elemBytes == 2 ? 1 : 0;
+  static_assert(isa::kDmaWideWordBytes == 4, "the wide side's up shift is log2 of the word");
+  if (wideSrc_) {
+    srcDown_ = elemShift_;
+    srcUp_ = 2;
+  }
+  if (wideDst_) {
+    dstDown_ = elemShift_;
+    dstUp_ = 2;
+  }
+  pairShift_ = paired_ ? 1 : 0;
+  if (widening_) {
+    minBytes_ = d.elemBytes;
+    elemMask_ = ~uint64_t(d.elemBytes - 1);
+  }
   done_ = d.innerBytes == 0;
 }
 

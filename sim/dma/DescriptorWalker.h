@@ -56,31 +56,28 @@ class DescriptorWalker {
   // bytes, DmaDescriptor::validate), so that a request costs no division.
   bool widening_, wideSrc_, wideDst_, paired_;
   uint32_t elemShift_ = 0;
+  // Without branches per request: a dense offset or size x is
+  // (x >> down) << up on each side (the wide side: / E * 4, else x), a paired
+  // source reads x << pairShift_ bytes, and a request is cut to whole elements
+  // with elemMask_ and at least minBytes_ (0 and all ones unless widening).
+  uint32_t srcDown_ = 0, srcUp_ = 0, dstDown_ = 0, dstUp_ = 0, pairShift_ = 0;
+  uint64_t minBytes_ = 0, elemMask_ = ~uint64_t(0);
   bool done_ = false;
 };
 
 inline void DescriptorWalker::next(DmaRequestRange* out) {
-  const uint64_t srcBase = srcBase_, dstBase = dstBase_;
-  // Offsets within the element on each side (the wide side of a widening copy
-  // advances 4 bytes per dense element of E bytes).
-  auto wide = [&](uint64_t denseBytes) {
-    return (denseBytes >> elemShift_) * isa::kDmaWideWordBytes;  // / elemBytes * 4
-  };
-  const bool wideSrc = wideSrc_, wideDst = wideDst_;
-  const uint64_t src = srcBase + (wideSrc ? wide(offset_) : offset_);
-  const uint64_t dst = dstBase + (wideDst ? wide(offset_) : offset_);
-  uint64_t align = alignOnSource_ ? src : dst;
+  const uint64_t src = srcBase_ + ((uint64_t(offset_) >> srcDown_) << srcUp_);
+  const uint64_t dst = dstBase_ + ((uint64_t(offset_) >> dstDown_) << dstUp_);
+  const uint64_t align = alignOnSource_ ? src : dst;
   uint64_t toBoundary = requestBytes_ - (alignMask_ ? align & alignMask_ : align % requestBytes_);
-  if (widening_)  // whole elements only (a request smaller than one element moves one)
-    toBoundary = std::max<uint64_t>(d_.elemBytes, toBoundary & ~uint64_t(d_.elemBytes - 1));
+  // A widening copy: whole elements only (a request smaller than one element moves one).
+  toBoundary = std::max<uint64_t>(minBytes_, toBoundary & elemMask_);
   const uint32_t bytes = uint32_t(std::min<uint64_t>(d_.innerBytes - offset_, toBoundary));
-  uint32_t srcBytes = wideSrc ? uint32_t(wide(bytes)) : bytes;
-  if (paired_) srcBytes *= 2;  // the runs at src and src + pair offset
   out->src = src;
   out->dst = dst;
   out->bytes = bytes;
-  out->srcBytes = srcBytes;
-  out->dstBytes = wideDst ? uint32_t(wide(bytes)) : bytes;
+  out->srcBytes = ((bytes >> srcDown_) << srcUp_) << pairShift_;
+  out->dstBytes = (bytes >> dstDown_) << dstUp_;
   offset_ += bytes;
   if (offset_ == d_.innerBytes) {
     offset_ = 0;
