@@ -9,6 +9,7 @@
 // counts both).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "isa/DmaDescriptor.h"
@@ -37,7 +38,9 @@ class DescriptorWalker {
   // The same, written into *out field by field (a range returned by value and
   // copied on has 16-byte loads that stall on store forwarding, a measurable
   // cost per request).
-  void next(DmaRequestRange* out);
+  // Always inlined (body below): it runs once per request inside the DMA
+  // engine's loop, which grew too large for the compiler to inline it.
+  [[gnu::always_inline]] inline void next(DmaRequestRange* out);
 
  private:
   isa::DmaDescriptor d_;
@@ -53,8 +56,45 @@ class DescriptorWalker {
   // bytes, DmaDescriptor::validate), so that a request costs no division.
   bool widening_, wideSrc_, wideDst_, paired_;
   uint32_t elemShift_ = 0;
+  // Without branches per request: a dense offset or size x is
+  // (x >> down) << up on each side (the wide side: / E * 4, else x), a paired
+  // source reads x << pairShift_ bytes, and a request is cut to whole elements
+  // with elemMask_ and at least minBytes_ (0 and all ones unless widening).
+  uint32_t srcDown_ = 0, srcUp_ = 0, dstDown_ = 0, dstUp_ = 0, pairShift_ = 0;
+  uint64_t minBytes_ = 0, elemMask_ = ~uint64_t(0);
   bool done_ = false;
 };
+
+inline void DescriptorWalker::next(DmaRequestRange* out) {
+  const uint64_t src = srcBase_ + ((uint64_t(offset_) >> srcDown_) << srcUp_);
+  const uint64_t dst = dstBase_ + ((uint64_t(offset_) >> dstDown_) << dstUp_);
+  const uint64_t align = alignOnSource_ ? src : dst;
+  uint64_t toBoundary = requestBytes_ - (alignMask_ ? align & alignMask_ : align % requestBytes_);
+  // A widening copy: whole elements only (a request smaller than one element moves one).
+  toBoundary = std::max<uint64_t>(minBytes_, toBoundary & elemMask_);
+  const uint32_t bytes = uint32_t(std::min<uint64_t>(d_.innerBytes - offset_, toBoundary));
+  out->src = src;
+  out->dst = dst;
+  out->bytes = bytes;
+  out->srcBytes = ((bytes >> srcDown_) << srcUp_) << pairShift_;
+  out->dstBytes = (bytes >> dstDown_) << dstUp_;
+  offset_ += bytes;
+  if (offset_ == d_.innerBytes) {
+    offset_ = 0;
+    if (++i1_ < d_.counts[0]) {
+      srcBase_ += d_.srcStrides[0];
+      dstBase_ += d_.dstStrides[0];
+    } else {
+      i1_ = 0;
+      if (++i2_ == d_.counts[1]) {
+        i2_ = 0;
+        if (++i3_ == d_.counts[2]) done_ = true;
+      }
+      srcBase_ = d_.srcAddr + uint64_t(i2_) * d_.srcStrides[1] + uint64_t(i3_) * d_.srcStrides[2];
+      dstBase_ = d_.dstAddr + uint64_t(i2_) * d_.dstStrides[1] + uint64_t(i3_) * d_.dstStrides[2];
+    }
+  }
+}
 
 // The byte just past the highest byte the descriptor touches on one side (its
 // own bytes: the widened run on the wide side of a widening copy),

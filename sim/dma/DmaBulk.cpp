@@ -34,19 +34,17 @@ namespace tpusim::sim::dma {
 
 void DmaEngine::startWrite(uint32_t slot, uint64_t cycle) {
   const Request& r = requests_[slot];
-  const Descriptor& d = *r.desc;
-  if (d.d.dst == isa::MemorySpace::Hbm) {
+  if (r.dst == isa::MemorySpace::Hbm) {
     hbm_.submit(hbm::HbmRequest{slot | kHbmWriteBit, r.range.dst, r.range.dstBytes, true, cycle});
   } else {
     uint64_t end =
-        port(d.d.dst, r.core, true).reserve(cycle, r.range.dstBytes, portRate_, portRateShift_);
+        port(r.dst, r.core, true).reserve(cycle, r.range.dstBytes, portRate_, portRateShift_);
     if (bulk_) {
-      addFinish(finishFifo(d.d.dst, r.core), end, r);
+      addFinish(finishFifo(r.dst, r.core), end, r);
       releaseSlot(slot);
       return;
     }
-    portEvents_.push(
-        Event{end, r.core, r.queue, r.descriptor, r.index, EventKind::WriteDone, slot});
+    portEvents_.push(Event{end, r.core, r.queue, r.order, EventKind::WriteDone, slot});
   }
 }
 
@@ -57,7 +55,8 @@ void DmaEngine::appendFinish(FinishFifo& fifo, uint64_t cycle, const Request& r)
     fifo.v.clear();
     fifo.head = 0;
   }
-  fifo.v.push_back(Finish{cycle, r.desc, r.core, r.queue, r.index, 1, r.range.srcBytes,
+  nextFinish_ = std::min(nextFinish_, cycle);
+  fifo.v.push_back(Finish{cycle, r.desc, r.core, r.queue, r.order, 1, r.range.srcBytes,
                           r.range.dstBytes, r.range});
 }
 
@@ -75,23 +74,18 @@ void DmaEngine::takeHbmCompletions(uint64_t t) {
       // A paired request's first run: wait for the other (DmaEngine::handle).
       if (--requests_[slot].readsLeft == 0) readsDone_.push_back(slot);
     } else {
-      hbmEvents_.push(
-          Event{t + 1, r.core, r.queue, r.descriptor, r.index, EventKind::ReadDone, slot});
+      hbmEvents_.push(Event{t + 1, r.core, r.queue, r.order, EventKind::ReadDone, slot});
     }
   }
   // Event order; the HBM model reports them in submission order, which is
   // mostly that already (insertion sort).
-  auto before = [&](uint32_t a, uint32_t b) {
-    const Request &x = requests_[a], &y = requests_[b];
-    return std::tie(x.core, x.queue, x.descriptor, x.index) <
-           std::tie(y.core, y.queue, y.descriptor, y.index);
-  };
+  auto before = [&](uint32_t a, uint32_t b) { return requests_[a].order < requests_[b].order; };
   for (size_t i = 1; i < readsDone_.size(); ++i)
     for (size_t j = i; j > 0 && before(readsDone_[j], readsDone_[j - 1]); --j)
       std::swap(readsDone_[j], readsDone_[j - 1]);
   for (uint32_t slot : readsDone_) {
     const Request& r = requests_[slot];
-    const isa::MemorySpace dst = r.desc->d.dst;
+    const isa::MemorySpace dst = r.dst;
     if (dst == isa::MemorySpace::Hbm) {
       startWrite(slot, t + 1);
       continue;
@@ -104,25 +98,20 @@ void DmaEngine::takeHbmCompletions(uint64_t t) {
   }
 }
 
-uint64_t DmaEngine::nextFinishCycle() const {
-  uint64_t t = ~uint64_t(0);
-  for (const FinishFifo& f : finishes_) t = std::min(t, f.next());
-  return t;
-}
-
 void DmaEngine::finishDue(uint64_t cycle, std::vector<DmaCompletion>& done) {
+  if (nextFinish_ > cycle) return;
+  if (nextFinish_ < cycle) throw std::logic_error("DmaEngine: a finish was skipped");
   finishing_.clear();
-  for (FinishFifo& f : finishes_)
-    while (f.head < f.v.size() && f.v[f.head].cycle <= cycle) {
-      if (f.v[f.head].cycle < cycle) throw std::logic_error("DmaEngine: a finish was skipped");
-      finishing_.push_back(f.v[f.head++]);
-    }
+  nextFinish_ = ~uint64_t(0);
+  for (FinishFifo& f : finishes_) {
+    while (f.head < f.v.size() && f.v[f.head].cycle == cycle) finishing_.push_back(&f.v[f.head++]);
+    nextFinish_ = std::min(nextFinish_, f.next());
+  }
   if (finishing_.size() > 1)
-    std::sort(finishing_.begin(), finishing_.end(), [](const Finish& a, const Finish& b) {
-      return std::make_tuple(a.core, a.queue, a.desc->number, a.firstIndex) <
-             std::make_tuple(b.core, b.queue, b.desc->number, b.firstIndex);
-    });
-  for (const Finish& f : finishing_) {
+    std::sort(finishing_.begin(), finishing_.end(),
+              [](const Finish* a, const Finish* b) { return a->firstOrder < b->firstOrder; });
+  for (const Finish* due : finishing_) {
+    const Finish& f = *due;
     Descriptor& d = *f.desc;
     if (memory_) copyRequest(d.d, f.core, f.range);
     DmaCoreStats& s = stats_[size_t(f.core)];

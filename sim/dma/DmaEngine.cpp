@@ -72,8 +72,8 @@ void copyWidening(const isa::DmaDescriptor& d, const mem::SparseMemory& src, mem
 }  // namespace
 
 bool DmaEngine::Event::operator>(const Event& o) const {
-  return std::tie(cycle, core, queue, descriptor, request, kind) >
-         std::tie(o.cycle, o.core, o.queue, o.descriptor, o.request, o.kind);
+  // orderOf holds (core, queue, descriptor, request).
+  return std::tie(cycle, order, kind) > std::tie(o.cycle, o.order, o.kind);
 }
 
 DmaEngine::DmaEngine(const target::ChipConfig& chip, mem::ChipMemory* memory)
@@ -99,6 +99,8 @@ DmaEngine::DmaEngine(const target::ChipConfig& chip, mem::ChipMemory* memory)
   if (memory && (memory->cores() != cores_ || memory->hbm().capacity() != hbmBytes_))
     throw std::invalid_argument(
         "DmaEngine: the chip memory does not match core.cores / hbm.capacity_bytes");
+  if (uint64_t(cores_) * uint64_t(queues_) >= (uint64_t(1) << (64 - kOrderQueueShift)))
+    throw std::invalid_argument("dma.queues: too many queues on the chip's cores for orderOf");
   queues_v_.resize(size_t(cores_ * queues_));
   outstanding_.assign(size_t(cores_), 0);
   roundRobin_.assign(size_t(cores_), 0);
@@ -210,7 +212,7 @@ DmaStatus DmaEngine::issue(int core, int q, const isa::DmaDescriptor& d, int fla
                   DescriptorWalker(d, requestBytes_)};
   queueRef.descriptors.push_back(desc);
   ++pendingDescriptors_;
-  events_.push(Event{desc.activeCycle, core, q, desc.number, 0, EventKind::Activate, 0});
+  events_.push(Event{desc.activeCycle, core, q, orderOf(core, q, 0), EventKind::Activate, 0});
   return status;
 }
 
@@ -221,8 +223,8 @@ DmaEngine::Descriptor& DmaEngine::descriptor(int core, int q, uint64_t number) {
 
 uint64_t DmaEngine::nextEventCycle() const {
   uint64_t t = events_.empty() ? kNever : events_.top().cycle;
-  t = std::min({t, hbmEvents_.next(), portEvents_.next()});
-  if (bulk_) t = std::min(t, nextFinishCycle());
+  t = std::min(t, std::min(hbmEvents_.next(), portEvents_.next()));
+  t = std::min(t, nextFinishCycle());  // kNever unless dma.model = "fast"
   return std::min(t, hbm_.nextEventCycle());
 }
 
@@ -248,11 +250,14 @@ bool DmaEngine::popEvent(uint64_t t, Event* out) {
   const Event* best = nullptr;
   if (!events_.empty() && events_.top().cycle <= t) best = &events_.top();
   SortedEvents* from = nullptr;
-  for (SortedEvents* s : {&hbmEvents_, &portEvents_})
-    if (s->ready(t) && (!best || *best > s->v[s->head])) {
-      best = &s->v[s->head];
-      from = s;
-    }
+  if (hbmEvents_.ready(t) && (!best || *best > hbmEvents_.v[hbmEvents_.head])) {
+    best = &hbmEvents_.v[hbmEvents_.head];
+    from = &hbmEvents_;
+  }
+  if (portEvents_.ready(t) && (!best || *best > portEvents_.v[portEvents_.head])) {
+    best = &portEvents_.v[portEvents_.head];
+    from = &portEvents_;
+  }
   if (!best) return false;
   *out = *best;
   if (from)
@@ -284,7 +289,7 @@ void DmaEngine::advanceTo(uint64_t cycle, std::vector<DmaCompletion>& done) {
         uint32_t slot = uint32_t(c.id & ~(kHbmWriteBit | kHbmPairBit));
         const Request& r = requests_[slot];
         // The engine sees an HBM completion one cycle later.
-        hbmEvents_.push(Event{c.cycle + 1, r.core, r.queue, r.descriptor, r.index,
+        hbmEvents_.push(Event{c.cycle + 1, r.core, r.queue, r.order,
                               (c.id & kHbmWriteBit) ? EventKind::WriteDone : EventKind::ReadDone,
                               slot});
       }
@@ -362,15 +367,13 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
   Request& r = requests_[slot];
   r.core = core;
   r.queue = q;
-  r.descriptor = d.number;
+  Queue& queueRef = queue(core, q);
+  r.order = orderOf(core, q, queueRef.startedRequests++);
   r.desc = &d;
-  r.index = d.requests++;
+  r.dst = d.d.dst;
+  ++d.requests;
   d.walker.next(&r.range);
-  if (d.walker.done()) {
-    Queue& queueRef = queue(core, q);
-    if (++queueRef.walkingNumber == queueRef.nextNumber) --walkable_[size_t(core)];
-  }
-  r.live = true;
+  if (d.walker.done() && ++queueRef.walkingNumber == queueRef.nextNumber) --walkable_[size_t(core)];
   ++outstanding_[size_t(core)];
   r.readsLeft = 1;
   if (d.d.paired()) {  // two runs of r.range.bytes (DescriptorWalker.h)
@@ -383,7 +386,7 @@ void DmaEngine::startRequest(int core, int q, Descriptor& d, uint64_t cycle) {
   } else {
     uint64_t end =
         port(d.d.src, core, false).reserve(cycle, r.range.srcBytes, portRate_, portRateShift_);
-    portEvents_.push(Event{end, core, q, d.number, r.index, EventKind::ReadDone, slot});
+    portEvents_.push(Event{end, core, q, r.order, EventKind::ReadDone, slot});
   }
 }
 

@@ -117,26 +117,40 @@ class DmaEngine {
   struct Queue {
     std::deque<Descriptor> descriptors;  // issue order; completed ones pruned lazily
     uint64_t nextNumber = 0;
+    // Requests started so far; with the queue's place, the next request's
+    // order (orderOf).
+    uint64_t startedRequests = 0;
     // The descriptor being cut into requests (descriptors before it are
     // walked); == nextNumber when every descriptor is walked.
     uint64_t walkingNumber = 0;
     uint64_t lastCompletion = 0;  // for busy cycles
   };
+  // A request's place in the (core, queue, descriptor, request) order in one
+  // number: the queue's place (core * queues + queue) above the count of the
+  // requests its queue started before it (a queue starts its descriptors'
+  // requests in that order). One compare instead of four, and a Request of
+  // one cache line.
+  static constexpr int kOrderQueueShift = 44;
+  uint64_t orderOf(int core, int q, uint64_t started) const {
+    return (uint64_t(core * queues_ + q) << kOrderQueueShift) | started;
+  }
   struct Request {
     int core = 0, queue = 0;
-    uint64_t descriptor = 0, index = 0;
+    uint64_t order = 0;  // orderOf
     // Its descriptor (deque elements stay put; a descriptor with a live
     // request is never pruned).
     Descriptor* desc = nullptr;
     DmaRequestRange range;
-    bool live = false;
     uint8_t readsLeft = 1;  // HBM reads not yet arrived (2 for a paired copy's two runs)
+    isa::MemorySpace dst = isa::MemorySpace::Hbm;  // desc->d.dst, without the second load
   };
   enum class EventKind : uint8_t { Activate, ReadDone, WriteDone };
   struct Event {
     uint64_t cycle;
     int core, queue;
-    uint64_t descriptor, request;  // request: its index within the descriptor
+    // The request's orderOf; an activation: orderOf(core, queue, 0) (it does
+    // nothing, so its place among the queue's events at a cycle does not matter).
+    uint64_t order;
     EventKind kind;
     uint32_t slot;  // request slot (ReadDone, WriteDone)
     bool operator>(const Event& o) const;
@@ -164,7 +178,8 @@ class DmaEngine {
 
   void handle(const Event& e, std::vector<DmaCompletion>& done);
   void generate(uint64_t cycle);
-  void startRequest(int core, int q, Descriptor& d, uint64_t cycle);
+  // Inlined into generate, its only caller (once per request).
+  [[gnu::always_inline]] inline void startRequest(int core, int q, Descriptor& d, uint64_t cycle);
   void startWrite(uint32_t slot, uint64_t cycle);
   void finishRequest(uint32_t slot, uint64_t cycle, std::vector<DmaCompletion>& done);
   // Functional mode: moves one request's bytes (at the cycle it completes).
@@ -211,7 +226,7 @@ class DmaEngine {
     uint64_t cycle;  // the request(s) complete at this cycle
     Descriptor* desc;
     int core, queue;
-    uint64_t firstIndex;  // of the first request (order within the cycle)
+    uint64_t firstOrder;  // the first request's orderOf (order within the cycle)
     uint32_t count;
     uint64_t srcBytes, dstBytes;
     DmaRequestRange range;  // functional mode: the one request's range (count == 1)
@@ -224,7 +239,9 @@ class DmaEngine {
   bool bulk_;
   // Per core: VMEM and SMEM write ports (core * 2 + smem); last: HBM writes.
   std::vector<FinishFifo> finishes_;
-  std::vector<Finish> finishing_;  // scratch: the entries due at one cycle
+  // Scratch: the entries due at one cycle (in their FIFOs, which finishing
+  // them does not change).
+  std::vector<const Finish*> finishing_;
   FinishFifo& finishFifo(isa::MemorySpace dst, int core) {
     if (dst == isa::MemorySpace::Hbm) return finishes_.back();
     return finishes_[size_t(core) * 2 + (dst == isa::MemorySpace::Smem ? 1 : 0)];
@@ -235,7 +252,7 @@ class DmaEngine {
     if (!memory_ && fifo.head < fifo.v.size()) {
       Finish& last = fifo.v.back();
       if (last.cycle == cycle && last.desc == r.desc) {
-        last.firstIndex = std::min(last.firstIndex, r.index);
+        last.firstOrder = std::min(last.firstOrder, r.order);
         ++last.count;
         last.srcBytes += r.range.srcBytes;
         last.dstBytes += r.range.dstBytes;
@@ -245,12 +262,12 @@ class DmaEngine {
     appendFinish(fifo, cycle, r);
   }
   void appendFinish(FinishFifo& fifo, uint64_t cycle, const Request& r);
-  uint64_t nextFinishCycle() const;
+  // The earliest entry's cycle of all FIFOs (kept as they change: every
+  // visited cycle asks for it and finishes nothing in most of them).
+  uint64_t nextFinish_ = ~uint64_t(0);
+  uint64_t nextFinishCycle() const { return nextFinish_; }
   void finishDue(uint64_t cycle, std::vector<DmaCompletion>& done);
-  void releaseSlot(uint32_t slot) {
-    requests_[slot].live = false;
-    freeSlots_.push_back(slot);
-  }
+  void releaseSlot(uint32_t slot) { freeSlots_.push_back(slot); }
   // The HBM completions of cycle t (in hbmDone_), seen at t + 1.
   void takeHbmCompletions(uint64_t t);
   std::vector<uint32_t> readsDone_;                            // scratch: request slots
