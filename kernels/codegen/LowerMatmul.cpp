@@ -478,9 +478,13 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     auto found = viaUnit.find(key);
     if (found != viaUnit.end()) return found->second;
     int64_t& port = weightPortCycles_[size_t(it.mxu)];
-    const int64_t direct = port + S + 8 * ((validN(it.j) + 7) / 8);
+    // A tile's MXU time: its pushes (transposed: after the N-cycle wait) or
+    // its item's LHS rows (8 cycles an mm), whichever is longer; the unit
+    // pays only where the pushes bound it (one query row per head).
+    const int64_t mms = 8 * it.gTiles;
+    const int64_t direct = port + std::max(S + 8 * ((validN(it.j) + 7) / 8), mms);
     const int64_t unitReady = transposeUnitCycles_ + unitBlockCycles;
-    const int64_t plain = std::max(port + 8 * ((validK(kc, 0) + 7) / 8), unitReady);
+    const int64_t plain = std::max(port + std::max(8 * ((validK(kc, 0) + 7) / 8), mms), unitReady);
     const bool unit = unitEligible && plain < direct;
     port = unit ? plain : direct;
     if (unit) transposeUnitCycles_ = unitReady;
