@@ -845,7 +845,7 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         // waits for it, and its register is freed 8 cycles later by the push.
         // Held, the pops waited for the other MXUs' transposed pushes, whose
         // loads filled the file up to the reserve (q.K of the int8 decode:
-        // the unit's tiles were slower than the MXUs' own, 60,250 cycles
+        // the unit's tiles were slower than the MXUs' own, 53,970 cycles
         // against 38,614).
         const bool unitRow = mi.op == Opcode::XluTrPop && feedsWPush[size_t(i)];
         if (!unitRow && live[size_t(c)] + grow > limit[size_t(c)] - reserve && head < w.size() &&
