@@ -41,6 +41,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "kernels/codegen/Lowering.h"
 #include "kernels/llo/Printer.h"
@@ -219,8 +220,15 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   std::set<std::pair<int64_t, int64_t>> transposedBlocks;
   const RefPlace& lhsIn = place(views[1].ref);
   const int64_t lhsInRows = llo::tiledLayout(lhsIn.type.shape).paddedRows;
+  const int64_t unitBlockCycles = 16 * (t_.transposePushInterval + t_.transposePopInterval);
+  if (balanceBlock_ != cur_) {
+    balanceBlock_ = cur_;
+    weightPortCycles_.assign(size_t(t_.mxuCount), 0);
+    transposeUnitCycles_ = 0;
+  }
   auto transposeBlock = [&](int64_t mt, int64_t kt) {
     if (!transposedBlocks.insert({mt, kt}).second) return;
+    transposeUnitCycles_ += unitBlockCycles;
     awaitOperand(views[1], lhsRow0, std::min(K, (kt + 1) * llo::kLanes));
     MOperand zeroRows;
     for (int64_t p = 0; p < 16; ++p) {
@@ -451,11 +459,87 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   auto validN = [&](int64_t j) { return std::min<int64_t>(S, N - j * S); };
   // Weight push p of chunk kc of an item (8 rows, or 8 columns when transposed);
   // pushesOf: how many a chunk needs.
+  // Transposed weight tiles through the transpose unit. A transposed push
+  // waits N cycles after its MXU's last latch (isa/README.md, "MXU"), so a
+  // tile of them holds the weight port 2N cycles; transposed by the unit
+  // first (16 pushes and pops of the 128 x 128 block), its rows go as plain
+  // pushes in N. The unit is one per core (256 cycles a block on the
+  // presets, where an MXU takes four such tiles), so a tile goes through it
+  // only when the unit would have it ready before its MXU's transposed
+  // pushes could end (the cycles each was given in this basic block): about
+  // one tile in five on four MXUs. Decode attention's q.K (one query row per
+  // head: pushes, not mms, are its MXU time) is the case this serves.
+  const bool unitEligible = transRhs && !transLhs && !packed && !widenRhs && S == llo::kLanes;
+  using TileKey = std::tuple<int64_t, int64_t, int64_t>;  // (g0, j, kc)
+  std::map<TileKey, bool> viaUnit;
+  std::map<TileKey, std::vector<MOperand>> unitRows;  // the block's 16 popped rows
+  auto throughUnit = [&](const Item& it, int64_t kc) {
+    const TileKey key{it.g0, it.j, kc};
+    auto found = viaUnit.find(key);
+    if (found != viaUnit.end()) return found->second;
+    int64_t& port = weightPortCycles_[size_t(it.mxu)];
+    // A tile's MXU time: its pushes (transposed: after the N-cycle wait) or
+    // its item's LHS rows (8 cycles an mm), whichever is longer; the unit
+    // pays only where the pushes bound it (one query row per head).
+    const int64_t mms = 8 * it.gTiles;
+    const int64_t direct = port + std::max(S + 8 * ((validN(it.j) + 7) / 8), mms);
+    const int64_t unitReady = transposeUnitCycles_ + unitBlockCycles;
+    const int64_t plain = std::max(port + std::max(8 * ((validK(kc, 0) + 7) / 8), mms), unitReady);
+    const bool unit = unitEligible && plain < direct;
+    port = unit ? plain : direct;
+    if (unit) transposeUnitCycles_ = unitReady;
+    viaUnit.emplace(key, unit);
+    return unit;
+  };
   auto pushesOf = [&](const Item& it, int64_t kc) -> int64_t {
     if (!transRhs) return (validK(kc, 0) + validK(kc, 1) + 7) / 8;
+    if (throughUnit(it, kc)) return (validK(kc, 0) + 7) / 8;
     return (validN(it.j) + 7) / 8;
   };
+  // Push p of a tile that goes through the transpose unit: at the first, the
+  // block's rows n (lanes past K zeroed, rows past N zero) go in; pop q (rows
+  // 8q..8q+7 of the K x N tile) comes just before push q, so a popped row
+  // holds a register only until its push. The unit holds one block: a later
+  // tile's pushes first pop what is left of the one before.
+  std::vector<MOperand>* pendingRows = nullptr;
+  auto popUpTo = [&](std::vector<MOperand>& rows, size_t q) {
+    while (rows.size() <= q) {
+      rows.push_back(fn_.newReg(RegClass::Vector));
+      emit(Opcode::XluTrPop, {rows.back()});
+    }
+  };
+  auto unitPush = [&](const Item& it, int mxu, int64_t kc, int64_t p) {
+    std::vector<MOperand>& rows = unitRows[TileKey{it.g0, it.j, kc}];
+    if (p == 0) {
+      if (pendingRows) popUpTo(*pendingRows, 15);
+      pendingRows = &rows;
+      awaitOperand(views[2], rhsRow0, N);
+      const int64_t k0 = kc * S;
+      MOperand zeroRows;
+      for (int64_t q = 0; q < 16; ++q) {
+        const int64_t valid = std::min<int64_t>(8, validN(it.j) - 8 * q);
+        std::vector<MOperand> row;
+        if (valid <= 0) {
+          if (zeroRows.kind == MOperand::Kind::None) {
+            zeroRows = fn_.newReg(RegClass::Vector);
+            emit(Opcode::VImm, {zeroRows, I(0)});
+          }
+          row.push_back(zeroRows);
+        } else {
+          rowHalf(row, rhsP, rhs0, rhsRows, tileOf(k0, 0), it.j * S + 8 * q, (1 << valid) - 1,
+                  laneOf(k0), validK(kc, 0), true);
+        }
+        emit(Opcode::XluTrPush, {row[0]});
+      }
+    }
+    popUpTo(rows, size_t(p));
+    // Pushes past K's rows are not made: the rest of the block is popped with the last.
+    if (p + 1 == pushesOf(it, kc)) popUpTo(rows, 15);
+    std::vector<MOperand> row(size_t(halves), rows[size_t(p)]);  // halves is 1 here
+    emitRow(s8 ? Opcode::MxuWPushS8 : Opcode::MxuWPushBf16, {I(mxu), MOperand()}, 1, row);
+  };
   auto wpushOne = [&](const Item& it, int mxu, int64_t kc, int64_t p) {
+    if (transRhs && throughUnit(it, kc)) return unitPush(it, mxu, kc, p);
     std::vector<MOperand> row;
     // A paired chunk's words hold its partner chunk too: both arrive together.
     // Transposed, the weights' rows are the result's N columns: all at the first push.

@@ -229,6 +229,12 @@ class Lowerer {
   // draining the MXUs alone.
   int64_t nextMxu_ = 0;
   std::vector<int64_t> nextSlot_;  // per MXU
+  // Transposed weight tiles shared between the MXUs' transposed pushes and
+  // the transpose unit (lowerMatmul): the cycles each MXU's weight port and
+  // the unit have been given in basic block `balanceBlock_`.
+  int balanceBlock_ = -1;
+  std::vector<int64_t> weightPortCycles_;  // per MXU
+  int64_t transposeUnitCycles_ = 0;
   // Resident matmuls (results kept in the MXU across grid steps): per
   // destination (region, row, M, N, K), each item's (MXU, first slot).
   std::map<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>> residentItems_;

@@ -666,14 +666,19 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   std::array<std::vector<int>, 3> unscheduledWriters;
   std::array<size_t, 3> writerHead{};
   std::vector<char> issuedBefore(n, 0);
-  // Loads whose every reader is a weight push: only they pass the reserve
-  // held for far pops (other new values doing so, e.g. LHS tiles, filled the
-  // file and a forced pop then needed more registers than there are).
+  // Loads (and transpose-unit pops) whose every reader is a weight push: only
+  // they pass the reserve held for far pops (other new values doing so, e.g.
+  // LHS tiles, filled the file and a forced pop then needed more registers
+  // than there are).
   std::vector<char> feedsWPush(size_t(n), 0);
   for (int i = 0; i < n; ++i) {
-    if (ins[i].op != Opcode::VLd) continue;
+    if (ins[i].op != Opcode::VLd && ins[i].op != Opcode::XluTrPop) continue;
     bool all = !dag.succ_[i].empty();
-    for (const Edge& e : dag.succ_[i]) all = all && isWPush(ins[e.to].op);
+    // A transpose-unit pop's other successors are the unit's next op (its
+    // order) and the block's end.
+    for (const Edge& e : dag.succ_[i])
+      all = all && (isWPush(ins[e.to].op) || (ins[i].op == Opcode::XluTrPop &&
+                                              (isTranspose(ins[e.to].op) || e.to == n - 1)));
     feedsWPush[size_t(i)] = all;
   }
   constexpr size_t kPopSkip = 256;  // writers looked past for the reserve's head, at most
@@ -835,7 +840,16 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
         const int reserve = c == int(RegClass::Mask) ? std::min(kReserve, limit[size_t(c)] - 2)
                             : mi.overlap             ? overlapReserve
                                                      : kReserve;
-        if (live[size_t(c)] + grow > limit[size_t(c)] - reserve && head < w.size() && i > w[head])
+        // A transpose-unit pop read by a weight push (LowerMatmul's transposed
+        // weight tiles) is not held by the reserve: the unit's next block
+        // waits for it, and its register is freed 8 cycles later by the push.
+        // Held, the pops waited for the other MXUs' transposed pushes, whose
+        // loads filled the file up to the reserve (q.K of the int8 decode:
+        // the unit's tiles were slower than the MXUs' own, 53,970 cycles
+        // against 38,614).
+        const bool unitRow = mi.op == Opcode::XluTrPop && feedsWPush[size_t(i)];
+        if (!unitRow && live[size_t(c)] + grow > limit[size_t(c)] - reserve && head < w.size() &&
+            i > w[head])
           tooMany = true;
       }
       if (tooMany && !force) {
