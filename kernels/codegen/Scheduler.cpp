@@ -414,6 +414,7 @@ constexpr std::array<int, 2> kOverlapWorkReserves = {4, 2};
 // (the scheduler counts only the block's own values): the driver then takes
 // the next schedule of the block (scheduleBlockVariants).
 constexpr int kUnreservedOverlapLookahead = 300;
+constexpr std::array<int, 2> kUnreservedOverlapReserves = {0, 1};
 
 // An mxuLoop block is scheduled, then again with each carried pop held back
 // to where the block's length would have it (the last mm of its slot plus
@@ -472,7 +473,8 @@ std::vector<BlockSchedule> scheduleBlockVariants(const MBlock& block, const Targ
   if (overlapCount > kOverlapLookahead) {
     withOverlap(kWideOverlapLookahead);
     for (int reserve : kOverlapWorkReserves) withOverlap(kWideOverlapLookahead, reserve);
-    withOverlap(kUnreservedOverlapLookahead, 0);
+    for (int reserve : kUnreservedOverlapReserves)
+      withOverlap(kUnreservedOverlapLookahead, reserve);
   }
   // Shortest first; among equals the one tried first (stable).
   std::stable_sort(all.begin(), all.end(), [](const BlockSchedule& a, const BlockSchedule& b) {
