@@ -1285,7 +1285,7 @@ uint64_t blockFingerprint(const MBlock& b) {
 // lookahead: the list scheduler's (the kernel's schedule_lookahead, or 0).
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
                            bool smemState, bool staticSteps, int64_t lookahead,
-                           bool drainAtStart = false);
+                           bool drainAtStart = false, std::vector<int> passedOver = {});
 }  // namespace
 
 // Below this a kernel's lookahead is not tried again at half (the
@@ -1367,8 +1367,12 @@ void threadJumps(MFunction& fn) {
           if (op.kind == MOperand::Kind::Block && op.value >= 0) op.value = finalTarget(op.value);
 }
 
+// passedOver: per block, how many of its schedules (shortest first,
+// scheduleBlockVariants) to pass over; they needed more registers than there
+// are even after spilling.
 CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const CompileOptions& o,
-                           bool smemState, bool staticSteps, int64_t lookahead, bool drainAtStart) {
+                           bool smemState, bool staticSteps, int64_t lookahead, bool drainAtStart,
+                           std::vector<int> passedOver) {
   if (o.standalone && (o.deferWriteBack || !o.drainBefore.empty()))
     throw CodegenError(fmt::format(
         "kernel '{}': deferred write-backs need linked kernels (standalone = false)", k.name));
@@ -1403,7 +1407,8 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   Pipeline p(k, t, o, smemState, drainAtStart, staticSteps, fn, mem, loops, data);
   p.build();
   mem.check();
-  if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, staticSteps, lookahead, true);
+  if (overlapsDrain(mem))
+    return compileOnce(k, t, o, smemState, staticSteps, lookahead, true, passedOver);
   threadJumps(fn);
   for (MBlock& b : fn.blocks) b.mxuCarry = b.mxuCarry || fn.mxuCarry;
   CompiledKernel out;
@@ -1414,13 +1419,20 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
   // register; the others keep their schedules (scheduling is most of the
   // compile time of a kernel that spills many times).
   std::vector<uint64_t> scheduledFingerprint;
+  // Per block the lookaheads of its schedules before any spill, shortest first.
+  std::vector<std::vector<int>> lookaheadsBeforeSpills(fn.blocks.size());
+  passedOver.resize(fn.blocks.size(), 0);
   for (int spills = 0;; ++spills) {
     schedules.resize(fn.blocks.size());
     scheduledFingerprint.resize(fn.blocks.size(), 0);
     for (size_t b = 0; b < fn.blocks.size(); ++b) {
       uint64_t f = blockFingerprint(fn.blocks[b]);
       if (spills == 0 || scheduledFingerprint[b] != f) {
-        schedules[b] = scheduleBlock(fn.blocks[b], t, int(lookahead));
+        std::vector<BlockSchedule> variants =
+            scheduleBlockVariants(fn.blocks[b], t, int(lookahead));
+        if (spills == 0)
+          for (const BlockSchedule& v : variants) lookaheadsBeforeSpills[b].push_back(v.lookahead);
+        schedules[b] = std::move(variants[std::min(variants.size() - 1, size_t(passedOver[b]))]);
         scheduledFingerprint[b] = f;
       }
     }
@@ -1428,11 +1440,29 @@ CompiledKernel compileOnce(const llo::Kernel& k, const TargetInfo& t, const Comp
       used = allocateRegisters(fn, schedules, loops, t);
       break;
     } catch (const RegisterPressureError& e) {
-      if (e.cls == RegClass::Mask || e.spillCandidate < 0 || spills >= kMaxSpills) throw;
+      if (e.cls == RegClass::Mask || e.spillCandidate < 0 || spills >= kMaxSpills) {
+        // Spilling cannot make the block's schedule fit: its next schedule of
+        // the same lookahead (another overlap window or reserve, usually a few
+        // percent longer), from the code before any spill. The caller's
+        // retries cost the whole kernel more (a shorter lookahead everywhere,
+        // no prefetch of the next kernel, the pipeline's state in SMEM).
+        const size_t b = size_t(e.block);
+        if (e.block < 0 || b >= fn.blocks.size()) throw;
+        const std::vector<int>& tried = lookaheadsBeforeSpills[b];
+        size_t next = size_t(passedOver[b]) + 1;
+        while (next < tried.size() && tried[next] != tried[size_t(passedOver[b])]) ++next;
+        if (next >= tried.size()) throw;
+        passedOver[b] = int(next);
+        CompiledKernel again =
+            compileOnce(k, t, o, smemState, staticSteps, lookahead, drainAtStart, passedOver);
+        again.stats.scheduleFallbacks += 1;
+        return again;
+      }
       out.stats.spills += 1;
       out.stats.spillInstructions += spillRegister(fn, e.cls, e.spillCandidate, mem);
       mem.check();
-      if (overlapsDrain(mem)) return compileOnce(k, t, o, smemState, staticSteps, lookahead, true);
+      if (overlapsDrain(mem))
+        return compileOnce(k, t, o, smemState, staticSteps, lookahead, true, passedOver);
     }
   }
   std::vector<uint32_t> starts;

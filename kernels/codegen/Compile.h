@@ -37,6 +37,9 @@ struct CompileStats {
   int64_t stepBundles = 0;    // bundles of one grid step without branches taken (rough)
   int spills = 0;             // registers spilled to VMEM / SMEM
   int spillInstructions = 0;  // loads and stores the spills inserted
+  // Blocks whose shortest schedule the registers could not hold: the next
+  // one was taken (scheduleBlockVariants), counted once per retry.
+  int scheduleFallbacks = 0;
 };
 
 struct CompileOptions {

@@ -217,7 +217,7 @@ std::array<int, 3> allocateRegisters(MFunction& fn, const std::vector<BlockSched
                       fn.blocks[blk].label, in->start,
                       in->cls == RegClass::Mask ? "; mask registers are not spilled"
                                                 : " even after spilling (use smaller blocks)"),
-          in->cls, candidate);
+          in->cls, candidate, int(blk));
     }
     for (int w = 0; w < width; ++w) regs[pick + w] = in->end;
     in->phys = pick;

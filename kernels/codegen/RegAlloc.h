@@ -26,10 +26,11 @@ class CodegenError : public std::runtime_error {
 // Running out of registers of one class (the message names it and the count).
 class RegisterPressureError : public CodegenError {
  public:
-  RegisterPressureError(const std::string& msg, RegClass c, int spill = -1)
-      : CodegenError(msg), cls(c), spillCandidate(spill) {}
+  RegisterPressureError(const std::string& msg, RegClass c, int spill = -1, int blk = -1)
+      : CodegenError(msg), cls(c), spillCandidate(spill), block(blk) {}
   RegClass cls;
   int spillCandidate;  // a virtual register of `cls` live there that may be spilled, or -1
+  int block;           // the block where the value that found no register is first named, or -1
 };
 
 // A loop: blocks [first, last] in layout order; the back edge goes from last to first.

@@ -408,6 +408,14 @@ constexpr int kOverlapLookahead = 96, kWideOverlapLookahead = 400;
 constexpr int kReserve = 16;
 constexpr std::array<int, 2> kOverlapWorkReserves = {4, 2};
 
+// Overlap work with no reserve at all, in a window of 300: the SwiGLU
+// backward's epilogue unrolled under its dots (v6e, 512-row step: 11,979 ->
+// 10,762 bundles). Such a schedule may need more registers than there are
+// (the scheduler counts only the block's own values): the driver then takes
+// the next schedule of the block (scheduleBlockVariants).
+constexpr int kUnreservedOverlapLookahead = 300;
+constexpr std::array<int, 2> kUnreservedOverlapReserves = {0, 1};
+
 // An mxuLoop block is scheduled, then again with each carried pop held back
 // to where the block's length would have it (the last mm of its slot plus
 // the result latency, minus the length), so that the pops sit late and the
@@ -437,27 +445,46 @@ BlockSchedule scheduleWith(const MBlock& block, const TargetInfo& t, int lookahe
 // longer register lifetimes hold new values back: the shorter schedule wins
 // (v6e attention backward, 64 causal heads: its softmax loops 875-953
 // bundles with 4096, 595 with the default).
-BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t, int lookahead) {
-  auto withOverlap = [&](int overlapLookahead, int overlapReserve = kReserve) {
-    if (lookahead <= kDefaultLookahead)
-      return scheduleWith(block, t, lookahead, overlapLookahead, overlapReserve);
-    BlockSchedule base = scheduleWith(block, t, 0, overlapLookahead, overlapReserve);
-    BlockSchedule wide = scheduleWith(block, t, lookahead, overlapLookahead, overlapReserve);
-    return wide.length < base.length ? wide : base;
+std::vector<BlockSchedule> scheduleBlockVariants(const MBlock& block, const TargetInfo& t,
+                                                 int lookahead) {
+  std::vector<BlockSchedule> all;
+  auto add = [&](BlockSchedule s) {
+    for (const BlockSchedule& o : all)
+      if (o.length == s.length && o.cycle == s.cycle) return;
+    all.push_back(std::move(s));
   };
-  BlockSchedule best = withOverlap(kOverlapLookahead);
+  auto withOverlap = [&](int overlapLookahead, int overlapReserve = kReserve) {
+    auto at = [&](int l) {
+      BlockSchedule s = scheduleWith(block, t, l, overlapLookahead, overlapReserve);
+      s.lookahead = l;
+      add(std::move(s));
+    };
+    if (lookahead <= kDefaultLookahead) {
+      at(lookahead);
+      return;
+    }
+    at(0);
+    at(lookahead);
+  };
+  withOverlap(kOverlapLookahead);
   // Only blocks with more overlap instructions than the narrow window holds.
   const auto overlapCount = std::count_if(block.instrs.begin(), block.instrs.end(),
                                           [](const MInstr& mi) { return mi.overlap; });
   if (overlapCount > kOverlapLookahead) {
-    BlockSchedule wide = withOverlap(kWideOverlapLookahead);
-    if (wide.length < best.length) best = wide;
-    for (int reserve : kOverlapWorkReserves) {
-      BlockSchedule small = withOverlap(kWideOverlapLookahead, reserve);
-      if (small.length < best.length) best = small;
-    }
+    withOverlap(kWideOverlapLookahead);
+    for (int reserve : kOverlapWorkReserves) withOverlap(kWideOverlapLookahead, reserve);
+    for (int reserve : kUnreservedOverlapReserves)
+      withOverlap(kUnreservedOverlapLookahead, reserve);
   }
-  return best;
+  // Shortest first; among equals the one tried first (stable).
+  std::stable_sort(all.begin(), all.end(), [](const BlockSchedule& a, const BlockSchedule& b) {
+    return a.length < b.length;
+  });
+  return all;
+}
+
+BlockSchedule scheduleBlock(const MBlock& block, const TargetInfo& t, int lookahead) {
+  return scheduleBlockVariants(block, t, lookahead).front();
 }
 
 namespace {

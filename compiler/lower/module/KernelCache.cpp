@@ -104,10 +104,10 @@ void walk(codegen::CompiledKernel& k, Fields& f, bool write) {
     num(c.vmemBytesWritten);
   }
   const codegen::CompileStats& s = k.stats;
-  for (int64_t v :
-       {s.bundles, s.instructions, int64_t(s.vectorRegs), int64_t(s.scalarRegs),
-        int64_t(s.maskRegs), s.vmemRows, s.smemWords, int64_t(s.flags), s.stepBundles,
-        int64_t(s.spills), int64_t(s.spillInstructions), k.smemWords, int64_t(k.standalone)})
+  for (int64_t v : {s.bundles, s.instructions, int64_t(s.vectorRegs), int64_t(s.scalarRegs),
+                    int64_t(s.maskRegs), s.vmemRows, s.smemWords, int64_t(s.flags), s.stepBundles,
+                    int64_t(s.spills), int64_t(s.spillInstructions), int64_t(s.scheduleFallbacks),
+                    k.smemWords, int64_t(k.standalone)})
     shape(v);
 }
 

@@ -202,3 +202,23 @@ TEST_CASE("a kernel's lookahead is kept over the next kernel's prefetch") {
   o.prefetchNext = {};
   CHECK(compileKernel(*k, t, o).stats.bundles > 0);
 }
+
+// The driver's retry list (Compile.cpp): every distinct schedule tried,
+// shortest first, tagged with its lookahead; the first is scheduleBlock's.
+TEST_CASE("a block's schedules come shortest first, scheduleBlock's first") {
+  TargetInfo t = testing::kernelTarget("v5e");
+  MFunction fn;
+  MBlock b = popThenFarPush(fn, 1100);
+  const std::vector<BlockSchedule> all = scheduleBlockVariants(b, t, 2048);
+  REQUIRE(!all.empty());
+  const BlockSchedule first = scheduleBlock(b, t, 2048);
+  CHECK(all.front().cycle == first.cycle);
+  CHECK(all.front().length == first.length);
+  for (size_t i = 0; i < all.size(); ++i) {
+    CHECK((all[i].lookahead == 0 || all[i].lookahead == 2048));
+    if (i > 0) CHECK(all[i - 1].length <= all[i].length);
+  }
+  // The default lookahead and the kernel's differ here (the far push):
+  // both are kept.
+  CHECK(all.size() == 2);
+}
