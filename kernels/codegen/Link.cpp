@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "isa/Decoder.h"
@@ -17,12 +18,37 @@ void requireOpen(const Module& m, const std::string& what) {
   if (m.finished) throw LinkError(fmt::format("cannot {}: the module was already finished", what));
 }
 
+// Who needs how much SMEM when [begin, end) of `owner` passes its end: the
+// need against the size, and the largest users (ranges of one owner added up).
+std::string smemOverflowMessage(const Module& m, int64_t begin, int64_t end,
+                                const std::string& owner) {
+  std::map<std::string, int64_t> byOwner;
+  for (const Module::SmemRange& r : m.smem) byOwner[r.owner] += r.end - r.begin;
+  byOwner[owner] += end - begin;
+  std::vector<std::pair<int64_t, std::string>> users;
+  for (const auto& [who, words] : byOwner) users.push_back({words, who});
+  std::sort(users.begin(), users.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::string msg = fmt::format(
+      "{}: SMEM words [{}, {}) pass the end of SMEM: the program needs at least {} words ({} "
+      "bytes) but the chip's SMEM holds {} words ({} bytes, core.smem_bytes); the largest users:",
+      owner, begin, end, end, end * 4, m.smemCapacityWords, m.smemCapacityWords * 4);
+  constexpr size_t kShown = 6;
+  for (size_t i = 0; i < users.size() && i < kShown; ++i)
+    msg += fmt::format("\n  {:>10} words  {}", users[i].first, users[i].second);
+  if (users.size() > kShown) msg += fmt::format("\n  ({} more users)", users.size() - kShown);
+  return msg;
+}
+
 void claimSmem(Module& m, int64_t begin, int64_t words, const std::string& owner) {
   int64_t end = begin + words;
   for (const Module::SmemRange& r : m.smem)
     if (words > 0 && begin < r.end && r.begin < end)
       throw LinkError(fmt::format("{}: SMEM words [{}, {}) overlap [{}, {}) of {}", owner, begin,
                                   end, r.begin, r.end, r.owner));
+  if (m.smemCapacityWords > 0 && words > 0 && end > m.smemCapacityWords)
+    throw LinkError(smemOverflowMessage(m, begin, end, owner));
   m.smem.push_back({begin, end, owner});
 }
 

@@ -55,6 +55,10 @@ struct Module {
     std::string owner;
   };
   std::vector<SmemRange> smem;
+  // The chip's SMEM size in words (core.smem_bytes / 4): a range past it is a
+  // LinkError naming who needs how much, instead of a program the simulator
+  // refuses to load. 0: no limit (tests that link without a chip).
+  int64_t smemCapacityWords = 0;
   bool finished = false;
 
   // Store repeated kernels as instances of shared bodies (isa/SharedCode.h):

@@ -1050,7 +1050,7 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
   };
   auto setAddr = [&](int64_t word, int field, const std::vector<uint32_t>& values,
                      const std::string& what) {
-    tables.load(values, kVal, what);
+    tables.load(values, kVal, what, /*shifted=*/true);  // inside its devices' guard
     code.emit({makeInstruction(Opcode::SLi, {kSrc, word})});
     code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, field})});
   };

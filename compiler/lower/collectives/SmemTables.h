@@ -24,17 +24,44 @@ class SmemTables {
  public:
   explicit SmemTables(ControlCode& code) : code_(code) {}
   // reg = values[chip.id]; an immediate when every device has the same value.
-  void load(const std::vector<uint32_t>& values, int reg, const std::string& what) {
+  //
+  // `shifted`: the caller reads reg only on devices whose entry is not
+  // kNoDevice. When a new table would leave less than a quarter of SMEM free
+  // (v5e 16x16 64 MiB reduce-scatter: 1,014 own-piece tables of 256 words),
+  // one whose entries are an earlier table's plus a constant (kNoDevice at the
+  // same devices) is that table and an add; programs whose tables fit are
+  // unchanged.
+  void load(const std::vector<uint32_t>& values, int reg, const std::string& what,
+            bool shifted = false) {
     if (std::all_of(values.begin(), values.end(), [&](uint32_t v) { return v == values[0]; })) {
       code_.emit({makeInstruction(isa::Opcode::SLi, {reg, int64_t(values[0])})});
       return;
     }
     auto it = words_.find(values);
-    int64_t word =
-        it != words_.end() ? it->second : (words_[values] = code_.smemWords(values, what));
+    int64_t word = -1;
+    uint32_t add = 0;
+    if (it != words_.end()) {
+      word = it->second;
+    } else {
+      auto [key, base] = shiftKey(values);
+      auto sh = shiftedWords_.find(key);
+      const int64_t cap = code_.smemCapacityWords();
+      const bool tight = cap > 0 && cap - code_.nextSmemWord() - int64_t(values.size()) < cap / 4;
+      if (shifted && tight && sh != shiftedWords_.end()) {
+        word = sh->second.first;
+        add = base - sh->second.second;
+      } else {
+        word = words_[values] = code_.smemWords(values, what);
+        shiftedWords_.emplace(key, std::make_pair(word, base));
+      }
+    }
     code_.emit({makeInstruction(isa::Opcode::SLi, {kTableAddr, word})});
     code_.emit({makeInstruction(isa::Opcode::SAdd, {kTableAddr, kTableAddr, kTableId})});
     code_.emit({makeInstruction(isa::Opcode::SLd, {reg, kTableAddr, 0})});
+    if (add != 0) {
+      code_.emit({makeInstruction(isa::Opcode::SLi, {kTableAddr, int64_t(add)})});
+      code_.emit({makeInstruction(isa::Opcode::SAdd, {reg, reg, kTableAddr})});
+    }
   }
 
   // Emits `body` on the devices whose `values` entry is not kNoDevice (all of
@@ -58,8 +85,23 @@ class SmemTables {
   }
 
  private:
+  // A table less its first entry that is not kNoDevice (kNoDevice kept), and that entry.
+  static std::pair<std::vector<uint32_t>, uint32_t> shiftKey(std::vector<uint32_t> values) {
+    uint32_t base = 0;
+    for (uint32_t v : values)
+      if (v != kNoDevice) {
+        base = v;
+        break;
+      }
+    for (uint32_t& v : values)
+      if (v != kNoDevice) v -= base;
+    return {values, base};
+  }
+
   ControlCode& code_;
   std::map<std::vector<uint32_t>, int64_t> words_;
+  // shiftKey -> (word, base) of the first table with that key.
+  std::map<std::vector<uint32_t>, std::pair<int64_t, uint32_t>> shiftedWords_;
 };
 
 // The grid algorithms' neighbours: per (slice dimension, direction +1 / -1),

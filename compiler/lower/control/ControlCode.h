@@ -73,6 +73,9 @@ class ControlCode {
                                                             uint64_t bytes);
   // SMEM words of the module's own holding `values` (a data segment); returns the first.
   int64_t smemWords(const std::vector<uint32_t>& values, const std::string& what);
+  // The chip's SMEM words (0: no size), and the first not yet reserved.
+  int64_t smemCapacityWords() const { return m_.smemCapacityWords; }
+  int64_t nextSmemWord() const { return m_.nextSmemWord(); }
   // The descriptors as consecutive SMEM data segments; returns the first word.
   int64_t descriptorWords(const std::vector<isa::DmaDescriptor>& descs, const std::string& what);
 

@@ -125,6 +125,8 @@ class ModuleLowerer {
   const kernels::codegen::TargetInfo& cg_;
   LoweredModule& out_;
   kernels::codegen::Module m_;
+  const hlo::HloInstruction* lowering_ =
+      nullptr;  // the innermost instruction being lowered, for errors
   ControlCode control_;
   SpmdLowering spmd_;
   BufferAssignment entry_;

@@ -91,6 +91,7 @@ ModuleLowerer::ModuleLowerer(const hlo::HloModule& module, const TargetDescripti
       deferWriteBack_(options.deferWriteBack) {
   m_.program.chip = cg_.name;
   m_.shareCode = options.shareCode;
+  m_.smemCapacityWords = cg_.smemBytes / 4;
   try {
     spmd_.devices = spmdDeviceCount(module);
   } catch (const std::invalid_argument& e) {
@@ -458,6 +459,7 @@ Leaves ModuleLowerer::lowerComputation(const HloComputation& comp,
   const std::vector<HloInstruction*> order = loweringOrder(comp, &target_.chip);
   for (size_t at = 0; at < order.size(); ++at) {
     const HloInstruction* inst = order[at];
+    lowering_ = inst;
     const HloInstruction* prefetchPending = prefetchFor_;
     const HloInstruction* drainPending = drainFor_;
     const bool prefetchBetween =
@@ -714,7 +716,14 @@ void ModuleLowerer::lowerEntry() {
     }
     params.push_back(at);
   }
-  Leaves root = lowerComputation(*entry, params, 0, 0);
+  Leaves root;
+  try {
+    root = lowerComputation(*entry, params, 0, 0);
+  } catch (const codegen::LinkError& e) {
+    // Name the instruction: collective tables name only their collective.
+    throw ModuleLoweringError(
+        fmt::format("lowering %{} failed: {}", lowering_ ? lowering_->name() : "?", e.what()));
+  }
   // Entry constants are named buffers too (role constant), for tpu-objdump.
   for (const HbmBuffer& b : entry_.buffers)
     if (b.kind == HbmBuffer::Kind::Constant && b.shape.isArray()) {

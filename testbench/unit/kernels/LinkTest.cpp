@@ -161,4 +161,19 @@ TEST_CASE("the linker and compile options reject inconsistent pieces") {
     finishModule(n, {});
     CHECK_THROWS_WITH(reserveSmem(n, 1, "x"), Catch::Contains("already finished"));
   }
+  SECTION("SMEM past the chip's size") {
+    Module m;
+    m.smemCapacityWords = 100;
+    reserveSmem(m, 60, "table a");
+    reserveSmem(m, 30, "table b");
+    reserveSmem(m, 10, "table b");  // ends exactly at the end: fits
+    CHECK_THROWS_WITH(reserveSmem(m, 5, "table c"),
+                      Catch::Contains("table c: SMEM words [100, 105) pass the end of SMEM: the "
+                                      "program needs at least 105 words (420 bytes) but the "
+                                      "chip's SMEM holds 100 words (400 bytes") &&
+                          Catch::Contains("60 words  table a\n          40 words  table b\n"
+                                          "           5 words  table c"));
+    Module unlimited;
+    CHECK(reserveSmem(unlimited, 1 << 20, "big") == 0);
+  }
 }
