@@ -87,6 +87,17 @@ lib::FlashAttentionParams blocks512() {
   return p;
 }
 
+// Causal, the diagonal in two parts, with tpu-kernel's defaults score_next,
+// score_next_q and pair_q; accSlots result slots for early p x V (0: none).
+lib::FlashAttentionParams causalInParts(int accSlots) {
+  lib::FlashAttentionParams p = blocks512();
+  p.causal = true;
+  p.causalParts = 2;
+  p.accSlots = accSlots;
+  p.scoreNext = p.scoreNextQ = p.pairQ = true;
+  return p;
+}
+
 codegen::CompiledKernel kernel1024(const codegen::TargetInfo& t,
                                    const lib::FlashAttentionParams& p) {
   auto kernel = lib::flashAttentionCall(1, 1024, 1024, 128, p)
@@ -158,10 +169,7 @@ TEST_CASE("causal flash attention's diagonal step writes the output") {
 // whose diagonal is its first step (fresh: 36 alpha exps fewer).
 TEST_CASE("causal flash attention's diagonal skips the exps of keys after a slab's rows") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
-  lib::FlashAttentionParams p = blocks512();
-  p.causal = true;
-  p.causalParts = 2;
-  p.scoreNext = p.scoreNextQ = p.pairQ = true;
+  lib::FlashAttentionParams p = causalInParts(0);
   int lastParts = 0, fresh = 0;
   for (const Block& b : blocks(kernel1024(t, p).machineText)) {
     if (count(b.text, "vrcp") != 64 || count(b.text, "mxu.mm") != 512) continue;
@@ -186,11 +194,7 @@ TEST_CASE("causal flash attention's diagonal skips the exps of keys after a slab
 TEST_CASE(
     "causal flash attention's last diagonal streams its first part's p x V under the second") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
-  lib::FlashAttentionParams p = blocks512();
-  p.causal = true;
-  p.causalParts = 2;
-  p.accSlots = t.accSlots;
-  p.scoreNext = p.scoreNextQ = p.pairQ = true;
+  lib::FlashAttentionParams p = causalInParts(t.accSlots);
   int lastDiagonals = 0, secondPartLoops = 0;
   for (const Block& b : blocks(kernel1024(t, p).machineText)) {
     if (b.kind == "loop" && count(b.text, "vexp") == 20) ++secondPartLoops;
@@ -215,11 +219,7 @@ TEST_CASE(
 // in the kernel. In one part (causal_parts 1) the diagonal keeps the init.
 TEST_CASE("causal flash attention's first diagonal needs no init") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
-  lib::FlashAttentionParams p = blocks512();
-  p.causal = true;
-  p.causalParts = 2;
-  p.accSlots = t.accSlots;
-  p.scoreNext = p.scoreNextQ = p.pairQ = true;
+  lib::FlashAttentionParams p = causalInParts(t.accSlots);
   const std::string minusInf = std::to_string(0xff800000u);
   CHECK(count(kernel1024(t, p).machineText, ", " + minusInf) == 0);
   p.causalParts = 1;
