@@ -55,15 +55,18 @@ double HbmModel::peakBytesPerCoreCycle() const {
          double(config_.bus_bytes_per_clock) * double(clocks_.hbmHz()) / double(clocks_.coreHz());
 }
 
-uint32_t HbmModel::allocateRequest(const HbmRequest& r) {
-  uint32_t slot;
-  if (!freeRequests_.empty()) {
-    slot = freeRequests_.back();
-    freeRequests_.pop_back();
-  } else {
-    slot = uint32_t(requests_.size());
+uint32_t HbmModel::takeRequestSlot() {
+  if (freeRequests_.empty()) {
     requests_.emplace_back();
+    return uint32_t(requests_.size() - 1);
   }
+  const uint32_t slot = freeRequests_.back();
+  freeRequests_.pop_back();
+  return slot;
+}
+
+uint32_t HbmModel::allocateRequest(const HbmRequest& r) {
+  const uint32_t slot = takeRequestSlot();
   RequestState& s = requests_[slot];
   s.id = r.id;
   s.sequence = sequence_++;

@@ -141,6 +141,8 @@ class HbmModel {
   };
 
   uint32_t allocateRequest(const HbmRequest& r);
+  // A free request slot (reused, else a new one); its fields are the caller's to set.
+  uint32_t takeRequestSlot();
   void catchUp(uint64_t hbmLimit);
   void activate(uint32_t pc);
   // The burst at `loc` of request `slot`; returns its pseudo-channel.

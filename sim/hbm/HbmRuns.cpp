@@ -69,14 +69,7 @@ bool HbmModel::linePairByLocation(uint64_t line) const {
 
 uint32_t HbmModel::linkRunParts(uint64_t lineStart) {
   // The run's record (allocated like a request, but it is none: no sequence).
-  uint32_t record;
-  if (!freeRequests_.empty()) {
-    record = freeRequests_.back();
-    freeRequests_.pop_back();
-  } else {
-    record = uint32_t(requests_.size());
-    requests_.emplace_back();
-  }
+  const uint32_t record = takeRequestSlot();
   uint32_t previous = record;
   for (const RunPart& p : run_) {
     RequestState& s = requests_[p.slot];
