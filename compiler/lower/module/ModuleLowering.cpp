@@ -356,6 +356,10 @@ std::string ModuleLowerer::lowerKernel(const HloInstruction& inst,
   } catch (const codegen::CodegenError& e) {
     throw CannotLower::of(inst, fmt::format("the kernel code generator failed: {}", e.what()));
   }
+  if (k.stats.scheduleFallbacks > 0) {
+    ++out_.kernelsWithScheduleFallbacks;
+    out_.scheduleFallbacks += k.stats.scheduleFallbacks;
+  }
   if (!o.drainBefore.empty()) {
     lastDrainNote_ = fmt::format("waits for %{}'s last write-back {}", drainFrom_,
                                  codegen::drainAtName(k.drainedAt));

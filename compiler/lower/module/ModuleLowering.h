@@ -81,6 +81,9 @@ struct LoweredModule {
   // Deferred write-back: kernels that left their last write-backs to the next
   // one, and how many of those waited at their end (not at their start).
   int64_t kernelsDeferred = 0, drainedAtEnd = 0;
+  // Kernels whose register allocation took a block's next schedule
+  // (codegen::CompileStats::scheduleFallbacks), and how many times in all.
+  int64_t kernelsWithScheduleFallbacks = 0, scheduleFallbacks = 0;
   // A human-readable summary: passes, buffers, kernels, bundles, per-op table.
   std::string statsText() const;
 };

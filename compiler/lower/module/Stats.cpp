@@ -30,6 +30,10 @@ std::string LoweredModule::statsText() const {
         "deferred write-back: {} kernels' last write-backs waited for by the next kernel ({} at "
         "its end)\n",
         kernelsDeferred, drainedAtEnd);
+  if (kernelsWithScheduleFallbacks > 0)
+    out += fmt::format(
+        "register pressure: {} kernels took a block's next schedule ({} times in all)\n",
+        kernelsWithScheduleFallbacks, scheduleFallbacks);
   out += fmt::format("code: {} bundles, {} data segments, {} SMEM words\n", isa::codeSize(program),
                      program.data.size(), smemWords);
   if (isa::hasSharedCode(program)) {
