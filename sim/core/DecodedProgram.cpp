@@ -327,6 +327,21 @@ DecodedProgram decodeProgram(const isa::Program& program, const target::ChipConf
   for (const isa::SharedBody& body : program.bodies) bound += body.code.size();
   for (const isa::BodyInstance& in : program.instances) bound += in.patches.size();
   out.bundles.reserve(bound);
+  // Likewise the ops: their exact number over the same bundles (an op is
+  // 184 bytes; growing by doubling copied them and touched fresh pages).
+  auto opsOf = [](const isa::Bundle& b) {
+    size_t n = 0;
+    for (const isa::Instruction& inst : b.slots) n += inst.empty() ? 0 : 1;
+    return n;
+  };
+  size_t opBound = 0;
+  for (const isa::Bundle& b : program.code) opBound += opsOf(b);
+  for (const isa::SharedBody& body : program.bodies)
+    for (const isa::Bundle& b : body.code) opBound += opsOf(b);
+  // A patch may fill an empty slot: count each patched bundle's slots in full.
+  for (const isa::BodyInstance& in : program.instances)
+    opBound += in.patches.size() * size_t(isa::kNumSlotInstances);
+  out.ops.reserve(opBound);
   std::vector<uint32_t> bodyFirst;
   for (const isa::SharedBody& body : program.bodies) {
     bodyFirst.push_back(uint32_t(out.bundles.size()));
