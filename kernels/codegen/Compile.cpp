@@ -1243,6 +1243,7 @@ class Pipeline {
       a.region = L_.place(s.bodyArg).region;
       a.rowEnd = plan.partRowEnd;
       a.descriptors = plan.partDescriptors;
+      a.byEntry = plan.partsByEntry;
       L_.expectArrival(s.bodyArg, std::move(a));
     }
   }

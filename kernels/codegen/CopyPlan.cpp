@@ -267,6 +267,13 @@ bool rowsBlock(const std::vector<int64_t>& shape) {
   return true;
 }
 
+bool entriesBlock(const std::vector<int64_t>& shape) {
+  if (shape.size() < 3 || shape[0] < 2) return false;
+  for (size_t d = 1; d + 2 < shape.size(); ++d)
+    if (shape[d] != 1) return false;
+  return true;
+}
+
 namespace {
 
 // Whether some step keeps the block of the step before, and whether every
@@ -307,6 +314,26 @@ bool copiedOnce(const llo::Kernel& k, const llo::BlockMapping& m) { return block
 int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo::Type& hbm,
                      int queueDepth) {
   const std::vector<int64_t>& block = m.blockShape;
+  if (entriesBlock(block) && hbm.shape.size() == block.size() && m.buffers == 2 &&
+      k.numScalarPrefetch == 0) {
+    // Parts of whole entries, also for a block that changes every step (the
+    // rows' rule below keeps those whole): each entry's matmul waits only for
+    // its own part, and the next block's copy goes on the same queue behind
+    // the parts (one stream, one flag), so it takes no HBM from them. Steps at
+    // the HBM's rate (decode attention's q.K) start on their first entries
+    // while the rest of the block is in flight, the first step on the block
+    // the kernel before could not start (it writes the cache).
+    for (size_t d = 0; d < block.size(); ++d)
+      if (hbm.shape[d] % block[d] != 0) return 1;
+    int64_t bytes = isa::dtypeBytes(hbm.dtype);
+    for (int64_t n : block) bytes *= n;
+    int64_t parts =
+        std::min<int64_t>({kMaxArrivalParts, queueDepth / 2, block[0] / kMinArrivalPartEntries,
+                           bytes / kMinArrivalPartBytes});
+    while (parts > 1 && block[0] % parts != 0) --parts;
+    if (parts < 2 || !firstReadByEntries(k, m)) return 1;
+    return parts;
+  }
   if (!rowsBlock(block) || hbm.shape.size() != block.size() || m.buffers != 2 ||
       k.numScalarPrefetch > 0)
     return 1;
@@ -344,6 +371,30 @@ CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
                      : planPairedCopy(hbm, block, window, pairRows);
   }
   if (packedHbm) throw CodegenError("internal: a packed s8x2 array is copied paired");
+  if (parts > 1 && entriesBlock(window)) {
+    // Ranges of whole entries, each its own descriptors, in order.
+    if (toHbm || window != block.shape || window[0] % parts != 0)
+      throw CodegenError("internal: only whole input blocks are copied in parts of entries");
+    const int64_t entries = window[0], step = entries / parts;
+    const int64_t hbmEntry = elementStrides(hbm)[0];
+    const int64_t vmemEntry = llo::tiledLayout(window).totalRows() / entries * isa::kVmemRowBytes;
+    CopyPlan all;
+    all.partsByEntry = true;
+    for (int64_t e0 = 0; e0 < entries; e0 += step) {
+      std::vector<int64_t> part = window;
+      part[0] = step;
+      CopyPlan p = planBlockCopy(hbm, block, false, part);
+      for (size_t i = 0; i < p.descriptors.size(); ++i) {
+        all.descriptors.push_back(p.descriptors[i]);
+        all.srcOffset.push_back(p.srcOffset[i] + e0 * hbmEntry);
+        all.dstOffset.push_back(p.dstOffset[i] + e0 * vmemEntry);
+      }
+      all.bytes += p.bytes;
+      all.partRowEnd.push_back(e0 + step);
+      all.partDescriptors.push_back(int64_t(p.descriptors.size()));
+    }
+    return all;
+  }
   if (parts > 1) {
     // Row ranges of whole (8-row) tiles, each its own descriptors, in order.
     if (toHbm || !rowsBlock(window) || window != block.shape)

@@ -29,6 +29,9 @@ struct CopyPlan {
   // partDescriptors[c] consecutive descriptors and holds the block's rows
   // [partRowEnd[c - 1], partRowEnd[c]) (first dimension). Empty: one part.
   std::vector<int64_t> partRowEnd, partDescriptors;
+  // The parts are ranges of the block's leading entries (entriesBlock), not
+  // of its rows: partRowEnd then counts entries.
+  bool partsByEntry = false;
 };
 
 // `sizes` is the window (one size per dim of both refs, same rank). VMEM
@@ -73,11 +76,23 @@ CopyPlan planBlockCopy(const llo::Type& hbm, const llo::Type& block, bool toHbm,
 constexpr int64_t kMaxArrivalParts = 4;
 constexpr int64_t kMinArrivalPartBytes = int64_t(512) << 10;
 constexpr int64_t kMinOnceArrivalPartBytes = int64_t(64) << 10;
+// Entries of a part of a batched step's block (entriesBlock): a wait between
+// every entry or two splits the step's matmuls into runs too short for the
+// scheduler to overlap one entry's MXU drain with the next one's pushes (a
+// q.K of 2 heads x 2048 keys a step, its steps MXU-bound: 37,587 cycles in
+// parts of one head against 37,229 whole).
+constexpr int64_t kMinArrivalPartEntries = 4;
 // Whether every grid step keeps the block of the first (a constant index
 // map over 2+ steps): it is copied once, in the prologue.
 bool copiedOnce(const llo::Kernel& k, const llo::BlockMapping& m);
 // A 2-D block, or one whose dimensions before its last two are all 1.
 bool rowsBlock(const std::vector<int64_t>& shape);
+// A block of several leading entries (a batched dot's step: [entries, 1...,
+// rows, cols]); its parts are ranges of whole entries when the body's first
+// read is a matmul at an entry before the last (FirstRead.h
+// firstReadByEntries): a decode attention's q.K step of 32 heads then starts
+// on its first heads while the rest of its 2 MiB of keys is in flight.
+bool entriesBlock(const std::vector<int64_t>& shape);
 int64_t arrivalParts(const llo::Kernel& k, const llo::BlockMapping& m, const llo::Type& hbm,
                      int queueDepth);
 

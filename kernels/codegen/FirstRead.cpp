@@ -14,8 +14,9 @@ enum class Read { None, Rows, Whole };
 
 class FirstRead {
  public:
-  FirstRead(const llo::Kernel& k, const llo::Value* ref, bool firstStep)
-      : k_(k), ref_(ref), firstStep_(firstStep), inputs_(inputBlocks(k)) {
+  // `byEntry`: the block's parts are ranges of its leading entries.
+  FirstRead(const llo::Kernel& k, const llo::Value* ref, bool firstStep, bool byEntry = false)
+      : k_(k), ref_(ref), firstStep_(firstStep), byEntry_(byEntry), inputs_(inputBlocks(k)) {
     const auto& shape = ref->type.shape;
     rows_ = shape.size() >= 2 ? shape[shape.size() - 2] : 0;
   }
@@ -31,6 +32,7 @@ class FirstRead {
   const llo::Kernel& k_;
   const llo::Value* ref_;
   bool firstStep_;
+  bool byEntry_;
   std::vector<const llo::Value*> inputs_;
   int64_t rows_ = 0;
 
@@ -104,6 +106,13 @@ class FirstRead {
     if (!uses) return Read::None;
     if (op.ints.size() > 7 && op.ints[7] >= 1) return Read::Whole;
     if (views[0].ref == ref_ || (llo::matmulScaled(op) && views[3].ref == ref_)) return Read::Whole;
+    if (byEntry_) {  // an operand's entry e waits for the parts up to it
+      if (views[1].ref != ref_ && views[2].ref != ref_) return Read::Whole;  // an addend
+      const llo::ViewRange& v = views[1].ref == ref_ ? views[1] : views[2];
+      if (v.indices.size() != ref_->type.shape.size()) return Read::Whole;
+      auto e = fold(v.indices[0], false);
+      return e && *e + 1 < ref_->type.shape[0] ? Read::Rows : Read::Whole;
+    }
     const int64_t N = op.ints[1], K = op.ints[2];
     const bool transLhs = op.ints[3], transRhs = op.ints[4];
     auto plus = [](std::optional<int64_t> row, int64_t n) {
@@ -155,6 +164,7 @@ class FirstRead {
       case OpKind::VStore: {
         const size_t r = op.kind == OpKind::VStore ? 1 : 0;
         if (op.operands[r] != ref_) return Read::None;
+        if (byEntry_) return Read::Whole;
         const size_t rank = ref_->type.shape.size();
         if (op.kind != OpKind::VLoad || op.operands.size() != rank + 1 || rank < 2)
           return Read::Whole;
@@ -192,6 +202,15 @@ bool firstReadByRows(const llo::Kernel& k, const llo::BlockMapping& m, bool firs
   const auto& args = k.body->body.args;
   if (arg >= args.size()) return false;
   return FirstRead(k, args[arg], firstStep).block(k.body->body) == Read::Rows;
+}
+
+bool firstReadByEntries(const llo::Kernel& k, const llo::BlockMapping& m) {
+  if (k.inMaps.empty() || &m < k.inMaps.data() || &m >= k.inMaps.data() + k.inMaps.size())
+    return false;
+  const size_t arg = size_t(k.numScalarPrefetch) + size_t(&m - k.inMaps.data());
+  const auto& args = k.body->body.args;
+  if (arg >= args.size()) return false;
+  return FirstRead(k, args[arg], false, true).block(k.body->body) == Read::Rows;
 }
 
 }  // namespace tpusim::kernels::codegen

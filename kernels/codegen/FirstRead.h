@@ -26,4 +26,9 @@ bool touchesRef(const llo::Op& op, const std::function<bool(const llo::Value*)>&
 // lowering's waits are not known from the IR.
 bool firstReadByRows(const llo::Kernel& k, const llo::BlockMapping& m, bool firstStep);
 
+// Whether the body's first read of the block of `m` (CopyPlan.h entriesBlock)
+// is a matmul operand at a constant leading entry before its last, which
+// waits for the parts of entries up to that one only.
+bool firstReadByEntries(const llo::Kernel& k, const llo::BlockMapping& m);
+
 }  // namespace tpusim::kernels::codegen

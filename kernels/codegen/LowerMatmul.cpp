@@ -155,7 +155,15 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   };
   constexpr int64_t kAll = std::numeric_limits<int64_t>::max();
   const int64_t lhsRow0 = firstRow(views[1]), rhsRow0 = firstRow(views[2]);
+  // A block arriving in parts of entries (CopyPlan::partsByEntry): the
+  // parts up to the view's entry.
   auto awaitOperand = [&](const llo::ViewRange& v, int64_t row0, int64_t rows) {
+    auto arriving = arrivals_.find(v.ref);
+    if (arriving != arrivals_.end() && arriving->second.byEntry) {
+      if (v.indices.empty()) return awaitRows(v.ref, kAll);
+      const ScalarVal e = scalar(v.indices[0]);
+      return awaitRows(v.ref, e.isConst ? e.c + 1 : kAll);
+    }
     awaitRows(v.ref, row0 < 0 ? kAll : row0 + rows);
   };
   awaitRows(views[0].ref, kAll);  // a destination that is read (accumulating)

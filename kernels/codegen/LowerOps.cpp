@@ -770,7 +770,7 @@ void Lowerer::awaitLoadRows(const llo::Op& op) {
       // index): the parts up to that tile; else all of it.
       int64_t rowEnd = std::numeric_limits<int64_t>::max();
       const size_t rank = it->first->type.shape.size();
-      if (op.kind == llo::OpKind::VLoad && op.operands[r] == it->first &&
+      if (!it->second.byEntry && op.kind == llo::OpKind::VLoad && op.operands[r] == it->first &&
           op.operands.size() == rank + 1 && rank >= 2) {
         ScalarVal row = scalar(op.operands[rank - 1]);
         if (row.isConst) rowEnd = row.c + (op.ints[0] == 0 ? 1 : 8 * op.ints[0]);

@@ -137,6 +137,7 @@ class Lowerer {
     int region = -1;                   // the block ref's memory region
     std::vector<int64_t> rowEnd;       // part c holds rows [rowEnd[c - 1], rowEnd[c])
     std::vector<int64_t> descriptors;  // copies of part c (each adds 1 to the flag)
+    bool byEntry = false;              // rowEnd counts leading entries (CopyPlan.h)
     size_t done = 0;                   // parts waited for so far
   };
   void expectArrival(const llo::Value* ref, Arrival a) { arrivals_[ref] = std::move(a); }

@@ -275,3 +275,25 @@ TEST_CASE("a block in parts that is not copied once keeps its first copy on its 
   // y's copies all on its own queue (flag 1).
   CHECK(count(r.compiled.machineText, "f1, q0") == 0);
 }
+
+TEST_CASE("a batched step's block is copied in parts of whole entries") {
+  // Decode attention's q.K step: 32 heads x 256 keys x 128 of a [32, 1024, 128]
+  // key array (2 MiB) in 4 parts of 8 heads; each part its own descriptors,
+  // at the part's first head in HBM and in VMEM.
+  const llo::Type hbm = llo::Type::ref(llo::MemSpace::Hbm, llo::DType::Bf16, {32, 1024, 128});
+  const llo::Type block = llo::Type::ref(llo::MemSpace::Vmem, llo::DType::Bf16, {32, 256, 128});
+  CHECK(entriesBlock(block.shape));
+  CHECK_FALSE(entriesBlock({1, 256, 128}));
+  CHECK_FALSE(entriesBlock({256, 128}));
+  CopyPlan whole = planBlockCopy(hbm, block, false, {32, 256, 128});
+  CopyPlan parts = planBlockCopy(hbm, block, false, {32, 256, 128}, /*pairRows=*/0, /*parts=*/4);
+  CHECK(parts.partsByEntry);
+  CHECK(parts.bytes == whole.bytes);
+  CHECK(parts.partRowEnd == std::vector<int64_t>{8, 16, 24, 32});
+  REQUIRE(parts.partDescriptors.size() == 4);
+  const size_t second = size_t(parts.partDescriptors[0]);
+  REQUIRE(second < parts.descriptors.size());
+  CHECK(parts.srcOffset[second] == 8 * 1024 * 128 * 2);
+  CHECK(parts.dstOffset[second] ==
+        8 * llo::tiledLayout({256, 128}).totalRows() * isa::kVmemRowBytes);
+}
