@@ -61,6 +61,18 @@ DmaFragment::DmaFragment(const kernels::codegen::TargetInfo& target,
   emit(Opcode::Mark, {I(0)});
 }
 
+void DmaFragment::shareBusyQueues(int64_t hbmBytes) {
+  const kernels::codegen::PrefetchPlan& region = placement_.inFlight;
+  if (region.empty() || hbmBytes < kBusyQueueShare * region.hbmBytes) return;
+  for (int64_t p : pending_)
+    if (p != 0) throw CodegenError("internal: shareBusyQueues after a copy");
+  for (int q = 0; q < std::max(1, target_.dmaQueues); ++q)
+    if (std::find(queueMap_.begin(), queueMap_.end(), q) == queueMap_.end()) queueMap_.push_back(q);
+  int freeFlags = target_.syncFlags - region.flags;
+  queues_ = std::max(1, std::min(int(queueMap_.size()), freeFlags));
+  pending_.assign(size_t(queues_), 0);
+}
+
 int DmaFragment::newBlock(const std::string& label) {
   fn_.blocks.push_back(kernels::codegen::MBlock{fmt::format("{}{}", label, fn_.blocks.size()), {}});
   return int(fn_.blocks.size()) - 1;

@@ -69,6 +69,14 @@ class DmaFragment {
   const kernels::codegen::TargetInfo& target() const { return target_; }
   // The fragment's queues, numbered 0 .. queues()-1 (each with a flag of its own).
   int queues() const { return queues_; }
+  // Also run on the queues of the prefetch region in flight (after the free
+  // ones), when the fragment moves at least kBusyQueueShare times the region's
+  // bytes: its copies on such a queue wait once for the region's (descriptors
+  // of a queue complete in order), and every later one gains a queue's depth
+  // of copies in flight (a gather of 65,536 rows on 3 of v6e's 4 queues:
+  // 24 rows in flight). Call before the first copy.
+  static constexpr int64_t kBusyQueueShare = 8;
+  void shareBusyQueues(int64_t hbmBytes);
   // First VMEM byte the fragment may use; it uses at most half of VMEM from
   // there (the prefetch planner keeps a region in flight within the other
   // half), or up to vmemEnd() when it must (a scatter's table).

@@ -86,6 +86,7 @@ void lowerGather(DmaOp& op) {
 
   int64_t words = indices.elementCount();
   DmaFragment& f = op.frag;
+  f.shareBusyQueues(2 * points * slice.bytes());
   int64_t limit = std::min(kMaxStagedIndices, f.target().smemBytes / 4 / 4);
   if (words > limit)
     op.fail(
