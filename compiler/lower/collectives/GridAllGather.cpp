@@ -79,11 +79,11 @@ struct Stream {
 
 // A paced ring's block goes in pieces of about this many hop latencies on the
 // wire when it takes at least two: a step then waits for the first piece's
-// transfer and hop, not the whole block's. A later phase keeps the previous
-// one's piece count when it had several, so its piece q reads only their
-// pieces q.
+// transfer and hop, not the whole block's. The count comes from a part's
+// last phase (Planner::partPieces) and holds for all its phases, so a later
+// phase's piece q reads only the earlier phases' pieces q.
 constexpr double kPieceHops = 1.0;
-constexpr uint64_t kMinPieceBytes = 32 << 10;  // of all its chunks
+constexpr uint64_t kMinPieceBytes = 32 << 10;  // of the last phase's block
 constexpr int kMaxPieces = 16;
 
 class Planner {
