@@ -5,7 +5,10 @@
 //  - each chunk is cut into D parts (D = the dimensions the group spans);
 //    part j is gathered along the dimensions in the order j, j + 1, ... (mod
 //    D), so at any time each part uses a different dimension's links;
-//  - along a wrapping dimension (a ring) half of a part goes each way round;
+//  - along a wrapping dimension (a ring) both directions carry the part's
+//    whole block half way round (an even ring's opposite chip gets half of
+//    it each way): n / 2 hops per block instead of n - 1 for the same bytes
+//    per link (the Hamiltonian ring keeps half a part each way all round);
 //    along one without wraparound (a line) every block travels both ways to
 //    the ends;
 //  - a block is forwarded as soon as it has arrived (a flag per stream counts
@@ -19,9 +22,10 @@
 //    once it has arrived, and sends are paced per link (each counts on its
 //    (dimension, direction)'s flag and waits until the link's previous piece
 //    has left), so a piece arrives while the next ones are on the wire and a
-//    step no longer waits for the whole block and a hop; a later phase's
-//    piece q reads only the previous phase's pieces q (the same byte range
-//    of each chunk), so it goes right after their last arrival.
+//    step no longer waits for the whole block and a hop; every phase of a
+//    part goes in its last phase's piece count (even), so a later phase's
+//    piece q reads only the earlier phases' pieces q (the same byte range of
+//    each chunk) and goes right after their last arrival.
 //
 // The groups must be whole sub-grids of the slice (members along the
 // dimensions they span, in row-major order), the case of replica_groups={}
