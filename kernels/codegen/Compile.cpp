@@ -10,6 +10,7 @@
 #include <map>
 
 #include "kernels/codegen/CopyPlan.h"
+#include "kernels/codegen/FirstRead.h"
 #include "kernels/codegen/HazardCheck.h"
 #include "kernels/codegen/Lowering.h"
 #include "kernels/codegen/PairPack.h"
@@ -651,6 +652,12 @@ class Pipeline {
       deferred_.push_back({&s, src, dst});
       return ScalarVal{true, 1, {}};
     }
+    if (deferWhole_ && s.variants.size() == 1) {
+      if (!src.isConst) src = R(L_.reg(src));
+      if (!dst.isConst) dst = R(L_.reg(dst));
+      deferredWhole_.push_back({&s, src, dst});
+      return ScalarVal{true, 1, {}};
+    }
     if (s.variants.size() > 1) return startVariants(s, idx, src, dst);
     issueDescriptors(s, s.variants[0], src, dst, 0, s.variants[0].descWords.size());
     return ScalarVal{true, 1, {}};
@@ -680,23 +687,48 @@ class Pipeline {
     Stream* s;
     ScalarVal src, dst;
   };
+  bool firstStepReadsPastFirstPart(const Stream& s) const {
+    const auto& ends = s.variants.at(0).plan.partRowEnd;
+    return ends.empty() || !firstStepReadsWithin(k_, *s.map, ends.front());
+  }
+  bool anyOnceInParts() const {
+    for (const Stream& p : streams_)
+      if (p.once && p.variants.size() == 1) return true;
+    return false;
+  }
   bool deferParts_ = false;
+  bool deferWhole_ = false;
   std::vector<DeferredParts> deferred_;
+  std::vector<DeferredParts> deferredWhole_;
   void issueDeferredParts() {
-    for (size_t part = 0;; ++part) {
-      bool any = false;
-      for (const DeferredParts& d : deferred_) {
-        const CopyVariant& cv = d.s->variants[0];
-        const auto& counts = cv.plan.partDescriptors;
-        if (part >= counts.size()) continue;
-        any = true;
-        size_t from = 0;
-        for (size_t p = 0; p < part; ++p) from += size_t(counts[p]);
-        issueDescriptors(*d.s, cv, d.src, d.dst, from, from + size_t(counts[part]),
-                         queueOf(*deferred_.front().s));
+    const int64_t queue = deferred_.empty() ? 0 : queueOf(*deferred_.front().s);
+    auto issuePart = [&](const DeferredParts& d, size_t part) {
+      const CopyVariant& cv = d.s->variants[0];
+      const auto& counts = cv.plan.partDescriptors;
+      if (part >= counts.size()) return false;
+      size_t from = 0;
+      for (size_t p = 0; p < part; ++p) from += size_t(counts[p]);
+      issueDescriptors(*d.s, cv, d.src, d.dst, from, from + size_t(counts[part]), queue);
+      return true;
+    };
+    for (const DeferredParts& d : deferred_) issuePart(d, 0);
+    for (const DeferredParts& d : deferredWhole_)
+      issueDescriptors(*d.s, d.s->variants[0], d.src, d.dst, 0, d.s->variants[0].descWords.size(),
+                       queue);
+    deferredWhole_.clear();
+    // The later parts of the blocks the first step reads beyond their first
+    // part come first: a stream's parts complete in order on the queue, and
+    // those the first step does not read would share HBM with them.
+    auto laterParts = [&](bool firstStepReads) {
+      for (size_t part = 1;; ++part) {
+        bool any = false;
+        for (const DeferredParts& d : deferred_)
+          if (firstStepReadsPastFirstPart(*d.s) == firstStepReads) any = issuePart(d, part) || any;
+        if (!any) break;
       }
-      if (!any) break;
-    }
+    };
+    laterParts(true);
+    laterParts(false);
     deferred_.clear();
   }
 
@@ -888,8 +920,10 @@ class Pipeline {
         // A block per copy, as the branch made before: the copies' values
         // (buffer, addresses) are not shared between them.
         if (s.staticChange && j > j0) L_.newBlock("issue");
+        deferWhole_ = j == j0 && !s.prefetched && !s.once && anyOnceInParts();
         issueInput(s, indexMap(s, ids),
                    ScalarVal{true, s.staticChange ? int64_t(s.changesAt.at(size_t(j))) : 1, {}}, j);
+        deferWhole_ = false;
         ids = advance(ids);
       }
       if (s.once) {  // in buffer 0 for the whole grid; arrive() is not needed
