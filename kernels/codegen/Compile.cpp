@@ -920,7 +920,7 @@ class Pipeline {
         // A block per copy, as the branch made before: the copies' values
         // (buffer, addresses) are not shared between them.
         if (s.staticChange && j > j0) L_.newBlock("issue");
-        deferWhole_ = j == j0 && !s.prefetched && !s.once && anyOnceInParts();
+        deferWhole_ = j == j0 && !s.prefetched && s.parts <= 1 && anyOnceInParts();
         issueInput(s, indexMap(s, ids),
                    ScalarVal{true, s.staticChange ? int64_t(s.changesAt.at(size_t(j))) : 1, {}}, j);
         deferWhole_ = false;
