@@ -679,18 +679,26 @@ class Pipeline {
     }
   }
 
-  // The prologue's first blocks that arrive in parts, issued part by part
-  // across the streams (part 0 of each, then part 1, ...) after the whole
-  // blocks, all on the first such stream's queue (a queue completes its
-  // descriptors in order): the first rows of every such block land first.
+  // The prologue's blocks copied once in parts, all on the first such
+  // stream's queue (a queue completes its descriptors in order): part 0 of
+  // each, then the first copies of the blocks that arrive whole (deferWhole_:
+  // were first, on their own queues, sharing HBM with the parts the first
+  // step waits for at its start, though the body may read them much later:
+  // flash attention's V after the score dot and the softmax), then the later
+  // parts, part by part across the streams, those of blocks the first step
+  // reads past their first part before the others (causal flash reads all
+  // of q there, for the next q block's scores, and K's first part only).
   struct DeferredParts {
     Stream* s;
     ScalarVal src, dst;
   };
+  // Whether the first step reads the block past its first part (or where,
+  // is not known: FirstRead.h firstStepReadsWithin).
   bool firstStepReadsPastFirstPart(const Stream& s) const {
     const auto& ends = s.variants.at(0).plan.partRowEnd;
     return ends.empty() || !firstStepReadsWithin(k_, *s.map, ends.front());
   }
+  // Whether a block copied once arrives in parts (issueDeferredParts).
   bool anyOnceInParts() const {
     for (const Stream& p : streams_)
       if (p.once && p.variants.size() == 1) return true;
@@ -716,9 +724,9 @@ class Pipeline {
       issueDescriptors(*d.s, d.s->variants[0], d.src, d.dst, 0, d.s->variants[0].descWords.size(),
                        queue);
     deferredWhole_.clear();
-    // The later parts of the blocks the first step reads beyond their first
-    // part come first: a stream's parts complete in order on the queue, and
-    // those the first step does not read would share HBM with them.
+    // The later parts of the blocks the first step reads past their first
+    // part first: the queue's copies share HBM, so parts the first step does
+    // not read would slow those it waits for.
     auto laterParts = [&](bool firstStepReads) {
       for (size_t part = 1;; ++part) {
         bool any = false;

@@ -218,10 +218,9 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
     // With the next q block's dot, the first part's iterations all
     // straight-line too, marked as work the dot hides: no loop then ends
     // the block before the dot, so the list scheduler runs the dot's pushes
-    // and stream under the first part's exps and the EUP under the dot
-    // (causal 2048 20,830 -> 20,460 cycles; unmarked 21,885; the dot placed
-    // after the first part's 1 - 6 iterations instead: 22,003 / 21,798 /
-    // 21,980 / 22,016 / 21,601 / 20,495; at its start 27,493).
+    // and stream under the first part's exps (causal 2048 20,864 -> 20,374
+    // cycles; unmarked: +1,400). The dot moved into the first part instead
+    // did less (docs/performance.md, branch `causal13`).
     if (nextQScores && i == 0) {
       part.partHead = part.rows / (8 * kPipelinedSlabs) - 2;
       part.partOverlap = true;
