@@ -10,6 +10,7 @@
 #include <map>
 
 #include "kernels/codegen/CopyPlan.h"
+#include "kernels/codegen/FirstRead.h"
 #include "kernels/codegen/HazardCheck.h"
 #include "kernels/codegen/Lowering.h"
 #include "kernels/codegen/PairPack.h"
@@ -651,6 +652,12 @@ class Pipeline {
       deferred_.push_back({&s, src, dst});
       return ScalarVal{true, 1, {}};
     }
+    if (deferWhole_ && s.variants.size() == 1) {
+      if (!src.isConst) src = R(L_.reg(src));
+      if (!dst.isConst) dst = R(L_.reg(dst));
+      deferredWhole_.push_back({&s, src, dst});
+      return ScalarVal{true, 1, {}};
+    }
     if (s.variants.size() > 1) return startVariants(s, idx, src, dst);
     issueDescriptors(s, s.variants[0], src, dst, 0, s.variants[0].descWords.size());
     return ScalarVal{true, 1, {}};
@@ -672,31 +679,64 @@ class Pipeline {
     }
   }
 
-  // The prologue's first blocks that arrive in parts, issued part by part
-  // across the streams (part 0 of each, then part 1, ...) after the whole
-  // blocks, all on the first such stream's queue (a queue completes its
-  // descriptors in order): the first rows of every such block land first.
+  // The prologue's blocks copied once in parts, all on the first such
+  // stream's queue (a queue completes its descriptors in order): part 0 of
+  // each, then the first copies of the blocks that arrive whole (deferWhole_:
+  // were first, on their own queues, sharing HBM with the parts the first
+  // step waits for at its start, though the body may read them much later:
+  // flash attention's V after the score dot and the softmax), then the later
+  // parts, part by part across the streams, those of blocks the first step
+  // reads past their first part before the others (causal flash reads all
+  // of q there, for the next q block's scores, and K's first part only).
   struct DeferredParts {
     Stream* s;
     ScalarVal src, dst;
   };
+  // Whether the first step reads the block past its first part (or where,
+  // is not known: FirstRead.h firstStepReadsWithin).
+  bool firstStepReadsPastFirstPart(const Stream& s) const {
+    const auto& ends = s.variants.at(0).plan.partRowEnd;
+    return ends.empty() || !firstStepReadsWithin(k_, *s.map, ends.front());
+  }
+  // Whether a block copied once arrives in parts (issueDeferredParts).
+  bool anyOnceInParts() const {
+    for (const Stream& p : streams_)
+      if (p.once && p.variants.size() == 1) return true;
+    return false;
+  }
   bool deferParts_ = false;
+  bool deferWhole_ = false;
   std::vector<DeferredParts> deferred_;
+  std::vector<DeferredParts> deferredWhole_;
   void issueDeferredParts() {
-    for (size_t part = 0;; ++part) {
-      bool any = false;
-      for (const DeferredParts& d : deferred_) {
-        const CopyVariant& cv = d.s->variants[0];
-        const auto& counts = cv.plan.partDescriptors;
-        if (part >= counts.size()) continue;
-        any = true;
-        size_t from = 0;
-        for (size_t p = 0; p < part; ++p) from += size_t(counts[p]);
-        issueDescriptors(*d.s, cv, d.src, d.dst, from, from + size_t(counts[part]),
-                         queueOf(*deferred_.front().s));
+    const int64_t queue = deferred_.empty() ? 0 : queueOf(*deferred_.front().s);
+    auto issuePart = [&](const DeferredParts& d, size_t part) {
+      const CopyVariant& cv = d.s->variants[0];
+      const auto& counts = cv.plan.partDescriptors;
+      if (part >= counts.size()) return false;
+      size_t from = 0;
+      for (size_t p = 0; p < part; ++p) from += size_t(counts[p]);
+      issueDescriptors(*d.s, cv, d.src, d.dst, from, from + size_t(counts[part]), queue);
+      return true;
+    };
+    for (const DeferredParts& d : deferred_) issuePart(d, 0);
+    for (const DeferredParts& d : deferredWhole_)
+      issueDescriptors(*d.s, d.s->variants[0], d.src, d.dst, 0, d.s->variants[0].descWords.size(),
+                       queue);
+    deferredWhole_.clear();
+    // The later parts of the blocks the first step reads past their first
+    // part first: the queue's copies share HBM, so parts the first step does
+    // not read would slow those it waits for.
+    auto laterParts = [&](bool firstStepReads) {
+      for (size_t part = 1;; ++part) {
+        bool any = false;
+        for (const DeferredParts& d : deferred_)
+          if (firstStepReadsPastFirstPart(*d.s) == firstStepReads) any = issuePart(d, part) || any;
+        if (!any) break;
       }
-      if (!any) break;
-    }
+    };
+    laterParts(true);
+    laterParts(false);
     deferred_.clear();
   }
 
@@ -888,8 +928,10 @@ class Pipeline {
         // A block per copy, as the branch made before: the copies' values
         // (buffer, addresses) are not shared between them.
         if (s.staticChange && j > j0) L_.newBlock("issue");
+        deferWhole_ = j == j0 && !s.prefetched && s.parts <= 1 && anyOnceInParts();
         issueInput(s, indexMap(s, ids),
                    ScalarVal{true, s.staticChange ? int64_t(s.changesAt.at(size_t(j))) : 1, {}}, j);
+        deferWhole_ = false;
         ids = advance(ids);
       }
       if (s.once) {  // in buffer 0 for the whole grid; arrive() is not needed

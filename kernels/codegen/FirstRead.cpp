@@ -15,8 +15,14 @@ enum class Read { None, Rows, Whole };
 class FirstRead {
  public:
   // `byEntry`: the block's parts are ranges of its leading entries.
-  FirstRead(const llo::Kernel& k, const llo::Value* ref, bool firstStep, bool byEntry = false)
-      : k_(k), ref_(ref), firstStep_(firstStep), byEntry_(byEntry), inputs_(inputBlocks(k)) {
+  FirstRead(const llo::Kernel& k, const llo::Value* ref, bool firstStep, bool byEntry = false,
+            bool allReads = false)
+      : k_(k),
+        ref_(ref),
+        firstStep_(firstStep),
+        byEntry_(byEntry),
+        allReads_(allReads),
+        inputs_(inputBlocks(k)) {
     const auto& shape = ref->type.shape;
     rows_ = shape.size() >= 2 ? shape[shape.size() - 2] : 0;
   }
@@ -24,15 +30,23 @@ class FirstRead {
   // The first op of `b` that waits for the block, and how.
   Read block(const llo::Block& b) {
     for (const auto& op : b.ops)
-      if (Read r = this->op(*op); r != Read::None) return r;
+      if (Read r = this->op(*op); r != Read::None && !allReads_) return r;
     return Read::None;
   }
+
+  // allReads: every read of the first step's path (both branches of an `if`
+  // whose condition is not known there) has been walked by block(); the
+  // rows they read end before `rowEnd`.
+  bool readsWithin(int64_t rowEnd) const { return !whole_ && maxRowEnd_ <= rowEnd; }
 
  private:
   const llo::Kernel& k_;
   const llo::Value* ref_;
   bool firstStep_;
   bool byEntry_;
+  bool allReads_;
+  bool whole_ = false;
+  int64_t maxRowEnd_ = 0;
   std::vector<const llo::Value*> inputs_;
   int64_t rows_ = 0;
 
@@ -86,43 +100,57 @@ class FirstRead {
   }
 
   // A read of the block's rows up to `rowEnd` (exclusive), if known.
-  Read rowsUpTo(std::optional<int64_t> rowEnd) const {
+  Read rowsUpTo(std::optional<int64_t> rowEnd) {
+    if (rowEnd)
+      maxRowEnd_ = std::max(maxRowEnd_, *rowEnd);
+    else
+      whole_ = true;
     return rowEnd && *rowEnd < rows_ ? Read::Rows : Read::Whole;
+  }
+  Read whole() {
+    whole_ = true;
+    return Read::Whole;
   }
   // The constant second-last index of a view of the block, if it is one.
   std::optional<int64_t> viewRow(const llo::ViewRange& v) const {
     const size_t rank = v.ref->type.shape.size();
     if (rank < 2 || v.indices.size() != rank) return std::nullopt;
-    return fold(v.indices[rank - 2], false);
+    return fold(v.indices[rank - 2], allReads_);
   }
 
   // As Lowerer::lowerMatmul waits: the destination and a scale row whole, the
   // LHS by row tiles (by K chunks transposed), the weights by K chunks (all
   // N rows transposed), addends whole. A latched matmul: whole (conservative).
-  Read matmul(const llo::Op& op) const {
+  Read matmul(const llo::Op& op) {
     const auto views = llo::opViews(op);
     bool uses = false;
     for (const auto& v : views) uses = uses || v.ref == ref_;
     if (!uses) return Read::None;
-    if (op.ints.size() > 7 && op.ints[7] >= 1) return Read::Whole;
-    if (views[0].ref == ref_ || (llo::matmulScaled(op) && views[3].ref == ref_)) return Read::Whole;
+    if (op.ints.size() > 7 && op.ints[7] >= 1) return whole();
+    if (views[0].ref == ref_ || (llo::matmulScaled(op) && views[3].ref == ref_)) return whole();
     if (byEntry_) {  // an operand's entry e waits for the parts up to it
-      if (views[1].ref != ref_ && views[2].ref != ref_) return Read::Whole;  // an addend
+      if (views[1].ref != ref_ && views[2].ref != ref_) return whole();  // an addend
       const llo::ViewRange& v = views[1].ref == ref_ ? views[1] : views[2];
-      if (v.indices.size() != ref_->type.shape.size()) return Read::Whole;
+      if (v.indices.size() != ref_->type.shape.size()) return whole();
       auto e = fold(v.indices[0], false);
-      return e && *e + 1 < ref_->type.shape[0] ? Read::Rows : Read::Whole;
+      return e && *e + 1 < ref_->type.shape[0] ? Read::Rows : whole();
     }
     const int64_t N = op.ints[1], K = op.ints[2];
     const bool transLhs = op.ints[3], transRhs = op.ints[4];
     auto plus = [](std::optional<int64_t> row, int64_t n) {
       return row ? std::optional<int64_t>(*row + n) : std::nullopt;
     };
+    // allReads: all the rows the operand covers, not its first tile's.
+    const int64_t M = op.ints[0];
     if (views[1].ref == ref_)
-      return rowsUpTo(plus(viewRow(views[1]), transLhs ? std::min<int64_t>(K, 128) : 8));
+      return rowsUpTo(plus(viewRow(views[1]), allReads_  ? (transLhs ? K : M)
+                                              : transLhs ? std::min<int64_t>(K, 128)
+                                                         : 8));
     if (views[2].ref == ref_)
-      return rowsUpTo(plus(viewRow(views[2]), transRhs ? N : std::min<int64_t>(K, 128)));
-    return Read::Whole;  // an addend
+      return rowsUpTo(plus(viewRow(views[2]), allReads_  ? (transRhs ? N : K)
+                                              : transRhs ? N
+                                                         : std::min<int64_t>(K, 128)));
+    return whole();  // an addend
   }
 
   // As Lowerer::lowerIf: a constant condition lowers one branch in place; an
@@ -136,6 +164,14 @@ class FirstRead {
       return twoSided ? block(op.regions[1]) : Read::None;
     }
     if (!waitsForAll(op)) return Read::None;
+    if (allReads_) {  // the first step's branch, or both when not known
+      if (auto c = fold(op.operands[0], true)) {
+        if (*c) return block(op.regions[0]);
+        return twoSided ? block(op.regions[1]) : Read::None;
+      }
+      for (const llo::Block& b : op.regions) block(b);
+      return Read::None;
+    }
     if (!twoSided) return Read::Whole;
     auto branch = [&](const llo::Block& b) {
       const Read r = block(b);
@@ -164,11 +200,10 @@ class FirstRead {
       case OpKind::VStore: {
         const size_t r = op.kind == OpKind::VStore ? 1 : 0;
         if (op.operands[r] != ref_) return Read::None;
-        if (byEntry_) return Read::Whole;
         const size_t rank = ref_->type.shape.size();
-        if (op.kind != OpKind::VLoad || op.operands.size() != rank + 1 || rank < 2)
-          return Read::Whole;
-        auto row = fold(op.operands[rank - 1], false);
+        if (byEntry_) return whole();
+        if (op.kind != OpKind::VLoad || op.operands.size() != rank + 1 || rank < 2) return whole();
+        auto row = fold(op.operands[rank - 1], allReads_);
         const int64_t stride = op.ints.empty() ? 1 : op.ints[0];
         return rowsUpTo(row ? std::optional<int64_t>(*row + (stride == 0 ? 1 : 8 * stride))
                             : std::nullopt);
@@ -176,10 +211,14 @@ class FirstRead {
       default:
         break;
     }
-    if (!op.regions.empty())  // a loop waits for every block, if it may read one
+    if (!op.regions.empty()) {  // a loop waits for every block, if it may read one
+      if (allReads_)
+        return touchesRef(op, [&](const llo::Value* v) { return v == ref_; }) ? whole()
+                                                                              : Read::None;
       return waitsForAll(op) ? Read::Whole : Read::None;
+    }
     for (const llo::Value* v : op.operands)
-      if (v == ref_) return Read::Whole;
+      if (v == ref_) return whole();
     return Read::None;
   }
 };
@@ -195,22 +234,33 @@ bool touchesRef(const llo::Op& op, const std::function<bool(const llo::Value*)>&
   return false;
 }
 
-bool firstReadByRows(const llo::Kernel& k, const llo::BlockMapping& m, bool firstStep) {
+// The body's argument that holds the block of `m` (one of k.inMaps), or null.
+static const llo::Value* blockArg(const llo::Kernel& k, const llo::BlockMapping& m) {
   if (k.inMaps.empty() || &m < k.inMaps.data() || &m >= k.inMaps.data() + k.inMaps.size())
-    return false;
+    return nullptr;
   const size_t arg = size_t(k.numScalarPrefetch) + size_t(&m - k.inMaps.data());
   const auto& args = k.body->body.args;
-  if (arg >= args.size()) return false;
-  return FirstRead(k, args[arg], firstStep).block(k.body->body) == Read::Rows;
+  return arg < args.size() ? args[arg] : nullptr;
+}
+
+bool firstStepReadsWithin(const llo::Kernel& k, const llo::BlockMapping& m, int64_t rowEnd) {
+  const llo::Value* ref = blockArg(k, m);
+  if (!ref) return false;
+  FirstRead walk(k, ref, true, /*byEntry=*/false, /*allReads=*/true);
+  walk.block(k.body->body);
+  return walk.readsWithin(rowEnd);
+}
+
+bool firstReadByRows(const llo::Kernel& k, const llo::BlockMapping& m, bool firstStep) {
+  const llo::Value* ref = blockArg(k, m);
+  if (!ref) return false;
+  return FirstRead(k, ref, firstStep).block(k.body->body) == Read::Rows;
 }
 
 bool firstReadByEntries(const llo::Kernel& k, const llo::BlockMapping& m) {
-  if (k.inMaps.empty() || &m < k.inMaps.data() || &m >= k.inMaps.data() + k.inMaps.size())
-    return false;
-  const size_t arg = size_t(k.numScalarPrefetch) + size_t(&m - k.inMaps.data());
-  const auto& args = k.body->body.args;
-  if (arg >= args.size()) return false;
-  return FirstRead(k, args[arg], false, true).block(k.body->body) == Read::Rows;
+  const llo::Value* ref = blockArg(k, m);
+  if (!ref) return false;
+  return FirstRead(k, ref, false, /*byEntry=*/true).block(k.body->body) == Read::Rows;
 }
 
 }  // namespace tpusim::kernels::codegen

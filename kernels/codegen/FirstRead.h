@@ -31,4 +31,10 @@ bool firstReadByRows(const llo::Kernel& k, const llo::BlockMapping& m, bool firs
 // waits for the parts of entries up to that one only.
 bool firstReadByEntries(const llo::Kernel& k, const llo::BlockMapping& m);
 
+// Whether every read of the block of `m` (one of k.inMaps) at the grid's
+// first step takes rows before `rowEnd` only (its row indices known there;
+// both branches of an `if` whose condition is not): its later rows are not
+// needed before the second step. Conservative: false where not known.
+bool firstStepReadsWithin(const llo::Kernel& k, const llo::BlockMapping& m, int64_t rowEnd);
+
 }  // namespace tpusim::kernels::codegen

@@ -215,6 +215,16 @@ void OnlineSoftmax::updateDiagonal(const Array& q, const Array& k,
       part.partHead = part.rows / (8 * kPipelinedSlabs) - 2;
       part.partOverlap = true;
     }
+    // With the next q block's dot, the first part's iterations all
+    // straight-line too, marked as work the dot hides: no loop then ends
+    // the block before the dot, so the list scheduler runs the dot's pushes
+    // and stream under the first part's exps (causal 2048 20,864 -> 20,374
+    // cycles; unmarked: +1,400). The dot moved into the first part instead
+    // did less (docs/performance.md, branch `causal13`).
+    if (nextQScores && i == 0) {
+      part.partHead = part.rows / (8 * kPipelinedSlabs) - 2;
+      part.partOverlap = true;
+    }
     // The first part's p x V on the MXUs, idle through the later parts,
     // with the second part's iterations straight-line after it as work the
     // stream hides (as under the next q block's dot; causal 2048 22,071 ->

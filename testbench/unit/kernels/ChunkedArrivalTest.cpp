@@ -5,6 +5,7 @@
 // descriptor completes, so a read before its wait would see stale rows).
 #include <catch2/catch.hpp>
 
+#include <regex>
 #include <string>
 
 #include "kernels/codegen/Compile.h"
@@ -296,4 +297,42 @@ TEST_CASE("a batched step's block is copied in parts of whole entries") {
   CHECK(parts.srcOffset[second] == 8 * 1024 * 128 * 2);
   CHECK(parts.dstOffset[second] ==
         8 * llo::tiledLayout({256, 128}).totalRows() * isa::kVmemRowBytes);
+}
+
+// The prologue's copies, in issue order (flags and queues of the DMAs before
+// the first wait).
+std::vector<std::string> prologueCopies(const std::string& machineText) {
+  std::vector<std::string> out;
+  const std::string head = machineText.substr(0, machineText.find("sync.wait"));
+  std::regex dma(R"(dma s\d+, (f\d+, q\d+))");
+  for (auto it = std::sregex_iterator(head.begin(), head.end(), dma); it != std::sregex_iterator();
+       ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+TEST_CASE(
+    "the prologue copies the heads' first parts, the whole blocks, then the parts read first") {
+  // Seq 2048, blocks 512: q's and K's whole heads (f0, f1) in 4 parts of 512
+  // rows, V's block (f2) whole. All on one queue (each completes in order):
+  // the parts the first step reads first, V's first block behind them (was
+  // first, on its own queue, sharing HBM with them), then the later parts of
+  // the head the first step reads past its first part.
+  const TargetInfo t = testing::kernelTarget("v5e");
+  // Causal, paired: the first step (q block 0's diagonal) reads K rows
+  // [0, 512) and q's block 0 and (the next q block's first scores) block 3.
+  auto causal = flash(1, 2048, true, true);
+  CHECK_FALSE(firstStepReadsWithin(*causal, causal->inMaps[0], 512));
+  CHECK(firstStepReadsWithin(*causal, causal->inMaps[1], 512));
+  CHECK(prologueCopies(compileKernel(*causal, t).machineText) ==
+        std::vector<std::string>{"f0, q0", "f1, q0", "f2, q0", "f0, q0", "f0, q0", "f0, q0",
+                                 "f1, q0", "f1, q0", "f1, q0"});
+  // Not causal: the first step reads q's block 0 and K's blocks 0 and 1 (the
+  // next step's scores).
+  auto plain = flash(1, 2048);
+  CHECK(firstStepReadsWithin(*plain, plain->inMaps[0], 512));
+  CHECK_FALSE(firstStepReadsWithin(*plain, plain->inMaps[1], 512));
+  CHECK(prologueCopies(compileKernel(*plain, t).machineText) ==
+        std::vector<std::string>{"f0, q0", "f1, q0", "f2, q0", "f1, q0", "f1, q0", "f1, q0",
+                                 "f0, q0", "f0, q0", "f0, q0"});
 }

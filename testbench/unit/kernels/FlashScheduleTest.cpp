@@ -166,19 +166,28 @@ TEST_CASE("causal flash attention's diagonal step writes the output") {
 // rows 256-383 see none of keys 384-511: that window gets no exps (weights
 // 0): 16 fewer in the block with the next dot and p x V (512 mms) and 1 / l
 // (64 reciprocals): 156, 172 with them; 120 in the variant of q block 0,
-// whose diagonal is its first step (fresh: 36 alpha exps fewer).
+// whose diagonal is its first step (fresh: 36 alpha exps fewer). The first
+// part's slabs (rows 0-255) are straight-line in the same block, as work the
+// next dot hides (no slab loop ends the block before it): 68 exps more (40
+// fresh), 224 and 160 (its own score dot there too: 768 mms).
 TEST_CASE("causal flash attention's diagonal skips the exps of keys after a slab's rows") {
   codegen::TargetInfo t = testing::kernelTarget("v5e");
   lib::FlashAttentionParams p = causalInParts(0);
-  int lastParts = 0, fresh = 0;
+  int ready = 0, fresh = 0;
   for (const Block& b : blocks(kernel1024(t, p).machineText)) {
-    if (count(b.text, "vrcp") != 64 || count(b.text, "mxu.mm") != 512) continue;
-    ++lastParts;
-    const int exps = count(b.text, "vexp");
-    CHECK((exps == 156 || exps == 120));
-    fresh += exps == 120;
+    if (count(b.text, "vrcp") != 64) continue;
+    const int exps = count(b.text, "vexp"), mms = count(b.text, "mxu.mm");
+    INFO("exps " << exps << ", mms " << mms);
+    if (mms == 512) {
+      CHECK(exps == 224);
+      ++ready;
+    }
+    if (mms == 768) {
+      CHECK(exps == 160);
+      ++fresh;
+    }
   }
-  CHECK(lastParts >= 2);
+  CHECK(ready >= 2);
   CHECK(fresh == 1);
 }
 
