@@ -1364,10 +1364,31 @@ CompiledKernel compileKernel(const llo::Kernel& k, const TargetInfo& t, const Co
   // the second attention backward ran out at 4096 and 3072 only with them:
   // 2304 cost it 3.49 M cycles against 3.15 M; the prefetch saves a few
   // thousand.
+  // A kernel of the hint that spills beside those copies is compiled without
+  // them too, and gives them up where its code is shorter then: in the 2-layer
+  // training step the one-block attention forward spilled 8 registers beside
+  // them and took 14,921 bundles, 7,210 without (3.82 M cycles against 1.83 M);
+  // the second backward spills beside them and without them, and is shorter
+  // with them (12,308 bundles against 15,941), so it keeps them. Only code
+  // longer by more than a quarter gives them up: the tiny prefill's forward
+  // on v5e spills 5 beside them in 5,337 bundles against 5,335, and giving
+  // them up there cost each next kernel ~5k cycles (660,994 -> 684,495).
   for (int64_t lookahead = k.scheduleLookahead; lookahead > kFallbackLookahead;
        lookahead = lookahead * 3 / 4) {
     try {
-      return compile(lookahead);
+      CompiledKernel out = compile(lookahead);
+      if (!o.prefetchNext.empty() && out.stats.spills > 0) {
+        CompileOptions bare = o;
+        bare.prefetchNext = {};
+        const int64_t without = compileKernel(k, t, bare).stats.bundles;
+        if (without * 5 / 4 < out.stats.bundles)
+          throw RegisterPressureError(
+              fmt::format("kernel '{}' spills {} registers beside the next kernel's first "
+                          "blocks: {} bundles, {} without them (more than a quarter more)",
+                          k.name, out.stats.spills, out.stats.bundles, without),
+              RegClass::Scalar);
+      }
+      return out;
     } catch (const RegisterPressureError&) {
       if (!o.prefetchNext.empty()) throw;
     }

@@ -549,7 +549,11 @@ PallasCall attentionForwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     // shorter still (64 causal heads, v6e: 58,080 cycles against 64,014), but
     // in the training step the whole step in one block spilled scalars (the
     // next kernel's prefetch: 13.7k bundles a step against 7.0k).
-    if (prm.hideSoftmax) {
+    if (prm.hideSoftmax && prm.oneBlock) {
+      OverlapWithMxu hidden;
+      const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
+      for (const Head& h : heads) softmax(h, diag, true);
+    } else if (prm.hideSoftmax) {
       fori_loop(0, 1, [&](Scalar) {
         OverlapWithMxu hidden;
         const Array diag = in_vregs(iota(8, 128, 1) - iota(8, 128, 0));
@@ -704,6 +708,9 @@ KernelEntry attentionForwardEntry() {
       "rows in VMEM, several heads per step)";
   e.params = commonSpecs();
   e.params.push_back(headsSpec());
+  e.params.push_back({"one_block", "true",
+                      "with hide_softmax: the score dots, the softmax and the output dots of a "
+                      "step in one basic block (false: the softmax in a block of its own)"});
   e.params.push_back({"hide_softmax", "true",
                       "the softmax straight-line in one block, as work the MXUs hide (false: 16 "
                       "loops of 8 slabs a trip per 8 heads)"});
@@ -714,6 +721,7 @@ KernelEntry attentionForwardEntry() {
     AttentionBackwardParams ap = commonParams(p, bh, sq, sk, d, nh);
     ap.heads = nh;
     ap.hideSoftmax = p.flag("hide_softmax");
+    ap.oneBlock = p.flag("one_block");
     LibraryKernel lk{
         attentionForwardCall(bh, sq, sk, d, ap), attentionForwardInputs(bh, sq, sk, d, nh), {}, {}};
     auto permute = [=](const std::vector<double>& x, int64_t seq, bool toHeads) {

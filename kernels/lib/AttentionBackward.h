@@ -61,6 +61,10 @@ struct AttentionBackwardParams {
   // the MXUs hide (dsl::OverlapWithMxu: the scheduler takes it near program
   // order), instead of loops of 8 slabs a trip (false).
   bool hideSoftmax = true;
+  // With hideSoftmax: the step's score dots, softmax and output dots in one
+  // basic block, so each head's output dot runs under the later heads'
+  // softmax (false: the softmax in a block of its own, between the dots').
+  bool oneBlock = true;
   // Two heads' score dots in one weight tile (dsl::DotOptions::
   // lhs_diagonal_blocks): with 2 head_dim = mxu.size (v6e: 128 x 2 = 256)
   // and an even heads_per_step in the projections' layout, the backward's S^T
