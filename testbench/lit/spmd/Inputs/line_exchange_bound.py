@@ -10,22 +10,11 @@ still unreduced / m) over one link; the parts run side by side; the handshake
 first costs the longest line's hops. Prints step / formula and fails unless
 MIN <= it <= MAX (what is left above 1 is the combines on the chip).
 """
-import argparse
-import json
-import math
-import re
-import sys
+import step_ratio
 
-p = argparse.ArgumentParser()
-p.add_argument("summary")
-p.add_argument("preset")
-p.add_argument("slice")
-p.add_argument("bytes", type=int)
-p.add_argument("--min", type=float, default=1.0)
-p.add_argument("--max", type=float, default=math.inf)
-a = p.parse_args()
-preset = json.load(open(a.preset))
-per_cycle = preset["ici"]["link_bytes_per_second"] / preset["core"]["clock_hz"]
+a = step_ratio.arguments(("slice", str), ("bytes", int), default_min=1.0)
+preset = step_ratio.preset(a.preset)
+per_cycle = step_ratio.link_bytes_per_cycle(preset)
 lat = preset["ici"]["latency_cycles"]
 dims = [int(d) for d in a.slice.split("x") if int(d) > 1]
 D = len(dims)
@@ -40,9 +29,4 @@ for j in range(D):
         left = block
     slowest = max(slowest, t)
 formula = (max(dims) - 1) * lat + slowest
-step = int(re.search(r"step\s+(\d+) cycles", open(a.summary).read()).group(1))
-ratio = step / formula
-ok = a.min <= ratio <= a.max
-print(f"step / formula: {ratio:.2f} ({step} / {formula:.0f}), wanted {a.min} .. {a.max}: "
-      f"{'ok' if ok else 'out of range'}")
-sys.exit(0 if ok else 1)
+step_ratio.check("formula", step_ratio.step_cycles(a.summary), formula, a, f"{formula:.0f}")

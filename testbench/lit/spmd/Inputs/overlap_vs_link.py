@@ -5,10 +5,10 @@ T = the cycles one link needs for BYTES (link_bytes_per_second / clock_hz
 per cycle); prints (sync step - async step) / T and fails below R.
 """
 import argparse
-import json
 import math
-import re
 import sys
+
+import step_ratio
 
 p = argparse.ArgumentParser()
 p.add_argument("async_summary")
@@ -17,13 +17,8 @@ p.add_argument("preset")
 p.add_argument("bytes", type=int)
 p.add_argument("--min-saved", type=float, required=True)
 a = p.parse_args()
-preset = json.load(open(a.preset))
-link = math.ceil(a.bytes / (preset["ici"]["link_bytes_per_second"] / preset["core"]["clock_hz"]))
-
-
-def step(path):
-    return int(re.search(r"step\s+(\d+) cycles", open(path).read()).group(1))
-
+link = math.ceil(a.bytes / step_ratio.link_bytes_per_cycle(step_ratio.preset(a.preset)))
+step = step_ratio.step_cycles
 
 saved = (step(a.sync_summary) - step(a.async_summary)) / link
 ok = saved >= a.min_saved
