@@ -727,11 +727,13 @@ class Pipeline {
     // The later parts of the blocks the first step reads past their first
     // part first: the queue's copies share HBM, so parts the first step does
     // not read would slow those it waits for.
+    std::vector<bool> readFirst;  // one body walk per block, not per part
+    for (const DeferredParts& d : deferred_) readFirst.push_back(firstStepReadsPastFirstPart(*d.s));
     auto laterParts = [&](bool firstStepReads) {
       for (size_t part = 1;; ++part) {
         bool any = false;
-        for (const DeferredParts& d : deferred_)
-          if (firstStepReadsPastFirstPart(*d.s) == firstStepReads) any = issuePart(d, part) || any;
+        for (size_t i = 0; i < deferred_.size(); ++i)
+          if (readFirst[i] == firstStepReads) any = issuePart(deferred_[i], part) || any;
         if (!any) break;
       }
     };
