@@ -26,6 +26,8 @@ const Entry kPasses[] = {
     {"spmd-collectives", createSpmdCollectivesPass},
     {"dot-precision-split", createDotPrecisionSplitPass},
     {"dot-scale-to-output", createDotScaleToOutputPass},
+    {"dot-through-update", createDotThroughUpdatePass},
+    {"update-to-select", createUpdateToSelectPass},
     {"attention-backward", createAttentionBackwardPass},
     {"flash-attention", createFlashAttentionPass},
 };

@@ -27,6 +27,8 @@ std::unique_ptr<HloPass> createDotCanonicalizerPass();
 std::unique_ptr<HloPass> createDotPrecisionSplitPass();
 // dot-scale-to-output (DotScaleToOutput.cpp): a dequantization scale moved to the dot's result.
 std::unique_ptr<HloPass> createDotScaleToOutputPass();
+std::unique_ptr<HloPass> createDotThroughUpdatePass();
+std::unique_ptr<HloPass> createUpdateToSelectPass();
 // flash-attention (FlashAttentionRewrite.cpp): materialized causal attention ->
 // tpu.flash_attention.
 std::unique_ptr<HloPass> createFlashAttentionPass();

@@ -54,20 +54,69 @@ double workCycles(const HloInstruction* i, const target::ChipConfig& chip) {
   return bytes / (chip.hbmPeakBytesPerSecond() / chip.core.clock_hz);
 }
 
+// Edges (reader, update) that make each dynamic-update-slice come after the
+// other readers of the array it updates, where the post order has a reader
+// after it and the reader does not depend on the update: then buffer
+// assignment can update the array in place (it does only for an operand's
+// last reader) instead of copying it. XLA's copy insertion adds the same
+// control edges.
+std::vector<std::pair<HloInstruction*, HloInstruction*>> updateAfterReaders(
+    const std::vector<HloInstruction*>& order,
+    const std::unordered_map<const HloInstruction*, size_t>& position) {
+  std::vector<std::pair<HloInstruction*, HloInstruction*>> edges;
+  for (HloInstruction* update : order) {
+    if (update->opcode() != HloOpcode::DynamicUpdateSlice) continue;
+    const HloInstruction* array = update->operand(0);
+    for (HloInstruction* reader : array->users()) {
+      if (reader == update || !position.count(reader) || position.at(reader) < position.at(update))
+        continue;
+      // Does the reader depend on the update? Then the array must be copied.
+      std::vector<const HloInstruction*> stack{reader};
+      std::set<const HloInstruction*> seen;
+      bool dependent = false;
+      while (!stack.empty() && !dependent) {
+        const HloInstruction* i = stack.back();
+        stack.pop_back();
+        if (!seen.insert(i).second || position.at(i) < position.at(update)) continue;
+        for (const HloInstruction* op : i->operands()) {
+          if (op == update) dependent = true;
+          if (position.count(op)) stack.push_back(op);
+        }
+      }
+      if (!dependent) edges.push_back({reader, update});
+    }
+  }
+  return edges;
+}
+
 }  // namespace
+
+namespace {
+std::vector<HloInstruction*> loweringOrderOf(const hlo::HloComputation& comp,
+                                             const target::ChipConfig* chip, bool updatesLast);
+}
 
 std::vector<HloInstruction*> loweringOrder(const hlo::HloComputation& comp,
                                            const target::ChipConfig* chip) {
+  return loweringOrderOf(comp, chip, true);
+}
+
+namespace {
+std::vector<HloInstruction*> loweringOrderOf(const hlo::HloComputation& comp,
+                                             const target::ChipConfig* chip, bool updatesLast) {
   std::vector<HloInstruction*> order = comp.postOrder();
   int pairs = 0;
   for (HloInstruction* i : order) pairs += isAsyncDone(i);
-  if (pairs == 0) return order;
+  std::unordered_map<const HloInstruction*, size_t> position;
+  for (size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
+  const auto extraEdges = updatesLast ? updateAfterReaders(order, position)
+                                      : std::vector<std::pair<HloInstruction*, HloInstruction*>>{};
+  if (pairs == 0 && extraEdges.empty()) return order;
   const bool spread = chip && pairs > 1;
   // A list schedule over the post order: a ready start first, then the
   // earliest ready instruction of the post order that is not a done, a done
-  // only when nothing else is ready. Without pairs it is the post order.
-  std::unordered_map<const HloInstruction*, size_t> position;
-  for (size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
+  // only when nothing else is ready. Without pairs or extra edges it is the
+  // post order.
   std::unordered_map<const HloInstruction*, int64_t> waiting;  // unscheduled operands
   std::unordered_map<const HloInstruction*, std::vector<HloInstruction*>> users;
   for (HloInstruction* i : order) {
@@ -78,6 +127,10 @@ std::vector<HloInstruction*> loweringOrder(const hlo::HloComputation& comp,
       ++waiting[i];
       users[op].push_back(i);
     }
+  }
+  for (auto& [reader, update] : extraEdges) {
+    ++waiting[update];
+    users[reader].push_back(update);
   }
   // (class, position): class 0 a start, 1 other work, 2 a done.
   using Key = std::pair<int, size_t>;
@@ -134,7 +187,11 @@ std::vector<HloInstruction*> loweringOrder(const hlo::HloComputation& comp,
     for (HloInstruction* u : users[i])
       if (--waiting[u] == 0) push(u);
   }
+  // Extra edges that close a cycle (updates waiting on each other's
+  // readers) leave instructions unscheduled: keep the post order then.
+  if (out.size() != order.size()) return pairs == 0 ? order : loweringOrderOf(comp, chip, false);
   return out;
 }
+}  // namespace
 
 }  // namespace tpusim::lower

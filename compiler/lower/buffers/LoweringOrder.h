@@ -12,6 +12,12 @@
 // HBM bytes over the HBM bandwidth) goes before further work, so the next
 // step starts and the rest of the work overlaps it. Buffer assignment and
 // lowering must pass the same chip.
+//
+// A dynamic-update-slice comes after the other readers of the array it
+// updates (those that do not depend on it), so that buffer assignment can
+// update the array in place: a dot that reads a cache before the update
+// (passes/DotThroughUpdate.cpp) then runs first and the update writes the
+// cache's buffer instead of a copy.
 #pragma once
 
 #include <vector>

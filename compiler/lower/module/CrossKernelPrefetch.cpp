@@ -164,11 +164,17 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
   // they keep the region's flags free beside their own (one per DMA queue).
   auto addFragments = [&](size_t j, int64_t* bytes) {
     for (const HloInstruction* f : after.fragmentsBefore.at(j)) {
-      for (int64_t at : after.resultOf(f))
+      // An update in place (its result in its operand's buffer) moves only
+      // its slab: a decode step's KV-cache row, not the 16 MiB cache.
+      const Leaves res = after.resultOf(f);
+      const bool inPlace = f->opcode() == hlo::HloOpcode::DynamicUpdateSlice && res.size() == 1 &&
+                           res == after.valueOf(f->operand(0));
+      for (int64_t at : res)
         if (at >= 0) {
           const int64_t n = int64_t(denseBytes(f->shape()));
           written.push_back({at, at + n});
-          if (bytes) *bytes += 2 * n;  // read and written once
+          const int64_t moved = inPlace ? int64_t(denseBytes(f->operand(1)->shape())) : n;
+          if (bytes) *bytes += 2 * moved;  // read and written once
         }
     }
   };
@@ -246,9 +252,9 @@ ModuleLowerer::PrefetchChoice ModuleLowerer::choosePrefetch(const HloInstruction
     // Blocks that load within a grid step's overhead are not worth it: the
     // kernels between start nothing of their own meanwhile (the micro decode's
     // 512 B RoPE operand across a 64-lane kernel: +75 cycles there).
-    const bool nextLoadsNothing = targetLoads < isa::kVmemRowBytes;
-    const bool worthAStep =
-        double(far.hbmBytes) > double(kernels::tiling::kStepOverheadCycles) * cg_.hbmBytesPerCycle;
+    const double stepBytes = double(kernels::tiling::kStepOverheadCycles) * cg_.hbmBytesPerCycle;
+    const bool nextLoadsNothing = double(targetLoads) < stepBytes;
+    const bool worthAStep = double(far.hbmBytes) > stepBytes;
     const bool nearIdle = nextLoadsNothing && worthAStep;
     if (betweenBytes * (nearIdle ? 1 : 3) >= far.hbmBytes) continue;
     // They must fit beside the region (a widened, double-buffered block is up

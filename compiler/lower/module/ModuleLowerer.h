@@ -46,7 +46,7 @@ size_t nextKernelAfter(const std::vector<hlo::HloInstruction*>& order, size_t i,
 // the leaves of the instructions lowered so far (empty when not yet), and the
 // result leaves the buffer assignment gives any instruction.
 struct KernelNeighbours {
-  static constexpr size_t kMaxAhead = 4;            // the next kernel and up to 3 after it
+  static constexpr size_t kMaxAhead = 5;            // the next kernel and up to 4 after it
   std::vector<const hlo::HloInstruction*> kernels;  // in the order they run
   // The DMA fragments that run just before kernels[j] (after kernels[j-1], or
   // after this kernel for j = 0): a prefetch crosses them, a deferred

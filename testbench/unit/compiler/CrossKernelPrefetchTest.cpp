@@ -146,7 +146,9 @@ TEST_CASE("a projection's weight is started across the short norm kernels before
     if (i > 0 && l.ops[i - 1].instruction == issuer) continue;
     // Started further back: the ops between are kernels that start nothing
     // and are not prefetched themselves, or DMA fragments (the KV-cache
-    // updates here), never control code; at most 3 kernels.
+    // updates here), never control code; at most 4 kernels (KernelNeighbours::
+    // kMaxAhead - 1: since branch int8j the score dot starts the o
+    // projection's weight across the attention's 4 short kernels).
     size_t j = i;
     int kernelsBetween = 0;
     while (j > 0 && l.ops[j - 1].instruction != issuer) {
@@ -157,7 +159,7 @@ TEST_CASE("a projection's weight is started across the short norm kernels before
       kernelsBetween += l.ops[j].kind == "kernel";
     }
     REQUIRE(j > 0);
-    CHECK(kernelsBetween <= 3);
+    CHECK(kernelsBetween <= 4);
     ++across;
   }
   CHECK(across >= 1);
