@@ -387,7 +387,7 @@ std::map<std::pair<int, int>, CarriedSlot> carriedSlots(const MBlock& block) {
 
 BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
                            const std::vector<int>& minEntry, int lookahead, int overlapLookahead,
-                           int overlapReserve);
+                           int overlapReserve, bool eupChain);
 
 // How far an overlap instruction (MInstr::overlap) may be scheduled past the
 // oldest unscheduled one of them: a few tiles in flight, so that the MXU
@@ -416,14 +416,28 @@ constexpr std::array<int, 2> kOverlapWorkReserves = {4, 2};
 constexpr int kUnreservedOverlapLookahead = 300;
 constexpr std::array<int, 2> kUnreservedOverlapReserves = {0, 1};
 
+// The transcendental unit takes one op per transcendentalInterval cycles, so
+// a block's exps issue one after another whatever the dependences allow. Its
+// critical path alone leaves that out: the column max passes that feed the
+// exps of one window look no more urgent than another window's stores, and
+// with several heads' softmax in one block the unit idled for hundreds of
+// bundles between windows (v6e attention backward, 4 heads a block, their max passes first: 2,562
+// -> 1,664 bundles with the rule below). With eupChain the priority counts each transcendental op
+// as followed by the next one in program order (the unit's queue): a chain of their intervals in
+// the heights only, no edge in the DAG. Blocks with at least kEupChainMinOps such ops are scheduled
+// both ways; the shorter wins.
+constexpr int kEupChainMinOps = 16;
+
 // An mxuLoop block is scheduled, then again with each carried pop held back
 // to where the block's length would have it (the last mm of its slot plus
 // the result latency, minus the length), so that the pops sit late and the
 // mms early; the shortest schedule wins.
 BlockSchedule scheduleWith(const MBlock& block, const TargetInfo& t, int lookahead,
-                           int overlapLookahead, int overlapReserve = kReserve) {
+                           int overlapLookahead, int overlapReserve = kReserve,
+                           bool eupChain = false) {
   auto carried = carriedSlots(block);
-  BlockSchedule best = scheduleOnce(block, t, {}, lookahead, overlapLookahead, overlapReserve);
+  BlockSchedule best =
+      scheduleOnce(block, t, {}, lookahead, overlapLookahead, overlapReserve, eupChain);
   if (carried.empty()) return best;
   const int latency = 7 + 2 * t.mxuSize;
   BlockSchedule cur = best;
@@ -432,7 +446,7 @@ BlockSchedule scheduleWith(const MBlock& block, const TargetInfo& t, int lookahe
     for (auto& [key, c] : carried)
       minEntry[size_t(c.firstPop)] = std::max(minEntry[size_t(c.firstPop)],
                                               cur.cycle[size_t(c.lastMm)] + latency - cur.length);
-    cur = scheduleOnce(block, t, minEntry, lookahead, overlapLookahead, overlapReserve);
+    cur = scheduleOnce(block, t, minEntry, lookahead, overlapLookahead, overlapReserve, eupChain);
     if (cur.length < best.length) best = cur;
   }
   return best;
@@ -453,9 +467,10 @@ std::vector<BlockSchedule> scheduleBlockVariants(const MBlock& block, const Targ
       if (o.length == s.length && o.cycle == s.cycle) return;
     all.push_back(std::move(s));
   };
-  auto withOverlap = [&](int overlapLookahead, int overlapReserve = kReserve) {
+  auto withOverlap = [&](int overlapLookahead, int overlapReserve = kReserve,
+                         bool eupChain = false) {
     auto at = [&](int l) {
-      BlockSchedule s = scheduleWith(block, t, l, overlapLookahead, overlapReserve);
+      BlockSchedule s = scheduleWith(block, t, l, overlapLookahead, overlapReserve, eupChain);
       s.lookahead = l;
       add(std::move(s));
     };
@@ -467,6 +482,11 @@ std::vector<BlockSchedule> scheduleBlockVariants(const MBlock& block, const Targ
     at(lookahead);
   };
   withOverlap(kOverlapLookahead);
+  // Blocks of many transcendental ops: again with their one unit's queue in
+  // the priority (scheduleOnce, eupChain).
+  const auto eupCount = std::count_if(block.instrs.begin(), block.instrs.end(),
+                                      [](const MInstr& mi) { return unitOf(mi) == Unit::Eup; });
+  if (eupCount >= kEupChainMinOps) withOverlap(kOverlapLookahead, kReserve, true);
   // Only blocks with more overlap instructions than the narrow window holds.
   const auto overlapCount = std::count_if(block.instrs.begin(), block.instrs.end(),
                                           [](const MInstr& mi) { return mi.overlap; });
@@ -491,7 +511,7 @@ namespace {
 
 BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
                            const std::vector<int>& minEntry, int lookahead, int overlapLookahead,
-                           int overlapReserve) {
+                           int overlapReserve, bool eupChain) {
   const auto& ins = block.instrs;
   int n = int(ins.size());
   BlockSchedule s;
@@ -561,9 +581,14 @@ BlockSchedule scheduleOnce(const MBlock& block, const TargetInfo& t,
   }
   // Priority: longest latency-weighted path to the end of the block.
   std::vector<int> height(n, 0);
+  int nextEup = -1;
   for (int i = n - 1; i >= 0; --i) {
     height[i] = tail[i];
     for (const Edge& e : dag.succ_[i]) height[i] = std::max(height[i], e.distance + height[e.to]);
+    if (eupChain && unitOf(ins[i]) == Unit::Eup) {
+      if (nextEup >= 0) height[i] = std::max(height[i], unitInterval(ins[i], t) + height[nextEup]);
+      nextEup = i;
+    }
   }
   // Priority: the critical path, then program order.
   std::vector<int> rank(n);

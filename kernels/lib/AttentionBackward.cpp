@@ -193,31 +193,47 @@ class Fold {
   size_t n_ = 0;
   std::vector<Array> acc_;
 };
-ColSoftmax colSoftmax(const Ref& sT, int64_t row0, int64_t rows, int64_t c0, int64_t w,
-                      double scale, const Ref* bias,
-                      const std::function<void(size_t t, const Array& e)>& fold = nullptr) {
-  ColSoftmax out;
+// The column max of one window (the first pass): `active` as in ColSoftmax.
+struct ColMax {
+  std::vector<bool> active;
+  Array scaleV, colMax;
+};
+// x: the scaled, masked scores of row tile t (rows r0 - c0 .. + 8 of the
+// diagonal block's bias where the tile is partly masked).
+Array colScores(const Ref& sT, int64_t row0, size_t t, int64_t c0, int64_t w, const Array& scaleV,
+                const Ref* bias) {
+  const int64_t r0 = int64_t(t) * 8;
+  Array raw = sT.load(ds_(row0 + r0, 8), ds_(c0, w)) * scaleV;
+  if (tileMask(bias != nullptr, r0, c0, w) == TileMask::Partial)
+    raw = raw + bias->load(ds_(r0 - c0, 8), ds_(0, w));
+  return in_vregs(raw);
+}
+ColMax colMaxPass(const Ref& sT, int64_t row0, int64_t rows, int64_t c0, int64_t w, double scale,
+                  const Ref* bias) {
+  ColMax out;
   const bool causal = bias != nullptr;
   // Constants in registers once per window, not an immediate per tile.
-  const Array scaleV = in_vregs(full(8, w, scale));
+  const Array scaleV = out.scaleV = in_vregs(full(8, w, scale));
   const size_t n = size_t(rows / 8);
   out.active.resize(n);
-  // The mask as an added bias (0 or the lowest float; no compare, no mask
-  // register): rows r0 - c0 .. + 8 of the diagonal block's.
-  auto x = [&](size_t t) {
-    const int64_t r0 = int64_t(t) * 8;
-    Array raw = sT.load(ds_(row0 + r0, 8), ds_(c0, w)) * scaleV;
-    if (tileMask(causal, r0, c0, w) == TileMask::Partial)
-      raw = raw + bias->load(ds_(r0 - c0, 8), ds_(0, w));
-    return in_vregs(raw);
-  };
-  Fold mx(true), es(false);
+  Fold mx(true);
   for (size_t t = 0; t < n; ++t)
-    if ((out.active[t] = tileMask(causal, int64_t(t) * 8, c0, w) != TileMask::Whole)) mx.add(x(t));
-  const Array colMax = in_vregs(broadcast_to(max(mx.result(), 0), 8, w));
-  for (size_t t = 0; t < n; ++t) {
+    if ((out.active[t] = tileMask(causal, int64_t(t) * 8, c0, w) != TileMask::Whole))
+      mx.add(colScores(sT, row0, t, c0, w, scaleV, bias));
+  out.colMax = in_vregs(broadcast_to(max(mx.result(), 0), 8, w));
+  return out;
+}
+ColSoftmax colSoftmaxFrom(const ColMax& m, const Ref& sT, int64_t row0, int64_t c0, int64_t w,
+                          double scale, const Ref* bias,
+                          const std::function<void(size_t t, const Array& e)>& fold) {
+  ColSoftmax out;
+  out.active = m.active;
+  // Staged (the max passes of several windows first), a scale register per pass.
+  const Array scaleV = m.scaleV.valid() ? m.scaleV : in_vregs(full(8, w, scale));
+  Fold es(false);
+  for (size_t t = 0; t < out.active.size(); ++t) {
     if (!out.active[t]) continue;
-    const Array e = in_vregs(exp(x(t) - colMax));
+    const Array e = in_vregs(exp(colScores(sT, row0, t, c0, w, scaleV, bias) - m.colMax));
     sT.store(ds_(row0 + int64_t(t) * 8, 8), ds_(c0, w), e);
     es.add(e);
     if (fold) fold(t, e);
@@ -225,7 +241,6 @@ ColSoftmax colSoftmax(const Ref& sT, int64_t row0, int64_t rows, int64_t c0, int
   out.inv = in_vregs(full(1, 1, 1.0) / broadcast_to(sum(es.result(), 0), 8, w));
   return out;
 }
-
 // The identity [n, n] in bf16 (n a multiple of 8), straight: `diag` is lane -
 // sublane over one tile.
 void makeIdentity(const Ref& eye, int64_t n, const Array& diag) {
@@ -397,18 +412,36 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
     // to VMEM; row tiles masked whole are zeros, with no math. Straight code:
     // the column folds are short VPU chains, so one head's softmax fills the
     // slots the other heads' dots leave.
-    auto softmax = [&](const Head& h) {
+    auto softmax = [&](const std::vector<const Head*>& group) {
       const Array zero = in_vregs(full(8, 128, 0.0).astype(BF16));
-      for (int64_t c0 = 0; c0 < sq; c0 += 128) {
-        const int64_t w = std::min<int64_t>(128, sq - c0);
+      const Ref* biasRef = causal ? &bias : nullptr;
+      struct Window {
+        const Head* h;
+        int64_t c0, w;
+      };
+      std::vector<Window> windows;
+      for (const Head* h : group)
+        for (int64_t c0 = 0; c0 < sq; c0 += 128)
+          windows.push_back({h, c0, std::min<int64_t>(128, sq - c0)});
+      const bool staged = group.size() > 1;
+      std::vector<ColMax> maxes;
+      if (staged)
+        for (const Window& x : windows)
+          maxes.push_back(colMaxPass(x.h->sT, x.h->sRow, sk, x.c0, x.w, scale, biasRef)),
+              maxes.back().scaleV = Array();
+      for (size_t wi = 0; wi < windows.size(); ++wi) {
+        const Head& h = *windows[wi].h;
+        const int64_t c0 = windows[wi].c0, w = windows[wi].w;
         // dP is loaded in both passes (loads are cheap; live tiles are not).
         auto dP = [&](size_t t) {
           Array raw = h.dpT.load(ds_(h.sRow + int64_t(t) * 8, 8), ds_(c0, w));
           return in_vregs(prm.dpType == F32 ? raw : raw.astype(prm.dpType).astype(F32));
         };
         Fold prod(false);
-        const ColSoftmax sm = colSoftmax(h.sT, h.sRow, sk, c0, w, scale, causal ? &bias : nullptr,
-                                         [&](size_t t, const Array& e) { prod.add(dP(t) * e); });
+        const ColMax mx = staged ? maxes[wi] : colMaxPass(h.sT, h.sRow, sk, c0, w, scale, biasRef);
+        const ColSoftmax sm =
+            colSoftmaxFrom(mx, h.sT, h.sRow, c0, w, scale, biasRef,
+                           [&](size_t t, const Array& e) { prod.add(dP(t) * e); });
         const Array colSum = in_vregs(broadcast_to(sum(prod.result(), 0), 8, w) * sm.inv);
         const Array dsScaleV = in_vregs(full(8, w, dsScale));
         for (size_t t = 0; t < sm.active.size(); ++t) {
@@ -437,7 +470,14 @@ PallasCall attentionBackwardCall(int64_t bh, int64_t sq, int64_t sk, int64_t d,
       else
         out.store(ds_(0, rows), ds_(h.col, d), v);
     };
-    each([&](const Head& h) { fori_loop(0, 1, [&](Scalar) { softmax(h); }); });
+    const size_t group = size_t(std::max<int64_t>(1, prm.softmaxHeads));
+    for (size_t h0 = 0; h0 < heads.size(); h0 += group)
+      fori_loop(0, 1, [&](Scalar) {
+        std::vector<const Head*> members;
+        for (size_t h = h0; h < std::min(heads.size(), h0 + group); ++h)
+          members.push_back(&heads[h]);
+        softmax(members);
+      });
     each([&](const Head& h) {
       h.ds.store(dot(eye.load(), h.dsT.load(), {false, true}).astype(BF16));
       store(h, h.dv, sk, dot(h.pT.load(), h.load(h.dO, sq)));
@@ -750,6 +790,9 @@ KernelEntry attentionBackwardEntry() {
   e.params.push_back({"ds_scale", "0", "scale of the scores' gradient; 0 = sm_scale"});
   e.params.push_back({"dp_dtype", "bf16", "dtype dP = do v^T is rounded to: bf16 or f32"});
   e.params.push_back(headsSpec());
+  e.params.push_back({"softmax_heads", "-1",
+                      "heads whose column softmax shares one basic block, their column max "
+                      "passes first (-1: 4 with 64 or more vector registers, else 1)"});
   e.build = [](const Params& p) {
     const int64_t bh = p.integer("bh", 1), sq = p.integer("seq_q", 1), sk = p.integer("seq_k", 1);
     const int64_t d = p.integer("head_dim", 1);
@@ -758,6 +801,8 @@ KernelEntry attentionBackwardEntry() {
     ap.dsScale = p.real("ds_scale");
     ap.dpType = p.dtype("dp_dtype", {BF16, F32});
     ap.heads = nh;
+    const int64_t softmaxHeads = p.integer("softmax_heads", -1);
+    ap.softmaxHeads = softmaxHeads > 0 ? softmaxHeads : (p.target().vectorRegs >= 64 ? 4 : 1);
     LibraryKernel lk{attentionBackwardCall(bh, sq, sk, d, ap),
                      attentionBackwardInputs(bh, sq, sk, d, nh),
                      {},

@@ -76,6 +76,15 @@ struct AttentionBackwardParams {
   // and dO. Off by default (pair_heads=0): the 2-layer training step ran
   // slower with it (docs/performance.md, branch trainprof).
   bool pairHeads = false;
+  // The backward: heads whose column softmax shares one basic block. With
+  // more than one, every window's column max pass comes first in program
+  // order, so the exps of the next window are ready when the transcendental
+  // unit finishes one window's (v6e, 64 causal heads of 256 x 256 x 128, 8 a
+  // step: 1 / 2 / 4 / 8 heads a block 100,149 / 100,354 / 97,500 / 104,712
+  // cycles; v5e 131,665 / 131,983 / 129,255; v4 (32 vector registers, 2 a
+  // step) 310,867 / 333,327). The registry entry's default: 4 with 64 or more
+  // vector registers, else 1.
+  int64_t softmaxHeads = 1;
 };
 
 // VMEM bytes one head of a grid step takes (an upper bound: scratch and blocks).
