@@ -15,6 +15,7 @@
 #include "kernels/codegen/Lowering.h"
 #include "kernels/codegen/PairPack.h"
 #include "kernels/codegen/Spill.h"
+#include "kernels/codegen/StepMxuCycles.h"
 #include "kernels/llo/Interpreter.h"
 
 namespace tpusim::kernels::codegen {
@@ -457,6 +458,24 @@ class Pipeline {
     return best;
   }
 
+  // Whether a step's matmuls outlast its input blocks' copies at the HBM's
+  // peak (StepMxuCycles.h): its blocks are then in when it starts, and it
+  // waits for them before it starts the next ones, so its first weight loads
+  // and their widening go ahead of the next copies' descriptor stores (the
+  // scheduler moves loads and register-only ops above a `dma`, not above a
+  // wait): ~30 cycles a step of the int8 decode's projections. A step bound
+  // by its copies starts the next copy first (arrive's `late`), so the queue
+  // holds it while the current one lands (the AQT decode's s8 x s8 dots:
+  // +278 cycles waiting first).
+  bool stepOutlastsCopies() const {
+    const int64_t mxu = stepMxuCycles(k_, t_);
+    if (mxu <= 0) return false;
+    double bytes = 0;
+    for (const Stream& s : streams_)
+      if (!s.output && !s.once) bytes += double(s.variants.at(0).plan.bytes);
+    return double(mxu) >= bytes / t_.hbmBytesPerCycle;
+  }
+
   // Whether an input's copies in the grid loop complete after the one before
   // them, its first block's included: one DMA queue (each completes in
   // order), so a step may start its next copy before it waits for its own.
@@ -675,7 +694,9 @@ class Pipeline {
                                 s.output ? none : hbmSpan, mem);
       L_.storeDescriptorAddress(base, 3, L_.addImm(dst, cv.plan.dstOffset[i]),
                                 s.output ? hbmSpan : none, mem);
-      L_.emit(Opcode::Dma, {base, I(s.flag), I(queue)});
+      MInstr dma = makeInstr(Opcode::Dma, {base, I(s.flag), I(queue)});
+      dma.passable = passableCopies_;
+      L_.emit(dma);
     }
   }
 
@@ -706,6 +727,9 @@ class Pipeline {
   }
   bool deferParts_ = false;
   bool deferWhole_ = false;
+  // The grid loop's next copies of a step that waited for its blocks first
+  // (stepOutlastsCopies): their `dma`s are MInstr::passable.
+  bool passableCopies_ = false;
   std::vector<DeferredParts> deferred_;
   std::vector<DeferredParts> deferredWhole_;
   void issueDeferredParts() {
@@ -1097,6 +1121,7 @@ class Pipeline {
     // of the step's code.
     const bool drainFirst = !o_.prefetchNext.empty() && !drained_ &&
                             (o_.drainBefore.beforePrefetch || prefetchRegionOverlapsDrain());
+    const bool waitFirst = stepOutlastsCopies();
     // One step's code, from the waits to the write-backs.
     auto stepCode = [&] {
       lateWaits.clear();
@@ -1110,8 +1135,9 @@ class Pipeline {
           storeState(s);
         }
       } else {
-        for (Stream& s : streams_) arrive(s, true);
+        for (Stream& s : streams_) arrive(s, !waitFirst);
         for (Stream& s : streams_) bindBlock(s);
+        passableCopies_ = waitFirst;
         // Blocks that arrive whole first: on a shared queue (queueOf) they then
         // go ahead of the next parts.
         for (int n = 2; n <= kMaxBuffers; ++n) {
@@ -1127,6 +1153,7 @@ class Pipeline {
           if (s.parts <= 1 && !groupedPrefetch(s)) prefetch(s);
         for (Stream& s : streams_)
           if (s.parts > 1) prefetch(s);
+        passableCopies_ = false;
         for (const auto& w : lateWaits) w();
       }
       // The next kernel's first blocks, once this kernel's last input block has

@@ -60,6 +60,11 @@ struct MInstr {
   // Lowered from an llo::Op marked overlap: the scheduler's lookahead does
   // not count it (it floats into the MXU work that follows).
   bool overlap = false;
+  // A `dma` that later vector loads and register-only ops may move above (a
+  // grid step's next copy, issued after the step has waited for its own
+  // block: Compile.cpp stepOutlastsCopies); waits and other `dma`s keep
+  // their order around it.
+  bool passable = false;
   // Misc-slot ops that synchronise with DMA (sync.wait, dma, fence, halt) are
   // barriers: nothing is moved across them (but chunk waits, above).
   bool barrier() const;

@@ -115,6 +115,9 @@ class DagBuilder {
     std::unordered_map<int, int> lastWriter;            // reg -> instr
     std::unordered_map<int, std::vector<int>> readers;  // reg -> readers since the last write
     int lastBarrier = -1;
+    // The last barrier that is not a DMA issue: a vector load or a
+    // register-only op after a `dma` may move above it (see below).
+    int lastOrderBarrier = -1;
     std::vector<int> sinceBarrier;
     // Chunk waits (MInstr::waitRegion): per region, the last one and the
     // accesses since it.
@@ -186,6 +189,7 @@ class DagBuilder {
         if (lastBarrier >= 0) edge(lastBarrier, j, 1);
         sinceBarrier.clear();
         lastBarrier = j;
+        if (!mi.passable) lastOrderBarrier = j;
       } else if (mi.info().latency == isa::LatencyClass::ScalarAlu) {
         // Scalar arithmetic reads and writes registers only: it may move up
         // across a barrier (`dma`, `sync.wait`; its register edges still
@@ -195,8 +199,16 @@ class DagBuilder {
         // waits keep their order (the queues see the same copies).
         sinceBarrier.push_back(j);
       } else {
-        if (lastBarrier >= 0)
-          edge(lastBarrier, j, std::max(1, resultLatency(ins[lastBarrier], t_)));
+        // A vector load or an op that touches no memory (vector arithmetic,
+        // MXU pushes) may move up across a `dma`, not across a wait: what a
+        // copy writes is read only after a `sync.wait` for it, and what it
+        // reads (a write-back) a load does not change. A grid step's first
+        // weight loads, their widening and pushes then need not wait for the
+        // next block's descriptor stores and issue (Compile.cpp
+        // stepOutlastsCopies).
+        const bool movesUp = mi.op == Opcode::VLd || mi.mem.space == MemAccess::Space::None;
+        const int after = movesUp ? lastOrderBarrier : lastBarrier;
+        if (after >= 0) edge(after, j, std::max(1, resultLatency(ins[after], t_)));
         sinceBarrier.push_back(j);
       }
       // MXU port and result timing (isa/README.md, "MXU"). Only what the rules
