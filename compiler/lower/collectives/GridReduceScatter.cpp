@@ -47,6 +47,14 @@ constexpr int kMaxPieces = 64;
 // algorithm choice takes stays the best count's (smaller blocks lose: tiny8
 // 2x4 128 KiB was 2.9% slower in two).
 constexpr int kMinLaterPieces = 2;
+// Half rings (Stream::halfRing) on rings of at least this many chips: they
+// save n - 1 - n / 2 hops of a chain, and cost a combine per piece more at
+// the owner, an even piece count and twice the bytes per stream (landing
+// slots that no longer fit VMEM). v5e 16x16 (15 -> 8 hops) gains (16 MiB
+// reduce-scatter 167,368 -> 154,985 cycles); on v4 4x4x4's 4-rings (3 -> 2
+// hops) they lost: 16 MiB 72,260 -> 93,699 cycles (80,793 with the first
+// phase in whole rings).
+constexpr int kMinHalfRing = 8;
 
 int elementBytes(PrimitiveType t) { return t == PrimitiveType::BF16 ? 2 : 4; }
 
@@ -363,9 +371,9 @@ class Planner {
           return c;
         };
         const int m = size(dim);
-        // Half rings on a grid dimension's ring of 3 or more (2: one hop
-        // either way already); an even one needs an even piece count.
-        const bool halfRing = halfRings_ && ring && g_.ringOrder.empty() && m >= 3;
+        // Half rings on a grid dimension's ring of kMinHalfRing or more; an
+        // even one needs an even piece count.
+        const bool halfRing = halfRings_ && ring && g_.ringOrder.empty() && m >= kMinHalfRing;
         const bool split = halfRing && m % 2 == 0;
         Choice halfChoice;
         if (halfRing) halfChoice = choose(hi - lo, double(m / 2), double(m - 1) / 2, split ? 2 : 1);
@@ -726,7 +734,14 @@ ActionOrder orderActions(const Planner& plan, bool overlap) {
   // Where each stream's finals ran, then what each action reads.
   std::map<std::pair<size_t, int>, int64_t> finalAt;
   o.readsFinal.assign(o.actions.size(), -1);
-  for (size_t k = 0; overlap && k < o.actions.size(); ++k) {
+  // Half rings among rings (own loads issued several actions ahead): a
+  // later phase's piece reads both ways' finals of the whole part, so its
+  // own load waits for them in any order (with a line the loads go one
+  // action ahead, after the finals' stores).
+  const bool halves =
+      std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.halfRing; }) &&
+      std::all_of(streams.begin(), streams.end(), [](const Stream& s) { return s.ring; });
+  for (size_t k = 0; (overlap || halves) && k < o.actions.size(); ++k) {
     const size_t i = size_t(std::get<1>(o.actions[k]));
     const Stream& s = streams[i];
     const auto kq = plan.stepOf(s, 0, std::get<2>(o.actions[k]));
