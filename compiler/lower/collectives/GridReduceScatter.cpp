@@ -47,6 +47,14 @@ constexpr int kMaxPieces = 64;
 // algorithm choice takes stays the best count's (smaller blocks lose: tiny8
 // 2x4 128 KiB was 2.9% slower in two).
 constexpr int kMinLaterPieces = 2;
+// Half rings (Stream::halfRing) on rings of at least this many chips: they
+// save n - 1 - n / 2 hops of a chain, and cost a combine per piece more at
+// the owner, an even piece count and twice the bytes per stream (landing
+// slots that no longer fit VMEM). v5e 16x16 (15 -> 8 hops) gains (16 MiB
+// reduce-scatter 167,368 -> 154,985 cycles); on v4 4x4x4's 4-rings (3 -> 2
+// hops) they lost: 16 MiB 72,260 -> 93,699 cycles (80,793 with the first
+// phase in whole rings).
+constexpr int kMinHalfRing = 8;
 
 int elementBytes(PrimitiveType t) { return t == PrimitiveType::BF16 ? 2 : 4; }
 
@@ -56,13 +64,25 @@ int64_t deviceAt(const std::vector<int>& coords, const std::vector<int>& dims) {
   return id;
 }
 
-// What one device does in one action (stream, step, piece).
-enum class Role { None, SendOwn, CombineSend, Final };
+// What one device does in one action (stream, step, piece). On a half ring
+// (Stream::halfRing) the owner combines two arrivals: the first of its two
+// finals keeps its sum in its out slot (FinalKeep), the second adds the
+// other arrival to it and stores the result (Final).
+enum class Role { None, SendOwn, CombineSend, FinalKeep, Final };
+bool isFinal(Role r) { return r == Role::Final || r == Role::FinalKeep; }
 
 // One direction of one part in one phase: partial sums move along `dim`.
 struct Stream {
   int part = 0, phase = 0, dir = 0, dim = 0;
   bool ring = false;
+  // A ring of a grid dimension half way round each way: both directions
+  // carry the part's whole range, each from the chips of its half of the
+  // ring (n / 2 hops, not n - 1, for the same bytes per link), and the owner
+  // combines the two arrivals. An even ring's opposite chip adds its
+  // contribution to half of the pieces each way (splitFirst: those `late`
+  // pieces start a step later, one hop fewer).
+  bool halfRing = false, splitFirst = false;
+  int steps = 0;                       // steps of a chain: hops + 1
   uint64_t offset = 0, bytes = 0;      // byte range of each chunk it reduces
   uint64_t partLo = 0, partBytes = 0;  // its part's byte range of each chunk
   std::vector<int> earlier;            // dimensions reduced in earlier phases
@@ -74,8 +94,17 @@ struct Stream {
   // position (mirrored: along the flow), so that it waits for a piece its
   // upstream neighbour sent `lag` actions earlier, not in the same one.
   int lag = 0;
-  // Set: a ring's actions in rounds (Planner::skewRings): action -> (step, piece).
+  // Set: a ring's actions in rounds (Planner::skewRings), or a half ring's
+  // in step order: action -> (step, piece).
   std::vector<std::pair<int64_t, int>> order;
+  bool rounds = false;
+  // A split half ring's pieces that start at step 1 (one hop fewer): the
+  // odd ones going forward, the even ones backward. Both ways take the
+  // pieces in index order at every step, so a piece's two finals come
+  // together in the order (the second reads the first's out slot); with
+  // the halves interleaved, neither way's step 1 starts with all of its
+  // combines waiting for step 0's arrivals.
+  bool late(int q) const { return splitFirst && (dir > 0) == (q % 2 == 1); }
   int64_t actions = 0;               // per stream: steps x pieces + the lags
   double stepCycles = 0, start = 0;  // estimated cycles per action, and of the first
   // Its estimated cycles for the algorithm choice: the pieces' hops plus one
@@ -87,9 +116,11 @@ struct Stream {
 class Planner {
  public:
   // `mayRound`: the rings' actions may be taken in rounds (skewRings) where
-  // their landing slots in step order would not fit VMEM.
-  Planner(const GridReduce& g, const target::ChipConfig& chip, bool mayRound = false)
-      : g_(g), chip_(chip) {
+  // their landing slots in step order would not fit VMEM. `halfRings`: a
+  // grid dimension's rings go half way round each way (Stream::halfRing).
+  Planner(const GridReduce& g, const target::ChipConfig& chip, bool mayRound = false,
+          bool halfRings = true)
+      : g_(g), chip_(chip), halfRings_(halfRings) {
     GridGeometry geo = gridGeometry(g);
     stride_ = std::move(geo.stride);
     devices_ = geo.devices;
@@ -108,8 +139,7 @@ class Planner {
   uint64_t slotBytes() const { return slotBytes_; }
   // Are the rings' actions taken in rounds (skewRings)?
   bool inRounds() const {
-    return std::any_of(streams_.begin(), streams_.end(),
-                       [](const Stream& s) { return !s.order.empty(); });
+    return std::any_of(streams_.begin(), streams_.end(), [](const Stream& s) { return s.rounds; });
   }
   int64_t bankShift() const { return int64_t(chip_.vmem.banks) / 2; }
 
@@ -120,18 +150,26 @@ class Planner {
     const int m = size(s.dim), a = coord(dev, s.dim);
     const int b = s.ring ? 0 : s.dir > 0 ? a : m - 1 - a;
     int64_t y = x - int64_t(b) * s.lag;
+    if (!s.order.empty()) {
+      if (y < 0 || y >= int64_t(s.order.size())) return std::nullopt;
+      return s.order[size_t(y)];
+    }
     if (y < 0 || y >= int64_t(m) * s.pieces) return std::nullopt;
-    if (!s.order.empty()) return s.order[size_t(y)];
     return std::make_pair(y / s.pieces, int(y % s.pieces));
   }
-  // The role of `dev` at step k of stream s, and the target (coordinate
-  // along s.dim) whose partial sum it handles.
-  std::pair<Role, int> role(const Stream& s, int64_t dev, int64_t k) const {
+  // The role of `dev` at step k of stream s for piece q, and the target
+  // (coordinate along s.dim) whose partial sum it handles. A half ring's
+  // finals are all Final here (emitGridReduceScatter tells the pair apart).
+  std::pair<Role, int> role(const Stream& s, int64_t dev, int64_t k, int q) const {
     const int m = size(s.dim), a = coord(dev, s.dim);
     if (s.ring) {
-      int t = int(((a - s.dir * (k + 1)) % m + m) % m);
-      if (k == 0) return {Role::SendOwn, t};
-      return {k < m - 1 ? Role::CombineSend : Role::Final, t};
+      // Step k's chip is s.steps - 1 - k hops upstream of its target.
+      const int64_t h = s.steps - 1;
+      int t = int(((a + s.dir * (h - k)) % m + m) % m);
+      const int64_t first = s.late(q) ? 1 : 0;
+      if (k < first) return {Role::None, t};
+      if (k == first) return {Role::SendOwn, t};
+      return {k < h ? Role::CombineSend : Role::Final, t};
     }
     // A line: mirrored so that partial sums move towards higher b.
     const int b = s.dir > 0 ? a : m - 1 - a;
@@ -288,6 +326,60 @@ class Planner {
         uint64_t half = lo + (hi - lo) / elem / 2 * elem;
         int64_t blockChunks = 1;
         for (int e : later) blockChunks *= size(e);
+        // Pieces: a power of two, each a whole number of elements, the
+        // block's piece at most a VMEM slot; the count with the smallest
+        // estimate (small pieces fill the pipeline sooner, each costs a
+        // combine's fixed work). A chain of `hops` hops; the busiest link
+        // carries `linkBlocks` blocks of `bytes` per chunk.
+        struct Choice {
+          int pieces = 1, lag = 0;
+          double duration = -1, estimate = 0;
+        };
+        auto choose = [&](uint64_t bytes, double hops, double linkBlocks, int minCount) {
+          Choice c;
+          double best = -1;
+          for (int count = 1; count <= kMaxPieces; count *= 2) {
+            if (bytes == 0 || bytes % (uint64_t(count) * elem) != 0) break;
+            if (count < minCount) continue;
+            const uint64_t total = bytes / uint64_t(count) * uint64_t(blockChunks);
+            if (total > slotCap_ && count < kMaxPieces) continue;
+            // A piece over the link, and the scalar and VPU work of a piece
+            // on a chip (every part's two directions share the scalar thread).
+            const double piece = double(total) / bw;
+            const double combine = 500 + double(total) / 1024.0;
+            const double busy = std::max(piece, combine * double(2 * parts));
+            // The busiest link carries linkBlocks x pieces; the first piece
+            // fills the pipeline over the hops.
+            const double d = linkBlocks * double(count) * busy + hops * (lat + piece + combine);
+            // The estimate the algorithm choice takes is the best count's,
+            // kMinLaterPieces or not (it was measured against tpusim so).
+            if (best < 0 || d < best) {
+              best = d;
+              c.estimate = hops * (lat + piece + combine) +
+                           linkBlocks * double(count) * std::max(piece, combine);
+            }
+            if (ring && p > 0 && count < kMinLaterPieces &&
+                2 * double(bytes * uint64_t(blockChunks)) / bw >= lat &&
+                bytes % (uint64_t(2 * count) * elem) == 0)
+              continue;
+            if (c.duration >= 0 && d >= c.duration) continue;
+            c.duration = d;
+            c.pieces = count;
+            // The lag covers a piece's transfer, its hop and its combine.
+            c.lag = ring ? 0 : 1 + int(std::ceil((lat + combine) / piece));
+          }
+          return c;
+        };
+        const int m = size(dim);
+        // Half rings on a grid dimension's ring of kMinHalfRing or more; an
+        // even one needs an even piece count.
+        const bool halfRing = halfRings_ && ring && g_.ringOrder.empty() && m >= kMinHalfRing;
+        const bool split = halfRing && m % 2 == 0;
+        Choice halfChoice;
+        if (halfRing) halfChoice = choose(hi - lo, double(m / 2), double(m - 1) / 2, split ? 2 : 1);
+        const bool useHalf =
+            halfRing && halfChoice.duration >= 0 &&
+            (hi - lo) / uint64_t(halfChoice.pieces) * uint64_t(blockChunks) <= slotCap_;
         double phaseCycles = 0;
         for (int dir : {1, -1}) {
           Stream s;
@@ -303,48 +395,36 @@ class Planner {
           s.earlier = earlier;
           s.later = later;
           s.blockChunks = blockChunks;
-          // Pieces: a power of two, each a whole number of elements, the
-          // block's piece at most a VMEM slot; the count with the smallest
-          // estimate (small pieces fill the pipeline sooner, each costs a
-          // combine's fixed work).
-          const double m = double(size(dim));
-          double duration = -1, best = -1;
-          for (int count = 1; count <= kMaxPieces; count *= 2) {
-            if (s.bytes == 0 || s.bytes % (uint64_t(count) * elem) != 0) break;
-            const uint64_t total = s.bytes / uint64_t(count) * uint64_t(blockChunks);
-            if (total > slotCap_ && count < kMaxPieces) continue;
-            // A piece over the link, and the scalar and VPU work of a piece
-            // on a chip (every part's two directions share the scalar thread).
-            const double piece = double(total) / bw;
-            const double combine = 500 + double(total) / 1024.0;
-            const double busy = std::max(piece, combine * double(2 * parts));
-            // The busiest link carries (m - 1) x pieces; the first piece
-            // fills the pipeline over m - 1 hops.
-            const double d = (m - 1) * double(count) * busy + (m - 1) * (lat + piece + combine);
-            // The estimate the algorithm choice takes is the best count's,
-            // kMinLaterPieces or not (it was measured against tpusim so).
-            if (best < 0 || d < best) {
-              best = d;
-              s.estimate = (m - 1) * (lat + piece + combine) +
-                           (m - 1) * double(count) * std::max(piece, combine);
-            }
-            if (ring && p > 0 && count < kMinLaterPieces &&
-                2 * double(s.bytes * uint64_t(blockChunks)) / bw >= lat &&
-                s.bytes % (uint64_t(2 * count) * elem) == 0)
-              continue;
-            if (duration >= 0 && d >= duration) continue;
-            duration = d;
-            s.pieces = count;
-            // The lag covers a piece's transfer, its hop and its combine.
-            s.lag = ring ? 0 : 1 + int(std::ceil((lat + combine) / piece));
+          s.steps = m;
+          // The estimate stays the full ring's (each way half the part, m - 1
+          // hops), and with it the algorithm choice.
+          const Choice full = choose(s.bytes, double(m - 1), double(m - 1), 1);
+          const Choice& c = useHalf ? halfChoice : full;
+          s.estimate = full.estimate;
+          s.pieces = c.pieces;
+          s.lag = c.lag;
+          if (useHalf) {
+            s.halfRing = true;
+            s.splitFirst = split;
+            s.steps = m / 2 + 1;
+            s.offset = lo;
+            s.bytes = hi - lo;
           }
+          const double duration = c.duration;
           s.pieceBytes = s.bytes / uint64_t(s.pieces);
           const uint64_t total = pieceTotal(s);
           if (duration < 0 || total > slotCap_) ok_ = false;
           const uint64_t align = std::max<uint64_t>(4096, uint64_t(chip_.vmem.banks) * 512);
           slotBytes_ = std::max(slotBytes_, (total + align - 1) / align * align);
           s.start = start;
-          s.actions = int64_t(size(dim)) * s.pieces + int64_t(size(dim) - 1) * s.lag;
+          if (useHalf) {
+            for (int64_t k = 0; k < s.steps; ++k)
+              for (int q = 0; q < s.pieces; ++q)
+                if (k > 0 || !s.late(q)) s.order.emplace_back(k, q);
+            s.actions = int64_t(s.order.size());
+          } else {
+            s.actions = int64_t(m) * s.pieces + int64_t(m - 1) * s.lag;
+          }
           s.stepCycles = duration / double(s.actions);  // per action
           phaseCycles = std::max(phaseCycles, duration);
           streams_.push_back(s);
@@ -384,16 +464,20 @@ class Planner {
   void skewRings() {
     for (Stream& s : streams_) {
       if (!s.ring || s.pieces < 2) continue;
-      const int m = size(s.dim);
       s.order.clear();
-      for (int r = 0; r < m + s.pieces - 1; ++r)
-        for (int k = 0; k < m; ++k)
-          if (r - k >= 0 && r - k < s.pieces) s.order.emplace_back(k, r - k);
+      for (int r = 0; r < s.steps + s.pieces - 1; ++r)
+        for (int k = 0; k < s.steps; ++k) {
+          const int q = r - k;
+          if (q < 0 || q >= s.pieces || (k == 0 && s.late(q))) continue;
+          s.order.emplace_back(k, q);
+        }
+      s.rounds = true;
     }
   }
 
   const GridReduce& g_;
   const target::ChipConfig& chip_;
+  bool halfRings_ = true;
   std::map<int, int64_t> stride_;  // slot stride of each grid dimension
   int64_t devices_ = 0;
   std::vector<std::vector<int>> coords_;
@@ -408,7 +492,7 @@ std::vector<uint32_t> maskTable(const std::vector<bool>& on) {
   return v;
 }
 
-bool isCombine(Role r) { return r == Role::CombineSend || r == Role::Final; }
+bool isCombine(Role r) { return r == Role::CombineSend || isFinal(r); }
 bool isSend(Role r) { return r == Role::SendOwn || r == Role::CombineSend; }
 
 // What every device does in one action.
@@ -416,6 +500,9 @@ struct ActionPlan {
   std::vector<Role> roles;
   std::vector<uint32_t> own, arrived, dest, sendTo;
   bool usesVmem = false, sends = false;
+  // A half ring's finals: the meet buffer the first (FinalKeep) leaves its
+  // sum in, and the second (Final) adds its arrival to instead of an own piece.
+  int meetBuffer = -1;
 };
 
 // The VMEM landing slots and their credits (GridReduceScatter.h).
@@ -636,7 +723,7 @@ ActionOrder orderActions(const Planner& plan, bool overlap) {
         }
         key[i].push_back(k);
         prev = k;
-        if (kq && s.ring && kq->first == plan.size(s.dim) - 1) finalKey[{i, kq->second}] = k;
+        if (kq && s.ring && kq->first == s.steps - 1) finalKey[{i, kq->second}] = k;
       }
     }
   ActionOrder o;
@@ -647,12 +734,19 @@ ActionOrder orderActions(const Planner& plan, bool overlap) {
   // Where each stream's finals ran, then what each action reads.
   std::map<std::pair<size_t, int>, int64_t> finalAt;
   o.readsFinal.assign(o.actions.size(), -1);
-  for (size_t k = 0; overlap && k < o.actions.size(); ++k) {
+  // Half rings among rings (own loads issued several actions ahead): a
+  // later phase's piece reads both ways' finals of the whole part, so its
+  // own load waits for them in any order (with a line the loads go one
+  // action ahead, after the finals' stores).
+  const bool halves =
+      std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.halfRing; }) &&
+      std::all_of(streams.begin(), streams.end(), [](const Stream& s) { return s.ring; });
+  for (size_t k = 0; (overlap || halves) && k < o.actions.size(); ++k) {
     const size_t i = size_t(std::get<1>(o.actions[k]));
     const Stream& s = streams[i];
     const auto kq = plan.stepOf(s, 0, std::get<2>(o.actions[k]));
     if (!kq || !s.ring) continue;
-    if (kq->first == plan.size(s.dim) - 1) finalAt[{i, kq->second}] = int64_t(k);
+    if (kq->first == s.steps - 1) finalAt[{i, kq->second}] = int64_t(k);
     if (s.phase == 0) continue;
     const uint64_t lo = s.offset + uint64_t(kq->second) * s.pieceBytes, hi = lo + s.pieceBytes;
     for (size_t j = 0; j < streams.size(); ++j) {
@@ -807,7 +901,13 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
   const GridReduce& g = ring ? *ring : grid;
   // Rounds only with paced links (below: the landing slots' flags, not the
   // Hamiltonian ring).
-  Planner plan(g, chip, flags.firstCredit >= 0 && g.ringOrder.empty());
+  const bool mayRound = flags.firstCredit >= 0 && g.ringOrder.empty();
+  // Overlapped phases where every stream is a ring in step order (below).
+  auto overlapPhases = [&](const Planner& p) {
+    return mayRound && std::all_of(p.streams().begin(), p.streams().end(),
+                                   [](const Stream& s) { return s.ring && !s.rounds; });
+  };
+  Planner plan(g, chip, mayRound);
   SmemTables tables(code);
   CombineLoop combine(code, chip, g.type, g.op);
   const std::vector<Stream>& streams = plan.streams();
@@ -873,10 +973,11 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
   // 4x4x4 16 MiB). Not in rounds: v4 4x4x4 64 MiB overlapped was 2.9%
   // slower (320,975 -> 330,206 cycles), though a smaller rounds case gained
   // (8 MiB with 4 MiB of VMEM: -2.2%).
-  const bool stepOrder =
-      std::all_of(streams.begin(), streams.end(), [](const Stream& s) { return s.order.empty(); });
-  const ActionOrder order =
-      orderActions(plan, flags.firstCredit >= 0 && allRings && g.ringOrder.empty() && stepOrder);
+  const ActionOrder order = orderActions(plan, overlapPhases(plan));
+  // A half ring's first final of a piece keeps its sum in a meet buffer
+  // (after the out slots) until the second adds to it: the lowest free one,
+  // the same on every chip.
+  int meetBuffers = 0;
   const std::vector<std::tuple<double, int, int64_t>>& actions = order.actions;
 
   // What every device does in each action, worked out first: an action's
@@ -888,6 +989,8 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
   std::vector<ActionPlan> plans;
   auto planActions = [&](const std::map<std::pair<int, int>, int64_t>& keepRow) {
     std::map<std::tuple<int, int, int, int64_t>, int> finalsSeen;  // (part, phase, piece, dev)
+    std::map<std::tuple<int, int, int>, int> open;  // half rings: (part, phase, piece) -> buffer
+    std::vector<bool> busy;                         // meet buffers in use
     plans.clear();
     for (auto& [t, i, x] : actions) {
       const Stream& s = streams[size_t(i)];
@@ -900,7 +1003,8 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       a.arrived = a.dest = a.sendTo = a.own;
       for (int64_t dev = 0; dev < devices; ++dev) {
         std::optional<std::pair<int64_t, int>> kq = plan.stepOf(s, dev, x);
-        auto [r, tg] = kq ? plan.role(s, dev, kq->first) : std::make_pair(Role::None, 0);
+        auto [r, tg] =
+            kq ? plan.role(s, dev, kq->first, kq->second) : std::make_pair(Role::None, 0);
         a.roles.push_back(r);
         a.usesVmem |= isCombine(r);
         a.sends |= isSend(r);
@@ -927,12 +1031,35 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
         if (isSend(r))
           a.sendTo[size_t(dev)] = uint32_t(plan.blockAddress(landing(s), s, dev, tg, q));
       }
+      // A half ring's finals (every chip's role the same): the first of a
+      // piece's two keeps its sum, the second adds its arrival to that.
+      if (s.halfRing && a.roles.at(0) == Role::Final) {
+        const auto key = std::make_tuple(s.part, s.phase, plan.stepOf(s, 0, x)->second);
+        auto it = open.find(key);
+        if (it == open.end()) {
+          std::fill(a.roles.begin(), a.roles.end(), Role::FinalKeep);
+          a.meetBuffer = int(std::find(busy.begin(), busy.end(), false) - busy.begin());
+          if (a.meetBuffer == int(busy.size())) busy.push_back(true);
+          busy[size_t(a.meetBuffer)] = true;
+          open[key] = a.meetBuffer;
+        } else {
+          a.meetBuffer = it->second;
+          busy[size_t(a.meetBuffer)] = false;
+          open.erase(it);
+        }
+      }
       plans.push_back(std::move(a));
     }
+    meetBuffers = int(busy.size());
   };
   planActions({});
+  auto meetRow = [&](int buffer) {
+    return slotRow(kSlots) + int64_t((uint64_t(buffer) * slotBytes) / isa::kVmemRowBytes);
+  };
+  if (meetRow(meetBuffers) > int64_t(chip.vmem.bytes / isa::kVmemRowBytes))
+    throw std::logic_error("reduce-scatter: the half rings' meet buffers do not fit VMEM");
   const CreditPlan credits =
-      planCredits(plan, g, chip, actions, plans, slotRow(kSlots), flags, deferStores);
+      planCredits(plan, g, chip, actions, plans, meetRow(meetBuffers), flags, deferStores);
   if (!credits.keepRow.empty()) planActions(credits.keepRow);
 
   // Descriptors per stream: own -> VMEM own rows, landing -> slot, slot ->
@@ -1069,8 +1196,8 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
     const Stream& s = streams[size_t(std::get<1>(actions[k]))];
     const Words& w = words[size_t(std::get<1>(actions[k]))];
     drainFor(s);
-    const bool kept = w.loadKept >= 0 && std::any_of(a.roles.begin(), a.roles.end(),
-                                                     [](Role r) { return r == Role::Final; });
+    if (a.meetBuffer >= 0 && a.roles.at(0) == Role::Final) return;  // adds to its meet buffer
+    const bool kept = w.loadKept >= 0 && std::any_of(a.roles.begin(), a.roles.end(), isFinal);
     if (kept && preloadsTaken < preloads) {
       code.emit({makeInstruction(Opcode::SyncWait, {preloadFlag, preloads - preloadsTaken})});
       preloadsTaken = preloads;
@@ -1159,7 +1286,13 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       waitLink(slotSend[size_t(slot)].first, slotSend[size_t(slot)].second);
       slotSend[size_t(slot)].first = -1;
     }
-    const int64_t own = ownRow(vmemActions % ownBuffers);
+    // A half ring's first final leaves its sum in its meet buffer; the
+    // second adds its arrival to that instead of an own piece.
+    const bool keep = a.meetBuffer >= 0 && a.roles.at(0) == Role::FinalKeep;
+    const bool meet = a.meetBuffer >= 0 && !keep;
+    const int64_t own = meet ? meetRow(a.meetBuffer) : ownRow(vmemActions % ownBuffers);
+    // Where the combine's result goes: the out slot, or the meet buffer.
+    const int64_t out = keep ? meetRow(a.meetBuffer) : slotRow(slot);
     const int sentFlag = flags.sent[epoch % 2];
     const int sendFlag = paced ? linkFlag(linkOf(s)) : sentFlag;
 
@@ -1173,12 +1306,12 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
       // own piece into the out slot, then hand the landing slot back.
       tables.forDevicesWith(mask(isCombine), kVal, "reduce-scatter combines", [&] {
         code.emit({makeInstruction(Opcode::SyncWait, {flag, 1})});
-        code.emit({makeInstruction(Opcode::SyncWait, {ownFlag, 1})});
+        if (!meet) code.emit({makeInstruction(Opcode::SyncWait, {ownFlag, 1})});
         tables.load(credits.landingRow[k], kSlotRow, "reduce-scatter landing slots");
         code.emit({makeInstruction(Opcode::SLi, {kOwnRow, own})});
         const int64_t vregs =
             int64_t((plan.pieceTotal(s) + 8 * isa::kVmemRowBytes - 1) / (8 * isa::kVmemRowBytes));
-        combine.emit(vregs, own, int64_t(credits.first[size_t(i)]), slotRow(slot) - own);
+        combine.emit(vregs, own, int64_t(credits.first[size_t(i)]), out - own);
       });
       tables.forDevicesWith(credits.creditTo[k], kPeer, "reduce-scatter credits", [&] {
         code.emit({makeInstruction(Opcode::SyncRemote, {kPeer, creditFlag, 1})});
@@ -1191,7 +1324,9 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
                    makeInstruction(Opcode::SLi, {kSrc, w.loadArrived})});
         code.emit({makeInstruction(Opcode::SSt, {kVal, kSrc, 3})});
         code.emit({makeInstruction(Opcode::Dma, {kSrc, flags.local, kLoadQueues[1]})});
-        if (ownFlag == flags.local) {
+        if (meet) {
+          code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
+        } else if (ownFlag == flags.local) {
           code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 2})});
         } else {
           code.emit({makeInstruction(Opcode::SyncWait, {flags.local, 1})});
@@ -1201,7 +1336,10 @@ void emitGridReduceScatter(ControlCode& code, const GridReduce& grid,
                    makeInstruction(Opcode::SLi, {kSlotRow, slotRow(slot)})});
         const int64_t vregs =
             int64_t((plan.pieceTotal(s) + 8 * isa::kVmemRowBytes - 1) / (8 * isa::kVmemRowBytes));
-        combine.emit(vregs, own, slotRow(slot));
+        if (keep)
+          combine.emit(vregs, own, slotRow(slot), out - own);
+        else
+          combine.emit(vregs, own, slotRow(slot));
       });
     }
     // A send into a VMEM landing slot waits for the credit of the piece that
