@@ -668,7 +668,10 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   // of registers). The last round's pops, with no mms after them, are not
   // held back (a lag there changed nothing). One addend only: with a sum of
   // two ((p + q) + dot, the attention backward's dx) the lag cost 15%
-  // (16384 x 1024 x 1024: 197,367 -> 226,507 cycles).
+  // (16384 x 1024 x 1024: 197,367 -> 226,507 cycles). 256-wide MXUs only
+  // (two halves a pop, twice a 128-wide pop's work): on v5e the tiny
+  // prefill's residual dots lost more than they gained (660,994 -> 662,937
+  // cycles), not yet understood.
   constexpr size_t kSumEpilogueLag = 2;
   std::vector<std::function<void()>> pendingFinish;
   bool lagFinish = false;  // queue the work after a pop (the main loop's pops)
@@ -774,7 +777,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         emit(st);
       }
     };
-    if (lagFinish && addends.size() == 1)
+    if (lagFinish && addends.size() == 1 && halves == 2)
       pendingFinish.push_back(finish);
     else
       finish();
