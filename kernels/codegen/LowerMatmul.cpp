@@ -38,6 +38,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -654,6 +655,26 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
   };
   // Pops slot i into its result row and stores the valid lanes of each half
   // (added to the old value when accumulating).
+  // A sum epilogue's work after a pop (the dot's rounding, the add, the
+  // bf16 rounding, the stores: 6 vector ops a half against 1 of a plain
+  // pop) trails its pop by kSumEpilogueLag pops in program order while the
+  // next items stream: the pop must come before the mm that reuses its slot,
+  // but the rest need not sit between that mm and the next pop. Emitted right
+  // after its pop, each tile's chain held back the next pops and mms (the
+  // list scheduler mostly keeps program order): the training step's FFN
+  // down projection + residual, 65536 x 1024 x 2048 on v6e, 765,344 ->
+  // 678,606 cycles with a lag of 2 (1: 698,957; 3: 676,275 but 830,295 for
+  // the K = 2048 backward one against 821,818; 4 and more: slower, 16 runs out
+  // of registers). The last round's pops, with no mms after them, are not
+  // held back (a lag there changed nothing). One addend only: with a sum of
+  // two ((p + q) + dot, the attention backward's dx) the lag cost 15%
+  // (16384 x 1024 x 1024: 197,367 -> 226,507 cycles). 256-wide MXUs only
+  // (two halves a pop, twice a 128-wide pop's work): on v5e the tiny
+  // prefill's residual dots lost more than they gained (660,994 -> 662,937
+  // cycles), not yet understood.
+  constexpr size_t kSumEpilogueLag = 2;
+  std::vector<std::function<void()>> pendingFinish;
+  bool lagFinish = false;  // queue the work after a pop (the main loop's pops)
   auto popTile = [&](const Item& it, int mxu, int64_t i) {
     int64_t rt = it.g0 + i;
     int64_t valid = std::min<int64_t>(8, M - rt * 8);
@@ -687,71 +708,85 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
       sums.push_back(x);
     }
     emitRow(Opcode::MxuPop, {MOperand(), I(mxu), I(it.slot0 + i)}, 0, row);
-    for (int h = 0; h < halves; ++h) {
-      int64_t lanes = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
-      if (lanes == 0) continue;
-      int64_t first = laneOf(n0);
-      MOperand r = rotate(row[size_t(h)], first);
-      int64_t off = tileOf(n0, h) * dstRows + rt * 8;
-      // The sum epilogue rounds the dot to bf16 and widens it back for its add:
-      // one vrnd.bf16.f32, not a convert pair. Only with one addend: with a sum
-      // of two (and in the addends' own sums) the list scheduler packed the
-      // shorter chains worse ((p + q) + dot, [4096, 1024]: 44,741 -> 50,264).
-      bool roundWiden = roundDst && addends.size() == 1;
-      // A bf16 destination: rounded on the way (no f32 copy, no second pass).
-      if (roundDst && !roundWiden) {
-        MOperand c = fn_.newReg(RegClass::Vector);
-        emit(Opcode::VCvtBf16F32, {c, r});
-        r = c;
-      }
-      if (!addends.empty()) {  // the sum epilogue's last add, in f32 and rounded
-        MOperand f = fn_.newReg(RegClass::Vector), sum = fn_.newReg(RegClass::Vector);
-        MOperand c = fn_.newReg(RegClass::Vector);
-        emit(roundWiden ? Opcode::VRndBf16F32 : Opcode::VCvtF32Bf16, {f, r});
-        const MOperand& x = sums[size_t(h)];
-        emit(Opcode::VAddF32,
-             sumMode == 1 ? std::vector<MOperand>{sum, f, x} : std::vector<MOperand>{sum, x, f});
-        emit(Opcode::VCvtBf16F32, {c, sum});
-        r = c;
-      }
-      if (accumulate) {
-        MOperand old = load(dstP, dst0, off, 0xFF), sum = fn_.newReg(RegClass::Vector);
-        emit(s8 ? Opcode::VAddS32 : Opcode::VAddF32, {sum, old, r});
-        r = sum;
-      }
-      MOperand b;
-      int64_t o;
-      at(dst0, off, &b, &o);
-      MemAccess mem{MemAccess::Space::Vmem, dstP.region, true, dst0.isConst ? dst0.c + off : -1, 8};
-      if (first == 0 && lanes == llo::kLanes) {
-        MInstr st = makeInstr(Opcode::VSt, {r, b, I(o), I(1), I((1 << valid) - 1)});
+    auto finish = [&, row, sums, n0, rt, valid] {
+      for (int h = 0; h < halves; ++h) {
+        int64_t lanes = std::clamp<int64_t>(validN(it.j) - h * llo::kLanes, 0, L);
+        if (lanes == 0) continue;
+        int64_t first = laneOf(n0);
+        MOperand r = rotate(row[size_t(h)], first);
+        int64_t off = tileOf(n0, h) * dstRows + rt * 8;
+        // The sum epilogue rounds the dot to bf16 and widens it back for its add:
+        // one vrnd.bf16.f32, not a convert pair. Only with one addend: with a sum
+        // of two (and in the addends' own sums) the list scheduler packed the
+        // shorter chains worse ((p + q) + dot, [4096, 1024]: 44,741 -> 50,264).
+        bool roundWiden = roundDst && addends.size() == 1;
+        // A bf16 destination: rounded on the way (no f32 copy, no second pass).
+        if (roundDst && !roundWiden) {
+          MOperand c = fn_.newReg(RegClass::Vector);
+          emit(Opcode::VCvtBf16F32, {c, r});
+          r = c;
+        }
+        if (!addends.empty()) {  // the sum epilogue's last add, in f32 and rounded
+          MOperand f = fn_.newReg(RegClass::Vector), sum = fn_.newReg(RegClass::Vector);
+          MOperand c = fn_.newReg(RegClass::Vector);
+          emit(roundWiden ? Opcode::VRndBf16F32 : Opcode::VCvtF32Bf16, {f, r});
+          const MOperand& x = sums[size_t(h)];
+          emit(Opcode::VAddF32,
+               sumMode == 1 ? std::vector<MOperand>{sum, f, x} : std::vector<MOperand>{sum, x, f});
+          emit(Opcode::VCvtBf16F32, {c, sum});
+          r = c;
+        }
+        if (accumulate) {
+          MOperand old = load(dstP, dst0, off, 0xFF), sum = fn_.newReg(RegClass::Vector);
+          emit(s8 ? Opcode::VAddS32 : Opcode::VAddF32, {sum, old, r});
+          r = sum;
+        }
+        MOperand b;
+        int64_t o;
+        at(dst0, off, &b, &o);
+        MemAccess mem{MemAccess::Space::Vmem, dstP.region, true, dst0.isConst ? dst0.c + off : -1,
+                      8};
+        if (first == 0 && lanes == llo::kLanes) {
+          MInstr st = makeInstr(Opcode::VSt, {r, b, I(o), I(1), I((1 << valid) - 1)});
+          st.mem = mem;
+          emit(st);
+          continue;
+        }
+        // Lanes [first, first + lanes) of sublanes < valid.
+        MOperand iota = fn_.newReg(RegClass::Vector), lim = fn_.newReg(RegClass::Vector);
+        MOperand m = fn_.newReg(RegClass::Mask), ms = fn_.newReg(RegClass::Mask);
+        MOperand iotaS = fn_.newReg(RegClass::Vector), limS = fn_.newReg(RegClass::Vector);
+        MOperand m2 = fn_.newReg(RegClass::Mask);
+        emit(Opcode::VIotaLane, {iota});
+        emit(Opcode::VImm, {lim, I(first + lanes)});
+        emit(Opcode::VCmpLtS32, {m, iota, lim});
+        if (first > 0) {
+          MOperand lo = fn_.newReg(RegClass::Vector), mlo = fn_.newReg(RegClass::Mask);
+          MOperand both = fn_.newReg(RegClass::Mask);
+          emit(Opcode::VImm, {lo, I(first)});
+          emit(Opcode::VCmpGeS32, {mlo, iota, lo});
+          emit(Opcode::MAnd, {both, m, mlo});
+          m = both;
+        }
+        emit(Opcode::VIotaSub, {iotaS});
+        emit(Opcode::VImm, {limS, I(valid)});
+        emit(Opcode::VCmpLtS32, {m2, iotaS, limS});
+        emit(Opcode::MAnd, {ms, m, m2});
+        MInstr st = makeInstr(Opcode::VStM, {r, b, I(o), ms});
         st.mem = mem;
         emit(st);
-        continue;
       }
-      // Lanes [first, first + lanes) of sublanes < valid.
-      MOperand iota = fn_.newReg(RegClass::Vector), lim = fn_.newReg(RegClass::Vector);
-      MOperand m = fn_.newReg(RegClass::Mask), ms = fn_.newReg(RegClass::Mask);
-      MOperand iotaS = fn_.newReg(RegClass::Vector), limS = fn_.newReg(RegClass::Vector);
-      MOperand m2 = fn_.newReg(RegClass::Mask);
-      emit(Opcode::VIotaLane, {iota});
-      emit(Opcode::VImm, {lim, I(first + lanes)});
-      emit(Opcode::VCmpLtS32, {m, iota, lim});
-      if (first > 0) {
-        MOperand lo = fn_.newReg(RegClass::Vector), mlo = fn_.newReg(RegClass::Mask);
-        MOperand both = fn_.newReg(RegClass::Mask);
-        emit(Opcode::VImm, {lo, I(first)});
-        emit(Opcode::VCmpGeS32, {mlo, iota, lo});
-        emit(Opcode::MAnd, {both, m, mlo});
-        m = both;
-      }
-      emit(Opcode::VIotaSub, {iotaS});
-      emit(Opcode::VImm, {limS, I(valid)});
-      emit(Opcode::VCmpLtS32, {m2, iotaS, limS});
-      emit(Opcode::MAnd, {ms, m, m2});
-      MInstr st = makeInstr(Opcode::VStM, {r, b, I(o), ms});
-      st.mem = mem;
-      emit(st);
+    };
+    if (lagFinish && addends.size() == 1 && halves == 2)
+      pendingFinish.push_back(finish);
+    else
+      finish();
+  };
+  // Emits the queued work after the pops, all but the newest `keep`.
+  auto flushFinish = [&](size_t keep) {
+    while (pendingFinish.size() > keep) {
+      pendingFinish.front()();
+      pendingFinish.erase(pendingFinish.begin());
     }
   };
   // Per MXU, the stream of weight tiles (item, K chunk) it works through.
@@ -805,9 +840,13 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
         const Item& it = items[cur.item];
         // Resident items each hold their own slots: nothing to pop here.
         if (!resident && !kcMajor && cur.kc == 0 && t > 0 &&
-            i < items[stream[m][t - 1].item].gTiles)
+            i < items[stream[m][t - 1].item].gTiles) {
+          lagFinish = true;
           popTile(items[stream[m][t - 1].item], int(m), i);
+          lagFinish = false;
+        }
         if (i < it.gTiles) mmOne(it, int(m), cur.kc, i);
+        flushFinish(kSumEpilogueLag);
         if (t + 1 < stream[m].size()) {
           const Tile& next = stream[m][t + 1];
           const int64_t n = pushesOf(items[next.item], next.kc);
@@ -820,6 +859,7 @@ void Lowerer::lowerMatmul(const llo::Op& op) {
     for (size_t m = 0; m < size_t(mxus); ++m)
       if (t + 1 < stream[m].size()) emit(Opcode::MxuLatch, {I(int64_t(m))});
   }
+  flushFinish(0);
   if (resident == 2) {
     // Every item's slots, round by round as the MXUs finish them.
     for (size_t t = 0; t < length; ++t)
