@@ -303,8 +303,11 @@ void store_together(const std::vector<Ref>& refs, const std::vector<Array>& valu
   store_together(refs, values, {}, {}, loc);
 }
 
-void store_together(const std::vector<Ref>& refs, const std::vector<Array>& values,
-                    const std::vector<Ref>& accs, const std::vector<Array>& sums, Loc loc) {
+namespace {
+// store_together over the refs' whole windows (cols null) or their columns `cols`.
+void storeTogetherIn(const std::vector<Ref>& refs, const Slice* cols,
+                     const std::vector<Array>& values, const std::vector<Ref>& accs,
+                     const std::vector<Array>& sums, const Loc& loc) {
   locate(loc);
   if (refs.empty() || refs.size() != values.size())
     fail(loc, fmt::format("store_together needs one array per ref ({} refs, {} arrays)",
@@ -316,7 +319,9 @@ void store_together(const std::vector<Ref>& refs, const std::vector<Array>& valu
   std::vector<NodePtr> nodes;
   for (size_t k = 0; k < refs.size(); ++k) {
     if (!values[k].valid()) fail(loc, "storing an empty Array");
-    windows.push_back(wholeWindowOf(refs[k], loc));
+    const auto s = refs[k].shape();
+    windows.push_back(cols && s.size() >= 2 ? windowOf(refs[k], allOf(s[s.size() - 2]), *cols, loc)
+                                            : wholeWindowOf(refs[k], loc));
     nodes.push_back(values[k].node());
   }
   std::vector<RefWindow> accWindows;
@@ -327,6 +332,17 @@ void store_together(const std::vector<Ref>& refs, const std::vector<Array>& valu
     sumNodes.push_back(sums[j].node());
   }
   emitStores(windows, nodes, loc, accWindows, sumNodes);
+}
+}  // namespace
+
+void store_together(const std::vector<Ref>& refs, const std::vector<Array>& values,
+                    const std::vector<Ref>& accs, const std::vector<Array>& sums, Loc loc) {
+  storeTogetherIn(refs, nullptr, values, accs, sums, loc);
+}
+
+void store_together(const std::vector<Ref>& refs, Slice cols, const std::vector<Array>& values,
+                    const std::vector<Ref>& accs, const std::vector<Array>& sums, Loc loc) {
+  storeTogetherIn(refs, &cols, values, accs, sums, loc);
 }
 
 Scalar Ref::get(std::vector<Scalar> indices, Loc loc) const {

@@ -139,6 +139,12 @@ void store_together(const std::vector<Ref>& refs, const std::vector<Array>& valu
 void store_together(const std::vector<Ref>& refs, const std::vector<Array>& values,
                     const std::vector<Ref>& accs, const std::vector<Array>& sums,
                     Loc loc = Loc::here());
+// The same over the columns `cols` of every ref (all of their rows): a block
+// of whole rows walked one column window after another, the accumulators
+// [8, cols.size] each.
+void store_together(const std::vector<Ref>& refs, Slice cols, const std::vector<Array>& values,
+                    const std::vector<Ref>& accs, const std::vector<Array>& sums,
+                    Loc loc = Loc::here());
 
 // Structured control flow traced into the kernel IR.
 void when(Scalar cond, const std::function<void()>& then, Loc loc = Loc::here());

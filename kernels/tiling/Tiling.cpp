@@ -205,6 +205,18 @@ LoopBlock chooseLoopBlock(int64_t rows, int64_t cols, bool exactRows, bool exact
   return best;
 }
 
+LoopBlock wholeRowsBlock(const LoopBlock& b, int64_t rows, int64_t cols,
+                         const std::vector<BlockUse>& uses, const TilingTarget& target) {
+  if (b.cols >= cols || cols > kMaxExactLoopLanes || cols % b.cols != 0) return b;
+  const int64_t bytes = workingSet(b.rows, cols, uses);
+  if (bytes > target.vmemBudget()) return b;
+  LoopBlock w{b.rows, cols, ""};
+  w.why = fmt::format(
+      "block {}x{} of {}x{} (whole rows, walked {} lanes at a time): {} B of VMEM (budget {} B)",
+      w.rows, w.cols, rows, cols, b.cols, bytes, target.vmemBudget());
+  return w;
+}
+
 int64_t chooseLeadBlock(int64_t leadSize, LoopBlock& plane, const std::vector<BlockUse>& uses,
                         const TilingTarget& target) {
   int64_t planeBytes = 0, leadVmem = 0, otherVmem = 0;

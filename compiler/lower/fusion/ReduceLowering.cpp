@@ -276,10 +276,21 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
   if (chunked)
     b = chooseLoopBlock(axes[n - 2].size, axes[n - 1].size, false, true, blockUses(), t, planes,
                         true);
+  const bool walk = oneWalk(g, reds, rowsReduced && colsReduced);
+  // A one-walk kernel (its stores and its sums to a scalar) over rows wider
+  // than its lane block: whole rows per block at the same rows, the lane
+  // block walked window by window inside (`walkCols`), each window's sums
+  // into accumulators of their own and combined in the grid steps' order, so
+  // the bits stay; each block row is one HBM run (the loss gradient's DMA).
+  int64_t walkCols = b.cols;
+  if (walk && !chunked && !r->hasRowReduces()) {
+    walkCols = b.cols;
+    b = wholeRowsBlock(b, axes[n - 2].size, axes[n - 1].size, blockUses(), t);
+  }
+  const int64_t walkWindows = cdiv(b.cols, walkCols);
   r->rowReducesWholeCols(b.cols);
   axes[n - 2].block = b.rows;
   axes[n - 1].block = b.cols;
-  const bool walk = oneWalk(g, reds, rowsReduced && colsReduced);
 
   KernelPlan plan;
   plan.target = &t;
@@ -310,7 +321,8 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
       plan.config.scratch.push_back(dsl::VMEM({accRows, accCols}, reds[k].accType));
       if (walk) {
         walkIndex[k] = static_cast<int>(plan.config.scratch.size());
-        plan.config.scratch.push_back(dsl::VMEM({8, axes[n - 1].block}, dsl::F32));
+        for (int64_t w = 0; w < walkWindows; ++w)  // walkIndex[k] + w: window w's
+          plan.config.scratch.push_back(dsl::VMEM({8, walkCols}, dsl::F32));
       }
     } else {
       dsl::DType ot = memoryType(dslType(g, *roots[k], roots[k]->shape().type));
@@ -359,27 +371,35 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
         r->setRowReduceValue(inner, ro.fromMaxDomain(v));
       }
     }
+    // The walk's accumulators of window w (the whole block: w = 0).
+    auto walkAcc = [&](size_t k, int64_t w) -> const dsl::Ref& {
+      return refs[nIn + nOut + static_cast<size_t>(walkIndex[k] + w)];
+    };
     if (walk) {
-      // Every output in one walk of the block: the sums go to one accumulator
-      // tile per column tile, folded to the step's partial sum below.
+      // Every output in one walk of the block (window by window): the sums
+      // go to one accumulator tile per column tile, folded to the step's
+      // partial sums below.
       r->keepSharedInRegisters();
-      std::vector<dsl::Ref> outs, accs;
-      std::vector<dsl::Array> values, sums;
-      for (size_t k = 0; k < nOut; ++k) {
-        if (!reds[k].red) {
-          outs.push_back(refs[nIn + k]);
-          values.push_back(
-              expandTo(r->emit(roots[k], inEmb, refs), axes[n - 2].block, axes[n - 1].block));
-          continue;
+      for (int64_t w = 0; w < walkWindows; ++w) {
+        if (walkWindows > 1) r->setColWindow(w * walkCols, walkCols);
+        std::vector<dsl::Ref> outs, accs;
+        std::vector<dsl::Array> values, sums;
+        for (size_t k = 0; k < nOut; ++k) {
+          if (!reds[k].red) {
+            outs.push_back(refs[nIn + k]);
+            values.push_back(expandTo(r->emit(roots[k], inEmb, refs), axes[n - 2].block, walkCols));
+            continue;
+          }
+          const dsl::Ref& a = walkAcc(k, w);
+          a.store(dsl::full(8, walkCols, 0.0, dsl::F32));
+          accs.push_back(a);
+          dsl::Array x = r->emit(reds[k].input, inEmb, refs);
+          if (x.dtype() != dsl::F32) x = x.astype(dsl::F32);
+          sums.push_back(expandTo(x, axes[n - 2].block, walkCols));
         }
-        const dsl::Ref& a = scratchOf(walkIndex, k);
-        a.store(dsl::full(8, axes[n - 1].block, 0.0, dsl::F32));
-        accs.push_back(a);
-        dsl::Array x = r->emit(reds[k].input, inEmb, refs);
-        if (x.dtype() != dsl::F32) x = x.astype(dsl::F32);
-        sums.push_back(expandTo(x, axes[n - 2].block, axes[n - 1].block));
+        r->storeTogether(outs, values, accs, sums);
       }
-      r->storeTogether(outs, values, accs, sums);
+      if (walkWindows > 1) r->setColWindow(-1, 0);
     }
     for (size_t k = 0; k < nOut; ++k) {
       const ReduceOut& ro = reds[k];
@@ -412,7 +432,10 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
       if (chunked) {
         parts = chunkPartials(ro);
       } else if (walk) {
-        x = scratchOf(walkIndex, k).load();  // the walk's column sums, rows folded below
+        // The walk's column sums, rows folded below (each window's: the
+        // partials of the grid steps over lane blocks, in their order).
+        for (int64_t w = 0; w < walkWindows; ++w)
+          parts.push_back(reduceAxis(reduceAxis(walkAcc(k, w).load(), 0), 1));
       } else {
         x = r->emit(ro.input, inEmb, refs);
         if (x.dtype() != accType) x = x.astype(accType);
@@ -425,7 +448,7 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
       // of row tiles into one accumulator tile per column tile, then one lane tree.
       // Lanes first ended every row tile in a serial fold of its column tiles and
       // an XLU reduction (the loss's one-hot sum at half its HBM roof).
-      if (!chunked) {
+      if (!chunked && !walk) {
         dsl::Array partial = x;
         if (rowsReduced) partial = reduceAxis(partial, 0);
         if (colsReduced) partial = reduceAxis(partial, 1);

@@ -669,6 +669,9 @@ void Region::storeTogether(const std::vector<dsl::Ref>& refs, const std::vector<
       v = dsl::where(v, dsl::full(1, 1, 1, dsl::S8), dsl::zeros(1, 1, dsl::S8));
     vs.push_back(v);
   }
+  // A column window (setColWindow) of blocks wider than it: those columns of every ref.
+  if (colStart_ >= 0 && planes.front().shape().back() > colWidth_)
+    return dsl::store_together(planes, dsl::ds(dsl::Scalar(colStart_), colWidth_), vs, accs, sums);
   dsl::store_together(planes, vs, accs, sums);
 }
 

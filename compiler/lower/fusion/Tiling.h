@@ -19,5 +19,6 @@ using kernels::tiling::kStepOverheadCycles;
 using kernels::tiling::LoopBlock;
 using kernels::tiling::smallKernelSteps;
 using kernels::tiling::TilingTarget;
+using kernels::tiling::wholeRowsBlock;
 
 }  // namespace tpusim::lower
