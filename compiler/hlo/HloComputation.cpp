@@ -73,6 +73,18 @@ HloInstruction* HloComputation::addInstruction(std::unique_ptr<HloInstruction> i
   return instrs_.back().get();
 }
 
+void HloComputation::placeAfter(HloInstruction* inst, const HloInstruction* anchor) {
+  auto find = [&](const HloInstruction* x) {
+    return std::find_if(instrs_.begin(), instrs_.end(),
+                        [&](const auto& p) { return p.get() == x; });
+  };
+  auto from = find(inst);
+  if (from == instrs_.end() || find(anchor) == instrs_.end()) return;
+  std::unique_ptr<HloInstruction> held = std::move(*from);
+  instrs_.erase(from);
+  instrs_.insert(find(anchor) + 1, std::move(held));
+}
+
 bool HloComputation::removeInstruction(HloInstruction* inst) {
   if (!inst || inst == root_ || !inst->users().empty()) return false;
   auto it =

@@ -43,6 +43,10 @@ class HloComputation {
 
   // Takes ownership; the instruction's operands must belong to this computation.
   HloInstruction* addInstruction(std::unique_ptr<HloInstruction> inst);
+  // Moves `inst` in storage order to just after `anchor` (both of this
+  // computation), so the post order takes it as soon as its operands are
+  // done rather than just before its first user.
+  void placeAfter(HloInstruction* inst, const HloInstruction* anchor);
   // Removes an instruction that has no users and is not the root; returns false otherwise.
   bool removeInstruction(HloInstruction* inst);
   // Removes every instruction that neither the root nor a side-effecting

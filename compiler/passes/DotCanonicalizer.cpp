@@ -135,13 +135,16 @@ bool transposeShared(const HloInstruction* dot, const HloInstruction* x,
 struct MxuOfTarget {
   int64_t size = 0;
   bool packedInt8 = false;
+  int64_t count = 0;
+  double hbmBytesPerCycle = 0;
 };
 MxuOfTarget mxuOfTarget() {
   try {
     const PassOptions& o = passOptions();
     lower::TargetDescription t =
         o.chipConfig ? lower::describeTarget(*o.chipConfig) : lower::loadTarget(o.chip);
-    return {t.mxuSize, t.int8Rate == 2};
+    return {t.mxuSize, t.int8Rate == 2, t.mxuCount,
+            t.clockHz > 0 ? t.hbmBytesPerSecond / t.clockHz : 0.0};
   } catch (const lower::TargetError&) {
     return {};
   }
@@ -154,6 +157,27 @@ MxuOfTarget mxuOfTarget() {
 bool fragmentTransposesOnMxu(const MxuOfTarget& mxu, const Shape& s, int64_t rows, int64_t cols) {
   return mxu.packedInt8 && mxu.size % 128 == 0 && hlo::bitWidth(s.type) == 16 &&
          rows % (2 * mxu.size) == 0 && cols % mxu.size == 0;
+}
+
+// Weights [N, K] the MXU would load transposed, transposed once through HBM
+// instead (a fragment on the MXU, exact: the dot then reads [K, N] and makes the
+// same sums). A transposed weight push waits N cycles after its MXU's last latch
+// (isa/README.md, "MXU"), so each N x N tile loaded transposed holds the
+// weight port 2N cycles, not N: with a tile serving 2N LHS rows (N / 4 result
+// slots of 8 rows) that port, not the LHS stream, bounds the MXU. Each pass
+// over the M rows loads every tile once more and pays N cycles a tile over the
+// MXUs; the fragment moves the weights twice through HBM, counted twice over
+// (its write-back runs below the HBM peak).
+bool transposeWeightsOnce(const MxuOfTarget& mxu, const Shape& s, int64_t m, int64_t n, int64_t k) {
+  if (!passOptions().transposeWeightsOnce || !fragmentTransposesOnMxu(mxu, s, n, k) ||
+      mxu.count < 1 || mxu.hbmBytesPerCycle <= 0)
+    return false;
+  const double elements = double(n) * double(k);
+  const double passes = double(m) / double(2 * mxu.size);
+  const double saved = passes * elements / double(mxu.size * mxu.count);
+  const double cost =
+      2.0 * 2.0 * elements * double(hlo::bitWidth(s.type) / 8) / mxu.hbmBytesPerCycle;
+  return saved > cost;
 }
 
 bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot, const MxuOfTarget& mxu) {
@@ -228,8 +252,22 @@ bool canonicalize(hlo::HloComputation* comp, HloInstruction* dot, const MxuOfTar
         swappedRhsTransposed ? std::vector<int64_t>{b, m, k} : std::vector<int64_t>{b, k, m});
   } else {
     l = arrange(comp, lhs, lperm, {b, m, k});
+    const bool once = rhsTransposed && b == 1 && transposeWeightsOnce(mxu, rs, m, n, k);
+    if (once) {
+      rperm = d.rhsBatch;
+      rperm.insert(rperm.end(), d.rhsContracting.begin(), d.rhsContracting.end());
+      rperm.insert(rperm.end(), rfree.begin(), rfree.end());
+      rhsTransposed = false;
+    }
     r = arrange(comp, rhs, rperm,
                 rhsTransposed ? std::vector<int64_t>{b, n, k} : std::vector<int64_t>{b, k, n});
+    // Made as soon as the weights are (the training step's converted weights:
+    // at its start), not between the kernels before the dot, whose
+    // cross-kernel prefetch and schedules the fragment would change (the
+    // attention backward before its q / k / v input gradients' dots: +0.9 M
+    // cycles in the 1-layer step).
+    if (once)
+      for (HloInstruction* x = r; x != rhs; x = x->operand(0)) comp->placeAfter(x, rhs);
   }
   const bool transposedLoad = swap ? swappedRhsTransposed : rhsTransposed;
   HloInstruction* nd = addNew(comp, HloOpcode::Dot, dot->name() + ".canonical",

@@ -38,6 +38,12 @@ struct PassOptions {
   // --dot-epilogue-outputs). On by default (docs/performance.md, branch
   // `trainmo`).
   bool fusionDotEpilogueOutputs = true;
+  // dot-canonicalize transposes a dot's [N, K] weights once through HBM where
+  // the M rows would load them transposed often enough (DotCanonicalizer.cpp
+  // transposeWeightsOnce; tpuc --transpose-weights-once). Off by default
+  // until the step is measured with the transposes at its start
+  // (docs/performance.md, branch `trainmxu`).
+  bool transposeWeightsOnce = false;
   // dot-scale-to-output also where it changes the rounding (a scale that is
   // not a constant power of two): floats treated as reals, as XLA's
   // enable_scalar_multiply_reduction / floats-are-real options. Off by

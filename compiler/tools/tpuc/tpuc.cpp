@@ -107,6 +107,12 @@ static cl::opt<bool> HeadEpilogues(
              "heads (RoPE of q and k after their projections) into the dot's kernel as its "
              "epilogue (default on; --head-epilogues=false: a loop kernel of their own)"),
     cl::init(true), cl::cat(Cat));
+static cl::opt<bool> TransposeWeightsOnce(
+    "transpose-weights-once",
+    cl::desc("Transpose a dot's [N, K] weights once through HBM (an MXU fragment) where its M "
+             "rows would load them transposed often enough: a transposed weight push waits N "
+             "cycles after the MXU's latch (default off: loaded transposed)"),
+    cl::init(false), cl::cat(Cat));
 static cl::opt<bool> HbmRunModel(
     "hbm-run-model",
     cl::desc("Price dot blocks' HBM reads with the preset's HBM run model (bank groups, "
@@ -225,6 +231,7 @@ int main(int argc, char** argv) {
   passes::passOptions().fusionSiblingDots = SiblingDots;
   passes::passOptions().fusionDotEpilogueOutputs = DotEpilogueOutputs;
   passes::passOptions().fusionHeadEpilogues = HeadEpilogues;
+  passes::passOptions().transposeWeightsOnce = TransposeWeightsOnce;
   kernels::tiling::hbmRunPricing() = HbmRunModel;
   passes::passOptions().reassociateDequantScales = ReassociateDequantScales;
   driver::CompileResult compiled = driver::compileHloFile(Input, chip, options);

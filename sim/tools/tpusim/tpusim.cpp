@@ -106,6 +106,13 @@ static cl::opt<bool> headEpilogues(
              "(default on)"),
     cl::init(true), cl::cat(category),
     cl::cb<void, bool>([](bool on) { tpusim::passes::passOptions().fusionHeadEpilogues = on; }));
+static cl::opt<bool> transposeWeightsOnce(
+    "transpose-weights-once",
+    cl::desc("For an .hlo module: transpose a dot's [N, K] weights once through HBM where its M "
+             "rows would load them transposed often enough, as tpuc --transpose-weights-once "
+             "(default off)"),
+    cl::init(false), cl::cat(category),
+    cl::cb<void, bool>([](bool on) { tpusim::passes::passOptions().transposeWeightsOnce = on; }));
 static cl::opt<bool> reassociateDequantScales(
     "reassociate-dequant-scales",
     cl::desc("For an .hlo module: as tpuc --reassociate-dequant-scales (the int8 dots' "
