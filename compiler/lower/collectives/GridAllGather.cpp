@@ -223,6 +223,7 @@ class Planner {
       double start = 0, orderStart = 0;
       int prevPieces = 1;
       double prevStep = 0;
+      bool prevInOrder = true;
       std::vector<int> earlier;
       const int pieces =
           paced_ ? partPieces(hi - lo, g_.gridDims[size_t((j + parts - 1) % parts)]) : 1;
@@ -255,7 +256,11 @@ class Planner {
         const int steps = streams_.back().steps;
         // A later phase with the previous one's pieces starts right after their
         // last arrivals (its piece q after their pieces q), else after the phase.
-        if (p > 0 && pieces > 1 && pieces == prevPieces)
+        // Only where those last arrivals come in piece order each way: an odd
+        // half ring's reverse way takes every piece at its last step, last to
+        // first, so its piece 0 arrives last, after the later phase's piece 0
+        // was sent (tiny8 3x9 / 3x3 / 5x5 wrapping, 1 MiB: stale blocks sent).
+        if (p > 0 && pieces > 1 && pieces == prevPieces && prevInOrder)
           orderStart -= prevStep * (1 - 1e-3 / pieces);
         for (size_t b = streams_.size() - 2; b < streams_.size(); ++b) {
           Stream& s = streams_[b];
@@ -268,6 +273,7 @@ class Planner {
         }
         prevPieces = pieces;
         prevStep = step;
+        prevInOrder = !(halfRing && size(dim) % 2 == 1);
         start += double(steps + 1) * step;
         orderStart += double(steps + 1) * step;
         earlier.push_back(dim);

@@ -34,6 +34,7 @@ struct Phase {
   int64_t blockChunks = 1;          // chunks per block (the later dimensions' sizes)
   int pieces = 1;
   uint64_t pieceBytes = 0;  // of each chunk's range
+  int64_t regionRows = 0;   // VMEM rows of each of its m regions (a piece of all its chunks)
 };
 
 class ExchangePlan {
@@ -80,11 +81,15 @@ class ExchangePlan {
     return gridChunkDescriptor(g_, stride_, ph.later, inner, src, dst, srcStrided, dstStrided);
   }
   uint64_t pieceTotal(const Phase& ph) const { return ph.pieceBytes * uint64_t(ph.blockChunks); }
-  // VMEM row of region r (a combine's r-th block): regions alternate between
-  // the two halves of the banks, so a chained combine's two operands never
-  // share a bank.
-  int64_t regionRow(int r) const {
-    return int64_t(r) * regionRows_ + (r % 2) * int64_t(chip_.vmem.banks) / 2;
+  // VMEM row of a phase's region r (a combine's r-th block): regions
+  // alternate between the two halves of the banks, so a chained combine's
+  // two operands never share a bank. Each phase's regions are sized for its
+  // own pieces: a phase's combines finish (their store waited for) before
+  // the next phase's start, and one size for all (the largest piece) put a
+  // 9-chip line's regions past VMEM where a 2-chip line's pieces were the
+  // large ones (tiny8 2x9 wrapping: region 6 at 0x42000 of 0x40000).
+  int64_t regionRow(const Phase& ph, int r) const {
+    return int64_t(r) * ph.regionRows + (r % 2) * int64_t(chip_.vmem.banks) / 2;
   }
 
   // The emitted schedule, replayed: after the handshake each sub-part's
@@ -180,7 +185,6 @@ class ExchangePlan {
     const uint64_t elems = g_.chunk / elem;
     const int P = parts();
     ok_ = D > 0 && g_.chunk % elem == 0 && elems >= uint64_t(P);
-    uint64_t largest = 0;
     for (int j = 0; j < P && ok_; ++j) {
       const uint64_t lo = elems * uint64_t(j) / uint64_t(P) * elem;
       const uint64_t hi = elems * uint64_t(j + 1) / uint64_t(P) * elem;
@@ -212,15 +216,23 @@ class ExchangePlan {
           break;
         }
         ph.pieceBytes = ph.bytes / uint64_t(ph.pieces);
-        largest = std::max(largest, pieceTotal(ph));
+        ph.regionRows = regionRowsFor(pieceTotal(ph));
+        // Its m regions (the last one shifted) within VMEM.
+        if ((int64_t(m) * ph.regionRows) * isa::kVmemRowBytes > int64_t(chip_.vmem.bytes)) {
+          ok_ = false;
+          break;
+        }
         phases_.push_back(ph);
         earlier.push_back(ph.dim);
       }
     }
+  }
+  // Rows of a region holding `bytes`: whole vregs (the loop rounds up), whole
+  // bank rounds, and room for the shift.
+  int64_t regionRowsFor(uint64_t bytes) const {
     const int64_t banks = std::max<int64_t>(1, chip_.vmem.banks);
-    const int64_t rows = int64_t((largest + isa::kVmemRowBytes - 1) / isa::kVmemRowBytes);
-    // Whole vregs (the loop rounds up), whole bank rounds, and room for the shift.
-    regionRows_ = (rows + 8 + banks - 1) / banks * banks + banks;
+    const int64_t rows = int64_t((bytes + isa::kVmemRowBytes - 1) / isa::kVmemRowBytes);
+    return (rows + 8 + banks - 1) / banks * banks + banks;
   }
   uint64_t regionPad() const { return uint64_t(std::max<int64_t>(1, chip_.vmem.banks)) * 2 * 512; }
 
@@ -231,7 +243,6 @@ class ExchangePlan {
   std::vector<std::vector<int>> coords_;
   std::vector<Phase> phases_;  // part-major
   int subParts_ = 1;
-  int64_t regionRows_ = 0;
   bool ok_ = true;
 };
 
@@ -323,12 +334,12 @@ void emitLineExchangeReduce(ControlCode& code, const GridReduce& g, const target
     for (int r = 0; r < plan.size(ph.dim); ++r) {
       isa::DmaDescriptor d =
           plan.descriptor(ph, ph.pieceBytes, MemorySpace::Hbm, MemorySpace::Vmem, true, false);
-      d.dstAddr = uint64_t(plan.regionRow(r)) * isa::kVmemRowBytes;
+      d.dstAddr = uint64_t(plan.regionRow(ph, r)) * isa::kVmemRowBytes;
       w.load.push_back(code.descriptorWords({d}, "line exchange: block loaded"));
     }
     isa::DmaDescriptor st =
         plan.descriptor(ph, ph.pieceBytes, MemorySpace::Vmem, MemorySpace::Hbm, false, !last);
-    st.srcAddr = uint64_t(plan.regionRow(plan.size(ph.dim) - 1)) * isa::kVmemRowBytes;
+    st.srcAddr = uint64_t(plan.regionRow(ph, plan.size(ph.dim) - 1)) * isa::kVmemRowBytes;
     w.store = code.descriptorWords({st}, "line exchange: reduced piece");
     words.push_back(w);
   }
@@ -380,9 +391,9 @@ void emitLineExchangeReduce(ControlCode& code, const GridReduce& g, const target
       }
       code.emit({makeInstruction(Opcode::SyncWait, {flags.local, m})});
       for (int r = 1; r < m; ++r) {
-        code.emit({makeInstruction(Opcode::SLi, {kOwnRow, plan.regionRow(r - 1)}),
-                   makeInstruction(Opcode::SLi, {kSlotRow, plan.regionRow(r)})});
-        combine.emit(vregs, plan.regionRow(r - 1), plan.regionRow(r));
+        code.emit({makeInstruction(Opcode::SLi, {kOwnRow, plan.regionRow(ph, r - 1)}),
+                   makeInstruction(Opcode::SLi, {kSlotRow, plan.regionRow(ph, r)})});
+        combine.emit(vregs, plan.regionRow(ph, r - 1), plan.regionRow(ph, r));
       }
       std::vector<uint32_t> to;
       for (int64_t dev = 0; dev < devices; ++dev)
