@@ -33,6 +33,10 @@ constexpr int kMaxBuffers = 4;
 // Registers spilled before giving up (each spill reschedules the kernel).
 constexpr int kMaxSpills = 64;
 
+// Grid steps from which a step whose matmuls outlast its copies waits for its
+// blocks before it starts the next ones (stepOutlastsCopies).
+constexpr int64_t kMinWaitFirstSteps = 4;
+
 // The copy of one shape of block: the full block, or an edge block clipped to
 // the array in some dimensions.
 struct CopyVariant {
@@ -467,7 +471,12 @@ class Pipeline {
   // by its copies starts the next copy first (arrive's `late`), so the queue
   // holds it while the current one lands (the AQT decode's s8 x s8 dots:
   // +278 cycles waiting first).
+  // Only over kMinWaitFirstSteps steps or more: waiting first also delays the
+  // second block's copy until the first block (still landing at step 0) is
+  // in, one copy exposed per kernel against ~30 cycles gained a step (a
+  // 2-step swiglu lost 27 cycles of ~1.9k).
   bool stepOutlastsCopies() const {
+    if (k_.gridPoints() < kMinWaitFirstSteps) return false;
     const int64_t mxu = stepMxuCycles(k_, t_);
     if (mxu <= 0) return false;
     double bytes = 0;
