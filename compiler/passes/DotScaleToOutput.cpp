@@ -81,12 +81,6 @@ bool isMxuFloat(PrimitiveType t) {
   return t == PrimitiveType::F32 || t == PrimitiveType::BF16 || t == PrimitiveType::F16;
 }
 
-int64_t elements(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s.dims) n *= d;
-  return n;
-}
-
 bool contains(const std::vector<int64_t>& v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -121,7 +115,7 @@ bool sinkScale(hlo::HloComputation* comp, HloInstruction* dot, int side, bool re
   if (mul->opcode() != HloOpcode::Multiply || mul->userCount() != 1 ||
       !isMxuFloat(mul->shape().type) || !isMxuFloat(dot->shape().type))
     return false;
-  if (elements(mul->shape()) <= elements(dot->shape())) return false;
+  if (mul->shape().elementCount() <= dot->shape().elementCount()) return false;
   for (int q = 0; q < 2; ++q) {
     HloInstruction* conv = mul->operand(1 - q);
     HloInstruction* bcast = mul->operand(q);

@@ -44,12 +44,6 @@ using hlo::Shape;
 // update is no cheaper to multiply separately.
 constexpr int64_t kMinArrayToSlab = 16;
 
-int64_t elements(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s.dims) n *= d;
-  return n;
-}
-
 bool contains(const std::vector<int64_t>& v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -105,8 +99,8 @@ HloInstruction* innerProductsAsDiagonal(hlo::HloModule& module, hlo::HloComputat
   int64_t b = 1, k = 1;
   for (int64_t d : dn.lhsBatch) b *= lhs->shape().dims[static_cast<size_t>(d)];
   for (int64_t d : dn.lhsContracting) k *= lhs->shape().dims[static_cast<size_t>(d)];
-  if (b < 2 || b > kMaxDiagonalBatch || elements(lhs->shape()) != b * k ||
-      elements(rhs->shape()) != b * k)
+  if (b < 2 || b > kMaxDiagonalBatch || lhs->shape().elementCount() != b * k ||
+      rhs->shape().elementCount() != b * k)
     return nullptr;
   HloInstruction* l = asMatrix(comp, lhs, dn.lhsBatch, dn.lhsContracting, b, k, base + ".rows");
   HloInstruction* r = asMatrix(comp, rhs, dn.rhsBatch, dn.rhsContracting, b, k, base + ".cols");
@@ -170,7 +164,7 @@ bool rewriteSide(hlo::HloModule& module, hlo::HloComputation* comp, HloInstructi
   if (x->opcode() != HloOpcode::DynamicUpdateSlice) return false;
   HloInstruction* array = x->operand(0);
   HloInstruction* slab = x->operand(1);
-  if (elements(slab->shape()) * kMinArrayToSlab > elements(array->shape())) return false;
+  if (slab->shape().elementCount() * kMinArrayToSlab > array->shape().elementCount()) return false;
   // The slab covers every contracted and batch dim whole; it may be partial
   // only along free dims.
   const int64_t rank = dot->operand(side)->shape().rank();
