@@ -339,9 +339,6 @@ LoweredKernel lowerReduce(const ComputeGraph& g, const TilingTarget& t) {
       first = first && (dsl::program_id(axis) == 0);
       last = last && (dsl::program_id(axis) == extent - 1);
     }
-    auto scratchOf = [&](const std::vector<int>& index, size_t k) -> const dsl::Ref& {
-      return refs[nIn + nOut + static_cast<size_t>(index[k])];
-    };
     // Each reduce of the lanes, chunk by chunk: the partial of every chunk.
     auto chunkPartials = [&](const ReduceOut& ro) {
       std::vector<dsl::Array> parts;
