@@ -35,6 +35,8 @@
 #include "compiler/passes/PassRegistry.h"
 #include "compiler/passes/PassUtil.h"
 
+#include "compiler/passes/DotResultDim.h"
+
 namespace tpusim::passes {
 namespace {
 
@@ -81,33 +83,6 @@ bool isMxuFloat(PrimitiveType t) {
   return t == PrimitiveType::F32 || t == PrimitiveType::BF16 || t == PrimitiveType::F16;
 }
 
-bool contains(const std::vector<int64_t>& v, int64_t x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
-
-// Where operand dim `d` of dot side `side` lands in the dot's result (XLA's
-// order: batch dims, the LHS's free dims, the RHS's free dims), or -1 for a
-// contracted dim.
-int64_t resultDim(const HloInstruction& dot, int side, int64_t d) {
-  const hlo::DotDimensionNumbers& dn = dot.attrs().dot;
-  const auto& batch = side == 0 ? dn.lhsBatch : dn.rhsBatch;
-  const auto& contract = side == 0 ? dn.lhsContracting : dn.rhsContracting;
-  if (contains(contract, d)) return -1;
-  auto b = std::find(batch.begin(), batch.end(), d);
-  if (b != batch.end()) return b - batch.begin();
-  auto freeBefore = [&](int s, int64_t limit) {
-    const auto& bs = s == 0 ? dn.lhsBatch : dn.rhsBatch;
-    const auto& cs = s == 0 ? dn.lhsContracting : dn.rhsContracting;
-    int64_t n = 0;
-    for (int64_t i = 0; i < limit; ++i)
-      if (!contains(bs, i) && !contains(cs, i)) ++n;
-    return n;
-  };
-  int64_t pos = static_cast<int64_t>(dn.lhsBatch.size()) + freeBefore(side, d);
-  if (side == 1) pos += freeBefore(0, dot.operand(0)->shape().rank());
-  return pos;
-}
-
 // Rewrites `dot` if operand `side` is convert(integer) * broadcast(scale) with
 // the scale on non-contracted dims; true if it did.
 bool sinkScale(hlo::HloComputation* comp, HloInstruction* dot, int side, bool reassociate) {
@@ -132,7 +107,7 @@ bool sinkScale(hlo::HloComputation* comp, HloInstruction* dot, int side, bool re
     std::vector<int64_t> outDims;
     bool ok = true;
     for (int64_t d : bcast->dimensions()) {
-      int64_t r = resultDim(*dot, side, d);
+      int64_t r = dotResultDim(*dot, side, d);
       if (r < 0 || (!outDims.empty() && r <= outDims.back())) ok = false;
       outDims.push_back(r);
     }

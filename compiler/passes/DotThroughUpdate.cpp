@@ -32,6 +32,8 @@
 #include "compiler/passes/PassRegistry.h"
 #include "compiler/passes/PassUtil.h"
 
+#include "compiler/passes/DotResultDim.h"
+
 namespace tpusim::passes {
 namespace {
 
@@ -46,23 +48,6 @@ constexpr int64_t kMinArrayToSlab = 16;
 
 bool contains(const std::vector<int64_t>& v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
-}
-
-// Result dim of operand `side`'s free dim `d` (XLA's order: batch dims, the
-// LHS's free dims, the RHS's free dims).
-int64_t freeResultDim(const HloInstruction& dot, int side, int64_t d) {
-  const hlo::DotDimensionNumbers& dn = dot.attrs().dot;
-  auto freeBefore = [&](int s, int64_t limit) {
-    const auto& bs = s == 0 ? dn.lhsBatch : dn.rhsBatch;
-    const auto& cs = s == 0 ? dn.lhsContracting : dn.rhsContracting;
-    int64_t n = 0;
-    for (int64_t i = 0; i < limit; ++i)
-      if (!contains(bs, i) && !contains(cs, i)) ++n;
-    return n;
-  };
-  int64_t pos = static_cast<int64_t>(dn.lhsBatch.size()) + freeBefore(side, d);
-  if (side == 1) pos += freeBefore(0, dot.operand(0)->shape().rank());
-  return pos;
 }
 
 // Largest batch whose inner products go through one matmul (its diagonal):
@@ -218,7 +203,7 @@ bool rewriteSide(hlo::HloModule& module, hlo::HloComputation* comp, HloInstructi
   for (int64_t k = 0; k < rank; ++k) {
     if (contains(contract, k) || contains(batch, k)) continue;
     const size_t u = static_cast<size_t>(perm[static_cast<size_t>(k)]);
-    const size_t r = static_cast<size_t>(freeResultDim(*dot, side, k));
+    const size_t r = static_cast<size_t>(dotResultDim(*dot, side, k));
     slabDims[r] = slab->shape().dims[u];
     starts[r] = x->operand(2 + static_cast<int64_t>(u));
   }
